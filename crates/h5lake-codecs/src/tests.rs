@@ -1,0 +1,235 @@
+use super::*;
+use serde_json::json;
+
+fn sample(len: usize) -> Vec<u8> {
+    (0..len).map(|i| ((i / 5) as u32).wrapping_mul(2654435761) as u8 & 0x3f).collect()
+}
+
+#[test]
+fn empty_or_null_is_empty_pipeline() {
+    assert!(Pipeline::from_hsds_json(&Value::Null).unwrap().is_empty());
+    assert!(Pipeline::from_hsds_json(&json!([])).unwrap().is_empty());
+    let p = Pipeline::default();
+    assert_eq!(p.encode(vec![1, 2, 3], 1).unwrap(), vec![1, 2, 3]);
+    assert_eq!(p.decode(&[1, 2, 3], 1).unwrap(), vec![1, 2, 3]);
+}
+
+#[test]
+fn parses_hsds_fixture_filters() {
+    // As HSDS 1.0.2 stored them in shared/fixtures/hsds-store.
+    let v = json!([{"class": "H5Z_FILTER_SHUFFLE", "id": 2, "name": "shuffle"},
+                   {"class": "H5Z_FILTER_DEFLATE", "id": 1, "name": "gzip", "level": 6}]);
+    let p = Pipeline::from_hsds_json(&v).unwrap();
+    assert_eq!(p.filters, vec![Filter::Shuffle, Filter::Deflate { level: 6 }]);
+}
+
+#[test]
+fn identifies_by_id_then_class_then_name() {
+    let p = Pipeline::from_hsds_json(&json!([
+        {"id": 32015, "class": "H5Z_FILTER_DEFLATE"},
+        {"class": "H5Z_FILTER_LZ4"},
+        {"class": "H5Z_FILTER_USER", "name": "zstd", "level": 7},
+        {"name": "gzip"},
+        {"name": "deflate", "level": "2"},
+        {"name": "fletcher32"},
+        2, "H5Z_FILTER_LZ4", "zstd",
+    ]))
+    .unwrap();
+    assert_eq!(
+        p.filters,
+        vec![
+            Filter::Zstd { level: 3 },
+            Filter::Lz4,
+            Filter::Zstd { level: 7 },
+            Filter::Deflate { level: 4 },
+            Filter::Deflate { level: 2 },
+            Filter::Fletcher32,
+            Filter::Shuffle,
+            Filter::Lz4,
+            Filter::Zstd { level: 3 },
+        ]
+    );
+}
+
+#[test]
+fn blosc_parameters() {
+    let p = Pipeline::from_hsds_json(&json!([
+        {"class": "H5Z_FILTER_BLOSC", "id": 32001, "name": "blosclz"},
+        {"class": "H5Z_FILTER_BLOSC", "id": 32001, "name": "lz4", "level": 9},
+        {"id": 32001, "cname": "zstd", "clevel": 1, "shuffle": 0},
+        {"id": 32001, "compressor": 4, "shuffle": 2},
+    ]))
+    .unwrap();
+    assert_eq!(
+        p.filters,
+        vec![
+            Filter::Blosc { compressor: BloscCompressor::BloscLz, level: 5, shuffle: BloscShuffle::Byte },
+            Filter::Blosc { compressor: BloscCompressor::Lz4, level: 9, shuffle: BloscShuffle::Byte },
+            Filter::Blosc { compressor: BloscCompressor::Zstd, level: 1, shuffle: BloscShuffle::None },
+            Filter::Blosc { compressor: BloscCompressor::Zlib, level: 5, shuffle: BloscShuffle::Bit },
+        ]
+    );
+    assert!(matches!(
+        Pipeline::from_hsds_json(&json!([{"id": 32001, "compressor": "brotli"}])),
+        Err(CodecError::Unsupported(m)) if m.contains("brotli")
+    ));
+}
+
+#[test]
+fn unknown_filters_are_named() {
+    let cases = [
+        (json!([{"class": "H5Z_FILTER_SZIP", "id": 4, "name": "szip"}]), "szip"),
+        (json!([{"class": "H5Z_FILTER_BITSHUFFLE"}]), "bitshuffle"),
+        (json!([{"class": "H5Z_FILTER_USER", "id": 32013, "name": "zfp"}]), "zfp"),
+        (json!([{"id": 307}]), "307"),
+        (json!(["lzf"]), "lzf"),
+    ];
+    for (v, needle) in cases {
+        match Pipeline::from_hsds_json(&v) {
+            Err(CodecError::Unsupported(m)) => assert!(m.contains(needle), "{m} lacks {needle}"),
+            other => panic!("{v}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn invalid_json_is_invalid() {
+    for v in [json!({"a": 1}), json!([true]), json!([{"id": 1, "level": 11}]), json!([{"id": 1, "level": "x"}]),
+              json!([{"id": 32001, "shuffle": 3}])] {
+        assert!(matches!(Pipeline::from_hsds_json(&v), Err(CodecError::Invalid(_))), "{v}");
+    }
+}
+
+#[test]
+fn json_roundtrip_and_shape() {
+    let p = Pipeline::new(vec![
+        Filter::Shuffle,
+        Filter::Deflate { level: 4 },
+        Filter::Zstd { level: 3 },
+        Filter::Lz4,
+        Filter::Blosc { compressor: BloscCompressor::Zlib, level: 5, shuffle: BloscShuffle::Byte },
+        Filter::Fletcher32,
+    ]);
+    let v = p.to_hsds_json();
+    assert_eq!(v[0], json!({"class": "H5Z_FILTER_SHUFFLE", "id": 2, "name": "shuffle"}));
+    assert_eq!(v[1], json!({"class": "H5Z_FILTER_DEFLATE", "id": 1, "name": "deflate", "level": 4}));
+    assert_eq!(v[2], json!({"class": "H5Z_FILTER_ZSTD", "id": 32015, "name": "zstd", "level": 3}));
+    assert_eq!(v[3], json!({"class": "H5Z_FILTER_LZ4", "id": 32004, "name": "lz4"}));
+    assert_eq!(v[4]["class"], "H5Z_FILTER_BLOSC");
+    assert_eq!(v[5], json!({"class": "H5Z_FILTER_FLETCHER32", "id": 3, "name": "fletcher32"}));
+    assert_eq!(Pipeline::from_hsds_json(&v).unwrap(), p);
+}
+
+#[test]
+fn every_filter_roundtrips_in_both_formats() {
+    let filters = [
+        Filter::Shuffle,
+        Filter::Deflate { level: 1 },
+        Filter::Deflate { level: 9 },
+        Filter::Zstd { level: 0 },
+        Filter::Zstd { level: 19 },
+        Filter::Lz4,
+        Filter::Fletcher32,
+        Filter::Blosc { compressor: BloscCompressor::Lz4, level: 5, shuffle: BloscShuffle::Byte },
+        Filter::Blosc { compressor: BloscCompressor::BloscLz, level: 5, shuffle: BloscShuffle::None },
+    ];
+    for f in filters {
+        for len in [0, 1, 7, 4096, 100_003] {
+            let raw = sample(len);
+            for fmt in [ChunkFormat::Hdf5, ChunkFormat::Hsds] {
+                let p = Pipeline::new(vec![Filter::Shuffle, f.clone(), Filter::Fletcher32]);
+                let enc = p.encode_as(raw.clone(), 4, fmt).unwrap();
+                assert_eq!(p.decode_as(&enc, 4, Some(len), fmt).unwrap(), raw, "{f:?} {len} {fmt:?}");
+                assert_eq!(p.decode_as(&enc, 4, None, fmt).unwrap(), raw, "{f:?} {len} {fmt:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn hdf5_decode_reads_hsds_chunks() {
+    let raw = sample(50_000);
+    for comp in [Filter::Deflate { level: 6 }, Filter::Zstd { level: 3 }, Filter::Lz4] {
+        let p = Pipeline::new(vec![Filter::Shuffle, comp, Filter::Fletcher32]);
+        let hsds = p.encode_as(raw.clone(), 2, ChunkFormat::Hsds).unwrap();
+        assert_eq!(&hsds[..2], &[2, 1], "a Blosc1 frame");
+        assert_eq!(p.decode(&hsds, 2).unwrap(), raw);
+    }
+}
+
+#[test]
+fn hsds_layout_without_compressor_is_raw() {
+    let p = Pipeline::new(vec![Filter::Shuffle, Filter::Fletcher32]);
+    let raw = sample(100);
+    assert_eq!(p.encode_as(raw.clone(), 4, ChunkFormat::Hsds).unwrap(), raw);
+    assert_eq!(p.decode_as(&raw, 4, None, ChunkFormat::Hsds).unwrap(), raw);
+}
+
+#[test]
+fn lz4_incompressible_blocks_are_stored_raw() {
+    let mut x: u64 = 88172645463325252;
+    let raw: Vec<u8> = (0..10_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    let enc = Pipeline::new(vec![Filter::Lz4]).encode(raw.clone(), 1).unwrap();
+    assert_eq!(enc.len(), 12 + 4 + raw.len());
+    assert_eq!(&enc[..8], &(raw.len() as u64).to_be_bytes());
+    assert_eq!(&enc[16..], &raw[..]);
+    assert_eq!(lz4::decompress(&enc).unwrap(), raw);
+    // Multi-block framing as H5Zlz4 writes it with a 1 KiB block size.
+    let small = lz4::compress(&sample(5000), 1024);
+    assert_eq!(u32::from_be_bytes(small[8..12].try_into().unwrap()), 1024);
+    assert_eq!(lz4::decompress(&small).unwrap(), sample(5000));
+}
+
+#[test]
+fn corrupt_input_is_an_error() {
+    let raw = sample(10_000);
+    for f in [Filter::Deflate { level: 4 }, Filter::Zstd { level: 3 }, Filter::Lz4, Filter::Fletcher32,
+              Filter::Blosc { compressor: BloscCompressor::Zstd, level: 5, shuffle: BloscShuffle::Byte }] {
+        let p = Pipeline::new(vec![f.clone()]);
+        let enc = p.encode(raw.clone(), 4).unwrap();
+        assert!(p.decode(&enc[..enc.len() / 2], 4).is_err(), "{f:?} truncated");
+        assert!(p.decode(&[], 4).is_err(), "{f:?} empty");
+    }
+    let p = Pipeline::new(vec![Filter::Deflate { level: 4 }, Filter::Fletcher32]);
+    let mut enc = p.encode(raw, 4).unwrap();
+    enc[10] ^= 0x40;
+    assert!(matches!(p.decode(&enc, 4), Err(CodecError::Checksum)));
+}
+
+#[test]
+fn pipeline_is_send_sync_and_parallel_safe() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Pipeline>();
+    let p = std::sync::Arc::new(Pipeline::new(vec![Filter::Shuffle, Filter::Deflate { level: 4 }]));
+    let handles: Vec<_> = (0..4)
+        .map(|t| {
+            let p = p.clone();
+            std::thread::spawn(move || {
+                for i in 0..20 {
+                    let raw = sample(1000 + t * 100 + i);
+                    let enc = p.encode(raw.clone(), 8).unwrap();
+                    assert_eq!(p.decode(&enc, 8).unwrap(), raw);
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+}
+
+#[test]
+fn deflate_grows_past_a_bad_hint() {
+    let raw = vec![7u8; 1 << 20];
+    let p = Pipeline::new(vec![Filter::Deflate { level: 6 }]);
+    let enc = p.encode(raw.clone(), 1).unwrap();
+    assert_eq!(p.decode_with_hint(&enc, 1, Some(10)).unwrap(), raw);
+    assert_eq!(p.decode_with_hint(&enc, 1, Some(1 << 20)).unwrap(), raw);
+}

@@ -1,0 +1,527 @@
+//! Domains (what h5py calls files) and their metadata documents: groups,
+//! links, attributes, committed datatypes.
+//!
+//! Every metadata change is a read-modify-write of one JSON document guarded
+//! by the store's conditional put: a writer that lost a race re-reads and
+//! re-applies its change, so concurrent writers (threads, processes, servers)
+//! never lose each other's links or attributes.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use h5lake_store::{LocalStore, PutOutcome, Store};
+use serde_json::{json, Map, Value};
+
+use crate::ids::{self, ObjKind};
+use crate::{EngineError, Result};
+
+/// How to open a domain (h5py's file modes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenMode {
+    /// `r`: must exist, read-only.
+    Read,
+    /// `r+`: must exist, read-write.
+    ReadWrite,
+    /// `w`: create, replacing any existing domain.
+    Truncate,
+    /// `w-` / `x`: create, fail if it exists.
+    CreateExclusive,
+    /// `a`: read-write if it exists, create otherwise.
+    Append,
+}
+
+impl OpenMode {
+    /// Parses h5py's mode strings.
+    ///
+    /// # Errors
+    /// Unknown modes.
+    pub fn parse(mode: &str) -> Result<Self> {
+        Ok(match mode {
+            "r" => OpenMode::Read,
+            "r+" => OpenMode::ReadWrite,
+            "w" => OpenMode::Truncate,
+            "w-" | "x" => OpenMode::CreateExclusive,
+            "a" => OpenMode::Append,
+            other => return Err(EngineError::Invalid(format!("Invalid mode; must be one of r, r+, w, w-, x, a (got {other:?})"))),
+        })
+    }
+}
+
+/// Seconds since the epoch, as HSDS records times.
+pub fn now() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+}
+
+fn default_owner() -> String {
+    std::env::var("USER").ok().filter(|u| !u.is_empty()).unwrap_or_else(|| "admin".to_string())
+}
+
+/// Where a local path's domain lives: the bucket directory and the domain
+/// path inside it.
+///
+/// A path inside an HSDS bucket directory (an ancestor holding `db/`) names
+/// that bucket's domain, so `h5lake.File("<root_dir>/<bucket>/home/u/f.h5")`
+/// opens what HSDS wrote. Any other path is a self-contained store: the
+/// directory is its own bucket and holds the domain document at its top.
+pub fn resolve_local(path: &Path) -> Result<(PathBuf, String)> {
+    let abs = std::path::absolute(path)
+        .map_err(|e| EngineError::Invalid(format!("cannot resolve path {}: {e}", path.display())))?;
+    if abs.is_file() {
+        return Err(EngineError::NotAStore(format!(
+            "{} is a file, not an h5lake store (h5lake stores are directories; to bring in an HDF5 file use `h5lake load`)",
+            abs.display()
+        )));
+    }
+    if abs.join(".domain.json").is_file() && abs.join("db").is_dir() {
+        return Ok((abs, String::new()));
+    }
+    let mut cur = abs.parent();
+    while let Some(dir) = cur {
+        if dir.join("db").is_dir() {
+            let rel = abs.strip_prefix(dir).expect("ancestor").to_string_lossy().replace('\\', "/");
+            return Ok((dir.to_path_buf(), rel));
+        }
+        cur = dir.parent();
+    }
+    Ok((abs, String::new()))
+}
+
+/// An open domain.
+pub struct Domain {
+    store: Arc<dyn Store>,
+    domain_key: String,
+    root_id: String,
+    readonly: bool,
+    location: String,
+}
+
+impl std::fmt::Debug for Domain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Domain").field("location", &self.location).field("root", &self.root_id).finish()
+    }
+}
+
+impl Domain {
+    /// Opens or creates the domain at a local path (see [`resolve_local`]).
+    ///
+    /// # Errors
+    /// Missing store for `r`/`r+`, existing store for `w-`, a path that is
+    /// not a store, I/O trouble.
+    pub fn open_local(path: &Path, mode: OpenMode) -> Result<Self> {
+        let (bucket, domain_path) = resolve_local(path)?;
+        let display = path.display().to_string();
+        let creating = matches!(mode, OpenMode::Truncate | OpenMode::CreateExclusive | OpenMode::Append);
+        let store: Arc<dyn Store> = if bucket.is_dir() {
+            Arc::new(LocalStore::open(&bucket)?)
+        } else if creating {
+            Arc::new(LocalStore::create(&bucket)?)
+        } else {
+            return Err(EngineError::StoreNotFound(format!(
+                "Unable to open file: no h5lake store at {display} (use mode 'w' or 'a' to create one)"
+            )));
+        };
+        if domain_path.is_empty() && mode == OpenMode::Truncate && !store.exists(".domain.json")? {
+            // Refuse to take over a directory that holds something else.
+            let (keys, dirs) = store.list_dir("")?;
+            if !keys.is_empty() || !dirs.is_empty() {
+                return Err(EngineError::NotAStore(format!(
+                    "{display} is a non-empty directory that is not an h5lake store; refusing to overwrite it"
+                )));
+            }
+        }
+        Self::open(store, &domain_path, mode, display)
+    }
+
+    /// Opens or creates the domain `domain_path` ("" = the bucket's own
+    /// top-level domain) in `store`.
+    ///
+    /// # Errors
+    /// As [`Domain::open_local`].
+    pub fn open(store: Arc<dyn Store>, domain_path: &str, mode: OpenMode, location: String) -> Result<Self> {
+        let domain_path = domain_path.trim_matches('/');
+        let domain_key =
+            if domain_path.is_empty() { ".domain.json".to_string() } else { format!("{domain_path}/.domain.json") };
+        let existing = store.get(&domain_key)?;
+        let existing = match existing {
+            Some(b) => {
+                let v: Value = serde_json::from_slice(&b)
+                    .map_err(|e| EngineError::Corrupt(format!("{domain_key}: {e}")))?;
+                match v.get("root").and_then(Value::as_str) {
+                    Some(r) => Some(r.to_string()),
+                    None => {
+                        return Err(EngineError::NotAStore(format!("{location} is a folder, not a domain")));
+                    }
+                }
+            }
+            None => None,
+        };
+        let mut dom = Domain { store, domain_key, root_id: String::new(), readonly: mode == OpenMode::Read, location };
+        match (mode, existing) {
+            (OpenMode::Read | OpenMode::ReadWrite | OpenMode::Append, Some(root)) => {
+                dom.root_id = root;
+                Ok(dom)
+            }
+            (OpenMode::Read | OpenMode::ReadWrite, None) => Err(EngineError::StoreNotFound(format!(
+                "Unable to open file: no h5lake store at {} (use mode 'w' or 'a' to create one)",
+                dom.location
+            ))),
+            (OpenMode::CreateExclusive, Some(_)) => Err(EngineError::StoreExists(format!(
+                "Unable to create file: {} already exists (mode 'w-'/'x' never overwrites; use 'w' to replace it)",
+                dom.location
+            ))),
+            (OpenMode::Truncate, Some(root)) => {
+                dom.store.delete(&dom.domain_key)?;
+                dom.store.delete_prefix(&ids::domain_db_prefix(&root)?)?;
+                dom.create()?;
+                Ok(dom)
+            }
+            (_, None) => {
+                dom.create()?;
+                Ok(dom)
+            }
+        }
+    }
+
+    fn create(&mut self) -> Result<()> {
+        let root = ids::new_root_id();
+        let t = now();
+        let group = json!({
+            "id": root, "root": root, "created": t, "lastModified": t,
+            "links": {}, "attributes": {}, "creationProperties": {},
+        });
+        self.put_new(&ids::doc_key(&root)?, &group)?;
+        let owner = default_owner();
+        let mut acls = Map::new();
+        acls.insert(
+            owner.clone(),
+            json!({"create": true, "read": true, "update": true, "delete": true, "readACL": true, "updateACL": true}),
+        );
+        let domain = json!({"root": root, "owner": owner, "acls": acls, "created": t, "lastModified": t});
+        match self.store.put_if_absent(&self.domain_key, &to_bytes(&domain))? {
+            PutOutcome::Written(_) => {
+                self.root_id = root;
+                Ok(())
+            }
+            PutOutcome::Conflict => {
+                self.store.delete(&ids::doc_key(&root)?)?;
+                Err(EngineError::StoreExists(format!("Unable to create file: {} was created concurrently", self.location)))
+            }
+        }
+    }
+
+    /// The store underneath.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// The root group's id.
+    pub fn root_id(&self) -> &str {
+        &self.root_id
+    }
+
+    /// Whether the domain was opened read-only.
+    pub fn readonly(&self) -> bool {
+        self.readonly
+    }
+
+    /// Where the domain lives, for messages.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// The `.domain.json` document.
+    ///
+    /// # Errors
+    /// I/O trouble; a vanished domain.
+    pub fn domain_doc(&self) -> Result<Value> {
+        let b = self
+            .store
+            .get(&self.domain_key)?
+            .ok_or_else(|| EngineError::NotFound(format!("domain {} was deleted", self.location)))?;
+        serde_json::from_slice(&b).map_err(|e| EngineError::Corrupt(format!("{}: {e}", self.domain_key)))
+    }
+
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        if self.readonly {
+            return Err(EngineError::ReadOnly(format!(
+                "{} is open read-only (mode 'r'); reopen it with 'r+' or 'a' to change it",
+                self.location
+            )));
+        }
+        Ok(())
+    }
+
+    fn check_same_domain(&self, id: &str) -> Result<()> {
+        let p = ids::parse_id(id)?;
+        if Some(p.domain_part) != self.root_id.get(2..19) {
+            return Err(EngineError::NotFound(format!("object {id} does not belong to this domain")));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn put_new(&self, key: &str, doc: &Value) -> Result<()> {
+        match self.store.put_if_absent(key, &to_bytes(doc))? {
+            PutOutcome::Written(_) => Ok(()),
+            PutOutcome::Conflict => Err(EngineError::AlreadyExists(format!("object {key} already exists"))),
+        }
+    }
+
+    /// An object's document.
+    ///
+    /// # Errors
+    /// [`EngineError::NotFound`] for unknown ids.
+    pub fn get_doc(&self, id: &str) -> Result<Value> {
+        self.check_same_domain(id)?;
+        let key = ids::doc_key(id)?;
+        let b = self.store.get(&key)?.ok_or_else(|| EngineError::NotFound(format!("object {id} not found")))?;
+        serde_json::from_slice(&b).map_err(|e| EngineError::Corrupt(format!("{key}: {e}")))
+    }
+
+    /// Applies `f` to the object's document and commits it with a conditional
+    /// put, re-reading and re-applying on conflict. `f` may run several times.
+    ///
+    /// # Errors
+    /// Whatever `f` returns; unknown ids; I/O trouble.
+    pub fn update_doc<T>(&self, id: &str, mut f: impl FnMut(&mut Value) -> Result<T>) -> Result<T> {
+        self.check_writable()?;
+        self.check_same_domain(id)?;
+        let key = ids::doc_key(id)?;
+        for attempt in 0u32.. {
+            let cur = self
+                .store
+                .get_versioned(&key)?
+                .ok_or_else(|| EngineError::NotFound(format!("object {id} not found")))?;
+            let mut doc: Value =
+                serde_json::from_slice(&cur.data).map_err(|e| EngineError::Corrupt(format!("{key}: {e}")))?;
+            let out = f(&mut doc)?;
+            doc["lastModified"] = json!(now());
+            match self.store.put_if_version(&key, &to_bytes(&doc), &cur.version)? {
+                PutOutcome::Written(_) => return Ok(out),
+                PutOutcome::Conflict => backoff(attempt),
+            }
+        }
+        unreachable!("the retry loop only ends by returning")
+    }
+
+    fn new_object(&self, kind: ObjKind, mut doc: Value) -> Result<String> {
+        self.check_writable()?;
+        let id = ids::new_id(kind, &self.root_id);
+        let t = now();
+        doc["id"] = json!(id);
+        doc["root"] = json!(self.root_id);
+        doc["created"] = json!(t);
+        doc["lastModified"] = json!(t);
+        if doc.get("attributes").is_none() {
+            doc["attributes"] = json!({});
+        }
+        self.put_new(&ids::doc_key(&id)?, &doc)?;
+        Ok(id)
+    }
+
+    /// Creates an unlinked group.
+    ///
+    /// # Errors
+    /// Read-only domain; I/O trouble.
+    pub fn create_group(&self, creation_props: Value) -> Result<String> {
+        self.new_object(ObjKind::Group, json!({"links": {}, "attributes": {}, "creationProperties": creation_props}))
+    }
+
+    /// Creates an unlinked committed datatype.
+    ///
+    /// # Errors
+    /// Invalid type JSON; read-only domain.
+    pub fn create_datatype(&self, type_json: Value) -> Result<String> {
+        h5lake_types::Datatype::from_json(&type_json)?;
+        self.new_object(ObjKind::Datatype, json!({"type": type_json}))
+    }
+
+    pub(crate) fn new_dataset_doc(&self, doc: Value) -> Result<String> {
+        self.new_object(ObjKind::Dataset, doc)
+    }
+
+    /// Removes an object's document and everything stored under it (chunks).
+    /// Links pointing at it are not touched.
+    ///
+    /// # Errors
+    /// The root group; read-only domain; I/O trouble.
+    pub fn delete_object(&self, id: &str) -> Result<()> {
+        self.check_writable()?;
+        self.check_same_domain(id)?;
+        if ids::is_root_id(id) {
+            return Err(EngineError::Invalid("the root group cannot be deleted".into()));
+        }
+        self.store.delete_prefix(&ids::object_prefix(id)?)?;
+        Ok(())
+    }
+
+    // ---- links ---------------------------------------------------------------
+
+    /// Adds a link to a group.
+    ///
+    /// # Errors
+    /// An existing name ([`EngineError::AlreadyExists`]); a bad name or link.
+    pub fn link_create(&self, group_id: &str, name: &str, mut link: Value) -> Result<()> {
+        check_name(name, "link")?;
+        check_link(&link)?;
+        if let Some(target) = link.get("id").and_then(Value::as_str) {
+            ids::parse_id(target)?;
+        }
+        link["created"] = json!(now());
+        self.update_doc(group_id, |doc| {
+            let links = member_map(doc, "links", group_id)?;
+            if links.contains_key(name) {
+                return Err(EngineError::AlreadyExists(format!("Unable to create link (name already exists): {name:?}")));
+            }
+            links.insert(name.to_string(), link.clone());
+            Ok(())
+        })
+    }
+
+    /// One link of a group.
+    ///
+    /// # Errors
+    /// [`EngineError::NotFound`] if the group has no such link.
+    pub fn link_get(&self, group_id: &str, name: &str) -> Result<Value> {
+        let mut doc = self.get_doc(group_id)?;
+        member_map(&mut doc, "links", group_id)?
+            .remove(name)
+            .ok_or_else(|| EngineError::NotFound(format!("Unable to find link {name:?} (no such link)")))
+    }
+
+    /// Removes a link.
+    ///
+    /// # Errors
+    /// [`EngineError::NotFound`] if the group has no such link.
+    pub fn link_delete(&self, group_id: &str, name: &str) -> Result<()> {
+        self.update_doc(group_id, |doc| {
+            member_map(doc, "links", group_id)?
+                .shift_remove(name)
+                .map(|_| ())
+                .ok_or_else(|| EngineError::NotFound(format!("Unable to delete link {name:?} (no such link)")))
+        })
+    }
+
+    /// All links of a group in creation order.
+    ///
+    /// # Errors
+    /// Unknown group.
+    pub fn links(&self, group_id: &str) -> Result<Vec<(String, Value)>> {
+        let mut doc = self.get_doc(group_id)?;
+        Ok(std::mem::take(member_map(&mut doc, "links", group_id)?).into_iter().collect())
+    }
+
+    // ---- attributes ----------------------------------------------------------
+
+    /// Creates (or with `overwrite`, replaces) an attribute.
+    ///
+    /// # Errors
+    /// Existing name without `overwrite`; invalid type, shape or value.
+    pub fn attr_create(&self, obj_id: &str, name: &str, mut attr: Value, overwrite: bool) -> Result<()> {
+        if name.is_empty() {
+            return Err(EngineError::Invalid("attribute names must not be empty".into()));
+        }
+        let t = attr.get("type").ok_or_else(|| EngineError::Invalid("attribute without type".into()))?;
+        if !t.as_str().is_some_and(|s| s.starts_with("t-")) {
+            h5lake_types::Datatype::from_json(t)?;
+        }
+        h5lake_types::Shape::from_json(attr.get("shape").ok_or_else(|| EngineError::Invalid("attribute without shape".into()))?)?;
+        attr["created"] = json!(now());
+        self.update_doc(obj_id, |doc| {
+            let attrs = member_map(doc, "attributes", obj_id)?;
+            if attrs.contains_key(name) {
+                if !overwrite {
+                    return Err(EngineError::AlreadyExists(format!(
+                        "Unable to create attribute (name already exists): {name:?}"
+                    )));
+                }
+                attrs.shift_remove(name);
+            }
+            attrs.insert(name.to_string(), attr.clone());
+            Ok(())
+        })
+    }
+
+    /// One attribute.
+    ///
+    /// # Errors
+    /// [`EngineError::NotFound`] if missing.
+    pub fn attr_get(&self, obj_id: &str, name: &str) -> Result<Value> {
+        let mut doc = self.get_doc(obj_id)?;
+        member_map(&mut doc, "attributes", obj_id)?
+            .remove(name)
+            .ok_or_else(|| EngineError::NotFound(format!("Can't open attribute (can't locate attribute: {name:?})")))
+    }
+
+    /// Removes an attribute.
+    ///
+    /// # Errors
+    /// [`EngineError::NotFound`] if missing.
+    pub fn attr_delete(&self, obj_id: &str, name: &str) -> Result<()> {
+        self.update_doc(obj_id, |doc| {
+            member_map(doc, "attributes", obj_id)?.shift_remove(name).map(|_| ()).ok_or_else(|| {
+                EngineError::NotFound(format!("Can't delete attribute (can't locate attribute: {name:?})"))
+            })
+        })
+    }
+
+    /// Attribute names in creation order.
+    ///
+    /// # Errors
+    /// Unknown object.
+    pub fn attr_names(&self, obj_id: &str) -> Result<Vec<String>> {
+        let mut doc = self.get_doc(obj_id)?;
+        Ok(member_map(&mut doc, "attributes", obj_id)?.keys().cloned().collect())
+    }
+}
+
+pub(crate) fn to_bytes(v: &Value) -> Vec<u8> {
+    serde_json::to_vec(v).expect("JSON values always serialize")
+}
+
+/// Exponential-ish backoff with jitter for conflicting conditional writes.
+pub(crate) fn backoff(attempt: u32) {
+    use rand::Rng;
+    if attempt < 2 {
+        std::thread::yield_now();
+        return;
+    }
+    let cap = 1u64 << attempt.min(10);
+    let micros = rand::thread_rng().gen_range(0..cap * 50);
+    std::thread::sleep(std::time::Duration::from_micros(micros));
+}
+
+fn member_map<'a>(doc: &'a mut Value, key: &str, id: &str) -> Result<&'a mut Map<String, Value>> {
+    if doc.get(key).is_none() {
+        if key == "links" && !id.starts_with("g-") {
+            return Err(EngineError::WrongType(format!("object {id} is not a group")));
+        }
+        doc[key] = json!({});
+    }
+    doc.get_mut(key)
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| EngineError::Corrupt(format!("{key} of {id} is not a JSON object")))
+}
+
+fn check_name(name: &str, what: &str) -> Result<()> {
+    if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+        return Err(EngineError::Invalid(format!("invalid {what} name {name:?}: names are non-empty and contain no '/'")));
+    }
+    Ok(())
+}
+
+fn check_link(link: &Value) -> Result<()> {
+    let class = link.get("class").and_then(Value::as_str).unwrap_or("");
+    let has = |k: &str| link.get(k).and_then(Value::as_str).is_some();
+    let ok = match class {
+        "H5L_TYPE_HARD" => has("id"),
+        "H5L_TYPE_SOFT" => has("h5path"),
+        "H5L_TYPE_EXTERNAL" => has("h5path") && has("h5domain"),
+        _ => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(EngineError::Invalid(format!("invalid link {link}")))
+    }
+}

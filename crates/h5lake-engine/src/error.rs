@@ -1,0 +1,44 @@
+use thiserror::Error;
+
+/// Everything the engine can fail with. Front ends map these once to their
+/// own vocabulary (Python exceptions, HTTP status codes, HDF5 errors).
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// A name, object or store that does not exist (Python: KeyError / FileNotFoundError).
+    #[error("{0}")]
+    NotFound(String),
+    /// The store itself does not exist.
+    #[error("{0}")]
+    StoreNotFound(String),
+    /// A name or store that already exists (Python: ValueError / FileExistsError).
+    #[error("{0}")]
+    AlreadyExists(String),
+    /// The store already exists and the mode forbids that.
+    #[error("{0}")]
+    StoreExists(String),
+    /// A path that exists but is not an h5lake store (Python: OSError).
+    #[error("{0}")]
+    NotAStore(String),
+    /// A bad argument: shape, selection, buffer size (Python: ValueError).
+    #[error("{0}")]
+    Invalid(String),
+    /// An operation that does not apply to this type of object (Python: TypeError).
+    #[error("{0}")]
+    WrongType(String),
+    /// Writing to a store opened read-only.
+    #[error("{0}")]
+    ReadOnly(String),
+    /// A stored document or chunk that cannot be understood.
+    #[error("corrupt store: {0}")]
+    Corrupt(String),
+    #[error(transparent)]
+    Store(#[from] h5lake_store::StoreError),
+    #[error(transparent)]
+    Codec(#[from] h5lake_codecs::CodecError),
+    #[error(transparent)]
+    Types(#[from] h5lake_types::TypeError),
+}
+
+/// Result alias for engine operations.
+pub type Result<T> = std::result::Result<T, EngineError>;

@@ -1,0 +1,18 @@
+//! The h5lake engine: HDF5's data model (domains, groups, datasets,
+//! attributes, links, committed datatypes) stored one object per document and
+//! one object per chunk, in the HSDS object-store schema v2, over any
+//! [`h5lake_store::Store`].
+//!
+//! Front ends (the Python API, the CLI, the REST server, the VOL connector)
+//! all talk to [`Domain`].
+
+pub mod dataset;
+pub mod domain;
+mod error;
+pub mod ids;
+pub mod planner;
+
+pub use dataset::DatasetMeta;
+pub use domain::{Domain, OpenMode};
+pub use error::{EngineError, Result};
+pub use h5lake_types::{DimSel, Selection};

@@ -1,0 +1,187 @@
+//! Object storage for h5lake.
+//!
+//! A store is a flat key space (`/`-separated keys, no leading slash) of
+//! immutable-per-write byte objects, the shape of an S3 bucket. The traits are
+//! split by capability (read / write / list) the way zarrs and object_store do;
+//! a missing key is `Ok(None)`, never an error, because for chunks "missing"
+//! simply means "fill value".
+//!
+//! Consistency contract every backend must honour (checked by [`testsuite`]):
+//! - `put` is atomic: a reader sees the old bytes or the new bytes, never a mix;
+//!   a crash mid-`put` leaves the old bytes.
+//! - `put_if_absent` creates the key only if nobody else did (exactly one of
+//!   several racing callers gets `Created`).
+//! - `put_if_version` replaces the value only if its current version is the one
+//!   the caller read; racing read-modify-write cycles therefore never lose an
+//!   update — the loser sees `Conflict` and retries.
+
+use bytes::Bytes;
+
+mod error;
+pub mod local;
+pub mod memory;
+pub mod testsuite;
+
+pub use error::StoreError;
+pub use local::{LocalStore, LocalStoreOptions};
+pub use memory::MemoryStore;
+
+/// Result alias for store operations.
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+/// Opaque version tag of a stored object (an ETag on S3; on local disk a
+/// token derived from the file's identity). Two reads return equal versions
+/// iff no write happened in between.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Version(pub String);
+
+/// Bytes together with the version they were read at.
+#[derive(Clone, Debug)]
+pub struct Versioned {
+    pub data: Bytes,
+    pub version: Version,
+}
+
+/// Outcome of a conditional write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PutOutcome {
+    /// The write happened; the object now has this version.
+    Written(Version),
+    /// The precondition failed (key already exists for `put_if_absent`, or its
+    /// version moved on / it vanished for `put_if_version`). Nothing was written.
+    Conflict,
+}
+
+/// Reading keys.
+pub trait ReadableStore: Send + Sync {
+    /// The whole object, or `None` if the key does not exist.
+    ///
+    /// # Errors
+    /// I/O trouble other than "not found".
+    fn get(&self, key: &str) -> Result<Option<Bytes>>;
+
+    /// The whole object with its version, or `None` if missing.
+    ///
+    /// # Errors
+    /// I/O trouble other than "not found".
+    fn get_versioned(&self, key: &str) -> Result<Option<Versioned>>;
+
+    /// `len` bytes starting at `offset` (fewer if the object is shorter), or
+    /// `None` if the key does not exist.
+    ///
+    /// # Errors
+    /// I/O trouble other than "not found".
+    fn get_range(&self, key: &str, offset: u64, len: u64) -> Result<Option<Bytes>>;
+
+    /// Whether the key exists.
+    ///
+    /// # Errors
+    /// I/O trouble.
+    fn exists(&self, key: &str) -> Result<bool> {
+        Ok(self.get_range(key, 0, 0)?.is_some())
+    }
+}
+
+/// Writing keys. Every call is atomic (see the crate docs).
+pub trait WritableStore: Send + Sync {
+    /// Create or replace the object.
+    ///
+    /// # Errors
+    /// I/O trouble; an invalid key.
+    fn put(&self, key: &str, data: &[u8]) -> Result<Version>;
+
+    /// Create the object only if the key does not exist yet.
+    ///
+    /// # Errors
+    /// I/O trouble; an invalid key.
+    fn put_if_absent(&self, key: &str, data: &[u8]) -> Result<PutOutcome>;
+
+    /// Replace the object only if its current version is `expected`.
+    ///
+    /// # Errors
+    /// I/O trouble; an invalid key.
+    fn put_if_version(&self, key: &str, data: &[u8], expected: &Version) -> Result<PutOutcome>;
+
+    /// Remove the object; removing a missing key is not an error.
+    ///
+    /// # Errors
+    /// I/O trouble.
+    fn delete(&self, key: &str) -> Result<()>;
+
+    /// Remove every object whose key starts with `prefix` (a `/`-terminated
+    /// "directory" prefix in practice).
+    ///
+    /// # Errors
+    /// I/O trouble.
+    fn delete_prefix(&self, prefix: &str) -> Result<()>;
+}
+
+/// Listing keys.
+pub trait ListableStore: Send + Sync {
+    /// Every key starting with `prefix`, recursively, sorted.
+    ///
+    /// # Errors
+    /// I/O trouble.
+    fn list_prefix(&self, prefix: &str) -> Result<Vec<String>>;
+
+    /// One level below `prefix` (which is empty or ends in `/`): the keys
+    /// directly under it and the child "directories" (each ending in `/`),
+    /// both sorted, both as full keys.
+    ///
+    /// # Errors
+    /// I/O trouble.
+    fn list_dir(&self, prefix: &str) -> Result<(Vec<String>, Vec<String>)>;
+}
+
+/// A full store: what the engine needs.
+pub trait Store: ReadableStore + WritableStore + ListableStore {
+    /// Human-readable location (path or URL) for messages.
+    fn location(&self) -> String;
+}
+
+/// Checks a key: non-empty, relative, `/`-separated, no empty, `.` or `..`
+/// segments. Backends call this so that no key can escape the store root.
+///
+/// # Errors
+/// [`StoreError::InvalidKey`] naming the problem.
+pub fn validate_key(key: &str) -> Result<()> {
+    let bad = |why: &str| Err(StoreError::InvalidKey { key: key.to_string(), reason: why.to_string() });
+    if key.is_empty() {
+        return bad("empty key");
+    }
+    if key.starts_with('/') {
+        return bad("keys are relative (no leading '/')");
+    }
+    for seg in key.split('/') {
+        if seg.is_empty() || seg == "." || seg == ".." {
+            return bad("empty, '.' or '..' path segment");
+        }
+        if seg.contains('\0') {
+            return bad("NUL byte");
+        }
+    }
+    Ok(())
+}
+
+/// Checks a listing prefix: empty, or a key with an optional trailing `/`.
+/// The last segment of a prefix without trailing `/` is only matched as a
+/// string, so `.` is allowed there (`db/x/.` finds `.group.json`).
+///
+/// # Errors
+/// [`StoreError::InvalidKey`] for prefixes that could escape the root.
+pub fn validate_prefix(prefix: &str) -> Result<()> {
+    if prefix.contains('\0') {
+        return validate_key(prefix);
+    }
+    let dir = match prefix.strip_suffix('/') {
+        Some(dir) => dir,
+        None => prefix.rfind('/').map_or("", |i| &prefix[..i]),
+    };
+    if dir.is_empty() && !prefix.starts_with('/') {
+        return Ok(());
+    }
+    validate_key(dir).map_err(|_| StoreError::InvalidKey {
+        key: prefix.to_string(),
+        reason: "prefix directory must be a valid key".into(),
+    })
+}

@@ -1,0 +1,325 @@
+use serde_json::Value;
+
+use crate::{Result, TypeError};
+
+/// Byte order of an atomic numeric type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ByteOrder {
+    Little,
+    Big,
+}
+
+/// Character set of a string type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CharSet {
+    Ascii,
+    Utf8,
+}
+
+/// Padding of a fixed-length string type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StrPad {
+    NullTerm,
+    NullPad,
+    SpacePad,
+}
+
+/// A member of a compound type; `offset` is its byte offset in the packed
+/// element (HSDS stores compound elements without padding).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Field {
+    pub name: String,
+    pub dtype: Datatype,
+    pub offset: usize,
+}
+
+/// An HDF5 datatype as described by HSDS type JSON.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Datatype {
+    Integer { size: usize, signed: bool, order: ByteOrder },
+    Float { size: usize, order: ByteOrder },
+    /// `length: None` is a variable-length string.
+    String { length: Option<usize>, charset: CharSet, pad: StrPad },
+    Compound { fields: Vec<Field>, size: usize },
+    Array { base: Box<Datatype>, dims: Vec<u64> },
+    Enum { base: Box<Datatype>, mapping: Vec<(String, i64)> },
+    Opaque { size: usize, tag: Option<String> },
+    /// Variable-length sequence of `base`.
+    Vlen { base: Box<Datatype> },
+    /// Object reference, stored by HSDS as a fixed-length id string.
+    Reference { size: usize },
+}
+
+fn parse_atomic_base(s: &str) -> Result<Datatype> {
+    let bad = || TypeError::InvalidType(format!("unknown base type {s:?}"));
+    let (body, order) = if let Some(b) = s.strip_suffix("LE") {
+        (b, ByteOrder::Little)
+    } else if let Some(b) = s.strip_suffix("BE") {
+        (b, ByteOrder::Big)
+    } else {
+        return Err(bad());
+    };
+    if let Some(rest) = body.strip_prefix("H5T_STD_") {
+        let (signed, bits) = match rest.as_bytes().first() {
+            Some(b'I') => (true, &rest[1..]),
+            Some(b'U') => (false, &rest[1..]),
+            _ => return Err(bad()),
+        };
+        let size = match bits {
+            "8" => 1,
+            "16" => 2,
+            "32" => 4,
+            "64" => 8,
+            _ => return Err(bad()),
+        };
+        return Ok(Datatype::Integer { size, signed, order });
+    }
+    if let Some(bits) = body.strip_prefix("H5T_IEEE_F") {
+        let size = match bits {
+            "16" => 2,
+            "32" => 4,
+            "64" => 8,
+            _ => return Err(bad()),
+        };
+        return Ok(Datatype::Float { size, order });
+    }
+    Err(bad())
+}
+
+fn order_suffix(o: ByteOrder) -> &'static str {
+    match o {
+        ByteOrder::Little => "LE",
+        ByteOrder::Big => "BE",
+    }
+}
+
+impl Datatype {
+    /// Parses HSDS type JSON. A bare string is a predefined type name
+    /// (`"H5T_STD_I32LE"`); committed-type references (`"t-…"` ids) must be
+    /// resolved by the caller first.
+    ///
+    /// # Errors
+    /// Unknown classes or base names, malformed members.
+    pub fn from_json(v: &Value) -> Result<Self> {
+        let bad = |m: &str| TypeError::InvalidType(format!("{m}: {v}"));
+        if let Value::String(s) = v {
+            return parse_atomic_base(s);
+        }
+        let class = v.get("class").and_then(Value::as_str).ok_or_else(|| bad("missing class"))?;
+        match class {
+            "H5T_INTEGER" | "H5T_FLOAT" => {
+                let base = v.get("base").and_then(Value::as_str).ok_or_else(|| bad("missing base"))?;
+                let t = parse_atomic_base(base)?;
+                match (&t, class) {
+                    (Datatype::Integer { .. }, "H5T_INTEGER") | (Datatype::Float { .. }, "H5T_FLOAT") => Ok(t),
+                    _ => Err(bad("base does not match class")),
+                }
+            }
+            "H5T_STRING" => {
+                let charset = match v.get("charSet").and_then(Value::as_str).unwrap_or("H5T_CSET_ASCII") {
+                    "H5T_CSET_ASCII" => CharSet::Ascii,
+                    "H5T_CSET_UTF8" => CharSet::Utf8,
+                    _ => return Err(bad("unknown charSet")),
+                };
+                let pad = match v.get("strPad").and_then(Value::as_str).unwrap_or("H5T_STR_NULLPAD") {
+                    "H5T_STR_NULLTERM" => StrPad::NullTerm,
+                    "H5T_STR_NULLPAD" => StrPad::NullPad,
+                    "H5T_STR_SPACEPAD" => StrPad::SpacePad,
+                    _ => return Err(bad("unknown strPad")),
+                };
+                let length = match v.get("length") {
+                    Some(Value::String(s)) if s == "H5T_VARIABLE" => None,
+                    Some(Value::Number(n)) => {
+                        Some(n.as_u64().filter(|&n| n > 0).ok_or_else(|| bad("string length must be >= 1"))? as usize)
+                    }
+                    _ => return Err(bad("missing string length")),
+                };
+                Ok(Datatype::String { length, charset, pad })
+            }
+            "H5T_COMPOUND" => {
+                let fields_json = v.get("fields").and_then(Value::as_array).ok_or_else(|| bad("missing fields"))?;
+                if fields_json.is_empty() {
+                    return Err(bad("compound type without fields"));
+                }
+                let mut fields = Vec::with_capacity(fields_json.len());
+                let mut offset = 0usize;
+                for f in fields_json {
+                    let name = f.get("name").and_then(Value::as_str).ok_or_else(|| bad("field without name"))?;
+                    if fields.iter().any(|x: &Field| x.name == name) {
+                        return Err(bad("duplicate field name"));
+                    }
+                    let dtype = Datatype::from_json(f.get("type").ok_or_else(|| bad("field without type"))?)?;
+                    let size = dtype.fixed_size().ok_or_else(|| {
+                        TypeError::UnsupportedType(format!(
+                            "compound field {name:?} is variable-length; compound types with variable-length members are not supported yet"
+                        ))
+                    })?;
+                    fields.push(Field { name: name.to_string(), dtype, offset });
+                    offset += size;
+                }
+                Ok(Datatype::Compound { fields, size: offset })
+            }
+            "H5T_ARRAY" => {
+                let base = Datatype::from_json(v.get("base").ok_or_else(|| bad("missing base"))?)?;
+                if base.fixed_size().is_none() {
+                    return Err(TypeError::UnsupportedType("arrays of variable-length elements".into()));
+                }
+                let dims = v
+                    .get("dims")
+                    .and_then(Value::as_array)
+                    .ok_or_else(|| bad("missing dims"))?
+                    .iter()
+                    .map(|d| d.as_u64().filter(|&d| d > 0).ok_or_else(|| bad("array dims must be >= 1")))
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(Datatype::Array { base: Box::new(base), dims })
+            }
+            "H5T_ENUM" => {
+                let base = Datatype::from_json(v.get("base").ok_or_else(|| bad("missing base"))?)?;
+                if !matches!(base, Datatype::Integer { .. }) {
+                    return Err(bad("enum base must be an integer type"));
+                }
+                let mapping = v
+                    .get("mapping")
+                    .and_then(Value::as_object)
+                    .ok_or_else(|| bad("missing mapping"))?
+                    .iter()
+                    .map(|(k, val)| val.as_i64().map(|i| (k.clone(), i)).ok_or_else(|| bad("enum values must be integers")))
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(Datatype::Enum { base: Box::new(base), mapping })
+            }
+            "H5T_OPAQUE" => {
+                let size = v.get("size").and_then(Value::as_u64).filter(|&s| s > 0).ok_or_else(|| bad("missing size"))?;
+                let tag = v.get("tag").and_then(Value::as_str).map(str::to_string);
+                Ok(Datatype::Opaque { size: size as usize, tag })
+            }
+            "H5T_VLEN" => {
+                let base = Datatype::from_json(v.get("base").ok_or_else(|| bad("missing base"))?)?;
+                if base.fixed_size().is_none() {
+                    return Err(TypeError::UnsupportedType("variable-length sequences of variable-length elements".into()));
+                }
+                Ok(Datatype::Vlen { base: Box::new(base) })
+            }
+            "H5T_REFERENCE" => Ok(Datatype::Reference { size: 48 }),
+            other => Err(TypeError::UnsupportedType(format!("type class {other}"))),
+        }
+    }
+
+    /// HSDS's JSON form (the inverse of [`Datatype::from_json`]).
+    pub fn to_json(&self) -> Value {
+        use serde_json::json;
+        match self {
+            Datatype::Integer { size, signed, order } => json!({
+                "class": "H5T_INTEGER",
+                "base": format!("H5T_STD_{}{}{}", if *signed { "I" } else { "U" }, size * 8, order_suffix(*order)),
+            }),
+            Datatype::Float { size, order } => json!({
+                "class": "H5T_FLOAT",
+                "base": format!("H5T_IEEE_F{}{}", size * 8, order_suffix(*order)),
+            }),
+            Datatype::String { length, charset, pad } => json!({
+                "class": "H5T_STRING",
+                "charSet": match charset { CharSet::Ascii => "H5T_CSET_ASCII", CharSet::Utf8 => "H5T_CSET_UTF8" },
+                "strPad": match pad { StrPad::NullTerm => "H5T_STR_NULLTERM", StrPad::NullPad => "H5T_STR_NULLPAD", StrPad::SpacePad => "H5T_STR_SPACEPAD" },
+                "length": match length { Some(n) => json!(n), None => json!("H5T_VARIABLE") },
+            }),
+            Datatype::Compound { fields, .. } => json!({
+                "class": "H5T_COMPOUND",
+                "fields": fields.iter().map(|f| json!({"name": f.name, "type": f.dtype.to_json()})).collect::<Vec<_>>(),
+            }),
+            Datatype::Array { base, dims } => json!({"class": "H5T_ARRAY", "dims": dims, "base": base.to_json()}),
+            Datatype::Enum { base, mapping } => {
+                let m: serde_json::Map<String, Value> = mapping.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+                json!({"class": "H5T_ENUM", "base": base.to_json(), "mapping": m})
+            }
+            Datatype::Opaque { size, tag } => {
+                let mut o = json!({"class": "H5T_OPAQUE", "size": size});
+                if let Some(t) = tag {
+                    o["tag"] = json!(t);
+                }
+                o
+            }
+            Datatype::Vlen { base } => json!({"class": "H5T_VLEN", "base": base.to_json()}),
+            Datatype::Reference { .. } => json!({"class": "H5T_REFERENCE", "base": "H5T_STD_REF_OBJ"}),
+        }
+    }
+
+    /// Bytes per element in a chunk, or `None` for variable-length types
+    /// (whose chunk form is a 4-byte length prefix followed by the bytes).
+    pub fn fixed_size(&self) -> Option<usize> {
+        match self {
+            Datatype::Integer { size, .. } | Datatype::Float { size, .. } | Datatype::Opaque { size, .. } => Some(*size),
+            Datatype::Reference { size } => Some(*size),
+            Datatype::String { length, .. } => *length,
+            Datatype::Compound { size, .. } => Some(*size),
+            Datatype::Array { base, dims } => base.fixed_size().map(|s| s * dims.iter().product::<u64>() as usize),
+            Datatype::Enum { base, .. } => base.fixed_size(),
+            Datatype::Vlen { .. } => None,
+        }
+    }
+
+    /// Whether elements are variable-length (vlen strings and sequences).
+    pub fn is_variable(&self) -> bool {
+        self.fixed_size().is_none()
+    }
+
+    /// Size of the unit that byte-shuffle and similar filters work on.
+    pub fn filter_elem_size(&self) -> usize {
+        self.fixed_size().unwrap_or(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn round_trips_hsds_forms() {
+        let forms = [
+            json!({"class": "H5T_INTEGER", "base": "H5T_STD_I32BE"}),
+            json!({"class": "H5T_FLOAT", "base": "H5T_IEEE_F16LE"}),
+            json!({"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8", "strPad": "H5T_STR_NULLTERM", "length": "H5T_VARIABLE"}),
+            json!({"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII", "strPad": "H5T_STR_NULLPAD", "length": 7}),
+            json!({"class": "H5T_COMPOUND", "fields": [
+                {"name": "x", "type": {"class": "H5T_FLOAT", "base": "H5T_IEEE_F32LE"}},
+                {"name": "flags", "type": {"class": "H5T_ARRAY", "dims": [3], "base": {"class": "H5T_INTEGER", "base": "H5T_STD_U8LE"}}}
+            ]}),
+            json!({"class": "H5T_ENUM", "base": {"class": "H5T_INTEGER", "base": "H5T_STD_I8LE"}, "mapping": {"FALSE": 0, "TRUE": 1}}),
+            json!({"class": "H5T_OPAQUE", "size": 5}),
+            json!({"class": "H5T_VLEN", "base": {"class": "H5T_INTEGER", "base": "H5T_STD_I16LE"}}),
+        ];
+        for f in forms {
+            let t = Datatype::from_json(&f).unwrap();
+            assert_eq!(Datatype::from_json(&t.to_json()).unwrap(), t, "{f}");
+        }
+    }
+
+    #[test]
+    fn sizes_and_offsets() {
+        let t = Datatype::from_json(&json!({"class": "H5T_COMPOUND", "fields": [
+            {"name": "a", "type": {"class": "H5T_INTEGER", "base": "H5T_STD_I8LE"}},
+            {"name": "b", "type": {"class": "H5T_FLOAT", "base": "H5T_IEEE_F64LE"}},
+            {"name": "c", "type": {"class": "H5T_ARRAY", "dims": [2, 3], "base": {"class": "H5T_INTEGER", "base": "H5T_STD_U16BE"}}}
+        ]}))
+        .unwrap();
+        assert_eq!(t.fixed_size(), Some(1 + 8 + 12));
+        let Datatype::Compound { fields, .. } = &t else { panic!() };
+        assert_eq!(fields.iter().map(|f| f.offset).collect::<Vec<_>>(), vec![0, 1, 9]);
+        let vs = Datatype::from_json(&json!({"class": "H5T_STRING", "length": "H5T_VARIABLE"})).unwrap();
+        assert!(vs.is_variable());
+    }
+
+    #[test]
+    fn rejects_bad_types() {
+        for bad in [
+            json!({"class": "H5T_INTEGER", "base": "H5T_STD_I24LE"}),
+            json!({"class": "H5T_FLOAT", "base": "H5T_STD_I32LE"}),
+            json!({"class": "H5T_NOPE"}),
+            json!({"class": "H5T_COMPOUND", "fields": []}),
+            json!({"class": "H5T_STRING", "length": 0}),
+            json!("H5T_STD_X"),
+        ] {
+            assert!(Datatype::from_json(&bad).is_err(), "{bad}");
+        }
+    }
+}

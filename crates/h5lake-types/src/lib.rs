@@ -1,0 +1,22 @@
+//! HDF5 datatypes, dataspaces and selections, in the JSON forms HSDS uses.
+//!
+//! The engine keeps one canonical description of a type: HSDS's type JSON.
+//! Every front end converts its own notion (numpy dtypes, HDF5 type ids, REST
+//! bodies) to that form, and this crate turns it into something the engine can
+//! compute with: element sizes, byte orders, field offsets and whether values
+//! are variable-length.
+
+mod datatype;
+mod error;
+mod selection;
+mod shape;
+mod value;
+
+pub use datatype::{ByteOrder, CharSet, Datatype, Field, StrPad};
+pub use error::TypeError;
+pub use selection::{DimSel, Selection};
+pub use shape::{Shape, UNLIMITED};
+pub use value::json_to_element;
+
+/// Result alias for this crate.
+pub type Result<T> = std::result::Result<T, TypeError>;

@@ -1,0 +1,25 @@
+"""h5lake: an h5py-compatible API over HDF5 data stored in the HSDS
+object-store schema v2 — change ``import h5py`` to ``import h5lake``."""
+
+__version__ = "0.1.0"
+
+from ._hl.h5t import (
+    Empty,
+    string_dtype, vlen_dtype, enum_dtype, opaque_dtype, special_dtype,
+    check_dtype, check_string_dtype, check_vlen_dtype, check_enum_dtype,
+    check_opaque_dtype, check_ref_dtype, string_info,
+)
+from ._hl.files import File
+from ._hl.group import Group, SoftLink, ExternalLink, HardLink
+from ._hl.dataset import Dataset
+from ._hl.datatype import Datatype
+from ._hl.attrs import AttributeManager
+from ._hl.base import HLObject
+
+__all__ = [
+    "File", "Group", "Dataset", "Datatype", "AttributeManager", "HLObject",
+    "SoftLink", "ExternalLink", "HardLink", "Empty",
+    "string_dtype", "vlen_dtype", "enum_dtype", "opaque_dtype", "special_dtype",
+    "check_dtype", "check_string_dtype", "check_vlen_dtype", "check_enum_dtype",
+    "check_opaque_dtype", "check_ref_dtype", "string_info",
+]

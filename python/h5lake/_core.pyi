@@ -1,0 +1,103 @@
+"""Type stubs of the private Rust extension ``h5lake._core``.
+
+The extension is deliberately thin: one ``Raw*`` class per engine object,
+JSON documents in the HSDS forms, and whole selections handed to Rust, which
+releases the GIL while it plans, fetches, decodes and scatters chunks.
+
+Selections
+----------
+A *selection* is a list with one entry per dataset dimension (empty for a
+scalar dataset). Each entry is either
+
+* a tuple ``(start, count, step)`` of non-negative ints (``step >= 1``), or
+* a 1-D sequence / int64 ndarray of strictly increasing indices.
+
+The selected block has shape ``[count or len(indices) for each entry]`` and is
+laid out C-order in the caller's buffer. Buffers hold elements in the
+dataset's *stored* type (its HSDS ``type``), byte for byte: the caller does any
+dtype conversion. Every index must lie inside the dataset's current shape
+(the engine re-checks and raises ``ValueError`` otherwise).
+
+Errors: ``KeyError`` (missing name/object), ``ValueError`` (existing name, bad
+selection or shape), ``TypeError`` (wrong type, resize of a non-chunked
+dataset), ``FileNotFoundError``/``FileExistsError``/``OSError`` (storage).
+"""
+
+from typing import Literal, Sequence, Union
+
+import numpy as np
+
+Selection = Sequence[Union[tuple[int, int, int], Sequence[int], np.ndarray]]
+
+class RawFile:
+    def __init__(self, path: str, mode: Literal["r", "r+", "w", "w-", "x", "a"]) -> None:
+        """Open or create the store (a domain) at ``path`` with h5py's mode semantics."""
+    @property
+    def path(self) -> str: ...
+    @property
+    def root_id(self) -> str: ...
+    @property
+    def readonly(self) -> bool: ...
+    @property
+    def closed(self) -> bool: ...
+    def close(self) -> None: ...
+    def flush(self) -> None: ...
+    def domain_json(self) -> str:
+        """The ``.domain.json`` document."""
+
+    # --- objects -----------------------------------------------------------
+    def get_doc(self, obj_id: str) -> str:
+        """JSON text of the object's document (.group/.dataset/.datatype.json). KeyError if missing."""
+    def create_group(self, creation_props_json: str = "{}") -> str:
+        """Create an unlinked group; returns its id."""
+    def create_dataset(self, type_json: str, shape_json: str, creation_props_json: str) -> str:
+        """Create an unlinked dataset; returns its id.
+
+        ``shape_json`` is the HSDS shape object: ``{"class": "H5S_SCALAR"}``,
+        ``{"class": "H5S_NULL"}`` or ``{"class": "H5S_SIMPLE", "dims": [...],
+        "maxdims": [... int or "H5S_UNLIMITED" ...]}`` (maxdims optional).
+        ``creation_props_json`` holds ``layout`` (``{"class": "H5D_CHUNKED",
+        "dims": [...]}`` or ``{"class": "H5D_CONTIGUOUS"}``), ``filters`` (HSDS
+        filter objects), ``fillValue`` (JSON value), ``fillTime`` …
+        """
+    def create_datatype(self, type_json: str) -> str:
+        """Create an unlinked committed datatype; returns its id."""
+    def delete_object(self, obj_id: str) -> None:
+        """Remove the object's document and, for a dataset, all of its chunks."""
+
+    # --- links (stored in the group's document) ----------------------------
+    def link_create(self, group_id: str, name: str, link_json: str) -> None:
+        """Add a link; ValueError if the name exists. Link JSON is HSDS's:
+        ``{"class": "H5L_TYPE_HARD", "id": ...}``, ``{"class": "H5L_TYPE_SOFT",
+        "h5path": ...}``, ``{"class": "H5L_TYPE_EXTERNAL", "h5path": ..., "h5domain": ...}``.
+        The engine adds ``created``."""
+    def link_get(self, group_id: str, name: str) -> str: ...
+    def link_delete(self, group_id: str, name: str) -> None: ...
+    def links(self, group_id: str) -> list[tuple[str, str]]:
+        """(name, link JSON) pairs in creation order."""
+
+    # --- attributes ----------------------------------------------------------
+    def attr_create(self, obj_id: str, name: str, attr_json: str, overwrite: bool) -> None:
+        """``attr_json`` = ``{"type": ..., "shape": ..., "value": ...}``; ValueError if the
+        name exists and not ``overwrite``. The engine adds ``created``."""
+    def attr_get(self, obj_id: str, name: str) -> str: ...
+    def attr_delete(self, obj_id: str, name: str) -> None: ...
+    def attr_names(self, obj_id: str) -> list[str]:
+        """Names in creation order."""
+
+    # --- dataset values ------------------------------------------------------
+    def dataset_read(self, dset_id: str, selection: Selection, out: np.ndarray) -> None: ...
+    def dataset_write(self, dset_id: str, selection: Selection, data: np.ndarray) -> None: ...
+    def dataset_read_points(self, dset_id: str, points: np.ndarray, out: np.ndarray) -> None:
+        """``points``: C-contiguous int64 array of shape (n, rank); ``out`` holds n elements."""
+    def dataset_write_points(self, dset_id: str, points: np.ndarray, data: np.ndarray) -> None: ...
+    def dataset_read_vlen(self, dset_id: str, selection: Selection) -> list[bytes]:
+        """Variable-length elements (vlen strings as UTF-8/ASCII bytes, vlen
+        sequences as the raw bytes of their base type), C-order."""
+    def dataset_write_vlen(self, dset_id: str, selection: Selection, values: Sequence[bytes]) -> None: ...
+    def dataset_resize(self, dset_id: str, dims: Sequence[int]) -> None:
+        """TypeError if not chunked; ValueError if beyond maxdims. Chunks now
+        outside the shape are deleted; partial edge chunks are cleared beyond
+        the new extent so that a later grow shows the fill value."""
+    def dataset_chunk_count(self, dset_id: str) -> int:
+        """Number of stored chunk objects."""

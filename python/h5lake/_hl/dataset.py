@@ -1,0 +1,1009 @@
+"""Datasets (h5py's ``_hl/dataset.py``).
+
+Data path: fixed-size types never go element by element through Python.
+A read allocates the output in the STORED (packed) dtype, hands the whole
+selection to ``RawFile.dataset_read`` (Rust releases the GIL, plans chunks,
+decodes in parallel and scatters into the buffer), then drops the integer-
+indexed axes.  A write converts/broadcasts the value once with numpy and
+hands one C-contiguous buffer to ``dataset_write``.  Variable-length types
+(vlen strings and sequences at the top level) go through the ``*_vlen``
+calls as lists of bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import warnings
+
+import numpy as np
+
+from . import filters, h5t
+from . import selections as sel
+from .base import HLObject, array_for_new_object, engine_call, find_item_type, join_name, product
+
+Empty = h5t.Empty
+
+# Slab size used when copying whole datasets (Group.copy)
+_COPY_SLAB_BYTES = 64 * 1024 * 1024
+
+
+class H5LakeDeprecationWarning(UserWarning):
+    """Like h5py's H5pyDeprecationWarning."""
+
+
+class _ResizeError(ValueError, RuntimeError):
+    """Resize beyond maxshape: h5py raises RuntimeError, the engine contract
+    says ValueError; this is both."""
+
+
+# ---------------------------------------------------------------------------
+# creation
+# ---------------------------------------------------------------------------
+
+class _DsetPlan:
+    """A validated dataset creation: nothing is written until :meth:`create`."""
+
+    def __init__(self, type_doc, shape, maxshape, dcpl, dtype, payload):
+        self.type_doc = type_doc
+        self.shape = shape
+        self.maxshape = maxshape
+        self.dcpl = dcpl
+        self.dtype = dtype
+        self.payload = payload      # None, ndarray in stored dtype, or list of bytes (vlen)
+
+    def create(self, parent, base):
+        fs = parent._fs
+        raw = fs.raw
+        did = raw.create_dataset(json.dumps(self.type_doc),
+                                 json.dumps(h5t.shape_json(self.shape, self.maxshape)),
+                                 json.dumps(self.dcpl))
+        try:
+            if self.payload is not None and self.shape is not None and product(self.shape) > 0:
+                selection = [(0, int(n), 1) for n in self.shape]
+                if isinstance(self.payload, list):
+                    engine_call(raw.dataset_write_vlen, did, selection, self.payload)
+                else:
+                    engine_call(raw.dataset_write, did, selection, self.payload)
+            if base is not None:
+                raw.link_create(parent._oid, base, json.dumps({"class": "H5L_TYPE_HARD", "id": did}))
+        except BaseException:
+            try:
+                raw.delete_object(did)
+            finally:
+                pass
+            raise
+        return Dataset(fs, did, join_name(parent._name, base) if base is not None else None)
+
+
+def prepare_dset(shape=None, dtype=None, data=None, chunks=None, compression=None,
+                 shuffle=None, fletcher32=None, maxshape=None, compression_opts=None,
+                 fillvalue=None, scaleoffset=None, track_times=False, external=None,
+                 track_order=None, dcpl=None, dapl=None, efile_prefix=None,
+                 virtual_prefix=None, allow_unknown_filter=False, rdcc_nslots=None,
+                 rdcc_nbytes=None, rdcc_w0=None, *, fill_time=None):
+    """Validate create_dataset arguments (h5py's make_new_dset rules) and
+    convert the data; returns a :class:`_DsetPlan`."""
+    from .datatype import Datatype
+
+    if data is not None and not isinstance(data, Empty):
+        spec = dtype.dtype if isinstance(dtype, Datatype) else dtype
+        data = array_for_new_object(data, specified_dtype=spec)
+
+    if shape is None:
+        if data is None:
+            if dtype is None:
+                raise TypeError("One of data, shape or dtype must be specified")
+            data = Empty(dtype.dtype if isinstance(dtype, Datatype) else dtype)
+        shape = data.shape
+    else:
+        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+        if data is not None and not isinstance(data, Empty) and product(shape) != product(data.shape):
+            raise ValueError("Shape tuple is incompatible with data")
+
+    if isinstance(maxshape, (int, np.integer)) and not isinstance(maxshape, bool):
+        maxshape = (int(maxshape),)
+    if maxshape is not None and maxshape is not True:
+        maxshape = tuple(maxshape)
+
+    if isinstance(dtype, Datatype):
+        dtype = dtype.dtype
+    elif dtype is None and data is None:
+        warnings.warn(
+            "Creating a dataset without passing data or dtype is deprecated. "
+            "Pass an explicit dtype. Using dtype='f4' will keep the "
+            "current default behaviour.", H5LakeDeprecationWarning, stacklevel=3)
+        dtype = np.dtype("=f4")
+    elif dtype is None:
+        dtype = data.dtype
+    else:
+        dtype = np.dtype(dtype)
+
+    if track_times is None:
+        track_times = False
+    if track_times not in (True, False):
+        raise TypeError("track_times must be either True or False")
+    if track_order not in (None, True, False):
+        raise TypeError("track_order must be either True or False")
+    if external:
+        raise TypeError("external storage is not supported by h5lake")
+
+    if isinstance(data, Empty):
+        shape = None
+    if shape is not None and maxshape is not None and maxshape is not True \
+            and len(maxshape) != len(shape):
+        raise ValueError("'maxshape' must have same rank as dataset shape")
+
+    props = filters.generate_dcpl(shape, dtype, chunks, compression, compression_opts,
+                                  shuffle, fletcher32, maxshape, scaleoffset, fillvalue,
+                                  track_times)
+    if track_order:
+        props["CreateOrder"] = 1
+    type_doc = h5t.dtype_to_hsds(dtype)     # TypeError for dtypes HDF5 cannot hold
+
+    payload = None
+    if data is not None and not isinstance(data, Empty) and shape is not None:
+        if data.shape != shape:
+            data = data.reshape(shape)
+        payload = _convert_for_write(data, dtype)
+    return _DsetPlan(type_doc, shape, maxshape, props, dtype, payload)
+
+
+# ---------------------------------------------------------------------------
+# value conversion helpers
+# ---------------------------------------------------------------------------
+
+def _stored_dtype(dtype):
+    return h5t.packed_dtype(dtype)
+
+
+def _engine_buffer(arr, mshape, stored):
+    """View of ``arr`` (shape ``mshape`` + array-dtype axes) the engine can
+    take: for a top-level array type, one opaque element of the type's size
+    per selected point (numpy folds array dtypes into the shape)."""
+    if stored.subdtype is None:
+        return arr
+    vt = np.dtype((np.void, stored.itemsize))
+    return arr.reshape(tuple(mshape) + (-1,)).view(vt).reshape(tuple(mshape))
+
+
+def _vlen_kind(dtype):
+    """'str', 'bytes' or the base dtype for top-level vlen types, else None."""
+    if not h5t.is_vlen(dtype):
+        return None
+    v = h5t.check_vlen_dtype(dtype)
+    if v is str or v is bytes:
+        return 'str'
+    return np.dtype(v)
+
+
+def _encode_vlen(val, dtype):
+    """Object array of Python values -> list of bytes (C order)."""
+    kind = _vlen_kind(dtype)
+    out = []
+    if kind == 'str':
+        info = h5t.check_string_dtype(dtype)
+        enc = 'utf-8' if info is None or info.encoding == 'utf-8' else 'ascii'
+        for x in val.reshape(-1):
+            if isinstance(x, bytes):
+                out.append(bytes(x))
+            elif isinstance(x, str):
+                out.append(x.encode('utf-8' if enc == 'utf-8' else 'ascii', 'surrogateescape'))
+            elif isinstance(x, np.ndarray) and x.dtype.kind in 'SU' and x.ndim == 0:
+                x = x[()]
+                out.append(x if isinstance(x, bytes) else str(x).encode('utf-8'))
+            else:
+                raise TypeError("Can't implicitly convert non-string objects to strings")
+    else:
+        for x in val.reshape(-1):
+            if x is None:
+                out.append(b'')
+            else:
+                out.append(np.ascontiguousarray(x, dtype=kind).reshape(-1).tobytes())
+    return out
+
+
+def _decode_vlen(values, dtype, shape):
+    """List of bytes from the engine -> object array as h5py returns it."""
+    kind = _vlen_kind(dtype)
+    arr = np.empty(len(values), dtype=object)
+    if kind == 'str':
+        arr[:] = values if values else []
+    else:
+        for i, b in enumerate(values):
+            arr[i] = np.frombuffer(b, dtype=kind).copy()
+    return arr.reshape(shape)
+
+
+def _struct_by_name(val, stored):
+    """Convert a structured array to ``stored`` matching fields by NAME
+    (numpy would match by position; HDF5 converts by name)."""
+    out = np.zeros(val.shape, dtype=stored)
+    for n in stored.names:
+        if n in val.dtype.names:
+            out[n] = val[n]
+    return out
+
+
+def _to_stored(val, stored):
+    if val.dtype.names is not None and stored.names is not None and val.dtype.names != stored.names:
+        return _struct_by_name(val, stored)
+    return np.asarray(val, dtype=stored)
+
+
+def _convert_for_write(data, dtype):
+    """Whole-dataset payload for creation: list of bytes or stored array."""
+    if _vlen_kind(dtype) is not None:
+        if _vlen_kind(dtype) == 'str':
+            obj = np.asarray(data, dtype=object)
+        else:
+            obj = data if data.dtype.kind == 'O' else _pack_vlen_seq(data, dtype)
+        return _encode_vlen(obj, dtype)
+    if h5t.has_vlen(dtype):
+        raise TypeError("h5lake cannot write compound/array types with variable-length members yet")
+    stored = _stored_dtype(dtype)
+    if data.dtype.kind in 'OU' and dtype.kind == 'S':
+        data = _encode_fixed_strings(data, dtype)
+    if dtype.subdtype is not None:
+        base_arr = np.ascontiguousarray(data, dtype=stored.subdtype[0])
+        mshape = base_arr.shape[:base_arr.ndim - len(stored.subdtype[1])]
+        return _engine_buffer(base_arr, mshape, stored)
+    return np.ascontiguousarray(_to_stored(data, stored))
+
+
+def _encode_fixed_strings(val, dtype):
+    info = h5t.check_string_dtype(dtype)
+    enc = info.encoding if info is not None else 'ascii'
+    arr = np.asarray(val, dtype=object)
+    flat = [x.encode(enc) if isinstance(x, str) else x for x in arr.reshape(-1)]
+    return np.array(flat, dtype=dtype).reshape(arr.shape)
+
+
+def _pack_vlen_seq(val, dtype):
+    """h5py's preparation of values for vlen-sequence datasets."""
+    base = np.dtype(h5t.check_vlen_dtype(dtype))
+    try:
+        arr = np.asarray(val, dtype=base)
+    except (ValueError, TypeError):
+        try:
+            arr = np.empty(len(val), dtype=object)
+            arr[:] = [np.asarray(x, dtype=base) for x in val]
+            return arr
+        except (ValueError, TypeError):
+            return np.asarray(val, dtype=object)
+    if arr.ndim > 1:
+        tmp = np.empty(arr.shape[:-1], dtype=object)
+        flat = arr.reshape((product(arr.shape[:-1]), arr.shape[-1]))
+        tmp.reshape(-1)[:] = [row for row in flat] if len(flat) else []
+        return tmp
+    tmp = np.empty((1,), dtype=object)
+    tmp[0] = arr
+    return tmp
+
+
+# ---------------------------------------------------------------------------
+# views
+# ---------------------------------------------------------------------------
+
+class AbstractView:
+    def __init__(self, dset):
+        self._dset = dset
+
+    def __len__(self):
+        return len(self._dset)
+
+    @property
+    def ndim(self):
+        return self._dset.ndim
+
+    @property
+    def shape(self):
+        return self._dset.shape
+
+    @property
+    def size(self):
+        return self._dset.size
+
+    def __array__(self, dtype=None, copy=None):
+        if copy is False:
+            raise ValueError(
+                f"{self.__class__.__name__}.__array__ received {copy=} "
+                "but memory allocation cannot be avoided on read")
+        return np.asarray(self[()], dtype=dtype or self.dtype)
+
+
+class AsTypeView(AbstractView):
+    """Wrapper to convert data on reading from a dataset."""
+
+    def __init__(self, dset, dtype):
+        super().__init__(dset)
+        self._dtype = dtype
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    def __getitem__(self, idx):
+        return self._dset.__getitem__(idx, new_dtype=self._dtype)
+
+    def __array__(self, dtype=None, copy=None):
+        return self._dset.__array__(dtype or self._dtype, copy)
+
+
+class AsStrView(AbstractView):
+    """Wrapper to decode strings on reading the dataset."""
+
+    def __init__(self, dset, encoding, errors='strict'):
+        super().__init__(dset)
+        self.encoding = encoding
+        self.errors = errors
+
+    @property
+    def dtype(self):
+        return np.dtype(object)
+
+    def __getitem__(self, idx):
+        bytes_arr = self._dset[idx]
+        if np.isscalar(bytes_arr):
+            return bytes_arr.decode(self.encoding, self.errors)
+        return np.array([b.decode(self.encoding, self.errors) for b in bytes_arr.flat],
+                        dtype=object).reshape(bytes_arr.shape)
+
+
+class FieldsView(AbstractView):
+    """Wrapper to extract named fields from a dataset with a struct dtype."""
+
+    def __init__(self, dset, prior_dtype, names):
+        super().__init__(dset)
+        if isinstance(names, str):
+            self.extract_field = names
+            names = [names]
+        else:
+            self.extract_field = None
+        self.read_dtype = readtime_dtype(prior_dtype, names)
+
+    @property
+    def dtype(self):
+        t = self.read_dtype
+        if self.extract_field is not None:
+            t = t[self.extract_field]
+        return t
+
+    def __getitem__(self, idx):
+        data = self._dset.__getitem__(idx, new_dtype=self.read_dtype)
+        if self.extract_field is not None:
+            data = data[self.extract_field]
+        return data
+
+
+def readtime_dtype(basetype, names):
+    """A compound dtype with a subset of the available fields."""
+    if basetype.names is None:
+        raise ValueError("Field names only allowed for compound types")
+    for name in names:
+        if name not in basetype.names:
+            raise ValueError("Field %s does not appear in this type." % name)
+    return np.dtype([(name, basetype.fields[name][0]) for name in names])
+
+
+# ---------------------------------------------------------------------------
+# chunk iteration
+# ---------------------------------------------------------------------------
+
+class ChunkIterator:
+    """Yields, for each chunk meeting the selection, the tuple of slices of
+    their intersection (h5py semantics: selection given as slices/ints with
+    no step honoured)."""
+
+    def __init__(self, dset, source_sel=None):
+        self._shape = dset.shape
+        rank = len(self._shape)
+        if not dset.chunks:
+            raise TypeError("Chunked dataset required")
+        self._layout = dset.chunks
+        if source_sel is None:
+            self._sel = tuple(slice(0, self._shape[d]) for d in range(rank))
+        else:
+            if isinstance(source_sel, (slice, int, np.integer)):
+                s_list = [source_sel]
+            else:
+                s_list = list(source_sel)
+            if len(s_list) != rank:
+                raise ValueError("Invalid selection - selection region must have same rank as dataset")
+            out = []
+            for d, s in enumerate(s_list):
+                if isinstance(s, (int, np.integer)):
+                    out.append(slice(int(s), int(s) + 1, None))
+                elif isinstance(s, slice):
+                    out.append(slice(s.start or 0, s.stop or self._shape[d], s.step))
+                else:
+                    raise AssertionError(f'{s}: Selection object must be a slice or integer')
+            self._sel = tuple(out)
+        self._idx = []
+        for d in range(rank):
+            s = self._sel[d]
+            if s.start < 0 or s.stop > self._shape[d] or s.stop <= s.start:
+                raise ValueError("Invalid selection - selection region must be within dataset space")
+            self._idx.append(s.start // self._layout[d])
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        rank = len(self._shape)
+        if rank == 0 or self._idx[0] * self._layout[0] >= self._sel[0].stop:
+            raise StopIteration()
+        slices = []
+        for d in range(rank):
+            s = self._sel[d]
+            start = max(self._idx[d] * self._layout[d], s.start)
+            stop = min((self._idx[d] + 1) * self._layout[d], s.stop)
+            slices.append(slice(start, stop, 1))
+        d = rank - 1
+        while d >= 0:
+            s = self._sel[d]
+            self._idx[d] += 1
+            if self._idx[d] * self._layout[d] < s.stop:
+                return tuple(slices)
+            if d > 0:
+                self._idx[d] = s.start // self._layout[d]
+            d -= 1
+        return tuple(slices)
+
+
+def _numpy_index(selection):
+    """A numpy index addressing the same elements of an array (keeping every
+    axis, shape == selection.mshape), for read_direct/write_direct."""
+    if isinstance(selection, sel.PointSelection):
+        return tuple(selection.points.T)
+    if isinstance(selection, sel.ScalarSelection):
+        return ()
+    idx = []
+    for d, (a, c, s) in enumerate(zip(selection.start, selection.count, selection.step)):
+        if isinstance(selection, sel.FancySelection) and d == selection.axis:
+            idx.append(selection.indices)
+        else:
+            idx.append(slice(a, a + c * s, s) if c else slice(0, 0))
+    return tuple(idx)
+
+
+# ---------------------------------------------------------------------------
+# Dataset
+# ---------------------------------------------------------------------------
+
+class Dataset(HLObject):
+    """An HDF5 dataset."""
+
+    # -- metadata ----------------------------------------------------------
+    @property
+    def _doc(self):
+        return self._fs.doc(self._oid)
+
+    @property
+    def _props(self):
+        p = self.__dict__.get('_props_cache')
+        if p is None:
+            p = filters.dcpl_properties(self._doc.get('creationProperties') or {})
+            self.__dict__['_props_cache'] = p
+        return p
+
+    @property
+    def dtype(self):
+        """Numpy dtype representing the datatype."""
+        dt = self.__dict__.get('_dtype_cache')
+        if dt is None:
+            dt = h5t.hsds_to_dtype(self._doc['type'])
+            self.__dict__['_dtype_cache'] = dt
+        return dt
+
+    @property
+    def _stored(self):
+        return _stored_dtype(self.dtype)
+
+    @property
+    def shape(self):
+        """Numpy-style shape tuple (None for an empty dataset)."""
+        shp = self._doc['shape']
+        cls = shp.get('class')
+        if cls == 'H5S_NULL':
+            return None
+        if cls == 'H5S_SCALAR':
+            return ()
+        return tuple(int(x) for x in shp['dims'])
+
+    @shape.setter
+    def shape(self, shape):
+        self.resize(shape)
+
+    @property
+    def _is_empty(self):
+        return self._doc['shape'].get('class') == 'H5S_NULL'
+
+    @property
+    def size(self):
+        shape = self.shape
+        if shape is None:
+            return None
+        return product(shape)
+
+    @property
+    def ndim(self):
+        shape = self.shape
+        return 0 if shape is None else len(shape)
+
+    @property
+    def nbytes(self):
+        size = self.size
+        if size is None:
+            return 0
+        return self.dtype.itemsize * size
+
+    @property
+    def maxshape(self):
+        """Shape up to which this dataset can be resized (None = unlimited)."""
+        shp = self._doc['shape']
+        cls = shp.get('class')
+        if cls == 'H5S_NULL':
+            return None
+        if cls == 'H5S_SCALAR':
+            return ()
+        maxdims = shp.get('maxdims')
+        if maxdims is None:
+            return tuple(int(x) for x in shp['dims'])
+        return tuple(None if (m == 'H5S_UNLIMITED' or m == 0 and d != 0) else int(m)
+                     for m, d in zip(maxdims, shp['dims']))
+
+    @property
+    def chunks(self):
+        return self._props['chunks']
+
+    @property
+    def compression(self):
+        return self._props['compression']
+
+    @property
+    def compression_opts(self):
+        return self._props['compression_opts']
+
+    @property
+    def shuffle(self):
+        return self._props['shuffle']
+
+    @property
+    def fletcher32(self):
+        return self._props['fletcher32']
+
+    @property
+    def scaleoffset(self):
+        return self._props['scaleoffset']
+
+    @property
+    def external(self):
+        return None
+
+    @property
+    def is_virtual(self):
+        return False
+
+    @property
+    def fillvalue(self):
+        """Fill value for this dataset (0 by default)."""
+        dt = self.dtype
+        cp = self._doc.get('creationProperties') or {}
+        fv = cp.get('fillValue')
+        if fv is not None:
+            try:
+                arr = h5t.json_to_value(fv, dt, ())
+                return arr.reshape(-1)[0] if dt.subdtype is None else arr
+            except (ValueError, TypeError):
+                pass
+        if h5t.is_vlen(dt):
+            return b'' if _vlen_kind(dt) == 'str' else np.zeros((0,), dtype=_vlen_kind(dt))
+        return np.zeros((1,), dtype=dt)[0]
+
+    @property
+    def dims(self):  # pragma: no cover - dimension scales live in dims.py (not yet)
+        raise NotImplementedError("dimension scales are not supported by h5lake yet")
+
+    # -- sizing -----------------------------------------------------------------
+    def resize(self, size, axis=None):
+        """Resize the dataset, or the given axis (chunked datasets only)."""
+        self._fs.check()
+        if self.chunks is None:
+            raise TypeError("Only chunked datasets can be resized")
+        rank = self.ndim
+        if axis is not None:
+            if not (0 <= axis < rank):
+                raise ValueError("Invalid axis (0 to %s allowed)" % (rank - 1))
+            try:
+                newlen = int(size)
+            except TypeError:
+                raise TypeError("Argument must be a single int if axis is specified") from None
+            size = list(self.shape)
+            size[axis] = newlen
+        size = tuple(int(s) for s in size)
+        if len(size) != rank:
+            raise TypeError("New shape length (%d) must match dataset rank (%d)" % (len(size), rank))
+        for n, m in zip(size, self.maxshape):
+            if n < 0 or (m is not None and n > m):
+                raise _ResizeError("Unable to change a dataset's dimensions (dimension cannot "
+                                 "exceed the existing maximal size (new: %d max: %s))" % (n, m))
+        self._fs.check_writable(OSError, "Unable to change a dataset's dimensions")
+        try:
+            self._fs.raw.dataset_resize(self._oid, list(size))
+        finally:
+            self._fs.forget(self._oid)
+
+    def __len__(self):
+        return self.len()
+
+    def len(self):
+        shape = self.shape
+        if shape is None:
+            raise TypeError("object of type 'NoneType' has no len()")
+        if len(shape) == 0:
+            raise TypeError("Attempt to take len() of scalar dataset")
+        return shape[0]
+
+    def __iter__(self):
+        shape = self.shape
+        if not shape:
+            raise TypeError("Can't iterate over a scalar dataset")
+        for i in range(shape[0]):
+            yield self[i]
+
+    def iter_chunks(self, sel=None):
+        """Iterator of slice tuples, one per chunk meeting ``sel``."""
+        return ChunkIterator(self, sel)
+
+    # -- views ----------------------------------------------------------------
+    def astype(self, dtype):
+        dtype = np.dtype(dtype)
+        if dtype == self.dtype:
+            return self
+        if dtype.kind == "T" and h5t.check_string_dtype(self.dtype) is None:
+            raise TypeError(f"dset.astype({dtype}) can only be used on datasets with "
+                            "an HDF5 string datatype")
+        return AsTypeView(self, dtype)
+
+    def asstr(self, encoding=None, errors='strict'):
+        info = h5t.check_string_dtype(self.dtype)
+        if info is None:
+            raise TypeError("dset.asstr() can only be used on datasets with "
+                            "an HDF5 string datatype")
+        if encoding is None:
+            encoding = info.encoding
+        return AsStrView(self, encoding, errors=errors)
+
+    def fields(self, names, *, _prior_dtype=None):
+        if _prior_dtype is None:
+            _prior_dtype = self.dtype
+        return FieldsView(self, _prior_dtype, names)
+
+    # -- reading ----------------------------------------------------------------
+    def __getitem__(self, args, new_dtype=None):
+        """Read a selection (ints, slices, Ellipsis, one increasing index
+        list, boolean mask, compound field names)."""
+        self._fs.check()
+        args = args if isinstance(args, tuple) else (args,)
+        if any(a is None for a in args):
+            raise TypeError("Indexing with None (or np.newaxis) is not supported")
+
+        if self._is_empty:
+            if args == () or (len(args) == 1 and args[0] is Ellipsis):
+                return Empty(self.dtype)
+            raise ValueError("Empty datasets cannot be sliced")
+
+        names = tuple(x for x in args if isinstance(x, str))
+        if names:
+            if len(names) == 1:
+                names = names[0]
+            args = tuple(x for x in args if not isinstance(x, str))
+            return self.fields(names, _prior_dtype=new_dtype)[args]
+
+        if new_dtype is None:
+            new_dtype = self.dtype
+        shape = self.shape
+        if product(shape) == 0 and shape != () and (
+                args == () or (len(args) == 1 and args[0] is Ellipsis)):
+            return np.zeros(shape, dtype=new_dtype)
+
+        selection = sel.select(shape, args)
+        arr = self._read_selection(selection, new_dtype)
+        if isinstance(selection, sel.ScalarSelection):
+            if selection.array_shape is None and arr.shape == ():
+                return arr[()]
+            return arr
+        if arr.shape == ():
+            return arr[()]
+        return arr
+
+    def _read_selection(self, selection, new_dtype):
+        """ndarray of shape ``selection.array_shape`` (+ array-dtype axes)."""
+        dtype = self.dtype
+        raw = self._fs.raw
+        ashape = tuple(selection.array_shape or ())
+        if _vlen_kind(dtype) is not None:
+            if selection.nselect == 0:
+                arr = np.empty(ashape, dtype=dtype)
+            elif isinstance(selection, sel.PointSelection):
+                arr = self._read_vlen_points(selection)
+            else:
+                values = engine_call(raw.dataset_read_vlen, self._oid, selection.engine_sel)
+                arr = _decode_vlen(values, dtype, ashape)
+            if new_dtype != dtype:
+                if np.dtype(new_dtype).kind == 'O':
+                    arr = arr.astype(new_dtype)
+                else:
+                    arr = np.asarray(arr.tolist() if arr.ndim else arr[()], dtype=new_dtype).reshape(ashape)
+            return arr
+
+        if h5t.has_vlen(dtype):
+            raise TypeError("h5lake cannot read compound/array types with variable-length members yet")
+
+        stored = self._stored
+        sub = dtype.shape                         # array dtypes fold into the shape
+        if selection.nselect == 0:
+            return np.zeros(ashape, dtype=new_dtype)
+        out = np.empty(selection.mshape, dtype=stored)
+        buf = _engine_buffer(out, selection.mshape, stored)
+        if isinstance(selection, sel.PointSelection):
+            raw.dataset_read_points(self._oid, selection.points, buf)
+        else:
+            engine_call(raw.dataset_read, self._oid, selection.engine_sel, buf)
+        out = out.reshape(ashape + sub)
+        return self._convert_read(out, new_dtype)
+
+    def _convert_read(self, out, new_dtype):
+        new_dtype = np.dtype(new_dtype)
+        src = out.dtype
+        if new_dtype == src and new_dtype.metadata == src.metadata:
+            return out
+        if new_dtype.subdtype is not None and new_dtype.subdtype[0] == src:
+            return out
+        if new_dtype.names is not None and src.names is not None:
+            res = np.empty(out.shape, dtype=new_dtype)
+            for n in new_dtype.names:
+                res[n] = out[n]
+            return res
+        if new_dtype.kind == 'O' and h5t.check_string_dtype(new_dtype) is not None and src.kind == 'S':
+            res = np.empty(out.shape, dtype=new_dtype)
+            res.reshape(-1)[:] = [bytes(x) for x in out.reshape(-1)] if out.size else []
+            return res
+        if new_dtype.subdtype is not None:
+            return out.astype(new_dtype.subdtype[0])
+        return out.astype(new_dtype)
+
+    def _points_box(self, selection):
+        lo = selection.points.min(axis=0)
+        hi = selection.points.max(axis=0)
+        box = [(int(a), int(b - a + 1), 1) for a, b in zip(lo, hi)]
+        return lo, box
+
+    def _read_vlen_points(self, selection):
+        # The engine has no vlen point call: read the bounding box, pick points.
+        lo, box = self._points_box(selection)
+        values = self._fs.raw.dataset_read_vlen(self._oid, box)
+        block = _decode_vlen(values, self.dtype, tuple(c for _, c, _ in box))
+        rel = selection.points - lo
+        return block[tuple(rel.T)]
+
+    # -- writing ---------------------------------------------------------------------
+    def __setitem__(self, args, val):
+        """Write to a selection; numpy broadcasting for simple selections."""
+        self._fs.check_writable(OSError, "Can't write data")
+        args = args if isinstance(args, tuple) else (args,)
+        names = tuple(x for x in args if isinstance(x, str))
+        args = tuple(x for x in args if not isinstance(x, str))
+        dtype = self.dtype
+        if self._is_empty:
+            raise TypeError("Empty datasets cannot be written to")
+
+        if names:
+            return self._write_fields(args, names, val)
+
+        vkind = _vlen_kind(dtype)
+        if vkind is not None:
+            if vkind == 'str':
+                val = np.asarray(val, dtype=object) if not (
+                    isinstance(val, np.ndarray) and val.dtype.kind == 'O') else val
+            else:
+                if not (isinstance(val, np.ndarray) and val.dtype.kind == 'O'):
+                    val = _pack_vlen_seq(val, dtype)
+            selection = sel.select(self.shape, args)
+            if selection.nselect == 0:
+                return
+            if val.shape == () and selection.array_shape not in ((), None):
+                val = np.broadcast_to(val, selection.array_shape)
+            block = selection.broadcast_value(val)
+            values = _encode_vlen(np.ascontiguousarray(block, dtype=object), dtype)
+            if isinstance(selection, sel.PointSelection):
+                self._write_vlen_points(selection, values)
+            else:
+                engine_call(self._fs.raw.dataset_write_vlen, self._oid, selection.engine_sel, values)
+            return
+
+        if h5t.has_vlen(dtype):
+            raise TypeError("h5lake cannot write compound/array types with variable-length members yet")
+
+        stored = self._stored
+        if dtype.kind == 'V' and dtype.subdtype is None and \
+                (not isinstance(val, np.ndarray) or val.dtype.kind != 'V'):
+            val = np.asarray(val, dtype=dtype, order='C')
+        elif dtype.kind == 'S' and find_item_type(val) is str:
+            val = _encode_fixed_strings(val, dtype)
+        else:
+            dt = None if isinstance(val, np.ndarray) else dtype.base
+            val = np.asarray(val, order='C', dtype=dt)
+
+        if dtype.subdtype is not None:
+            shp = dtype.subdtype[1]
+            valshp = val.shape[-len(shp):] if val.ndim >= len(shp) else val.shape
+            if valshp != shp:
+                raise TypeError("When writing to array types, last N dimensions have to match "
+                                "(got %s, but should be %s)" % (valshp, shp))
+            mshape = val.shape[0:len(val.shape) - len(shp)]
+        else:
+            mshape = val.shape
+
+        selection = sel.select(self.shape, args)
+        self._write_selection(selection, val, mshape)
+
+    def _write_selection(self, selection, val, mshape):
+        dtype = self.dtype
+        stored = self._stored
+        raw = self._fs.raw
+        sub = dtype.shape
+        if selection.nselect == 0:
+            selection.expand_shape(mshape) if mshape != () else None
+            return
+        if mshape == () and selection.array_shape not in ((), None):
+            if sub:
+                raise TypeError("Scalar broadcasting is not supported for array dtypes")
+            val = np.broadcast_to(val, selection.array_shape)
+            mshape = val.shape
+        # convert the (small) value once, then broadcast
+        if sub:
+            conv = np.asarray(val, dtype=stored.subdtype[0])
+            eshape = selection.expand_shape(mshape)
+            conv = conv.reshape(tuple(eshape) + sub)
+            target = tuple(selection.mshape) + sub
+            if conv.shape != target:
+                conv = np.broadcast_to(conv, target)
+        else:
+            conv = _to_stored(val, stored)
+            conv = selection.broadcast_value(conv)
+        buf = _engine_buffer(np.ascontiguousarray(conv), selection.mshape, stored)
+        if isinstance(selection, sel.PointSelection):
+            raw.dataset_write_points(self._oid, selection.points, buf)
+        else:
+            engine_call(raw.dataset_write, self._oid, selection.engine_sel, buf)
+
+    def _write_vlen_points(self, selection, values):
+        # No vlen point call in the engine: read-modify-write of the bounding box.
+        lo, box = self._points_box(selection)
+        raw = self._fs.raw
+        cur = list(raw.dataset_read_vlen(self._oid, box))
+        bshape = tuple(c for _, c, _ in box)
+        rel = selection.points - lo
+        flat = np.ravel_multi_index(tuple(rel.T), bshape)
+        for i, v in zip(flat, values):
+            cur[int(i)] = v
+        raw.dataset_write_vlen(self._oid, box, cur)
+
+    def _write_fields(self, args, names, val):
+        """Field-name write: read-modify-write of the selected region."""
+        dtype = self.dtype
+        if dtype.fields is None:
+            raise TypeError("Illegal slicing argument (not a compound dataset)")
+        mismatch = [x for x in names if x not in dtype.fields]
+        if mismatch:
+            if len(names) == 1 and not (isinstance(val, np.ndarray) and val.dtype.names):
+                raise ValueError("No such field for indexing: %s" % names[0])
+            mismatch = ", ".join('"%s"' % x for x in mismatch)
+            raise ValueError("Illegal slicing argument (fields %s not in dataset type)" % mismatch)
+        selection = sel.select(self.shape, args)
+        if selection.nselect == 0:
+            return
+        current = self._read_selection(selection, self._stored)
+        if isinstance(val, np.ndarray) and val.dtype.names is not None:
+            for n in [x for x in val.dtype.names if x in names]:
+                current[n] = val[n]
+        elif len(names) == 1:
+            fdt = dtype.fields[names[0]][0]
+            v = np.asarray(val, dtype=fdt.base)
+            target = current[names[0]]
+            if v.shape != target.shape:
+                try:
+                    v = np.broadcast_to(v, target.shape)
+                except ValueError:
+                    raise TypeError("Can't broadcast %s -> %s" % (v.shape, target.shape)) from None
+            current[names[0]] = v
+        else:
+            v = np.asarray(val, dtype=dtype)
+            for n in names:
+                current[n] = v[n]
+        self._write_selection(selection, current, current.shape[:current.ndim - len(dtype.shape)])
+
+    # -- direct I/O -------------------------------------------------------------
+    def read_direct(self, dest, source_sel=None, dest_sel=None):
+        """Read into an existing numpy array (selections from ``np.s_``)."""
+        self._fs.check()
+        if self._is_empty:
+            raise TypeError("Empty datasets have no numpy representation")
+        shape = self.shape
+        ssel = sel.select(shape, ()) if source_sel is None else sel.select(shape, source_sel)
+        if (dest_sel is None and isinstance(dest, np.ndarray) and dest.flags.c_contiguous
+                and dest.flags.writeable and dest.dtype == self._stored
+                and not h5t.has_vlen(self.dtype) and not isinstance(ssel, sel.PointSelection)
+                and tuple(dest.shape) == tuple(ssel.mshape) + self.dtype.shape
+                and ssel.nselect > 0):
+            # fast path: let the engine scatter straight into the caller's buffer
+            engine_call(self._fs.raw.dataset_read, self._oid, ssel.engine_sel, dest)
+            return
+        data = self._read_selection(ssel, dest.dtype)
+        dsel = sel.select(dest.shape, ()) if dest_sel is None else sel.select(dest.shape, dest_sel)
+        data = np.asarray(data).reshape(tuple(ssel.array_shape or ()))
+        block = dsel.broadcast_value(data) if ssel.nselect else None
+        if block is None:
+            return
+        dest[_numpy_index(dsel)] = block.reshape(dsel.mshape) if not isinstance(
+            dsel, sel.PointSelection) else block.reshape(-1)
+
+    def write_direct(self, source, source_sel=None, dest_sel=None):
+        """Write from a numpy array (selections from ``np.s_``)."""
+        self._fs.check_writable(OSError, "Can't write data")
+        if self._is_empty:
+            raise TypeError("Empty datasets cannot be written to")
+        source = np.asarray(source)
+        ssel = sel.select(source.shape, ()) if source_sel is None else sel.select(source.shape, source_sel)
+        data = source[_numpy_index(ssel)]
+        data = np.asarray(data).reshape(tuple(ssel.array_shape or ()))
+        dsel = sel.select(self.shape, ()) if dest_sel is None else sel.select(self.shape, dest_sel)
+        if _vlen_kind(self.dtype) is not None or self.dtype.names is not None:
+            args = dest_sel if dest_sel is not None else ()
+            self[args] = data
+            return
+        self._write_selection(dsel, data, data.shape)
+
+    def __array__(self, dtype=None, copy=None):
+        """The whole dataset as a numpy array."""
+        if copy is False:
+            raise ValueError(f"Dataset.__array__ received {copy=} "
+                             "but memory allocation cannot be avoided on read")
+        arr = np.zeros(self.shape, dtype=self.dtype if dtype is None else dtype)
+        if self.size == 0:
+            return arr
+        self.read_direct(arr)
+        return arr
+
+    # -- misc -----------------------------------------------------------------------
+    def refresh(self):
+        self._fs.forget(self._oid)
+
+    def flush(self):
+        self._fs.check()
+        self._fs.raw.flush()
+
+    def make_scale(self, name=''):  # pragma: no cover
+        raise NotImplementedError("dimension scales are not supported by h5lake yet")
+
+    def __bool__(self):
+        return self._fs.valid
+
+    def __eq__(self, other):
+        return HLObject.__eq__(self, other)
+
+    def __ne__(self, other):
+        return HLObject.__ne__(self, other)
+
+    __hash__ = HLObject.__hash__
+
+    def __repr__(self):
+        if not self._fs.valid:
+            return "<Closed HDF5 dataset>"
+        if self._name is None:
+            name = "(anonymous)"
+        else:
+            name = '"%s"' % (posixpath.basename(posixpath.normpath(self._name)))
+        return '<HDF5 dataset %s: shape %s, type "%s">' % (name, self.shape, self.dtype.str)

@@ -1,0 +1,130 @@
+"""Files (h5py's ``_hl/files.py``): ``File`` opens an h5lake store — a
+local directory holding one HSDS (schema v2) domain — through
+``_core.RawFile`` and is the root group of it."""
+
+from __future__ import annotations
+
+import os
+
+try:
+    from .. import _core
+except ImportError as _e:  # extension not built: the pure-Python modules stay importable
+    _core = None
+    _core_error = _e
+from .base import FileState
+from .group import Group
+
+_MODES = ('r', 'r+', 'w', 'w-', 'x', 'a')
+
+# h5py File() keywords that have no meaning for an h5lake store; accepted
+# (so that code written for h5py runs) and ignored.
+_IGNORED_KWDS = frozenset((
+    'driver', 'libver', 'userblock_size', 'swmr', 'rdcc_nslots', 'rdcc_nbytes',
+    'rdcc_w0', 'track_times', 'fs_strategy', 'fs_persist', 'fs_threshold',
+    'fs_page_size', 'page_buf_size', 'min_meta_keep', 'min_raw_keep', 'locking',
+    'alignment_threshold', 'alignment_interval', 'meta_block_size',
+))
+
+
+class File(Group):
+    """An h5lake store opened like an HDF5 file.
+
+    mode: ``r`` read-only, file must exist (default); ``r+`` read/write, must
+    exist; ``w`` create, truncate if exists; ``w-``/``x`` create, fail if
+    exists; ``a`` read/write if exists, create otherwise.
+    """
+
+    def __init__(self, name, mode='r', track_order=None, **kwds):
+        unknown = set(kwds) - _IGNORED_KWDS
+        if unknown:
+            raise TypeError("File() got an unexpected keyword argument %r" % sorted(unknown)[0])
+        if hasattr(name, 'read') and hasattr(name, 'seek'):
+            raise TypeError("h5lake stores are directories; file-like objects are not supported")
+        if isinstance(name, bytes):
+            name = name.decode('utf-8')
+        name = os.fspath(name)
+        if mode is None:
+            mode = 'r'
+        if mode not in _MODES:
+            raise ValueError("Invalid mode; must be one of r, r+, w, w-, x, a")
+        if track_order not in (None, True, False):
+            raise TypeError("track_order must be either True or False")
+
+        if _core is None:
+            raise ImportError("h5lake._core (the Rust extension) is not available: %s" % _core_error)
+        existed = os.path.exists(name)
+        raw = _core.RawFile(name, mode)
+        fs = FileState(raw, name, os.path.abspath(name), 'r' if raw.readonly else 'r+')
+        creating = mode in ('w', 'w-', 'x') or (mode == 'a' and not existed)
+        if creating and track_order is not None:
+            # The root group's creation properties cannot be set through
+            # RawFile yet: remembered for this session only.
+            fs.root_track_order = bool(track_order)
+        Group.__init__(self, fs, raw.root_id, '/')
+
+    @classmethod
+    def _from_state(cls, fs):
+        self = cls.__new__(cls)
+        Group.__init__(self, fs, fs.raw.root_id, '/')
+        return self
+
+    # -- properties -------------------------------------------------------------
+    @property
+    def file(self):
+        return self
+
+    @property
+    def filename(self):
+        """The store's path as given when opening it."""
+        if not self._fs.valid:
+            raise ValueError("Not a file or file object (not a file or file object)")
+        return self._fs.filename
+
+    @property
+    def mode(self):
+        """'r' (read-only) or 'r+' (read/write)."""
+        if not self._fs.valid:
+            raise ValueError("Invalid file identifier (identifier is not of specified type)")
+        return self._fs.mode
+
+    @property
+    def driver(self):
+        return 'h5lake'
+
+    @property
+    def libver(self):
+        return ('earliest', 'latest')
+
+    @property
+    def userblock_size(self):
+        return 0
+
+    @property
+    def swmr_mode(self):
+        return False
+
+    @property
+    def meta_block_size(self):
+        return 2048
+
+    # -- lifecycle -------------------------------------------------------------------
+    def close(self):
+        """Close the file; every object opened from it becomes invalid."""
+        self._fs.close()
+
+    def flush(self):
+        """Make all changes durable."""
+        self._fs.check()
+        self._fs.raw.flush()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *args):
+        if self._fs.valid:
+            self.close()
+
+    def __repr__(self):
+        if not self._fs.valid:
+            return '<Closed HDF5 file>'
+        return '<HDF5 file "%s" (mode %s)>' % (os.path.basename(self.filename.rstrip('/')), self.mode)

@@ -1,0 +1,665 @@
+"""Groups and links (h5py's ``_hl/group.py``).
+
+Paths are resolved here, one link at a time: hard links name object ids,
+soft links are resolved by path (relative ones from the group holding the
+link), external links open another h5lake store (``h5domain`` relative to
+the directory of the current store, or absolute) in the current file's mode.
+
+Deleting the last link to an object does NOT free the object (h5py/HDF5
+would); the engine has no reference counts and another path may still
+reach it.  Unreachable objects stay in the store until a future "repack".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+from collections.abc import MutableMapping
+
+import numpy as np
+
+from . import h5t
+from .base import HLObject, engine_call, join_name, to_str_name
+
+_MAX_LINK_DEPTH = 32
+
+
+def _hard(oid):
+    return json.dumps({"class": "H5L_TYPE_HARD", "id": oid})
+
+
+def _clean_link(link):
+    """A link document as create_link wants it (no engine-added keys)."""
+    cls = link['class']
+    if cls == 'H5L_TYPE_HARD':
+        return {"class": cls, "id": link['id']}
+    if cls == 'H5L_TYPE_SOFT':
+        return {"class": cls, "h5path": link['h5path']}
+    if cls == 'H5L_TYPE_EXTERNAL':
+        return {"class": cls, "h5path": link['h5path'], "h5domain": link['h5domain']}
+    return dict(link)
+
+
+def _make_object(fs, oid, name):
+    from .dataset import Dataset
+    from .datatype import Datatype
+    if oid.startswith('g-'):
+        return Group(fs, oid, name)
+    if oid.startswith('d-'):
+        return Dataset(fs, oid, name)
+    if oid.startswith('t-'):
+        return Datatype(fs, oid, name)
+    raise TypeError("Unknown object type")
+
+
+def _class_of(oid):
+    from .dataset import Dataset
+    from .datatype import Datatype
+    return {'g': Group, 'd': Dataset, 't': Datatype}[oid[0]]
+
+
+class SoftLink:
+    """A symbolic link by path within a file."""
+
+    @property
+    def path(self):
+        """Soft link value.  Not guaranteed to be a valid path."""
+        return self._path
+
+    def __init__(self, path):
+        self._path = str(path)
+
+    def __repr__(self):
+        return '<SoftLink to "%s">' % self.path
+
+
+class ExternalLink:
+    """A link to an object in another h5lake store."""
+
+    @property
+    def path(self):
+        """Path of the object inside the external store."""
+        return self._path
+
+    @property
+    def filename(self):
+        """Path to the external store (relative to the linking store's directory)."""
+        return self._filename
+
+    def __init__(self, filename, path):
+        if isinstance(filename, bytes):
+            filename = filename.decode('utf-8')
+        self._filename = os.fspath(filename)
+        self._path = to_str_name(path)
+
+    def __repr__(self):
+        return '<ExternalLink to "%s" in file "%s"' % (self.path, self.filename)
+
+
+class HardLink:
+    """Represents a hard link (returned by ``Group.get(..., getlink=True)``)."""
+
+
+class Group(HLObject, MutableMapping):
+    """An HDF5 group: a dictionary of named links."""
+
+    # ------------------------------------------------------------------
+    # path resolution
+    # ------------------------------------------------------------------
+    def _walk(self, path, follow_last=True, depth=0):
+        """Resolve ``path`` from this group.
+
+        Returns ``('obj', fs, oid, name)``; or, with ``follow_last=False``,
+        ``('link', fs, group_id, link_name, link_doc, group_name)`` for the
+        final link.  KeyError when something is missing.
+        """
+        path = to_str_name(path)
+        fs = self._fs
+        fs.check()
+        if path.startswith('/'):
+            cur, curname = fs.root_id, '/'
+        else:
+            cur, curname = self._oid, self._name
+        parts = [p for p in path.split('/') if p not in ('', '.')]
+        if not parts:
+            return ('obj', fs, cur, curname)
+        n = len(parts)
+        for i, part in enumerate(parts):
+            last = (i == n - 1)
+            if not cur.startswith('g-'):
+                raise KeyError("Unable to open object (component not found)")
+            try:
+                link = json.loads(fs.raw.link_get(cur, part))
+            except KeyError:
+                if last:
+                    raise KeyError("Unable to open object (object %r doesn't exist)" % part) from None
+                raise KeyError("Unable to open object (component not found)") from None
+            if last and not follow_last:
+                return ('link', fs, cur, part, link, curname)
+            fs, cur, curname = self._follow(fs, cur, curname, part, link, depth)
+        return ('obj', fs, cur, curname)
+
+    @staticmethod
+    def _follow(fs, gid, gname, part, link, depth):
+        cls = link.get('class')
+        childname = None if gname is None else posixpath.join(gname, part)
+        if cls == 'H5L_TYPE_HARD':
+            return fs, link['id'], childname
+        if depth >= _MAX_LINK_DEPTH:
+            raise KeyError("Unable to open object (too many links)")
+        if cls == 'H5L_TYPE_SOFT':
+            try:
+                _, fs2, oid, _n = Group(fs, gid, gname)._walk(link['h5path'], True, depth + 1)
+            except KeyError:
+                raise KeyError("Unable to open object (component not found)") from None
+            return fs2, oid, childname
+        if cls == 'H5L_TYPE_EXTERNAL':
+            efs = fs.open_external(link['h5domain'])
+            _, fs2, oid, name = Group(efs, efs.root_id, '/')._walk(link['h5path'], True, depth + 1)
+            return fs2, oid, name
+        raise TypeError("Unknown link type")
+
+    def _link_exists(self, fs, gid, name):
+        try:
+            fs.raw.link_get(gid, name)
+            return True
+        except KeyError:
+            return False
+
+    def _split_new(self, name):
+        """(parent path or None, base name) of a path to create."""
+        name = to_str_name(name)
+        stripped = name.rstrip('/')
+        if not stripped.strip('/'):
+            raise ValueError("Unable to create link (name already exists)")
+        if '/' in stripped.lstrip('/'):
+            ppath, base = stripped.rsplit('/', 1)
+            return (ppath or '/'), base
+        if stripped.startswith('/'):
+            return '/', stripped.lstrip('/')
+        return None, stripped
+
+    def _existing_parent(self, ppath):
+        """The group at ``ppath`` if it exists (None if missing); TypeError
+        if something else is there."""
+        if ppath is None:
+            return self
+        try:
+            obj = self[ppath]
+        except KeyError:
+            return None
+        if not isinstance(obj, Group):
+            raise TypeError("Incompatible object (%s) already exists" % obj.__class__.__name__)
+        return obj
+
+    def _target_free(self, name, exc, msg):
+        """Check that ``name`` could be created; returns (ppath, base, parent-or-None)."""
+        ppath, base = self._split_new(name)
+        parent = self._existing_parent(ppath)
+        if parent is not None and self._link_exists(parent._fs, parent._oid, base):
+            raise exc(msg)
+        return ppath, base, parent
+
+    def _require_parent(self, ppath, parent):
+        if parent is not None:
+            return parent
+        return self.require_group(ppath)
+
+    # ------------------------------------------------------------------
+    # creation
+    # ------------------------------------------------------------------
+    def create_group(self, name, track_order=None):
+        """Create and return a new subgroup (intermediate groups are created)."""
+        self._fs.check_writable(ValueError, "Unable to create group")
+        if track_order not in (None, True, False):
+            raise TypeError("track_order must be either True or False")
+        ppath, base, parent = self._target_free(
+            name, ValueError, "Unable to create group (name already exists)")
+        parent = self._require_parent(ppath, parent)
+        props = {"CreateOrder": 1} if track_order else {}
+        raw = parent._fs.raw
+        gid = raw.create_group(json.dumps(props))
+        try:
+            raw.link_create(parent._oid, base, _hard(gid))
+        except BaseException:
+            raw.delete_object(gid)
+            raise
+        return Group(parent._fs, gid, join_name(parent._name, base))
+
+    def require_group(self, name):
+        """Return a group, creating it if it doesn't exist (TypeError if
+        something else is there)."""
+        if name not in self:
+            return self.create_group(name)
+        grp = self[name]
+        if not isinstance(grp, Group):
+            raise TypeError("Incompatible object (%s) already exists" % grp.__class__.__name__)
+        return grp
+
+    def create_dataset(self, name, shape=None, dtype=None, data=None, **kwds):
+        """Create a new dataset (see h5py's Group.create_dataset).
+
+        ``name`` None makes an anonymous (unlinked) dataset.
+        """
+        from . import dataset
+        self._fs.check_writable(ValueError, "Unable to create dataset")
+        plan = dataset.prepare_dset(shape=shape, dtype=dtype, data=data, **kwds)
+        if name is None:
+            return plan.create(self, None)
+        ppath, base, parent = self._target_free(
+            name, ValueError, "Unable to create dataset (name already exists)")
+        parent = self._require_parent(ppath, parent)
+        return plan.create(parent, base)
+
+    def require_dataset(self, name, shape, dtype, exact=False, **kwds):
+        """Open a dataset, creating it if it doesn't exist (h5py's rules)."""
+        from .dataset import Dataset
+        if name not in self:
+            return self.create_dataset(name, *(shape, dtype), **kwds)
+        if isinstance(shape, int):
+            shape = (shape,)
+        dset = self[name]
+        if not isinstance(dset, Dataset):
+            raise TypeError("Incompatible object (%s) already exists" % dset.__class__.__name__)
+        if shape is not None:
+            shape = tuple(shape)
+        if shape != dset.shape:
+            if "maxshape" not in kwds:
+                raise TypeError("Shapes do not match (existing %s vs new %s)" % (dset.shape, shape))
+            elif kwds["maxshape"] != dset.maxshape:
+                raise TypeError("Max shapes do not match (existing %s vs new %s)" % (dset.maxshape, kwds["maxshape"]))
+        if exact:
+            if dtype != dset.dtype:
+                raise TypeError("Datatypes do not exactly match (existing %s vs new %s)" % (dset.dtype, dtype))
+        elif not np.can_cast(dtype, dset.dtype):
+            raise TypeError("Datatypes cannot be safely cast (existing %s vs new %s)" % (dset.dtype, dtype))
+        return dset
+
+    def create_dataset_like(self, name, other, **kwupdate):
+        """Create a dataset similar to ``other`` (no data or attributes copied)."""
+        for k in ('shape', 'dtype', 'chunks', 'compression',
+                  'compression_opts', 'scaleoffset', 'shuffle', 'fletcher32',
+                  'fillvalue'):
+            kwupdate.setdefault(k, getattr(other, k))
+        kwupdate.setdefault('track_order', other._track_order())
+        if other.maxshape != other.shape:
+            kwupdate.setdefault('maxshape', other.maxshape)
+        return self.create_dataset(name, **kwupdate)
+
+    # ------------------------------------------------------------------
+    # mapping protocol
+    # ------------------------------------------------------------------
+    def __getitem__(self, name):
+        """Open an object by (absolute or relative) path."""
+        if not isinstance(name, (str, bytes)):
+            raise TypeError("Accessing a group is done with bytes or str, not {}".format(type(name)))
+        _, fs, oid, oname = self._walk(name)
+        return _make_object(fs, oid, oname)
+
+    def get(self, name, default=None, getclass=False, getlink=False):
+        """Retrieve an item, its class, or the link itself (h5py's semantics)."""
+        if not (getclass or getlink):
+            try:
+                return self[name]
+            except KeyError:
+                return default
+        if name not in self:
+            return default
+        if getclass and not getlink:
+            try:
+                _, fs, oid, _n = self._walk(name)
+            except KeyError as e:
+                raise RuntimeError("Can't get info for object (%s)" % (e.args[0] if e.args else e)) from None
+            return _class_of(oid)
+        _, fs, gid, lname, link, _g = self._walk(name, follow_last=False)
+        cls = link.get('class')
+        if cls == 'H5L_TYPE_SOFT':
+            return SoftLink if getclass else SoftLink(link['h5path'])
+        if cls == 'H5L_TYPE_EXTERNAL':
+            return ExternalLink if getclass else ExternalLink(link['h5domain'], link['h5path'])
+        if cls == 'H5L_TYPE_HARD':
+            return HardLink if getclass else HardLink()
+        raise TypeError("Unknown link type")
+
+    def __setitem__(self, name, obj):
+        """Add an object: hard link to an HLObject, SoftLink, ExternalLink,
+        commit a numpy dtype, or create a dataset from array-like data."""
+        from . import dataset
+        from .datatype import Datatype
+
+        self._fs.check_writable(ValueError, "Unable to create link")
+        msg = "Unable to create link (name already exists)"
+        if isinstance(obj, HLObject):
+            obj._fs.check()
+            ppath, base, parent = self._target_free(name, OSError, msg)
+            target_fs = parent._fs if parent is not None else self._fs
+            if obj._fs.abspath != target_fs.abspath:
+                raise ValueError("Unable to create link (interfile hard links are not allowed)")
+            parent = self._require_parent(ppath, parent)
+            parent._fs.raw.link_create(parent._oid, base, _hard(obj._oid))
+            return
+        if isinstance(obj, SoftLink):
+            ppath, base, parent = self._target_free(name, OSError, msg)
+            parent = self._require_parent(ppath, parent)
+            parent._fs.raw.link_create(parent._oid, base, json.dumps(
+                {"class": "H5L_TYPE_SOFT", "h5path": obj.path}))
+            return
+        if isinstance(obj, ExternalLink):
+            ppath, base, parent = self._target_free(name, OSError, msg)
+            parent = self._require_parent(ppath, parent)
+            parent._fs.raw.link_create(parent._oid, base, json.dumps(
+                {"class": "H5L_TYPE_EXTERNAL", "h5path": obj.path, "h5domain": obj.filename}))
+            return
+        if isinstance(obj, np.dtype):
+            type_json = json.dumps(h5t.dtype_to_hsds(obj))   # validate first
+            ppath, base, parent = self._target_free(name, OSError, msg)
+            parent = self._require_parent(ppath, parent)
+            raw = parent._fs.raw
+            tid = raw.create_datatype(type_json)
+            try:
+                raw.link_create(parent._oid, base, _hard(tid))
+            except BaseException:
+                raw.delete_object(tid)
+                raise
+            return
+        plan = dataset.prepare_dset(data=obj)
+        ppath, base, parent = self._target_free(name, OSError, msg)
+        parent = self._require_parent(ppath, parent)
+        plan.create(parent, base)
+
+    def __delitem__(self, name):
+        """Delete (unlink) an item; the object itself is left in the store."""
+        self._fs.check_writable(ValueError, "Unable to delete link")
+        try:
+            _, fs, gid, lname, _link, _g = self._walk(name, follow_last=False)
+        except KeyError:
+            raise KeyError("Couldn't delete link (callback link pointer is NULL "
+                           "(specified link may be '.' or not exist))") from None
+        fs.check_writable(ValueError, "Unable to delete link")
+        fs.raw.link_delete(gid, lname)
+
+    def _link_names(self):
+        names = [n for n, _ in self._raw.links(self._oid)]
+        if not self._track_order():
+            names.sort()
+        return names
+
+    def __len__(self):
+        return len(self._raw.links(self._oid))
+
+    def __iter__(self):
+        yield from self._link_names()
+
+    def __reversed__(self):
+        yield from reversed(self._link_names())
+
+    def __contains__(self, name):
+        """Test if a member (link) exists; intermediate components must exist too."""
+        if not isinstance(name, (str, bytes)):
+            return False
+        if not self._fs.valid:
+            return False
+        try:
+            self._walk(name, follow_last=False)
+            return True
+        except (KeyError, TypeError, ValueError):
+            return False
+
+    # ------------------------------------------------------------------
+    # move / copy
+    # ------------------------------------------------------------------
+    def move(self, source, dest):
+        """Move a link to a new location in the same file."""
+        self._fs.check_writable(ValueError, "Unable to move link")
+        if source == dest:
+            return
+        try:
+            _, sfs, sgid, sname, link, _g = self._walk(source, follow_last=False)
+        except KeyError:
+            raise ValueError("Unable to move link (name doesn't exist)") from None
+        ppath, base = self._split_new(dest)
+        try:
+            parent = self._existing_parent(ppath)
+        except TypeError:
+            parent = None
+        if parent is None:
+            raise ValueError("Unable to move link (component not found)")
+        if parent._fs is not sfs:
+            raise ValueError("Unable to move link (moving links across files is not allowed)")
+        if self._link_exists(parent._fs, parent._oid, base):
+            raise ValueError("Unable to move link (an object with that name already exists)")
+        sfs.raw.link_create(parent._oid, base, json.dumps(_clean_link(link)))
+        sfs.raw.link_delete(sgid, sname)
+
+    def copy(self, source, dest, name=None, shallow=False, expand_soft=False,
+             expand_external=False, expand_refs=False, without_attrs=False):
+        """Copy an object or group (within this file or into another)."""
+        if isinstance(source, HLObject):
+            src = source
+        else:
+            src = self[source]
+        if isinstance(dest, Group):
+            if name is not None:
+                dest_path = name
+            else:
+                if src.name is None:
+                    raise ValueError("Anonymous objects need an explicit name to be copied")
+                dest_path = posixpath.basename(posixpath.normpath(src.name))
+            dgrp = dest
+        elif isinstance(dest, HLObject):
+            raise TypeError("Destination must be path or Group object")
+        else:
+            dest_path = dest
+            dgrp = self
+        dgrp._fs.check_writable(ValueError, "Unable to copy object")
+        ppath, base, parent = dgrp._target_free(
+            dest_path, RuntimeError, "Unable to copy object (destination object already exists)")
+        parent = dgrp._require_parent(ppath, parent)
+        _copy_object(src, parent, base, shallow=shallow, expand_soft=expand_soft,
+                    expand_external=expand_external, without_attrs=without_attrs)
+
+    # ------------------------------------------------------------------
+    # visiting
+    # ------------------------------------------------------------------
+    def _visit_walk(self, links_mode):
+        """Generate (relative name, fs, oid-or-None, link) depth-first, by name,
+        each object once (hard links only unless links_mode)."""
+        visited = {self._oid}
+        stack = [(self._fs, self._oid, '')]
+
+        def children(fs, gid):
+            items = list(fs.raw.links(gid))
+            items.sort(key=lambda kv: kv[0])
+            return items
+
+        def rec(fs, gid, prefix):
+            for lname, ljson in children(fs, gid):
+                link = json.loads(ljson)
+                rel = prefix + lname
+                if link.get('class') == 'H5L_TYPE_HARD':
+                    oid = link['id']
+                    if oid in visited:
+                        if links_mode:
+                            yield rel, fs, oid, link
+                        continue
+                    visited.add(oid)
+                    yield rel, fs, oid, link
+                    if oid.startswith('g-'):
+                        yield from rec(fs, oid, rel + '/')
+                elif links_mode:
+                    yield rel, fs, None, link
+
+        del stack
+        yield from rec(self._fs, self._oid, '')
+
+    def visit(self, func):
+        """Call ``func(name)`` for every object below this group (each once,
+        names relative, sorted); stop early if it returns non-None."""
+        self._fs.check()
+        for rel, _fs, _oid, _l in self._visit_walk(False):
+            r = func(rel)
+            if r is not None:
+                return r
+        return None
+
+    def visititems(self, func):
+        """Like visit, calling ``func(name, object)``."""
+        self._fs.check()
+        for rel, fs, oid, _l in self._visit_walk(False):
+            r = func(rel, _make_object(fs, oid, join_name(self._name, rel)))
+            if r is not None:
+                return r
+        return None
+
+    def visit_links(self, func):
+        """Call ``func(name)`` for every link below this group."""
+        self._fs.check()
+        for rel, _fs, _oid, _l in self._visit_walk(True):
+            r = func(rel)
+            if r is not None:
+                return r
+        return None
+
+    def visititems_links(self, func):
+        """Call ``func(name, link)`` for every link below this group."""
+        self._fs.check()
+        for rel, _fs, _oid, link in self._visit_walk(True):
+            cls = link.get('class')
+            if cls == 'H5L_TYPE_SOFT':
+                lk = SoftLink(link['h5path'])
+            elif cls == 'H5L_TYPE_EXTERNAL':
+                lk = ExternalLink(link['h5domain'], link['h5path'])
+            else:
+                lk = HardLink()
+            r = func(rel, lk)
+            if r is not None:
+                return r
+        return None
+
+    # ------------------------------------------------------------------
+    def __eq__(self, other):
+        return HLObject.__eq__(self, other)
+
+    def __ne__(self, other):
+        return HLObject.__ne__(self, other)
+
+    __hash__ = HLObject.__hash__
+
+    def __bool__(self):
+        return self._fs.valid
+
+    def __repr__(self):
+        if not self._fs.valid:
+            return "<Closed HDF5 group>"
+        namestr = '"%s"' % self._name if self._name is not None else "(anonymous)"
+        return '<HDF5 group %s (%d members)>' % (namestr, len(self))
+
+
+# ---------------------------------------------------------------------------
+# copying
+# ---------------------------------------------------------------------------
+
+def _copy_attrs(sfs, soid, dfs, doid):
+    for aname in sfs.raw.attr_names(soid):
+        doc = json.loads(sfs.raw.attr_get(soid, aname))
+        doc.pop('created', None)
+        doc.pop('name', None)
+        doc.pop('href', None)
+        dfs.raw.attr_create(doid, aname, json.dumps(doc), True)
+
+
+def _copy_dataset_values(sfs, soid, dfs, doid, doc):
+    from .dataset import _COPY_SLAB_BYTES, _engine_buffer, _stored_dtype, _vlen_kind
+    shp = doc['shape']
+    cls = shp.get('class')
+    if cls == 'H5S_NULL':
+        return
+    dims = [] if cls == 'H5S_SCALAR' else [int(x) for x in shp['dims']]
+    if any(d == 0 for d in dims):
+        return
+    dtype = h5t.hsds_to_dtype(doc['type'])
+    vlen = _vlen_kind(dtype) is not None
+    if not dims:
+        if vlen:
+            engine_call(dfs.raw.dataset_write_vlen, doid, [], engine_call(sfs.raw.dataset_read_vlen, soid, []))
+        else:
+            buf = _engine_buffer(np.empty((), dtype=_stored_dtype(dtype)), (), _stored_dtype(dtype))
+            engine_call(sfs.raw.dataset_read, soid, [], buf)
+            engine_call(dfs.raw.dataset_write, doid, [], buf)
+        return
+    # slabs along axis 0, aligned to chunks when chunked
+    row = max(1, int(np.prod(dims[1:], dtype=np.int64)) * max(1, dtype.itemsize))
+    step = max(1, _COPY_SLAB_BYTES // row)
+    layout = (doc.get('creationProperties') or {}).get('layout') or {}
+    if layout.get('dims'):
+        c0 = int(layout['dims'][0])
+        step = max(c0, (step // c0) * c0)
+    for start in range(0, dims[0], step):
+        n = min(step, dims[0] - start)
+        selection = [(start, n, 1)] + [(0, d, 1) for d in dims[1:]]
+        if vlen:
+            dfs.raw.dataset_write_vlen(doid, selection, sfs.raw.dataset_read_vlen(soid, selection))
+        else:
+            st = _stored_dtype(dtype)
+            buf = _engine_buffer(np.empty([n] + dims[1:], dtype=st), [n] + dims[1:], st)
+            sfs.raw.dataset_read(soid, selection, buf)
+            dfs.raw.dataset_write(doid, selection, buf)
+
+
+def _copy_tree(sfs, soid, dfs, memo, opts, depth=0):
+    """Copy object ``soid`` of store ``sfs`` into ``dfs``; returns the new id
+    (objects reached twice through hard links are copied once)."""
+    key = (sfs.abspath, soid)
+    if key in memo:
+        return memo[key]
+    doc = json.loads(sfs.raw.get_doc(soid))
+    if soid.startswith('d-'):
+        new = dfs.raw.create_dataset(json.dumps(doc['type']), json.dumps(doc['shape']),
+                                     json.dumps(doc.get('creationProperties') or {}))
+        memo[key] = new
+        _copy_dataset_values(sfs, soid, dfs, new, doc)
+    elif soid.startswith('t-'):
+        new = dfs.raw.create_datatype(json.dumps(doc['type']))
+        memo[key] = new
+    else:
+        new = dfs.raw.create_group(json.dumps(doc.get('creationProperties') or {}))
+        memo[key] = new
+        if not (opts['shallow'] and depth >= 1):
+            for lname, ljson in sfs.raw.links(soid):
+                link = json.loads(ljson)
+                cls = link.get('class')
+                if cls == 'H5L_TYPE_HARD':
+                    child = _copy_tree(sfs, link['id'], dfs, memo, opts, depth + 1)
+                    dfs.raw.link_create(new, lname, _hard(child))
+                    continue
+                target = None
+                if (cls == 'H5L_TYPE_SOFT' and opts['expand_soft']) or \
+                        (cls == 'H5L_TYPE_EXTERNAL' and opts['expand_external']):
+                    try:
+                        _, tfs, toid, _n = Group(sfs, soid, None)._walk(lname)
+                        target = (tfs, toid)
+                    except KeyError:
+                        target = None
+                if target is not None:
+                    child = _copy_tree(target[0], target[1], dfs, memo, opts, depth + 1)
+                    dfs.raw.link_create(new, lname, _hard(child))
+                else:
+                    dfs.raw.link_create(new, lname, json.dumps(_clean_link(link)))
+    if not opts['without_attrs']:
+        _copy_attrs(sfs, soid, dfs, new)
+    return new
+
+
+def _copy_object(src, parent, base, shallow=False, expand_soft=False,
+                 expand_external=False, without_attrs=False):
+    opts = dict(shallow=shallow, expand_soft=expand_soft,
+                expand_external=expand_external, without_attrs=without_attrs)
+    sfs, dfs = src._fs, parent._fs
+    sfs.check()
+    new = _copy_tree(sfs, src._oid, dfs, {}, opts)
+    try:
+        dfs.raw.link_create(parent._oid, base, _hard(new))
+    except BaseException:
+        dfs.raw.delete_object(new)
+        raise

@@ -1,0 +1,761 @@
+"""Datatypes: h5py's dtype helpers and the HSDS (schema v2) JSON forms.
+
+Two jobs live here, both pure Python (numpy + stdlib only):
+
+* h5py's "special dtype" helpers (``string_dtype``, ``vlen_dtype``, ...). They
+  use *exactly* h5py's numpy-metadata conventions (``{'vlen': str}``,
+  ``{'h5py_encoding': 'utf-8'}``, ``{'enum': {...}}``, ``{'h5py_opaque': True}``)
+  so that dtypes flow freely between h5py and h5lake code:
+  ``h5py.check_string_dtype(h5lake.string_dtype())`` works and vice versa.
+
+* The mapping numpy dtype <-> HSDS type JSON, and numpy values <-> HSDS JSON
+  values (attribute ``value``, ``fillValue``).
+
+JSON-form decisions (the Rust side relies on them):
+
+* Non-finite floats are the *strings* ``"NaN"``, ``"Infinity"``,
+  ``"-Infinity"`` (serde_json rejects the bare literals that Python's json
+  module, and therefore HSDS, writes).  Decoding accepts both forms.
+* Fixed-length strings and opaque values are JSON strings when their bytes
+  are valid UTF-8 (what HSDS writes: it decodes bytes as UTF-8).  Bytes that
+  are not valid UTF-8 become ``{"base64": "<standard base64>"}``; a JSON object
+  can never be confused with a string, and no other value form uses objects.
+  Fixed strings lose trailing NULs (numpy/HDF5 NULLPAD semantics); opaque
+  values keep all their bytes.
+* ``bool`` is HSDS's/h5py's enum ``{"FALSE": 0, "TRUE": 1}`` over
+  ``H5T_STD_I8LE``; its *values* are JSON ``true``/``false`` (what h5pyd sends
+  and HSDS stores); decoding also accepts 0/1.
+* Other enums are their integer values; complex numbers are ``[re, im]``;
+  compound elements are lists of field values in field order.
+"""
+
+import base64
+import binascii
+import codecs
+import collections
+import math
+import sys
+
+import numpy as np
+
+__all__ = [
+    "string_info", "Empty",
+    "string_dtype", "vlen_dtype", "enum_dtype", "opaque_dtype", "special_dtype",
+    "check_dtype", "check_string_dtype", "check_vlen_dtype", "check_enum_dtype",
+    "check_opaque_dtype", "check_ref_dtype",
+    "dtype_to_hsds", "hsds_to_dtype", "packed_dtype", "is_vlen", "has_vlen",
+    "value_to_json", "json_to_value", "attr_json", "attr_value_from_json",
+    "shape_json",
+]
+
+# Same name and fields as h5py.h5t.string_info, so code that unpacks or
+# compares it behaves the same with either library.
+string_info = collections.namedtuple("string_info", ["encoding", "length"])
+
+
+class Empty:
+    """An empty (H5S_NULL) dataspace: a dtype but no shape and no data.
+
+    Mirrors ``h5py.Empty`` (not the same thing as an array of shape (0,)).
+    """
+
+    shape = None
+    size = None
+
+    def __init__(self, dtype):
+        self.dtype = np.dtype(dtype)
+
+    def __eq__(self, other):
+        # Duck-typed so that an h5py.Empty compares equal too.
+        return (type(other).__name__ == "Empty"
+                and getattr(other, "shape", 0) is None
+                and self.dtype == getattr(other, "dtype", None))
+
+    def __ne__(self, other):
+        return not self == other
+
+    __hash__ = None
+
+    def __repr__(self):
+        return "Empty(dtype={0!r})".format(self.dtype)
+
+
+def _is_empty(obj):
+    return isinstance(obj, Empty) or (
+        type(obj).__name__ == "Empty" and getattr(obj, "shape", 0) is None
+        and isinstance(getattr(obj, "dtype", None), np.dtype))
+
+
+# --------------------------------------------------------------------------
+# h5py's special-dtype helpers
+# --------------------------------------------------------------------------
+
+def string_dtype(encoding="utf-8", length=None):
+    """A dtype for HDF5 strings: variable length (``length=None``, an object
+    dtype) or fixed length (an ``S<length>`` dtype tagged with its encoding)."""
+    try:
+        encoding = codecs.lookup(encoding).name
+    except LookupError:
+        pass  # reported below with the name as given
+    if encoding not in ("ascii", "utf-8"):
+        raise ValueError("Invalid encoding (%r); 'utf-8' or 'ascii' allowed" % encoding)
+    if length is None:
+        return np.dtype("O", metadata={"vlen": str if encoding == "utf-8" else bytes})
+    if isinstance(length, int):
+        # bool is an int subclass; numpy rejects '|STrue', as it does for h5py
+        return np.dtype("|S" + str(length), metadata={"h5py_encoding": encoding})
+    raise TypeError("length must be integer or None (got %r)" % (length,))
+
+
+def vlen_dtype(basetype):
+    """A dtype for variable-length sequences of ``basetype`` (kept as given,
+    like h5py: ``check_vlen_dtype`` returns exactly what was passed)."""
+    return np.dtype("O", metadata={"vlen": basetype})
+
+
+def enum_dtype(values_dict, basetype=np.uint8):
+    """An integer dtype carrying an HDF5 enum's name -> value mapping."""
+    dt = np.dtype(basetype)
+    if dt.kind not in "iu":
+        raise TypeError("Only integer types can be used as enums")
+    return np.dtype(dt, metadata={"enum": values_dict})
+
+
+def opaque_dtype(np_dtype):
+    """Store ``np_dtype`` as HDF5 opaque bytes tagged with the numpy type, so
+    that e.g. datetime64 arrays survive a round trip."""
+    dt = np.dtype(np_dtype)
+    if dt.hasobject:
+        raise TypeError("Cannot store numpy object arrays as opaque data")
+    if dt.names is not None:
+        raise TypeError("Cannot store numpy structured arrays as opaque data")
+    if dt.subdtype is not None:
+        raise TypeError("Cannot store numpy sub-array dtype as opaque data")
+    return np.dtype(dt, metadata={"h5py_opaque": True})
+
+
+def _meta(dt):
+    return dt.metadata or {}
+
+
+def check_vlen_dtype(dt):
+    """The vlen base type (``str``, ``bytes`` or a dtype-like), or None."""
+    if dt.kind != "O":
+        return None
+    return _meta(dt).get("vlen", None)
+
+
+def check_string_dtype(dt):
+    """``string_info(encoding, length)`` for a string dtype, else None."""
+    vlen = check_vlen_dtype(dt)
+    if vlen is str:
+        return string_info("utf-8", None)
+    if vlen is bytes:
+        return string_info("ascii", None)
+    if dt.kind == "S":
+        return string_info(_meta(dt).get("h5py_encoding", "ascii"), dt.itemsize)
+    return None
+
+
+def check_enum_dtype(dt):
+    """The enum's name -> value dict, or None."""
+    if dt.kind not in "iu":
+        return None
+    return _meta(dt).get("enum", None)
+
+
+def check_opaque_dtype(dt):
+    """True if ``dt`` was made by :func:`opaque_dtype`."""
+    return bool(_meta(dt).get("h5py_opaque", False))
+
+
+def check_ref_dtype(dt):
+    """Always None: h5lake has no HDF5 reference types (yet)."""
+    return None
+
+
+def check_dtype(**kwds):
+    """h5py's legacy single-keyword check: ``vlen=``, ``enum=`` or ``ref=``."""
+    if len(kwds) != 1:
+        raise TypeError("Exactly one keyword may be provided")
+    name, dt = kwds.popitem()
+    if name == "vlen":
+        return check_vlen_dtype(dt)
+    if name == "enum":
+        return check_enum_dtype(dt)
+    if name == "ref":
+        return check_ref_dtype(dt)
+    raise TypeError('Unknown special type "%s"' % name)
+
+
+def special_dtype(**kwds):
+    """h5py's legacy constructor: ``vlen=base`` or ``enum=(base, mapping)``.
+    ``ref=`` is refused: h5lake has no reference types."""
+    if len(kwds) != 1:
+        raise TypeError("Exactly one keyword may be provided")
+    name, val = kwds.popitem()
+    if name == "vlen":
+        return vlen_dtype(val)
+    if name == "enum":
+        try:
+            dt, enum_vals = val
+        except TypeError:
+            raise TypeError("Enums must be created from a 2-tuple (basetype, values_dict)")
+        return enum_dtype(enum_vals, dt)
+    if name == "ref":
+        raise ValueError("Ref class must be Reference or RegionReference "
+                         "(object/region references are not supported by h5lake)")
+    raise TypeError('Unknown special type "%s"' % name)
+
+
+# --------------------------------------------------------------------------
+# numpy dtype <-> HSDS type JSON
+# --------------------------------------------------------------------------
+
+_NATIVE_BO = "LE" if sys.byteorder == "little" else "BE"
+_INT_SIZES = (1, 2, 4, 8)
+_FLOAT_SIZES = (2, 4, 8)
+_BOOL_MAPPING = {"FALSE": 0, "TRUE": 1}
+
+
+def _order(dt):
+    """HSDS byte-order suffix of a scalar numeric dtype."""
+    if dt.byteorder == ">":
+        return "BE"
+    if dt.byteorder == "<":
+        return "LE"
+    return _NATIVE_BO if dt.byteorder == "=" else "LE"  # '|' = single byte
+
+
+def _int_base(dt):
+    return "H5T_STD_%s%d%s" % ("I" if dt.kind == "i" else "U", dt.itemsize * 8, _order(dt))
+
+
+def _no_path(dt):
+    return TypeError("No conversion path for dtype: %r" % (dt,))
+
+
+def dtype_to_hsds(dt):
+    """HSDS type JSON for a numpy dtype (h5py's rules for which dtypes HDF5
+    can hold; TypeError with h5py's message otherwise)."""
+    dt = np.dtype(dt)
+    meta = _meta(dt)
+
+    if meta.get("h5py_opaque"):
+        # h5py tags opaque data with "NUMPY:" + the numpy type string so a
+        # reader can restore the dtype; HSDS keeps the tag.
+        return {"class": "H5T_OPAQUE", "size": dt.itemsize, "tag": "NUMPY:" + dt.str}
+
+    if dt.names is not None:
+        if not dt.names:
+            raise ValueError("Size must be positive (compound type has no fields)")
+        return {"class": "H5T_COMPOUND",
+                "fields": [{"name": n, "type": dtype_to_hsds(dt.fields[n][0])}
+                           for n in dt.names]}
+
+    if dt.subdtype is not None:
+        base, shape = dt.subdtype
+        # key order as HSDS writes it (see the fixture's compound member)
+        return {"dims": list(shape), "class": "H5T_ARRAY", "base": dtype_to_hsds(base)}
+
+    kind = dt.kind
+    if kind == "O":
+        vlen = meta.get("vlen")
+        if vlen is str or vlen is bytes:
+            return {"class": "H5T_STRING",
+                    "charSet": "H5T_CSET_UTF8" if vlen is str else "H5T_CSET_ASCII",
+                    "strPad": "H5T_STR_NULLTERM",
+                    "length": "H5T_VARIABLE"}
+        if vlen is not None:
+            try:
+                base = np.dtype(vlen)
+            except TypeError:
+                raise TypeError("Unknown vlen base type: %r" % (vlen,))
+            return {"class": "H5T_VLEN", "base": dtype_to_hsds(base)}
+        if "ref" in meta:
+            raise TypeError("HDF5 references are not supported by h5lake")
+        raise TypeError("Object dtype %r has no native HDF5 equivalent" % (dt,))
+
+    if kind == "S":
+        utf8 = meta.get("h5py_encoding") == "utf-8"
+        return {"class": "H5T_STRING",
+                "charSet": "H5T_CSET_UTF8" if utf8 else "H5T_CSET_ASCII",
+                "strPad": "H5T_STR_NULLPAD",
+                "length": dt.itemsize}
+
+    if kind == "V":
+        return {"class": "H5T_OPAQUE", "size": dt.itemsize, "tag": ""}
+
+    if kind == "b":
+        # h5py's convention (and HSDS's): an int8 enum FALSE=0, TRUE=1
+        return {"class": "H5T_ENUM",
+                "base": {"class": "H5T_INTEGER", "base": "H5T_STD_I8LE"},
+                "mapping": dict(_BOOL_MAPPING)}
+
+    if kind in "iu" and dt.itemsize in _INT_SIZES:
+        enum = meta.get("enum")
+        base = {"class": "H5T_INTEGER", "base": _int_base(dt)}
+        if enum is not None:
+            return {"class": "H5T_ENUM", "base": base,
+                    "mapping": {str(k): int(v) for k, v in enum.items()}}
+        return base
+
+    if kind == "f" and dt.itemsize in _FLOAT_SIZES:
+        return {"class": "H5T_FLOAT", "base": "H5T_IEEE_F%d%s" % (dt.itemsize * 8, _order(dt))}
+
+    if kind == "c" and dt.itemsize in (8, 16):
+        # h5py stores complex as a compound of two floats named r and i
+        part = {"class": "H5T_FLOAT", "base": "H5T_IEEE_F%d%s" % (dt.itemsize * 4, _order(dt))}
+        return {"class": "H5T_COMPOUND",
+                "fields": [{"name": "r", "type": dict(part)},
+                           {"name": "i", "type": dict(part)}]}
+
+    # unicode 'U', datetime/timedelta, long double, complex256, ...
+    raise _no_path(dt)
+
+
+_PREDEF = {}
+for _bits, _k in ((8, 1), (16, 2), (32, 4), (64, 8)):
+    for _bo, _c in (("LE", "<"), ("BE", ">")):
+        _PREDEF["H5T_STD_I%d%s" % (_bits, _bo)] = np.dtype(_c + "i%d" % _k)
+        _PREDEF["H5T_STD_U%d%s" % (_bits, _bo)] = np.dtype(_c + "u%d" % _k)
+for _bits, _k in ((16, 2), (32, 4), (64, 8)):
+    for _bo, _c in (("LE", "<"), ("BE", ">")):
+        _PREDEF["H5T_IEEE_F%d%s" % (_bits, _bo)] = np.dtype(_c + "f%d" % _k)
+
+
+def _predefined(name, allowed):
+    dt = _PREDEF.get(name)
+    if dt is None or dt.kind not in allowed:
+        raise TypeError("Unknown HDF5 predefined type: %r" % (name,))
+    return dt
+
+
+def _enum_mapping(t):
+    if "mapping" in t:
+        return {str(k): int(v) for k, v in t["mapping"].items()}
+    if "members" in t:  # older hdf5-json form: [{"name":..,"value":..}]
+        return {str(m["name"]): int(m["value"]) for m in t["members"]}
+    raise TypeError("H5T_ENUM type without 'mapping'")
+
+
+def hsds_to_dtype(t):
+    """numpy dtype (packed layout, h5py metadata restored) for HSDS type JSON.
+
+    Inverse of :func:`dtype_to_hsds`: vlen strings come back as
+    ``string_dtype()``, enums as ``enum_dtype``, the FALSE/TRUE int8 enum as
+    ``np.bool_``, an r/i compound of equal floats as complex.  One deliberate
+    difference from h5py: a FALSE/TRUE enum over a *wider* integer stays an
+    enum, because the returned dtype must describe the stored bytes exactly.
+    """
+    if isinstance(t, str):  # HSDS accepts a bare predefined type name
+        return _predefined(t, "iuf")
+    if not isinstance(t, dict) or "class" not in t:
+        raise TypeError("Invalid HSDS type: %r" % (t,))
+    cls = t["class"]
+
+    if cls == "H5T_INTEGER":
+        return _predefined(t["base"], "iu")
+    if cls == "H5T_FLOAT":
+        return _predefined(t["base"], "f")
+
+    if cls == "H5T_STRING":
+        utf8 = t.get("charSet", "H5T_CSET_ASCII") == "H5T_CSET_UTF8"
+        length = t.get("length")
+        if length == "H5T_VARIABLE":
+            return string_dtype("utf-8" if utf8 else "ascii")
+        if not isinstance(length, int) or isinstance(length, bool) or length < 1:
+            raise TypeError("Invalid string length: %r" % (length,))
+        # strPad (NULLPAD/NULLTERM/SPACEPAD) is not representable in numpy;
+        # values are read as NUL-padded bytes either way.
+        return string_dtype("utf-8" if utf8 else "ascii", length)
+
+    if cls == "H5T_VLEN":
+        return vlen_dtype(hsds_to_dtype(t["base"]))
+
+    if cls == "H5T_ARRAY":
+        dims = tuple(int(d) for d in t["dims"])
+        return np.dtype((hsds_to_dtype(t["base"]), dims))
+
+    if cls == "H5T_ENUM":
+        base = hsds_to_dtype(t["base"])
+        if base.kind not in "iu":
+            raise TypeError("Enum base must be an integer type")
+        mapping = _enum_mapping(t)
+        if mapping == _BOOL_MAPPING and base.itemsize == 1:
+            return np.dtype(np.bool_)
+        return enum_dtype(mapping, base)
+
+    if cls == "H5T_OPAQUE":
+        size = int(t["size"])
+        tag = t.get("tag") or ""
+        if tag.startswith("NUMPY:"):
+            try:
+                inner = np.dtype(tag[len("NUMPY:"):])
+            except TypeError:
+                inner = None
+            if inner is not None and inner.itemsize == size and not inner.hasobject:
+                return opaque_dtype(inner)
+        return np.dtype("V%d" % size)
+
+    if cls == "H5T_COMPOUND":
+        fields = t["fields"]
+        if not fields:
+            raise TypeError("Compound type without fields")
+        members = [(f["name"], hsds_to_dtype(f["type"])) for f in fields]
+        names = [m[0] for m in members]
+        if names == ["r", "i"]:
+            a, b = members[0][1], members[1][1]
+            if (a == b and a.kind == "f" and a.itemsize in (4, 8)
+                    and not a.metadata and not b.metadata):
+                return np.dtype(a.byteorder.replace("=", "<") + "c%d" % (2 * a.itemsize))
+        return np.dtype(members)
+
+    if cls == "H5T_REFERENCE":
+        raise TypeError("HDF5 references are not supported by h5lake")
+    raise TypeError("Unknown HSDS type class: %r" % (cls,))
+
+
+def packed_dtype(dt):
+    """The packed equivalent of ``dt``: compound fields back to back in field
+    order, recursively (HSDS chunk bytes have no padding). Leaf dtypes keep
+    their h5py metadata."""
+    dt = np.dtype(dt)
+    if dt.names is not None:
+        return np.dtype([(n, packed_dtype(dt.fields[n][0])) for n in dt.names])
+    if dt.subdtype is not None:
+        base, shape = dt.subdtype
+        return np.dtype((packed_dtype(base), shape))
+    return dt
+
+
+def is_vlen(dt):
+    """True for a top-level variable-length type (vlen string or sequence)."""
+    dt = np.dtype(dt)
+    return dt.kind == "O" and check_vlen_dtype(dt) is not None
+
+
+def has_vlen(dt):
+    """True if a variable-length type appears anywhere inside ``dt``."""
+    dt = np.dtype(dt)
+    if dt.names is not None:
+        return any(has_vlen(dt.fields[n][0]) for n in dt.names)
+    if dt.subdtype is not None:
+        return has_vlen(dt.subdtype[0])
+    return is_vlen(dt)
+
+
+# --------------------------------------------------------------------------
+# values <-> HSDS JSON
+# --------------------------------------------------------------------------
+
+def _float_to_json(x):
+    x = float(x)
+    if math.isfinite(x):
+        return x
+    if math.isnan(x):
+        return "NaN"
+    return "Infinity" if x > 0 else "-Infinity"
+
+
+_NONFINITE = {"NaN": math.nan, "nan": math.nan, "Infinity": math.inf, "inf": math.inf,
+              "-Infinity": -math.inf, "-inf": -math.inf}
+
+
+def _float_from_json(v):
+    if isinstance(v, str):
+        try:
+            return _NONFINITE[v]
+        except KeyError:
+            raise ValueError("Invalid float value in JSON: %r" % (v,))
+    if v is None:
+        raise ValueError("null is not a number")
+    return float(v)
+
+
+def _bytes_to_json(b):
+    try:
+        return b.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(b).decode("ascii")}
+
+
+def _bytes_from_json(v):
+    if isinstance(v, str):
+        return v.encode("utf-8", "surrogateescape")
+    if isinstance(v, dict) and "base64" in v:
+        try:
+            return base64.b64decode(v["base64"], validate=True)
+        except binascii.Error as exc:
+            raise ValueError("Invalid base64 value: %r" % (v,)) from exc
+    if isinstance(v, (bytes, bytearray)):
+        return bytes(v)
+    raise ValueError("Expected a string value, got %r" % (v,))
+
+
+def _str_to_json(s):
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        # lone surrogates, e.g. from h5py's surrogateescape decoding
+        return {"base64": base64.b64encode(s.encode("utf-8", "surrogateescape")).decode("ascii")}
+
+
+def _elem_to_json(x, dt):
+    """JSON for one element ``x`` of dtype ``dt``."""
+    if dt.names is not None:
+        return [_elem_to_json(x[n], dt.fields[n][0]) for n in dt.names]
+    if dt.subdtype is not None:
+        base, shape = dt.subdtype
+        return _array_to_json(np.asarray(x, dtype=base).reshape(shape), base)
+    if _meta(dt).get("h5py_opaque") or dt.kind == "V":
+        return _bytes_to_json(np.asarray(x, dtype=dt).tobytes())
+    kind = dt.kind
+    if kind == "b":
+        return bool(x)
+    if kind in "iu":
+        return int(x)
+    if kind == "f":
+        return _float_to_json(x)
+    if kind == "c":
+        c = complex(x)
+        return [_float_to_json(c.real), _float_to_json(c.imag)]
+    if kind == "S":
+        return _bytes_to_json(bytes(x).rstrip(b"\0"))
+    if kind == "O":
+        vlen = check_vlen_dtype(dt)
+        if vlen is str or vlen is bytes:
+            if isinstance(x, (str, bytes)) and ("\0" if isinstance(x, str) else b"\0") in x:
+                # HDF5 vlen strings are NUL-terminated in the C API; h5py refuses
+                raise ValueError("VLEN strings do not support embedded NULLs")
+            if isinstance(x, str):
+                return _str_to_json(x)
+            if isinstance(x, (bytes, bytearray, np.bytes_)):
+                return _bytes_to_json(bytes(x))
+            raise TypeError("Expected str or bytes for a vlen string, got %r" % (x,))
+        if vlen is not None:
+            base = np.dtype(vlen)
+            seq = np.asarray(x, dtype=base).reshape(-1)
+            return _array_to_json(seq, base)
+    raise _no_path(dt)
+
+
+def _array_to_json(arr, dt):
+    if arr.ndim == 0:
+        return _elem_to_json(arr[()], dt)
+    if dt.kind in "iub" and dt.names is None and dt.subdtype is None:
+        return arr.tolist()  # fast path; enums and bools included
+    if dt.kind == "f" and dt.subdtype is None and np.isfinite(arr).all():
+        return arr.astype(np.float64).tolist()
+    if arr.ndim == 1:
+        return [_elem_to_json(arr[i], dt) for i in range(arr.shape[0])]
+    return [_array_to_json(arr[i], dt) for i in range(arr.shape[0])]
+
+
+def value_to_json(arr):
+    """HSDS JSON value for ``arr`` (already in the target dtype): a bare
+    value for 0-d, nested lists otherwise."""
+    arr = np.asarray(arr)
+    return _array_to_json(arr, arr.dtype)
+
+
+def _elem_from_json(v, dt):
+    """Python object assignable to one element of dtype ``dt``."""
+    if dt.names is not None:
+        if not isinstance(v, (list, tuple)) or len(v) != len(dt.names):
+            raise ValueError("Expected %d field values, got %r" % (len(dt.names), v))
+        return tuple(_elem_from_json(fv, dt.fields[n][0]) for fv, n in zip(v, dt.names))
+    if dt.subdtype is not None:
+        base, shape = dt.subdtype
+        return json_to_value(v, base, shape)
+    if _meta(dt).get("h5py_opaque") or dt.kind == "V":
+        raw = _bytes_from_json(v).ljust(dt.itemsize, b"\0")[:dt.itemsize]
+        return np.frombuffer(raw, dtype=dt)[0]
+    kind = dt.kind
+    if kind == "b":
+        return bool(v)
+    if kind in "iu":
+        if isinstance(v, float) and not v.is_integer():
+            raise ValueError("Expected an integer, got %r" % (v,))
+        return int(v)
+    if kind == "f":
+        return _float_from_json(v)
+    if kind == "c":
+        if isinstance(v, (list, tuple)) and len(v) == 2:
+            return complex(_float_from_json(v[0]), _float_from_json(v[1]))
+        return complex(_float_from_json(v), 0.0)
+    if kind == "S":
+        return _bytes_from_json(v)
+    if kind == "O":
+        vlen = check_vlen_dtype(dt)
+        if vlen is str:
+            b = _bytes_from_json(v)
+            return b.decode("utf-8", "surrogateescape")
+        if vlen is bytes:
+            return _bytes_from_json(v)
+        if vlen is not None:
+            if not isinstance(v, (list, tuple)):
+                v = [v]
+            return json_to_value(list(v), np.dtype(vlen), (len(v),))
+    raise _no_path(dt)
+
+
+def json_to_value(value, dt, shape=None):
+    """ndarray of dtype ``dt`` from an HSDS JSON value; ``shape=None`` (or
+    ``()``) means a scalar, returned as a 0-d array."""
+    dt = np.dtype(dt)
+    shape = () if shape is None else tuple(int(s) for s in shape)
+    if dt.subdtype is not None:
+        # A top-level array type: numpy folds it into the shape.
+        base, sub = dt.subdtype
+        return json_to_value(value, base, shape + sub)
+    out = np.empty(shape, dtype=dt)
+    flat = out.reshape(-1)
+    items = [value]
+    for depth, n in enumerate(shape):
+        nxt = []
+        for it in items:
+            if not isinstance(it, (list, tuple)) or len(it) != n:
+                raise ValueError("JSON value does not match shape %r at depth %d" % (shape, depth))
+            nxt.extend(it)
+        items = nxt
+    if dt.kind == "O":
+        for i, it in enumerate(items):
+            flat[i] = _elem_from_json(it, dt)
+    elif dt.kind in "iub" and dt.names is None:
+        flat[...] = [_elem_from_json(it, dt) for it in items]
+    else:
+        for i, it in enumerate(items):
+            flat[i] = _elem_from_json(it, dt)
+    return out
+
+
+def shape_json(shape, maxshape=None):
+    """HSDS shape JSON: None -> H5S_NULL, () -> H5S_SCALAR, else H5S_SIMPLE
+    (``maxdims`` with "H5S_UNLIMITED" for None entries, if given)."""
+    if shape is None:
+        return {"class": "H5S_NULL"}
+    shape = tuple(int(s) for s in shape)
+    if shape == ():
+        return {"class": "H5S_SCALAR"}
+    doc = {"class": "H5S_SIMPLE", "dims": list(shape)}
+    if maxshape is not None:
+        doc["maxdims"] = ["H5S_UNLIMITED" if m is None else int(m) for m in maxshape]
+    return doc
+
+
+# --- attributes ------------------------------------------------------------
+
+def _find_item_type(data):
+    """The one Python type of the items of ``data`` (nested lists/tuples or an
+    object array), or None when mixed/not applicable. Same rule as h5py uses
+    to decide that a list of str is a vlen-string attribute."""
+    if isinstance(data, np.ndarray):
+        if data.dtype.kind != "O" or check_vlen_dtype(data.dtype) is not None:
+            return None
+        types = {type(e) for e in data.flat}
+    elif isinstance(data, (list, tuple)):
+        types = {_find_item_type(e) for e in data}
+    else:
+        return type(data)
+    return types.pop() if len(types) == 1 else None
+
+
+def _as_new_array(data, dtype):
+    """Array for a new attribute/dataset: the given dtype, else h5py's guess
+    (str -> vlen UTF-8, bytes -> vlen ASCII), else numpy's."""
+    if dtype is not None:
+        dtype = np.dtype(dtype)
+    if dtype is not None and (dtype.kind == "f" and dtype.itemsize == 2
+                              or not isinstance(data, np.ndarray)):
+        as_dtype = dtype
+    else:
+        item = _find_item_type(data)
+        as_dtype = (string_dtype() if item is str else
+                    string_dtype("ascii") if item is bytes else None)
+    arr = np.asarray(data, order="C", dtype=as_dtype)
+    if as_dtype is not None:
+        arr = arr.view(dtype=as_dtype)  # re-tag dtype metadata numpy kept off
+    return arr
+
+
+def attr_json(value, dtype=None, shape=None):
+    """The HSDS attribute document ``{"type", "shape", "value"}`` for
+    ``attrs[name] = value`` / ``attrs.create(name, value, shape, dtype)``,
+    choosing dtype and shape by h5py's rules."""
+    if _is_empty(value):
+        dt = np.dtype(dtype) if dtype is not None else value.dtype
+        return {"type": dtype_to_hsds(dt), "shape": {"class": "H5S_NULL"}, "value": None}
+
+    data = _as_new_array(value, dtype)
+    if shape is None:
+        shape = data.shape
+    elif isinstance(shape, int):
+        shape = (shape,)
+    shape = tuple(shape)
+    dt = data.dtype if dtype is None else np.dtype(dtype)
+
+    if dt.subdtype is not None:
+        # top-level array type: the trailing axes of the data become the type
+        sub = dt.subdtype[1]
+        if shape[len(shape) - len(sub):] != sub:
+            raise ValueError("Array dtype shape %s is incompatible with data shape %s"
+                             % (sub, shape))
+        shape = shape[:len(shape) - len(sub)]
+        data = data.reshape(shape + sub)
+        type_doc = dtype_to_hsds(dt)
+        value_doc = value_to_json(_convert(data, dt.subdtype[0]))
+    else:
+        if int(np.prod(shape, dtype=np.uint64)) != int(np.prod(data.shape, dtype=np.uint64)):
+            raise ValueError("Shape of new attribute conflicts with shape of data")
+        if shape != data.shape:
+            data = data.reshape(shape)
+        type_doc = dtype_to_hsds(dt)  # raises TypeError for U, M8, bare object...
+        store = data if data.dtype == dt and data.dtype.metadata == dt.metadata \
+            else _convert(data, dt)
+        value_doc = value_to_json(store)
+    return {"type": type_doc, "shape": shape_json(shape), "value": value_doc}
+
+
+def _convert(data, dt):
+    if dt.kind == "O":
+        out = np.empty(data.shape, dtype=dt)
+        out[...] = data
+        return out
+    if dt.kind == "S" and data.dtype.kind in "OU":
+        # h5py encodes str into fixed-length strings
+        enc = "utf-8" if _meta(dt).get("h5py_encoding") == "utf-8" else "ascii"
+        flat = [e.encode(enc) if isinstance(e, str) else e for e in data.reshape(-1)]
+        return np.array(flat, dtype=dt).reshape(data.shape)
+    return np.asarray(data, dtype=dt)
+
+
+def attr_value_from_json(doc):
+    """What h5py's ``attrs[name]`` returns for an HSDS attribute document:
+    a numpy scalar for scalar numerics, ``str`` for a scalar vlen string
+    (ASCII or UTF-8, undecodable bytes surrogate-escaped like h5py),
+    ``np.bytes_`` for a fixed-length string, ``Empty`` for H5S_NULL, an
+    ndarray otherwise."""
+    dt = hsds_to_dtype(doc["type"])
+    sh = doc.get("shape", {"class": "H5S_SCALAR"})
+    cls = sh.get("class") if isinstance(sh, dict) else "H5S_SIMPLE"
+    if cls == "H5S_NULL":
+        return Empty(dt)
+    if cls == "H5S_SCALAR":
+        shape = ()
+    elif isinstance(sh, dict):
+        shape = tuple(sh["dims"])
+    else:
+        shape = tuple(sh)
+    arr = json_to_value(doc.get("value"), dt, shape)
+    info = check_string_dtype(arr.dtype)
+    if info is not None and info.length is None:
+        strs = [e.decode("utf-8", "surrogateescape") if isinstance(e, bytes) else e
+                for e in arr.reshape(-1)]
+        out = np.empty(arr.shape, dtype=arr.dtype)
+        out.reshape(-1)[...] = strs if strs else []
+        arr = out
+    if arr.ndim == 0:
+        return arr[()]
+    return arr

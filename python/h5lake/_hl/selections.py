@@ -1,0 +1,282 @@
+"""Selections: an index expression + a dataset shape -> what the engine reads.
+
+Every index on a Dataset goes through :func:`select`, which returns one of
+
+* :class:`SimpleSelection` – ints, slices (step >= 1) and Ellipsis; supports
+  broadcasting on write (h5py's rules);
+* :class:`FancySelection` – as simple, plus ONE increasing index list (or
+  1-D boolean array) on one axis; no broadcasting;
+* :class:`PointSelection` – a boolean mask of the full dataset shape
+  (1-D result, read/written with the engine's point calls);
+* :class:`ScalarSelection` – ``()``/``...`` on a scalar dataset.
+
+``engine_sel`` is the selection list of ``_core`` (one ``(start, count,
+step)`` tuple or int64 index array per dimension), ``mshape`` the shape of
+the block the engine fills, ``array_shape`` what the user gets (integer-
+indexed axes dropped).  Validation mirrors h5py's exception types and
+messages, and always happens before the engine is called.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import product
+
+
+class Selection:
+    """Base class."""
+
+    shape = ()
+    mshape = ()
+    array_shape = ()
+
+    @property
+    def nselect(self):
+        return product(self.mshape)
+
+    def expand_shape(self, source_shape):
+        if product(source_shape) != self.nselect:
+            raise TypeError("Broadcasting is not supported for point-wise selections")
+        return source_shape
+
+    def broadcast_value(self, val):
+        """Reshape/broadcast ``val`` (ndarray) to ``mshape`` for writing."""
+        eshape = self.expand_shape(val.shape)
+        return val.reshape(eshape)
+
+
+class ScalarSelection(Selection):
+    """The whole of a scalar dataset (``()`` or ``...``)."""
+
+    def __init__(self, ellipsis):
+        self.shape = ()
+        self.mshape = ()
+        # ``dset[...]`` gives a 0-d array, ``dset[()]`` a numpy scalar
+        self.array_shape = () if ellipsis else None
+        self.engine_sel = []
+
+    def expand_shape(self, source_shape):
+        if product(source_shape) != 1:
+            raise TypeError("Can't broadcast %s -> %s" % (source_shape, ()))
+        return ()
+
+
+class SimpleSelection(Selection):
+    """Regular hyperslab made of ints and slices."""
+
+    def __init__(self, shape, start=None, count=None, step=None, scalar=None):
+        self.shape = tuple(shape)
+        rank = len(self.shape)
+        self.start = tuple(start) if start is not None else (0,) * rank
+        self.count = tuple(count) if count is not None else self.shape
+        self.step = tuple(step) if step is not None else (1,) * rank
+        self.scalar = tuple(scalar) if scalar is not None else (False,) * rank
+        self.mshape = self.count
+        self.array_shape = tuple(c for c, s in zip(self.count, self.scalar) if not s)
+
+    @property
+    def engine_sel(self):
+        return [(int(a), int(c), int(s)) for a, c, s in zip(self.start, self.count, self.step)]
+
+    def expand_shape(self, source_shape):
+        """h5py's rule: align trailing dims, skip integer-indexed axes,
+        source dims must equal the selected count or be 1."""
+        count, scalar = self.count, self.scalar
+        rank = len(count)
+        remaining = list(source_shape)
+        eshape = []
+        for idx in range(1, rank + 1):
+            if len(remaining) == 0 or scalar[-idx]:
+                eshape.append(1)
+            else:
+                t = remaining.pop()
+                if t == 1 or count[-idx] == t:
+                    eshape.append(t)
+                else:
+                    raise TypeError("Can't broadcast %s -> %s" % (tuple(source_shape), self.array_shape))
+        if any(n > 1 for n in remaining):
+            raise TypeError("Can't broadcast %s -> %s" % (tuple(source_shape), self.array_shape))
+        return tuple(eshape[::-1])
+
+    def broadcast_value(self, val):
+        eshape = self.expand_shape(val.shape)
+        val = val.reshape(eshape)
+        if eshape != tuple(self.mshape):
+            val = np.broadcast_to(val, self.mshape)
+        return val
+
+
+class FancySelection(SimpleSelection):
+    """Simple selection with one axis given as a list of increasing indices."""
+
+    def __init__(self, shape, start, count, step, scalar, axis, indices):
+        super().__init__(shape, start, count, step, scalar)
+        self.axis = axis
+        self.indices = indices
+
+    @property
+    def engine_sel(self):
+        sel = []
+        for i, (a, c, s) in enumerate(zip(self.start, self.count, self.step)):
+            if i == self.axis:
+                sel.append(self.indices)
+            else:
+                sel.append((int(a), int(c), int(s)))
+        return sel
+
+    def expand_shape(self, source_shape):
+        if tuple(source_shape) != tuple(self.array_shape):
+            # h5py tolerates extra leading length-1 axes only for simple selections
+            raise TypeError("Broadcasting is not supported for complex selections")
+        return tuple(self.mshape)
+
+    def broadcast_value(self, val):
+        return val.reshape(self.expand_shape(val.shape))
+
+
+class PointSelection(Selection):
+    """Point-wise selection from a boolean mask of the full shape."""
+
+    def __init__(self, shape, points):
+        self.shape = tuple(shape)
+        self.points = np.ascontiguousarray(points, dtype=np.int64).reshape(-1, len(self.shape))
+        self.mshape = (len(self.points),)
+        self.array_shape = self.mshape
+
+    @classmethod
+    def from_mask(cls, mask):
+        return cls(mask.shape, np.transpose(mask.nonzero()))
+
+    def broadcast_value(self, val):
+        return val.reshape(self.expand_shape(val.shape))
+
+
+# ---------------------------------------------------------------------------
+
+def _is_int(arg):
+    if isinstance(arg, (bool, np.bool_)):
+        return True       # h5py treats True/False as 1/0
+    if isinstance(arg, (int, np.integer)):
+        return True
+    if isinstance(arg, np.ndarray) and arg.ndim == 0 and arg.dtype.kind in 'iub':
+        return True
+    return False
+
+
+def _is_fancy(arg):
+    return isinstance(arg, (list, range, np.ndarray)) or (
+        isinstance(arg, tuple))
+
+
+def _fancy_indices(arg, length):
+    """Increasing int64 indices for a list / int array / 1-D bool array."""
+    if isinstance(arg, range):
+        arg = list(arg)
+    arr = np.asarray(arg)
+    if arr.ndim != 1:
+        if arr.ndim == 0:
+            raise TypeError("Selection can't process %r" % (arg,))
+        raise TypeError("Only 1D arrays allowed for fancy indexing")
+    if arr.dtype.kind == 'b':
+        if arr.shape[0] != length:
+            raise TypeError("boolean index did not match indexed array")
+        return np.nonzero(arr)[0].astype(np.int64)
+    if arr.size == 0:
+        return np.zeros((0,), dtype=np.int64)
+    if arr.dtype.kind not in 'iu':
+        raise TypeError("Indexing arrays must have integer dtypes")
+    idx = arr.astype(np.int64)
+    idx = np.where(idx < 0, idx + length, idx)
+    if np.any(np.diff(idx) <= 0):
+        raise TypeError("Indexing elements must be in increasing order")
+    if idx[0] < 0 or idx[-1] >= length:
+        raise IndexError("Fancy indexing out of range for (0-%d)" % (length - 1))
+    return np.ascontiguousarray(idx)
+
+
+def select(shape, args):
+    """Turn ``args`` (what ``__getitem__`` received, field names removed)
+    into a Selection on a dataset of ``shape``."""
+    if not isinstance(args, tuple):
+        args = (args,)
+    shape = tuple(shape)
+
+    if any(a is None for a in args):
+        raise TypeError("Indexing with None (or np.newaxis) is not supported")
+
+    if len(args) == 1:
+        arg = args[0]
+        if isinstance(arg, Selection):
+            if arg.shape != shape:
+                raise TypeError("Mismatched selection shape")
+            return arg
+        if isinstance(arg, np.ndarray) and arg.dtype.kind == 'b' and arg.ndim > 0:
+            if arg.shape == shape:
+                return PointSelection.from_mask(arg)
+            if arg.shape != shape[:1]:
+                raise TypeError("Boolean indexing array has incompatible shape")
+
+    rank = len(shape)
+    if rank == 0:
+        if args == () or (len(args) == 1 and args[0] is Ellipsis):
+            return ScalarSelection(ellipsis=(args != ()))
+        raise ValueError("Illegal slicing argument for scalar dataspace")
+
+    # expand the Ellipsis
+    n_ell = sum(1 for a in args if a is Ellipsis)
+    if n_ell > 1:
+        raise ValueError("Only one ellipsis may be used.")
+    n_real = len(args) - n_ell
+    if n_real > rank:
+        raise ValueError("%d indexing arguments for %d dimensions" % (n_real, rank))
+    if n_ell:
+        i = next(i for i, a in enumerate(args) if a is Ellipsis)
+        args = args[:i] + (slice(None),) * (rank - n_real) + args[i + 1:]
+    else:
+        args = args + (slice(None),) * (rank - n_real)
+
+    start, count, step, scalar = [], [], [], []
+    fancy_axis = None
+    fancy_idx = None
+    for dim, (arg, length) in enumerate(zip(args, shape)):
+        if isinstance(arg, slice):
+            if arg.step is not None:
+                st = int(arg.step)
+                if st == 0:
+                    raise ValueError("slice step cannot be zero")
+                if st < 0:
+                    raise ValueError("Step must be >= 1 (got %d)" % st)
+            a, b, s = arg.indices(length)
+            n = len(range(a, b, s))
+            start.append(a if n else 0)
+            count.append(n)
+            step.append(s)
+            scalar.append(False)
+        elif _is_int(arg):
+            i = int(arg)
+            if length == 0:
+                raise IndexError("Index (%d) out of range for empty dimension" % i)
+            if i < 0:
+                i += length
+            if not 0 <= i < length:
+                raise IndexError("Index (%d) out of range for (0-%d)" % (i, length - 1))
+            start.append(i)
+            count.append(1)
+            step.append(1)
+            scalar.append(True)
+        elif _is_fancy(arg) and not isinstance(arg, (str, bytes)):
+            if fancy_axis is not None:
+                raise TypeError("Only one indexing vector or array is currently allowed for fancy indexing")
+            idx = _fancy_indices(arg, length)
+            fancy_axis, fancy_idx = dim, idx
+            start.append(0)
+            count.append(len(idx))
+            step.append(1)
+            scalar.append(False)
+        else:
+            raise TypeError("Selection can't process %r" % (arg,))
+
+    if fancy_axis is not None:
+        return FancySelection(shape, start, count, step, scalar, fancy_axis, fancy_idx)
+    return SimpleSelection(shape, start, count, step, scalar)

@@ -1,0 +1,301 @@
+//! `h5lake._core`: thin Python bindings over the engine.
+//!
+//! One `Raw*` class per engine object, JSON text for documents, whole
+//! selections per call, and the GIL released around every blocking call.
+//! Engine errors become Python exceptions in exactly one place
+//! ([`to_py_err`]).
+
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+use h5lake_engine::{Domain, EngineError, OpenMode};
+use h5lake_types::{DimSel, Selection};
+use pyo3::exceptions::{
+    PyFileExistsError, PyFileNotFoundError, PyKeyError, PyOSError, PyPermissionError, PyTypeError, PyValueError,
+};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyTuple};
+use serde_json::Value;
+
+fn to_py_err(e: EngineError) -> PyErr {
+    use h5lake_store::StoreError;
+    use h5lake_types::TypeError as TE;
+    let msg = e.to_string();
+    match e {
+        EngineError::NotFound(_) => PyKeyError::new_err(msg),
+        EngineError::StoreNotFound(_) => PyFileNotFoundError::new_err((2, msg)),
+        EngineError::AlreadyExists(_) | EngineError::Invalid(_) => PyValueError::new_err(msg),
+        EngineError::StoreExists(_) => PyFileExistsError::new_err((17, msg)),
+        EngineError::WrongType(_) => PyTypeError::new_err(msg),
+        EngineError::Types(TE::InvalidType(_) | TE::UnsupportedType(_)) => PyTypeError::new_err(msg),
+        EngineError::Types(_) => PyValueError::new_err(msg),
+        EngineError::Store(StoreError::NotFound(_)) => PyFileNotFoundError::new_err((2, msg)),
+        EngineError::Store(StoreError::PermissionDenied(_)) => PyPermissionError::new_err(msg),
+        EngineError::Store(StoreError::InvalidKey { .. }) => PyValueError::new_err(msg),
+        _ => PyOSError::new_err(msg),
+    }
+}
+
+fn parse_json(s: &str, what: &str) -> PyResult<Value> {
+    serde_json::from_str(s).map_err(|e| PyValueError::new_err(format!("invalid {what} JSON: {e}")))
+}
+
+/// A contiguous buffer of any numpy dtype, seen as bytes.
+struct RawBuffer {
+    view: Box<pyo3::ffi::Py_buffer>,
+}
+
+impl RawBuffer {
+    fn get(obj: &Bound<'_, PyAny>, writable: bool) -> PyResult<Self> {
+        let mut view = Box::new(unsafe { std::mem::zeroed::<pyo3::ffi::Py_buffer>() });
+        let flags = pyo3::ffi::PyBUF_C_CONTIGUOUS | if writable { pyo3::ffi::PyBUF_WRITABLE } else { 0 };
+        // SAFETY: `view` is a valid, zeroed Py_buffer that lives in a Box.
+        let rc = unsafe { pyo3::ffi::PyObject_GetBuffer(obj.as_ptr(), &mut *view, flags) };
+        if rc != 0 {
+            return Err(PyErr::take(obj.py()).unwrap_or_else(|| {
+                PyTypeError::new_err("expected a C-contiguous buffer (numpy array)")
+            }));
+        }
+        Ok(RawBuffer { view })
+    }
+
+    fn len(&self) -> usize {
+        self.view.len as usize
+    }
+
+    fn ptr(&self) -> *mut u8 {
+        self.view.buf.cast()
+    }
+}
+
+impl Drop for RawBuffer {
+    fn drop(&mut self) {
+        // SAFETY: the view was filled by PyObject_GetBuffer; releasing needs the GIL.
+        Python::with_gil(|_| unsafe { pyo3::ffi::PyBuffer_Release(&mut *self.view) });
+    }
+}
+
+fn extract_selection(sel: &Bound<'_, PyAny>) -> PyResult<Selection> {
+    let mut dims = Vec::new();
+    for item in sel.try_iter()? {
+        let item = item?;
+        if let Ok(t) = item.downcast::<PyTuple>() {
+            let (start, count, step): (u64, u64, u64) = t.extract()?;
+            dims.push(DimSel::Slice { start, count, step });
+        } else {
+            let v: Vec<i64> = if let Ok(b) = pyo3::buffer::PyBuffer::<i64>::get(&item) {
+                b.to_vec(item.py())?
+            } else {
+                item.extract()?
+            };
+            let v = v
+                .into_iter()
+                .map(|i| u64::try_from(i).map_err(|_| PyValueError::new_err("negative index in selection")))
+                .collect::<PyResult<Vec<_>>>()?;
+            dims.push(DimSel::Indices(v));
+        }
+    }
+    Ok(Selection::Orthogonal(dims))
+}
+
+fn extract_points(points: &Bound<'_, PyAny>, rank: usize) -> PyResult<Selection> {
+    let b = pyo3::buffer::PyBuffer::<i64>::get(points)?;
+    let v = b.to_vec(points.py())?;
+    let coords = v
+        .into_iter()
+        .map(|i| u64::try_from(i).map_err(|_| PyValueError::new_err("negative coordinate in point selection")))
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(Selection::Points { rank, coords })
+}
+
+/// An open h5lake store (an HSDS domain).
+#[pyclass(module = "h5lake._core", frozen)]
+struct RawFile {
+    dom: RwLock<Option<Arc<Domain>>>,
+    path: String,
+    readonly: bool,
+}
+
+impl RawFile {
+    fn dom(&self) -> PyResult<Arc<Domain>> {
+        self.dom
+            .read()
+            .expect("lock poisoned")
+            .clone()
+            .ok_or_else(|| PyValueError::new_err("Not a location (invalid file ID): the file is closed"))
+    }
+
+    fn run<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&Domain) -> h5lake_engine::Result<T> + Send) -> PyResult<T> {
+        let dom = self.dom()?;
+        py.allow_threads(|| f(&dom)).map_err(to_py_err)
+    }
+}
+
+#[pymethods]
+impl RawFile {
+    #[new]
+    fn new(py: Python<'_>, path: PathBuf, mode: &str) -> PyResult<Self> {
+        let m = OpenMode::parse(mode).map_err(to_py_err)?;
+        let dom = py.allow_threads(|| Domain::open_local(&path, m)).map_err(to_py_err)?;
+        Ok(RawFile {
+            dom: RwLock::new(Some(Arc::new(dom))),
+            path: path.to_string_lossy().into_owned(),
+            readonly: m == OpenMode::Read,
+        })
+    }
+
+    #[getter]
+    fn path(&self) -> &str {
+        &self.path
+    }
+
+    #[getter]
+    fn root_id(&self) -> PyResult<String> {
+        Ok(self.dom()?.root_id().to_string())
+    }
+
+    #[getter]
+    fn readonly(&self) -> bool {
+        self.readonly
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.dom.read().expect("lock poisoned").is_none()
+    }
+
+    fn close(&self) {
+        self.dom.write().expect("lock poisoned").take();
+    }
+
+    /// Every write is durable when it returns; nothing is buffered.
+    fn flush(&self) -> PyResult<()> {
+        self.dom().map(|_| ())
+    }
+
+    fn domain_json(&self, py: Python<'_>) -> PyResult<String> {
+        self.run(py, |d| d.domain_doc()).map(|v| v.to_string())
+    }
+
+    fn get_doc(&self, py: Python<'_>, obj_id: &str) -> PyResult<String> {
+        self.run(py, |d| d.get_doc(obj_id)).map(|v| v.to_string())
+    }
+
+    #[pyo3(signature = (creation_props_json = "{}"))]
+    fn create_group(&self, py: Python<'_>, creation_props_json: &str) -> PyResult<String> {
+        let cp = parse_json(creation_props_json, "creation properties")?;
+        self.run(py, |d| d.create_group(cp))
+    }
+
+    fn create_dataset(&self, py: Python<'_>, type_json: &str, shape_json: &str, creation_props_json: &str) -> PyResult<String> {
+        let t = parse_json(type_json, "type")?;
+        let s = parse_json(shape_json, "shape")?;
+        let cp = parse_json(creation_props_json, "creation properties")?;
+        self.run(py, |d| d.create_dataset(t, s, cp))
+    }
+
+    fn create_datatype(&self, py: Python<'_>, type_json: &str) -> PyResult<String> {
+        let t = parse_json(type_json, "type")?;
+        self.run(py, |d| d.create_datatype(t))
+    }
+
+    fn delete_object(&self, py: Python<'_>, obj_id: &str) -> PyResult<()> {
+        self.run(py, |d| d.delete_object(obj_id))
+    }
+
+    fn link_create(&self, py: Python<'_>, group_id: &str, name: &str, link_json: &str) -> PyResult<()> {
+        let l = parse_json(link_json, "link")?;
+        self.run(py, |d| d.link_create(group_id, name, l))
+    }
+
+    fn link_get(&self, py: Python<'_>, group_id: &str, name: &str) -> PyResult<String> {
+        self.run(py, |d| d.link_get(group_id, name)).map(|v| v.to_string())
+    }
+
+    fn link_delete(&self, py: Python<'_>, group_id: &str, name: &str) -> PyResult<()> {
+        self.run(py, |d| d.link_delete(group_id, name))
+    }
+
+    fn links(&self, py: Python<'_>, group_id: &str) -> PyResult<Vec<(String, String)>> {
+        let l = self.run(py, |d| d.links(group_id))?;
+        Ok(l.into_iter().map(|(k, v)| (k, v.to_string())).collect())
+    }
+
+    fn attr_create(&self, py: Python<'_>, obj_id: &str, name: &str, attr_json: &str, overwrite: bool) -> PyResult<()> {
+        let a = parse_json(attr_json, "attribute")?;
+        self.run(py, |d| d.attr_create(obj_id, name, a, overwrite))
+    }
+
+    fn attr_get(&self, py: Python<'_>, obj_id: &str, name: &str) -> PyResult<String> {
+        self.run(py, |d| d.attr_get(obj_id, name)).map(|v| v.to_string())
+    }
+
+    fn attr_delete(&self, py: Python<'_>, obj_id: &str, name: &str) -> PyResult<()> {
+        self.run(py, |d| d.attr_delete(obj_id, name))
+    }
+
+    fn attr_names(&self, py: Python<'_>, obj_id: &str) -> PyResult<Vec<String>> {
+        self.run(py, |d| d.attr_names(obj_id))
+    }
+
+    fn dataset_read(&self, py: Python<'_>, dset_id: &str, selection: &Bound<'_, PyAny>, out: &Bound<'_, PyAny>) -> PyResult<()> {
+        let sel = extract_selection(selection)?;
+        let buf = RawBuffer::get(out, true)?;
+        // SAFETY: the buffer stays exported (and so alive and pinned) until
+        // `buf` drops after the call.
+        let slice = unsafe { std::slice::from_raw_parts_mut(buf.ptr(), buf.len()) };
+        self.run(py, |d| d.read(dset_id, &sel, slice))
+    }
+
+    fn dataset_write(&self, py: Python<'_>, dset_id: &str, selection: &Bound<'_, PyAny>, data: &Bound<'_, PyAny>) -> PyResult<()> {
+        let sel = extract_selection(selection)?;
+        let buf = RawBuffer::get(data, false)?;
+        // SAFETY: as in dataset_read; the data is only read.
+        let slice = unsafe { std::slice::from_raw_parts(buf.ptr().cast_const(), buf.len()) };
+        self.run(py, |d| d.write(dset_id, &sel, slice))
+    }
+
+    fn dataset_read_points(&self, py: Python<'_>, dset_id: &str, points: &Bound<'_, PyAny>, out: &Bound<'_, PyAny>) -> PyResult<()> {
+        let rank = self.run(py, |d| d.dataset_meta(dset_id))?.dims.len();
+        let sel = extract_points(points, rank)?;
+        let buf = RawBuffer::get(out, true)?;
+        // SAFETY: as in dataset_read.
+        let slice = unsafe { std::slice::from_raw_parts_mut(buf.ptr(), buf.len()) };
+        self.run(py, |d| d.read(dset_id, &sel, slice))
+    }
+
+    fn dataset_write_points(&self, py: Python<'_>, dset_id: &str, points: &Bound<'_, PyAny>, data: &Bound<'_, PyAny>) -> PyResult<()> {
+        let rank = self.run(py, |d| d.dataset_meta(dset_id))?.dims.len();
+        let sel = extract_points(points, rank)?;
+        let buf = RawBuffer::get(data, false)?;
+        // SAFETY: as in dataset_write.
+        let slice = unsafe { std::slice::from_raw_parts(buf.ptr().cast_const(), buf.len()) };
+        self.run(py, |d| d.write(dset_id, &sel, slice))
+    }
+
+    fn dataset_read_vlen<'py>(&self, py: Python<'py>, dset_id: &str, selection: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        let sel = extract_selection(selection)?;
+        let vals = self.run(py, |d| d.read_vlen(dset_id, &sel))?;
+        PyList::new(py, vals.iter().map(|v| PyBytes::new(py, v)))
+    }
+
+    fn dataset_write_vlen(&self, py: Python<'_>, dset_id: &str, selection: &Bound<'_, PyAny>, values: Vec<Vec<u8>>) -> PyResult<()> {
+        let sel = extract_selection(selection)?;
+        self.run(py, |d| d.write_vlen(dset_id, &sel, &values))
+    }
+
+    fn dataset_resize(&self, py: Python<'_>, dset_id: &str, dims: Vec<u64>) -> PyResult<()> {
+        self.run(py, |d| d.resize(dset_id, &dims))
+    }
+
+    fn dataset_chunk_count(&self, py: Python<'_>, dset_id: &str) -> PyResult<usize> {
+        self.run(py, |d| d.chunk_count(dset_id))
+    }
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<RawFile>()?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Every test h5lake has: the Rust crates' unit and integration tests, then the
+# Python suite (differential tests against h5py, property tests, crash tests).
+# Exits non-zero on any failure, including "no tests collected".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# A build directory outside the clone keeps rebuilds incremental across clones.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/h5lake-target}"
+python3 -m pip install -q --disable-pip-version-check ".[test]"
+cargo test --workspace --exclude h5lake-python
+# Run from tests/ so that `import h5lake` finds the installed package, not ./python.
+cd tests && python3 -m pytest -q -p no:cacheprovider .
