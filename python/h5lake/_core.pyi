@@ -12,6 +12,8 @@ scalar dataset). Each entry is either
 * a tuple ``(start, count, step)`` of non-negative ints (``step >= 1``), or
 * a 1-D sequence / int64 ndarray of strictly increasing indices.
 
+A scalar dataset takes the empty selection ``[]``.
+
 The selected block has shape ``[count or len(indices) for each entry]`` and is
 laid out C-order in the caller's buffer. Buffers hold elements in the
 dataset's *stored* type (its HSDS ``type``), byte for byte: the caller does any
@@ -30,8 +32,20 @@ import numpy as np
 Selection = Sequence[Union[tuple[int, int, int], Sequence[int], np.ndarray]]
 
 class RawFile:
-    def __init__(self, path: str, mode: Literal["r", "r+", "w", "w-", "x", "a"]) -> None:
-        """Open or create the store (a domain) at ``path`` with h5py's mode semantics."""
+    def __init__(
+        self,
+        path: str,
+        mode: Literal["r", "r+", "w", "w-", "x", "a"],
+        root_creation_props_json: str = "{}",
+        chunk_cache_bytes: int | None = None,
+    ) -> None:
+        """Open or create the store (a domain) at ``path`` with h5py's mode semantics.
+
+        ``root_creation_props_json`` becomes the root group's creation
+        properties when the store is created (``{"CreateOrder": 1}`` for
+        ``track_order``). ``chunk_cache_bytes`` sets the decoded-chunk cache
+        budget (default 64 MiB; 0 disables it). Cached chunks are revalidated
+        against the store on every use, so other writers are always seen."""
     @property
     def path(self) -> str: ...
     @property
@@ -95,6 +109,8 @@ class RawFile:
         """Variable-length elements (vlen strings as UTF-8/ASCII bytes, vlen
         sequences as the raw bytes of their base type), C-order."""
     def dataset_write_vlen(self, dset_id: str, selection: Selection, values: Sequence[bytes]) -> None: ...
+    def dataset_read_points_vlen(self, dset_id: str, points: np.ndarray) -> list[bytes]: ...
+    def dataset_write_points_vlen(self, dset_id: str, points: np.ndarray, values: Sequence[bytes]) -> None: ...
     def dataset_resize(self, dset_id: str, dims: Sequence[int]) -> None:
         """TypeError if not chunked; ValueError if beyond maxdims. Chunks now
         outside the shape are deleted; partial edge chunks are cleared beyond

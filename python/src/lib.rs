@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
-use h5lake_engine::{Domain, EngineError, OpenMode};
+use h5lake_engine::{Domain, DomainOptions, EngineError, OpenMode};
 use h5lake_types::{DimSel, Selection};
 use pyo3::exceptions::{
     PyFileExistsError, PyFileNotFoundError, PyKeyError, PyOSError, PyPermissionError, PyTypeError, PyValueError,
@@ -134,9 +134,23 @@ impl RawFile {
 #[pymethods]
 impl RawFile {
     #[new]
-    fn new(py: Python<'_>, path: PathBuf, mode: &str) -> PyResult<Self> {
+    #[pyo3(signature = (path, mode, root_creation_props_json = "{}", chunk_cache_bytes = None))]
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        mode: &str,
+        root_creation_props_json: &str,
+        chunk_cache_bytes: Option<usize>,
+    ) -> PyResult<Self> {
         let m = OpenMode::parse(mode).map_err(to_py_err)?;
-        let dom = py.allow_threads(|| Domain::open_local(&path, m)).map_err(to_py_err)?;
+        let mut opts = DomainOptions {
+            root_creation_props: parse_json(root_creation_props_json, "root creation properties")?,
+            ..DomainOptions::default()
+        };
+        if let Some(n) = chunk_cache_bytes {
+            opts.chunk_cache_bytes = n;
+        }
+        let dom = py.allow_threads(|| Domain::open_local_with(&path, m, &opts)).map_err(to_py_err)?;
         Ok(RawFile {
             dom: RwLock::new(Some(Arc::new(dom))),
             path: path.to_string_lossy().into_owned(),
@@ -281,6 +295,19 @@ impl RawFile {
 
     fn dataset_write_vlen(&self, py: Python<'_>, dset_id: &str, selection: &Bound<'_, PyAny>, values: Vec<Vec<u8>>) -> PyResult<()> {
         let sel = extract_selection(selection)?;
+        self.run(py, |d| d.write_vlen(dset_id, &sel, &values))
+    }
+
+    fn dataset_read_points_vlen<'py>(&self, py: Python<'py>, dset_id: &str, points: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        let rank = self.run(py, |d| d.dataset_meta(dset_id))?.dims.len();
+        let sel = extract_points(points, rank)?;
+        let vals = self.run(py, |d| d.read_vlen(dset_id, &sel))?;
+        PyList::new(py, vals.iter().map(|v| PyBytes::new(py, v)))
+    }
+
+    fn dataset_write_points_vlen(&self, py: Python<'_>, dset_id: &str, points: &Bound<'_, PyAny>, values: Vec<Vec<u8>>) -> PyResult<()> {
+        let rank = self.run(py, |d| d.dataset_meta(dset_id))?.dims.len();
+        let sel = extract_points(points, rank)?;
         self.run(py, |d| d.write_vlen(dset_id, &sel, &values))
     }
 

@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use h5lake_codecs::Pipeline;
-use h5lake_store::{PutOutcome, Store};
+use h5lake_store::{PutOutcome, Version};
 use h5lake_types::{json_to_element, Datatype, DimSel, Selection, Shape, UNLIMITED};
 use rayon::prelude::*;
 use serde_json::{json, Value};
@@ -221,6 +221,20 @@ impl Domain {
         DatasetMeta::from_doc(&self.get_doc(id)?)
     }
 
+    /// A scalar dataset is stored as one element of shape `[1]`; callers
+    /// may select it with the empty (rank-0) selection.
+    fn normalize<'s>(m: &DatasetMeta, sel: &'s Selection) -> std::borrow::Cow<'s, Selection> {
+        match sel {
+            Selection::Orthogonal(v) if v.is_empty() && m.shape == Shape::Scalar => {
+                std::borrow::Cow::Owned(Selection::all(&[1]))
+            }
+            Selection::Points { rank: 0, coords } if m.shape == Shape::Scalar && coords.is_empty() => {
+                std::borrow::Cow::Owned(Selection::all(&[1]))
+            }
+            _ => std::borrow::Cow::Borrowed(sel),
+        }
+    }
+
     fn check_selection(m: &DatasetMeta, sel: &Selection, buf_len: usize) -> Result<()> {
         if m.shape == Shape::Null {
             return Err(EngineError::Invalid("the dataset has a null dataspace; it holds no elements".into()));
@@ -241,29 +255,26 @@ impl Domain {
     /// Bad selection or buffer size; corrupt chunks; I/O trouble.
     pub fn read(&self, id: &str, sel: &Selection, out: &mut [u8]) -> Result<()> {
         let m = self.dataset_meta(id)?;
+        let sel = &*Self::normalize(&m, sel);
         if m.dtype.is_variable() {
             return Err(EngineError::WrongType("variable-length data must be read with read_vlen".into()));
         }
         Self::check_selection(&m, sel, out.len())?;
         let es = m.elem_size();
         let ptr = OutPtr(out.as_mut_ptr());
-        let store = self.store();
         let fill_chunk = std::sync::OnceLock::new();
         match sel {
             Selection::Orthogonal(sels) => {
                 let plan = OrthoPlan::new(sels, &m.chunk);
                 let cs = strides(&m.chunk);
                 let os = strides(&sel.out_shape());
-                (0..plan.num_chunks()).into_par_iter().try_for_each(|i| -> Result<()> {
+                for_each_task(plan.num_chunks(), |i| -> Result<()> {
                     let ptr = ptr;
                     let parts = plan.chunk(i);
                     let coords: Vec<u64> = parts.iter().map(|p| p.chunk).collect();
-                    let decoded;
-                    let src: &[u8] = match store.get(&m.key(&coords))? {
-                        Some(b) => {
-                            decoded = m.decode(&b)?;
-                            &decoded
-                        }
+                    let cached = self.load_chunk(&m, &m.key(&coords))?;
+                    let src: &[u8] = match &cached {
+                        Some(c) => c,
                         None => fill_chunk.get_or_init(|| m.fill_chunk()),
                     };
                     walk(&parts, &cs, &os, &mut |s, d, n| {
@@ -277,14 +288,12 @@ impl Domain {
             }
             Selection::Points { .. } => {
                 let groups: Vec<_> = plan_points(sel, &m.chunk).into_iter().collect();
-                groups.par_iter().try_for_each(|(coords, pts)| -> Result<()> {
+                for_each_task(groups.len(), |g| -> Result<()> {
+                    let (coords, pts) = &groups[g];
                     let ptr = ptr;
-                    let decoded;
-                    let src: &[u8] = match store.get(&m.key(coords))? {
-                        Some(b) => {
-                            decoded = m.decode(&b)?;
-                            &decoded
-                        }
+                    let cached = self.load_chunk(&m, &m.key(coords))?;
+                    let src: &[u8] = match &cached {
+                        Some(c) => c,
                         None => fill_chunk.get_or_init(|| m.fill_chunk()),
                     };
                     for &(s, d) in pts {
@@ -306,18 +315,18 @@ impl Domain {
     pub fn write(&self, id: &str, sel: &Selection, data: &[u8]) -> Result<()> {
         self.check_writable()?;
         let m = self.dataset_meta(id)?;
+        let sel = &*Self::normalize(&m, sel);
         if m.dtype.is_variable() {
             return Err(EngineError::WrongType("variable-length data must be written with write_vlen".into()));
         }
         Self::check_selection(&m, sel, data.len())?;
         let es = m.elem_size();
-        let store = self.store();
         match sel {
             Selection::Orthogonal(sels) => {
                 let plan = OrthoPlan::new(sels, &m.chunk);
                 let cs = strides(&m.chunk);
                 let os = strides(&sel.out_shape());
-                (0..plan.num_chunks()).into_par_iter().try_for_each(|i| -> Result<()> {
+                for_each_task(plan.num_chunks(), |i| -> Result<()> {
                     let parts = plan.chunk(i);
                     let coords: Vec<u64> = parts.iter().map(|p| p.chunk).collect();
                     let gather = |buf: &mut Vec<u8>| {
@@ -327,7 +336,7 @@ impl Domain {
                         });
                     };
                     let full = m.covers_chunk(&parts);
-                    modify_chunk(store, &m, &m.key(&coords), full, |buf| {
+                    self.modify_chunk(&m, &m.key(&coords), full, |buf| {
                         gather(buf);
                         Ok(())
                     })
@@ -335,8 +344,9 @@ impl Domain {
             }
             Selection::Points { .. } => {
                 let groups: Vec<_> = plan_points(sel, &m.chunk).into_iter().collect();
-                groups.par_iter().try_for_each(|(coords, pts)| {
-                    modify_chunk(store, &m, &m.key(coords), false, |buf| {
+                for_each_task(groups.len(), |g| {
+                    let (coords, pts) = &groups[g];
+                    self.modify_chunk(&m, &m.key(coords), false, |buf| {
                         for &(s, d) in pts {
                             let (s, d) = (s as usize * es, d as usize * es);
                             buf[s..s + es].copy_from_slice(&data[d..d + es]);
@@ -354,18 +364,18 @@ impl Domain {
     /// Not a variable-length dataset; bad selection; corrupt chunks.
     pub fn read_vlen(&self, id: &str, sel: &Selection) -> Result<Vec<Vec<u8>>> {
         let m = self.dataset_meta(id)?;
+        let sel = &*Self::normalize(&m, sel);
         if !m.dtype.is_variable() {
             return Err(EngineError::WrongType("read_vlen needs a variable-length dataset".into()));
         }
         Self::check_selection(&m, sel, 0)?;
         let n = sel.num_elements() as usize;
-        let store = self.store();
         let tasks = vlen_tasks(&m, sel);
         let pieces: Vec<Vec<(u64, Vec<u8>)>> = tasks
             .par_iter()
             .map(|(coords, pairs)| -> Result<Vec<(u64, Vec<u8>)>> {
-                let elems = match store.get(&m.key(coords))? {
-                    Some(b) => parse_vlen_chunk(&m.decode(&b)?, m.chunk_elems())?,
+                let elems = match self.load_chunk(&m, &m.key(coords))? {
+                    Some(c) => parse_vlen_chunk(&c, m.chunk_elems())?,
                     None => vec![Vec::new(); m.chunk_elems()],
                 };
                 Ok(pairs.iter().map(|&(s, d)| (d, elems[s as usize].clone())).collect())
@@ -385,6 +395,7 @@ impl Domain {
     pub fn write_vlen(&self, id: &str, sel: &Selection, values: &[Vec<u8>]) -> Result<()> {
         self.check_writable()?;
         let m = self.dataset_meta(id)?;
+        let sel = &*Self::normalize(&m, sel);
         if !m.dtype.is_variable() {
             return Err(EngineError::WrongType("write_vlen needs a variable-length dataset".into()));
         }
@@ -415,6 +426,7 @@ impl Domain {
                     None => store.put_if_absent(&key, &enc)?,
                 };
                 if matches!(outcome, PutOutcome::Written(_)) {
+                    self.cache.remove(&key);
                     break;
                 }
                 backoff(attempt);
@@ -464,6 +476,7 @@ impl Domain {
             let lo: Vec<u64> = coords.iter().zip(&m.chunk).map(|(c, k)| c * k).collect();
             if lo.iter().zip(new_dims).any(|(l, n)| l >= n) {
                 store.delete(key)?;
+                self.cache.remove(key);
                 return Ok(());
             }
             let cut = lo.iter().zip(&m.chunk).zip(new_dims).any(|((l, k), n)| l + k > *n);
@@ -473,7 +486,7 @@ impl Domain {
             // Reset the part of this chunk that fell outside the extent.
             let es = m.elem_size();
             let cs = strides(&m.chunk);
-            modify_chunk(store, &m, key, false, |buf| {
+            self.modify_chunk(&m, key, false, |buf| {
                 for e in 0..m.chunk_elems() as u64 {
                     let outside = (0..m.dims.len()).any(|d| lo[d] + (e / cs[d]) % m.chunk[d] >= new_dims[d]);
                     if outside {
@@ -497,39 +510,81 @@ impl Domain {
     }
 }
 
-/// Replaces a chunk (`full`: the caller overwrites every in-extent element)
-/// or read-modify-writes it under a conditional put, retrying on conflict.
-fn modify_chunk(
-    store: &Arc<dyn Store>,
-    m: &DatasetMeta,
-    key: &str,
-    full: bool,
-    mut apply: impl FnMut(&mut Vec<u8>) -> Result<()>,
-) -> Result<()> {
-    if full {
-        let mut buf = m.fill_chunk();
-        apply(&mut buf)?;
-        store.put(key, &m.encode(buf)?)?;
-        return Ok(());
+impl Domain {
+    /// The decoded chunk at `key` (`None` = never written: fill value),
+    /// from the cache when the store confirms the cached version is current.
+    fn load_chunk(&self, m: &DatasetMeta, key: &str) -> Result<Option<Arc<Vec<u8>>>> {
+        Ok(self.load_chunk_versioned(m, key)?.map(|(_, d)| d))
     }
-    for attempt in 0u32.. {
-        let cur = store.get_versioned(key)?;
-        let mut buf = match &cur {
-            Some(v) => m.decode(&v.data)?,
-            None => m.fill_chunk(),
+
+    fn load_chunk_versioned(&self, m: &DatasetMeta, key: &str) -> Result<Option<(Version, Arc<Vec<u8>>)>> {
+        let store = self.store();
+        if self.cache.enabled() {
+            if let Some((v, data)) = self.cache.get(key) {
+                if store.version(key)?.as_ref() == Some(&v) {
+                    return Ok(Some((v, data)));
+                }
+            }
+        }
+        let Some(stored) = store.get_versioned(key)? else {
+            self.cache.remove(key);
+            return Ok(None);
         };
-        apply(&mut buf)?;
-        let enc = m.encode(buf)?;
-        let outcome = match &cur {
-            Some(v) => store.put_if_version(key, &enc, &v.version)?,
-            None => store.put_if_absent(key, &enc)?,
-        };
-        if matches!(outcome, PutOutcome::Written(_)) {
+        let data = Arc::new(m.decode(&stored.data)?);
+        if self.cache.enabled() {
+            self.cache.insert(key, stored.version.clone(), data.clone());
+        }
+        Ok(Some((stored.version, data)))
+    }
+
+    /// Replaces a chunk (`full`: the caller overwrites every in-extent
+    /// element) or read-modify-writes it under a conditional put, retrying on
+    /// conflict.
+    fn modify_chunk(
+        &self,
+        m: &DatasetMeta,
+        key: &str,
+        full: bool,
+        mut apply: impl FnMut(&mut Vec<u8>) -> Result<()>,
+    ) -> Result<()> {
+        let store = self.store();
+        if full {
+            let mut buf = m.fill_chunk();
+            apply(&mut buf)?;
+            store.put(key, &m.encode(buf)?)?;
+            self.cache.remove(key);
             return Ok(());
         }
-        backoff(attempt);
+        for attempt in 0u32.. {
+            let cur = self.load_chunk_versioned(m, key)?;
+            let mut buf = match &cur {
+                Some((_, data)) => data.as_ref().clone(),
+                None => m.fill_chunk(),
+            };
+            apply(&mut buf)?;
+            let enc = m.encode(buf)?;
+            let outcome = match &cur {
+                Some((v, _)) => store.put_if_version(key, &enc, v)?,
+                None => store.put_if_absent(key, &enc)?,
+            };
+            self.cache.remove(key);
+            if matches!(outcome, PutOutcome::Written(_)) {
+                return Ok(());
+            }
+            backoff(attempt);
+        }
+        unreachable!("the retry loop only ends by returning")
     }
-    unreachable!("the retry loop only ends by returning")
+}
+
+/// Runs `n` independent chunk tasks: in parallel on the rayon pool, or on the
+/// calling thread when there is only one (a small selection should not pay
+/// for a hand-off to the pool).
+fn for_each_task(n: usize, f: impl Fn(usize) -> Result<()> + Sync + Send) -> Result<()> {
+    if n <= 1 {
+        return (0..n).try_for_each(f);
+    }
+    (0..n).into_par_iter().try_for_each(f)
 }
 
 fn hidden_chunks(dims: &[u64], esize: u64) -> Vec<u64> {

@@ -13,6 +13,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use h5lake_store::{LocalStore, PutOutcome, Store};
 use serde_json::{json, Map, Value};
 
+use crate::cache::{ChunkCache, DEFAULT_CACHE_BYTES};
 use crate::ids::{self, ObjKind};
 use crate::{EngineError, Result};
 
@@ -45,6 +46,22 @@ impl OpenMode {
             "a" => OpenMode::Append,
             other => return Err(EngineError::Invalid(format!("Invalid mode; must be one of r, r+, w, w-, x, a (got {other:?})"))),
         })
+    }
+}
+
+/// Options for opening a domain.
+#[derive(Clone, Debug)]
+pub struct DomainOptions {
+    /// Creation properties of the root group when the domain is created
+    /// (e.g. `{"CreateOrder": 1}` for h5py's `track_order`).
+    pub root_creation_props: Value,
+    /// Decoded-chunk cache budget in bytes (0 = no cache).
+    pub chunk_cache_bytes: usize,
+}
+
+impl Default for DomainOptions {
+    fn default() -> Self {
+        DomainOptions { root_creation_props: json!({}), chunk_cache_bytes: DEFAULT_CACHE_BYTES }
     }
 }
 
@@ -90,6 +107,7 @@ pub fn resolve_local(path: &Path) -> Result<(PathBuf, String)> {
 /// An open domain.
 pub struct Domain {
     store: Arc<dyn Store>,
+    pub(crate) cache: ChunkCache,
     domain_key: String,
     root_id: String,
     readonly: bool,
@@ -109,6 +127,14 @@ impl Domain {
     /// Missing store for `r`/`r+`, existing store for `w-`, a path that is
     /// not a store, I/O trouble.
     pub fn open_local(path: &Path, mode: OpenMode) -> Result<Self> {
+        Self::open_local_with(path, mode, &DomainOptions::default())
+    }
+
+    /// [`Domain::open_local`] with options.
+    ///
+    /// # Errors
+    /// As [`Domain::open_local`].
+    pub fn open_local_with(path: &Path, mode: OpenMode, opts: &DomainOptions) -> Result<Self> {
         let (bucket, domain_path) = resolve_local(path)?;
         let display = path.display().to_string();
         let creating = matches!(mode, OpenMode::Truncate | OpenMode::CreateExclusive | OpenMode::Append);
@@ -130,7 +156,7 @@ impl Domain {
                 )));
             }
         }
-        Self::open(store, &domain_path, mode, display)
+        Self::open_with(store, &domain_path, mode, display, opts)
     }
 
     /// Opens or creates the domain `domain_path` ("" = the bucket's own
@@ -139,6 +165,20 @@ impl Domain {
     /// # Errors
     /// As [`Domain::open_local`].
     pub fn open(store: Arc<dyn Store>, domain_path: &str, mode: OpenMode, location: String) -> Result<Self> {
+        Self::open_with(store, domain_path, mode, location, &DomainOptions::default())
+    }
+
+    /// [`Domain::open`] with options.
+    ///
+    /// # Errors
+    /// As [`Domain::open_local`].
+    pub fn open_with(
+        store: Arc<dyn Store>,
+        domain_path: &str,
+        mode: OpenMode,
+        location: String,
+        opts: &DomainOptions,
+    ) -> Result<Self> {
         let domain_path = domain_path.trim_matches('/');
         let domain_key =
             if domain_path.is_empty() { ".domain.json".to_string() } else { format!("{domain_path}/.domain.json") };
@@ -156,7 +196,7 @@ impl Domain {
             }
             None => None,
         };
-        let mut dom = Domain { store, domain_key, root_id: String::new(), readonly: mode == OpenMode::Read, location };
+        let mut dom = Domain { store, cache: ChunkCache::new(opts.chunk_cache_bytes), domain_key, root_id: String::new(), readonly: mode == OpenMode::Read, location };
         match (mode, existing) {
             (OpenMode::Read | OpenMode::ReadWrite | OpenMode::Append, Some(root)) => {
                 dom.root_id = root;
@@ -173,22 +213,22 @@ impl Domain {
             (OpenMode::Truncate, Some(root)) => {
                 dom.store.delete(&dom.domain_key)?;
                 dom.store.delete_prefix(&ids::domain_db_prefix(&root)?)?;
-                dom.create()?;
+                dom.create(&opts.root_creation_props)?;
                 Ok(dom)
             }
             (_, None) => {
-                dom.create()?;
+                dom.create(&opts.root_creation_props)?;
                 Ok(dom)
             }
         }
     }
 
-    fn create(&mut self) -> Result<()> {
+    fn create(&mut self, root_creation_props: &Value) -> Result<()> {
         let root = ids::new_root_id();
         let t = now();
         let group = json!({
             "id": root, "root": root, "created": t, "lastModified": t,
-            "links": {}, "attributes": {}, "creationProperties": {},
+            "links": {}, "attributes": {}, "creationProperties": root_creation_props,
         });
         self.put_new(&ids::doc_key(&root)?, &group)?;
         let owner = default_owner();
@@ -208,6 +248,11 @@ impl Domain {
                 Err(EngineError::StoreExists(format!("Unable to create file: {} was created concurrently", self.location)))
             }
         }
+    }
+
+    /// Sets the decoded-chunk cache budget in bytes (0 turns caching off).
+    pub fn set_chunk_cache_bytes(&mut self, bytes: usize) {
+        self.cache = ChunkCache::new(bytes);
     }
 
     /// The store underneath.

@@ -6,6 +6,7 @@
 //! Front ends (the Python API, the CLI, the REST server, the VOL connector)
 //! all talk to [`Domain`].
 
+mod cache;
 pub mod dataset;
 pub mod domain;
 mod error;
@@ -13,6 +14,6 @@ pub mod ids;
 pub mod planner;
 
 pub use dataset::DatasetMeta;
-pub use domain::{Domain, OpenMode};
+pub use domain::{Domain, DomainOptions, OpenMode};
 pub use error::{EngineError, Result};
 pub use h5lake_types::{DimSel, Selection};

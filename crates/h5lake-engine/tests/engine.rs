@@ -246,3 +246,24 @@ fn reads_the_hsds_fixture() {
     let s = dom.read_vlen(&names, &slices(&[(0, 4, 1)])).unwrap();
     assert_eq!(s[1], "béta".as_bytes());
 }
+
+#[test]
+fn chunk_cache_never_hides_another_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("c.h5l");
+    let a = Domain::open_local(&p, OpenMode::Truncate).unwrap();
+    let id = a
+        .create_dataset(i32_type(), json!({"class": "H5S_SIMPLE", "dims": [8]}), json!({"layout": {"class": "H5D_CHUNKED", "dims": [4]}}))
+        .unwrap();
+    a.write(&id, &slices(&[(0, 8, 1)]), &to_bytes(&[1; 8])).unwrap();
+    let mut out = vec![0u8; 32];
+    a.read(&id, &slices(&[(0, 8, 1)]), &mut out).unwrap(); // now cached in `a`
+    let b = Domain::open_local(&p, OpenMode::ReadWrite).unwrap();
+    b.write(&id, &slices(&[(2, 4, 1)]), &to_bytes(&[9; 4])).unwrap();
+    a.read(&id, &slices(&[(0, 8, 1)]), &mut out).unwrap();
+    assert_eq!(from_bytes(&out), vec![1, 1, 9, 9, 9, 9, 1, 1]);
+    // A partial write through `a` builds on b's data, not on a stale copy.
+    a.write(&id, &slices(&[(0, 1, 1)]), &to_bytes(&[5])).unwrap();
+    b.read(&id, &slices(&[(0, 8, 1)]), &mut out).unwrap();
+    assert_eq!(from_bytes(&out), vec![5, 1, 9, 9, 9, 9, 1, 1]);
+}

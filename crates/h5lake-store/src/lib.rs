@@ -80,6 +80,15 @@ pub trait ReadableStore: Send + Sync {
     fn exists(&self, key: &str) -> Result<bool> {
         Ok(self.get_range(key, 0, 0)?.is_some())
     }
+
+    /// The object's current version without its bytes (`None` if missing):
+    /// what a cache asks to learn whether its copy is still current.
+    ///
+    /// # Errors
+    /// I/O trouble other than "not found".
+    fn version(&self, key: &str) -> Result<Option<Version>> {
+        Ok(self.get_versioned(key)?.map(|v| v.version))
+    }
 }
 
 /// Writing keys. Every call is atomic (see the crate docs).

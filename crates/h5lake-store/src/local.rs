@@ -336,6 +336,11 @@ impl LocalStore {
 }
 
 impl ReadableStore for LocalStore {
+    fn version(&self, key: &str) -> Result<Option<Version>> {
+        Self::check_key(key)?;
+        current_version(&self.path_of(key))
+    }
+
     fn get(&self, key: &str) -> Result<Option<Bytes>> {
         Ok(self.get_versioned(key)?.map(|v| v.data))
     }

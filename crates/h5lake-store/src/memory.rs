@@ -88,6 +88,11 @@ impl ReadableStore for MemoryStore {
         validate_key(key)?;
         Ok(self.read().contains_key(key))
     }
+
+    fn version(&self, key: &str) -> Result<Option<Version>> {
+        validate_key(key)?;
+        Ok(self.read().get(key).map(|(_, v)| version_tag(*v)))
+    }
 }
 
 impl WritableStore for MemoryStore {

@@ -186,8 +186,10 @@ pub fn versions_track_writes<S: Store>(s: &S) {
         let r2 = s.get_versioned("vt").unwrap().unwrap().version;
         assert_eq!(v, r1);
         assert_eq!(r1, r2);
+        assert_eq!(s.version("vt").unwrap(), Some(r1), "version() agrees with get_versioned()");
         assert!(seen.insert(v.0), "version repeated after a write");
         s.delete("vt").unwrap();
+        assert_eq!(s.version("vt").unwrap(), None);
     }
 }
 

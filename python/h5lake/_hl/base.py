@@ -41,7 +41,6 @@ class FileState:
         self.valid = True
         self.docs = {}                    # object id -> parsed document (datasets/types)
         self.externals = {}               # abspath -> FileState opened through external links
-        self.root_track_order = None      # track_order given to File() (session only)
 
     # -- validity -----------------------------------------------------------
     def check(self):
@@ -214,7 +213,6 @@ class HLObject:
     @property
     def parent(self):
         """The group containing this object (by its opening path)."""
-        from .group import Group
         self._fs.check()
         if self._name is None:
             raise ValueError("Parent of an anonymous object is undefined")
@@ -233,8 +231,6 @@ class HLObject:
 
     def _track_order(self):
         """Whether attributes/links are kept in creation order."""
-        if self._oid == self._fs.raw.root_id and self._fs.root_track_order is not None:
-            return self._fs.root_track_order
         try:
             doc = self._fs.doc(self._oid)
         except KeyError:
@@ -314,31 +310,3 @@ def array_for_new_object(data, specified_dtype=None):
 
 def is_empty(obj):
     return isinstance(obj, h5t.Empty)
-
-
-# ---------------------------------------------------------------------------
-# engine calls with a selection
-# ---------------------------------------------------------------------------
-
-_SCALAR_AS_RANK1 = False
-
-
-def engine_call(fn, oid, selection, *rest):
-    """``fn(oid, selection, *rest)`` for the RawFile dataset calls.
-
-    The contract (_core.pyi) selects a scalar dataset with ``[]``; an engine
-    build that models scalars as shape ``[1]`` rejects that with "rank 0"
-    ValueError, in which case the equivalent ``[(0, 1, 1)]`` is used (and
-    remembered).  Other selections pass through unchanged.
-    """
-    global _SCALAR_AS_RANK1
-    if len(selection) != 0:
-        return fn(oid, selection, *rest)
-    if not _SCALAR_AS_RANK1:
-        try:
-            return fn(oid, selection, *rest)
-        except ValueError as e:
-            if 'rank 0' not in str(e):
-                raise
-            _SCALAR_AS_RANK1 = True
-    return fn(oid, [(0, 1, 1)], *rest)

@@ -20,7 +20,7 @@ import numpy as np
 
 from . import filters, h5t
 from . import selections as sel
-from .base import HLObject, array_for_new_object, engine_call, find_item_type, join_name, product
+from .base import HLObject, array_for_new_object, find_item_type, join_name, product
 
 Empty = h5t.Empty
 
@@ -62,16 +62,13 @@ class _DsetPlan:
             if self.payload is not None and self.shape is not None and product(self.shape) > 0:
                 selection = [(0, int(n), 1) for n in self.shape]
                 if isinstance(self.payload, list):
-                    engine_call(raw.dataset_write_vlen, did, selection, self.payload)
+                    raw.dataset_write_vlen(did, selection, self.payload)
                 else:
-                    engine_call(raw.dataset_write, did, selection, self.payload)
+                    raw.dataset_write(did, selection, self.payload)
             if base is not None:
                 raw.link_create(parent._oid, base, json.dumps({"class": "H5L_TYPE_HARD", "id": did}))
         except BaseException:
-            try:
-                raw.delete_object(did)
-            finally:
-                pass
+            raw.delete_object(did)
             raise
         return Dataset(fs, did, join_name(parent._name, base) if base is not None else None)
 
@@ -729,7 +726,7 @@ class Dataset(HLObject):
             elif isinstance(selection, sel.PointSelection):
                 arr = self._read_vlen_points(selection)
             else:
-                values = engine_call(raw.dataset_read_vlen, self._oid, selection.engine_sel)
+                values = raw.dataset_read_vlen(self._oid, selection.engine_sel)
                 arr = _decode_vlen(values, dtype, ashape)
             if new_dtype != dtype:
                 if np.dtype(new_dtype).kind == 'O':
@@ -750,7 +747,7 @@ class Dataset(HLObject):
         if isinstance(selection, sel.PointSelection):
             raw.dataset_read_points(self._oid, selection.points, buf)
         else:
-            engine_call(raw.dataset_read, self._oid, selection.engine_sel, buf)
+            raw.dataset_read(self._oid, selection.engine_sel, buf)
         out = out.reshape(ashape + sub)
         return self._convert_read(out, new_dtype)
 
@@ -774,19 +771,9 @@ class Dataset(HLObject):
             return out.astype(new_dtype.subdtype[0])
         return out.astype(new_dtype)
 
-    def _points_box(self, selection):
-        lo = selection.points.min(axis=0)
-        hi = selection.points.max(axis=0)
-        box = [(int(a), int(b - a + 1), 1) for a, b in zip(lo, hi)]
-        return lo, box
-
     def _read_vlen_points(self, selection):
-        # The engine has no vlen point call: read the bounding box, pick points.
-        lo, box = self._points_box(selection)
-        values = self._fs.raw.dataset_read_vlen(self._oid, box)
-        block = _decode_vlen(values, self.dtype, tuple(c for _, c, _ in box))
-        rel = selection.points - lo
-        return block[tuple(rel.T)]
+        values = self._fs.raw.dataset_read_points_vlen(self._oid, _points_i64(selection))
+        return _decode_vlen(values, self.dtype, (len(values),))
 
     # -- writing ---------------------------------------------------------------------
     def __setitem__(self, args, val):
@@ -820,7 +807,7 @@ class Dataset(HLObject):
             if isinstance(selection, sel.PointSelection):
                 self._write_vlen_points(selection, values)
             else:
-                engine_call(self._fs.raw.dataset_write_vlen, self._oid, selection.engine_sel, values)
+                self._fs.raw.dataset_write_vlen(self._oid, selection.engine_sel, values)
             return
 
         if h5t.has_vlen(dtype):
@@ -877,19 +864,10 @@ class Dataset(HLObject):
         if isinstance(selection, sel.PointSelection):
             raw.dataset_write_points(self._oid, selection.points, buf)
         else:
-            engine_call(raw.dataset_write, self._oid, selection.engine_sel, buf)
+            raw.dataset_write(self._oid, selection.engine_sel, buf)
 
     def _write_vlen_points(self, selection, values):
-        # No vlen point call in the engine: read-modify-write of the bounding box.
-        lo, box = self._points_box(selection)
-        raw = self._fs.raw
-        cur = list(raw.dataset_read_vlen(self._oid, box))
-        bshape = tuple(c for _, c, _ in box)
-        rel = selection.points - lo
-        flat = np.ravel_multi_index(tuple(rel.T), bshape)
-        for i, v in zip(flat, values):
-            cur[int(i)] = v
-        raw.dataset_write_vlen(self._oid, box, cur)
+        self._fs.raw.dataset_write_points_vlen(self._oid, _points_i64(selection), values)
 
     def _write_fields(self, args, names, val):
         """Field-name write: read-modify-write of the selected region."""
@@ -939,7 +917,7 @@ class Dataset(HLObject):
                 and tuple(dest.shape) == tuple(ssel.mshape) + self.dtype.shape
                 and ssel.nselect > 0):
             # fast path: let the engine scatter straight into the caller's buffer
-            engine_call(self._fs.raw.dataset_read, self._oid, ssel.engine_sel, dest)
+            self._fs.raw.dataset_read(self._oid, ssel.engine_sel, dest)
             return
         data = self._read_selection(ssel, dest.dtype)
         dsel = sel.select(dest.shape, ()) if dest_sel is None else sel.select(dest.shape, dest_sel)
@@ -1007,3 +985,8 @@ class Dataset(HLObject):
         else:
             name = '"%s"' % (posixpath.basename(posixpath.normpath(self._name)))
         return '<HDF5 dataset %s: shape %s, type "%s">' % (name, self.shape, self.dtype.str)
+
+
+def _points_i64(selection):
+    """The point coordinates as the engine takes them: C-contiguous int64 (n, rank)."""
+    return np.ascontiguousarray(selection.points, dtype=np.int64)

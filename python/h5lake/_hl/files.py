@@ -4,6 +4,7 @@ local directory holding one HSDS (schema v2) domain — through
 
 from __future__ import annotations
 
+import json
 import os
 
 try:
@@ -18,8 +19,11 @@ _MODES = ('r', 'r+', 'w', 'w-', 'x', 'a')
 
 # h5py File() keywords that have no meaning for an h5lake store; accepted
 # (so that code written for h5py runs) and ignored.
+_ACCEPTED_KWDS = frozenset((
+    'rdcc_nbytes',  # the decoded-chunk cache budget, as in h5py
+))
 _IGNORED_KWDS = frozenset((
-    'driver', 'libver', 'userblock_size', 'swmr', 'rdcc_nslots', 'rdcc_nbytes',
+    'driver', 'libver', 'userblock_size', 'swmr', 'rdcc_nslots',
     'rdcc_w0', 'track_times', 'fs_strategy', 'fs_persist', 'fs_threshold',
     'fs_page_size', 'page_buf_size', 'min_meta_keep', 'min_raw_keep', 'locking',
     'alignment_threshold', 'alignment_interval', 'meta_block_size',
@@ -35,7 +39,7 @@ class File(Group):
     """
 
     def __init__(self, name, mode='r', track_order=None, **kwds):
-        unknown = set(kwds) - _IGNORED_KWDS
+        unknown = set(kwds) - _IGNORED_KWDS - _ACCEPTED_KWDS
         if unknown:
             raise TypeError("File() got an unexpected keyword argument %r" % sorted(unknown)[0])
         if hasattr(name, 'read') and hasattr(name, 'seek'):
@@ -52,14 +56,10 @@ class File(Group):
 
         if _core is None:
             raise ImportError("h5lake._core (the Rust extension) is not available: %s" % _core_error)
-        existed = os.path.exists(name)
-        raw = _core.RawFile(name, mode)
+        root_props = {'CreateOrder': 1} if track_order else {}
+        cache = kwds.get('rdcc_nbytes')
+        raw = _core.RawFile(name, mode, json.dumps(root_props), None if cache is None else int(cache))
         fs = FileState(raw, name, os.path.abspath(name), 'r' if raw.readonly else 'r+')
-        creating = mode in ('w', 'w-', 'x') or (mode == 'a' and not existed)
-        if creating and track_order is not None:
-            # The root group's creation properties cannot be set through
-            # RawFile yet: remembered for this session only.
-            fs.root_track_order = bool(track_order)
         Group.__init__(self, fs, raw.root_id, '/')
 
     @classmethod

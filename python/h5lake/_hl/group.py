@@ -20,7 +20,7 @@ from collections.abc import MutableMapping
 import numpy as np
 
 from . import h5t
-from .base import HLObject, engine_call, join_name, to_str_name
+from .base import HLObject, join_name, to_str_name
 
 _MAX_LINK_DEPTH = 32
 
@@ -466,7 +466,6 @@ class Group(HLObject, MutableMapping):
         """Generate (relative name, fs, oid-or-None, link) depth-first, by name,
         each object once (hard links only unless links_mode)."""
         visited = {self._oid}
-        stack = [(self._fs, self._oid, '')]
 
         def children(fs, gid):
             items = list(fs.raw.links(gid))
@@ -490,7 +489,6 @@ class Group(HLObject, MutableMapping):
                 elif links_mode:
                     yield rel, fs, None, link
 
-        del stack
         yield from rec(self._fs, self._oid, '')
 
     def visit(self, func):
@@ -582,11 +580,11 @@ def _copy_dataset_values(sfs, soid, dfs, doid, doc):
     vlen = _vlen_kind(dtype) is not None
     if not dims:
         if vlen:
-            engine_call(dfs.raw.dataset_write_vlen, doid, [], engine_call(sfs.raw.dataset_read_vlen, soid, []))
+            dfs.raw.dataset_write_vlen(doid, [], sfs.raw.dataset_read_vlen(soid, []))
         else:
             buf = _engine_buffer(np.empty((), dtype=_stored_dtype(dtype)), (), _stored_dtype(dtype))
-            engine_call(sfs.raw.dataset_read, soid, [], buf)
-            engine_call(dfs.raw.dataset_write, doid, [], buf)
+            sfs.raw.dataset_read(soid, [], buf)
+            dfs.raw.dataset_write(doid, [], buf)
         return
     # slabs along axis 0, aligned to chunks when chunked
     row = max(1, int(np.prod(dims[1:], dtype=np.int64)) * max(1, dtype.itemsize))
