@@ -15,6 +15,7 @@ use serde_json::{json, Map, Value};
 
 use crate::cache::{ChunkCache, DEFAULT_CACHE_BYTES};
 use crate::ids::{self, ObjKind};
+use crate::json::parse_doc;
 use crate::{EngineError, Result};
 
 /// How to open a domain (h5py's file modes).
@@ -185,8 +186,7 @@ impl Domain {
         let existing = store.get(&domain_key)?;
         let existing = match existing {
             Some(b) => {
-                let v: Value = serde_json::from_slice(&b)
-                    .map_err(|e| EngineError::Corrupt(format!("{domain_key}: {e}")))?;
+                let v = parse_doc(&b, &domain_key)?;
                 match v.get("root").and_then(Value::as_str) {
                     Some(r) => Some(r.to_string()),
                     None => {
@@ -284,7 +284,7 @@ impl Domain {
             .store
             .get(&self.domain_key)?
             .ok_or_else(|| EngineError::NotFound(format!("domain {} was deleted", self.location)))?;
-        serde_json::from_slice(&b).map_err(|e| EngineError::Corrupt(format!("{}: {e}", self.domain_key)))
+        parse_doc(&b, &self.domain_key)
     }
 
     pub(crate) fn check_writable(&self) -> Result<()> {
@@ -320,7 +320,7 @@ impl Domain {
         self.check_same_domain(id)?;
         let key = ids::doc_key(id)?;
         let b = self.store.get(&key)?.ok_or_else(|| EngineError::NotFound(format!("object {id} not found")))?;
-        serde_json::from_slice(&b).map_err(|e| EngineError::Corrupt(format!("{key}: {e}")))
+        parse_doc(&b, &key)
     }
 
     /// Applies `f` to the object's document and commits it with a conditional
@@ -337,8 +337,7 @@ impl Domain {
                 .store
                 .get_versioned(&key)?
                 .ok_or_else(|| EngineError::NotFound(format!("object {id} not found")))?;
-            let mut doc: Value =
-                serde_json::from_slice(&cur.data).map_err(|e| EngineError::Corrupt(format!("{key}: {e}")))?;
+            let mut doc = parse_doc(&cur.data, &key)?;
             let out = f(&mut doc)?;
             doc["lastModified"] = json!(now());
             match self.store.put_if_version(&key, &to_bytes(&doc), &cur.version)? {

@@ -11,6 +11,7 @@ pub mod dataset;
 pub mod domain;
 mod error;
 pub mod ids;
+mod json;
 pub mod planner;
 
 pub use dataset::DatasetMeta;

@@ -207,8 +207,10 @@ impl LocalStore {
         let mut last_err = None;
         for _ in 0..MAX_ATTEMPTS {
             if let Err(e) = fs::create_dir_all(dir) {
-                // A concurrent prune removed an ancestor mid-way: try again.
-                if e.kind() == io::ErrorKind::NotFound {
+                // A concurrent prune removed an ancestor mid-way (NotFound),
+                // or removed the directory between mkdir's EEXIST and its
+                // is-a-directory check (AlreadyExists): try again.
+                if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::AlreadyExists) {
                     last_err = Some(e);
                     continue;
                 }
