@@ -139,6 +139,12 @@ def assert_same(h, l, where="result"):
     if isinstance(h, np.dtype) or isinstance(l, np.dtype):
         assert h == l, f"{where}: dtype {h!r} != {l!r}"
         return
+    if isinstance(h, tuple) and hasattr(h, "_fields"):   # namedtuple (e.g. string_info)
+        assert isinstance(l, tuple) and type(h).__name__ == type(l).__name__, (
+            f"{where}: {type(h)} {h!r} != {type(l)} {l!r}")
+        assert h._fields == l._fields, f"{where}: fields {h._fields} != {l._fields}"
+        assert_same(tuple(h), tuple(l), where)
+        return
     if isinstance(h, (list, tuple)):
         assert type(h) is type(l), f"{where}: {type(h)} {h!r} != {type(l)} {l!r}"
         assert len(h) == len(l), f"{where}: length {len(h)} != {len(l)}: {h!r} vs {l!r}"
@@ -183,7 +189,13 @@ class Pair:
             assert isinstance(rh, Raised) and issubclass(rh.type, raises), (
                 f"{where}: test bug? h5py gave {rh!r}, expected {raises.__name__}")
         rl = run(op, self.l)
-        assert_same(rh, rl, where)
+        try:
+            assert_same(rh, rl, where)
+        except AssertionError as e:
+            if not os.environ.get("H5LAKE_DIFF_SOFT"):
+                raise
+            # Survey mode (H5LAKE_DIFF_SOFT=1): report every divergence and go on.
+            print(f"DIVERGENCE {os.environ.get('PYTEST_CURRENT_TEST', '').split(' ')[0]}: {e}")
         return rh
 
     def close(self):

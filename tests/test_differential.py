@@ -208,7 +208,7 @@ def test_create_require_group(pair):
     b(lambda s: s.f["nope"], raises=KeyError)
     b(lambda s: s.f["a/nope/c"], raises=KeyError)
     b(lambda s: s.f["a"]["/a/b"].name)      # absolute path from a subgroup
-    b(lambda s: s.f["a/b"][".."].name if False else s.f["a/b"]["."].name)
+    b(lambda s: s.f["a/b"]["."].name)
     b(lambda s: s.f["/"].name)
     b(lambda s: list(s.f["a/b/c"]))
 
@@ -233,10 +233,9 @@ def test_keys_order_len_iteration(pair):
     b(lambda s: [v.name for v in s.f["g"].values()])
     b(lambda s: [(k, v.name) for k, v in s.f["g"].items()])
     b(lambda s: list(reversed(s.f["g"])))
-    b(lambda s: (len(s.f), len(s.f["g"]), len(s.f["g/b"]) if False else len(s.f["g/a"])))
+    b(lambda s: (len(s.f), len(s.f["g"]), len(s.f["g/a"])))
     b(lambda s: sorted(s.f["g"].keys()) == sorted(NAMES))
-    b(lambda s: ["a" in s.f["g"], "nope" in s.f["g"], "a b" in s.f["g"], "" in s.f["g"]] if False
-      else ["a" in s.f["g"], "nope" in s.f["g"], "a b" in s.f["g"]])
+    b(lambda s: ["a" in s.f["g"], "nope" in s.f["g"], "a b" in s.f["g"], "g/a" in s.f])
     b(lambda s: s.f["g"]["b"][()])
 
 
@@ -365,7 +364,7 @@ def test_copy_within_file(pair):
         return dump(f)
     b(build)
     b(lambda s: s.f.copy("src/d", "d_copy"), raises=Exception)  # exists
-    b(lambda s: s.f.copy("nope", "x"), raises=KeyError)
+    b(lambda s: s.f.copy("nope", "x"), raises=Exception)   # h5py: RuntimeError
 
     def independent(s):
         s.f["d_copy"][0, 0] = -1
@@ -619,7 +618,7 @@ def test_create_dataset(pair, case):
 
 
 BAD_CREATE = {
-    "no_shape_no_data": (dict(dtype="i4"), TypeError),
+    "no_shape_no_data": (dict(dtype="i4"), any),   # h5py: a null dataspace
     "shape_mismatch": (dict(shape=(3,), data=np.arange(4)), ValueError),
     "chunks_too_big_for_maxshape": (dict(shape=(4,), dtype="i4", chunks=(8,), maxshape=(4,)), ValueError),
     "chunks_rank": (dict(shape=(4, 4), dtype="i4", chunks=(2,)), ValueError),
@@ -746,7 +745,7 @@ def test_resize(pair):
         return d.shape, d[()]
     b(build)
     b(lambda s: s.f["c"].resize((8,)), raises=TypeError)
-    b(lambda s: s.f["r"].resize((5, 7)), raises=ValueError)
+    b(lambda s: s.f["r"].resize((5, 7)), raises=Exception)     # beyond maxshape: h5py RuntimeError
     b(lambda s: s.f["r"].resize((5,)), raises=Exception)          # wrong rank
     b(lambda s: s.f["r"].resize(4, axis=2), raises=ValueError)     # bad axis
 
@@ -804,7 +803,7 @@ def test_read_direct_write_direct(pair):
         d.read_direct(full)
         src = np.arange(100.0, 110.0).reshape(2, 5)
         d.write_direct(src, np.s_[0, 1:4], np.s_[3, 0:3])
-        d.write_direct(np.full((4, 6), 2.0), dest_sel=np.s_[0:1, :])
+        d.write_direct(np.full((4, 6), 2.0), np.s_[0:1, :], np.s_[0:1, :])
         return dest, full, d[()]
     b(op)
 
@@ -862,7 +861,7 @@ def test_astype_fields_asstr(pair):
     b(lambda s: s.f["c"].fields(["y", "x"])[1:3])
     b(lambda s: s.f["c"].fields(["z"])[()])
     b(lambda s: s.f["c"]["y"])
-    b(lambda s: s.f["c"][1:3, "x"] if False else s.f["c"][1:3, "x"])
+    b(lambda s: s.f["c"][1:3, "x"])
     b(lambda s: s.f["c"]["x", 2])
     b(lambda s: s.f["c"].fields("nope")[()], raises=Exception)
     b(lambda s: s.f["vs"][()])
@@ -997,6 +996,9 @@ ATTR_VALUES = {
 }
 
 
+ATTR_RAISES = {"np_str_arr": TypeError}   # h5py: no conversion path for <U
+
+
 @pytest.mark.parametrize("obj", ["file", "group", "dataset"])
 def test_attr_values(pair, obj):
     def target(s):
@@ -1014,7 +1016,7 @@ def test_attr_values(pair, obj):
             t.attrs[name] = v
             got = t.attrs[name]
             return got, type(got), getattr(got, "dtype", None)
-        pair.both(op, where=f"attr {name}")
+        pair.both(op, raises=ATTR_RAISES.get(name), where=f"attr {name}")
 
     def reopened(s):
         s.reopen("r")
@@ -1055,7 +1057,7 @@ def test_attr_manager(pair):
     def create(s):
         a = s.f["g"].attrs
         a.create("c1", data=np.arange(4), shape=(2, 2), dtype="f4")
-        a.create("c2", data=None, shape=(3,), dtype="i2")
+        a.create("c2", data=np.zeros(3), shape=(3,), dtype="i2")
         a.create("c3", data=5, dtype="u1")
         a.create("c4", data=["x", "yy"], dtype=s.lib.string_dtype())
         a.create("c5", data=[1.5, 2.5])
@@ -1063,6 +1065,7 @@ def test_attr_manager(pair):
                 ("c1", "c2", "c3", "c4", "c5")]
     b(create)
     b(lambda s: s.f["g"].attrs.create("bad", data=np.arange(5), shape=(2, 2)), raises=ValueError)
+    b(lambda s: s.f["g"].attrs.create("nodata", data=None, shape=(3,), dtype="i2"), raises=any)
 
     def modify(s):
         a = s.f["g"].attrs
@@ -1189,8 +1192,7 @@ def test_string_types(pair):
     b(vlen_bytes)
 
     def fixed_utf8(s):
-        d = s.f.create_dataset("fu", data=np.array(["ab".encode(), "é".encode()], dtype="S4"),
-                               dtype=s.lib.string_dtype("utf-8", 4))
+        d = s.f.create_dataset("fu", (2,), dtype=s.lib.string_dtype("utf-8", 4))
         return d.dtype, d[()], s.lib.check_string_dtype(d.dtype)
     b(fixed_utf8)
 
@@ -1274,21 +1276,21 @@ def test_enum_types(pair):
         dt = s.lib.enum_dtype({"RED": 0, "GREEN": 1, "BLUE": 42}, basetype="i1")
         d = s.f.create_dataset("e", data=np.array([0, 1, 42, 1], dtype="i1"), dtype=dt)
         s.f.attrs.create("ea", 42, dtype=dt)
-        return (d.dtype, s.lib.check_enum_dtype(d.dtype), d[()],
-                s.lib.check_enum_dtype(s.f.attrs["ea"].dtype) if hasattr(s.f.attrs["ea"], "dtype") else None,
-                s.f.attrs["ea"])
+        ea = s.f.attrs["ea"]
+        return (d.dtype, sorted(s.lib.check_enum_dtype(d.dtype).items()), d[()],
+                sorted((s.lib.check_enum_dtype(ea.dtype) or {}).items()), ea)
     b(op)
 
     def big(s):
         dt = s.lib.enum_dtype({"A": 1, "B": 70000}, basetype=np.uint32)
         d = s.f.create_dataset("e2", (3,), dtype=dt)
         d[0] = 70000
-        return s.lib.check_enum_dtype(d.dtype), d[()]
+        return sorted(s.lib.check_enum_dtype(d.dtype).items()), d[()]
     b(big)
 
     def reopened(s):
         s.reopen("r")
-        return s.lib.check_enum_dtype(s.f["e"].dtype), s.f["e"][()], s.f["e"].dtype
+        return sorted(s.lib.check_enum_dtype(s.f["e"].dtype).items()), s.f["e"][()], s.f["e"].dtype
     b(reopened)
 
 
@@ -1318,3 +1320,30 @@ def test_empty_and_null(pair):
         return (d.shape, d.dtype, d.size, type(d[()]).__name__, d[()].dtype,
                 type(s.f.attrs["empty"]).__name__, s.f.attrs["empty"].dtype)
     b(op)
+
+
+def test_write_conversion(pair):
+    """Writes convert to the dataset's type the way HDF5 does (incl. saturation)."""
+    b = pair.both
+
+    def op(s):
+        f = s.f
+        i = f.create_dataset("i", (6,), "i4")
+        i[...] = np.array([1.7, -2.2, 0.5, -0.5, 3e9, -3e9])
+        u = f.create_dataset("u", (4,), "u1")
+        u[...] = np.array([300, -5, 255, 7], dtype="i4")
+        fl = f.create_dataset("f", (3,), "f4")
+        fl[...] = np.array([1, 2**24 + 1, -7], dtype="i8")
+        be = f.create_dataset("be", (3,), ">i2")
+        be[...] = [1, -2, 258]
+        h = f.create_dataset("h", (2,), "f2")
+        h[...] = [1e6, 0.1]
+        return i[()], u[()], fl[()], be[()], h[()]
+    b(op)
+
+    def read_as(s):
+        d = s.f["be"]
+        out = np.zeros(3, "<i8")
+        d.read_direct(out)
+        return d.astype("<f4")[()], out
+    b(read_as)

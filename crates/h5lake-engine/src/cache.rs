@@ -6,7 +6,9 @@
 //! what it saves is the read and the decode.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
+
+use bytes::Bytes;
 
 use h5lake_store::Version;
 
@@ -15,7 +17,7 @@ pub const DEFAULT_CACHE_BYTES: usize = 64 << 20;
 
 struct Entry {
     version: Version,
-    data: Arc<Vec<u8>>,
+    data: Bytes,
     /// Generation at insertion; queue slots with an older generation are stale.
     generation: u64,
 }
@@ -38,7 +40,10 @@ pub struct ChunkCache {
 impl ChunkCache {
     /// A cache holding at most `budget` bytes of decoded chunks (0 disables it).
     pub fn new(budget: usize) -> Self {
-        ChunkCache { budget, inner: Mutex::new(Inner::default()) }
+        ChunkCache {
+            budget,
+            inner: Mutex::new(Inner::default()),
+        }
     }
 
     /// Whether caching is on.
@@ -46,14 +51,22 @@ impl ChunkCache {
         self.budget > 0
     }
 
+    /// The budget in bytes.
+    pub fn budget(&self) -> usize {
+        self.budget
+    }
+
     /// The cached chunk and the version it was decoded from.
-    pub fn get(&self, key: &str) -> Option<(Version, Arc<Vec<u8>>)> {
+    pub fn get(&self, key: &str) -> Option<(Version, Bytes)> {
         let inner = self.inner.lock().expect("cache lock poisoned");
-        inner.map.get(key).map(|e| (e.version.clone(), e.data.clone()))
+        inner
+            .map
+            .get(key)
+            .map(|e| (e.version.clone(), e.data.clone()))
     }
 
     /// Remembers a decoded chunk, evicting the oldest entries over budget.
-    pub fn insert(&self, key: &str, version: Version, data: Arc<Vec<u8>>) {
+    pub fn insert(&self, key: &str, version: Version, data: Bytes) {
         if data.len() > self.budget / 4 {
             // One chunk must not flush everything else out.
             self.remove(key);
@@ -63,12 +76,21 @@ impl ChunkCache {
         inner.generation += 1;
         let generation = inner.generation;
         inner.bytes += data.len();
-        if let Some(old) = inner.map.insert(key.to_string(), Entry { version, data, generation }) {
+        if let Some(old) = inner.map.insert(
+            key.to_string(),
+            Entry {
+                version,
+                data,
+                generation,
+            },
+        ) {
             inner.bytes -= old.data.len();
         }
         inner.order.push_back((key.to_string(), generation));
         while inner.bytes > self.budget {
-            let Some((k, g)) = inner.order.pop_front() else { break };
+            let Some((k, g)) = inner.order.pop_front() else {
+                break;
+            };
             if inner.map.get(&k).is_some_and(|e| e.generation == g) {
                 let e = inner.map.remove(&k).expect("present");
                 inner.bytes -= e.data.len();
@@ -98,15 +120,24 @@ mod tests {
     fn evicts_to_budget_and_forgets() {
         let c = ChunkCache::new(400);
         for i in 0..10 {
-            c.insert(&format!("k{i}"), Version(format!("v{i}")), Arc::new(vec![0u8; 100]));
+            c.insert(
+                &format!("k{i}"),
+                Version(format!("v{i}")),
+                Bytes::from(vec![0u8; 100]),
+            );
         }
-        let held: Vec<usize> = (0..10).filter(|i| c.get(&format!("k{i}")).is_some()).collect();
+        let held: Vec<usize> = (0..10)
+            .filter(|i| c.get(&format!("k{i}")).is_some())
+            .collect();
         assert_eq!(held, vec![6, 7, 8, 9]);
-        c.insert("k9", Version("v9b".into()), Arc::new(vec![1u8; 50]));
+        c.insert("k9", Version("v9b".into()), Bytes::from(vec![1u8; 50]));
         assert_eq!(c.get("k9").unwrap().0, Version("v9b".into()));
         c.remove("k9");
         assert!(c.get("k9").is_none());
-        c.insert("big", Version("x".into()), Arc::new(vec![0u8; 300]));
-        assert!(c.get("big").is_none(), "entries over a quarter of the budget are not kept");
+        c.insert("big", Version("x".into()), Bytes::from(vec![0u8; 300]));
+        assert!(
+            c.get("big").is_none(),
+            "entries over a quarter of the budget are not kept"
+        );
     }
 }

@@ -45,7 +45,11 @@ impl OpenMode {
             "w" => OpenMode::Truncate,
             "w-" | "x" => OpenMode::CreateExclusive,
             "a" => OpenMode::Append,
-            other => return Err(EngineError::Invalid(format!("Invalid mode; must be one of r, r+, w, w-, x, a (got {other:?})"))),
+            other => {
+                return Err(EngineError::Invalid(format!(
+                    "Invalid mode; must be one of r, r+, w, w-, x, a (got {other:?})"
+                )))
+            }
         })
     }
 }
@@ -62,17 +66,26 @@ pub struct DomainOptions {
 
 impl Default for DomainOptions {
     fn default() -> Self {
-        DomainOptions { root_creation_props: json!({}), chunk_cache_bytes: DEFAULT_CACHE_BYTES }
+        DomainOptions {
+            root_creation_props: json!({}),
+            chunk_cache_bytes: DEFAULT_CACHE_BYTES,
+        }
     }
 }
 
 /// Seconds since the epoch, as HSDS records times.
 pub fn now() -> f64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
 }
 
 fn default_owner() -> String {
-    std::env::var("USER").ok().filter(|u| !u.is_empty()).unwrap_or_else(|| "admin".to_string())
+    std::env::var("USER")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| "admin".to_string())
 }
 
 /// Where a local path's domain lives: the bucket directory and the domain
@@ -83,8 +96,9 @@ fn default_owner() -> String {
 /// opens what HSDS wrote. Any other path is a self-contained store: the
 /// directory is its own bucket and holds the domain document at its top.
 pub fn resolve_local(path: &Path) -> Result<(PathBuf, String)> {
-    let abs = std::path::absolute(path)
-        .map_err(|e| EngineError::Invalid(format!("cannot resolve path {}: {e}", path.display())))?;
+    let abs = std::path::absolute(path).map_err(|e| {
+        EngineError::Invalid(format!("cannot resolve path {}: {e}", path.display()))
+    })?;
     if abs.is_file() {
         return Err(EngineError::NotAStore(format!(
             "{} is a file, not an h5lake store (h5lake stores are directories; to bring in an HDF5 file use `h5lake load`)",
@@ -97,7 +111,11 @@ pub fn resolve_local(path: &Path) -> Result<(PathBuf, String)> {
     let mut cur = abs.parent();
     while let Some(dir) = cur {
         if dir.join("db").is_dir() {
-            let rel = abs.strip_prefix(dir).expect("ancestor").to_string_lossy().replace('\\', "/");
+            let rel = abs
+                .strip_prefix(dir)
+                .expect("ancestor")
+                .to_string_lossy()
+                .replace('\\', "/");
             return Ok((dir.to_path_buf(), rel));
         }
         cur = dir.parent();
@@ -117,7 +135,10 @@ pub struct Domain {
 
 impl std::fmt::Debug for Domain {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Domain").field("location", &self.location).field("root", &self.root_id).finish()
+        f.debug_struct("Domain")
+            .field("location", &self.location)
+            .field("root", &self.root_id)
+            .finish()
     }
 }
 
@@ -138,7 +159,10 @@ impl Domain {
     pub fn open_local_with(path: &Path, mode: OpenMode, opts: &DomainOptions) -> Result<Self> {
         let (bucket, domain_path) = resolve_local(path)?;
         let display = path.display().to_string();
-        let creating = matches!(mode, OpenMode::Truncate | OpenMode::CreateExclusive | OpenMode::Append);
+        let creating = matches!(
+            mode,
+            OpenMode::Truncate | OpenMode::CreateExclusive | OpenMode::Append
+        );
         let store: Arc<dyn Store> = if bucket.is_dir() {
             Arc::new(LocalStore::open(&bucket)?)
         } else if creating {
@@ -165,8 +189,19 @@ impl Domain {
     ///
     /// # Errors
     /// As [`Domain::open_local`].
-    pub fn open(store: Arc<dyn Store>, domain_path: &str, mode: OpenMode, location: String) -> Result<Self> {
-        Self::open_with(store, domain_path, mode, location, &DomainOptions::default())
+    pub fn open(
+        store: Arc<dyn Store>,
+        domain_path: &str,
+        mode: OpenMode,
+        location: String,
+    ) -> Result<Self> {
+        Self::open_with(
+            store,
+            domain_path,
+            mode,
+            location,
+            &DomainOptions::default(),
+        )
     }
 
     /// [`Domain::open`] with options.
@@ -181,8 +216,11 @@ impl Domain {
         opts: &DomainOptions,
     ) -> Result<Self> {
         let domain_path = domain_path.trim_matches('/');
-        let domain_key =
-            if domain_path.is_empty() { ".domain.json".to_string() } else { format!("{domain_path}/.domain.json") };
+        let domain_key = if domain_path.is_empty() {
+            ".domain.json".to_string()
+        } else {
+            format!("{domain_path}/.domain.json")
+        };
         let existing = store.get(&domain_key)?;
         let existing = match existing {
             Some(b) => {
@@ -190,13 +228,22 @@ impl Domain {
                 match v.get("root").and_then(Value::as_str) {
                     Some(r) => Some(r.to_string()),
                     None => {
-                        return Err(EngineError::NotAStore(format!("{location} is a folder, not a domain")));
+                        return Err(EngineError::NotAStore(format!(
+                            "{location} is a folder, not a domain"
+                        )));
                     }
                 }
             }
             None => None,
         };
-        let mut dom = Domain { store, cache: ChunkCache::new(opts.chunk_cache_bytes), domain_key, root_id: String::new(), readonly: mode == OpenMode::Read, location };
+        let mut dom = Domain {
+            store,
+            cache: ChunkCache::new(opts.chunk_cache_bytes),
+            domain_key,
+            root_id: String::new(),
+            readonly: mode == OpenMode::Read,
+            location,
+        };
         match (mode, existing) {
             (OpenMode::Read | OpenMode::ReadWrite | OpenMode::Append, Some(root)) => {
                 dom.root_id = root;
@@ -237,15 +284,22 @@ impl Domain {
             owner.clone(),
             json!({"create": true, "read": true, "update": true, "delete": true, "readACL": true, "updateACL": true}),
         );
-        let domain = json!({"root": root, "owner": owner, "acls": acls, "created": t, "lastModified": t});
-        match self.store.put_if_absent(&self.domain_key, &to_bytes(&domain))? {
+        let domain =
+            json!({"root": root, "owner": owner, "acls": acls, "created": t, "lastModified": t});
+        match self
+            .store
+            .put_if_absent(&self.domain_key, &to_bytes(&domain))?
+        {
             PutOutcome::Written(_) => {
                 self.root_id = root;
                 Ok(())
             }
             PutOutcome::Conflict => {
                 self.store.delete(&ids::doc_key(&root)?)?;
-                Err(EngineError::StoreExists(format!("Unable to create file: {} was created concurrently", self.location)))
+                Err(EngineError::StoreExists(format!(
+                    "Unable to create file: {} was created concurrently",
+                    self.location
+                )))
             }
         }
     }
@@ -280,10 +334,9 @@ impl Domain {
     /// # Errors
     /// I/O trouble; a vanished domain.
     pub fn domain_doc(&self) -> Result<Value> {
-        let b = self
-            .store
-            .get(&self.domain_key)?
-            .ok_or_else(|| EngineError::NotFound(format!("domain {} was deleted", self.location)))?;
+        let b = self.store.get(&self.domain_key)?.ok_or_else(|| {
+            EngineError::NotFound(format!("domain {} was deleted", self.location))
+        })?;
         parse_doc(&b, &self.domain_key)
     }
 
@@ -300,7 +353,9 @@ impl Domain {
     fn check_same_domain(&self, id: &str) -> Result<()> {
         let p = ids::parse_id(id)?;
         if Some(p.domain_part) != self.root_id.get(2..19) {
-            return Err(EngineError::NotFound(format!("object {id} does not belong to this domain")));
+            return Err(EngineError::NotFound(format!(
+                "object {id} does not belong to this domain"
+            )));
         }
         Ok(())
     }
@@ -308,7 +363,9 @@ impl Domain {
     pub(crate) fn put_new(&self, key: &str, doc: &Value) -> Result<()> {
         match self.store.put_if_absent(key, &to_bytes(doc))? {
             PutOutcome::Written(_) => Ok(()),
-            PutOutcome::Conflict => Err(EngineError::AlreadyExists(format!("object {key} already exists"))),
+            PutOutcome::Conflict => Err(EngineError::AlreadyExists(format!(
+                "object {key} already exists"
+            ))),
         }
     }
 
@@ -319,7 +376,10 @@ impl Domain {
     pub fn get_doc(&self, id: &str) -> Result<Value> {
         self.check_same_domain(id)?;
         let key = ids::doc_key(id)?;
-        let b = self.store.get(&key)?.ok_or_else(|| EngineError::NotFound(format!("object {id} not found")))?;
+        let b = self
+            .store
+            .get(&key)?
+            .ok_or_else(|| EngineError::NotFound(format!("object {id} not found")))?;
         parse_doc(&b, &key)
     }
 
@@ -340,7 +400,10 @@ impl Domain {
             let mut doc = parse_doc(&cur.data, &key)?;
             let out = f(&mut doc)?;
             doc["lastModified"] = json!(now());
-            match self.store.put_if_version(&key, &to_bytes(&doc), &cur.version)? {
+            match self
+                .store
+                .put_if_version(&key, &to_bytes(&doc), &cur.version)?
+            {
                 PutOutcome::Written(_) => return Ok(out),
                 PutOutcome::Conflict => backoff(attempt),
             }
@@ -368,7 +431,10 @@ impl Domain {
     /// # Errors
     /// Read-only domain; I/O trouble.
     pub fn create_group(&self, creation_props: Value) -> Result<String> {
-        self.new_object(ObjKind::Group, json!({"links": {}, "attributes": {}, "creationProperties": creation_props}))
+        self.new_object(
+            ObjKind::Group,
+            json!({"links": {}, "attributes": {}, "creationProperties": creation_props}),
+        )
     }
 
     /// Creates an unlinked committed datatype.
@@ -393,7 +459,9 @@ impl Domain {
         self.check_writable()?;
         self.check_same_domain(id)?;
         if ids::is_root_id(id) {
-            return Err(EngineError::Invalid("the root group cannot be deleted".into()));
+            return Err(EngineError::Invalid(
+                "the root group cannot be deleted".into(),
+            ));
         }
         self.store.delete_prefix(&ids::object_prefix(id)?)?;
         Ok(())
@@ -415,7 +483,9 @@ impl Domain {
         self.update_doc(group_id, |doc| {
             let links = member_map(doc, "links", group_id)?;
             if links.contains_key(name) {
-                return Err(EngineError::AlreadyExists(format!("Unable to create link (name already exists): {name:?}")));
+                return Err(EngineError::AlreadyExists(format!(
+                    "Unable to create link (name already exists): {name:?}"
+                )));
             }
             links.insert(name.to_string(), link.clone());
             Ok(())
@@ -430,7 +500,9 @@ impl Domain {
         let mut doc = self.get_doc(group_id)?;
         member_map(&mut doc, "links", group_id)?
             .remove(name)
-            .ok_or_else(|| EngineError::NotFound(format!("Unable to find link {name:?} (no such link)")))
+            .ok_or_else(|| {
+                EngineError::NotFound(format!("Unable to find link {name:?} (no such link)"))
+            })
     }
 
     /// Removes a link.
@@ -442,7 +514,9 @@ impl Domain {
             member_map(doc, "links", group_id)?
                 .shift_remove(name)
                 .map(|_| ())
-                .ok_or_else(|| EngineError::NotFound(format!("Unable to delete link {name:?} (no such link)")))
+                .ok_or_else(|| {
+                    EngineError::NotFound(format!("Unable to delete link {name:?} (no such link)"))
+                })
         })
     }
 
@@ -452,7 +526,9 @@ impl Domain {
     /// Unknown group.
     pub fn links(&self, group_id: &str) -> Result<Vec<(String, Value)>> {
         let mut doc = self.get_doc(group_id)?;
-        Ok(std::mem::take(member_map(&mut doc, "links", group_id)?).into_iter().collect())
+        Ok(std::mem::take(member_map(&mut doc, "links", group_id)?)
+            .into_iter()
+            .collect())
     }
 
     // ---- attributes ----------------------------------------------------------
@@ -461,15 +537,28 @@ impl Domain {
     ///
     /// # Errors
     /// Existing name without `overwrite`; invalid type, shape or value.
-    pub fn attr_create(&self, obj_id: &str, name: &str, mut attr: Value, overwrite: bool) -> Result<()> {
+    pub fn attr_create(
+        &self,
+        obj_id: &str,
+        name: &str,
+        mut attr: Value,
+        overwrite: bool,
+    ) -> Result<()> {
         if name.is_empty() {
-            return Err(EngineError::Invalid("attribute names must not be empty".into()));
+            return Err(EngineError::Invalid(
+                "attribute names must not be empty".into(),
+            ));
         }
-        let t = attr.get("type").ok_or_else(|| EngineError::Invalid("attribute without type".into()))?;
+        let t = attr
+            .get("type")
+            .ok_or_else(|| EngineError::Invalid("attribute without type".into()))?;
         if !t.as_str().is_some_and(|s| s.starts_with("t-")) {
             h5lake_types::Datatype::from_json(t)?;
         }
-        h5lake_types::Shape::from_json(attr.get("shape").ok_or_else(|| EngineError::Invalid("attribute without shape".into()))?)?;
+        h5lake_types::Shape::from_json(
+            attr.get("shape")
+                .ok_or_else(|| EngineError::Invalid("attribute without shape".into()))?,
+        )?;
         attr["created"] = json!(now());
         self.update_doc(obj_id, |doc| {
             let attrs = member_map(doc, "attributes", obj_id)?;
@@ -494,7 +583,11 @@ impl Domain {
         let mut doc = self.get_doc(obj_id)?;
         member_map(&mut doc, "attributes", obj_id)?
             .remove(name)
-            .ok_or_else(|| EngineError::NotFound(format!("Can't open attribute (can't locate attribute: {name:?})")))
+            .ok_or_else(|| {
+                EngineError::NotFound(format!(
+                    "Can't open attribute (can't locate attribute: {name:?})"
+                ))
+            })
     }
 
     /// Removes an attribute.
@@ -503,9 +596,14 @@ impl Domain {
     /// [`EngineError::NotFound`] if missing.
     pub fn attr_delete(&self, obj_id: &str, name: &str) -> Result<()> {
         self.update_doc(obj_id, |doc| {
-            member_map(doc, "attributes", obj_id)?.shift_remove(name).map(|_| ()).ok_or_else(|| {
-                EngineError::NotFound(format!("Can't delete attribute (can't locate attribute: {name:?})"))
-            })
+            member_map(doc, "attributes", obj_id)?
+                .shift_remove(name)
+                .map(|_| ())
+                .ok_or_else(|| {
+                    EngineError::NotFound(format!(
+                        "Can't delete attribute (can't locate attribute: {name:?})"
+                    ))
+                })
         })
     }
 
@@ -515,7 +613,10 @@ impl Domain {
     /// Unknown object.
     pub fn attr_names(&self, obj_id: &str) -> Result<Vec<String>> {
         let mut doc = self.get_doc(obj_id)?;
-        Ok(member_map(&mut doc, "attributes", obj_id)?.keys().cloned().collect())
+        Ok(member_map(&mut doc, "attributes", obj_id)?
+            .keys()
+            .cloned()
+            .collect())
     }
 }
 
@@ -538,7 +639,9 @@ pub(crate) fn backoff(attempt: u32) {
 fn member_map<'a>(doc: &'a mut Value, key: &str, id: &str) -> Result<&'a mut Map<String, Value>> {
     if doc.get(key).is_none() {
         if key == "links" && !id.starts_with("g-") {
-            return Err(EngineError::WrongType(format!("object {id} is not a group")));
+            return Err(EngineError::WrongType(format!(
+                "object {id} is not a group"
+            )));
         }
         doc[key] = json!({});
     }
@@ -549,7 +652,9 @@ fn member_map<'a>(doc: &'a mut Value, key: &str, id: &str) -> Result<&'a mut Map
 
 fn check_name(name: &str, what: &str) -> Result<()> {
     if name.is_empty() || name.contains('/') || name == "." || name == ".." {
-        return Err(EngineError::Invalid(format!("invalid {what} name {name:?}: names are non-empty and contain no '/'")));
+        return Err(EngineError::Invalid(format!(
+            "invalid {what} name {name:?}: names are non-empty and contain no '/'"
+        )));
     }
     Ok(())
 }

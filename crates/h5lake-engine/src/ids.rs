@@ -37,11 +37,15 @@ impl ObjKind {
 
 fn hex(n: usize) -> String {
     let mut rng = rand::thread_rng();
-    (0..n).map(|_| std::char::from_digit(rng.gen_range(0..16), 16).unwrap()).collect()
+    (0..n)
+        .map(|_| std::char::from_digit(rng.gen_range(0..16), 16).unwrap())
+        .collect()
 }
 
 fn rotate8(s: &str) -> String {
-    s.chars().map(|c| std::char::from_digit((c.to_digit(16).unwrap_or(0) + 8) % 16, 16).unwrap()).collect()
+    s.chars()
+        .map(|c| std::char::from_digit((c.to_digit(16).unwrap_or(0) + 8) % 16, 16).unwrap())
+        .collect()
 }
 
 fn dash(s: &str, parts: &[usize]) -> String {
@@ -60,13 +64,22 @@ fn dash(s: &str, parts: &[usize]) -> String {
 /// A fresh root-group id (and so a fresh domain directory).
 pub fn new_root_id() -> String {
     let first = hex(16);
-    format!("g-{}-{}", dash(&first, &[8, 8]), dash(&rotate8(&first), &[4, 6, 6]))
+    format!(
+        "g-{}-{}",
+        dash(&first, &[8, 8]),
+        dash(&rotate8(&first), &[4, 6, 6])
+    )
 }
 
 /// A fresh id of `kind` in the domain of `root_id`.
 pub fn new_id(kind: ObjKind, root_id: &str) -> String {
     let first16 = &root_id[2..19];
-    format!("{}-{}-{}", kind.letter(), first16, dash(&hex(16), &[4, 6, 6]))
+    format!(
+        "{}-{}-{}",
+        kind.letter(),
+        first16,
+        dash(&hex(16), &[4, 6, 6])
+    )
 }
 
 /// Parsed view of an id.
@@ -98,16 +111,25 @@ pub fn parse_id(id: &str) -> Result<ObjId<'_>> {
     let body = &id[2..];
     let groups: Vec<&str> = body.split('-').collect();
     let lens: Vec<usize> = groups.iter().map(|g| g.len()).collect();
-    if lens != [8, 8, 4, 6, 6] || !groups.iter().all(|g| g.chars().all(|c| c.is_ascii_hexdigit())) {
+    if lens != [8, 8, 4, 6, 6]
+        || !groups
+            .iter()
+            .all(|g| g.chars().all(|c| c.is_ascii_hexdigit()))
+    {
         return Err(bad());
     }
-    Ok(ObjId { kind, domain_part: &body[..17], rest: &body[18..] })
+    Ok(ObjId {
+        kind,
+        domain_part: &body[..17],
+        rest: &body[18..],
+    })
 }
 
 /// Whether `id` is a root-group id (last 16 digits = first 16 rotated by 8).
 pub fn is_root_id(id: &str) -> bool {
     parse_id(id).is_ok_and(|p| {
-        p.kind == ObjKind::Group && rotate8(&p.domain_part.replace('-', "")) == p.rest.replace('-', "")
+        p.kind == ObjKind::Group
+            && rotate8(&p.domain_part.replace('-', "")) == p.rest.replace('-', "")
     })
 }
 
@@ -125,7 +147,13 @@ pub fn doc_key(id: &str) -> Result<String> {
     if is_root_id(id) {
         return Ok(format!("db/{}/.group.json", p.domain_part));
     }
-    Ok(format!("db/{}/{}/{}/{}", p.domain_part, p.kind.letter(), p.rest, p.kind.doc_name()))
+    Ok(format!(
+        "db/{}/{}/{}/{}",
+        p.domain_part,
+        p.kind.letter(),
+        p.rest,
+        p.kind.doc_name()
+    ))
 }
 
 /// Directory prefix holding a (non-root) object's document and chunks.
@@ -134,7 +162,12 @@ pub fn doc_key(id: &str) -> Result<String> {
 /// Malformed ids.
 pub fn object_prefix(id: &str) -> Result<String> {
     let p = parse_id(id)?;
-    Ok(format!("db/{}/{}/{}/", p.domain_part, p.kind.letter(), p.rest))
+    Ok(format!(
+        "db/{}/{}/{}/",
+        p.domain_part,
+        p.kind.letter(),
+        p.rest
+    ))
 }
 
 /// Key of one chunk: chunk coordinates joined by `_`.
@@ -161,8 +194,14 @@ mod tests {
         assert_eq!(doc_key(root).unwrap(), "db/e5c9a50a-2435de48/.group.json");
         let d = "d-e5c9a50a-2435de48-61fa-880598-32c3b3";
         assert!(!is_root_id(d));
-        assert_eq!(doc_key(d).unwrap(), "db/e5c9a50a-2435de48/d/61fa-880598-32c3b3/.dataset.json");
-        assert_eq!(chunk_key(&object_prefix(d).unwrap(), &[0, 1, 1]), "db/e5c9a50a-2435de48/d/61fa-880598-32c3b3/0_1_1");
+        assert_eq!(
+            doc_key(d).unwrap(),
+            "db/e5c9a50a-2435de48/d/61fa-880598-32c3b3/.dataset.json"
+        );
+        assert_eq!(
+            chunk_key(&object_prefix(d).unwrap(), &[0, 1, 1]),
+            "db/e5c9a50a-2435de48/d/61fa-880598-32c3b3/0_1_1"
+        );
     }
 
     #[test]
@@ -170,7 +209,10 @@ mod tests {
         let root = new_root_id();
         assert!(is_root_id(&root), "{root}");
         let d = new_id(ObjKind::Dataset, &root);
-        assert_eq!(parse_id(&d).unwrap().domain_part, parse_id(&root).unwrap().domain_part);
+        assert_eq!(
+            parse_id(&d).unwrap().domain_part,
+            parse_id(&root).unwrap().domain_part
+        );
         assert!(!is_root_id(&d));
         assert!(parse_id("g-zz").is_err());
         assert!(parse_id("x-e5c9a50a-2435de48-6d41-2d82ac-bd56c0").is_err());

@@ -19,7 +19,8 @@ pub fn parse_doc(bytes: &[u8], key: &str) -> Result<Value> {
         Ok(v) => Ok(v),
         Err(first) => {
             let fixed = quote_non_finite(bytes);
-            serde_json::from_slice(&fixed).map_err(|_| EngineError::Corrupt(format!("{key}: {first}")))
+            serde_json::from_slice(&fixed)
+                .map_err(|_| EngineError::Corrupt(format!("{key}: {first}")))
         }
     }
 }
@@ -50,7 +51,9 @@ fn quote_non_finite(src: &[u8]) -> Vec<u8> {
             continue;
         }
         let rest = &src[i..];
-        let token = [&b"-Infinity"[..], b"Infinity", b"NaN"].into_iter().find(|t| rest.starts_with(t));
+        let token = [&b"-Infinity"[..], b"Infinity", b"NaN"]
+            .into_iter()
+            .find(|t| rest.starts_with(t));
         match token {
             Some(t) => {
                 out.push(b'"');
@@ -73,7 +76,11 @@ mod tests {
 
     #[test]
     fn accepts_python_non_finite_tokens() {
-        let v = parse_doc(br#"{"fillValue": NaN, "s": "NaN and Infinity", "l": [-Infinity, Infinity, 1.5]}"#, "k").unwrap();
+        let v = parse_doc(
+            br#"{"fillValue": NaN, "s": "NaN and Infinity", "l": [-Infinity, Infinity, 1.5]}"#,
+            "k",
+        )
+        .unwrap();
         assert_eq!(v["fillValue"], "NaN");
         assert_eq!(v["s"], "NaN and Infinity");
         assert_eq!(v["l"][0], "-Infinity");

@@ -43,7 +43,11 @@ pub fn plan_dim(sel: &DimSel, chunk: u64) -> Vec<DimPart> {
             while c <= last / chunk {
                 let lo = c * chunk;
                 let hi = lo + chunk; // exclusive
-                let i0 = if lo > start { (lo - start).div_ceil(step) } else { 0 };
+                let i0 = if lo > start {
+                    (lo - start).div_ceil(step)
+                } else {
+                    0
+                };
                 let first = start + i0 * step;
                 if first >= hi || i0 >= count {
                     // A step wider than the chunk skipped this one: jump ahead.
@@ -52,7 +56,16 @@ pub fn plan_dim(sel: &DimSel, chunk: u64) -> Vec<DimPart> {
                 }
                 let k1 = ((hi - 1 - start) / step).min(count - 1);
                 let len = k1 - i0 + 1;
-                parts.push(DimPart { chunk: c, runs: vec![Run { src: first - lo, dst: i0, len, step }], covered: len });
+                parts.push(DimPart {
+                    chunk: c,
+                    runs: vec![Run {
+                        src: first - lo,
+                        dst: i0,
+                        len,
+                        step,
+                    }],
+                    covered: len,
+                });
                 c += 1;
             }
         }
@@ -62,13 +75,22 @@ pub fn plan_dim(sel: &DimSel, chunk: u64) -> Vec<DimPart> {
                 let local = i - c * chunk;
                 let dst = dst as u64;
                 if parts.last().is_none_or(|p: &DimPart| p.chunk != c) {
-                    parts.push(DimPart { chunk: c, runs: Vec::new(), covered: 0 });
+                    parts.push(DimPart {
+                        chunk: c,
+                        runs: Vec::new(),
+                        covered: 0,
+                    });
                 }
                 let part = parts.last_mut().expect("pushed above");
                 part.covered += 1;
                 match part.runs.last_mut() {
                     Some(r) if r.src + r.len == local && r.dst + r.len == dst => r.len += 1,
-                    _ => part.runs.push(Run { src: local, dst, len: 1, step: 1 }),
+                    _ => part.runs.push(Run {
+                        src: local,
+                        dst,
+                        len: 1,
+                        step: 1,
+                    }),
                 }
             }
         }
@@ -84,7 +106,13 @@ pub struct OrthoPlan {
 impl OrthoPlan {
     /// Plans `sels` over chunks of shape `chunk`.
     pub fn new(sels: &[DimSel], chunk: &[u64]) -> Self {
-        OrthoPlan { dims: sels.iter().zip(chunk).map(|(s, &c)| plan_dim(s, c)).collect() }
+        OrthoPlan {
+            dims: sels
+                .iter()
+                .zip(chunk)
+                .map(|(s, &c)| plan_dim(s, c))
+                .collect(),
+        }
     }
 
     /// Number of chunks touched.
@@ -115,7 +143,12 @@ pub fn strides(shape: &[u64]) -> Vec<u64> {
 
 /// Walks the element correspondences of one chunk: calls `f(chunk_elem,
 /// out_elem, n)` for `n` elements contiguous on both sides.
-pub fn walk(parts: &[&DimPart], chunk_strides: &[u64], out_strides: &[u64], f: &mut impl FnMut(u64, u64, u64)) {
+pub fn walk(
+    parts: &[&DimPart],
+    chunk_strides: &[u64],
+    out_strides: &[u64],
+    f: &mut impl FnMut(u64, u64, u64),
+) {
     fn rec(
         parts: &[&DimPart],
         d: usize,
@@ -157,7 +190,12 @@ pub fn plan_points(sel: &Selection, chunk: &[u64]) -> BTreeMap<Vec<u64>, Vec<(u6
         let cs = strides(chunk);
         for (n, p) in coords.chunks(*rank).enumerate() {
             let key: Vec<u64> = p.iter().zip(chunk).map(|(c, k)| c / k).collect();
-            let local: u64 = p.iter().zip(chunk).zip(&cs).map(|((c, k), s)| (c % k) * s).sum();
+            let local: u64 = p
+                .iter()
+                .zip(chunk)
+                .zip(&cs)
+                .map(|((c, k), s)| (c % k) * s)
+                .sum();
             map.entry(key).or_default().push((local, n as u64));
         }
     }
@@ -174,7 +212,10 @@ mod tests {
             DimSel::Slice { start, count, step } => (0..*count).map(|k| start + k * step).collect(),
             DimSel::Indices(v) => v.clone(),
         };
-        idx.iter().enumerate().map(|(d, &i)| (i / chunk, i % chunk, d as u64)).collect()
+        idx.iter()
+            .enumerate()
+            .map(|(d, &i)| (i / chunk, i % chunk, d as u64))
+            .collect()
     }
 
     fn expand(parts: &[DimPart]) -> Vec<(u64, u64, u64)> {
@@ -199,7 +240,11 @@ mod tests {
                 for step in 1..11u64 {
                     for count in 0..8u64 {
                         let s = DimSel::Slice { start, count, step };
-                        assert_eq!(expand(&plan_dim(&s, chunk)), brute(&s, chunk), "{s:?} chunk {chunk}");
+                        assert_eq!(
+                            expand(&plan_dim(&s, chunk)),
+                            brute(&s, chunk),
+                            "{s:?} chunk {chunk}"
+                        );
                     }
                 }
             }
@@ -210,18 +255,30 @@ mod tests {
 
     #[test]
     fn walk_visits_every_element_once() {
-        let sels = vec![DimSel::Slice { start: 1, count: 4, step: 2 }, DimSel::Indices(vec![0, 3, 4, 7])];
+        let sels = vec![
+            DimSel::Slice {
+                start: 1,
+                count: 4,
+                step: 2,
+            },
+            DimSel::Indices(vec![0, 3, 4, 7]),
+        ];
         let chunk = [3u64, 4];
         let plan = OrthoPlan::new(&sels, &chunk);
         let out_shape = [4u64, 4];
         let mut seen = vec![0; 16];
         for i in 0..plan.num_chunks() {
             let parts = plan.chunk(i);
-            walk(&parts, &strides(&chunk), &strides(&out_shape), &mut |_, d, n| {
-                for k in 0..n {
-                    seen[(d + k) as usize] += 1;
-                }
-            });
+            walk(
+                &parts,
+                &strides(&chunk),
+                &strides(&out_shape),
+                &mut |_, d, n| {
+                    for k in 0..n {
+                        seen[(d + k) as usize] += 1;
+                    }
+                },
+            );
         }
         assert!(seen.iter().all(|&c| c == 1), "{seen:?}");
     }

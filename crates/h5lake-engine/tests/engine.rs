@@ -31,7 +31,9 @@ fn to_bytes(v: &[i32]) -> Vec<u8> {
 }
 
 fn from_bytes(b: &[u8]) -> Vec<i32> {
-    b.chunks(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect()
+    b.chunks(4)
+        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
 }
 
 #[test]
@@ -39,38 +41,69 @@ fn links_and_attributes_round_trip() {
     let dom = mem_domain();
     let root = dom.root_id().to_string();
     let g = dom.create_group(json!({})).unwrap();
-    dom.link_create(&root, "g", json!({"class": "H5L_TYPE_HARD", "id": g})).unwrap();
-    let err = dom.link_create(&root, "g", json!({"class": "H5L_TYPE_HARD", "id": g})).unwrap_err();
+    dom.link_create(&root, "g", json!({"class": "H5L_TYPE_HARD", "id": g}))
+        .unwrap();
+    let err = dom
+        .link_create(&root, "g", json!({"class": "H5L_TYPE_HARD", "id": g}))
+        .unwrap_err();
     assert!(matches!(err, EngineError::AlreadyExists(_)));
-    dom.link_create(&root, "soft", json!({"class": "H5L_TYPE_SOFT", "h5path": "/g"})).unwrap();
-    let names: Vec<String> = dom.links(&root).unwrap().into_iter().map(|(n, _)| n).collect();
+    dom.link_create(
+        &root,
+        "soft",
+        json!({"class": "H5L_TYPE_SOFT", "h5path": "/g"}),
+    )
+    .unwrap();
+    let names: Vec<String> = dom
+        .links(&root)
+        .unwrap()
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
     assert_eq!(names, ["g", "soft"]);
-    assert!(matches!(dom.link_get(&root, "nope"), Err(EngineError::NotFound(_))));
+    assert!(matches!(
+        dom.link_get(&root, "nope"),
+        Err(EngineError::NotFound(_))
+    ));
     dom.link_delete(&root, "soft").unwrap();
-    assert!(matches!(dom.link_delete(&root, "soft"), Err(EngineError::NotFound(_))));
+    assert!(matches!(
+        dom.link_delete(&root, "soft"),
+        Err(EngineError::NotFound(_))
+    ));
     let attr = json!({"type": i32_type(), "shape": {"class": "H5S_SCALAR"}, "value": 3});
     dom.attr_create(&g, "a", attr.clone(), false).unwrap();
-    assert!(matches!(dom.attr_create(&g, "a", attr.clone(), false), Err(EngineError::AlreadyExists(_))));
+    assert!(matches!(
+        dom.attr_create(&g, "a", attr.clone(), false),
+        Err(EngineError::AlreadyExists(_))
+    ));
     dom.attr_create(&g, "b", attr.clone(), false).unwrap();
     dom.attr_create(&g, "a", attr, true).unwrap();
     assert_eq!(dom.attr_names(&g).unwrap(), ["b", "a"]);
     assert_eq!(dom.attr_get(&g, "a").unwrap()["value"], 3);
     let bad = json!({"type": {"class": "H5T_NOPE"}, "shape": {"class": "H5S_SCALAR"}, "value": 1});
     assert!(dom.attr_create(&g, "c", bad, false).is_err());
-    assert_eq!(dom.attr_names(&g).unwrap().len(), 2, "a rejected call writes nothing");
+    assert_eq!(
+        dom.attr_names(&g).unwrap().len(),
+        2,
+        "a rejected call writes nothing"
+    );
 }
 
 /// Brute-force model: the dataset as a dense Vec, compared after every op.
 #[test]
 fn selections_match_a_dense_model() {
-    for filters in [json!([]), json!([{"class": "H5Z_FILTER_SHUFFLE", "id": 2}, {"class": "H5Z_FILTER_DEFLATE", "id": 1, "level": 1}])] {
+    for filters in [
+        json!([]),
+        json!([{"class": "H5Z_FILTER_SHUFFLE", "id": 2}, {"class": "H5Z_FILTER_DEFLATE", "id": 1, "level": 1}]),
+    ] {
         let dom = mem_domain();
         let (rows, cols) = (23u64, 17u64);
         let id = make_2d(&dom, [rows, cols], [5, 4], filters);
         let mut model = vec![-7i32; (rows * cols) as usize];
         let mut rng = 12345u64;
         let mut next = |n: u64| {
-            rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            rng = rng
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (rng >> 33) % n.max(1)
         };
         for round in 0..60 {
@@ -85,20 +118,31 @@ fn selections_match_a_dense_model() {
                     let start = next(extent);
                     let step = 1 + next(4);
                     let count = 1 + next((extent - start - 1) / step + 1);
-                    DimSel::Slice { start, count: count.min((extent - start - 1) / step + 1), step }
+                    DimSel::Slice {
+                        start,
+                        count: count.min((extent - start - 1) / step + 1),
+                        step,
+                    }
                 }
             };
-            let sel = Selection::Orthogonal(vec![sel_dim(&mut next, rows), sel_dim(&mut next, cols)]);
+            let sel =
+                Selection::Orthogonal(vec![sel_dim(&mut next, rows), sel_dim(&mut next, cols)]);
             let idx = |s: &DimSel| -> Vec<u64> {
                 match s {
-                    DimSel::Slice { start, count, step } => (0..*count).map(|k| start + k * step).collect(),
+                    DimSel::Slice { start, count, step } => {
+                        (0..*count).map(|k| start + k * step).collect()
+                    }
                     DimSel::Indices(v) => v.clone(),
                 }
             };
-            let Selection::Orthogonal(ds) = &sel else { unreachable!() };
+            let Selection::Orthogonal(ds) = &sel else {
+                unreachable!()
+            };
             let (ri, ci) = (idx(&ds[0]), idx(&ds[1]));
             if round % 2 == 0 {
-                let vals: Vec<i32> = (0..ri.len() * ci.len()).map(|k| (round * 1000 + k) as i32).collect();
+                let vals: Vec<i32> = (0..ri.len() * ci.len())
+                    .map(|k| (round * 1000 + k) as i32)
+                    .collect();
                 dom.write(&id, &sel, &to_bytes(&vals)).unwrap();
                 let mut k = 0;
                 for r in &ri {
@@ -111,15 +155,29 @@ fn selections_match_a_dense_model() {
             let mut out = vec![0u8; ri.len() * ci.len() * 4];
             dom.read(&id, &sel, &mut out).unwrap();
             let got = from_bytes(&out);
-            let want: Vec<i32> =
-                ri.iter().flat_map(|r| ci.iter().map(move |c| (r, c))).map(|(r, c)| model[(r * cols + c) as usize]).collect();
+            let want: Vec<i32> = ri
+                .iter()
+                .flat_map(|r| ci.iter().map(move |c| (r, c)))
+                .map(|(r, c)| model[(r * cols + c) as usize])
+                .collect();
             assert_eq!(got, want, "round {round} sel {sel:?}");
         }
         // Points agree with the model too.
         let coords = vec![0, 0, 22, 16, 7, 3, 7, 4];
         let mut out = vec![0u8; 16];
-        dom.read(&id, &Selection::Points { rank: 2, coords: coords.clone() }, &mut out).unwrap();
-        let want: Vec<i32> = coords.chunks(2).map(|p| model[(p[0] * cols + p[1]) as usize]).collect();
+        dom.read(
+            &id,
+            &Selection::Points {
+                rank: 2,
+                coords: coords.clone(),
+            },
+            &mut out,
+        )
+        .unwrap();
+        let want: Vec<i32> = coords
+            .chunks(2)
+            .map(|p| model[(p[0] * cols + p[1]) as usize])
+            .collect();
         assert_eq!(from_bytes(&out), want);
     }
 }
@@ -128,19 +186,31 @@ fn selections_match_a_dense_model() {
 fn resize_shows_fill_beyond_old_extent() {
     let dom = mem_domain();
     let id = make_2d(&dom, [6, 4], [4, 4], json!([]));
-    dom.write(&id, &slices(&[(0, 6, 1), (0, 4, 1)]), &to_bytes(&[1; 24])).unwrap();
+    dom.write(&id, &slices(&[(0, 6, 1), (0, 4, 1)]), &to_bytes(&[1; 24]))
+        .unwrap();
     dom.resize(&id, &[3, 4]).unwrap();
     dom.resize(&id, &[8, 4]).unwrap();
     let mut out = vec![0u8; 32 * 4];
-    dom.read(&id, &slices(&[(0, 8, 1), (0, 4, 1)]), &mut out).unwrap();
+    dom.read(&id, &slices(&[(0, 8, 1), (0, 4, 1)]), &mut out)
+        .unwrap();
     let v = from_bytes(&out);
     assert!(v[..12].iter().all(|&x| x == 1));
     assert!(v[12..].iter().all(|&x| x == -7), "{v:?}");
-    assert!(matches!(dom.resize(&id, &[8, 5]), Err(EngineError::Invalid(_))));
+    assert!(matches!(
+        dom.resize(&id, &[8, 5]),
+        Err(EngineError::Invalid(_))
+    ));
     let contiguous = dom
-        .create_dataset(i32_type(), json!({"class": "H5S_SIMPLE", "dims": [3]}), json!({}))
+        .create_dataset(
+            i32_type(),
+            json!({"class": "H5S_SIMPLE", "dims": [3]}),
+            json!({}),
+        )
         .unwrap();
-    assert!(matches!(dom.resize(&contiguous, &[4]), Err(EngineError::WrongType(_))));
+    assert!(matches!(
+        dom.resize(&contiguous, &[4]),
+        Err(EngineError::WrongType(_))
+    ));
 }
 
 #[test]
@@ -148,11 +218,30 @@ fn bad_selections_and_buffers_are_rejected() {
     let dom = mem_domain();
     let id = make_2d(&dom, [4, 4], [2, 2], json!([]));
     let mut out = vec![0u8; 16];
-    assert!(dom.read(&id, &slices(&[(0, 5, 1), (0, 1, 1)]), &mut out).is_err());
-    assert!(dom.read(&id, &slices(&[(0, 2, 1), (0, 1, 1)]), &mut out).is_err(), "buffer size");
-    assert!(dom.read(&id, &slices(&[(0, 4, 1)]), &mut out).is_err(), "rank");
-    assert!(dom.write(&id, &Selection::Orthogonal(vec![DimSel::Indices(vec![1, 0]), DimSel::Indices(vec![0])]), &[0; 8]).is_err());
-    assert_eq!(dom.chunk_count(&id).unwrap(), 0, "a rejected call writes nothing");
+    assert!(dom
+        .read(&id, &slices(&[(0, 5, 1), (0, 1, 1)]), &mut out)
+        .is_err());
+    assert!(
+        dom.read(&id, &slices(&[(0, 2, 1), (0, 1, 1)]), &mut out)
+            .is_err(),
+        "buffer size"
+    );
+    assert!(
+        dom.read(&id, &slices(&[(0, 4, 1)]), &mut out).is_err(),
+        "rank"
+    );
+    assert!(dom
+        .write(
+            &id,
+            &Selection::Orthogonal(vec![DimSel::Indices(vec![1, 0]), DimSel::Indices(vec![0])]),
+            &[0; 8]
+        )
+        .is_err());
+    assert_eq!(
+        dom.chunk_count(&id).unwrap(),
+        0,
+        "a rejected call writes nothing"
+    );
 }
 
 #[test]
@@ -165,11 +254,28 @@ fn vlen_strings_round_trip() {
             json!({"layout": {"class": "H5D_CHUNKED", "dims": [2]}}),
         )
         .unwrap();
-    let vals: Vec<Vec<u8>> = ["a", "", "héllo", "x", "yz"].iter().map(|s| s.as_bytes().to_vec()).collect();
+    let vals: Vec<Vec<u8>> = ["a", "", "héllo", "x", "yz"]
+        .iter()
+        .map(|s| s.as_bytes().to_vec())
+        .collect();
     dom.write_vlen(&id, &slices(&[(0, 5, 1)]), &vals).unwrap();
-    dom.write_vlen(&id, &Selection::Orthogonal(vec![DimSel::Indices(vec![1, 4])]), &[b"B".to_vec(), b"E".to_vec()]).unwrap();
+    dom.write_vlen(
+        &id,
+        &Selection::Orthogonal(vec![DimSel::Indices(vec![1, 4])]),
+        &[b"B".to_vec(), b"E".to_vec()],
+    )
+    .unwrap();
     let got = dom.read_vlen(&id, &slices(&[(0, 5, 1)])).unwrap();
-    assert_eq!(got, vec![b"a".to_vec(), b"B".to_vec(), "héllo".as_bytes().to_vec(), b"x".to_vec(), b"E".to_vec()]);
+    assert_eq!(
+        got,
+        vec![
+            b"a".to_vec(),
+            b"B".to_vec(),
+            "héllo".as_bytes().to_vec(),
+            b"x".to_vec(),
+            b"E".to_vec()
+        ]
+    );
 }
 
 #[test]
@@ -179,7 +285,11 @@ fn concurrent_partial_writers_lose_nothing() {
     // One chunk of 64 elements; 8 threads each write their own 8 elements,
     // one at a time, so every write is a partial read-modify-write.
     let id = dom
-        .create_dataset(i32_type(), json!({"class": "H5S_SIMPLE", "dims": [64]}), json!({"layout": {"class": "H5D_CHUNKED", "dims": [64]}}))
+        .create_dataset(
+            i32_type(),
+            json!({"class": "H5S_SIMPLE", "dims": [64]}),
+            json!({"layout": {"class": "H5D_CHUNKED", "dims": [64]}}),
+        )
         .unwrap();
     let root = dom.root_id().to_string();
     std::thread::scope(|s| {
@@ -188,10 +298,16 @@ fn concurrent_partial_writers_lose_nothing() {
             s.spawn(move || {
                 for k in 0..8u64 {
                     let i = t * 8 + k;
-                    dom.write(&id, &slices(&[(i, 1, 1)]), &(i as i32 + 1).to_le_bytes()).unwrap();
+                    dom.write(&id, &slices(&[(i, 1, 1)]), &(i as i32 + 1).to_le_bytes())
+                        .unwrap();
                 }
                 let g = dom.create_group(json!({})).unwrap();
-                dom.link_create(&root, &format!("g{t}"), json!({"class": "H5L_TYPE_HARD", "id": g})).unwrap();
+                dom.link_create(
+                    &root,
+                    &format!("g{t}"),
+                    json!({"class": "H5L_TYPE_HARD", "id": g}),
+                )
+                .unwrap();
             });
         }
     });
@@ -205,44 +321,91 @@ fn concurrent_partial_writers_lose_nothing() {
 fn modes_follow_h5py() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("m.h5l");
-    assert!(matches!(Domain::open_local(&p, OpenMode::Read), Err(EngineError::StoreNotFound(_))));
+    assert!(matches!(
+        Domain::open_local(&p, OpenMode::Read),
+        Err(EngineError::StoreNotFound(_))
+    ));
     let d = Domain::open_local(&p, OpenMode::CreateExclusive).unwrap();
     let root = d.root_id().to_string();
-    assert!(matches!(Domain::open_local(&p, OpenMode::CreateExclusive), Err(EngineError::StoreExists(_))));
-    assert_eq!(Domain::open_local(&p, OpenMode::Append).unwrap().root_id(), root);
+    assert!(matches!(
+        Domain::open_local(&p, OpenMode::CreateExclusive),
+        Err(EngineError::StoreExists(_))
+    ));
+    assert_eq!(
+        Domain::open_local(&p, OpenMode::Append).unwrap().root_id(),
+        root
+    );
     let r = Domain::open_local(&p, OpenMode::Read).unwrap();
-    assert!(matches!(r.create_group(json!({})), Err(EngineError::ReadOnly(_))));
+    assert!(matches!(
+        r.create_group(json!({})),
+        Err(EngineError::ReadOnly(_))
+    ));
     let w = Domain::open_local(&p, OpenMode::Truncate).unwrap();
     assert_ne!(w.root_id(), root);
     let file = dir.path().join("plain.h5");
     std::fs::write(&file, b"\x89HDF\r\n\x1a\n").unwrap();
-    assert!(matches!(Domain::open_local(&file, OpenMode::Read), Err(EngineError::NotAStore(_))));
+    assert!(matches!(
+        Domain::open_local(&file, OpenMode::Read),
+        Err(EngineError::NotAStore(_))
+    ));
 }
 
 #[test]
 fn reads_the_hsds_fixture() {
-    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/hsds-store/hsdstest/home/test_user1/fixture.h5");
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/fixtures/hsds-store/hsdstest/home/test_user1/fixture.h5");
     if !fixture.exists() {
         eprintln!("skipping: no shared fixture at {}", fixture.display());
         return;
     }
     let dom = Domain::open_local(&fixture, OpenMode::Read).unwrap();
     let links = dom.links(dom.root_id()).unwrap();
-    let grid = links.iter().find(|(n, _)| n == "grid").unwrap().1["id"].as_str().unwrap().to_string();
+    let grid = links.iter().find(|(n, _)| n == "grid").unwrap().1["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let mut out = vec![0u8; 48 * 30 * 4];
-    dom.read(&grid, &slices(&[(0, 48, 1), (0, 30, 1)]), &mut out).unwrap();
-    let v: Vec<f32> = out.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+    dom.read(&grid, &slices(&[(0, 48, 1), (0, 30, 1)]), &mut out)
+        .unwrap();
+    let v: Vec<f32> = out
+        .chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
     assert_eq!(v[0], 0.0);
     assert!((v[40 * 30 - 1] - 1.0).abs() < 1e-6);
-    assert!(v[40 * 30..].iter().all(|&x| x == -1.0), "resized region shows the fill value");
-    let frames = links.iter().find(|(n, _)| n == "instrument").unwrap().1["id"].as_str().unwrap().to_string();
-    let det = dom.links(&frames).unwrap()[0].1["id"].as_str().unwrap().to_string();
-    let fr = dom.links(&det).unwrap()[0].1["id"].as_str().unwrap().to_string();
+    assert!(
+        v[40 * 30..].iter().all(|&x| x == -1.0),
+        "resized region shows the fill value"
+    );
+    let frames = links.iter().find(|(n, _)| n == "instrument").unwrap().1["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let det = dom.links(&frames).unwrap()[0].1["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let fr = dom.links(&det).unwrap()[0].1["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let mut out = vec![0u8; 5 * 64 * 48 * 2];
-    dom.read(&fr, &slices(&[(0, 5, 1), (0, 64, 1), (0, 48, 1)]), &mut out).unwrap();
-    let v: Vec<u16> = out.chunks(2).map(|c| u16::from_le_bytes(c.try_into().unwrap())).collect();
-    assert_eq!(v, (0..(64 * 48 * 5) as u32).map(|x| x as u16).collect::<Vec<_>>());
-    let names = links.iter().find(|(n, _)| n == "names").unwrap().1["id"].as_str().unwrap().to_string();
+    dom.read(&fr, &slices(&[(0, 5, 1), (0, 64, 1), (0, 48, 1)]), &mut out)
+        .unwrap();
+    let v: Vec<u16> = out
+        .chunks(2)
+        .map(|c| u16::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(
+        v,
+        (0..(64 * 48 * 5) as u32)
+            .map(|x| x as u16)
+            .collect::<Vec<_>>()
+    );
+    let names = links.iter().find(|(n, _)| n == "names").unwrap().1["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let s = dom.read_vlen(&names, &slices(&[(0, 4, 1)])).unwrap();
     assert_eq!(s[1], "béta".as_bytes());
 }
@@ -253,17 +416,24 @@ fn chunk_cache_never_hides_another_writer() {
     let p = dir.path().join("c.h5l");
     let a = Domain::open_local(&p, OpenMode::Truncate).unwrap();
     let id = a
-        .create_dataset(i32_type(), json!({"class": "H5S_SIMPLE", "dims": [8]}), json!({"layout": {"class": "H5D_CHUNKED", "dims": [4]}}))
+        .create_dataset(
+            i32_type(),
+            json!({"class": "H5S_SIMPLE", "dims": [8]}),
+            json!({"layout": {"class": "H5D_CHUNKED", "dims": [4]}}),
+        )
         .unwrap();
-    a.write(&id, &slices(&[(0, 8, 1)]), &to_bytes(&[1; 8])).unwrap();
+    a.write(&id, &slices(&[(0, 8, 1)]), &to_bytes(&[1; 8]))
+        .unwrap();
     let mut out = vec![0u8; 32];
     a.read(&id, &slices(&[(0, 8, 1)]), &mut out).unwrap(); // now cached in `a`
     let b = Domain::open_local(&p, OpenMode::ReadWrite).unwrap();
-    b.write(&id, &slices(&[(2, 4, 1)]), &to_bytes(&[9; 4])).unwrap();
+    b.write(&id, &slices(&[(2, 4, 1)]), &to_bytes(&[9; 4]))
+        .unwrap();
     a.read(&id, &slices(&[(0, 8, 1)]), &mut out).unwrap();
     assert_eq!(from_bytes(&out), vec![1, 1, 9, 9, 9, 9, 1, 1]);
     // A partial write through `a` builds on b's data, not on a stale copy.
-    a.write(&id, &slices(&[(0, 1, 1)]), &to_bytes(&[5])).unwrap();
+    a.write(&id, &slices(&[(0, 1, 1)]), &to_bytes(&[5]))
+        .unwrap();
     b.read(&id, &slices(&[(0, 8, 1)]), &mut out).unwrap();
     assert_eq!(from_bytes(&out), vec![5, 1, 9, 9, 9, 9, 1, 1]);
 }

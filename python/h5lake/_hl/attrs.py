@@ -14,7 +14,7 @@ from collections.abc import MutableMapping
 import numpy as np
 
 from . import h5t
-from .base import product, to_str_name
+from .base import ClosedKeyError, ClosedRuntimeError, product, to_str_name
 
 
 class AttributeManager(MutableMapping):
@@ -33,6 +33,7 @@ class AttributeManager(MutableMapping):
 
     def _get_doc(self, name):
         name = to_str_name(name)
+        self._fs.check(ClosedKeyError)
         try:
             return json.loads(self._raw.attr_get(self._oid, name))
         except KeyError:
@@ -76,6 +77,7 @@ class AttributeManager(MutableMapping):
             name = to_str_name(name)
         except TypeError:
             return False
+        self._fs.check(ClosedRuntimeError)
         return name in self._raw.attr_names(self._oid)
 
     def __repr__(self):
@@ -93,7 +95,7 @@ class AttributeManager(MutableMapping):
         from .datatype import Datatype
 
         name = to_str_name(name)
-        self._fs.check_writable(OSError, "Unable to create attribute")
+        self._fs.check_writable(OSError, "Unable to create attribute", closed=ClosedRuntimeError)
 
         if isinstance(dtype, Datatype):
             dtype = dtype.dtype

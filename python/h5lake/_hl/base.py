@@ -5,7 +5,9 @@ Every high-level object (File, Group, Dataset, Datatype) is a light handle:
 ``(file state, object id, path it was opened by)``.  All handles opened from
 one ``File`` share one :class:`FileState`, which owns the ``_core.RawFile``;
 closing the file invalidates every handle at once (``bool(obj)`` turns
-False and operations raise ``ValueError``).
+False and operations raise :class:`ClosedObjectError`, a ``ValueError``;
+where h5py raises another class for an operation on a closed file, the
+subclasses below are that class as well).
 """
 
 from __future__ import annotations
@@ -27,6 +29,31 @@ def product(shape):
 
 
 # ---------------------------------------------------------------------------
+# errors for operations on closed files
+# ---------------------------------------------------------------------------
+
+_CLOSED_MSG = "Not a location (invalid object ID; file is closed)"
+
+
+class ClosedObjectError(ValueError):
+    """An operation on an object whose file is closed (h5py raises
+    ValueError for most of them)."""
+
+
+class ClosedKeyError(ClosedObjectError, KeyError):
+    """Closed file, where h5py raises KeyError (``group[name]``,
+    ``attrs[name]``, ``File.attrs``)."""
+
+    def __str__(self):          # KeyError would show the repr of the message
+        return ValueError.__str__(self)
+
+
+class ClosedRuntimeError(ClosedObjectError, RuntimeError):
+    """Closed file, where h5py raises RuntimeError (dataset reads, shape,
+    ``attrs`` create/contains, ``File.flush``, ``copy``)."""
+
+
+# ---------------------------------------------------------------------------
 # shared per-file state
 # ---------------------------------------------------------------------------
 
@@ -43,12 +70,13 @@ class FileState:
         self.externals = {}               # abspath -> FileState opened through external links
 
     # -- validity -----------------------------------------------------------
-    def check(self):
+    def check(self, exc=ClosedObjectError):
+        """Raise ``exc`` (a :class:`ClosedObjectError`) if the file is closed."""
         if not self.valid:
-            raise ValueError("Not a location (invalid object ID; file is closed)")
+            raise exc(_CLOSED_MSG)
 
-    def check_writable(self, exc=ValueError, what="Unable to modify file"):
-        self.check()
+    def check_writable(self, exc=ValueError, what="Unable to modify file", closed=ClosedObjectError):
+        self.check(closed)
         if self.mode == 'r':
             raise exc(f"{what} (no write intent on file)")
 
@@ -221,8 +249,9 @@ class HLObject:
 
     @property
     def attrs(self):
+        """Attributes of this object (h5py gives the manager even when the
+        file is closed; using it then raises)."""
         from .attrs import AttributeManager
-        self._fs.check()
         return AttributeManager(self)
 
     @property

@@ -20,7 +20,8 @@ import numpy as np
 
 from . import filters, h5t
 from . import selections as sel
-from .base import HLObject, array_for_new_object, find_item_type, join_name, product
+from .base import (ClosedRuntimeError, HLObject, array_for_new_object, find_item_type,
+                   join_name, product)
 
 Empty = h5t.Empty
 
@@ -478,6 +479,7 @@ class Dataset(HLObject):
 
     @property
     def _props(self):
+        self._fs.check()
         p = self.__dict__.get('_props_cache')
         if p is None:
             p = filters.dcpl_properties(self._doc.get('creationProperties') or {})
@@ -487,6 +489,7 @@ class Dataset(HLObject):
     @property
     def dtype(self):
         """Numpy dtype representing the datatype."""
+        self._fs.check()
         dt = self.__dict__.get('_dtype_cache')
         if dt is None:
             dt = h5t.hsds_to_dtype(self._doc['type'])
@@ -500,6 +503,7 @@ class Dataset(HLObject):
     @property
     def shape(self):
         """Numpy-style shape tuple (None for an empty dataset)."""
+        self._fs.check(ClosedRuntimeError)      # h5py: "Unable to get dataspace"
         shp = self._doc['shape']
         cls = shp.get('class')
         if cls == 'H5S_NULL':
@@ -538,6 +542,7 @@ class Dataset(HLObject):
     @property
     def maxshape(self):
         """Shape up to which this dataset can be resized (None = unlimited)."""
+        self._fs.check(ClosedRuntimeError)
         shp = self._doc['shape']
         cls = shp.get('class')
         if cls == 'H5S_NULL':
@@ -681,7 +686,7 @@ class Dataset(HLObject):
     def __getitem__(self, args, new_dtype=None):
         """Read a selection (ints, slices, Ellipsis, one increasing index
         list, boolean mask, compound field names)."""
-        self._fs.check()
+        self._fs.check(ClosedRuntimeError)
         args = args if isinstance(args, tuple) else (args,)
         if any(a is None for a in args):
             raise TypeError("Indexing with None (or np.newaxis) is not supported")
@@ -905,39 +910,54 @@ class Dataset(HLObject):
 
     # -- direct I/O -------------------------------------------------------------
     def read_direct(self, dest, source_sel=None, dest_sel=None):
-        """Read into an existing numpy array (selections from ``np.s_``)."""
-        self._fs.check()
+        """Read into an existing numpy array (selections from ``np.s_``).
+
+        As in h5py, ``dest`` must be a C-contiguous, writable ndarray
+        (TypeError otherwise); the data are converted to its dtype.
+        """
+        self._fs.check(ClosedRuntimeError)
         if self._is_empty:
             raise TypeError("Empty datasets have no numpy representation")
         shape = self.shape
+        dshape = dest.shape          # AttributeError for non-arrays, as in h5py
         ssel = sel.select(shape, ()) if source_sel is None else sel.select(shape, source_sel)
-        if (dest_sel is None and isinstance(dest, np.ndarray) and dest.flags.c_contiguous
-                and dest.flags.writeable and dest.dtype == self._stored
+        dsel = sel.select(dshape, ()) if dest_sel is None else sel.select(dshape, dest_sel)
+        src_shape = tuple(ssel.array_shape or ())
+        dsel.expand_shape(src_shape)             # TypeError if it can't broadcast
+        if not (isinstance(dest, np.ndarray) and dest.flags.c_contiguous and dest.flags.writeable):
+            raise TypeError("Array must be C-contiguous and writable")
+        if ssel.nselect == 0:
+            return
+        if (dest_sel is None and dest.dtype == self._stored
                 and not h5t.has_vlen(self.dtype) and not isinstance(ssel, sel.PointSelection)
-                and tuple(dest.shape) == tuple(ssel.mshape) + self.dtype.shape
-                and ssel.nselect > 0):
+                and tuple(dshape) == tuple(ssel.mshape) + self.dtype.shape):
             # fast path: let the engine scatter straight into the caller's buffer
             self._fs.raw.dataset_read(self._oid, ssel.engine_sel, dest)
             return
         data = self._read_selection(ssel, dest.dtype)
-        dsel = sel.select(dest.shape, ()) if dest_sel is None else sel.select(dest.shape, dest_sel)
-        data = np.asarray(data).reshape(tuple(ssel.array_shape or ()))
-        block = dsel.broadcast_value(data) if ssel.nselect else None
-        if block is None:
-            return
+        data = np.asarray(data).reshape(src_shape)
+        block = dsel.broadcast_value(data)
         dest[_numpy_index(dsel)] = block.reshape(dsel.mshape) if not isinstance(
             dsel, sel.PointSelection) else block.reshape(-1)
 
     def write_direct(self, source, source_sel=None, dest_sel=None):
-        """Write from a numpy array (selections from ``np.s_``)."""
-        self._fs.check_writable(OSError, "Can't write data")
+        """Write from a numpy array (selections from ``np.s_``).
+
+        As in h5py, ``source`` must be a C-contiguous ndarray (TypeError
+        otherwise); values are converted to the dataset's type as HDF5 does.
+        """
+        self._fs.check_writable(OSError, "Can't write data", closed=ClosedRuntimeError)
         if self._is_empty:
             raise TypeError("Empty datasets cannot be written to")
-        source = np.asarray(source)
-        ssel = sel.select(source.shape, ()) if source_sel is None else sel.select(source.shape, source_sel)
-        data = source[_numpy_index(ssel)]
-        data = np.asarray(data).reshape(tuple(ssel.array_shape or ()))
+        sshape = source.shape        # AttributeError for non-arrays, as in h5py
+        ssel = sel.select(sshape, ()) if source_sel is None else sel.select(sshape, source_sel)
         dsel = sel.select(self.shape, ()) if dest_sel is None else sel.select(self.shape, dest_sel)
+        src_shape = tuple(ssel.array_shape or ())
+        dsel.expand_shape(src_shape)             # TypeError if it can't broadcast
+        if not (isinstance(source, np.ndarray) and source.flags.c_contiguous):
+            raise TypeError("Array must be C-contiguous")
+        data = source[_numpy_index(ssel)]
+        data = np.asarray(data).reshape(src_shape)
         if _vlen_kind(self.dtype) is not None or self.dtype.names is not None:
             args = dest_sel if dest_sel is not None else ()
             self[args] = data
@@ -957,6 +977,7 @@ class Dataset(HLObject):
 
     # -- misc -----------------------------------------------------------------------
     def refresh(self):
+        self._fs.check()
         self._fs.forget(self._oid)
 
     def flush(self):

@@ -12,7 +12,7 @@ try:
 except ImportError as _e:  # extension not built: the pure-Python modules stay importable
     _core = None
     _core_error = _e
-from .base import FileState
+from .base import ClosedKeyError, ClosedRuntimeError, FileState
 from .group import Group
 
 _MODES = ('r', 'r+', 'w', 'w-', 'x', 'a')
@@ -88,23 +88,35 @@ class File(Group):
         return self._fs.mode
 
     @property
+    def attrs(self):
+        """Attributes of the root group (KeyError once closed, as in h5py)."""
+        from .attrs import AttributeManager
+        self._fs.check(ClosedKeyError)
+        return AttributeManager(self)
+
+    @property
     def driver(self):
+        self._fs.check()
         return 'h5lake'
 
     @property
     def libver(self):
+        self._fs.check()
         return ('earliest', 'latest')
 
     @property
     def userblock_size(self):
+        self._fs.check()
         return 0
 
     @property
     def swmr_mode(self):
+        self._fs.check()
         return False
 
     @property
     def meta_block_size(self):
+        self._fs.check()
         return 2048
 
     # -- lifecycle -------------------------------------------------------------------
@@ -114,7 +126,7 @@ class File(Group):
 
     def flush(self):
         """Make all changes durable."""
-        self._fs.check()
+        self._fs.check(ClosedRuntimeError)
         self._fs.raw.flush()
 
     def __enter__(self):

@@ -20,7 +20,7 @@ from collections.abc import MutableMapping
 import numpy as np
 
 from . import h5t
-from .base import HLObject, join_name, to_str_name
+from .base import ClosedKeyError, ClosedRuntimeError, HLObject, join_name, to_str_name
 
 _MAX_LINK_DEPTH = 32
 
@@ -101,6 +101,31 @@ class HardLink:
     """Represents a hard link (returned by ``Group.get(..., getlink=True)``)."""
 
 
+class _CopySourceError(KeyError, RuntimeError):
+    """Copy of a missing source (h5py raises KeyError or RuntimeError
+    depending on the call form)."""
+
+    def __str__(self):
+        return RuntimeError.__str__(self)
+
+
+class _CommitError(OSError, KeyError):
+    """Committing a datatype where the name is taken: h5py raises KeyError
+    (other link creations raise OSError)."""
+
+    def __str__(self):
+        return OSError.__str__(self)
+
+
+def _dataset_parent_error(blocked, ppath):
+    """create_dataset through a non-group: h5py's ``require_group(parent)``
+    gives TypeError when the parent itself is not a group, and ValueError
+    (from creating the parent) when a component above it is not."""
+    if blocked == 'self':
+        return TypeError("Incompatible object already exists (%r is not a group)" % ppath)
+    return ValueError("Unable to create group (message type not found: %r is not a group)" % ppath)
+
+
 class Group(HLObject, MutableMapping):
     """An HDF5 group: a dictionary of named links."""
 
@@ -116,7 +141,7 @@ class Group(HLObject, MutableMapping):
         """
         path = to_str_name(path)
         fs = self._fs
-        fs.check()
+        fs.check(ClosedKeyError)
         if path.startswith('/'):
             cur, curname = fs.root_id, '/'
         else:
@@ -180,28 +205,51 @@ class Group(HLObject, MutableMapping):
             return '/', stripped.lstrip('/')
         return None, stripped
 
-    def _existing_parent(self, ppath):
-        """The group at ``ppath`` if it exists (None if missing); TypeError
-        if something else is there."""
+    def _resolve_parent(self, ppath):
+        """Where the parent path of a new link stands: ``(group, None)`` if it
+        is an existing group, ``(None, None)`` if it is missing (it and any
+        missing intermediate groups can be created), ``(None, 'self')`` if it
+        names an object that is not a group, ``(None, 'path')`` if one of its
+        components before the last is not a group."""
         if ppath is None:
-            return self
+            return self, None
         try:
             obj = self[ppath]
         except KeyError:
-            return None
+            parts = [p for p in ppath.split('/') if p not in ('', '.')]
+            prefix = '/' if ppath.startswith('/') else ''
+            for i in range(1, len(parts)):
+                try:
+                    o = self[prefix + '/'.join(parts[:i])]
+                except KeyError:
+                    return None, None
+                if not isinstance(o, Group):
+                    return None, 'path'
+            return None, None
         if not isinstance(obj, Group):
-            raise TypeError("Incompatible object (%s) already exists" % obj.__class__.__name__)
-        return obj
+            return None, 'self'
+        return obj, None
 
-    def _target_free(self, name, exc, msg):
-        """Check that ``name`` could be created; returns (ppath, base, parent-or-None)."""
+    def _target_free(self, name, exc, msg, nongroup=None):
+        """Check that ``name`` could be created; returns (ppath, base, parent-or-None).
+
+        When the parent path goes through an object that is not a group,
+        raises ``nongroup(blocked, ppath)`` if given (see :meth:`_resolve_parent`
+        for ``blocked``), else ``exc`` (HDF5's "message type not found").
+        """
         ppath, base = self._split_new(name)
-        parent = self._existing_parent(ppath)
+        parent, blocked = self._resolve_parent(ppath)
+        if blocked is not None:
+            if nongroup is not None:
+                raise nongroup(blocked, ppath)
+            raise exc("%s (message type not found: %r is not a group)"
+                      % (msg.split(' (')[0], ppath))
         if parent is not None and self._link_exists(parent._fs, parent._oid, base):
             raise exc(msg)
         return ppath, base, parent
 
     def _require_parent(self, ppath, parent):
+        """The parent group, creating it (and missing intermediates) if needed."""
         if parent is not None:
             return parent
         return self.require_group(ppath)
@@ -248,7 +296,8 @@ class Group(HLObject, MutableMapping):
         if name is None:
             return plan.create(self, None)
         ppath, base, parent = self._target_free(
-            name, ValueError, "Unable to create dataset (name already exists)")
+            name, ValueError, "Unable to create dataset (name already exists)",
+            nongroup=_dataset_parent_error)
         parent = self._require_parent(ppath, parent)
         return plan.create(parent, base)
 
@@ -353,7 +402,8 @@ class Group(HLObject, MutableMapping):
             return
         if isinstance(obj, np.dtype):
             type_json = json.dumps(h5t.dtype_to_hsds(obj))   # validate first
-            ppath, base, parent = self._target_free(name, OSError, msg)
+            ppath, base, parent = self._target_free(
+                name, _CommitError, "Unable to commit datatype (name already exists)")
             parent = self._require_parent(ppath, parent)
             raw = parent._fs.raw
             tid = raw.create_datatype(type_json)
@@ -392,6 +442,7 @@ class Group(HLObject, MutableMapping):
         yield from self._link_names()
 
     def __reversed__(self):
+        self._fs.check(ClosedKeyError)
         yield from reversed(self._link_names())
 
     def __contains__(self, name):
@@ -418,27 +469,32 @@ class Group(HLObject, MutableMapping):
             _, sfs, sgid, sname, link, _g = self._walk(source, follow_last=False)
         except KeyError:
             raise ValueError("Unable to move link (name doesn't exist)") from None
-        ppath, base = self._split_new(dest)
-        try:
-            parent = self._existing_parent(ppath)
-        except TypeError:
-            parent = None
-        if parent is None:
-            raise ValueError("Unable to move link (component not found)")
+        ppath, base, parent = self._target_free(
+            dest, ValueError, "Unable to move link (an object with that name already exists)")
+        if parent is not None and parent._fs is not sfs:
+            raise ValueError("Unable to move link (moving links across files is not allowed)")
+        # HDF5 (h5py's link-creation property list) creates missing intermediate groups
+        parent = self._require_parent(ppath, parent)
         if parent._fs is not sfs:
             raise ValueError("Unable to move link (moving links across files is not allowed)")
-        if self._link_exists(parent._fs, parent._oid, base):
-            raise ValueError("Unable to move link (an object with that name already exists)")
         sfs.raw.link_create(parent._oid, base, json.dumps(_clean_link(link)))
         sfs.raw.link_delete(sgid, sname)
 
     def copy(self, source, dest, name=None, shallow=False, expand_soft=False,
              expand_external=False, expand_refs=False, without_attrs=False):
         """Copy an object or group (within this file or into another)."""
+        self._fs.check(ClosedRuntimeError)
         if isinstance(source, HLObject):
             src = source
+            src._fs.check(ClosedRuntimeError)
         else:
-            src = self[source]
+            try:
+                src = self[source]
+            except KeyError as e:
+                # h5py: RuntimeError from H5Ocopy, or KeyError when it opens
+                # the source first to name the copy; this is both
+                raise _CopySourceError("Unable to copy object (%s)" % (
+                    e.args[0] if e.args else e)) from None
         if isinstance(dest, Group):
             if name is not None:
                 dest_path = name
@@ -452,7 +508,7 @@ class Group(HLObject, MutableMapping):
         else:
             dest_path = dest
             dgrp = self
-        dgrp._fs.check_writable(ValueError, "Unable to copy object")
+        dgrp._fs.check_writable(ValueError, "Unable to copy object", closed=ClosedRuntimeError)
         ppath, base, parent = dgrp._target_free(
             dest_path, RuntimeError, "Unable to copy object (destination object already exists)")
         parent = dgrp._require_parent(ppath, parent)
