@@ -164,9 +164,11 @@ impl LocalStore {
                     stack.push(entry.path());
                 } else if name.to_str().is_some_and(is_temp_name) {
                     let path = entry.path();
+                    // Age by ctime: writers stamp temp files with an mtime
+                    // up to a second in the future (see `unique_mtime`).
                     let old = fs::symlink_metadata(&path)
-                        .and_then(|m| m.modified())
-                        .map(|t| t < cutoff)
+                        .map(|m| UNIX_EPOCH + Duration::new(m.ctime().max(0) as u64, m.ctime_nsec().clamp(0, 999_999_999) as u32))
+                        .map(|t| t <= cutoff)
                         .unwrap_or(false);
                     if old && fs::remove_file(&path).is_ok() {
                         removed += 1;
