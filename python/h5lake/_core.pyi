@@ -100,10 +100,17 @@ class RawFile:
         """Names in creation order."""
 
     # --- dataset values ------------------------------------------------------
-    def dataset_read(self, dset_id: str, selection: Selection, out: np.ndarray) -> None: ...
+    def dataset_read(
+        self, dset_id: str, selection: Selection, out: np.ndarray, fields: Sequence[str] | None = None
+    ) -> None:
+        """Read into ``out``. With ``fields`` (compound types), each output
+        element is the packed concatenation of those members, in that order."""
     def dataset_write(self, dset_id: str, selection: Selection, data: np.ndarray) -> None: ...
-    def dataset_read_points(self, dset_id: str, points: np.ndarray, out: np.ndarray) -> None:
-        """``points``: C-contiguous int64 array of shape (n, rank); ``out`` holds n elements."""
+    def dataset_read_points(
+        self, dset_id: str, points: np.ndarray, out: np.ndarray, fields: Sequence[str] | None = None
+    ) -> None:
+        """``points``: C-contiguous int64 array of shape (n, rank); ``out`` holds n elements
+        (of the projected type when ``fields`` is given)."""
     def dataset_write_points(self, dset_id: str, points: np.ndarray, data: np.ndarray) -> None: ...
     def dataset_read_vlen(self, dset_id: str, selection: Selection) -> list[bytes]:
         """Variable-length elements (vlen strings as UTF-8/ASCII bytes, vlen

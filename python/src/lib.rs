@@ -252,13 +252,21 @@ impl RawFile {
         self.run(py, |d| d.attr_names(obj_id))
     }
 
-    fn dataset_read(&self, py: Python<'_>, dset_id: &str, selection: &Bound<'_, PyAny>, out: &Bound<'_, PyAny>) -> PyResult<()> {
+    #[pyo3(signature = (dset_id, selection, out, fields = None))]
+    fn dataset_read(
+        &self,
+        py: Python<'_>,
+        dset_id: &str,
+        selection: &Bound<'_, PyAny>,
+        out: &Bound<'_, PyAny>,
+        fields: Option<Vec<String>>,
+    ) -> PyResult<()> {
         let sel = extract_selection(selection)?;
         let buf = RawBuffer::get(out, true)?;
         // SAFETY: the buffer stays exported (and so alive and pinned) until
         // `buf` drops after the call.
         let slice = unsafe { std::slice::from_raw_parts_mut(buf.ptr(), buf.len()) };
-        self.run(py, |d| d.read(dset_id, &sel, slice))
+        self.run(py, |d| d.read_fields(dset_id, &sel, fields.as_deref(), slice))
     }
 
     fn dataset_write(&self, py: Python<'_>, dset_id: &str, selection: &Bound<'_, PyAny>, data: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -269,13 +277,21 @@ impl RawFile {
         self.run(py, |d| d.write(dset_id, &sel, slice))
     }
 
-    fn dataset_read_points(&self, py: Python<'_>, dset_id: &str, points: &Bound<'_, PyAny>, out: &Bound<'_, PyAny>) -> PyResult<()> {
+    #[pyo3(signature = (dset_id, points, out, fields = None))]
+    fn dataset_read_points(
+        &self,
+        py: Python<'_>,
+        dset_id: &str,
+        points: &Bound<'_, PyAny>,
+        out: &Bound<'_, PyAny>,
+        fields: Option<Vec<String>>,
+    ) -> PyResult<()> {
         let rank = self.run(py, |d| d.dataset_meta(dset_id))?.dims.len();
         let sel = extract_points(points, rank)?;
         let buf = RawBuffer::get(out, true)?;
         // SAFETY: as in dataset_read.
         let slice = unsafe { std::slice::from_raw_parts_mut(buf.ptr(), buf.len()) };
-        self.run(py, |d| d.read(dset_id, &sel, slice))
+        self.run(py, |d| d.read_fields(dset_id, &sel, fields.as_deref(), slice))
     }
 
     fn dataset_write_points(&self, py: Python<'_>, dset_id: &str, points: &Bound<'_, PyAny>, data: &Bound<'_, PyAny>) -> PyResult<()> {

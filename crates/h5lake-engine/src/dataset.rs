@@ -167,12 +167,79 @@ impl DatasetMeta {
     }
 }
 
+/// Which bytes of each stored element go where in each output element.
+struct Projection {
+    /// (offset in the stored element, length, offset in the output element).
+    pieces: Vec<(usize, usize, usize)>,
+    elem_size: usize,
+    out_size: usize,
+}
+
+impl Projection {
+    fn new(dtype: &Datatype, fields: Option<&[String]>) -> Result<Self> {
+        let elem_size = dtype.fixed_size().unwrap_or(0);
+        let Some(names) = fields else {
+            return Ok(Projection { pieces: vec![(0, elem_size, 0)], elem_size, out_size: elem_size });
+        };
+        let Datatype::Compound { fields: members, .. } = dtype else {
+            return Err(EngineError::WrongType("field names only apply to compound types".into()));
+        };
+        let mut pieces = Vec::with_capacity(names.len());
+        let mut out = 0;
+        for (i, name) in names.iter().enumerate() {
+            if names[..i].contains(name) {
+                return Err(EngineError::Invalid(format!("field {name:?} requested twice")));
+            }
+            let f = members
+                .iter()
+                .find(|f| &f.name == name)
+                .ok_or_else(|| EngineError::Invalid(format!("no field {name:?} in the compound type")))?;
+            let len = f.dtype.fixed_size().unwrap_or(0);
+            pieces.push((f.offset, len, out));
+            out += len;
+        }
+        Ok(Projection { pieces, elem_size, out_size: out })
+    }
+
+    /// Copies `n` consecutive elements from chunk element `s` to output
+    /// element `d`.
+    ///
+    /// # Safety
+    /// `src` holds element `s + n - 1` and the output buffer behind `dst`
+    /// holds element `d + n - 1`; no other thread writes those outputs.
+    unsafe fn copy(&self, src: &[u8], s: u64, dst: OutPtr, d: u64, n: u64) {
+        let (s, d, n) = (s as usize, d as usize, n as usize);
+        if let [(0, len, 0)] = self.pieces[..] {
+            if len == self.elem_size {
+                std::ptr::copy_nonoverlapping(src.as_ptr().add(s * len), dst.at(d * len), n * len);
+                return;
+            }
+        }
+        for k in 0..n {
+            let sb = (s + k) * self.elem_size;
+            let db = (d + k) * self.out_size;
+            for &(off, len, doff) in &self.pieces {
+                std::ptr::copy_nonoverlapping(src.as_ptr().add(sb + off), dst.at(db + doff), len);
+            }
+        }
+    }
+}
+
 /// Raw pointer into the caller's buffer, shared by chunk tasks that write
 /// disjoint elements of it.
 #[derive(Clone, Copy)]
 struct OutPtr(*mut u8);
 unsafe impl Send for OutPtr {}
 unsafe impl Sync for OutPtr {}
+
+impl OutPtr {
+    /// The address `offset` bytes in. A method (rather than `.0`) so that
+    /// closures capture the whole `Send` wrapper, not the raw pointer field.
+    fn at(self, offset: usize) -> *mut u8 {
+        // SAFETY: callers stay inside the validated buffer.
+        unsafe { self.0.add(offset) }
+    }
+}
 
 impl Domain {
     /// Creates an unlinked dataset from HSDS type, shape and creation
@@ -299,13 +366,17 @@ impl Domain {
     }
 
     fn check_selection(m: &DatasetMeta, sel: &Selection, buf_len: usize) -> Result<()> {
+        Self::check_selection_sized(m, sel, buf_len, m.elem_size())
+    }
+
+    fn check_selection_sized(m: &DatasetMeta, sel: &Selection, buf_len: usize, out_elem: usize) -> Result<()> {
         if m.shape == Shape::Null {
             return Err(EngineError::Invalid(
                 "the dataset has a null dataspace; it holds no elements".into(),
             ));
         }
         sel.validate(&m.dims)?;
-        let need = sel.num_elements() as usize * m.elem_size();
+        let need = sel.num_elements() as usize * out_elem;
         if m.dtype.fixed_size().is_some() && buf_len != need {
             return Err(EngineError::Invalid(format!(
                 "buffer holds {buf_len} bytes but the selection needs {need}"
@@ -319,15 +390,24 @@ impl Domain {
     /// # Errors
     /// Bad selection or buffer size; corrupt chunks; I/O trouble.
     pub fn read(&self, id: &str, sel: &Selection, out: &mut [u8]) -> Result<()> {
+        self.read_fields(id, sel, None, out)
+    }
+
+    /// Reads the selection, keeping only the named members of a compound
+    /// type (`None` = whole elements). Each output element is the packed
+    /// concatenation of those members in the order given, so reading 3 of 8
+    /// columns moves 3 columns' bytes, not 8.
+    ///
+    /// # Errors
+    /// Unknown or repeated field names, a non-compound type; as [`Domain::read`].
+    pub fn read_fields(&self, id: &str, sel: &Selection, fields: Option<&[String]>, out: &mut [u8]) -> Result<()> {
         let m = self.dataset_meta(id)?;
         let sel = &*Self::normalize(&m, sel);
         if m.dtype.is_variable() {
-            return Err(EngineError::WrongType(
-                "variable-length data must be read with read_vlen".into(),
-            ));
+            return Err(EngineError::WrongType("variable-length data must be read with read_vlen".into()));
         }
-        Self::check_selection(&m, sel, out.len())?;
-        let es = m.elem_size();
+        let proj = Projection::new(&m.dtype, fields)?;
+        Self::check_selection_sized(&m, sel, out.len(), proj.out_size)?;
         let ptr = OutPtr(out.as_mut_ptr());
         let fill_chunk = std::sync::OnceLock::new();
         match sel {
@@ -337,7 +417,6 @@ impl Domain {
                 let os = strides(&sel.out_shape());
                 let use_cache = self.fits_cache(&m, plan.num_chunks());
                 for_each_task(plan.num_chunks(), |i| -> Result<()> {
-                    let ptr = ptr;
                     let parts = plan.chunk(i);
                     let coords: Vec<u64> = parts.iter().map(|p| p.chunk).collect();
                     let cached = self.load_chunk(&m, &m.key(&coords), use_cache)?;
@@ -345,14 +424,9 @@ impl Domain {
                         Some(c) => c,
                         None => fill_chunk.get_or_init(|| m.fill_chunk()),
                     };
-                    walk(&parts, &cs, &os, &mut |s, d, n| {
-                        let (s, d, n) = (s as usize * es, d as usize * es, n as usize * es);
-                        // SAFETY: chunk tasks write disjoint output elements and
-                        // the selection was validated against the buffer size.
-                        unsafe {
-                            std::ptr::copy_nonoverlapping(src.as_ptr().add(s), ptr.0.add(d), n)
-                        };
-                    });
+                    // SAFETY: chunk tasks write disjoint output elements and
+                    // the selection was validated against the buffer size.
+                    walk(&parts, &cs, &os, &mut |s, d, n| unsafe { proj.copy(src, s, ptr, d, n) });
                     Ok(())
                 })
             }
@@ -361,7 +435,6 @@ impl Domain {
                 let use_cache = self.fits_cache(&m, groups.len());
                 for_each_task(groups.len(), |g| -> Result<()> {
                     let (coords, pts) = &groups[g];
-                    let ptr = ptr;
                     let cached = self.load_chunk(&m, &m.key(coords), use_cache)?;
                     let src: &[u8] = match &cached {
                         Some(c) => c,
@@ -369,13 +442,7 @@ impl Domain {
                     };
                     for &(s, d) in pts {
                         // SAFETY: every point has its own output slot.
-                        unsafe {
-                            std::ptr::copy_nonoverlapping(
-                                src.as_ptr().add(s as usize * es),
-                                ptr.0.add(d as usize * es),
-                                es,
-                            )
-                        };
+                        unsafe { proj.copy(src, s, ptr, d, 1) };
                     }
                     Ok(())
                 })
@@ -753,7 +820,10 @@ fn parse_chunk_name(name: &str, rank: usize) -> Option<Vec<u64>> {
 }
 
 /// Per chunk, (chunk-local element, output element) pairs of a selection.
-fn vlen_tasks(m: &DatasetMeta, sel: &Selection) -> Vec<(Vec<u64>, Vec<(u64, u64)>)> {
+/// Chunk coordinates with their (chunk-local element, output element) pairs.
+type ChunkPairs = Vec<(Vec<u64>, Vec<(u64, u64)>)>;
+
+fn vlen_tasks(m: &DatasetMeta, sel: &Selection) -> ChunkPairs {
     match sel {
         Selection::Orthogonal(sels) => {
             let plan = OrthoPlan::new(sels, &m.chunk);

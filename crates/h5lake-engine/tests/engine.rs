@@ -437,3 +437,32 @@ fn chunk_cache_never_hides_another_writer() {
     b.read(&id, &slices(&[(0, 8, 1)]), &mut out).unwrap();
     assert_eq!(from_bytes(&out), vec![5, 1, 9, 9, 9, 9, 1, 1]);
 }
+
+#[test]
+fn compound_field_projection() {
+    let dom = mem_domain();
+    let t = json!({"class": "H5T_COMPOUND", "fields": [
+        {"name": "a", "type": "H5T_STD_U8LE"},
+        {"name": "b", "type": "H5T_STD_U16LE"},
+        {"name": "c", "type": "H5T_STD_I32LE"}]});
+    let id = dom
+        .create_dataset(t, json!({"class": "H5S_SIMPLE", "dims": [10]}), json!({"layout": {"class": "H5D_CHUNKED", "dims": [3]}}))
+        .unwrap();
+    let mut data = Vec::new();
+    for i in 0..10u8 {
+        data.push(i);
+        data.extend_from_slice(&(u16::from(i) * 100).to_le_bytes());
+        data.extend_from_slice(&(-i32::from(i)).to_le_bytes());
+    }
+    dom.write(&id, &slices(&[(0, 10, 1)]), &data).unwrap();
+    let fields = vec!["c".to_string(), "a".to_string()];
+    let mut out = vec![0u8; 4 * 5];
+    dom.read_fields(&id, &slices(&[(1, 4, 2)]), Some(&fields), &mut out).unwrap();
+    let got: Vec<(i32, u8)> = out.chunks(5).map(|e| (i32::from_le_bytes(e[..4].try_into().unwrap()), e[4])).collect();
+    assert_eq!(got, vec![(-1, 1), (-3, 3), (-5, 5), (-7, 7)]);
+    let mut out = vec![0u8; 5];
+    assert!(dom.read_fields(&id, &slices(&[(0, 1, 1)]), Some(&["nope".to_string()]), &mut out).is_err());
+    assert!(dom.read_fields(&id, &slices(&[(0, 1, 1)]), Some(&["a".to_string(), "a".to_string()]), &mut out).is_err());
+    let mut small = vec![0u8; 3];
+    assert!(dom.read_fields(&id, &slices(&[(0, 1, 1)]), Some(&fields), &mut small).is_err(), "buffer sized for the projection");
+}
