@@ -125,7 +125,10 @@ class AttributeManager(MutableMapping):
         if value.shape != dims and not (value.size == 1 and product(dims) == 1):
             raise TypeError("Shape of data is incompatible with existing attribute")
         if dtype.subdtype is None:
-            value = np.asarray(value, dtype=dtype).reshape(dims)
+            # h5py hands the array to H5Awrite: HDF5's conversion (saturating
+            # integers, no real <-> complex, ...), not numpy's
+            from .dataset import _hdf5_cast
+            value = _hdf5_cast(value, dtype).reshape(dims)
         doc = h5t.attr_json(value, dtype=dtype, shape=dims)
         doc['type'] = old['type']
         doc['shape'] = old['shape']

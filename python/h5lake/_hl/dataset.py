@@ -13,6 +13,7 @@ calls as lists of bytes.
 from __future__ import annotations
 
 import json
+import platform
 import posixpath
 import warnings
 
@@ -213,24 +214,178 @@ def _decode_vlen(values, dtype, shape):
     return arr.reshape(shape)
 
 
-def _struct_by_name(val, stored):
+# HDF5's conversion of numeric values (what h5py gets when it hands an ndarray
+# of another type to H5Dwrite / H5Dread / H5Awrite), vectorised:
+#
+# * integer -> integer saturates at the target's bounds -- except that, when
+#   exactly one side is in native byte order, HDF5 reinterprets same-size
+#   signed <-> unsigned values (-1 -> 65535);
+# * float -> integer truncates toward zero and saturates (+-inf too).  Native
+#   types go through HDF5's "hard" converters: a range check against the
+#   bounds cast to the source type, then C's cast, so NaN, and a value equal
+#   to a bound that rounded outward (2.0**63 -> int64), get what the cast
+#   instruction gives -- we reproduce x86-64 (elsewhere: saturate, NaN -> 0);
+#   float16 into an integer type wider than its range is not checked at all
+#   (numpy's cast is the same C cast).  Non-native sides ("soft" converter):
+#   saturation, NaN -> 0;
+# * float/integer -> narrower float: beyond the target's max -> +-inf (numpy
+#   would round values just above max down to max);
+# * real <-> complex, float -> bool, string <-> number, object -> number: no
+#   conversion path (OSError, as h5py raises from H5Dwrite); numpy unicode
+#   sources: TypeError (h5py cannot make an HDF5 type for them).
+
+_X86 = platform.machine().lower() in ('x86_64', 'amd64', 'i386', 'i686', 'x86')
+_NUMERIC = 'biufc'
+
+
+def _no_path(src, dst, what='write'):
+    """Raise like h5py when HDF5 has no conversion from ``src`` to ``dst``."""
+    sk, dk = src.kind, dst.kind
+    if sk == 'U':
+        raise TypeError("No conversion path for dtype: %r" % (src,))
+    if dk not in _NUMERIC and sk not in _NUMERIC and sk + dk not in ('OS', 'SV', 'VS'):
+        return
+    bad = ((sk == 'c') != (dk == 'c') and sk in _NUMERIC and dk in _NUMERIC) \
+        or (dk == 'b' and sk in 'fc') or (sk == 'O' and dk == 'S') \
+        or (sk + dk in ('SV', 'VS')) \
+        or (sk in 'OSV' and dk in _NUMERIC) or (dk in 'SV' and sk in _NUMERIC)
+    if bad:
+        raise OSError("Can't %s data (no appropriate function for conversion path)" % what)
+
+
+def _float_to_int(val, dt):
+    info = np.iinfo(dt)
+    ftype = val.dtype.type
+    hard = val.dtype.isnative and dt.isnative
+    with np.errstate(invalid='ignore', over='ignore'):
+        out = val.astype(dt)
+        if val.size == 0:
+            return out
+        if hard and val.dtype.itemsize == 2 and float(np.finfo(val.dtype).max) <= info.max:
+            return out                         # HDF5 checks nothing: C's cast
+        mn, mx = val.min(), val.max()          # NaN anywhere: both NaN
+        if float(mn) >= float(info.min) and float(mx) < float(info.max + 1):
+            return out                         # everything fits: plain truncation
+        if hard:
+            hi = val > ftype(info.max)         # C: *s > (ST)D_MAX
+            lo = val < ftype(info.min)
+        else:
+            hi = val >= float(info.max + 1)
+            lo = val < float(info.min)
+        v = val if val.dtype.itemsize >= 8 else val.astype(np.float64)
+        fits = (v >= float(info.min)) & (v < float(info.max + 1))
+    if hi.any():
+        out[hi] = info.max
+    if lo.any():
+        out[lo] = info.min
+    ub = ~(fits | hi | lo)                      # NaN, or a bound that rounded outward
+    if ub.any():
+        nan = np.isnan(val)
+        if hard and _X86:
+            # cvttsd2si's "integer indefinite" (0x80...0) seen through the cast
+            if info.min < 0 and dt.itemsize >= 4:
+                out[ub] = info.min
+            else:
+                out[ub] = 0
+                if dt.itemsize == 8:            # uint64: NaN takes the < 2**63 path
+                    out[ub & nan] = 1 << 63
+        else:
+            out[ub & ~nan & (v > 0)] = info.max
+            out[ub & ~nan & (v < 0)] = info.min
+            out[ub & nan] = 0
+    return out
+
+
+def _to_narrower_float(val, dt):
+    """Cast to float ``dt``; values beyond its max become +-inf (HDF5)."""
+    fmax = np.finfo(dt).max
+    with np.errstate(over='ignore', invalid='ignore'):
+        out = val.astype(dt)
+        if val.dtype.kind in 'iu' and np.iinfo(val.dtype).max <= fmax:
+            return out                         # no integer of this type overflows
+        if val.size == 0 or (val.dtype.kind != 'c' and -fmax <= val.min() and val.max() <= fmax):
+            return out                         # nothing beyond the target's range
+        if val.dtype.kind == 'c':
+            for part_in, part_out in ((val.real, out.real), (val.imag, out.imag)):
+                part_out[part_in > fmax] = np.inf
+                part_out[part_in < -fmax] = -np.inf
+        else:
+            out[val > fmax] = np.inf
+            out[val < -fmax] = -np.inf
+    return out
+
+
+def _complex_as_struct(dt):
+    """HDF5 (and h5py) see a complex number as the compound {r, i}."""
+    part = np.dtype('f%d' % (dt.itemsize // 2)).newbyteorder(dt.byteorder)
+    return np.dtype([('r', part), ('i', part)])
+
+
+def _hdf5_cast(val, dt, what='write'):
+    """``val`` (ndarray) converted to ``dt`` as HDF5 converts on write (or
+    read).  Same dtype: returned as is (no copy)."""
+    src = val.dtype
+    if src == dt and src.metadata == dt.metadata:
+        return val
+    if dt.names is not None and src.kind == 'c':
+        val = np.ascontiguousarray(val).view(_complex_as_struct(src))
+        src = val.dtype
+    elif src.names is not None and dt.kind == 'c':
+        return _struct_to_stored(val, _complex_as_struct(dt), what).view(dt)
+    _no_path(src, dt, what)
+    sk, dk = src.kind, dt.kind
+    if dt.names is not None and src.names is not None:
+        return _struct_to_stored(val, dt, what)
+    if sk not in _NUMERIC or dk not in _NUMERIC or sk == 'b' or np.can_cast(src, dt, 'safe'):
+        return val.astype(dt)
+    if dk in 'iu':
+        if sk == 'f':
+            return _float_to_int(val, dt)
+        if src.itemsize == dt.itemsize and src.isnative != dt.isnative:
+            return val.astype(dt)               # HDF5's byte-swapping converter: reinterpreted
+        sinfo, dinfo = np.iinfo(src), np.iinfo(dt)
+        lo, hi = max(sinfo.min, dinfo.min), min(sinfo.max, dinfo.max)
+        if (lo > sinfo.min or hi < sinfo.max) and val.size and \
+                (int(val.min()) < lo or int(val.max()) > hi):
+            val = np.clip(val, src.type(lo), src.type(hi))
+        return val.astype(dt)
+    if dk in 'fc':
+        return _to_narrower_float(val, dt)
+    return val.astype(dt)
+
+
+def _struct_to_stored(val, stored, what='write'):
     """Convert a structured array to ``stored`` matching fields by NAME
-    (numpy would match by position; HDF5 converts by name)."""
+    (numpy would match by position; HDF5 converts by name), each field
+    with HDF5's rules."""
     out = np.zeros(val.shape, dtype=stored)
     for n in stored.names:
         if n in val.dtype.names:
-            out[n] = val[n]
+            fdt = stored.fields[n][0]
+            v = val[n]
+            if fdt.subdtype is not None and v.dtype.subdtype is None and \
+                    v.shape[v.ndim - len(fdt.shape):] == fdt.shape:
+                out[n] = _hdf5_cast(v, fdt.base, what)
+            elif fdt.subdtype is None:
+                out[n] = _hdf5_cast(v, fdt, what)
+            else:
+                out[n] = v
     return out
 
 
 def _to_stored(val, stored):
-    if val.dtype.names is not None and stored.names is not None and val.dtype.names != stored.names:
-        return _struct_by_name(val, stored)
-    return np.asarray(val, dtype=stored)
+    if val.dtype == stored:
+        return val
+    if val.dtype.names is not None and stored.names is not None:
+        return _struct_to_stored(val, stored)
+    return _hdf5_cast(val, stored)
 
 
 def _convert_for_write(data, dtype):
     """Whole-dataset payload for creation: list of bytes or stored array."""
+    if data.dtype.kind == 'U':
+        # h5py has no HDF5 type for numpy unicode arrays (whatever the dtype)
+        raise TypeError("No conversion path for dtype: %r" % (data.dtype,))
     if _vlen_kind(dtype) is not None:
         if _vlen_kind(dtype) == 'str':
             obj = np.asarray(data, dtype=object)
@@ -240,8 +395,10 @@ def _convert_for_write(data, dtype):
     if h5t.has_vlen(dtype):
         raise TypeError("h5lake cannot write compound/array types with variable-length members yet")
     stored = _stored_dtype(dtype)
-    if data.dtype.kind in 'OU' and dtype.kind == 'S':
-        data = _encode_fixed_strings(data, dtype)
+    if data.dtype.kind == 'O' and dtype.kind == 'S':
+        # h5py made the str/bytes objects a vlen string: HDF5 can't convert
+        # that to a fixed-length string
+        raise OSError("Can't write data (no appropriate function for conversion path)")
     if dtype.subdtype is not None:
         base_arr = np.ascontiguousarray(data, dtype=stored.subdtype[0])
         mshape = base_arr.shape[:base_arr.ndim - len(stored.subdtype[1])]
@@ -703,14 +860,23 @@ class Dataset(HLObject):
             args = tuple(x for x in args if not isinstance(x, str))
             return self.fields(names, _prior_dtype=new_dtype)[args]
 
+        shape = self.shape
+        native = False
         if new_dtype is None:
             new_dtype = self.dtype
-        shape = self.shape
+            # h5py's fast reader (plain int/float types, non-scalar space)
+            # gives native-order arrays even where the dataset's dtype names
+            # its byte order explicitly (floats: dtype('<f4') -> float32)
+            native = shape != () and new_dtype.kind == 'f' and new_dtype.isnative
         if product(shape) == 0 and shape != () and (
                 args == () or (len(args) == 1 and args[0] is Ellipsis)):
-            return np.zeros(shape, dtype=new_dtype)
+            return np.zeros(shape, dtype=np.dtype(new_dtype.char) if native else new_dtype)
 
+        if shape == () and not (args == () or (len(args) == 1 and args[0] is Ellipsis)):
+            raise ValueError("Illegal slicing argument for scalar dataspace")
         selection = sel.select(shape, args)
+        if native and not isinstance(selection, sel.PointSelection):
+            new_dtype = np.dtype(new_dtype.char)     # (masks take h5py's slow path)
         arr = self._read_selection(selection, new_dtype)
         if isinstance(selection, sel.ScalarSelection):
             if selection.array_shape is None and arr.shape == ():
@@ -731,6 +897,7 @@ class Dataset(HLObject):
             elif isinstance(selection, sel.PointSelection):
                 arr = self._read_vlen_points(selection)
             else:
+                selection.check_extent()
                 values = raw.dataset_read_vlen(self._oid, selection.engine_sel)
                 arr = _decode_vlen(values, dtype, ashape)
             if new_dtype != dtype:
@@ -747,6 +914,7 @@ class Dataset(HLObject):
         sub = dtype.shape                         # array dtypes fold into the shape
         if selection.nselect == 0:
             return np.zeros(ashape, dtype=new_dtype)
+        selection.check_extent()
         out = np.empty(selection.mshape, dtype=stored)
         buf = _engine_buffer(out, selection.mshape, stored)
         if isinstance(selection, sel.PointSelection):
@@ -760,21 +928,18 @@ class Dataset(HLObject):
         new_dtype = np.dtype(new_dtype)
         src = out.dtype
         if new_dtype == src and new_dtype.metadata == src.metadata:
-            return out
+            # same type; a byte-order spelling change ('<f4' -> 'f4') is a free view
+            return out if new_dtype.byteorder == src.byteorder else out.view(new_dtype)
         if new_dtype.subdtype is not None and new_dtype.subdtype[0] == src:
             return out
-        if new_dtype.names is not None and src.names is not None:
-            res = np.empty(out.shape, dtype=new_dtype)
-            for n in new_dtype.names:
-                res[n] = out[n]
-            return res
         if new_dtype.kind == 'O' and h5t.check_string_dtype(new_dtype) is not None and src.kind == 'S':
             res = np.empty(out.shape, dtype=new_dtype)
             res.reshape(-1)[:] = [bytes(x) for x in out.reshape(-1)] if out.size else []
             return res
+        # HDF5's conversion (saturating; compounds by field name)
         if new_dtype.subdtype is not None:
-            return out.astype(new_dtype.subdtype[0])
-        return out.astype(new_dtype)
+            return _hdf5_cast(out, new_dtype.subdtype[0], 'read')
+        return _hdf5_cast(out, new_dtype, 'read')
 
     def _read_vlen_points(self, selection):
         values = self._fs.raw.dataset_read_points_vlen(self._oid, _points_i64(selection))
@@ -803,10 +968,12 @@ class Dataset(HLObject):
                 if not (isinstance(val, np.ndarray) and val.dtype.kind == 'O'):
                     val = _pack_vlen_seq(val, dtype)
             selection = sel.select(self.shape, args)
+            if val.shape == () and selection.array_shape not in ((), None):
+                val = np.broadcast_to(val, self._scalar_block_shape(selection))
+            selection.expand_shape(val.shape)       # TypeError if it can't broadcast
             if selection.nselect == 0:
                 return
-            if val.shape == () and selection.array_shape not in ((), None):
-                val = np.broadcast_to(val, selection.array_shape)
+            selection.check_extent(writing=True)
             block = selection.broadcast_value(val)
             values = _encode_vlen(np.ascontiguousarray(block, dtype=object), dtype)
             if isinstance(selection, sel.PointSelection):
@@ -822,7 +989,9 @@ class Dataset(HLObject):
         if dtype.kind == 'V' and dtype.subdtype is None and \
                 (not isinstance(val, np.ndarray) or val.dtype.kind != 'V'):
             val = np.asarray(val, dtype=dtype, order='C')
-        elif dtype.kind == 'S' and find_item_type(val) is str:
+        elif dtype.kind == 'S' and find_item_type(val) is str and \
+                getattr(h5t.check_string_dtype(dtype), 'encoding', None) == 'utf-8':
+            # h5py encodes str for fixed UTF-8 only; ascii goes through numpy
             val = _encode_fixed_strings(val, dtype)
         else:
             dt = None if isinstance(val, np.ndarray) else dtype.base
@@ -841,22 +1010,34 @@ class Dataset(HLObject):
         selection = sel.select(self.shape, args)
         self._write_selection(selection, val, mshape)
 
+    def _scalar_block_shape(self, selection):
+        """Shape a scalar is broadcast to before writing (h5py's rule): the
+        whole selection when it fits in one chunk, else one row along the
+        last axis -- which then only broadcasts through simple selections
+        (index lists and per-axis masks refuse it: TypeError)."""
+        ashape = tuple(selection.array_shape)
+        chunks = self.chunks
+        if chunks and product(chunks) >= product(ashape):
+            return ashape
+        return ashape[-1:]
+
     def _write_selection(self, selection, val, mshape):
         dtype = self.dtype
         stored = self._stored
         raw = self._fs.raw
         sub = dtype.shape
-        if selection.nselect == 0:
-            selection.expand_shape(mshape) if mshape != () else None
-            return
         if mshape == () and selection.array_shape not in ((), None):
             if sub:
                 raise TypeError("Scalar broadcasting is not supported for array dtypes")
-            val = np.broadcast_to(val, selection.array_shape)
+            val = np.broadcast_to(val, self._scalar_block_shape(selection))
             mshape = val.shape
+        selection.expand_shape(mshape)              # TypeError if it can't broadcast
+        if selection.nselect == 0:
+            return
+        selection.check_extent(writing=True)
         # convert the (small) value once, then broadcast
         if sub:
-            conv = np.asarray(val, dtype=stored.subdtype[0])
+            conv = _hdf5_cast(np.asarray(val), stored.subdtype[0])
             eshape = selection.expand_shape(mshape)
             conv = conv.reshape(tuple(eshape) + sub)
             target = tuple(selection.mshape) + sub
@@ -928,6 +1109,7 @@ class Dataset(HLObject):
             raise TypeError("Array must be C-contiguous and writable")
         if ssel.nselect == 0:
             return
+        ssel.check_extent()
         if (dest_sel is None and dest.dtype == self._stored
                 and not h5t.has_vlen(self.dtype) and not isinstance(ssel, sel.PointSelection)
                 and tuple(dshape) == tuple(ssel.mshape) + self.dtype.shape):

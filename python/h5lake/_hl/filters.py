@@ -246,11 +246,11 @@ def generate_dcpl(shape, dtype, chunks=None, compression=None, compression_opts=
 
     if maxshape is True:
         # h5py passes True on to the dataspace, which refuses it
-        raise ValueError("Maxdims is smaller than dims")
+        raise ValueError("Maxdims is smaller than dims (maxdims is smaller than dims)")
     if maxshape is not None:
         maxshape = tuple(maxshape)
         if any(m is not None and m < s for s, m in zip(shape, maxshape)):
-            raise ValueError("Maxdims is smaller than dims")
+            raise ValueError("Maxdims is smaller than dims (maxdims is smaller than dims)")
 
     if chunks is True or (chunks is None and any(
             (shuffle, fletcher32, compression, maxshape))):

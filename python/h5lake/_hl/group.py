@@ -123,6 +123,8 @@ def _dataset_parent_error(blocked, ppath):
     (from creating the parent) when a component above it is not."""
     if blocked == 'self':
         return TypeError("Incompatible object already exists (%r is not a group)" % ppath)
+    if blocked == 'dangling':
+        return KeyError("Unable to open object (component not found: %r)" % ppath)
     return ValueError("Unable to create group (message type not found: %r is not a group)" % ppath)
 
 
@@ -208,9 +210,10 @@ class Group(HLObject, MutableMapping):
     def _resolve_parent(self, ppath):
         """Where the parent path of a new link stands: ``(group, None)`` if it
         is an existing group, ``(None, None)`` if it is missing (it and any
-        missing intermediate groups can be created), ``(None, 'self')`` if it
-        names an object that is not a group, ``(None, 'path')`` if one of its
-        components before the last is not a group."""
+        missing intermediate groups can be created), else ``(None, why)``:
+        ``'self'`` if it names an object that is not a group, ``'dangling'``
+        if it is a soft/external link leading nowhere, ``'path'`` if one of
+        its components before the last is either."""
         if ppath is None:
             return self, None
         try:
@@ -218,11 +221,16 @@ class Group(HLObject, MutableMapping):
         except KeyError:
             parts = [p for p in ppath.split('/') if p not in ('', '.')]
             prefix = '/' if ppath.startswith('/') else ''
-            for i in range(1, len(parts)):
+            for i in range(1, len(parts) + 1):
+                sub = prefix + '/'.join(parts[:i])
                 try:
-                    o = self[prefix + '/'.join(parts[:i])]
+                    o = self[sub]
                 except KeyError:
-                    return None, None
+                    try:
+                        self._walk(sub, follow_last=False)
+                    except KeyError:
+                        return None, None           # really missing: can be created
+                    return None, ('dangling' if i == len(parts) else 'path')
                 if not isinstance(o, Group):
                     return None, 'path'
             return None, None
@@ -242,8 +250,10 @@ class Group(HLObject, MutableMapping):
         if blocked is not None:
             if nongroup is not None:
                 raise nongroup(blocked, ppath)
-            raise exc("%s (message type not found: %r is not a group)"
-                      % (msg.split(' (')[0], ppath))
+            raise exc("%s (%s: %r)" % (
+                msg.split(' (')[0],
+                "message type not found" if blocked != 'dangling' else "component not found",
+                ppath))
         if parent is not None and self._link_exists(parent._fs, parent._oid, base):
             raise exc(msg)
         return ppath, base, parent

@@ -321,7 +321,9 @@ for _bits, _k in ((8, 1), (16, 2), (32, 4), (64, 8)):
         _PREDEF["H5T_STD_U%d%s" % (_bits, _bo)] = np.dtype(_c + "u%d" % _k)
 for _bits, _k in ((16, 2), (32, 4), (64, 8)):
     for _bo, _c in (("LE", "<"), ("BE", ">")):
-        _PREDEF["H5T_IEEE_F%d%s" % (_bits, _bo)] = np.dtype(_c + "f%d" % _k)
+        # h5py reports floats with an explicit byte order (dtype('<f4'),
+        # .byteorder '<'), integers in native order (dtype('int32'))
+        _PREDEF["H5T_IEEE_F%d%s" % (_bits, _bo)] = np.dtype("f%d" % _k).newbyteorder(_c)
 
 
 def _predefined(name, allowed):

@@ -5,7 +5,8 @@ Every index on a Dataset goes through :func:`select`, which returns one of
 * :class:`SimpleSelection` – ints, slices (step >= 1) and Ellipsis; supports
   broadcasting on write (h5py's rules);
 * :class:`FancySelection` – as simple, plus ONE increasing index list (or
-  1-D boolean array) on one axis; no broadcasting;
+  1-D boolean array, datasets of rank >= 2 only) on one axis; no
+  broadcasting;
 * :class:`PointSelection` – a boolean mask of the full dataset shape
   (1-D result, read/written with the engine's point calls);
 * :class:`ScalarSelection` – ``()``/``...`` on a scalar dataset.
@@ -44,6 +45,11 @@ class Selection:
         """Reshape/broadcast ``val`` (ndarray) to ``mshape`` for writing."""
         eshape = self.expand_shape(val.shape)
         return val.reshape(eshape)
+
+    def check_extent(self, writing=False):
+        """Raise OSError if the selection reaches beyond the dataset (only
+        possible for index lists, see :class:`FancySelection`); called just
+        before the engine reads or writes, as HDF5 fails at that point."""
 
 
 class ScalarSelection(Selection):
@@ -114,6 +120,15 @@ class FancySelection(SimpleSelection):
         super().__init__(shape, start, count, step, scalar)
         self.axis = axis
         self.indices = indices
+        # h5py's bounds check lets an index equal to the axis length through
+        # (``a > l``); HDF5 then refuses the read/write with an OSError.
+        n = self.shape[axis]
+        self.beyond = bool(len(indices)) and int(indices[-1]) >= n
+
+    def check_extent(self, writing=False):
+        if self.beyond:
+            raise OSError("Can't %s data (selection + offset not within extent for file dataspace)"
+                          % ('write' if writing else 'read'))
 
     @property
     def engine_sel(self):
@@ -155,43 +170,59 @@ class PointSelection(Selection):
 # ---------------------------------------------------------------------------
 
 def _is_int(arg):
-    if isinstance(arg, (bool, np.bool_)):
-        return True       # h5py treats True/False as 1/0
-    if isinstance(arg, (int, np.integer)):
+    """What h5py takes as one index (``operator.index`` works): Python ints
+    and bools, numpy integers, 0-d integer arrays -- not numpy bools."""
+    if isinstance(arg, (bool, int, np.integer)):
         return True
-    if isinstance(arg, np.ndarray) and arg.ndim == 0 and arg.dtype.kind in 'iub':
+    if isinstance(arg, np.ndarray) and arg.ndim == 0 and arg.dtype.kind in 'iu':
         return True
     return False
 
 
-def _is_fancy(arg):
-    return isinstance(arg, (list, range, np.ndarray)) or (
-        isinstance(arg, tuple))
-
-
-def _fancy_indices(arg, length):
-    """Increasing int64 indices for a list / int array / 1-D bool array."""
-    if isinstance(arg, range):
-        arg = list(arg)
-    arr = np.asarray(arg)
-    if arr.ndim != 1:
-        if arr.ndim == 0:
+def _fancy_indices(arg, length, rank):
+    """Increasing int64 indices for a list / int array / 1-D bool array on
+    one axis (h5py's rules, checks in its order)."""
+    if isinstance(arg, np.ndarray):
+        if arg.ndim != 1:
+            raise TypeError("Only 1D arrays allowed for fancy indexing")
+        arr = arg
+    else:
+        arr = np.asarray(arg)
+        if arr.ndim != 1:
             raise TypeError("Selection can't process %r" % (arg,))
-        raise TypeError("Only 1D arrays allowed for fancy indexing")
+        if arr.size == 0:
+            arr = arr.astype(np.intp)           # asarray([]) is float
     if arr.dtype.kind == 'b':
+        if rank == 1:
+            # h5py: a 1-D mask on a 1-D dataset must be the only argument
+            # (then it is a point selection)
+            raise TypeError("Use other code for boolean selection on 1D dataset")
         if arr.shape[0] != length:
             raise TypeError("boolean index did not match indexed array")
-        return np.nonzero(arr)[0].astype(np.int64)
-    if arr.size == 0:
-        return np.zeros((0,), dtype=np.int64)
+        arr = np.nonzero(arr)[0]
     if arr.dtype.kind not in 'iu':
         raise TypeError("Indexing arrays must have integer dtypes")
-    idx = arr.astype(np.int64)
-    idx = np.where(idx < 0, idx + length, idx)
+    return arr
+
+
+def _check_fancy(arr, length):
+    """Bounds (IndexError) and order (TypeError) of index list ``arr``;
+    returns C-contiguous int64 indices.  An index equal to ``length`` passes
+    (as in h5py; the I/O fails later, see FancySelection.check_extent)."""
+    if arr.size == 0:
+        return np.zeros((0,), dtype=np.int64)
+    if arr.dtype.kind == 'u' and arr.max() > length:
+        idx = None
+    else:
+        idx = arr.astype(np.int64)
+        if idx.min() < 0:
+            idx = np.where(idx < 0, idx + length, idx)
+    if idx is None or idx.min() < 0 or idx.max() > length:
+        if length == 0:
+            raise IndexError("Fancy indexing out of range for empty dimension")
+        raise IndexError("Fancy indexing out of range for (0-%d)" % (length - 1))
     if np.any(np.diff(idx) <= 0):
         raise TypeError("Indexing elements must be in increasing order")
-    if idx[0] < 0 or idx[-1] >= length:
-        raise IndexError("Fancy indexing out of range for (0-%d)" % (length - 1))
     return np.ascontiguousarray(idx)
 
 
@@ -211,7 +242,7 @@ def select(shape, args):
             if arg.shape != shape:
                 raise TypeError("Mismatched selection shape")
             return arg
-        if isinstance(arg, np.ndarray) and arg.dtype.kind == 'b' and arg.ndim > 0:
+        if isinstance(arg, np.ndarray) and arg.dtype.kind == 'b':
             if arg.shape == shape:
                 return PointSelection.from_mask(arg)
             if arg.shape != shape[:1]:
@@ -265,17 +296,16 @@ def select(shape, args):
             count.append(1)
             step.append(1)
             scalar.append(True)
-        elif _is_fancy(arg) and not isinstance(arg, (str, bytes)):
+        else:
+            arr = _fancy_indices(arg, length, rank)
             if fancy_axis is not None:
                 raise TypeError("Only one indexing vector or array is currently allowed for fancy indexing")
-            idx = _fancy_indices(arg, length)
+            idx = _check_fancy(arr, length)
             fancy_axis, fancy_idx = dim, idx
             start.append(0)
             count.append(len(idx))
             step.append(1)
             scalar.append(False)
-        else:
-            raise TypeError("Selection can't process %r" % (arg,))
 
     if fancy_axis is not None:
         return FancySelection(shape, start, count, step, scalar, fancy_axis, fancy_idx)
