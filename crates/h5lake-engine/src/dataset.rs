@@ -215,13 +215,34 @@ impl Projection {
                 return;
             }
         }
-        for k in 0..n {
-            let sb = (s + k) * self.elem_size;
-            let db = (d + k) * self.out_size;
-            for &(off, len, doff) in &self.pieces {
-                std::ptr::copy_nonoverlapping(src.as_ptr().add(sb + off), dst.at(db + doff), len);
+        // Member by member, so that each inner loop is a strided gather of a
+        // fixed width the compiler turns into plain loads and stores.
+        let (es, os) = (self.elem_size, self.out_size);
+        let src0 = src.as_ptr().add(s * es);
+        let dst0 = dst.at(d * os);
+        for &(off, len, doff) in &self.pieces {
+            let (sp, dp) = (src0.add(off), dst0.add(doff));
+            match len {
+                1 => gather::<1>(sp, es, dp, os, n),
+                2 => gather::<2>(sp, es, dp, os, n),
+                4 => gather::<4>(sp, es, dp, os, n),
+                8 => gather::<8>(sp, es, dp, os, n),
+                _ => (0..n).for_each(|k| std::ptr::copy_nonoverlapping(sp.add(k * es), dp.add(k * os), len)),
             }
         }
+    }
+}
+
+/// Copies `n` items of `W` bytes from `src + k * src_stride` to
+/// `dst + k * dst_stride`.
+///
+/// # Safety
+/// Both ranges are valid for the strides and counts given.
+#[inline(always)]
+unsafe fn gather<const W: usize>(src: *const u8, src_stride: usize, dst: *mut u8, dst_stride: usize, n: usize) {
+    for k in 0..n {
+        let v = std::ptr::read_unaligned(src.add(k * src_stride).cast::<[u8; W]>());
+        std::ptr::write_unaligned(dst.add(k * dst_stride).cast::<[u8; W]>(), v);
     }
 }
 

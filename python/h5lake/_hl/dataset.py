@@ -915,6 +915,17 @@ class Dataset(HLObject):
         if selection.nselect == 0:
             return np.zeros(ashape, dtype=new_dtype)
         selection.check_extent()
+        nd = np.dtype(new_dtype)
+        if nd.names is not None and stored.names is not None and nd.names != stored.names \
+                and set(nd.names) <= set(stored.names):
+            # A subset of the members: the engine copies only their bytes.
+            fields = list(nd.names)
+            out = np.empty(selection.mshape, dtype=[(n, stored.fields[n][0]) for n in fields])
+            if isinstance(selection, sel.PointSelection):
+                raw.dataset_read_points(self._oid, _points_i64(selection), out, fields)
+            else:
+                raw.dataset_read(self._oid, selection.engine_sel, out, fields)
+            return self._convert_read(out.reshape(ashape), new_dtype)
         out = np.empty(selection.mshape, dtype=stored)
         buf = _engine_buffer(out, selection.mshape, stored)
         if isinstance(selection, sel.PointSelection):
