@@ -577,9 +577,8 @@ def write_report(path, env, results, memcpy_times, rawfile_times, arr_nbytes, ar
     L.append("- h5py is single-threaded (libhdf5); zarr-python uses its default config "
              "(async concurrency %s, codecs in a thread pool); h5lake uses its default "
              "(Rust engine, parallel chunk I/O + codecs)." % zarr.config.get("async.concurrency"))
-    L.append("- **The machine has %d cores shared with other engineers working at the same "
-             "time**: absolute numbers are noisy, and multi-threaded libraries (h5lake, zarr) "
-             "are the ones most hurt by contention. Load averages are listed per case." % os.cpu_count())
+    L.append("- The machine has %d cores; anything else running competes with the multi-threaded "
+             "libraries (h5lake, zarr) most, so load averages are listed per case." % os.cpu_count())
     L.append("")
 
     L.append("## Results\n")

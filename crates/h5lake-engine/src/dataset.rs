@@ -11,7 +11,7 @@
 //! elements.
 
 use bytes::Bytes;
-use h5lake_codecs::Pipeline;
+use h5lake_codecs::{ChunkFormat, Pipeline};
 use h5lake_store::{PutOutcome, Version};
 use h5lake_types::{json_to_element, Datatype, DimSel, Selection, Shape, UNLIMITED};
 use rayon::prelude::*;
@@ -42,6 +42,9 @@ pub struct DatasetMeta {
     /// Whether the user asked for a chunked layout (resizable).
     pub chunked: bool,
     pub pipeline: Pipeline,
+    /// Byte layout of filtered chunks: HSDS's (a Blosc frame around the
+    /// compressor, no checksum) unless the document says otherwise.
+    pub format: ChunkFormat,
     /// One element of fill value (empty for variable-length types).
     pub fill: Vec<u8>,
     prefix: String,
@@ -98,6 +101,15 @@ impl DatasetMeta {
             (Some(n), None | Some(Value::Null)) => vec![0; n],
             (Some(_), Some(v)) => json_to_element(&dtype, v)?,
         };
+        let format = match doc.pointer("/h5lake/chunkFormat").and_then(Value::as_str) {
+            None | Some("hsds") => ChunkFormat::Hsds,
+            Some("hdf5") => ChunkFormat::Hdf5,
+            Some(other) => {
+                return Err(EngineError::Corrupt(format!(
+                    "{id}: unknown chunk format {other:?}"
+                )))
+            }
+        };
         let prefix = ids::object_prefix(id)?;
         Ok(DatasetMeta {
             id: id.to_string(),
@@ -107,6 +119,7 @@ impl DatasetMeta {
             chunk,
             chunked,
             pipeline,
+            format,
             fill,
             prefix,
         })
@@ -132,30 +145,42 @@ impl DatasetMeta {
         self.fill.repeat(self.chunk_elems())
     }
 
-    fn decode(&self, stored: Bytes) -> Result<Bytes> {
+    fn check_decoded_len(&self, len: usize) -> Result<()> {
         let expected = self.chunk_elems() * self.elem_size();
-        let raw = if self.pipeline.is_empty() {
-            // Unfiltered chunks are used as read: no copy.
-            stored
-        } else {
-            Bytes::from(self.pipeline.decode_with_hint(
-                &stored,
-                self.dtype.filter_elem_size(),
-                Some(expected),
-            )?)
-        };
-        if self.dtype.fixed_size().is_some() && raw.len() != expected {
+        if self.dtype.fixed_size().is_some() && len != expected {
             return Err(EngineError::Corrupt(format!(
-                "chunk of {} holds {} bytes, expected {expected}",
-                self.id,
-                raw.len()
+                "chunk of {} holds {len} bytes, expected {expected}",
+                self.id
             )));
         }
+        Ok(())
+    }
+
+    fn decode(&self, stored: Bytes) -> Result<Bytes> {
+        if self.pipeline.is_empty() {
+            // Unfiltered chunks are used as read: no copy.
+            self.check_decoded_len(stored.len())?;
+            return Ok(stored);
+        }
+        Ok(Bytes::from(self.decode_filtered(&stored)?))
+    }
+
+    fn decode_filtered(&self, stored: &[u8]) -> Result<Vec<u8>> {
+        let expected = self.chunk_elems() * self.elem_size();
+        let raw = self.pipeline.decode_as(
+            stored,
+            self.dtype.filter_elem_size(),
+            Some(expected),
+            self.format,
+        )?;
+        self.check_decoded_len(raw.len())?;
         Ok(raw)
     }
 
     fn encode(&self, raw: Vec<u8>) -> Result<Vec<u8>> {
-        Ok(self.pipeline.encode(raw, self.dtype.filter_elem_size())?)
+        Ok(self
+            .pipeline
+            .encode_as(raw, self.dtype.filter_elem_size(), self.format)?)
     }
 
     /// Whether `parts` select every in-extent element of their chunk.
@@ -179,26 +204,40 @@ impl Projection {
     fn new(dtype: &Datatype, fields: Option<&[String]>) -> Result<Self> {
         let elem_size = dtype.fixed_size().unwrap_or(0);
         let Some(names) = fields else {
-            return Ok(Projection { pieces: vec![(0, elem_size, 0)], elem_size, out_size: elem_size });
+            return Ok(Projection {
+                pieces: vec![(0, elem_size, 0)],
+                elem_size,
+                out_size: elem_size,
+            });
         };
-        let Datatype::Compound { fields: members, .. } = dtype else {
-            return Err(EngineError::WrongType("field names only apply to compound types".into()));
+        let Datatype::Compound {
+            fields: members, ..
+        } = dtype
+        else {
+            return Err(EngineError::WrongType(
+                "field names only apply to compound types".into(),
+            ));
         };
         let mut pieces = Vec::with_capacity(names.len());
         let mut out = 0;
         for (i, name) in names.iter().enumerate() {
             if names[..i].contains(name) {
-                return Err(EngineError::Invalid(format!("field {name:?} requested twice")));
+                return Err(EngineError::Invalid(format!(
+                    "field {name:?} requested twice"
+                )));
             }
-            let f = members
-                .iter()
-                .find(|f| &f.name == name)
-                .ok_or_else(|| EngineError::Invalid(format!("no field {name:?} in the compound type")))?;
+            let f = members.iter().find(|f| &f.name == name).ok_or_else(|| {
+                EngineError::Invalid(format!("no field {name:?} in the compound type"))
+            })?;
             let len = f.dtype.fixed_size().unwrap_or(0);
             pieces.push((f.offset, len, out));
             out += len;
         }
-        Ok(Projection { pieces, elem_size, out_size: out })
+        Ok(Projection {
+            pieces,
+            elem_size,
+            out_size: out,
+        })
     }
 
     /// Copies `n` consecutive elements from chunk element `s` to output
@@ -227,7 +266,9 @@ impl Projection {
                 2 => gather::<2>(sp, es, dp, os, n),
                 4 => gather::<4>(sp, es, dp, os, n),
                 8 => gather::<8>(sp, es, dp, os, n),
-                _ => (0..n).for_each(|k| std::ptr::copy_nonoverlapping(sp.add(k * es), dp.add(k * os), len)),
+                _ => (0..n).for_each(|k| {
+                    std::ptr::copy_nonoverlapping(sp.add(k * es), dp.add(k * os), len)
+                }),
             }
         }
     }
@@ -239,7 +280,13 @@ impl Projection {
 /// # Safety
 /// Both ranges are valid for the strides and counts given.
 #[inline(always)]
-unsafe fn gather<const W: usize>(src: *const u8, src_stride: usize, dst: *mut u8, dst_stride: usize, n: usize) {
+unsafe fn gather<const W: usize>(
+    src: *const u8,
+    src_stride: usize,
+    dst: *mut u8,
+    dst_stride: usize,
+    n: usize,
+) {
     for k in 0..n {
         let v = std::ptr::read_unaligned(src.add(k * src_stride).cast::<[u8; W]>());
         std::ptr::write_unaligned(dst.add(k * dst_stride).cast::<[u8; W]>(), v);
@@ -390,7 +437,12 @@ impl Domain {
         Self::check_selection_sized(m, sel, buf_len, m.elem_size())
     }
 
-    fn check_selection_sized(m: &DatasetMeta, sel: &Selection, buf_len: usize, out_elem: usize) -> Result<()> {
+    fn check_selection_sized(
+        m: &DatasetMeta,
+        sel: &Selection,
+        buf_len: usize,
+        out_elem: usize,
+    ) -> Result<()> {
         if m.shape == Shape::Null {
             return Err(EngineError::Invalid(
                 "the dataset has a null dataspace; it holds no elements".into(),
@@ -421,11 +473,19 @@ impl Domain {
     ///
     /// # Errors
     /// Unknown or repeated field names, a non-compound type; as [`Domain::read`].
-    pub fn read_fields(&self, id: &str, sel: &Selection, fields: Option<&[String]>, out: &mut [u8]) -> Result<()> {
+    pub fn read_fields(
+        &self,
+        id: &str,
+        sel: &Selection,
+        fields: Option<&[String]>,
+        out: &mut [u8],
+    ) -> Result<()> {
         let m = self.dataset_meta(id)?;
         let sel = &*Self::normalize(&m, sel);
         if m.dtype.is_variable() {
-            return Err(EngineError::WrongType("variable-length data must be read with read_vlen".into()));
+            return Err(EngineError::WrongType(
+                "variable-length data must be read with read_vlen".into(),
+            ));
         }
         let proj = Projection::new(&m.dtype, fields)?;
         Self::check_selection_sized(&m, sel, out.len(), proj.out_size)?;
@@ -440,15 +500,13 @@ impl Domain {
                 for_each_task(plan.num_chunks(), |i| -> Result<()> {
                     let parts = plan.chunk(i);
                     let coords: Vec<u64> = parts.iter().map(|p| p.chunk).collect();
-                    let cached = self.load_chunk(&m, &m.key(&coords), use_cache)?;
-                    let src: &[u8] = match &cached {
-                        Some(c) => c,
-                        None => fill_chunk.get_or_init(|| m.fill_chunk()),
-                    };
-                    // SAFETY: chunk tasks write disjoint output elements and
-                    // the selection was validated against the buffer size.
-                    walk(&parts, &cs, &os, &mut |s, d, n| unsafe { proj.copy(src, s, ptr, d, n) });
-                    Ok(())
+                    self.with_chunk(&m, &m.key(&coords), use_cache, &fill_chunk, |src| {
+                        // SAFETY: chunk tasks write disjoint output elements and
+                        // the selection was validated against the buffer size.
+                        walk(&parts, &cs, &os, &mut |s, d, n| unsafe {
+                            proj.copy(src, s, ptr, d, n)
+                        });
+                    })
                 })
             }
             Selection::Points { .. } => {
@@ -456,16 +514,12 @@ impl Domain {
                 let use_cache = self.fits_cache(&m, groups.len());
                 for_each_task(groups.len(), |g| -> Result<()> {
                     let (coords, pts) = &groups[g];
-                    let cached = self.load_chunk(&m, &m.key(coords), use_cache)?;
-                    let src: &[u8] = match &cached {
-                        Some(c) => c,
-                        None => fill_chunk.get_or_init(|| m.fill_chunk()),
-                    };
-                    for &(s, d) in pts {
-                        // SAFETY: every point has its own output slot.
-                        unsafe { proj.copy(src, s, ptr, d, 1) };
-                    }
-                    Ok(())
+                    self.with_chunk(&m, &m.key(coords), use_cache, &fill_chunk, |src| {
+                        for &(s, d) in pts {
+                            // SAFETY: every point has its own output slot.
+                            unsafe { proj.copy(src, s, ptr, d, 1) };
+                        }
+                    })
                 })
             }
         }
@@ -738,6 +792,44 @@ impl Domain {
             self.cache.insert(key, stored.version.clone(), data.clone());
         }
         Ok(Some((stored.version, data)))
+    }
+
+    /// Runs `f` on the decoded chunk at `key` (the fill chunk if it was never
+    /// written). Through the cache when `use_cache`; otherwise a streaming
+    /// read into a per-thread buffer that is reused from chunk to chunk, so
+    /// a big scan does not fault in fresh pages for every chunk.
+    fn with_chunk(
+        &self,
+        m: &DatasetMeta,
+        key: &str,
+        use_cache: bool,
+        fill: &std::sync::OnceLock<Vec<u8>>,
+        f: impl FnOnce(&[u8]),
+    ) -> Result<()> {
+        if use_cache && self.cache.enabled() {
+            match self.load_chunk(m, key, true)? {
+                Some(c) => f(&c),
+                None => f(fill.get_or_init(|| m.fill_chunk())),
+            }
+            return Ok(());
+        }
+        thread_local! {
+            static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        SCRATCH.with(|cell| {
+            let mut buf = cell.borrow_mut();
+            if self.store().get_into(key, &mut buf)?.is_none() {
+                f(fill.get_or_init(|| m.fill_chunk()));
+                return Ok(());
+            }
+            if m.pipeline.is_empty() {
+                m.check_decoded_len(buf.len())?;
+                f(&buf);
+            } else {
+                f(&m.decode_filtered(&buf)?);
+            }
+            Ok(())
+        })
     }
 
     /// Whether a read of `chunks` chunks is small enough to go through the cache.

@@ -446,7 +446,11 @@ fn compound_field_projection() {
         {"name": "b", "type": "H5T_STD_U16LE"},
         {"name": "c", "type": "H5T_STD_I32LE"}]});
     let id = dom
-        .create_dataset(t, json!({"class": "H5S_SIMPLE", "dims": [10]}), json!({"layout": {"class": "H5D_CHUNKED", "dims": [3]}}))
+        .create_dataset(
+            t,
+            json!({"class": "H5S_SIMPLE", "dims": [10]}),
+            json!({"layout": {"class": "H5D_CHUNKED", "dims": [3]}}),
+        )
         .unwrap();
     let mut data = Vec::new();
     for i in 0..10u8 {
@@ -457,12 +461,34 @@ fn compound_field_projection() {
     dom.write(&id, &slices(&[(0, 10, 1)]), &data).unwrap();
     let fields = vec!["c".to_string(), "a".to_string()];
     let mut out = vec![0u8; 4 * 5];
-    dom.read_fields(&id, &slices(&[(1, 4, 2)]), Some(&fields), &mut out).unwrap();
-    let got: Vec<(i32, u8)> = out.chunks(5).map(|e| (i32::from_le_bytes(e[..4].try_into().unwrap()), e[4])).collect();
+    dom.read_fields(&id, &slices(&[(1, 4, 2)]), Some(&fields), &mut out)
+        .unwrap();
+    let got: Vec<(i32, u8)> = out
+        .chunks(5)
+        .map(|e| (i32::from_le_bytes(e[..4].try_into().unwrap()), e[4]))
+        .collect();
     assert_eq!(got, vec![(-1, 1), (-3, 3), (-5, 5), (-7, 7)]);
     let mut out = vec![0u8; 5];
-    assert!(dom.read_fields(&id, &slices(&[(0, 1, 1)]), Some(&["nope".to_string()]), &mut out).is_err());
-    assert!(dom.read_fields(&id, &slices(&[(0, 1, 1)]), Some(&["a".to_string(), "a".to_string()]), &mut out).is_err());
+    assert!(dom
+        .read_fields(
+            &id,
+            &slices(&[(0, 1, 1)]),
+            Some(&["nope".to_string()]),
+            &mut out
+        )
+        .is_err());
+    assert!(dom
+        .read_fields(
+            &id,
+            &slices(&[(0, 1, 1)]),
+            Some(&["a".to_string(), "a".to_string()]),
+            &mut out
+        )
+        .is_err());
     let mut small = vec![0u8; 3];
-    assert!(dom.read_fields(&id, &slices(&[(0, 1, 1)]), Some(&fields), &mut small).is_err(), "buffer sized for the projection");
+    assert!(
+        dom.read_fields(&id, &slices(&[(0, 1, 1)]), Some(&fields), &mut small)
+            .is_err(),
+        "buffer sized for the projection"
+    );
 }

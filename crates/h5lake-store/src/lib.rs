@@ -81,6 +81,21 @@ pub trait ReadableStore: Send + Sync {
         Ok(self.get_range(key, 0, 0)?.is_some())
     }
 
+    /// Reads the whole object into `buf` (replacing its contents, reusing its
+    /// allocation), returning its version, or `None` if missing. Lets a
+    /// streaming reader recycle one buffer instead of faulting in fresh
+    /// pages for every chunk.
+    ///
+    /// # Errors
+    /// I/O trouble other than "not found".
+    fn get_into(&self, key: &str, buf: &mut Vec<u8>) -> Result<Option<Version>> {
+        Ok(self.get_versioned(key)?.map(|v| {
+            buf.clear();
+            buf.extend_from_slice(&v.data);
+            v.version
+        }))
+    }
+
     /// The object's current version without its bytes (`None` if missing):
     /// what a cache asks to learn whether its copy is still current.
     ///
@@ -154,7 +169,12 @@ pub trait Store: ReadableStore + WritableStore + ListableStore {
 /// # Errors
 /// [`StoreError::InvalidKey`] naming the problem.
 pub fn validate_key(key: &str) -> Result<()> {
-    let bad = |why: &str| Err(StoreError::InvalidKey { key: key.to_string(), reason: why.to_string() });
+    let bad = |why: &str| {
+        Err(StoreError::InvalidKey {
+            key: key.to_string(),
+            reason: why.to_string(),
+        })
+    };
     if key.is_empty() {
         return bad("empty key");
     }

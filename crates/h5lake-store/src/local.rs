@@ -54,8 +54,8 @@ use bytes::Bytes;
 use rand::Rng;
 
 use crate::{
-    validate_key, validate_prefix, ListableStore, PutOutcome, ReadableStore, Result, Store, StoreError, Version,
-    Versioned, WritableStore,
+    validate_key, validate_prefix, ListableStore, PutOutcome, ReadableStore, Result, Store,
+    StoreError, Version, Versioned, WritableStore,
 };
 
 const TMP_PREFIX: &str = ".h5lake-tmp-";
@@ -105,8 +105,14 @@ impl LocalStore {
     pub fn open(root: impl Into<PathBuf>) -> Result<Self> {
         let root = root.into();
         match fs::metadata(&root) {
-            Ok(m) if m.is_dir() => Ok(Self { root, options: LocalStoreOptions::default() }),
-            Ok(_) => Err(StoreError::NotFound(format!("{} is not a directory", root.display()))),
+            Ok(m) if m.is_dir() => Ok(Self {
+                root,
+                options: LocalStoreOptions::default(),
+            }),
+            Ok(_) => Err(StoreError::NotFound(format!(
+                "{} is not a directory",
+                root.display()
+            ))),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 Err(StoreError::NotFound(root.display().to_string()))
             }
@@ -152,7 +158,9 @@ impl LocalStore {
     /// # Errors
     /// I/O trouble while walking the tree.
     pub fn remove_stale_temp_files(&self, older_than: Duration) -> Result<usize> {
-        let cutoff = SystemTime::now().checked_sub(older_than).unwrap_or(UNIX_EPOCH);
+        let cutoff = SystemTime::now()
+            .checked_sub(older_than)
+            .unwrap_or(UNIX_EPOCH);
         let mut removed = 0;
         let mut stack = vec![self.root.clone()];
         while let Some(dir) = stack.pop() {
@@ -167,7 +175,13 @@ impl LocalStore {
                     // Age by ctime: writers stamp temp files with an mtime
                     // up to a second in the future (see `unique_mtime`).
                     let old = fs::symlink_metadata(&path)
-                        .map(|m| UNIX_EPOCH + Duration::new(m.ctime().max(0) as u64, m.ctime_nsec().clamp(0, 999_999_999) as u32))
+                        .map(|m| {
+                            UNIX_EPOCH
+                                + Duration::new(
+                                    m.ctime().max(0) as u64,
+                                    m.ctime_nsec().clamp(0, 999_999_999) as u32,
+                                )
+                        })
                         .map(|t| t <= cutoff)
                         .unwrap_or(false);
                     if old && fs::remove_file(&path).is_ok() {
@@ -212,13 +226,19 @@ impl LocalStore {
                 // A concurrent prune removed an ancestor mid-way (NotFound),
                 // or removed the directory between mkdir's EEXIST and its
                 // is-a-directory check (AlreadyExists): try again.
-                if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::AlreadyExists) {
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::AlreadyExists
+                ) {
                     last_err = Some(e);
                     continue;
                 }
                 return Err(io_err(dir, e));
             }
-            let tmp = dir.join(format!("{TMP_PREFIX}{:016x}{TMP_SUFFIX}", rand::random::<u64>()));
+            let tmp = dir.join(format!(
+                "{TMP_PREFIX}{:016x}{TMP_SUFFIX}",
+                rand::random::<u64>()
+            ));
             let mut file = match OpenOptions::new()
                 .write(true)
                 .create_new(true)
@@ -226,7 +246,12 @@ impl LocalStore {
                 .open(&tmp)
             {
                 Ok(f) => f,
-                Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::AlreadyExists) => {
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::NotFound | io::ErrorKind::AlreadyExists
+                    ) =>
+                {
                     last_err = Some(e);
                     continue;
                 }
@@ -241,7 +266,10 @@ impl LocalStore {
                 }
             };
         }
-        Err(io_err(dir, last_err.unwrap_or_else(|| io::Error::other("too many retries"))))
+        Err(io_err(
+            dir,
+            last_err.unwrap_or_else(|| io::Error::other("too many retries")),
+        ))
     }
 
     /// Common shape of every write: make a temp file, then `publish` it.
@@ -266,7 +294,10 @@ impl LocalStore {
                 Err(e) => return Err(e),
             }
         }
-        Err(io_err(&target, io::Error::other("write kept racing with deletes; gave up")))
+        Err(io_err(
+            &target,
+            io::Error::other("write kept racing with deletes; gave up"),
+        ))
     }
 
     fn sync_dir(&self, lock: &DirLock) -> Result<()> {
@@ -353,6 +384,14 @@ impl ReadableStore for LocalStore {
     }
 
     fn get_versioned(&self, key: &str) -> Result<Option<Versioned>> {
+        let mut buf = Vec::new();
+        Ok(self.get_into(key, &mut buf)?.map(|version| Versioned {
+            data: Bytes::from(buf),
+            version,
+        }))
+    }
+
+    fn get_into(&self, key: &str, buf: &mut Vec<u8>) -> Result<Option<Version>> {
         let Some((mut file, meta)) = self.open_key(key)? else {
             return Ok(None);
         };
@@ -360,11 +399,20 @@ impl ReadableStore for LocalStore {
             // Ask for the whole object at once: on a cold cache the kernel
             // otherwise reads a large chunk in small readahead steps.
             // SAFETY: a plain advisory syscall on an open descriptor.
-            unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, meta.len() as libc::off_t, libc::POSIX_FADV_WILLNEED) };
+            unsafe {
+                libc::posix_fadvise(
+                    file.as_raw_fd(),
+                    0,
+                    meta.len() as libc::off_t,
+                    libc::POSIX_FADV_WILLNEED,
+                )
+            };
         }
-        let mut buf = Vec::with_capacity(meta.len() as usize);
-        file.read_to_end(&mut buf).map_err(|e| io_err(&self.path_of(key), e))?;
-        Ok(Some(Versioned { data: Bytes::from(buf), version: version_of(&meta) }))
+        buf.clear();
+        buf.reserve(meta.len() as usize);
+        file.read_to_end(buf)
+            .map_err(|e| io_err(&self.path_of(key), e))?;
+        Ok(Some(version_of(&meta)))
     }
 
     fn get_range(&self, key: &str, offset: u64, len: u64) -> Result<Option<Bytes>> {
@@ -424,7 +472,9 @@ impl WritableStore for LocalStore {
         self.write_with(key, data, |dir, tmp, target, version| {
             match publish_no_replace(tmp, target) {
                 Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(Some(PutOutcome::Conflict)),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    return Ok(Some(PutOutcome::Conflict))
+                }
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
                 Err(e) => return Err(io_err(target, e)),
             }
@@ -512,7 +562,9 @@ impl ListableStore for LocalStore {
         let mut keys = Vec::new();
         for entry in read_dir_or_empty(&dir)? {
             let entry = entry.map_err(|e| io_err(&dir, e))?;
-            let Some(name) = entry.file_name().to_str().map(str::to_string) else { continue };
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
             if !name.starts_with(&name_part) {
                 continue;
             }
@@ -539,7 +591,9 @@ impl ListableStore for LocalStore {
         let mut dirs = Vec::new();
         for entry in read_dir_or_empty(&dir)? {
             let entry = entry.map_err(|e| io_err(&dir, e))?;
-            let Some(name) = entry.file_name().to_str().map(str::to_string) else { continue };
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
             match classify(&entry) {
                 // Like S3, a "directory" exists only if some key lives under
                 // it; empty leftovers (crash, racing prune) stay invisible.
@@ -582,7 +636,9 @@ impl DirLock {
     /// Lock `dir`; `None` if it does not exist (any more).
     fn acquire_existing(dir: &Path) -> Result<Option<Self>> {
         for _ in 0..MAX_ATTEMPTS {
-            let Some(file) = Self::open(dir)? else { return Ok(None) };
+            let Some(file) = Self::open(dir)? else {
+                return Ok(None);
+            };
             loop {
                 // SAFETY: flock on a descriptor we own; no memory is involved.
                 let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
@@ -599,14 +655,20 @@ impl DirLock {
             let held = file.metadata().map_err(|e| io_err(dir, e))?;
             match fs::metadata(dir) {
                 Ok(now) if now.ino() == held.ino() && now.dev() == held.dev() => {
-                    return Ok(Some(Self { file, path: dir.to_path_buf() }));
+                    return Ok(Some(Self {
+                        file,
+                        path: dir.to_path_buf(),
+                    }));
                 }
                 Ok(_) => continue,
                 Err(e) if is_missing(&e) => return Ok(None),
                 Err(e) => return Err(io_err(dir, e)),
             }
         }
-        Err(io_err(dir, io::Error::other("directory kept being replaced while locking")))
+        Err(io_err(
+            dir,
+            io::Error::other("directory kept being replaced while locking"),
+        ))
     }
 }
 
@@ -670,13 +732,22 @@ fn fill_temp(file: &mut File, data: &[u8], sync: bool) -> io::Result<Version> {
 }
 
 fn version_of(m: &fs::Metadata) -> Version {
-    Version(format!("{:x}-{:x}-{:x}-{:x}", m.ino(), m.mtime(), m.mtime_nsec(), m.size()))
+    Version(format!(
+        "{:x}-{:x}-{:x}-{:x}",
+        m.ino(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.size()
+    ))
 }
 
 /// Now, to the second, plus random nanoseconds: distinguishes two writes that
 /// land on a recycled inode within one kernel clock tick.
 fn unique_mtime() -> SystemTime {
-    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     UNIX_EPOCH + Duration::new(secs, rand::thread_rng().gen_range(0..1_000_000_000))
 }
 
@@ -694,7 +765,10 @@ fn io_err(path: &Path, e: io::Error) -> StoreError {
     if e.kind() == io::ErrorKind::PermissionDenied {
         StoreError::PermissionDenied(format!("{}: {e}", path.display()))
     } else {
-        StoreError::Io { path: path.display().to_string(), source: e }
+        StoreError::Io {
+            path: path.display().to_string(),
+            source: e,
+        }
     }
 }
 
@@ -713,7 +787,9 @@ enum Kind {
 }
 
 fn classify(entry: &fs::DirEntry) -> Kind {
-    let Ok(ft) = entry.file_type() else { return Kind::Other };
+    let Ok(ft) = entry.file_type() else {
+        return Kind::Other;
+    };
     let name = entry.file_name();
     if ft.is_dir() {
         Kind::Dir
@@ -729,7 +805,9 @@ fn classify(entry: &fs::DirEntry) -> Kind {
 fn walk_keys(dir: &Path, key_prefix: &str, out: &mut Vec<String>) -> Result<()> {
     for entry in read_dir_or_empty(dir)? {
         let entry = entry.map_err(|e| io_err(dir, e))?;
-        let Some(name) = entry.file_name().to_str().map(str::to_string) else { continue };
+        let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+            continue;
+        };
         match classify(&entry) {
             Kind::Dir => walk_keys(&entry.path(), &format!("{key_prefix}{name}/"), out)?,
             Kind::Key => out.push(format!("{key_prefix}{name}")),
@@ -785,7 +863,11 @@ mod tests {
     #[test]
     fn link_fallback_creates_once() {
         let dir = tempfile::tempdir().unwrap();
-        let (a, b, target) = (dir.path().join("a"), dir.path().join("b"), dir.path().join("t"));
+        let (a, b, target) = (
+            dir.path().join("a"),
+            dir.path().join("b"),
+            dir.path().join("t"),
+        );
         fs::write(&a, b"first").unwrap();
         fs::write(&b, b"second").unwrap();
         link_no_replace(&a, &target).unwrap();

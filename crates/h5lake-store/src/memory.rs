@@ -68,10 +68,10 @@ impl ReadableStore for MemoryStore {
 
     fn get_versioned(&self, key: &str) -> Result<Option<Versioned>> {
         validate_key(key)?;
-        Ok(self
-            .read()
-            .get(key)
-            .map(|(data, v)| Versioned { data: data.clone(), version: version_tag(*v) }))
+        Ok(self.read().get(key).map(|(data, v)| Versioned {
+            data: data.clone(),
+            version: version_tag(*v),
+        }))
     }
 
     fn get_range(&self, key: &str, offset: u64, len: u64) -> Result<Option<Bytes>> {

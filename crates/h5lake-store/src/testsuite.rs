@@ -37,6 +37,7 @@ pub fn cases<S: Store>() -> Vec<(&'static str, Case<S>)> {
         ("put_if_absent_twice", put_if_absent_twice::<S>),
         ("put_if_version", put_if_version::<S>),
         ("versions_track_writes", versions_track_writes::<S>),
+        ("get_into_replaces_buffer", get_into_replaces_buffer::<S>),
         ("delete", delete::<S>),
         ("delete_prefix", delete_prefix::<S>),
         ("list_prefix", list_prefix::<S>),
@@ -62,7 +63,7 @@ macro_rules! store_test_suite {
     ($make:expr) => {
         $crate::store_test_suite!(@cases $make;
             get_missing, roundtrip, overwrite, get_range, exists, put_if_absent_twice,
-            put_if_version, versions_track_writes, delete, delete_prefix, list_prefix, list_dir,
+            put_if_version, versions_track_writes, get_into_replaces_buffer, delete, delete_prefix, list_prefix, list_dir,
             invalid_keys, concurrent_increments, concurrent_put_if_absent, concurrent_churn);
     };
     (@cases $make:expr; $($case:ident),* $(,)?) => {
@@ -92,7 +93,11 @@ pub fn get_missing<S: Store>(s: &S) {
     assert!(s.get_range("a/b/c", 0, 10).unwrap().is_none());
     assert!(!s.exists("a/b/c").unwrap());
     s.put("file", b"x").unwrap();
-    assert_eq!(get(s, "file/child"), None, "a key below an object is missing, not an error");
+    assert_eq!(
+        get(s, "file/child"),
+        None,
+        "a key below an object is missing, not an error"
+    );
     // A "directory" is not an object.
     s.put("dir/leaf", b"x").unwrap();
     assert_eq!(get(s, "dir"), None);
@@ -148,12 +153,21 @@ pub fn exists<S: Store>(s: &S) {
 /// Create-if-absent creates once; the loser changes nothing.
 pub fn put_if_absent_twice<S: Store>(s: &S) {
     let first = s.put_if_absent("p/once", b"one").unwrap();
-    let PutOutcome::Written(v) = first else { panic!("first put_if_absent must write") };
-    assert_eq!(s.put_if_absent("p/once", b"two").unwrap(), PutOutcome::Conflict);
+    let PutOutcome::Written(v) = first else {
+        panic!("first put_if_absent must write")
+    };
+    assert_eq!(
+        s.put_if_absent("p/once", b"two").unwrap(),
+        PutOutcome::Conflict
+    );
     let got = s.get_versioned("p/once").unwrap().unwrap();
     assert_eq!(got.data.as_ref(), b"one");
     assert_eq!(got.version, v);
-    assert_eq!(all_keys(s), vec!["p/once"], "a conflicting write leaves nothing behind");
+    assert_eq!(
+        all_keys(s),
+        vec!["p/once"],
+        "a conflicting write leaves nothing behind"
+    );
 }
 
 /// Conditional replace succeeds only on the current version.
@@ -164,16 +178,29 @@ pub fn put_if_version<S: Store>(s: &S) {
     };
     assert_ne!(v1, v2);
     assert_eq!(get(s, "cv").unwrap(), b"v2");
-    assert_eq!(s.put_if_version("cv", b"stale", &v1).unwrap(), PutOutcome::Conflict);
+    assert_eq!(
+        s.put_if_version("cv", b"stale", &v1).unwrap(),
+        PutOutcome::Conflict
+    );
     assert_eq!(get(s, "cv").unwrap(), b"v2");
     // Missing key: nothing to match, nothing created.
-    assert_eq!(s.put_if_version("cv-missing", b"x", &v2).unwrap(), PutOutcome::Conflict);
+    assert_eq!(
+        s.put_if_version("cv-missing", b"x", &v2).unwrap(),
+        PutOutcome::Conflict
+    );
     assert!(!s.exists("cv-missing").unwrap());
     // Deleted in between: the old version must not resurrect it.
     s.delete("cv").unwrap();
-    assert_eq!(s.put_if_version("cv", b"again", &v2).unwrap(), PutOutcome::Conflict);
+    assert_eq!(
+        s.put_if_version("cv", b"again", &v2).unwrap(),
+        PutOutcome::Conflict
+    );
     assert!(!s.exists("cv").unwrap());
-    assert!(all_keys(s).is_empty(), "conflicts leave nothing behind: {:?}", all_keys(s));
+    assert!(
+        all_keys(s).is_empty(),
+        "conflicts leave nothing behind: {:?}",
+        all_keys(s)
+    );
 }
 
 /// Versions are stable across reads and move on with every (different) write,
@@ -186,11 +213,28 @@ pub fn versions_track_writes<S: Store>(s: &S) {
         let r2 = s.get_versioned("vt").unwrap().unwrap().version;
         assert_eq!(v, r1);
         assert_eq!(r1, r2);
-        assert_eq!(s.version("vt").unwrap(), Some(r1), "version() agrees with get_versioned()");
+        assert_eq!(
+            s.version("vt").unwrap(),
+            Some(r1),
+            "version() agrees with get_versioned()"
+        );
         assert!(seen.insert(v.0), "version repeated after a write");
         s.delete("vt").unwrap();
         assert_eq!(s.version("vt").unwrap(), None);
     }
+}
+
+/// `get_into` replaces the buffer's contents and reports the same version
+/// as `get_versioned`; a missing key leaves `None`.
+pub fn get_into_replaces_buffer<S: Store>(s: &S) {
+    let v = s.put("gi/a", b"hello world").unwrap();
+    let mut buf = b"previous contents that are longer".to_vec();
+    assert_eq!(s.get_into("gi/a", &mut buf).unwrap(), Some(v));
+    assert_eq!(buf, b"hello world");
+    s.put("gi/b", b"x").unwrap();
+    s.get_into("gi/b", &mut buf).unwrap();
+    assert_eq!(buf, b"x");
+    assert_eq!(s.get_into("gi/none", &mut buf).unwrap(), None);
 }
 
 /// Deleting is idempotent and leaves neighbours alone.
@@ -204,7 +248,11 @@ pub fn delete<S: Store>(s: &S) {
     assert_eq!(get(s, "d/b").unwrap(), b"2");
     s.delete("d/b").unwrap();
     assert!(all_keys(s).is_empty());
-    assert_eq!(s.list_dir("").unwrap(), (vec![], vec![]), "no empty 'directory' lingers");
+    assert_eq!(
+        s.list_dir("").unwrap(),
+        (vec![], vec![]),
+        "no empty 'directory' lingers"
+    );
     // The key can be written again afterwards.
     s.put("d/a", b"3").unwrap();
     assert_eq!(get(s, "d/a").unwrap(), b"3");
@@ -212,7 +260,9 @@ pub fn delete<S: Store>(s: &S) {
 
 /// Directory prefixes remove a subtree; other prefixes match as strings.
 pub fn delete_prefix<S: Store>(s: &S) {
-    for k in ["x/1", "x/y/2", "x/y/.z", "xa/3", "x0", "q/c_0", "q/c_1", "q/d_0"] {
+    for k in [
+        "x/1", "x/y/2", "x/y/.z", "xa/3", "x0", "q/c_0", "q/c_1", "q/d_0",
+    ] {
         s.put(k, k.as_bytes()).unwrap();
     }
     s.delete_prefix("x/").unwrap();
@@ -260,7 +310,14 @@ pub fn list_prefix<S: Store>(s: &S) {
 
 /// One level: keys and child prefixes, both full and sorted.
 pub fn list_dir<S: Store>(s: &S) {
-    for k in ["home/.domain.json", "home/b/.domain.json", "home/a/x/y", "home/z", "other/q", "root"] {
+    for k in [
+        "home/.domain.json",
+        "home/b/.domain.json",
+        "home/a/x/y",
+        "home/z",
+        "other/q",
+        "root",
+    ] {
         s.put(k, b"").unwrap();
     }
     let strs = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
@@ -270,27 +327,59 @@ pub fn list_dir<S: Store>(s: &S) {
     );
     assert_eq!(
         s.list_dir("home/").unwrap(),
-        (strs(&["home/.domain.json", "home/z"]), strs(&["home/a/", "home/b/"]))
+        (
+            strs(&["home/.domain.json", "home/z"]),
+            strs(&["home/a/", "home/b/"])
+        )
     );
-    assert_eq!(s.list_dir("home/a/").unwrap(), (vec![], strs(&["home/a/x/"])));
+    assert_eq!(
+        s.list_dir("home/a/").unwrap(),
+        (vec![], strs(&["home/a/x/"]))
+    );
     assert_eq!(s.list_dir("missing/").unwrap(), (vec![], vec![]));
-    assert!(s.list_dir("home").is_err(), "list_dir needs a '/'-terminated prefix");
+    assert!(
+        s.list_dir("home").is_err(),
+        "list_dir needs a '/'-terminated prefix"
+    );
 }
 
 /// Keys that could escape the root or are ambiguous are refused by every
 /// call, and nothing is written.
 pub fn invalid_keys<S: Store>(s: &S) {
-    let bad = ["", "/abs", "../x", "a/../../x", "a//b", "a/./b", "trailing/", ".", "..", "a/\0"];
+    let bad = [
+        "",
+        "/abs",
+        "../x",
+        "a/../../x",
+        "a//b",
+        "a/./b",
+        "trailing/",
+        ".",
+        "..",
+        "a/\0",
+    ];
     let v = s.put("ok", b"x").unwrap();
     for k in bad {
         let is_invalid = |r: crate::Result<()>| matches!(r, Err(StoreError::InvalidKey { .. }));
         assert!(is_invalid(s.get(k).map(|_| ())), "get {k:?}");
-        assert!(is_invalid(s.get_versioned(k).map(|_| ())), "get_versioned {k:?}");
-        assert!(is_invalid(s.get_range(k, 0, 1).map(|_| ())), "get_range {k:?}");
+        assert!(
+            is_invalid(s.get_versioned(k).map(|_| ())),
+            "get_versioned {k:?}"
+        );
+        assert!(
+            is_invalid(s.get_range(k, 0, 1).map(|_| ())),
+            "get_range {k:?}"
+        );
         assert!(is_invalid(s.exists(k).map(|_| ())), "exists {k:?}");
         assert!(is_invalid(s.put(k, b"evil").map(|_| ())), "put {k:?}");
-        assert!(is_invalid(s.put_if_absent(k, b"evil").map(|_| ())), "put_if_absent {k:?}");
-        assert!(is_invalid(s.put_if_version(k, b"evil", &v).map(|_| ())), "put_if_version {k:?}");
+        assert!(
+            is_invalid(s.put_if_absent(k, b"evil").map(|_| ())),
+            "put_if_absent {k:?}"
+        );
+        assert!(
+            is_invalid(s.put_if_version(k, b"evil", &v).map(|_| ())),
+            "put_if_version {k:?}"
+        );
         assert!(is_invalid(s.delete(k)), "delete {k:?}");
     }
     for p in ["/", "/abs/", "../", "a//", "a/../"] {
@@ -316,8 +405,15 @@ pub fn concurrent_increments<S: Store>(s: &S) {
             });
         }
     });
-    assert_eq!(get(s, "counter").unwrap(), (THREADS * ROUNDS).to_string().as_bytes());
-    assert_eq!(all_keys(s), vec!["counter"], "no temp or lock files visible");
+    assert_eq!(
+        get(s, "counter").unwrap(),
+        (THREADS * ROUNDS).to_string().as_bytes()
+    );
+    assert_eq!(
+        all_keys(s),
+        vec!["counter"],
+        "no temp or lock files visible"
+    );
 }
 
 /// One optimistic increment of a decimal counter; retries until it wins.
@@ -329,7 +425,10 @@ pub fn increment<S: Store + ?Sized>(s: &S, key: &str) {
     loop {
         let cur = s.get_versioned(key).unwrap().expect("counter exists");
         let n: u64 = std::str::from_utf8(&cur.data).unwrap().parse().unwrap();
-        match s.put_if_version(key, (n + 1).to_string().as_bytes(), &cur.version).unwrap() {
+        match s
+            .put_if_version(key, (n + 1).to_string().as_bytes(), &cur.version)
+            .unwrap()
+        {
             PutOutcome::Written(_) => return,
             PutOutcome::Conflict => std::thread::yield_now(),
         }
@@ -348,7 +447,11 @@ pub fn concurrent_put_if_absent<S: Store>(s: &S) {
                     let (key, barrier) = (&key, &barrier);
                     scope.spawn(move || {
                         barrier.wait();
-                        (t, s.put_if_absent(key, format!("writer {t}").as_bytes()).unwrap())
+                        (
+                            t,
+                            s.put_if_absent(key, format!("writer {t}").as_bytes())
+                                .unwrap(),
+                        )
                     })
                 })
                 .collect();
@@ -360,7 +463,10 @@ pub fn concurrent_put_if_absent<S: Store>(s: &S) {
             .map(|(t, _)| *t)
             .collect();
         assert_eq!(winners.len(), 1, "round {round}: {outcomes:?}");
-        assert_eq!(get(s, &key).unwrap(), format!("writer {}", winners[0]).as_bytes());
+        assert_eq!(
+            get(s, &key).unwrap(),
+            format!("writer {}", winners[0]).as_bytes()
+        );
     }
     assert_eq!(all_keys(s).len(), 5);
 }
@@ -381,7 +487,9 @@ pub fn concurrent_churn<S: Store>(s: &S) {
                         0 => s.delete(&mine).unwrap(),
                         1 => s.delete_prefix(&format!("{mine}/")).unwrap(),
                         _ => {
-                            let created = s.put_if_absent(&format!("churn/a/c/{t}-{i}"), b"x").unwrap();
+                            let created = s
+                                .put_if_absent(&format!("churn/a/c/{t}-{i}"), b"x")
+                                .unwrap();
                             assert!(matches!(created, PutOutcome::Written(_)));
                             s.delete(&format!("churn/a/c/{t}-{i}")).unwrap();
                         }

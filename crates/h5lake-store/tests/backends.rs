@@ -25,7 +25,12 @@ mod local_sync {
     // Same suite with fsync on, so the durable path is exercised too.
     h5lake_store::store_test_suite!(|| {
         let dir = tempfile::tempdir().unwrap();
-        (h5lake_store::LocalStore::create(dir.path()).unwrap().with_sync(true), dir)
+        (
+            h5lake_store::LocalStore::create(dir.path())
+                .unwrap()
+                .with_sync(true),
+            dir,
+        )
     });
 }
 
@@ -41,7 +46,12 @@ fn files_on_disk(root: &Path) -> Vec<String> {
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).unwrap() {
             let e = e.unwrap();
-            let rel = e.path().strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            let rel = e
+                .path()
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
             if e.file_type().unwrap().is_dir() {
                 stack.push(e.path());
                 out.push(format!("{rel}/"));
@@ -58,12 +68,18 @@ fn files_on_disk(root: &Path) -> Vec<String> {
 fn local_open_requires_existing_dir() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("nope");
-    assert!(matches!(LocalStore::open(&missing), Err(StoreError::NotFound(_))));
+    assert!(matches!(
+        LocalStore::open(&missing),
+        Err(StoreError::NotFound(_))
+    ));
     let store = LocalStore::create(missing.join("deeper")).unwrap();
     assert!(store.root().is_dir());
     LocalStore::open(missing.join("deeper")).unwrap();
     std::fs::write(dir.path().join("file"), b"").unwrap();
-    assert!(matches!(LocalStore::open(dir.path().join("file")), Err(StoreError::NotFound(_))));
+    assert!(matches!(
+        LocalStore::open(dir.path().join("file")),
+        Err(StoreError::NotFound(_))
+    ));
 }
 
 #[test]
@@ -72,20 +88,52 @@ fn local_key_maps_to_file_and_leaves_no_debris() {
     let s = LocalStore::new(dir.path()).unwrap();
     s.put("db/a/.group.json", b"{}").unwrap();
     s.put_if_absent("db/a/d/x/0_0", b"chunk").unwrap();
-    assert_eq!(s.put_if_absent("db/a/d/x/0_0", b"again").unwrap(), PutOutcome::Conflict);
-    let v = s.get_versioned("db/a/.group.json").unwrap().unwrap().version;
-    assert_eq!(s.put_if_version("db/a/.group.json", b"{1}", &v).unwrap().clone(), {
-        let now = s.get_versioned("db/a/.group.json").unwrap().unwrap().version;
-        PutOutcome::Written(now)
-    });
-    assert_eq!(s.put_if_version("db/a/.group.json", b"{2}", &v).unwrap(), PutOutcome::Conflict);
-    assert_eq!(std::fs::read(dir.path().join("db/a/.group.json")).unwrap(), b"{1}");
+    assert_eq!(
+        s.put_if_absent("db/a/d/x/0_0", b"again").unwrap(),
+        PutOutcome::Conflict
+    );
+    let v = s
+        .get_versioned("db/a/.group.json")
+        .unwrap()
+        .unwrap()
+        .version;
+    assert_eq!(
+        s.put_if_version("db/a/.group.json", b"{1}", &v)
+            .unwrap()
+            .clone(),
+        {
+            let now = s
+                .get_versioned("db/a/.group.json")
+                .unwrap()
+                .unwrap()
+                .version;
+            PutOutcome::Written(now)
+        }
+    );
+    assert_eq!(
+        s.put_if_version("db/a/.group.json", b"{2}", &v).unwrap(),
+        PutOutcome::Conflict
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("db/a/.group.json")).unwrap(),
+        b"{1}"
+    );
     assert_eq!(
         files_on_disk(dir.path()),
-        vec!["db/", "db/a/", "db/a/.group.json", "db/a/d/", "db/a/d/x/", "db/a/d/x/0_0"]
+        vec![
+            "db/",
+            "db/a/",
+            "db/a/.group.json",
+            "db/a/d/",
+            "db/a/d/x/",
+            "db/a/d/x/0_0"
+        ]
     );
     s.delete("db/a/d/x/0_0").unwrap();
-    assert_eq!(files_on_disk(dir.path()), vec!["db/", "db/a/", "db/a/.group.json"]);
+    assert_eq!(
+        files_on_disk(dir.path()),
+        vec!["db/", "db/a/", "db/a/.group.json"]
+    );
     s.delete_prefix("db/").unwrap();
     assert!(files_on_disk(dir.path()).is_empty());
 }
@@ -96,17 +144,34 @@ fn local_hides_and_reserves_temp_names() {
     let s = LocalStore::new(dir.path()).unwrap();
     s.put("g/.group.json", b"{}").unwrap();
     // What a crashed writer leaves behind.
-    std::fs::write(dir.path().join("g/.h5lake-tmp-0123456789abcdef.tmp"), b"half").unwrap();
+    std::fs::write(
+        dir.path().join("g/.h5lake-tmp-0123456789abcdef.tmp"),
+        b"half",
+    )
+    .unwrap();
     std::fs::create_dir(dir.path().join("empty")).unwrap();
     std::fs::create_dir(dir.path().join("orphan")).unwrap();
     std::fs::write(dir.path().join("orphan/.h5lake-tmp-1.tmp"), b"").unwrap();
     assert_eq!(s.list_prefix("").unwrap(), vec!["g/.group.json"]);
-    assert_eq!(s.list_dir("g/").unwrap(), (vec!["g/.group.json".to_string()], vec![]));
+    assert_eq!(
+        s.list_dir("g/").unwrap(),
+        (vec!["g/.group.json".to_string()], vec![])
+    );
     assert_eq!(s.list_dir("").unwrap(), (vec![], vec!["g/".to_string()]));
-    assert!(matches!(s.put("g/.h5lake-tmp-x.tmp", b""), Err(StoreError::InvalidKey { .. })));
-    assert!(matches!(s.get(".h5lake-tmp-x.tmp/y"), Err(StoreError::InvalidKey { .. })));
+    assert!(matches!(
+        s.put("g/.h5lake-tmp-x.tmp", b""),
+        Err(StoreError::InvalidKey { .. })
+    ));
+    assert!(matches!(
+        s.get(".h5lake-tmp-x.tmp/y"),
+        Err(StoreError::InvalidKey { .. })
+    ));
     // Young temp files may belong to live writers and are kept.
-    assert_eq!(s.remove_stale_temp_files(Duration::from_secs(3600)).unwrap(), 0);
+    assert_eq!(
+        s.remove_stale_temp_files(Duration::from_secs(3600))
+            .unwrap(),
+        0
+    );
     assert_eq!(s.remove_stale_temp_files(Duration::ZERO).unwrap(), 2);
     assert_eq!(s.list_prefix("").unwrap(), vec!["g/.group.json"]);
 }
@@ -145,9 +210,17 @@ fn local_permission_denied_is_reported_as_such() {
     let dir = tempfile::tempdir().unwrap();
     let s = LocalStore::new(dir.path()).unwrap();
     s.put("ro/k", b"x").unwrap();
-    std::fs::set_permissions(dir.path().join("ro"), std::fs::Permissions::from_mode(0o555)).unwrap();
+    std::fs::set_permissions(
+        dir.path().join("ro"),
+        std::fs::Permissions::from_mode(0o555),
+    )
+    .unwrap();
     let r = s.put("ro/k2", b"y");
-    std::fs::set_permissions(dir.path().join("ro"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(
+        dir.path().join("ro"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
     assert!(matches!(r, Err(StoreError::PermissionDenied(_))), "{r:?}");
 }
 
@@ -161,7 +234,12 @@ const CHILD_DIR_ENV: &str = "H5LAKE_STORE_TEST_DIR";
 
 fn spawn_child(role: &str, dir: &Path) -> std::process::Child {
     Command::new(std::env::current_exe().unwrap())
-        .args(["child_process_entry", "--exact", "--nocapture", "--test-threads=1"])
+        .args([
+            "child_process_entry",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_ENV, role)
         .env(CHILD_DIR_ENV, dir)
         .stdout(Stdio::null())
@@ -171,7 +249,9 @@ fn spawn_child(role: &str, dir: &Path) -> std::process::Child {
 
 #[test]
 fn child_process_entry() {
-    let Ok(role) = std::env::var(CHILD_ENV) else { return };
+    let Ok(role) = std::env::var(CHILD_ENV) else {
+        return;
+    };
     let store = LocalStore::open(std::env::var(CHILD_DIR_ENV).unwrap()).unwrap();
     match role.as_str() {
         "increment" => {
@@ -195,11 +275,16 @@ fn local_conditional_increments_across_processes() {
     let dir = tempfile::tempdir().unwrap();
     let store = LocalStore::new(dir.path()).unwrap();
     store.put("shared/counter", b"0").unwrap();
-    let children: Vec<_> = (0..4).map(|_| spawn_child("increment", dir.path())).collect();
+    let children: Vec<_> = (0..4)
+        .map(|_| spawn_child("increment", dir.path()))
+        .collect();
     for mut c in children {
         assert!(c.wait().unwrap().success());
     }
-    assert_eq!(store.get("shared/counter").unwrap().unwrap().as_ref(), b"200");
+    assert_eq!(
+        store.get("shared/counter").unwrap().unwrap().as_ref(),
+        b"200"
+    );
     assert_eq!(store.list_prefix("").unwrap(), vec!["shared/counter"]);
 }
 
@@ -212,14 +297,20 @@ fn local_put_survives_sigkill() {
         // Kill only once the child is really writing, then a bit later.
         let start = Instant::now();
         while !store.exists("crash/blob").unwrap() {
-            assert!(start.elapsed() < Duration::from_secs(30), "child never wrote");
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "child never wrote"
+            );
             std::thread::sleep(Duration::from_millis(5));
         }
         std::thread::sleep(Duration::from_millis(200 + 37 * round));
         child.kill().unwrap(); // SIGKILL on Unix
         child.wait().unwrap();
 
-        let blob = store.get("crash/blob").unwrap().expect("last committed value readable");
+        let blob = store
+            .get("crash/blob")
+            .unwrap()
+            .expect("last committed value readable");
         assert_eq!(blob.len(), 1 << 20);
         assert!(blob.iter().all(|&b| b == blob[0]), "torn value after kill");
         assert_eq!(store.list_prefix("").unwrap(), vec!["crash/blob"]);
