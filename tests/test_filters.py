@@ -1,10 +1,7 @@
 """Differential tests of h5lake._hl.filters against h5py's create_dataset."""
 
-import importlib.util
 import json
 import pathlib
-import sys
-import types
 import warnings
 
 import numpy as np
@@ -14,38 +11,9 @@ h5py = pytest.importorskip("h5py")
 from h5py._hl.filters import guess_chunk as h5py_guess_chunk  # noqa: E402
 from hypothesis import given, settings, strategies as st, HealthCheck  # noqa: E402
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "python"))
+from h5lake._hl import filters, h5t  # noqa: E402
 
-
-def _load_pure_modules():
-    """Load h5t/filters even when h5lake (or its compiled _core) is not
-    importable, under a private package name (see tests/test_h5t.py)."""
-    try:
-        from h5lake._hl import h5t, filters
-        return h5t, filters
-    except Exception:
-        pass
-    name = "_h5lake_pure_hl"
-    hl = ROOT / "python" / "h5lake" / "_hl"
-    if name not in sys.modules:
-        pkg = types.ModuleType(name)
-        pkg.__path__ = [str(hl)]
-        sys.modules[name] = pkg
-    mods = []
-    for mod in ("h5t", "filters"):
-        full = name + "." + mod
-        if full not in sys.modules:
-            spec = importlib.util.spec_from_file_location(full, hl / (mod + ".py"))
-            m = importlib.util.module_from_spec(spec)
-            sys.modules[full] = m
-            spec.loader.exec_module(m)
-        mods.append(sys.modules[full])
-    return tuple(mods)
-
-
-h5t, filters = _load_pure_modules()
-FIXTURE = pathlib.Path("/work/shared/fixtures/hsds-store/hsdstest")
+FIXTURE = pathlib.Path(__file__).resolve().parents[2] / "shared/fixtures/hsds-store/hsdstest"
 
 
 @pytest.fixture

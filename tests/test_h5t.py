@@ -1,11 +1,8 @@
 """Differential tests of h5lake._hl.h5t against h5py (the reference) and
 against documents real HSDS wrote (../shared/fixtures/hsds-store)."""
 
-import importlib.util
 import json
 import pathlib
-import sys
-import types
 
 import numpy as np
 import pytest
@@ -14,40 +11,10 @@ h5py = pytest.importorskip("h5py")
 from hypothesis import assume, given, settings, strategies as st, HealthCheck  # noqa: E402
 from hypothesis.extra import numpy as hnp  # noqa: E402
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "python"))
+from h5lake._hl import filters, h5t  # noqa: E402
 
 
-def _load_pure_modules():
-    """h5t/filters are pure Python; load them even when the h5lake package (or
-    its compiled _core) is not importable, under a private package name so a
-    broken real ``h5lake`` is not shadowed for other tests."""
-    try:
-        from h5lake._hl import h5t, filters
-        return h5t, filters
-    except Exception:
-        pass
-    name = "_h5lake_pure_hl"
-    hl = ROOT / "python" / "h5lake" / "_hl"
-    if name not in sys.modules:
-        pkg = types.ModuleType(name)
-        pkg.__path__ = [str(hl)]
-        sys.modules[name] = pkg
-    mods = []
-    for mod in ("h5t", "filters"):
-        full = name + "." + mod
-        if full not in sys.modules:
-            spec = importlib.util.spec_from_file_location(full, hl / (mod + ".py"))
-            m = importlib.util.module_from_spec(spec)
-            sys.modules[full] = m
-            spec.loader.exec_module(m)
-        mods.append(sys.modules[full])
-    return tuple(mods)
-
-
-h5t, filters = _load_pure_modules()
-
-FIXTURE = pathlib.Path("/work/shared/fixtures/hsds-store/hsdstest")
+FIXTURE = pathlib.Path(__file__).resolve().parents[2] / "shared/fixtures/hsds-store/hsdstest"
 
 
 @pytest.fixture

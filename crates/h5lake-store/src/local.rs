@@ -300,6 +300,25 @@ impl LocalStore {
         ))
     }
 
+    /// Publishes `tmp` as `target` (replacing it) while holding the
+    /// directory lock. `Ok(None)` when the temp file vanished (a concurrent
+    /// `delete_prefix`), which restarts the write.
+    fn rename_over(
+        &self,
+        lock: &DirLock,
+        tmp: &Path,
+        target: &Path,
+        version: &Version,
+    ) -> Result<Option<PutOutcome>> {
+        match fs::rename(tmp, target) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_err(target, e)),
+        }
+        self.sync_dir(lock)?;
+        Ok(Some(PutOutcome::Written(version.clone())))
+    }
+
     fn sync_dir(&self, lock: &DirLock) -> Result<()> {
         if self.options.sync {
             lock.file.sync_all().map_err(|e| io_err(&lock.path, e))?;
@@ -454,13 +473,7 @@ impl WritableStore for LocalStore {
             let Some(lock) = DirLock::acquire_existing(dir)? else {
                 return Ok(None);
             };
-            match fs::rename(tmp, target) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-                Err(e) => return Err(io_err(target, e)),
-            }
-            self.sync_dir(&lock)?;
-            Ok(Some(PutOutcome::Written(version.clone())))
+            self.rename_over(&lock, tmp, target, version)
         })?;
         match outcome {
             PutOutcome::Written(v) => Ok(v),
@@ -502,13 +515,7 @@ impl WritableStore for LocalStore {
             if current_version(target)?.as_ref() != Some(expected) {
                 return Ok(Some(PutOutcome::Conflict));
             }
-            match fs::rename(tmp, target) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-                Err(e) => return Err(io_err(target, e)),
-            }
-            self.sync_dir(&lock)?;
-            Ok(Some(PutOutcome::Written(version.clone())))
+            self.rename_over(&lock, tmp, target, version)
         })
     }
 
