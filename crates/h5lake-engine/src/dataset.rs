@@ -183,6 +183,13 @@ impl DatasetMeta {
             .encode_as(raw, self.dtype.filter_elem_size(), self.format)?)
     }
 
+    /// Whether `parts` select every element of their chunk with unit steps
+    /// (an edge chunk's padding beyond the extent is never selected, so edge
+    /// chunks do not qualify).
+    fn covers_whole_chunk(&self, parts: &[&DimPart]) -> bool {
+        parts.iter().enumerate().all(|(d, p)| p.covered == self.chunk[d] && p.runs.iter().all(|r| r.step == 1))
+    }
+
     /// Whether `parts` select every in-extent element of their chunk.
     fn covers_chunk(&self, parts: &[&DimPart]) -> bool {
         parts.iter().enumerate().all(|(d, p)| {
@@ -201,6 +208,10 @@ struct Projection {
 }
 
 impl Projection {
+    fn is_identity(&self) -> bool {
+        matches!(self.pieces[..], [(0, len, 0)] if len == self.elem_size)
+    }
+
     fn new(dtype: &Datatype, fields: Option<&[String]>) -> Result<Self> {
         let elem_size = dtype.fixed_size().unwrap_or(0);
         let Some(names) = fields else {
@@ -497,15 +508,23 @@ impl Domain {
                 let cs = strides(&m.chunk);
                 let os = strides(&sel.out_shape());
                 let use_cache = self.fits_cache(&m, plan.num_chunks());
+                // Unfiltered whole elements can go from storage straight into
+                // the caller's buffer.
+                let direct = m.pipeline.is_empty() && proj.is_identity();
                 for_each_task(plan.num_chunks(), |i| -> Result<()> {
                     let parts = plan.chunk(i);
                     let coords: Vec<u64> = parts.iter().map(|p| p.chunk).collect();
-                    self.with_chunk(&m, &m.key(&coords), use_cache, &fill_chunk, |src| {
+                    let key = m.key(&coords);
+                    if !use_cache && direct && m.covers_whole_chunk(&parts) {
+                        // SAFETY: as below; the runs are this task's own elements.
+                        if unsafe { self.read_chunk_direct(&m, &key, &parts, &cs, &os, ptr)? } {
+                            return Ok(());
+                        }
+                    }
+                    self.with_chunk(&m, &key, use_cache, &fill_chunk, |src| {
                         // SAFETY: chunk tasks write disjoint output elements and
                         // the selection was validated against the buffer size.
-                        walk(&parts, &cs, &os, &mut |s, d, n| unsafe {
-                            proj.copy(src, s, ptr, d, n)
-                        });
+                        walk(&parts, &cs, &os, &mut |s, d, n| unsafe { proj.copy(src, s, ptr, d, n) });
                     })
                 })
             }
@@ -830,6 +849,41 @@ impl Domain {
             }
             Ok(())
         })
+    }
+
+    /// Reads a wholly selected, unfiltered chunk with one scattered read
+    /// straight into the output (the kernel copies each row to its place:
+    /// no intermediate buffer, no second copy). `Ok(false)` when the chunk
+    /// is missing or not of the expected size: the caller takes the normal
+    /// path, which fills or reports it.
+    ///
+    /// # Safety
+    /// `out` must be valid for every output element of `parts`, and no other
+    /// thread may write those elements.
+    unsafe fn read_chunk_direct(
+        &self,
+        m: &DatasetMeta,
+        key: &str,
+        parts: &[&DimPart],
+        cs: &[u64],
+        os: &[u64],
+        out: OutPtr,
+    ) -> Result<bool> {
+        let es = m.elem_size();
+        let mut runs: Vec<(u64, &mut [u8])> = Vec::new();
+        let mut next = 0u64;
+        let mut in_order = true;
+        walk(parts, cs, os, &mut |s, d, n| {
+            let off = s * es as u64;
+            in_order &= off == next;
+            next = off + n * es as u64;
+            runs.push((off, std::slice::from_raw_parts_mut(out.at(d as usize * es), n as usize * es)));
+        });
+        let total = (m.chunk_elems() * es) as u64;
+        if !in_order || next != total {
+            return Ok(false);
+        }
+        Ok(self.store().get_scattered(key, total, &mut runs)? == Some(true))
     }
 
     /// Whether a read of `chunks` chunks is small enough to go through the cache.

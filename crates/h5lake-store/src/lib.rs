@@ -96,6 +96,27 @@ pub trait ReadableStore: Send + Sync {
         }))
     }
 
+    /// Reads an object of exactly `total_len` bytes straight into caller
+    /// memory: `runs` are (object offset, destination) pairs in increasing,
+    /// gap-free offset order that cover the whole object. Returns `None` if
+    /// the object is missing and `Some(false)` (nothing meaningful written)
+    /// if its size is not `total_len`. Backends that can scatter a read
+    /// (local files: `preadv`) save the copy through an intermediate buffer.
+    ///
+    /// # Errors
+    /// I/O trouble other than "not found".
+    fn get_scattered(&self, key: &str, total_len: u64, runs: &mut [(u64, &mut [u8])]) -> Result<Option<bool>> {
+        let Some(data) = self.get(key)? else { return Ok(None) };
+        if data.len() as u64 != total_len {
+            return Ok(Some(false));
+        }
+        for (off, dst) in runs.iter_mut() {
+            let off = *off as usize;
+            dst.copy_from_slice(&data[off..off + dst.len()]);
+        }
+        Ok(Some(true))
+    }
+
     /// The object's current version without its bytes (`None` if missing):
     /// what a cache asks to learn whether its copy is still current.
     ///

@@ -434,6 +434,65 @@ impl ReadableStore for LocalStore {
         Ok(Some(version_of(&meta)))
     }
 
+    fn get_scattered(&self, key: &str, total_len: u64, runs: &mut [(u64, &mut [u8])]) -> Result<Option<bool>> {
+        let Some((file, meta)) = self.open_key(key)? else {
+            return Ok(None);
+        };
+        if meta.len() != total_len {
+            return Ok(Some(false));
+        }
+        if meta.len() > READAHEAD_HINT_BYTES {
+            // SAFETY: a plain advisory syscall on an open descriptor.
+            unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, meta.len() as libc::off_t, libc::POSIX_FADV_WILLNEED) };
+        }
+        let path = self.path_of(key);
+        // The kernel copies each run straight to its destination; at most
+        // IOV_MAX (1024 on Linux) runs per call.
+        for batch in runs.chunks_mut(1024) {
+            let mut offset = batch[0].0;
+            let mut iov: Vec<libc::iovec> = batch
+                .iter_mut()
+                .map(|(_, d)| libc::iovec { iov_base: d.as_mut_ptr().cast(), iov_len: d.len() })
+                .collect();
+            let mut first = 0;
+            while first < iov.len() {
+                // SAFETY: every iovec points into a live, exclusively borrowed slice.
+                let n = unsafe {
+                    libc::preadv(file.as_raw_fd(), iov[first..].as_ptr(), (iov.len() - first) as libc::c_int, offset as libc::off_t)
+                };
+                if n < 0 {
+                    let e = io::Error::last_os_error();
+                    if e.kind() == io::ErrorKind::Interrupted {
+                        continue;
+                    }
+                    return Err(io_err(&path, e));
+                }
+                if n == 0 {
+                    // The file shrank under us (it was replaced by a rename,
+                    // which keeps our descriptor on the old inode, so this is
+                    // truncation in place — not something h5lake does).
+                    return Err(io_err(&path, io::Error::new(io::ErrorKind::UnexpectedEof, "object shorter than its size")));
+                }
+                // Skip the iovecs this call filled; trim a partly filled one.
+                let mut n = n as usize;
+                offset += n as u64;
+                while n > 0 {
+                    let v = &mut iov[first];
+                    if n >= v.iov_len {
+                        n -= v.iov_len;
+                        first += 1;
+                    } else {
+                        // SAFETY: advancing within the same slice.
+                        v.iov_base = unsafe { v.iov_base.cast::<u8>().add(n).cast() };
+                        v.iov_len -= n;
+                        n = 0;
+                    }
+                }
+            }
+        }
+        Ok(Some(true))
+    }
+
     fn get_range(&self, key: &str, offset: u64, len: u64) -> Result<Option<Bytes>> {
         let Some((file, meta)) = self.open_key(key)? else {
             return Ok(None);

@@ -38,6 +38,7 @@ pub fn cases<S: Store>() -> Vec<(&'static str, Case<S>)> {
         ("put_if_version", put_if_version::<S>),
         ("versions_track_writes", versions_track_writes::<S>),
         ("get_into_replaces_buffer", get_into_replaces_buffer::<S>),
+        ("get_scattered_fills_runs", get_scattered_fills_runs::<S>),
         ("delete", delete::<S>),
         ("delete_prefix", delete_prefix::<S>),
         ("list_prefix", list_prefix::<S>),
@@ -63,7 +64,8 @@ macro_rules! store_test_suite {
     ($make:expr) => {
         $crate::store_test_suite!(@cases $make;
             get_missing, roundtrip, overwrite, get_range, exists, put_if_absent_twice,
-            put_if_version, versions_track_writes, get_into_replaces_buffer, delete, delete_prefix, list_prefix, list_dir,
+            put_if_version, versions_track_writes, get_into_replaces_buffer,
+            get_scattered_fills_runs, delete, delete_prefix, list_prefix, list_dir,
             invalid_keys, concurrent_increments, concurrent_put_if_absent, concurrent_churn);
     };
     (@cases $make:expr; $($case:ident),* $(,)?) => {
@@ -235,6 +237,27 @@ pub fn get_into_replaces_buffer<S: Store>(s: &S) {
     s.get_into("gi/b", &mut buf).unwrap();
     assert_eq!(buf, b"x");
     assert_eq!(s.get_into("gi/none", &mut buf).unwrap(), None);
+}
+
+/// `get_scattered` puts each run of the object where it is asked to, and
+/// refuses (without failing) an object of another size.
+pub fn get_scattered_fills_runs<S: Store>(s: &S) {
+    let data: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
+    s.put("gs/a", &data).unwrap();
+    let mut out = vec![0u8; 3000];
+    {
+        // Runs land out of order in the destination, as rows of a chunk do.
+        let (left, right) = out.split_at_mut(1500);
+        let (r0, r1) = right.split_at_mut(1000);
+        let mut runs: Vec<(u64, &mut [u8])> = vec![(0, r1), (500, left), (2000, r0)];
+        assert_eq!(s.get_scattered("gs/a", 3000, &mut runs).unwrap(), Some(true));
+    }
+    assert_eq!(&out[2500..], &data[..500]);
+    assert_eq!(&out[..1500], &data[500..2000]);
+    assert_eq!(&out[1500..2500], &data[2000..]);
+    let mut small = [0u8; 10];
+    assert_eq!(s.get_scattered("gs/a", 10, &mut [(0, &mut small[..])]).unwrap(), Some(false));
+    assert_eq!(s.get_scattered("gs/none", 10, &mut [(0, &mut small[..])]).unwrap(), None);
 }
 
 /// Deleting is idempotent and leaves neighbours alone.
