@@ -6,12 +6,17 @@
 //! ([`to_py_err`]).
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
+
+/// Data calls at least this large can be interrupted with Ctrl-C; smaller
+/// ones finish too fast to need it and skip the helper thread.
+const INTERRUPTIBLE_BYTES: usize = 16 << 20;
 
 use h5lake_engine::{Domain, DomainOptions, EngineError, OpenMode};
 use h5lake_types::{DimSel, Selection};
 use pyo3::exceptions::{
-    PyFileExistsError, PyFileNotFoundError, PyKeyError, PyOSError, PyPermissionError, PyTypeError, PyValueError,
+    PyFileExistsError, PyFileNotFoundError, PyKeyError, PyKeyboardInterrupt, PyOSError, PyPermissionError, PyTypeError, PyValueError,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
@@ -23,6 +28,7 @@ fn to_py_err(e: EngineError) -> PyErr {
     let msg = e.to_string();
     match e {
         EngineError::NotFound(_) => PyKeyError::new_err(msg),
+        EngineError::Interrupted => PyKeyboardInterrupt::new_err(msg),
         EngineError::StoreNotFound(_) => PyFileNotFoundError::new_err((2, msg)),
         EngineError::AlreadyExists(_) | EngineError::Invalid(_) => PyValueError::new_err(msg),
         EngineError::StoreExists(_) => PyFileExistsError::new_err((17, msg)),
@@ -128,6 +134,43 @@ impl RawFile {
     fn run<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&Domain) -> h5lake_engine::Result<T> + Send) -> PyResult<T> {
         let dom = self.dom()?;
         py.allow_threads(|| f(&dom)).map_err(to_py_err)
+    }
+
+    /// Like [`RawFile::run`], but a call moving `nbytes` or more can be
+    /// stopped with Ctrl-C: the work runs on a helper thread while this
+    /// thread (which, if it is Python's main thread, is the one that sees
+    /// signals) checks for them every few milliseconds and cancels the call.
+    fn run_interruptible<T: Send>(
+        &self,
+        py: Python<'_>,
+        nbytes: usize,
+        f: impl FnOnce(&Domain) -> h5lake_engine::Result<T> + Send,
+    ) -> PyResult<T> {
+        if nbytes < INTERRUPTIBLE_BYTES {
+            return self.run(py, f);
+        }
+        let dom = self.dom()?;
+        let flag = Arc::new(AtomicBool::new(false));
+        let mut signal: Option<PyErr> = None;
+        let result = py.allow_threads(|| {
+            std::thread::scope(|scope| {
+                let worker = scope.spawn(|| h5lake_engine::cancel::with_cancel(flag.clone(), || f(&dom)));
+                while !worker.is_finished() {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                    if signal.is_none() {
+                        if let Err(e) = Python::with_gil(|py| py.check_signals()) {
+                            flag.store(true, Ordering::Relaxed);
+                            signal = Some(e);
+                        }
+                    }
+                }
+                worker.join().expect("engine call panicked")
+            })
+        });
+        match (result, signal) {
+            (Err(EngineError::Interrupted), Some(e)) => Err(e),
+            (r, _) => r.map_err(to_py_err),
+        }
     }
 }
 
@@ -266,7 +309,7 @@ impl RawFile {
         // SAFETY: the buffer stays exported (and so alive and pinned) until
         // `buf` drops after the call.
         let slice = unsafe { std::slice::from_raw_parts_mut(buf.ptr(), buf.len()) };
-        self.run(py, |d| d.read_fields(dset_id, &sel, fields.as_deref(), slice))
+        self.run_interruptible(py, slice.len(), |d| d.read_fields(dset_id, &sel, fields.as_deref(), slice))
     }
 
     fn dataset_write(&self, py: Python<'_>, dset_id: &str, selection: &Bound<'_, PyAny>, data: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -274,7 +317,7 @@ impl RawFile {
         let buf = RawBuffer::get(data, false)?;
         // SAFETY: as in dataset_read; the data is only read.
         let slice = unsafe { std::slice::from_raw_parts(buf.ptr().cast_const(), buf.len()) };
-        self.run(py, |d| d.write(dset_id, &sel, slice))
+        self.run_interruptible(py, slice.len(), |d| d.write(dset_id, &sel, slice))
     }
 
     #[pyo3(signature = (dset_id, points, out, fields = None))]
@@ -291,7 +334,7 @@ impl RawFile {
         let buf = RawBuffer::get(out, true)?;
         // SAFETY: as in dataset_read.
         let slice = unsafe { std::slice::from_raw_parts_mut(buf.ptr(), buf.len()) };
-        self.run(py, |d| d.read_fields(dset_id, &sel, fields.as_deref(), slice))
+        self.run_interruptible(py, slice.len(), |d| d.read_fields(dset_id, &sel, fields.as_deref(), slice))
     }
 
     fn dataset_write_points(&self, py: Python<'_>, dset_id: &str, points: &Bound<'_, PyAny>, data: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -300,7 +343,7 @@ impl RawFile {
         let buf = RawBuffer::get(data, false)?;
         // SAFETY: as in dataset_write.
         let slice = unsafe { std::slice::from_raw_parts(buf.ptr().cast_const(), buf.len()) };
-        self.run(py, |d| d.write(dset_id, &sel, slice))
+        self.run_interruptible(py, slice.len(), |d| d.write(dset_id, &sel, slice))
     }
 
     fn dataset_read_vlen<'py>(&self, py: Python<'py>, dset_id: &str, selection: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {

@@ -423,11 +423,13 @@ impl Pipeline {
         };
         let shuffled = self.filters.contains(&Filter::Shuffle);
         let byte = if shuffled { BloscShuffle::Byte } else { BloscShuffle::None };
-        // HSDS's default level when none is given is 5; zstd levels above
-        // Blosc's 9 saturate.
+        // HSDS's default level when none is given is 5.
         let (compressor, level, shuffle) = match comp {
             Filter::Deflate { level } => (BloscCompressor::Zlib, (*level).min(9) as u8, byte),
-            Filter::Zstd { level } => (BloscCompressor::Zstd, (*level).clamp(1, 9) as u8, byte),
+            // Blosc runs zstd at level 2*clevel-1: pick the clevel that gives
+            // the zstd level asked for (3 -> clevel 2 -> zstd 3), so that
+            // "zstd level 3" costs what it costs everywhere else.
+            Filter::Zstd { level } => (BloscCompressor::Zstd, ((*level + 1) / 2).clamp(1, 9) as u8, byte),
             Filter::Lz4 => (BloscCompressor::Lz4, 5, byte),
             Filter::Blosc { compressor, level, shuffle } => {
                 let s = if shuffled && *shuffle == BloscShuffle::None { BloscShuffle::Byte } else { *shuffle };

@@ -938,7 +938,14 @@ fn for_each_task(n: usize, f: impl Fn(usize) -> Result<()> + Sync + Send) -> Res
     if n <= 1 {
         return (0..n).try_for_each(f);
     }
-    chunk_pool().install(|| (0..n).into_par_iter().try_for_each(f))
+    let cancel = crate::cancel::current();
+    let task = |i| {
+        if crate::cancel::is_set(&cancel) {
+            return Err(EngineError::Interrupted);
+        }
+        f(i)
+    };
+    chunk_pool().install(|| (0..n).into_par_iter().try_for_each(task))
 }
 
 /// The pool that runs chunk tasks. Each task both waits on storage and

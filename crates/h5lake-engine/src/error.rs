@@ -32,6 +32,10 @@ pub enum EngineError {
     /// A stored document or chunk that cannot be understood.
     #[error("corrupt store: {0}")]
     Corrupt(String),
+    /// The call was cancelled (see [`crate::cancel`]); chunks already
+    /// written stay written, each one atomically.
+    #[error("interrupted")]
+    Interrupted,
     #[error(transparent)]
     Store(#[from] h5lake_store::StoreError),
     #[error(transparent)]

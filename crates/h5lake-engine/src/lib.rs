@@ -7,6 +7,7 @@
 //! all talk to [`Domain`].
 
 mod cache;
+pub mod cancel;
 pub mod dataset;
 pub mod domain;
 mod error;

@@ -513,3 +513,15 @@ fn compound_field_projection() {
         "buffer sized for the projection"
     );
 }
+
+#[test]
+fn a_cancelled_call_stops_with_interrupted() {
+    let dom = mem_domain();
+    let id = make_2d(&dom, [64, 64], [8, 8], json!([]));
+    let flag = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let mut out = vec![0u8; 64 * 64 * 4];
+    let r = h5lake_engine::cancel::with_cancel(flag, || dom.read(&id, &slices(&[(0, 64, 1), (0, 64, 1)]), &mut out));
+    assert!(matches!(r, Err(EngineError::Interrupted)), "{r:?}");
+    // Without the flag the same call works.
+    dom.read(&id, &slices(&[(0, 64, 1), (0, 64, 1)]), &mut out).unwrap();
+}
