@@ -107,7 +107,8 @@ impl BloscShuffle {
 }
 
 fn le32(b: &[u8], at: usize) -> Option<u32> {
-    b.get(at..at + 4).map(|s| u32::from_le_bytes(s.try_into().expect("4 bytes")))
+    b.get(at..at + 4)
+        .map(|s| u32::from_le_bytes(s.try_into().expect("4 bytes")))
 }
 
 /// Header fields, enough to recognise a frame without decoding it.
@@ -166,8 +167,16 @@ pub fn decompress(data: &[u8]) -> Result<Vec<u8>> {
     }
     let format = h.flags >> 5;
     match format {
-        0 => return Err(CodecError::Unsupported("blosclz (inside a Blosc frame)".into())),
-        2 => return Err(CodecError::Unsupported("snappy (inside a Blosc frame)".into())),
+        0 => {
+            return Err(CodecError::Unsupported(
+                "blosclz (inside a Blosc frame)".into(),
+            ))
+        }
+        2 => {
+            return Err(CodecError::Unsupported(
+                "snappy (inside a Blosc frame)".into(),
+            ))
+        }
         1 | 3 | 4 => {}
         f => return Err(corrupt("blosc", format!("unknown codec format {f}"))),
     }
@@ -182,22 +191,41 @@ pub fn decompress(data: &[u8]) -> Result<Vec<u8>> {
     }
     // Allocate only once the header and offset table look sane.
     let mut out = alloc_zeroed(h.nbytes, "blosc")?;
-    let mut tmp = if doshuffle { alloc_zeroed(h.blocksize.min(h.nbytes), "blosc")? } else { Vec::new() };
+    let mut tmp = if doshuffle {
+        alloc_zeroed(h.blocksize.min(h.nbytes), "blosc")?
+    } else {
+        Vec::new()
+    };
     for (j, dst) in out.chunks_mut(h.blocksize).enumerate() {
         let start = le32(data, HEADER + 4 * j).expect("inside table") as usize;
         if start < table_end || start >= data.len() {
-            return Err(corrupt("blosc", format!("block {j} starts outside the frame")));
+            return Err(corrupt(
+                "blosc",
+                format!("block {j} starts outside the frame"),
+            ));
         }
         let leftover = dst.len() < h.blocksize;
-        let nsplits = if h.flags & DONT_SPLIT == 0 && !leftover { h.typesize } else { 1 };
+        let nsplits = if h.flags & DONT_SPLIT == 0 && !leftover {
+            h.typesize
+        } else {
+            1
+        };
         if dst.len() % nsplits != 0 {
-            return Err(corrupt("blosc", "split block is not a whole number of elements"));
+            return Err(corrupt(
+                "blosc",
+                "split block is not a whole number of elements",
+            ));
         }
-        let target: &mut [u8] = if doshuffle { &mut tmp[..dst.len()] } else { dst };
+        let target: &mut [u8] = if doshuffle {
+            &mut tmp[..dst.len()]
+        } else {
+            dst
+        };
         let neblock = target.len() / nsplits;
         let mut pos = start;
         for stream in target.chunks_mut(neblock) {
-            let csize = le32(data, pos).ok_or_else(|| corrupt("blosc", "truncated stream header"))?;
+            let csize =
+                le32(data, pos).ok_or_else(|| corrupt("blosc", "truncated stream header"))?;
             let csize = csize as i32;
             pos += 4;
             if csize <= 0 {
@@ -213,12 +241,17 @@ pub fn decompress(data: &[u8]) -> Result<Vec<u8>> {
                 continue;
             }
             let n = match format {
-                1 => lz4_flex::block::decompress_into(src, stream).map_err(|e| corrupt("blosc/lz4", e.to_string()))?,
-                3 => deflate::decompress_into(src, stream).map_err(|e| corrupt("blosc/zlib", e.to_string()))?,
+                1 => lz4_flex::block::decompress_into(src, stream)
+                    .map_err(|e| corrupt("blosc/lz4", e.to_string()))?,
+                3 => deflate::decompress_into(src, stream)
+                    .map_err(|e| corrupt("blosc/zlib", e.to_string()))?,
                 _ => zstd_codec::decompress_into(src, stream)?,
             };
             if n != neblock {
-                return Err(corrupt("blosc", format!("stream decoded to {n} bytes, expected {neblock}")));
+                return Err(corrupt(
+                    "blosc",
+                    format!("stream decoded to {n} bytes, expected {neblock}"),
+                ));
             }
         }
         if doshuffle {
@@ -237,13 +270,20 @@ pub fn compress(
     shuffle_mode: BloscShuffle,
 ) -> Result<Vec<u8>> {
     if data.len() > i32::MAX as usize - HEADER {
-        return Err(CodecError::Invalid(format!("{} bytes is too large for a Blosc frame", data.len())));
+        return Err(CodecError::Invalid(format!(
+            "{} bytes is too large for a Blosc frame",
+            data.len()
+        )));
     }
     if shuffle_mode == BloscShuffle::Bit {
         return Err(CodecError::Unsupported("blosc bitshuffle".into()));
     }
     // Blosc stores typesize in one byte and treats larger types as bytes.
-    let typesize = if (1..=255).contains(&typesize) { typesize } else { 1 };
+    let typesize = if (1..=255).contains(&typesize) {
+        typesize
+    } else {
+        1
+    };
     let clevel = clevel.min(9);
     let nbytes = data.len();
     let format = compressor.write_format();
@@ -276,7 +316,11 @@ pub fn compress(
     let mut out = header(flags, blocksize, 0);
     out.resize(HEADER + 4 * nblocks, 0);
     let doshuffle = shuffle_mode == BloscShuffle::Byte && typesize > 1;
-    let mut tmp = if doshuffle { vec![0u8; blocksize] } else { Vec::new() };
+    let mut tmp = if doshuffle {
+        vec![0u8; blocksize]
+    } else {
+        Vec::new()
+    };
     for (j, block) in data.chunks(blocksize).enumerate() {
         let off = out.len() as u32;
         out[HEADER + 4 * j..HEADER + 4 * j + 4].copy_from_slice(&off.to_le_bytes());
@@ -286,7 +330,11 @@ pub fn compress(
         } else {
             block
         };
-        let nsplits = if split && block.len() == blocksize { typesize } else { 1 };
+        let nsplits = if split && block.len() == blocksize {
+            typesize
+        } else {
+            1
+        };
         for stream in src.chunks(block.len() / nsplits) {
             let at = out.len();
             out.extend_from_slice(&[0; 4]);
@@ -328,7 +376,14 @@ fn compress_stream(stream: &[u8], format: u8, clevel: u8) -> Result<Option<Vec<u
         3 => deflate::compress(stream, u32::from(clevel)),
         // c-blosc maps clevel 1..8 to zstd 2*clevel-1 and 9 to zstd's max; we
         // stop at 19 because 20+ need huge windows for little gain.
-        4 => zstd_codec::compress(stream, if clevel < 9 { 2 * i32::from(clevel) - 1 } else { 19 })?,
+        4 => zstd_codec::compress(
+            stream,
+            if clevel < 9 {
+                2 * i32::from(clevel) - 1
+            } else {
+                19
+            },
+        )?,
         _ => lz4_flex::block::compress(stream),
     }))
 }
@@ -339,14 +394,22 @@ mod tests {
 
     #[test]
     fn roundtrips_every_writable_codec_and_size() {
-        for comp in [BloscCompressor::Lz4, BloscCompressor::Zlib, BloscCompressor::Zstd] {
+        for comp in [
+            BloscCompressor::Lz4,
+            BloscCompressor::Zlib,
+            BloscCompressor::Zstd,
+        ] {
             for typesize in [1, 2, 3, 4, 8, 16, 24] {
                 for len in [0, 1, 127, 128, 1000, 70_001, 300_000] {
                     let data: Vec<u8> = (0..len).map(|i| ((i / 3) % 251) as u8).collect();
                     for sh in [BloscShuffle::None, BloscShuffle::Byte] {
                         let f = compress(&data, typesize, comp, 5, sh).unwrap();
                         assert!(is_frame(&f), "{comp:?} {typesize} {len}");
-                        assert_eq!(decompress(&f).unwrap(), data, "{comp:?} {typesize} {len} {sh:?}");
+                        assert_eq!(
+                            decompress(&f).unwrap(),
+                            data,
+                            "{comp:?} {typesize} {len} {sh:?}"
+                        );
                     }
                 }
             }

@@ -57,17 +57,26 @@ pub fn decompress(data: &[u8], hint: Option<usize>) -> Result<Vec<u8>> {
                 size = size.saturating_mul(2).min(cap);
             }
             Err(DecompressionError::InsufficientSpace) => {
-                return Err(corrupt("deflate", "decoded size exceeds what deflate can produce"))
+                return Err(corrupt(
+                    "deflate",
+                    "decoded size exceeds what deflate can produce",
+                ))
             }
-            Err(DecompressionError::BadData) => return Err(corrupt("deflate", "invalid zlib stream")),
+            Err(DecompressionError::BadData) => {
+                return Err(corrupt("deflate", "invalid zlib stream"))
+            }
         }
     }
 }
 
 /// Decompresses into `out`, returning the decoded length.
-pub fn decompress_into(data: &[u8], out: &mut [u8]) -> std::result::Result<usize, DecompressionError> {
+pub fn decompress_into(
+    data: &[u8],
+    out: &mut [u8],
+) -> std::result::Result<usize, DecompressionError> {
     DECOMPRESSOR.with(|cell| {
         let mut slot = cell.borrow_mut();
-        slot.get_or_insert_with(Decompressor::new).zlib_decompress(data, out)
+        slot.get_or_insert_with(Decompressor::new)
+            .zlib_decompress(data, out)
     })
 }

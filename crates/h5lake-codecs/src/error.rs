@@ -9,7 +9,10 @@ pub enum CodecError {
     #[error("invalid filter description: {0}")]
     Invalid(String),
     #[error("corrupt chunk data ({filter}): {reason}")]
-    Corrupt { filter: &'static str, reason: String },
+    Corrupt {
+        filter: &'static str,
+        reason: String,
+    },
     #[error("fletcher32 checksum mismatch: the chunk is corrupt")]
     Checksum,
 }

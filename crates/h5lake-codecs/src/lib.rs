@@ -27,7 +27,10 @@ use serde_json::{json, Map, Value};
 pub type Result<T> = std::result::Result<T, CodecError>;
 
 pub(crate) fn corrupt(filter: &'static str, reason: impl Into<String>) -> CodecError {
-    CodecError::Corrupt { filter, reason: reason.into() }
+    CodecError::Corrupt {
+        filter,
+        reason: reason.into(),
+    }
 }
 
 /// A zeroed buffer whose allocation failure is an error, not an abort: sizes
@@ -72,7 +75,11 @@ pub enum Filter {
     /// Fletcher-32 checksum appended to the chunk (id 3).
     Fletcher32,
     /// Blosc1 container (id 32001). `level` is Blosc's clevel 0..=9.
-    Blosc { compressor: BloscCompressor, level: u8, shuffle: BloscShuffle },
+    Blosc {
+        compressor: BloscCompressor,
+        level: u8,
+        shuffle: BloscShuffle,
+    },
 }
 
 /// Which writer's byte layout a chunk follows.
@@ -101,7 +108,11 @@ pub struct Pipeline {
 const KNOWN_UNSUPPORTED: &[(u64, &str, &str)] = &[
     (filter_id::SZIP, "H5Z_FILTER_SZIP", "szip"),
     (filter_id::NBIT, "H5Z_FILTER_NBIT", "nbit"),
-    (filter_id::SCALEOFFSET, "H5Z_FILTER_SCALEOFFSET", "scaleoffset"),
+    (
+        filter_id::SCALEOFFSET,
+        "H5Z_FILTER_SCALEOFFSET",
+        "scaleoffset",
+    ),
     (filter_id::LZF, "H5Z_FILTER_LZF", "lzf"),
     (filter_id::SNAPPY, "H5Z_FILTER_SNAPPY", "snappy"),
     (filter_id::LZ4HC, "H5Z_FILTER_LZ4HC", "lz4hc"),
@@ -157,7 +168,9 @@ fn kind_from_name(name: &str) -> Option<Kind> {
 /// Names an unrecognised filter as helpfully as the entry allows.
 fn describe_unknown(id: Option<u64>, class: Option<&str>, name: Option<&str>) -> String {
     let known = KNOWN_UNSUPPORTED.iter().find(|(kid, kclass, kname)| {
-        id == Some(*kid) || class == Some(*kclass) || name.is_some_and(|n| n.eq_ignore_ascii_case(kname))
+        id == Some(*kid)
+            || class == Some(*kclass)
+            || name.is_some_and(|n| n.eq_ignore_ascii_case(kname))
     });
     if let Some((kid, _, kname)) = known {
         return format!("{kname} (filter id {kid})");
@@ -182,11 +195,13 @@ fn describe_unknown(id: Option<u64>, class: Option<&str>, name: Option<&str>) ->
 }
 
 fn as_u64(v: &Value) -> Option<u64> {
-    v.as_u64().or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+    v.as_u64()
+        .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
 }
 
 fn as_i64(v: &Value) -> Option<i64> {
-    v.as_i64().or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+    v.as_i64()
+        .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
 }
 
 fn int_param(obj: &Map<String, Value>, keys: &[&str], what: &str) -> Result<Option<i64>> {
@@ -195,9 +210,9 @@ fn int_param(obj: &Map<String, Value>, keys: &[&str], what: &str) -> Result<Opti
             if v.is_null() {
                 continue;
             }
-            return as_i64(v)
-                .map(Some)
-                .ok_or_else(|| CodecError::Invalid(format!("{what}: `{k}` must be an integer, got {v}")));
+            return as_i64(v).map(Some).ok_or_else(|| {
+                CodecError::Invalid(format!("{what}: `{k}` must be an integer, got {v}"))
+            });
         }
     }
     Ok(None)
@@ -216,9 +231,18 @@ fn parse_entry(entry: &Value) -> Result<Filter> {
         Value::Number(_) => (&empty, as_u64(entry), None, None),
         Value::String(s) => {
             let c = s.starts_with("H5Z_FILTER_").then_some(s.as_str());
-            (&empty, None, c, if c.is_some() { None } else { Some(s.as_str()) })
+            (
+                &empty,
+                None,
+                c,
+                if c.is_some() { None } else { Some(s.as_str()) },
+            )
         }
-        other => return Err(CodecError::Invalid(format!("filter entry must be an object, got {other}"))),
+        other => {
+            return Err(CodecError::Invalid(format!(
+                "filter entry must be an object, got {other}"
+            )))
+        }
     };
     let kind = match id {
         Some(i) => kind_from_id(i),
@@ -238,23 +262,33 @@ fn parse_entry(entry: &Value) -> Result<Filter> {
         Kind::Deflate => {
             let level = int_param(obj, &["level"], what)?.unwrap_or(4);
             if !(0..=9).contains(&level) {
-                return Err(CodecError::Invalid(format!("deflate level {level} is outside 0..=9")));
+                return Err(CodecError::Invalid(format!(
+                    "deflate level {level} is outside 0..=9"
+                )));
             }
-            Filter::Deflate { level: level as u32 }
+            Filter::Deflate {
+                level: level as u32,
+            }
         }
         Kind::Zstd => {
             let level = int_param(obj, &["level"], what)?.unwrap_or(3);
             if !(-131072..=22).contains(&level) {
-                return Err(CodecError::Invalid(format!("zstd level {level} is outside ..=22")));
+                return Err(CodecError::Invalid(format!(
+                    "zstd level {level} is outside ..=22"
+                )));
             }
-            Filter::Zstd { level: level as i32 }
+            Filter::Zstd {
+                level: level as i32,
+            }
         }
         Kind::Blosc => parse_blosc(obj, name, what)?,
     })
 }
 
 fn parse_blosc(obj: &Map<String, Value>, name: Option<&str>, what: &str) -> Result<Filter> {
-    let cname = ["compressor", "cname"].iter().find_map(|k| obj.get(*k).filter(|v| !v.is_null()));
+    let cname = ["compressor", "cname"]
+        .iter()
+        .find_map(|k| obj.get(*k).filter(|v| !v.is_null()));
     let compressor = match cname {
         Some(Value::String(s)) => BloscCompressor::from_name(s)
             .ok_or_else(|| CodecError::Unsupported(format!("blosc compressor {s:?}")))?,
@@ -262,19 +296,31 @@ fn parse_blosc(obj: &Map<String, Value>, name: Option<&str>, what: &str) -> Resu
             .and_then(BloscCompressor::from_code)
             .ok_or_else(|| CodecError::Unsupported(format!("blosc compressor {v}")))?,
         // HSDS keeps the blosc codec in `name` ("lz4", "zstd", … or "blosclz").
-        None => name.and_then(BloscCompressor::from_name).unwrap_or(BloscCompressor::BloscLz),
+        None => name
+            .and_then(BloscCompressor::from_name)
+            .unwrap_or(BloscCompressor::BloscLz),
     };
     let level = int_param(obj, &["level", "clevel"], what)?.unwrap_or(5);
     if !(0..=9).contains(&level) {
-        return Err(CodecError::Invalid(format!("blosc level {level} is outside 0..=9")));
+        return Err(CodecError::Invalid(format!(
+            "blosc level {level} is outside 0..=9"
+        )));
     }
     let shuffle = match int_param(obj, &["shuffle"], what)?.unwrap_or(1) {
         0 => BloscShuffle::None,
         1 => BloscShuffle::Byte,
         2 => BloscShuffle::Bit,
-        s => return Err(CodecError::Invalid(format!("blosc shuffle {s} is not 0, 1 or 2"))),
+        s => {
+            return Err(CodecError::Invalid(format!(
+                "blosc shuffle {s} is not 0, 1 or 2"
+            )))
+        }
     };
-    Ok(Filter::Blosc { compressor, level: level as u8, shuffle })
+    Ok(Filter::Blosc {
+        compressor,
+        level: level as u8,
+        shuffle,
+    })
 }
 
 impl Filter {
@@ -297,11 +343,19 @@ impl Filter {
             Filter::Deflate { level } => {
                 json!({"class": "H5Z_FILTER_DEFLATE", "id": 1, "name": "deflate", "level": level})
             }
-            Filter::Fletcher32 => json!({"class": "H5Z_FILTER_FLETCHER32", "id": 3, "name": "fletcher32"}),
-            Filter::Zstd { level } => json!({"class": "H5Z_FILTER_ZSTD", "id": 32015, "name": "zstd", "level": level}),
+            Filter::Fletcher32 => {
+                json!({"class": "H5Z_FILTER_FLETCHER32", "id": 3, "name": "fletcher32"})
+            }
+            Filter::Zstd { level } => {
+                json!({"class": "H5Z_FILTER_ZSTD", "id": 32015, "name": "zstd", "level": level})
+            }
             Filter::Lz4 => json!({"class": "H5Z_FILTER_LZ4", "id": 32004, "name": "lz4"}),
             // HSDS picks the codec from `name` (its list spells zlib "gzip").
-            Filter::Blosc { compressor, level, shuffle } => json!({
+            Filter::Blosc {
+                compressor,
+                level,
+                shuffle,
+            } => json!({
                 "class": "H5Z_FILTER_BLOSC",
                 "id": 32001,
                 "name": if *compressor == BloscCompressor::Zlib { "gzip" } else { compressor.name() },
@@ -324,7 +378,10 @@ impl Filter {
     }
 
     fn is_compressor(&self) -> bool {
-        matches!(self, Filter::Deflate { .. } | Filter::Zstd { .. } | Filter::Lz4 | Filter::Blosc { .. })
+        matches!(
+            self,
+            Filter::Deflate { .. } | Filter::Zstd { .. } | Filter::Lz4 | Filter::Blosc { .. }
+        )
     }
 }
 
@@ -367,8 +424,12 @@ impl Pipeline {
     pub fn from_hsds_json(filters: &Value) -> Result<Pipeline> {
         match filters {
             Value::Null => Ok(Pipeline::default()),
-            Value::Array(entries) => Ok(Pipeline { filters: entries.iter().map(parse_entry).collect::<Result<_>>()? }),
-            other => Err(CodecError::Invalid(format!("filters must be a list, got {other}"))),
+            Value::Array(entries) => Ok(Pipeline {
+                filters: entries.iter().map(parse_entry).collect::<Result<_>>()?,
+            }),
+            other => Err(CodecError::Invalid(format!(
+                "filters must be a list, got {other}"
+            ))),
         }
     }
 
@@ -394,7 +455,12 @@ impl Pipeline {
     ///
     /// # Errors
     /// As [`Pipeline::encode`].
-    pub fn encode_as(&self, raw: Vec<u8>, elem_size: usize, format: ChunkFormat) -> Result<Vec<u8>> {
+    pub fn encode_as(
+        &self,
+        raw: Vec<u8>,
+        elem_size: usize,
+        format: ChunkFormat,
+    ) -> Result<Vec<u8>> {
         match format {
             ChunkFormat::Hdf5 => self.encode_hdf5(raw, elem_size),
             ChunkFormat::Hsds => self.encode_hsds(raw, elem_size),
@@ -409,9 +475,11 @@ impl Pipeline {
                 Filter::Zstd { level } => zstd_codec::compress(&data, *level)?,
                 Filter::Lz4 => lz4::compress(&data, 0),
                 Filter::Fletcher32 => fletcher::encode(data),
-                Filter::Blosc { compressor, level, shuffle } => {
-                    blosc::compress(&data, elem_size, *compressor, *level, *shuffle)?
-                }
+                Filter::Blosc {
+                    compressor,
+                    level,
+                    shuffle,
+                } => blosc::compress(&data, elem_size, *compressor, *level, *shuffle)?,
             };
         }
         Ok(data)
@@ -422,17 +490,33 @@ impl Pipeline {
             return Ok(raw);
         };
         let shuffled = self.filters.contains(&Filter::Shuffle);
-        let byte = if shuffled { BloscShuffle::Byte } else { BloscShuffle::None };
+        let byte = if shuffled {
+            BloscShuffle::Byte
+        } else {
+            BloscShuffle::None
+        };
         // HSDS's default level when none is given is 5.
         let (compressor, level, shuffle) = match comp {
             Filter::Deflate { level } => (BloscCompressor::Zlib, (*level).min(9) as u8, byte),
             // Blosc runs zstd at level 2*clevel-1: pick the clevel that gives
             // the zstd level asked for (3 -> clevel 2 -> zstd 3), so that
             // "zstd level 3" costs what it costs everywhere else.
-            Filter::Zstd { level } => (BloscCompressor::Zstd, ((*level + 1) / 2).clamp(1, 9) as u8, byte),
+            Filter::Zstd { level } => (
+                BloscCompressor::Zstd,
+                ((*level + 1) / 2).clamp(1, 9) as u8,
+                byte,
+            ),
             Filter::Lz4 => (BloscCompressor::Lz4, 5, byte),
-            Filter::Blosc { compressor, level, shuffle } => {
-                let s = if shuffled && *shuffle == BloscShuffle::None { BloscShuffle::Byte } else { *shuffle };
+            Filter::Blosc {
+                compressor,
+                level,
+                shuffle,
+            } => {
+                let s = if shuffled && *shuffle == BloscShuffle::None {
+                    BloscShuffle::Byte
+                } else {
+                    *shuffle
+                };
                 (*compressor, *level, s)
             }
             _ => unreachable!("is_compressor"),
@@ -454,7 +538,12 @@ impl Pipeline {
     ///
     /// # Errors
     /// As [`Pipeline::decode`].
-    pub fn decode_with_hint(&self, stored: &[u8], elem_size: usize, expected_len: Option<usize>) -> Result<Vec<u8>> {
+    pub fn decode_with_hint(
+        &self,
+        stored: &[u8],
+        elem_size: usize,
+        expected_len: Option<usize>,
+    ) -> Result<Vec<u8>> {
         self.decode_as(stored, elem_size, expected_len, ChunkFormat::Hdf5)
     }
 
@@ -487,7 +576,10 @@ impl Pipeline {
             let hint = if self.filters[..i].iter().any(Filter::is_compressor) {
                 None
             } else {
-                let sums = self.filters[..i].iter().filter(|g| **g == Filter::Fletcher32).count();
+                let sums = self.filters[..i]
+                    .iter()
+                    .filter(|g| **g == Filter::Fletcher32)
+                    .count();
                 expected_len.map(|n| n + 4 * sums)
             };
             data = match f {
@@ -535,7 +627,8 @@ impl Pipeline {
         let has_compressor = self.filters.iter().any(Filter::is_compressor);
         has_compressor
             && blosc::is_frame(data)
-            && !(data.len() >= 4 && fletcher::verify(&data[..data.len() - 4], &data[data.len() - 4..]))
+            && !(data.len() >= 4
+                && fletcher::verify(&data[..data.len() - 4], &data[data.len() - 4..]))
     }
 }
 

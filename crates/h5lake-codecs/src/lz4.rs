@@ -44,7 +44,8 @@ pub fn compress(data: &[u8], block_size: usize) -> Vec<u8> {
 }
 
 fn be32(b: &[u8], at: usize) -> Option<u32> {
-    b.get(at..at + 4).map(|s| u32::from_be_bytes(s.try_into().expect("4 bytes")))
+    b.get(at..at + 4)
+        .map(|s| u32::from_be_bytes(s.try_into().expect("4 bytes")))
 }
 
 /// Decodes an HDF5-LZ4 chunk.
@@ -53,9 +54,13 @@ pub fn decompress(data: &[u8]) -> Result<Vec<u8>> {
         .get(..8)
         .map(|s| u64::from_be_bytes(s.try_into().expect("8 bytes")))
         .ok_or_else(|| corrupt("lz4", "shorter than the 12-byte header"))?;
-    let block = be32(data, 8).ok_or_else(|| corrupt("lz4", "shorter than the 12-byte header"))? as u64;
+    let block =
+        be32(data, 8).ok_or_else(|| corrupt("lz4", "shorter than the 12-byte header"))? as u64;
     if orig > (data.len() as u64).saturating_mul(MAX_RATIO) + 64 {
-        return Err(corrupt("lz4", format!("header claims {orig} bytes from {} stored", data.len())));
+        return Err(corrupt(
+            "lz4",
+            format!("header claims {orig} bytes from {} stored", data.len()),
+        ));
     }
     let orig = orig as usize;
     let mut out = alloc_zeroed(orig, "lz4")?;
@@ -69,7 +74,8 @@ pub fn decompress(data: &[u8]) -> Result<Vec<u8>> {
     }
     let mut pos = 12;
     for dst in out.chunks_mut(block) {
-        let csize = be32(data, pos).ok_or_else(|| corrupt("lz4", "truncated block header"))? as usize;
+        let csize =
+            be32(data, pos).ok_or_else(|| corrupt("lz4", "truncated block header"))? as usize;
         pos += 4;
         let src = data
             .get(pos..pos.saturating_add(csize))
@@ -77,9 +83,13 @@ pub fn decompress(data: &[u8]) -> Result<Vec<u8>> {
         if csize == dst.len() {
             dst.copy_from_slice(src);
         } else {
-            let n = lz4_flex::block::decompress_into(src, dst).map_err(|e| corrupt("lz4", e.to_string()))?;
+            let n = lz4_flex::block::decompress_into(src, dst)
+                .map_err(|e| corrupt("lz4", e.to_string()))?;
             if n != dst.len() {
-                return Err(corrupt("lz4", format!("block decoded to {n} bytes, expected {}", dst.len())));
+                return Err(corrupt(
+                    "lz4",
+                    format!("block decoded to {n} bytes, expected {}", dst.len()),
+                ));
             }
         }
         pos += csize;

@@ -146,6 +146,9 @@ mod tests {
 
     #[test]
     fn known_layout() {
-        assert_eq!(shuffle(&[1, 2, 3, 4, 5, 6, 7], 2), vec![1, 3, 5, 2, 4, 6, 7]);
+        assert_eq!(
+            shuffle(&[1, 2, 3, 4, 5, 6, 7], 2),
+            vec![1, 3, 5, 2, 4, 6, 7]
+        );
     }
 }

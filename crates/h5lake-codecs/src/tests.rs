@@ -2,7 +2,9 @@ use super::*;
 use serde_json::json;
 
 fn sample(len: usize) -> Vec<u8> {
-    (0..len).map(|i| ((i / 5) as u32).wrapping_mul(2654435761) as u8 & 0x3f).collect()
+    (0..len)
+        .map(|i| ((i / 5) as u32).wrapping_mul(2654435761) as u8 & 0x3f)
+        .collect()
 }
 
 #[test]
@@ -20,7 +22,10 @@ fn parses_hsds_fixture_filters() {
     let v = json!([{"class": "H5Z_FILTER_SHUFFLE", "id": 2, "name": "shuffle"},
                    {"class": "H5Z_FILTER_DEFLATE", "id": 1, "name": "gzip", "level": 6}]);
     let p = Pipeline::from_hsds_json(&v).unwrap();
-    assert_eq!(p.filters, vec![Filter::Shuffle, Filter::Deflate { level: 6 }]);
+    assert_eq!(
+        p.filters,
+        vec![Filter::Shuffle, Filter::Deflate { level: 6 }]
+    );
 }
 
 #[test]
@@ -63,10 +68,26 @@ fn blosc_parameters() {
     assert_eq!(
         p.filters,
         vec![
-            Filter::Blosc { compressor: BloscCompressor::BloscLz, level: 5, shuffle: BloscShuffle::Byte },
-            Filter::Blosc { compressor: BloscCompressor::Lz4, level: 9, shuffle: BloscShuffle::Byte },
-            Filter::Blosc { compressor: BloscCompressor::Zstd, level: 1, shuffle: BloscShuffle::None },
-            Filter::Blosc { compressor: BloscCompressor::Zlib, level: 5, shuffle: BloscShuffle::Bit },
+            Filter::Blosc {
+                compressor: BloscCompressor::BloscLz,
+                level: 5,
+                shuffle: BloscShuffle::Byte
+            },
+            Filter::Blosc {
+                compressor: BloscCompressor::Lz4,
+                level: 9,
+                shuffle: BloscShuffle::Byte
+            },
+            Filter::Blosc {
+                compressor: BloscCompressor::Zstd,
+                level: 1,
+                shuffle: BloscShuffle::None
+            },
+            Filter::Blosc {
+                compressor: BloscCompressor::Zlib,
+                level: 5,
+                shuffle: BloscShuffle::Bit
+            },
         ]
     );
     assert!(matches!(
@@ -78,9 +99,15 @@ fn blosc_parameters() {
 #[test]
 fn unknown_filters_are_named() {
     let cases = [
-        (json!([{"class": "H5Z_FILTER_SZIP", "id": 4, "name": "szip"}]), "szip"),
+        (
+            json!([{"class": "H5Z_FILTER_SZIP", "id": 4, "name": "szip"}]),
+            "szip",
+        ),
         (json!([{"class": "H5Z_FILTER_BITSHUFFLE"}]), "bitshuffle"),
-        (json!([{"class": "H5Z_FILTER_USER", "id": 32013, "name": "zfp"}]), "zfp"),
+        (
+            json!([{"class": "H5Z_FILTER_USER", "id": 32013, "name": "zfp"}]),
+            "zfp",
+        ),
         (json!([{"id": 307}]), "307"),
         (json!(["lzf"]), "lzf"),
     ];
@@ -94,9 +121,17 @@ fn unknown_filters_are_named() {
 
 #[test]
 fn invalid_json_is_invalid() {
-    for v in [json!({"a": 1}), json!([true]), json!([{"id": 1, "level": 11}]), json!([{"id": 1, "level": "x"}]),
-              json!([{"id": 32001, "shuffle": 3}])] {
-        assert!(matches!(Pipeline::from_hsds_json(&v), Err(CodecError::Invalid(_))), "{v}");
+    for v in [
+        json!({"a": 1}),
+        json!([true]),
+        json!([{"id": 1, "level": 11}]),
+        json!([{"id": 1, "level": "x"}]),
+        json!([{"id": 32001, "shuffle": 3}]),
+    ] {
+        assert!(
+            matches!(Pipeline::from_hsds_json(&v), Err(CodecError::Invalid(_))),
+            "{v}"
+        );
     }
 }
 
@@ -107,16 +142,35 @@ fn json_roundtrip_and_shape() {
         Filter::Deflate { level: 4 },
         Filter::Zstd { level: 3 },
         Filter::Lz4,
-        Filter::Blosc { compressor: BloscCompressor::Zlib, level: 5, shuffle: BloscShuffle::Byte },
+        Filter::Blosc {
+            compressor: BloscCompressor::Zlib,
+            level: 5,
+            shuffle: BloscShuffle::Byte,
+        },
         Filter::Fletcher32,
     ]);
     let v = p.to_hsds_json();
-    assert_eq!(v[0], json!({"class": "H5Z_FILTER_SHUFFLE", "id": 2, "name": "shuffle"}));
-    assert_eq!(v[1], json!({"class": "H5Z_FILTER_DEFLATE", "id": 1, "name": "deflate", "level": 4}));
-    assert_eq!(v[2], json!({"class": "H5Z_FILTER_ZSTD", "id": 32015, "name": "zstd", "level": 3}));
-    assert_eq!(v[3], json!({"class": "H5Z_FILTER_LZ4", "id": 32004, "name": "lz4"}));
+    assert_eq!(
+        v[0],
+        json!({"class": "H5Z_FILTER_SHUFFLE", "id": 2, "name": "shuffle"})
+    );
+    assert_eq!(
+        v[1],
+        json!({"class": "H5Z_FILTER_DEFLATE", "id": 1, "name": "deflate", "level": 4})
+    );
+    assert_eq!(
+        v[2],
+        json!({"class": "H5Z_FILTER_ZSTD", "id": 32015, "name": "zstd", "level": 3})
+    );
+    assert_eq!(
+        v[3],
+        json!({"class": "H5Z_FILTER_LZ4", "id": 32004, "name": "lz4"})
+    );
     assert_eq!(v[4]["class"], "H5Z_FILTER_BLOSC");
-    assert_eq!(v[5], json!({"class": "H5Z_FILTER_FLETCHER32", "id": 3, "name": "fletcher32"}));
+    assert_eq!(
+        v[5],
+        json!({"class": "H5Z_FILTER_FLETCHER32", "id": 3, "name": "fletcher32"})
+    );
     assert_eq!(Pipeline::from_hsds_json(&v).unwrap(), p);
 }
 
@@ -130,8 +184,16 @@ fn every_filter_roundtrips_in_both_formats() {
         Filter::Zstd { level: 19 },
         Filter::Lz4,
         Filter::Fletcher32,
-        Filter::Blosc { compressor: BloscCompressor::Lz4, level: 5, shuffle: BloscShuffle::Byte },
-        Filter::Blosc { compressor: BloscCompressor::BloscLz, level: 5, shuffle: BloscShuffle::None },
+        Filter::Blosc {
+            compressor: BloscCompressor::Lz4,
+            level: 5,
+            shuffle: BloscShuffle::Byte,
+        },
+        Filter::Blosc {
+            compressor: BloscCompressor::BloscLz,
+            level: 5,
+            shuffle: BloscShuffle::None,
+        },
     ];
     for f in filters {
         for len in [0, 1, 7, 4096, 100_003] {
@@ -139,8 +201,16 @@ fn every_filter_roundtrips_in_both_formats() {
             for fmt in [ChunkFormat::Hdf5, ChunkFormat::Hsds] {
                 let p = Pipeline::new(vec![Filter::Shuffle, f.clone(), Filter::Fletcher32]);
                 let enc = p.encode_as(raw.clone(), 4, fmt).unwrap();
-                assert_eq!(p.decode_as(&enc, 4, Some(len), fmt).unwrap(), raw, "{f:?} {len} {fmt:?}");
-                assert_eq!(p.decode_as(&enc, 4, None, fmt).unwrap(), raw, "{f:?} {len} {fmt:?}");
+                assert_eq!(
+                    p.decode_as(&enc, 4, Some(len), fmt).unwrap(),
+                    raw,
+                    "{f:?} {len} {fmt:?}"
+                );
+                assert_eq!(
+                    p.decode_as(&enc, 4, None, fmt).unwrap(),
+                    raw,
+                    "{f:?} {len} {fmt:?}"
+                );
             }
         }
     }
@@ -149,7 +219,11 @@ fn every_filter_roundtrips_in_both_formats() {
 #[test]
 fn hdf5_decode_reads_hsds_chunks() {
     let raw = sample(50_000);
-    for comp in [Filter::Deflate { level: 6 }, Filter::Zstd { level: 3 }, Filter::Lz4] {
+    for comp in [
+        Filter::Deflate { level: 6 },
+        Filter::Zstd { level: 3 },
+        Filter::Lz4,
+    ] {
         let p = Pipeline::new(vec![Filter::Shuffle, comp, Filter::Fletcher32]);
         let hsds = p.encode_as(raw.clone(), 2, ChunkFormat::Hsds).unwrap();
         assert_eq!(&hsds[..2], &[2, 1], "a Blosc1 frame");
@@ -176,7 +250,9 @@ fn lz4_incompressible_blocks_are_stored_raw() {
             x as u8
         })
         .collect();
-    let enc = Pipeline::new(vec![Filter::Lz4]).encode(raw.clone(), 1).unwrap();
+    let enc = Pipeline::new(vec![Filter::Lz4])
+        .encode(raw.clone(), 1)
+        .unwrap();
     assert_eq!(enc.len(), 12 + 4 + raw.len());
     assert_eq!(&enc[..8], &(raw.len() as u64).to_be_bytes());
     assert_eq!(&enc[16..], &raw[..]);
@@ -190,11 +266,23 @@ fn lz4_incompressible_blocks_are_stored_raw() {
 #[test]
 fn corrupt_input_is_an_error() {
     let raw = sample(10_000);
-    for f in [Filter::Deflate { level: 4 }, Filter::Zstd { level: 3 }, Filter::Lz4, Filter::Fletcher32,
-              Filter::Blosc { compressor: BloscCompressor::Zstd, level: 5, shuffle: BloscShuffle::Byte }] {
+    for f in [
+        Filter::Deflate { level: 4 },
+        Filter::Zstd { level: 3 },
+        Filter::Lz4,
+        Filter::Fletcher32,
+        Filter::Blosc {
+            compressor: BloscCompressor::Zstd,
+            level: 5,
+            shuffle: BloscShuffle::Byte,
+        },
+    ] {
         let p = Pipeline::new(vec![f.clone()]);
         let enc = p.encode(raw.clone(), 4).unwrap();
-        assert!(p.decode(&enc[..enc.len() / 2], 4).is_err(), "{f:?} truncated");
+        assert!(
+            p.decode(&enc[..enc.len() / 2], 4).is_err(),
+            "{f:?} truncated"
+        );
         assert!(p.decode(&[], 4).is_err(), "{f:?} empty");
     }
     let p = Pipeline::new(vec![Filter::Deflate { level: 4 }, Filter::Fletcher32]);
@@ -207,7 +295,10 @@ fn corrupt_input_is_an_error() {
 fn pipeline_is_send_sync_and_parallel_safe() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Pipeline>();
-    let p = std::sync::Arc::new(Pipeline::new(vec![Filter::Shuffle, Filter::Deflate { level: 4 }]));
+    let p = std::sync::Arc::new(Pipeline::new(vec![
+        Filter::Shuffle,
+        Filter::Deflate { level: 4 },
+    ]));
     let handles: Vec<_> = (0..4)
         .map(|t| {
             let p = p.clone();

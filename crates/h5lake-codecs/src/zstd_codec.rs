@@ -27,7 +27,11 @@ pub fn compress(data: &[u8], level: i32) -> Result<Vec<u8>> {
         if slot.as_ref().map(|(l, _)| *l) != Some(level) {
             *slot = Some((level, Compressor::new(level).map_err(io_err)?));
         }
-        slot.as_mut().expect("just set").1.compress(data).map_err(io_err)
+        slot.as_mut()
+            .expect("just set")
+            .1
+            .compress(data)
+            .map_err(io_err)
     })
 }
 
@@ -57,9 +61,13 @@ pub fn decompress(data: &[u8], hint: Option<usize>) -> Result<Vec<u8>> {
             let mut out = alloc_zeroed(0, "zstd")?;
             out.try_reserve_exact(n)
                 .map_err(|_| corrupt("zstd", format!("cannot allocate {n} bytes")))?;
-            let got = with_decompressor(|d| d.decompress_to_buffer(data, &mut out).map_err(io_err))?;
+            let got =
+                with_decompressor(|d| d.decompress_to_buffer(data, &mut out).map_err(io_err))?;
             if got != n {
-                return Err(corrupt("zstd", format!("decoded {got} bytes, frame says {n}")));
+                return Err(corrupt(
+                    "zstd",
+                    format!("decoded {got} bytes, frame says {n}"),
+                ));
             }
             Ok(out)
         }

@@ -9,13 +9,19 @@ use h5lake_codecs::{ChunkFormat, CodecError, Pipeline};
 use serde_json::Value;
 
 fn dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/golden")
+    // Cargo sets CARGO_MANIFEST_DIR when it runs tests too; prefer that over
+    // the compile-time path so that a binary reused from another checkout
+    // (a shared CARGO_TARGET_DIR) reads this checkout's files.
+    let root = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
+    root.join("tests/data/golden")
 }
 
 #[test]
 fn golden_vectors() {
     let manifest: Value =
-        serde_json::from_slice(&std::fs::read(dir().join("manifest.json")).expect("manifest")).unwrap();
+        serde_json::from_slice(&std::fs::read(dir().join("manifest.json")).expect("manifest"))
+            .unwrap();
     let mut checked = 0;
     for entry in manifest.as_array().unwrap() {
         let name = entry["name"].as_str().unwrap();
@@ -26,7 +32,8 @@ fn golden_vectors() {
             "hsds" => ChunkFormat::Hsds,
             _ => ChunkFormat::Hdf5,
         };
-        let p = Pipeline::from_hsds_json(&entry["filters"]).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let p =
+            Pipeline::from_hsds_json(&entry["filters"]).unwrap_or_else(|e| panic!("{name}: {e}"));
         if entry["expect"] == "unsupported" {
             match p.decode_as(&stored, elem, Some(raw.len()), format) {
                 Err(CodecError::Unsupported(m)) => assert!(m.contains("blosclz"), "{name}: {m}"),
@@ -41,7 +48,11 @@ fn golden_vectors() {
             }
         }
         let ours = p.encode_as(raw.clone(), elem, format).unwrap();
-        assert_eq!(p.decode_as(&ours, elem, None, format).unwrap(), raw, "{name}: our roundtrip");
+        assert_eq!(
+            p.decode_as(&ours, elem, None, format).unwrap(),
+            raw,
+            "{name}: our roundtrip"
+        );
         checked += 1;
     }
     assert!(checked >= 20, "only {checked} vectors");
@@ -51,10 +62,20 @@ fn golden_vectors() {
 /// fletcher32 have no encoder freedom, so our output must equal its chunk.
 #[test]
 fn shuffle_and_fletcher_are_byte_exact() {
-    for name in ["h5_fletcher_odd_u8", "h5_fletcher_i16", "h5_shuffle_f64", "h5_shuffle_fletcher_s3"] {
+    for name in [
+        "h5_fletcher_odd_u8",
+        "h5_fletcher_i16",
+        "h5_shuffle_f64",
+        "h5_shuffle_fletcher_s3",
+    ] {
         let manifest: Value =
             serde_json::from_slice(&std::fs::read(dir().join("manifest.json")).unwrap()).unwrap();
-        let entry = manifest.as_array().unwrap().iter().find(|e| e["name"] == name).unwrap();
+        let entry = manifest
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == name)
+            .unwrap();
         let p = Pipeline::from_hsds_json(&entry["filters"]).unwrap();
         let raw = std::fs::read(dir().join(format!("{name}.raw"))).unwrap();
         let stored = std::fs::read(dir().join(format!("{name}.stored"))).unwrap();

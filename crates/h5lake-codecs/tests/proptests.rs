@@ -18,30 +18,42 @@ fn compressor() -> impl Strategy<Value = Filter> {
             0u8..=9,
             prop_oneof![Just(BloscShuffle::None), Just(BloscShuffle::Byte)]
         )
-            .prop_map(|(compressor, level, shuffle)| Filter::Blosc { compressor, level, shuffle }),
+            .prop_map(|(compressor, level, shuffle)| Filter::Blosc {
+                compressor,
+                level,
+                shuffle
+            }),
     ]
 }
 
 fn pipeline() -> impl Strategy<Value = Pipeline> {
-    (any::<bool>(), proptest::option::of(compressor()), any::<bool>()).prop_map(|(sh, comp, fl)| {
-        let mut f = Vec::new();
-        if sh {
-            f.push(Filter::Shuffle);
-        }
-        f.extend(comp);
-        if fl {
-            f.push(Filter::Fletcher32);
-        }
-        Pipeline::new(f)
-    })
+    (
+        any::<bool>(),
+        proptest::option::of(compressor()),
+        any::<bool>(),
+    )
+        .prop_map(|(sh, comp, fl)| {
+            let mut f = Vec::new();
+            if sh {
+                f.push(Filter::Shuffle);
+            }
+            f.extend(comp);
+            if fl {
+                f.push(Filter::Fletcher32);
+            }
+            Pipeline::new(f)
+        })
 }
 
 /// Data with some structure, so compressors take their compressed paths too.
 fn data() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
         proptest::collection::vec(any::<u8>(), 0..3000),
-        (proptest::collection::vec(0u8..4, 0..20_000), any::<u8>())
-            .prop_map(|(v, k)| v.into_iter().enumerate().map(|(i, x)| x.wrapping_add((i as u8) & k)).collect()),
+        (proptest::collection::vec(0u8..4, 0..20_000), any::<u8>()).prop_map(|(v, k)| v
+            .into_iter()
+            .enumerate()
+            .map(|(i, x)| x.wrapping_add((i as u8) & k))
+            .collect()),
     ]
 }
 

@@ -13,7 +13,7 @@
 use bytes::Bytes;
 use h5lake_codecs::{ChunkFormat, Pipeline};
 use h5lake_store::{PutOutcome, Version};
-use h5lake_types::{json_to_element, Datatype, DimSel, Selection, Shape, UNLIMITED};
+use h5lake_types::{json_to_element, Datatype, Selection, Shape, UNLIMITED};
 use rayon::prelude::*;
 use serde_json::{json, Value};
 
@@ -187,7 +187,10 @@ impl DatasetMeta {
     /// (an edge chunk's padding beyond the extent is never selected, so edge
     /// chunks do not qualify).
     fn covers_whole_chunk(&self, parts: &[&DimPart]) -> bool {
-        parts.iter().enumerate().all(|(d, p)| p.covered == self.chunk[d] && p.runs.iter().all(|r| r.step == 1))
+        parts
+            .iter()
+            .enumerate()
+            .all(|(d, p)| p.covered == self.chunk[d] && p.runs.iter().all(|r| r.step == 1))
     }
 
     /// Whether `parts` select every in-extent element of their chunk.
@@ -524,7 +527,9 @@ impl Domain {
                     self.with_chunk(&m, &key, use_cache, &fill_chunk, |src| {
                         // SAFETY: chunk tasks write disjoint output elements and
                         // the selection was validated against the buffer size.
-                        walk(&parts, &cs, &os, &mut |s, d, n| unsafe { proj.copy(src, s, ptr, d, n) });
+                        walk(&parts, &cs, &os, &mut |s, d, n| unsafe {
+                            proj.copy(src, s, ptr, d, n)
+                        });
                     })
                 })
             }
@@ -877,7 +882,10 @@ impl Domain {
             let off = s * es as u64;
             in_order &= off == next;
             next = off + n * es as u64;
-            runs.push((off, std::slice::from_raw_parts_mut(out.at(d as usize * es), n as usize * es)));
+            runs.push((
+                off,
+                std::slice::from_raw_parts_mut(out.at(d as usize * es), n as usize * es),
+            ));
         });
         let total = (m.chunk_elems() * es) as u64;
         if !in_order || next != total {
@@ -1051,13 +1059,4 @@ fn serialize_vlen_chunk(elems: &[Vec<u8>]) -> Vec<u8> {
         out.extend_from_slice(e);
     }
     out
-}
-
-/// Convenience: a selection of whole dimensions given as `(start, count, step)`.
-pub fn slices(s: &[(u64, u64, u64)]) -> Selection {
-    Selection::Orthogonal(
-        s.iter()
-            .map(|&(start, count, step)| DimSel::Slice { start, count, step })
-            .collect(),
-    )
 }

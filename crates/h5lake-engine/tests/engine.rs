@@ -3,10 +3,13 @@
 
 use std::sync::Arc;
 
-use h5lake_engine::dataset::slices;
 use h5lake_engine::{DimSel, Domain, EngineError, OpenMode, Selection};
 use h5lake_store::{MemoryStore, Store};
 use serde_json::json;
+
+fn slices(s: &[(u64, u64, u64)]) -> Selection {
+    Selection::from_slices(s)
+}
 
 fn mem_domain() -> Domain {
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
@@ -101,8 +104,14 @@ fn selections_match_a_dense_model_uncached_on_disk() {
     let dir = tempfile::tempdir().unwrap();
     let n = std::sync::atomic::AtomicUsize::new(0);
     check_against_dense_model(|| {
-        let opts = h5lake_engine::DomainOptions { chunk_cache_bytes: 0, ..Default::default() };
-        let p = dir.path().join(format!("s{}.h5l", n.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
+        let opts = h5lake_engine::DomainOptions {
+            chunk_cache_bytes: 0,
+            ..Default::default()
+        };
+        let p = dir.path().join(format!(
+            "s{}.h5l",
+            n.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
         Domain::open_local_with(&p, OpenMode::Truncate, &opts).unwrap()
     });
 }
@@ -373,7 +382,11 @@ fn modes_follow_h5py() {
 
 #[test]
 fn reads_the_hsds_fixture() {
-    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+    // Run-time CARGO_MANIFEST_DIR: a binary reused from another checkout
+    // (shared CARGO_TARGET_DIR) must look beside this one.
+    let manifest_dir = std::env::var("CARGO_MANIFEST_DIR")
+        .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string());
+    let fixture = std::path::Path::new(&manifest_dir)
         .join("../../../shared/fixtures/hsds-store/hsdstest/home/test_user1/fixture.h5");
     if !fixture.exists() {
         eprintln!("skipping: no shared fixture at {}", fixture.display());
@@ -520,8 +533,11 @@ fn a_cancelled_call_stops_with_interrupted() {
     let id = make_2d(&dom, [64, 64], [8, 8], json!([]));
     let flag = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let mut out = vec![0u8; 64 * 64 * 4];
-    let r = h5lake_engine::cancel::with_cancel(flag, || dom.read(&id, &slices(&[(0, 64, 1), (0, 64, 1)]), &mut out));
+    let r = h5lake_engine::cancel::with_cancel(flag, || {
+        dom.read(&id, &slices(&[(0, 64, 1), (0, 64, 1)]), &mut out)
+    });
     assert!(matches!(r, Err(EngineError::Interrupted)), "{r:?}");
     // Without the flag the same call works.
-    dom.read(&id, &slices(&[(0, 64, 1), (0, 64, 1)]), &mut out).unwrap();
+    dom.read(&id, &slices(&[(0, 64, 1), (0, 64, 1)]), &mut out)
+        .unwrap();
 }

@@ -36,18 +36,45 @@ pub struct Field {
 /// An HDF5 datatype as described by HSDS type JSON.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Datatype {
-    Integer { size: usize, signed: bool, order: ByteOrder },
-    Float { size: usize, order: ByteOrder },
+    Integer {
+        size: usize,
+        signed: bool,
+        order: ByteOrder,
+    },
+    Float {
+        size: usize,
+        order: ByteOrder,
+    },
     /// `length: None` is a variable-length string.
-    String { length: Option<usize>, charset: CharSet, pad: StrPad },
-    Compound { fields: Vec<Field>, size: usize },
-    Array { base: Box<Datatype>, dims: Vec<u64> },
-    Enum { base: Box<Datatype>, mapping: Vec<(String, i64)> },
-    Opaque { size: usize, tag: Option<String> },
+    String {
+        length: Option<usize>,
+        charset: CharSet,
+        pad: StrPad,
+    },
+    Compound {
+        fields: Vec<Field>,
+        size: usize,
+    },
+    Array {
+        base: Box<Datatype>,
+        dims: Vec<u64>,
+    },
+    Enum {
+        base: Box<Datatype>,
+        mapping: Vec<(String, i64)>,
+    },
+    Opaque {
+        size: usize,
+        tag: Option<String>,
+    },
     /// Variable-length sequence of `base`.
-    Vlen { base: Box<Datatype> },
+    Vlen {
+        base: Box<Datatype>,
+    },
     /// Object reference, stored by HSDS as a fixed-length id string.
-    Reference { size: usize },
+    Reference {
+        size: usize,
+    },
 }
 
 fn parse_atomic_base(s: &str) -> Result<Datatype> {
@@ -72,7 +99,11 @@ fn parse_atomic_base(s: &str) -> Result<Datatype> {
             "64" => 8,
             _ => return Err(bad()),
         };
-        return Ok(Datatype::Integer { size, signed, order });
+        return Ok(Datatype::Integer {
+            size,
+            signed,
+            order,
+        });
     }
     if let Some(bits) = body.strip_prefix("H5T_IEEE_F") {
         let size = match bits {
@@ -105,23 +136,38 @@ impl Datatype {
         if let Value::String(s) = v {
             return parse_atomic_base(s);
         }
-        let class = v.get("class").and_then(Value::as_str).ok_or_else(|| bad("missing class"))?;
+        let class = v
+            .get("class")
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad("missing class"))?;
         match class {
             "H5T_INTEGER" | "H5T_FLOAT" => {
-                let base = v.get("base").and_then(Value::as_str).ok_or_else(|| bad("missing base"))?;
+                let base = v
+                    .get("base")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| bad("missing base"))?;
                 let t = parse_atomic_base(base)?;
                 match (&t, class) {
-                    (Datatype::Integer { .. }, "H5T_INTEGER") | (Datatype::Float { .. }, "H5T_FLOAT") => Ok(t),
+                    (Datatype::Integer { .. }, "H5T_INTEGER")
+                    | (Datatype::Float { .. }, "H5T_FLOAT") => Ok(t),
                     _ => Err(bad("base does not match class")),
                 }
             }
             "H5T_STRING" => {
-                let charset = match v.get("charSet").and_then(Value::as_str).unwrap_or("H5T_CSET_ASCII") {
+                let charset = match v
+                    .get("charSet")
+                    .and_then(Value::as_str)
+                    .unwrap_or("H5T_CSET_ASCII")
+                {
                     "H5T_CSET_ASCII" => CharSet::Ascii,
                     "H5T_CSET_UTF8" => CharSet::Utf8,
                     _ => return Err(bad("unknown charSet")),
                 };
-                let pad = match v.get("strPad").and_then(Value::as_str).unwrap_or("H5T_STR_NULLPAD") {
+                let pad = match v
+                    .get("strPad")
+                    .and_then(Value::as_str)
+                    .unwrap_or("H5T_STR_NULLPAD")
+                {
                     "H5T_STR_NULLTERM" => StrPad::NullTerm,
                     "H5T_STR_NULLPAD" => StrPad::NullPad,
                     "H5T_STR_SPACEPAD" => StrPad::SpacePad,
@@ -129,49 +175,80 @@ impl Datatype {
                 };
                 let length = match v.get("length") {
                     Some(Value::String(s)) if s == "H5T_VARIABLE" => None,
-                    Some(Value::Number(n)) => {
-                        Some(n.as_u64().filter(|&n| n > 0).ok_or_else(|| bad("string length must be >= 1"))? as usize)
-                    }
+                    Some(Value::Number(n)) => Some(
+                        n.as_u64()
+                            .filter(|&n| n > 0)
+                            .ok_or_else(|| bad("string length must be >= 1"))?
+                            as usize,
+                    ),
                     _ => return Err(bad("missing string length")),
                 };
-                Ok(Datatype::String { length, charset, pad })
+                Ok(Datatype::String {
+                    length,
+                    charset,
+                    pad,
+                })
             }
             "H5T_COMPOUND" => {
-                let fields_json = v.get("fields").and_then(Value::as_array).ok_or_else(|| bad("missing fields"))?;
+                let fields_json = v
+                    .get("fields")
+                    .and_then(Value::as_array)
+                    .ok_or_else(|| bad("missing fields"))?;
                 if fields_json.is_empty() {
                     return Err(bad("compound type without fields"));
                 }
                 let mut fields = Vec::with_capacity(fields_json.len());
                 let mut offset = 0usize;
                 for f in fields_json {
-                    let name = f.get("name").and_then(Value::as_str).ok_or_else(|| bad("field without name"))?;
+                    let name = f
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .ok_or_else(|| bad("field without name"))?;
                     if fields.iter().any(|x: &Field| x.name == name) {
                         return Err(bad("duplicate field name"));
                     }
-                    let dtype = Datatype::from_json(f.get("type").ok_or_else(|| bad("field without type"))?)?;
+                    let dtype = Datatype::from_json(
+                        f.get("type").ok_or_else(|| bad("field without type"))?,
+                    )?;
                     let size = dtype.fixed_size().ok_or_else(|| {
                         TypeError::UnsupportedType(format!(
                             "compound field {name:?} is variable-length; compound types with variable-length members are not supported yet"
                         ))
                     })?;
-                    fields.push(Field { name: name.to_string(), dtype, offset });
+                    fields.push(Field {
+                        name: name.to_string(),
+                        dtype,
+                        offset,
+                    });
                     offset += size;
                 }
-                Ok(Datatype::Compound { fields, size: offset })
+                Ok(Datatype::Compound {
+                    fields,
+                    size: offset,
+                })
             }
             "H5T_ARRAY" => {
                 let base = Datatype::from_json(v.get("base").ok_or_else(|| bad("missing base"))?)?;
                 if base.fixed_size().is_none() {
-                    return Err(TypeError::UnsupportedType("arrays of variable-length elements".into()));
+                    return Err(TypeError::UnsupportedType(
+                        "arrays of variable-length elements".into(),
+                    ));
                 }
                 let dims = v
                     .get("dims")
                     .and_then(Value::as_array)
                     .ok_or_else(|| bad("missing dims"))?
                     .iter()
-                    .map(|d| d.as_u64().filter(|&d| d > 0).ok_or_else(|| bad("array dims must be >= 1")))
+                    .map(|d| {
+                        d.as_u64()
+                            .filter(|&d| d > 0)
+                            .ok_or_else(|| bad("array dims must be >= 1"))
+                    })
                     .collect::<Result<Vec<_>>>()?;
-                Ok(Datatype::Array { base: Box::new(base), dims })
+                Ok(Datatype::Array {
+                    base: Box::new(base),
+                    dims,
+                })
             }
             "H5T_ENUM" => {
                 let base = Datatype::from_json(v.get("base").ok_or_else(|| bad("missing base"))?)?;
@@ -183,21 +260,39 @@ impl Datatype {
                     .and_then(Value::as_object)
                     .ok_or_else(|| bad("missing mapping"))?
                     .iter()
-                    .map(|(k, val)| val.as_i64().map(|i| (k.clone(), i)).ok_or_else(|| bad("enum values must be integers")))
+                    .map(|(k, val)| {
+                        val.as_i64()
+                            .map(|i| (k.clone(), i))
+                            .ok_or_else(|| bad("enum values must be integers"))
+                    })
                     .collect::<Result<Vec<_>>>()?;
-                Ok(Datatype::Enum { base: Box::new(base), mapping })
+                Ok(Datatype::Enum {
+                    base: Box::new(base),
+                    mapping,
+                })
             }
             "H5T_OPAQUE" => {
-                let size = v.get("size").and_then(Value::as_u64).filter(|&s| s > 0).ok_or_else(|| bad("missing size"))?;
+                let size = v
+                    .get("size")
+                    .and_then(Value::as_u64)
+                    .filter(|&s| s > 0)
+                    .ok_or_else(|| bad("missing size"))?;
                 let tag = v.get("tag").and_then(Value::as_str).map(str::to_string);
-                Ok(Datatype::Opaque { size: size as usize, tag })
+                Ok(Datatype::Opaque {
+                    size: size as usize,
+                    tag,
+                })
             }
             "H5T_VLEN" => {
                 let base = Datatype::from_json(v.get("base").ok_or_else(|| bad("missing base"))?)?;
                 if base.fixed_size().is_none() {
-                    return Err(TypeError::UnsupportedType("variable-length sequences of variable-length elements".into()));
+                    return Err(TypeError::UnsupportedType(
+                        "variable-length sequences of variable-length elements".into(),
+                    ));
                 }
-                Ok(Datatype::Vlen { base: Box::new(base) })
+                Ok(Datatype::Vlen {
+                    base: Box::new(base),
+                })
             }
             "H5T_REFERENCE" => Ok(Datatype::Reference { size: 48 }),
             other => Err(TypeError::UnsupportedType(format!("type class {other}"))),
@@ -208,7 +303,11 @@ impl Datatype {
     pub fn to_json(&self) -> Value {
         use serde_json::json;
         match self {
-            Datatype::Integer { size, signed, order } => json!({
+            Datatype::Integer {
+                size,
+                signed,
+                order,
+            } => json!({
                 "class": "H5T_INTEGER",
                 "base": format!("H5T_STD_{}{}{}", if *signed { "I" } else { "U" }, size * 8, order_suffix(*order)),
             }),
@@ -216,7 +315,11 @@ impl Datatype {
                 "class": "H5T_FLOAT",
                 "base": format!("H5T_IEEE_F{}{}", size * 8, order_suffix(*order)),
             }),
-            Datatype::String { length, charset, pad } => json!({
+            Datatype::String {
+                length,
+                charset,
+                pad,
+            } => json!({
                 "class": "H5T_STRING",
                 "charSet": match charset { CharSet::Ascii => "H5T_CSET_ASCII", CharSet::Utf8 => "H5T_CSET_UTF8" },
                 "strPad": match pad { StrPad::NullTerm => "H5T_STR_NULLTERM", StrPad::NullPad => "H5T_STR_NULLPAD", StrPad::SpacePad => "H5T_STR_SPACEPAD" },
@@ -226,9 +329,12 @@ impl Datatype {
                 "class": "H5T_COMPOUND",
                 "fields": fields.iter().map(|f| json!({"name": f.name, "type": f.dtype.to_json()})).collect::<Vec<_>>(),
             }),
-            Datatype::Array { base, dims } => json!({"class": "H5T_ARRAY", "dims": dims, "base": base.to_json()}),
+            Datatype::Array { base, dims } => {
+                json!({"class": "H5T_ARRAY", "dims": dims, "base": base.to_json()})
+            }
             Datatype::Enum { base, mapping } => {
-                let m: serde_json::Map<String, Value> = mapping.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+                let m: serde_json::Map<String, Value> =
+                    mapping.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
                 json!({"class": "H5T_ENUM", "base": base.to_json(), "mapping": m})
             }
             Datatype::Opaque { size, tag } => {
@@ -239,7 +345,9 @@ impl Datatype {
                 o
             }
             Datatype::Vlen { base } => json!({"class": "H5T_VLEN", "base": base.to_json()}),
-            Datatype::Reference { .. } => json!({"class": "H5T_REFERENCE", "base": "H5T_STD_REF_OBJ"}),
+            Datatype::Reference { .. } => {
+                json!({"class": "H5T_REFERENCE", "base": "H5T_STD_REF_OBJ"})
+            }
         }
     }
 
@@ -247,11 +355,15 @@ impl Datatype {
     /// (whose chunk form is a 4-byte length prefix followed by the bytes).
     pub fn fixed_size(&self) -> Option<usize> {
         match self {
-            Datatype::Integer { size, .. } | Datatype::Float { size, .. } | Datatype::Opaque { size, .. } => Some(*size),
+            Datatype::Integer { size, .. }
+            | Datatype::Float { size, .. }
+            | Datatype::Opaque { size, .. } => Some(*size),
             Datatype::Reference { size } => Some(*size),
             Datatype::String { length, .. } => *length,
             Datatype::Compound { size, .. } => Some(*size),
-            Datatype::Array { base, dims } => base.fixed_size().map(|s| s * dims.iter().product::<u64>() as usize),
+            Datatype::Array { base, dims } => base
+                .fixed_size()
+                .map(|s| s * dims.iter().product::<u64>() as usize),
             Datatype::Enum { base, .. } => base.fixed_size(),
             Datatype::Vlen { .. } => None,
         }
@@ -303,9 +415,15 @@ mod tests {
         ]}))
         .unwrap();
         assert_eq!(t.fixed_size(), Some(1 + 8 + 12));
-        let Datatype::Compound { fields, .. } = &t else { panic!() };
-        assert_eq!(fields.iter().map(|f| f.offset).collect::<Vec<_>>(), vec![0, 1, 9]);
-        let vs = Datatype::from_json(&json!({"class": "H5T_STRING", "length": "H5T_VARIABLE"})).unwrap();
+        let Datatype::Compound { fields, .. } = &t else {
+            panic!()
+        };
+        assert_eq!(
+            fields.iter().map(|f| f.offset).collect::<Vec<_>>(),
+            vec![0, 1, 9]
+        );
+        let vs =
+            Datatype::from_json(&json!({"class": "H5T_STRING", "length": "H5T_VARIABLE"})).unwrap();
         assert!(vs.is_variable());
     }
 

@@ -27,7 +27,9 @@ impl DimSel {
         match self {
             DimSel::Slice { start, count, step } => {
                 if *step == 0 {
-                    return Err(TypeError::InvalidSelection(format!("step must be >= 1 (dimension {dim})")));
+                    return Err(TypeError::InvalidSelection(format!(
+                        "step must be >= 1 (dimension {dim})"
+                    )));
                 }
                 if *count > 0 {
                     let last = step
@@ -43,7 +45,9 @@ impl DimSel {
             }
             DimSel::Indices(ix) => {
                 if ix.windows(2).any(|w| w[0] >= w[1]) {
-                    return Err(TypeError::InvalidSelection("indices must be strictly increasing".into()));
+                    return Err(TypeError::InvalidSelection(
+                        "indices must be strictly increasing".into(),
+                    ));
                 }
                 if let Some(&last) = ix.last() {
                     if last >= extent {
@@ -72,7 +76,24 @@ pub enum Selection {
 impl Selection {
     /// The whole extent.
     pub fn all(dims: &[u64]) -> Self {
-        Selection::Orthogonal(dims.iter().map(|&d| DimSel::Slice { start: 0, count: d, step: 1 }).collect())
+        Selection::Orthogonal(
+            dims.iter()
+                .map(|&d| DimSel::Slice {
+                    start: 0,
+                    count: d,
+                    step: 1,
+                })
+                .collect(),
+        )
+    }
+
+    /// One `(start, count, step)` slice per dimension.
+    pub fn from_slices(s: &[(u64, u64, u64)]) -> Self {
+        Selection::Orthogonal(
+            s.iter()
+                .map(|&(start, count, step)| DimSel::Slice { start, count, step })
+                .collect(),
+        )
     }
 
     /// Checks the selection against the dataset extent.
@@ -89,15 +110,22 @@ impl Selection {
                         dims.len()
                     )));
                 }
-                sels.iter().zip(dims).enumerate().try_for_each(|(i, (s, &d))| s.validate(d, i))
+                sels.iter()
+                    .zip(dims)
+                    .enumerate()
+                    .try_for_each(|(i, (s, &d))| s.validate(d, i))
             }
             Selection::Points { rank, coords } => {
                 if *rank != dims.len() || coords.len() % rank.max(&1) != 0 {
-                    return Err(TypeError::InvalidSelection("point coordinates do not match the dataset rank".into()));
+                    return Err(TypeError::InvalidSelection(
+                        "point coordinates do not match the dataset rank".into(),
+                    ));
                 }
                 for p in coords.chunks(*rank.max(&1)) {
                     if p.iter().zip(dims).any(|(c, d)| c >= d) {
-                        return Err(TypeError::InvalidSelection(format!("point {p:?} outside extent {dims:?}")));
+                        return Err(TypeError::InvalidSelection(format!(
+                            "point {p:?} outside extent {dims:?}"
+                        )));
                     }
                 }
                 Ok(())
@@ -126,15 +154,31 @@ mod tests {
     #[test]
     fn validates_against_extent() {
         let s = Selection::Orthogonal(vec![
-            DimSel::Slice { start: 1, count: 3, step: 2 },
+            DimSel::Slice {
+                start: 1,
+                count: 3,
+                step: 2,
+            },
             DimSel::Indices(vec![0, 4]),
         ]);
         assert!(s.validate(&[7, 5]).is_ok());
         assert!(s.validate(&[5, 5]).is_err());
         assert!(s.validate(&[7, 4]).is_err());
         assert_eq!(s.out_shape(), vec![3, 2]);
-        assert!(Selection::Orthogonal(vec![DimSel::Indices(vec![2, 2])]).validate(&[5]).is_err());
-        assert!(Selection::Points { rank: 2, coords: vec![0, 0, 4, 1] }.validate(&[5, 2]).is_ok());
-        assert!(Selection::Points { rank: 2, coords: vec![0, 2] }.validate(&[5, 2]).is_err());
+        assert!(Selection::Orthogonal(vec![DimSel::Indices(vec![2, 2])])
+            .validate(&[5])
+            .is_err());
+        assert!(Selection::Points {
+            rank: 2,
+            coords: vec![0, 0, 4, 1]
+        }
+        .validate(&[5, 2])
+        .is_ok());
+        assert!(Selection::Points {
+            rank: 2,
+            coords: vec![0, 2]
+        }
+        .validate(&[5, 2])
+        .is_err());
     }
 }

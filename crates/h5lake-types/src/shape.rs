@@ -10,7 +10,10 @@ pub const UNLIMITED: u64 = u64::MAX;
 pub enum Shape {
     Null,
     Scalar,
-    Simple { dims: Vec<u64>, maxdims: Option<Vec<u64>> },
+    Simple {
+        dims: Vec<u64>,
+        maxdims: Option<Vec<u64>>,
+    },
 }
 
 impl Shape {
@@ -20,7 +23,10 @@ impl Shape {
     /// A missing or unknown `class`, non-integer dims, maxdims smaller than dims.
     pub fn from_json(v: &Value) -> Result<Self> {
         let bad = |m: &str| TypeError::InvalidShape(format!("{m}: {v}"));
-        let class = v.get("class").and_then(Value::as_str).ok_or_else(|| bad("missing class"))?;
+        let class = v
+            .get("class")
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad("missing class"))?;
         match class {
             "H5S_NULL" => Ok(Shape::Null),
             "H5S_SCALAR" => Ok(Shape::Scalar),
@@ -30,7 +36,10 @@ impl Shape {
                     .and_then(Value::as_array)
                     .ok_or_else(|| bad("missing dims"))?
                     .iter()
-                    .map(|d| d.as_u64().ok_or_else(|| bad("dims must be non-negative integers")))
+                    .map(|d| {
+                        d.as_u64()
+                            .ok_or_else(|| bad("dims must be non-negative integers"))
+                    })
                     .collect::<Result<Vec<_>>>()?;
                 let maxdims = match v.get("maxdims") {
                     None | Some(Value::Null) => None,
@@ -44,7 +53,9 @@ impl Shape {
                                 Value::String(s) if s == "H5S_UNLIMITED" => Ok(UNLIMITED),
                                 // HSDS clients also send 0 for "unlimited".
                                 Value::Number(n) if n.as_u64() == Some(0) => Ok(UNLIMITED),
-                                Value::Number(n) => n.as_u64().ok_or_else(|| bad("bad maxdims entry")),
+                                Value::Number(n) => {
+                                    n.as_u64().ok_or_else(|| bad("bad maxdims entry"))
+                                }
                                 _ => Err(bad("bad maxdims entry")),
                             })
                             .collect::<Result<Vec<_>>>()?;
@@ -57,7 +68,9 @@ impl Shape {
                 };
                 Ok(Shape::Simple { dims, maxdims })
             }
-            other => Err(TypeError::InvalidShape(format!("unknown shape class {other}"))),
+            other => Err(TypeError::InvalidShape(format!(
+                "unknown shape class {other}"
+            ))),
         }
     }
 
@@ -69,8 +82,16 @@ impl Shape {
             Shape::Simple { dims, maxdims } => {
                 let mut o = json!({"class": "H5S_SIMPLE", "dims": dims});
                 if let Some(m) = maxdims {
-                    let m: Vec<Value> =
-                        m.iter().map(|&d| if d == UNLIMITED { json!("H5S_UNLIMITED") } else { json!(d) }).collect();
+                    let m: Vec<Value> = m
+                        .iter()
+                        .map(|&d| {
+                            if d == UNLIMITED {
+                                json!("H5S_UNLIMITED")
+                            } else {
+                                json!(d)
+                            }
+                        })
+                        .collect();
                     o["maxdims"] = Value::Array(m);
                 }
                 o
@@ -90,7 +111,9 @@ impl Shape {
     /// Maximum extent per dimension ([`UNLIMITED`] for unlimited).
     pub fn maxdims(&self) -> Vec<u64> {
         match self {
-            Shape::Simple { maxdims: Some(m), .. } => m.clone(),
+            Shape::Simple {
+                maxdims: Some(m), ..
+            } => m.clone(),
             other => other.dims(),
         }
     }

@@ -65,7 +65,11 @@ pub fn json_to_element(t: &Datatype, v: &Value) -> Result<Vec<u8>> {
 fn encode(t: &Datatype, v: &Value, out: &mut Vec<u8>) -> Result<()> {
     let bad = || TypeError::InvalidValue(format!("{v} for {}", t.to_json()));
     match t {
-        Datatype::Integer { size, signed, order } => {
+        Datatype::Integer {
+            size,
+            signed,
+            order,
+        } => {
             let i: i128 = match v {
                 Value::Number(n) => {
                     if let Some(i) = n.as_i64() {
@@ -114,7 +118,9 @@ fn encode(t: &Datatype, v: &Value, out: &mut Vec<u8>) -> Result<()> {
             }
             _ => encode(base, v, out)?,
         },
-        Datatype::String { length: Some(n), .. } => {
+        Datatype::String {
+            length: Some(n), ..
+        } => {
             let s = v.as_str().ok_or_else(bad)?.as_bytes();
             if s.len() > *n {
                 return Err(bad());
@@ -164,7 +170,9 @@ fn encode(t: &Datatype, v: &Value, out: &mut Vec<u8>) -> Result<()> {
             }
         }
         Datatype::String { length: None, .. } | Datatype::Vlen { .. } => {
-            return Err(TypeError::UnsupportedType("fill values of variable-length types".into()))
+            return Err(TypeError::UnsupportedType(
+                "fill values of variable-length types".into(),
+            ))
         }
     }
     Ok(())
@@ -184,14 +192,28 @@ mod tests {
 
     #[test]
     fn encodes_numbers_and_compounds() {
-        let t = Datatype::from_json(&json!({"class": "H5T_INTEGER", "base": "H5T_STD_I32BE"})).unwrap();
-        assert_eq!(json_to_element(&t, &json!(-2)).unwrap(), vec![0xff, 0xff, 0xff, 0xfe]);
+        let t =
+            Datatype::from_json(&json!({"class": "H5T_INTEGER", "base": "H5T_STD_I32BE"})).unwrap();
+        assert_eq!(
+            json_to_element(&t, &json!(-2)).unwrap(),
+            vec![0xff, 0xff, 0xff, 0xfe]
+        );
         let u8t = Datatype::from_json(&json!("H5T_STD_U8LE")).unwrap();
         assert!(json_to_element(&u8t, &json!(256)).is_err());
         assert!(json_to_element(&u8t, &json!(-1)).is_err());
-        let f = Datatype::from_json(&json!({"class": "H5T_FLOAT", "base": "H5T_IEEE_F32LE"})).unwrap();
-        assert_eq!(json_to_element(&f, &json!(-1.0)).unwrap(), (-1.0f32).to_le_bytes().to_vec());
-        assert!(f32::from_le_bytes(json_to_element(&f, &json!("NaN")).unwrap().try_into().unwrap()).is_nan());
+        let f =
+            Datatype::from_json(&json!({"class": "H5T_FLOAT", "base": "H5T_IEEE_F32LE"})).unwrap();
+        assert_eq!(
+            json_to_element(&f, &json!(-1.0)).unwrap(),
+            (-1.0f32).to_le_bytes().to_vec()
+        );
+        assert!(f32::from_le_bytes(
+            json_to_element(&f, &json!("NaN"))
+                .unwrap()
+                .try_into()
+                .unwrap()
+        )
+        .is_nan());
         let h = Datatype::from_json(&json!("H5T_IEEE_F16LE")).unwrap();
         assert_eq!(json_to_element(&h, &json!(1.0)).unwrap(), vec![0x00, 0x3c]);
         assert_eq!(json_to_element(&h, &json!(-2.5)).unwrap(), vec![0x00, 0xc1]);
