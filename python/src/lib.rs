@@ -167,9 +167,11 @@ impl RawFile {
                 worker.join().expect("engine call panicked")
             })
         });
+        // A signal that was taken must be raised even if the call managed to
+        // finish first: `check_signals` consumed it, so nobody else will.
         match (result, signal) {
-            (Err(EngineError::Interrupted), Some(e)) => Err(e),
-            (r, _) => r.map_err(to_py_err),
+            (_, Some(e)) => Err(e),
+            (r, None) => r.map_err(to_py_err),
         }
     }
 }
