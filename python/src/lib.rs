@@ -136,6 +136,27 @@ impl RawFile {
         py.allow_threads(|| f(&dom)).map_err(to_py_err)
     }
 
+    /// A point selection over the dataset's rank.
+    fn points_selection(&self, py: Python<'_>, dset_id: &str, points: &Bound<'_, PyAny>) -> PyResult<Selection> {
+        let rank = self.run(py, |d| d.dataset_meta(dset_id))?.dims.len();
+        extract_points(points, rank)
+    }
+
+    fn read_into(&self, py: Python<'_>, dset_id: &str, sel: &Selection, out: &Bound<'_, PyAny>, fields: Option<&[String]>) -> PyResult<()> {
+        let buf = RawBuffer::get(out, true)?;
+        // SAFETY: the buffer stays exported (and so alive and pinned) until
+        // `buf` drops after the call.
+        let slice = unsafe { std::slice::from_raw_parts_mut(buf.ptr(), buf.len()) };
+        self.run_interruptible(py, slice.len(), |d| d.read_fields(dset_id, sel, fields, slice))
+    }
+
+    fn write_from(&self, py: Python<'_>, dset_id: &str, sel: &Selection, data: &Bound<'_, PyAny>) -> PyResult<()> {
+        let buf = RawBuffer::get(data, false)?;
+        // SAFETY: as in read_into; the data is only read.
+        let slice = unsafe { std::slice::from_raw_parts(buf.ptr().cast_const(), buf.len()) };
+        self.run_interruptible(py, slice.len(), |d| d.write(dset_id, sel, slice))
+    }
+
     /// Like [`RawFile::run`], but a call moving `nbytes` or more can be
     /// stopped with Ctrl-C: the work runs on a helper thread while this
     /// thread (which, if it is Python's main thread, is the one that sees
@@ -306,20 +327,11 @@ impl RawFile {
         out: &Bound<'_, PyAny>,
         fields: Option<Vec<String>>,
     ) -> PyResult<()> {
-        let sel = extract_selection(selection)?;
-        let buf = RawBuffer::get(out, true)?;
-        // SAFETY: the buffer stays exported (and so alive and pinned) until
-        // `buf` drops after the call.
-        let slice = unsafe { std::slice::from_raw_parts_mut(buf.ptr(), buf.len()) };
-        self.run_interruptible(py, slice.len(), |d| d.read_fields(dset_id, &sel, fields.as_deref(), slice))
+        self.read_into(py, dset_id, &extract_selection(selection)?, out, fields.as_deref())
     }
 
     fn dataset_write(&self, py: Python<'_>, dset_id: &str, selection: &Bound<'_, PyAny>, data: &Bound<'_, PyAny>) -> PyResult<()> {
-        let sel = extract_selection(selection)?;
-        let buf = RawBuffer::get(data, false)?;
-        // SAFETY: as in dataset_read; the data is only read.
-        let slice = unsafe { std::slice::from_raw_parts(buf.ptr().cast_const(), buf.len()) };
-        self.run_interruptible(py, slice.len(), |d| d.write(dset_id, &sel, slice))
+        self.write_from(py, dset_id, &extract_selection(selection)?, data)
     }
 
     #[pyo3(signature = (dset_id, points, out, fields = None))]
@@ -331,21 +343,13 @@ impl RawFile {
         out: &Bound<'_, PyAny>,
         fields: Option<Vec<String>>,
     ) -> PyResult<()> {
-        let rank = self.run(py, |d| d.dataset_meta(dset_id))?.dims.len();
-        let sel = extract_points(points, rank)?;
-        let buf = RawBuffer::get(out, true)?;
-        // SAFETY: as in dataset_read.
-        let slice = unsafe { std::slice::from_raw_parts_mut(buf.ptr(), buf.len()) };
-        self.run_interruptible(py, slice.len(), |d| d.read_fields(dset_id, &sel, fields.as_deref(), slice))
+        let sel = self.points_selection(py, dset_id, points)?;
+        self.read_into(py, dset_id, &sel, out, fields.as_deref())
     }
 
     fn dataset_write_points(&self, py: Python<'_>, dset_id: &str, points: &Bound<'_, PyAny>, data: &Bound<'_, PyAny>) -> PyResult<()> {
-        let rank = self.run(py, |d| d.dataset_meta(dset_id))?.dims.len();
-        let sel = extract_points(points, rank)?;
-        let buf = RawBuffer::get(data, false)?;
-        // SAFETY: as in dataset_write.
-        let slice = unsafe { std::slice::from_raw_parts(buf.ptr().cast_const(), buf.len()) };
-        self.run_interruptible(py, slice.len(), |d| d.write(dset_id, &sel, slice))
+        let sel = self.points_selection(py, dset_id, points)?;
+        self.write_from(py, dset_id, &sel, data)
     }
 
     fn dataset_read_vlen<'py>(&self, py: Python<'py>, dset_id: &str, selection: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
@@ -360,15 +364,13 @@ impl RawFile {
     }
 
     fn dataset_read_points_vlen<'py>(&self, py: Python<'py>, dset_id: &str, points: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        let rank = self.run(py, |d| d.dataset_meta(dset_id))?.dims.len();
-        let sel = extract_points(points, rank)?;
+        let sel = self.points_selection(py, dset_id, points)?;
         let vals = self.run(py, |d| d.read_vlen(dset_id, &sel))?;
         PyList::new(py, vals.iter().map(|v| PyBytes::new(py, v)))
     }
 
     fn dataset_write_points_vlen(&self, py: Python<'_>, dset_id: &str, points: &Bound<'_, PyAny>, values: Vec<Vec<u8>>) -> PyResult<()> {
-        let rank = self.run(py, |d| d.dataset_meta(dset_id))?.dims.len();
-        let sel = extract_points(points, rank)?;
+        let sel = self.points_selection(py, dset_id, points)?;
         self.run(py, |d| d.write_vlen(dset_id, &sel, &values))
     }
 
