@@ -114,6 +114,10 @@ def assert_same(h, l, where="result"):
         elif kh is not None and kh[0] == "obj" and kh[1] in ("Dataset", "Group", "File"):
             assert h.name == l.name, f"{where}: name {h.name!r} != {l.name!r}"
         return
+    if type(h).__name__ == "Empty" or type(l).__name__ == "Empty":
+        assert type(h).__name__ == type(l).__name__ == "Empty", f"{where}: {h!r} != {l!r}"
+        assert h.dtype == l.dtype, f"{where}: Empty dtype {h.dtype} != {l.dtype}"
+        return
     if isinstance(h, np.ndarray) or isinstance(l, np.ndarray):
         assert isinstance(h, np.ndarray) and isinstance(l, np.ndarray), (
             f"{where}: types differ: h5py {type(h)} {h!r}, h5lake {type(l)} {l!r}")

@@ -14,6 +14,7 @@ use std::sync::{Arc, RwLock};
 const INTERRUPTIBLE_BYTES: usize = 16 << 20;
 
 use h5lake_engine::{Domain, DomainOptions, EngineError, OpenMode};
+use h5lake_hdf5::Hdf5Error;
 use h5lake_types::{DimSel, Selection};
 use pyo3::exceptions::{
     PyFileExistsError, PyFileNotFoundError, PyKeyError, PyKeyboardInterrupt, PyOSError, PyPermissionError, PyTypeError, PyValueError,
@@ -158,9 +159,7 @@ impl RawFile {
     }
 
     /// Like [`RawFile::run`], but a call moving `nbytes` or more can be
-    /// stopped with Ctrl-C: the work runs on a helper thread while this
-    /// thread (which, if it is Python's main thread, is the one that sees
-    /// signals) checks for them every few milliseconds and cancels the call.
+    /// stopped with Ctrl-C (see [`interruptible`]).
     fn run_interruptible<T: Send>(
         &self,
         py: Python<'_>,
@@ -171,30 +170,86 @@ impl RawFile {
             return self.run(py, f);
         }
         let dom = self.dom()?;
-        let flag = Arc::new(AtomicBool::new(false));
-        let mut signal: Option<PyErr> = None;
-        let result = py.allow_threads(|| {
-            std::thread::scope(|scope| {
-                let worker = scope.spawn(|| h5lake_engine::cancel::with_cancel(flag.clone(), || f(&dom)));
-                while !worker.is_finished() {
-                    std::thread::sleep(std::time::Duration::from_millis(5));
-                    if signal.is_none() {
-                        if let Err(e) = Python::with_gil(|py| py.check_signals()) {
-                            flag.store(true, Ordering::Relaxed);
-                            signal = Some(e);
-                        }
+        interruptible(py, || f(&dom), to_py_err)
+    }
+}
+
+/// Runs `f` without the GIL so that Ctrl-C can stop it: the work runs on a
+/// helper thread while this thread (which, if it is Python's main thread,
+/// is the one that sees signals) checks for them every few milliseconds and
+/// cancels the call through [`h5lake_engine::cancel`].
+fn interruptible<T: Send, E: Send>(
+    py: Python<'_>,
+    f: impl FnOnce() -> Result<T, E> + Send,
+    to_err: impl FnOnce(E) -> PyErr,
+) -> PyResult<T> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let mut signal: Option<PyErr> = None;
+    let result = py.allow_threads(|| {
+        std::thread::scope(|scope| {
+            let worker = scope.spawn(|| h5lake_engine::cancel::with_cancel(flag.clone(), f));
+            while !worker.is_finished() {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+                if signal.is_none() {
+                    if let Err(e) = Python::with_gil(|py| py.check_signals()) {
+                        flag.store(true, Ordering::Relaxed);
+                        signal = Some(e);
                     }
                 }
-                worker.join().expect("engine call panicked")
-            })
-        });
-        // A signal that was taken must be raised even if the call managed to
-        // finish first: `check_signals` consumed it, so nobody else will.
-        match (result, signal) {
-            (_, Some(e)) => Err(e),
-            (r, None) => r.map_err(to_py_err),
-        }
+            }
+            worker.join().expect("h5lake call panicked")
+        })
+    });
+    // A signal that was taken must be raised even if the call managed to
+    // finish first: `check_signals` consumed it, so nobody else will.
+    match (result, signal) {
+        (_, Some(e)) => Err(e),
+        (r, None) => r.map_err(to_err),
     }
+}
+
+/// Errors of loading and exporting HDF5 files, as an h5py user expects them.
+fn hdf5_err(e: Hdf5Error) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        Hdf5Error::Engine(e) => to_py_err(e),
+        Hdf5Error::SourceNotFound(_) => PyFileNotFoundError::new_err((2, msg)),
+        Hdf5Error::DestinationExists(_) => PyFileExistsError::new_err((17, msg)),
+        _ => PyOSError::new_err(msg),
+    }
+}
+
+/// Loads an HDF5 file into a new h5lake store; returns the report as JSON.
+#[pyfunction]
+#[pyo3(signature = (src, dest, link=false, hyperchunk=None, force=false, progress=false))]
+fn load_hdf5(
+    py: Python<'_>,
+    src: PathBuf,
+    dest: PathBuf,
+    link: bool,
+    hyperchunk: Option<u64>,
+    force: bool,
+    progress: bool,
+) -> PyResult<String> {
+    let opts = h5lake_hdf5::LoadOptions {
+        link,
+        hyperchunk,
+        force,
+        progress,
+    };
+    let r = interruptible(py, || h5lake_hdf5::load(&src, &dest, &opts), hdf5_err)?;
+    Ok(serde_json::json!({
+        "groups": r.groups, "datasets": r.datasets, "datatypes": r.datatypes,
+        "attributes": r.attributes, "links": r.links, "linked_datasets": r.linked_datasets,
+        "chunks": r.chunks, "bytes": r.bytes, "skipped": r.skipped,
+    })
+    .to_string())
+}
+
+/// Whether a path is an HDF5 file (by its signature).
+#[pyfunction]
+fn is_hdf5(path: PathBuf) -> bool {
+    h5lake_hdf5::is_hdf5(&path)
 }
 
 #[pymethods]
@@ -386,6 +441,8 @@ impl RawFile {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RawFile>()?;
+    m.add_function(wrap_pyfunction!(load_hdf5, m)?)?;
+    m.add_function(wrap_pyfunction!(is_hdf5, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -23,11 +23,11 @@ pub fn with_cancel<T>(flag: Arc<AtomicBool>, f: impl FnOnce() -> T) -> T {
 }
 
 /// The calling thread's cancellation flag, if any.
-pub(crate) fn current() -> Option<Arc<AtomicBool>> {
+pub fn current() -> Option<Arc<AtomicBool>> {
     CURRENT.with(|c| c.borrow().clone())
 }
 
 /// Whether `flag` asks to stop.
-pub(crate) fn is_set(flag: &Option<Arc<AtomicBool>>) -> bool {
+pub fn is_set(flag: &Option<Arc<AtomicBool>>) -> bool {
     flag.as_ref().is_some_and(|f| f.load(Ordering::Relaxed))
 }

@@ -17,8 +17,11 @@ use h5lake_types::{json_to_element, Datatype, Selection, Shape, UNLIMITED};
 use rayon::prelude::*;
 use serde_json::{json, Value};
 
+use std::sync::Arc;
+
 use crate::domain::{backoff, Domain};
 use crate::ids;
+use crate::linked::LinkedLayout;
 use crate::planner::{plan_points, strides, walk, DimPart, OrthoPlan};
 use crate::{EngineError, Result};
 
@@ -47,6 +50,8 @@ pub struct DatasetMeta {
     pub format: ChunkFormat,
     /// One element of fill value (empty for variable-length types).
     pub fill: Vec<u8>,
+    /// Where the chunks are when they live in another file (link mode).
+    pub link: Option<Arc<LinkedLayout>>,
     prefix: String,
 }
 
@@ -80,7 +85,13 @@ impl DatasetMeta {
             .unwrap_or("H5D_CONTIGUOUS");
         let hidden =
             doc.pointer("/h5lake/layout").and_then(Value::as_str) == Some("H5D_CONTIGUOUS");
-        let (chunk, chunked) = if layout_class == "H5D_CHUNKED" {
+        let linked = match layout {
+            Some(l) => LinkedLayout::parse(id, l, &dims, dtype.fixed_size().unwrap_or(0))?,
+            None => None,
+        };
+        let (chunk, chunked, link) = if let Some((link, chunk)) = linked {
+            (chunk, false, Some(Arc::new(link)))
+        } else if layout_class == "H5D_CHUNKED" {
             let c: Vec<u64> = layout
                 .and_then(|l| l.get("dims"))
                 .and_then(Value::as_array)
@@ -91,9 +102,9 @@ impl DatasetMeta {
                     "{id}: chunk dims {c:?} do not fit shape {dims:?}"
                 )));
             }
-            (c, !hidden)
+            (c, !hidden, None)
         } else {
-            (dims.iter().map(|&d| d.max(1)).collect(), false)
+            (dims.iter().map(|&d| d.max(1)).collect(), false, None)
         };
         let pipeline = Pipeline::from_hsds_json(cprops.get("filters").unwrap_or(&Value::Null))?;
         let fill = match (dtype.fixed_size(), cprops.get("fillValue")) {
@@ -121,6 +132,7 @@ impl DatasetMeta {
             pipeline,
             format,
             fill,
+            link,
             prefix,
         })
     }
@@ -138,14 +150,14 @@ impl DatasetMeta {
     }
 
     /// A whole chunk of fill value.
-    fn fill_chunk(&self) -> Vec<u8> {
+    pub(crate) fn fill_chunk(&self) -> Vec<u8> {
         if self.fill.iter().all(|&b| b == 0) {
             return vec![0; self.chunk_elems() * self.elem_size()];
         }
         self.fill.repeat(self.chunk_elems())
     }
 
-    fn check_decoded_len(&self, len: usize) -> Result<()> {
+    pub(crate) fn check_decoded_len(&self, len: usize) -> Result<()> {
         let expected = self.chunk_elems() * self.elem_size();
         if self.dtype.fixed_size().is_some() && len != expected {
             return Err(EngineError::Corrupt(format!(
@@ -408,6 +420,19 @@ impl Domain {
                     doc["h5lake"] = json!({"layout": class});
                 }
             }
+            "H5D_CONTIGUOUS_REF" | "H5D_CHUNKED_REF" | "H5D_CHUNKED_REF_INDIRECT" => {
+                let Some(esize) = dtype.fixed_size() else {
+                    return Err(EngineError::WrongType(
+                        "linked layouts need a fixed-size type".into(),
+                    ));
+                };
+                if matches!(shape, Shape::Scalar | Shape::Null) {
+                    return Err(EngineError::WrongType(format!(
+                        "{class} needs a simple dataspace"
+                    )));
+                }
+                LinkedLayout::parse("new dataset", &cprops["layout"], &dims, esize)?;
+            }
             other => {
                 return Err(EngineError::Invalid(format!(
                     "unsupported layout class {other}"
@@ -513,7 +538,7 @@ impl Domain {
                 let use_cache = self.fits_cache(&m, plan.num_chunks());
                 // Unfiltered whole elements can go from storage straight into
                 // the caller's buffer.
-                let direct = m.pipeline.is_empty() && proj.is_identity();
+                let direct = m.pipeline.is_empty() && proj.is_identity() && m.link.is_none();
                 for_each_task(plan.num_chunks(), |i| -> Result<()> {
                     let parts = plan.chunk(i);
                     let coords: Vec<u64> = parts.iter().map(|p| p.chunk).collect();
@@ -697,6 +722,11 @@ impl Domain {
     /// beyond maxdims ([`EngineError::Invalid`]).
     pub fn resize(&self, id: &str, new_dims: &[u64]) -> Result<()> {
         let m = self.dataset_meta(id)?;
+        if m.link.is_some() {
+            return Err(EngineError::WrongType(
+                "a dataset linked to chunks of another file cannot be resized".into(),
+            ));
+        }
         if !m.chunked {
             return Err(EngineError::WrongType(
                 "Only chunked datasets can be resized".into(),
@@ -765,6 +795,27 @@ impl Domain {
         })
     }
 
+    /// Stores one whole chunk from its decoded bytes (full chunk shape, C
+    /// order, stored element bytes), replacing what was there. This is the
+    /// bulk-load path: no read, no merge.
+    ///
+    /// # Errors
+    /// Wrong length or coordinates; read-only domain; I/O trouble.
+    pub fn write_chunk(&self, m: &DatasetMeta, coords: &[u64], raw: Vec<u8>) -> Result<()> {
+        self.check_writable()?;
+        m.check_decoded_len(raw.len())?;
+        if coords.len() != m.chunk.len() {
+            return Err(EngineError::Invalid(format!(
+                "chunk coordinates {coords:?} do not match the rank {}",
+                m.chunk.len()
+            )));
+        }
+        let key = m.key(coords);
+        self.store().put(&key, &m.encode(raw)?)?;
+        self.cache.remove(&key);
+        Ok(())
+    }
+
     /// Number of stored chunks of a dataset.
     ///
     /// # Errors
@@ -802,12 +853,21 @@ impl Domain {
         let use_cache = use_cache && self.cache.enabled();
         if use_cache {
             if let Some((v, data)) = self.cache.get(key) {
-                if store.version(key)?.as_ref() == Some(&v) {
+                let current = store.version(key)?;
+                // A linked chunk stays valid until a chunk object replaces it.
+                if current.as_ref() == Some(&v) || (current.is_none() && v.0 == LINKED_VERSION) {
                     return Ok(Some((v, data)));
                 }
             }
         }
         let Some(stored) = store.get_versioned(key)? else {
+            if let Some(data) = self.load_linked(m, key)? {
+                let v = Version(LINKED_VERSION.into());
+                if use_cache {
+                    self.cache.insert(key, v.clone(), data.clone());
+                }
+                return Ok(Some((v, data)));
+            }
             self.cache.remove(key);
             return Ok(None);
         };
@@ -843,7 +903,10 @@ impl Domain {
         SCRATCH.with(|cell| {
             let mut buf = cell.borrow_mut();
             if self.store().get_into(key, &mut buf)?.is_none() {
-                f(fill.get_or_init(|| m.fill_chunk()));
+                match self.load_linked(m, key)? {
+                    Some(data) => f(&data),
+                    None => f(fill.get_or_init(|| m.fill_chunk())),
+                }
                 return Ok(());
             }
             if m.pipeline.is_empty() {
@@ -894,6 +957,18 @@ impl Domain {
         Ok(self.store().get_scattered(key, total, &mut runs)? == Some(true))
     }
 
+    /// The chunk at `key` from the linked source file, for datasets in link
+    /// mode whose chunk has not been written through h5lake.
+    fn load_linked(&self, m: &DatasetMeta, key: &str) -> Result<Option<Bytes>> {
+        let Some(link) = &m.link else {
+            return Ok(None);
+        };
+        let Some(coords) = parse_chunk_name(&key[m.prefix.len()..], m.dims.len()) else {
+            return Ok(None);
+        };
+        Ok(self.linked_chunk(m, link, &coords)?.map(Bytes::from))
+    }
+
     /// Whether a read of `chunks` chunks is small enough to go through the cache.
     fn fits_cache(&self, m: &DatasetMeta, chunks: usize) -> bool {
         chunks.saturating_mul(m.chunk_elems() * m.elem_size().max(1)) <= self.cache.budget() / 2
@@ -926,8 +1001,9 @@ impl Domain {
             apply(&mut buf)?;
             let enc = m.encode(buf)?;
             let outcome = match &cur {
-                Some((v, _)) => store.put_if_version(key, &enc, v)?,
-                None => store.put_if_absent(key, &enc)?,
+                Some((v, _)) if v.0 != LINKED_VERSION => store.put_if_version(key, &enc, v)?,
+                // A linked chunk's first write creates its chunk object.
+                _ => store.put_if_absent(key, &enc)?,
             };
             self.cache.remove(key);
             if matches!(outcome, PutOutcome::Written(_)) {
@@ -938,6 +1014,10 @@ impl Domain {
         unreachable!("the retry loop only ends by returning")
     }
 }
+
+/// The cache version of a chunk read from a linked file (never a store
+/// version: those are `ino-mtime-size` or etags).
+const LINKED_VERSION: &str = "linked";
 
 /// Runs `n` independent chunk tasks: in parallel on the chunk pool, or on
 /// the calling thread when there is only one (a small selection should not

@@ -131,6 +131,7 @@ pub struct Domain {
     root_id: String,
     readonly: bool,
     location: String,
+    pub(crate) linked_files: crate::linked::LinkedFiles,
 }
 
 impl std::fmt::Debug for Domain {
@@ -243,6 +244,7 @@ impl Domain {
             root_id: String::new(),
             readonly: mode == OpenMode::Read,
             location,
+            linked_files: Default::default(),
         };
         match (mode, existing) {
             (OpenMode::Read | OpenMode::ReadWrite | OpenMode::Append, Some(root)) => {

@@ -13,6 +13,7 @@ pub mod domain;
 mod error;
 pub mod ids;
 mod json;
+pub mod linked;
 pub mod planner;
 
 pub use dataset::DatasetMeta;

@@ -16,7 +16,7 @@ pub use datatype::{ByteOrder, CharSet, Datatype, Field, StrPad};
 pub use error::TypeError;
 pub use selection::{DimSel, Selection};
 pub use shape::{Shape, UNLIMITED};
-pub use value::json_to_element;
+pub use value::{bytes_of, bytes_to_json, element_to_json, json_to_element, nest};
 
 /// Result alias for this crate.
 pub type Result<T> = std::result::Result<T, TypeError>;

@@ -1,6 +1,6 @@
 use serde_json::Value;
 
-use crate::{ByteOrder, Datatype, Result, TypeError};
+use crate::{ByteOrder, Datatype, Result, StrPad, TypeError};
 
 fn float_of(v: &Value) -> Option<f64> {
     match v {
@@ -121,7 +121,8 @@ fn encode(t: &Datatype, v: &Value, out: &mut Vec<u8>) -> Result<()> {
         Datatype::String {
             length: Some(n), ..
         } => {
-            let s = v.as_str().ok_or_else(bad)?.as_bytes();
+            let s = bytes_of(v).ok_or_else(bad)?;
+            let s = s.as_slice();
             if s.len() > *n {
                 return Err(bad());
             }
@@ -158,8 +159,14 @@ fn encode(t: &Datatype, v: &Value, out: &mut Vec<u8>) -> Result<()> {
                 encode(base, item, out)?;
             }
         }
+        Datatype::Opaque { size, .. } if !v.is_array() => {
+            // A string (or base64 object) of the bytes, as the Python API writes.
+            let mut b = bytes_of(v).ok_or_else(bad)?;
+            b.resize(*size, 0);
+            out.extend_from_slice(&b);
+        }
         Datatype::Opaque { size, .. } => {
-            // Opaque values travel as a list of byte values.
+            // Or a list of byte values.
             let mut flat = Vec::new();
             flatten(v, &mut flat);
             if flat.len() != *size {
@@ -176,6 +183,165 @@ fn encode(t: &Datatype, v: &Value, out: &mut Vec<u8>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The bytes of a string value: UTF-8 text, or `{"base64": ...}` for bytes
+/// that are not UTF-8 (h5lake's JSON convention).
+pub fn bytes_of(v: &Value) -> Option<Vec<u8>> {
+    use base64::Engine;
+    match v {
+        Value::String(s) => Some(s.as_bytes().to_vec()),
+        Value::Object(m) => base64::engine::general_purpose::STANDARD
+            .decode(m.get("base64")?.as_str()?)
+            .ok(),
+        _ => None,
+    }
+}
+
+/// The JSON value of bytes: a string when they are UTF-8, else
+/// `{"base64": ...}`.
+pub fn bytes_to_json(b: &[u8]) -> Value {
+    use base64::Engine;
+    match std::str::from_utf8(b) {
+        Ok(s) => Value::String(s.to_string()),
+        Err(_) => serde_json::json!({
+            "base64": base64::engine::general_purpose::STANDARD.encode(b)
+        }),
+    }
+}
+
+fn get_int(b: &[u8], signed: bool, order: ByteOrder) -> i128 {
+    let mut le = [0u8; 16];
+    match order {
+        ByteOrder::Little => le[..b.len()].copy_from_slice(b),
+        ByteOrder::Big => b.iter().rev().enumerate().for_each(|(i, &x)| le[i] = x),
+    }
+    let v = u128::from_le_bytes(le);
+    let bits = b.len() * 8;
+    if signed && (v >> (bits - 1)) & 1 == 1 {
+        (v | (!0u128 << bits)) as i128
+    } else {
+        v as i128
+    }
+}
+
+fn f16_to_f64(h: u16) -> f64 {
+    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let exp = i32::from((h >> 10) & 0x1f);
+    let mant = f64::from(h & 0x3ff);
+    match exp {
+        0 => sign * mant * 2f64.powi(-24),
+        0x1f if mant == 0.0 => sign * f64::INFINITY,
+        0x1f => f64::NAN,
+        e => sign * (1.0 + mant / 1024.0) * 2f64.powi(e - 15),
+    }
+}
+
+fn float_json(x: f64) -> Value {
+    if x.is_nan() {
+        Value::from("NaN")
+    } else if x.is_infinite() {
+        Value::from(if x > 0.0 { "Infinity" } else { "-Infinity" })
+    } else {
+        Value::from(x)
+    }
+}
+
+/// The HSDS JSON value of one fixed-size element (the inverse of
+/// [`json_to_element`], with the Python API's conventions: non-finite floats
+/// as strings, bool enums as `true`/`false`, strings and opaque bytes as text
+/// or base64, compounds as lists of member values).
+///
+/// # Errors
+/// Variable-length types, or `b` shorter than the element.
+pub fn element_to_json(t: &Datatype, b: &[u8]) -> Result<Value> {
+    let size = t.fixed_size().ok_or_else(|| {
+        TypeError::UnsupportedType("JSON values of variable-length elements".into())
+    })?;
+    if b.len() < size {
+        return Err(TypeError::InvalidValue(format!(
+            "{} bytes for an element of {size}",
+            b.len()
+        )));
+    }
+    let b = &b[..size];
+    Ok(match t {
+        Datatype::Integer { signed, order, .. } => {
+            let v = get_int(b, *signed, *order);
+            if *signed {
+                Value::from(v as i64)
+            } else {
+                Value::from(v as u64)
+            }
+        }
+        Datatype::Float { size, order } => {
+            let mut le = b.to_vec();
+            if *order == ByteOrder::Big {
+                le.reverse();
+            }
+            let x = match size {
+                2 => f16_to_f64(u16::from_le_bytes([le[0], le[1]])),
+                4 => f64::from(f32::from_le_bytes(le[..4].try_into().expect("4 bytes"))),
+                _ => f64::from_le_bytes(le[..8].try_into().expect("8 bytes")),
+            };
+            float_json(x)
+        }
+        Datatype::Enum { base, mapping } => {
+            let v = element_to_json(base, b)?;
+            let is_bool = mapping.len() == 2
+                && mapping.iter().any(|(k, v)| k == "FALSE" && *v == 0)
+                && mapping.iter().any(|(k, v)| k == "TRUE" && *v == 1);
+            match (is_bool, v.as_i64()) {
+                (true, Some(i)) => Value::Bool(i != 0),
+                _ => v,
+            }
+        }
+        Datatype::String {
+            pad, length: Some(_), ..
+        } => {
+            let end = match pad {
+                StrPad::NullTerm => b.iter().position(|&c| c == 0).unwrap_or(b.len()),
+                _ => b.iter().rposition(|&c| c != 0).map_or(0, |p| p + 1),
+            };
+            bytes_to_json(&b[..end])
+        }
+        Datatype::Opaque { .. } => bytes_to_json(b),
+        Datatype::Reference { .. } => {
+            let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+            bytes_to_json(&b[..end])
+        }
+        Datatype::Compound { fields, .. } => Value::Array(
+            fields
+                .iter()
+                .map(|f| element_to_json(&f.dtype, &b[f.offset..]))
+                .collect::<Result<_>>()?,
+        ),
+        Datatype::Array { base, dims } => {
+            let es = base.fixed_size().unwrap_or(0);
+            let flat: Vec<Value> = (0..dims.iter().product::<u64>() as usize)
+                .map(|i| element_to_json(base, &b[i * es..]))
+                .collect::<Result<_>>()?;
+            nest(flat, dims)
+        }
+        Datatype::String { length: None, .. } | Datatype::Vlen { .. } => unreachable!(),
+    })
+}
+
+/// Nests a flat C-order list into lists of `dims` (a bare value for no dims).
+pub fn nest(flat: Vec<Value>, dims: &[u64]) -> Value {
+    if dims.is_empty() {
+        return flat.into_iter().next().unwrap_or(Value::Null);
+    }
+    if dims.len() == 1 {
+        return Value::Array(flat);
+    }
+    let inner: usize = dims[1..].iter().product::<u64>() as usize;
+    let mut it = flat.into_iter();
+    Value::Array(
+        (0..dims[0])
+            .map(|_| nest(it.by_ref().take(inner).collect(), &dims[1..]))
+            .collect(),
+    )
 }
 
 fn flatten<'a>(v: &'a Value, out: &mut Vec<&'a Value>) {
@@ -221,5 +387,26 @@ mod tests {
             {"name": "a", "type": "H5T_STD_U8LE"}, {"name": "b", "type": "H5T_STD_U16LE"}]}))
         .unwrap();
         assert_eq!(json_to_element(&c, &json!([1, 2])).unwrap(), vec![1, 2, 0]);
+    }
+
+    #[test]
+    fn element_json_round_trips() {
+        let cases = [
+            (json!("H5T_STD_I16BE"), json!(-300)),
+            (json!("H5T_STD_U64LE"), json!(u64::MAX)),
+            (json!("H5T_IEEE_F16LE"), json!(-2.5)),
+            (json!("H5T_IEEE_F64BE"), json!("-Infinity")),
+            (json!({"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII", "strPad": "H5T_STR_NULLPAD", "length": 6}), json!("ab")),
+            (json!({"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII", "strPad": "H5T_STR_NULLPAD", "length": 3}), json!({"base64": "/w=="})),
+            (json!({"class": "H5T_ENUM", "base": "H5T_STD_I8LE", "mapping": {"FALSE": 0, "TRUE": 1}}), json!(true)),
+            (json!({"class": "H5T_ARRAY", "base": "H5T_STD_U8LE", "dims": [2, 2]}), json!([[1, 2], [3, 4]])),
+            (json!({"class": "H5T_COMPOUND", "fields": [
+                {"name": "a", "type": "H5T_STD_U8LE"}, {"name": "b", "type": "H5T_IEEE_F32LE"}]}), json!([7, 0.5])),
+        ];
+        for (tj, v) in cases {
+            let t = Datatype::from_json(&tj).unwrap();
+            let b = json_to_element(&t, &v).unwrap();
+            assert_eq!(element_to_json(&t, &b).unwrap(), v, "{tj}");
+        }
     }
 }

@@ -1,0 +1,419 @@
+//! Datasets whose chunks live inside another file (HSDS's "link mode"
+//! layouts): `H5D_CONTIGUOUS_REF`, `H5D_CHUNKED_REF` (a `chunks` map in the
+//! layout) and `H5D_CHUNKED_REF_INDIRECT` (a chunk-table dataset).
+//!
+//! A logical chunk may group several source chunks (`hyper_dims` = the
+//! source chunk shape, `dims` = a multiple of it), so that one request reads
+//! several small chunks that sit next to each other in the file. Their byte
+//! ranges are coalesced into as few reads as possible, each sub-chunk is
+//! decoded with the dataset's filters (libhdf5's byte layout) and placed in
+//! the logical chunk.
+//!
+//! A chunk written through h5lake is stored as a normal chunk object and
+//! wins over the linked one (copy on write); the source file is never
+//! modified.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::sync::{Arc, Mutex};
+
+use h5lake_codecs::ChunkFormat;
+use h5lake_types::Selection;
+use serde_json::Value;
+
+use crate::dataset::DatasetMeta;
+use crate::domain::Domain;
+use crate::planner::strides;
+use crate::{EngineError, Result};
+
+/// Byte ranges closer than this are read together (the gap is read and
+/// thrown away: cheaper than another request).
+const COALESCE_GAP: u64 = 64 << 10;
+
+/// Where a linked dataset's chunks are.
+#[derive(Clone, Debug)]
+pub(crate) enum LinkIndex {
+    /// The whole dataset as one contiguous byte range.
+    Contiguous { offset: u64, size: u64 },
+    /// Logical chunk coordinates → `(offset, size)` of each sub-chunk.
+    Inline(HashMap<Vec<u64>, Vec<(u64, u64)>>),
+    /// A dataset of `{offset, size}` records, one per logical chunk, shaped
+    /// like the grid of logical chunks; with hyper-chunks each field is an
+    /// array of one entry per sub-chunk.
+    Table { table_id: String },
+}
+
+/// The link-mode part of a dataset's layout.
+#[derive(Clone, Debug)]
+pub struct LinkedLayout {
+    pub file_uri: String,
+    pub(crate) index: LinkIndex,
+    /// Shape of one source chunk (equal to the logical chunk without
+    /// hyper-chunking).
+    pub(crate) sub_chunk: Vec<u64>,
+}
+
+fn u64s(v: Option<&Value>) -> Option<Vec<u64>> {
+    v?.as_array()?.iter().map(Value::as_u64).collect()
+}
+
+fn pair(v: &Value) -> Option<(u64, u64)> {
+    let a = v.as_array()?;
+    Some((a.first()?.as_u64()?, a.get(1)?.as_u64()?))
+}
+
+/// Logical chunk dims for a contiguous source: whole trailing dimensions
+/// and as many rows as fit in about `target` bytes, so that every chunk is
+/// one byte range of the file.
+pub fn contiguous_chunk_dims(dims: &[u64], elem_size: u64, target: u64) -> Vec<u64> {
+    let mut c: Vec<u64> = dims.iter().map(|&d| d.max(1)).collect();
+    for d in 0..c.len() {
+        let inner: u64 = c[d + 1..].iter().product::<u64>() * elem_size.max(1);
+        if inner * c[d] <= target {
+            break;
+        }
+        c[d] = (target / inner).max(1);
+        if c[d] > 1 || inner <= target {
+            break;
+        }
+    }
+    c
+}
+
+impl LinkedLayout {
+    /// Parses a link-mode layout; `Ok(None)` for other layout classes.
+    ///
+    /// # Errors
+    /// A link-mode layout that misses a key it needs.
+    pub(crate) fn parse(
+        id: &str,
+        layout: &Value,
+        dims: &[u64],
+        elem_size: usize,
+    ) -> Result<Option<(Self, Vec<u64>)>> {
+        let class = layout.get("class").and_then(Value::as_str).unwrap_or("");
+        if !class.ends_with("_REF") && !class.ends_with("_REF_INDIRECT") {
+            return Ok(None);
+        }
+        let bad = |what: &str| EngineError::Corrupt(format!("{id}: {class} layout {what}"));
+        let file_uri = layout
+            .get("file_uri")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let chunk_dims = u64s(layout.get("dims"));
+        let (index, chunk) = match class {
+            "H5D_CONTIGUOUS_REF" => {
+                let offset = layout.get("offset").and_then(Value::as_u64);
+                let size = layout.get("size").and_then(Value::as_u64);
+                let (Some(offset), Some(size)) = (offset, size) else {
+                    return Err(bad("needs offset and size"));
+                };
+                let chunk = chunk_dims
+                    .filter(|c| c.len() == dims.len())
+                    .unwrap_or_else(|| contiguous_chunk_dims(dims, elem_size as u64, 4 << 20));
+                (LinkIndex::Contiguous { offset, size }, chunk)
+            }
+            "H5D_CHUNKED_REF" => {
+                let chunk = chunk_dims.ok_or_else(|| bad("needs dims"))?;
+                let map = layout
+                    .get("chunks")
+                    .and_then(Value::as_object)
+                    .ok_or_else(|| bad("needs a chunks map"))?;
+                let mut index = HashMap::with_capacity(map.len());
+                for (k, v) in map {
+                    let coords: Option<Vec<u64>> = k.split('_').map(|p| p.parse().ok()).collect();
+                    let coords = coords.ok_or_else(|| bad("has a bad chunk key"))?;
+                    // One pair, or one pair per sub-chunk with hyper-chunks.
+                    let entries = match pair(v) {
+                        Some(p) => vec![p],
+                        None => v
+                            .as_array()
+                            .ok_or_else(|| bad("has a bad chunk entry"))?
+                            .iter()
+                            .map(|e| pair(e).ok_or_else(|| bad("has a bad chunk entry")))
+                            .collect::<Result<_>>()?,
+                    };
+                    index.insert(coords, entries);
+                }
+                (LinkIndex::Inline(index), chunk)
+            }
+            "H5D_CHUNKED_REF_INDIRECT" => {
+                let chunk = chunk_dims.ok_or_else(|| bad("needs dims"))?;
+                let table_id = layout
+                    .get("chunk_table")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| bad("needs a chunk_table"))?
+                    .to_string();
+                (LinkIndex::Table { table_id }, chunk)
+            }
+            _ => return Err(bad("is not supported")),
+        };
+        if chunk.len() != dims.len() || chunk.contains(&0) {
+            return Err(bad("has chunk dims that do not fit the shape"));
+        }
+        let sub_chunk = u64s(layout.get("hyper_dims")).unwrap_or_else(|| chunk.clone());
+        if sub_chunk.len() != chunk.len()
+            || sub_chunk.iter().zip(&chunk).any(|(&s, &c)| s == 0 || c % s != 0)
+        {
+            return Err(bad("has hyper_dims that do not divide its dims"));
+        }
+        Ok(Some((
+            LinkedLayout {
+                file_uri,
+                index,
+                sub_chunk,
+            },
+            chunk,
+        )))
+    }
+
+    fn subs_per_chunk(&self, chunk: &[u64]) -> Vec<u64> {
+        chunk
+            .iter()
+            .zip(&self.sub_chunk)
+            .map(|(c, s)| c / s)
+            .collect()
+    }
+}
+
+/// Open source files, shared by every dataset of a domain.
+#[derive(Default)]
+pub(crate) struct LinkedFiles {
+    open: Mutex<HashMap<String, Arc<File>>>,
+}
+
+impl LinkedFiles {
+    fn get(&self, uri: &str) -> Result<Arc<File>> {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(f) = open.get(uri) {
+            return Ok(f.clone());
+        }
+        let path = uri.strip_prefix("file://").unwrap_or(uri);
+        if path.contains("://") || !path.starts_with('/') {
+            return Err(EngineError::Invalid(format!(
+                "linked file {uri:?}: only absolute local paths can be read so far"
+            )));
+        }
+        let f = File::open(path).map_err(|e| {
+            EngineError::NotFound(format!(
+                "linked file {path} cannot be opened ({e}); the store links to it, so it must stay in place"
+            ))
+        })?;
+        let f = Arc::new(f);
+        open.insert(uri.to_string(), f.clone());
+        Ok(f)
+    }
+}
+
+/// Reads `ranges` from `file`, merging neighbours into single reads.
+fn read_ranges(file: &File, ranges: &[(u64, u64)]) -> Result<Vec<Vec<u8>>> {
+    let mut order: Vec<usize> = (0..ranges.len()).collect();
+    order.sort_by_key(|&i| ranges[i].0);
+    let mut out = vec![Vec::new(); ranges.len()];
+    let mut k = 0;
+    while k < order.len() {
+        let start = ranges[order[k]].0;
+        let mut end = start + ranges[order[k]].1;
+        let mut j = k + 1;
+        while j < order.len() && ranges[order[j]].0 <= end + COALESCE_GAP {
+            end = end.max(ranges[order[j]].0 + ranges[order[j]].1);
+            j += 1;
+        }
+        let mut buf = vec![0u8; (end - start) as usize];
+        file.read_exact_at(&mut buf, start).map_err(|e| {
+            EngineError::Corrupt(format!(
+                "linked file: cannot read bytes {start}..{end} ({e}); was the file changed or truncated?"
+            ))
+        })?;
+        for &i in &order[k..j] {
+            let (o, n) = ranges[i];
+            let s = (o - start) as usize;
+            out[i] = buf[s..s + n as usize].to_vec();
+        }
+        k = j;
+    }
+    Ok(out)
+}
+
+impl Domain {
+    /// The `(offset, size)` of each sub-chunk of the logical chunk `coords`
+    /// (`None` where the source never allocated it).
+    fn linked_entries(
+        &self,
+        m: &DatasetMeta,
+        link: &LinkedLayout,
+        coords: &[u64],
+    ) -> Result<Vec<Option<(u64, u64)>>> {
+        let n: u64 = link.subs_per_chunk(&m.chunk).iter().product();
+        let valid = |(o, s): (u64, u64)| (s > 0).then_some((o, s));
+        match &link.index {
+            LinkIndex::Contiguous { .. } => Ok(Vec::new()),
+            LinkIndex::Inline(map) => Ok(match map.get(coords) {
+                Some(v) => v.iter().map(|&p| valid(p)).collect(),
+                None => vec![None; n as usize],
+            }),
+            LinkIndex::Table { table_id } => {
+                let t = self.dataset_meta(table_id)?;
+                if t.dims.len() != coords.len() || coords.iter().zip(&t.dims).any(|(c, d)| c >= d)
+                {
+                    return Ok(vec![None; n as usize]);
+                }
+                let rec = t.dtype.fixed_size().unwrap_or(0);
+                let mut buf = vec![0u8; rec];
+                let sel = Selection::Points {
+                    rank: coords.len(),
+                    coords: coords.to_vec(),
+                };
+                self.read(table_id, &sel, &mut buf)?;
+                // Records are {offset: int64[n], size: int32[n]}, packed.
+                let n = n as usize;
+                if rec != n * 12 {
+                    return Err(EngineError::Corrupt(format!(
+                        "chunk table {table_id} has {rec}-byte records; expected {} for {n} sub-chunks",
+                        n * 12
+                    )));
+                }
+                Ok((0..n)
+                    .map(|i| {
+                        let o = u64::from_le_bytes(buf[i * 8..i * 8 + 8].try_into().unwrap());
+                        let s = u32::from_le_bytes(
+                            buf[n * 8 + i * 4..n * 8 + i * 4 + 4].try_into().unwrap(),
+                        );
+                        valid((o, u64::from(s)))
+                    })
+                    .collect())
+            }
+        }
+    }
+
+    /// The decoded logical chunk `coords` of a linked dataset, `None` if the
+    /// source holds none of it.
+    pub(crate) fn linked_chunk(
+        &self,
+        m: &DatasetMeta,
+        link: &LinkedLayout,
+        coords: &[u64],
+    ) -> Result<Option<Vec<u8>>> {
+        let es = m.dtype.fixed_size().unwrap_or(0);
+        let file = self.linked_files.get(&link.file_uri)?;
+        if let LinkIndex::Contiguous { offset, size } = link.index {
+            return self.contiguous_chunk(m, &file, offset, size, coords).map(Some);
+        }
+        let entries = self.linked_entries(m, link, coords)?;
+        if entries.iter().all(Option::is_none) {
+            return Ok(None);
+        }
+        let present: Vec<(usize, (u64, u64))> = entries
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| e.map(|p| (i, p)))
+            .collect();
+        let ranges: Vec<(u64, u64)> = present.iter().map(|&(_, p)| p).collect();
+        let raw = read_ranges(&file, &ranges)?;
+        let sub_elems = link.sub_chunk.iter().product::<u64>() as usize;
+        let decode = |bytes: &[u8]| -> Result<Vec<u8>> {
+            if m.pipeline.is_empty() {
+                return Ok(bytes.to_vec());
+            }
+            Ok(m.pipeline.decode_as(
+                bytes,
+                m.dtype.filter_elem_size(),
+                Some(sub_elems * es),
+                ChunkFormat::Hdf5,
+            )?)
+        };
+        if link.sub_chunk == m.chunk {
+            let data = decode(&raw[0])?;
+            m.check_decoded_len(data.len())?;
+            return Ok(Some(data));
+        }
+        let mut out = m.fill_chunk();
+        let per = link.subs_per_chunk(&m.chunk);
+        let per_strides = strides(&per);
+        let cs = strides(&m.chunk);
+        for ((i, _), bytes) in present.iter().zip(&raw) {
+            let sub = decode(bytes)?;
+            if sub.len() != sub_elems * es {
+                return Err(EngineError::Corrupt(format!(
+                    "{}: a linked chunk decoded to {} bytes, expected {}",
+                    m.id,
+                    sub.len(),
+                    sub_elems * es
+                )));
+            }
+            // Sub-chunk position within the logical chunk, in elements.
+            let origin: Vec<u64> = (0..per.len())
+                .map(|d| (*i as u64 / per_strides[d]) % per[d] * link.sub_chunk[d])
+                .collect();
+            let last = per.len() - 1;
+            let row = link.sub_chunk[last] as usize * es;
+            let rows = sub_elems / link.sub_chunk[last] as usize;
+            for r in 0..rows {
+                // Element index of the row's start inside the logical chunk.
+                let mut dst = origin[last];
+                let mut rem = r as u64;
+                for d in (0..last).rev() {
+                    let idx = rem % link.sub_chunk[d];
+                    rem /= link.sub_chunk[d];
+                    dst += (origin[d] + idx) * cs[d];
+                }
+                let dst = dst as usize * es;
+                out[dst..dst + row].copy_from_slice(&sub[r * row..(r + 1) * row]);
+            }
+        }
+        Ok(Some(out))
+    }
+
+    /// A logical chunk of a contiguous source: one byte range per row of the
+    /// chunk (coalesced into one read when the chunk spans whole rows).
+    fn contiguous_chunk(
+        &self,
+        m: &DatasetMeta,
+        file: &File,
+        offset: u64,
+        size: u64,
+        coords: &[u64],
+    ) -> Result<Vec<u8>> {
+        let es = m.dtype.fixed_size().unwrap_or(0) as u64;
+        let rank = m.dims.len();
+        let ds = strides(&m.dims);
+        let cs = strides(&m.chunk);
+        let lo: Vec<u64> = coords.iter().zip(&m.chunk).map(|(c, k)| c * k).collect();
+        let ext: Vec<u64> = (0..rank)
+            .map(|d| m.chunk[d].min(m.dims[d].saturating_sub(lo[d])))
+            .collect();
+        let last = rank - 1;
+        let rows: u64 = ext[..last].iter().product();
+        let mut ranges = Vec::with_capacity(rows as usize);
+        let mut dests = Vec::with_capacity(rows as usize);
+        for r in 0..rows {
+            let mut src = lo[last];
+            let mut dst = 0;
+            let mut rem = r;
+            for d in (0..last).rev() {
+                let idx = rem % ext[d];
+                rem /= ext[d];
+                src += (lo[d] + idx) * ds[d];
+                dst += idx * cs[d];
+            }
+            let start = offset + src * es;
+            let len = ext[last] * es;
+            if start + len > offset + size {
+                return Err(EngineError::Corrupt(format!(
+                    "{}: linked contiguous data is shorter than the dataset",
+                    m.id
+                )));
+            }
+            ranges.push((start, len));
+            dests.push(dst * es);
+        }
+        let mut out = m.fill_chunk();
+        for (bytes, dst) in read_ranges(file, &ranges)?.iter().zip(dests) {
+            let dst = dst as usize;
+            out[dst..dst + bytes.len()].copy_from_slice(bytes);
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,223 @@
+//! A thin, safe layer over the HDF5 C library: owned handles, error
+//! checking and the few loops (links, attributes, chunks) the rest of the
+//! crate needs.
+//!
+//! libhdf5 is not thread-safe as built here, so every call runs under the
+//! library-wide reentrant lock of the `hdf5` crate ([`lib`]). Chunk bytes are
+//! read with plain `pread`s outside that lock, which is what lets loads run
+//! in parallel.
+
+use std::ffi::{c_char, c_void, CStr, CString};
+
+use hdf5_sys::h5::{herr_t, hsize_t, H5_index_t, H5_iter_order_t};
+use hdf5_sys::h5i::hid_t;
+
+use crate::{Hdf5Error, Result};
+
+/// Runs `f` holding the HDF5 library lock (and initialising the library on
+/// first use, with its error printing turned off).
+pub(crate) fn lib<T>(f: impl FnOnce() -> T) -> T {
+    hdf5::sync::sync(f)
+}
+
+/// The message of the library's current error stack.
+fn last_error(what: &str) -> Hdf5Error {
+    let detail = hdf5::Error::query()
+        .map(|e| e.to_string())
+        .unwrap_or_else(|_| "unknown HDF5 error".into());
+    Hdf5Error::Library(format!("{what}: {detail}"))
+}
+
+/// Checks a handle-returning call.
+pub(crate) fn check_id(id: hid_t, what: &str) -> Result<Hid> {
+    if id < 0 {
+        Err(last_error(what))
+    } else {
+        Ok(Hid(id))
+    }
+}
+
+/// Checks a status-returning call (`herr_t` or `htri_t`).
+pub(crate) fn check(status: impl Into<i64>, what: &str) -> Result<i64> {
+    let s = status.into();
+    if s < 0 {
+        Err(last_error(what))
+    } else {
+        Ok(s)
+    }
+}
+
+/// An owned HDF5 identifier, released on drop.
+#[derive(Debug)]
+pub(crate) struct Hid(pub hid_t);
+
+impl Hid {
+    pub(crate) fn id(&self) -> hid_t {
+        self.0
+    }
+}
+
+impl Drop for Hid {
+    fn drop(&mut self) {
+        if self.0 > 0 {
+            lib(|| unsafe {
+                hdf5_sys::h5i::H5Idec_ref(self.0);
+            });
+        }
+    }
+}
+
+pub(crate) fn cstr(s: &str) -> Result<CString> {
+    CString::new(s).map_err(|_| Hdf5Error::Unsupported(format!("name {s:?} contains a NUL byte")))
+}
+
+/// Reads a string through the usual "call with NULL for the length, then
+/// again with a buffer" protocol.
+pub(crate) fn read_string(
+    what: &str,
+    mut f: impl FnMut(*mut c_char, usize) -> isize,
+) -> Result<String> {
+    let n = lib(|| f(std::ptr::null_mut(), 0));
+    if n < 0 {
+        return Err(last_error(what));
+    }
+    let mut buf = vec![0u8; n as usize + 1];
+    let m = lib(|| f(buf.as_mut_ptr().cast(), buf.len()));
+    if m < 0 {
+        return Err(last_error(what));
+    }
+    buf.truncate(m as usize);
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// Names of the links of a group, in name order (h5py's iteration order).
+pub(crate) fn link_names(group: hid_t) -> Result<Vec<String>> {
+    unsafe extern "C" fn collect(
+        _g: hid_t,
+        name: *const c_char,
+        _info: *const hdf5_sys::h5l::H5L_info2_t,
+        data: *mut c_void,
+    ) -> herr_t {
+        let out = &mut *data.cast::<Vec<String>>();
+        out.push(CStr::from_ptr(name).to_string_lossy().into_owned());
+        0
+    }
+    let mut names: Vec<String> = Vec::new();
+    let status = lib(|| unsafe {
+        hdf5_sys::h5l::H5Literate2(
+            group,
+            H5_index_t::H5_INDEX_NAME,
+            H5_iter_order_t::H5_ITER_INC,
+            std::ptr::null_mut(),
+            Some(collect),
+            (&mut names as *mut Vec<String>).cast(),
+        )
+    });
+    check(status, "listing the links of a group")?;
+    Ok(names)
+}
+
+/// Names of the attributes of an object, in creation order when the file
+/// tracks it, else name order.
+pub(crate) fn attr_names(obj: hid_t) -> Result<Vec<String>> {
+    unsafe extern "C" fn collect(
+        _o: hid_t,
+        name: *const c_char,
+        _info: *const hdf5_sys::h5a::H5A_info_t,
+        data: *mut c_void,
+    ) -> herr_t {
+        let out = &mut *data.cast::<Vec<String>>();
+        out.push(CStr::from_ptr(name).to_string_lossy().into_owned());
+        0
+    }
+    let mut names: Vec<String> = Vec::new();
+    // Creation order fails unless the file tracks it; then fall back to names.
+    for index in [H5_index_t::H5_INDEX_CRT_ORDER, H5_index_t::H5_INDEX_NAME] {
+        names.clear();
+        let mut idx: hsize_t = 0;
+        let status = lib(|| unsafe {
+            hdf5_sys::h5a::H5Aiterate2(
+                obj,
+                index,
+                H5_iter_order_t::H5_ITER_INC,
+                &mut idx,
+                Some(collect),
+                (&mut names as *mut Vec<String>).cast(),
+            )
+        });
+        if status >= 0 {
+            return Ok(names);
+        }
+    }
+    Err(last_error("listing attributes"))
+}
+
+/// One allocated chunk of a chunked dataset, as the file stores it.
+#[derive(Clone, Debug)]
+pub(crate) struct StoredChunk {
+    /// Element coordinates of the chunk's first element.
+    pub offset: Vec<u64>,
+    /// Bit `i` set: filter `i` of the pipeline was skipped for this chunk.
+    pub filter_mask: u32,
+    /// Byte address in the file.
+    pub addr: u64,
+    pub size: u64,
+}
+
+/// Every allocated chunk of a chunked dataset, in one pass over the chunk
+/// index (`H5Dchunk_iter`).
+pub(crate) fn stored_chunks(dset: hid_t, rank: usize) -> Result<Vec<StoredChunk>> {
+    struct Ctx {
+        rank: usize,
+        out: Vec<StoredChunk>,
+    }
+    unsafe extern "C" fn each(
+        offset: *const hsize_t,
+        filter_mask: u32,
+        addr: u64,
+        size: hsize_t,
+        data: *mut c_void,
+    ) -> i32 {
+        let ctx = &mut *data.cast::<Ctx>();
+        let offset = std::slice::from_raw_parts(offset, ctx.rank).to_vec();
+        ctx.out.push(StoredChunk {
+            offset,
+            filter_mask,
+            addr,
+            size,
+        });
+        0
+    }
+    let mut ctx = Ctx {
+        rank,
+        out: Vec::new(),
+    };
+    let status = lib(|| unsafe {
+        hdf5_sys::h5d::H5Dchunk_iter(
+            dset,
+            hdf5_sys::h5p::H5P_DEFAULT,
+            Some(each),
+            (&mut ctx as *mut Ctx).cast(),
+        )
+    });
+    check(status, "listing the chunks of a dataset")?;
+    Ok(ctx.out)
+}
+
+/// A dataspace's current and maximum dims (`None` for a scalar, `Some(None)`
+/// never: null dataspaces are reported separately by the caller).
+pub(crate) fn space_dims(space: hid_t) -> Result<(Vec<u64>, Vec<u64>)> {
+    let rank = check(
+        lib(|| unsafe { hdf5_sys::h5s::H5Sget_simple_extent_ndims(space) }),
+        "reading a dataspace",
+    )? as usize;
+    let mut dims = vec![0u64; rank];
+    let mut maxdims = vec![0u64; rank];
+    check(
+        lib(|| unsafe {
+            hdf5_sys::h5s::H5Sget_simple_extent_dims(space, dims.as_mut_ptr(), maxdims.as_mut_ptr())
+        }),
+        "reading a dataspace",
+    )?;
+    Ok((dims, maxdims))
+}

@@ -1,0 +1,991 @@
+//! `load`: an HDF5 file into a new h5lake store.
+//!
+//! Two passes. The first walks the file with the library (serial: libhdf5
+//! is single-threaded) and writes every group, link, attribute, committed
+//! datatype and dataset document, collecting where each dataset's chunks
+//! sit in the file. The second moves chunk bytes: plain `pread`s of the
+//! file (no library call, so in parallel), decoded with h5lake's codecs in
+//! libhdf5's byte layout and stored re-encoded as HSDS chunks. In link mode
+//! the second pass does not run for datasets that can point at the file.
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use h5lake_codecs::{ChunkFormat, Pipeline};
+use h5lake_engine::linked::contiguous_chunk_dims;
+use h5lake_engine::{DatasetMeta, Domain, OpenMode, Selection};
+use h5lake_types::Datatype;
+use hdf5_sys::h5d::{H5D_layout_t, H5Dget_create_plist, H5Dget_space, H5Dget_type};
+use hdf5_sys::h5i::hid_t;
+use hdf5_sys::h5l::{H5L_info2_t, H5L_type_t};
+use hdf5_sys::h5o::{H5O_info2_t, H5O_type_t};
+use hdf5_sys::h5p::H5P_DEFAULT;
+use rayon::prelude::*;
+use serde_json::{json, Map, Value};
+
+use crate::attrs::{attribute_json, fill_value_json, is_variable, read_values, shape_json, Values};
+use crate::h5::{self, check, check_id, cstr, lib, StoredChunk};
+use crate::types::{file_layout, from_hdf5};
+use crate::{source, Hdf5Error, Result};
+
+/// Default size of a logical chunk in link mode (decoded bytes).
+const DEFAULT_HYPERCHUNK: u64 = 4 << 20;
+/// Datasets with at most this many chunks keep their chunk map inline in
+/// the layout (as hsload does for small ones); others get a chunk table.
+const INLINE_CHUNK_LIMIT: usize = 64;
+/// Size of the pieces a contiguous dataset is copied in.
+const SLAB_BYTES: u64 = 16 << 20;
+
+/// How to load.
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    /// Point datasets at the file's chunks instead of copying them.
+    pub link: bool,
+    /// In link mode, group adjacent source chunks into logical chunks of
+    /// about this many bytes (`None` = 4 MiB, `Some(0)` = one per chunk).
+    pub hyperchunk: Option<u64>,
+    /// Replace an existing destination store.
+    pub force: bool,
+    /// Draw a progress bar on stderr.
+    pub progress: bool,
+}
+
+/// What a load did.
+#[derive(Clone, Debug, Default)]
+pub struct LoadReport {
+    pub groups: usize,
+    pub datasets: usize,
+    pub datatypes: usize,
+    pub attributes: usize,
+    pub links: usize,
+    /// Datasets left pointing at the source file.
+    pub linked_datasets: usize,
+    /// Chunks copied.
+    pub chunks: u64,
+    /// Bytes of chunk data read from the source.
+    pub bytes: u64,
+    /// What was not loaded, as "path: reason".
+    pub skipped: Vec<String>,
+}
+
+/// Loads the HDF5 file `src` into a new h5lake store at `dest`.
+///
+/// # Errors
+/// A missing, non-HDF5 or damaged source; an existing destination without
+/// `force`; a filter or type h5lake cannot store (named); I/O trouble.
+/// Nothing is left at `dest` on failure.
+pub fn load(src: &Path, dest: &Path, opts: &LoadOptions) -> Result<LoadReport> {
+    let file = source::open(src)?;
+    let src_abs = src.canonicalize()?;
+    let replace = check_destination(dest, opts.force)?;
+    let tmp = temp_sibling(dest)?;
+    let result = (|| {
+        let dom = Domain::open_local(&tmp, OpenMode::Truncate)?;
+        let mut loader = Loader {
+            dom: &dom,
+            src: src_abs,
+            opts,
+            report: LoadReport::default(),
+            seen: HashMap::new(),
+            jobs: Vec::new(),
+        };
+        loader.run(file.id())?;
+        Ok(loader.report)
+    })();
+    match result {
+        Ok(report) => {
+            if replace {
+                remove_existing(dest)?;
+            }
+            std::fs::rename(&tmp, dest)?;
+            Ok(report)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            Err(e)
+        }
+    }
+}
+
+/// Whether an existing `dest` is to be replaced.
+fn check_destination(dest: &Path, force: bool) -> Result<bool> {
+    if !dest.exists() {
+        return Ok(false);
+    }
+    if !force {
+        return Err(Hdf5Error::DestinationExists(format!(
+            "{} already exists; pass --force (force=True) to replace it",
+            dest.display()
+        )));
+    }
+    if dest.is_dir() && !dest.join(".domain.json").exists() {
+        return Err(Hdf5Error::DestinationExists(format!(
+            "{} is a directory that is not an h5lake store; refusing to replace it",
+            dest.display()
+        )));
+    }
+    Ok(true)
+}
+
+fn remove_existing(dest: &Path) -> Result<()> {
+    if dest.is_dir() {
+        std::fs::remove_dir_all(dest)?;
+    } else {
+        std::fs::remove_file(dest)?;
+    }
+    Ok(())
+}
+
+/// A fresh path next to `dest` to build into, so that the final rename is
+/// atomic and a failure leaves nothing at `dest`.
+pub(crate) fn temp_sibling(dest: &Path) -> Result<PathBuf> {
+    let name = dest
+        .file_name()
+        .ok_or_else(|| Hdf5Error::Unsupported(format!("{} has no file name", dest.display())))?;
+    let parent = match dest.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !parent.is_dir() {
+        return Err(Hdf5Error::SourceNotFound(format!(
+            "{}: the destination's directory does not exist",
+            parent.display()
+        )));
+    }
+    let tmp = parent.join(format!(
+        ".{}.partial-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    if tmp.exists() {
+        remove_existing(&tmp)?;
+    }
+    Ok(tmp)
+}
+
+/// Chunk bytes still to move for one dataset.
+enum Job {
+    /// Chunks of a chunked dataset, same chunk shape on both sides.
+    Chunks {
+        meta: DatasetMeta,
+        chunks: Vec<StoredChunk>,
+        source: Pipeline,
+        repack: Option<Repack>,
+    },
+    /// A contiguous dataset's one byte range, copied in slabs of rows.
+    Contiguous {
+        id: String,
+        dims: Vec<u64>,
+        addr: u64,
+        repack: Option<Repack>,
+        file_elem: usize,
+    },
+}
+
+/// From the file's (padded) compound layout to h5lake's packed one.
+#[derive(Clone)]
+struct Repack {
+    runs: Vec<(usize, usize, usize)>,
+    file_elem: usize,
+    packed_elem: usize,
+}
+
+impl Repack {
+    fn apply(&self, src: &[u8]) -> Vec<u8> {
+        let n = src.len() / self.file_elem;
+        let mut out = vec![0u8; n * self.packed_elem];
+        for i in 0..n {
+            let (s, d) = (i * self.file_elem, i * self.packed_elem);
+            for &(f, len, p) in &self.runs {
+                out[d + p..d + p + len].copy_from_slice(&src[s + f..s + f + len]);
+            }
+        }
+        out
+    }
+}
+
+struct Loader<'a> {
+    dom: &'a Domain,
+    src: PathBuf,
+    opts: &'a LoadOptions,
+    report: LoadReport,
+    /// Object token in the file → h5lake id, so that an object reached by
+    /// several hard links is loaded once.
+    seen: HashMap<[u8; 16], String>,
+    jobs: Vec<Job>,
+}
+
+fn token_of(obj: hid_t) -> Result<([u8; 16], H5O_type_t)> {
+    let mut info: H5O_info2_t = unsafe { std::mem::zeroed() };
+    check(
+        lib(|| unsafe {
+            hdf5_sys::h5o::H5Oget_info3(obj, &mut info, hdf5_sys::h5o::H5O_INFO_BASIC)
+        }),
+        "reading object info",
+    )?;
+    // SAFETY: a token is 16 opaque bytes.
+    let token: [u8; 16] = unsafe { std::mem::transmute(info.token) };
+    Ok((token, info.type_))
+}
+
+fn child_path(parent: &str, name: &str) -> String {
+    if parent == "/" {
+        format!("/{name}")
+    } else {
+        format!("{parent}/{name}")
+    }
+}
+
+impl Loader<'_> {
+    fn run(&mut self, file: hid_t) -> Result<()> {
+        let root = check_id(
+            lib(|| unsafe {
+                hdf5_sys::h5g::H5Gopen2(file, c"/".as_ptr(), H5P_DEFAULT)
+            }),
+            "opening the root group",
+        )?;
+        let (token, _) = token_of(root.id())?;
+        let root_id = self.dom.root_id().to_string();
+        self.seen.insert(token, root_id.clone());
+        self.group(root.id(), &root_id, "/")?;
+        self.move_chunks()
+    }
+
+    /// Attributes of an object; those h5lake cannot hold are reported.
+    fn attributes(&mut self, obj: hid_t, path: &str) -> Result<Map<String, Value>> {
+        let mut out = Map::new();
+        for name in h5::attr_names(obj)? {
+            match attribute_json(obj, &name) {
+                Ok(a) => {
+                    out.insert(name, a);
+                    self.report.attributes += 1;
+                }
+                Err(Hdf5Error::Unsupported(why)) => self
+                    .report
+                    .skipped
+                    .push(format!("{path} attribute {name:?}: {why}")),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+
+    fn group(&mut self, gid: hid_t, id: &str, path: &str) -> Result<()> {
+        self.report.groups += 1;
+        let attrs = self.attributes(gid, path)?;
+        let mut links = Map::new();
+        for name in h5::link_names(gid)? {
+            let cname = cstr(&name)?;
+            let mut info = H5L_info2_t::default();
+            check(
+                lib(|| unsafe {
+                    hdf5_sys::h5l::H5Lget_info2(gid, cname.as_ptr(), &mut info, H5P_DEFAULT)
+                }),
+                "reading a link",
+            )?;
+            let cpath = child_path(path, &name);
+            let link = match info.type_ {
+                H5L_type_t::H5L_TYPE_HARD => {
+                    match self.hard_link_target(gid, &cname, &cpath)? {
+                        Some(target) => json!({"class": "H5L_TYPE_HARD", "id": target}),
+                        None => continue,
+                    }
+                }
+                H5L_type_t::H5L_TYPE_SOFT => {
+                    let target = link_value(gid, &cname, &mut info)?;
+                    let target = String::from_utf8_lossy(
+                        target.split(|&b| b == 0).next().unwrap_or_default(),
+                    )
+                    .into_owned();
+                    json!({"class": "H5L_TYPE_SOFT", "h5path": target})
+                }
+                H5L_type_t::H5L_TYPE_EXTERNAL => {
+                    let raw = link_value(gid, &cname, &mut info)?;
+                    let (file, obj) = unpack_external(&raw)?;
+                    json!({"class": "H5L_TYPE_EXTERNAL", "h5domain": file, "h5path": obj})
+                }
+                _ => {
+                    self.report
+                        .skipped
+                        .push(format!("{cpath}: user-defined link class"));
+                    continue;
+                }
+            };
+            let mut link = link;
+            link["created"] = json!(h5lake_engine::domain::now());
+            links.insert(name, link);
+            self.report.links += 1;
+        }
+        self.dom.update_doc(id, |doc| {
+            doc["links"] = Value::Object(links.clone());
+            doc["attributes"] = Value::Object(attrs.clone());
+            Ok(())
+        })?;
+        Ok(())
+    }
+
+    /// The h5lake id of a hard link's target, loading the object the first
+    /// time it is reached. `None` when the object was skipped.
+    fn hard_link_target(
+        &mut self,
+        gid: hid_t,
+        cname: &std::ffi::CStr,
+        path: &str,
+    ) -> Result<Option<String>> {
+        let obj = check_id(
+            lib(|| unsafe { hdf5_sys::h5o::H5Oopen(gid, cname.as_ptr(), H5P_DEFAULT) }),
+            &format!("opening {path}"),
+        )?;
+        let (token, kind) = token_of(obj.id())?;
+        if let Some(id) = self.seen.get(&token) {
+            return Ok(Some(id.clone()));
+        }
+        let id = match kind {
+            H5O_type_t::H5O_TYPE_GROUP => {
+                let id = self.dom.create_group(json!({}))?;
+                // Recorded before descending, so that a cycle links back.
+                self.seen.insert(token, id.clone());
+                self.group(obj.id(), &id, path)?;
+                id
+            }
+            H5O_type_t::H5O_TYPE_DATASET => self.dataset(obj.id(), path)?,
+            H5O_type_t::H5O_TYPE_NAMED_DATATYPE => {
+                let dt = from_hdf5(obj.id())?;
+                let id = self.dom.create_datatype(dt.to_json())?;
+                let attrs = self.attributes(obj.id(), path)?;
+                self.set_attributes(&id, attrs)?;
+                self.report.datatypes += 1;
+                id
+            }
+            _ => {
+                self.report
+                    .skipped
+                    .push(format!("{path}: an object of unknown kind"));
+                return Ok(None);
+            }
+        };
+        self.seen.insert(token, id.clone());
+        Ok(Some(id))
+    }
+
+    fn set_attributes(&self, id: &str, attrs: Map<String, Value>) -> Result<()> {
+        if attrs.is_empty() {
+            return Ok(());
+        }
+        self.dom.update_doc(id, |doc| {
+            doc["attributes"] = Value::Object(attrs.clone());
+            Ok(())
+        })?;
+        Ok(())
+    }
+
+    fn dataset(&mut self, d: hid_t, path: &str) -> Result<String> {
+        if h5lake_engine::cancel::is_set(&h5lake_engine::cancel::current()) {
+            return Err(h5lake_engine::EngineError::Interrupted.into());
+        }
+        let ft = check_id(lib(|| unsafe { H5Dget_type(d) }), "reading a dataset's type")?;
+        let dt = from_hdf5(ft.id()).map_err(|e| match e {
+            Hdf5Error::Unsupported(why) => {
+                Hdf5Error::Unsupported(format!("dataset {path}: its type is not supported: {why}"))
+            }
+            e => e,
+        })?;
+        let space = check_id(lib(|| unsafe { H5Dget_space(d) }), "reading a dataset's shape")?;
+        let (shape, dims, _) = shape_json(space.id())?;
+        let dcpl = check_id(
+            lib(|| unsafe { H5Dget_create_plist(d) }),
+            "reading creation properties",
+        )?;
+        let layout = lib(|| unsafe { hdf5_sys::h5p::H5Pget_layout(dcpl.id()) });
+        let external = lib(|| unsafe { hdf5_sys::h5p::H5Pget_external_count(dcpl.id()) });
+        if external > 0 {
+            return Err(Hdf5Error::Unsupported(format!(
+                "dataset {path} keeps its data in external files, which h5lake cannot load"
+            )));
+        }
+        let filters = filter_entries(dcpl.id(), path)?;
+        let pipeline = Pipeline::from_hsds_json(&Value::Array(filters.clone())).map_err(|e| {
+            Hdf5Error::Unsupported(format!("dataset {path}: {e}"))
+        })?;
+        let mut cprops = json!({});
+        if !filters.is_empty() {
+            cprops["filters"] = pipeline.to_hsds_json();
+        }
+        if let Some(fill) = fill_value_json(dcpl.id(), &dt)? {
+            cprops["fillValue"] = fill;
+        }
+        let repack = match dt.fixed_size() {
+            Some(packed) => file_layout(ft.id())?.map(|runs| Repack {
+                runs,
+                file_elem: lib(|| unsafe { hdf5_sys::h5t::H5Tget_size(ft.id()) }),
+                packed_elem: packed,
+            }),
+            None => None,
+        };
+        let variable = is_variable(ft.id());
+        let chunk_dims = match layout {
+            H5D_layout_t::H5D_CHUNKED => {
+                let mut c = vec![0u64; dims.len()];
+                check(
+                    lib(|| unsafe {
+                        hdf5_sys::h5p::H5Pget_chunk(dcpl.id(), dims.len() as i32, c.as_mut_ptr())
+                    }),
+                    "reading chunk dims",
+                )?;
+                Some(c)
+            }
+            H5D_layout_t::H5D_COMPACT | H5D_layout_t::H5D_CONTIGUOUS => None,
+            _ => {
+                return Err(Hdf5Error::Unsupported(format!(
+                    "dataset {path} is a virtual dataset, which h5lake cannot load"
+                )))
+            }
+        };
+        let attrs = self.attributes(d, path)?;
+        self.report.datasets += 1;
+        let es = dt.fixed_size().unwrap_or(0);
+        let linkable = self.opts.link && !variable && repack.is_none() && es > 0;
+
+        let id = if let Some(chunk) = chunk_dims {
+            let chunks = h5::stored_chunks(d, dims.len())?;
+            let masked = chunks.iter().any(|c| c.filter_mask != 0);
+            if linkable && !masked {
+                self.report.linked_datasets += 1;
+                self.report.bytes += chunks.iter().map(|c| c.size).sum::<u64>();
+                self.linked_chunked(&dt, shape, cprops, &dims, &chunk, &chunks)?
+            } else {
+                cprops["layout"] = json!({"class": "H5D_CHUNKED", "dims": chunk});
+                let id = self.dom.create_dataset(dt.to_json(), shape, cprops)?;
+                if variable {
+                    self.copy_through_library(d, &id, &dt, &dims)?;
+                } else if !chunks.is_empty() {
+                    let meta = self.dom.dataset_meta(&id)?;
+                    self.jobs.push(Job::Chunks {
+                        meta,
+                        chunks,
+                        source: pipeline,
+                        repack,
+                    });
+                }
+                id
+            }
+        } else {
+            let class = if layout == H5D_layout_t::H5D_COMPACT {
+                "H5D_COMPACT"
+            } else {
+                "H5D_CONTIGUOUS"
+            };
+            let addr = lib(|| unsafe { hdf5_sys::h5d::H5Dget_offset(d) });
+            let allocated = addr != hdf5_sys::h5::HADDR_UNDEF;
+            let simple = !dims.is_empty() && shape["class"] == "H5S_SIMPLE";
+            if linkable && allocated && simple && class == "H5D_CONTIGUOUS" {
+                let size = lib(|| unsafe { hdf5_sys::h5d::H5Dget_storage_size(d) });
+                self.report.linked_datasets += 1;
+                self.report.bytes += size;
+                let target = self.opts.hyperchunk.filter(|&h| h > 0).unwrap_or(DEFAULT_HYPERCHUNK);
+                cprops["layout"] = json!({
+                    "class": "H5D_CONTIGUOUS_REF",
+                    "file_uri": self.src.to_string_lossy(),
+                    "offset": addr,
+                    "size": size,
+                    "dims": contiguous_chunk_dims(&dims, es as u64, target),
+                });
+                self.dom.create_dataset(dt.to_json(), shape, cprops)?
+            } else {
+                cprops["layout"] = json!({"class": class});
+                let id = self.dom.create_dataset(dt.to_json(), shape.clone(), cprops)?;
+                let is_null = shape["class"] == "H5S_NULL";
+                if variable || class == "H5D_COMPACT" || dims.is_empty() {
+                    if !is_null {
+                        self.copy_through_library(d, &id, &dt, &dims)?;
+                    }
+                } else if allocated {
+                    self.jobs.push(Job::Contiguous {
+                        id: id.clone(),
+                        dims: dims.clone(),
+                        addr,
+                        file_elem: repack.as_ref().map_or(es, |r| r.file_elem),
+                        repack,
+                    });
+                }
+                id
+            }
+        };
+        self.set_attributes(&id, attrs)?;
+        Ok(id)
+    }
+
+    /// Creates a dataset whose chunks stay in the source file: the chunk
+    /// map inline for few chunks, else a chunk table; adjacent source chunks
+    /// grouped into logical chunks of about the hyper-chunk size.
+    fn linked_chunked(
+        &mut self,
+        dt: &Datatype,
+        shape: Value,
+        mut cprops: Value,
+        dims: &[u64],
+        sub: &[u64],
+        chunks: &[StoredChunk],
+    ) -> Result<String> {
+        let es = dt.fixed_size().unwrap_or(1) as u64;
+        let target = self.opts.hyperchunk.unwrap_or(DEFAULT_HYPERCHUNK);
+        let factors = hyper_factors(dims, sub, es, target);
+        let logical: Vec<u64> = sub.iter().zip(&factors).map(|(s, f)| s * f).collect();
+        let per: u64 = factors.iter().product();
+        let uri = self.src.to_string_lossy().into_owned();
+        let place = |c: &StoredChunk| -> (Vec<u64>, usize) {
+            let src: Vec<u64> = c.offset.iter().zip(sub).map(|(o, s)| o / s).collect();
+            let logical_coords: Vec<u64> = src.iter().zip(&factors).map(|(s, f)| s / f).collect();
+            // C-order position of the source chunk inside its logical chunk.
+            let within = src.iter().zip(&factors).fold(0, |acc, (s, f)| acc * f + s % f);
+            (logical_coords, within as usize)
+        };
+        if per == 1 && chunks.len() <= INLINE_CHUNK_LIMIT {
+            let mut map = Map::new();
+            for c in chunks {
+                let (coords, _) = place(c);
+                let key: Vec<String> = coords.iter().map(u64::to_string).collect();
+                map.insert(key.join("_"), json!([c.addr, c.size]));
+            }
+            cprops["layout"] = json!({
+                "class": "H5D_CHUNKED_REF", "file_uri": uri, "dims": logical, "chunks": map,
+            });
+            return Ok(self.dom.create_dataset(dt.to_json(), shape, cprops)?);
+        }
+        let grid: Vec<u64> = dims
+            .iter()
+            .zip(&logical)
+            .map(|(d, l)| d.div_ceil(*l).max(1))
+            .collect();
+        let cells = grid.iter().product::<u64>() as usize;
+        let n = per as usize;
+        let rec = 12 * n;
+        let mut table = vec![0u8; cells * rec];
+        let gs = h5lake_engine::planner::strides(&grid);
+        for c in chunks {
+            let (coords, within) = place(c);
+            let cell: u64 = coords.iter().zip(&gs).map(|(c, s)| c * s).sum();
+            let base = cell as usize * rec;
+            table[base + within * 8..base + within * 8 + 8].copy_from_slice(&c.addr.to_le_bytes());
+            let size = u32::try_from(c.size).map_err(|_| {
+                Hdf5Error::Unsupported("a source chunk of 4 GiB or more".into())
+            })?;
+            table[base + n * 8 + within * 4..base + n * 8 + within * 4 + 4]
+                .copy_from_slice(&size.to_le_bytes());
+        }
+        let field = |base: &str| {
+            if n == 1 {
+                json!(base)
+            } else {
+                json!({"class": "H5T_ARRAY", "base": base, "dims": [n]})
+            }
+        };
+        let table_type = json!({"class": "H5T_COMPOUND", "fields": [
+            {"name": "offset", "type": field("H5T_STD_I64LE")},
+            {"name": "size", "type": field("H5T_STD_I32LE")},
+        ]});
+        let table_id = self.dom.create_dataset(
+            table_type,
+            json!({"class": "H5S_SIMPLE", "dims": grid}),
+            json!({"layout": {"class": "H5D_CONTIGUOUS"}}),
+        )?;
+        self.dom.write(&table_id, &Selection::all(&grid), &table)?;
+        let mut layout = json!({
+            "class": "H5D_CHUNKED_REF_INDIRECT", "file_uri": uri, "dims": logical,
+            "chunk_table": table_id,
+        });
+        if per > 1 {
+            layout["hyper_dims"] = json!(sub);
+        }
+        cprops["layout"] = layout;
+        Ok(self.dom.create_dataset(dt.to_json(), shape, cprops)?)
+    }
+
+    /// Copies a dataset's values through the library (variable-length,
+    /// compact and scalar datasets), in slabs of rows.
+    fn copy_through_library(&mut self, d: hid_t, id: &str, dt: &Datatype, dims: &[u64]) -> Result<()> {
+        let rank = dims.len();
+        let all: Vec<u64> = if rank == 0 { vec![1] } else { dims.to_vec() };
+        let row_elems: u64 = all[1..].iter().product::<u64>().max(1);
+        let es = dt.fixed_size().unwrap_or(64) as u64;
+        let rows_per = (SLAB_BYTES / (row_elems * es).max(1)).max(1);
+        let mut start = 0u64;
+        while start < all[0] {
+            let count = rows_per.min(all[0] - start);
+            let mut lo = vec![0u64; all.len()];
+            lo[0] = start;
+            let mut cnt = all.clone();
+            cnt[0] = count;
+            let n = (count * row_elems) as usize;
+            let values = if rank == 0 {
+                read_values(dt, 1, |mem, buf| unsafe {
+                    hdf5_sys::h5d::H5Dread(d, mem, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT, buf)
+                })?
+            } else {
+                let fspace = check_id(lib(|| unsafe { H5Dget_space(d) }), "reading a dataspace")?;
+                check(
+                    lib(|| unsafe {
+                        hdf5_sys::h5s::H5Sselect_hyperslab(
+                            fspace.id(),
+                            hdf5_sys::h5s::H5S_seloper_t::H5S_SELECT_SET,
+                            lo.as_ptr(),
+                            std::ptr::null(),
+                            cnt.as_ptr(),
+                            std::ptr::null(),
+                        )
+                    }),
+                    "selecting rows",
+                )?;
+                let mspace = check_id(
+                    lib(|| unsafe {
+                        hdf5_sys::h5s::H5Screate_simple(1, [n as u64].as_ptr(), std::ptr::null())
+                    }),
+                    "creating a dataspace",
+                )?;
+                read_values(dt, n, |mem, buf| unsafe {
+                    hdf5_sys::h5d::H5Dread(d, mem, mspace.id(), fspace.id(), H5P_DEFAULT, buf)
+                })?
+            };
+            let sel = if rank == 0 {
+                Selection::all(&[1])
+            } else {
+                let s: Vec<(u64, u64, u64)> =
+                    lo.iter().zip(&cnt).map(|(&l, &c)| (l, l + c, 1)).collect();
+                Selection::from_slices(&s)
+            };
+            match values {
+                Values::Fixed(buf) => self.dom.write(id, &sel, &buf)?,
+                Values::Variable(items) => self.dom.write_vlen(id, &sel, &items)?,
+            }
+            self.report.bytes += n as u64 * es;
+            start += count;
+        }
+        Ok(())
+    }
+
+    /// The second pass: chunk bytes from the file to the store, in parallel.
+    fn move_chunks(&mut self) -> Result<()> {
+        let jobs = std::mem::take(&mut self.jobs);
+        if jobs.is_empty() {
+            return Ok(());
+        }
+        let file = File::open(&self.src)?;
+        // (job, piece) pairs: a chunk of a chunked dataset or a slab of a
+        // contiguous one.
+        let mut tasks: Vec<(usize, usize)> = Vec::new();
+        let mut total = 0u64;
+        for (j, job) in jobs.iter().enumerate() {
+            match job {
+                Job::Chunks { chunks, .. } => {
+                    tasks.extend((0..chunks.len()).map(|k| (j, k)));
+                    total += chunks.iter().map(|c| c.size).sum::<u64>();
+                }
+                Job::Contiguous {
+                    dims, file_elem, ..
+                } => {
+                    let (rows, _) = slab_rows(dims, *file_elem as u64);
+                    tasks.extend((0..dims[0].div_ceil(rows) as usize).map(|k| (j, k)));
+                    total += dims.iter().product::<u64>() * *file_elem as u64;
+                }
+            }
+        }
+        let bar = progress_bar(self.opts.progress, total);
+        let copied = AtomicU64::new(0);
+        let chunks_done = AtomicU64::new(0);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(io_threads())
+            .build()
+            .map_err(|e| Hdf5Error::Io(std::io::Error::other(e)))?;
+        let dom = self.dom;
+        let cancel = h5lake_engine::cancel::current();
+        pool.install(|| {
+            tasks.par_iter().try_for_each(|&(j, k)| -> Result<()> {
+                if h5lake_engine::cancel::is_set(&cancel) {
+                    return Err(h5lake_engine::EngineError::Interrupted.into());
+                }
+                let n = match &jobs[j] {
+                    Job::Chunks {
+                        meta,
+                        chunks,
+                        source,
+                        repack,
+                    } => {
+                        let c = &chunks[k];
+                        copy_chunk(dom, &file, meta, c, source, repack.as_ref())?;
+                        chunks_done.fetch_add(1, Ordering::Relaxed);
+                        c.size
+                    }
+                    Job::Contiguous {
+                        id,
+                        dims,
+                        addr,
+                        repack,
+                        file_elem,
+                    } => copy_slab(dom, &file, id, dims, *addr, *file_elem, repack.as_ref(), k)?,
+                };
+                copied.fetch_add(n, Ordering::Relaxed);
+                bar.inc(n);
+                Ok(())
+            })
+        })?;
+        bar.finish_and_clear();
+        self.report.bytes += copied.into_inner();
+        self.report.chunks += chunks_done.into_inner();
+        Ok(())
+    }
+}
+
+fn io_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    std::env::var("H5LAKE_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n: &usize| n > 0)
+        .unwrap_or((cores * 4).clamp(8, 64))
+}
+
+fn progress_bar(show: bool, total: u64) -> indicatif::ProgressBar {
+    if !show {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(total);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    bar.set_message("loading");
+    bar
+}
+
+/// One source chunk: read, decode (skipping the filters its mask says were
+/// not applied), repack, store.
+fn copy_chunk(
+    dom: &Domain,
+    file: &File,
+    meta: &DatasetMeta,
+    c: &StoredChunk,
+    source: &Pipeline,
+    repack: Option<&Repack>,
+) -> Result<()> {
+    let mut buf = vec![0u8; c.size as usize];
+    file.read_exact_at(&mut buf, c.addr)?;
+    let file_elem = repack.map_or(meta.dtype.fixed_size().unwrap_or(0), |r| r.file_elem);
+    let elems: u64 = meta.chunk.iter().product();
+    let raw = if source.is_empty() || c.filter_mask == u32::MAX {
+        buf
+    } else {
+        let applied = Pipeline::new(
+            source
+                .filters
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| c.filter_mask & (1 << i) == 0)
+                .map(|(_, f)| f.clone())
+                .collect(),
+        );
+        applied.decode_as(
+            &buf,
+            file_elem,
+            Some(elems as usize * file_elem),
+            ChunkFormat::Hdf5,
+        )?
+    };
+    let raw = match repack {
+        Some(r) => r.apply(&raw),
+        None => raw,
+    };
+    let coords: Vec<u64> = c.offset.iter().zip(&meta.chunk).map(|(o, k)| o / k).collect();
+    dom.write_chunk(meta, &coords, raw)?;
+    Ok(())
+}
+
+/// Rows per slab of a contiguous dataset, and the bytes of one row.
+fn slab_rows(dims: &[u64], elem: u64) -> (u64, u64) {
+    let row = dims[1..].iter().product::<u64>() * elem;
+    ((SLAB_BYTES / row.max(1)).max(1), row)
+}
+
+/// Slab `k` of a contiguous dataset: one read, one engine write.
+#[allow(clippy::too_many_arguments)]
+fn copy_slab(
+    dom: &Domain,
+    file: &File,
+    id: &str,
+    dims: &[u64],
+    addr: u64,
+    file_elem: usize,
+    repack: Option<&Repack>,
+    k: usize,
+) -> Result<u64> {
+    let (rows, row_bytes) = slab_rows(dims, file_elem as u64);
+    let start = k as u64 * rows;
+    let count = rows.min(dims[0] - start);
+    let mut buf = vec![0u8; (count * row_bytes) as usize];
+    file.read_exact_at(&mut buf, addr + start * row_bytes)?;
+    let n = buf.len() as u64;
+    let data = match repack {
+        Some(r) => r.apply(&buf),
+        None => buf,
+    };
+    let mut s: Vec<(u64, u64, u64)> = dims.iter().map(|&d| (0, d, 1)).collect();
+    s[0] = (start, start + count, 1);
+    dom.write(id, &Selection::from_slices(&s), &data)?;
+    Ok(n)
+}
+
+/// How many source chunks to group along each dimension: from the last
+/// dimension (adjacent in the file) to the first, up to about `target`
+/// decoded bytes per logical chunk.
+fn hyper_factors(dims: &[u64], sub: &[u64], elem: u64, target: u64) -> Vec<u64> {
+    let mut f = vec![1u64; dims.len()];
+    let mut bytes = sub.iter().product::<u64>() * elem;
+    for d in (0..dims.len()).rev() {
+        let along = dims[d].div_ceil(sub[d]).max(1);
+        let want = (target / bytes.max(1)).max(1);
+        f[d] = along.min(want);
+        bytes *= f[d];
+        if f[d] < along {
+            break;
+        }
+    }
+    f
+}
+
+/// The raw value of a soft or external link.
+fn link_value(gid: hid_t, cname: &std::ffi::CStr, info: &mut H5L_info2_t) -> Result<Vec<u8>> {
+    let size = unsafe { *info.u.val_size() };
+    let mut buf = vec![0u8; size];
+    check(
+        lib(|| unsafe {
+            hdf5_sys::h5l::H5Lget_val(
+                gid,
+                cname.as_ptr(),
+                buf.as_mut_ptr().cast::<c_void>(),
+                size,
+                H5P_DEFAULT,
+            )
+        }),
+        "reading a link's value",
+    )?;
+    Ok(buf)
+}
+
+fn unpack_external(raw: &[u8]) -> Result<(String, String)> {
+    let mut flags = 0u32;
+    let mut file: *const std::ffi::c_char = std::ptr::null();
+    let mut obj: *const std::ffi::c_char = std::ptr::null();
+    check(
+        lib(|| unsafe {
+            hdf5_sys::h5l::H5Lunpack_elink_val(
+                raw.as_ptr().cast(),
+                raw.len(),
+                &mut flags,
+                &mut file,
+                &mut obj,
+            )
+        }),
+        "reading an external link",
+    )?;
+    // SAFETY: both point into `raw`, NUL-terminated.
+    let s = |p: *const std::ffi::c_char| unsafe { std::ffi::CStr::from_ptr(p) }
+        .to_string_lossy()
+        .into_owned();
+    Ok((s(file), s(obj)))
+}
+
+/// A dataset's filters as HSDS filter entries.
+fn filter_entries(dcpl: hid_t, path: &str) -> Result<Vec<Value>> {
+    let n = check(
+        lib(|| unsafe { hdf5_sys::h5p::H5Pget_nfilters(dcpl) }),
+        "reading filters",
+    )? as u32;
+    let mut out = Vec::with_capacity(n as usize);
+    for i in 0..n {
+        let mut flags = 0u32;
+        let mut cd = [0u32; 16];
+        let mut ncd: usize = cd.len();
+        let mut name = [0 as std::ffi::c_char; 128];
+        let mut config = 0u32;
+        let id = lib(|| unsafe {
+            hdf5_sys::h5p::H5Pget_filter2(
+                dcpl,
+                i,
+                &mut flags,
+                &mut ncd,
+                cd.as_mut_ptr(),
+                name.len(),
+                name.as_mut_ptr(),
+                &mut config,
+            )
+        });
+        if id < 0 {
+            return Err(Hdf5Error::Library(format!("{path}: reading filter {i}")));
+        }
+        let cd = &cd[..ncd.min(cd.len())];
+        let label = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) }
+            .to_string_lossy()
+            .into_owned();
+        out.push(filter_json(id as u64, cd, &label));
+    }
+    Ok(out)
+}
+
+/// One HDF5 filter (id + client data) as an HSDS filter entry.
+fn filter_json(id: u64, cd: &[u32], label: &str) -> Value {
+    let at = |i: usize| cd.get(i).copied();
+    match id {
+        1 => json!({"id": 1, "level": at(0).unwrap_or(4)}),
+        32015 => json!({"id": 32015, "level": at(0).unwrap_or(3)}),
+        // Blosc's client data: version, version, type size, chunk bytes,
+        // clevel, shuffle, compressor code.
+        32001 => {
+            let compressor = match at(6).unwrap_or(0) {
+                0 => "blosclz",
+                1 => "lz4",
+                2 => "lz4hc",
+                3 => "snappy",
+                4 => "zlib",
+                _ => "zstd",
+            };
+            json!({"id": 32001, "level": at(4).unwrap_or(5), "shuffle": at(5).unwrap_or(1),
+                   "compressor": compressor})
+        }
+        _ => {
+            let mut e = json!({"id": id});
+            if !label.is_empty() {
+                e["name"] = json!(label);
+            }
+            e
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hyper_factors_grow_from_the_last_dimension() {
+        // 1-D: 80 KB chunks of f64 grouped to about 4 MiB.
+        assert_eq!(hyper_factors(&[10_000_000], &[10_000], 8, 4 << 20), vec![52]);
+        // Never more than the chunks there are.
+        assert_eq!(hyper_factors(&[30_000], &[10_000], 8, 4 << 20), vec![3]);
+        // 2-D: whole rows of chunks first, then more rows.
+        assert_eq!(
+            hyper_factors(&[1000, 1000], &[100, 100], 4, 400_000),
+            vec![1, 10]
+        );
+        assert_eq!(
+            hyper_factors(&[1000, 1000], &[100, 100], 4, 800_000),
+            vec![2, 10]
+        );
+        assert_eq!(hyper_factors(&[100], &[10], 8, 0), vec![1]);
+    }
+}

@@ -1,0 +1,643 @@
+"""Store-level tools behind the ``h5lake`` command line: list (``ls``),
+summarise (``info``), compare (``diff``), remove (``rm``), copy (``cp``) and
+move (``mv``) stores and the objects inside them.
+
+A PATH names a store (a directory holding ``.domain.json``) optionally
+followed by a path inside it: ``run.h5l/detector/frames`` is the object
+``/detector/frames`` of the store ``run.h5l``.  ``diff`` also takes real
+HDF5 files (``file.h5`` or ``file.h5/group``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import posixpath
+import shutil
+import tempfile
+
+import numpy as np
+
+from . import h5t
+from .base import HLObject
+from .dataset import Dataset
+from .datatype import Datatype
+from .files import File
+from .group import ExternalLink, Group, HardLink, SoftLink
+from .transfer import is_hdf5, load
+
+_DOMAIN_FILE = ".domain.json"
+_METADATA_FILES = frozenset((".group.json", ".dataset.json", ".datatype.json"))
+_SLAB_BYTES = 64 << 20
+# Variable-length elements are read into Python objects whose size the
+# dtype does not tell; budget this much per element when sizing a slab.
+_VLEN_ELEMENT_BYTES = 256
+_LISTED_DIFFERENCES = 10      # per dataset, in verbose diff output
+_SHOWN_CHARS = 60             # longest value shown in a message
+
+
+# ---------------------------------------------------------------------------
+# locating stores, HDF5 files and the objects inside them
+# ---------------------------------------------------------------------------
+
+def is_store(path):
+    """Whether ``path`` is an h5lake store (a directory holding .domain.json)."""
+    return os.path.isfile(os.path.join(path, _DOMAIN_FILE))
+
+
+def is_hdf5_file(path):
+    """Whether ``path`` is an HDF5 file (its signature at offset 0 or, after
+    a user block, at 512, 1024, 2048, ... bytes)."""
+    return os.path.isfile(path) and is_hdf5(path)
+
+
+def split_path(path, accept=is_store, what=f"an h5lake store (a directory holding {_DOMAIN_FILE})"):
+    """``(root, inner)``: the longest leading part of ``path`` for which
+    ``accept`` holds (``what`` says what that is, for the error), and the
+    rest as a path inside it ('' for none)."""
+    path = os.fspath(path)
+    head, inner = os.path.normpath(path), ""
+    while not accept(head):
+        parent, name = os.path.split(head)
+        if not name or not parent:
+            if not os.path.exists(path):
+                raise FileNotFoundError(f"{path}: no such file or directory")
+            raise FileNotFoundError(f"{path}: not {what}, nor a path inside one")
+        head, inner = parent, posixpath.join(name, inner) if inner else name
+    return head, inner
+
+
+def _lookup(group, inner, path):
+    """The object at ``inner`` below ``group`` (``group`` itself for '')."""
+    if not inner:
+        return group
+    if not isinstance(group, Group):
+        raise KeyError(f"{path}: {group.name} is not a group")
+    try:
+        return group[inner]
+    except KeyError:
+        where = posixpath.join(group.name, inner)
+        raise KeyError(f"{path}: no object {where} in {group.file.filename}") from None
+
+
+def _link(f, inner, path):
+    """The link at ``inner`` in the open store ``f``."""
+    link = f.get(inner, getlink=True)
+    if link is None:
+        raise KeyError(f"{path}: no object /{inner} in {f.filename}")
+    return link
+
+
+@contextlib.contextmanager
+def _open_object(path):
+    """The object ``path`` names, with its store open (read-only) meanwhile."""
+    root, inner = split_path(path)
+    with File(root, "r") as f:
+        yield _lookup(f, inner, path)
+
+
+def _refuse_inside_store(path):
+    """Stores are never nested: refuse to put one at ``path`` inside another."""
+    try:
+        root, _inner = split_path(os.path.dirname(os.path.abspath(path)))
+    except FileNotFoundError:
+        return
+    raise ValueError(f"{path} is inside the store {root}; give a path outside any store")
+
+
+# ---------------------------------------------------------------------------
+# describing objects and types
+# ---------------------------------------------------------------------------
+
+_KIND_NAMES = {"b": "boolean", "i": "integer", "u": "unsigned integer",
+               "f": "float", "c": "complex"}
+_BYTE_ORDERS = {"<": "little-endian ", ">": "big-endian ", "|": ""}
+
+
+def hdf5_type_name(dt):
+    """How HDF5 would describe numpy dtype ``dt`` (h5py's conventions for
+    strings, variable-length, enum and opaque types)."""
+    dt = np.dtype(dt)
+    string = h5t.check_string_dtype(dt)
+    if string is not None:
+        length = "variable-length" if string.length is None else f"{string.length}-byte"
+        return f"{length} {string.encoding} string"
+    base = h5t.check_vlen_dtype(dt)
+    if base is not None:
+        return f"variable-length sequence of {hdf5_type_name(base)}"
+    if h5t.check_enum_dtype(dt) is not None:
+        return f"enum of {hdf5_type_name(np.dtype(dt.str))}"
+    if dt.subdtype is not None:
+        base, shape = dt.subdtype
+        return f"array {list(shape)} of {hdf5_type_name(base)}"
+    if dt.names is not None:
+        fields = ", ".join(f"{name}: {hdf5_type_name(dt.fields[name][0])}" for name in dt.names)
+        return f"compound {{{fields}}}"
+    if dt.kind in _KIND_NAMES:
+        return f"{dt.itemsize * 8}-bit {_BYTE_ORDERS[dt.str[0]]}{_KIND_NAMES[dt.kind]}"
+    if dt.kind == "V":
+        return f"{dt.itemsize}-byte opaque"
+    return str(dt)
+
+
+def _type_label(dt):
+    """numpy spelling and HDF5 name of ``dt``, e.g. ``<i4 (32-bit little-endian integer)``."""
+    spelling = dt.str if dt.names is None and dt.subdtype is None else str(dt)
+    return f"{spelling} ({hdf5_type_name(dt)})"
+
+
+def _same_type(a, b):
+    # numpy's dtype equality ignores the metadata that marks strings, enums...
+    return a == b and hdf5_type_name(a) == hdf5_type_name(b)
+
+
+def _shape_text(dset):
+    """h5ls's ``{10/Inf, 20}``: current size, and the maximum where it differs."""
+    shape = dset.shape
+    if shape is None:
+        return "{NULL}"
+    if shape == ():
+        return "{SCALAR}"
+    dims = [str(n) if n == m else f"{n}/{'Inf' if m is None else m}"
+            for n, m in zip(shape, dset.maxshape)]
+    return "{" + ", ".join(dims) + "}"
+
+
+def _plain(value):
+    """``value`` as Python builtins (numpy's ``tolist`` leaves the array
+    members of compound values and variable-length sequences as arrays)."""
+    if isinstance(value, np.void) and value.dtype.names is not None:
+        return tuple(_plain(value[name]) for name in value.dtype.names)
+    if isinstance(value, np.ndarray):
+        if value.ndim == 0:
+            return _plain(value[()])
+        if value.dtype.names is not None or value.dtype.hasobject:
+            return [_plain(item) for item in value]
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value.tolist()
+    return value
+
+
+def _show(value):
+    """A value as short text for a message."""
+    text = repr(_plain(value))
+    return text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS - 3] + "..."
+
+
+def _link_text(link):
+    if isinstance(link, SoftLink):
+        return f"Soft Link {{{link.path}}}"
+    if isinstance(link, ExternalLink):
+        return f"External Link {{{link.filename}/{link.path}}}"    # h5ls's file//path
+    return "Hard Link"
+
+
+def _object_text(obj):
+    if isinstance(obj, Dataset):
+        return f"Dataset {_shape_text(obj)}"
+    if isinstance(obj, Group):
+        return "Group"
+    return "Type"
+
+
+def _filters_text(dset):
+    parts = []
+    if dset.compression is not None:
+        opts = dset.compression_opts
+        parts.append(dset.compression if opts is None else f"{dset.compression} ({opts})")
+    if dset.shuffle:
+        parts.append("shuffle")
+    if dset.fletcher32:
+        parts.append("fletcher32")
+    return ", ".join(parts) or "none"
+
+
+def _details(obj):
+    """h5ls -v's extra lines for ``obj``: type, storage, attributes."""
+    lines = []
+    if isinstance(obj, (Dataset, Datatype)):
+        lines.append(f"Type:       {_type_label(obj.dtype)}")
+    if isinstance(obj, Dataset):
+        chunks = obj.chunks
+        if chunks is None:
+            lines.append("Chunks:     none (contiguous)")
+        else:
+            nbytes = math.prod(chunks) * obj.dtype.itemsize
+            lines.append(f"Chunks:     {{{', '.join(map(str, chunks))}}} {nbytes} bytes")
+        lines.append(f"Filters:    {_filters_text(obj)}")
+        lines.append(f"Fill value: {_show(obj.fillvalue)}")
+    for name, value in obj.attrs.items():
+        lines.append(f"Attribute:  {name} = {_show(value)}")
+    return lines
+
+
+def _members(group, recursive):
+    """``(name, link)`` for the links of ``group`` (all of them below it,
+    depth-first, each group entered once, when ``recursive``)."""
+    if not recursive:
+        return [(name, group.get(name, getlink=True)) for name in group]
+    found = []
+    group.visititems_links(lambda name, link: found.append(("/" + name, link)))
+    return found
+
+
+def ls(path, group="/", recursive=False, verbose=False):
+    """Lines listing what PATH names, like h5ls: ``name  Group``,
+    ``name  Dataset {10/Inf, 20}``, ``name  Soft Link {/target}``...
+
+    ``group`` is a path below the object PATH names (a leading '/' is
+    ignored).  A dataset or datatype is listed alone; a group by its members.
+    """
+    with _open_object(path) as top:
+        inner = group.strip("/")
+        target = _lookup(top, inner, posixpath.join(os.fspath(path), inner))
+        if isinstance(target, Group):
+            entries = _members(target, recursive)
+            first_seen = {target.id: target.name}
+        else:
+            entries = [(posixpath.basename(target.name), HardLink())]
+            first_seen = {}
+        width = max((len(name) for name, _link in entries), default=0)
+        lines = []
+        for name, link in entries:
+            text, obj = _link_text(link), None
+            if isinstance(link, HardLink):
+                obj = target[name.lstrip("/")] if isinstance(target, Group) else target
+                text = _object_text(obj)
+                if obj.id in first_seen:
+                    text += f", same as {first_seen[obj.id]}"
+                    obj = None          # described where it was first seen
+                else:
+                    first_seen[obj.id] = obj.name
+            lines.append(f"{name.ljust(width)}  {text}")
+            if verbose and obj is not None:
+                lines.extend("    " + line for line in _details(obj))
+        return lines
+
+
+# ---------------------------------------------------------------------------
+# info
+# ---------------------------------------------------------------------------
+
+def _store_bytes(root):
+    """Sizes of the store's files: metadata documents vs chunk objects."""
+    db = os.path.join(root, "db")
+    sizes = {"stored_bytes": 0, "metadata_bytes": 0, "chunk_bytes": 0, "chunks": 0}
+    for dirpath, _dirs, files in os.walk(root):
+        in_db = dirpath == db or dirpath.startswith(db + os.sep)
+        for name in files:
+            size = os.path.getsize(os.path.join(dirpath, name))
+            sizes["stored_bytes"] += size
+            if in_db and name not in _METADATA_FILES:
+                sizes["chunk_bytes"] += size
+                sizes["chunks"] += 1
+            else:
+                sizes["metadata_bytes"] += size
+    return sizes
+
+
+def info(path):
+    """Summary of a store as a dict: object, attribute and link counts, and
+    logical (uncompressed) vs stored bytes.
+
+    Objects are counted once however many hard links reach them; the bytes
+    are those of every file in the store, including objects no link reaches
+    any more (deleting a link leaves its object in place).
+    """
+    root, inner = split_path(path)
+    if inner:
+        raise ValueError(f"{path}: info describes a whole store; give the store path {root}")
+    links = {"hard": 0, "soft": 0, "external": 0}
+    with File(root, "r") as f:
+        objects = {f.id: f}
+
+        def count(name, link):
+            if isinstance(link, SoftLink):
+                links["soft"] += 1
+            elif isinstance(link, ExternalLink):
+                links["external"] += 1
+            else:
+                links["hard"] += 1
+                obj = f[name]
+                objects.setdefault(obj.id, obj)
+
+        f.visititems_links(count)
+        found = list(objects.values())
+        datasets = [o for o in found if isinstance(o, Dataset)]
+        summary = {
+            "store": os.path.abspath(root),
+            "groups": sum(isinstance(o, Group) for o in found),
+            "datasets": len(datasets),
+            "datatypes": sum(isinstance(o, Datatype) for o in found),
+            "attributes": sum(len(o.attrs) for o in found),
+            "links": links,
+            # variable-length data has no fixed size to count
+            "logical_bytes": sum(d.nbytes for d in datasets if not d.dtype.hasobject),
+        }
+    summary.update(_store_bytes(root))
+    chunk_bytes = summary["chunk_bytes"]
+    summary["compression_ratio"] = summary["logical_bytes"] / chunk_bytes if chunk_bytes else None
+    return summary
+
+
+# ---------------------------------------------------------------------------
+# diff
+# ---------------------------------------------------------------------------
+
+def _slabs(shape, element_bytes, budget):
+    """Index tuples (of slices) covering ``shape`` in C order, each block at
+    most ``budget`` bytes unless a single element is larger."""
+    block = list(shape)
+    for axis in range(len(shape)):
+        inner = math.prod(block[axis + 1:]) * element_bytes
+        block[axis] = max(1, min(shape[axis], budget // max(1, inner)))
+        if inner <= budget:
+            break
+    counts = [-(-n // b) for n, b in zip(shape, block)]
+    for corner in np.ndindex(*counts):
+        yield tuple(slice(i * b, min((i + 1) * b, n)) for i, b, n in zip(corner, block, shape))
+
+
+def _element_differs(p, q, rtol, atol):
+    """For object arrays (variable-length strings and sequences)."""
+    arrays = isinstance(p, np.ndarray), isinstance(q, np.ndarray)
+    if any(arrays):
+        return not all(arrays) or p.shape != q.shape or bool(_mismatch(p, q, rtol, atol).any())
+    return bool(p != q)
+
+
+def _mismatch(x, y, rtol, atol):
+    """Boolean mask over ``x.shape``: where ``x`` and ``y`` differ.  NaN
+    equals NaN; with a tolerance, numbers ``np.isclose`` calls close are equal."""
+    if x.dtype.names is not None:
+        mask = np.zeros(x.shape, dtype=bool)
+        for name in x.dtype.names:
+            field = _mismatch(x[name], y[name], rtol, atol)
+            mask |= np.any(field, axis=tuple(range(x.ndim, field.ndim)))  # array members
+        return mask
+    if x.dtype.hasobject or y.dtype.hasobject:
+        flags = [_element_differs(p, q, rtol, atol) for p, q in zip(x.flat, y.flat)]
+        return np.array(flags, dtype=bool).reshape(x.shape)
+    numeric = x.dtype.kind in "biufc" and y.dtype.kind in "biufc"
+    if numeric and (rtol or atol):
+        return ~np.isclose(x, y, rtol=rtol, atol=atol, equal_nan=True)
+    differ = np.asarray(x != y)
+    if x.dtype.kind in "fc" and y.dtype.kind in "fc":
+        differ &= ~(np.isnan(x) & np.isnan(y))
+    return differ
+
+
+def _value_difference(a, b, rtol, atol):
+    """Why attribute values ``a`` and ``b`` differ, or None if they are equal."""
+    type_a, type_b = getattr(a, "dtype", None), getattr(b, "dtype", None)
+    if type_a is None or type_b is None:            # Python str/bytes values
+        if type(a) is not type(b):
+            return f"{_show(a)} != {_show(b)}"
+    elif not _same_type(type_a, type_b):
+        return f"type {_type_label(type_a)} != {_type_label(type_b)}"
+    if isinstance(a, h5t.Empty) or isinstance(b, h5t.Empty):
+        same = isinstance(a, h5t.Empty) and isinstance(b, h5t.Empty)
+        return None if same else f"{_show(a)} != {_show(b)}"
+    x, y = np.asarray(a), np.asarray(b)
+    if x.shape != y.shape:
+        return f"shape {x.shape} != {y.shape}"
+    return f"{_show(a)} != {_show(b)}" if _mismatch(x, y, rtol, atol).any() else None
+
+
+def _read(dset, selection):
+    """``dset[selection]`` as an array of the dataset's dtype (a scalar
+    dataset's element may itself be a sequence, so it is boxed explicitly)."""
+    value = dset[selection]
+    if dset.shape != ():
+        return value
+    box = np.empty((), dtype=dset.dtype)
+    box[()] = value
+    return box
+
+
+def _index_text(index):
+    return "(" + ", ".join(map(str, index)) + ")"
+
+
+def _kind(obj):
+    for cls, name in ((Group, "group"), (Dataset, "dataset"), (Datatype, "datatype")):
+        if isinstance(obj, cls):
+            return name
+    raise TypeError(f"unknown kind of object: {obj!r}")
+
+
+def _first_true(mask, limit):
+    """Indices of up to ``limit`` True entries of ``mask``, in C order
+    (without materialising all of them: a slab may differ everywhere)."""
+    flat = mask.reshape(-1)
+    found, start = [], 0
+    while len(found) < limit and start < flat.size:
+        pos = start + int(np.argmax(flat[start:]))
+        if not flat[pos]:
+            break
+        found.append(tuple(int(i) for i in np.unravel_index(pos, mask.shape)))
+        start = pos + 1
+    return found
+
+
+class _Differ:
+    """Walks two object trees side by side and collects their differences."""
+
+    def __init__(self, rtol, atol, verbose):
+        self.rtol, self.atol, self.verbose = rtol, atol, verbose
+        self.out = []
+        self.seen = set()       # (id in A, id in B) pairs compared, for cycles
+
+    def objects(self, a, b, path):
+        key = (a.id, b.id)
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        kind_a, kind_b = _kind(a), _kind(b)
+        if kind_a != kind_b:
+            self.out.append(f"{path}: {kind_a} in A, {kind_b} in B")
+            return
+        self.attributes(a, b, path)
+        getattr(self, kind_a)(a, b, path)
+
+    def group(self, a, b, path):
+        names_a, names_b = set(a), set(b)
+        for name in sorted(names_a | names_b):
+            child = posixpath.join(path, name)
+            if name not in names_b:
+                self.out.append(f"{child}: only in A")
+            elif name not in names_a:
+                self.out.append(f"{child}: only in B")
+            else:
+                link_a, link_b = a.get(name, getlink=True), b.get(name, getlink=True)
+                text_a, text_b = _link_text(link_a), _link_text(link_b)
+                if text_a != text_b:
+                    self.out.append(f"{child}: {text_a} in A, {text_b} in B")
+                elif isinstance(link_a, HardLink):
+                    self.objects(a[name], b[name], child)
+
+    def attributes(self, a, b, path):
+        names_a, names_b = set(a.attrs), set(b.attrs)
+        for name in sorted(names_a | names_b):
+            where = f"attribute {name!r} of {path}"
+            if name not in names_b:
+                self.out.append(f"{where}: only in A")
+            elif name not in names_a:
+                self.out.append(f"{where}: only in B")
+            else:
+                why = _value_difference(a.attrs[name], b.attrs[name], self.rtol, self.atol)
+                if why is not None:
+                    self.out.append(f"{where}: {why}")
+
+    def datatype(self, a, b, path):
+        if not _same_type(a.dtype, b.dtype):
+            self.out.append(f"datatype {path}: {_type_label(a.dtype)} != {_type_label(b.dtype)}")
+
+    def dataset(self, a, b, path):
+        where = f"dataset {path}"
+        same_type, same_shape = _same_type(a.dtype, b.dtype), a.shape == b.shape
+        if not same_type:
+            self.out.append(f"{where}: type {_type_label(a.dtype)} != {_type_label(b.dtype)}")
+        if not same_shape:
+            self.out.append(f"{where}: shape {_shape_text(a)} != {_shape_text(b)}")
+        if not (same_type and same_shape) or a.shape is None:
+            return
+        wanted = _LISTED_DIFFERENCES if self.verbose else 1
+        element_bytes = _VLEN_ELEMENT_BYTES if a.dtype.hasobject else a.dtype.itemsize
+        count, listed = 0, []
+        for selection in _slabs(a.shape, element_bytes, _SLAB_BYTES):
+            x, y = _read(a, selection), _read(b, selection)
+            mask = _mismatch(x, y, self.rtol, self.atol)
+            count += int(np.count_nonzero(mask))
+            for local in _first_true(mask, wanted - len(listed)):
+                index = tuple(s.start + i for s, i in zip(selection, local))
+                listed.append(f"{_index_text(index)}: {_show(x[local])} != {_show(y[local])}")
+        if count:
+            plural = "" if count == 1 else "s"
+            self.out.append(f"{where}: {count} difference{plural} (first at {listed[0]})")
+            if self.verbose:
+                self.out.extend(f"    at {line}" for line in listed)
+                if count > len(listed):
+                    self.out.append(f"    ... and {count - len(listed)} more")
+
+
+def _diff_side(spec, stack):
+    """The h5lake object ``spec`` names: an open object as is, a store path,
+    or an HDF5 file loaded (linked, not copied) into a temporary store."""
+    if isinstance(spec, HLObject):
+        return spec
+    root, inner = split_path(spec, lambda p: is_store(p) or is_hdf5_file(p),
+                             "an h5lake store or HDF5 file")
+    if not is_store(root):
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="h5lake-diff-"))
+        store = os.path.join(tmp, os.path.basename(root) + ".h5l")
+        load(root, store, link=True)
+        root = store
+    return _lookup(stack.enter_context(File(root, "r")), inner, spec)
+
+
+def diff(a, b, *, rtol=0.0, atol=0.0, verbose=False):
+    """Differences between ``a`` and ``b`` as lines (empty when equal).
+
+    Either side is an h5lake store, ``store/path``, an HDF5 file
+    (``file.h5`` or ``file.h5/path``) or an open h5lake File/Group/Dataset.
+    Compares link names, kinds and soft/external targets, object kinds,
+    attributes, dataset types, shapes and values (NaN equals NaN; numbers
+    within ``np.isclose(rtol, atol)`` are equal when a tolerance is given).
+    Data is read in slabs of at most 64 MiB.  ``verbose`` lists up to 10
+    differing elements per dataset.
+    """
+    with contextlib.ExitStack() as stack:
+        obj_a, obj_b = _diff_side(a, stack), _diff_side(b, stack)
+        differ = _Differ(rtol, atol, verbose)
+        differ.objects(obj_a, obj_b, obj_a.name or "/")
+        return differ.out
+
+
+# ---------------------------------------------------------------------------
+# rm, cp, mv
+# ---------------------------------------------------------------------------
+
+def rm(path, *, recursive=False):
+    """Remove a whole store (directory), or the link ``store/inner/path``
+    (like ``del f[path]``).  A non-empty group needs ``recursive=True``."""
+    root, inner = split_path(path)
+    if not inner:
+        shutil.rmtree(root)
+        return
+    with File(root, "r+") as f:
+        if isinstance(_link(f, inner, path), HardLink) and not recursive:
+            obj = f[inner]
+            if isinstance(obj, Group) and len(obj):
+                raise ValueError(f"{path}: group is not empty; use -r (recursive=True) "
+                                 "to remove it with its contents")
+        del f[inner]
+
+
+def _destination(f, inner, source_inner):
+    """Path in ``f`` where the object at ``source_inner`` goes when copied or
+    moved to ``inner``: inside it (under its own name) when that is a group."""
+    target = "/" + inner
+    if isinstance(f.get(target), Group):
+        target = posixpath.join(target, posixpath.basename(source_inner))
+    return target
+
+
+def _copy_store(src, dst, force):
+    _refuse_inside_store(dst)
+    if os.path.lexists(dst):
+        if os.path.exists(dst) and os.path.samefile(src, dst):
+            raise ValueError(f"{src} and {dst} are the same store")
+        if not force:
+            raise FileExistsError(f"{dst} already exists; use -f (force=True) to replace it")
+        if not is_store(dst):
+            raise FileExistsError(f"{dst} exists and is not an h5lake store; refusing to replace it")
+        shutil.rmtree(dst)
+    shutil.copytree(src, dst)
+
+
+def cp(src, dst, *, force=False):
+    """Copy a whole store to a new directory ``dst``, or the object
+    ``store/path`` to ``store2/path2`` (into it when it is a group), in the
+    same store or another one.  ``force`` replaces what is at ``dst``."""
+    src_root, src_inner = split_path(src)
+    if not src_inner:
+        _copy_store(src_root, dst, force)
+        return
+    dst_root, dst_inner = split_path(dst)
+    with contextlib.ExitStack() as stack:
+        dst_file = stack.enter_context(File(dst_root, "r+"))
+        same = os.path.samefile(src_root, dst_root)
+        src_file = dst_file if same else stack.enter_context(File(src_root, "r"))
+        obj = _lookup(src_file, src_inner, src)
+        target = _destination(dst_file, dst_inner, src_inner)
+        if target in dst_file:
+            if not force:
+                raise FileExistsError(f"{dst}: {target} already exists; use -f (force=True) to replace it")
+            del dst_file[target]
+        dst_file.copy(obj, target)
+
+
+def mv(src, dst):
+    """Rename a store directory, or move the object ``store/path`` to
+    ``store/path2`` (into it when it is a group) within the same store."""
+    src_root, src_inner = split_path(src)
+    if not src_inner:
+        _refuse_inside_store(dst)
+        if os.path.lexists(dst):
+            raise FileExistsError(f"{dst} already exists; remove it first (h5lake rm)")
+        os.rename(src_root, dst)
+        return
+    dst_root, dst_inner = split_path(dst)
+    if not os.path.samefile(src_root, dst_root):
+        raise ValueError(f"{src} and {dst} are in different stores; "
+                         "use cp then rm to move an object between stores")
+    with File(src_root, "r+") as f:
+        _link(f, src_inner, src)       # a missing source is named before anything else
+        target = _destination(f, dst_inner, src_inner)
+        if target in f:
+            raise FileExistsError(f"{dst}: {target} already exists; remove it first (h5lake rm)")
+        if (target + "/").startswith("/" + src_inner + "/"):
+            raise ValueError(f"cannot move /{src_inner} into itself ({target})")
+        f.move(src_inner, target)

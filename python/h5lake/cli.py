@@ -1,0 +1,224 @@
+"""The ``h5lake`` command line: ``ls``, ``info``, ``diff``, ``rm``, ``cp``,
+``mv`` over stores and the objects in them, ``load`` (HDF5 file -> store)
+and ``get`` (store -> HDF5 file).
+
+Exit status: 0 on success (and for ``diff``, when equal), 1 when ``diff``
+finds differences, 2 on any error (h5diff's convention).  Errors are one
+line on stderr, ``h5lake <command>: error: <message>``; set H5LAKE_DEBUG=1
+to get the traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+
+import h5lake
+
+_ERRORS = (OSError, KeyError, ValueError, TypeError, RuntimeError)
+_SIZE = re.compile(r"(\d+(?:\.\d*)?)\s*([kmgt]?)(?:i?b)?", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(text):
+    """Bytes in ``"4M"``, ``"8MB"``, ``"512k"``, ``"1.5GiB"`` or ``"65536"``
+    (K, M, G, T are powers of 1024)."""
+    match = _SIZE.fullmatch(text.strip())
+    size = int(float(match[1]) * _UNITS[match[2].lower()]) if match else 0
+    if size <= 0:
+        raise argparse.ArgumentTypeError(
+            f"invalid size {text!r}: give a number of bytes, optionally with K, M or G (e.g. 4M)")
+    return size
+
+
+def _human(nbytes):
+    """``1536`` -> ``1.5 KiB``."""
+    size = float(nbytes)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024:
+            break
+        size /= 1024
+    else:
+        unit = "TiB"
+    return f"{nbytes} B" if unit == "B" else f"{size:.1f} {unit}"
+
+
+def format_info(summary):
+    """``h5lake.info``'s dict as aligned ``label  value`` lines."""
+    links = summary["links"]
+    ratio = summary["compression_ratio"]
+    rows = [("store", summary["store"])]
+    rows += [(key, summary[key]) for key in ("groups", "datasets", "datatypes", "attributes")]
+    rows += [(f"{kind} links", links[kind]) for kind in ("hard", "soft", "external")]
+    rows += [(key.replace("_", " "), f"{summary[key]} ({_human(summary[key])})")
+             for key in ("logical_bytes", "stored_bytes", "metadata_bytes", "chunk_bytes")]
+    rows += [("chunks", summary["chunks"]),
+             ("compression ratio", "n/a (no chunks)" if ratio is None else f"{ratio:.2f}")]
+    width = max(len(label) for label, _value in rows)
+    return [f"{label.ljust(width)}  {value}" for label, value in rows]
+
+
+# ---------------------------------------------------------------------------
+# commands
+# ---------------------------------------------------------------------------
+
+def _ls(args):
+    for line in h5lake.ls(args.path, recursive=args.recursive, verbose=args.verbose):
+        print(line)
+    return 0
+
+
+def _info(args):
+    summary = h5lake.info(args.path)
+    print(json.dumps(summary, indent=2) if args.json else "\n".join(format_info(summary)))
+    return 0
+
+
+def _diff(args):
+    lines = h5lake.diff(args.a, args.b, rtol=args.rtol, atol=args.atol, verbose=args.verbose)
+    if not args.quiet:
+        for line in lines:
+            print(line)
+    return 1 if lines else 0
+
+
+def _rm(args):
+    for path in args.paths:
+        h5lake.rm(path, recursive=args.recursive)
+    return 0
+
+
+def _cp(args):
+    h5lake.cp(args.src, args.dst, force=args.force)
+    return 0
+
+
+def _mv(args):
+    h5lake.mv(args.src, args.dst)
+    return 0
+
+
+def _load(args):
+    h5lake.load(args.src, args.dest, link=args.link, hyperchunk=args.hyperchunk,
+                force=args.force, progress=not args.quiet)
+    return 0
+
+
+def _get(args):
+    h5lake.get(args.src, args.dest, force=args.force, progress=not args.quiet)
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# parser
+# ---------------------------------------------------------------------------
+
+def _command(commands, name, run, summary, example):
+    parser = commands.add_parser(
+        name, help=summary, description=summary + ".",
+        epilog="example:\n  " + example,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.set_defaults(run=run)
+    return parser
+
+
+def _force(parser, what):
+    parser.add_argument("-f", "--force", action="store_true", help=f"replace an existing {what}")
+
+
+def _quiet(parser):
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="h5lake",
+        description="Work with h5lake stores: directories holding HDF5 data in the HSDS schema. "
+                    "PATH is a store, or a store followed by a path inside it (run.h5l/group/data).")
+    parser.add_argument("--version", action="version", version=f"h5lake {h5lake.__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = _command(commands, "ls", _ls, "list the members of a group, like h5ls",
+                 "h5lake ls -r -v run.h5l/detector")
+    p.add_argument("path", metavar="PATH", help="a store, or store/group or store/dataset")
+    p.add_argument("-r", "--recursive", action="store_true", help="list everything below the group")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="also show types, chunking, filters, fill values and attributes")
+
+    p = _command(commands, "info", _info, "summarise a store: object counts, logical and stored bytes",
+                 "h5lake info --json run.h5l")
+    p.add_argument("path", metavar="STORE", help="the store directory")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+    p = _command(commands, "diff", _diff,
+                 "compare two stores, HDF5 files or objects in them (exit 0 equal, 1 different, 2 error)",
+                 "h5lake diff --rtol 1e-6 run.h5l run.h5")
+    p.add_argument("a", metavar="A", help="a store or HDF5 file, optionally followed by /path/inside")
+    p.add_argument("b", metavar="B", help="the same for the other side")
+    p.add_argument("--rtol", type=float, default=0.0, help="relative tolerance for numbers")
+    p.add_argument("--atol", type=float, default=0.0, help="absolute tolerance for numbers")
+    p.add_argument("-v", "--verbose", action="store_true", help="list up to 10 differing elements per dataset")
+    p.add_argument("-q", "--quiet", action="store_true", help="print nothing; only the exit status tells")
+
+    p = _command(commands, "rm", _rm, "remove a store, or an object inside one",
+                 "h5lake rm -r run.h5l/detector/frames")
+    p.add_argument("paths", metavar="PATH", nargs="+", help="a store, or store/path/inside")
+    p.add_argument("-r", "--recursive", action="store_true", help="remove non-empty groups too")
+
+    p = _command(commands, "cp", _cp, "copy a store, or an object into a group of the same or another store",
+                 "h5lake cp run.h5l/detector other.h5l/runs")
+    p.add_argument("src", metavar="SRC", help="a store, or store/path/inside")
+    p.add_argument("dst", metavar="DST", help="a new store path, or store/path (a group: copy into it)")
+    _force(p, "destination")
+
+    p = _command(commands, "mv", _mv, "rename a store, or move an object within its store",
+                 "h5lake mv run.h5l/detector/raw run.h5l/archive/raw")
+    p.add_argument("src", metavar="SRC", help="a store, or store/path/inside")
+    p.add_argument("dst", metavar="DST", help="a new store path, or path in the same store (a group: move into it)")
+
+    p = _command(commands, "load", _load, "load an HDF5 file into a new h5lake store",
+                 "h5lake load --link --hyperchunk 4M run.h5 run.h5l")
+    p.add_argument("src", metavar="HDF5_FILE", help="the HDF5 file to read")
+    p.add_argument("dest", metavar="STORE", help="the store directory to create")
+    p.add_argument("--link", action="store_true",
+                   help="refer to the HDF5 file's data instead of copying it (the file must stay in place)")
+    p.add_argument("--hyperchunk", type=parse_size, metavar="SIZE",
+                   help="group chunks into store chunks of about SIZE bytes (e.g. 4M, 512k)")
+    _force(p, "store")
+    _quiet(p)
+
+    p = _command(commands, "get", _get, "write an h5lake store out as an HDF5 file",
+                 "h5lake get run.h5l run.h5")
+    p.add_argument("src", metavar="STORE", help="the store to read")
+    p.add_argument("dest", metavar="HDF5_FILE", help="the HDF5 file to create")
+    _force(p, "file")
+    _quiet(p)
+    return parser
+
+
+def _message(error):
+    # KeyError's str() is the repr of its message
+    if isinstance(error, KeyError) and len(error.args) == 1:
+        return str(error.args[0])
+    return str(error)
+
+
+def main(argv=None) -> int:
+    """Run the command line; returns the exit status."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as done:          # --help, --version, usage errors
+        return int(done.code or 0)
+    try:
+        return args.run(args)
+    except _ERRORS as error:
+        if os.environ.get("H5LAKE_DEBUG") == "1":
+            raise
+        print(f"h5lake {args.command}: error: {_message(error)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"h5lake {args.command}: interrupted", file=sys.stderr)
+        return 130

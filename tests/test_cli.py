@@ -1,0 +1,600 @@
+"""The ``h5lake`` command line and the functions behind it (h5lake.ls,
+info, diff, rm, cp, mv), run through ``h5lake.cli.main`` on stores built
+with the Python API; diff is also checked against an independent h5py
+comparison of the same data written to real HDF5 files."""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("h5lake._core")
+
+import h5lake  # noqa: E402
+from h5lake import cli  # noqa: E402
+from h5lake._hl.tools import is_hdf5_file  # noqa: E402
+
+try:
+    import h5py
+except ImportError:  # pragma: no cover
+    h5py = None
+
+needs_h5py = pytest.mark.skipif(h5py is None, reason="h5py not installed")
+needs_load = pytest.mark.skipif(not hasattr(h5lake, "load"),
+                                reason="h5lake.load (HDF5 -> store) is not available yet")
+
+
+def run(capsys, *argv):
+    """(exit status, stdout lines, stderr) of ``h5lake argv...``."""
+    rc = cli.main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return rc, captured.out.splitlines(), captured.err
+
+
+# ---------------------------------------------------------------------------
+# the sample data: the same content written with h5py or h5lake, with
+# variants that each differ from it in one way
+# ---------------------------------------------------------------------------
+
+def write_sample(lib, path, variant="same"):
+    with lib.File(str(path), "w") as f:
+        f.attrs["title"] = "run"
+        d = f.create_dataset("g/d", data=np.arange(20.0).reshape(4, 5), chunks=(2, 5),
+                             maxshape=(None, 5))
+        d.attrs["units"] = "m"
+        f["g/i"] = np.arange(6, dtype="i4")
+        f["g/s"] = lib.SoftLink("/g/d")
+        f["n"] = np.array([1.0, np.nan])
+        f["names"] = np.array([b"alpha", b"beta"])
+        f.create_dataset("tags", data=np.array(["alpha", "beta"], dtype=object),
+                         dtype=lib.string_dtype())
+        mutate = VARIANTS[variant][0]
+        mutate(f, lib)
+
+
+def _set(name, index, value):
+    def mutate(f, lib):
+        f[name][index] = value
+    return mutate
+
+
+def _wider_ints(f, lib):
+    del f["g/i"]
+    f["g/i"] = np.arange(6, dtype="i8")
+
+
+def _grow(f, lib):
+    f["g/d"].resize((5, 5))
+
+
+def _new_units(f, lib):
+    f["g/d"].attrs["units"] = "s"
+
+
+def _drop_names(f, lib):
+    del f["names"]
+
+
+def _retarget_soft_link(f, lib):
+    del f["g/s"]
+    f["g/s"] = lib.SoftLink("/n")
+
+
+def _names_as_group(f, lib):
+    del f["names"]
+    f.create_group("names")
+
+
+# variant: (change made to B, h5lake diff lines for A=same vs B=variant,
+#           {path: differing elements} an independent comparison must find)
+VARIANTS = {
+    "same": (lambda f, lib: None, [], {}),
+    "value": (_set("g/d", (1, 2), 99.0),
+              ["dataset /g/d: 1 difference (first at (1, 2): 7.0 != 99.0)"], {"/g/d": 1}),
+    "values": (_set("g/i", slice(None), [0, 1, 0, 3, 0, 5]),
+               ["dataset /g/i: 2 differences (first at (2): 2 != 0)"], {"/g/i": 2}),
+    "dtype": (_wider_ints,
+              ["dataset /g/i: type <i4 (32-bit little-endian integer) != "
+               "<i8 (64-bit little-endian integer)"], {"/g/i": 0}),
+    "shape": (_grow, ["dataset /g/d: shape {4/Inf, 5} != {5/Inf, 5}"], {"/g/d": 0}),
+    "attr": (_new_units, ["attribute 'units' of /g/d: 'm' != 's'"], {"/g/d": 0}),
+    "missing": (_drop_names, ["/names: only in A"], {"/names": 0}),
+    "link": (_retarget_soft_link, ["/g/s: Soft Link {/g/d} in A, Soft Link {/n} in B"], {"/g/s": 0}),
+    "kind": (_names_as_group, ["/names: dataset in A, group in B"], {"/names": 0}),
+    "string": (_set("tags", 1, "x"),
+               ["dataset /tags: 1 difference (first at (1): b'beta' != b'x')"], {"/tags": 1}),
+}
+
+
+def members(path, group="/"):
+    with h5lake.File(str(path), "r") as f:
+        return sorted(f[group])
+
+
+@pytest.fixture
+def sample(tmp_path):
+    path = tmp_path / "a.h5l"
+    write_sample(h5lake, path)
+    return path
+
+
+@pytest.fixture
+def rich(tmp_path):
+    """A store with every kind of link and a filtered dataset."""
+    path = tmp_path / "r.h5l"
+    with h5lake.File(str(path), "w") as f:
+        f.attrs["title"] = "run"
+        d = f.create_dataset("g/d", shape=(10, 20), dtype="i8", chunks=(4, 4), maxshape=(None, 20),
+                             compression="gzip", shuffle=True, fillvalue=-1)
+        d.attrs["units"] = "m"
+        f["g/s"] = h5lake.SoftLink("/g/d")
+        f["g/e"] = h5lake.ExternalLink("other.h5l", "/x")
+        f["t"] = np.dtype("<f4")
+        f["scalar"] = 1.5
+        f.create_group("empty")
+    return path
+
+
+# ---------------------------------------------------------------------------
+# ls
+# ---------------------------------------------------------------------------
+
+def test_ls_lists_members_like_h5ls(capsys, rich):
+    rc, out, err = run(capsys, "ls", rich)
+    assert (rc, err) == (0, "")
+    assert out == ["empty   Group", "g       Group", "scalar  Dataset {SCALAR}", "t       Type"]
+
+
+def test_ls_recursive(capsys, rich):
+    rc, out, _err = run(capsys, "ls", "-r", rich)
+    assert rc == 0
+    assert out == [
+        "/empty   Group",
+        "/g       Group",
+        "/g/d     Dataset {10/Inf, 20}",
+        "/g/e     External Link {other.h5l//x}",
+        "/g/s     Soft Link {/g/d}",
+        "/scalar  Dataset {SCALAR}",
+        "/t       Type",
+    ]
+
+
+def test_ls_inner_path_and_verbose(capsys, rich):
+    rc, out, _err = run(capsys, "ls", "-v", rich / "g")
+    assert rc == 0
+    assert out == [
+        "d  Dataset {10/Inf, 20}",
+        "    Type:       <i8 (64-bit little-endian integer)",
+        "    Chunks:     {4, 4} 128 bytes",
+        "    Filters:    gzip (4), shuffle",
+        "    Fill value: -1",
+        "    Attribute:  units = 'm'",
+        "e  External Link {other.h5l//x}",
+        "s  Soft Link {/g/d}",
+    ]
+
+
+def test_ls_of_a_dataset_and_a_cycle(capsys, rich):
+    with h5lake.File(str(rich), "r+") as f:
+        f["g/up"] = f
+    rc, out, _err = run(capsys, "ls", rich / "g" / "d")
+    assert (rc, out) == (0, ["d  Dataset {10/Inf, 20}"])
+    assert "/g/up    Group, same as /" in h5lake.ls(rich, recursive=True)
+
+
+def test_ls_group_argument_is_below_the_path(rich):
+    assert h5lake.ls(rich, group="g/d") == ["d  Dataset {10/Inf, 20}"]
+
+
+def test_ls_missing_paths_exit_2(capsys, rich, tmp_path):
+    rc, out, err = run(capsys, "ls", rich / "nope")
+    assert (rc, out) == (2, [])
+    assert err == f"h5lake ls: error: {rich / 'nope'}: no object /nope in {rich}\n"
+    rc, _out, err = run(capsys, "ls", tmp_path / "absent.h5l")
+    assert rc == 2 and err.startswith("h5lake ls: error: ") and "no such file" in err
+    (tmp_path / "plain").mkdir()
+    rc, _out, err = run(capsys, "ls", tmp_path / "plain")
+    assert rc == 2 and "not an h5lake store" in err
+
+
+def test_errors_raise_with_h5lake_debug(monkeypatch, rich):
+    monkeypatch.setenv("H5LAKE_DEBUG", "1")
+    with pytest.raises(KeyError):
+        cli.main(["ls", str(rich / "nope")])
+
+
+# ---------------------------------------------------------------------------
+# info
+# ---------------------------------------------------------------------------
+
+def _chunk_files(store):
+    return [os.path.join(d, n) for d, _s, files in os.walk(store) for n in files
+            if not n.endswith(".json")]
+
+
+def test_info_counts_and_bytes(capsys, tmp_path):
+    path = tmp_path / "i.h5l"
+    with h5lake.File(str(path), "w") as f:
+        f.attrs["a"] = 1
+        f.attrs["b"] = 2
+        full = f.create_dataset("g/full", data=np.arange(100.0).reshape(10, 10), chunks=(4, 4),
+                                compression="gzip")
+        full.attrs["c"] = 3
+        part = f.create_dataset("g/part", shape=(7,), dtype="i4", chunks=(3,))
+        part[0:3] = [1, 2, 3]
+        f.create_dataset("unwritten", shape=(5,), dtype="i2", chunks=(5,))
+        f["t"] = np.dtype("u1")
+        f["g/again"] = full                       # a second hard link: counted once as a dataset
+        f["soft"] = h5lake.SoftLink("/g/full")
+        f["ext1"] = h5lake.ExternalLink("x.h5l", "/a")
+        f["ext2"] = h5lake.ExternalLink("x.h5l", "/b")
+    summary = h5lake.info(path)
+    files = _chunk_files(path)
+    sizes = [os.path.getsize(p) for p in files]
+    total = sum(os.path.getsize(os.path.join(d, n)) for d, _s, fs in os.walk(path) for n in fs)
+    assert summary["store"] == str(path)
+    assert (summary["groups"], summary["datasets"], summary["datatypes"], summary["attributes"]) == (2, 3, 1, 3)
+    assert summary["links"] == {"hard": 6, "soft": 1, "external": 2}
+    # 3 x 3 chunks of (4, 4) cover (10, 10); one (3,) chunk written of g/part; none of unwritten
+    assert summary["chunks"] == len(files) == 9 + 1
+    assert summary["chunk_bytes"] == sum(sizes)
+    assert summary["stored_bytes"] == total == summary["metadata_bytes"] + summary["chunk_bytes"]
+    assert summary["logical_bytes"] == 100 * 8 + 7 * 4 + 5 * 2
+    assert summary["compression_ratio"] == pytest.approx(summary["logical_bytes"] / sum(sizes))
+
+    rc, out, _err = run(capsys, "info", "--json", path)
+    assert rc == 0 and json.loads("\n".join(out)) == summary
+    rc, out, _err = run(capsys, "info", path)
+    assert rc == 0
+    assert "chunks             10" in out and "soft links         1" in out
+    assert f"logical bytes      {summary['logical_bytes']} (838 B)" in out
+
+
+def test_info_of_an_empty_store_has_no_ratio(tmp_path):
+    path = tmp_path / "e.h5l"
+    h5lake.File(str(path), "w").close()
+    summary = h5lake.info(path)
+    assert (summary["groups"], summary["chunks"], summary["compression_ratio"]) == (1, 0, None)
+
+
+def test_info_refuses_an_inner_path(capsys, rich):
+    rc, _out, err = run(capsys, "info", rich / "g")
+    assert rc == 2 and "give the store path" in err
+
+
+# ---------------------------------------------------------------------------
+# diff between stores
+# ---------------------------------------------------------------------------
+
+def test_diff_equal_stores(capsys, tmp_path, sample):
+    write_sample(h5lake, tmp_path / "b.h5l")
+    rc, out, err = run(capsys, "diff", sample, tmp_path / "b.h5l")
+    assert (rc, out, err) == (0, [], "")
+
+
+@pytest.mark.parametrize("variant", [v for v in VARIANTS if v != "same"])
+def test_diff_finds_each_kind_of_difference(capsys, tmp_path, sample, variant):
+    write_sample(h5lake, tmp_path / "b.h5l", variant)
+    rc, out, _err = run(capsys, "diff", sample, tmp_path / "b.h5l")
+    assert (rc, out) == (1, VARIANTS[variant][1])
+    rc, out, _err = run(capsys, "diff", "-q", sample, tmp_path / "b.h5l")
+    assert (rc, out) == (1, [])
+
+
+def test_diff_tolerances_and_nan(capsys, tmp_path):
+    for name, values in (("a", [100.0, np.nan, 1.0]), ("b", [100.001, np.nan, 1.0])):
+        with h5lake.File(str(tmp_path / f"{name}.h5l"), "w") as f:
+            f["x"] = np.array(values)
+    a, b = tmp_path / "a.h5l", tmp_path / "b.h5l"
+    assert run(capsys, "diff", a, b)[:2] == (1, ["dataset /x: 1 difference (first at (0): 100.0 != 100.001)"])
+    assert run(capsys, "diff", "--rtol", "1e-4", a, b)[:2] == (0, [])
+    assert run(capsys, "diff", "--atol", "0.01", a, b)[:2] == (0, [])
+    assert run(capsys, "diff", "--atol", "0.0001", a, b)[0] == 1
+
+
+def test_diff_inner_paths_open_objects_and_verbose(tmp_path, sample):
+    write_sample(h5lake, tmp_path / "b.h5l", "values")
+    assert h5lake.diff(sample / "g" / "i", tmp_path / "b.h5l" / "g" / "i", verbose=True) == [
+        "dataset /g/i: 2 differences (first at (2): 2 != 0)",
+        "    at (2): 2 != 0",
+        "    at (4): 4 != 0",
+    ]
+    assert h5lake.diff(sample / "names", sample / "names") == []
+    with h5lake.File(str(sample), "r") as fa, h5lake.File(str(tmp_path / "b.h5l"), "r") as fb:
+        assert h5lake.diff(fa["g"], fb["g"]) == ["dataset /g/i: 2 differences (first at (2): 2 != 0)"]
+
+
+def test_diff_reads_in_bounded_slabs(monkeypatch, tmp_path):
+    from h5lake._hl import tools
+    monkeypatch.setattr(tools, "_SLAB_BYTES", 64)       # 8 float64 per read
+    reads = []
+    real_read = tools._read
+    monkeypatch.setattr(tools, "_read", lambda d, sel: reads.append(sel) or real_read(d, sel))
+    for name, value in (("a", 0.0), ("b", 1.0)):
+        with h5lake.File(str(tmp_path / f"{name}.h5l"), "w") as f:
+            data = np.zeros((6, 20))
+            data[5, 19] = value
+            data[0, 3] = value
+            f["x"] = data
+    lines = h5lake.diff(tmp_path / "a.h5l", tmp_path / "b.h5l")
+    assert lines == ["dataset /x: 2 differences (first at (0, 3): 0.0 != 1.0)"]
+    assert len(reads) == 2 * 6 * 3                          # each row of 20 in 3 blocks of <= 8, per side
+    assert all(s[1].stop - s[1].start <= 8 for s in reads)
+
+
+def test_diff_missing_input_exits_2(capsys, tmp_path, sample):
+    rc, out, err = run(capsys, "diff", sample, tmp_path / "nope.h5l")
+    assert (rc, out) == (2, [])
+    assert err.startswith("h5lake diff: error: ") and "no such file" in err
+
+
+# ---------------------------------------------------------------------------
+# diff against HDF5 files, checked with h5py alone
+# ---------------------------------------------------------------------------
+
+def h5py_differences(path_a, path_b):
+    """{path: number of differing elements (0 when the difference is not in
+    values)} between two HDF5 files, compared with h5py and numpy only."""
+    found = {}
+
+    def note(path, count=0):
+        found[path] = found.get(path, 0) + count
+
+    def count_unequal(x, y):
+        if x.dtype.kind == "O":
+            return sum(p != q for p, q in zip(x.flat, y.flat))
+        unequal = x != y
+        if x.dtype.kind == "f":
+            unequal &= ~(np.isnan(x) & np.isnan(y))
+        return int(np.count_nonzero(unequal))
+
+    def same_attrs(a, b):
+        return set(a.attrs) == set(b.attrs) and all(
+            np.array_equal(a.attrs[k], b.attrs[k]) for k in a.attrs)
+
+    def link_of(group, name):
+        link = group.get(name, getlink=True)
+        return type(link), getattr(link, "path", None), getattr(link, "filename", None)
+
+    def compare(a, b, path):
+        if not same_attrs(a, b):
+            note(path)
+        for name in sorted(set(a) | set(b)):
+            child = path.rstrip("/") + "/" + name
+            if name not in a or name not in b or link_of(a, name) != link_of(b, name):
+                note(child)
+            elif isinstance(a.get(name, getlink=True), h5py.HardLink):
+                x, y = a[name], b[name]
+                if type(x) is not type(y):
+                    note(child)
+                elif isinstance(x, h5py.Group):
+                    compare(x, y, child)
+                elif not same_attrs(x, y) or x.dtype != y.dtype or x.shape != y.shape:
+                    note(child)
+                elif count := count_unequal(x[()], y[()]):
+                    note(child, count)
+
+    with h5py.File(path_a, "r") as fa, h5py.File(path_b, "r") as fb:
+        compare(fa, fb, "/")
+    return found
+
+
+_LINE = re.compile(r"(?:attribute '[^']*' of |dataset |datatype )?(/[^:]*): (?:(\d+) differences? )?")
+
+
+def differences_by_path(lines):
+    """h5lake.diff's lines as {path: differing elements}, as h5py_differences gives."""
+    found = {}
+    for line in lines:
+        match = _LINE.match(line)
+        assert match, line
+        found[match[1]] = found.get(match[1], 0) + int(match[2] or 0)
+    return found
+
+
+@needs_h5py
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_independent_h5py_comparison_finds_the_expected_differences(tmp_path, variant):
+    write_sample(h5py, tmp_path / "a.h5")
+    write_sample(h5py, tmp_path / "b.h5", variant)
+    assert h5py_differences(tmp_path / "a.h5", tmp_path / "b.h5") == VARIANTS[variant][2]
+    assert differences_by_path(VARIANTS[variant][1]) == VARIANTS[variant][2]
+
+
+@needs_h5py
+@needs_load
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_diff_of_hdf5_files_agrees_with_h5py(tmp_path, variant):
+    write_sample(h5py, tmp_path / "a.h5")
+    write_sample(h5py, tmp_path / "b.h5", variant)
+    write_sample(h5lake, tmp_path / "a.h5l")
+    expected = h5py_differences(tmp_path / "a.h5", tmp_path / "b.h5")
+    assert differences_by_path(h5lake.diff(tmp_path / "a.h5", tmp_path / "b.h5")) == expected
+    assert differences_by_path(h5lake.diff(tmp_path / "a.h5l", tmp_path / "b.h5")) == expected
+
+
+@needs_h5py
+@needs_load
+def test_diff_of_hdf5_file_with_userblock_and_inner_path(capsys, tmp_path, sample):
+    with h5py.File(tmp_path / "u.h5", "w", userblock_size=1024) as f:
+        f["g/d"] = np.arange(20.0).reshape(4, 5)
+        f["g/d"].attrs["units"] = "m"
+    rc, out, _err = run(capsys, "diff", tmp_path / "u.h5" / "g" / "d", sample / "g" / "d")
+    assert (rc, out) == (0, [])
+    rc, out, _err = run(capsys, "diff", tmp_path / "u.h5" / "g", sample / "g")
+    assert (rc, out) == (1, ["/g/i: only in B", "/g/s: only in B"])
+
+
+@needs_h5py
+def test_hdf5_signature_is_found_after_a_userblock(tmp_path, sample):
+    with h5py.File(tmp_path / "u.h5", "w", userblock_size=2048) as f:
+        f["x"] = 1
+    (tmp_path / "fake.h5").write_bytes(b"\0" * 4096)
+    assert is_hdf5_file(tmp_path / "u.h5")
+    assert not is_hdf5_file(tmp_path / "fake.h5")
+    assert not is_hdf5_file(sample)
+
+
+# ---------------------------------------------------------------------------
+# rm
+# ---------------------------------------------------------------------------
+
+def test_rm_store_and_inner_objects(capsys, rich):
+    assert run(capsys, "rm", rich / "g" / "s", rich / "empty") == (0, [], "")
+    assert members(rich) == ["g", "scalar", "t"] and members(rich, "g") == ["d", "e"]
+    assert run(capsys, "rm", rich)[0] == 0
+    assert not rich.exists()
+
+
+def test_rm_refuses_a_non_empty_group_without_r(capsys, rich):
+    rc, _out, err = run(capsys, "rm", rich / "g")
+    assert rc == 2 and "use -r" in err
+    assert "g" in members(rich)
+    assert run(capsys, "rm", "-r", rich / "g")[0] == 0
+    assert members(rich) == ["empty", "scalar", "t"]
+
+
+def test_rm_refuses_what_is_not_a_store(capsys, rich, tmp_path):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "keep.txt").write_text("x")
+    rc, _out, err = run(capsys, "rm", plain)
+    assert rc == 2 and "not an h5lake store" in err
+    assert (plain / "keep.txt").exists()
+    rc, _out, err = run(capsys, "rm", rich / "db")
+    assert rc == 2 and "no object /db" in err
+    assert (rich / "db").is_dir()
+
+
+# ---------------------------------------------------------------------------
+# cp, mv
+# ---------------------------------------------------------------------------
+
+def test_cp_store(capsys, tmp_path, sample):
+    copy = tmp_path / "copy.h5l"
+    assert run(capsys, "cp", sample, copy) == (0, [], "")
+    assert h5lake.diff(sample, copy) == []
+    with h5lake.File(str(copy), "r+") as f:
+        f["g/d"][0, 0] = 5
+    assert h5lake.diff(sample, copy) != []             # an independent copy
+
+    rc, _out, err = run(capsys, "cp", sample, copy)
+    assert rc == 2 and "already exists; use -f" in err
+    assert run(capsys, "cp", "-f", sample, copy)[0] == 0
+    assert h5lake.diff(sample, copy) == []
+
+
+def test_cp_force_never_replaces_a_non_store(capsys, tmp_path, sample):
+    (tmp_path / "plain").mkdir()
+    rc, _out, err = run(capsys, "cp", "-f", sample, tmp_path / "plain")
+    assert rc == 2 and "is not an h5lake store" in err
+
+
+def test_cp_object_between_stores_keeps_layout(capsys, tmp_path, rich):
+    other = tmp_path / "o.h5l"
+    h5lake.File(str(other), "w").close()
+    assert run(capsys, "cp", rich / "g", other)[0] == 0          # into the root, as /g
+    assert run(capsys, "cp", rich / "g" / "d", other / "copy")[0] == 0
+    with h5lake.File(str(rich), "r") as fa, h5lake.File(str(other), "r") as fb:
+        d = fb["copy"]
+        assert (d.chunks, d.compression, d.shuffle, d.maxshape, d.fillvalue) == (
+            (4, 4), "gzip", True, (None, 20), -1)
+        assert h5lake.diff(fa["g"], fb["g"]) == []
+    rc, _out, err = run(capsys, "cp", rich / "g" / "d", other / "copy")
+    assert rc == 2 and "/copy already exists" in err
+
+
+def test_cp_object_within_a_store(capsys, sample):
+    assert run(capsys, "cp", sample / "g" / "d", sample / "d2")[0] == 0
+    assert h5lake.diff(sample / "g" / "d", sample / "d2") == []
+
+
+def test_mv_store_and_objects(capsys, tmp_path, rich):
+    moved = tmp_path / "moved.h5l"
+    assert run(capsys, "mv", rich, moved) == (0, [], "")
+    assert not rich.exists() and moved.is_dir()
+    assert run(capsys, "mv", moved / "scalar", moved / "g")[0] == 0          # into a group
+    assert run(capsys, "mv", moved / "t", moved / "new" / "type")[0] == 0    # creating parents
+    with h5lake.File(str(moved), "r") as f:
+        assert sorted(f) == ["empty", "g", "new"]
+        assert f["g/scalar"][()] == 1.5 and isinstance(f["new/type"], h5lake.Datatype)
+
+
+def test_mv_refusals(capsys, tmp_path, rich, sample):
+    rc, _out, err = run(capsys, "mv", rich / "g", sample / "g2")
+    assert rc == 2 and "different stores" in err
+    rc, _out, err = run(capsys, "mv", rich / "g", rich / "g" / "inner")
+    assert rc == 2 and "into itself" in err
+    rc, _out, err = run(capsys, "mv", rich, sample)
+    assert rc == 2 and "already exists" in err
+    rc, _out, err = run(capsys, "mv", rich / "nope", rich / "x")
+    assert rc == 2 and f"no object /nope in {rich}" in err
+    assert "g" in members(rich) and members(rich, "g") == ["d", "e", "s"]
+
+
+# ---------------------------------------------------------------------------
+# the command line itself
+# ---------------------------------------------------------------------------
+
+def test_python_dash_m(rich):
+    done = subprocess.run([sys.executable, "-m", "h5lake", "ls", str(rich)],
+                          capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines()[1] == "g       Group"
+    done = subprocess.run([sys.executable, "-m", "h5lake", "--version"],
+                          capture_output=True, text=True, check=False)
+    assert done.stdout.strip() == f"h5lake {h5lake.__version__}"
+
+
+@pytest.mark.parametrize("command", ["ls", "info", "diff", "rm", "cp", "mv", "load", "get"])
+def test_every_command_has_help_with_an_example(capsys, command):
+    rc, out, _err = run(capsys, command, "--help")
+    assert rc == 0
+    assert out[0].startswith(f"usage: h5lake {command}")
+    assert "example:" in out and any(line.startswith(f"  h5lake {command} ") for line in out)
+
+
+def test_usage_errors_exit_2(capsys):
+    assert cli.main([]) == 2
+    assert cli.main(["frobnicate"]) == 2
+    assert "invalid choice: 'frobnicate'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text, size", [("4M", 4 << 20), ("8MB", 8 << 20), ("512k", 512 << 10),
+                                        ("1.5GiB", 3 << 29), ("65536", 65536)])
+def test_parse_size(text, size):
+    assert cli.parse_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["", "0", "-4M", "4X", "M"])
+def test_parse_size_rejects(text):
+    with pytest.raises(argparse.ArgumentTypeError, match="invalid size"):
+        cli.parse_size(text)
+
+
+def test_load_and_get_pass_their_options(capsys, monkeypatch):
+    calls = []
+    monkeypatch.setattr(h5lake, "load", lambda *a, **k: calls.append(("load", a, k)), raising=False)
+    monkeypatch.setattr(h5lake, "get", lambda *a, **k: calls.append(("get", a, k)), raising=False)
+    assert run(capsys, "load", "--link", "--hyperchunk", "4M", "-f", "in.h5", "out.h5l")[0] == 0
+    assert run(capsys, "load", "-q", "in.h5", "out.h5l")[0] == 0
+    assert run(capsys, "get", "-q", "out.h5l", "back.h5")[0] == 0
+    assert calls == [
+        ("load", ("in.h5", "out.h5l"), dict(link=True, hyperchunk=4 << 20, force=True, progress=True)),
+        ("load", ("in.h5", "out.h5l"), dict(link=False, hyperchunk=None, force=False, progress=False)),
+        ("get", ("out.h5l", "back.h5"), dict(force=False, progress=False)),
+    ]
+    rc, _out, err = run(capsys, "load", "--hyperchunk", "lots", "in.h5", "out.h5l")
+    assert rc == 2 and "invalid size 'lots'" in err
+
+
+def test_load_errors_are_reported(capsys, monkeypatch):
+    def failing_load(*_args, **_kwargs):
+        raise FileNotFoundError("in.h5: no such file")
+    monkeypatch.setattr(h5lake, "load", failing_load, raising=False)
+    assert run(capsys, "load", "in.h5", "out.h5l") == (2, [], "h5lake load: error: in.h5: no such file\n")

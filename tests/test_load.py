@@ -1,0 +1,224 @@
+"""`h5lake.load` (copy and link mode) and `h5lake.get` on real HDF5 files
+written by libhdf5, compared object by object and value by value with
+h5py's reading of the same file."""
+
+import json
+import os
+import shutil
+import glob
+
+import numpy as np
+import pytest
+
+import h5lake
+from diffutil import assert_same
+import h5files
+
+h5py = pytest.importorskip("h5py")
+
+
+def _walk(h5obj, lakeobj, where="/"):
+    """Asserts that an h5py group and an h5lake group hold the same tree:
+    link kinds and targets, attributes, dataset types, shapes, layouts,
+    filters, fill values and values."""
+    assert sorted(h5obj.keys()) == sorted(lakeobj.keys()), where
+    _same_attrs(h5obj, lakeobj, where)
+    for name in h5obj:
+        path = f"{where.rstrip('/')}/{name}"
+        hl = h5obj.get(name, getlink=True)
+        ll = lakeobj.get(name, getlink=True)
+        assert type(hl).__name__ == type(ll).__name__, path
+        if isinstance(hl, h5py.SoftLink):
+            assert hl.path == ll.path, path
+            continue
+        if isinstance(hl, h5py.ExternalLink):
+            assert (hl.filename, hl.path) == (ll.filename, ll.path), path
+            continue
+        h, l = h5obj[name], lakeobj[name]
+        if isinstance(h, h5py.Group):
+            assert isinstance(l, h5lake.Group), path
+            if path.count("/loop") < 1:
+                _walk(h, l, path)
+        elif isinstance(h, h5py.Dataset):
+            _same_dataset(h, l, path)
+        else:
+            assert isinstance(l, h5lake.Datatype), path
+            assert h.dtype == l.dtype, path
+            _same_attrs(h, l, path)
+
+
+def _same_attrs(h, l, where):
+    assert sorted(h.attrs.keys()) == sorted(l.attrs.keys()), where
+    for k in h.attrs:
+        assert_same(h.attrs[k], l.attrs[k], f"{where} attr {k}")
+
+
+def _packed(dt):
+    """A compound dtype without padding: h5lake stores compound members
+    packed, as HSDS does, so a padded HDF5 type comes back packed."""
+    if dt.names is None:
+        return dt
+    return np.dtype([(n, _packed(dt.fields[n][0])) for n in dt.names])
+
+
+def _same_dataset(h, l, path):
+    assert isinstance(l, h5lake.Dataset), path
+    assert l.dtype == _packed(h.dtype), path
+    assert l.shape == h.shape, path
+    assert l.maxshape == h.maxshape, path
+    assert l.compression == h.compression, path
+    assert l.compression_opts == h.compression_opts, path
+    assert l.shuffle == h.shuffle, path
+    assert l.fletcher32 == h.fletcher32, path
+    if h.chunks is not None:
+        assert l.chunks is not None, path
+    if h.fillvalue is not None and h.dtype.kind not in "OV":
+        assert_same(h.fillvalue, l.fillvalue, f"{path} fillvalue")
+    _same_attrs(h, l, path)
+    if h.shape is None:
+        return
+    hv = h[()]
+    if h.dtype != l.dtype:
+        hv = np.asarray(hv).astype(l.dtype)
+    assert_same(hv, l[()], path)
+
+
+@pytest.fixture(scope="module")
+def everything(tmp_path_factory):
+    return h5files.write_everything(str(tmp_path_factory.mktemp("src") / "everything.h5"))
+
+
+@pytest.mark.parametrize("link", [False, True], ids=["copy", "link"])
+def test_load_round_trips_every_object(everything, tmp_path, link):
+    dest = tmp_path / "loaded.h5l"
+    report = h5lake.load(everything, dest, link=link)
+    assert report["datasets"] >= 20 and report["groups"] == 4
+    assert report["skipped"] == []
+    with h5py.File(everything, "r") as h, h5lake.File(dest, "r") as l:
+        _walk(h, l)
+        # One object behind two hard links, and a cycle back to /grp.
+        assert l["grp/gzip"].id == l["grp/hard_again"].id
+        assert l["grp/sub/loop"].id == l["grp"].id
+    if link:
+        assert report["linked_datasets"] >= 5
+    else:
+        assert report["linked_datasets"] == 0 and report["chunks"] > 0
+
+
+def test_link_mode_reads_from_the_source_file(everything, tmp_path):
+    src = tmp_path / "moved.h5"
+    shutil.copy(everything, src)
+    dest = tmp_path / "linked.h5l"
+    h5lake.load(src, dest, link=True, hyperchunk=0)
+    chunk_files = [p for p in glob.glob(str(dest / "db/**/*"), recursive=True)
+                   if os.path.isfile(p) and not os.path.basename(p).startswith(".")]
+    with h5lake.File(dest, "r") as l:
+        doc_layout = l["grp/gzip"].id.layout if hasattr(l["grp/gzip"].id, "layout") else None
+        expected = h5py.File(src, "r")["grp/gzip"][...]
+        np.testing.assert_array_equal(l["grp/gzip"][...], expected)
+    # Chunked data stayed in the source: the only chunk objects are the
+    # copied variable-length, compact and padded-compound datasets.
+    assert len(chunk_files) < 12, chunk_files
+    os.remove(src)
+    with h5lake.File(dest, "r") as l:
+        with pytest.raises((OSError, KeyError)):
+            l["grp/gzip"][...]
+    del doc_layout
+
+
+def test_link_mode_writes_are_copy_on_write(everything, tmp_path):
+    dest = tmp_path / "cow.h5l"
+    h5lake.load(everything, dest, link=True)
+    before = h5py.File(everything, "r")["grp/gzip"][...]
+    with h5lake.File(dest, "r+") as l:
+        l["grp/gzip"][0, :5] = -7
+        got = l["grp/gzip"][...]
+    expected = before.copy()
+    expected[0, :5] = -7
+    np.testing.assert_array_equal(got, expected)
+    # The source file is untouched.
+    np.testing.assert_array_equal(h5py.File(everything, "r")["grp/gzip"][...], before)
+
+
+@pytest.mark.parametrize("hyperchunk", [0, 30_000, 200_000, None])
+def test_hyperchunks_read_the_same_values(tmp_path, hyperchunk):
+    src = h5files.write_many_small_chunks(str(tmp_path / "small.h5"), n_datasets=3,
+                                          rows=50_000, chunk=1_000)
+    with h5py.File(src, "a") as f:
+        f.create_dataset("grid", data=np.arange(300 * 70, dtype="i4").reshape(300, 70),
+                         chunks=(7, 9), compression="gzip")
+    dest = tmp_path / "hyper.h5l"
+    h5lake.load(src, dest, link=True, hyperchunk=hyperchunk)
+    with h5py.File(src, "r") as h, h5lake.File(dest, "r") as l:
+        for name in ("gt0/heights_0", "gt1/time_1", "grid"):
+            np.testing.assert_array_equal(l[name][...], h[name][...])
+        np.testing.assert_array_equal(l["gt0/heights_0"][12_345:23_456:3],
+                                      h["gt0/heights_0"][12_345:23_456:3])
+        np.testing.assert_array_equal(l["grid"][5:250:7, 3:66], h["grid"][5:250:7, 3:66])
+        if hyperchunk == 200_000:
+            assert l["gt0/heights_0"].chunks == (25_000,)
+            assert l["grid"].chunks[1] == 72
+
+
+def test_files_shipped_with_h5py(tmp_path):
+    files = glob.glob(os.path.join(os.path.dirname(h5py.__file__), "tests", "data_files", "*.h5"))
+    assert files
+    for i, src in enumerate(files):
+        for link in (False, True):
+            dest = tmp_path / f"{i}-{link}.h5l"
+            h5lake.load(src, dest, link=link)
+            with h5py.File(src, "r") as h, h5lake.File(dest, "r") as l:
+                _walk(h, l)
+
+
+def test_not_hdf5_truncated_and_missing(tmp_path, everything):
+    text = tmp_path / "notes.h5"
+    text.write_text("just text\n")
+    with pytest.raises(OSError, match="not an HDF5 file"):
+        h5lake.load(text, tmp_path / "a.h5l")
+    cut = tmp_path / "cut.h5"
+    cut.write_bytes(open(everything, "rb").read()[:3000])
+    with pytest.raises(OSError, match="truncated or damaged"):
+        h5lake.load(cut, tmp_path / "b.h5l")
+    with pytest.raises(FileNotFoundError):
+        h5lake.load(tmp_path / "nope.h5", tmp_path / "c.h5l")
+    assert sorted(os.listdir(tmp_path)) == ["cut.h5", "notes.h5"]
+
+
+def test_unsupported_filter_is_named_and_nothing_is_left(tmp_path):
+    src = h5files.write_unsupported_filter(str(tmp_path / "lzf.h5"))
+    with pytest.raises(OSError, match="lzf"):
+        h5lake.load(src, tmp_path / "out.h5l")
+    assert os.listdir(tmp_path) == ["lzf.h5"]
+
+
+def test_existing_destination_needs_force(tmp_path, everything):
+    dest = tmp_path / "d.h5l"
+    h5lake.load(everything, dest)
+    with h5lake.File(dest, "r+") as f:
+        f["marker"] = 1
+    with pytest.raises(FileExistsError, match="force"):
+        h5lake.load(everything, dest)
+    with h5lake.File(dest, "r") as f:
+        assert "marker" in f
+    h5lake.load(everything, dest, force=True)
+    with h5lake.File(dest, "r") as f:
+        assert "marker" not in f and "grp" in f
+    plain = tmp_path / "somedir"
+    plain.mkdir()
+    (plain / "keep.txt").write_text("x")
+    with pytest.raises(FileExistsError):
+        h5lake.load(everything, plain, force=True)
+    assert (plain / "keep.txt").exists()
+
+
+def test_cli_load_and_ls(tmp_path, everything, capsys):
+    from h5lake.cli import main
+    dest = tmp_path / "cli.h5l"
+    assert main(["load", "--link", "--hyperchunk", "1M", "-q", everything, str(dest)]) == 0
+    assert main(["ls", "-r", str(dest)]) == 0
+    out = capsys.readouterr().out
+    assert "gzip" in out and "Soft Link {/grp/gzip}" in out
+    assert main(["load", "-q", everything, str(dest)]) == 2
+    assert "force" in capsys.readouterr().err
+    assert main(["diff", everything, str(dest)]) == 0
