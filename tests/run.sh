@@ -6,6 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # A build directory outside the clone keeps rebuilds incremental across clones.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/h5lake-target}"
+# The bundled HDF5 C library needs CMake >= 3.26 (newer than many distros').
+python3 -m pip install -q --disable-pip-version-check "cmake>=3.26"
+export CMAKE="${CMAKE:-$(python3 -c 'import cmake, os; print(os.path.join(cmake.CMAKE_BIN_DIR, "cmake"))')}"
 python3 -m pip install -q --disable-pip-version-check ".[test]"
 cargo test --workspace --exclude h5lake-python
 # Run from tests/ so that `import h5lake` finds the installed package, not ./python.

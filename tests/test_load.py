@@ -192,6 +192,45 @@ def test_unsupported_filter_is_named_and_nothing_is_left(tmp_path):
     assert os.listdir(tmp_path) == ["lzf.h5"]
 
 
+def test_scaleoffset_is_named(tmp_path):
+    src = tmp_path / "so.h5"
+    with h5py.File(src, "w") as f:
+        f.create_dataset("so", data=np.arange(100, dtype="i4"), chunks=(10,), scaleoffset=0)
+    for link in (False, True):
+        with pytest.raises(OSError, match="scaleoffset"):
+            h5lake.load(src, tmp_path / "out.h5l", link=link)
+    assert os.listdir(tmp_path) == ["so.h5"]
+
+
+@pytest.mark.parametrize("link", [False, True], ids=["copy", "link"])
+def test_plugin_filters(tmp_path, link):
+    """zstd, lz4 and Blosc chunks as hdf5plugin writes them; codecs h5lake
+    lacks (bitshuffle, blosclz) are refused at load time, named."""
+    hdf5plugin = pytest.importorskip("hdf5plugin")
+    data = (np.arange(100_000, dtype="f4") % 977).reshape(100, 1000)
+    src = tmp_path / "plugins.h5"
+    with h5py.File(src, "w") as f:
+        f.create_dataset("zstd", data=data, chunks=(10, 100), **hdf5plugin.Zstd(clevel=3))
+        f.create_dataset("lz4", data=data, chunks=(10, 100), **hdf5plugin.LZ4())
+        for cname in ("lz4", "lz4hc", "zlib", "zstd"):
+            f.create_dataset("blosc_" + cname, data=data, chunks=(10, 100),
+                             **hdf5plugin.Blosc(cname=cname, clevel=5))
+    dest = tmp_path / "plugins.h5l"
+    h5lake.load(src, dest, link=link)
+    with h5lake.File(dest, "r") as l:
+        for name in ("zstd", "lz4", "blosc_lz4", "blosc_lz4hc", "blosc_zlib", "blosc_zstd"):
+            np.testing.assert_array_equal(l[name][...], data, err_msg=name)
+            np.testing.assert_array_equal(l[name][3:77:5, 17:900:13], data[3:77:5, 17:900:13])
+    for bad, kw in (("blosclz", hdf5plugin.Blosc(cname="blosclz")),
+                    ("bitshuffle", hdf5plugin.Blosc(cname="lz4", shuffle=hdf5plugin.Blosc.BITSHUFFLE))):
+        src2 = tmp_path / f"{bad}.h5"
+        with h5py.File(src2, "w") as f:
+            f.create_dataset("x", data=data, chunks=(10, 100), **kw)
+        with pytest.raises(OSError, match=bad):
+            h5lake.load(src2, tmp_path / f"{bad}.h5l", link=link)
+        assert not (tmp_path / f"{bad}.h5l").exists()
+
+
 def test_existing_destination_needs_force(tmp_path, everything):
     dest = tmp_path / "d.h5l"
     h5lake.load(everything, dest)

@@ -27,3 +27,26 @@ def test_demo_module_runs(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "names = ['alpha', 'béta', 'gamma']" in r.stdout
     assert (tmp_path / "tour.h5l" / ".domain.json").is_file()
+
+
+def test_readme_commands_run(tmp_path):
+    """Every `h5lake ...` line of the README's command block, in order, on an
+    ICESat-2-like file; each must exit 0."""
+    import h5py
+    import numpy as np
+    block = re.search(r"```sh\n(h5lake load .*?)```", README.read_text(), flags=re.S).group(1)
+    commands = [line.split("#")[0].split() for line in block.splitlines() if line.strip()]
+    assert len(commands) >= 8 and all(c[0] == "h5lake" for c in commands)
+    with h5py.File(tmp_path / "ATL03.h5", "w") as f:
+        for beam in ("gt1l", "gt1r"):
+            g = f.create_group(beam)
+            g.create_dataset("h_ph", data=np.arange(50_000, dtype="f4"), chunks=(10_000,),
+                             compression="gzip")
+            g.create_dataset("lat_ph", data=np.linspace(-80, 80, 50_000), chunks=(10_000,))
+            g.attrs["description"] = f"beam {beam}"
+    for cmd in commands:
+        r = subprocess.run([sys.executable, "-m", "h5lake", *cmd[1:]], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, (cmd, r.stdout, r.stderr)
+    with h5py.File(tmp_path / "copy.h5", "r") as f:
+        np.testing.assert_array_equal(f["gt1r/h_ph"][...], np.arange(50_000, dtype="f4"))

@@ -102,14 +102,28 @@ def _mv(args):
 
 
 def _load(args):
-    h5lake.load(args.src, args.dest, link=args.link, hyperchunk=args.hyperchunk,
-                force=args.force, progress=not args.quiet)
+    report = h5lake.load(args.src, args.dest, link=args.link, hyperchunk=args.hyperchunk,
+                         force=args.force, progress=not args.quiet)
+    _summarize("load", args, report, f"linked {report['linked_datasets']} datasets to {args.src}, "
+               if report["linked_datasets"] else "")
     return 0
 
 
 def _get(args):
-    h5lake.get(args.src, args.dest, force=args.force, progress=not args.quiet)
+    report = h5lake.get(args.src, args.dest, force=args.force, progress=not args.quiet)
+    _summarize("get", args, report, "")
     return 0
+
+
+def _summarize(cmd, args, report, extra):
+    """One line of what was done, and a warning per object that was not
+    (stderr, so that stdout stays clean for scripts)."""
+    for item in report["skipped"]:
+        print(f"h5lake {cmd}: warning: not copied: {item}", file=sys.stderr)
+    if not args.quiet:
+        print(f"h5lake {cmd}: {args.dest}: {report['groups']} groups, {report['datasets']} datasets, "
+              f"{report['attributes']} attributes, {report['links']} links; {extra}"
+              f"{report['bytes'] / 1e6:.1f} MB of data", file=sys.stderr)
 
 
 # ---------------------------------------------------------------------------

@@ -549,7 +549,8 @@ impl Domain {
                             return Ok(());
                         }
                     }
-                    self.with_chunk(&m, &key, use_cache, &fill_chunk, |src| {
+                    let region = chunk_region(&parts);
+                    self.with_chunk(&m, &key, use_cache, &fill_chunk, Some(&region), |src| {
                         // SAFETY: chunk tasks write disjoint output elements and
                         // the selection was validated against the buffer size.
                         walk(&parts, &cs, &os, &mut |s, d, n| unsafe {
@@ -563,7 +564,7 @@ impl Domain {
                 let use_cache = self.fits_cache(&m, groups.len());
                 for_each_task(groups.len(), |g| -> Result<()> {
                     let (coords, pts) = &groups[g];
-                    self.with_chunk(&m, &m.key(coords), use_cache, &fill_chunk, |src| {
+                    self.with_chunk(&m, &m.key(coords), use_cache, &fill_chunk, None, |src| {
                         for &(s, d) in pts {
                             // SAFETY: every point has its own output slot.
                             unsafe { proj.copy(src, s, ptr, d, 1) };
@@ -882,14 +883,34 @@ impl Domain {
     /// written). Through the cache when `use_cache`; otherwise a streaming
     /// read into a per-thread buffer that is reused from chunk to chunk, so
     /// a big scan does not fault in fresh pages for every chunk.
+    ///
+    /// `region` (chunk-local `[lo, hi)` per dimension) bounds the elements
+    /// `f` will look at: a linked hyper-chunk then reads and decodes only
+    /// the source chunks inside it, and is not cached half-filled.
     fn with_chunk(
         &self,
         m: &DatasetMeta,
         key: &str,
         use_cache: bool,
         fill: &std::sync::OnceLock<Vec<u8>>,
+        region: Option<&[(u64, u64)]>,
         f: impl FnOnce(&[u8]),
     ) -> Result<()> {
+        if let (Some(link), Some(region)) = (&m.link, region) {
+            if link.is_hyper(&m.chunk) && !link.covers_all_subs(&m.chunk, region) {
+                if let Some(stored) = self.store().get(key)? {
+                    f(&m.decode(stored)?);
+                    return Ok(());
+                }
+                let coords = parse_chunk_name(&key[m.prefix.len()..], m.dims.len())
+                    .ok_or_else(|| EngineError::Corrupt(format!("bad chunk key {key}")))?;
+                match self.linked_chunk(m, link, &coords, Some(region))? {
+                    Some(data) => f(&data),
+                    None => f(fill.get_or_init(|| m.fill_chunk())),
+                }
+                return Ok(());
+            }
+        }
         if use_cache && self.cache.enabled() {
             match self.load_chunk(m, key, true)? {
                 Some(c) => f(&c),
@@ -966,7 +987,7 @@ impl Domain {
         let Some(coords) = parse_chunk_name(&key[m.prefix.len()..], m.dims.len()) else {
             return Ok(None);
         };
-        Ok(self.linked_chunk(m, link, &coords)?.map(Bytes::from))
+        Ok(self.linked_chunk(m, link, &coords, None)?.map(Bytes::from))
     }
 
     /// Whether a read of `chunks` chunks is small enough to go through the cache.
@@ -1074,6 +1095,24 @@ fn hidden_chunks(dims: &[u64], esize: u64) -> Vec<u64> {
         c[i] = c[i].div_ceil(2);
     }
     c
+}
+
+/// The chunk-local bounding box `[lo, hi)` per dimension of a chunk's part
+/// of a selection.
+fn chunk_region(parts: &[&DimPart]) -> Vec<(u64, u64)> {
+    parts
+        .iter()
+        .map(|p| {
+            let lo = p.runs.iter().map(|r| r.src).min().unwrap_or(0);
+            let hi = p
+                .runs
+                .iter()
+                .map(|r| r.src + (r.len.max(1) - 1) * r.step + 1)
+                .max()
+                .unwrap_or(0);
+            (lo, hi)
+        })
+        .collect()
 }
 
 fn parse_chunk_name(name: &str, rank: usize) -> Option<Vec<u64>> {

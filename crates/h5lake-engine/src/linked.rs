@@ -169,6 +169,30 @@ impl LinkedLayout {
         )))
     }
 
+    /// Whether logical chunks group several source chunks.
+    pub(crate) fn is_hyper(&self, chunk: &[u64]) -> bool {
+        self.sub_chunk != chunk
+    }
+
+    /// Whether `region` (chunk-local `[lo, hi)` per dimension) touches every
+    /// source chunk of a logical chunk.
+    pub(crate) fn covers_all_subs(&self, chunk: &[u64], region: &[(u64, u64)]) -> bool {
+        region
+            .iter()
+            .zip(&self.sub_chunk)
+            .zip(chunk)
+            .all(|(((lo, hi), s), c)| *lo < *s && *hi > c - s)
+    }
+
+    /// Element origin (chunk-local) of sub-chunk `i` (C order).
+    fn sub_origin(&self, chunk: &[u64], i: usize) -> Vec<u64> {
+        let per = self.subs_per_chunk(chunk);
+        let ps = strides(&per);
+        (0..per.len())
+            .map(|d| (i as u64 / ps[d]) % per[d] * self.sub_chunk[d])
+            .collect()
+    }
+
     fn subs_per_chunk(&self, chunk: &[u64]) -> Vec<u64> {
         chunk
             .iter()
@@ -290,11 +314,15 @@ impl Domain {
 
     /// The decoded logical chunk `coords` of a linked dataset, `None` if the
     /// source holds none of it.
+    ///
+    /// With `region` (chunk-local `[lo, hi)` per dimension), source chunks
+    /// outside it are neither read nor decoded (they read as fill).
     pub(crate) fn linked_chunk(
         &self,
         m: &DatasetMeta,
         link: &LinkedLayout,
         coords: &[u64],
+        region: Option<&[(u64, u64)]>,
     ) -> Result<Option<Vec<u8>>> {
         let es = m.dtype.fixed_size().unwrap_or(0);
         let file = self.linked_files.get(&link.file_uri)?;
@@ -305,11 +333,22 @@ impl Domain {
         if entries.iter().all(Option::is_none) {
             return Ok(None);
         }
+        let wanted = |i: usize| match region {
+            None => true,
+            Some(r) => {
+                let o = link.sub_origin(&m.chunk, i);
+                (0..o.len()).all(|d| o[d] < r[d].1 && o[d] + link.sub_chunk[d] > r[d].0)
+            }
+        };
         let present: Vec<(usize, (u64, u64))> = entries
             .iter()
             .enumerate()
+            .filter(|&(i, _)| wanted(i))
             .filter_map(|(i, e)| e.map(|p| (i, p)))
             .collect();
+        if present.is_empty() {
+            return Ok(None);
+        }
         let ranges: Vec<(u64, u64)> = present.iter().map(|&(_, p)| p).collect();
         let raw = read_ranges(&file, &ranges)?;
         let sub_elems = link.sub_chunk.iter().product::<u64>() as usize;
@@ -330,8 +369,7 @@ impl Domain {
             return Ok(Some(data));
         }
         let mut out = m.fill_chunk();
-        let per = link.subs_per_chunk(&m.chunk);
-        let per_strides = strides(&per);
+        let last = m.chunk.len() - 1;
         let cs = strides(&m.chunk);
         for ((i, _), bytes) in present.iter().zip(&raw) {
             let sub = decode(bytes)?;
@@ -343,11 +381,7 @@ impl Domain {
                     sub_elems * es
                 )));
             }
-            // Sub-chunk position within the logical chunk, in elements.
-            let origin: Vec<u64> = (0..per.len())
-                .map(|d| (*i as u64 / per_strides[d]) % per[d] * link.sub_chunk[d])
-                .collect();
-            let last = per.len() - 1;
+            let origin = link.sub_origin(&m.chunk, *i);
             let row = link.sub_chunk[last] as usize * es;
             let rows = sub_elems / link.sub_chunk[last] as usize;
             for r in 0..rows {

@@ -171,6 +171,7 @@ pub(crate) fn temp_sibling(dest: &Path) -> Result<PathBuf> {
 enum Job {
     /// Chunks of a chunked dataset, same chunk shape on both sides.
     Chunks {
+        path: String,
         meta: DatasetMeta,
         chunks: Vec<StoredChunk>,
         source: Pipeline,
@@ -454,6 +455,7 @@ impl Loader<'_> {
             let chunks = h5::stored_chunks(d, dims.len())?;
             let masked = chunks.iter().any(|c| c.filter_mask != 0);
             if linkable && !masked {
+                check_decodable(&self.src, &pipeline, &chunks, &chunk, es, path)?;
                 self.report.linked_datasets += 1;
                 self.report.bytes += chunks.iter().map(|c| c.size).sum::<u64>();
                 self.linked_chunked(&dt, shape, cprops, &dims, &chunk, &chunks)?
@@ -465,6 +467,7 @@ impl Loader<'_> {
                 } else if !chunks.is_empty() {
                     let meta = self.dom.dataset_meta(&id)?;
                     self.jobs.push(Job::Chunks {
+                        path: path.to_string(),
                         meta,
                         chunks,
                         source: pipeline,
@@ -709,13 +712,20 @@ impl Loader<'_> {
                 }
                 let n = match &jobs[j] {
                     Job::Chunks {
+                        path,
                         meta,
                         chunks,
                         source,
                         repack,
                     } => {
                         let c = &chunks[k];
-                        copy_chunk(dom, &file, meta, c, source, repack.as_ref())?;
+                        copy_chunk(dom, &file, meta, c, source, repack.as_ref())
+                            .map_err(|e| match e {
+                                Hdf5Error::Codec(e) => {
+                                    Hdf5Error::Unsupported(format!("dataset {path}: {e}"))
+                                }
+                                e => e,
+                            })?;
                         chunks_done.fetch_add(1, Ordering::Relaxed);
                         c.size
                     }
@@ -778,7 +788,7 @@ fn copy_chunk(
     file.read_exact_at(&mut buf, c.addr)?;
     let file_elem = repack.map_or(meta.dtype.fixed_size().unwrap_or(0), |r| r.file_elem);
     let elems: u64 = meta.chunk.iter().product();
-    let raw = if source.is_empty() || c.filter_mask == u32::MAX {
+    let raw = if source.is_empty() {
         buf
     } else {
         let applied = Pipeline::new(
@@ -790,12 +800,7 @@ fn copy_chunk(
                 .map(|(_, f)| f.clone())
                 .collect(),
         );
-        applied.decode_as(
-            &buf,
-            file_elem,
-            Some(elems as usize * file_elem),
-            ChunkFormat::Hdf5,
-        )?
+        applied.decode_as(&buf, file_elem, Some(elems as usize * file_elem), ChunkFormat::Hdf5)?
     };
     let raw = match repack {
         Some(r) => r.apply(&raw),
@@ -803,6 +808,33 @@ fn copy_chunk(
     };
     let coords: Vec<u64> = c.offset.iter().zip(&meta.chunk).map(|(o, k)| o / k).collect();
     dom.write_chunk(meta, &coords, raw)?;
+    Ok(())
+}
+
+/// In link mode chunks are decoded only when read, so a codec h5lake lacks
+/// would surface long after the load. A Blosc frame names its inner codec
+/// only in its bytes: decode one chunk now to find out.
+fn check_decodable(
+    src: &Path,
+    pipeline: &Pipeline,
+    chunks: &[StoredChunk],
+    chunk: &[u64],
+    elem: usize,
+    path: &str,
+) -> Result<()> {
+    let blosc = pipeline
+        .filters
+        .iter()
+        .any(|f| matches!(f, h5lake_codecs::Filter::Blosc { .. }));
+    let Some(first) = chunks.first().filter(|_| blosc) else {
+        return Ok(());
+    };
+    let mut buf = vec![0u8; first.size as usize];
+    File::open(src)?.read_exact_at(&mut buf, first.addr)?;
+    let n = chunk.iter().product::<u64>() as usize * elem;
+    pipeline
+        .decode_as(&buf, elem, Some(n), ChunkFormat::Hdf5)
+        .map_err(|e| Hdf5Error::Unsupported(format!("dataset {path}: {e}")))?;
     Ok(())
 }
 
