@@ -451,3 +451,61 @@ impl Domain {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::io::Write;
+
+    #[test]
+    fn contiguous_chunks_are_whole_trailing_rows() {
+        // Small: one chunk.
+        assert_eq!(contiguous_chunk_dims(&[10, 100], 8, 4 << 20), vec![10, 100]);
+        // Rows of 8 KB, ~4 MiB per chunk.
+        assert_eq!(contiguous_chunk_dims(&[100_000, 1024], 8, 4 << 20), vec![512, 1024]);
+        // One row is bigger than the target: split the next dimension.
+        assert_eq!(
+            contiguous_chunk_dims(&[4, 1000, 1000], 8, 4 << 20),
+            vec![1, 524, 1000]
+        );
+        assert_eq!(contiguous_chunk_dims(&[3, 0], 4, 100), vec![3, 1]);
+    }
+
+    #[test]
+    fn ranges_are_coalesced_and_returned_in_request_order() {
+        let mut f = tempfile::tempfile().unwrap();
+        let data: Vec<u8> = (0..=255u8).cycle().take(300_000).collect();
+        f.write_all(&data).unwrap();
+        let ranges = [(200_000, 10), (5, 3), (0, 4), (9, 2), (299_990, 10)];
+        let got = read_ranges(&f, &ranges).unwrap();
+        for ((o, n), bytes) in ranges.iter().zip(&got) {
+            assert_eq!(bytes.as_slice(), &data[*o as usize..(*o + *n) as usize]);
+        }
+        assert!(read_ranges(&f, &[(299_995, 10)]).is_err());
+    }
+
+    #[test]
+    fn layouts_parse_and_reject_what_they_miss() {
+        let dims = [100u64, 60];
+        let l = json!({"class": "H5D_CHUNKED_REF_INDIRECT", "file_uri": "/x.h5",
+                       "dims": [20, 30], "hyper_dims": [10, 30], "chunk_table": "d-1"});
+        let (link, chunk) = LinkedLayout::parse("d", &l, &dims, 4).unwrap().unwrap();
+        assert_eq!(chunk, vec![20, 30]);
+        assert!(link.is_hyper(&chunk));
+        assert_eq!(link.sub_origin(&chunk, 1), vec![10, 0]);
+        assert!(link.covers_all_subs(&chunk, &[(5, 15), (0, 30)]));
+        assert!(!link.covers_all_subs(&chunk, &[(0, 8), (0, 30)]));
+        let bad = json!({"class": "H5D_CHUNKED_REF", "file_uri": "/x.h5", "dims": [20, 30],
+                         "hyper_dims": [7, 30], "chunks": {}});
+        assert!(LinkedLayout::parse("d", &bad, &dims, 4).is_err());
+        let inline = json!({"class": "H5D_CHUNKED_REF", "file_uri": "/x.h5", "dims": [50, 60],
+                            "chunks": {"0_0": [10, 20], "1_0": [[30, 5]]}});
+        let (link, _) = LinkedLayout::parse("d", &inline, &dims, 4).unwrap().unwrap();
+        let LinkIndex::Inline(map) = &link.index else { panic!("inline") };
+        assert_eq!(map[&vec![1, 0]], vec![(30, 5)]);
+        assert!(LinkedLayout::parse("d", &json!({"class": "H5D_CHUNKED"}), &dims, 4)
+            .unwrap()
+            .is_none());
+    }
+}
