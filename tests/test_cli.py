@@ -579,9 +579,17 @@ def test_parse_size_rejects(text):
 
 def test_load_and_get_pass_their_options(capsys, monkeypatch):
     calls = []
-    monkeypatch.setattr(h5lake, "load", lambda *a, **k: calls.append(("load", a, k)), raising=False)
-    monkeypatch.setattr(h5lake, "get", lambda *a, **k: calls.append(("get", a, k)), raising=False)
-    assert run(capsys, "load", "--link", "--hyperchunk", "4M", "-f", "in.h5", "out.h5l")[0] == 0
+    report = dict(groups=1, datasets=2, attributes=0, links=2, linked_datasets=1, bytes=10,
+                  skipped=["/r: a reference"])
+
+    def fake(name):
+        return lambda *a, **k: calls.append((name, a, k)) or report
+
+    monkeypatch.setattr(h5lake, "load", fake("load"), raising=False)
+    monkeypatch.setattr(h5lake, "get", fake("get"), raising=False)
+    rc, _out, err = run(capsys, "load", "--link", "--hyperchunk", "4M", "-f", "in.h5", "out.h5l")
+    assert rc == 0
+    assert "warning: not copied: /r: a reference" in err and "linked 1 datasets" in err
     assert run(capsys, "load", "-q", "in.h5", "out.h5l")[0] == 0
     assert run(capsys, "get", "-q", "out.h5l", "back.h5")[0] == 0
     assert calls == [

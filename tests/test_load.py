@@ -17,7 +17,7 @@ import h5files
 h5py = pytest.importorskip("h5py")
 
 
-def _walk(h5obj, lakeobj, where="/"):
+def _walk(h5obj, lakeobj, where="/", lib=h5lake):
     """Asserts that an h5py group and an h5lake group hold the same tree:
     link kinds and targets, attributes, dataset types, shapes, layouts,
     filters, fill values and values."""
@@ -36,13 +36,13 @@ def _walk(h5obj, lakeobj, where="/"):
             continue
         h, l = h5obj[name], lakeobj[name]
         if isinstance(h, h5py.Group):
-            assert isinstance(l, h5lake.Group), path
+            assert isinstance(l, lib.Group), path
             if path.count("/loop") < 1:
-                _walk(h, l, path)
+                _walk(h, l, path, lib)
         elif isinstance(h, h5py.Dataset):
-            _same_dataset(h, l, path)
+            _same_dataset(h, l, path, lib)
         else:
-            assert isinstance(l, h5lake.Datatype), path
+            assert isinstance(l, lib.Datatype), path
             assert h.dtype == l.dtype, path
             _same_attrs(h, l, path)
 
@@ -61,8 +61,8 @@ def _packed(dt):
     return np.dtype([(n, _packed(dt.fields[n][0])) for n in dt.names])
 
 
-def _same_dataset(h, l, path):
-    assert isinstance(l, h5lake.Dataset), path
+def _same_dataset(h, l, path, lib=h5lake):
+    assert isinstance(l, lib.Dataset), path
     assert l.dtype == _packed(h.dtype), path
     assert l.shape == h.shape, path
     assert l.maxshape == h.maxshape, path
@@ -103,6 +103,24 @@ def test_load_round_trips_every_object(everything, tmp_path, link):
         assert report["linked_datasets"] >= 5
     else:
         assert report["linked_datasets"] == 0 and report["chunks"] > 0
+
+
+@pytest.mark.parametrize("link", [False, True], ids=["copy", "link"])
+def test_load_then_get_gives_an_equal_hdf5_file(everything, tmp_path, link):
+    store = tmp_path / "s.h5l"
+    h5lake.load(everything, store, link=link)
+    out = tmp_path / "back.h5"
+    report = h5lake.get(store, out)
+    assert report["skipped"] == []
+    with h5py.File(everything, "r") as h, h5py.File(out, "r") as back:
+        _walk(h, back, lib=h5py)
+        assert back["grp/gzip"].chunks == h["grp/gzip"].chunks or link
+        assert back["grp/gzip"].id == back["grp/hard_again"].id
+        assert back["compact"].id.get_create_plist().get_layout() == h5py.h5d.COMPACT
+    with pytest.raises(FileExistsError):
+        h5lake.get(store, out)
+    h5lake.get(store, out, force=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["back.h5", "s.h5l"]
 
 
 def test_link_mode_reads_from_the_source_file(everything, tmp_path):

@@ -246,6 +246,20 @@ fn load_hdf5(
     .to_string())
 }
 
+/// Writes an h5lake store out as an HDF5 file; returns the report as JSON.
+#[pyfunction]
+#[pyo3(signature = (src, dest, force=false, progress=false))]
+fn get_hdf5(py: Python<'_>, src: PathBuf, dest: PathBuf, force: bool, progress: bool) -> PyResult<String> {
+    let opts = h5lake_hdf5::GetOptions { force, progress };
+    let r = interruptible(py, || h5lake_hdf5::get(&src, &dest, &opts), hdf5_err)?;
+    Ok(serde_json::json!({
+        "groups": r.groups, "datasets": r.datasets, "datatypes": r.datatypes,
+        "attributes": r.attributes, "links": r.links, "chunks": r.chunks,
+        "bytes": r.bytes, "skipped": r.skipped,
+    })
+    .to_string())
+}
+
 /// Whether a path is an HDF5 file (by its signature).
 #[pyfunction]
 fn is_hdf5(path: PathBuf) -> bool {
@@ -442,6 +456,7 @@ impl RawFile {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RawFile>()?;
     m.add_function(wrap_pyfunction!(load_hdf5, m)?)?;
+    m.add_function(wrap_pyfunction!(get_hdf5, m)?)?;
     m.add_function(wrap_pyfunction!(is_hdf5, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

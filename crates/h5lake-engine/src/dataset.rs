@@ -921,23 +921,31 @@ impl Domain {
         thread_local! {
             static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
         }
-        SCRATCH.with(|cell| {
+        let mut f = Some(f);
+        let stored = SCRATCH.with(|cell| -> Result<bool> {
             let mut buf = cell.borrow_mut();
             if self.store().get_into(key, &mut buf)?.is_none() {
-                match self.load_linked(m, key)? {
-                    Some(data) => f(&data),
-                    None => f(fill.get_or_init(|| m.fill_chunk())),
-                }
-                return Ok(());
+                return Ok(false);
             }
+            let f = f.take().expect("called once");
             if m.pipeline.is_empty() {
                 m.check_decoded_len(buf.len())?;
                 f(&buf);
             } else {
                 f(&m.decode_filtered(&buf)?);
             }
-            Ok(())
-        })
+            Ok(true)
+        })?;
+        if !stored {
+            // Outside the scratch borrow: a linked chunk may read its chunk
+            // table through this same path.
+            let f = f.take().expect("called once");
+            match self.load_linked(m, key)? {
+                Some(data) => f(&data),
+                None => f(fill.get_or_init(|| m.fill_chunk())),
+            }
+        }
+        Ok(())
     }
 
     /// Reads a wholly selected, unfiltered chunk with one scattered read

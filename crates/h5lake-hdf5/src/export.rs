@@ -1,0 +1,1827 @@
+//! An h5lake store → a new HDF5 file (`h5lake get`).
+//!
+//! The tree is walked from the root group in link (creation) order. Every
+//! object is created once, at the first path that reaches it; later hard
+//! links to it become HDF5 hard links, so the file has the store's object
+//! graph, not copies.
+//!
+//! Chunked datasets are written chunk by chunk with `H5Dwrite_chunk`: each
+//! stored chunk is put into libhdf5's byte layout (used as stored when it is
+//! already in that layout, else decoded and re-encoded) on all cores, and the
+//! writes, which must hold the library lock, run one after the other while
+//! the next chunks are being encoded. Chunks never written to the store are
+//! not written to the file either: both read them as the fill value. This
+//! also means filters libhdf5 does not have (zstd, lz4, blosc) need no plugin
+//! to write; they are declared optional so that libhdf5 accepts them, and
+//! h5py with hdf5plugin reads them.
+//!
+//! Everything else (contiguous, compact, variable-length data) goes through
+//! `H5Dwrite` in slabs of at most [`SLAB_BYTES`].
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::{c_char, c_void, CString};
+use std::path::{Path, PathBuf};
+
+use h5lake_codecs::{BloscCompressor, ChunkFormat, CodecError, Filter};
+use h5lake_engine::{ids, DatasetMeta, Domain, EngineError, OpenMode};
+use h5lake_types::{json_to_element, Datatype, Selection, Shape, StrPad, UNLIMITED};
+use hdf5_sys::h5::hsize_t;
+use hdf5_sys::h5i::hid_t;
+use hdf5_sys::{h5a, h5d, h5f, h5g, h5l, h5p, h5s, h5t};
+use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
+use serde_json::Value;
+
+use crate::h5::{check, check_id, cstr, lib, Hid};
+use crate::types::to_hdf5;
+use crate::{Hdf5Error, Result};
+
+/// Largest slab read from the store and handed to `H5Dwrite` at once.
+const SLAB_BYTES: u64 = 64 << 20;
+/// Datasets asking for the compact layout fall back to contiguous above
+/// this size (libhdf5 keeps compact data in the object header, < 64 KiB).
+const MAX_COMPACT_BYTES: u64 = 60 << 10;
+/// Registered ids of the plugin filters and the Blosc filter's cd_values
+/// versions (`FILTER_BLOSC_VERSION`, `BLOSC_VERSION_FORMAT`).
+const ZSTD_ID: i32 = 32015;
+const LZ4_ID: i32 = 32004;
+const BLOSC_ID: i32 = 32001;
+const BLOSC_FILTER_VERSION: u32 = 2;
+const BLOSC_FORMAT_VERSION: u32 = 2;
+
+/// How [`get()`] behaves.
+#[derive(Clone, Debug, Default)]
+pub struct GetOptions {
+    /// Replace the destination if it exists.
+    pub force: bool,
+    /// Show a progress bar over the data bytes on stderr (hidden when
+    /// stderr is not a terminal).
+    pub progress: bool,
+}
+
+/// What [`get()`] wrote.
+#[derive(Clone, Debug, Default)]
+pub struct GetReport {
+    /// Groups, the root group included.
+    pub groups: usize,
+    pub datasets: usize,
+    /// Committed (named) datatypes.
+    pub datatypes: usize,
+    /// Attributes of all objects.
+    pub attributes: usize,
+    /// Link entries in groups: hard (including the one that created each
+    /// object), soft and external.
+    pub links: usize,
+    /// Chunks written to chunked datasets.
+    pub chunks: u64,
+    /// Data bytes written (element bytes inside the datasets' extents, and
+    /// the bytes of variable-length elements).
+    pub bytes: u64,
+    /// `"path: reason"` for everything that could not be written (a
+    /// reference type, a dangling hard link, an unknown filter, ...).
+    pub skipped: Vec<String>,
+}
+
+/// Writes the h5lake store at `src` as a new HDF5 file at `dest`.
+///
+/// The file is written next to `dest` under a temporary name and renamed
+/// into place at the end; on any error the temporary file is removed, so
+/// `dest` is either the complete file or untouched.
+///
+/// # Errors
+/// [`Hdf5Error::DestinationExists`] when `dest` exists and `opts.force` is
+/// not set; the engine's errors for a missing or unreadable store; library
+/// and I/O failures. Objects HDF5 cannot hold are not errors: they are
+/// listed in [`GetReport::skipped`].
+pub fn get(src: &Path, dest: &Path, opts: &GetOptions) -> Result<GetReport> {
+    let mut dom = Domain::open_local(src, OpenMode::Read)?;
+    // Every chunk is read once: a cache would only cost memory.
+    dom.set_chunk_cache_bytes(0);
+    if let Ok(md) = std::fs::symlink_metadata(dest) {
+        if !opts.force {
+            return Err(Hdf5Error::DestinationExists(format!(
+                "{} already exists; pass --force to overwrite it",
+                dest.display()
+            )));
+        }
+        if md.is_dir() {
+            return Err(Hdf5Error::DestinationExists(format!(
+                "{} is a directory; refusing to replace it with a file",
+                dest.display()
+            )));
+        }
+    }
+    let tmp = TempFile::new(dest)?;
+    if let Some(dir) = tmp.path.parent().filter(|d| !d.is_dir()) {
+        return Err(Hdf5Error::Io(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!(
+                "cannot write {}: the directory {} does not exist",
+                dest.display(),
+                dir.display()
+            ),
+        )));
+    }
+    let report = Exporter::new(&dom, opts).run(&tmp.path)?;
+    std::fs::rename(&tmp.path, dest)?;
+    tmp.keep();
+    Ok(report)
+}
+
+/// The temporary output file, removed on drop unless kept.
+struct TempFile {
+    path: PathBuf,
+    keep: bool,
+}
+
+impl TempFile {
+    fn new(dest: &Path) -> Result<Self> {
+        let name = dest.file_name().ok_or_else(|| {
+            Hdf5Error::Io(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("{} does not name a file", dest.display()),
+            ))
+        })?;
+        let dir = match dest.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let path = dir.join(format!(
+            ".{}.tmp-{}",
+            name.to_string_lossy(),
+            std::process::id()
+        ));
+        Ok(TempFile { path, keep: false })
+    }
+
+    fn keep(mut self) {
+        self.keep = true;
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Why one object was not written: something HDF5 or this writer cannot
+/// represent (reported, the export goes on) or a real failure (the export
+/// stops).
+enum Fail {
+    Skip(String),
+    Err(Hdf5Error),
+}
+
+type Step<T> = std::result::Result<T, Fail>;
+
+impl From<Hdf5Error> for Fail {
+    fn from(e: Hdf5Error) -> Self {
+        match e {
+            Hdf5Error::Unsupported(m) => Fail::Skip(m),
+            Hdf5Error::Types(t) => Fail::Skip(t.to_string()),
+            Hdf5Error::Engine(EngineError::Types(t)) => Fail::Skip(t.to_string()),
+            Hdf5Error::Engine(EngineError::Codec(c @ CodecError::Unsupported(_)))
+            | Hdf5Error::Codec(c @ CodecError::Unsupported(_)) => {
+                Fail::Skip(format!("unsupported filter: {c}"))
+            }
+            other => Fail::Err(other),
+        }
+    }
+}
+
+impl From<EngineError> for Fail {
+    fn from(e: EngineError) -> Self {
+        Hdf5Error::from(e).into()
+    }
+}
+
+fn skip<T>(why: impl Into<String>) -> Step<T> {
+    Err(Fail::Skip(why.into()))
+}
+
+/// What the scan found about one object.
+struct Planned {
+    doc: Value,
+}
+
+struct Exporter<'a> {
+    dom: &'a Domain,
+    report: GetReport,
+    pb: ProgressBar,
+    /// Documents of every object reachable from the root, by id.
+    objects: HashMap<String, Planned>,
+    /// Where each object was first reached (where it is created).
+    first_path: HashMap<String, String>,
+    /// Objects created in the file, by id → their path.
+    created: HashMap<String, String>,
+    /// Objects that could not be created (later links to them are skipped).
+    failed: HashSet<String>,
+    /// Committed datatypes created so far, by id.
+    committed: HashMap<String, Hid>,
+    /// Total data bytes (for the progress bar).
+    total_bytes: u64,
+}
+
+impl<'a> Exporter<'a> {
+    fn new(dom: &'a Domain, opts: &GetOptions) -> Self {
+        let pb = if opts.progress {
+            let pb = ProgressBar::new(0);
+            if let Ok(style) = ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} ({binary_bytes_per_sec}, {eta})",
+            ) {
+                pb.set_style(style);
+            }
+            pb
+        } else {
+            ProgressBar::hidden()
+        };
+        Exporter {
+            dom,
+            report: GetReport::default(),
+            pb,
+            objects: HashMap::new(),
+            first_path: HashMap::new(),
+            created: HashMap::new(),
+            failed: HashSet::new(),
+            committed: HashMap::new(),
+            total_bytes: 0,
+        }
+    }
+
+    fn run(mut self, path: &Path) -> Result<GetReport> {
+        let root = self.dom.root_id().to_string();
+        self.scan(&root, "/")?;
+        self.pb.set_length(self.total_bytes);
+
+        let root_doc = self.objects[&root].doc.clone();
+        let track = tracks_order(&root_doc);
+        let fcpl = plist(h5p::H5P_CLS_FILE_CREATE)?;
+        if track {
+            set_creation_order(fcpl.id(), true)?;
+        }
+        let fapl = plist(h5p::H5P_CLS_FILE_ACCESS)?;
+        check(
+            lib(|| unsafe {
+                // The 1.8 format: large attributes (dense storage) and
+                // creation order; read by every HDF5 since 1.8.
+                h5p::H5Pset_libver_bounds(
+                    fapl.id(),
+                    h5f::H5F_libver_t::H5F_LIBVER_V18,
+                    h5f::H5F_LIBVER_LATEST,
+                )
+            }),
+            "setting the file format version",
+        )?;
+        check(
+            lib(|| unsafe {
+                h5p::H5Pset_fclose_degree(fapl.id(), h5f::H5F_close_degree_t::H5F_CLOSE_STRONG)
+            }),
+            "setting the file close degree",
+        )?;
+        let cpath = cstr(&path.to_string_lossy())?;
+        let mut file = check_id(
+            lib(|| unsafe {
+                h5f::H5Fcreate(cpath.as_ptr(), h5f::H5F_ACC_TRUNC, fcpl.id(), fapl.id())
+            }),
+            &format!("creating {}", path.display()),
+        )?;
+        let result = (|| -> Result<()> {
+            let slash = cstr("/")?;
+            let rootg = check_id(
+                lib(|| unsafe { h5g::H5Gopen2(file.id(), slash.as_ptr(), h5p::H5P_DEFAULT) }),
+                "opening the root group",
+            )?;
+            self.report.groups += 1;
+            self.created.insert(root.clone(), "/".into());
+            self.write_attrs(rootg.id(), "/", &root_doc)?;
+            self.export_group(file.id(), rootg.id(), &root, "/")?;
+            drop(rootg);
+            Ok(())
+        })();
+        self.committed.clear();
+        let closed = check(
+            lib(|| unsafe { h5f::H5Fclose(file.id()) }),
+            &format!("closing {}", path.display()),
+        );
+        file.0 = -1;
+        self.pb.finish_and_clear();
+        result?;
+        closed?;
+        Ok(self.report)
+    }
+
+    /// Reads the document of every reachable object, depth first in link
+    /// order, noting where each is first reached and how many bytes of data
+    /// there are.
+    fn scan(&mut self, id: &str, path: &str) -> Result<()> {
+        if self.objects.contains_key(id) {
+            return Ok(());
+        }
+        let doc = match self.dom.get_doc(id) {
+            Ok(d) => d,
+            // A dangling hard link: reported when the link is written.
+            Err(EngineError::NotFound(_)) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        if id.starts_with("d-") {
+            if let Ok(meta) = DatasetMeta::from_doc(&resolved_doc(self.dom, &doc)) {
+                if let Some(es) = meta.dtype.fixed_size() {
+                    if meta.shape != Shape::Null {
+                        self.total_bytes += meta.shape.num_elements() * es as u64;
+                    }
+                }
+            }
+        }
+        let links = if id.starts_with("g-") {
+            doc.get("links")
+                .and_then(Value::as_object)
+                .map(|m| {
+                    m.iter()
+                        .filter(|(_, l)| {
+                            l.get("class").and_then(Value::as_str) == Some("H5L_TYPE_HARD")
+                        })
+                        .filter_map(|(n, l)| Some((n.clone(), l.get("id")?.as_str()?.to_string())))
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        self.first_path.insert(id.to_string(), path.to_string());
+        self.objects.insert(id.to_string(), Planned { doc });
+        for (name, target) in links {
+            self.scan(&target, &join(path, &name))?;
+        }
+        Ok(())
+    }
+
+    fn export_group(&mut self, file: hid_t, gid: hid_t, group_id: &str, path: &str) -> Result<()> {
+        let links: Vec<(String, Value)> = self.objects[group_id]
+            .doc
+            .get("links")
+            .and_then(Value::as_object)
+            .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+            .unwrap_or_default();
+        for (name, link) in links {
+            let child = join(path, &name);
+            match self.export_link(file, gid, &name, &child, &link) {
+                Ok(()) => {}
+                Err(Fail::Skip(why)) => self.report.skipped.push(format!("{child}: {why}")),
+                Err(Fail::Err(e)) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    fn export_link(
+        &mut self,
+        file: hid_t,
+        gid: hid_t,
+        name: &str,
+        path: &str,
+        link: &Value,
+    ) -> Step<()> {
+        let cname = cstr(name)?;
+        let lcpl = link_plist()?;
+        let field = |k: &str| link.get(k).and_then(Value::as_str);
+        match field("class").unwrap_or("") {
+            "H5L_TYPE_SOFT" => {
+                let target = cstr(field("h5path").unwrap_or(""))?;
+                check(
+                    lib(|| unsafe {
+                        h5l::H5Lcreate_soft(
+                            target.as_ptr(),
+                            gid,
+                            cname.as_ptr(),
+                            lcpl.id(),
+                            h5p::H5P_DEFAULT,
+                        )
+                    }),
+                    &format!("creating the soft link {path}"),
+                )?;
+            }
+            "H5L_TYPE_EXTERNAL" => {
+                let target_file = cstr(field("h5domain").unwrap_or(""))?;
+                let target = cstr(field("h5path").unwrap_or("/"))?;
+                check(
+                    lib(|| unsafe {
+                        h5l::H5Lcreate_external(
+                            target_file.as_ptr(),
+                            target.as_ptr(),
+                            gid,
+                            cname.as_ptr(),
+                            lcpl.id(),
+                            h5p::H5P_DEFAULT,
+                        )
+                    }),
+                    &format!("creating the external link {path}"),
+                )?;
+            }
+            "H5L_TYPE_HARD" => {
+                let Some(id) = field("id") else {
+                    return skip("hard link without a target id");
+                };
+                if let Some(first) = self.created.get(id) {
+                    if first != path {
+                        let src = cstr(first)?;
+                        check(
+                            lib(|| unsafe {
+                                h5l::H5Lcreate_hard(
+                                    file,
+                                    src.as_ptr(),
+                                    gid,
+                                    cname.as_ptr(),
+                                    lcpl.id(),
+                                    h5p::H5P_DEFAULT,
+                                )
+                            }),
+                            &format!("creating the hard link {path}"),
+                        )?;
+                    }
+                } else if self.failed.contains(id) {
+                    let first = self.first_path.get(id).cloned().unwrap_or_default();
+                    return skip(format!("hard link to {first}, which could not be written"));
+                } else if !self.objects.contains_key(id) {
+                    return skip(format!("hard link to object {id}, which does not exist"));
+                } else {
+                    let made = self.create_object(file, gid, &cname, lcpl.id(), id, path);
+                    if made.is_err() {
+                        self.failed.insert(id.to_string());
+                    }
+                    made?;
+                }
+            }
+            other => return skip(format!("unknown link class {other:?}")),
+        }
+        self.report.links += 1;
+        Ok(())
+    }
+
+    /// Creates the object `id` as `name` in `gid` (its attributes, its data,
+    /// and for groups everything below). Only what happens before the object
+    /// exists may be a [`Fail::Skip`]: after that every failure is an error,
+    /// so no half-written object is ever reported as skipped.
+    fn create_object(
+        &mut self,
+        file: hid_t,
+        gid: hid_t,
+        name: &CString,
+        lcpl: hid_t,
+        id: &str,
+        path: &str,
+    ) -> Step<()> {
+        let doc = self.objects[id].doc.clone();
+        match id.get(..2) {
+            Some("g-") => {
+                let gcpl = plist(h5p::H5P_CLS_GROUP_CREATE)?;
+                if tracks_order(&doc) {
+                    set_creation_order(gcpl.id(), true)?;
+                }
+                let g = check_id(
+                    lib(|| unsafe {
+                        h5g::H5Gcreate2(gid, name.as_ptr(), lcpl, gcpl.id(), h5p::H5P_DEFAULT)
+                    }),
+                    &format!("creating the group {path}"),
+                )?;
+                self.created.insert(id.to_string(), path.to_string());
+                self.report.groups += 1;
+                self.write_attrs(g.id(), path, &doc).map_err(Fail::Err)?;
+                self.export_group(file, g.id(), id, path)
+                    .map_err(Fail::Err)?;
+            }
+            Some("t-") => {
+                let dt = committed_dtype(&doc)?;
+                let t = to_hdf5(&dt)?;
+                check(
+                    lib(|| unsafe {
+                        h5t::H5Tcommit2(
+                            gid,
+                            name.as_ptr(),
+                            t.id(),
+                            lcpl,
+                            h5p::H5P_DEFAULT,
+                            h5p::H5P_DEFAULT,
+                        )
+                    }),
+                    &format!("committing the datatype {path}"),
+                )?;
+                self.created.insert(id.to_string(), path.to_string());
+                self.report.datatypes += 1;
+                let h = t.id();
+                self.committed.insert(id.to_string(), t);
+                self.write_attrs(h, path, &doc).map_err(Fail::Err)?;
+            }
+            Some("d-") => {
+                let d = self.create_dataset(gid, name, lcpl, id, path, &doc)?;
+                self.created.insert(id.to_string(), path.to_string());
+                self.report.datasets += 1;
+                self.write_attrs(d.id(), path, &doc).map_err(Fail::Err)?;
+            }
+            _ => return skip(format!("object {id} of unknown kind")),
+        }
+        Ok(())
+    }
+
+    /// The committed datatype `tid` as a handle: the one created already,
+    /// or committed now at its place when its group exists, or (when it
+    /// lives in a group not written yet) `None`: the caller then uses a
+    /// transient copy.
+    fn committed_handle(&mut self, file: hid_t, tid: &str) -> Step<Option<hid_t>> {
+        if let Some(h) = self.committed.get(tid) {
+            return Ok(Some(h.id()));
+        }
+        if self.failed.contains(tid) {
+            return Ok(None);
+        }
+        let (Some(planned), Some(path)) = (self.objects.get(tid), self.first_path.get(tid)) else {
+            return Ok(None);
+        };
+        let doc = planned.doc.clone();
+        let path = path.clone();
+        let (parent, name) = match path.rsplit_once('/') {
+            Some(("", n)) => ("/".to_string(), n.to_string()),
+            Some((p, n)) => (p.to_string(), n.to_string()),
+            None => return Ok(None),
+        };
+        if !self.created.values().any(|p| *p == parent) {
+            return Ok(None);
+        }
+        let dt = committed_dtype(&doc)?;
+        let t = to_hdf5(&dt)?;
+        let cparent = cstr(&parent)?;
+        let cname = cstr(&name)?;
+        let lcpl = link_plist()?;
+        let g = check_id(
+            lib(|| unsafe { h5g::H5Gopen2(file, cparent.as_ptr(), h5p::H5P_DEFAULT) }),
+            &format!("opening {parent}"),
+        )?;
+        check(
+            lib(|| unsafe {
+                h5t::H5Tcommit2(
+                    g.id(),
+                    cname.as_ptr(),
+                    t.id(),
+                    lcpl.id(),
+                    h5p::H5P_DEFAULT,
+                    h5p::H5P_DEFAULT,
+                )
+            }),
+            &format!("committing the datatype {path}"),
+        )?;
+        // The link is counted when the walk reaches it.
+        self.report.datatypes += 1;
+        self.created.insert(tid.to_string(), path.clone());
+        let h = t.id();
+        // Registered before its attributes, which may use it themselves.
+        self.committed.insert(tid.to_string(), t);
+        self.write_attrs(h, &path, &doc).map_err(Fail::Err)?;
+        Ok(Some(h))
+    }
+
+    /// The file datatype for a type in a document: the committed type it
+    /// names (by `"t-…"` id, or an `id` key in the type object), else a new
+    /// transient type.
+    fn file_type(&mut self, file: hid_t, t: &Value) -> Step<(Datatype, TypeHandle)> {
+        let tid = match t {
+            Value::String(s) if s.starts_with("t-") => Some(s.clone()),
+            Value::Object(m) => m
+                .get("id")
+                .and_then(Value::as_str)
+                .filter(|s| s.starts_with("t-"))
+                .map(str::to_string),
+            _ => None,
+        };
+        let dt = match (&tid, t) {
+            (Some(tid), Value::String(_)) => match self.objects.get(tid) {
+                Some(p) => committed_dtype(&p.doc)?,
+                None => committed_dtype(&self.dom.get_doc(tid)?)?,
+            },
+            _ => Datatype::from_json(t).map_err(Hdf5Error::from)?,
+        };
+        if let Some(tid) = tid {
+            if let Some(h) = self.committed_handle(file, &tid)? {
+                return Ok((dt, TypeHandle::Borrowed(h)));
+            }
+        }
+        let h = to_hdf5(&dt)?;
+        Ok((dt, TypeHandle::Owned(h)))
+    }
+
+    fn write_attrs(&mut self, obj: hid_t, path: &str, doc: &Value) -> Result<()> {
+        let Some(attrs) = doc.get("attributes").and_then(Value::as_object) else {
+            return Ok(());
+        };
+        let file = lib(|| unsafe { hdf5_sys::h5i::H5Iget_file_id(obj) });
+        let file = check_id(file, "finding an object's file")?;
+        for (name, a) in attrs {
+            match self.write_attr(file.id(), obj, name, a) {
+                Ok(()) => self.report.attributes += 1,
+                Err(Fail::Skip(why)) => self
+                    .report
+                    .skipped
+                    .push(format!("{path}: attribute {name:?}: {why}")),
+                Err(Fail::Err(e)) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    fn write_attr(&mut self, file: hid_t, obj: hid_t, name: &str, a: &Value) -> Step<()> {
+        let t = a
+            .get("type")
+            .ok_or_else(|| Fail::Skip("attribute without a type".into()))?;
+        let shape = Shape::from_json(
+            a.get("shape")
+                .ok_or_else(|| Fail::Skip("attribute without a shape".into()))?,
+        )
+        .map_err(Hdf5Error::from)?;
+        let (dt, ftype) = self.file_type(file, t)?;
+        let (space, rank) = dataspace(&shape)?;
+        let n = match &shape {
+            Shape::Null => 0,
+            other => other.num_elements(),
+        };
+        let value = a.get("value").filter(|v| !v.is_null());
+        // Encode before creating, so that a value we cannot write leaves no
+        // half-made attribute behind.
+        let data = match value {
+            Some(v) if n > 0 => {
+                let mut flat = Vec::new();
+                flatten_depth(v, rank, &mut flat);
+                if flat.len() as u64 != n {
+                    return skip(format!(
+                        "the value has {} elements but the shape {} needs {n}",
+                        flat.len(),
+                        shape.to_json()
+                    ));
+                }
+                Some(encode_values(&dt, &flat)?)
+            }
+            _ => None,
+        };
+        let cname = cstr(name)?;
+        let acpl = plist(h5p::H5P_CLS_ATTRIBUTE_CREATE)?;
+        if !name.is_ascii() {
+            check(
+                lib(|| unsafe {
+                    h5p::H5Pset_char_encoding(acpl.id(), h5t::H5T_cset_t::H5T_CSET_UTF8)
+                }),
+                "setting the attribute name encoding",
+            )?;
+        }
+        let attr = check_id(
+            lib(|| unsafe {
+                h5a::H5Acreate2(
+                    obj,
+                    cname.as_ptr(),
+                    ftype.id(),
+                    space.id(),
+                    acpl.id(),
+                    h5p::H5P_DEFAULT,
+                )
+            }),
+            &format!("creating the attribute {name:?}"),
+        )?;
+        if let Some(data) = data {
+            let mem = mem_type(ftype.id())?;
+            data.with_ptr(|p| {
+                check(
+                    lib(|| unsafe { h5a::H5Awrite(attr.id(), mem.id(), p) }),
+                    &format!("writing the attribute {name:?}"),
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    fn create_dataset(
+        &mut self,
+        gid: hid_t,
+        name: &CString,
+        lcpl: hid_t,
+        id: &str,
+        path: &str,
+        doc: &Value,
+    ) -> Step<Hid> {
+        let file = check_id(
+            lib(|| unsafe { hdf5_sys::h5i::H5Iget_file_id(gid) }),
+            "finding the file",
+        )?;
+        let (_, ftype) = self.file_type(
+            file.id(),
+            doc.get("type")
+                .ok_or_else(|| Fail::Skip("dataset without a type".into()))?,
+        )?;
+        let meta = DatasetMeta::from_doc(&resolved_doc(self.dom, doc))?;
+        let cprops = doc
+            .get("creationProperties")
+            .cloned()
+            .unwrap_or(Value::Null);
+        let layout = plan_layout(doc, &meta);
+        // Data read through the engine needs a document the engine can parse
+        // (it does not resolve a type given as a bare committed-type id).
+        let reads_stored_chunks =
+            matches!(layout, Layout::Chunked { direct: true, .. }) && meta.link.is_none();
+        if !reads_stored_chunks && meta.shape != Shape::Null {
+            if let Err(e) = self.dom.dataset_meta(id) {
+                return match Fail::from(e) {
+                    Fail::Skip(why) => skip(format!("the engine cannot read this dataset: {why}")),
+                    err => Err(err),
+                };
+            }
+        }
+        let (space, _) = dataspace(&meta.shape)?;
+
+        let dcpl = plist(h5p::H5P_CLS_DATASET_CREATE)?;
+        let what = "setting up the dataset's creation properties";
+        check(
+            lib(|| unsafe { h5p::H5Pset_obj_track_times(dcpl.id(), 0) }),
+            what,
+        )?;
+        if tracks_order(doc) {
+            let flags = h5p::H5P_CRT_ORDER_TRACKED | h5p::H5P_CRT_ORDER_INDEXED;
+            check(
+                lib(|| unsafe { h5p::H5Pset_attr_creation_order(dcpl.id(), flags) }),
+                what,
+            )?;
+        }
+        match &layout {
+            Layout::Compact => {
+                check(
+                    lib(|| unsafe {
+                        h5p::H5Pset_layout(dcpl.id(), h5d::H5D_layout_t::H5D_COMPACT)
+                    }),
+                    what,
+                )?;
+            }
+            Layout::Contiguous => {
+                check(
+                    lib(|| unsafe {
+                        h5p::H5Pset_layout(dcpl.id(), h5d::H5D_layout_t::H5D_CONTIGUOUS)
+                    }),
+                    what,
+                )?;
+            }
+            Layout::Chunked { chunk, .. } => {
+                check(
+                    lib(|| unsafe {
+                        h5p::H5Pset_chunk(dcpl.id(), chunk.len() as i32, chunk.as_ptr())
+                    }),
+                    what,
+                )?;
+                let chunk_bytes =
+                    chunk.iter().product::<u64>() * meta.dtype.filter_elem_size() as u64;
+                set_filters(dcpl.id(), &meta, chunk_bytes)?;
+            }
+        }
+        let filtered = matches!(layout, Layout::Chunked { .. }) && !meta.pipeline.is_empty();
+        // Fill value (and when it is written), as the document says.
+        if let Some(fv) = cprops.get("fillValue").filter(|v| !v.is_null()) {
+            match encode_values(&meta.dtype, &[fv]) {
+                Ok(data) => {
+                    let mem = mem_type(ftype.id())?;
+                    data.with_ptr(|p| {
+                        check(
+                            lib(|| unsafe { h5p::H5Pset_fill_value(dcpl.id(), mem.id(), p) }),
+                            "setting the fill value",
+                        )
+                    })?;
+                }
+                Err(Fail::Skip(why)) => self
+                    .report
+                    .skipped
+                    .push(format!("{path}: fill value {fv}: {why}")),
+                Err(e) => return Err(e),
+            }
+        }
+        let fill_time = match cprops.get("fillTime").and_then(Value::as_str) {
+            Some("H5D_FILL_TIME_ALLOC") => Some(h5d::H5D_fill_time_t::H5D_FILL_TIME_ALLOC),
+            // libhdf5 refuses "never" for filtered datasets.
+            Some("H5D_FILL_TIME_NEVER") if !filtered => {
+                Some(h5d::H5D_fill_time_t::H5D_FILL_TIME_NEVER)
+            }
+            Some("H5D_FILL_TIME_IFSET") => Some(h5d::H5D_fill_time_t::H5D_FILL_TIME_IFSET),
+            _ => None,
+        };
+        if let Some(ft) = fill_time {
+            check(
+                lib(|| unsafe { h5p::H5Pset_fill_time(dcpl.id(), ft) }),
+                what,
+            )?;
+        }
+        let alloc_time = match cprops.get("allocTime").and_then(Value::as_str) {
+            Some("H5D_ALLOC_TIME_EARLY") => Some(h5d::H5D_alloc_time_t::H5D_ALLOC_TIME_EARLY),
+            Some("H5D_ALLOC_TIME_LATE") => Some(h5d::H5D_alloc_time_t::H5D_ALLOC_TIME_LATE),
+            Some("H5D_ALLOC_TIME_INCR") => Some(h5d::H5D_alloc_time_t::H5D_ALLOC_TIME_INCR),
+            _ => None,
+        };
+        if let (Some(at), false) = (alloc_time, matches!(layout, Layout::Compact)) {
+            check(
+                lib(|| unsafe { h5p::H5Pset_alloc_time(dcpl.id(), at) }),
+                what,
+            )?;
+        }
+
+        let dset = check_id(
+            lib(|| unsafe {
+                h5d::H5Dcreate2(
+                    gid,
+                    name.as_ptr(),
+                    ftype.id(),
+                    space.id(),
+                    lcpl,
+                    dcpl.id(),
+                    h5p::H5P_DEFAULT,
+                )
+            }),
+            &format!("creating the dataset {path}"),
+        )?;
+        let mut w = DataWriter {
+            dom: self.dom,
+            meta: &meta,
+            id,
+            dset: dset.id(),
+            ftype: ftype.id(),
+            pb: &self.pb,
+            chunks: 0,
+            bytes: 0,
+        };
+        let written = match &layout {
+            Layout::Chunked { direct: true, .. } => w.write_chunks_direct(),
+            Layout::Chunked { direct: false, .. } => w.write_chunk_regions(),
+            Layout::Contiguous | Layout::Compact => w.write_slabs(),
+        };
+        let (chunks, bytes) = (w.chunks, w.bytes);
+        // The dataset exists now: any failure is a real one.
+        written.map_err(Fail::Err)?;
+        self.report.chunks += chunks;
+        self.report.bytes += bytes;
+        Ok(dset)
+    }
+}
+
+/// A datatype handle that is either ours or a committed type's.
+enum TypeHandle {
+    Owned(Hid),
+    Borrowed(hid_t),
+}
+
+impl TypeHandle {
+    fn id(&self) -> hid_t {
+        match self {
+            TypeHandle::Owned(h) => h.id(),
+            TypeHandle::Borrowed(h) => *h,
+        }
+    }
+}
+
+/// How a dataset is laid out in the file.
+enum Layout {
+    Contiguous,
+    Compact,
+    /// `direct`: the file's chunks are the store's chunks, written with
+    /// `H5Dwrite_chunk`; otherwise the data goes through `H5Dwrite`.
+    Chunked {
+        chunk: Vec<u64>,
+        direct: bool,
+    },
+}
+
+fn plan_layout(doc: &Value, meta: &DatasetMeta) -> Layout {
+    let requested = doc
+        .pointer("/creationProperties/layout/class")
+        .and_then(Value::as_str)
+        .unwrap_or("H5D_CONTIGUOUS");
+    let Shape::Simple { dims, .. } = &meta.shape else {
+        return if requested == "H5D_COMPACT" {
+            Layout::Compact
+        } else {
+            Layout::Contiguous
+        };
+    };
+    let maxdims = meta.shape.maxdims();
+    let resizable = maxdims != *dims;
+    let chunked = if meta.link.is_some() {
+        requested != "H5D_CONTIGUOUS_REF"
+    } else {
+        // HSDS keeps contiguous datasets chunked too (a top-level `layout`):
+        // what the user asked for is in the creation properties.
+        (meta.chunked && !matches!(requested, "H5D_CONTIGUOUS" | "H5D_COMPACT"))
+            || resizable
+            || !meta.pipeline.is_empty()
+    };
+    if !chunked {
+        let es = meta.dtype.fixed_size().unwrap_or(16) as u64;
+        if requested == "H5D_COMPACT" && meta.shape.num_elements() * es <= MAX_COMPACT_BYTES {
+            return Layout::Compact;
+        }
+        return Layout::Contiguous;
+    }
+    // libhdf5 wants chunk dims no larger than fixed maximum dims (a store's
+    // hyper-chunks may be): then the file gets other chunks than the store.
+    let fits = meta
+        .chunk
+        .iter()
+        .zip(&maxdims)
+        .all(|(&c, &m)| c > 0 && (m == UNLIMITED || c <= m));
+    let chunk: Vec<u64> = meta
+        .chunk
+        .iter()
+        .zip(&maxdims)
+        .map(|(&c, &m)| {
+            if m == UNLIMITED {
+                c.max(1)
+            } else {
+                c.clamp(1, m.max(1))
+            }
+        })
+        .collect();
+    Layout::Chunked {
+        chunk,
+        direct: fits && !meta.dtype.is_variable(),
+    }
+}
+
+/// Adds the dataset's filters to a dcpl in pipeline order.
+fn set_filters(dcpl: hid_t, meta: &DatasetMeta, chunk_bytes: u64) -> Step<()> {
+    let what = "adding a filter";
+    let optional = hdf5_sys::h5z::H5Z_FLAG_OPTIONAL;
+    for f in &meta.pipeline.filters {
+        let status = match f {
+            Filter::Deflate { level } => lib(|| unsafe { h5p::H5Pset_deflate(dcpl, *level) }),
+            Filter::Shuffle => lib(|| unsafe { h5p::H5Pset_shuffle(dcpl) }),
+            Filter::Fletcher32 => lib(|| unsafe { h5p::H5Pset_fletcher32(dcpl) }),
+            Filter::Zstd { level } => {
+                let cd = [*level as u32];
+                lib(|| unsafe { h5p::H5Pset_filter(dcpl, ZSTD_ID, optional, 1, cd.as_ptr()) })
+            }
+            Filter::Lz4 => {
+                let cd = [0u32];
+                lib(|| unsafe { h5p::H5Pset_filter(dcpl, LZ4_ID, optional, 1, cd.as_ptr()) })
+            }
+            Filter::Blosc {
+                compressor,
+                level,
+                shuffle,
+            } => {
+                let cd = [
+                    BLOSC_FILTER_VERSION,
+                    BLOSC_FORMAT_VERSION,
+                    meta.dtype.filter_elem_size() as u32,
+                    chunk_bytes.min(u64::from(u32::MAX)) as u32,
+                    u32::from(*level),
+                    u32::from(shuffle.code()),
+                    blosc_code(*compressor),
+                ];
+                lib(|| unsafe { h5p::H5Pset_filter(dcpl, BLOSC_ID, optional, 7, cd.as_ptr()) })
+            }
+            other => return skip(format!("the filter {other:?} cannot be written")),
+        };
+        check(status, what)?;
+    }
+    Ok(())
+}
+
+/// The compressor code of the HDF5 Blosc filter's cd_values.
+fn blosc_code(c: BloscCompressor) -> u32 {
+    match c.name() {
+        "blosclz" => 0,
+        "lz4" => 1,
+        "lz4hc" => 2,
+        "snappy" => 3,
+        "zlib" => 4,
+        "zstd" => 5,
+        _ => 1,
+    }
+}
+
+/// A chunk ready for `H5Dwrite_chunk`: its element offset, its filtered
+/// bytes and the number of in-extent data bytes it holds.
+type EncodedChunk = (Vec<u64>, Vec<u8>, u64);
+
+/// Moves one dataset's data from the store into the file.
+struct DataWriter<'d> {
+    dom: &'d Domain,
+    meta: &'d DatasetMeta,
+    id: &'d str,
+    dset: hid_t,
+    ftype: hid_t,
+    pb: &'d ProgressBar,
+    chunks: u64,
+    bytes: u64,
+}
+
+/// One block of data for `H5Dwrite`: a hyperslab and its elements.
+struct Block {
+    start: Vec<u64>,
+    count: Vec<u64>,
+    data: BlockData,
+}
+
+enum BlockData {
+    Fixed(Vec<u8>),
+    Vlen(Vec<Vec<u8>>),
+}
+
+impl BlockData {
+    fn logical_bytes(&self) -> u64 {
+        match self {
+            BlockData::Fixed(b) => b.len() as u64,
+            BlockData::Vlen(v) => v.iter().map(|e| e.len() as u64).sum(),
+        }
+    }
+}
+
+impl DataWriter<'_> {
+    fn es(&self) -> usize {
+        self.meta.dtype.fixed_size().unwrap_or(0)
+    }
+
+    /// Chunk coordinates of the chunks stored for this dataset (inside the
+    /// extent), or for a dataset linked to another file every chunk
+    /// position.
+    fn chunk_positions(&self) -> Result<Vec<Vec<u64>>> {
+        let m = self.meta;
+        let dims = &m.dims;
+        if dims.contains(&0) {
+            return Ok(Vec::new());
+        }
+        let grid: Vec<u64> = dims
+            .iter()
+            .zip(&m.chunk)
+            .map(|(d, c)| d.div_ceil(*c))
+            .collect();
+        if m.link.is_some() {
+            return Ok(odometer(&grid));
+        }
+        let prefix = ids::object_prefix(&m.id)?;
+        let (keys, _) = self.dom.store().list_dir(&prefix)?;
+        let mut out: Vec<Vec<u64>> = keys
+            .iter()
+            .filter_map(|k| parse_chunk_name(k.strip_prefix(&prefix)?, dims.len()))
+            .filter(|c| c.iter().zip(&grid).all(|(i, g)| i < g))
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+
+    /// The in-extent box of a chunk: (start, count).
+    fn chunk_box(&self, coords: &[u64]) -> (Vec<u64>, Vec<u64>) {
+        let m = self.meta;
+        let start: Vec<u64> = coords.iter().zip(&m.chunk).map(|(i, c)| i * c).collect();
+        let count = start
+            .iter()
+            .zip(&m.chunk)
+            .zip(&m.dims)
+            .map(|((s, c), d)| (*c).min(d - s))
+            .collect();
+        (start, count)
+    }
+
+    /// Chunked datasets whose file chunks are the store's chunks: each
+    /// chunk in libhdf5's filtered form, written with `H5Dwrite_chunk`.
+    fn write_chunks_direct(&mut self) -> Result<()> {
+        let m = self.meta;
+        let positions = self.chunk_positions()?;
+        let es = self.es();
+        let fes = m.dtype.filter_elem_size();
+        let chunk_bytes = m.chunk.iter().product::<u64>() as usize * es;
+        let dom = self.dom;
+        let id = self.id;
+        let this = &*self;
+        let produce = |i: usize| -> Result<Option<EncodedChunk>> {
+            let coords = &positions[i];
+            let (start, count) = this.chunk_box(coords);
+            let logical = count.iter().product::<u64>() * es as u64;
+            let raw = if m.link.is_none() {
+                let key = ids::chunk_key(&ids::object_prefix(&m.id)?, coords);
+                let Some(stored) = dom.store().get(&key)? else {
+                    return Ok(None);
+                };
+                // Already in libhdf5's layout: used as stored.
+                if (m.pipeline.is_empty() && stored.len() == chunk_bytes)
+                    || (!m.pipeline.is_empty() && m.format == ChunkFormat::Hdf5)
+                {
+                    return Ok(Some((start, stored.to_vec(), logical)));
+                }
+                let raw = m
+                    .pipeline
+                    .decode_as(&stored, fes, Some(chunk_bytes), m.format)?;
+                if raw.len() != chunk_bytes {
+                    return Err(EngineError::Corrupt(format!(
+                        "chunk {key} holds {} bytes, expected {chunk_bytes}",
+                        raw.len()
+                    ))
+                    .into());
+                }
+                raw
+            } else {
+                let mut part = vec![0u8; logical as usize];
+                let sel = Selection::from_slices(
+                    &start
+                        .iter()
+                        .zip(&count)
+                        .map(|(&s, &c)| (s, c, 1))
+                        .collect::<Vec<_>>(),
+                );
+                dom.read(id, &sel, &mut part)?;
+                let mut raw = fill_chunk(m);
+                if raw.len() == part.len() {
+                    raw = part;
+                } else {
+                    place_box(&mut raw, &m.chunk, &part, &count, es);
+                }
+                // Missing in the source too: leave it to the fill value.
+                if raw == fill_chunk(m) {
+                    return Ok(None);
+                }
+                raw
+            };
+            let enc = m.pipeline.encode_as(raw, fes, ChunkFormat::Hdf5)?;
+            Ok(Some((start, enc, logical)))
+        };
+        let dset = self.dset;
+        let pb = self.pb;
+        let (mut chunks, mut bytes) = (0u64, 0u64);
+        pipelined(positions.len(), true, produce, |(start, enc, logical)| {
+            check(
+                lib(|| unsafe {
+                    h5d::H5Dwrite_chunk(
+                        dset,
+                        h5p::H5P_DEFAULT,
+                        0,
+                        start.as_ptr(),
+                        enc.len(),
+                        enc.as_ptr().cast(),
+                    )
+                }),
+                "writing a chunk",
+            )?;
+            chunks += 1;
+            bytes += logical;
+            pb.inc(logical);
+            Ok(())
+        })?;
+        self.chunks += chunks;
+        self.bytes += bytes;
+        Ok(())
+    }
+
+    /// Chunked datasets written through `H5Dwrite` (variable-length types,
+    /// or chunk shapes libhdf5 would not take): one block per stored chunk.
+    fn write_chunk_regions(&mut self) -> Result<()> {
+        let positions = self.chunk_positions()?;
+        let boxes: Vec<(Vec<u64>, Vec<u64>)> =
+            positions.iter().map(|c| self.chunk_box(c)).collect();
+        let n = boxes.len() as u64;
+        self.write_blocks(boxes, true)?;
+        self.chunks += n;
+        Ok(())
+    }
+
+    /// Contiguous and compact datasets: slabs of at most [`SLAB_BYTES`].
+    fn write_slabs(&mut self) -> Result<()> {
+        let m = self.meta;
+        match m.shape {
+            Shape::Null => Ok(()),
+            Shape::Scalar => self.write_blocks(vec![(vec![0], vec![1])], false),
+            Shape::Simple { ref dims, .. } => {
+                if dims.contains(&0) {
+                    return Ok(());
+                }
+                // Variable-length elements: budget 64 bytes each.
+                let es = m.dtype.fixed_size().unwrap_or(64) as u64;
+                self.write_blocks(slabs(dims, es, SLAB_BYTES), false)
+            }
+        }
+    }
+
+    /// Reads each (start, count) box through the engine (in parallel when
+    /// `parallel`, else one box ahead of the writes) and `H5Dwrite`s it.
+    fn write_blocks(&mut self, boxes: Vec<(Vec<u64>, Vec<u64>)>, parallel: bool) -> Result<()> {
+        let m = self.meta;
+        let dom = self.dom;
+        let id = self.id;
+        let es = self.es();
+        let produce = |i: usize| -> Result<Option<Block>> {
+            let (start, count) = &boxes[i];
+            let sel = Selection::from_slices(
+                &start
+                    .iter()
+                    .zip(count)
+                    .map(|(&s, &c)| (s, c, 1))
+                    .collect::<Vec<_>>(),
+            );
+            let data = if m.dtype.is_variable() {
+                BlockData::Vlen(dom.read_vlen(id, &sel)?)
+            } else {
+                let mut buf = vec![0u8; count.iter().product::<u64>() as usize * es];
+                dom.read(id, &sel, &mut buf)?;
+                BlockData::Fixed(buf)
+            };
+            Ok(Some(Block {
+                start: start.clone(),
+                count: count.clone(),
+                data,
+            }))
+        };
+        let scalar = m.shape == Shape::Scalar;
+        let (dset, ftype, pb) = (self.dset, self.ftype, self.pb);
+        let mut bytes = 0u64;
+        let mem = mem_type(ftype)?;
+        pipelined(boxes.len(), parallel, produce, |b: Block| {
+            let logical = b.data.logical_bytes();
+            let data = match b.data {
+                BlockData::Fixed(v) => Encoded::Fixed(v),
+                BlockData::Vlen(v) => vlen_buffer(ftype, v)?,
+            };
+            if scalar {
+                data.with_ptr(|p| {
+                    check(
+                        lib(|| unsafe {
+                            h5d::H5Dwrite(
+                                dset,
+                                mem.id(),
+                                h5s::H5S_ALL,
+                                h5s::H5S_ALL,
+                                h5p::H5P_DEFAULT,
+                                p,
+                            )
+                        }),
+                        "writing a dataset",
+                    )
+                })?;
+            } else {
+                let mspace = check_id(
+                    lib(|| unsafe {
+                        h5s::H5Screate_simple(
+                            b.count.len() as i32,
+                            b.count.as_ptr(),
+                            std::ptr::null(),
+                        )
+                    }),
+                    "creating a dataspace",
+                )?;
+                let fspace = check_id(
+                    lib(|| unsafe { h5d::H5Dget_space(dset) }),
+                    "reading a dataset's dataspace",
+                )?;
+                check(
+                    lib(|| unsafe {
+                        h5s::H5Sselect_hyperslab(
+                            fspace.id(),
+                            h5s::H5S_seloper_t::H5S_SELECT_SET,
+                            b.start.as_ptr(),
+                            std::ptr::null(),
+                            b.count.as_ptr(),
+                            std::ptr::null(),
+                        )
+                    }),
+                    "selecting a hyperslab",
+                )?;
+                data.with_ptr(|p| {
+                    check(
+                        lib(|| unsafe {
+                            h5d::H5Dwrite(
+                                dset,
+                                mem.id(),
+                                mspace.id(),
+                                fspace.id(),
+                                h5p::H5P_DEFAULT,
+                                p,
+                            )
+                        }),
+                        "writing a dataset",
+                    )
+                })?;
+            }
+            bytes += logical;
+            if m.dtype.is_variable() {
+                pb.inc_length(logical);
+            }
+            pb.inc(logical);
+            Ok(())
+        })?;
+        self.bytes += bytes;
+        Ok(())
+    }
+}
+
+/// Runs `produce(0..n)` on other threads (in parallel on rayon's pool, or
+/// in order one item ahead) while `consume` takes the results on this
+/// thread, which is where the HDF5 calls are made. The first error stops
+/// both sides.
+fn pipelined<T, P, C>(n: usize, parallel: bool, produce: P, mut consume: C) -> Result<()>
+where
+    T: Send,
+    P: Fn(usize) -> Result<Option<T>> + Sync,
+    C: FnMut(T) -> Result<()>,
+{
+    if n == 0 {
+        return Ok(());
+    }
+    let cap = if parallel {
+        2 * rayon::current_num_threads()
+    } else {
+        1
+    };
+    // Ctrl-C from the Python side sets the calling thread's cancel flag;
+    // the producers run elsewhere, so they carry it along.
+    let cancel = h5lake_engine::cancel::current();
+    std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Result<T>>(cap);
+        let produce = &produce;
+        let cancel = &cancel;
+        s.spawn(move || {
+            let send = |tx: &mut std::sync::mpsc::SyncSender<Result<T>>,
+                        i: usize|
+             -> std::result::Result<(), ()> {
+                let item = if h5lake_engine::cancel::is_set(cancel) {
+                    Err(h5lake_engine::EngineError::Interrupted.into())
+                } else {
+                    produce(i)
+                };
+                match item {
+                    Ok(None) => Ok(()),
+                    Ok(Some(t)) => tx.send(Ok(t)).map_err(|_| ()),
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        Err(())
+                    }
+                }
+            };
+            if parallel {
+                let _ = (0..n).into_par_iter().try_for_each_with(tx, send);
+            } else {
+                let mut tx = tx;
+                for i in 0..n {
+                    if send(&mut tx, i).is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+        // Returning (early on error) drops `rx`, which makes the producer's
+        // next send fail and stops it before the scope joins it.
+        for item in rx {
+            consume(item?)?;
+        }
+        Ok(())
+    })
+}
+
+/// Element bytes ready for `H5Dwrite`/`H5Awrite`/`H5Pset_fill_value`,
+/// keeping alive whatever variable-length pointers point into.
+enum Encoded {
+    Fixed(Vec<u8>),
+    Strings(#[allow(dead_code)] Vec<CString>, Vec<*const c_char>),
+    Seqs(#[allow(dead_code)] Vec<Vec<u8>>, Vec<h5t::hvl_t>),
+}
+
+impl Encoded {
+    fn with_ptr<T>(&self, f: impl FnOnce(*const c_void) -> T) -> T {
+        match self {
+            Encoded::Fixed(b) => f(b.as_ptr().cast()),
+            Encoded::Strings(_, p) => f(p.as_ptr().cast()),
+            Encoded::Seqs(_, p) => f(p.as_ptr().cast()),
+        }
+    }
+}
+
+/// The variable-length buffer for raw elements (string bytes, or the
+/// element bytes of a sequence's base type).
+fn vlen_buffer(ftype: hid_t, elems: Vec<Vec<u8>>) -> Result<Encoded> {
+    let is_str = lib(|| unsafe { h5t::H5Tget_class(ftype) }) == h5t::H5T_class_t::H5T_STRING;
+    if is_str {
+        let strings: Vec<CString> = elems
+            .into_iter()
+            .map(|mut b| {
+                // HDF5 strings end at the first NUL.
+                if let Some(p) = b.iter().position(|&c| c == 0) {
+                    b.truncate(p);
+                }
+                CString::new(b).expect("NUL bytes removed")
+            })
+            .collect();
+        let ptrs = strings.iter().map(|s| s.as_ptr()).collect();
+        return Ok(Encoded::Strings(strings, ptrs));
+    }
+    let base = check_id(
+        lib(|| unsafe { h5t::H5Tget_super(ftype) }),
+        "reading a base type",
+    )?;
+    let bs = lib(|| unsafe { h5t::H5Tget_size(base.id()) }).max(1);
+    let hvl = elems
+        .iter()
+        .map(|e| h5t::hvl_t {
+            len: e.len() / bs,
+            p: if e.is_empty() {
+                std::ptr::null_mut()
+            } else {
+                e.as_ptr() as *mut c_void
+            },
+        })
+        .collect();
+    Ok(Encoded::Seqs(elems, hvl))
+}
+
+/// Encodes JSON values (one per element) for a dataset or attribute of
+/// type `dt`.
+fn encode_values(dt: &Datatype, values: &[&Value]) -> Step<Encoded> {
+    match dt {
+        Datatype::String { length: None, .. } => {
+            let mut elems = Vec::with_capacity(values.len());
+            for v in values {
+                elems.push(match v {
+                    Value::Null => Vec::new(),
+                    other => h5lake_types::bytes_of(other)
+                        .ok_or_else(|| Fail::Skip(format!("{other} is not a string")))?,
+                });
+            }
+            let strings: Vec<CString> = elems
+                .into_iter()
+                .map(|mut b| {
+                    if let Some(p) = b.iter().position(|&c| c == 0) {
+                        b.truncate(p);
+                    }
+                    CString::new(b).expect("NUL bytes removed")
+                })
+                .collect();
+            let ptrs = strings.iter().map(|s| s.as_ptr()).collect();
+            Ok(Encoded::Strings(strings, ptrs))
+        }
+        Datatype::Vlen { base } => {
+            let mut elems = Vec::with_capacity(values.len());
+            for v in values {
+                let mut items = Vec::new();
+                if !v.is_null() {
+                    flatten_depth(v, 1, &mut items);
+                }
+                let mut bytes = Vec::new();
+                for item in items {
+                    encode_elem(base, item, &mut bytes).map_err(Fail::Skip)?;
+                }
+                elems.push(bytes);
+            }
+            let bs = base.fixed_size().unwrap_or(1).max(1);
+            let hvl = elems
+                .iter()
+                .map(|e| h5t::hvl_t {
+                    len: e.len() / bs,
+                    p: if e.is_empty() {
+                        std::ptr::null_mut()
+                    } else {
+                        e.as_ptr() as *mut c_void
+                    },
+                })
+                .collect();
+            Ok(Encoded::Seqs(elems, hvl))
+        }
+        _ => {
+            let mut out = Vec::with_capacity(values.len() * dt.fixed_size().unwrap_or(0));
+            for v in values {
+                encode_elem(dt, v, &mut out).map_err(Fail::Skip)?;
+            }
+            Ok(Encoded::Fixed(out))
+        }
+    }
+}
+
+/// One fixed-size element from its HSDS JSON value (packed, as h5lake
+/// stores it). Strings and opaque bytes may be text or `{"base64": ...}`.
+fn encode_elem(dt: &Datatype, v: &Value, out: &mut Vec<u8>) -> std::result::Result<(), String> {
+    match dt {
+        Datatype::String {
+            length: Some(n),
+            pad,
+            ..
+        } => {
+            let b = h5lake_types::bytes_of(v).ok_or_else(|| format!("{v} is not a string"))?;
+            if b.len() > *n {
+                return Err(format!(
+                    "a string of {} bytes does not fit a {n}-byte string type",
+                    b.len()
+                ));
+            }
+            out.extend_from_slice(&b);
+            let padding = if *pad == StrPad::SpacePad { b' ' } else { 0 };
+            out.resize(out.len() + n - b.len(), padding);
+        }
+        Datatype::Opaque { size, .. } => {
+            let b = match v {
+                Value::Array(_) => {
+                    let mut flat = Vec::new();
+                    flatten_depth(v, usize::MAX, &mut flat);
+                    flat.iter()
+                        .map(|x| x.as_u64().filter(|&x| x < 256).map(|x| x as u8))
+                        .collect::<Option<Vec<u8>>>()
+                        .ok_or_else(|| format!("{v} is not a list of bytes"))?
+                }
+                other => h5lake_types::bytes_of(other).ok_or_else(|| format!("{v} is not opaque bytes"))?,
+            };
+            if b.len() != *size {
+                return Err(format!("{} bytes for a {size}-byte opaque type", b.len()));
+            }
+            out.extend_from_slice(&b);
+        }
+        Datatype::Compound { fields, .. } => match v {
+            Value::Array(items) if items.len() == fields.len() => {
+                for (f, item) in fields.iter().zip(items) {
+                    encode_elem(&f.dtype, item, out)?;
+                }
+            }
+            Value::Object(m) => {
+                for f in fields {
+                    let item = m
+                        .get(&f.name)
+                        .ok_or_else(|| format!("no value for the member {:?}", f.name))?;
+                    encode_elem(&f.dtype, item, out)?;
+                }
+            }
+            other => return Err(format!("{other} is not a compound value")),
+        },
+        Datatype::Array { base, dims } => {
+            let n: u64 = dims.iter().product();
+            let mut flat = Vec::new();
+            flatten_depth(v, dims.len(), &mut flat);
+            if flat.len() as u64 != n {
+                return Err(format!("{v} does not have the array type's {n} elements"));
+            }
+            for item in flat {
+                encode_elem(base, item, out)?;
+            }
+        }
+        Datatype::Reference { .. } => {
+            return Err("object references cannot be written to HDF5 files yet".into())
+        }
+        Datatype::Vlen { .. } | Datatype::String { length: None, .. } => {
+            return Err("variable-length members are not supported".into())
+        }
+        _ => out.extend(json_to_element(dt, v).map_err(|e| e.to_string())?),
+    }
+    Ok(())
+}
+
+/// The values of `v` at `depth` levels of list nesting (a value that is not
+/// a list where one is expected counts as one element).
+fn flatten_depth<'v>(v: &'v Value, depth: usize, out: &mut Vec<&'v Value>) {
+    match v {
+        Value::Array(items) if depth > 0 => {
+            for x in items {
+                flatten_depth(x, depth - 1, out);
+            }
+        }
+        other => out.push(other),
+    }
+}
+
+/// The dataset's document with a committed type (`"t-…"`) replaced by the
+/// type it names, so that the engine can parse it.
+fn resolved_doc(dom: &Domain, doc: &Value) -> Value {
+    match doc.get("type").and_then(Value::as_str) {
+        Some(t) if t.starts_with("t-") => {
+            let mut d = doc.clone();
+            if let Ok(tdoc) = dom.get_doc(t) {
+                if let Some(tt) = tdoc.get("type") {
+                    d["type"] = tt.clone();
+                }
+            }
+            d
+        }
+        _ => doc.clone(),
+    }
+}
+
+fn committed_dtype(doc: &Value) -> Step<Datatype> {
+    let t = doc
+        .get("type")
+        .ok_or_else(|| Fail::Skip("committed datatype without a type".into()))?;
+    Ok(Datatype::from_json(t).map_err(Hdf5Error::from)?)
+}
+
+/// Whether a document asks for tracked creation order (h5py's
+/// `track_order`).
+fn tracks_order(doc: &Value) -> bool {
+    let Some(cp) = doc.get("creationProperties") else {
+        return false;
+    };
+    ["CreateOrder", "track_order"]
+        .iter()
+        .any(|k| match cp.get(*k) {
+            Some(Value::Bool(b)) => *b,
+            Some(Value::Number(n)) => n.as_i64().is_some_and(|i| i != 0),
+            _ => false,
+        })
+}
+
+fn set_creation_order(plist: hid_t, links: bool) -> Result<()> {
+    let flags = h5p::H5P_CRT_ORDER_TRACKED | h5p::H5P_CRT_ORDER_INDEXED;
+    if links {
+        check(
+            lib(|| unsafe { h5p::H5Pset_link_creation_order(plist, flags) }),
+            "tracking link creation order",
+        )?;
+    }
+    check(
+        lib(|| unsafe { h5p::H5Pset_attr_creation_order(plist, flags) }),
+        "tracking attribute creation order",
+    )?;
+    Ok(())
+}
+
+/// A new property list of `class` (read under the lock: the class ids
+/// exist once the library is initialised).
+fn plist(class: &'static hid_t) -> Result<Hid> {
+    check_id(
+        lib(|| unsafe { h5p::H5Pcreate(*class) }),
+        "creating a property list",
+    )
+}
+
+/// A link creation property list with UTF-8 names (as h5py makes them).
+fn link_plist() -> Result<Hid> {
+    let lcpl = plist(h5p::H5P_CLS_LINK_CREATE)?;
+    check(
+        lib(|| unsafe { h5p::H5Pset_char_encoding(lcpl.id(), h5t::H5T_cset_t::H5T_CSET_UTF8) }),
+        "setting the link name encoding",
+    )?;
+    Ok(lcpl)
+}
+
+/// A transient copy of a (possibly committed) datatype for memory buffers.
+fn mem_type(t: hid_t) -> Result<Hid> {
+    check_id(lib(|| unsafe { h5t::H5Tcopy(t) }), "copying a datatype")
+}
+
+/// The dataspace of a shape, and the number of list levels of its values.
+fn dataspace(shape: &Shape) -> Result<(Hid, usize)> {
+    let what = "creating a dataspace";
+    Ok(match shape {
+        Shape::Null => (
+            check_id(
+                lib(|| unsafe { h5s::H5Screate(h5s::H5S_class_t::H5S_NULL) }),
+                what,
+            )?,
+            0,
+        ),
+        Shape::Simple { dims, .. } if !dims.is_empty() => {
+            let max: Vec<hsize_t> = shape
+                .maxdims()
+                .iter()
+                .map(|&m| {
+                    if m == UNLIMITED {
+                        h5s::H5S_UNLIMITED
+                    } else {
+                        m
+                    }
+                })
+                .collect();
+            (
+                check_id(
+                    lib(|| unsafe {
+                        h5s::H5Screate_simple(dims.len() as i32, dims.as_ptr(), max.as_ptr())
+                    }),
+                    what,
+                )?,
+                dims.len(),
+            )
+        }
+        _ => (
+            check_id(
+                lib(|| unsafe { h5s::H5Screate(h5s::H5S_class_t::H5S_SCALAR) }),
+                what,
+            )?,
+            0,
+        ),
+    })
+}
+
+/// A whole chunk of the fill value.
+fn fill_chunk(m: &DatasetMeta) -> Vec<u8> {
+    let n = m.chunk.iter().product::<u64>() as usize;
+    if m.fill.iter().all(|&b| b == 0) {
+        vec![0; n * m.fill.len()]
+    } else {
+        m.fill.repeat(n)
+    }
+}
+
+/// Copies a C-order box of shape `count` into the corner of a C-order
+/// chunk of shape `chunk`.
+fn place_box(dst: &mut [u8], chunk: &[u64], src: &[u8], count: &[u64], es: usize) {
+    let rank = chunk.len();
+    if rank == 0 || count.contains(&0) {
+        return;
+    }
+    let row = count[rank - 1] as usize * es;
+    let rows: u64 = count[..rank - 1].iter().product();
+    let mut idx = vec![0u64; rank - 1];
+    for r in 0..rows as usize {
+        let mut off = 0u64;
+        for d in 0..rank - 1 {
+            off = off * chunk[d] + idx[d];
+        }
+        let off = (off * chunk[rank - 1]) as usize * es;
+        dst[off..off + row].copy_from_slice(&src[r * row..(r + 1) * row]);
+        for d in (0..rank - 1).rev() {
+            idx[d] += 1;
+            if idx[d] < count[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+}
+
+/// Every coordinate of a grid, C order.
+fn odometer(grid: &[u64]) -> Vec<Vec<u64>> {
+    if grid.contains(&0) {
+        return Vec::new();
+    }
+    let total: u64 = grid.iter().product();
+    let mut out = Vec::with_capacity(total as usize);
+    let mut idx = vec![0u64; grid.len()];
+    for _ in 0..total {
+        out.push(idx.clone());
+        for d in (0..grid.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < grid[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    out
+}
+
+/// (start, count) boxes covering `dims` in C order, each at most `budget`
+/// bytes unless one element row of the innermost split axis is larger.
+fn slabs(dims: &[u64], es: u64, budget: u64) -> Vec<(Vec<u64>, Vec<u64>)> {
+    let mut block = dims.to_vec();
+    for axis in 0..dims.len() {
+        let inner = block[axis + 1..].iter().product::<u64>() * es;
+        block[axis] = (budget / inner.max(1)).clamp(1, dims[axis].max(1));
+        if inner <= budget {
+            break;
+        }
+    }
+    let counts: Vec<u64> = dims
+        .iter()
+        .zip(&block)
+        .map(|(d, b)| d.div_ceil(*b))
+        .collect();
+    odometer(&counts)
+        .into_iter()
+        .map(|corner| {
+            let start: Vec<u64> = corner.iter().zip(&block).map(|(i, b)| i * b).collect();
+            let count = start
+                .iter()
+                .zip(&block)
+                .zip(dims)
+                .map(|((s, b), d)| (*b).min(d - s))
+                .collect();
+            (start, count)
+        })
+        .collect()
+}
+
+fn parse_chunk_name(name: &str, rank: usize) -> Option<Vec<u64>> {
+    let v: Option<Vec<u64>> = name.split('_').map(|p| p.parse().ok()).collect();
+    v.filter(|v| v.len() == rank)
+}
+
+fn join(parent: &str, name: &str) -> String {
+    if parent == "/" {
+        format!("/{name}")
+    } else {
+        format!("{parent}/{name}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slabs_cover_the_extent() {
+        let s = slabs(&[10, 4], 8, 100);
+        // 100 bytes hold 3 rows of 32 bytes.
+        assert_eq!(s.len(), 4);
+        assert_eq!(s[0], (vec![0, 0], vec![3, 4]));
+        assert_eq!(s[3], (vec![9, 0], vec![1, 4]));
+        let s = slabs(&[2, 100], 8, 100);
+        assert_eq!(s[0], (vec![0, 0], vec![1, 12]));
+        let total: u64 = s.iter().map(|(_, c)| c.iter().product::<u64>()).sum();
+        assert_eq!(total, 200);
+    }
+
+    #[test]
+    fn boxes_land_in_the_chunk_corner() {
+        let mut dst = vec![0u8; 12];
+        place_box(&mut dst, &[3, 4], &[1, 2, 3, 4], &[2, 2], 1);
+        assert_eq!(dst, vec![1, 2, 0, 0, 3, 4, 0, 0, 0, 0, 0, 0]);
+    }
+}

@@ -71,25 +71,6 @@ pub(crate) fn cstr(s: &str) -> Result<CString> {
     CString::new(s).map_err(|_| Hdf5Error::Unsupported(format!("name {s:?} contains a NUL byte")))
 }
 
-/// Reads a string through the usual "call with NULL for the length, then
-/// again with a buffer" protocol.
-pub(crate) fn read_string(
-    what: &str,
-    mut f: impl FnMut(*mut c_char, usize) -> isize,
-) -> Result<String> {
-    let n = lib(|| f(std::ptr::null_mut(), 0));
-    if n < 0 {
-        return Err(last_error(what));
-    }
-    let mut buf = vec![0u8; n as usize + 1];
-    let m = lib(|| f(buf.as_mut_ptr().cast(), buf.len()));
-    if m < 0 {
-        return Err(last_error(what));
-    }
-    buf.truncate(m as usize);
-    Ok(String::from_utf8_lossy(&buf).into_owned())
-}
-
 /// Names of the links of a group, in name order (h5py's iteration order).
 pub(crate) fn link_names(group: hid_t) -> Result<Vec<String>> {
     unsafe extern "C" fn collect(

@@ -16,7 +16,7 @@ mod load;
 mod source;
 mod types;
 
-// TEMP pub use export::{get, GetOptions, GetReport};
+pub use export::{get, GetOptions, GetReport};
 pub use load::{load, LoadOptions, LoadReport};
 pub use source::is_hdf5;
 
