@@ -1414,7 +1414,14 @@ fn vlen_buffer(ftype: hid_t, elems: Vec<Vec<u8>>) -> Result<Encoded> {
         "reading a base type",
     )?;
     let bs = lib(|| unsafe { h5t::H5Tget_size(base.id()) }).max(1);
-    let hvl = elems
+    let hvl = hvl_pointers(&elems, bs);
+    Ok(Encoded::Seqs(elems, hvl))
+}
+
+/// `hvl_t` descriptors pointing into `elems` (packed base elements of `bs`
+/// bytes each); `elems` must outlive them.
+fn hvl_pointers(elems: &[Vec<u8>], bs: usize) -> Vec<h5t::hvl_t> {
+    elems
         .iter()
         .map(|e| h5t::hvl_t {
             len: e.len() / bs,
@@ -1424,8 +1431,7 @@ fn vlen_buffer(ftype: hid_t, elems: Vec<Vec<u8>>) -> Result<Encoded> {
                 e.as_ptr() as *mut c_void
             },
         })
-        .collect();
-    Ok(Encoded::Seqs(elems, hvl))
+        .collect()
 }
 
 /// Encodes JSON values (one per element) for a dataset or attribute of
@@ -1467,17 +1473,7 @@ fn encode_values(dt: &Datatype, values: &[&Value]) -> Step<Encoded> {
                 elems.push(bytes);
             }
             let bs = base.fixed_size().unwrap_or(1).max(1);
-            let hvl = elems
-                .iter()
-                .map(|e| h5t::hvl_t {
-                    len: e.len() / bs,
-                    p: if e.is_empty() {
-                        std::ptr::null_mut()
-                    } else {
-                        e.as_ptr() as *mut c_void
-                    },
-                })
-                .collect();
+            let hvl = hvl_pointers(&elems, bs);
             Ok(Encoded::Seqs(elems, hvl))
         }
         _ => {
