@@ -210,6 +210,25 @@ def test_unsupported_filter_is_named_and_nothing_is_left(tmp_path):
     assert os.listdir(tmp_path) == ["lzf.h5"]
 
 
+def test_references_are_skipped_and_reported(tmp_path):
+    src = tmp_path / "scales.h5"
+    with h5py.File(src, "w") as f:
+        f["time"] = np.arange(10.0)
+        f["temp"] = np.arange(50.0).reshape(10, 5)
+        f["time"].make_scale("time")
+        f["temp"].dims[0].attach_scale(f["time"])
+        f["ref"] = f["temp"].ref
+    report = h5lake.load(src, tmp_path / "s.h5l")
+    assert len(report["skipped"]) == 3, report["skipped"]
+    skipped = " ".join(report["skipped"])
+    assert "/ref" in skipped and "DIMENSION_LIST" in skipped and "REFERENCE_LIST" in skipped
+    with h5lake.File(tmp_path / "s.h5l", "r") as l:
+        assert "ref" not in l
+        np.testing.assert_array_equal(l["temp"][...], np.arange(50.0).reshape(10, 5))
+        with h5py.File(src, "r") as h:
+            assert_same(h["time"].attrs["CLASS"], l["time"].attrs["CLASS"], "CLASS")
+
+
 def test_scaleoffset_is_named(tmp_path):
     src = tmp_path / "so.h5"
     with h5py.File(src, "w") as f:

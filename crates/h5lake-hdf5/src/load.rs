@@ -353,7 +353,10 @@ impl Loader<'_> {
                 self.group(obj.id(), &id, path)?;
                 id
             }
-            H5O_type_t::H5O_TYPE_DATASET => self.dataset(obj.id(), path)?,
+            H5O_type_t::H5O_TYPE_DATASET => match self.dataset(obj.id(), path)? {
+                Some(id) => id,
+                None => return Ok(None),
+            },
             H5O_type_t::H5O_TYPE_NAMED_DATATYPE => {
                 let dt = from_hdf5(obj.id())?;
                 let id = self.dom.create_datatype(dt.to_json())?;
@@ -384,17 +387,23 @@ impl Loader<'_> {
         Ok(())
     }
 
-    fn dataset(&mut self, d: hid_t, path: &str) -> Result<String> {
+    /// Loads a dataset; `None` (reported in `skipped`) when its type is one
+    /// h5lake cannot hold, such as references.
+    fn dataset(&mut self, d: hid_t, path: &str) -> Result<Option<String>> {
         if h5lake_engine::cancel::is_set(&h5lake_engine::cancel::current()) {
             return Err(h5lake_engine::EngineError::Interrupted.into());
         }
         let ft = check_id(lib(|| unsafe { H5Dget_type(d) }), "reading a dataset's type")?;
-        let dt = from_hdf5(ft.id()).map_err(|e| match e {
-            Hdf5Error::Unsupported(why) => {
-                Hdf5Error::Unsupported(format!("dataset {path}: its type is not supported: {why}"))
+        let dt = match from_hdf5(ft.id()) {
+            Ok(dt) => dt,
+            Err(Hdf5Error::Unsupported(why)) => {
+                self.report
+                    .skipped
+                    .push(format!("{path}: its type is not supported ({why})"));
+                return Ok(None);
             }
-            e => e,
-        })?;
+            Err(e) => return Err(e),
+        };
         let space = check_id(lib(|| unsafe { H5Dget_space(d) }), "reading a dataset's shape")?;
         let (shape, dims, _) = shape_json(space.id())?;
         let dcpl = check_id(
@@ -519,7 +528,7 @@ impl Loader<'_> {
             }
         };
         self.set_attributes(&id, attrs)?;
-        Ok(id)
+        Ok(Some(id))
     }
 
     /// Creates a dataset whose chunks stay in the source file: the chunk

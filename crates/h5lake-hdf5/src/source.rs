@@ -38,6 +38,12 @@ pub fn is_hdf5(path: &Path) -> bool {
 /// # Errors
 /// A missing file, a file that is not HDF5, or a damaged one.
 pub(crate) fn open(path: &Path) -> Result<Hid> {
+    if path.to_string_lossy().contains("://") {
+        return Err(Hdf5Error::Unsupported(format!(
+            "{}: only local files can be loaded so far (s3:// sources come with the S3 backend); copy the file here first",
+            path.display()
+        )));
+    }
     if !path.exists() {
         return Err(Hdf5Error::SourceNotFound(format!(
             "{}: no such file",
