@@ -593,8 +593,8 @@ def test_load_and_get_pass_their_options(capsys, monkeypatch):
     assert run(capsys, "load", "-q", "in.h5", "out.h5l")[0] == 0
     assert run(capsys, "get", "-q", "out.h5l", "back.h5")[0] == 0
     assert calls == [
-        ("load", ("in.h5", "out.h5l"), dict(link=True, hyperchunk=4 << 20, force=True, progress=True)),
-        ("load", ("in.h5", "out.h5l"), dict(link=False, hyperchunk=None, force=False, progress=False)),
+        ("load", ("in.h5", "out.h5l"), dict(link=True, hyperchunk=4 << 20, keep_chunks=False, force=True, progress=True)),
+        ("load", ("in.h5", "out.h5l"), dict(link=False, hyperchunk=None, keep_chunks=False, force=False, progress=False)),
         ("get", ("out.h5l", "back.h5"), dict(force=False, progress=False)),
     ]
     rc, _out, err = run(capsys, "load", "--hyperchunk", "lots", "in.h5", "out.h5l")

@@ -88,10 +88,11 @@ def everything(tmp_path_factory):
     return h5files.write_everything(str(tmp_path_factory.mktemp("src") / "everything.h5"))
 
 
-@pytest.mark.parametrize("link", [False, True], ids=["copy", "link"])
-def test_load_round_trips_every_object(everything, tmp_path, link):
+@pytest.mark.parametrize("link,keep", [(False, False), (False, True), (True, False)],
+                         ids=["copy", "copy-keep-chunks", "link"])
+def test_load_round_trips_every_object(everything, tmp_path, link, keep):
     dest = tmp_path / "loaded.h5l"
-    report = h5lake.load(everything, dest, link=link)
+    report = h5lake.load(everything, dest, link=link, keep_chunks=keep)
     assert report["datasets"] >= 20 and report["groups"] == 4
     assert report["skipped"] == []
     with h5py.File(everything, "r") as h, h5lake.File(dest, "r") as l:
@@ -103,6 +104,13 @@ def test_load_round_trips_every_object(everything, tmp_path, link):
         assert report["linked_datasets"] >= 5
     else:
         assert report["linked_datasets"] == 0 and report["chunks"] > 0
+    # Chunk bytes: the file's own (libhdf5 layout) only when asked for.
+    formats = {json.loads(open(p).read()).get("h5lake", {}).get("chunkFormat")
+               for p in glob.glob(str(dest / "db/*/d/*/.dataset.json"))}
+    assert ("hdf5" in formats) == keep, formats
+    with h5lake.File(dest, "r+") as l:   # and they stay writable
+        l["grp/gzip"][1, 1:4] = [5, 6, 7]
+        assert l["grp/gzip"][1, 1:4].tolist() == [5, 6, 7]
 
 
 @pytest.mark.parametrize("link", [False, True], ids=["copy", "link"])

@@ -103,7 +103,8 @@ def _mv(args):
 
 def _load(args):
     report = h5lake.load(args.src, args.dest, link=args.link, hyperchunk=args.hyperchunk,
-                         force=args.force, progress=not args.quiet)
+                         keep_chunks=args.keep_chunks, force=args.force,
+                         progress=not args.quiet)
     _summarize("load", args, report, f"linked {report['linked_datasets']} datasets to {args.src}, "
                if report["linked_datasets"] else "")
     return 0
@@ -200,7 +201,11 @@ def build_parser():
     p.add_argument("--link", action="store_true",
                    help="refer to the HDF5 file's data instead of copying it (the file must stay in place)")
     p.add_argument("--hyperchunk", type=parse_size, metavar="SIZE",
-                   help="group chunks into store chunks of about SIZE bytes (e.g. 4M, 512k)")
+                   help="link mode: read adjacent chunks together, about SIZE bytes at a time "
+                        "(default 4M; 0 = one chunk at a time)")
+    p.add_argument("--keep-chunks", action="store_true",
+                   help="copy chunk bytes as the file stores them (several times faster; "
+                        "h5lake reads the store, a real HSDS server does not)")
     _force(p, "store")
     _quiet(p)
 

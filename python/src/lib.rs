@@ -221,7 +221,8 @@ fn hdf5_err(e: Hdf5Error) -> PyErr {
 
 /// Loads an HDF5 file into a new h5lake store; returns the report as JSON.
 #[pyfunction]
-#[pyo3(signature = (src, dest, link=false, hyperchunk=None, force=false, progress=false))]
+#[pyo3(signature = (src, dest, link=false, hyperchunk=None, force=false, progress=false, keep_chunks=false))]
+#[allow(clippy::too_many_arguments)]
 fn load_hdf5(
     py: Python<'_>,
     src: PathBuf,
@@ -230,10 +231,12 @@ fn load_hdf5(
     hyperchunk: Option<u64>,
     force: bool,
     progress: bool,
+    keep_chunks: bool,
 ) -> PyResult<String> {
     let opts = h5lake_hdf5::LoadOptions {
         link,
         hyperchunk,
+        keep_chunks,
         force,
         progress,
     };

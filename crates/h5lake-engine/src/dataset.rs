@@ -817,6 +817,26 @@ impl Domain {
         Ok(())
     }
 
+    /// Stores one chunk's bytes exactly as given: already filtered, in the
+    /// dataset's chunk format (`m.format`). For bulk loads that take chunks
+    /// from a file in that format without decoding them.
+    ///
+    /// # Errors
+    /// Wrong coordinates; read-only domain; I/O trouble.
+    pub fn put_encoded_chunk(&self, m: &DatasetMeta, coords: &[u64], stored: &[u8]) -> Result<()> {
+        self.check_writable()?;
+        if coords.len() != m.chunk.len() {
+            return Err(EngineError::Invalid(format!(
+                "chunk coordinates {coords:?} do not match the rank {}",
+                m.chunk.len()
+            )));
+        }
+        let key = m.key(coords);
+        self.store().put(&key, stored)?;
+        self.cache.remove(&key);
+        Ok(())
+    }
+
     /// Number of stored chunks of a dataset.
     ///
     /// # Errors

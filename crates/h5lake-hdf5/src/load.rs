@@ -48,6 +48,11 @@ pub struct LoadOptions {
     /// In link mode, group adjacent source chunks into logical chunks of
     /// about this many bytes (`None` = 4 MiB, `Some(0)` = one per chunk).
     pub hyperchunk: Option<u64>,
+    /// Copy mode: store chunk bytes exactly as the file holds them
+    /// (libhdf5's layout, marked `"h5lake": {"chunkFormat": "hdf5"}`)
+    /// instead of re-encoding them as HSDS does. Several times faster;
+    /// h5lake reads such stores, a real HSDS server does not.
+    pub keep_chunks: bool,
     /// Replace an existing destination store.
     pub force: bool,
     /// Draw a progress bar on stderr.
@@ -176,6 +181,8 @@ enum Job {
         chunks: Vec<StoredChunk>,
         source: Pipeline,
         repack: Option<Repack>,
+        /// Store the file's bytes as they are (see [`LoadOptions::keep_chunks`]).
+        verbatim: bool,
     },
     /// A contiguous dataset's one byte range, copied in slabs of rows.
     Contiguous {
@@ -474,6 +481,16 @@ impl Loader<'_> {
                 if variable {
                     self.copy_through_library(d, &id, &dt, &dims)?;
                 } else if !chunks.is_empty() {
+                    let verbatim = self.opts.keep_chunks
+                        && repack.is_none()
+                        && !masked
+                        && !pipeline.is_empty();
+                    if verbatim {
+                        self.dom.update_doc(&id, |doc| {
+                            doc["h5lake"] = json!({"chunkFormat": "hdf5"});
+                            Ok(())
+                        })?;
+                    }
                     let meta = self.dom.dataset_meta(&id)?;
                     self.jobs.push(Job::Chunks {
                         path: path.to_string(),
@@ -481,6 +498,7 @@ impl Loader<'_> {
                         chunks,
                         source: pipeline,
                         repack,
+                        verbatim,
                     });
                 }
                 id
@@ -726,9 +744,10 @@ impl Loader<'_> {
                         chunks,
                         source,
                         repack,
+                        verbatim,
                     } => {
                         let c = &chunks[k];
-                        copy_chunk(dom, &file, meta, c, source, repack.as_ref())
+                        copy_chunk(dom, &file, meta, c, source, repack.as_ref(), *verbatim)
                             .map_err(|e| match e {
                                 Hdf5Error::Codec(e) => {
                                     Hdf5Error::Unsupported(format!("dataset {path}: {e}"))
@@ -784,7 +803,7 @@ fn progress_bar(show: bool, total: u64) -> indicatif::ProgressBar {
 }
 
 /// One source chunk: read, decode (skipping the filters its mask says were
-/// not applied), repack, store.
+/// not applied), repack, store; or store it as read (`verbatim`).
 fn copy_chunk(
     dom: &Domain,
     file: &File,
@@ -792,9 +811,15 @@ fn copy_chunk(
     c: &StoredChunk,
     source: &Pipeline,
     repack: Option<&Repack>,
+    verbatim: bool,
 ) -> Result<()> {
     let mut buf = vec![0u8; c.size as usize];
     file.read_exact_at(&mut buf, c.addr)?;
+    let coords: Vec<u64> = c.offset.iter().zip(&meta.chunk).map(|(o, k)| o / k).collect();
+    if verbatim {
+        dom.put_encoded_chunk(meta, &coords, &buf)?;
+        return Ok(());
+    }
     let file_elem = repack.map_or(meta.dtype.fixed_size().unwrap_or(0), |r| r.file_elem);
     let elems: u64 = meta.chunk.iter().product();
     let raw = if source.is_empty() {
@@ -815,7 +840,6 @@ fn copy_chunk(
         Some(r) => r.apply(&raw),
         None => raw,
     };
-    let coords: Vec<u64> = c.offset.iter().zip(&meta.chunk).map(|(o, k)| o / k).collect();
     dom.write_chunk(meta, &coords, raw)?;
     Ok(())
 }
