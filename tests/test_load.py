@@ -306,3 +306,10 @@ def test_cli_load_and_ls(tmp_path, everything, capsys):
     assert main(["load", "-q", everything, str(dest)]) == 2
     assert "force" in capsys.readouterr().err
     assert main(["diff", everything, str(dest)]) == 0
+
+
+def test_ls_lists_an_hdf5_file(tmp_path, everything, capsys):
+    from h5lake.cli import main
+    assert main(["ls", "-r", everything + "/grp"]) == 0
+    out = capsys.readouterr().out
+    assert "gzip" in out and "Dataset {37, 53}" in out and "sub" in out

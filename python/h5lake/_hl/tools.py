@@ -91,10 +91,23 @@ def _link(f, inner, path):
 
 @contextlib.contextmanager
 def _open_object(path):
-    """The object ``path`` names, with its store open (read-only) meanwhile."""
-    root, inner = split_path(path)
-    with File(root, "r") as f:
-        yield _lookup(f, inner, path)
+    """The object ``path`` names (in a store or an HDF5 file), open
+    read-only meanwhile."""
+    with contextlib.ExitStack() as stack:
+        yield _open_in(path, stack)
+
+
+def _open_in(path, stack):
+    """The object ``path`` names, kept open by ``stack``: in a store, or in
+    an HDF5 file loaded (linked, not copied) into a temporary store."""
+    root, inner = split_path(path, lambda p: is_store(p) or is_hdf5_file(p),
+                             "an h5lake store or HDF5 file")
+    if not is_store(root):
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="h5lake-"))
+        store = os.path.join(tmp, os.path.basename(root) + ".h5l")
+        load(root, store, link=True)
+        root = store
+    return _lookup(stack.enter_context(File(root, "r")), inner, path)
 
 
 def _refuse_inside_store(path):
@@ -523,18 +536,11 @@ class _Differ:
 
 
 def _diff_side(spec, stack):
-    """The h5lake object ``spec`` names: an open object as is, a store path,
-    or an HDF5 file loaded (linked, not copied) into a temporary store."""
+    """The h5lake object ``spec`` names: an open object as is, else as
+    :func:`_open_in` finds it."""
     if isinstance(spec, HLObject):
         return spec
-    root, inner = split_path(spec, lambda p: is_store(p) or is_hdf5_file(p),
-                             "an h5lake store or HDF5 file")
-    if not is_store(root):
-        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="h5lake-diff-"))
-        store = os.path.join(tmp, os.path.basename(root) + ".h5l")
-        load(root, store, link=True)
-        root = store
-    return _lookup(stack.enter_context(File(root, "r")), inner, spec)
+    return _open_in(spec, stack)
 
 
 def diff(a, b, *, rtol=0.0, atol=0.0, verbose=False):
