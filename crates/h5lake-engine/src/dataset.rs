@@ -52,7 +52,7 @@ pub struct DatasetMeta {
     pub fill: Vec<u8>,
     /// Where the chunks are when they live in another file (link mode).
     pub link: Option<Arc<LinkedLayout>>,
-    prefix: String,
+    pub(crate) prefix: String,
 }
 
 impl DatasetMeta {
@@ -924,10 +924,19 @@ impl Domain {
                 }
                 let coords = parse_chunk_name(&key[m.prefix.len()..], m.dims.len())
                     .ok_or_else(|| EngineError::Corrupt(format!("bad chunk key {key}")))?;
-                match self.linked_chunk(m, link, &coords, Some(region))? {
-                    Some(data) => f(&data),
-                    None => f(fill.get_or_init(|| m.fill_chunk())),
+                thread_local! {
+                    static HYPER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
                 }
+                // A reused per-thread buffer: only the part inside `region`
+                // is written, and only that part is read.
+                let mut buf = HYPER.with(|c| std::mem::take(&mut *c.borrow_mut()));
+                buf.resize(m.chunk_elems() * m.elem_size(), 0);
+                let result = self.linked_subchunks(m, link, &coords, Some(region), &mut buf);
+                if result.is_ok() {
+                    f(&buf);
+                }
+                HYPER.with(|c| *c.borrow_mut() = buf);
+                result?;
                 return Ok(());
             }
         }
@@ -1015,7 +1024,7 @@ impl Domain {
         let Some(coords) = parse_chunk_name(&key[m.prefix.len()..], m.dims.len()) else {
             return Ok(None);
         };
-        Ok(self.linked_chunk(m, link, &coords, None)?.map(Bytes::from))
+        Ok(self.linked_chunk(m, link, &coords)?.map(Bytes::from))
     }
 
     /// Whether a read of `chunks` chunks is small enough to go through the cache.
@@ -1066,7 +1075,7 @@ impl Domain {
 
 /// The cache version of a chunk read from a linked file (never a store
 /// version: those are `ino-mtime-size` or etags).
-const LINKED_VERSION: &str = "linked";
+pub(crate) const LINKED_VERSION: &str = "linked";
 
 /// Runs `n` independent chunk tasks: in parallel on the chunk pool, or on
 /// the calling thread when there is only one (a small selection should not

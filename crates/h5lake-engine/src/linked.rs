@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 
 use h5lake_codecs::ChunkFormat;
 use h5lake_types::Selection;
+use rayon::prelude::*;
 use serde_json::Value;
 
 use crate::dataset::DatasetMeta;
@@ -314,90 +315,102 @@ impl Domain {
 
     /// The decoded logical chunk `coords` of a linked dataset, `None` if the
     /// source holds none of it.
-    ///
-    /// With `region` (chunk-local `[lo, hi)` per dimension), source chunks
-    /// outside it are neither read nor decoded (they read as fill).
     pub(crate) fn linked_chunk(
         &self,
         m: &DatasetMeta,
         link: &LinkedLayout,
         coords: &[u64],
-        region: Option<&[(u64, u64)]>,
     ) -> Result<Option<Vec<u8>>> {
-        let es = m.dtype.fixed_size().unwrap_or(0);
-        let file = self.linked_files.get(&link.file_uri)?;
         if let LinkIndex::Contiguous { offset, size } = link.index {
+            let file = self.linked_files.get(&link.file_uri)?;
             return self.contiguous_chunk(m, &file, offset, size, coords).map(Some);
         }
-        let entries = self.linked_entries(m, link, coords)?;
-        if entries.iter().all(Option::is_none) {
-            return Ok(None);
-        }
-        let wanted = |i: usize| match region {
-            None => true,
-            Some(r) => {
-                let o = link.sub_origin(&m.chunk, i);
-                (0..o.len()).all(|d| o[d] < r[d].1 && o[d] + link.sub_chunk[d] > r[d].0)
-            }
-        };
-        let present: Vec<(usize, (u64, u64))> = entries
-            .iter()
-            .enumerate()
-            .filter(|&(i, _)| wanted(i))
-            .filter_map(|(i, e)| e.map(|p| (i, p)))
-            .collect();
-        if present.is_empty() {
-            return Ok(None);
-        }
-        let ranges: Vec<(u64, u64)> = present.iter().map(|&(_, p)| p).collect();
-        let raw = read_ranges(&file, &ranges)?;
-        let sub_elems = link.sub_chunk.iter().product::<u64>() as usize;
-        let decode = |bytes: &[u8]| -> Result<Vec<u8>> {
-            if m.pipeline.is_empty() {
-                return Ok(bytes.to_vec());
-            }
-            Ok(m.pipeline.decode_as(
-                bytes,
-                m.dtype.filter_elem_size(),
-                Some(sub_elems * es),
-                ChunkFormat::Hdf5,
-            )?)
-        };
-        if link.sub_chunk == m.chunk {
-            let data = decode(&raw[0])?;
-            m.check_decoded_len(data.len())?;
-            return Ok(Some(data));
+        if !link.is_hyper(&m.chunk) {
+            let entries = self.linked_entries(m, link, coords)?;
+            let Some(Some(range)) = entries.first() else {
+                return Ok(None);
+            };
+            let file = self.linked_files.get(&link.file_uri)?;
+            let raw = read_ranges(&file, &[*range])?;
+            return decode_sub(m, link, &raw[0]).map(Some);
         }
         let mut out = m.fill_chunk();
-        let last = m.chunk.len() - 1;
-        let cs = strides(&m.chunk);
-        for ((i, _), bytes) in present.iter().zip(&raw) {
-            let sub = decode(bytes)?;
-            if sub.len() != sub_elems * es {
-                return Err(EngineError::Corrupt(format!(
-                    "{}: a linked chunk decoded to {} bytes, expected {}",
-                    m.id,
-                    sub.len(),
-                    sub_elems * es
-                )));
-            }
-            let origin = link.sub_origin(&m.chunk, *i);
-            let row = link.sub_chunk[last] as usize * es;
-            let rows = sub_elems / link.sub_chunk[last] as usize;
-            for r in 0..rows {
-                // Element index of the row's start inside the logical chunk.
-                let mut dst = origin[last];
-                let mut rem = r as u64;
-                for d in (0..last).rev() {
-                    let idx = rem % link.sub_chunk[d];
-                    rem /= link.sub_chunk[d];
-                    dst += (origin[d] + idx) * cs[d];
+        let any = self.linked_subchunks(m, link, coords, None, &mut out)?;
+        Ok(any.then_some(out))
+    }
+
+    /// Decodes the source chunks of hyper-chunk `coords` that meet `region`
+    /// (chunk-local `[lo, hi)` per dimension; `None` = all) into their place
+    /// in `out`, a buffer of the whole logical chunk. With a region, the
+    /// missing source chunks inside it are set to the fill value, and `out`
+    /// outside it is left as it was (the caller never looks there), so a
+    /// reused buffer needs no clearing. Returns whether the source holds any
+    /// of them.
+    pub(crate) fn linked_subchunks(
+        &self,
+        m: &DatasetMeta,
+        link: &LinkedLayout,
+        coords: &[u64],
+        region: Option<&[(u64, u64)]>,
+        out: &mut [u8],
+    ) -> Result<bool> {
+        let entries = self.linked_entries(m, link, coords)?;
+        let wanted: Vec<usize> = (0..entries.len())
+            .filter(|&i| match region {
+                None => true,
+                Some(r) => {
+                    let o = link.sub_origin(&m.chunk, i);
+                    (0..o.len()).all(|d| o[d] < r[d].1 && o[d] + link.sub_chunk[d] > r[d].0)
                 }
-                let dst = dst as usize * es;
-                out[dst..dst + row].copy_from_slice(&sub[r * row..(r + 1) * row]);
+            })
+            .collect();
+        let present: Vec<(usize, (u64, u64))> = wanted
+            .iter()
+            .filter_map(|&i| entries[i].map(|p| (i, p)))
+            .collect();
+        if region.is_some() && present.len() < wanted.len() {
+            let es = m.dtype.fixed_size().unwrap_or(0);
+            let sub_elems = link.sub_chunk.iter().product::<u64>() as usize;
+            let fill = m.fill.repeat(sub_elems);
+            for &i in wanted.iter().filter(|&&i| entries[i].is_none()) {
+                place_sub(m, link, i, &fill, es, out);
             }
         }
-        Ok(Some(out))
+        if present.is_empty() {
+            return Ok(false);
+        }
+        let es = m.dtype.fixed_size().unwrap_or(0);
+        // Decoded source chunks are cached on their own (the file never
+        // changes under a link), so small reads that keep coming back to
+        // one hyper-chunk decode each source chunk once.
+        let chunk_key = crate::ids::chunk_key(&m.prefix, coords);
+        let sub_key = |i: usize| format!("{chunk_key}#{i}");
+        let mut missing = Vec::with_capacity(present.len());
+        for &(i, range) in &present {
+            match self.cache.get(&sub_key(i)) {
+                Some((_, data)) => place_sub(m, link, i, &data, es, out),
+                None => missing.push((i, range)),
+            }
+        }
+        if missing.is_empty() {
+            return Ok(true);
+        }
+        let file = self.linked_files.get(&link.file_uri)?;
+        let ranges: Vec<(u64, u64)> = missing.iter().map(|&(_, p)| p).collect();
+        let raw = read_ranges(&file, &ranges)?;
+        // Decoding is the costly part: spread it over the pool.
+        let decoded: Vec<Vec<u8>> = raw
+            .par_iter()
+            .map(|bytes| decode_sub(m, link, bytes))
+            .collect::<Result<_>>()?;
+        for ((i, _), sub) in missing.iter().zip(decoded) {
+            place_sub(m, link, *i, &sub, es, out);
+            if self.cache.enabled() {
+                let v = h5lake_store::Version(crate::dataset::LINKED_VERSION.into());
+                self.cache.insert(&sub_key(*i), v, bytes::Bytes::from(sub));
+            }
+        }
+        Ok(true)
     }
 
     /// A logical chunk of a contiguous source: one byte range per row of the
@@ -449,6 +462,47 @@ impl Domain {
             out[dst..dst + bytes.len()].copy_from_slice(bytes);
         }
         Ok(out)
+    }
+}
+
+/// One source chunk decoded with the dataset's filters (libhdf5's layout).
+fn decode_sub(m: &DatasetMeta, link: &LinkedLayout, bytes: &[u8]) -> Result<Vec<u8>> {
+    let es = m.dtype.fixed_size().unwrap_or(0);
+    let n = link.sub_chunk.iter().product::<u64>() as usize * es;
+    let data = if m.pipeline.is_empty() {
+        bytes.to_vec()
+    } else {
+        m.pipeline
+            .decode_as(bytes, m.dtype.filter_elem_size(), Some(n), ChunkFormat::Hdf5)?
+    };
+    if data.len() != n {
+        return Err(EngineError::Corrupt(format!(
+            "{}: a linked chunk decoded to {} bytes, expected {n}",
+            m.id,
+            data.len()
+        )));
+    }
+    Ok(data)
+}
+
+/// Copies decoded source chunk `i` into its place in the logical chunk.
+fn place_sub(m: &DatasetMeta, link: &LinkedLayout, i: usize, sub: &[u8], es: usize, out: &mut [u8]) {
+    let last = m.chunk.len() - 1;
+    let cs = strides(&m.chunk);
+    let origin = link.sub_origin(&m.chunk, i);
+    let row = link.sub_chunk[last] as usize * es;
+    let rows = sub.len() / row.max(1);
+    for r in 0..rows {
+        // Element index of the row's start inside the logical chunk.
+        let mut dst = origin[last];
+        let mut rem = r as u64;
+        for d in (0..last).rev() {
+            let idx = rem % link.sub_chunk[d];
+            rem /= link.sub_chunk[d];
+            dst += (origin[d] + idx) * cs[d];
+        }
+        let dst = dst as usize * es;
+        out[dst..dst + row].copy_from_slice(&sub[r * row..(r + 1) * row]);
     }
 }
 

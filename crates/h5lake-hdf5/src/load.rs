@@ -574,16 +574,28 @@ impl Loader<'_> {
             let within = src.iter().zip(&factors).fold(0, |acc, (s, f)| acc * f + s % f);
             (logical_coords, within as usize)
         };
-        if per == 1 && chunks.len() <= INLINE_CHUNK_LIMIT {
-            let mut map = Map::new();
+        if chunks.len() <= INLINE_CHUNK_LIMIT {
+            // Few chunks: the map goes in the layout; with hyper-chunks each
+            // entry lists its sub-chunks ([0, 0] where one is missing).
+            let mut cells: HashMap<Vec<u64>, Vec<[u64; 2]>> = HashMap::new();
             for c in chunks {
-                let (coords, _) = place(c);
-                let key: Vec<String> = coords.iter().map(u64::to_string).collect();
-                map.insert(key.join("_"), json!([c.addr, c.size]));
+                let (coords, within) = place(c);
+                cells.entry(coords).or_insert_with(|| vec![[0, 0]; per as usize])[within] =
+                    [c.addr, c.size];
             }
-            cprops["layout"] = json!({
+            let mut map = Map::new();
+            for (coords, subs) in cells {
+                let key: Vec<String> = coords.iter().map(u64::to_string).collect();
+                let entry = if per == 1 { json!(subs[0]) } else { json!(subs) };
+                map.insert(key.join("_"), entry);
+            }
+            let mut layout = json!({
                 "class": "H5D_CHUNKED_REF", "file_uri": uri, "dims": logical, "chunks": map,
             });
+            if per > 1 {
+                layout["hyper_dims"] = json!(sub);
+            }
+            cprops["layout"] = layout;
             return Ok(self.dom.create_dataset(dt.to_json(), shape, cprops)?);
         }
         let grid: Vec<u64> = dims
