@@ -47,6 +47,8 @@ def write_everything(path):
         sparse[15:25, 33:48] = 2.0
         f.create_dataset("grp/f16", data=np.linspace(0, 1, 300).astype("f2"), chunks=(64,),
                          compression="gzip")
+        f.create_dataset("grp/lzf", data=data.astype("f8") / 7, chunks=(16, 16),
+                         compression="lzf", shuffle=True)
 
         # types
         cdt = np.dtype([("x", "f8"), ("y", "i1"), ("name", "S5"), ("v", "<u2", (3,))])
@@ -90,10 +92,13 @@ def write_everything(path):
 
 
 def write_unsupported_filter(path):
-    """A file with an lzf-compressed dataset (h5py's own filter)."""
+    """A file with a bitshuffle-compressed dataset (an hdf5plugin filter
+    h5lake has no codec for)."""
+    import hdf5plugin
     with h5py.File(path, "w") as f:
         f.create_dataset("ok", data=np.arange(10))
-        f.create_dataset("lzf", data=np.arange(1000), chunks=(100,), compression="lzf")
+        f.create_dataset("bitshuffled", data=np.arange(1000), chunks=(100,),
+                         **hdf5plugin.Bitshuffle())
     return path
 
 

@@ -221,7 +221,7 @@ def test_filter_json_forms():
 
 
 @pytest.mark.parametrize("kw,exc", [
-    (dict(compression="lzf"), ValueError),
+    (dict(compression="lzf", compression_opts=3), ValueError),
     (dict(compression="szip"), ValueError),
     (dict(compression="zstd", compression_opts=0), ValueError),
     (dict(compression="zstd", compression_opts=23), ValueError),
@@ -238,9 +238,9 @@ def test_filter_errors(kw, exc):
         filters.generate_dcpl((10,), "i4", **kw)
 
 
-def test_lzf_message_suggests_alternatives():
-    with pytest.raises(ValueError, match="not supported by h5lake.*'gzip'.*'zstd'"):
-        filters.generate_dcpl((10,), "i4", compression="lzf")
+def test_szip_message_suggests_alternatives():
+    with pytest.raises(ValueError, match="not supported by h5lake.*'gzip'.*'zstd'.*'lzf'"):
+        filters.generate_dcpl((10,), "i4", compression="szip")
 
 
 def test_dcpl_properties_defaults_and_reports():

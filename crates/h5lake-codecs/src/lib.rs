@@ -16,6 +16,7 @@ mod deflate;
 mod error;
 mod fletcher;
 mod lz4;
+mod lzf;
 pub mod shuffle;
 mod zstd_codec;
 
@@ -72,6 +73,8 @@ pub enum Filter {
     Zstd { level: i32 },
     /// LZ4 in the HDF5 filter framing (id 32004).
     Lz4,
+    /// LZF, h5py's own fast compressor (id 32000).
+    Lzf,
     /// Fletcher-32 checksum appended to the chunk (id 3).
     Fletcher32,
     /// Blosc1 container (id 32001). `level` is Blosc's clevel 0..=9.
@@ -113,7 +116,6 @@ const KNOWN_UNSUPPORTED: &[(u64, &str, &str)] = &[
         "H5Z_FILTER_SCALEOFFSET",
         "scaleoffset",
     ),
-    (filter_id::LZF, "H5Z_FILTER_LZF", "lzf"),
     (filter_id::SNAPPY, "H5Z_FILTER_SNAPPY", "snappy"),
     (filter_id::LZ4HC, "H5Z_FILTER_LZ4HC", "lz4hc"),
     (filter_id::BITSHUFFLE, "H5Z_FILTER_BITSHUFFLE", "bitshuffle"),
@@ -126,6 +128,7 @@ enum Kind {
     Fletcher32,
     Zstd,
     Lz4,
+    Lzf,
     Blosc,
 }
 
@@ -136,6 +139,7 @@ fn kind_from_id(id: u64) -> Option<Kind> {
         filter_id::FLETCHER32 => Kind::Fletcher32,
         filter_id::ZSTD => Kind::Zstd,
         filter_id::LZ4 => Kind::Lz4,
+        filter_id::LZF => Kind::Lzf,
         filter_id::BLOSC => Kind::Blosc,
         _ => return None,
     })
@@ -148,6 +152,7 @@ fn kind_from_class(class: &str) -> Option<Kind> {
         "H5Z_FILTER_FLETCHER32" => Kind::Fletcher32,
         "H5Z_FILTER_ZSTD" => Kind::Zstd,
         "H5Z_FILTER_LZ4" => Kind::Lz4,
+        "H5Z_FILTER_LZF" => Kind::Lzf,
         "H5Z_FILTER_BLOSC" => Kind::Blosc,
         _ => return None,
     })
@@ -160,6 +165,7 @@ fn kind_from_name(name: &str) -> Option<Kind> {
         "fletcher32" => Kind::Fletcher32,
         "zstd" => Kind::Zstd,
         "lz4" => Kind::Lz4,
+        "lzf" => Kind::Lzf,
         "blosc" | "blosclz" => Kind::Blosc,
         _ => return None,
     })
@@ -259,6 +265,7 @@ fn parse_entry(entry: &Value) -> Result<Filter> {
         Kind::Shuffle => Filter::Shuffle,
         Kind::Fletcher32 => Filter::Fletcher32,
         Kind::Lz4 => Filter::Lz4,
+        Kind::Lzf => Filter::Lzf,
         Kind::Deflate => {
             let level = int_param(obj, &["level"], what)?.unwrap_or(4);
             if !(0..=9).contains(&level) {
@@ -331,6 +338,7 @@ impl Filter {
             Filter::Deflate { .. } => filter_id::DEFLATE,
             Filter::Zstd { .. } => filter_id::ZSTD,
             Filter::Lz4 => filter_id::LZ4,
+            Filter::Lzf => filter_id::LZF,
             Filter::Fletcher32 => filter_id::FLETCHER32,
             Filter::Blosc { .. } => filter_id::BLOSC,
         }
@@ -350,6 +358,7 @@ impl Filter {
                 json!({"class": "H5Z_FILTER_ZSTD", "id": 32015, "name": "zstd", "level": level})
             }
             Filter::Lz4 => json!({"class": "H5Z_FILTER_LZ4", "id": 32004, "name": "lz4"}),
+            Filter::Lzf => json!({"class": "H5Z_FILTER_LZF", "id": 32000, "name": "lzf"}),
             // HSDS picks the codec from `name` (its list spells zlib "gzip").
             Filter::Blosc {
                 compressor,
@@ -372,6 +381,7 @@ impl Filter {
             Filter::Deflate { .. } => "deflate",
             Filter::Zstd { .. } => "zstd",
             Filter::Lz4 => "lz4",
+            Filter::Lzf => "lzf",
             Filter::Fletcher32 => "fletcher32",
             Filter::Blosc { .. } => "blosc",
         }
@@ -380,7 +390,11 @@ impl Filter {
     fn is_compressor(&self) -> bool {
         matches!(
             self,
-            Filter::Deflate { .. } | Filter::Zstd { .. } | Filter::Lz4 | Filter::Blosc { .. }
+            Filter::Deflate { .. }
+                | Filter::Zstd { .. }
+                | Filter::Lz4
+                | Filter::Lzf
+                | Filter::Blosc { .. }
         )
     }
 }
@@ -474,6 +488,7 @@ impl Pipeline {
                 Filter::Deflate { level } => deflate::compress(&data, *level),
                 Filter::Zstd { level } => zstd_codec::compress(&data, *level)?,
                 Filter::Lz4 => lz4::compress(&data, 0),
+                Filter::Lzf => lzf::compress(&data),
                 Filter::Fletcher32 => fletcher::encode(data),
                 Filter::Blosc {
                     compressor,
@@ -489,6 +504,11 @@ impl Pipeline {
         let Some(comp) = self.filters.iter().find(|f| f.is_compressor()) else {
             return Ok(raw);
         };
+        if *comp == Filter::Lzf {
+            // Blosc has no LZF codec, and HSDS no LZF support: such chunks
+            // keep libhdf5's layout (HSDS cannot read them either way).
+            return self.encode_hdf5(raw, elem_size);
+        }
         let shuffled = self.filters.contains(&Filter::Shuffle);
         let byte = if shuffled {
             BloscShuffle::Byte
@@ -608,6 +628,8 @@ impl Pipeline {
                     blosc_frame_seen = hsds;
                     Buf::Owned(blosc::decompress(data.as_slice())?)
                 }
+                // Never inside a Blosc frame (see `encode_hsds`).
+                Filter::Lzf => Buf::Owned(lzf::decompress(data.as_slice(), hint)?),
                 _ if blosc::is_frame(data.as_slice()) => {
                     blosc_frame_seen = true;
                     Buf::Owned(blosc::decompress(data.as_slice())?)

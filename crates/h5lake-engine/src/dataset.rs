@@ -453,7 +453,7 @@ impl Domain {
                 "object {id} is not a dataset"
             )));
         }
-        DatasetMeta::from_doc(&self.get_doc(id)?)
+        Ok((*self.cached_meta(id)?).clone())
     }
 
     /// A scalar dataset is stored as one element of shape `[1]`; callers

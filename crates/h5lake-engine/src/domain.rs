@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use h5lake_store::{LocalStore, PutOutcome, Store};
+use h5lake_store::{LocalStore, PutOutcome, Store, Version};
 use serde_json::{json, Map, Value};
 
 use crate::cache::{ChunkCache, DEFAULT_CACHE_BYTES};
@@ -132,6 +132,48 @@ pub struct Domain {
     readonly: bool,
     location: String,
     pub(crate) linked_files: crate::linked::LinkedFiles,
+    /// Parsed documents by id, each with the store version it was read at:
+    /// a repeat lookup costs a version check (one `stat` locally) instead of
+    /// a read and a JSON parse, and never returns a stale document.
+    docs: DocCache,
+}
+
+/// See [`Domain::get_doc`]. Bounded: cleared when it grows past
+/// [`DocCache::MAX`] entries.
+#[derive(Default)]
+pub(crate) struct DocCache {
+    docs: std::sync::Mutex<std::collections::HashMap<String, (Version, Arc<Value>)>>,
+    metas: std::sync::Mutex<
+        std::collections::HashMap<String, (Version, Arc<crate::dataset::DatasetMeta>)>,
+    >,
+}
+
+impl DocCache {
+    const MAX: usize = 4096;
+
+    fn get<T>(
+        map: &std::sync::Mutex<std::collections::HashMap<String, (Version, Arc<T>)>>,
+        id: &str,
+        version: &Version,
+    ) -> Option<Arc<T>> {
+        let map = map.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(id)
+            .filter(|(v, _)| v == version)
+            .map(|(_, t)| t.clone())
+    }
+
+    fn put<T>(
+        map: &std::sync::Mutex<std::collections::HashMap<String, (Version, Arc<T>)>>,
+        id: &str,
+        version: Version,
+        value: Arc<T>,
+    ) {
+        let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= Self::MAX {
+            map.clear();
+        }
+        map.insert(id.to_string(), (version, value));
+    }
 }
 
 impl std::fmt::Debug for Domain {
@@ -245,6 +287,7 @@ impl Domain {
             readonly: mode == OpenMode::Read,
             location,
             linked_files: Default::default(),
+            docs: DocCache::default(),
         };
         match (mode, existing) {
             (OpenMode::Read | OpenMode::ReadWrite | OpenMode::Append, Some(root)) => {
@@ -376,13 +419,37 @@ impl Domain {
     /// # Errors
     /// [`EngineError::NotFound`] for unknown ids.
     pub fn get_doc(&self, id: &str) -> Result<Value> {
+        Ok((*self.doc_versioned(id)?.1).clone())
+    }
+
+    /// The document with the version it was read at, from the cache when
+    /// the store confirms that version is current.
+    fn doc_versioned(&self, id: &str) -> Result<(Version, Arc<Value>)> {
         self.check_same_domain(id)?;
         let key = ids::doc_key(id)?;
-        let b = self
-            .store
-            .get(&key)?
-            .ok_or_else(|| EngineError::NotFound(format!("object {id} not found")))?;
-        parse_doc(&b, &key)
+        let not_found = || EngineError::NotFound(format!("object {id} not found"));
+        let version = self.store.version(&key)?.ok_or_else(not_found)?;
+        if let Some(doc) = DocCache::get(&self.docs.docs, id, &version) {
+            return Ok((version, doc));
+        }
+        let cur = self.store.get_versioned(&key)?.ok_or_else(not_found)?;
+        let doc = Arc::new(parse_doc(&cur.data, &key)?);
+        DocCache::put(&self.docs.docs, id, cur.version.clone(), doc.clone());
+        Ok((cur.version, doc))
+    }
+
+    /// The parsed dataset document, cached like [`Domain::get_doc`].
+    pub(crate) fn cached_meta(&self, id: &str) -> Result<Arc<crate::dataset::DatasetMeta>> {
+        let key = ids::doc_key(id)?;
+        if let Some(version) = self.store.version(&key)? {
+            if let Some(m) = DocCache::get(&self.docs.metas, id, &version) {
+                return Ok(m);
+            }
+        }
+        let (version, doc) = self.doc_versioned(id)?;
+        let m = Arc::new(crate::dataset::DatasetMeta::from_doc(&doc)?);
+        DocCache::put(&self.docs.metas, id, version, m.clone());
+        Ok(m)
     }
 
     /// Applies `f` to the object's document and commits it with a conditional

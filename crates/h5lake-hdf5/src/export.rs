@@ -45,6 +45,7 @@ const MAX_COMPACT_BYTES: u64 = 60 << 10;
 /// versions (`FILTER_BLOSC_VERSION`, `BLOSC_VERSION_FORMAT`).
 const ZSTD_ID: i32 = 32015;
 const LZ4_ID: i32 = 32004;
+const LZF_ID: i32 = 32000;
 const BLOSC_ID: i32 = 32001;
 const BLOSC_FILTER_VERSION: u32 = 2;
 const BLOSC_FORMAT_VERSION: u32 = 2;
@@ -961,6 +962,11 @@ fn set_filters(dcpl: hid_t, meta: &DatasetMeta, chunk_bytes: u64) -> Step<()> {
             Filter::Lz4 => {
                 let cd = [0u32];
                 lib(|| unsafe { h5p::H5Pset_filter(dcpl, LZ4_ID, optional, 1, cd.as_ptr()) })
+            }
+            Filter::Lzf => {
+                // h5py's lzf filter: its version, liblzf's version, chunk bytes.
+                let cd = [4u32, 0x0105, chunk_bytes.min(u64::from(u32::MAX)) as u32];
+                lib(|| unsafe { h5p::H5Pset_filter(dcpl, LZF_ID, optional, 3, cd.as_ptr()) })
             }
             Filter::Blosc {
                 compressor,

@@ -138,7 +138,7 @@ pub(crate) fn from_hdf5(t: hid_t) -> Result<Datatype> {
         H5T_class_t::H5T_ENUM => {
             let base_t = super_of(t)?;
             let base = from_hdf5(base_t.id())?;
-            let Datatype::Integer { size, signed, order } = base else {
+            let Datatype::Integer { size, .. } = base else {
                 return Err(unsupported("enums over non-integer types"));
             };
             let n = check(
@@ -153,7 +153,8 @@ pub(crate) fn from_hdf5(t: hid_t) -> Result<Datatype> {
                     lib(|| unsafe { h5t::H5Tget_member_value(t, i, buf.as_mut_ptr().cast()) }),
                     "reading an enum value",
                 )?;
-                mapping.push((name, int_from_bytes(&buf[..size], signed, order)));
+                let value = h5lake_types::element_to_json(&base, &buf[..size])?;
+                mapping.push((name, value.as_i64().unwrap_or(i64::MAX)));
             }
             Datatype::Enum {
                 base: Box::new(base),
@@ -219,21 +220,6 @@ fn member_name(t: hid_t, i: u32) -> Result<String> {
         hdf5_sys::h5::H5free_memory(p.cast());
         Ok(s)
     })
-}
-
-fn int_from_bytes(b: &[u8], signed: bool, order: ByteOrder) -> i64 {
-    let mut le = [0u8; 8];
-    match order {
-        ByteOrder::Little => le[..b.len()].copy_from_slice(b),
-        ByteOrder::Big => b.iter().rev().enumerate().for_each(|(i, &x)| le[i] = x),
-    }
-    let v = u64::from_le_bytes(le);
-    let bits = b.len() * 8;
-    if signed && bits < 64 && (v >> (bits - 1)) & 1 == 1 {
-        (v | (!0u64 << bits)) as i64
-    } else {
-        v as i64
-    }
 }
 
 /// Where each byte run of h5lake's packed element sits in the HDF5 file's

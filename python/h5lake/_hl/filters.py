@@ -13,6 +13,7 @@ HDF5/h5py pipeline order shuffle -> compression -> fletcher32::
     {"class": "H5Z_FILTER_DEFLATE", "id": 1, "name": "gzip", "level": N}
     {"class": "H5Z_FILTER_ZSTD", "id": 32015, "name": "zstd", "level": N}
     {"class": "H5Z_FILTER_LZ4", "id": 32004, "name": "lz4"}
+    {"class": "H5Z_FILTER_LZF", "id": 32000, "name": "lzf"}
     {"class": "H5Z_FILTER_BLOSC", "id": 32001, "name": "blosc",
      "compressor": "lz4", "level": 5, "shuffle": 1}
     {"class": "H5Z_FILTER_FLETCHER32", "id": 3, "name": "fletcher32"}
@@ -42,7 +43,7 @@ BLOSC_COMPRESSORS = ("blosclz", "lz4", "lz4hc", "snappy", "zlib", "zstd")
 _LEGACY_GZIP = frozenset(range(10))
 
 # hdf5plugin-style registered filter ids accepted as ``compression=``
-_FILTER_IDS = {32015: "zstd", 32004: "lz4", 32001: "blosc"}
+_FILTER_IDS = {32015: "zstd", 32004: "lz4", 32001: "blosc", 32000: "lzf"}
 
 _SHUFFLE = {"class": "H5Z_FILTER_SHUFFLE", "id": 2, "name": "shuffle"}
 _FLETCHER32 = {"class": "H5Z_FILTER_FLETCHER32", "id": 3, "name": "fletcher32"}
@@ -134,9 +135,13 @@ def _blosc_opts(opts):
 
 def _compression_filter(compression, opts):
     """Validate ``compression``/``compression_opts``; the HSDS filter entry."""
-    if compression in ("lzf", "szip"):
-        raise ValueError("Compression filter %r is not supported by h5lake; use "
-                         "'gzip', 'zstd', 'lz4' or 'blosc'" % compression)
+    if compression == "szip":
+        raise ValueError("Compression filter 'szip' is not supported by h5lake; use "
+                         "'gzip', 'zstd', 'lz4', 'lzf' or 'blosc'")
+    if compression == "lzf":
+        if opts is not None:
+            raise ValueError("LZF compression filter accepts no options")
+        return {"class": "H5Z_FILTER_LZF", "id": 32000, "name": "lzf"}
     if compression == "gzip":
         if opts is None:
             level = DEFAULT_GZIP
