@@ -796,15 +796,26 @@ impl Domain {
         })
     }
 
-    /// Stores one whole chunk from its decoded bytes (full chunk shape, C
-    /// order, stored element bytes), replacing what was there. This is the
-    /// bulk-load path: no read, no merge.
+    /// Creates a chunk that must not exist yet, from its decoded bytes (full
+    /// chunk shape, C order; `encode`) or from bytes already in the
+    /// dataset's chunk format, stored as given. A create-if-absent write
+    /// needs no lock against conditional writers, so this is the cheapest
+    /// write there is: what bulk loads into a fresh store use.
     ///
     /// # Errors
-    /// Wrong length or coordinates; read-only domain; I/O trouble.
-    pub fn write_chunk(&self, m: &DatasetMeta, coords: &[u64], raw: Vec<u8>) -> Result<()> {
+    /// [`EngineError::AlreadyExists`] if the chunk exists; a wrong length or
+    /// coordinates; read-only domain; I/O trouble.
+    pub fn create_chunk(
+        &self,
+        m: &DatasetMeta,
+        coords: &[u64],
+        bytes: Vec<u8>,
+        encode: bool,
+    ) -> Result<()> {
         self.check_writable()?;
-        m.check_decoded_len(raw.len())?;
+        if encode {
+            m.check_decoded_len(bytes.len())?;
+        }
         if coords.len() != m.chunk.len() {
             return Err(EngineError::Invalid(format!(
                 "chunk coordinates {coords:?} do not match the rank {}",
@@ -812,29 +823,13 @@ impl Domain {
             )));
         }
         let key = m.key(coords);
-        self.store().put(&key, &m.encode(raw)?)?;
-        self.cache.remove(&key);
-        Ok(())
-    }
-
-    /// Stores one chunk's bytes exactly as given: already filtered, in the
-    /// dataset's chunk format (`m.format`). For bulk loads that take chunks
-    /// from a file in that format without decoding them.
-    ///
-    /// # Errors
-    /// Wrong coordinates; read-only domain; I/O trouble.
-    pub fn put_encoded_chunk(&self, m: &DatasetMeta, coords: &[u64], stored: &[u8]) -> Result<()> {
-        self.check_writable()?;
-        if coords.len() != m.chunk.len() {
-            return Err(EngineError::Invalid(format!(
-                "chunk coordinates {coords:?} do not match the rank {}",
-                m.chunk.len()
-            )));
+        let stored = if encode { m.encode(bytes)? } else { bytes };
+        match self.store().put_if_absent(&key, &stored)? {
+            PutOutcome::Written(_) => Ok(()),
+            PutOutcome::Conflict => Err(EngineError::AlreadyExists(format!(
+                "chunk {key} already exists"
+            ))),
         }
-        let key = m.key(coords);
-        self.store().put(&key, stored)?;
-        self.cache.remove(&key);
-        Ok(())
     }
 
     /// Number of stored chunks of a dataset.

@@ -829,7 +829,7 @@ fn copy_chunk(
     file.read_exact_at(&mut buf, c.addr)?;
     let coords: Vec<u64> = c.offset.iter().zip(&meta.chunk).map(|(o, k)| o / k).collect();
     if verbatim {
-        dom.put_encoded_chunk(meta, &coords, &buf)?;
+        dom.create_chunk(meta, &coords, buf, false)?;
         return Ok(());
     }
     let file_elem = repack.map_or(meta.dtype.fixed_size().unwrap_or(0), |r| r.file_elem);
@@ -852,7 +852,7 @@ fn copy_chunk(
         Some(r) => r.apply(&raw),
         None => raw,
     };
-    dom.write_chunk(meta, &coords, raw)?;
+    dom.create_chunk(meta, &coords, raw, true)?;
     Ok(())
 }
 
