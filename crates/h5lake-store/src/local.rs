@@ -222,23 +222,13 @@ impl LocalStore {
     fn write_temp(&self, dir: &Path, data: &[u8]) -> Result<(PathBuf, Version)> {
         let mut last_err = None;
         for _ in 0..MAX_ATTEMPTS {
-            if let Err(e) = fs::create_dir_all(dir) {
-                // A concurrent prune removed an ancestor mid-way (NotFound),
-                // or removed the directory between mkdir's EEXIST and its
-                // is-a-directory check (AlreadyExists): try again.
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::NotFound | io::ErrorKind::AlreadyExists
-                ) {
-                    last_err = Some(e);
-                    continue;
-                }
-                return Err(io_err(dir, e));
-            }
             let tmp = dir.join(format!(
                 "{TMP_PREFIX}{:016x}{TMP_SUFFIX}",
                 rand::random::<u64>()
             ));
+            // The directory usually exists: try the file first and create
+            // the directory only when it is missing (saves a mkdir and a
+            // stat on every write).
             let mut file = match OpenOptions::new()
                 .write(true)
                 .create_new(true)
@@ -246,12 +236,23 @@ impl LocalStore {
                 .open(&tmp)
             {
                 Ok(f) => f,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::NotFound | io::ErrorKind::AlreadyExists
-                    ) =>
-                {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    if let Err(e) = fs::create_dir_all(dir) {
+                        // A concurrent prune removed an ancestor mid-way
+                        // (NotFound), or removed the directory between
+                        // mkdir's EEXIST and its is-a-directory check
+                        // (AlreadyExists): try again.
+                        if !matches!(
+                            e.kind(),
+                            io::ErrorKind::NotFound | io::ErrorKind::AlreadyExists
+                        ) {
+                            return Err(io_err(dir, e));
+                        }
+                    }
+                    last_err = Some(e);
+                    continue;
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                     last_err = Some(e);
                     continue;
                 }
@@ -285,9 +286,12 @@ impl LocalStore {
         for _ in 0..MAX_ATTEMPTS {
             let (tmp, version) = self.write_temp(&dir, data)?;
             let outcome = publish(&dir, &tmp, &target, &version);
-            // On success the temp name is gone (renamed) or must go (linked);
-            // on conflict or error it must not linger either.
-            let _ = fs::remove_file(&tmp);
+            // A successful publish renamed the temp name away (the link
+            // fallback removes it itself); on conflict or error it must not
+            // linger.
+            if !matches!(outcome, Ok(Some(PutOutcome::Written(_)))) {
+                let _ = fs::remove_file(&tmp);
+            }
             match outcome {
                 Ok(Some(o)) => return Ok(o),
                 Ok(None) => continue,
@@ -771,10 +775,12 @@ fn publish_no_replace(tmp: &Path, target: &Path) -> io::Result<()> {
     link_no_replace(tmp, target)
 }
 
-/// The portable create-if-absent: `link` fails if the target exists. The
-/// caller removes the temp name afterwards.
+/// The portable create-if-absent: `link` fails if the target exists; the
+/// temp name is then removed.
 fn link_no_replace(tmp: &Path, target: &Path) -> io::Result<()> {
-    fs::hard_link(tmp, target)
+    fs::hard_link(tmp, target)?;
+    let _ = fs::remove_file(tmp);
+    Ok(())
 }
 
 /// The version of whatever is at `path` now, `None` if nothing (or a directory).
