@@ -64,6 +64,18 @@ impl BloscCompressor {
         })
     }
 
+    /// The numeric compressor code of the HDF5 Blosc filter's cd_values.
+    pub fn code(self) -> u32 {
+        match self {
+            Self::BloscLz => 0,
+            Self::Lz4 => 1,
+            Self::Lz4Hc => 2,
+            Self::Snappy => 3,
+            Self::Zlib => 4,
+            Self::Zstd => 5,
+        }
+    }
+
     /// Parses the numeric compressor code of the HDF5 Blosc filter's cd_values.
     pub fn from_code(code: u64) -> Option<Self> {
         Some(match code {

@@ -22,7 +22,7 @@ use std::collections::{HashMap, HashSet};
 use std::ffi::{c_char, c_void, CString};
 use std::path::{Path, PathBuf};
 
-use h5lake_codecs::{BloscCompressor, ChunkFormat, CodecError, Filter};
+use h5lake_codecs::{ChunkFormat, CodecError, Filter};
 use h5lake_engine::{ids, DatasetMeta, Domain, EngineError, OpenMode};
 use h5lake_types::{json_to_element, Datatype, Selection, Shape, StrPad, UNLIMITED};
 use hdf5_sys::h5::hsize_t;
@@ -41,12 +41,8 @@ const SLAB_BYTES: u64 = 64 << 20;
 /// Datasets asking for the compact layout fall back to contiguous above
 /// this size (libhdf5 keeps compact data in the object header, < 64 KiB).
 const MAX_COMPACT_BYTES: u64 = 60 << 10;
-/// Registered ids of the plugin filters and the Blosc filter's cd_values
-/// versions (`FILTER_BLOSC_VERSION`, `BLOSC_VERSION_FORMAT`).
-const ZSTD_ID: i32 = 32015;
-const LZ4_ID: i32 = 32004;
-const LZF_ID: i32 = 32000;
-const BLOSC_ID: i32 = 32001;
+/// The Blosc filter's cd_values versions (`FILTER_BLOSC_VERSION`,
+/// `BLOSC_VERSION_FORMAT`).
 const BLOSC_FILTER_VERSION: u32 = 2;
 const BLOSC_FORMAT_VERSION: u32 = 2;
 
@@ -957,16 +953,16 @@ fn set_filters(dcpl: hid_t, meta: &DatasetMeta, chunk_bytes: u64) -> Step<()> {
             Filter::Fletcher32 => lib(|| unsafe { h5p::H5Pset_fletcher32(dcpl) }),
             Filter::Zstd { level } => {
                 let cd = [*level as u32];
-                lib(|| unsafe { h5p::H5Pset_filter(dcpl, ZSTD_ID, optional, 1, cd.as_ptr()) })
+                lib(|| unsafe { h5p::H5Pset_filter(dcpl, f.id() as i32, optional, 1, cd.as_ptr()) })
             }
             Filter::Lz4 => {
                 let cd = [0u32];
-                lib(|| unsafe { h5p::H5Pset_filter(dcpl, LZ4_ID, optional, 1, cd.as_ptr()) })
+                lib(|| unsafe { h5p::H5Pset_filter(dcpl, f.id() as i32, optional, 1, cd.as_ptr()) })
             }
             Filter::Lzf => {
                 // h5py's lzf filter: its version, liblzf's version, chunk bytes.
                 let cd = [4u32, 0x0105, chunk_bytes.min(u64::from(u32::MAX)) as u32];
-                lib(|| unsafe { h5p::H5Pset_filter(dcpl, LZF_ID, optional, 3, cd.as_ptr()) })
+                lib(|| unsafe { h5p::H5Pset_filter(dcpl, f.id() as i32, optional, 3, cd.as_ptr()) })
             }
             Filter::Blosc {
                 compressor,
@@ -980,9 +976,9 @@ fn set_filters(dcpl: hid_t, meta: &DatasetMeta, chunk_bytes: u64) -> Step<()> {
                     chunk_bytes.min(u64::from(u32::MAX)) as u32,
                     u32::from(*level),
                     u32::from(shuffle.code()),
-                    blosc_code(*compressor),
+                    compressor.code(),
                 ];
-                lib(|| unsafe { h5p::H5Pset_filter(dcpl, BLOSC_ID, optional, 7, cd.as_ptr()) })
+                lib(|| unsafe { h5p::H5Pset_filter(dcpl, f.id() as i32, optional, 7, cd.as_ptr()) })
             }
             other => return skip(format!("the filter {other:?} cannot be written")),
         };
@@ -991,18 +987,6 @@ fn set_filters(dcpl: hid_t, meta: &DatasetMeta, chunk_bytes: u64) -> Step<()> {
     Ok(())
 }
 
-/// The compressor code of the HDF5 Blosc filter's cd_values.
-fn blosc_code(c: BloscCompressor) -> u32 {
-    match c.name() {
-        "blosclz" => 0,
-        "lz4" => 1,
-        "lz4hc" => 2,
-        "snappy" => 3,
-        "zlib" => 4,
-        "zstd" => 5,
-        _ => 1,
-    }
-}
 
 /// A chunk ready for `H5Dwrite_chunk`: its element offset, its filtered
 /// bytes and the number of in-extent data bytes it holds.
@@ -1402,18 +1386,7 @@ impl Encoded {
 fn vlen_buffer(ftype: hid_t, elems: Vec<Vec<u8>>) -> Result<Encoded> {
     let is_str = lib(|| unsafe { h5t::H5Tget_class(ftype) }) == h5t::H5T_class_t::H5T_STRING;
     if is_str {
-        let strings: Vec<CString> = elems
-            .into_iter()
-            .map(|mut b| {
-                // HDF5 strings end at the first NUL.
-                if let Some(p) = b.iter().position(|&c| c == 0) {
-                    b.truncate(p);
-                }
-                CString::new(b).expect("NUL bytes removed")
-            })
-            .collect();
-        let ptrs = strings.iter().map(|s| s.as_ptr()).collect();
-        return Ok(Encoded::Strings(strings, ptrs));
+        return Ok(c_strings(elems));
     }
     let base = check_id(
         lib(|| unsafe { h5t::H5Tget_super(ftype) }),
@@ -1422,6 +1395,22 @@ fn vlen_buffer(ftype: hid_t, elems: Vec<Vec<u8>>) -> Result<Encoded> {
     let bs = lib(|| unsafe { h5t::H5Tget_size(base.id()) }).max(1);
     let hvl = hvl_pointers(&elems, bs);
     Ok(Encoded::Seqs(elems, hvl))
+}
+
+/// Variable-length strings as HDF5 takes them: NUL-terminated, cut at the
+/// first NUL (where HDF5 strings end), with the pointer array.
+fn c_strings(elems: Vec<Vec<u8>>) -> Encoded {
+    let strings: Vec<CString> = elems
+        .into_iter()
+        .map(|mut b| {
+            if let Some(p) = b.iter().position(|&c| c == 0) {
+                b.truncate(p);
+            }
+            CString::new(b).expect("NUL bytes removed")
+        })
+        .collect();
+    let ptrs = strings.iter().map(|s| s.as_ptr()).collect();
+    Encoded::Strings(strings, ptrs)
 }
 
 /// `hvl_t` descriptors pointing into `elems` (packed base elements of `bs`
@@ -1453,17 +1442,7 @@ fn encode_values(dt: &Datatype, values: &[&Value]) -> Step<Encoded> {
                         .ok_or_else(|| Fail::Skip(format!("{other} is not a string")))?,
                 });
             }
-            let strings: Vec<CString> = elems
-                .into_iter()
-                .map(|mut b| {
-                    if let Some(p) = b.iter().position(|&c| c == 0) {
-                        b.truncate(p);
-                    }
-                    CString::new(b).expect("NUL bytes removed")
-                })
-                .collect();
-            let ptrs = strings.iter().map(|s| s.as_ptr()).collect();
-            Ok(Encoded::Strings(strings, ptrs))
+            Ok(c_strings(elems))
         }
         Datatype::Vlen { base } => {
             let mut elems = Vec::with_capacity(values.len());

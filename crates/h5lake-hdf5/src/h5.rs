@@ -71,18 +71,21 @@ pub(crate) fn cstr(s: &str) -> Result<CString> {
     CString::new(s).map_err(|_| Hdf5Error::Unsupported(format!("name {s:?} contains a NUL byte")))
 }
 
+/// An iteration callback (links or attributes, `I` = their info struct)
+/// that appends each name to the `Vec<String>` behind `data`.
+unsafe extern "C" fn collect_name<I>(
+    _obj: hid_t,
+    name: *const c_char,
+    _info: *const I,
+    data: *mut c_void,
+) -> herr_t {
+    let out = &mut *data.cast::<Vec<String>>();
+    out.push(CStr::from_ptr(name).to_string_lossy().into_owned());
+    0
+}
+
 /// Names of the links of a group, in name order (h5py's iteration order).
 pub(crate) fn link_names(group: hid_t) -> Result<Vec<String>> {
-    unsafe extern "C" fn collect(
-        _g: hid_t,
-        name: *const c_char,
-        _info: *const hdf5_sys::h5l::H5L_info2_t,
-        data: *mut c_void,
-    ) -> herr_t {
-        let out = &mut *data.cast::<Vec<String>>();
-        out.push(CStr::from_ptr(name).to_string_lossy().into_owned());
-        0
-    }
     let mut names: Vec<String> = Vec::new();
     let status = lib(|| unsafe {
         hdf5_sys::h5l::H5Literate2(
@@ -90,7 +93,7 @@ pub(crate) fn link_names(group: hid_t) -> Result<Vec<String>> {
             H5_index_t::H5_INDEX_NAME,
             H5_iter_order_t::H5_ITER_INC,
             std::ptr::null_mut(),
-            Some(collect),
+            Some(collect_name),
             (&mut names as *mut Vec<String>).cast(),
         )
     });
@@ -101,16 +104,6 @@ pub(crate) fn link_names(group: hid_t) -> Result<Vec<String>> {
 /// Names of the attributes of an object, in creation order when the file
 /// tracks it, else name order.
 pub(crate) fn attr_names(obj: hid_t) -> Result<Vec<String>> {
-    unsafe extern "C" fn collect(
-        _o: hid_t,
-        name: *const c_char,
-        _info: *const hdf5_sys::h5a::H5A_info_t,
-        data: *mut c_void,
-    ) -> herr_t {
-        let out = &mut *data.cast::<Vec<String>>();
-        out.push(CStr::from_ptr(name).to_string_lossy().into_owned());
-        0
-    }
     let mut names: Vec<String> = Vec::new();
     // Creation order fails unless the file tracks it; then fall back to names.
     for index in [H5_index_t::H5_INDEX_CRT_ORDER, H5_index_t::H5_INDEX_NAME] {
@@ -122,7 +115,7 @@ pub(crate) fn attr_names(obj: hid_t) -> Result<Vec<String>> {
                 index,
                 H5_iter_order_t::H5_ITER_INC,
                 &mut idx,
-                Some(collect),
+                Some(collect_name),
                 (&mut names as *mut Vec<String>).cast(),
             )
         });

@@ -1022,18 +1022,8 @@ fn filter_json(id: u64, cd: &[u32], label: &str) -> Value {
         32015 => json!({"id": 32015, "level": at(0).unwrap_or(3)}),
         // Blosc's client data: version, version, type size, chunk bytes,
         // clevel, shuffle, compressor code.
-        32001 => {
-            let compressor = match at(6).unwrap_or(0) {
-                0 => "blosclz",
-                1 => "lz4",
-                2 => "lz4hc",
-                3 => "snappy",
-                4 => "zlib",
-                _ => "zstd",
-            };
-            json!({"id": 32001, "level": at(4).unwrap_or(5), "shuffle": at(5).unwrap_or(1),
-                   "compressor": compressor})
-        }
+        32001 => json!({"id": 32001, "level": at(4).unwrap_or(5),
+                        "shuffle": at(5).unwrap_or(1), "compressor": at(6).unwrap_or(0)}),
         _ => {
             let mut e = json!({"id": id});
             if !label.is_empty() {
