@@ -37,11 +37,12 @@ const COALESCE_GAP: u64 = 64 << 10;
 pub(crate) enum LinkIndex {
     /// The whole dataset as one contiguous byte range.
     Contiguous { offset: u64, size: u64 },
-    /// Logical chunk coordinates → `(offset, size)` of each sub-chunk.
-    Inline(HashMap<Vec<u64>, Vec<(u64, u64)>>),
-    /// A dataset of `{offset, size}` records, one per logical chunk, shaped
-    /// like the grid of logical chunks; with hyper-chunks each field is an
-    /// array of one entry per sub-chunk.
+    /// Chunk coordinates → `(offset, size)`; no hyper-chunks (HSDS only
+    /// groups source chunks through a chunk table).
+    Inline(HashMap<Vec<u64>, (u64, u64)>),
+    /// A dataset of `{offset: int64, size: int32}` records, one per *source*
+    /// chunk and shaped like the grid of source chunks (HSDS's format): a
+    /// hyper-chunk's entries are the records of the source chunks it groups.
     Table { table_id: String },
 }
 
@@ -126,17 +127,8 @@ impl LinkedLayout {
                 for (k, v) in map {
                     let coords: Option<Vec<u64>> = k.split('_').map(|p| p.parse().ok()).collect();
                     let coords = coords.ok_or_else(|| bad("has a bad chunk key"))?;
-                    // One pair, or one pair per sub-chunk with hyper-chunks.
-                    let entries = match pair(v) {
-                        Some(p) => vec![p],
-                        None => v
-                            .as_array()
-                            .ok_or_else(|| bad("has a bad chunk entry"))?
-                            .iter()
-                            .map(|e| pair(e).ok_or_else(|| bad("has a bad chunk entry")))
-                            .collect::<Result<_>>()?,
-                    };
-                    index.insert(coords, entries);
+                    let entry = pair(v).ok_or_else(|| bad("has a bad chunk entry"))?;
+                    index.insert(coords, entry);
                 }
                 (LinkIndex::Inline(index), chunk)
             }
@@ -159,6 +151,9 @@ impl LinkedLayout {
             || sub_chunk.iter().zip(&chunk).any(|(&s, &c)| s == 0 || c % s != 0)
         {
             return Err(bad("has hyper_dims that do not divide its dims"));
+        }
+        if sub_chunk != chunk && matches!(index, LinkIndex::Inline(_)) {
+            return Err(bad("has hyper_dims, which need a chunk table (H5D_CHUNKED_REF_INDIRECT)"));
         }
         Ok(Some((
             LinkedLayout {
@@ -275,39 +270,43 @@ impl Domain {
         let valid = |(o, s): (u64, u64)| (s > 0).then_some((o, s));
         match &link.index {
             LinkIndex::Contiguous { .. } => Ok(Vec::new()),
-            LinkIndex::Inline(map) => Ok(match map.get(coords) {
-                Some(v) => v.iter().map(|&p| valid(p)).collect(),
-                None => vec![None; n as usize],
-            }),
+            LinkIndex::Inline(map) => Ok(vec![map.get(coords).and_then(|&p| valid(p))]),
             LinkIndex::Table { table_id } => {
                 let t = self.dataset_meta(table_id)?;
-                if t.dims.len() != coords.len() || coords.iter().zip(&t.dims).any(|(c, d)| c >= d)
-                {
-                    return Ok(vec![None; n as usize]);
-                }
-                let rec = t.dtype.fixed_size().unwrap_or(0);
-                let mut buf = vec![0u8; rec];
-                let sel = Selection::Points {
-                    rank: coords.len(),
-                    coords: coords.to_vec(),
-                };
-                self.read(table_id, &sel, &mut buf)?;
-                // Records are {offset: int64[n], size: int32[n]}, packed.
-                let n = n as usize;
-                if rec != n * 12 {
+                if t.dtype.fixed_size() != Some(12) || t.dims.len() != coords.len() {
                     return Err(EngineError::Corrupt(format!(
-                        "chunk table {table_id} has {rec}-byte records; expected {} for {n} sub-chunks",
-                        n * 12
+                        "chunk table {table_id} must hold one {{offset: int64, size: int32}} record per source chunk, with the dataset's rank"
                     )));
                 }
-                Ok((0..n)
-                    .map(|i| {
-                        let o = u64::from_le_bytes(buf[i * 8..i * 8 + 8].try_into().unwrap());
-                        let s = u32::from_le_bytes(
-                            buf[n * 8 + i * 4..n * 8 + i * 4 + 4].try_into().unwrap(),
-                        );
-                        valid((o, u64::from(s)))
-                    })
+                // Table index of each source chunk of this logical chunk;
+                // those past the table's end (edge chunks) hold nothing.
+                let rank = coords.len();
+                let mut points = Vec::with_capacity(n as usize * rank);
+                let mut inside = Vec::with_capacity(n as usize);
+                for i in 0..n as usize {
+                    let origin = link.sub_origin(&m.chunk, i);
+                    let idx: Vec<u64> = (0..rank)
+                        .map(|d| (coords[d] * m.chunk[d] + origin[d]) / link.sub_chunk[d])
+                        .collect();
+                    let ok = idx.iter().zip(&t.dims).all(|(x, dim)| x < dim);
+                    if ok {
+                        points.extend_from_slice(&idx);
+                    }
+                    inside.push(ok);
+                }
+                let mut buf = vec![0u8; points.len() / rank.max(1) * 12];
+                if !points.is_empty() {
+                    let sel = Selection::Points { rank, coords: points };
+                    self.read(table_id, &sel, &mut buf)?;
+                }
+                let mut records = buf.chunks_exact(12).map(|r| {
+                    let o = u64::from_le_bytes(r[..8].try_into().expect("8 bytes"));
+                    let s = u32::from_le_bytes(r[8..].try_into().expect("4 bytes"));
+                    (o, u64::from(s))
+                });
+                Ok(inside
+                    .into_iter()
+                    .map(|ok| if ok { records.next().and_then(valid) } else { None })
                     .collect())
             }
         }
@@ -554,10 +553,13 @@ mod tests {
                          "hyper_dims": [7, 30], "chunks": {}});
         assert!(LinkedLayout::parse("d", &bad, &dims, 4).is_err());
         let inline = json!({"class": "H5D_CHUNKED_REF", "file_uri": "/x.h5", "dims": [50, 60],
-                            "chunks": {"0_0": [10, 20], "1_0": [[30, 5]]}});
+                            "chunks": {"0_0": [10, 20], "1_0": [30, 5]}});
         let (link, _) = LinkedLayout::parse("d", &inline, &dims, 4).unwrap().unwrap();
         let LinkIndex::Inline(map) = &link.index else { panic!("inline") };
-        assert_eq!(map[&vec![1, 0]], vec![(30, 5)]);
+        assert_eq!(map[&vec![1, 0]], (30, 5));
+        let hyper_inline = json!({"class": "H5D_CHUNKED_REF", "file_uri": "/x.h5", "dims": [20, 30],
+                                  "hyper_dims": [10, 30], "chunks": {}});
+        assert!(LinkedLayout::parse("d", &hyper_inline, &dims, 4).is_err());
         assert!(LinkedLayout::parse("d", &json!({"class": "H5D_CHUNKED"}), &dims, 4)
             .unwrap()
             .is_none());

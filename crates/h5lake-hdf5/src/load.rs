@@ -567,68 +567,40 @@ impl Loader<'_> {
         let logical: Vec<u64> = sub.iter().zip(&factors).map(|(s, f)| s * f).collect();
         let per: u64 = factors.iter().product();
         let uri = self.src.to_string_lossy().into_owned();
-        let place = |c: &StoredChunk| -> (Vec<u64>, usize) {
-            let src: Vec<u64> = c.offset.iter().zip(sub).map(|(o, s)| o / s).collect();
-            let logical_coords: Vec<u64> = src.iter().zip(&factors).map(|(s, f)| s / f).collect();
-            // C-order position of the source chunk inside its logical chunk.
-            let within = src.iter().zip(&factors).fold(0, |acc, (s, f)| acc * f + s % f);
-            (logical_coords, within as usize)
-        };
-        if chunks.len() <= INLINE_CHUNK_LIMIT {
-            // Few chunks: the map goes in the layout; with hyper-chunks each
-            // entry lists its sub-chunks ([0, 0] where one is missing).
-            let mut cells: HashMap<Vec<u64>, Vec<[u64; 2]>> = HashMap::new();
-            for c in chunks {
-                let (coords, within) = place(c);
-                cells.entry(coords).or_insert_with(|| vec![[0, 0]; per as usize])[within] =
-                    [c.addr, c.size];
-            }
+        if per == 1 && chunks.len() <= INLINE_CHUNK_LIMIT {
+            // Few chunks and no grouping: the map goes in the layout.
             let mut map = Map::new();
-            for (coords, subs) in cells {
-                let key: Vec<String> = coords.iter().map(u64::to_string).collect();
-                let entry = if per == 1 { json!(subs[0]) } else { json!(subs) };
-                map.insert(key.join("_"), entry);
+            for c in chunks {
+                let key: Vec<String> =
+                    c.offset.iter().zip(sub).map(|(o, s)| (o / s).to_string()).collect();
+                map.insert(key.join("_"), json!([c.addr, c.size]));
             }
-            let mut layout = json!({
+            cprops["layout"] = json!({
                 "class": "H5D_CHUNKED_REF", "file_uri": uri, "dims": logical, "chunks": map,
             });
-            if per > 1 {
-                layout["hyper_dims"] = json!(sub);
-            }
-            cprops["layout"] = layout;
             return Ok(self.dom.create_dataset(dt.to_json(), shape, cprops)?);
         }
+        // HSDS's chunk table: one {offset, size} record per source chunk, in
+        // the grid of source chunks, whatever the logical (hyper) chunk is.
         let grid: Vec<u64> = dims
             .iter()
-            .zip(&logical)
-            .map(|(d, l)| d.div_ceil(*l).max(1))
+            .zip(sub)
+            .map(|(d, s)| d.div_ceil(*s).max(1))
             .collect();
-        let cells = grid.iter().product::<u64>() as usize;
-        let n = per as usize;
-        let rec = 12 * n;
-        let mut table = vec![0u8; cells * rec];
+        let mut table = vec![0u8; grid.iter().product::<u64>() as usize * 12];
         let gs = h5lake_engine::planner::strides(&grid);
         for c in chunks {
-            let (coords, within) = place(c);
-            let cell: u64 = coords.iter().zip(&gs).map(|(c, s)| c * s).sum();
-            let base = cell as usize * rec;
-            table[base + within * 8..base + within * 8 + 8].copy_from_slice(&c.addr.to_le_bytes());
+            let cell: u64 = c.offset.iter().zip(sub).zip(&gs).map(|((o, s), g)| o / s * g).sum();
+            let rec = &mut table[cell as usize * 12..cell as usize * 12 + 12];
+            rec[..8].copy_from_slice(&c.addr.to_le_bytes());
             let size = u32::try_from(c.size).map_err(|_| {
                 Hdf5Error::Unsupported("a source chunk of 4 GiB or more".into())
             })?;
-            table[base + n * 8 + within * 4..base + n * 8 + within * 4 + 4]
-                .copy_from_slice(&size.to_le_bytes());
+            rec[8..].copy_from_slice(&size.to_le_bytes());
         }
-        let field = |base: &str| {
-            if n == 1 {
-                json!(base)
-            } else {
-                json!({"class": "H5T_ARRAY", "base": base, "dims": [n]})
-            }
-        };
         let table_type = json!({"class": "H5T_COMPOUND", "fields": [
-            {"name": "offset", "type": field("H5T_STD_I64LE")},
-            {"name": "size", "type": field("H5T_STD_I32LE")},
+            {"name": "offset", "type": "H5T_STD_I64LE"},
+            {"name": "size", "type": "H5T_STD_I32LE"},
         ]});
         let table_id = self.dom.create_dataset(
             table_type,
