@@ -9,7 +9,8 @@ import pytest
 
 import h5lake
 
-FIXTURE_DIR = Path(__file__).resolve().parents[2] / "shared/fixtures/hsds-store"
+# A copy of ../shared/fixtures/hsds-store (written by HSDS 1.0.2 through h5pyd).
+FIXTURE_DIR = Path(__file__).resolve().parent / "data/hsds-store"
 DOMAIN = FIXTURE_DIR / "hsdstest/home/test_user1/fixture.h5"
 
 PT = np.dtype([("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("id", "<i8"), ("flags", "u1", (3,))])

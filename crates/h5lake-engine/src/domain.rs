@@ -108,19 +108,34 @@ pub fn resolve_local(path: &Path) -> Result<(PathBuf, String)> {
     if abs.join(".domain.json").is_file() && abs.join("db").is_dir() {
         return Ok((abs, String::new()));
     }
+    let inside = |dir: &Path| {
+        let rel = abs.strip_prefix(dir).expect("ancestor");
+        (dir.to_path_buf(), rel.to_string_lossy().replace('\\', "/"))
+    };
+    // A bucket that holds no domain yet has no `db/`, but HSDS folders
+    // (`.domain.json` without a root) already mark the way down from it.
+    let mut top_folder = None;
     let mut cur = abs.parent();
     while let Some(dir) = cur {
         if dir.join("db").is_dir() {
-            let rel = abs
-                .strip_prefix(dir)
-                .expect("ancestor")
-                .to_string_lossy()
-                .replace('\\', "/");
-            return Ok((dir.to_path_buf(), rel));
+            return Ok(inside(dir));
+        }
+        if is_folder_doc(&dir.join(".domain.json")) {
+            top_folder = Some(dir);
         }
         cur = dir.parent();
     }
-    Ok((abs, String::new()))
+    match top_folder.and_then(Path::parent) {
+        Some(bucket) => Ok(inside(bucket)),
+        None => Ok((abs, String::new())),
+    }
+}
+
+fn is_folder_doc(path: &Path) -> bool {
+    std::fs::read(path)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        .is_some_and(|v| v.is_object() && v.get("root").is_none())
 }
 
 /// An open domain.
@@ -224,7 +239,11 @@ impl Domain {
                 )));
             }
         }
-        Self::open_with(store, &domain_path, mode, display, opts)
+        let mut dom = Self::open_with(store, &domain_path, mode, display, opts)?;
+        // Relative `file_uri`s of linked datasets name files below the
+        // bucket's parent, as HSDS's `root_dir` does.
+        dom.linked_files.root_dir = bucket.parent().map(Path::to_path_buf);
+        Ok(dom)
     }
 
     /// Opens or creates the domain `domain_path` ("" = the bucket's own

@@ -202,6 +202,9 @@ impl LinkedLayout {
 #[derive(Default)]
 pub(crate) struct LinkedFiles {
     open: Mutex<HashMap<String, Arc<File>>>,
+    /// Where relative `file_uri`s start (HSDS's `root_dir`: the directory
+    /// holding the bucket), for stores on local disk.
+    pub(crate) root_dir: Option<std::path::PathBuf>,
 }
 
 impl LinkedFiles {
@@ -211,14 +214,21 @@ impl LinkedFiles {
             return Ok(f.clone());
         }
         let path = uri.strip_prefix("file://").unwrap_or(uri);
-        if path.contains("://") || !path.starts_with('/') {
+        let path = match &self.root_dir {
+            _ if path.contains("://") => None,
+            _ if path.starts_with('/') => Some(std::path::PathBuf::from(path)),
+            Some(root) => Some(root.join(path)),
+            None => None,
+        };
+        let Some(path) = path else {
             return Err(EngineError::Invalid(format!(
-                "linked file {uri:?}: only absolute local paths can be read so far"
+                "linked file {uri:?}: only local paths (absolute, or relative to the directory holding the bucket) can be read so far"
             )));
-        }
-        let f = File::open(path).map_err(|e| {
+        };
+        let f = File::open(&path).map_err(|e| {
             EngineError::NotFound(format!(
-                "linked file {path} cannot be opened ({e}); the store links to it, so it must stay in place"
+                "linked file {} cannot be opened ({e}); the store links to it, so it must stay in place",
+                path.display()
             ))
         })?;
         let f = Arc::new(f);

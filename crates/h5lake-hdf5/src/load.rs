@@ -87,12 +87,14 @@ pub fn load(src: &Path, dest: &Path, opts: &LoadOptions) -> Result<LoadReport> {
     let file = source::open(src)?;
     let src_abs = src.canonicalize()?;
     let replace = check_destination(dest, opts.force)?;
+    let uri = link_uri(&src_abs, dest)?;
     let tmp = temp_sibling(dest)?;
     let result = (|| {
         let dom = Domain::open_local(&tmp, OpenMode::Truncate)?;
         let mut loader = Loader {
             dom: &dom,
             src: src_abs,
+            uri,
             opts,
             report: LoadReport::default(),
             seen: HashMap::new(),
@@ -114,6 +116,21 @@ pub fn load(src: &Path, dest: &Path, opts: &LoadOptions) -> Result<LoadReport> {
             Err(e)
         }
     }
+}
+
+/// How linked datasets name their source: relative to the directory that
+/// holds the bucket when the store is a domain inside an HSDS bucket and the
+/// source sits below that directory (so HSDS, whose POSIX storage resolves
+/// `bucket/key` paths against its `root_dir`, reads the same bytes), else
+/// the absolute path.
+fn link_uri(src_abs: &Path, dest: &Path) -> Result<String> {
+    let (bucket, domain_path) = h5lake_engine::domain::resolve_local(dest)?;
+    if !domain_path.is_empty() {
+        if let Some(rel) = bucket.parent().and_then(|root| src_abs.strip_prefix(root).ok()) {
+            return Ok(rel.to_string_lossy().into_owned());
+        }
+    }
+    Ok(src_abs.to_string_lossy().into_owned())
 }
 
 /// Whether an existing `dest` is to be replaced.
@@ -219,6 +236,8 @@ impl Repack {
 struct Loader<'a> {
     dom: &'a Domain,
     src: PathBuf,
+    /// The source as linked datasets name it (see [`link_uri`]).
+    uri: String,
     opts: &'a LoadOptions,
     report: LoadReport,
     /// Object token in the file → h5lake id, so that an object reached by
@@ -519,7 +538,7 @@ impl Loader<'_> {
                 let target = self.opts.hyperchunk.filter(|&h| h > 0).unwrap_or(DEFAULT_HYPERCHUNK);
                 cprops["layout"] = json!({
                     "class": "H5D_CONTIGUOUS_REF",
-                    "file_uri": self.src.to_string_lossy(),
+                    "file_uri": self.uri,
                     "offset": addr,
                     "size": size,
                     "dims": contiguous_chunk_dims(&dims, es as u64, target),
@@ -566,7 +585,7 @@ impl Loader<'_> {
         let factors = hyper_factors(dims, sub, es, target);
         let logical: Vec<u64> = sub.iter().zip(&factors).map(|(s, f)| s * f).collect();
         let per: u64 = factors.iter().product();
-        let uri = self.src.to_string_lossy().into_owned();
+        let uri = &self.uri;
         if per == 1 && chunks.len() <= INLINE_CHUNK_LIMIT {
             // Few chunks and no grouping: the map goes in the layout.
             let mut map = Map::new();
