@@ -1,0 +1,411 @@
+#!/usr/bin/env python3
+"""`h5lake serve` against a real HSDS (PyPI ``hsds``, ``--count 2``), side by
+side on the same machine, the same data and the same clients.  Writes
+RESULTS-server.md.
+
+Both servers run on 127.0.0.1 with POSIX storage in a temporary directory and
+a password file; every timed operation is done once per server per run
+(servers alternate), the median of ``--runs`` is reported.
+
+Cases, for each server:
+
+  h5pyd write / read   a float32 array of ``--mb`` MiB, shape (rows, 1024),
+                       1 MiB chunks, written with ``d[...] = a`` and read with
+                       ``d[...]`` through h5pyd (which splits requests as it
+                       sees fit).  Values are checked.
+  HTTP write / read    the same through raw HTTP (``requests``), binary
+                       bodies, in 64 MiB slabs (HSDS refuses requests above
+                       its ``max_request_size`` of 100 MB).
+  HTTP one request     h5lake only: the whole array in one PUT and one GET
+                       (HSDS answers 413).
+  small selections     ``--small`` random 16x16 reads: through h5pyd, and
+                       as raw HTTP GETs on one keep-alive session (req/s).
+  8 clients            8 processes, each ``--small // 4`` random 16x16 reads
+                       and writes of its own block over raw HTTP (req/s).
+  server RSS           peak resident memory of the server's processes,
+                       sampled every 50 ms over all cases.
+
+Targets (issue 4): throughput >= 5x HSDS, requests/s >= 10x HSDS, bounded RSS.
+
+Usage:  python3 bench/server.py                     # 256 MiB, 3 runs
+        python3 bench/server.py --mb 1024 --runs 1  # the 1 GiB case
+"""
+
+import argparse
+import base64
+import datetime
+import multiprocessing as mp
+import os
+import platform
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+import requests
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+import hsds_server  # noqa: E402
+
+import h5pyd  # noqa: E402
+
+USERS = {"admin": "admin", "test_user1": "test"}
+DOMAIN = "/home/bench/data.h5"
+COLS = 1024
+SLAB = 64 << 20
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class H5lakeServer:
+    """``python -m h5lake serve`` as a subprocess."""
+
+    def __init__(self, root):
+        self.root = root
+        self.proc = None
+
+    def start(self):
+        os.makedirs(self.root, exist_ok=True)
+        passwd = os.path.join(self.root, "..", "h5lake-passwd.txt")
+        with open(passwd, "w") as f:
+            f.writelines(f"{u}:{p}\n" for u, p in USERS.items())
+        port = free_port()
+        self.endpoint = f"http://127.0.0.1:{port}"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "h5lake", "serve", "--root", self.root, "--port", str(port),
+             "--password-file", passwd],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        for _ in range(200):
+            try:
+                if requests.get(self.endpoint + "/about", timeout=1).ok:
+                    return self
+            except requests.RequestException:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("h5lake serve did not start")
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=20)
+
+
+def tree_pids(root_pid):
+    """The process and all its descendants."""
+    pids, frontier = {root_pid}, [root_pid]
+    while frontier:
+        p = frontier.pop()
+        try:
+            with open(f"/proc/{p}/task/{p}/children") as f:
+                kids = [int(x) for x in f.read().split()]
+        except OSError:
+            kids = []
+        for k in kids:
+            if k not in pids:
+                pids.add(k)
+                frontier.append(k)
+    return pids
+
+
+def rss_bytes(pids):
+    total = 0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1]) * 1024
+        except OSError:
+            pass
+    return total
+
+
+class RssSampler(threading.Thread):
+    def __init__(self, root_pid):
+        super().__init__(daemon=True)
+        self.root_pid, self.peak, self.stop_flag = root_pid, 0, False
+
+    def run(self):
+        while not self.stop_flag:
+            self.peak = max(self.peak, rss_bytes(tree_pids(self.root_pid)))
+            time.sleep(0.05)
+
+
+def auth_header(user="admin"):
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{USERS[user]}".encode()).decode()}
+
+
+def kw(endpoint):
+    return dict(endpoint=endpoint, username="admin", password="admin")
+
+
+def prepare(endpoint):
+    for folder in ("/home/", "/home/bench/"):
+        h5pyd.Folder(folder, mode="w", **kw(endpoint)).close()
+
+
+def sel(rows):
+    return f"[{rows[0]}:{rows[1]},0:{COLS}]"
+
+
+def dataset_id(endpoint, name):
+    with h5pyd.File(DOMAIN, "r", **kw(endpoint)) as f:
+        return f[name].id.id
+
+
+# --------------------------------------------------------------------------
+# the operations (each returns seconds)
+
+def h5pyd_write(endpoint, arr, name):
+    with h5pyd.File(DOMAIN, "a", **kw(endpoint)) as f:
+        d = f.create_dataset(name, shape=arr.shape, dtype=arr.dtype, chunks=(256, COLS))
+        t = time.perf_counter()
+        d[...] = arr
+    # h5pyd may hold writes until the file is flushed or closed.
+    return time.perf_counter() - t
+
+
+def h5pyd_read(endpoint, arr, name):
+    with h5pyd.File(DOMAIN, "r", **kw(endpoint)) as f:
+        d = f[name]
+        t = time.perf_counter()
+        got = d[...]
+        dt = time.perf_counter() - t
+    if not np.array_equal(got, arr):
+        raise AssertionError(f"{endpoint}: h5pyd read back different values")
+    return dt
+
+
+def http_write(endpoint, arr, name, slab=SLAB):
+    with h5pyd.File(DOMAIN, "a", **kw(endpoint)) as f:
+        f.create_dataset(name, shape=arr.shape, dtype=arr.dtype, chunks=(256, COLS))
+    did = dataset_id(endpoint, name)
+    rows_per = max(1, slab // (COLS * arr.itemsize))
+    s = requests.Session()
+    hdr = dict(auth_header(), **{"Content-Type": "application/octet-stream"})
+    t = time.perf_counter()
+    for r0 in range(0, arr.shape[0], rows_per):
+        r1 = min(arr.shape[0], r0 + rows_per)
+        rsp = s.put(f"{endpoint}/datasets/{did}/value", params={"domain": DOMAIN, "select": sel((r0, r1))},
+                    data=arr[r0:r1].tobytes(), headers=hdr)
+        if rsp.status_code >= 300:
+            raise RuntimeError(f"{endpoint}: PUT value {rsp.status_code} {rsp.text[:200]}")
+    return time.perf_counter() - t
+
+
+def http_read(endpoint, arr, name, slab=SLAB):
+    did = dataset_id(endpoint, name)
+    rows_per = max(1, slab // (COLS * arr.itemsize))
+    s = requests.Session()
+    hdr = dict(auth_header(), Accept="application/octet-stream")
+    out = np.empty_like(arr)
+    t = time.perf_counter()
+    for r0 in range(0, arr.shape[0], rows_per):
+        r1 = min(arr.shape[0], r0 + rows_per)
+        rsp = s.get(f"{endpoint}/datasets/{did}/value", params={"domain": DOMAIN, "select": sel((r0, r1))},
+                    headers=hdr)
+        if rsp.status_code >= 300:
+            raise RuntimeError(f"{endpoint}: GET value {rsp.status_code} {rsp.text[:200]}")
+        out[r0:r1] = np.frombuffer(rsp.content, dtype=arr.dtype).reshape(r1 - r0, COLS)
+    dt = time.perf_counter() - t
+    if not np.array_equal(out, arr):
+        raise AssertionError(f"{endpoint}: HTTP read back different values")
+    return dt
+
+
+def small_picks(shape, n, seed):
+    rng = np.random.default_rng(seed)
+    return [(int(rng.integers(0, shape[0] - 16)), int(rng.integers(0, shape[1] - 16))) for _ in range(n)]
+
+
+def h5pyd_small(endpoint, arr, name, n):
+    picks = small_picks(arr.shape, n, 1)
+    with h5pyd.File(DOMAIN, "r", **kw(endpoint)) as f:
+        d = f[name]
+        t = time.perf_counter()
+        for i, j in picks:
+            got = d[i:i + 16, j:j + 16]
+        dt = time.perf_counter() - t
+    i, j = picks[-1]
+    if not np.array_equal(got, arr[i:i + 16, j:j + 16]):
+        raise AssertionError(f"{endpoint}: small read differs")
+    return dt
+
+
+def http_small(endpoint, arr, name, n, seed=2, did=None, write_block=None):
+    did = did or dataset_id(endpoint, name)
+    s = requests.Session()
+    hdr = dict(auth_header(), Accept="application/octet-stream")
+    whdr = dict(auth_header(), **{"Content-Type": "application/octet-stream"})
+    picks = small_picks(arr.shape, n, seed)
+    url = f"{endpoint}/datasets/{did}/value"
+    t = time.perf_counter()
+    for k, (i, j) in enumerate(picks):
+        if write_block is not None and k % 2:
+            r, block = write_block
+            rsp = s.put(url, params={"domain": DOMAIN, "select": f"[{r}:{r + 16},0:16]"},
+                        data=block.tobytes(), headers=whdr)
+        else:
+            rsp = s.get(url, params={"domain": DOMAIN, "select": f"[{i}:{i + 16},{j}:{j + 16}]"},
+                        headers=hdr)
+        if rsp.status_code >= 300:
+            raise RuntimeError(f"{endpoint}: {rsp.status_code} {rsp.text[:200]}")
+    dt = time.perf_counter() - t
+    if write_block is None:
+        got = np.frombuffer(rsp.content, dtype=arr.dtype).reshape(16, 16)
+        i, j = picks[-1]
+        if not np.array_equal(got, arr[i:i + 16, j:j + 16]):
+            raise AssertionError(f"{endpoint}: small HTTP read differs")
+    return dt
+
+
+def _client(args):
+    endpoint, shape, did, n, k = args
+    arr = np.zeros(shape, np.float32)   # only its shape and dtype are used
+    block = np.full((16, 16), k, np.float32)
+    return http_small(endpoint, arr, None, n, seed=100 + k, did=did, write_block=(16 * k, block))
+
+
+def clients8(endpoint, arr, name, n):
+    did = dataset_id(endpoint, name)
+    with mp.get_context("spawn").Pool(8) as pool:
+        t = time.perf_counter()
+        pool.map(_client, [(endpoint, arr.shape, did, n, k) for k in range(8)])
+        return time.perf_counter() - t
+
+
+# --------------------------------------------------------------------------
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mb", type=int, default=256)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--small", type=int, default=1000)
+    ap.add_argument("--tmp", default=None)
+    ap.add_argument("--out", default=os.path.join(HERE, "RESULTS-server.md"))
+    args = ap.parse_args()
+
+    tmp = tempfile.mkdtemp(prefix="h5lake-serverbench-", dir=args.tmp)
+    rows = max(256, (args.mb << 20) // (COLS * 4))
+    arr = np.random.default_rng(0).standard_normal((rows, COLS)).astype(np.float32)
+    nbytes = arr.nbytes
+    started = datetime.datetime.now(datetime.timezone.utc)
+    hsds = hsds_server.HsdsServer(os.path.join(tmp, "hsds"), users=dict(USERS))
+    h5l = H5lakeServer(os.path.join(tmp, "h5lake", "hsdstest"))
+    servers = {}
+    try:
+        hsds.start()
+        h5l.start()
+        servers = {"HSDS": (hsds.endpoint, hsds.proc.pid), "h5lake": (h5l.endpoint, h5l.proc.pid)}
+        samplers = {}
+        for name, (ep, pid) in servers.items():
+            prepare(ep)
+            with h5pyd.File(DOMAIN, "w", **kw(ep)):
+                pass
+            samplers[name] = RssSampler(pid)
+            samplers[name].start()
+        base_rss = {name: rss_bytes(tree_pids(pid)) for name, (ep, pid) in servers.items()}
+
+        ops = [
+            ("h5pyd write", lambda ep, r: h5pyd_write(ep, arr, f"pw{r}"), nbytes),
+            ("h5pyd read", lambda ep, r: h5pyd_read(ep, arr, f"pw{r}"), nbytes),
+            ("HTTP write (64 MiB requests)", lambda ep, r: http_write(ep, arr, f"hw{r}"), nbytes),
+            ("HTTP read (64 MiB requests)", lambda ep, r: http_read(ep, arr, f"hw{r}"), nbytes),
+            ("h5pyd 16x16 reads", lambda ep, r: h5pyd_small(ep, arr, f"hw{r}", args.small), args.small),
+            ("HTTP 16x16 reads", lambda ep, r: http_small(ep, arr, f"hw{r}", args.small), args.small),
+            ("8 clients, 16x16 reads+writes", lambda ep, r: clients8(ep, arr, f"hw{r}", args.small // 4),
+             8 * (args.small // 4)),
+        ]
+        res = {}
+        for r in range(args.runs):
+            for op, fn, _ in ops:
+                for name in (list(servers) if r % 2 == 0 else list(servers)[::-1]):
+                    ep = servers[name][0]
+                    try:
+                        dt = fn(ep, r)
+                    except Exception as e:  # noqa: BLE001 - report, keep going
+                        log(f"{name} {op}: {e}")
+                        dt = None
+                    res.setdefault((op, name), []).append(dt)
+                    log(f"run {r} {op:32s} {name:7s} {dt if dt is None else round(dt, 3)}")
+        one = {}
+        for label, fn in (("HTTP write, one request", lambda: http_write(h5l.endpoint, arr, "one", slab=nbytes)),
+                          ("HTTP read, one request", lambda: http_read(h5l.endpoint, arr, "one", slab=nbytes))):
+            try:
+                one[label] = fn()
+            except Exception as e:  # noqa: BLE001
+                log(f"{label}: {e}")
+                one[label] = None
+        try:
+            hs = http_write(hsds.endpoint, arr[: min(rows, (200 << 20) // (COLS * 4))], "one", slab=200 << 20)
+            hsds_one = f"accepted ({hs:.2f} s)"
+        except Exception as e:  # noqa: BLE001
+            hsds_one = f"refused: {str(e)[:80]}"
+        peak = {}
+        for name, s in samplers.items():
+            s.stop_flag = True
+            s.join()
+            peak[name] = (base_rss[name], s.peak)
+    finally:
+        hsds.stop()
+        h5l.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    finished = datetime.datetime.now(datetime.timezone.utc)
+    write_report(args, ops, res, one, hsds_one, peak, nbytes, started, finished)
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def write_report(args, ops, res, one, hsds_one, peak, nbytes, started, finished):
+    L = ["# h5lake serve vs HSDS", ""]
+    L.append(f"Run {started:%Y-%m-%d %H:%M} – {finished:%H:%M} UTC on {platform.node()}: "
+             f"{os.cpu_count()} cores, Python {platform.python_version()}, "
+             f"h5pyd {h5pyd.version.version}, HSDS 1.0.2 (`--count 2`, POSIX storage). "
+             f"Both servers on 127.0.0.1, same temporary disk; median of {args.runs} run(s); "
+             f"array {nbytes / 2**20:.0f} MiB float32, 1 MiB chunks. Command: "
+             f"`python3 bench/server.py --mb {args.mb} --runs {args.runs} --small {args.small}`.")
+    L.append("")
+    L.append("| operation | HSDS | h5lake | h5lake ÷ HSDS (speed) | target |")
+    L.append("|---|---:|---:|---:|---:|")
+    for op, _, amount in ops:
+        th, tl = med(res.get((op, "HSDS"), [])), med(res.get((op, "h5lake"), []))
+        rate = (lambda t: f"{nbytes / t / 1e6:.0f} MB/s") if amount == nbytes else (lambda t: f"{amount / t:.0f} req/s")
+        target = "≥ 5×" if amount == nbytes else "≥ 10×"
+        ratio = f"{th / tl:.1f}×" if th and tl else "n/a"
+        L.append(f"| {op} | {rate(th) if th else 'failed'} | {rate(tl) if tl else 'failed'} | {ratio} | {target} |")
+    L.append("")
+    for label, t in one.items():
+        L.append(f"- h5lake, {label} of {nbytes / 2**20:.0f} MiB: "
+                 + (f"{t:.2f} s ({nbytes / t / 1e6:.0f} MB/s)" if t else "failed"))
+    L.append(f"- HSDS, one 200 MiB PUT: {hsds_one}")
+    L.append("")
+    L.append("Server memory (resident, all processes of the server):")
+    L.append("")
+    for name, (base, pk) in peak.items():
+        L.append(f"- {name}: {base / 2**20:.0f} MiB idle, peak {pk / 2**20:.0f} MiB")
+    L.append("")
+    with open(args.out, "w") as f:
+        f.write("\n".join(L))
+    print("\n".join(L))
+
+
+if __name__ == "__main__":
+    main()
