@@ -16,6 +16,11 @@ try:
 except ImportError:  # pragma: no cover
     h5py = None
 
+try:   # the client of the served differential tests
+    import h5pyd
+except ImportError:  # pragma: no cover
+    h5pyd = None
+
 
 class Side:
     """One library's half of a differential test.
@@ -81,7 +86,7 @@ def run(op, side):
 
 def _kind(x):
     """Library-neutral name of an h5py/h5lake object or class, else None."""
-    for lib in (h5py, h5lake):
+    for lib in (h5py, h5lake, h5pyd):
         if lib is None:
             continue
         for cname in ("File", "Dataset", "Group", "Datatype", "SoftLink",
