@@ -56,8 +56,15 @@ def _pick_ports(count):
     raise RuntimeError("no free ports for HSDS")
 
 
+def _hsds_command():
+    """HSDS's launcher next to this interpreter (a venv's bin/ need not be on
+    PATH), else whatever PATH finds."""
+    here = os.path.join(os.path.dirname(sys.executable), "hsds")
+    return here if os.access(here, os.X_OK) else shutil.which("hsds")
+
+
 def available():
-    return shutil.which("hsds") is not None
+    return _hsds_command() is not None
 
 
 class HsdsServer:
@@ -89,7 +96,7 @@ class HsdsServer:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [self._tmp, env.get("PYTHONPATH")]))
         self.log = open(os.path.join(self._tmp, "hsds.log"), "w")
         self.proc = subprocess.Popen(
-            [shutil.which("hsds"), "--root_dir", self.root_dir, "--bucket_name", self.bucket,
+            [_hsds_command(), "--root_dir", self.root_dir, "--bucket_name", self.bucket,
              "--password_file", passwd, "--host", "127.0.0.1", "--port", str(port),
              "--count", str(self.count), "--loglevel", "ERROR",
              "--logfile", os.path.join(self._tmp, "hsds-nodes.log")],
