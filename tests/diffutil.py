@@ -1,5 +1,6 @@
 """Helpers for differential tests: run the same operation on h5py (a real
-HDF5 file) and on h5lake (a store directory) and check that both agree —
+HDF5 file) and on h5lake (a store directory, or a domain in an S3 bucket)
+and check that both agree —
 on values (incl. dtype and shape), on object kinds and on the class of any
 exception raised."""
 
@@ -35,7 +36,8 @@ class Side:
         self.root = root
         self.ext = ext
         self.name = lib.__name__
-        os.makedirs(root, exist_ok=True)
+        if "://" not in str(root):      # an s3:// root needs no directory
+            os.makedirs(root, exist_ok=True)
         self._f = None
         self._opened = []
 
@@ -179,9 +181,14 @@ def assert_same(h, l, where="result"):
 class Pair:
     """The two sides; ``both(op)`` runs ``op(side)`` on each and compares."""
 
-    def __init__(self, tmp_path):
+    def __init__(self, tmp_path, s3_root=None):
+        """``s3_root`` (``s3://bucket/prefix``): put the h5lake side there,
+        each file the HSDS domain ``prefix/<name>.h5`` of the bucket."""
         self.h = Side(h5py, tmp_path / "h5py", ".h5")
-        self.l = Side(h5lake, tmp_path / "h5lake", ".h5l")
+        if s3_root is None:
+            self.l = Side(h5lake, tmp_path / "h5lake", ".h5l")
+        else:
+            self.l = Side(h5lake, s3_root, ".h5")
 
     def both(self, op, raises=None, where=None):
         """Run ``op`` on both sides and assert they agree.

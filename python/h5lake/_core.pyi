@@ -41,6 +41,10 @@ class RawFile:
     ) -> None:
         """Open or create the store (a domain) at ``path`` with h5py's mode semantics.
 
+        ``path`` is a local path or ``s3://bucket/path/name.h5`` (the HSDS
+        domain ``path/name.h5`` in that bucket; S3 settings come from the
+        ``AWS_*`` environment variables).
+
         ``root_creation_props_json`` becomes the root group's creation
         properties when the store is created (``{"CreateOrder": 1}`` for
         ``track_order``). ``chunk_cache_bytes`` sets the decoded-chunk cache
@@ -124,3 +128,9 @@ class RawFile:
         the new extent so that a later grow shows the fill value."""
     def dataset_chunk_count(self, dset_id: str) -> int:
         """Number of stored chunk objects."""
+
+def domain_exists(url: str) -> bool:
+    """Whether ``url`` (a local path or ``s3://bucket/path``) names an existing domain."""
+
+def delete_domain(url: str) -> None:
+    """Delete the domain at ``url`` with every object in it."""

@@ -288,7 +288,15 @@ impl RawFile {
         if let Some(n) = chunk_cache_bytes {
             opts.chunk_cache_bytes = n;
         }
-        let dom = py.allow_threads(|| Domain::open_local_with(&path, m, &opts)).map_err(to_py_err)?;
+        // `s3://bucket/path` URLs, or local paths (kept as paths: a local
+        // name need not be UTF-8).
+        let url = path.to_str().filter(|p| p.contains("://"));
+        let dom = py
+            .allow_threads(|| match url {
+                Some(url) => Domain::open_url_with(url, m, &opts),
+                None => Domain::open_local_with(&path, m, &opts),
+            })
+            .map_err(to_py_err)?;
         Ok(RawFile {
             dom: RwLock::new(Some(Arc::new(dom))),
             path: path.to_string_lossy().into_owned(),
@@ -455,12 +463,33 @@ impl RawFile {
     }
 }
 
+/// Whether `url` (a path or `s3://bucket/path`) names an existing domain.
+#[pyfunction]
+fn domain_exists(py: Python<'_>, url: &str) -> PyResult<bool> {
+    match py.allow_threads(|| Domain::open_url_with(url, OpenMode::Read, &DomainOptions::default())) {
+        Ok(_) => Ok(true),
+        Err(EngineError::StoreNotFound(_) | EngineError::NotAStore(_)) => Ok(false),
+        Err(e) => Err(to_py_err(e)),
+    }
+}
+
+/// Deletes the domain at `url` with all its objects.
+#[pyfunction]
+fn delete_domain(py: Python<'_>, url: &str) -> PyResult<()> {
+    py.allow_threads(|| {
+        Domain::open_url_with(url, OpenMode::ReadWrite, &DomainOptions::default())?.delete_domain()
+    })
+    .map_err(to_py_err)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RawFile>()?;
     m.add_function(wrap_pyfunction!(load_hdf5, m)?)?;
     m.add_function(wrap_pyfunction!(get_hdf5, m)?)?;
     m.add_function(wrap_pyfunction!(is_hdf5, m)?)?;
+    m.add_function(wrap_pyfunction!(domain_exists, m)?)?;
+    m.add_function(wrap_pyfunction!(delete_domain, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

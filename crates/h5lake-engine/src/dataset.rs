@@ -12,7 +12,7 @@
 
 use bytes::Bytes;
 use h5lake_codecs::{ChunkFormat, Pipeline};
-use h5lake_store::{PutOutcome, Version};
+use h5lake_store::{PutOutcome, Version, Versioned};
 use h5lake_types::{json_to_element, Datatype, Selection, Shape, UNLIMITED};
 use rayon::prelude::*;
 use serde_json::{json, Value};
@@ -539,37 +539,55 @@ impl Domain {
                 // Unfiltered whole elements can go from storage straight into
                 // the caller's buffer.
                 let direct = m.pipeline.is_empty() && proj.is_identity() && m.link.is_none();
-                for_each_task(plan.num_chunks(), |i| -> Result<()> {
+                let chunk_key = |i: usize| {
+                    let coords: Vec<u64> = plan.chunk(i).iter().map(|p| p.chunk).collect();
+                    m.key(&coords)
+                };
+                self.chunk_tasks(&m, plan.num_chunks(), chunk_key, |i, fetched| -> Result<()> {
                     let parts = plan.chunk(i);
                     let coords: Vec<u64> = parts.iter().map(|p| p.chunk).collect();
                     let key = m.key(&coords);
-                    if !use_cache && direct && m.covers_whole_chunk(&parts) {
+                    if fetched.is_none() && !use_cache && direct && m.covers_whole_chunk(&parts) {
                         // SAFETY: as below; the runs are this task's own elements.
                         if unsafe { self.read_chunk_direct(&m, &key, &parts, &cs, &os, ptr)? } {
                             return Ok(());
                         }
                     }
                     let region = chunk_region(&parts);
-                    self.with_chunk(&m, &key, use_cache, &fill_chunk, Some(&region), |src| {
+                    let scatter = |src: &[u8]| {
                         // SAFETY: chunk tasks write disjoint output elements and
                         // the selection was validated against the buffer size.
                         walk(&parts, &cs, &os, &mut |s, d, n| unsafe {
                             proj.copy(src, s, ptr, d, n)
                         });
-                    })
+                    };
+                    match fetched {
+                        Some(stored) => self.with_fetched_chunk(
+                            &m, &key, stored, use_cache, &fill_chunk, Some(&region), scatter,
+                        ),
+                        None => self.with_chunk(&m, &key, use_cache, &fill_chunk, Some(&region), scatter),
+                    }
                 })
             }
             Selection::Points { .. } => {
                 let groups: Vec<_> = plan_points(sel, &m.chunk).into_iter().collect();
                 let use_cache = self.fits_cache(&m, groups.len());
-                for_each_task(groups.len(), |g| -> Result<()> {
+                let chunk_key = |g: usize| m.key(&groups[g].0);
+                self.chunk_tasks(&m, groups.len(), chunk_key, |g, fetched| -> Result<()> {
                     let (coords, pts) = &groups[g];
-                    self.with_chunk(&m, &m.key(coords), use_cache, &fill_chunk, None, |src| {
+                    let key = m.key(coords);
+                    let gather = |src: &[u8]| {
                         for &(s, d) in pts {
                             // SAFETY: every point has its own output slot.
                             unsafe { proj.copy(src, s, ptr, d, 1) };
                         }
-                    })
+                    };
+                    match fetched {
+                        Some(stored) => self.with_fetched_chunk(
+                            &m, &key, stored, use_cache, &fill_chunk, None, gather,
+                        ),
+                        None => self.with_chunk(&m, &key, use_cache, &fill_chunk, None, gather),
+                    }
                 })
             }
         }
@@ -642,26 +660,29 @@ impl Domain {
         Self::check_selection(&m, sel, 0)?;
         let n = sel.num_elements() as usize;
         let tasks = vlen_tasks(&m, sel);
-        let pieces: Vec<Vec<(u64, Vec<u8>)>> = chunk_pool().install(|| {
-            tasks
-                .par_iter()
-                .map(|(coords, pairs)| -> Result<Vec<(u64, Vec<u8>)>> {
-                    let elems = match self.load_chunk(&m, &m.key(coords), true)? {
-                        Some(c) => parse_vlen_chunk(&c, m.chunk_elems())?,
-                        None => vec![Vec::new(); m.chunk_elems()],
-                    };
-                    Ok(pairs
-                        .iter()
-                        .map(|&(s, d)| (d, elems[s as usize].clone()))
-                        .collect())
-                })
-                .collect::<Result<_>>()
+        let out = std::sync::Mutex::new(vec![Vec::new(); n]);
+        self.chunk_tasks(&m, tasks.len(), |i| m.key(&tasks[i].0), |i, fetched| {
+            let (coords, pairs) = &tasks[i];
+            let key = m.key(coords);
+            let chunk = match fetched {
+                Some(Some(stored)) => Some(self.decode_fetched(&m, &key, stored, true)?),
+                Some(None) if m.link.is_none() => {
+                    self.cache.remove(&key);
+                    None
+                }
+                _ => self.load_chunk(&m, &key, true)?,
+            };
+            let elems = match chunk {
+                Some(c) => parse_vlen_chunk(&c, m.chunk_elems())?,
+                None => vec![Vec::new(); m.chunk_elems()],
+            };
+            let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
+            for &(s, d) in pairs {
+                out[d as usize] = elems[s as usize].clone();
+            }
+            Ok(())
         })?;
-        let mut out = vec![Vec::new(); n];
-        for (d, v) in pieces.into_iter().flatten() {
-            out[d as usize] = v;
-        }
-        Ok(out)
+        Ok(out.into_inner().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Writes variable-length elements to an orthogonal or point selection.
@@ -972,6 +993,104 @@ impl Domain {
         Ok(())
     }
 
+    /// Runs `task(i, fetched)` for the chunk tasks `0..n` (task `i` reads
+    /// the chunk `key(i)`). Where the store prefers batching (S3: a round
+    /// trip per request), the chunks are fetched ahead in batches with many
+    /// requests in flight, the next batch while the current one is decoded,
+    /// and each task gets its stored chunk as `Some(fetched)`. Elsewhere
+    /// `fetched` is `None` and tasks read for themselves, which keeps local
+    /// reads on their streaming, zero-copy paths.
+    fn chunk_tasks(
+        &self,
+        m: &DatasetMeta,
+        n: usize,
+        key: impl Fn(usize) -> String + Sync,
+        task: impl Fn(usize, Option<Option<Versioned>>) -> Result<()> + Sync + Send,
+    ) -> Result<()> {
+        let store = self.store();
+        if n <= 1 || !store.prefers_batching() {
+            return for_each_task(n, |i| task(i, None));
+        }
+        // Bounded so that a sparse selection over many big chunks does not
+        // hold them all in memory at once.
+        let chunk_bytes = (m.chunk_elems() * m.elem_size()).max(1);
+        let per = (FETCH_BATCH_BYTES / chunk_bytes).clamp(1, FETCH_BATCH_CHUNKS);
+        let batches: Vec<std::ops::Range<usize>> =
+            (0..n).step_by(per).map(|s| s..(s + per).min(n)).collect();
+        let fetch = |b: &std::ops::Range<usize>| -> Result<Vec<Option<Versioned>>> {
+            let keys: Vec<String> = b.clone().map(&key).collect();
+            Ok(store.get_many(&keys)?)
+        };
+        chunk_pool().install(|| {
+            let mut ahead = Some(fetch(&batches[0]));
+            for (bi, batch) in batches.iter().enumerate() {
+                let fetched = ahead.take().expect("fetched before use")?;
+                let (next, done) = rayon::join(
+                    || batches.get(bi + 1).map(&fetch),
+                    || {
+                        for_each_task(batch.len(), |j| {
+                            task(batch.start + j, Some(fetched[j].clone()))
+                        })
+                    },
+                );
+                done?;
+                ahead = next;
+            }
+            Ok(())
+        })
+    }
+
+    /// [`Domain::with_chunk`] for a chunk whose stored bytes were fetched
+    /// already (`None`: not stored). The cache still saves the decode when
+    /// it holds the same version.
+    #[allow(clippy::too_many_arguments)]
+    fn with_fetched_chunk(
+        &self,
+        m: &DatasetMeta,
+        key: &str,
+        fetched: Option<Versioned>,
+        use_cache: bool,
+        fill: &std::sync::OnceLock<Vec<u8>>,
+        region: Option<&[(u64, u64)]>,
+        f: impl FnOnce(&[u8]),
+    ) -> Result<()> {
+        let Some(stored) = fetched else {
+            if m.link.is_some() {
+                // The linked source may hold it: the general path knows how.
+                return self.with_chunk(m, key, use_cache, fill, region, f);
+            }
+            self.cache.remove(key);
+            f(fill.get_or_init(|| m.fill_chunk()));
+            return Ok(());
+        };
+        f(&self.decode_fetched(m, key, stored, use_cache)?);
+        Ok(())
+    }
+
+    /// The decoded form of fetched chunk bytes: from the cache when it holds
+    /// the same version (saving the decode), else decoded (and cached).
+    fn decode_fetched(
+        &self,
+        m: &DatasetMeta,
+        key: &str,
+        stored: Versioned,
+        use_cache: bool,
+    ) -> Result<Bytes> {
+        let use_cache = use_cache && self.cache.enabled();
+        if use_cache {
+            if let Some((v, data)) = self.cache.get(key) {
+                if v == stored.version {
+                    return Ok(data);
+                }
+            }
+        }
+        let data = m.decode(stored.data)?;
+        if use_cache {
+            self.cache.insert(key, stored.version, data.clone());
+        }
+        Ok(data)
+    }
+
     /// Reads a wholly selected, unfiltered chunk with one scattered read
     /// straight into the output (the kernel copies each row to its place:
     /// no intermediate buffer, no second copy). `Ok(false)` when the chunk
@@ -1067,6 +1186,13 @@ impl Domain {
         unreachable!("the retry loop only ends by returning")
     }
 }
+
+/// At most this many bytes of (decoded-size) chunks are fetched ahead in
+/// one batch from a store that prefers batching...
+const FETCH_BATCH_BYTES: usize = 256 << 20;
+/// ...and at most this many chunks: enough to keep ~32 requests in flight
+/// through a whole batch.
+const FETCH_BATCH_CHUNKS: usize = 256;
 
 /// The cache version of a chunk read from a linked file (never a store
 /// version: those are `ino-mtime-size` or etags).

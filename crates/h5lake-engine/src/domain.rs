@@ -246,6 +246,25 @@ impl Domain {
         Ok(dom)
     }
 
+    /// Opens or creates the domain a location names: `s3://bucket/path/name.h5`
+    /// is the HSDS domain `path/name.h5` of a store rooted at the bucket
+    /// (`<bucket>/path/name.h5/.domain.json`, objects under `db/` at the
+    /// bucket root, as HSDS lays them out; S3 settings from the AWS
+    /// environment); anything else is a local path ([`Domain::open_local_with`]).
+    ///
+    /// # Errors
+    /// As [`Domain::open_local`]; for S3 also a missing bucket, unusable
+    /// configuration (no credentials, unreachable endpoint).
+    pub fn open_url_with(url: &str, mode: OpenMode, opts: &DomainOptions) -> Result<Self> {
+        let Some(rest) = url.strip_prefix("s3://") else {
+            return Self::open_local_with(Path::new(url), mode, opts);
+        };
+        let (bucket, domain_path) = rest.split_once('/').unwrap_or((rest, ""));
+        // The bucket must exist; whether the domain does is the mode's business.
+        let store = h5lake_store::open_url(&format!("s3://{bucket}"), true)?;
+        Self::open_with(store, domain_path, mode, url.to_string(), opts)
+    }
+
     /// Opens or creates the domain `domain_path` ("" = the bucket's own
     /// top-level domain) in `store`.
     ///
@@ -366,6 +385,21 @@ impl Domain {
                 )))
             }
         }
+    }
+
+    /// Deletes the whole domain: every object under its `db/` prefix, then
+    /// its `.domain.json` (in that order, so that a crash in between leaves
+    /// a domain that still opens, just emptied, rather than orphaned objects
+    /// no domain names). What a local store's `rm -r` does for a directory,
+    /// for a domain inside a bucket.
+    ///
+    /// # Errors
+    /// A read-only domain; I/O trouble.
+    pub fn delete_domain(self) -> Result<()> {
+        self.check_writable()?;
+        self.store.delete_prefix(&ids::domain_db_prefix(&self.root_id)?)?;
+        self.store.delete(&self.domain_key)?;
+        Ok(())
     }
 
     /// Sets the decoded-chunk cache budget in bytes (0 turns caching off).

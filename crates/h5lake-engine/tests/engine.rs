@@ -116,6 +116,93 @@ fn selections_match_a_dense_model_uncached_on_disk() {
     });
 }
 
+/// A memory store that asks for batched reads, as S3 does, and counts them.
+struct Batching {
+    inner: MemoryStore,
+    batches: std::sync::atomic::AtomicUsize,
+}
+
+impl h5lake_store::ReadableStore for Batching {
+    fn get(&self, key: &str) -> h5lake_store::Result<Option<bytes::Bytes>> {
+        self.inner.get(key)
+    }
+    fn get_versioned(&self, key: &str) -> h5lake_store::Result<Option<h5lake_store::Versioned>> {
+        self.inner.get_versioned(key)
+    }
+    fn get_range(&self, key: &str, offset: u64, len: u64) -> h5lake_store::Result<Option<bytes::Bytes>> {
+        self.inner.get_range(key, offset, len)
+    }
+    fn get_many(&self, keys: &[String]) -> h5lake_store::Result<Vec<Option<h5lake_store::Versioned>>> {
+        self.batches.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.get_many(keys)
+    }
+    fn prefers_batching(&self) -> bool {
+        true
+    }
+}
+
+impl h5lake_store::WritableStore for Batching {
+    fn put(&self, key: &str, data: &[u8]) -> h5lake_store::Result<h5lake_store::Version> {
+        self.inner.put(key, data)
+    }
+    fn put_if_absent(&self, key: &str, data: &[u8]) -> h5lake_store::Result<h5lake_store::PutOutcome> {
+        self.inner.put_if_absent(key, data)
+    }
+    fn put_if_version(
+        &self,
+        key: &str,
+        data: &[u8],
+        expected: &h5lake_store::Version,
+    ) -> h5lake_store::Result<h5lake_store::PutOutcome> {
+        self.inner.put_if_version(key, data, expected)
+    }
+    fn delete(&self, key: &str) -> h5lake_store::Result<()> {
+        self.inner.delete(key)
+    }
+    fn delete_prefix(&self, prefix: &str) -> h5lake_store::Result<()> {
+        self.inner.delete_prefix(prefix)
+    }
+}
+
+impl h5lake_store::ListableStore for Batching {
+    fn list_prefix(&self, prefix: &str) -> h5lake_store::Result<Vec<String>> {
+        self.inner.list_prefix(prefix)
+    }
+    fn list_dir(&self, prefix: &str) -> h5lake_store::Result<(Vec<String>, Vec<String>)> {
+        self.inner.list_dir(prefix)
+    }
+}
+
+impl Store for Batching {
+    fn location(&self) -> String {
+        "batching-memory://".into()
+    }
+}
+
+/// The batched read path (what S3 uses) against the model, with the chunk
+/// cache on and off.
+#[test]
+fn selections_match_a_dense_model_batched() {
+    let stores: std::sync::Mutex<Vec<Arc<Batching>>> = Default::default();
+    for cache in [h5lake_engine::DomainOptions::default().chunk_cache_bytes, 0] {
+        check_against_dense_model(|| {
+            let store = Arc::new(Batching {
+                inner: MemoryStore::new(),
+                batches: Default::default(),
+            });
+            stores.lock().unwrap().push(store.clone());
+            let opts = h5lake_engine::DomainOptions {
+                chunk_cache_bytes: cache,
+                ..Default::default()
+            };
+            Domain::open_with(store, "", OpenMode::Truncate, "batching".into(), &opts).unwrap()
+        });
+    }
+    for s in stores.lock().unwrap().iter() {
+        assert!(s.batches.load(std::sync::atomic::Ordering::Relaxed) > 0);
+    }
+}
+
 fn check_against_dense_model(make: impl Fn() -> Domain) {
     for filters in [
         json!([]),
@@ -276,11 +363,21 @@ fn bad_selections_and_buffers_are_rejected() {
 
 #[test]
 fn vlen_strings_round_trip() {
-    let dom = mem_domain();
+    check_vlen_strings(mem_domain());
+    // The batched read path, with a never-written chunk (elements 6..8).
+    let store = Arc::new(Batching {
+        inner: MemoryStore::new(),
+        batches: Default::default(),
+    });
+    check_vlen_strings(Domain::open(store.clone(), "", OpenMode::Truncate, "b".into()).unwrap());
+    assert!(store.batches.load(std::sync::atomic::Ordering::Relaxed) > 0);
+}
+
+fn check_vlen_strings(dom: Domain) {
     let id = dom
         .create_dataset(
             json!({"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8", "strPad": "H5T_STR_NULLTERM", "length": "H5T_VARIABLE"}),
-            json!({"class": "H5S_SIMPLE", "dims": [5]}),
+            json!({"class": "H5S_SIMPLE", "dims": [8]}),
             json!({"layout": {"class": "H5D_CHUNKED", "dims": [2]}}),
         )
         .unwrap();
@@ -306,6 +403,8 @@ fn vlen_strings_round_trip() {
             b"E".to_vec()
         ]
     );
+    let got = dom.read_vlen(&id, &slices(&[(3, 5, 1)])).unwrap();
+    assert_eq!(got, vec![b"x".to_vec(), b"E".to_vec(), vec![], vec![], vec![]]);
 }
 
 #[test]

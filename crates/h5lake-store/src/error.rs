@@ -16,4 +16,16 @@ pub enum StoreError {
     NotFound(String),
     #[error("permission denied: {0}")]
     PermissionDenied(String),
+    /// A store URL or its configuration (environment) is unusable; the
+    /// message says what to set.
+    #[error("cannot use {url}: {reason}")]
+    Config { url: String, reason: String },
+    /// A remote store (S3) failed a request; `hint` says what to check.
+    #[error("{location}: {source}{hint}")]
+    Remote {
+        location: String,
+        hint: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }

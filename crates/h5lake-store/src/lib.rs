@@ -15,16 +15,23 @@
 //!   the caller read; racing read-modify-write cycles therefore never lose an
 //!   update — the loser sees `Conflict` and retries.
 
+use std::ops::Range;
+use std::sync::Arc;
+
 use bytes::Bytes;
 
 mod error;
 pub mod local;
 pub mod memory;
+#[cfg(feature = "s3")]
+pub mod s3;
 pub mod testsuite;
 
 pub use error::StoreError;
 pub use local::{LocalStore, LocalStoreOptions};
 pub use memory::MemoryStore;
+#[cfg(feature = "s3")]
+pub use s3::{S3Config, S3Store};
 
 /// Result alias for store operations.
 pub type Result<T> = std::result::Result<T, StoreError>;
@@ -125,6 +132,50 @@ pub trait ReadableStore: Send + Sync {
     fn version(&self, key: &str) -> Result<Option<Version>> {
         Ok(self.get_versioned(key)?.map(|v| v.version))
     }
+
+    /// Several whole objects with their versions, in the order of `keys`
+    /// (`None` for each missing one). Remote backends keep many requests in
+    /// flight; the default reads one after the other.
+    ///
+    /// # Errors
+    /// The first I/O trouble other than "not found"; invalid keys.
+    fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Versioned>>> {
+        keys.iter().map(|k| self.get_versioned(k)).collect()
+    }
+
+    /// Several byte ranges of one object, each clipped at the object's end
+    /// like [`ReadableStore::get_range`], or `None` if the object is missing.
+    /// Remote backends merge nearby ranges into fewer requests.
+    ///
+    /// # Errors
+    /// I/O trouble other than "not found".
+    fn get_ranges(&self, key: &str, ranges: &[Range<u64>]) -> Result<Option<Vec<Bytes>>> {
+        get_ranges_one_by_one(self, key, ranges)
+    }
+
+    /// Whether callers should gather reads into [`ReadableStore::get_many`] /
+    /// [`ReadableStore::get_ranges`] batches: true where each request costs a
+    /// network round trip, false where single reads are already cheap (and
+    /// the engine's streaming local path is faster).
+    fn prefers_batching(&self) -> bool {
+        false
+    }
+}
+
+/// [`ReadableStore::get_ranges`] as single `get_range` calls.
+pub(crate) fn get_ranges_one_by_one<S: ReadableStore + ?Sized>(
+    s: &S,
+    key: &str,
+    ranges: &[Range<u64>],
+) -> Result<Option<Vec<Bytes>>> {
+    let mut out = Vec::with_capacity(ranges.len());
+    for r in ranges {
+        match s.get_range(key, r.start, r.end.saturating_sub(r.start))? {
+            Some(b) => out.push(b),
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(out))
 }
 
 /// Writing keys. Every call is atomic (see the crate docs).
@@ -182,6 +233,39 @@ pub trait ListableStore: Send + Sync {
 pub trait Store: ReadableStore + WritableStore + ListableStore {
     /// Human-readable location (path or URL) for messages.
     fn location(&self) -> String;
+}
+
+/// Opens the store a location names: `s3://bucket[/prefix]` (with the
+/// `s3` feature; configured from the AWS environment, see
+/// [`S3Config::from_env`]) or a local directory path. With `create`, a
+/// missing local directory is created (S3 buckets never are); without it the
+/// store must exist.
+///
+/// # Errors
+/// [`StoreError::NotFound`] for a missing store; [`StoreError::Config`] for
+/// an unusable URL or configuration (e.g. `s3://` without the `s3` feature,
+/// missing credentials); I/O or request failures.
+pub fn open_url(url: &str, create: bool) -> Result<Arc<dyn Store>> {
+    if url.starts_with("s3://") {
+        #[cfg(feature = "s3")]
+        return Ok(Arc::new(S3Store::open(url, create)?));
+        #[cfg(not(feature = "s3"))]
+        return Err(StoreError::Config {
+            url: url.to_string(),
+            reason: "this build of h5lake has no S3 support (cargo feature `s3` of h5lake-store)".into(),
+        });
+    }
+    if let Some((scheme, _)) = url.split_once("://") {
+        return Err(StoreError::Config {
+            url: url.to_string(),
+            reason: format!("unsupported scheme {scheme}:// (use a local path or s3://bucket/path)"),
+        });
+    }
+    Ok(Arc::new(if create {
+        LocalStore::create(url)?
+    } else {
+        LocalStore::open(url)?
+    }))
 }
 
 /// Checks a key: non-empty, relative, `/`-separated, no empty, `.` or `..`

@@ -39,6 +39,8 @@ pub fn cases<S: Store>() -> Vec<(&'static str, Case<S>)> {
         ("versions_track_writes", versions_track_writes::<S>),
         ("get_into_replaces_buffer", get_into_replaces_buffer::<S>),
         ("get_scattered_fills_runs", get_scattered_fills_runs::<S>),
+        ("get_many", get_many::<S>),
+        ("get_ranges", get_ranges::<S>),
         ("delete", delete::<S>),
         ("delete_prefix", delete_prefix::<S>),
         ("list_prefix", list_prefix::<S>),
@@ -65,7 +67,7 @@ macro_rules! store_test_suite {
         $crate::store_test_suite!(@cases $make;
             get_missing, roundtrip, overwrite, get_range, exists, put_if_absent_twice,
             put_if_version, versions_track_writes, get_into_replaces_buffer,
-            get_scattered_fills_runs, delete, delete_prefix, list_prefix, list_dir,
+            get_scattered_fills_runs, get_many, get_ranges, delete, delete_prefix, list_prefix, list_dir,
             invalid_keys, concurrent_increments, concurrent_put_if_absent, concurrent_churn);
     };
     (@cases $make:expr; $($case:ident),* $(,)?) => {
@@ -258,6 +260,52 @@ pub fn get_scattered_fills_runs<S: Store>(s: &S) {
     let mut small = [0u8; 10];
     assert_eq!(s.get_scattered("gs/a", 10, &mut [(0, &mut small[..])]).unwrap(), Some(false));
     assert_eq!(s.get_scattered("gs/none", 10, &mut [(0, &mut small[..])]).unwrap(), None);
+}
+
+/// Batched reads answer in the order asked, `None` for missing keys, with
+/// the versions single reads see.
+pub fn get_many<S: Store>(s: &S) {
+    assert!(s.get_many(&[]).unwrap().is_empty());
+    let keys: Vec<String> = (0..40).map(|i| format!("gm/{i}")).collect();
+    for (i, k) in keys.iter().enumerate().filter(|(i, _)| i % 3 != 1) {
+        s.put(k, format!("v{i}").as_bytes()).unwrap();
+    }
+    let mut asked = keys.clone();
+    asked.push(keys[0].clone());
+    let got = s.get_many(&asked).unwrap();
+    assert_eq!(got.len(), asked.len());
+    for (k, g) in asked.iter().zip(&got) {
+        let single = s.get_versioned(k).unwrap();
+        match (g, single) {
+            (None, None) => {}
+            (Some(g), Some(one)) => {
+                assert_eq!(g.data, one.data, "{k}");
+                assert_eq!(g.version, one.version, "{k}");
+            }
+            (g, one) => panic!("{k}: get_many {g:?}, get_versioned {one:?}"),
+        }
+    }
+    assert!(got[1].is_none() && got[0].is_some());
+    assert!(matches!(
+        s.get_many(&["ok".to_string(), "../x".to_string()]),
+        Err(StoreError::InvalidKey { .. })
+    ));
+}
+
+/// Several ranges of one object come back in the order asked, clipped at
+/// the end like `get_range`; a missing object is `None`.
+pub fn get_ranges<S: Store>(s: &S) {
+    let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+    s.put("gr", &data).unwrap();
+    let ranges = [150_000..150_010, 0..4, 2..9, 199_990..200_000, 5..5, 199_995..200_100, 300_000..300_001];
+    let got = s.get_ranges("gr", &ranges).unwrap().unwrap();
+    assert_eq!(got.len(), ranges.len());
+    for (r, g) in ranges.iter().zip(&got) {
+        let (lo, hi) = (r.start.min(200_000) as usize, r.end.min(200_000) as usize);
+        assert_eq!(g.as_ref(), &data[lo..hi.max(lo)], "{r:?}");
+    }
+    assert!(s.get_ranges("gr-missing", &[0..1]).unwrap().is_none());
+    assert!(s.get_ranges("gr", &[]).unwrap().unwrap().is_empty());
 }
 
 /// Deleting is idempotent and leaves neighbours alone.

@@ -122,11 +122,7 @@ class FileState:
         from .. import _core
 
         self.check()
-        if os.path.isabs(filename):
-            path = filename
-        else:
-            path = os.path.join(os.path.dirname(self.abspath), filename)
-        path = os.path.normpath(path)
+        path = resolve_location(self.abspath, filename)
         if path == self.abspath:
             return self
         st = self.externals.get(path)
@@ -139,6 +135,30 @@ class FileState:
         st = FileState(raw, path, path, self.mode)
         self.externals[path] = st
         return st
+
+
+def is_url(location):
+    """Whether a store location is a URL (``s3://bucket/path``) rather than a local path."""
+    return "://" in location
+
+
+def absolute_location(location):
+    """``location`` made absolute: URLs are already; local paths via ``os.path.abspath``."""
+    return location if is_url(location) else os.path.abspath(location)
+
+
+def resolve_location(base, filename):
+    """Where ``filename`` (an external link's file) is, for a link in the
+    store at ``base``: URLs and absolute paths as they are, relative names
+    beside ``base`` (inside its bucket for an ``s3://`` base)."""
+    if is_url(filename) or os.path.isabs(filename):
+        return filename if is_url(filename) else os.path.normpath(filename)
+    if is_url(base):
+        scheme, rest = base.split("://", 1)
+        bucket, _, inner = rest.partition("/")
+        joined = posixpath.normpath(posixpath.join(posixpath.dirname(inner), filename))
+        return f"{scheme}://{bucket}/{joined.lstrip('/')}"
+    return os.path.normpath(os.path.join(os.path.dirname(base), filename))
 
 
 # ---------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Files (h5py's ``_hl/files.py``): ``File`` opens an h5lake store — a
-local directory holding one HSDS (schema v2) domain — through
-``_core.RawFile`` and is the root group of it."""
+local directory holding one HSDS (schema v2) domain, or a domain in an S3
+bucket (``s3://bucket/path/name.h5``) — through ``_core.RawFile`` and is the
+root group of it."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ try:
 except ImportError as _e:  # extension not built: the pure-Python modules stay importable
     _core = None
     _core_error = _e
-from .base import ClosedKeyError, ClosedRuntimeError, FileState
+from .base import ClosedKeyError, ClosedRuntimeError, FileState, absolute_location
 from .group import Group
 
 _MODES = ('r', 'r+', 'w', 'w-', 'x', 'a')
@@ -59,7 +60,7 @@ class File(Group):
         root_props = {'CreateOrder': 1} if track_order else {}
         cache = kwds.get('rdcc_nbytes')
         raw = _core.RawFile(name, mode, json.dumps(root_props), None if cache is None else int(cache))
-        fs = FileState(raw, name, os.path.abspath(name), 'r' if raw.readonly else 'r+')
+        fs = FileState(raw, name, absolute_location(name), 'r' if raw.readonly else 'r+')
         Group.__init__(self, fs, raw.root_id, '/')
 
     @classmethod
@@ -75,7 +76,7 @@ class File(Group):
 
     @property
     def filename(self):
-        """The store's path as given when opening it."""
+        """The store's path (or ``s3://`` URL) as given when opening it."""
         if not self._fs.valid:
             raise ValueError("Not a file or file object (not a file or file object)")
         return self._fs.filename

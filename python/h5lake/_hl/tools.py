@@ -5,7 +5,9 @@ move (``mv``) stores and the objects inside them.
 A PATH names a store (a directory holding ``.domain.json``) optionally
 followed by a path inside it: ``run.h5l/detector/frames`` is the object
 ``/detector/frames`` of the store ``run.h5l``.  ``diff`` also takes real
-HDF5 files (``file.h5`` or ``file.h5/group``).
+HDF5 files (``file.h5`` or ``file.h5/group``).  A PATH may also be an S3
+URL, ``s3://bucket/path/name.h5[/object]`` (a domain in the bucket); ``cp``
+and ``mv`` of whole stores work on local directories only.
 """
 
 from __future__ import annotations
@@ -20,12 +22,17 @@ import tempfile
 import numpy as np
 
 from . import h5t
-from .base import HLObject
+from .base import HLObject, is_url
 from .dataset import Dataset
 from .datatype import Datatype
 from .files import File
 from .group import ExternalLink, Group, HardLink, SoftLink
 from .transfer import is_hdf5, load
+
+try:
+    from .. import _core
+except ImportError:  # extension not built: File() says so when used
+    _core = None
 
 _DOMAIN_FILE = ".domain.json"
 _METADATA_FILES = frozenset((".group.json", ".dataset.json", ".datatype.json"))
@@ -42,14 +49,35 @@ _SHOWN_CHARS = 60             # longest value shown in a message
 # ---------------------------------------------------------------------------
 
 def is_store(path):
-    """Whether ``path`` is an h5lake store (a directory holding .domain.json)."""
+    """Whether ``path`` is an h5lake store (a directory holding .domain.json,
+    or an ``s3://`` URL naming a domain)."""
+    if is_url(path):
+        return _core.domain_exists(path)
     return os.path.isfile(os.path.join(path, _DOMAIN_FILE))
 
 
 def is_hdf5_file(path):
     """Whether ``path`` is an HDF5 file (its signature at offset 0 or, after
     a user block, at 512, 1024, 2048, ... bytes)."""
-    return os.path.isfile(path) and is_hdf5(path)
+    return not is_url(path) and os.path.isfile(path) and is_hdf5(path)
+
+
+def _split_url(url, accept, what):
+    """:func:`split_path` for ``scheme://bucket/path`` URLs."""
+    scheme, rest = url.split("://", 1)
+    bucket, _, inner = rest.partition("/")
+    parts = [p for p in inner.split("/") if p]
+    for n in range(len(parts), -1, -1):            # longest first
+        head = f"{scheme}://{bucket}" + "".join("/" + p for p in parts[:n])
+        if accept(head):
+            return head, "/".join(parts[n:])
+    raise FileNotFoundError(f"{url}: not {what}, nor a path inside one")
+
+
+def _same_store(a, b):
+    if is_url(a) or is_url(b):
+        return a.rstrip("/") == b.rstrip("/")
+    return os.path.samefile(a, b)
 
 
 def split_path(path, accept=is_store, what=f"an h5lake store (a directory holding {_DOMAIN_FILE})"):
@@ -57,6 +85,8 @@ def split_path(path, accept=is_store, what=f"an h5lake store (a directory holdin
     ``accept`` holds (``what`` says what that is, for the error), and the
     rest as a path inside it ('' for none)."""
     path = os.fspath(path)
+    if is_url(path):
+        return _split_url(path, accept, what)
     head, inner = os.path.normpath(path), ""
     while not accept(head):
         parent, name = os.path.split(head)
@@ -112,6 +142,9 @@ def _open_in(path, stack):
 
 def _refuse_inside_store(path):
     """Stores are never nested: refuse to put one at ``path`` inside another."""
+    if is_url(path):
+        raise ValueError(f"{path}: copying or moving whole stores works on local directories only; "
+                         "copy objects into an S3 domain with cp STORE/PATH s3://bucket/domain/PATH")
     try:
         root, _inner = split_path(os.path.dirname(os.path.abspath(path)))
     except FileNotFoundError:
@@ -294,7 +327,10 @@ def ls(path, group="/", recursive=False, verbose=False):
 # ---------------------------------------------------------------------------
 
 def _store_bytes(root):
-    """Sizes of the store's files: metadata documents vs chunk objects."""
+    """Sizes of the store's files: metadata documents vs chunk objects
+    (not counted for S3 domains: None)."""
+    if is_url(root):
+        return dict.fromkeys(("stored_bytes", "metadata_bytes", "chunk_bytes", "chunks"))
     db = os.path.join(root, "db")
     sizes = {"stored_bytes": 0, "metadata_bytes": 0, "chunk_bytes": 0, "chunks": 0}
     for dirpath, _dirs, files in os.walk(root):
@@ -339,7 +375,7 @@ def info(path):
         found = list(objects.values())
         datasets = [o for o in found if isinstance(o, Dataset)]
         summary = {
-            "store": os.path.abspath(root),
+            "store": root if is_url(root) else os.path.abspath(root),
             "groups": sum(isinstance(o, Group) for o in found),
             "datasets": len(datasets),
             "datatypes": sum(isinstance(o, Datatype) for o in found),
@@ -570,7 +606,10 @@ def rm(path, *, recursive=False):
     (like ``del f[path]``).  A non-empty group needs ``recursive=True``."""
     root, inner = split_path(path)
     if not inner:
-        shutil.rmtree(root)
+        if is_url(root):
+            _core.delete_domain(root)
+        else:
+            shutil.rmtree(root)
         return
     with File(root, "r+") as f:
         if isinstance(_link(f, inner, path), HardLink) and not recursive:
@@ -592,6 +631,8 @@ def _destination(f, inner, source_inner):
 
 def _copy_store(src, dst, force):
     _refuse_inside_store(dst)
+    if is_url(src):
+        raise ValueError(f"{src}: copying whole stores works on local directories only")
     if os.path.lexists(dst):
         if os.path.exists(dst) and os.path.samefile(src, dst):
             raise ValueError(f"{src} and {dst} are the same store")
@@ -614,7 +655,7 @@ def cp(src, dst, *, force=False):
     dst_root, dst_inner = split_path(dst)
     with contextlib.ExitStack() as stack:
         dst_file = stack.enter_context(File(dst_root, "r+"))
-        same = os.path.samefile(src_root, dst_root)
+        same = _same_store(src_root, dst_root)
         src_file = dst_file if same else stack.enter_context(File(src_root, "r"))
         obj = _lookup(src_file, src_inner, src)
         target = _destination(dst_file, dst_inner, src_inner)
@@ -630,13 +671,15 @@ def mv(src, dst):
     ``store/path2`` (into it when it is a group) within the same store."""
     src_root, src_inner = split_path(src)
     if not src_inner:
+        if is_url(src_root):
+            raise ValueError(f"{src}: moving whole stores works on local directories only")
         _refuse_inside_store(dst)
         if os.path.lexists(dst):
             raise FileExistsError(f"{dst} already exists; remove it first (h5lake rm)")
         os.rename(src_root, dst)
         return
     dst_root, dst_inner = split_path(dst)
-    if not os.path.samefile(src_root, dst_root):
+    if not _same_store(src_root, dst_root):
         raise ValueError(f"{src} and {dst} are in different stores; "
                          "use cp then rm to move an object between stores")
     with File(src_root, "r+") as f:
