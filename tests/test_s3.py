@@ -33,6 +33,17 @@ def bucket_keys(bucket, prefix=""):
         token = token_el.text
 
 
+def domain_doc(url):
+    """The ``.domain.json`` of the domain at ``url``, read with boto3."""
+    import json
+    import os
+
+    import boto3
+    bucket, path = url[len("s3://"):].split("/", 1)
+    s3 = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"])
+    return json.loads(s3.get_object(Bucket=bucket, Key=f"{path}/.domain.json")["Body"].read())
+
+
 def test_layout_is_hsds(s3_bucket, s3_root):
     prefix = s3_root.split("/", 3)[3]
     url = f"{s3_root}/home/user/run.h5"
@@ -142,3 +153,43 @@ def test_tools_take_s3_urls(s3_root, tmp_path):
         h5lake.File(url, "r")
     prefix = s3_root.split("/", 3)[3]
     assert not [k for k in bucket_keys(s3_root.split("/")[2], prefix) if "tools.h5" in k]
+
+
+def test_load_and_get_through_s3(s3_root, tmp_path):
+    """An HDF5 file loaded straight into a bucket and written back out: the
+    values survive, a failed or refused load leaves nothing behind, and
+    --force replaces the old domain's objects along with its name."""
+    h5py = pytest.importorskip("h5py")
+    src = tmp_path / "src.h5"
+    data = np.arange(20_000, dtype="f8").reshape(200, 100)
+    with h5py.File(src, "w") as f:
+        f.create_dataset("g/x", data=data, chunks=(50, 50), compression="gzip")
+        f["g"].attrs["units"] = "m"
+    url = f"{s3_root}/loaded.h5"
+    bucket, prefix = s3_root.split("/")[2], s3_root.split("/", 3)[3]
+    report = h5lake.load(src, url)
+    assert report["datasets"] == 1 and report["chunks"] == 8
+    with h5lake.File(url, "r") as f:
+        np.testing.assert_array_equal(f["g/x"][()], data)
+        assert f["g"].attrs["units"] == "m"
+    keys_before = bucket_keys(bucket, prefix)
+    assert keys_before == [f"{prefix}/loaded.h5/.domain.json"]   # no leftover .partial- domain
+    old_db = f"db/{domain_doc(url)['root'][2:19]}/"
+    assert len(bucket_keys(bucket, old_db)) == 1 + 2 + 8   # root, group, dataset + 8 chunks
+    with pytest.raises(FileExistsError):
+        h5lake.load(src, url)
+    with pytest.raises(OSError, match="--link"):
+        h5lake.load(src, f"{s3_root}/linked.h5", link=True)
+    assert bucket_keys(bucket, prefix) == keys_before
+    # Replace it: the old objects go too.
+    with h5py.File(src, "w") as f:
+        f["y"] = np.arange(3)
+    h5lake.load(src, url, force=True)
+    with h5lake.File(url, "r") as f:
+        assert list(f) == ["y"]
+    assert bucket_keys(bucket, prefix) == keys_before
+    assert bucket_keys(bucket, old_db) == []
+    out = tmp_path / "out.h5"
+    h5lake.get(url, out)
+    with h5py.File(out, "r") as f:
+        np.testing.assert_array_equal(f["y"][()], np.arange(3))

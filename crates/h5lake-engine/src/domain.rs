@@ -138,6 +138,16 @@ fn is_folder_doc(path: &Path) -> bool {
         .is_some_and(|v| v.is_object() && v.get("root").is_none())
 }
 
+/// The key of the `.domain.json` of `domain_path` ("" = the bucket's own).
+fn domain_key_of(domain_path: &str) -> String {
+    let domain_path = domain_path.trim_matches('/');
+    if domain_path.is_empty() {
+        ".domain.json".to_string()
+    } else {
+        format!("{domain_path}/.domain.json")
+    }
+}
+
 /// An open domain.
 pub struct Domain {
     store: Arc<dyn Store>,
@@ -297,11 +307,7 @@ impl Domain {
         opts: &DomainOptions,
     ) -> Result<Self> {
         let domain_path = domain_path.trim_matches('/');
-        let domain_key = if domain_path.is_empty() {
-            ".domain.json".to_string()
-        } else {
-            format!("{domain_path}/.domain.json")
-        };
+        let domain_key = domain_key_of(domain_path);
         let existing = store.get(&domain_key)?;
         let existing = match existing {
             Some(b) => {
@@ -400,6 +406,45 @@ impl Domain {
         self.store.delete_prefix(&ids::domain_db_prefix(&self.root_id)?)?;
         self.store.delete(&self.domain_key)?;
         Ok(())
+    }
+
+    /// Makes this domain's tree appear at `domain_path` of the same store and
+    /// drops its current name: the objects are keyed by the root's id, not
+    /// by the path, so writing the other `.domain.json` is the whole move,
+    /// and readers see the old domain there or the whole new one. An
+    /// existing domain at `domain_path` is replaced only with `replace`;
+    /// its root id is returned so that the caller can delete its objects.
+    ///
+    /// # Errors
+    /// [`EngineError::StoreExists`] if a domain is there (without `replace`)
+    /// or one appeared or changed meanwhile; I/O trouble.
+    pub fn publish_at(self, domain_path: &str, replace: bool) -> Result<Option<String>> {
+        self.check_writable()?;
+        let doc = to_bytes(&self.domain_doc()?);
+        let key = domain_key_of(domain_path);
+        let existing = self.store.get_versioned(&key)?;
+        let mut old_root = None;
+        let outcome = match &existing {
+            None => self.store.put_if_absent(&key, &doc)?,
+            Some(_) if !replace => PutOutcome::Conflict,
+            Some(v) => {
+                let old = parse_doc(&v.data, &key)?;
+                old_root = old.get("root").and_then(Value::as_str).map(str::to_string);
+                if old_root.is_none() {
+                    return Err(EngineError::NotAStore(format!(
+                        "{domain_path} is a folder; refusing to replace it with a domain"
+                    )));
+                }
+                self.store.put_if_version(&key, &doc, &v.version)?
+            }
+        };
+        if outcome == PutOutcome::Conflict {
+            return Err(EngineError::StoreExists(format!(
+                "{domain_path} already exists or was changed meanwhile; nothing was replaced"
+            )));
+        }
+        self.store.delete(&self.domain_key)?;
+        Ok(old_root.filter(|r| *r != self.root_id))
     }
 
     /// Sets the decoded-chunk cache budget in bytes (0 turns caching off).

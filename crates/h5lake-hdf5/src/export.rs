@@ -91,7 +91,7 @@ pub struct GetReport {
 /// and I/O failures. Objects HDF5 cannot hold are not errors: they are
 /// listed in [`GetReport::skipped`].
 pub fn get(src: &Path, dest: &Path, opts: &GetOptions) -> Result<GetReport> {
-    let mut dom = Domain::open_local(src, OpenMode::Read)?;
+    let mut dom = Domain::open_url_with(&src.to_string_lossy(), OpenMode::Read, &Default::default())?;
     // Every chunk is read once: a cache would only cost memory.
     dom.set_chunk_cache_bytes(0);
     if let Ok(md) = std::fs::symlink_metadata(dest) {

@@ -84,6 +84,9 @@ pub struct LoadReport {
 /// `force`; a filter or type h5lake cannot store (named); I/O trouble.
 /// Nothing is left at `dest` on failure.
 pub fn load(src: &Path, dest: &Path, opts: &LoadOptions) -> Result<LoadReport> {
+    if let Some(url) = dest.to_str().filter(|d| d.starts_with("s3://")) {
+        return load_to_bucket(src, url, opts);
+    }
     let file = source::open(src)?;
     let src_abs = src.canonicalize()?;
     let replace = check_destination(dest, opts.force)?;
@@ -113,6 +116,66 @@ pub fn load(src: &Path, dest: &Path, opts: &LoadOptions) -> Result<LoadReport> {
         }
         Err(e) => {
             let _ = std::fs::remove_dir_all(&tmp);
+            Err(e)
+        }
+    }
+}
+
+/// [`load`] into an object store (`s3://bucket/path`). There is no directory
+/// to rename, but a domain is only its `.domain.json` naming a root group
+/// (the objects are keyed by the root's id, not by the path), so the load is
+/// built under a hidden sibling name and then published by writing the
+/// final `.domain.json`: readers see the old domain or the whole new one.
+fn load_to_bucket(src: &Path, url: &str, opts: &LoadOptions) -> Result<LoadReport> {
+    if opts.link {
+        return Err(Hdf5Error::Unsupported(
+            "--link into an object store: its readers could not reach a local source file; load a copy (without --link)".into(),
+        ));
+    }
+    let file = source::open(src)?;
+    let src_abs = src.canonicalize()?;
+    let in_bucket = url["s3://".len()..].split_once('/').map_or("", |(_, p)| p.trim_matches('/'));
+    let Some((dir, name)) = url.trim_end_matches('/').rsplit_once('/').filter(|_| !in_bucket.is_empty())
+    else {
+        return Err(Hdf5Error::Unsupported(format!(
+            "{url}: name a domain inside the bucket (s3://bucket/path/name.h5)"
+        )));
+    };
+    match Domain::open_url_with(url, OpenMode::Read, &Default::default()) {
+        Ok(_) if !opts.force => {
+            return Err(Hdf5Error::DestinationExists(format!(
+                "{url} already exists; pass --force (force=True) to replace it"
+            )))
+        }
+        Ok(_) | Err(h5lake_engine::EngineError::StoreNotFound(_)) => {}
+        Err(h5lake_engine::EngineError::NotAStore(m)) => return Err(Hdf5Error::DestinationExists(m)),
+        Err(e) => return Err(e.into()),
+    }
+    let tmp_url = format!("{dir}/.{name}.partial-{}", std::process::id());
+    let dom = Domain::open_url_with(&tmp_url, OpenMode::Truncate, &Default::default())?;
+    let result = (|| {
+        let mut loader = Loader {
+            dom: &dom,
+            src: src_abs.clone(),
+            uri: src_abs.to_string_lossy().into_owned(),
+            opts,
+            report: LoadReport::default(),
+            seen: HashMap::new(),
+            jobs: Vec::new(),
+        };
+        loader.run(file.id())?;
+        Ok(loader.report)
+    })();
+    match result {
+        Ok(report) => {
+            let store = dom.store().clone();
+            if let Some(old_root) = dom.publish_at(in_bucket, opts.force)? {
+                store.delete_prefix(&h5lake_engine::ids::domain_db_prefix(&old_root)?)?;
+            }
+            Ok(report)
+        }
+        Err(e) => {
+            let _ = dom.delete_domain();
             Err(e)
         }
     }

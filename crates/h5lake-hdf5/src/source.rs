@@ -40,7 +40,7 @@ pub fn is_hdf5(path: &Path) -> bool {
 pub(crate) fn open(path: &Path) -> Result<Hid> {
     if path.to_string_lossy().contains("://") {
         return Err(Hdf5Error::Unsupported(format!(
-            "{}: only local files can be loaded so far (s3:// sources come with the S3 backend); copy the file here first",
+            "{}: HDF5 files are read from local disk only; download it first (for S3: aws s3 cp URL FILE)",
             path.display()
         )));
     }
