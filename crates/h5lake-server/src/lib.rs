@@ -1,0 +1,180 @@
+//! `h5lake serve`: the HSDS REST API (what h5pyd and the `hs*` tools speak)
+//! over an h5lake store.
+//!
+//! The store directory is the HSDS bucket: domain `/home/u/f.h5` is the
+//! document `home/u/f.h5/.domain.json` and its objects live under `db/`,
+//! exactly where HSDS puts them. The server keeps no authoritative state in
+//! memory — every request reads the documents it needs (the engine caches
+//! them by store version) — so any number of `h5lake serve` processes can
+//! share one store. Engine calls block, so they run on tokio's blocking
+//! pool; large binary values stream through in slabs of bounded size.
+
+mod auth;
+mod error;
+mod request;
+mod routes;
+mod values;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use h5lake_store::{LocalStore, Store};
+
+pub use auth::Action;
+pub use error::{Result, ServerError};
+
+/// How to run the server.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// The store (HSDS bucket) directory.
+    pub root: PathBuf,
+    /// Interface to bind; loopback unless told otherwise.
+    pub host: String,
+    /// Port to bind; 0 picks a free one (see [`Server::local_addr`]).
+    pub port: u16,
+    /// HSDS `passwd.txt`-style `user:password` file.
+    pub password_file: Option<PathBuf>,
+    /// Let requests without credentials act as the `default` ACL user.
+    pub allow_noauth: bool,
+    /// The user who may do anything.
+    pub admin_user: String,
+    /// Largest JSON body accepted (binary values stream and have no limit).
+    pub max_request_bytes: usize,
+    /// Largest selection answered as JSON (binary answers stream instead).
+    pub max_json_response_bytes: usize,
+    /// Bytes of a binary value read or written per step: what bounds the
+    /// server's memory for big requests.
+    pub slab_bytes: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            root: PathBuf::from("."),
+            host: "127.0.0.1".into(),
+            port: 5101,
+            password_file: None,
+            allow_noauth: false,
+            admin_user: "admin".into(),
+            max_request_bytes: 100 << 20,
+            max_json_response_bytes: 100 << 20,
+            slab_bytes: 16 << 20,
+        }
+    }
+}
+
+/// Shared, read-only state of a running server.
+pub(crate) struct App {
+    pub store: Arc<dyn Store>,
+    pub cfg: ServerConfig,
+    pub users: HashMap<String, String>,
+    pub started: f64,
+}
+
+/// Opens the store behind `root`. The one place that knows what kind of
+/// store it is, so that other backends (S3 URLs) plug in here.
+fn open_store(root: &std::path::Path) -> Result<Arc<dyn Store>> {
+    let store = if root.is_dir() {
+        LocalStore::open(root)
+    } else {
+        LocalStore::create(root)
+    }
+    .map_err(|e| ServerError::Startup(format!("cannot open store {}: {e}", root.display())))?;
+    Ok(Arc::new(store))
+}
+
+/// A bound, not yet serving, server.
+pub struct Server {
+    listener: tokio::net::TcpListener,
+    app: Arc<App>,
+}
+
+impl Server {
+    /// Opens the store, reads the password file and binds the port.
+    ///
+    /// # Errors
+    /// No password file and no `allow_noauth`; unreadable files; a port in use.
+    pub async fn bind(cfg: ServerConfig) -> Result<Self> {
+        let users = match &cfg.password_file {
+            Some(p) => auth::load_passwords(p)?,
+            None if cfg.allow_noauth => HashMap::new(),
+            None => return Err(ServerError::Startup(
+                "give a password file (--password-file) or allow anonymous access (--allow-noauth)"
+                    .into(),
+            )),
+        };
+        let store = open_store(&cfg.root)?;
+        let addr = format!("{}:{}", cfg.host, cfg.port);
+        let listener = tokio::net::TcpListener::bind(&addr)
+            .await
+            .map_err(|e| ServerError::Startup(format!("cannot listen on {addr}: {e}")))?;
+        let app = Arc::new(App {
+            store,
+            cfg,
+            users,
+            started: h5lake_engine::domain::now(),
+        });
+        Ok(Server { listener, app })
+    }
+
+    /// The address actually bound (useful with port 0).
+    ///
+    /// # Errors
+    /// The socket has no local address.
+    pub fn local_addr(&self) -> Result<SocketAddr> {
+        self.listener
+            .local_addr()
+            .map_err(|e| ServerError::Startup(e.to_string()))
+    }
+
+    /// Serves until `shutdown` completes, then finishes the requests in flight.
+    ///
+    /// # Errors
+    /// The listener fails.
+    pub async fn serve(
+        self,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Result<()> {
+        let router = routes::router(self.app);
+        axum::serve(self.listener, router)
+            .with_graceful_shutdown(shutdown)
+            .await
+            .map_err(|e| ServerError::Startup(e.to_string()))
+    }
+}
+
+/// Runs a server on its own tokio runtime until `stop` becomes true; calls
+/// `on_ready` with the bound address once it accepts connections.
+///
+/// # Errors
+/// As [`Server::bind`] and [`Server::serve`].
+pub fn run_blocking(
+    cfg: ServerConfig,
+    stop: Arc<AtomicBool>,
+    on_ready: impl FnOnce(SocketAddr),
+) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("h5lake-serve")
+        .build()
+        .map_err(|e| ServerError::Startup(format!("cannot start the runtime: {e}")))?;
+    let result = rt.block_on(async move {
+        let server = Server::bind(cfg).await?;
+        on_ready(server.local_addr()?);
+        server
+            .serve(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            })
+            .await
+    });
+    // Blocking engine calls still running (a client that went away) must
+    // not keep the process alive.
+    rt.shutdown_timeout(Duration::from_secs(5));
+    result
+}

@@ -1,0 +1,1850 @@
+//! The HSDS endpoints, except dataset and attribute values ([`crate::values`]).
+//!
+//! Status codes and JSON shapes follow what HSDS 1.0.2 answers; documents
+//! are HSDS's own, so most responses are a stored document plus the counts
+//! and `hrefs` HSDS adds.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use h5lake_engine::{ids, Domain, DomainOptions, OpenMode};
+use h5lake_store::PutOutcome;
+use serde_json::{json, Map, Value};
+
+use crate::auth::{self, acl_check, Action};
+use crate::error::{Result, ServerError};
+use crate::request::{domain_key, domain_path, shape_json, type_json};
+use crate::values;
+use crate::App;
+
+type AppState = State<Arc<App>>;
+
+pub(crate) fn router(app: Arc<App>) -> Router {
+    let mut r = Router::new()
+        .route("/about", get(about))
+        .route("/info", get(about))
+        .route("/", get(get_domain).put(put_domain).delete(delete_domain))
+        .route("/domains", get(get_domains))
+        .route("/acls", get(get_acls))
+        .route("/acls/{user}", get(get_acl).put(put_acl))
+        .route("/groups", get(list_groups).post(post_groups))
+        .route("/groups/{id}", get(get_object).delete(delete_object))
+        .route(
+            "/groups/{id}/links",
+            get(get_links)
+                .put(put_links)
+                .post(post_links)
+                .delete(delete_links),
+        )
+        .route(
+            "/groups/{id}/links/{name}",
+            get(get_link).put(put_link).delete(delete_link),
+        )
+        .route("/datasets", get(list_datasets).post(post_datasets))
+        .route("/datasets/{id}", get(get_object).delete(delete_object))
+        .route("/datasets/{id}/shape", get(get_shape).put(put_shape))
+        .route("/datasets/{id}/type", get(get_type))
+        .route(
+            "/datasets/{id}/value",
+            get(values::get_value)
+                .put(values::put_value)
+                .post(values::post_value),
+        )
+        .route("/datatypes", get(list_datatypes).post(post_datatypes))
+        .route("/datatypes/{id}", get(get_object).delete(delete_object));
+    for coll in ["groups", "datasets", "datatypes"] {
+        r = r
+            .route(
+                &format!("/{coll}/{{id}}/attributes"),
+                get(get_attrs)
+                    .put(put_attrs)
+                    .post(post_attrs)
+                    .delete(delete_attrs),
+            )
+            .route(
+                &format!("/{coll}/{{id}}/attributes/{{name}}"),
+                get(get_attr).put(put_attr).delete(delete_attr),
+            )
+            .route(
+                &format!("/{coll}/{{id}}/attributes/{{name}}/value"),
+                get(values::get_attr_value).put(values::put_attr_value),
+            );
+    }
+    r.fallback(|| async { ServerError::NotFound("no such endpoint".into()) })
+        .layer(axum::extract::DefaultBodyLimit::disable())
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(|_| {
+            ServerError::Internal("internal error (the request panicked)".into()).into_response()
+        }))
+        .with_state(app)
+}
+
+// ---- request context ------------------------------------------------------
+
+/// Who asks, with which query parameters: every handler starts from this.
+pub(crate) struct Ctx {
+    pub user: String,
+    pub params: HashMap<String, String>,
+    pub headers: HeaderMap,
+}
+
+impl FromRequestParts<Arc<App>> for Ctx {
+    type Rejection = ServerError;
+
+    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Self> {
+        let params = parts
+            .uri
+            .query()
+            .map(|q| {
+                form_urlencoded_pairs(q)
+                    .into_iter()
+                    .collect::<HashMap<String, String>>()
+            })
+            .unwrap_or_default();
+        let anonymous_ok = parts.uri.path() == "/about" || parts.uri.path() == "/info";
+        let user = match auth::authenticate(&parts.headers, &app.users, app.cfg.allow_noauth) {
+            Ok(u) => u,
+            Err(_) if anonymous_ok => auth::DEFAULT_USER.to_string(),
+            Err(e) => return Err(e),
+        };
+        Ok(Ctx {
+            user,
+            params,
+            headers: parts.headers.clone(),
+        })
+    }
+}
+
+/// `a=1&b=x%2Fy` → pairs, `+` as space, invalid escapes kept verbatim.
+fn form_urlencoded_pairs(q: &str) -> Vec<(String, String)> {
+    let decode = |s: &str| {
+        percent_encoding::percent_decode_str(&s.replace('+', " "))
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    q.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.split_once('=') {
+            Some((k, v)) => (decode(k), decode(v)),
+            None => (decode(p), String::new()),
+        })
+        .collect()
+}
+
+impl Ctx {
+    pub fn param(&self, k: &str) -> Option<&str> {
+        self.params.get(k).map(String::as_str)
+    }
+
+    /// HSDS's boolean parameters: present and not `0`/`false`.
+    pub fn flag(&self, k: &str) -> bool {
+        self.param(k)
+            .is_some_and(|v| !matches!(v.to_ascii_lowercase().as_str(), "" | "0" | "false"))
+    }
+
+    /// The domain the request is about: `domain=` (or h5serv's `host=`)
+    /// parameter, else the `X-Hdf-domain` header.
+    pub fn domain(&self) -> Result<String> {
+        let raw = self
+            .param("domain")
+            .or_else(|| self.param("host"))
+            .map(str::to_string)
+            .or_else(|| {
+                self.headers
+                    .get("x-hdf-domain")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string)
+            })
+            .ok_or_else(|| ServerError::BadRequest("no domain given (use ?domain=/path)".into()))?;
+        domain_path(&raw)
+    }
+
+    /// Whether the client wants binary (`Accept: application/octet-stream`).
+    pub fn wants_binary(&self) -> bool {
+        self.headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains("application/octet-stream"))
+    }
+
+    /// Whether the body is binary (`Content-Type: application/octet-stream`).
+    pub fn sends_binary(&self) -> bool {
+        self.headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/octet-stream"))
+    }
+}
+
+/// Runs blocking engine work off the async threads.
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ServerError::Internal(format!("request failed: {e}")))?
+}
+
+/// A whole JSON body (at most `max_request_bytes`), `None` if empty.
+pub(crate) async fn json_body(app: &App, ctx: &Ctx, body: Body) -> Result<Option<Value>> {
+    if ctx.sends_binary() {
+        return Err(ServerError::UnsupportedMediaType(
+            "this request takes a JSON body, not application/octet-stream".into(),
+        ));
+    }
+    let bytes = read_body(app, body).await?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| ServerError::BadRequest(format!("Unable to load JSON body: {e}")))
+}
+
+pub(crate) async fn read_body(app: &App, body: Body) -> Result<bytes::Bytes> {
+    let limit = app.cfg.max_request_bytes;
+    axum::body::to_bytes(body, limit).await.map_err(|_| {
+        ServerError::TooLarge(format!(
+            "request body larger than {limit} bytes (send big values as application/octet-stream)"
+        ))
+    })
+}
+
+pub(crate) fn json_rsp(status: StatusCode, v: Value) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        v.to_string(),
+    )
+        .into_response()
+}
+
+fn ok(v: Value) -> Result<Response> {
+    Ok(json_rsp(StatusCode::OK, v))
+}
+
+fn created(v: Value) -> Result<Response> {
+    Ok(json_rsp(StatusCode::CREATED, v))
+}
+
+// ---- domains -------------------------------------------------------------
+
+fn parse_doc(bytes: &[u8], what: &str) -> Result<Value> {
+    serde_json::from_slice(bytes)
+        .map_err(|e| ServerError::Internal(format!("corrupt document {what}: {e}")))
+}
+
+/// The domain or folder document, 404 if there is none.
+pub(crate) fn domain_doc(app: &App, domain: &str) -> Result<Value> {
+    let key = domain_key(domain);
+    let bytes = app
+        .store
+        .get(&key)?
+        .ok_or_else(|| ServerError::NotFound(format!("domain {domain} not found")))?;
+    parse_doc(&bytes, &key)
+}
+
+/// Opens the request's domain after checking `action` against its ACLs.
+pub(crate) fn open_domain(app: &App, ctx: &Ctx, action: Action) -> Result<Arc<Domain>> {
+    let domain = ctx.domain()?;
+    let doc = domain_doc(app, &domain)?;
+    acl_check(&doc, action, &ctx.user, &app.cfg.admin_user)?;
+    if doc.get("root").is_none() {
+        return Err(ServerError::BadRequest(format!(
+            "{domain} is a folder, not a domain"
+        )));
+    }
+    let mode = match action {
+        Action::Read | Action::ReadAcl => OpenMode::Read,
+        _ => OpenMode::ReadWrite,
+    };
+    let opts = DomainOptions {
+        // Another server process may change chunks at any time: only the
+        // version-checked document cache is safe to keep.
+        chunk_cache_bytes: 0,
+        ..Default::default()
+    };
+    Ok(Arc::new(Domain::open_with(
+        app.store.clone(),
+        domain.trim_start_matches('/'),
+        mode,
+        domain.clone(),
+        &opts,
+    )?))
+}
+
+async fn about(State(app): AppState, ctx: Ctx) -> Result<Response> {
+    ok(json!({
+        "start_time": app.started,
+        "state": "READY",
+        "hsds_version": "1.0.2",
+        "name": "h5lake",
+        "greeting": "Welcome to h5lake",
+        "about": "h5lake: HDF5 data in the HSDS object-store schema, served over the HSDS REST API",
+        "h5lake_version": env!("CARGO_PKG_VERSION"),
+        "node_count": 1,
+        "username": ctx.user,
+        "isadmin": ctx.user == app.cfg.admin_user,
+    }))
+}
+
+const COMPRESSORS: [&str; 6] = ["deflate", "gzip", "lz4", "lzf", "zstd", "blosclz"];
+
+fn domain_response(domain: &str, doc: &Value) -> Value {
+    let mut out = json!({
+        "owner": doc.get("owner").cloned().unwrap_or(Value::Null),
+        "created": doc.get("created").cloned().unwrap_or(json!(0)),
+        "lastModified": doc.get("lastModified").cloned().unwrap_or(json!(0)),
+        "class": if doc.get("root").is_some() { "domain" } else { "folder" },
+        "name": domain,
+        "hrefs": [],
+        "limits": {"min_chunk_size": 1 << 20, "max_chunk_size": 4 << 20,
+                   "max_request_size": 100 << 20, "max_chunks_per_request": 1000},
+        "compressors": COMPRESSORS,
+        "version": "1.0.2",
+    });
+    if let Some(root) = doc.get("root") {
+        out["root"] = root.clone();
+    }
+    out
+}
+
+async fn get_domain(State(app): AppState, ctx: Ctx) -> Result<Response> {
+    blocking(move || {
+        let domain = ctx.domain()?;
+        if domain == "/" {
+            return Err(ServerError::BadRequest(
+                "use GET /domains to list the top level".into(),
+            ));
+        }
+        let doc = domain_doc(&app, &domain)?;
+        acl_check(&doc, Action::Read, &ctx.user, &app.cfg.admin_user)?;
+        let mut out = domain_response(&domain, &doc);
+        if ctx.flag("verbose") {
+            if let Some(root) = doc.get("root").and_then(Value::as_str) {
+                add_counts(&app, root, &mut out)?;
+            }
+        }
+        ok(out)
+    })
+    .await
+}
+
+/// Object and chunk counts for `GET /?verbose=1` (what `hsinfo` shows).
+fn add_counts(app: &App, root: &str, out: &mut Value) -> Result<()> {
+    let prefix = ids::domain_db_prefix(root)?;
+    let keys = app.store.list_prefix(&prefix)?;
+    let (mut groups, mut datasets, mut datatypes, mut chunks) = (0u64, 0u64, 0u64, 0u64);
+    let (mut meta_bytes, mut chunk_bytes) = (0u64, 0u64);
+    for k in &keys {
+        if k.ends_with("/.group.json") {
+            groups += 1;
+        } else if k.ends_with("/.dataset.json") {
+            datasets += 1;
+        } else if k.ends_with("/.datatype.json") {
+            datatypes += 1;
+        } else {
+            chunks += 1;
+        }
+    }
+    // Sizes need one metadata read per key; keep that to modest domains.
+    if keys.len() <= 100_000 {
+        for k in &keys {
+            let n = app.store.get(k)?.map_or(0, |b| b.len() as u64);
+            if k.ends_with(".json") {
+                meta_bytes += n;
+            } else {
+                chunk_bytes += n;
+            }
+        }
+    }
+    out["num_groups"] = json!(groups);
+    out["num_datasets"] = json!(datasets);
+    out["num_datatypes"] = json!(datatypes);
+    out["num_objects"] = json!(groups + datasets + datatypes);
+    out["num_chunks"] = json!(chunks);
+    out["allocated_bytes"] = json!(chunk_bytes);
+    out["metadata_bytes"] = json!(meta_bytes);
+    out["total_size"] = json!(chunk_bytes + meta_bytes);
+    out["num_linked_chunks"] = json!(0);
+    out["linked_bytes"] = json!(0);
+    Ok(())
+}
+
+fn parent_of(domain: &str) -> &str {
+    match domain.rfind('/') {
+        Some(0) | None => "/",
+        Some(i) => &domain[..i],
+    }
+}
+
+fn owner_acl() -> Value {
+    json!({"create": true, "read": true, "update": true, "delete": true, "readACL": true, "updateACL": true})
+}
+
+async fn put_domain(State(app): AppState, ctx: Ctx, body: Body) -> Result<Response> {
+    let body = json_body(&app, &ctx, body).await?.unwrap_or(json!({}));
+    if !body.is_object() {
+        return Err(ServerError::BadRequest(
+            "the body must be a JSON object".into(),
+        ));
+    }
+    blocking(move || {
+        let domain = ctx.domain()?;
+        if domain == "/" {
+            return Err(ServerError::BadRequest("cannot create the top level".into()));
+        }
+        let admin = &app.cfg.admin_user;
+        let truthy = |k: &str| ctx.flag(k) || body.get(k).is_some_and(|v| v.as_bool() == Some(true) || v.as_i64().is_some_and(|n| n != 0));
+        if truthy("flush") || truthy("rescan") {
+            // Every write is durable when it returns: a flush only checks
+            // that the caller could have written.
+            let doc = domain_doc(&app, &domain)?;
+            acl_check(&doc, Action::Update, &ctx.user, admin)?;
+            return Ok(StatusCode::NO_CONTENT.into_response());
+        }
+        let owner = match body.get("owner") {
+            None => ctx.user.clone(),
+            Some(Value::String(o)) if *o == ctx.user || ctx.user == *admin => o.clone(),
+            Some(Value::String(_)) => {
+                return Err(ServerError::Forbidden("only the admin may create domains for others".into()))
+            }
+            Some(_) => return Err(ServerError::BadRequest("owner must be a string".into())),
+        };
+        if ctx.user == auth::DEFAULT_USER {
+            return Err(ServerError::Unauthorized("anonymous users cannot create domains".into()));
+        }
+        let parent = parent_of(&domain);
+        let parent_doc = if parent == "/" {
+            if ctx.user != *admin {
+                return Err(ServerError::Forbidden(
+                    "creation of top-level domains is only supported by admin users".into(),
+                ));
+            }
+            None
+        } else {
+            let p = domain_doc(&app, parent).map_err(|e| match e {
+                ServerError::NotFound(_) => ServerError::NotFound(format!("parent folder {parent} not found")),
+                e => e,
+            })?;
+            if p.get("root").is_some() {
+                return Err(ServerError::BadRequest("Parent domain must be a folder".into()));
+            }
+            acl_check(&p, Action::Create, &ctx.user, admin)?;
+            Some(p)
+        };
+        // Users with rights on the parent folder keep them on what is made in it.
+        let mut acls = Map::new();
+        if let Some(pacls) = parent_doc.as_ref().and_then(|p| p.get("acls")).and_then(Value::as_object) {
+            for (u, acl) in pacls {
+                let any = acl.as_object().is_some_and(|a| a.values().any(|v| v.as_bool() == Some(true)));
+                if u != auth::DEFAULT_USER && *u != owner && u != admin && any {
+                    acls.insert(u.clone(), acl.clone());
+                }
+            }
+        }
+        acls.insert(owner.clone(), owner_acl());
+        let folder = truthy("folder");
+        let key = domain_key(&domain);
+        if folder {
+            acls.insert(
+                auth::DEFAULT_USER.into(),
+                json!({"create": false, "read": true, "update": false, "delete": false, "readACL": false, "updateACL": false}),
+            );
+            let t = h5lake_engine::domain::now();
+            let doc = json!({"owner": owner, "acls": acls, "created": t, "lastModified": t});
+            return match app.store.put_if_absent(&key, doc.to_string().as_bytes())? {
+                PutOutcome::Written(_) => created(domain_response(&domain, &doc)),
+                PutOutcome::Conflict => Err(ServerError::Conflict(format!("domain {domain} already exists"))),
+            };
+        }
+        let root_id = match body.get("root_id") {
+            None => None,
+            Some(Value::String(r)) if ids::is_root_id(r) => Some(r.clone()),
+            Some(r) => return Err(ServerError::BadRequest(format!("invalid client provided root id: {r}"))),
+        };
+        let root_props = body
+            .pointer("/group/creationProperties")
+            .cloned()
+            .unwrap_or(json!({}));
+        let opts = DomainOptions {
+            root_creation_props: root_props,
+            chunk_cache_bytes: 0,
+            root_id,
+            owner: Some(owner.clone()),
+        };
+        let dom = Domain::open_with(
+            app.store.clone(),
+            domain.trim_start_matches('/'),
+            OpenMode::CreateExclusive,
+            domain.clone(),
+            &opts,
+        )
+        .map_err(|e| match e {
+            h5lake_engine::EngineError::StoreExists(_) | h5lake_engine::EngineError::AlreadyExists(_) => {
+                ServerError::Conflict(format!("domain {domain} already exists"))
+            }
+            e => e.into(),
+        })?;
+        let doc = update_domain_doc(&app, &domain, |doc| {
+            doc["acls"] = Value::Object(acls.clone());
+            Ok(())
+        })?;
+        let _ = dom;
+        created(domain_response(&domain, &doc))
+    })
+    .await
+}
+
+/// Read-modify-write of a domain document with a conditional put, so that
+/// concurrent ACL changes from several servers are never lost.
+fn update_domain_doc(
+    app: &App,
+    domain: &str,
+    mut f: impl FnMut(&mut Value) -> Result<()>,
+) -> Result<Value> {
+    let key = domain_key(domain);
+    loop {
+        let cur = app
+            .store
+            .get_versioned(&key)?
+            .ok_or_else(|| ServerError::NotFound(format!("domain {domain} not found")))?;
+        let mut doc = parse_doc(&cur.data, &key)?;
+        f(&mut doc)?;
+        doc["lastModified"] = json!(h5lake_engine::domain::now());
+        if let PutOutcome::Written(_) =
+            app.store
+                .put_if_version(&key, doc.to_string().as_bytes(), &cur.version)?
+        {
+            return Ok(doc);
+        }
+    }
+}
+
+async fn delete_domain(State(app): AppState, ctx: Ctx) -> Result<Response> {
+    blocking(move || {
+        let domain = ctx.domain()?;
+        if domain == "/" {
+            return Err(ServerError::Forbidden(
+                "the top level cannot be deleted".into(),
+            ));
+        }
+        let doc = domain_doc(&app, &domain)?;
+        acl_check(&doc, Action::Delete, &ctx.user, &app.cfg.admin_user)?;
+        let key = domain_key(&domain);
+        match doc.get("root").and_then(Value::as_str) {
+            Some(root) => {
+                // The document goes first: from then on the domain is gone
+                // for everyone, whatever happens to the objects.
+                app.store.delete(&key)?;
+                app.store.delete_prefix(&ids::domain_db_prefix(root)?)?;
+            }
+            None => {
+                if !list_children(&app, &domain)?.is_empty() {
+                    return Err(ServerError::Conflict(format!(
+                        "folder {domain} is not empty"
+                    )));
+                }
+                app.store.delete(&key)?;
+            }
+        }
+        ok(json!({"domain": domain}))
+    })
+    .await
+}
+
+/// The domains and folders directly inside a folder, sorted by name.
+fn list_children(app: &App, folder: &str) -> Result<Vec<(String, Value)>> {
+    let prefix = match folder.trim_matches('/') {
+        "" => String::new(),
+        p => format!("{p}/"),
+    };
+    let (_, dirs) = app.store.list_dir(&prefix)?;
+    let mut out = Vec::new();
+    for dir in dirs {
+        if prefix.is_empty() && dir == "db/" {
+            continue;
+        }
+        let key = format!("{dir}.domain.json");
+        if let Some(bytes) = app.store.get(&key)? {
+            if let Ok(doc) = serde_json::from_slice::<Value>(&bytes) {
+                out.push((format!("/{}", dir.trim_end_matches('/')), doc));
+            }
+        }
+    }
+    Ok(out)
+}
+
+async fn get_domains(State(app): AppState, ctx: Ctx) -> Result<Response> {
+    blocking(move || {
+        let folder = match ctx.param("domain") {
+            Some(_) => ctx.domain()?,
+            None => "/".to_string(),
+        };
+        if folder != "/" {
+            let doc = domain_doc(&app, &folder)?;
+            if doc.get("root").is_some() {
+                return Err(ServerError::BadRequest(format!(
+                    "{folder} is a domain, not a folder"
+                )));
+            }
+            acl_check(&doc, Action::Read, &ctx.user, &app.cfg.admin_user)?;
+        }
+        let limit = ctx
+            .param("Limit")
+            .and_then(|l| l.parse::<usize>().ok())
+            .unwrap_or(usize::MAX);
+        let marker = ctx.param("Marker").map(str::to_string);
+        let pattern = ctx.param("pattern").map(str::to_string);
+        let mut items = Vec::new();
+        for (name, doc) in list_children(&app, &folder)? {
+            if marker.as_ref().is_some_and(|m| name.as_str() <= m.as_str()) {
+                continue;
+            }
+            let base = name.rsplit('/').next().unwrap_or("");
+            if pattern.as_ref().is_some_and(|p| !glob_match(p, base)) {
+                continue;
+            }
+            if items.len() >= limit {
+                break;
+            }
+            let mut item = domain_response(&name, &doc);
+            if let Some(obj) = item.as_object_mut() {
+                for k in ["hrefs", "limits", "compressors", "version"] {
+                    obj.remove(k);
+                }
+            }
+            if ctx.flag("verbose") {
+                if let Some(root) = doc.get("root").and_then(Value::as_str) {
+                    add_counts(&app, root, &mut item)?;
+                }
+            }
+            items.push(item);
+        }
+        ok(json!({"domains": items, "hrefs": []}))
+    })
+    .await
+}
+
+/// `*` and `?` wildcards, as `hsls` patterns use them.
+fn glob_match(p: &str, s: &str) -> bool {
+    let (p, s): (Vec<char>, Vec<char>) = (p.chars().collect(), s.chars().collect());
+    let (mut pi, mut si, mut star, mut mark) = (0, 0, None, 0);
+    while si < s.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == s[si]) {
+            pi += 1;
+            si += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = si;
+            pi += 1;
+        } else if let Some(st) = star {
+            pi = st + 1;
+            mark += 1;
+            si = mark;
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+// ---- ACLs ------------------------------------------------------------------
+
+fn acl_item(user: &str, acl: &Value) -> Value {
+    let mut item = json!({"userName": user});
+    for a in Action::ALL {
+        item[a.key()] = json!(acl.get(a.key()).and_then(Value::as_bool).unwrap_or(false));
+    }
+    item
+}
+
+async fn get_acls(State(app): AppState, ctx: Ctx) -> Result<Response> {
+    blocking(move || {
+        let domain = ctx.domain()?;
+        let doc = domain_doc(&app, &domain)?;
+        acl_check(&doc, Action::ReadAcl, &ctx.user, &app.cfg.admin_user)?;
+        let acls: Vec<Value> = doc
+            .get("acls")
+            .and_then(Value::as_object)
+            .map(|m| m.iter().map(|(u, a)| acl_item(u, a)).collect())
+            .unwrap_or_default();
+        ok(json!({"acls": acls, "hrefs": []}))
+    })
+    .await
+}
+
+async fn get_acl(State(app): AppState, ctx: Ctx, Path(user): Path<String>) -> Result<Response> {
+    blocking(move || {
+        let domain = ctx.domain()?;
+        let doc = domain_doc(&app, &domain)?;
+        // Anyone may see their own entry; other entries need readACL.
+        if user != ctx.user {
+            acl_check(&doc, Action::ReadAcl, &ctx.user, &app.cfg.admin_user)?;
+        }
+        let acl = doc
+            .pointer(&format!(
+                "/acls/{}",
+                user.replace('~', "~0").replace('/', "~1")
+            ))
+            .ok_or_else(|| ServerError::NotFound(format!("no ACL for user {user}")))?;
+        ok(json!({"acl": acl_item(&user, acl), "hrefs": []}))
+    })
+    .await
+}
+
+async fn put_acl(
+    State(app): AppState,
+    ctx: Ctx,
+    Path(user): Path<String>,
+    body: Body,
+) -> Result<Response> {
+    let body = json_body(&app, &ctx, body).await?;
+    let Some(Value::Object(perms)) = body else {
+        return Err(ServerError::BadRequest(
+            "the body must be an object of ACL flags".into(),
+        ));
+    };
+    let mut acl = Map::new();
+    for (k, v) in &perms {
+        if k == "userName" {
+            continue;
+        }
+        if !Action::ALL.iter().any(|a| a.key() == k) {
+            return Err(ServerError::BadRequest(format!("unknown ACL key {k:?}")));
+        }
+        let b = v
+            .as_bool()
+            .or_else(|| v.as_i64().map(|n| n != 0))
+            .ok_or_else(|| {
+                ServerError::BadRequest(format!("ACL flag {k} must be true or false"))
+            })?;
+        acl.insert(k.clone(), json!(b));
+    }
+    if user.is_empty() || user.contains(|c: char| c.is_control()) {
+        return Err(ServerError::BadRequest("invalid user name".into()));
+    }
+    blocking(move || {
+        let domain = ctx.domain()?;
+        let doc = domain_doc(&app, &domain)?;
+        acl_check(&doc, Action::UpdateAcl, &ctx.user, &app.cfg.admin_user)?;
+        update_domain_doc(&app, &domain, |doc| {
+            if !doc.get("acls").is_some_and(Value::is_object) {
+                doc["acls"] = json!({});
+            }
+            let entry = doc["acls"]
+                .as_object_mut()
+                .expect("acls is an object")
+                .entry(user.clone())
+                .or_insert_with(|| json!({}));
+            if !entry.is_object() {
+                *entry = json!({});
+            }
+            for a in Action::ALL {
+                let cur = entry.get(a.key()).and_then(Value::as_bool).unwrap_or(false);
+                let new = acl.get(a.key()).and_then(Value::as_bool).unwrap_or(cur);
+                entry[a.key()] = json!(new);
+            }
+            Ok(())
+        })?;
+        created(json!({}))
+    })
+    .await
+}
+
+// ---- objects -------------------------------------------------------------
+
+fn collection_of(id: &str) -> &'static str {
+    match id.get(..2) {
+        Some("d-") => "datasets",
+        Some("t-") => "datatypes",
+        _ => "groups",
+    }
+}
+
+/// HSDS's view of a dataset's creation properties: h5lake's hidden chunking
+/// of big contiguous datasets is reported as the contiguous layout it is.
+fn public_cprops(doc: &Value) -> Value {
+    let mut c = doc.get("creationProperties").cloned().unwrap_or(json!({}));
+    if let Some(class) = doc.pointer("/h5lake/layout").and_then(Value::as_str) {
+        c["layout"] = json!({"class": class});
+    }
+    c
+}
+
+fn count(doc: &Value, key: &str) -> usize {
+    doc.get(key).and_then(Value::as_object).map_or(0, Map::len)
+}
+
+/// The JSON HSDS answers `GET /<collection>/<id>` with.
+fn object_json(doc: &Value, domain: &str, links: bool, attrs: bool) -> Value {
+    let id = doc.get("id").and_then(Value::as_str).unwrap_or("");
+    let mut out = json!({
+        "id": id,
+        "root": doc.get("root").cloned().unwrap_or(Value::Null),
+        "created": doc.get("created").cloned().unwrap_or(json!(0)),
+        "lastModified": doc.get("lastModified").cloned().unwrap_or(json!(0)),
+        "attributeCount": count(doc, "attributes"),
+        "domain": domain,
+        "hrefs": [],
+    });
+    match collection_of(id) {
+        "groups" => {
+            out["linkCount"] = json!(count(doc, "links"));
+            if let Some(c) = doc.get("creationProperties") {
+                out["creationProperties"] = c.clone();
+            }
+            if links {
+                out["links"] = doc.get("links").cloned().unwrap_or(json!({}));
+            }
+        }
+        "datasets" => {
+            out["type"] = doc.get("type").cloned().unwrap_or(Value::Null);
+            out["shape"] = doc.get("shape").cloned().unwrap_or(Value::Null);
+            let c = public_cprops(doc);
+            if let Some(l) = c.get("layout") {
+                out["layout"] = l.clone();
+            }
+            out["creationProperties"] = c;
+        }
+        _ => {
+            out["type"] = doc.get("type").cloned().unwrap_or(Value::Null);
+        }
+    }
+    if attrs {
+        out["attributes"] = doc.get("attributes").cloned().unwrap_or(json!({}));
+    }
+    out
+}
+
+/// Checks that the id in the URL is well formed and of the URL's collection.
+fn check_id(id: &str, coll: &str) -> Result<()> {
+    ids::parse_id(id).map_err(|_| ServerError::BadRequest(format!("Invalid object id: {id}")))?;
+    if collection_of(id) != coll {
+        return Err(ServerError::BadRequest(format!("{id} is not in /{coll}")));
+    }
+    Ok(())
+}
+
+fn coll_from_path(parts_path: &str) -> &'static str {
+    if parts_path.starts_with("/datasets") {
+        "datasets"
+    } else if parts_path.starts_with("/datatypes") {
+        "datatypes"
+    } else {
+        "groups"
+    }
+}
+
+/// The collection named by the request path (the id must belong to it).
+pub(crate) struct Coll(pub &'static str);
+
+impl<S: Send + Sync> FromRequestParts<S> for Coll {
+    type Rejection = ServerError;
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self> {
+        Ok(Coll(coll_from_path(parts.uri.path())))
+    }
+}
+
+async fn get_object(
+    State(app): AppState,
+    ctx: Ctx,
+    Coll(coll): Coll,
+    Path(id): Path<String>,
+) -> Result<Response> {
+    check_id(&id, coll)?;
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Read)?;
+        let doc = dom.get_doc(&id)?;
+        let mut out = object_json(
+            &doc,
+            dom.location(),
+            ctx.flag("include_links"),
+            ctx.flag("include_attrs"),
+        );
+        if ctx.flag("getalias") && id == dom.root_id() {
+            out["alias"] = json!(["/"]);
+        }
+        ok(out)
+    })
+    .await
+}
+
+async fn delete_object(
+    State(app): AppState,
+    ctx: Ctx,
+    Coll(coll): Coll,
+    Path(id): Path<String>,
+) -> Result<Response> {
+    check_id(&id, coll)?;
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Delete)?;
+        if id == dom.root_id() {
+            return Err(ServerError::Forbidden(
+                "deletion of the root group is not allowed - delete the domain".into(),
+            ));
+        }
+        dom.get_doc(&id)?;
+        dom.delete_object(&id)?;
+        ok(json!({}))
+    })
+    .await
+}
+
+fn list_collection(app: &App, ctx: &Ctx, letter: &str, key: &str) -> Result<Response> {
+    let dom = open_domain(app, ctx, Action::Read)?;
+    let root = dom.root_id().to_string();
+    let prefix = ids::domain_db_prefix(&root)?;
+    let (_, dirs) = app.store.list_dir(&format!("{prefix}{letter}/"))?;
+    let first = &root[2..19];
+    let mut list: Vec<String> = dirs
+        .iter()
+        .filter_map(|d| {
+            let rest = d.trim_end_matches('/').rsplit('/').next()?;
+            let id = format!("{letter}-{first}-{rest}");
+            ids::parse_id(&id).is_ok().then_some(id)
+        })
+        .collect();
+    if letter == "g" {
+        list.insert(0, root);
+    }
+    ok(json!({key: list, "hrefs": []}))
+}
+
+async fn list_groups(State(app): AppState, ctx: Ctx) -> Result<Response> {
+    blocking(move || {
+        // h5pyd (and HSDS) answer GET /groups with the root group when
+        // asked for it by h5path; otherwise the list of group ids.
+        list_collection(&app, &ctx, "g", "groups")
+    })
+    .await
+}
+
+async fn list_datasets(State(app): AppState, ctx: Ctx) -> Result<Response> {
+    blocking(move || list_collection(&app, &ctx, "d", "datasets")).await
+}
+
+async fn list_datatypes(State(app): AppState, ctx: Ctx) -> Result<Response> {
+    blocking(move || list_collection(&app, &ctx, "t", "datatypes")).await
+}
+
+/// A type given by reference to a committed datatype (`"t-…"`) becomes that
+/// type with its `id`, as HSDS stores it.
+pub(crate) fn resolve_type(dom: &Domain, t: &Value) -> Result<Value> {
+    if let Some(tid) = t.as_str().filter(|s| s.starts_with("t-")) {
+        let doc = dom.get_doc(tid)?;
+        let mut ty = doc
+            .get("type")
+            .cloned()
+            .ok_or_else(|| ServerError::BadRequest(format!("{tid} is not a datatype")))?;
+        ty["id"] = json!(tid);
+        return Ok(ty);
+    }
+    type_json(t)
+}
+
+/// HSDS picks a chunk shape when a dataset needs one (resizable or
+/// filtered) and the client gave none: about 1 MiB, growing the last
+/// dimensions first, unlimited dimensions starting from their current size.
+fn guess_chunks(dims: &[u64], esize: u64) -> Vec<u64> {
+    let target = (1u64 << 20) / esize.max(1);
+    let mut chunk: Vec<u64> = dims.iter().map(|&d| d.max(1)).collect();
+    let mut total: u64 = chunk.iter().product::<u64>().max(1);
+    for c in chunk.iter_mut() {
+        if total <= target {
+            break;
+        }
+        let shrink = (total / target).max(1);
+        let new = (*c / shrink).max(1);
+        total = total / *c * new;
+        *c = new;
+    }
+    chunk
+}
+
+fn object_body<'a>(item: &'a Value) -> Result<&'a Map<String, Value>> {
+    item.as_object().ok_or_else(|| {
+        ServerError::BadRequest("each object to create must be a JSON object".into())
+    })
+}
+
+/// Creates one object from a POST item; returns its JSON and the link the
+/// item asked for (`link: {id, name}`), to be made by the caller in batch.
+fn create_item(
+    dom: &Domain,
+    coll: &str,
+    item: &Value,
+) -> Result<(Value, Option<(String, String)>)> {
+    let body = object_body(item)?;
+    let id = match body.get("id") {
+        None => None,
+        Some(Value::String(s)) => Some(s.as_str()),
+        Some(v) => return Err(ServerError::BadRequest(format!("invalid id {v}"))),
+    };
+    let cprops = body.get("creationProperties").cloned().unwrap_or(json!({}));
+    if !cprops.is_object() {
+        return Err(ServerError::BadRequest(
+            "creationProperties must be an object".into(),
+        ));
+    }
+    let new_id = match coll {
+        "groups" => {
+            if body.contains_key("type") {
+                return Err(ServerError::BadRequest(
+                    "type key is not allowed for Group creation".into(),
+                ));
+            }
+            dom.create_group_with_id(id, cprops)?
+        }
+        "datatypes" => {
+            let t = resolve_type(
+                dom,
+                body.get("type")
+                    .ok_or_else(|| ServerError::BadRequest("no type given".into()))?,
+            )?;
+            dom.create_datatype_with_id(id, t)?
+        }
+        _ => {
+            let t = resolve_type(
+                dom,
+                body.get("type").ok_or_else(|| {
+                    ServerError::BadRequest("no type specified for create dataset".into())
+                })?,
+            )?;
+            let shape = shape_json(body.get("shape"), body.get("maxdims"))?;
+            let mut cprops = cprops;
+            let filtered = cprops
+                .get("filters")
+                .and_then(Value::as_array)
+                .is_some_and(|f| !f.is_empty());
+            let resizable = shape
+                .get("maxdims")
+                .is_some_and(|m| Some(m) != shape.get("dims"));
+            if cprops.get("layout").is_none() && (filtered || resizable) {
+                let dims: Vec<u64> = shape["dims"]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(Value::as_u64).collect())
+                    .unwrap_or_default();
+                let esize = h5lake_types::Datatype::from_json(&t)?
+                    .fixed_size()
+                    .unwrap_or(16) as u64;
+                cprops["layout"] =
+                    json!({"class": "H5D_CHUNKED", "dims": guess_chunks(&dims, esize)});
+            }
+            let did = dom.create_dataset_with_id(id, t, shape, cprops)?;
+            if let Some(v) = body.get("value").filter(|v| !v.is_null()) {
+                if let Err(e) = values::write_json_value(dom, &did, None, v) {
+                    let _ = dom.delete_object(&did);
+                    return Err(e);
+                }
+            }
+            did
+        }
+    };
+    let after = || -> Result<()> {
+        if let Some(attrs) = body.get("attributes") {
+            let items = values::attrs_from_request(dom, &new_id, attrs)?;
+            if !items.is_empty() {
+                dom.attrs_create(&new_id, items, false)?;
+            }
+        }
+        if let Some(links) = body.get("links") {
+            if coll != "groups" {
+                return Err(ServerError::BadRequest(
+                    "links can only be used with groups".into(),
+                ));
+            }
+            let items = links_from_request(links)?;
+            if !items.is_empty() {
+                dom.links_create(&new_id, items, false)?;
+            }
+        }
+        Ok(())
+    };
+    if let Err(e) = after() {
+        let _ = dom.delete_object(&new_id);
+        return Err(e);
+    }
+    let link = match body.get("link") {
+        None => None,
+        Some(l) => {
+            let parent = l.get("id").and_then(Value::as_str).unwrap_or(dom.root_id());
+            let name = l
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| ServerError::BadRequest("link without name".into()))?;
+            Some((parent.to_string(), name.to_string()))
+        }
+    };
+    let link = match (link, body.get("h5path").and_then(Value::as_str)) {
+        (Some(l), None) => Some(l),
+        (None, Some(path)) => {
+            let parent = body
+                .get("parent_id")
+                .and_then(Value::as_str)
+                .unwrap_or(dom.root_id());
+            let (parent, name) = resolve_parent(dom, parent, path)?;
+            Some((parent, name))
+        }
+        (None, None) => None,
+        (Some(_), Some(_)) => {
+            return Err(ServerError::BadRequest(
+                "'link' key in body can't be used with h5path".into(),
+            ))
+        }
+    };
+    let doc = dom.get_doc(&new_id)?;
+    Ok((object_json(&doc, dom.location(), false, false), link))
+}
+
+/// The group that `path` (relative to `start`, or absolute) names the last
+/// component in, and that component.
+fn resolve_parent(dom: &Domain, start: &str, path: &str) -> Result<(String, String)> {
+    let mut cur = if path.starts_with('/') {
+        dom.root_id().to_string()
+    } else {
+        start.to_string()
+    };
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    let (last, dirs) = parts
+        .split_last()
+        .ok_or_else(|| ServerError::BadRequest(format!("invalid h5path {path:?}")))?;
+    for p in dirs {
+        let link = dom
+            .link_get(&cur, p)
+            .map_err(|_| ServerError::NotFound(format!("no group at {p:?} in h5path {path:?}")))?;
+        cur = link
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|i| i.starts_with("g-"))
+            .ok_or_else(|| {
+                ServerError::BadRequest(format!("{p:?} in h5path {path:?} is not a group"))
+            })?
+            .to_string();
+    }
+    Ok((cur, (*last).to_string()))
+}
+
+async fn post_objects(app: Arc<App>, ctx: Ctx, coll: &'static str, body: Body) -> Result<Response> {
+    let body = json_body(&app, &ctx, body).await?;
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Create)?;
+        let (items, many) = match body {
+            None => (vec![json!({})], false),
+            Some(Value::Array(a)) => (a, true),
+            Some(v @ Value::Object(_)) => (vec![v], false),
+            Some(_) => {
+                return Err(ServerError::BadRequest(
+                    "the body must be an object or a list of objects".into(),
+                ))
+            }
+        };
+        let mut objects = Vec::with_capacity(items.len());
+        let mut links: Vec<(String, Vec<(String, Value)>)> = Vec::new();
+        for item in &items {
+            let (obj, link) = create_item(&dom, coll, item)?;
+            if let Some((parent, name)) = link {
+                let target = json!({"class": "H5L_TYPE_HARD", "id": obj["id"]});
+                match links.iter_mut().find(|(p, _)| *p == parent) {
+                    Some((_, l)) => l.push((name, target)),
+                    None => links.push((parent, vec![(name, target)])),
+                }
+            }
+            objects.push(obj);
+        }
+        // One document update per parent group, however many links.
+        for (parent, l) in links {
+            dom.links_create(&parent, l, many)?;
+        }
+        if many {
+            created(json!({"objects": objects}))
+        } else {
+            created(objects.pop().unwrap_or(json!({})))
+        }
+    })
+    .await
+}
+
+async fn post_groups(State(app): AppState, ctx: Ctx, body: Body) -> Result<Response> {
+    post_objects(app, ctx, "groups", body).await
+}
+
+async fn post_datasets(State(app): AppState, ctx: Ctx, body: Body) -> Result<Response> {
+    post_objects(app, ctx, "datasets", body).await
+}
+
+async fn post_datatypes(State(app): AppState, ctx: Ctx, body: Body) -> Result<Response> {
+    post_objects(app, ctx, "datatypes", body).await
+}
+
+async fn get_shape(State(app): AppState, ctx: Ctx, Path(id): Path<String>) -> Result<Response> {
+    check_id(&id, "datasets")?;
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Read)?;
+        let doc = dom.get_doc(&id)?;
+        ok(json!({"shape": doc["shape"], "created": doc["created"], "lastModified": doc["lastModified"], "hrefs": []}))
+    })
+    .await
+}
+
+async fn put_shape(
+    State(app): AppState,
+    ctx: Ctx,
+    Path(id): Path<String>,
+    body: Body,
+) -> Result<Response> {
+    check_id(&id, "datasets")?;
+    let body = json_body(&app, &ctx, body).await?.unwrap_or(json!({}));
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Update)?;
+        let m = dom.dataset_meta(&id)?;
+        let new_dims: Vec<u64> = if let Some(s) = body.get("shape") {
+            match s {
+                Value::Array(a) => a
+                    .iter()
+                    .map(|x| {
+                        x.as_u64().ok_or_else(|| {
+                            ServerError::BadRequest(format!("invalid dimension {x}"))
+                        })
+                    })
+                    .collect::<Result<_>>()?,
+                Value::Number(n) => vec![n
+                    .as_u64()
+                    .ok_or_else(|| ServerError::BadRequest(format!("invalid dimension {n}")))?],
+                _ => {
+                    return Err(ServerError::BadRequest(
+                        "shape must be a list of dimensions".into(),
+                    ))
+                }
+            }
+        } else if let Some(ext) = body.get("extend") {
+            let n = ext.as_u64().ok_or_else(|| {
+                ServerError::BadRequest("extend must be a non-negative integer".into())
+            })?;
+            let dim = body
+                .get("extend_dim")
+                .map_or(Some(0), Value::as_u64)
+                .ok_or_else(|| ServerError::BadRequest("invalid extend_dim".into()))?
+                as usize;
+            let mut d = m.dims.clone();
+            let slot = d
+                .get_mut(dim)
+                .ok_or_else(|| ServerError::BadRequest(format!("extend_dim {dim} out of range")))?;
+            *slot = slot
+                .checked_add(n)
+                .ok_or_else(|| ServerError::BadRequest("extent overflows".into()))?;
+            d
+        } else {
+            return Err(ServerError::BadRequest("give shape or extend".into()));
+        };
+        if new_dims.len() != m.dims.len() {
+            return Err(ServerError::BadRequest(format!(
+                "new shape must have rank {}",
+                m.dims.len()
+            )));
+        }
+        let n = new_dims
+            .iter()
+            .try_fold(1u128, |a, &d| a.checked_mul(u128::from(d)));
+        if !n.is_some_and(|n| n <= crate::request::MAX_ELEMENTS) {
+            return Err(ServerError::BadRequest("shape too large".into()));
+        }
+        let old = m.dims.clone();
+        dom.resize(&id, &new_dims)?;
+        let mut out = json!({"hrefs": []});
+        if body.get("extend").is_some() {
+            // HSDS answers an extend with the selection the new rows occupy.
+            let sel: Vec<String> = old
+                .iter()
+                .zip(&new_dims)
+                .map(|(o, n)| {
+                    if o == n {
+                        format!("0:{n}")
+                    } else {
+                        format!("{o}:{n}")
+                    }
+                })
+                .collect();
+            out["selection"] = json!(format!("[{}]", sel.join(",")));
+        }
+        created(out)
+    })
+    .await
+}
+
+async fn get_type(State(app): AppState, ctx: Ctx, Path(id): Path<String>) -> Result<Response> {
+    check_id(&id, "datasets")?;
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Read)?;
+        let doc = dom.get_doc(&id)?;
+        ok(json!({"type": doc["type"], "hrefs": []}))
+    })
+    .await
+}
+
+// ---- links -----------------------------------------------------------------
+
+/// A link from a request (`{id}`, `{h5path}`, `{h5path, h5domain}`, or any
+/// of those with an explicit `class`) in the stored form.
+pub(crate) fn link_from_request(v: &Value) -> Result<Value> {
+    let s = |k: &str| v.get(k).and_then(Value::as_str);
+    let mut link = if let Some(id) = s("id") {
+        ids::parse_id(id)
+            .map_err(|_| ServerError::BadRequest(format!("invalid link target id {id}")))?;
+        json!({"class": "H5L_TYPE_HARD", "id": id})
+    } else if let (Some(path), Some(domain)) = (s("h5path"), s("h5domain").or_else(|| s("file"))) {
+        json!({"class": "H5L_TYPE_EXTERNAL", "h5path": path, "h5domain": domain})
+    } else if let Some(path) = s("h5path") {
+        json!({"class": "H5L_TYPE_SOFT", "h5path": path})
+    } else {
+        return Err(ServerError::BadRequest(format!(
+            "invalid link {v}: give id, h5path, or h5path and h5domain"
+        )));
+    };
+    if let Some(t) = v.get("created").and_then(Value::as_f64) {
+        link["created"] = json!(t);
+    }
+    Ok(link)
+}
+
+fn links_from_request(links: &Value) -> Result<Vec<(String, Value)>> {
+    links
+        .as_object()
+        .ok_or_else(|| ServerError::BadRequest("links must be an object of name: link".into()))?
+        .iter()
+        .map(|(name, l)| Ok((name.clone(), link_from_request(l)?)))
+        .collect()
+}
+
+/// A stored link as HSDS lists it.
+fn link_item(name: &str, link: &Value) -> Value {
+    let mut item = link.clone();
+    item["title"] = json!(name);
+    if let Some(id) = link.get("id").and_then(Value::as_str) {
+        item["collection"] = json!(collection_of(id));
+    }
+    item
+}
+
+async fn get_links(State(app): AppState, ctx: Ctx, Path(id): Path<String>) -> Result<Response> {
+    check_id(&id, "groups")?;
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Read)?;
+        let limit = ctx
+            .param("Limit")
+            .and_then(|l| l.parse::<usize>().ok())
+            .unwrap_or(usize::MAX);
+        let marker = ctx.param("Marker");
+        let pattern = ctx.param("pattern");
+        let mut links = dom.links(&id)?;
+        if !ctx.flag("CreateOrder") {
+            links.sort_by(|a, b| a.0.cmp(&b.0));
+        }
+        let start = marker
+            .and_then(|m| links.iter().position(|(n, _)| n == m).map(|p| p + 1))
+            .unwrap_or(0);
+        let items: Vec<Value> = links[start.min(links.len())..]
+            .iter()
+            .filter(|(n, _)| pattern.is_none_or(|p| glob_match(p, n)))
+            .take(limit)
+            .map(|(n, l)| link_item(n, l))
+            .collect();
+        ok(json!({"links": items, "hrefs": []}))
+    })
+    .await
+}
+
+async fn get_link(
+    State(app): AppState,
+    ctx: Ctx,
+    Path((id, name)): Path<(String, String)>,
+) -> Result<Response> {
+    check_id(&id, "groups")?;
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Read)?;
+        let link = dom.link_get(&id, &name)?;
+        let created = link.get("created").cloned().unwrap_or(json!(0));
+        ok(json!({"link": link_item(&name, &link), "created": created, "lastModified": created, "hrefs": []}))
+    })
+    .await
+}
+
+async fn put_link(
+    State(app): AppState,
+    ctx: Ctx,
+    Path((id, name)): Path<(String, String)>,
+    body: Body,
+) -> Result<Response> {
+    check_id(&id, "groups")?;
+    let body = json_body(&app, &ctx, body).await?.unwrap_or(json!({}));
+    let link = link_from_request(&body)?;
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Create)?;
+        match dom.link_create(&id, &name, link.clone()) {
+            Ok(()) => created(json!({"hrefs": []})),
+            Err(h5lake_engine::EngineError::AlreadyExists(m)) => {
+                // HSDS: putting the same link again is fine, a different one conflicts.
+                let cur = dom.link_get(&id, &name)?;
+                let same = ["class", "id", "h5path", "h5domain"]
+                    .iter()
+                    .all(|k| cur.get(k) == link.get(k));
+                if same {
+                    ok(json!({"hrefs": []}))
+                } else {
+                    Err(ServerError::Conflict(m))
+                }
+            }
+            Err(e) => Err(e.into()),
+        }
+    })
+    .await
+}
+
+async fn delete_link(
+    State(app): AppState,
+    ctx: Ctx,
+    Path((id, name)): Path<(String, String)>,
+) -> Result<Response> {
+    check_id(&id, "groups")?;
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Delete)?;
+        dom.link_delete(&id, &name)?;
+        ok(json!({"hrefs": []}))
+    })
+    .await
+}
+
+/// PUT `/groups/{id}/links`: `{"links": {...}}` for this group, or
+/// `{"grp_ids": {gid: {"links": {...}}}}` / `{"grp_ids": [...], "links": {...}}`
+/// for many groups at once (what h5pyd flushes with).
+async fn put_links(
+    State(app): AppState,
+    ctx: Ctx,
+    Path(id): Path<String>,
+    body: Body,
+) -> Result<Response> {
+    check_id(&id, "groups")?;
+    let body = json_body(&app, &ctx, body).await?.unwrap_or(json!({}));
+    let mut per_group: Vec<(String, Vec<(String, Value)>)> = Vec::new();
+    match body.get("grp_ids") {
+        None => per_group.push((
+            id.clone(),
+            links_from_request(body.get("links").unwrap_or(&Value::Null))?,
+        )),
+        Some(Value::Object(m)) => {
+            for (gid, v) in m {
+                check_id(gid, "groups")?;
+                per_group.push((
+                    gid.clone(),
+                    links_from_request(v.get("links").unwrap_or(&Value::Null))?,
+                ));
+            }
+        }
+        Some(Value::Array(a)) => {
+            let links = links_from_request(body.get("links").unwrap_or(&Value::Null))?;
+            for gid in a {
+                let gid = gid
+                    .as_str()
+                    .ok_or_else(|| ServerError::BadRequest("grp_ids must hold ids".into()))?;
+                check_id(gid, "groups")?;
+                per_group.push((gid.to_string(), links.clone()));
+            }
+        }
+        Some(_) => {
+            return Err(ServerError::BadRequest(
+                "grp_ids must be an object or a list".into(),
+            ))
+        }
+    }
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Create)?;
+        for (gid, links) in per_group {
+            if !links.is_empty() {
+                dom.links_create(&gid, links, true)?;
+            }
+        }
+        created(json!({}))
+    })
+    .await
+}
+
+/// POST `/groups/{id}/links`: several links by `titles`.
+async fn post_links(
+    State(app): AppState,
+    ctx: Ctx,
+    Path(id): Path<String>,
+    body: Body,
+) -> Result<Response> {
+    check_id(&id, "groups")?;
+    let body = json_body(&app, &ctx, body).await?.unwrap_or(json!({}));
+    let titles: Option<Vec<String>> = match body.get("titles") {
+        None => None,
+        Some(Value::Array(a)) => Some(
+            a.iter()
+                .map(|t| {
+                    t.as_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| ServerError::BadRequest("titles must be strings".into()))
+                })
+                .collect::<Result<_>>()?,
+        ),
+        Some(_) => return Err(ServerError::BadRequest("titles must be a list".into())),
+    };
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Read)?;
+        let links = dom.links(&id)?;
+        let items: Vec<Value> = match titles {
+            None => links.iter().map(|(n, l)| link_item(n, l)).collect(),
+            Some(t) => {
+                let mut out = Vec::new();
+                for name in &t {
+                    let (n, l) = links
+                        .iter()
+                        .find(|(n, _)| n == name)
+                        .ok_or_else(|| ServerError::NotFound(format!("link {name:?} not found")))?;
+                    out.push(link_item(n, l));
+                }
+                out
+            }
+        };
+        ok(json!({"links": items}))
+    })
+    .await
+}
+
+/// Names from a `titles=a/b` or `attr_names=a|b` parameter with HSDS's
+/// `separator` parameter (default `/`).
+fn split_names(ctx: &Ctx, key: &str) -> Result<Vec<String>> {
+    let v = ctx
+        .param(key)
+        .ok_or_else(|| ServerError::BadRequest(format!("{key} parameter missing")))?;
+    let sep = ctx
+        .param("separator")
+        .filter(|s| !s.is_empty())
+        .unwrap_or("/");
+    let names: Vec<String> = v.split(sep).map(str::to_string).collect();
+    if names.iter().any(String::is_empty) {
+        return Err(ServerError::BadRequest(format!("invalid {key} parameter")));
+    }
+    Ok(names)
+}
+
+async fn delete_links(State(app): AppState, ctx: Ctx, Path(id): Path<String>) -> Result<Response> {
+    check_id(&id, "groups")?;
+    let names = split_names(&ctx, "titles")?;
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Delete)?;
+        dom.links_delete(&id, &names)?;
+        ok(json!({}))
+    })
+    .await
+}
+
+// ---- attributes ------------------------------------------------------------
+
+fn attr_item(name: &str, attr: &Value, with_data: bool) -> Value {
+    let mut item = json!({
+        "name": name,
+        "type": attr.get("type").cloned().unwrap_or(Value::Null),
+        "shape": attr.get("shape").cloned().unwrap_or(Value::Null),
+        "created": attr.get("created").cloned().unwrap_or(json!(0)),
+        "hrefs": [],
+    });
+    if with_data {
+        item["value"] = attr.get("value").cloned().unwrap_or(Value::Null);
+        if let Some(e) = attr.get("encoding") {
+            item["encoding"] = e.clone();
+        }
+    }
+    item
+}
+
+async fn get_attrs(
+    State(app): AppState,
+    ctx: Ctx,
+    Coll(coll): Coll,
+    Path(id): Path<String>,
+) -> Result<Response> {
+    check_id(&id, coll)?;
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Read)?;
+        let doc = dom.get_doc(&id)?;
+        let limit = ctx
+            .param("Limit")
+            .and_then(|l| l.parse::<usize>().ok())
+            .unwrap_or(usize::MAX);
+        let marker = ctx.param("Marker");
+        let data = ctx.flag("IncludeData");
+        let empty = Map::new();
+        let attrs = doc
+            .get("attributes")
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
+        let mut names: Vec<&String> = attrs.keys().collect();
+        if !ctx.flag("CreateOrder") {
+            names.sort();
+        }
+        let start = marker
+            .and_then(|m| names.iter().position(|n| *n == m).map(|p| p + 1))
+            .unwrap_or(0);
+        let items: Vec<Value> = names[start.min(names.len())..]
+            .iter()
+            .take(limit)
+            .map(|n| attr_item(n, &attrs[n.as_str()], data))
+            .collect();
+        ok(json!({"attributes": items, "hrefs": []}))
+    })
+    .await
+}
+
+async fn get_attr(
+    State(app): AppState,
+    ctx: Ctx,
+    Coll(coll): Coll,
+    Path((id, name)): Path<(String, String)>,
+) -> Result<Response> {
+    check_id(&id, coll)?;
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Read)?;
+        let attr = dom.attr_get(&id, &name)?;
+        let data = ctx.param("IncludeData").is_none() || ctx.flag("IncludeData");
+        let mut item = attr_item(&name, &attr, data);
+        item["lastModified"] = item["created"].clone();
+        ok(item)
+    })
+    .await
+}
+
+async fn put_attr(
+    State(app): AppState,
+    ctx: Ctx,
+    Coll(coll): Coll,
+    Path((id, name)): Path<(String, String)>,
+    body: Body,
+) -> Result<Response> {
+    check_id(&id, coll)?;
+    let body = json_body(&app, &ctx, body).await?.unwrap_or(json!({}));
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Create)?;
+        let replace =
+            ctx.flag("replace") || body.get("replace").and_then(Value::as_bool) == Some(true);
+        let attr = values::attr_from_request(&dom, &body)?;
+        dom.attr_create(&id, &name, attr, replace)?;
+        created(json!({"hrefs": []}))
+    })
+    .await
+}
+
+async fn delete_attr(
+    State(app): AppState,
+    ctx: Ctx,
+    Coll(coll): Coll,
+    Path((id, name)): Path<(String, String)>,
+) -> Result<Response> {
+    check_id(&id, coll)?;
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Delete)?;
+        dom.attr_delete(&id, &name)?;
+        ok(json!({"hrefs": []}))
+    })
+    .await
+}
+
+/// PUT `…/attributes`: `{"attributes": {...}}` for this object, or
+/// `{"obj_ids": {id: {"attributes": {...}}}}` / `{"obj_ids": [...],
+/// "attributes": {...}}` for many objects (what h5pyd flushes with).
+async fn put_attrs(
+    State(app): AppState,
+    ctx: Ctx,
+    Coll(coll): Coll,
+    Path(id): Path<String>,
+    body: Body,
+) -> Result<Response> {
+    check_id(&id, coll)?;
+    let body = json_body(&app, &ctx, body).await?.unwrap_or(json!({}));
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Create)?;
+        let replace = ctx.flag("replace");
+        let mut per_obj: Vec<(String, Vec<(String, Value)>)> = Vec::new();
+        let none = Value::Null;
+        match body.get("obj_ids") {
+            None => per_obj.push((
+                id.clone(),
+                values::attrs_from_request(&dom, &id, body.get("attributes").unwrap_or(&none))?,
+            )),
+            Some(Value::Object(m)) => {
+                for (oid, v) in m {
+                    ids::parse_id(oid)
+                        .map_err(|_| ServerError::BadRequest(format!("invalid id {oid}")))?;
+                    per_obj.push((
+                        oid.clone(),
+                        values::attrs_from_request(
+                            &dom,
+                            oid,
+                            v.get("attributes").unwrap_or(&none),
+                        )?,
+                    ));
+                }
+            }
+            Some(Value::Array(a)) => {
+                for oid in a {
+                    let oid = oid
+                        .as_str()
+                        .ok_or_else(|| ServerError::BadRequest("obj_ids must hold ids".into()))?;
+                    ids::parse_id(oid)
+                        .map_err(|_| ServerError::BadRequest(format!("invalid id {oid}")))?;
+                    per_obj.push((
+                        oid.to_string(),
+                        values::attrs_from_request(
+                            &dom,
+                            oid,
+                            body.get("attributes").unwrap_or(&none),
+                        )?,
+                    ));
+                }
+            }
+            Some(_) => {
+                return Err(ServerError::BadRequest(
+                    "obj_ids must be an object or a list".into(),
+                ))
+            }
+        }
+        for (oid, items) in per_obj {
+            if !items.is_empty() {
+                dom.attrs_create(&oid, items, replace)?;
+            }
+        }
+        created(json!({}))
+    })
+    .await
+}
+
+/// POST `…/attributes`: several attributes by `attr_names` (of this object,
+/// or of each of `obj_ids`).
+async fn post_attrs(
+    State(app): AppState,
+    ctx: Ctx,
+    Coll(coll): Coll,
+    Path(id): Path<String>,
+    body: Body,
+) -> Result<Response> {
+    check_id(&id, coll)?;
+    let body = json_body(&app, &ctx, body).await?.unwrap_or(json!({}));
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Read)?;
+        let data = ctx.param("IncludeData").is_none() || ctx.flag("IncludeData");
+        let names: Option<Vec<String>> = match body.get("attr_names") {
+            None => None,
+            Some(Value::Array(a)) => Some(
+                a.iter()
+                    .map(|t| {
+                        t.as_str().map(str::to_string).ok_or_else(|| {
+                            ServerError::BadRequest("attr_names must be strings".into())
+                        })
+                    })
+                    .collect::<Result<_>>()?,
+            ),
+            Some(_) => return Err(ServerError::BadRequest("attr_names must be a list".into())),
+        };
+        let pick = |oid: &str| -> Result<Vec<Value>> {
+            let doc = dom.get_doc(oid)?;
+            let empty = Map::new();
+            let attrs = doc
+                .get("attributes")
+                .and_then(Value::as_object)
+                .unwrap_or(&empty);
+            match &names {
+                None => Ok(attrs.iter().map(|(n, a)| attr_item(n, a, data)).collect()),
+                Some(ns) => ns
+                    .iter()
+                    .map(|n| {
+                        attrs.get(n).map(|a| attr_item(n, a, data)).ok_or_else(|| {
+                            ServerError::NotFound(format!("attribute {n:?} not found"))
+                        })
+                    })
+                    .collect(),
+            }
+        };
+        match body.get("obj_ids") {
+            None => ok(json!({"attributes": pick(&id)?})),
+            Some(Value::Array(a)) => {
+                let mut out = Map::new();
+                for oid in a {
+                    let oid = oid
+                        .as_str()
+                        .ok_or_else(|| ServerError::BadRequest("obj_ids must hold ids".into()))?;
+                    out.insert(oid.to_string(), json!(pick(oid)?));
+                }
+                ok(json!({"attributes": out}))
+            }
+            Some(_) => Err(ServerError::BadRequest("obj_ids must be a list".into())),
+        }
+    })
+    .await
+}
+
+async fn delete_attrs(
+    State(app): AppState,
+    ctx: Ctx,
+    Coll(coll): Coll,
+    Path(id): Path<String>,
+) -> Result<Response> {
+    check_id(&id, coll)?;
+    let names = split_names(&ctx, "attr_names")?;
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Delete)?;
+        dom.attrs_delete(&id, &names)?;
+        ok(json!({}))
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("*.h5", "a.h5"));
+        assert!(glob_match("a?c", "abc"));
+        assert!(!glob_match("*.h5", "a.h6"));
+        assert!(glob_match("*", ""));
+    }
+
+    #[test]
+    fn query_strings() {
+        let q = form_urlencoded_pairs("domain=%2Fhome%2Fu%2Ff.h5&select=[0:4]&flag&a=b+c");
+        assert_eq!(q[0], ("domain".into(), "/home/u/f.h5".into()));
+        assert_eq!(q[1], ("select".into(), "[0:4]".into()));
+        assert_eq!(q[2], ("flag".into(), String::new()));
+        assert_eq!(q[3], ("a".into(), "b c".into()));
+    }
+
+    #[test]
+    fn chunk_guess() {
+        assert_eq!(guess_chunks(&[10], 8), vec![10]);
+        let c = guess_chunks(&[1 << 20, 100], 8);
+        assert!(c.iter().product::<u64>() * 8 <= 1 << 20);
+        assert_eq!(guess_chunks(&[0, 5], 4), vec![1, 5]);
+    }
+
+    #[test]
+    fn links() {
+        assert_eq!(
+            link_from_request(&json!({"h5path": "/a"})).unwrap()["class"],
+            "H5L_TYPE_SOFT"
+        );
+        assert_eq!(
+            link_from_request(&json!({"h5path": "/a", "h5domain": "/x/y.h5"})).unwrap()["class"],
+            "H5L_TYPE_EXTERNAL"
+        );
+        assert!(link_from_request(&json!({"id": "nope"})).is_err());
+        assert!(link_from_request(&json!({})).is_err());
+    }
+}
