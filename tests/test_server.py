@@ -68,3 +68,254 @@ def test_end_to_end(server, domain):
         np.testing.assert_array_equal(f["big"][...], np.arange(5000, dtype="f8").reshape(100, 50))
         assert f["g1"].attrs["n"] == 5 and f["g1"].attrs["s"] == "hello"
         assert f["big"].compression == "gzip"
+
+
+def test_types_selections_and_reopen(server, domain):
+    cdt = np.dtype([("a", "<i4"), ("b", "<f8"), ("c", "S4")])
+    comp = np.zeros(8, dtype=cdt)
+    comp["a"] = np.arange(8)
+    comp["b"] = np.arange(8) * 0.5
+    comp["c"] = [b"x%d" % i for i in range(8)]
+    words = ["alpha", "beta", "", "gamma δ"]
+    with hfile(server, domain, "w") as f:
+        f.create_dataset("comp", data=comp)
+        f.create_dataset("vstr", data=words, dtype=h5pyd.string_dtype())
+        f.create_dataset("fstr", data=np.array([b"ab", b"cde"], dtype="S3"))
+        f.create_dataset("ext", data=np.arange(10, dtype="i8"), maxshape=(None,), chunks=(4,))
+        f.create_dataset("scalar", data=3.5)
+        f.create_dataset("pts", data=np.arange(100, dtype="u2").reshape(10, 10), chunks=(3, 3))
+    with hfile(server, domain, "a") as f:
+        f["ext"].resize((15,))
+        f["ext"][10:15] = np.arange(100, 105)
+        f["pts"][[1, 4, 7], 2] = np.array([901, 904, 907], dtype="u2")
+    with hfile(server, domain, "r") as f:
+        np.testing.assert_array_equal(f["comp"][...], comp)
+        np.testing.assert_array_equal(f["comp"][2:5]["b"], comp[2:5]["b"])
+        assert [s.decode() if isinstance(s, bytes) else s for s in f["vstr"][...]] == words
+        assert list(f["fstr"][...]) == [b"ab", b"cde"]
+        assert f["ext"].shape == (15,)
+        np.testing.assert_array_equal(f["ext"][8:15], [8, 9, 100, 101, 102, 103, 104])
+        assert f["scalar"][()] == 3.5
+        np.testing.assert_array_equal(f["pts"][[1, 4, 7], 2], [901, 904, 907])
+        np.testing.assert_array_equal(f["pts"][2:9:3, [0, 5]], np.arange(100).reshape(10, 10)[2:9:3][:, [0, 5]])
+    with local(server, domain) as f:
+        np.testing.assert_array_equal(f["comp"][...], comp)
+        assert [s.decode() for s in f["vstr"][...]] == words
+        np.testing.assert_array_equal(f["ext"][...], list(range(10)) + list(range(100, 105)))
+        assert f["pts"][4, 2] == 904
+
+
+def test_hs_tools(server, tmp_path):
+    import shutil
+    h5py = pytest.importorskip("h5py")
+    tools = {t: shutil.which(t) for t in ("hsinfo", "hsls", "hstouch", "hsload", "hsget", "hsacl")}
+    if not all(tools.values()):
+        pytest.skip("the HSDS command-line tools are not installed")
+    src = tmp_path / "src.h5"
+    with h5py.File(src, "w") as f:
+        f.create_dataset("a/b", data=np.arange(1000.0).reshape(10, 100), chunks=(5, 50),
+                         compression="gzip")
+        f["a"].attrs["x"] = [1, 2, 3]
+        f.create_dataset("s", data=["x", "yy"], dtype=h5py.string_dtype())
+    env = dict(os.environ, HS_ENDPOINT=server.endpoint, HS_USERNAME=USER, HS_PASSWORD=PW)
+    folder = f"/home/{USER}/tools/"
+
+    def run(*args):
+        r = subprocess.run([tools[args[0]], *args[1:]], env=env, capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0, (args, r.stdout, r.stderr)
+        return r.stdout
+
+    assert "server state: READY" in run("hsinfo")
+    run("hstouch", folder)
+    run("hstouch", folder + "empty.h5")
+    run("hsload", str(src), folder)
+    listing = run("hsls", "-r", folder + "src.h5")
+    assert "/a/b Dataset {10, 100}" in listing
+    assert "src.h5" in run("hsls", folder) and "empty.h5" in run("hsls", folder)
+    out = tmp_path / "out.h5"
+    run("hsget", folder + "src.h5", str(out))
+    with h5py.File(out, "r") as f:
+        np.testing.assert_array_equal(f["a/b"][...], np.arange(1000.0).reshape(10, 100))
+        assert list(f["a"].attrs["x"]) == [1, 2, 3]
+    run("hsacl", folder + "src.h5", "+r", "test_user2")
+    acls = run("hsacl", folder + "src.h5")
+    assert "test_user2" in acls
+    # the loaded domain reads the same from the store directory
+    with local(server, folder + "src.h5") as f:
+        np.testing.assert_array_equal(f["a/b"][3], np.arange(300.0, 400.0))
+        assert [s.decode() for s in f["s"][...]] == ["x", "yy"]
+
+
+def test_auth_and_acls(server, domain):
+    with hfile(server, domain, "w") as f:
+        f.create_dataset("x", data=np.arange(4))
+    params = {"domain": domain}
+    assert server.request("GET", "/", params=params, user=None)[0] == 401
+    assert server.request("GET", "/", params=params, user="nobody")[0] == 401
+    # another user: the domain is private
+    status, _, body = server.request("GET", "/", params=params, user="test_user2")
+    assert status == 403 and "error" in body
+    with pytest.raises(OSError):
+        hfile(server, domain, "r", user="test_user2", password="test")
+    # a wrong password
+    with pytest.raises(OSError):
+        hfile(server, domain, "r", password="wrong")
+    # grant read: now test_user2 reads but cannot write
+    status = server.request("PUT", f"/acls/test_user2", {"read": True}, params=params, user=USER)[0]
+    assert status == 201
+    with hfile(server, domain, "r", user="test_user2", password="test") as f:
+        np.testing.assert_array_equal(f["x"][...], np.arange(4))
+    with pytest.raises(OSError):
+        hfile(server, domain, "a", user="test_user2", password="test")
+    status, _, body = server.request("GET", "/acls", params=params, user=USER)
+    assert status == 200 and {a["userName"] for a in body["acls"]} == {USER, "test_user2"}
+    assert server.request("GET", "/acls", params=params, user="test_user2")[0] == 403
+    # only the admin creates top-level folders; the admin may do anything
+    assert server.request("PUT", "/", {"folder": 1}, params={"domain": "/top/"}, user=USER)[0] == 403
+    assert server.request("GET", "/", params=params, user="admin")[0] == 200
+    assert server.request("DELETE", "/", params=params, user="test_user2")[0] == 403
+
+
+def test_noauth(tmp_path):
+    s = Server(tmp_path / "b", allow_noauth=True)
+    try:
+        assert s.request("PUT", "/", {"folder": 1}, params={"domain": "/pub/"})[0] == 201
+        assert s.request("PUT", "/", params={"domain": "/pub/f.h5"})[0] == 201
+        # anonymous requests act as "default": folders are world-readable...
+        assert s.request("GET", "/", params={"domain": "/pub/"}, user=None)[0] == 200
+        # ...domains are not, and nobody anonymous creates anything
+        assert s.request("GET", "/", params={"domain": "/pub/f.h5"}, user=None)[0] == 403
+        assert s.request("PUT", "/", params={"domain": "/pub/g.h5"}, user=None)[0] in (401, 403)
+    finally:
+        s.stop()
+
+
+def test_bad_input(server, domain):
+    with hfile(server, domain, "w") as f:
+        f.create_dataset("x", data=np.arange(20, dtype="i4").reshape(4, 5))
+        gid = f.id.id
+    with hfile(server, domain, "r") as f:
+        did = f["x"].id.id
+    p = {"domain": domain}
+
+    def req(method, path, body=None, params=None, **kw):
+        status, _, rsp = server.request(method, path, body, params=dict(p, **(params or {})),
+                                        user=USER, **kw)
+        return status, rsp
+
+    for sel in ["[0:5,0:5]", "[0:2]", "[a:b,0:1]", "[3:1,0:1]", "[0:2:0,0:1]", "[[2,1],0:1]",
+                "[-1:2,0:1]", "0:2,0:1", "[" * 50]:
+        status, rsp = req("GET", f"/datasets/{did}/value", params={"select": sel})
+        assert status == 400, (sel, status)
+        assert "error" in rsp
+    assert req("GET", f"/datasets/d-00000000-00000000-0000-000000-000000/value")[0] in (400, 404)
+    assert req("GET", f"/datasets/nonsense/value")[0] == 400
+    assert req("GET", f"/groups/{did}")[0] == 400
+    assert req("GET", "/", params={"domain": "/home/../etc"})[0] == 400
+    assert req("GET", "/", params={"domain": "/db/x"})[0] == 400
+    assert req("GET", "/", params={"domain": "relative/path"})[0] == 400
+    assert req("GET", "/", params={"domain": "/home/test_user1/missing.h5"})[0] == 404
+    # malformed bodies: nothing is created
+    headers = {"Content-Type": "application/json"}
+    assert req("POST", "/groups", b"{not json", headers=headers)[0] == 400
+    assert req("POST", "/datasets", {"type": "H5T_NOPE", "shape": [3]})[0] == 400
+    assert req("POST", "/datasets", {"type": "H5T_STD_I32LE", "shape": [2**40, 2**40]})[0] == 400
+    assert req("POST", "/datasets", {"type": "H5T_STD_I32LE", "shape": [-3]})[0] == 400
+    assert req("POST", "/datasets", [1, 2])[0] == 400
+    assert req("PUT", f"/groups/{gid}/links/bad", {"nothing": 1})[0] == 400
+    assert req("PUT", f"/groups/{gid}/attributes/a", {"type": "H5T_STD_I32LE", "shape": [2],
+                                                       "value": [1, "x"]})[0] == 400
+    assert req("PUT", f"/groups/{gid}/attributes/a", {"type": "H5T_STD_I32LE", "shape": [2],
+                                                       "value": [1, 2, 3]})[0] == 400
+    # binary writes of the wrong length, and JSON where binary is expected
+    octet = {"Content-Type": "application/octet-stream"}
+    assert req("PUT", f"/datasets/{did}/value", b"\0" * 7, headers=octet)[0] == 400
+    assert req("PUT", f"/datasets/{did}/value", b"\0" * 84, headers=octet)[0] == 400
+    assert req("POST", "/groups", b"\0\0", headers=octet)[0] == 415
+    assert req("POST", f"/datasets/{did}/value", b"\0" * 12, headers=octet)[0] == 400
+    assert req("POST", f"/datasets/{did}/value", {"points": [[9, 9]]})[0] == 400
+    assert req("PUT", f"/datasets/{did}/shape", {"shape": [8, 5]})[0] == 400
+    assert req("GET", "/no/such/endpoint")[0] == 404
+    # the server is still up and nothing changed
+    with hfile(server, domain, "r") as f:
+        assert list(f) == ["x"] and list(f.attrs) == []
+        np.testing.assert_array_equal(f["x"][...], np.arange(20).reshape(4, 5))
+
+
+def test_batch_creation(server, domain):
+    """10,000 groups with links and attributes in a handful of requests."""
+    import time
+    with hfile(server, domain, "w") as f:
+        root = f.id.id
+    n = 10000
+    prefix = root[2:19]
+    ids = [f"g-{prefix}-{i:04x}-{i:06x}-{i:06x}" for i in range(1, n + 1)]
+    p = {"domain": domain}
+    t0 = time.time()
+    for start in range(0, n, 2500):
+        items = [{"id": gid, "link": {"id": root, "name": f"g{i}"}}
+                 for i, gid in enumerate(ids[start:start + 2500], start)]
+        status, _, rsp = server.request("POST", "/groups", items, params=p, user=USER)
+        assert status == 201 and len(rsp["objects"]) == len(items)
+    attrs = {gid: {"attributes": {"n": {"type": "H5T_STD_I32LE", "shape": [], "value": i}}}
+             for i, gid in enumerate(ids)}
+    status = server.request("PUT", f"/groups/{root}/attributes", {"obj_ids": attrs}, params=p,
+                            user=USER)[0]
+    assert status == 201
+    status = server.request("PUT", f"/groups/{root}/links", {"grp_ids": {ids[0]: {"links": {
+        "up": {"id": root}, "soft": {"h5path": "/g5"}}}}}, params=p, user=USER)[0]
+    assert status == 201
+    assert time.time() - t0 < 60
+    with local(server, domain) as f:
+        assert len(f) == n
+        assert f["g1234"].attrs["n"] == 1234
+        assert f["g0/up/g7"].attrs["n"] == 7
+
+
+def test_big_binary_streams(server, domain):
+    """200 MB in and out through raw HTTP without the server holding it all."""
+    with hfile(server, domain, "w") as f:
+        f.create_dataset("big", shape=(25_000, 1000), dtype="f8", chunks=(1000, 1000))
+        did = f["big"].id.id
+    data = np.arange(25_000 * 1000, dtype="f8")
+    payload = data.tobytes()
+    before = server.rss_kb()
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=300)
+    import base64
+    auth = "Basic " + base64.b64encode(f"{USER}:{PW}".encode()).decode()
+
+    def chunks():
+        view = memoryview(payload)
+        for i in range(0, len(view), 1 << 20):
+            yield bytes(view[i:i + (1 << 20)])
+
+    from urllib.parse import quote
+    path = f"/datasets/{did}/value?domain={quote(domain)}"
+    conn.request("PUT", path, body=chunks(), headers={
+        "Authorization": auth, "Content-Type": "application/octet-stream",
+        "Content-Length": str(len(payload))})
+    rsp = conn.getresponse()
+    rsp.read()
+    assert rsp.status == 200
+    peak_write = server.rss_kb()
+    conn.request("GET", path, headers={"Authorization": auth, "Accept": "application/octet-stream"})
+    rsp = conn.getresponse()
+    assert rsp.status == 200
+    got = bytearray()
+    peak_read = 0
+    while True:
+        piece = rsp.read(8 << 20)
+        if not piece:
+            break
+        got += piece
+        peak_read = max(peak_read, server.rss_kb())
+    conn.close()
+    assert bytes(got) == payload
+    growth_mb = (max(peak_write, peak_read) - before) / 1024
+    print(f"server RSS growth: {growth_mb:.0f} MB (write {(peak_write - before) / 1024:.0f}, read {(peak_read - before) / 1024:.0f})")
+    assert growth_mb < 100, f"server RSS grew by {growth_mb:.0f} MB"
+    del payload, got
+    with local(server, domain) as f:
+        np.testing.assert_array_equal(f["big"][24_999], data[-1000:])

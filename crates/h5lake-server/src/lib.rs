@@ -62,7 +62,7 @@ impl Default for ServerConfig {
             admin_user: "admin".into(),
             max_request_bytes: 100 << 20,
             max_json_response_bytes: 100 << 20,
-            slab_bytes: 16 << 20,
+            slab_bytes: 8 << 20,
         }
     }
 }

@@ -202,9 +202,14 @@ pub(crate) async fn json_body(app: &App, ctx: &Ctx, body: Body) -> Result<Option
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
-    serde_json::from_slice(&bytes)
-        .map(Some)
-        .map_err(|e| ServerError::BadRequest(format!("Unable to load JSON body: {e}")))
+    // Clients send `null` for "no body" (h5pyd's PUT without one).
+    match serde_json::from_slice(&bytes) {
+        Ok(Value::Null) => Ok(None),
+        Ok(v) => Ok(Some(v)),
+        Err(e) => Err(ServerError::BadRequest(format!(
+            "Unable to load JSON body: {e}"
+        ))),
+    }
 }
 
 pub(crate) async fn read_body(app: &App, body: Body) -> Result<bytes::Bytes> {

@@ -468,30 +468,42 @@ fn plan(
 }
 
 /// Splits an orthogonal selection along its first dimension into pieces of
-/// at most `rows` indices.
-fn split_rows(sels: &[DimSel], rows: u64) -> Vec<Vec<DimSel>> {
+/// at most `rows` indices. A step-1 slice is cut at multiples of `align`
+/// (the chunk extent) when `rows` allows, so that each piece covers whole
+/// chunks and a write needs no read-modify-write.
+fn split_rows(sels: &[DimSel], rows: u64, align: u64) -> Vec<Vec<DimSel>> {
     let Some((first, rest)) = sels.split_first() else {
         return vec![Vec::new()];
     };
-    let rows = rows.max(1);
-    let mut out = Vec::new();
+    let mut rows = rows.max(1);
     let piece = |d: DimSel| {
         let mut v = vec![d];
         v.extend_from_slice(rest);
         v
     };
+    let mut out = Vec::new();
     match first {
         DimSel::Slice { start, count, step } => {
+            let aligned = *step == 1 && align > 1 && rows >= align;
+            if aligned {
+                rows = rows / align * align;
+            }
             let mut done = 0;
-            while done < *count || (done == 0 && *count == 0) {
-                let n = rows.min(count - done);
+            loop {
+                let mut n = rows.min(count - done);
+                if aligned && done + n < *count {
+                    let end = (start + done + n) / align * align;
+                    if end > start + done {
+                        n = end - start - done;
+                    }
+                }
                 out.push(piece(DimSel::Slice {
                     start: start + done * step,
                     count: n,
                     step: *step,
                 }));
                 done += n;
-                if *count == 0 {
+                if done >= *count {
                     break;
                 }
             }
@@ -515,7 +527,7 @@ fn slabs(p: &Plan, slab_bytes: usize) -> Vec<(Selection, usize)> {
         Selection::Orthogonal(sels) if !sels.is_empty() => {
             let row: u64 = sels[1..].iter().map(DimSel::len).product::<u64>() * es as u64;
             let rows = (slab_bytes as u64 / row.max(1)).max(1);
-            split_rows(sels, rows)
+            split_rows(sels, rows, p.meta.chunk.first().copied().unwrap_or(1))
                 .into_iter()
                 .map(|s| {
                     let sel = Selection::Orthogonal(s);
@@ -770,9 +782,9 @@ pub(crate) async fn put_value(
         })
         .await;
     }
-    let p = {
+    let (p, ctx) = {
         let app = app.clone();
-        blocking(move || plan(&app, &ctx, &id, Action::Update, None, None)).await?
+        blocking(move || Ok((plan(&app, &ctx, &id, Action::Update, None, None)?, ctx))).await?
     };
     if p.meta.dtype.is_variable() {
         let data = read_body(&app, body).await?;
@@ -782,7 +794,14 @@ pub(crate) async fn put_value(
         })
         .await;
     }
-    stream_write(app, p, body).await
+    stream_write(app, ctx, p, body).await
+}
+
+fn content_length(ctx: &Ctx) -> Option<u64> {
+    ctx.headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
 }
 
 /// A binary value for a selection, all in memory (points, vlen, base64).
@@ -805,7 +824,7 @@ fn write_binary_whole(p: &Plan, sel: &Selection, data: &[u8]) -> Result<()> {
 }
 
 /// Writes a binary body slab by slab as it arrives.
-async fn stream_write(app: Arc<App>, p: Plan, body: Body) -> Result<Response> {
+async fn stream_write(app: Arc<App>, ctx: Ctx, p: Plan, body: Body) -> Result<Response> {
     let es = p.wire.fixed_size().unwrap_or(0) as u64;
     let total = p
         .sel
@@ -814,6 +833,16 @@ async fn stream_write(app: Arc<App>, p: Plan, body: Body) -> Result<Response> {
         .ok_or_else(|| bad("selection too large"))?;
     if total == 0 {
         return Err(bad("nothing to write: the selection is empty"));
+    }
+    // A declared length that cannot be right is refused before anything is
+    // written; only a body that lies about its length (or a chunked one of
+    // the wrong size) can leave the first slabs written.
+    if let Some(len) = content_length(&ctx) {
+        if len != total {
+            return Err(bad(format!(
+                "body holds {len} bytes but the selection needs {total}"
+            )));
+        }
     }
     let p = Arc::new(p);
     let pieces = slabs(&p, app.cfg.slab_bytes);
@@ -866,7 +895,7 @@ mod tests {
             },
             DimSel::Indices(vec![0, 2]),
         ];
-        let parts = split_rows(&s, 2);
+        let parts = split_rows(&s, 2, 4);
         assert_eq!(parts.len(), 3);
         assert_eq!(
             parts[1][0],
@@ -884,8 +913,19 @@ mod tests {
                 step: 3
             }
         );
-        let parts = split_rows(&[DimSel::Indices(vec![1, 4, 6])], 2);
+        let parts = split_rows(&[DimSel::Indices(vec![1, 4, 6])], 2, 1);
         assert_eq!(parts[1][0], DimSel::Indices(vec![6]));
+        // step-1 slices are cut on chunk boundaries: 3..8 | 8..16 | 16..21
+        let sl = |start, count| DimSel::Slice {
+            start,
+            count,
+            step: 1,
+        };
+        let parts = split_rows(&[sl(3, 18)], 9, 4);
+        let got: Vec<_> = parts.iter().map(|p| p[0].clone()).collect();
+        assert_eq!(got, vec![sl(3, 5), sl(8, 8), sl(16, 5)]);
+        // an empty selection is still one (empty) piece
+        assert_eq!(split_rows(&[sl(0, 0)], 9, 4).len(), 1);
     }
 
     #[test]
