@@ -319,3 +319,53 @@ def test_big_binary_streams(server, domain):
     del payload, got
     with local(server, domain) as f:
         np.testing.assert_array_equal(f["big"][24_999], data[-1000:])
+
+
+def test_deletes_datatypes_external_links(server, domain):
+    with hfile(server, domain, "w") as f:
+        f["dt"] = np.dtype([("x", "<f4"), ("y", "<i2")])
+        f.create_dataset("a", data=np.arange(3))
+        f.create_dataset("b", data=np.arange(4))
+        f.attrs["keep"] = 1
+        f.attrs["drop"] = np.arange(3, dtype="f4")
+        f["ext"] = h5pyd.ExternalLink("/home/other.h5", "/x")
+        f["hard"] = f["a"]
+    with hfile(server, domain, "a") as f:
+        # h5pyd 1.0.0 sends deletions of links and attributes it loaded only
+        # after its first flush of the session (before that it takes them for
+        # its own unsent creations)
+        f.flush()
+        del f["b"]
+        del f.attrs["drop"]
+        f["a"].attrs["new"] = "text"
+    with hfile(server, domain, "r") as f:
+        assert sorted(f) == ["a", "dt", "ext", "hard"]
+        assert list(f.attrs) == ["keep"]
+        assert f["a"].attrs["new"] == "text"
+        assert f["dt"].dtype.names == ("x", "y")
+        link = f.get("ext", getlink=True)
+        assert isinstance(link, h5pyd.ExternalLink) and link.path == "/x"
+    with local(server, domain) as f:
+        assert sorted(f) == ["a", "dt", "ext", "hard"]
+        assert f["dt"].dtype.names == ("x", "y")
+        np.testing.assert_array_equal(f["hard"][...], np.arange(3))
+        assert f.get("ext", getlink=True).filename == "/home/other.h5"
+
+
+def test_h5lake_store_served(server):
+    """A domain written by h5lake directly is served to h5pyd."""
+    path = os.path.join(server.root, "home", USER, "direct.h5")
+    with h5lake.File(path, "w") as f:
+        f.create_dataset("d", data=np.arange(12, dtype="i2").reshape(3, 4), chunks=(2, 2),
+                         compression="gzip")
+        f["d"].attrs["unit"] = "m"
+        f.create_group("g").create_dataset("s", data=["a", "bc"], dtype=h5lake.string_dtype())
+    # h5lake stamps the owner with $USER; hand it to the test user as an admin would
+    status = server.request("PUT", f"/acls/{USER}", {k: True for k in (
+        "create", "read", "update", "delete", "readACL", "updateACL")},
+        params={"domain": f"/home/{USER}/direct.h5"}, user="admin")[0]
+    assert status == 201
+    with hfile(server, f"/home/{USER}/direct.h5", "r") as f:
+        np.testing.assert_array_equal(f["d"][1:, 1:3], np.arange(12).reshape(3, 4)[1:, 1:3])
+        assert f["d"].attrs["unit"] == "m"
+        assert [s.decode() if isinstance(s, bytes) else s for s in f["g/s"][...]] == ["a", "bc"]

@@ -806,7 +806,11 @@ fn object_json(doc: &Value, domain: &str, links: bool, attrs: bool) -> Value {
                 out["creationProperties"] = c.clone();
             }
             if links {
-                out["links"] = doc.get("links").cloned().unwrap_or(json!({}));
+                let mut l = doc.get("links").cloned().unwrap_or(json!({}));
+                if let Some(m) = l.as_object_mut() {
+                    m.values_mut().for_each(with_file_key);
+                }
+                out["links"] = l;
             }
         }
         "datasets" => {
@@ -1328,8 +1332,17 @@ fn links_from_request(links: &Value) -> Result<Vec<(String, Value)>> {
 }
 
 /// A stored link as HSDS lists it.
+/// HSDS answers external links with their domain under `file` (h5pyd reads
+/// that key); the stored documents keep `h5domain`.
+fn with_file_key(link: &mut Value) {
+    if let Some(d) = link.get("h5domain").cloned() {
+        link["file"] = d;
+    }
+}
+
 fn link_item(name: &str, link: &Value) -> Value {
     let mut item = link.clone();
+    with_file_key(&mut item);
     item["title"] = json!(name);
     if let Some(id) = link.get("id").and_then(Value::as_str) {
         item["collection"] = json!(collection_of(id));
@@ -1721,6 +1734,22 @@ async fn put_attrs(
             }
         }
         for (oid, items) in per_obj {
+            // Clients re-send attributes they already stored (h5pyd does on
+            // its first flush after opening with 'a'): an identical one is
+            // not a conflict, as in HSDS.
+            let doc = dom.get_doc(&oid)?;
+            let items: Vec<(String, Value)> = items
+                .into_iter()
+                .filter(|(n, a)| {
+                    replace
+                        || !doc
+                            .pointer(&format!(
+                                "/attributes/{}",
+                                n.replace('~', "~0").replace('/', "~1")
+                            ))
+                            .is_some_and(|cur| same_attr(cur, a))
+                })
+                .collect();
             if !items.is_empty() {
                 dom.attrs_create(&oid, items, replace)?;
             }
@@ -1728,6 +1757,12 @@ async fn put_attrs(
         created(json!({}))
     })
     .await
+}
+
+fn same_attr(a: &Value, b: &Value) -> bool {
+    ["type", "shape", "value"]
+        .iter()
+        .all(|k| a.get(k) == b.get(k))
 }
 
 /// POST `…/attributes`: several attributes by `attr_names` (of this object,

@@ -521,24 +521,39 @@ fn split_rows(sels: &[DimSel], rows: u64, align: u64) -> Vec<Vec<DimSel>> {
 }
 
 /// Slabs of a plan for binary transfer: (selection, bytes) pairs.
-fn slabs(p: &Plan, slab_bytes: usize) -> Vec<(Selection, usize)> {
+fn slabs(p: &Plan, slab_bytes: usize) -> Result<Vec<(Selection, usize)>> {
     let es = p.wire.fixed_size().unwrap_or(0);
     match &p.sel {
         Selection::Orthogonal(sels) if !sels.is_empty() => {
-            let row: u64 = sels[1..].iter().map(DimSel::len).product::<u64>() * es as u64;
+            let row = sels[1..]
+                .iter()
+                .try_fold(es as u64, |acc, s| acc.checked_mul(s.len()))
+                .ok_or_else(|| ServerError::TooLarge("selection too large".into()))?;
             let rows = (slab_bytes as u64 / row.max(1)).max(1);
-            split_rows(sels, rows, p.meta.chunk.first().copied().unwrap_or(1))
-                .into_iter()
-                .map(|s| {
-                    let sel = Selection::Orthogonal(s);
-                    let n = sel.num_elements() as usize * es;
-                    (sel, n)
-                })
-                .collect()
+            // The slab list is built up front: refuse requests that would
+            // need an absurd number of them (terabytes) rather than the memory.
+            if sels[0].len() / rows > MAX_SLABS || row > usize::MAX as u64 / 2 {
+                return Err(ServerError::TooLarge(
+                    "selection too large for one request; read it in parts".into(),
+                ));
+            }
+            Ok(
+                split_rows(sels, rows, p.meta.chunk.first().copied().unwrap_or(1))
+                    .into_iter()
+                    .map(|s| {
+                        let sel = Selection::Orthogonal(s);
+                        let n = sel.num_elements() as usize * es;
+                        (sel, n)
+                    })
+                    .collect(),
+            )
         }
-        s => vec![(s.clone(), s.num_elements() as usize * es)],
+        s => Ok(vec![(s.clone(), s.num_elements() as usize * es)]),
     }
 }
+
+/// Most slabs one binary request may take (at 8 MiB each, 8 TiB).
+const MAX_SLABS: u64 = 1 << 20;
 
 fn read_fixed(p: &Plan, sel: &Selection, n: usize) -> Result<Vec<u8>> {
     let mut buf = vec![0u8; n];
@@ -554,6 +569,13 @@ fn respond(app: &App, ctx: &Ctx, p: Plan) -> Result<Response> {
     if p.meta.dtype.is_variable() {
         if p.fields.is_some() {
             return Err(bad("fields are not supported for variable-length types"));
+        }
+        // Variable-length answers are built in memory: bound them by the
+        // JSON limit, counting at least 16 bytes an element.
+        if n.saturating_mul(16) > app.cfg.max_json_response_bytes as u64 {
+            return Err(ServerError::TooLarge(format!(
+                "{n} variable-length elements are too many for one request; read them in parts"
+            )));
         }
         let items = p.dom.read_vlen(&p.id, &p.sel)?;
         if ctx.wants_binary() {
@@ -588,7 +610,7 @@ fn respond(app: &App, ctx: &Ctx, p: Plan) -> Result<Response> {
     if total <= app.cfg.slab_bytes as u64 {
         return Ok(binary_rsp(read_fixed(&p, &p.sel, total as usize)?));
     }
-    let pieces = slabs(&p, app.cfg.slab_bytes);
+    let pieces = slabs(&p, app.cfg.slab_bytes)?;
     // One slab in the channel and one being read: memory stays at a few
     // slabs however big the answer is.
     let (tx, rx) = tokio::sync::mpsc::channel::<std::result::Result<Bytes, std::io::Error>>(1);
@@ -845,7 +867,7 @@ async fn stream_write(app: Arc<App>, ctx: Ctx, p: Plan, body: Body) -> Result<Re
         }
     }
     let p = Arc::new(p);
-    let pieces = slabs(&p, app.cfg.slab_bytes);
+    let pieces = slabs(&p, app.cfg.slab_bytes)?;
     let mut stream = body.into_data_stream();
     let mut pending: Vec<u8> = Vec::new();
     let mut written = 0u64;
