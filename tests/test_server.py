@@ -369,3 +369,103 @@ def test_h5lake_store_served(server):
         np.testing.assert_array_equal(f["d"][1:, 1:3], np.arange(12).reshape(3, 4)[1:, 1:3])
         assert f["d"].attrs["unit"] == "m"
         assert [s.decode() if isinstance(s, bytes) else s for s in f["g/s"][...]] == ["a", "bc"]
+
+
+def test_raw_api(server, domain):
+    """The endpoints h5pyd does not exercise, through raw HTTP."""
+    p = {"domain": domain}
+
+    def req(method, path, body=None, params=None, **kw):
+        status, _, rsp = server.request(method, path, body, params=dict(p, **(params or {})),
+                                        user=USER, **kw)
+        return status, rsp
+
+    status, dom = req("PUT", "/")
+    assert status == 201 and dom["class"] == "domain"
+    root = dom["root"]
+    status, rsp = req("POST", "/datasets", {"type": "H5T_STD_I32LE", "shape": [4, 3],
+                                            "maxdims": [0, 3], "value": [[i] * 3 for i in range(4)],
+                                            "link": {"id": root, "name": "d"}})
+    assert status == 201
+    did = rsp["id"]
+    assert rsp["creationProperties"]["layout"]["class"] == "H5D_CHUNKED"   # resizable: chunked
+    assert req("GET", f"/datasets/{did}/type")[1]["type"]["base"] == "H5T_STD_I32LE"
+    assert req("GET", f"/datasets/{did}/shape")[1]["shape"]["maxdims"] == ["H5S_UNLIMITED", 3]
+    assert req("GET", f"/datasets/{did}/value", params={"select": "[1:3,0:2]"})[1]["value"] == [[1, 1], [2, 2]]
+    assert req("PUT", f"/datasets/{did}/value", {"value": [7, 8], "start": [0, 1], "stop": [1, 3]})[0] == 200
+    assert req("POST", f"/datasets/{did}/value", {"points": [[0, 2], [3, 0]]})[1]["value"] == [8, 3]
+    status, rsp = req("PUT", f"/datasets/{did}/shape", {"extend": 2, "extend_dim": 0})
+    assert status == 201 and rsp["selection"] == "[4:6,0:3]"
+    assert req("GET", f"/datasets/{did}/value", params={"select": "[5,0:3]"})[1]["value"] == [[0, 0, 0]]
+    # committed types, multi-link and multi-attribute forms
+    status, rsp = req("POST", "/datatypes", {"type": "H5T_IEEE_F64LE", "link": {"id": root, "name": "t"}})
+    assert status == 201
+    tid = rsp["id"]
+    status, rsp = req("POST", "/groups", {"link": {"id": root, "name": "g"},
+                                          "attributes": {"a": {"type": tid, "shape": [2], "value": [1.5, 2.5]}}})
+    assert status == 201
+    gid = rsp["id"]
+    assert req("GET", f"/groups/{gid}/attributes/a")[1]["type"]["id"] == tid
+    assert req("PUT", f"/groups/{gid}/links", {"links": {"s": {"h5path": "/d"}, "h": {"id": did}}})[0] == 201
+    assert [l["title"] for l in req("GET", f"/groups/{gid}/links")[1]["links"]] == ["h", "s"]
+    assert req("GET", f"/groups/{gid}/links/h")[1]["link"]["collection"] == "datasets"
+    assert len(req("POST", f"/groups/{gid}/links", {"titles": ["s"]})[1]["links"]) == 1
+    assert req("PUT", f"/groups/{gid}/links/h", {"id": did})[0] == 200      # same again: fine
+    assert req("PUT", f"/groups/{gid}/links/h", {"id": gid})[0] == 409      # different: conflict
+    assert req("DELETE", f"/groups/{gid}/links", params={"titles": "s/h"})[0] == 200
+    assert req("GET", f"/groups/{gid}/links")[1]["links"] == []
+    assert req("PUT", f"/datasets/{did}/attributes", {"attributes": {
+        "x": {"type": "H5T_STD_U8LE", "shape": [3], "value": "AQID", "encoding": "base64"},
+        "y": {"type": {"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8", "strPad": "H5T_STR_NULLTERM",
+                       "length": "H5T_VARIABLE"}, "shape": "H5S_SCALAR", "value": "hi"}}})[0] == 201
+    assert req("GET", f"/datasets/{did}/attributes/x/value")[1]["value"] == [1, 2, 3]
+    assert req("PUT", f"/datasets/{did}/attributes/x/value", {"value": [4, 5, 6]})[0] == 200
+    names = [a["name"] for a in req("POST", f"/datasets/{did}/attributes", {"attr_names": ["x", "y"]})[1]["attributes"]]
+    assert names == ["x", "y"]
+    assert req("GET", f"/datasets/{did}/attributes", params={"IncludeData": 1})[1]["attributes"][0]["value"] == [4, 5, 6]
+    assert req("DELETE", f"/datasets/{did}/attributes", params={"attr_names": "x|y", "separator": "|"})[0] == 200
+    assert req("GET", "/groups")[1]["groups"] == [gid]
+    assert req("GET", "/datatypes")[1]["datatypes"] == [tid]
+    assert req("GET", "/datasets")[1]["datasets"] == [did]
+    assert req("DELETE", f"/groups/{root}")[0] == 403
+    with local(server, domain) as f:
+        np.testing.assert_array_equal(f["d"][...], [[0, 7, 8], [1, 1, 1], [2, 2, 2], [3, 3, 3], [0, 0, 0], [0, 0, 0]])
+        np.testing.assert_array_equal(f["g"].attrs["a"], [1.5, 2.5])
+    assert req("DELETE", "/")[0] == 200
+    assert req("GET", "/")[0] == 404
+    assert not os.path.exists(os.path.join(server.root, domain.lstrip("/")))
+
+
+def test_two_servers_share_a_store(server, domain):
+    """Servers keep no state of their own: what one writes, the other serves."""
+    other = Server(server.root)
+    try:
+        with hfile(server, domain, "w") as f:
+            f.create_dataset("x", data=np.arange(10), chunks=(5,), maxshape=(None,))
+        with h5pyd.File(domain, "a", endpoint=other.endpoint, username=USER, password=PW) as f:
+            f["x"].resize((12,))
+            f["x"][10:] = [10, 11]
+            f.attrs["via"] = "other"
+        with hfile(server, domain, "r") as f:
+            np.testing.assert_array_equal(f["x"][...], np.arange(12))
+            assert f.attrs["via"] == "other"
+    finally:
+        other.stop()
+
+
+def test_garbage_never_kills_the_server(server, domain):
+    import random
+    rnd = random.Random(7)
+    paths = ["/", "/domains", "/groups", "/datasets", "/acls", "/groups/g-1/links",
+             "/datasets/d-0/value", "/info"]
+    for _ in range(200):
+        path = rnd.choice(paths)
+        body = bytes(rnd.randrange(256) for _ in range(rnd.randrange(40)))
+        method = rnd.choice(["GET", "PUT", "POST", "DELETE"])
+        ctype = rnd.choice(["application/json", "application/octet-stream", "text/plain"])
+        params = {"domain": rnd.choice([domain, "/", "//", "/x/../y", "\u2603", ""]),
+                  "select": rnd.choice(["[", "[0:1]", "[::]", "[9999999999999999999999]", ""])}
+        status = server.request(method, path, body if method != "GET" else None, params=params,
+                                user=USER, headers={"Content-Type": ctype})[0]
+        assert 200 <= status < 500, (method, path, params, status)
+    assert server.request("GET", "/about", user=None)[0] == 200

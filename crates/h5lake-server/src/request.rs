@@ -394,17 +394,17 @@ pub fn shape_json(shape: Option<&Value>, maxdims: Option<&Value>) -> Result<Valu
         if max.len() != dims.len() {
             return Err(bad("maxdims must have the rank of the shape"));
         }
-        // HSDS writes unlimited as 0 in stored shapes.
-        let max: Vec<u64> = max
+        // Unlimited is 0 or "H5S_UNLIMITED" in requests, the string when stored.
+        let max: Vec<Value> = max
             .iter()
             .zip(&dims)
             .map(|(&m, &d)| {
                 if m == UNLIMITED || m == 0 {
-                    Ok(0)
+                    Ok(json!("H5S_UNLIMITED"))
                 } else if m < d {
                     Err(bad("maxdims smaller than dims"))
                 } else {
-                    Ok(m)
+                    Ok(json!(m))
                 }
             })
             .collect::<Result<_>>()?;
@@ -550,7 +550,7 @@ mod tests {
     fn shapes() {
         assert_eq!(
             shape_json(Some(&json!([3, 4])), Some(&json!([0, 4]))).unwrap(),
-            json!({"class": "H5S_SIMPLE", "dims": [3, 4], "maxdims": [0, 4]})
+            json!({"class": "H5S_SIMPLE", "dims": [3, 4], "maxdims": ["H5S_UNLIMITED", 4]})
         );
         assert_eq!(
             shape_json(Some(&json!(5)), None).unwrap(),

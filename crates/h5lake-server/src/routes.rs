@@ -906,33 +906,40 @@ async fn delete_object(
     .await
 }
 
+/// `GET /groups` (or `/datasets`, `/datatypes`): the ids of the domain's
+/// objects of one kind, sorted, without the root group (as HSDS), with
+/// HSDS's `Limit` and `Marker` paging. HSDS lists what links reach; this
+/// lists what is stored, which includes anonymous objects.
 fn list_collection(app: &App, ctx: &Ctx, letter: &str, key: &str) -> Result<Response> {
     let dom = open_domain(app, ctx, Action::Read)?;
     let root = dom.root_id().to_string();
     let prefix = ids::domain_db_prefix(&root)?;
     let (_, dirs) = app.store.list_dir(&format!("{prefix}{letter}/"))?;
     let first = &root[2..19];
-    let mut list: Vec<String> = dirs
+    let limit = ctx
+        .param("Limit")
+        .map(|l| {
+            l.parse::<usize>()
+                .map_err(|_| ServerError::BadRequest("Limit must be an integer".into()))
+        })
+        .transpose()?
+        .unwrap_or(usize::MAX);
+    let marker = ctx.param("Marker");
+    let list: Vec<String> = dirs
         .iter()
         .filter_map(|d| {
             let rest = d.trim_end_matches('/').rsplit('/').next()?;
             let id = format!("{letter}-{first}-{rest}");
             ids::parse_id(&id).is_ok().then_some(id)
         })
+        .filter(|id| *id != root && marker.is_none_or(|m| id.as_str() > m))
+        .take(limit)
         .collect();
-    if letter == "g" {
-        list.insert(0, root);
-    }
     ok(json!({key: list, "hrefs": []}))
 }
 
 async fn list_groups(State(app): AppState, ctx: Ctx) -> Result<Response> {
-    blocking(move || {
-        // h5pyd (and HSDS) answer GET /groups with the root group when
-        // asked for it by h5path; otherwise the list of group ids.
-        list_collection(&app, &ctx, "g", "groups")
-    })
-    .await
+    blocking(move || list_collection(&app, &ctx, "g", "groups")).await
 }
 
 async fn list_datasets(State(app): AppState, ctx: Ctx) -> Result<Response> {

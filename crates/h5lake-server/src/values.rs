@@ -39,8 +39,8 @@ fn bad(msg: impl Into<String>) -> ServerError {
 
 // ---- JSON <-> element bytes -------------------------------------------------
 
-/// The elements of a nested JSON array of shape `dims`, in C order. A bare
-/// value stands for the single element of a one-element selection.
+/// The elements of a nested JSON array of shape `dims`, in C order.
+/// Dimensions of extent 1 may be left out, as numpy's broadcasting allows.
 fn flatten<'a>(v: &'a Value, dims: &[u64], out: &mut Vec<&'a Value>) -> Result<()> {
     let Some((&n, rest)) = dims.split_first() else {
         out.push(v);
@@ -53,10 +53,8 @@ fn flatten<'a>(v: &'a Value, dims: &[u64], out: &mut Vec<&'a Value>) -> Result<(
             }
             Ok(())
         }
-        _ if dims.iter().product::<u64>() == 1 => {
-            out.push(v);
-            Ok(())
-        }
+        // A dimension of extent 1 may be left out ([7, 8] for a 1×2 block).
+        _ if n == 1 => flatten(v, rest, out),
         _ => Err(bad(format!(
             "value does not match the selection shape {dims:?}"
         ))),
