@@ -222,6 +222,8 @@ def test_bad_input(server, domain):
     assert req("POST", "/datasets", {"type": "H5T_NOPE", "shape": [3]})[0] == 400
     assert req("POST", "/datasets", {"type": "H5T_STD_I32LE", "shape": [2**40, 2**40]})[0] == 400
     assert req("POST", "/datasets", {"type": "H5T_STD_I32LE", "shape": [-3]})[0] == 400
+    assert req("POST", "/datasets", {"type": "H5T_STD_I32LE", "shape": [2**40], "creationProperties": {
+        "layout": {"class": "H5D_CHUNKED", "dims": [2**40]}}})[0] == 400
     assert req("POST", "/datasets", [1, 2])[0] == 400
     assert req("PUT", f"/groups/{gid}/links/bad", {"nothing": 1})[0] == 400
     assert req("PUT", f"/groups/{gid}/attributes/a", {"type": "H5T_STD_I32LE", "shape": [2],

@@ -932,7 +932,7 @@ fn list_collection(app: &App, ctx: &Ctx, letter: &str, key: &str) -> Result<Resp
             let id = format!("{letter}-{first}-{rest}");
             ids::parse_id(&id).is_ok().then_some(id)
         })
-        .filter(|id| *id != root && marker.is_none_or(|m| id.as_str() > m))
+        .filter(|id| *id != root && marker.map_or(true, |m| id.as_str() > m))
         .take(limit)
         .collect();
     ok(json!({key: list, "hrefs": []}))
@@ -984,7 +984,30 @@ fn guess_chunks(dims: &[u64], esize: u64) -> Vec<u64> {
     chunk
 }
 
-fn object_body<'a>(item: &'a Value) -> Result<&'a Map<String, Value>> {
+/// Largest chunk a dataset may declare: every read or write of a chunk holds
+/// it whole in memory (HSDS refuses chunks beyond its chunk cache, 128 MiB
+/// by default, too).
+const MAX_CHUNK_BYTES: u128 = 128 << 20;
+
+fn check_chunk_size(t: &Value, cprops: &Value) -> Result<()> {
+    let Some(dims) = cprops.pointer("/layout/dims").and_then(Value::as_array) else {
+        return Ok(());
+    };
+    let esize = h5lake_types::Datatype::from_json(t)?
+        .fixed_size()
+        .unwrap_or(16) as u128;
+    let n = dims.iter().try_fold(esize, |acc, d| {
+        d.as_u64().and_then(|d| acc.checked_mul(u128::from(d)))
+    });
+    match n {
+        Some(n) if n <= MAX_CHUNK_BYTES => Ok(()),
+        _ => Err(ServerError::BadRequest(format!(
+            "chunk shape {dims:?} is too large (at most {MAX_CHUNK_BYTES} bytes a chunk)"
+        ))),
+    }
+}
+
+fn object_body(item: &Value) -> Result<&Map<String, Value>> {
     item.as_object().ok_or_else(|| {
         ServerError::BadRequest("each object to create must be a JSON object".into())
     })
@@ -1053,6 +1076,7 @@ fn create_item(
                 cprops["layout"] =
                     json!({"class": "H5D_CHUNKED", "dims": guess_chunks(&dims, esize)});
             }
+            check_chunk_size(&t, &cprops)?;
             let did = dom.create_dataset_with_id(id, t, shape, cprops)?;
             if let Some(v) = body.get("value").filter(|v| !v.is_null()) {
                 if let Err(e) = values::write_json_value(dom, &did, None, v) {
@@ -1376,7 +1400,7 @@ async fn get_links(State(app): AppState, ctx: Ctx, Path(id): Path<String>) -> Re
             .unwrap_or(0);
         let items: Vec<Value> = links[start.min(links.len())..]
             .iter()
-            .filter(|(n, _)| pattern.is_none_or(|p| glob_match(p, n)))
+            .filter(|(n, _)| pattern.map_or(true, |p| glob_match(p, n)))
             .take(limit)
             .map(|(n, l)| link_item(n, l))
             .collect();
