@@ -430,6 +430,26 @@ def test_raw_api(server, domain):
     assert req("GET", "/datatypes")[1]["datatypes"] == [tid]
     assert req("GET", "/datasets")[1]["datasets"] == [did]
     assert req("DELETE", f"/groups/{root}")[0] == 403
+    # compound fields, binary both ways
+    ctype = {"class": "H5T_COMPOUND", "fields": [
+        {"name": "a", "type": "H5T_STD_I16LE"}, {"name": "b", "type": "H5T_IEEE_F64LE"}]}
+    status, rsp = req("POST", "/datasets", {"type": ctype, "shape": [5],
+                                            "link": {"id": root, "name": "c"}})
+    assert status == 201
+    cid = rsp["id"]
+    octet = {"Content-Type": "application/octet-stream"}
+    b = np.arange(5, dtype="<f8") + 0.5
+    assert req("PUT", f"/datasets/{cid}/value", b.tobytes(), params={"fields": "b"}, headers=octet)[0] == 200
+    a = np.array([7, 8], dtype="<i2")
+    assert req("PUT", f"/datasets/{cid}/value", a.tobytes(), params={"fields": "a", "select": "[1:3]"},
+               headers=octet)[0] == 200
+    status, _, raw = server.request("GET", f"/datasets/{cid}/value", params=dict(p, fields="b:a"), user=USER,
+                                    headers={"Accept": "application/octet-stream"}, raw=True)
+    got = np.frombuffer(raw, dtype=[("b", "<f8"), ("a", "<i2")])
+    np.testing.assert_array_equal(got["b"], b)
+    np.testing.assert_array_equal(got["a"], [0, 7, 8, 0, 0])
+    assert req("GET", f"/datasets/{cid}/value", params={"fields": "a"})[1]["value"] == [[0], [7], [8], [0], [0]]
+    assert req("GET", f"/datasets/{cid}/value", params={"fields": "zz"})[0] == 400
     with local(server, domain) as f:
         np.testing.assert_array_equal(f["d"][...], [[0, 7, 8], [1, 1, 1], [2, 2, 2], [3, 3, 3], [0, 0, 0], [0, 0, 0]])
         np.testing.assert_array_equal(f["g"].attrs["a"], [1.5, 2.5])

@@ -212,12 +212,23 @@ pub(crate) async fn json_body(app: &App, ctx: &Ctx, body: Body) -> Result<Option
     }
 }
 
+/// A whole (non-streamed) body of at most `max_request_bytes`.
 pub(crate) async fn read_body(app: &App, body: Body) -> Result<bytes::Bytes> {
-    let limit = app.cfg.max_request_bytes;
-    axum::body::to_bytes(body, limit).await.map_err(|_| {
-        ServerError::TooLarge(format!(
-            "request body larger than {limit} bytes (send big values as application/octet-stream)"
-        ))
+    limited_body(body, app.cfg.max_request_bytes).await
+}
+
+async fn limited_body(body: Body, limit: usize) -> Result<bytes::Bytes> {
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
+        let over_limit = std::error::Error::source(&e)
+            .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+        if over_limit {
+            ServerError::TooLarge(format!(
+                "request body larger than {limit} bytes (send big dataset values as application/octet-stream)"
+            ))
+        } else {
+            // a client that sent less than its Content-Length, or went away
+            ServerError::BadRequest(format!("error reading the request body: {e}"))
+        }
     })
 }
 
@@ -1089,7 +1100,7 @@ fn create_item(
     };
     let after = || -> Result<()> {
         if let Some(attrs) = body.get("attributes") {
-            let items = values::attrs_from_request(dom, &new_id, attrs)?;
+            let items = values::attrs_from_request(dom, attrs)?;
             if !items.is_empty() {
                 dom.attrs_create(&new_id, items, false)?;
             }
@@ -1725,7 +1736,7 @@ async fn put_attrs(
         match body.get("obj_ids") {
             None => per_obj.push((
                 id.clone(),
-                values::attrs_from_request(&dom, &id, body.get("attributes").unwrap_or(&none))?,
+                values::attrs_from_request(&dom, body.get("attributes").unwrap_or(&none))?,
             )),
             Some(Value::Object(m)) => {
                 for (oid, v) in m {
@@ -1733,11 +1744,7 @@ async fn put_attrs(
                         .map_err(|_| ServerError::BadRequest(format!("invalid id {oid}")))?;
                     per_obj.push((
                         oid.clone(),
-                        values::attrs_from_request(
-                            &dom,
-                            oid,
-                            v.get("attributes").unwrap_or(&none),
-                        )?,
+                        values::attrs_from_request(&dom, v.get("attributes").unwrap_or(&none))?,
                     ));
                 }
             }
@@ -1750,11 +1757,7 @@ async fn put_attrs(
                         .map_err(|_| ServerError::BadRequest(format!("invalid id {oid}")))?;
                     per_obj.push((
                         oid.to_string(),
-                        values::attrs_from_request(
-                            &dom,
-                            oid,
-                            body.get("attributes").unwrap_or(&none),
-                        )?,
+                        values::attrs_from_request(&dom, body.get("attributes").unwrap_or(&none))?,
                     ));
                 }
             }
@@ -1879,6 +1882,21 @@ async fn delete_attrs(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn body_limits() {
+        assert_eq!(limited_body(Body::from("12345"), 5).await.unwrap(), "12345");
+        let e = limited_body(Body::from("123456"), 5).await.unwrap_err();
+        assert_eq!(e.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        let failing = futures_util::stream::iter(vec![
+            Ok(bytes::Bytes::from("ab")),
+            Err(std::io::Error::other("connection reset")),
+        ]);
+        let e = limited_body(Body::from_stream(failing), 5)
+            .await
+            .unwrap_err();
+        assert_eq!(e.status(), StatusCode::BAD_REQUEST);
+    }
 
     #[test]
     fn globs() {

@@ -237,11 +237,7 @@ pub(crate) fn attr_from_request(dom: &Domain, body: &Value) -> Result<Value> {
 }
 
 /// `{name: attribute, …}` from a request, each checked.
-pub(crate) fn attrs_from_request(
-    dom: &Domain,
-    _obj_id: &str,
-    attrs: &Value,
-) -> Result<Vec<(String, Value)>> {
+pub(crate) fn attrs_from_request(dom: &Domain, attrs: &Value) -> Result<Vec<(String, Value)>> {
     attrs
         .as_object()
         .ok_or_else(|| bad("attributes must be an object of name: attribute"))?
