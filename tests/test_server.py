@@ -491,3 +491,54 @@ def test_garbage_never_kills_the_server(server, domain):
                                 user=USER, headers={"Content-Type": ctype})[0]
         assert 200 <= status < 500, (method, path, params, status)
     assert server.request("GET", "/about", user=None)[0] == 200
+
+
+def _fixture_dir():
+    here = os.path.dirname(os.path.abspath(__file__))
+    for cand in (os.path.join(here, "..", "..", "shared", "fixtures", "hsds-store", "hsdstest"),
+                 "/work/shared/fixtures/hsds-store/hsdstest"):
+        if os.path.isdir(cand):
+            return cand
+    return None
+
+
+def test_serves_a_store_hsds_wrote(tmp_path):
+    """h5pyd reads through h5lake serve exactly what h5lake reads directly
+    from a bucket real HSDS 1.0.2 wrote."""
+    import shutil
+    src = _fixture_dir()
+    if src is None:
+        pytest.skip("HSDS fixture store not available")
+    root = tmp_path / "hsdstest"
+    shutil.copytree(src, root)
+    s = Server(root)
+    domain = "/home/test_user1/fixture.h5"
+    try:
+        with hfile(s, domain, "r") as hf, h5lake.File(str(root / domain.lstrip("/")), "r") as lf:
+            seen = []
+
+            def text(a):
+                a = np.asarray(a, dtype=object)
+                return np.vectorize(lambda x: x.decode() if isinstance(x, bytes) else str(x),
+                                    otypes=[object])(a) if a.size else a
+
+            def compare(name, obj):
+                seen.append(name)
+                other = lf[name]
+                assert sorted(obj.attrs) == sorted(other.attrs), name
+                for k in obj.attrs:
+                    a, b = np.asarray(obj.attrs[k]), np.asarray(other.attrs[k])
+                    if a.dtype.kind in "OSU":
+                        a, b = text(a), text(b)
+                    np.testing.assert_array_equal(a, b, err_msg=f"{name}@{k}")
+                if isinstance(obj, h5pyd.Dataset):
+                    assert obj.shape == other.shape and obj.dtype == other.dtype, name
+                    a, b = obj[()], other[()]
+                    if obj.dtype.kind == "O":
+                        a, b = text(a), text(b)
+                    np.testing.assert_array_equal(a, b, err_msg=name)
+
+            hf.visititems(compare)
+            assert len(seen) >= 8
+    finally:
+        s.stop()
