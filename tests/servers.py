@@ -39,6 +39,9 @@ class Server:
             cmd.append("--allow-noauth")
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self._wait_ready()
+        # the first line says where it listens
+        self.banner = self.proc.stdout.readline()
+        assert self.endpoint in self.banner, self.banner
 
     def _wait_ready(self, timeout=30):
         deadline = time.time() + timeout

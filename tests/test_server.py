@@ -542,3 +542,15 @@ def test_serves_a_store_hsds_wrote(tmp_path):
             assert len(seen) >= 8
     finally:
         s.stop()
+
+
+def test_cli_serve(tmp_path):
+    s = Server(tmp_path / "b")
+    s.stop()
+    assert s.proc.returncode == 0          # SIGTERM stops it cleanly
+    r = subprocess.run([sys.executable, "-m", "h5lake", "serve", "--root", str(tmp_path / "c")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "--password-file" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "h5lake", "serve", "--help"], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0 and "HSDS" in r.stdout and "--allow-noauth" in r.stdout
