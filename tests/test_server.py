@@ -554,3 +554,46 @@ def test_cli_serve(tmp_path):
     r = subprocess.run([sys.executable, "-m", "h5lake", "serve", "--help"], capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 0 and "HSDS" in r.stdout and "--allow-noauth" in r.stdout
+
+
+def test_concurrent_writers_lose_nothing(server, domain):
+    """Writers on two servers updating rows of the same chunks at once."""
+    from concurrent.futures import ThreadPoolExecutor
+    from urllib.parse import quote
+    other = Server(server.root)
+    try:
+        with hfile(server, domain, "w") as f:
+            f.create_dataset("x", shape=(64, 8), dtype="i4", chunks=(16, 8))
+            f.attrs["n"] = 0
+            did, root = f["x"].id.id, f.id.id
+
+        def write_row(i):
+            srv = (server, other)[i % 2]
+            row = np.full(8, i + 1, dtype="<i4").tobytes()
+            status = srv.request("PUT", f"/datasets/{did}/value", row,
+                                 params={"domain": domain, "select": f"[{i}:{i + 1},0:8]"},
+                                 user=USER, headers={"Content-Type": "application/octet-stream"})[0]
+            assert status == 200
+            status = srv.request("PUT", f"/groups/{root}/attributes/a{i}",
+                                 {"type": "H5T_STD_I32LE", "shape": "H5S_SCALAR", "value": i},
+                                 params={"domain": domain}, user=USER)[0]
+            assert status == 201
+
+        with ThreadPoolExecutor(8) as ex:
+            list(ex.map(write_row, range(64)))
+        with local(server, domain) as f:
+            np.testing.assert_array_equal(f["x"][...], np.repeat(np.arange(1, 65), 8).reshape(64, 8))
+            assert len(f.attrs) == 65
+    finally:
+        other.stop()
+
+
+def test_track_order(server, domain):
+    with h5pyd.File(domain, "w", endpoint=server.endpoint, username=USER, password=PW,
+                    track_order=True) as f:
+        for name in ["z", "a", "m"]:
+            f.create_group(name)
+    with hfile(server, domain, "r") as f:
+        assert list(f) == ["z", "a", "m"]
+    with local(server, domain) as f:
+        assert list(f) == ["z", "a", "m"]
