@@ -597,3 +597,17 @@ def test_track_order(server, domain):
         assert list(f) == ["z", "a", "m"]
     with local(server, domain) as f:
         assert list(f) == ["z", "a", "m"]
+
+
+def test_getobjs(server, domain):
+    """`getobjs`: the whole tree in the domain request."""
+    with hfile(server, domain, "w") as f:
+        f.create_group("a/b")
+        f["a"].attrs["x"] = 1
+        f.create_dataset("a/d", data=np.arange(3))
+    status, _, rsp = server.request("GET", "/", params={"domain": domain, "getobjs": 1}, user=USER)
+    assert status == 200 and len(rsp["domain_objs"]) == 4
+    with h5pyd.File(domain, "r", endpoint=server.endpoint, username=USER, password=PW,
+                    getobjs=True) as f:
+        assert f["a"].attrs["x"] == 1 and list(f["a"]) == ["b", "d"]
+        np.testing.assert_array_equal(f["a/d"][...], np.arange(3))

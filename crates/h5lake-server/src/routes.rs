@@ -342,14 +342,58 @@ async fn get_domain(State(app): AppState, ctx: Ctx) -> Result<Response> {
         let doc = domain_doc(&app, &domain)?;
         acl_check(&doc, Action::Read, &ctx.user, &app.cfg.admin_user)?;
         let mut out = domain_response(&domain, &doc);
-        if ctx.flag("verbose") {
-            if let Some(root) = doc.get("root").and_then(Value::as_str) {
+        if let Some(root) = doc.get("root").and_then(Value::as_str) {
+            if ctx.flag("verbose") {
                 add_counts(&app, root, &mut out)?;
+            }
+            if ctx.flag("getobjs") {
+                if let Some(objs) = domain_objs(&app, &domain, root)? {
+                    out["domain_objs"] = objs;
+                }
             }
         }
         ok(out)
     })
     .await
+}
+
+/// Most objects `GET /?getobjs=1` returns; bigger domains answer without
+/// them (as HSDS does when it has no summary) and clients fetch objects one
+/// by one.
+const MAX_DOMAIN_OBJS: usize = 10_000;
+
+/// Every object of a domain with its links and attributes, for
+/// `GET /?getobjs=1`: what lets h5pyd open a domain in one round trip.
+fn domain_objs(app: &App, domain: &str, root: &str) -> Result<Option<Value>> {
+    let prefix = ids::domain_db_prefix(root)?;
+    let keys: Vec<String> = app
+        .store
+        .list_prefix(&prefix)?
+        .into_iter()
+        .filter(|k| {
+            k.ends_with("/.group.json")
+                || k.ends_with("/.dataset.json")
+                || k.ends_with("/.datatype.json")
+        })
+        .collect();
+    if keys.len() > MAX_DOMAIN_OBJS {
+        return Ok(None);
+    }
+    let mut objs = Map::new();
+    for k in keys {
+        let Some(bytes) = app.store.get(&k)? else {
+            continue;
+        };
+        let doc = parse_doc(&bytes, &k)?;
+        if let Some(id) = doc.get("id").and_then(Value::as_str) {
+            let mut o = object_json(&doc, domain, true, true);
+            if let Some(m) = o.as_object_mut() {
+                m.remove("hrefs");
+            }
+            objs.insert(id.to_string(), o);
+        }
+    }
+    Ok(Some(Value::Object(objs)))
 }
 
 /// Object and chunk counts for `GET /?verbose=1` (what `hsinfo` shows).
