@@ -399,6 +399,7 @@ def test_raw_api(server, domain):
     status, rsp = req("PUT", f"/datasets/{did}/shape", {"extend": 2, "extend_dim": 0})
     assert status == 201 and rsp["selection"] == "[4:6,0:3]"
     assert req("GET", f"/datasets/{did}/value", params={"select": "[5,0:3]"})[1]["value"] == [[0, 0, 0]]
+    assert req("GET", f"/datasets/{did}/value", params={"select": "[1,0:3]", "reduce_dim": 1})[1]["value"] == [1, 1, 1]
     # committed types, multi-link and multi-attribute forms
     status, rsp = req("POST", "/datatypes", {"type": "H5T_IEEE_F64LE", "link": {"id": root, "name": "t"}})
     assert status == 201

@@ -558,7 +558,11 @@ fn read_fixed(p: &Plan, sel: &Selection, n: usize) -> Result<Vec<u8>> {
 
 /// Answers a read: JSON, or binary (streamed in slabs when big).
 fn respond(app: &App, ctx: &Ctx, p: Plan) -> Result<Response> {
-    let shape = p.out_shape();
+    let mut shape = p.out_shape();
+    if ctx.flag("reduce_dim") {
+        // HSDS drops the extent-1 dimensions of a JSON answer on request.
+        shape.retain(|&d| d != 1);
+    }
     let n = p.sel.num_elements();
     if p.meta.dtype.is_variable() {
         if p.fields.is_some() {
