@@ -10,7 +10,9 @@
 //! pool; large binary values stream through in slabs of bounded size.
 
 mod auth;
+mod domains;
 mod error;
+mod objects;
 mod request;
 mod routes;
 mod values;

@@ -24,13 +24,13 @@ use h5lake_types::{
 use serde_json::{json, Value};
 
 use crate::auth::Action;
+use crate::domains::open_domain;
 use crate::error::{Result, ServerError};
+use crate::objects::{resolve_type, Coll};
 use crate::request::{
     parse_fields, parse_select, points_from_bytes, points_from_json, select_from_body, shape_json,
 };
-use crate::routes::{
-    blocking, json_body, json_rsp, open_domain, read_body, resolve_type, Coll, Ctx,
-};
+use crate::routes::{blocking, json_body, json_rsp, read_body, Ctx};
 use crate::App;
 
 fn bad(msg: impl Into<String>) -> ServerError {
