@@ -149,6 +149,19 @@ impl Server {
     }
 }
 
+/// Slab buffers are megabytes each and allocated on many threads. glibc
+/// raises its mmap threshold after the first such buffer is freed, and from
+/// then on serves them from per-thread heaps that keep their memory: a fixed
+/// threshold keeps big buffers mmapped, so that freeing one gives it back
+/// and the server's resident size stays at a few slabs.
+fn return_big_buffers_to_the_os() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes allocator tuning; any value is valid.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
+    }
+}
+
 /// Runs a server on its own tokio runtime until `stop` becomes true; calls
 /// `on_ready` with the bound address once it accepts connections.
 ///
@@ -159,6 +172,7 @@ pub fn run_blocking(
     stop: Arc<AtomicBool>,
     on_ready: impl FnOnce(SocketAddr),
 ) -> Result<()> {
+    return_big_buffers_to_the_os();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("h5lake-serve")
