@@ -122,6 +122,9 @@ def _serve(args):
         print(f"h5lake serve: serving {os.path.abspath(args.root)} at {url} (Ctrl-C to stop)",
               flush=True)
 
+    if args.allow_noauth and args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"h5lake serve: warning: anyone who can reach {args.host} may read what the "
+              "'default' ACLs allow, without a password", file=sys.stderr)
     # SIGTERM stops the server as gracefully as Ctrl-C does.
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:

@@ -141,8 +141,14 @@ impl Server {
         self,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<()> {
+        use axum::serve::ListenerExt;
         let router = routes::router(self.app);
-        axum::serve(self.listener, router)
+        // Without TCP_NODELAY a response written as headers then body waits
+        // for the client's delayed ACK: 40 ms a request.
+        let listener = self.listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        axum::serve(listener, router)
             .with_graceful_shutdown(shutdown)
             .await
             .map_err(|e| ServerError::Startup(e.to_string()))
