@@ -612,3 +612,29 @@ def test_getobjs(server, domain):
                     getobjs=True) as f:
         assert f["a"].attrs["x"] == 1 and list(f["a"]) == ["b", "d"]
         np.testing.assert_array_equal(f["a/d"][...], np.arange(3))
+
+
+def test_table_queries(server, domain):
+    """h5pyd's Table.read_where runs as a server-side query."""
+    dt = np.dtype([("temp", "<f8"), ("n", "<i4"), ("station", "S4")])
+    rows = np.zeros(1000, dtype=dt)
+    rows["temp"] = np.arange(1000) * 0.1
+    rows["n"] = np.arange(1000) % 7
+    rows["station"] = [b"KSEA" if i % 3 == 0 else b"KPDX" for i in range(1000)]
+    with hfile(server, domain, "w") as f:
+        f.create_table("t", data=rows, dtype=dt)
+    with hfile(server, domain, "r") as f:
+        t = f["t"]
+        got = np.array(list(t.read_where("(temp > 50) & (n == 3)")), dtype=dt)
+        want = rows[(rows["temp"] > 50) & (rows["n"] == 3)]
+        np.testing.assert_array_equal(got, want)
+        got = np.array(list(t.read_where("station == b'KSEA'", limit=5)), dtype=dt)
+        np.testing.assert_array_equal(got, rows[rows["station"] == b"KSEA"][:5])
+        did = t.id.id
+    status, _, rsp = server.request("GET", f"/datasets/{did}/value", user=USER, params={
+        "domain": domain, "query": "n == 6", "select": "[0:20]", "fields": "n"})
+    assert status == 200 and rsp["index"] == [6, 13] and rsp["value"] == [[6], [6]]
+    for bad in ["n ==", "nope > 1", "temp > 'x'", "((n > 1)"]:
+        status = server.request("GET", f"/datasets/{did}/value", user=USER,
+                                params={"domain": domain, "query": bad})[0]
+        assert status == 400, bad

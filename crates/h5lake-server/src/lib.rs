@@ -13,6 +13,7 @@ mod auth;
 mod domains;
 mod error;
 mod objects;
+mod query;
 mod request;
 mod routes;
 mod values;

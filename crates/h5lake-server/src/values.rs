@@ -27,6 +27,7 @@ use crate::auth::Action;
 use crate::domains::open_domain;
 use crate::error::{Result, ServerError};
 use crate::objects::{resolve_type, Coll};
+use crate::query::Query;
 use crate::request::{
     parse_fields, parse_select, points_from_bytes, points_from_json, select_from_body, shape_json,
 };
@@ -411,6 +412,8 @@ struct Plan {
     fields: Option<Vec<String>>,
     /// Type of the elements on the wire.
     wire: Datatype,
+    /// Only the elements matching this are answered (`query=`).
+    query: Option<Query>,
 }
 
 impl Plan {
@@ -444,13 +447,17 @@ fn plan(
     if !dims.is_empty() {
         sel.validate(&meta.dims)?;
     }
-    if ctx.param("query").is_some() {
-        return Err(ServerError::NotImplemented(
-            "query is not supported by h5lake serve".into(),
-        ));
-    }
     let fields = parse_fields(ctx.param("fields"))?;
     let wire = projected_type(&meta.dtype, fields.as_deref())?;
+    let query = match ctx.param("query") {
+        Some(q) if action == Action::Read => Some(Query::parse(q, &meta.dtype)?),
+        Some(_) => {
+            return Err(ServerError::NotImplemented(
+                "query updates are not supported by h5lake serve".into(),
+            ))
+        }
+        None => None,
+    };
     Ok(Plan {
         dom,
         id: id.to_string(),
@@ -458,6 +465,7 @@ fn plan(
         sel,
         fields,
         wire,
+        query,
     })
 }
 
@@ -558,6 +566,9 @@ fn read_fixed(p: &Plan, sel: &Selection, n: usize) -> Result<Vec<u8>> {
 
 /// Answers a read: JSON, or binary (streamed in slabs when big).
 fn respond(app: &App, ctx: &Ctx, p: Plan) -> Result<Response> {
+    if p.query.is_some() {
+        return respond_query(app, ctx, &p);
+    }
     let mut shape = p.out_shape();
     if ctx.flag("reduce_dim") {
         // HSDS drops the extent-1 dimensions of a JSON answer on request.
@@ -634,6 +645,80 @@ fn respond(app: &App, ctx: &Ctx, p: Plan) -> Result<Response> {
         Body::from_stream(stream),
     )
         .into_response())
+}
+
+/// Answers a query: the matching elements of a 1-D compound selection in
+/// order (at most `Limit` of them), read slab by slab; JSON answers also
+/// carry their `index`.
+fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
+    let q = p.query.as_ref().expect("a query plan");
+    let Selection::Orthogonal(sels) = &p.sel else {
+        return Err(bad("queries take a select range, not points"));
+    };
+    if sels.len() != 1 {
+        return Err(bad("queries need a one-dimensional (table) dataset"));
+    }
+    let limit = match ctx.param("Limit") {
+        None => usize::MAX,
+        Some(l) => match l.parse::<usize>() {
+            Ok(0) => usize::MAX,
+            Ok(n) => n,
+            Err(_) => return Err(bad("Limit must be a non-negative integer")),
+        },
+    };
+    let es = p.meta.dtype.fixed_size().unwrap_or(0);
+    let Datatype::Compound { fields: all, .. } = &p.meta.dtype else {
+        return Err(bad("queries need a compound (table) dataset"));
+    };
+    let picks: Vec<(usize, usize)> = match &p.wire {
+        Datatype::Compound { fields: wire, .. } if p.fields.is_some() => wire
+            .iter()
+            .map(|w| {
+                let f = all
+                    .iter()
+                    .find(|f| f.name == w.name)
+                    .expect("projected from these fields");
+                (f.offset, w.dtype.fixed_size().unwrap_or(0))
+            })
+            .collect(),
+        _ => vec![(0, es)],
+    };
+    let rows = (app.cfg.slab_bytes / es.max(1)).max(1) as u64;
+    let mut out = Vec::new();
+    let mut index = Vec::new();
+    'slabs: for piece in split_rows(sels, rows, p.meta.chunk.first().copied().unwrap_or(1)) {
+        let idx: Vec<u64> = match &piece[0] {
+            DimSel::Slice { start, count, step } => (0..*count).map(|k| start + k * step).collect(),
+            DimSel::Indices(ix) => ix.clone(),
+        };
+        let sel = Selection::Orthogonal(piece);
+        let mut buf = vec![0u8; idx.len() * es];
+        p.dom.read(&p.id, &sel, &mut buf)?;
+        for (row, &i) in buf.chunks(es.max(1)).zip(&idx) {
+            if index.len() >= limit {
+                break 'slabs;
+            }
+            if q.matches(row)? {
+                for &(off, len) in &picks {
+                    out.extend_from_slice(&row[off..off + len]);
+                }
+                index.push(i);
+                if out.len() > app.cfg.max_json_response_bytes {
+                    return Err(ServerError::TooLarge(
+                        "the query matches too much for one answer; narrow the select range or set Limit".into(),
+                    ));
+                }
+            }
+        }
+    }
+    if ctx.wants_binary() {
+        return Ok(binary_rsp(out));
+    }
+    let value = fixed_to_json(&p.wire, &out, &[index.len() as u64])?;
+    Ok(json_rsp(
+        StatusCode::OK,
+        json!({"value": value, "index": index, "hrefs": []}),
+    ))
 }
 
 pub(crate) async fn get_value(
