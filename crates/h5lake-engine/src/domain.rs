@@ -325,7 +325,10 @@ impl Domain {
 
     fn create(&mut self, opts: &DomainOptions) -> Result<()> {
         let root = match &opts.root_id {
-            Some(id) if ids::is_root_id(id) => id.clone(),
+            // Keys are case-sensitive: upper-case hex would alias a domain.
+            Some(id) if ids::is_root_id(id) && !id.chars().any(|c| c.is_ascii_uppercase()) => {
+                id.clone()
+            }
             Some(id) => {
                 return Err(EngineError::Invalid(format!(
                     "{id:?} is not a root group id"
@@ -502,7 +505,7 @@ impl Domain {
             Some(id) => {
                 let p = ids::parse_id(id)
                     .map_err(|_| EngineError::Invalid(format!("invalid object id {id:?}")))?;
-                if p.kind != kind || ids::is_root_id(id) {
+                if p.kind != kind || ids::is_root_id(id) || id[2..].chars().any(|c| c.is_ascii_uppercase()) {
                     return Err(EngineError::Invalid(format!(
                         "id {id:?} does not name a new {kind:?}"
                     )));
