@@ -169,6 +169,16 @@ fn return_big_buffers_to_the_os() {
     }
 }
 
+/// How long requests in flight may take to finish once stopped.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// Completes once `flag` is set.
+async fn stopped(flag: Arc<AtomicBool>) {
+    while !flag.load(Ordering::Relaxed) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Runs a server on its own tokio runtime until `stop` becomes true; calls
 /// `on_ready` with the bound address once it accepts connections.
 ///
@@ -188,13 +198,17 @@ pub fn run_blocking(
     let result = rt.block_on(async move {
         let server = Server::bind(cfg).await?;
         on_ready(server.local_addr()?);
-        server
-            .serve(async move {
-                while !stop.load(Ordering::Relaxed) {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            })
-            .await
+        let served = server.serve(stopped(stop.clone()));
+        // Requests in flight get a grace period, not an unlimited one: a
+        // slow client must not keep a stopped server alive.
+        let deadline = async move {
+            stopped(stop).await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        };
+        tokio::select! {
+            r = served => r,
+            () = deadline => Ok(()),
+        }
     });
     // Blocking engine calls still running (a client that went away) must
     // not keep the process alive.
