@@ -17,6 +17,7 @@ from ._hl.attrs import AttributeManager
 from ._hl.base import HLObject
 from ._hl.tools import ls, info, diff, rm, cp, mv
 from ._hl.transfer import load, get, is_hdf5
+from ._hl.serve import serve
 
 __all__ = [
     "File", "Group", "Dataset", "Datatype", "AttributeManager", "HLObject",
@@ -24,5 +25,5 @@ __all__ = [
     "string_dtype", "vlen_dtype", "enum_dtype", "opaque_dtype", "special_dtype",
     "check_dtype", "check_string_dtype", "check_vlen_dtype", "check_enum_dtype",
     "check_opaque_dtype", "check_ref_dtype", "string_info",
-    "ls", "info", "diff", "rm", "cp", "mv", "load", "get", "is_hdf5",
+    "ls", "info", "diff", "rm", "cp", "mv", "load", "get", "is_hdf5", "serve",
 ]

@@ -25,7 +25,7 @@ selection or shape), ``TypeError`` (wrong type, resize of a non-chunked
 dataset), ``FileNotFoundError``/``FileExistsError``/``OSError`` (storage).
 """
 
-from typing import Literal, Sequence, Union
+from typing import Callable, Literal, Sequence, Union
 
 import numpy as np
 
@@ -134,3 +134,15 @@ def domain_exists(url: str) -> bool:
 
 def delete_domain(url: str) -> None:
     """Delete the domain at ``url`` with every object in it."""
+
+def serve(
+    root: str,
+    host: str = "127.0.0.1",
+    port: int = 5101,
+    password_file: str | None = None,
+    allow_noauth: bool = False,
+    on_ready: "Callable[[str], object] | None" = None,
+) -> None:
+    """Serve the store directory ``root`` over the HSDS REST API until a
+    signal handler raises (Ctrl-C). ``on_ready(url)`` is called once the port
+    is bound. OSError if the port cannot be bound or the files not read."""

@@ -1,6 +1,6 @@
 """The ``h5lake`` command line: ``ls``, ``info``, ``diff``, ``rm``, ``cp``,
-``mv`` over stores and the objects in them, ``load`` (HDF5 file -> store)
-and ``get`` (store -> HDF5 file).
+``mv`` over stores and the objects in them, ``load`` (HDF5 file -> store),
+``get`` (store -> HDF5 file) and ``serve`` (the HSDS REST API).
 
 Exit status: 0 on success (and for ``diff``, when equal), 1 when ``diff``
 finds differences, 2 on any error (h5diff's convention).  Errors are one
@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import sys
 
 import h5lake
@@ -117,6 +118,28 @@ def _get(args):
     return 0
 
 
+def _serve(args):
+    def ready(url):
+        print(f"h5lake serve: serving {os.path.abspath(args.root)} at {url} (Ctrl-C to stop)",
+              flush=True)
+
+    if args.allow_noauth and args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"h5lake serve: warning: anyone who can reach {args.host} may read what the "
+              "'default' ACLs allow, without a password", file=sys.stderr)
+    # SIGTERM stops the server as gracefully as Ctrl-C does.
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        h5lake.serve(args.root, host=args.host, port=args.port, password_file=args.password_file,
+                     allow_noauth=args.allow_noauth, on_ready=ready)
+    except KeyboardInterrupt:
+        print("h5lake serve: stopped", file=sys.stderr)
+    return 0
+
+
+def _raise_interrupt(_signum, _frame):
+    raise KeyboardInterrupt
+
+
 def _summarize(cmd, args, report, extra):
     """One line of what was done, and a warning per object that was not
     (stderr, so that stdout stays clean for scripts)."""
@@ -216,6 +239,24 @@ def build_parser():
     p.add_argument("dest", metavar="HDF5_FILE", help="the HDF5 file to create")
     _force(p, "file")
     _quiet(p)
+
+    p = _command(commands, "serve", _serve,
+                 "serve a store over the HSDS REST API (for h5pyd and the hs* tools)",
+                 "h5lake serve --root /data/bucket --port 5101 --password-file passwd.txt\n"
+                 "  python -c \"import h5pyd; f = h5pyd.File('/home/u/f.h5', 'r', "
+                 "endpoint='http://127.0.0.1:5101', username='u', password='pw')\"\n\n"
+                 "The store directory is the HSDS bucket: domain /home/u/f.h5 lives in\n"
+                 "DIR/home/u/f.h5. Top-level folders (/home/) are made by the admin user,\n"
+                 "e.g. hstouch -u admin -p PW /home/ ; hstouch -u admin -p PW -o u /home/u/")
+    p.add_argument("--root", default=".", metavar="DIR",
+                   help="the store directory (HSDS bucket) to serve (default: current directory)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="interface to listen on (default 127.0.0.1; 0.0.0.0 exposes the store to the network)")
+    p.add_argument("--port", type=int, default=5101, help="port to listen on (default 5101; 0 = any free port)")
+    p.add_argument("--password-file", metavar="FILE",
+                   help="HSDS-style password file of user:password lines (user 'admin' may do anything)")
+    p.add_argument("--allow-noauth", action="store_true",
+                   help="let requests without credentials act as the 'default' ACL user")
     return parser
 
 

@@ -263,6 +263,73 @@ fn get_hdf5(py: Python<'_>, src: PathBuf, dest: PathBuf, force: bool, progress: 
     .to_string())
 }
 
+/// Serves the store at `root` over the HSDS REST API until Ctrl-C (or any
+/// signal whose Python handler raises). `on_ready(url)` is called once the
+/// port is bound.
+#[pyfunction]
+#[pyo3(signature = (root, host="127.0.0.1".to_string(), port=5101, password_file=None, allow_noauth=false, on_ready=None))]
+fn serve(
+    py: Python<'_>,
+    root: String,
+    host: String,
+    port: u16,
+    password_file: Option<PathBuf>,
+    allow_noauth: bool,
+    on_ready: Option<PyObject>,
+) -> PyResult<()> {
+    let cfg = h5lake_server::ServerConfig {
+        root,
+        host,
+        port,
+        password_file,
+        allow_noauth,
+        ..Default::default()
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let (result, raised) = py.allow_threads(move || {
+        let mut raised: Option<PyErr> = None;
+        let result = std::thread::scope(|scope| {
+            let flag = stop.clone();
+            let worker = scope.spawn(move || {
+                h5lake_server::run_blocking(cfg, flag, |addr| {
+                    let _ = ready_tx.send(addr);
+                })
+            });
+            // This thread keeps Python responsive: it announces the address
+            // and turns a pending signal into a graceful stop.
+            while !worker.is_finished() {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                if raised.is_some() {
+                    continue;
+                }
+                Python::with_gil(|py| {
+                    if let (Ok(addr), Some(cb)) = (ready_rx.try_recv(), on_ready.as_ref()) {
+                        if let Err(e) = cb.call1(py, (format!("http://{addr}"),)) {
+                            raised = Some(e);
+                        }
+                    }
+                    if raised.is_none() {
+                        if let Err(e) = py.check_signals() {
+                            raised = Some(e);
+                        }
+                    }
+                });
+                if raised.is_some() {
+                    stop.store(true, Ordering::Relaxed);
+                }
+            }
+            worker.join().expect("the server thread panicked")
+        });
+        (result, raised)
+    });
+    match (result, raised) {
+        (_, Some(e)) => Err(e),
+        (Ok(()), None) => Ok(()),
+        (Err(e), None) => Err(PyOSError::new_err(e.to_string())),
+    }
+}
+
 /// Whether a path is an HDF5 file (by its signature).
 #[pyfunction]
 fn is_hdf5(path: PathBuf) -> bool {
@@ -490,6 +557,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(is_hdf5, m)?)?;
     m.add_function(wrap_pyfunction!(domain_exists, m)?)?;
     m.add_function(wrap_pyfunction!(delete_domain, m)?)?;
+    m.add_function(wrap_pyfunction!(serve, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -345,6 +345,20 @@ impl Domain {
         &self,
         type_json: Value,
         shape_json: Value,
+        cprops: Value,
+    ) -> Result<String> {
+        self.create_dataset_with_id(None, type_json, shape_json, cprops)
+    }
+
+    /// [`Domain::create_dataset`] with a caller-chosen id.
+    ///
+    /// # Errors
+    /// As [`Domain::create_group_with_id`] and [`Domain::create_dataset`].
+    pub fn create_dataset_with_id(
+        &self,
+        id: Option<&str>,
+        type_json: Value,
+        shape_json: Value,
         mut cprops: Value,
     ) -> Result<String> {
         self.check_writable()?;
@@ -440,7 +454,7 @@ impl Domain {
             }
         }
         doc["creationProperties"] = cprops;
-        self.new_dataset_doc(doc)
+        self.new_dataset_doc(id, doc)
     }
 
     /// The parsed dataset document.

@@ -62,6 +62,12 @@ pub struct DomainOptions {
     pub root_creation_props: Value,
     /// Decoded-chunk cache budget in bytes (0 = no cache).
     pub chunk_cache_bytes: usize,
+    /// Root-group id for a domain being created (HSDS clients such as h5pyd
+    /// choose their ids); `None` makes a fresh one.
+    pub root_id: Option<String>,
+    /// Owner recorded in a created domain (the REST server's authenticated
+    /// user); `None` is `$USER`.
+    pub owner: Option<String>,
 }
 
 impl Default for DomainOptions {
@@ -69,6 +75,8 @@ impl Default for DomainOptions {
         DomainOptions {
             root_creation_props: json!({}),
             chunk_cache_bytes: DEFAULT_CACHE_BYTES,
+            root_id: None,
+            owner: None,
         }
     }
 }
@@ -349,25 +357,36 @@ impl Domain {
             (OpenMode::Truncate, Some(root)) => {
                 dom.store.delete(&dom.domain_key)?;
                 dom.store.delete_prefix(&ids::domain_db_prefix(&root)?)?;
-                dom.create(&opts.root_creation_props)?;
+                dom.create(opts)?;
                 Ok(dom)
             }
             (_, None) => {
-                dom.create(&opts.root_creation_props)?;
+                dom.create(opts)?;
                 Ok(dom)
             }
         }
     }
 
-    fn create(&mut self, root_creation_props: &Value) -> Result<()> {
-        let root = ids::new_root_id();
+    fn create(&mut self, opts: &DomainOptions) -> Result<()> {
+        let root = match &opts.root_id {
+            // Keys are case-sensitive: upper-case hex would alias a domain.
+            Some(id) if ids::is_root_id(id) && !id.chars().any(|c| c.is_ascii_uppercase()) => {
+                id.clone()
+            }
+            Some(id) => {
+                return Err(EngineError::Invalid(format!(
+                    "{id:?} is not a root group id"
+                )))
+            }
+            None => ids::new_root_id(),
+        };
         let t = now();
         let group = json!({
             "id": root, "root": root, "created": t, "lastModified": t,
-            "links": {}, "attributes": {}, "creationProperties": root_creation_props,
+            "links": {}, "attributes": {}, "creationProperties": opts.root_creation_props,
         });
         self.put_new(&ids::doc_key(&root)?, &group)?;
-        let owner = default_owner();
+        let owner = opts.owner.clone().unwrap_or_else(default_owner);
         let mut acls = Map::new();
         acls.insert(
             owner.clone(),
@@ -578,9 +597,27 @@ impl Domain {
         unreachable!("the retry loop only ends by returning")
     }
 
-    fn new_object(&self, kind: ObjKind, mut doc: Value) -> Result<String> {
+    fn new_object(&self, kind: ObjKind, id: Option<&str>, mut doc: Value) -> Result<String> {
         self.check_writable()?;
-        let id = ids::new_id(kind, &self.root_id);
+        let id = match id {
+            Some(id) => {
+                let p = ids::parse_id(id)
+                    .map_err(|_| EngineError::Invalid(format!("invalid object id {id:?}")))?;
+                if p.kind != kind || ids::is_root_id(id) || id[2..].chars().any(|c| c.is_ascii_uppercase()) {
+                    return Err(EngineError::Invalid(format!(
+                        "id {id:?} does not name a new {kind:?}"
+                    )));
+                }
+                if Some(p.domain_part) != self.root_id.get(2..19) {
+                    return Err(EngineError::Invalid(format!(
+                        "id {id:?} is not valid for root {}",
+                        self.root_id
+                    )));
+                }
+                id.to_string()
+            }
+            None => ids::new_id(kind, &self.root_id),
+        };
         let t = now();
         doc["id"] = json!(id);
         doc["root"] = json!(self.root_id);
@@ -598,8 +635,18 @@ impl Domain {
     /// # Errors
     /// Read-only domain; I/O trouble.
     pub fn create_group(&self, creation_props: Value) -> Result<String> {
+        self.create_group_with_id(None, creation_props)
+    }
+
+    /// [`Domain::create_group`] with a caller-chosen id (HSDS clients pick
+    /// ids so that they can batch creations).
+    ///
+    /// # Errors
+    /// An id of another kind or domain, or one that exists; as [`Domain::create_group`].
+    pub fn create_group_with_id(&self, id: Option<&str>, creation_props: Value) -> Result<String> {
         self.new_object(
             ObjKind::Group,
+            id,
             json!({"links": {}, "attributes": {}, "creationProperties": creation_props}),
         )
     }
@@ -609,12 +656,20 @@ impl Domain {
     /// # Errors
     /// Invalid type JSON; read-only domain.
     pub fn create_datatype(&self, type_json: Value) -> Result<String> {
-        h5lake_types::Datatype::from_json(&type_json)?;
-        self.new_object(ObjKind::Datatype, json!({"type": type_json}))
+        self.create_datatype_with_id(None, type_json)
     }
 
-    pub(crate) fn new_dataset_doc(&self, doc: Value) -> Result<String> {
-        self.new_object(ObjKind::Dataset, doc)
+    /// [`Domain::create_datatype`] with a caller-chosen id.
+    ///
+    /// # Errors
+    /// As [`Domain::create_group_with_id`] and [`Domain::create_datatype`].
+    pub fn create_datatype_with_id(&self, id: Option<&str>, type_json: Value) -> Result<String> {
+        h5lake_types::Datatype::from_json(&type_json)?;
+        self.new_object(ObjKind::Datatype, id, json!({"type": type_json}))
+    }
+
+    pub(crate) fn new_dataset_doc(&self, id: Option<&str>, doc: Value) -> Result<String> {
+        self.new_object(ObjKind::Dataset, id, doc)
     }
 
     /// Removes an object's document and everything stored under it (chunks).
@@ -640,21 +695,44 @@ impl Domain {
     ///
     /// # Errors
     /// An existing name ([`EngineError::AlreadyExists`]); a bad name or link.
-    pub fn link_create(&self, group_id: &str, name: &str, mut link: Value) -> Result<()> {
-        check_name(name, "link")?;
-        check_link(&link)?;
-        if let Some(target) = link.get("id").and_then(Value::as_str) {
-            ids::parse_id(target)?;
+    pub fn link_create(&self, group_id: &str, name: &str, link: Value) -> Result<()> {
+        self.links_create(group_id, vec![(name.to_string(), link)], false)
+    }
+
+    /// Adds several links to a group in one document update, so that a
+    /// batch costs one write however many links it holds. With `replace`,
+    /// existing names are overwritten; otherwise any existing name fails the
+    /// whole batch and nothing is written.
+    ///
+    /// # Errors
+    /// As [`Domain::link_create`].
+    pub fn links_create(&self, group_id: &str, items: Vec<(String, Value)>, replace: bool) -> Result<()> {
+        let t = now();
+        let mut checked = Vec::with_capacity(items.len());
+        for (name, mut link) in items {
+            check_name(&name, "link")?;
+            check_link(&link)?;
+            if let Some(target) = link.get("id").and_then(Value::as_str) {
+                ids::parse_id(target)?;
+            }
+            if link.get("created").and_then(Value::as_f64).is_none() {
+                link["created"] = json!(t);
+            }
+            checked.push((name, link));
         }
-        link["created"] = json!(now());
         self.update_doc(group_id, |doc| {
             let links = member_map(doc, "links", group_id)?;
-            if links.contains_key(name) {
-                return Err(EngineError::AlreadyExists(format!(
-                    "Unable to create link (name already exists): {name:?}"
-                )));
+            for (name, link) in &checked {
+                if links.contains_key(name) {
+                    if !replace {
+                        return Err(EngineError::AlreadyExists(format!(
+                            "Unable to create link (name already exists): {name:?}"
+                        )));
+                    }
+                    links.shift_remove(name);
+                }
+                links.insert(name.clone(), link.clone());
             }
-            links.insert(name.to_string(), link.clone());
             Ok(())
         })
     }
@@ -677,13 +755,23 @@ impl Domain {
     /// # Errors
     /// [`EngineError::NotFound`] if the group has no such link.
     pub fn link_delete(&self, group_id: &str, name: &str) -> Result<()> {
+        self.links_delete(group_id, &[name.to_string()])
+    }
+
+    /// Removes several links in one document update; a missing name fails
+    /// the whole batch and nothing is removed.
+    ///
+    /// # Errors
+    /// As [`Domain::link_delete`].
+    pub fn links_delete(&self, group_id: &str, names: &[String]) -> Result<()> {
         self.update_doc(group_id, |doc| {
-            member_map(doc, "links", group_id)?
-                .shift_remove(name)
-                .map(|_| ())
-                .ok_or_else(|| {
+            let links = member_map(doc, "links", group_id)?;
+            for name in names {
+                links.shift_remove(name).ok_or_else(|| {
                     EngineError::NotFound(format!("Unable to delete link {name:?} (no such link)"))
-                })
+                })?;
+            }
+            Ok(())
         })
     }
 
@@ -704,40 +792,52 @@ impl Domain {
     ///
     /// # Errors
     /// Existing name without `overwrite`; invalid type, shape or value.
-    pub fn attr_create(
-        &self,
-        obj_id: &str,
-        name: &str,
-        mut attr: Value,
-        overwrite: bool,
-    ) -> Result<()> {
-        if name.is_empty() {
-            return Err(EngineError::Invalid(
-                "attribute names must not be empty".into(),
-            ));
+    pub fn attr_create(&self, obj_id: &str, name: &str, attr: Value, overwrite: bool) -> Result<()> {
+        self.attrs_create(obj_id, vec![(name.to_string(), attr)], overwrite)
+    }
+
+    /// Creates several attributes of one object in one document update; an
+    /// existing name without `overwrite` fails the whole batch.
+    ///
+    /// # Errors
+    /// As [`Domain::attr_create`].
+    pub fn attrs_create(&self, obj_id: &str, items: Vec<(String, Value)>, overwrite: bool) -> Result<()> {
+        let t = now();
+        let mut checked = Vec::with_capacity(items.len());
+        for (name, mut attr) in items {
+            if name.is_empty() {
+                return Err(EngineError::Invalid(
+                    "attribute names must not be empty".into(),
+                ));
+            }
+            let ty = attr
+                .get("type")
+                .ok_or_else(|| EngineError::Invalid("attribute without type".into()))?;
+            if !ty.as_str().is_some_and(|s| s.starts_with("t-")) {
+                h5lake_types::Datatype::from_json(ty)?;
+            }
+            h5lake_types::Shape::from_json(
+                attr.get("shape")
+                    .ok_or_else(|| EngineError::Invalid("attribute without shape".into()))?,
+            )?;
+            if attr.get("created").and_then(Value::as_f64).is_none() {
+                attr["created"] = json!(t);
+            }
+            checked.push((name, attr));
         }
-        let t = attr
-            .get("type")
-            .ok_or_else(|| EngineError::Invalid("attribute without type".into()))?;
-        if !t.as_str().is_some_and(|s| s.starts_with("t-")) {
-            h5lake_types::Datatype::from_json(t)?;
-        }
-        h5lake_types::Shape::from_json(
-            attr.get("shape")
-                .ok_or_else(|| EngineError::Invalid("attribute without shape".into()))?,
-        )?;
-        attr["created"] = json!(now());
         self.update_doc(obj_id, |doc| {
             let attrs = member_map(doc, "attributes", obj_id)?;
-            if attrs.contains_key(name) {
-                if !overwrite {
-                    return Err(EngineError::AlreadyExists(format!(
-                        "Unable to create attribute (name already exists): {name:?}"
-                    )));
+            for (name, attr) in &checked {
+                if attrs.contains_key(name) {
+                    if !overwrite {
+                        return Err(EngineError::AlreadyExists(format!(
+                            "Unable to create attribute (name already exists): {name:?}"
+                        )));
+                    }
+                    attrs.shift_remove(name);
                 }
-                attrs.shift_remove(name);
+                attrs.insert(name.clone(), attr.clone());
             }
-            attrs.insert(name.to_string(), attr.clone());
             Ok(())
         })
     }
@@ -762,15 +862,25 @@ impl Domain {
     /// # Errors
     /// [`EngineError::NotFound`] if missing.
     pub fn attr_delete(&self, obj_id: &str, name: &str) -> Result<()> {
+        self.attrs_delete(obj_id, &[name.to_string()])
+    }
+
+    /// Removes several attributes in one document update; a missing name
+    /// fails the whole batch and nothing is removed.
+    ///
+    /// # Errors
+    /// As [`Domain::attr_delete`].
+    pub fn attrs_delete(&self, obj_id: &str, names: &[String]) -> Result<()> {
         self.update_doc(obj_id, |doc| {
-            member_map(doc, "attributes", obj_id)?
-                .shift_remove(name)
-                .map(|_| ())
-                .ok_or_else(|| {
+            let attrs = member_map(doc, "attributes", obj_id)?;
+            for name in names {
+                attrs.shift_remove(name).ok_or_else(|| {
                     EngineError::NotFound(format!(
                         "Can't delete attribute (can't locate attribute: {name:?})"
                     ))
-                })
+                })?;
+            }
+            Ok(())
         })
     }
 

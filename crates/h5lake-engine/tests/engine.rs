@@ -640,3 +640,111 @@ fn a_cancelled_call_stops_with_interrupted() {
     dom.read(&id, &slices(&[(0, 64, 1), (0, 64, 1)]), &mut out)
         .unwrap();
 }
+
+#[test]
+fn caller_chosen_ids_and_batches() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let root = "g-0123abcd-4567ef01-89ab-2345cd-ef6789";
+    let opts = h5lake_engine::DomainOptions {
+        root_id: Some(root.into()),
+        owner: Some("alice".into()),
+        ..Default::default()
+    };
+    let dom = Domain::open_with(
+        store.clone(),
+        "a",
+        OpenMode::CreateExclusive,
+        "a".into(),
+        &opts,
+    )
+    .unwrap();
+    assert_eq!(dom.root_id(), root);
+    assert_eq!(dom.domain_doc().unwrap()["owner"], "alice");
+    // the same root id cannot make a second domain
+    let err = Domain::open_with(
+        store.clone(),
+        "b",
+        OpenMode::CreateExclusive,
+        "b".into(),
+        &opts,
+    )
+    .unwrap_err();
+    assert!(matches!(err, EngineError::AlreadyExists(_)));
+    let bad = h5lake_engine::DomainOptions {
+        root_id: Some("g-0123ABCD-4567ef01-89ab-2345cd-ef6789".into()),
+        ..Default::default()
+    };
+    assert!(Domain::open_with(
+        store.clone(),
+        "c",
+        OpenMode::CreateExclusive,
+        "c".into(),
+        &bad
+    )
+    .is_err());
+
+    let g = "g-0123abcd-4567ef01-0000-000000-000001";
+    assert_eq!(dom.create_group_with_id(Some(g), json!({})).unwrap(), g);
+    assert!(matches!(
+        dom.create_group_with_id(Some(g), json!({})),
+        Err(EngineError::AlreadyExists(_))
+    ));
+    // wrong kind, wrong domain, malformed, upper case
+    for id in [
+        "d-0123abcd-4567ef01-0000-000000-000002",
+        "g-ffffffff-4567ef01-0000-000000-000002",
+        "g-nope",
+        "g-0123abcd-4567ef01-0000-000000-00000A",
+    ] {
+        assert!(
+            matches!(
+                dom.create_group_with_id(Some(id), json!({})),
+                Err(EngineError::Invalid(_))
+            ),
+            "{id}"
+        );
+    }
+    let d = "d-0123abcd-4567ef01-0000-000000-000003";
+    let shape = json!({"class": "H5S_SIMPLE", "dims": [4]});
+    assert_eq!(
+        dom.create_dataset_with_id(Some(d), i32_type(), shape, json!({}))
+            .unwrap(),
+        d
+    );
+
+    // a batch with one existing name writes nothing
+    dom.links_create(
+        root,
+        vec![("x".into(), json!({"class": "H5L_TYPE_HARD", "id": g}))],
+        false,
+    )
+    .unwrap();
+    let batch = vec![
+        ("y".to_string(), json!({"class": "H5L_TYPE_HARD", "id": d})),
+        (
+            "x".to_string(),
+            json!({"class": "H5L_TYPE_SOFT", "h5path": "/y"}),
+        ),
+    ];
+    assert!(dom.links_create(root, batch.clone(), false).is_err());
+    assert_eq!(dom.links(root).unwrap().len(), 1);
+    dom.links_create(root, batch, true).unwrap();
+    let links = dom.links(root).unwrap();
+    assert_eq!(links.len(), 2);
+    assert_eq!(dom.link_get(root, "x").unwrap()["class"], "H5L_TYPE_SOFT");
+    assert!(dom
+        .links_delete(root, &["x".into(), "nope".into()])
+        .is_err());
+    dom.links_delete(root, &["x".into(), "y".into()]).unwrap();
+    assert!(dom.links(root).unwrap().is_empty());
+
+    let attr = |v: i32| json!({"type": i32_type(), "shape": {"class": "H5S_SCALAR"}, "value": v});
+    dom.attrs_create(g, vec![("a".into(), attr(1)), ("b".into(), attr(2))], false)
+        .unwrap();
+    assert!(dom
+        .attrs_create(g, vec![("c".into(), attr(3)), ("a".into(), attr(4))], false)
+        .is_err());
+    assert_eq!(dom.attr_names(g).unwrap(), vec!["a", "b"]);
+    dom.attrs_delete(g, &["a".into(), "b".into()]).unwrap();
+    assert!(dom.attr_names(g).unwrap().is_empty());
+}

@@ -1,0 +1,604 @@
+//! Domains, folders and their ACLs: `/`, `/domains`, `/acls`.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use h5lake_engine::{ids, Domain, DomainOptions, OpenMode};
+use h5lake_store::PutOutcome;
+use serde_json::{json, Map, Value};
+
+use crate::auth::{self, acl_check, Action};
+use crate::error::{Result, ServerError};
+use crate::objects::object_json;
+use crate::request::domain_key;
+use crate::routes::{blocking, created, json_body, ok, AppState, Ctx};
+use crate::App;
+
+// ---- domains -------------------------------------------------------------
+
+pub(crate) fn parse_doc(bytes: &[u8], what: &str) -> Result<Value> {
+    serde_json::from_slice(bytes)
+        .map_err(|e| ServerError::Internal(format!("corrupt document {what}: {e}")))
+}
+
+/// The domain or folder document, 404 if there is none.
+pub(crate) fn domain_doc(app: &App, domain: &str) -> Result<Value> {
+    let key = domain_key(domain);
+    let bytes = app
+        .store
+        .get(&key)?
+        .ok_or_else(|| ServerError::NotFound(format!("domain {domain} not found")))?;
+    parse_doc(&bytes, &key)
+}
+
+/// Opens the request's domain after checking `action` against its ACLs.
+pub(crate) fn open_domain(app: &App, ctx: &Ctx, action: Action) -> Result<Arc<Domain>> {
+    let domain = ctx.domain()?;
+    let doc = domain_doc(app, &domain)?;
+    acl_check(&doc, action, &ctx.user, &app.cfg.admin_user)?;
+    if doc.get("root").is_none() {
+        return Err(ServerError::BadRequest(format!(
+            "{domain} is a folder, not a domain"
+        )));
+    }
+    let mode = match action {
+        Action::Read | Action::ReadAcl => OpenMode::Read,
+        _ => OpenMode::ReadWrite,
+    };
+    let opts = DomainOptions {
+        // Another server process may change chunks at any time: only the
+        // version-checked document cache is safe to keep.
+        chunk_cache_bytes: 0,
+        ..Default::default()
+    };
+    Ok(Arc::new(Domain::open_with(
+        app.store.clone(),
+        domain.trim_start_matches('/'),
+        mode,
+        domain.clone(),
+        &opts,
+    )?))
+}
+
+pub(crate) async fn about(State(app): AppState, ctx: Ctx) -> Result<Response> {
+    ok(json!({
+        "start_time": app.started,
+        "state": "READY",
+        "hsds_version": "1.0.2",
+        "name": "h5lake",
+        "greeting": "Welcome to h5lake",
+        "about": "h5lake: HDF5 data in the HSDS object-store schema, served over the HSDS REST API",
+        "h5lake_version": env!("CARGO_PKG_VERSION"),
+        "node_count": 1,
+        "username": ctx.user,
+        "isadmin": ctx.user == app.cfg.admin_user,
+    }))
+}
+
+const COMPRESSORS: [&str; 6] = ["deflate", "gzip", "lz4", "lzf", "zstd", "blosclz"];
+
+pub(crate) fn domain_response(domain: &str, doc: &Value) -> Value {
+    let mut out = json!({
+        "owner": doc.get("owner").cloned().unwrap_or(Value::Null),
+        "created": doc.get("created").cloned().unwrap_or(json!(0)),
+        "lastModified": doc.get("lastModified").cloned().unwrap_or(json!(0)),
+        "class": if doc.get("root").is_some() { "domain" } else { "folder" },
+        "name": domain,
+        "hrefs": [],
+        "limits": {"min_chunk_size": 1 << 20, "max_chunk_size": 4 << 20,
+                   "max_request_size": 100 << 20, "max_chunks_per_request": 1000},
+        "compressors": COMPRESSORS,
+        "version": "1.0.2",
+    });
+    if let Some(root) = doc.get("root") {
+        out["root"] = root.clone();
+    }
+    out
+}
+
+pub(crate) async fn get_domain(State(app): AppState, ctx: Ctx) -> Result<Response> {
+    blocking(move || {
+        let domain = ctx.domain()?;
+        if domain == "/" {
+            return Err(ServerError::BadRequest(
+                "use GET /domains to list the top level".into(),
+            ));
+        }
+        let doc = domain_doc(&app, &domain)?;
+        acl_check(&doc, Action::Read, &ctx.user, &app.cfg.admin_user)?;
+        let mut out = domain_response(&domain, &doc);
+        if let Some(root) = doc.get("root").and_then(Value::as_str) {
+            if ctx.flag("verbose") {
+                add_counts(&app, root, &mut out)?;
+            }
+            if ctx.flag("getobjs") {
+                if let Some(objs) = domain_objs(&app, &domain, root)? {
+                    out["domain_objs"] = objs;
+                }
+            }
+        }
+        ok(out)
+    })
+    .await
+}
+
+/// Most objects `GET /?getobjs=1` returns; bigger domains answer without
+/// them (as HSDS does when it has no summary) and clients fetch objects one
+/// by one.
+const MAX_DOMAIN_OBJS: usize = 10_000;
+
+/// Every object of a domain with its links and attributes, for
+/// `GET /?getobjs=1`: what lets h5pyd open a domain in one round trip.
+pub(crate) fn domain_objs(app: &App, domain: &str, root: &str) -> Result<Option<Value>> {
+    let prefix = ids::domain_db_prefix(root)?;
+    let keys: Vec<String> = app
+        .store
+        .list_prefix(&prefix)?
+        .into_iter()
+        .filter(|k| {
+            k.ends_with("/.group.json")
+                || k.ends_with("/.dataset.json")
+                || k.ends_with("/.datatype.json")
+        })
+        .collect();
+    if keys.len() > MAX_DOMAIN_OBJS {
+        return Ok(None);
+    }
+    let mut objs = Map::new();
+    for k in keys {
+        let Some(bytes) = app.store.get(&k)? else {
+            continue;
+        };
+        let doc = parse_doc(&bytes, &k)?;
+        if let Some(id) = doc.get("id").and_then(Value::as_str) {
+            let mut o = object_json(&doc, domain, true, true);
+            if let Some(m) = o.as_object_mut() {
+                m.remove("hrefs");
+            }
+            objs.insert(id.to_string(), o);
+        }
+    }
+    Ok(Some(Value::Object(objs)))
+}
+
+/// Object and chunk counts for `GET /?verbose=1` (what `hsinfo` shows).
+pub(crate) fn add_counts(app: &App, root: &str, out: &mut Value) -> Result<()> {
+    let prefix = ids::domain_db_prefix(root)?;
+    let keys = app.store.list_prefix(&prefix)?;
+    let (mut groups, mut datasets, mut datatypes, mut chunks) = (0u64, 0u64, 0u64, 0u64);
+    let (mut meta_bytes, mut chunk_bytes) = (0u64, 0u64);
+    for k in &keys {
+        if k.ends_with("/.group.json") {
+            groups += 1;
+        } else if k.ends_with("/.dataset.json") {
+            datasets += 1;
+        } else if k.ends_with("/.datatype.json") {
+            datatypes += 1;
+        } else {
+            chunks += 1;
+        }
+    }
+    // Sizes need one metadata read per key; keep that to modest domains.
+    if keys.len() <= 100_000 {
+        for k in &keys {
+            let n = app.store.get(k)?.map_or(0, |b| b.len() as u64);
+            if k.ends_with(".json") {
+                meta_bytes += n;
+            } else {
+                chunk_bytes += n;
+            }
+        }
+    }
+    out["num_groups"] = json!(groups);
+    out["num_datasets"] = json!(datasets);
+    out["num_datatypes"] = json!(datatypes);
+    out["num_objects"] = json!(groups + datasets + datatypes);
+    out["num_chunks"] = json!(chunks);
+    out["allocated_bytes"] = json!(chunk_bytes);
+    out["metadata_bytes"] = json!(meta_bytes);
+    out["total_size"] = json!(chunk_bytes + meta_bytes);
+    out["num_linked_chunks"] = json!(0);
+    out["linked_bytes"] = json!(0);
+    Ok(())
+}
+
+pub(crate) fn parent_of(domain: &str) -> &str {
+    match domain.rfind('/') {
+        Some(0) | None => "/",
+        Some(i) => &domain[..i],
+    }
+}
+
+pub(crate) fn owner_acl() -> Value {
+    json!({"create": true, "read": true, "update": true, "delete": true, "readACL": true, "updateACL": true})
+}
+
+pub(crate) async fn put_domain(State(app): AppState, ctx: Ctx, body: Body) -> Result<Response> {
+    let body = json_body(&app, &ctx, body).await?.unwrap_or(json!({}));
+    if !body.is_object() {
+        return Err(ServerError::BadRequest(
+            "the body must be a JSON object".into(),
+        ));
+    }
+    blocking(move || {
+        let domain = ctx.domain()?;
+        if domain == "/" {
+            return Err(ServerError::BadRequest("cannot create the top level".into()));
+        }
+        let admin = &app.cfg.admin_user;
+        let truthy = |k: &str| ctx.flag(k) || body.get(k).is_some_and(|v| v.as_bool() == Some(true) || v.as_i64().is_some_and(|n| n != 0));
+        if truthy("flush") || truthy("rescan") {
+            // Every write is durable when it returns: a flush only checks
+            // that the caller could have written.
+            let doc = domain_doc(&app, &domain)?;
+            acl_check(&doc, Action::Update, &ctx.user, admin)?;
+            return Ok(StatusCode::NO_CONTENT.into_response());
+        }
+        let owner = match body.get("owner") {
+            None => ctx.user.clone(),
+            Some(Value::String(o)) if *o == ctx.user || ctx.user == *admin => o.clone(),
+            Some(Value::String(_)) => {
+                return Err(ServerError::Forbidden("only the admin may create domains for others".into()))
+            }
+            Some(_) => return Err(ServerError::BadRequest("owner must be a string".into())),
+        };
+        if ctx.user == auth::DEFAULT_USER {
+            return Err(ServerError::Unauthorized("anonymous users cannot create domains".into()));
+        }
+        let parent = parent_of(&domain);
+        let parent_doc = if parent == "/" {
+            if ctx.user != *admin {
+                return Err(ServerError::Forbidden(
+                    "creation of top-level domains is only supported by admin users".into(),
+                ));
+            }
+            None
+        } else {
+            let p = domain_doc(&app, parent).map_err(|e| match e {
+                ServerError::NotFound(_) => ServerError::NotFound(format!("parent folder {parent} not found")),
+                e => e,
+            })?;
+            if p.get("root").is_some() {
+                return Err(ServerError::BadRequest("Parent domain must be a folder".into()));
+            }
+            acl_check(&p, Action::Create, &ctx.user, admin)?;
+            Some(p)
+        };
+        // Users with rights on the parent folder keep them on what is made in it.
+        let mut acls = Map::new();
+        if let Some(pacls) = parent_doc.as_ref().and_then(|p| p.get("acls")).and_then(Value::as_object) {
+            for (u, acl) in pacls {
+                let any = acl.as_object().is_some_and(|a| a.values().any(|v| v.as_bool() == Some(true)));
+                if u != auth::DEFAULT_USER && *u != owner && u != admin && any {
+                    acls.insert(u.clone(), acl.clone());
+                }
+            }
+        }
+        acls.insert(owner.clone(), owner_acl());
+        let folder = truthy("folder");
+        let key = domain_key(&domain);
+        if folder {
+            acls.insert(
+                auth::DEFAULT_USER.into(),
+                json!({"create": false, "read": true, "update": false, "delete": false, "readACL": false, "updateACL": false}),
+            );
+            let t = h5lake_engine::domain::now();
+            let doc = json!({"owner": owner, "acls": acls, "created": t, "lastModified": t});
+            return match app.store.put_if_absent(&key, doc.to_string().as_bytes())? {
+                PutOutcome::Written(_) => created(domain_response(&domain, &doc)),
+                PutOutcome::Conflict => Err(ServerError::Conflict(format!("domain {domain} already exists"))),
+            };
+        }
+        let root_id = match body.get("root_id") {
+            None => None,
+            Some(Value::String(r)) if ids::is_root_id(r) => Some(r.clone()),
+            Some(r) => return Err(ServerError::BadRequest(format!("invalid client provided root id: {r}"))),
+        };
+        let root_props = body
+            .pointer("/group/creationProperties")
+            .cloned()
+            .unwrap_or(json!({}));
+        let opts = DomainOptions {
+            root_creation_props: root_props,
+            chunk_cache_bytes: 0,
+            root_id,
+            owner: Some(owner.clone()),
+        };
+        let dom = Domain::open_with(
+            app.store.clone(),
+            domain.trim_start_matches('/'),
+            OpenMode::CreateExclusive,
+            domain.clone(),
+            &opts,
+        )
+        .map_err(|e| match e {
+            h5lake_engine::EngineError::StoreExists(_) | h5lake_engine::EngineError::AlreadyExists(_) => {
+                ServerError::Conflict(format!("domain {domain} already exists"))
+            }
+            e => e.into(),
+        })?;
+        let doc = update_domain_doc(&app, &domain, |doc| {
+            doc["acls"] = Value::Object(acls.clone());
+            Ok(())
+        })?;
+        let _ = dom;
+        created(domain_response(&domain, &doc))
+    })
+    .await
+}
+
+/// Read-modify-write of a domain document with a conditional put, so that
+/// concurrent ACL changes from several servers are never lost.
+pub(crate) fn update_domain_doc(
+    app: &App,
+    domain: &str,
+    mut f: impl FnMut(&mut Value) -> Result<()>,
+) -> Result<Value> {
+    let key = domain_key(domain);
+    loop {
+        let cur = app
+            .store
+            .get_versioned(&key)?
+            .ok_or_else(|| ServerError::NotFound(format!("domain {domain} not found")))?;
+        let mut doc = parse_doc(&cur.data, &key)?;
+        f(&mut doc)?;
+        doc["lastModified"] = json!(h5lake_engine::domain::now());
+        if let PutOutcome::Written(_) =
+            app.store
+                .put_if_version(&key, doc.to_string().as_bytes(), &cur.version)?
+        {
+            return Ok(doc);
+        }
+    }
+}
+
+pub(crate) async fn delete_domain(State(app): AppState, ctx: Ctx) -> Result<Response> {
+    blocking(move || {
+        let domain = ctx.domain()?;
+        if domain == "/" {
+            return Err(ServerError::Forbidden(
+                "the top level cannot be deleted".into(),
+            ));
+        }
+        let doc = domain_doc(&app, &domain)?;
+        acl_check(&doc, Action::Delete, &ctx.user, &app.cfg.admin_user)?;
+        let key = domain_key(&domain);
+        match doc.get("root").and_then(Value::as_str) {
+            Some(root) => {
+                // The document goes first: from then on the domain is gone
+                // for everyone, whatever happens to the objects.
+                app.store.delete(&key)?;
+                app.store.delete_prefix(&ids::domain_db_prefix(root)?)?;
+            }
+            None => {
+                if !list_children(&app, &domain)?.is_empty() {
+                    return Err(ServerError::Conflict(format!(
+                        "folder {domain} is not empty"
+                    )));
+                }
+                app.store.delete(&key)?;
+            }
+        }
+        ok(json!({"domain": domain}))
+    })
+    .await
+}
+
+/// The domains and folders directly inside a folder, sorted by name.
+pub(crate) fn list_children(app: &App, folder: &str) -> Result<Vec<(String, Value)>> {
+    let prefix = match folder.trim_matches('/') {
+        "" => String::new(),
+        p => format!("{p}/"),
+    };
+    let (_, dirs) = app.store.list_dir(&prefix)?;
+    let mut out = Vec::new();
+    for dir in dirs {
+        if prefix.is_empty() && dir == "db/" {
+            continue;
+        }
+        let key = format!("{dir}.domain.json");
+        if let Some(bytes) = app.store.get(&key)? {
+            if let Ok(doc) = serde_json::from_slice::<Value>(&bytes) {
+                out.push((format!("/{}", dir.trim_end_matches('/')), doc));
+            }
+        }
+    }
+    Ok(out)
+}
+
+pub(crate) async fn get_domains(State(app): AppState, ctx: Ctx) -> Result<Response> {
+    blocking(move || {
+        let folder = match ctx.param("domain") {
+            Some(_) => ctx.domain()?,
+            None => "/".to_string(),
+        };
+        if folder != "/" {
+            let doc = domain_doc(&app, &folder)?;
+            if doc.get("root").is_some() {
+                return Err(ServerError::BadRequest(format!(
+                    "{folder} is a domain, not a folder"
+                )));
+            }
+            acl_check(&doc, Action::Read, &ctx.user, &app.cfg.admin_user)?;
+        }
+        let limit = ctx
+            .param("Limit")
+            .and_then(|l| l.parse::<usize>().ok())
+            .unwrap_or(usize::MAX);
+        let marker = ctx.param("Marker").map(str::to_string);
+        let pattern = ctx.param("pattern").map(str::to_string);
+        let mut items = Vec::new();
+        for (name, doc) in list_children(&app, &folder)? {
+            if marker.as_ref().is_some_and(|m| name.as_str() <= m.as_str()) {
+                continue;
+            }
+            let base = name.rsplit('/').next().unwrap_or("");
+            if pattern.as_ref().is_some_and(|p| !glob_match(p, base)) {
+                continue;
+            }
+            if items.len() >= limit {
+                break;
+            }
+            let mut item = domain_response(&name, &doc);
+            if let Some(obj) = item.as_object_mut() {
+                for k in ["hrefs", "limits", "compressors", "version"] {
+                    obj.remove(k);
+                }
+            }
+            if ctx.flag("verbose") {
+                if let Some(root) = doc.get("root").and_then(Value::as_str) {
+                    add_counts(&app, root, &mut item)?;
+                }
+            }
+            items.push(item);
+        }
+        ok(json!({"domains": items, "hrefs": []}))
+    })
+    .await
+}
+
+/// `*` and `?` wildcards, as `hsls` patterns use them.
+pub(crate) fn glob_match(p: &str, s: &str) -> bool {
+    let (p, s): (Vec<char>, Vec<char>) = (p.chars().collect(), s.chars().collect());
+    let (mut pi, mut si, mut star, mut mark) = (0, 0, None, 0);
+    while si < s.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == s[si]) {
+            pi += 1;
+            si += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = si;
+            pi += 1;
+        } else if let Some(st) = star {
+            pi = st + 1;
+            mark += 1;
+            si = mark;
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+// ---- ACLs ------------------------------------------------------------------
+
+pub(crate) fn acl_item(user: &str, acl: &Value) -> Value {
+    let mut item = json!({"userName": user});
+    for a in Action::ALL {
+        item[a.key()] = json!(acl.get(a.key()).and_then(Value::as_bool).unwrap_or(false));
+    }
+    item
+}
+
+pub(crate) async fn get_acls(State(app): AppState, ctx: Ctx) -> Result<Response> {
+    blocking(move || {
+        let domain = ctx.domain()?;
+        let doc = domain_doc(&app, &domain)?;
+        acl_check(&doc, Action::ReadAcl, &ctx.user, &app.cfg.admin_user)?;
+        let acls: Vec<Value> = doc
+            .get("acls")
+            .and_then(Value::as_object)
+            .map(|m| m.iter().map(|(u, a)| acl_item(u, a)).collect())
+            .unwrap_or_default();
+        ok(json!({"acls": acls, "hrefs": []}))
+    })
+    .await
+}
+
+pub(crate) async fn get_acl(
+    State(app): AppState,
+    ctx: Ctx,
+    Path(user): Path<String>,
+) -> Result<Response> {
+    blocking(move || {
+        let domain = ctx.domain()?;
+        let doc = domain_doc(&app, &domain)?;
+        // Anyone may see their own entry; other entries need readACL.
+        if user != ctx.user {
+            acl_check(&doc, Action::ReadAcl, &ctx.user, &app.cfg.admin_user)?;
+        }
+        let acl = doc
+            .pointer(&format!(
+                "/acls/{}",
+                user.replace('~', "~0").replace('/', "~1")
+            ))
+            .ok_or_else(|| ServerError::NotFound(format!("no ACL for user {user}")))?;
+        ok(json!({"acl": acl_item(&user, acl), "hrefs": []}))
+    })
+    .await
+}
+
+pub(crate) async fn put_acl(
+    State(app): AppState,
+    ctx: Ctx,
+    Path(user): Path<String>,
+    body: Body,
+) -> Result<Response> {
+    let body = json_body(&app, &ctx, body).await?;
+    let Some(Value::Object(perms)) = body else {
+        return Err(ServerError::BadRequest(
+            "the body must be an object of ACL flags".into(),
+        ));
+    };
+    let mut acl = Map::new();
+    for (k, v) in &perms {
+        if k == "userName" {
+            continue;
+        }
+        if !Action::ALL.iter().any(|a| a.key() == k) {
+            return Err(ServerError::BadRequest(format!("unknown ACL key {k:?}")));
+        }
+        let b = v
+            .as_bool()
+            .or_else(|| v.as_i64().map(|n| n != 0))
+            .ok_or_else(|| {
+                ServerError::BadRequest(format!("ACL flag {k} must be true or false"))
+            })?;
+        acl.insert(k.clone(), json!(b));
+    }
+    if user.is_empty() || user.contains(|c: char| c.is_control()) {
+        return Err(ServerError::BadRequest("invalid user name".into()));
+    }
+    blocking(move || {
+        let domain = ctx.domain()?;
+        let doc = domain_doc(&app, &domain)?;
+        acl_check(&doc, Action::UpdateAcl, &ctx.user, &app.cfg.admin_user)?;
+        update_domain_doc(&app, &domain, |doc| {
+            if !doc.get("acls").is_some_and(Value::is_object) {
+                doc["acls"] = json!({});
+            }
+            let entry = doc["acls"]
+                .as_object_mut()
+                .expect("acls is an object")
+                .entry(user.clone())
+                .or_insert_with(|| json!({}));
+            if !entry.is_object() {
+                *entry = json!({});
+            }
+            for a in Action::ALL {
+                let cur = entry.get(a.key()).and_then(Value::as_bool).unwrap_or(false);
+                let new = acl.get(a.key()).and_then(Value::as_bool).unwrap_or(cur);
+                entry[a.key()] = json!(new);
+            }
+            Ok(())
+        })?;
+        created(json!({}))
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("*.h5", "a.h5"));
+        assert!(glob_match("a?c", "abc"));
+        assert!(!glob_match("*.h5", "a.h6"));
+        assert!(glob_match("*", ""));
+    }
+}

@@ -1,0 +1,130 @@
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use h5lake_engine::EngineError;
+use h5lake_store::StoreError;
+use thiserror::Error;
+
+/// Everything a request (or starting the server) can fail with, mapped once
+/// to an HTTP status in [`ServerError::status`].
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum ServerError {
+    /// Malformed input: JSON, selections, ids, domain paths, shapes.
+    #[error("{0}")]
+    BadRequest(String),
+    /// No or wrong credentials.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// Authenticated, but the ACLs say no.
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("{0}")]
+    NotFound(String),
+    /// The name, object or domain exists already.
+    #[error("{0}")]
+    Conflict(String),
+    /// A JSON body larger than the configured limit.
+    #[error("{0}")]
+    TooLarge(String),
+    /// A body that is neither JSON nor binary where one of them is required.
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    /// A part of the HSDS API this server does not implement.
+    #[error("{0}")]
+    NotImplemented(String),
+    #[error("{0}")]
+    Internal(String),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// Starting the server: binding the port, reading the password file.
+    #[error("{0}")]
+    Startup(String),
+}
+
+/// Result alias for the server.
+pub type Result<T> = std::result::Result<T, ServerError>;
+
+impl From<StoreError> for ServerError {
+    fn from(e: StoreError) -> Self {
+        ServerError::Engine(EngineError::Store(e))
+    }
+}
+
+impl From<h5lake_types::TypeError> for ServerError {
+    fn from(e: h5lake_types::TypeError) -> Self {
+        ServerError::BadRequest(e.to_string())
+    }
+}
+
+impl ServerError {
+    /// The HTTP status HSDS answers the same condition with.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ServerError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ServerError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            ServerError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ServerError::NotFound(_) => StatusCode::NOT_FOUND,
+            ServerError::Conflict(_) => StatusCode::CONFLICT,
+            ServerError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ServerError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ServerError::NotImplemented(_) => StatusCode::NOT_IMPLEMENTED,
+            ServerError::Internal(_) | ServerError::Startup(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ServerError::Engine(e) => match e {
+                EngineError::NotFound(_) | EngineError::StoreNotFound(_) => StatusCode::NOT_FOUND,
+                EngineError::AlreadyExists(_) | EngineError::StoreExists(_) => StatusCode::CONFLICT,
+                EngineError::Invalid(_)
+                | EngineError::WrongType(_)
+                | EngineError::NotAStore(_)
+                | EngineError::Types(_) => StatusCode::BAD_REQUEST,
+                EngineError::ReadOnly(_) => StatusCode::FORBIDDEN,
+                EngineError::Store(StoreError::InvalidKey { .. }) => StatusCode::BAD_REQUEST,
+                _ => StatusCode::INTERNAL_SERVER_ERROR,
+            },
+        }
+    }
+}
+
+impl IntoResponse for ServerError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let msg = self.to_string();
+        let body = serde_json::json!({"status": status.as_u16(), "error": msg, "message": msg});
+        let mut rsp = (status, body.to_string()).into_response();
+        rsp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        if status == StatusCode::UNAUTHORIZED {
+            rsp.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Basic realm=\"h5lake\""),
+            );
+        }
+        // h5pyd reports `IOError(status, reason)`: carrying the message in
+        // the reason phrase is what makes it reach the user.
+        if let Ok(reason) = hyper::ext::ReasonPhrase::try_from(reason_phrase(&msg).into_bytes()) {
+            rsp.extensions_mut().insert(reason);
+        }
+        rsp
+    }
+}
+
+/// A message as a valid reason phrase: visible ASCII and spaces, at most
+/// 200 bytes.
+fn reason_phrase(msg: &str) -> String {
+    let mut s: String = msg
+        .chars()
+        .map(|c| {
+            if c.is_ascii_graphic() || c == ' ' {
+                c
+            } else {
+                '?'
+            }
+        })
+        .take(200)
+        .collect();
+    if s.trim().is_empty() {
+        s = "error".into();
+    }
+    s
+}

@@ -1,0 +1,212 @@
+//! `h5lake serve`: the HSDS REST API (what h5pyd and the `hs*` tools speak)
+//! over an h5lake store.
+//!
+//! The store directory is the HSDS bucket: domain `/home/u/f.h5` is the
+//! document `home/u/f.h5/.domain.json` and its objects live under `db/`,
+//! exactly where HSDS puts them. The server keeps no authoritative state in
+//! memory — every request reads the documents it needs (the engine caches
+//! them by store version) — so any number of `h5lake serve` processes can
+//! share one store. Engine calls block, so they run on tokio's blocking
+//! pool; large binary values stream through in slabs of bounded size.
+
+mod auth;
+mod domains;
+mod error;
+mod objects;
+mod query;
+mod request;
+mod routes;
+mod values;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use h5lake_store::Store;
+
+pub use auth::Action;
+pub use error::{Result, ServerError};
+
+/// How to run the server.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// The store (an HSDS bucket): a directory or `s3://bucket[/prefix]`.
+    pub root: String,
+    /// Interface to bind; loopback unless told otherwise.
+    pub host: String,
+    /// Port to bind; 0 picks a free one (see [`Server::local_addr`]).
+    pub port: u16,
+    /// HSDS `passwd.txt`-style `user:password` file.
+    pub password_file: Option<PathBuf>,
+    /// Let requests without credentials act as the `default` ACL user.
+    pub allow_noauth: bool,
+    /// The user who may do anything.
+    pub admin_user: String,
+    /// Largest JSON body accepted (binary values stream and have no limit).
+    pub max_request_bytes: usize,
+    /// Largest selection answered as JSON (binary answers stream instead).
+    pub max_json_response_bytes: usize,
+    /// Bytes of a binary value read or written per step: what bounds the
+    /// server's memory for big requests.
+    pub slab_bytes: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            root: ".".to_string(),
+            host: "127.0.0.1".into(),
+            port: 5101,
+            password_file: None,
+            allow_noauth: false,
+            admin_user: "admin".into(),
+            max_request_bytes: 100 << 20,
+            max_json_response_bytes: 100 << 20,
+            slab_bytes: 8 << 20,
+        }
+    }
+}
+
+/// Shared, read-only state of a running server.
+pub(crate) struct App {
+    pub store: Arc<dyn Store>,
+    pub cfg: ServerConfig,
+    pub users: HashMap<String, String>,
+    pub started: f64,
+}
+
+/// Opens the store behind `root`. The one place that knows what kind of
+/// store it is, so that other backends (S3 URLs) plug in here.
+fn open_store(root: &str) -> Result<Arc<dyn Store>> {
+    h5lake_store::open_url(root, true)
+        .map_err(|e| ServerError::Startup(format!("cannot open store {root}: {e}")))
+}
+
+/// A bound, not yet serving, server.
+pub struct Server {
+    listener: tokio::net::TcpListener,
+    app: Arc<App>,
+}
+
+impl Server {
+    /// Opens the store, reads the password file and binds the port.
+    ///
+    /// # Errors
+    /// No password file and no `allow_noauth`; unreadable files; a port in use.
+    pub async fn bind(cfg: ServerConfig) -> Result<Self> {
+        let users = match &cfg.password_file {
+            Some(p) => auth::load_passwords(p)?,
+            None if cfg.allow_noauth => HashMap::new(),
+            None => return Err(ServerError::Startup(
+                "give a password file (--password-file) or allow anonymous access (--allow-noauth)"
+                    .into(),
+            )),
+        };
+        let store = open_store(&cfg.root)?;
+        let addr = format!("{}:{}", cfg.host, cfg.port);
+        let listener = tokio::net::TcpListener::bind(&addr)
+            .await
+            .map_err(|e| ServerError::Startup(format!("cannot listen on {addr}: {e}")))?;
+        let app = Arc::new(App {
+            store,
+            cfg,
+            users,
+            started: h5lake_engine::domain::now(),
+        });
+        Ok(Server { listener, app })
+    }
+
+    /// The address actually bound (useful with port 0).
+    ///
+    /// # Errors
+    /// The socket has no local address.
+    pub fn local_addr(&self) -> Result<SocketAddr> {
+        self.listener
+            .local_addr()
+            .map_err(|e| ServerError::Startup(e.to_string()))
+    }
+
+    /// Serves until `shutdown` completes, then finishes the requests in flight.
+    ///
+    /// # Errors
+    /// The listener fails.
+    pub async fn serve(
+        self,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Result<()> {
+        use axum::serve::ListenerExt;
+        let router = routes::router(self.app);
+        // Without TCP_NODELAY a response written as headers then body waits
+        // for the client's delayed ACK: 40 ms a request.
+        let listener = self.listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        axum::serve(listener, router)
+            .with_graceful_shutdown(shutdown)
+            .await
+            .map_err(|e| ServerError::Startup(e.to_string()))
+    }
+}
+
+/// Slab buffers are megabytes each and allocated on many threads. glibc
+/// raises its mmap threshold after the first such buffer is freed, and from
+/// then on serves them from per-thread heaps that keep their memory: a fixed
+/// threshold keeps big buffers mmapped, so that freeing one gives it back
+/// and the server's resident size stays at a few slabs.
+fn return_big_buffers_to_the_os() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes allocator tuning; any value is valid.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
+    }
+}
+
+/// How long requests in flight may take to finish once stopped.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// Completes once `flag` is set.
+async fn stopped(flag: Arc<AtomicBool>) {
+    while !flag.load(Ordering::Relaxed) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Runs a server on its own tokio runtime until `stop` becomes true; calls
+/// `on_ready` with the bound address once it accepts connections.
+///
+/// # Errors
+/// As [`Server::bind`] and [`Server::serve`].
+pub fn run_blocking(
+    cfg: ServerConfig,
+    stop: Arc<AtomicBool>,
+    on_ready: impl FnOnce(SocketAddr),
+) -> Result<()> {
+    return_big_buffers_to_the_os();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("h5lake-serve")
+        .build()
+        .map_err(|e| ServerError::Startup(format!("cannot start the runtime: {e}")))?;
+    let result = rt.block_on(async move {
+        let server = Server::bind(cfg).await?;
+        on_ready(server.local_addr()?);
+        let served = server.serve(stopped(stop.clone()));
+        // Requests in flight get a grace period, not an unlimited one: a
+        // slow client must not keep a stopped server alive.
+        let deadline = async move {
+            stopped(stop).await;
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        };
+        tokio::select! {
+            r = served => r,
+            () = deadline => Ok(()),
+        }
+    });
+    // Blocking engine calls still running (a client that went away) must
+    // not keep the process alive.
+    rt.shutdown_timeout(Duration::from_secs(5));
+    result
+}

@@ -1,0 +1,1172 @@
+//! Groups, datasets and committed datatypes, their links and attributes
+//! (values of datasets and attributes are in [`crate::values`]).
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::request::Parts;
+use axum::response::Response;
+use h5lake_engine::{ids, Domain};
+use serde_json::{json, Map, Value};
+
+use crate::auth::Action;
+use crate::domains::{glob_match, open_domain};
+use crate::error::{Result, ServerError};
+use crate::request::{shape_json, type_json};
+use crate::routes::{blocking, created, json_body, ok, AppState, Ctx};
+use crate::values;
+use crate::App;
+
+// ---- objects -------------------------------------------------------------
+
+pub(crate) fn collection_of(id: &str) -> &'static str {
+    match id.get(..2) {
+        Some("d-") => "datasets",
+        Some("t-") => "datatypes",
+        _ => "groups",
+    }
+}
+
+/// HSDS's view of a dataset's creation properties: h5lake's hidden chunking
+/// of big contiguous datasets is reported as the contiguous layout it is.
+pub(crate) fn public_cprops(doc: &Value) -> Value {
+    let mut c = doc.get("creationProperties").cloned().unwrap_or(json!({}));
+    if let Some(class) = doc.pointer("/h5lake/layout").and_then(Value::as_str) {
+        c["layout"] = json!({"class": class});
+    }
+    c
+}
+
+pub(crate) fn count(doc: &Value, key: &str) -> usize {
+    doc.get(key).and_then(Value::as_object).map_or(0, Map::len)
+}
+
+/// The JSON HSDS answers `GET /<collection>/<id>` with.
+pub(crate) fn object_json(doc: &Value, domain: &str, links: bool, attrs: bool) -> Value {
+    let id = doc.get("id").and_then(Value::as_str).unwrap_or("");
+    let mut out = json!({
+        "id": id,
+        "root": doc.get("root").cloned().unwrap_or(Value::Null),
+        "created": doc.get("created").cloned().unwrap_or(json!(0)),
+        "lastModified": doc.get("lastModified").cloned().unwrap_or(json!(0)),
+        "attributeCount": count(doc, "attributes"),
+        "domain": domain,
+        "hrefs": [],
+    });
+    match collection_of(id) {
+        "groups" => {
+            out["linkCount"] = json!(count(doc, "links"));
+            if let Some(c) = doc.get("creationProperties") {
+                out["creationProperties"] = c.clone();
+            }
+            if links {
+                let mut l = doc.get("links").cloned().unwrap_or(json!({}));
+                if let Some(m) = l.as_object_mut() {
+                    m.values_mut().for_each(with_file_key);
+                }
+                out["links"] = l;
+            }
+        }
+        "datasets" => {
+            out["type"] = doc.get("type").cloned().unwrap_or(Value::Null);
+            out["shape"] = doc.get("shape").cloned().unwrap_or(Value::Null);
+            let c = public_cprops(doc);
+            if let Some(l) = c.get("layout") {
+                out["layout"] = l.clone();
+            }
+            out["creationProperties"] = c;
+        }
+        _ => {
+            out["type"] = doc.get("type").cloned().unwrap_or(Value::Null);
+        }
+    }
+    if attrs {
+        out["attributes"] = doc.get("attributes").cloned().unwrap_or(json!({}));
+    }
+    out
+}
+
+/// Checks that the id in the URL is well formed and of the URL's collection.
+pub(crate) fn check_id(id: &str, coll: &str) -> Result<()> {
+    ids::parse_id(id).map_err(|_| ServerError::BadRequest(format!("Invalid object id: {id}")))?;
+    if collection_of(id) != coll {
+        return Err(ServerError::BadRequest(format!("{id} is not in /{coll}")));
+    }
+    Ok(())
+}
+
+pub(crate) fn coll_from_path(parts_path: &str) -> &'static str {
+    if parts_path.starts_with("/datasets") {
+        "datasets"
+    } else if parts_path.starts_with("/datatypes") {
+        "datatypes"
+    } else {
+        "groups"
+    }
+}
+
+/// The collection named by the request path (the id must belong to it).
+pub(crate) struct Coll(pub &'static str);
+
+impl<S: Send + Sync> FromRequestParts<S> for Coll {
+    type Rejection = ServerError;
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self> {
+        Ok(Coll(coll_from_path(parts.uri.path())))
+    }
+}
+
+pub(crate) async fn get_object(
+    State(app): AppState,
+    ctx: Ctx,
+    Coll(coll): Coll,
+    Path(id): Path<String>,
+) -> Result<Response> {
+    check_id(&id, coll)?;
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Read)?;
+        let doc = dom.get_doc(&id)?;
+        let mut out = object_json(
+            &doc,
+            dom.location(),
+            ctx.flag("include_links"),
+            ctx.flag("include_attrs"),
+        );
+        if ctx.flag("getalias") && id == dom.root_id() {
+            out["alias"] = json!(["/"]);
+        }
+        ok(out)
+    })
+    .await
+}
+
+pub(crate) async fn delete_object(
+    State(app): AppState,
+    ctx: Ctx,
+    Coll(coll): Coll,
+    Path(id): Path<String>,
+) -> Result<Response> {
+    check_id(&id, coll)?;
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Delete)?;
+        if id == dom.root_id() {
+            return Err(ServerError::Forbidden(
+                "deletion of the root group is not allowed - delete the domain".into(),
+            ));
+        }
+        dom.get_doc(&id)?;
+        dom.delete_object(&id)?;
+        ok(json!({}))
+    })
+    .await
+}
+
+/// `GET /groups` (or `/datasets`, `/datatypes`): the ids of the domain's
+/// objects of one kind, sorted, without the root group (as HSDS), with
+/// HSDS's `Limit` and `Marker` paging. HSDS lists what links reach; this
+/// lists what is stored, which includes anonymous objects.
+pub(crate) fn list_collection(app: &App, ctx: &Ctx, letter: &str, key: &str) -> Result<Response> {
+    let dom = open_domain(app, ctx, Action::Read)?;
+    let root = dom.root_id().to_string();
+    let prefix = ids::domain_db_prefix(&root)?;
+    let (_, dirs) = app.store.list_dir(&format!("{prefix}{letter}/"))?;
+    let first = &root[2..19];
+    let limit = ctx
+        .param("Limit")
+        .map(|l| {
+            l.parse::<usize>()
+                .map_err(|_| ServerError::BadRequest("Limit must be an integer".into()))
+        })
+        .transpose()?
+        .unwrap_or(usize::MAX);
+    let marker = ctx.param("Marker");
+    let list: Vec<String> = dirs
+        .iter()
+        .filter_map(|d| {
+            let rest = d.trim_end_matches('/').rsplit('/').next()?;
+            let id = format!("{letter}-{first}-{rest}");
+            ids::parse_id(&id).is_ok().then_some(id)
+        })
+        .filter(|id| *id != root && marker.map_or(true, |m| id.as_str() > m))
+        .take(limit)
+        .collect();
+    ok(json!({key: list, "hrefs": []}))
+}
+
+pub(crate) async fn list_groups(State(app): AppState, ctx: Ctx) -> Result<Response> {
+    blocking(move || list_collection(&app, &ctx, "g", "groups")).await
+}
+
+pub(crate) async fn list_datasets(State(app): AppState, ctx: Ctx) -> Result<Response> {
+    blocking(move || list_collection(&app, &ctx, "d", "datasets")).await
+}
+
+pub(crate) async fn list_datatypes(State(app): AppState, ctx: Ctx) -> Result<Response> {
+    blocking(move || list_collection(&app, &ctx, "t", "datatypes")).await
+}
+
+/// A type given by reference to a committed datatype (`"t-…"`) becomes that
+/// type with its `id`, as HSDS stores it.
+pub(crate) fn resolve_type(dom: &Domain, t: &Value) -> Result<Value> {
+    if let Some(tid) = t.as_str().filter(|s| s.starts_with("t-")) {
+        let doc = dom.get_doc(tid)?;
+        let mut ty = doc
+            .get("type")
+            .cloned()
+            .ok_or_else(|| ServerError::BadRequest(format!("{tid} is not a datatype")))?;
+        ty["id"] = json!(tid);
+        return Ok(ty);
+    }
+    type_json(t)
+}
+
+/// HSDS picks a chunk shape when a dataset needs one (resizable or
+/// filtered) and the client gave none: about 1 MiB, growing the last
+/// dimensions first, unlimited dimensions starting from their current size.
+pub(crate) fn guess_chunks(dims: &[u64], esize: u64) -> Vec<u64> {
+    let target = (1u64 << 20) / esize.max(1);
+    let mut chunk: Vec<u64> = dims.iter().map(|&d| d.max(1)).collect();
+    let mut total: u64 = chunk.iter().product::<u64>().max(1);
+    for c in chunk.iter_mut() {
+        if total <= target {
+            break;
+        }
+        let shrink = (total / target).max(1);
+        let new = (*c / shrink).max(1);
+        total = total / *c * new;
+        *c = new;
+    }
+    chunk
+}
+
+/// Largest chunk a dataset may declare: every read or write of a chunk holds
+/// it whole in memory (HSDS refuses chunks beyond its chunk cache, 128 MiB
+/// by default, too).
+const MAX_CHUNK_BYTES: u128 = 128 << 20;
+
+pub(crate) fn check_chunk_size(t: &Value, cprops: &Value) -> Result<()> {
+    let Some(dims) = cprops.pointer("/layout/dims").and_then(Value::as_array) else {
+        return Ok(());
+    };
+    let esize = h5lake_types::Datatype::from_json(t)?
+        .fixed_size()
+        .unwrap_or(16) as u128;
+    let n = dims.iter().try_fold(esize, |acc, d| {
+        d.as_u64().and_then(|d| acc.checked_mul(u128::from(d)))
+    });
+    match n {
+        Some(n) if n <= MAX_CHUNK_BYTES => Ok(()),
+        _ => Err(ServerError::BadRequest(format!(
+            "chunk shape {dims:?} is too large (at most {MAX_CHUNK_BYTES} bytes a chunk)"
+        ))),
+    }
+}
+
+pub(crate) fn object_body(item: &Value) -> Result<&Map<String, Value>> {
+    item.as_object().ok_or_else(|| {
+        ServerError::BadRequest("each object to create must be a JSON object".into())
+    })
+}
+
+/// Creates one object from a POST item; returns its JSON and the link the
+/// item asked for (`link: {id, name}`), to be made by the caller in batch.
+pub(crate) fn create_item(
+    dom: &Domain,
+    coll: &str,
+    item: &Value,
+) -> Result<(Value, Option<(String, String)>)> {
+    let body = object_body(item)?;
+    let id = match body.get("id") {
+        None => None,
+        Some(Value::String(s)) => Some(s.as_str()),
+        Some(v) => return Err(ServerError::BadRequest(format!("invalid id {v}"))),
+    };
+    let cprops = body.get("creationProperties").cloned().unwrap_or(json!({}));
+    if !cprops.is_object() {
+        return Err(ServerError::BadRequest(
+            "creationProperties must be an object".into(),
+        ));
+    }
+    let new_id = match coll {
+        "groups" => {
+            if body.contains_key("type") {
+                return Err(ServerError::BadRequest(
+                    "type key is not allowed for Group creation".into(),
+                ));
+            }
+            dom.create_group_with_id(id, cprops)?
+        }
+        "datatypes" => {
+            let t = resolve_type(
+                dom,
+                body.get("type")
+                    .ok_or_else(|| ServerError::BadRequest("no type given".into()))?,
+            )?;
+            dom.create_datatype_with_id(id, t)?
+        }
+        _ => {
+            let t = resolve_type(
+                dom,
+                body.get("type").ok_or_else(|| {
+                    ServerError::BadRequest("no type specified for create dataset".into())
+                })?,
+            )?;
+            let shape = shape_json(body.get("shape"), body.get("maxdims"))?;
+            let mut cprops = cprops;
+            let filtered = cprops
+                .get("filters")
+                .and_then(Value::as_array)
+                .is_some_and(|f| !f.is_empty());
+            let resizable = shape
+                .get("maxdims")
+                .is_some_and(|m| Some(m) != shape.get("dims"));
+            if cprops.get("layout").is_none() && (filtered || resizable) {
+                let dims: Vec<u64> = shape["dims"]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(Value::as_u64).collect())
+                    .unwrap_or_default();
+                let esize = h5lake_types::Datatype::from_json(&t)?
+                    .fixed_size()
+                    .unwrap_or(16) as u64;
+                cprops["layout"] =
+                    json!({"class": "H5D_CHUNKED", "dims": guess_chunks(&dims, esize)});
+            }
+            check_chunk_size(&t, &cprops)?;
+            let did = dom.create_dataset_with_id(id, t, shape, cprops)?;
+            if let Some(v) = body.get("value").filter(|v| !v.is_null()) {
+                if let Err(e) = values::write_json_value(dom, &did, None, v) {
+                    let _ = dom.delete_object(&did);
+                    return Err(e);
+                }
+            }
+            did
+        }
+    };
+    let after = || -> Result<()> {
+        if let Some(attrs) = body.get("attributes") {
+            let items = values::attrs_from_request(dom, attrs)?;
+            if !items.is_empty() {
+                dom.attrs_create(&new_id, items, false)?;
+            }
+        }
+        if let Some(links) = body.get("links") {
+            if coll != "groups" {
+                return Err(ServerError::BadRequest(
+                    "links can only be used with groups".into(),
+                ));
+            }
+            let items = links_from_request(links)?;
+            if !items.is_empty() {
+                dom.links_create(&new_id, items, false)?;
+            }
+        }
+        Ok(())
+    };
+    if let Err(e) = after() {
+        let _ = dom.delete_object(&new_id);
+        return Err(e);
+    }
+    let link = match body.get("link") {
+        None => None,
+        Some(l) => {
+            let parent = l.get("id").and_then(Value::as_str).unwrap_or(dom.root_id());
+            let name = l
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| ServerError::BadRequest("link without name".into()))?;
+            Some((parent.to_string(), name.to_string()))
+        }
+    };
+    let link = match (link, body.get("h5path").and_then(Value::as_str)) {
+        (Some(l), None) => Some(l),
+        (None, Some(path)) => {
+            let parent = body
+                .get("parent_id")
+                .and_then(Value::as_str)
+                .unwrap_or(dom.root_id());
+            let (parent, name) = resolve_parent(dom, parent, path)?;
+            Some((parent, name))
+        }
+        (None, None) => None,
+        (Some(_), Some(_)) => {
+            return Err(ServerError::BadRequest(
+                "'link' key in body can't be used with h5path".into(),
+            ))
+        }
+    };
+    let doc = dom.get_doc(&new_id)?;
+    Ok((object_json(&doc, dom.location(), false, false), link))
+}
+
+/// The group that `path` (relative to `start`, or absolute) names the last
+/// component in, and that component.
+pub(crate) fn resolve_parent(dom: &Domain, start: &str, path: &str) -> Result<(String, String)> {
+    let mut cur = if path.starts_with('/') {
+        dom.root_id().to_string()
+    } else {
+        start.to_string()
+    };
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    let (last, dirs) = parts
+        .split_last()
+        .ok_or_else(|| ServerError::BadRequest(format!("invalid h5path {path:?}")))?;
+    for p in dirs {
+        let link = dom
+            .link_get(&cur, p)
+            .map_err(|_| ServerError::NotFound(format!("no group at {p:?} in h5path {path:?}")))?;
+        cur = link
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|i| i.starts_with("g-"))
+            .ok_or_else(|| {
+                ServerError::BadRequest(format!("{p:?} in h5path {path:?} is not a group"))
+            })?
+            .to_string();
+    }
+    Ok((cur, (*last).to_string()))
+}
+
+pub(crate) async fn post_objects(
+    app: Arc<App>,
+    ctx: Ctx,
+    coll: &'static str,
+    body: Body,
+) -> Result<Response> {
+    let body = json_body(&app, &ctx, body).await?;
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Create)?;
+        let (items, many) = match body {
+            None => (vec![json!({})], false),
+            Some(Value::Array(a)) => (a, true),
+            Some(v @ Value::Object(_)) => (vec![v], false),
+            Some(_) => {
+                return Err(ServerError::BadRequest(
+                    "the body must be an object or a list of objects".into(),
+                ))
+            }
+        };
+        let mut objects = Vec::with_capacity(items.len());
+        let mut links: Vec<(String, Vec<(String, Value)>)> = Vec::new();
+        for item in &items {
+            let (obj, link) = create_item(&dom, coll, item)?;
+            if let Some((parent, name)) = link {
+                let target = json!({"class": "H5L_TYPE_HARD", "id": obj["id"]});
+                match links.iter_mut().find(|(p, _)| *p == parent) {
+                    Some((_, l)) => l.push((name, target)),
+                    None => links.push((parent, vec![(name, target)])),
+                }
+            }
+            objects.push(obj);
+        }
+        // One document update per parent group, however many links.
+        for (parent, l) in links {
+            dom.links_create(&parent, l, many)?;
+        }
+        if many {
+            created(json!({"objects": objects}))
+        } else {
+            created(objects.pop().unwrap_or(json!({})))
+        }
+    })
+    .await
+}
+
+pub(crate) async fn post_groups(State(app): AppState, ctx: Ctx, body: Body) -> Result<Response> {
+    post_objects(app, ctx, "groups", body).await
+}
+
+pub(crate) async fn post_datasets(State(app): AppState, ctx: Ctx, body: Body) -> Result<Response> {
+    post_objects(app, ctx, "datasets", body).await
+}
+
+pub(crate) async fn post_datatypes(State(app): AppState, ctx: Ctx, body: Body) -> Result<Response> {
+    post_objects(app, ctx, "datatypes", body).await
+}
+
+pub(crate) async fn get_shape(
+    State(app): AppState,
+    ctx: Ctx,
+    Path(id): Path<String>,
+) -> Result<Response> {
+    check_id(&id, "datasets")?;
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Read)?;
+        let doc = dom.get_doc(&id)?;
+        ok(json!({"shape": doc["shape"], "created": doc["created"], "lastModified": doc["lastModified"], "hrefs": []}))
+    })
+    .await
+}
+
+pub(crate) async fn put_shape(
+    State(app): AppState,
+    ctx: Ctx,
+    Path(id): Path<String>,
+    body: Body,
+) -> Result<Response> {
+    check_id(&id, "datasets")?;
+    let body = json_body(&app, &ctx, body).await?.unwrap_or(json!({}));
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Update)?;
+        let m = dom.dataset_meta(&id)?;
+        let new_dims: Vec<u64> = if let Some(s) = body.get("shape") {
+            match s {
+                Value::Array(a) => a
+                    .iter()
+                    .map(|x| {
+                        x.as_u64().ok_or_else(|| {
+                            ServerError::BadRequest(format!("invalid dimension {x}"))
+                        })
+                    })
+                    .collect::<Result<_>>()?,
+                Value::Number(n) => vec![n
+                    .as_u64()
+                    .ok_or_else(|| ServerError::BadRequest(format!("invalid dimension {n}")))?],
+                _ => {
+                    return Err(ServerError::BadRequest(
+                        "shape must be a list of dimensions".into(),
+                    ))
+                }
+            }
+        } else if let Some(ext) = body.get("extend") {
+            let n = ext.as_u64().ok_or_else(|| {
+                ServerError::BadRequest("extend must be a non-negative integer".into())
+            })?;
+            let dim = body
+                .get("extend_dim")
+                .map_or(Some(0), Value::as_u64)
+                .ok_or_else(|| ServerError::BadRequest("invalid extend_dim".into()))?
+                as usize;
+            let mut d = m.dims.clone();
+            let slot = d
+                .get_mut(dim)
+                .ok_or_else(|| ServerError::BadRequest(format!("extend_dim {dim} out of range")))?;
+            *slot = slot
+                .checked_add(n)
+                .ok_or_else(|| ServerError::BadRequest("extent overflows".into()))?;
+            d
+        } else {
+            return Err(ServerError::BadRequest("give shape or extend".into()));
+        };
+        if new_dims.len() != m.dims.len() {
+            return Err(ServerError::BadRequest(format!(
+                "new shape must have rank {}",
+                m.dims.len()
+            )));
+        }
+        let n = new_dims
+            .iter()
+            .try_fold(1u128, |a, &d| a.checked_mul(u128::from(d)));
+        if !n.is_some_and(|n| n <= crate::request::MAX_ELEMENTS) {
+            return Err(ServerError::BadRequest("shape too large".into()));
+        }
+        let old = m.dims.clone();
+        dom.resize(&id, &new_dims)?;
+        let mut out = json!({"hrefs": []});
+        if body.get("extend").is_some() {
+            // HSDS answers an extend with the selection the new rows occupy.
+            let sel: Vec<String> = old
+                .iter()
+                .zip(&new_dims)
+                .map(|(o, n)| {
+                    if o == n {
+                        format!("0:{n}")
+                    } else {
+                        format!("{o}:{n}")
+                    }
+                })
+                .collect();
+            out["selection"] = json!(format!("[{}]", sel.join(",")));
+        }
+        created(out)
+    })
+    .await
+}
+
+pub(crate) async fn get_type(
+    State(app): AppState,
+    ctx: Ctx,
+    Path(id): Path<String>,
+) -> Result<Response> {
+    check_id(&id, "datasets")?;
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Read)?;
+        let doc = dom.get_doc(&id)?;
+        ok(json!({"type": doc["type"], "hrefs": []}))
+    })
+    .await
+}
+
+// ---- links -----------------------------------------------------------------
+
+/// A link from a request (`{id}`, `{h5path}`, `{h5path, h5domain}`, or any
+/// of those with an explicit `class`) in the stored form.
+pub(crate) fn link_from_request(v: &Value) -> Result<Value> {
+    let s = |k: &str| v.get(k).and_then(Value::as_str);
+    let mut link = if let Some(id) = s("id") {
+        ids::parse_id(id)
+            .map_err(|_| ServerError::BadRequest(format!("invalid link target id {id}")))?;
+        json!({"class": "H5L_TYPE_HARD", "id": id})
+    } else if let (Some(path), Some(domain)) = (s("h5path"), s("h5domain").or_else(|| s("file"))) {
+        json!({"class": "H5L_TYPE_EXTERNAL", "h5path": path, "h5domain": domain})
+    } else if let Some(path) = s("h5path") {
+        json!({"class": "H5L_TYPE_SOFT", "h5path": path})
+    } else {
+        return Err(ServerError::BadRequest(format!(
+            "invalid link {v}: give id, h5path, or h5path and h5domain"
+        )));
+    };
+    if let Some(t) = v.get("created").and_then(Value::as_f64) {
+        link["created"] = json!(t);
+    }
+    Ok(link)
+}
+
+pub(crate) fn links_from_request(links: &Value) -> Result<Vec<(String, Value)>> {
+    links
+        .as_object()
+        .ok_or_else(|| ServerError::BadRequest("links must be an object of name: link".into()))?
+        .iter()
+        .map(|(name, l)| Ok((name.clone(), link_from_request(l)?)))
+        .collect()
+}
+
+/// A stored link as HSDS lists it.
+/// HSDS answers external links with their domain under `file` (h5pyd reads
+/// that key); the stored documents keep `h5domain`.
+pub(crate) fn with_file_key(link: &mut Value) {
+    if let Some(d) = link.get("h5domain").cloned() {
+        link["file"] = d;
+    }
+}
+
+pub(crate) fn link_item(name: &str, link: &Value) -> Value {
+    let mut item = link.clone();
+    with_file_key(&mut item);
+    item["title"] = json!(name);
+    if let Some(id) = link.get("id").and_then(Value::as_str) {
+        item["collection"] = json!(collection_of(id));
+    }
+    item
+}
+
+pub(crate) async fn get_links(
+    State(app): AppState,
+    ctx: Ctx,
+    Path(id): Path<String>,
+) -> Result<Response> {
+    check_id(&id, "groups")?;
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Read)?;
+        let limit = ctx
+            .param("Limit")
+            .and_then(|l| l.parse::<usize>().ok())
+            .unwrap_or(usize::MAX);
+        let marker = ctx.param("Marker");
+        let pattern = ctx.param("pattern");
+        let mut links = dom.links(&id)?;
+        if !ctx.flag("CreateOrder") {
+            links.sort_by(|a, b| a.0.cmp(&b.0));
+        }
+        let start = marker
+            .and_then(|m| links.iter().position(|(n, _)| n == m).map(|p| p + 1))
+            .unwrap_or(0);
+        let items: Vec<Value> = links[start.min(links.len())..]
+            .iter()
+            .filter(|(n, _)| pattern.map_or(true, |p| glob_match(p, n)))
+            .take(limit)
+            .map(|(n, l)| link_item(n, l))
+            .collect();
+        ok(json!({"links": items, "hrefs": []}))
+    })
+    .await
+}
+
+pub(crate) async fn get_link(
+    State(app): AppState,
+    ctx: Ctx,
+    Path((id, name)): Path<(String, String)>,
+) -> Result<Response> {
+    check_id(&id, "groups")?;
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Read)?;
+        let link = dom.link_get(&id, &name)?;
+        let created = link.get("created").cloned().unwrap_or(json!(0));
+        ok(json!({"link": link_item(&name, &link), "created": created, "lastModified": created, "hrefs": []}))
+    })
+    .await
+}
+
+pub(crate) async fn put_link(
+    State(app): AppState,
+    ctx: Ctx,
+    Path((id, name)): Path<(String, String)>,
+    body: Body,
+) -> Result<Response> {
+    check_id(&id, "groups")?;
+    let body = json_body(&app, &ctx, body).await?.unwrap_or(json!({}));
+    let link = link_from_request(&body)?;
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Create)?;
+        match dom.link_create(&id, &name, link.clone()) {
+            Ok(()) => created(json!({"hrefs": []})),
+            Err(h5lake_engine::EngineError::AlreadyExists(m)) => {
+                // HSDS: putting the same link again is fine, a different one conflicts.
+                let cur = dom.link_get(&id, &name)?;
+                let same = ["class", "id", "h5path", "h5domain"]
+                    .iter()
+                    .all(|k| cur.get(k) == link.get(k));
+                if same {
+                    ok(json!({"hrefs": []}))
+                } else {
+                    Err(ServerError::Conflict(m))
+                }
+            }
+            Err(e) => Err(e.into()),
+        }
+    })
+    .await
+}
+
+pub(crate) async fn delete_link(
+    State(app): AppState,
+    ctx: Ctx,
+    Path((id, name)): Path<(String, String)>,
+) -> Result<Response> {
+    check_id(&id, "groups")?;
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Delete)?;
+        dom.link_delete(&id, &name)?;
+        ok(json!({"hrefs": []}))
+    })
+    .await
+}
+
+/// PUT `/groups/{id}/links`: `{"links": {...}}` for this group, or
+/// `{"grp_ids": {gid: {"links": {...}}}}` / `{"grp_ids": [...], "links": {...}}`
+/// for many groups at once (what h5pyd flushes with).
+pub(crate) async fn put_links(
+    State(app): AppState,
+    ctx: Ctx,
+    Path(id): Path<String>,
+    body: Body,
+) -> Result<Response> {
+    check_id(&id, "groups")?;
+    let body = json_body(&app, &ctx, body).await?.unwrap_or(json!({}));
+    let mut per_group: Vec<(String, Vec<(String, Value)>)> = Vec::new();
+    match body.get("grp_ids") {
+        None => per_group.push((
+            id.clone(),
+            links_from_request(body.get("links").unwrap_or(&Value::Null))?,
+        )),
+        Some(Value::Object(m)) => {
+            for (gid, v) in m {
+                check_id(gid, "groups")?;
+                per_group.push((
+                    gid.clone(),
+                    links_from_request(v.get("links").unwrap_or(&Value::Null))?,
+                ));
+            }
+        }
+        Some(Value::Array(a)) => {
+            let links = links_from_request(body.get("links").unwrap_or(&Value::Null))?;
+            for gid in a {
+                let gid = gid
+                    .as_str()
+                    .ok_or_else(|| ServerError::BadRequest("grp_ids must hold ids".into()))?;
+                check_id(gid, "groups")?;
+                per_group.push((gid.to_string(), links.clone()));
+            }
+        }
+        Some(_) => {
+            return Err(ServerError::BadRequest(
+                "grp_ids must be an object or a list".into(),
+            ))
+        }
+    }
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Create)?;
+        for (gid, links) in per_group {
+            if !links.is_empty() {
+                dom.links_create(&gid, links, true)?;
+            }
+        }
+        created(json!({}))
+    })
+    .await
+}
+
+/// POST `/groups/{id}/links`: several links by `titles`.
+pub(crate) async fn post_links(
+    State(app): AppState,
+    ctx: Ctx,
+    Path(id): Path<String>,
+    body: Body,
+) -> Result<Response> {
+    check_id(&id, "groups")?;
+    let body = json_body(&app, &ctx, body).await?.unwrap_or(json!({}));
+    let titles: Option<Vec<String>> = match body.get("titles") {
+        None => None,
+        Some(Value::Array(a)) => Some(
+            a.iter()
+                .map(|t| {
+                    t.as_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| ServerError::BadRequest("titles must be strings".into()))
+                })
+                .collect::<Result<_>>()?,
+        ),
+        Some(_) => return Err(ServerError::BadRequest("titles must be a list".into())),
+    };
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Read)?;
+        let links = dom.links(&id)?;
+        let items: Vec<Value> = match titles {
+            None => links.iter().map(|(n, l)| link_item(n, l)).collect(),
+            Some(t) => {
+                let mut out = Vec::new();
+                for name in &t {
+                    let (n, l) = links
+                        .iter()
+                        .find(|(n, _)| n == name)
+                        .ok_or_else(|| ServerError::NotFound(format!("link {name:?} not found")))?;
+                    out.push(link_item(n, l));
+                }
+                out
+            }
+        };
+        ok(json!({"links": items}))
+    })
+    .await
+}
+
+/// Names from a `titles=a/b` or `attr_names=a|b` parameter with HSDS's
+/// `separator` parameter (default `/`).
+pub(crate) fn split_names(ctx: &Ctx, key: &str) -> Result<Vec<String>> {
+    let v = ctx
+        .param(key)
+        .ok_or_else(|| ServerError::BadRequest(format!("{key} parameter missing")))?;
+    let sep = ctx
+        .param("separator")
+        .filter(|s| !s.is_empty())
+        .unwrap_or("/");
+    let names: Vec<String> = v.split(sep).map(str::to_string).collect();
+    if names.iter().any(String::is_empty) {
+        return Err(ServerError::BadRequest(format!("invalid {key} parameter")));
+    }
+    Ok(names)
+}
+
+pub(crate) async fn delete_links(
+    State(app): AppState,
+    ctx: Ctx,
+    Path(id): Path<String>,
+) -> Result<Response> {
+    check_id(&id, "groups")?;
+    let names = split_names(&ctx, "titles")?;
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Delete)?;
+        dom.links_delete(&id, &names)?;
+        ok(json!({}))
+    })
+    .await
+}
+
+// ---- attributes ------------------------------------------------------------
+
+pub(crate) fn attr_item(name: &str, attr: &Value, with_data: bool) -> Value {
+    let mut item = json!({
+        "name": name,
+        "type": attr.get("type").cloned().unwrap_or(Value::Null),
+        "shape": attr.get("shape").cloned().unwrap_or(Value::Null),
+        "created": attr.get("created").cloned().unwrap_or(json!(0)),
+        "hrefs": [],
+    });
+    if with_data {
+        item["value"] = attr.get("value").cloned().unwrap_or(Value::Null);
+        if let Some(e) = attr.get("encoding") {
+            item["encoding"] = e.clone();
+        }
+    }
+    item
+}
+
+pub(crate) async fn get_attrs(
+    State(app): AppState,
+    ctx: Ctx,
+    Coll(coll): Coll,
+    Path(id): Path<String>,
+) -> Result<Response> {
+    check_id(&id, coll)?;
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Read)?;
+        let doc = dom.get_doc(&id)?;
+        let limit = ctx
+            .param("Limit")
+            .and_then(|l| l.parse::<usize>().ok())
+            .unwrap_or(usize::MAX);
+        let marker = ctx.param("Marker");
+        let data = ctx.flag("IncludeData");
+        let empty = Map::new();
+        let attrs = doc
+            .get("attributes")
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
+        let mut names: Vec<&String> = attrs.keys().collect();
+        if !ctx.flag("CreateOrder") {
+            names.sort();
+        }
+        let start = marker
+            .and_then(|m| names.iter().position(|n| *n == m).map(|p| p + 1))
+            .unwrap_or(0);
+        let items: Vec<Value> = names[start.min(names.len())..]
+            .iter()
+            .take(limit)
+            .map(|n| attr_item(n, &attrs[n.as_str()], data))
+            .collect();
+        ok(json!({"attributes": items, "hrefs": []}))
+    })
+    .await
+}
+
+pub(crate) async fn get_attr(
+    State(app): AppState,
+    ctx: Ctx,
+    Coll(coll): Coll,
+    Path((id, name)): Path<(String, String)>,
+) -> Result<Response> {
+    check_id(&id, coll)?;
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Read)?;
+        let attr = dom.attr_get(&id, &name)?;
+        let data = ctx.param("IncludeData").is_none() || ctx.flag("IncludeData");
+        let mut item = attr_item(&name, &attr, data);
+        item["lastModified"] = item["created"].clone();
+        ok(item)
+    })
+    .await
+}
+
+pub(crate) async fn put_attr(
+    State(app): AppState,
+    ctx: Ctx,
+    Coll(coll): Coll,
+    Path((id, name)): Path<(String, String)>,
+    body: Body,
+) -> Result<Response> {
+    check_id(&id, coll)?;
+    let body = json_body(&app, &ctx, body).await?.unwrap_or(json!({}));
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Create)?;
+        let replace =
+            ctx.flag("replace") || body.get("replace").and_then(Value::as_bool) == Some(true);
+        let attr = values::attr_from_request(&dom, &body)?;
+        dom.attr_create(&id, &name, attr, replace)?;
+        created(json!({"hrefs": []}))
+    })
+    .await
+}
+
+pub(crate) async fn delete_attr(
+    State(app): AppState,
+    ctx: Ctx,
+    Coll(coll): Coll,
+    Path((id, name)): Path<(String, String)>,
+) -> Result<Response> {
+    check_id(&id, coll)?;
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Delete)?;
+        dom.attr_delete(&id, &name)?;
+        ok(json!({"hrefs": []}))
+    })
+    .await
+}
+
+/// PUT `…/attributes`: `{"attributes": {...}}` for this object, or
+/// `{"obj_ids": {id: {"attributes": {...}}}}` / `{"obj_ids": [...],
+/// "attributes": {...}}` for many objects (what h5pyd flushes with).
+pub(crate) async fn put_attrs(
+    State(app): AppState,
+    ctx: Ctx,
+    Coll(coll): Coll,
+    Path(id): Path<String>,
+    body: Body,
+) -> Result<Response> {
+    check_id(&id, coll)?;
+    let body = json_body(&app, &ctx, body).await?.unwrap_or(json!({}));
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Create)?;
+        let replace = ctx.flag("replace");
+        let mut per_obj: Vec<(String, Vec<(String, Value)>)> = Vec::new();
+        let none = Value::Null;
+        match body.get("obj_ids") {
+            None => per_obj.push((
+                id.clone(),
+                values::attrs_from_request(&dom, body.get("attributes").unwrap_or(&none))?,
+            )),
+            Some(Value::Object(m)) => {
+                for (oid, v) in m {
+                    ids::parse_id(oid)
+                        .map_err(|_| ServerError::BadRequest(format!("invalid id {oid}")))?;
+                    per_obj.push((
+                        oid.clone(),
+                        values::attrs_from_request(&dom, v.get("attributes").unwrap_or(&none))?,
+                    ));
+                }
+            }
+            Some(Value::Array(a)) => {
+                for oid in a {
+                    let oid = oid
+                        .as_str()
+                        .ok_or_else(|| ServerError::BadRequest("obj_ids must hold ids".into()))?;
+                    ids::parse_id(oid)
+                        .map_err(|_| ServerError::BadRequest(format!("invalid id {oid}")))?;
+                    per_obj.push((
+                        oid.to_string(),
+                        values::attrs_from_request(&dom, body.get("attributes").unwrap_or(&none))?,
+                    ));
+                }
+            }
+            Some(_) => {
+                return Err(ServerError::BadRequest(
+                    "obj_ids must be an object or a list".into(),
+                ))
+            }
+        }
+        for (oid, items) in per_obj {
+            // Clients re-send attributes they already stored (h5pyd does on
+            // its first flush after opening with 'a'): an identical one is
+            // not a conflict, as in HSDS.
+            let doc = dom.get_doc(&oid)?;
+            let items: Vec<(String, Value)> = items
+                .into_iter()
+                .filter(|(n, a)| {
+                    replace
+                        || !doc
+                            .pointer(&format!(
+                                "/attributes/{}",
+                                n.replace('~', "~0").replace('/', "~1")
+                            ))
+                            .is_some_and(|cur| same_attr(cur, a))
+                })
+                .collect();
+            if !items.is_empty() {
+                dom.attrs_create(&oid, items, replace)?;
+            }
+        }
+        created(json!({}))
+    })
+    .await
+}
+
+pub(crate) fn same_attr(a: &Value, b: &Value) -> bool {
+    ["type", "shape", "value"]
+        .iter()
+        .all(|k| a.get(k) == b.get(k))
+}
+
+/// POST `…/attributes`: several attributes by `attr_names` (of this object,
+/// or of each of `obj_ids`).
+pub(crate) async fn post_attrs(
+    State(app): AppState,
+    ctx: Ctx,
+    Coll(coll): Coll,
+    Path(id): Path<String>,
+    body: Body,
+) -> Result<Response> {
+    check_id(&id, coll)?;
+    let body = json_body(&app, &ctx, body).await?.unwrap_or(json!({}));
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Read)?;
+        let data = ctx.param("IncludeData").is_none() || ctx.flag("IncludeData");
+        let names: Option<Vec<String>> = match body.get("attr_names") {
+            None => None,
+            Some(Value::Array(a)) => Some(
+                a.iter()
+                    .map(|t| {
+                        t.as_str().map(str::to_string).ok_or_else(|| {
+                            ServerError::BadRequest("attr_names must be strings".into())
+                        })
+                    })
+                    .collect::<Result<_>>()?,
+            ),
+            Some(_) => return Err(ServerError::BadRequest("attr_names must be a list".into())),
+        };
+        let pick = |oid: &str| -> Result<Vec<Value>> {
+            let doc = dom.get_doc(oid)?;
+            let empty = Map::new();
+            let attrs = doc
+                .get("attributes")
+                .and_then(Value::as_object)
+                .unwrap_or(&empty);
+            match &names {
+                None => Ok(attrs.iter().map(|(n, a)| attr_item(n, a, data)).collect()),
+                Some(ns) => ns
+                    .iter()
+                    .map(|n| {
+                        attrs.get(n).map(|a| attr_item(n, a, data)).ok_or_else(|| {
+                            ServerError::NotFound(format!("attribute {n:?} not found"))
+                        })
+                    })
+                    .collect(),
+            }
+        };
+        match body.get("obj_ids") {
+            None => ok(json!({"attributes": pick(&id)?})),
+            Some(Value::Array(a)) => {
+                let mut out = Map::new();
+                for oid in a {
+                    let oid = oid
+                        .as_str()
+                        .ok_or_else(|| ServerError::BadRequest("obj_ids must hold ids".into()))?;
+                    out.insert(oid.to_string(), json!(pick(oid)?));
+                }
+                ok(json!({"attributes": out}))
+            }
+            Some(_) => Err(ServerError::BadRequest("obj_ids must be a list".into())),
+        }
+    })
+    .await
+}
+
+pub(crate) async fn delete_attrs(
+    State(app): AppState,
+    ctx: Ctx,
+    Coll(coll): Coll,
+    Path(id): Path<String>,
+) -> Result<Response> {
+    check_id(&id, coll)?;
+    let names = split_names(&ctx, "attr_names")?;
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Delete)?;
+        dom.attrs_delete(&id, &names)?;
+        ok(json!({}))
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunk_guess() {
+        assert_eq!(guess_chunks(&[10], 8), vec![10]);
+        let c = guess_chunks(&[1 << 20, 100], 8);
+        assert!(c.iter().product::<u64>() * 8 <= 1 << 20);
+        assert_eq!(guess_chunks(&[0, 5], 4), vec![1, 5]);
+    }
+
+    #[test]
+    fn links() {
+        assert_eq!(
+            link_from_request(&json!({"h5path": "/a"})).unwrap()["class"],
+            "H5L_TYPE_SOFT"
+        );
+        assert_eq!(
+            link_from_request(&json!({"h5path": "/a", "h5domain": "/x/y.h5"})).unwrap()["class"],
+            "H5L_TYPE_EXTERNAL"
+        );
+        assert!(link_from_request(&json!({"id": "nope"})).is_err());
+        assert!(link_from_request(&json!({})).is_err());
+    }
+}

@@ -1,0 +1,311 @@
+//! The HSDS endpoints and what every handler shares: the request context
+//! (user, parameters, domain), body reading, and running engine calls off
+//! the async threads. The handlers are in [`crate::domains`],
+//! [`crate::objects`] and [`crate::values`].
+//!
+//! Status codes and JSON shapes follow what HSDS 1.0.2 answers; documents
+//! are HSDS's own, so most responses are a stored document plus the counts
+//! and `hrefs` HSDS adds.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{FromRequestParts, State};
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use serde_json::Value;
+
+use crate::auth;
+use crate::error::{Result, ServerError};
+use crate::request::domain_path;
+use crate::values;
+use crate::App;
+use crate::{domains, objects};
+
+pub(crate) type AppState = State<Arc<App>>;
+
+pub(crate) fn router(app: Arc<App>) -> Router {
+    let mut r = Router::new()
+        .route("/about", get(domains::about))
+        .route("/info", get(domains::about))
+        .route(
+            "/",
+            get(domains::get_domain)
+                .put(domains::put_domain)
+                .delete(domains::delete_domain),
+        )
+        .route("/domains", get(domains::get_domains))
+        .route("/acls", get(domains::get_acls))
+        .route("/acls/{user}", get(domains::get_acl).put(domains::put_acl))
+        .route(
+            "/groups",
+            get(objects::list_groups).post(objects::post_groups),
+        )
+        .route(
+            "/groups/{id}",
+            get(objects::get_object).delete(objects::delete_object),
+        )
+        .route(
+            "/groups/{id}/links",
+            get(objects::get_links)
+                .put(objects::put_links)
+                .post(objects::post_links)
+                .delete(objects::delete_links),
+        )
+        .route(
+            "/groups/{id}/links/{name}",
+            get(objects::get_link)
+                .put(objects::put_link)
+                .delete(objects::delete_link),
+        )
+        .route(
+            "/datasets",
+            get(objects::list_datasets).post(objects::post_datasets),
+        )
+        .route(
+            "/datasets/{id}",
+            get(objects::get_object).delete(objects::delete_object),
+        )
+        .route(
+            "/datasets/{id}/shape",
+            get(objects::get_shape).put(objects::put_shape),
+        )
+        .route("/datasets/{id}/type", get(objects::get_type))
+        .route(
+            "/datasets/{id}/value",
+            get(values::get_value)
+                .put(values::put_value)
+                .post(values::post_value),
+        )
+        .route(
+            "/datatypes",
+            get(objects::list_datatypes).post(objects::post_datatypes),
+        )
+        .route(
+            "/datatypes/{id}",
+            get(objects::get_object).delete(objects::delete_object),
+        );
+    for coll in ["groups", "datasets", "datatypes"] {
+        r = r
+            .route(
+                &format!("/{coll}/{{id}}/attributes"),
+                get(objects::get_attrs)
+                    .put(objects::put_attrs)
+                    .post(objects::post_attrs)
+                    .delete(objects::delete_attrs),
+            )
+            .route(
+                &format!("/{coll}/{{id}}/attributes/{{name}}"),
+                get(objects::get_attr)
+                    .put(objects::put_attr)
+                    .delete(objects::delete_attr),
+            )
+            .route(
+                &format!("/{coll}/{{id}}/attributes/{{name}}/value"),
+                get(values::get_attr_value).put(values::put_attr_value),
+            );
+    }
+    r.fallback(|| async { ServerError::NotFound("no such endpoint".into()) })
+        .layer(axum::extract::DefaultBodyLimit::disable())
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(|_| {
+            ServerError::Internal("internal error (the request panicked)".into()).into_response()
+        }))
+        .with_state(app)
+}
+
+// ---- request context ------------------------------------------------------
+
+/// Who asks, with which query parameters: every handler starts from this.
+pub(crate) struct Ctx {
+    pub user: String,
+    pub params: HashMap<String, String>,
+    pub headers: HeaderMap,
+}
+
+impl FromRequestParts<Arc<App>> for Ctx {
+    type Rejection = ServerError;
+
+    async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Self> {
+        let params = parts
+            .uri
+            .query()
+            .map(|q| {
+                form_urlencoded_pairs(q)
+                    .into_iter()
+                    .collect::<HashMap<String, String>>()
+            })
+            .unwrap_or_default();
+        let anonymous_ok = parts.uri.path() == "/about" || parts.uri.path() == "/info";
+        let user = match auth::authenticate(&parts.headers, &app.users, app.cfg.allow_noauth) {
+            Ok(u) => u,
+            Err(_) if anonymous_ok => auth::DEFAULT_USER.to_string(),
+            Err(e) => return Err(e),
+        };
+        Ok(Ctx {
+            user,
+            params,
+            headers: parts.headers.clone(),
+        })
+    }
+}
+
+/// `a=1&b=x%2Fy` → pairs, `+` as space, invalid escapes kept verbatim.
+fn form_urlencoded_pairs(q: &str) -> Vec<(String, String)> {
+    let decode = |s: &str| {
+        percent_encoding::percent_decode_str(&s.replace('+', " "))
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    q.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.split_once('=') {
+            Some((k, v)) => (decode(k), decode(v)),
+            None => (decode(p), String::new()),
+        })
+        .collect()
+}
+
+impl Ctx {
+    pub fn param(&self, k: &str) -> Option<&str> {
+        self.params.get(k).map(String::as_str)
+    }
+
+    /// HSDS's boolean parameters: present and not `0`/`false`.
+    pub fn flag(&self, k: &str) -> bool {
+        self.param(k)
+            .is_some_and(|v| !matches!(v.to_ascii_lowercase().as_str(), "" | "0" | "false"))
+    }
+
+    /// The domain the request is about: `domain=` (or h5serv's `host=`)
+    /// parameter, else the `X-Hdf-domain` header.
+    pub fn domain(&self) -> Result<String> {
+        let raw = self
+            .param("domain")
+            .or_else(|| self.param("host"))
+            .map(str::to_string)
+            .or_else(|| {
+                self.headers
+                    .get("x-hdf-domain")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string)
+            })
+            .ok_or_else(|| ServerError::BadRequest("no domain given (use ?domain=/path)".into()))?;
+        domain_path(&raw)
+    }
+
+    /// Whether the client wants binary (`Accept: application/octet-stream`).
+    pub fn wants_binary(&self) -> bool {
+        self.headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains("application/octet-stream"))
+    }
+
+    /// Whether the body is binary (`Content-Type: application/octet-stream`).
+    pub fn sends_binary(&self) -> bool {
+        self.headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/octet-stream"))
+    }
+}
+
+/// Runs blocking engine work off the async threads.
+pub(crate) async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ServerError::Internal(format!("request failed: {e}")))?
+}
+
+/// A whole JSON body (at most `max_request_bytes`), `None` if empty.
+pub(crate) async fn json_body(app: &App, ctx: &Ctx, body: Body) -> Result<Option<Value>> {
+    if ctx.sends_binary() {
+        return Err(ServerError::UnsupportedMediaType(
+            "this request takes a JSON body, not application/octet-stream".into(),
+        ));
+    }
+    let bytes = read_body(app, body).await?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    // Clients send `null` for "no body" (h5pyd's PUT without one).
+    match serde_json::from_slice(&bytes) {
+        Ok(Value::Null) => Ok(None),
+        Ok(v) => Ok(Some(v)),
+        Err(e) => Err(ServerError::BadRequest(format!(
+            "Unable to load JSON body: {e}"
+        ))),
+    }
+}
+
+/// A whole (non-streamed) body of at most `max_request_bytes`.
+pub(crate) async fn read_body(app: &App, body: Body) -> Result<bytes::Bytes> {
+    limited_body(body, app.cfg.max_request_bytes).await
+}
+
+async fn limited_body(body: Body, limit: usize) -> Result<bytes::Bytes> {
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
+        let over_limit = std::error::Error::source(&e)
+            .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+        if over_limit {
+            ServerError::TooLarge(format!(
+                "request body larger than {limit} bytes (send big dataset values as application/octet-stream)"
+            ))
+        } else {
+            // a client that sent less than its Content-Length, or went away
+            ServerError::BadRequest(format!("error reading the request body: {e}"))
+        }
+    })
+}
+
+pub(crate) fn json_rsp(status: StatusCode, v: Value) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        v.to_string(),
+    )
+        .into_response()
+}
+
+pub(crate) fn ok(v: Value) -> Result<Response> {
+    Ok(json_rsp(StatusCode::OK, v))
+}
+
+pub(crate) fn created(v: Value) -> Result<Response> {
+    Ok(json_rsp(StatusCode::CREATED, v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn body_limits() {
+        assert_eq!(limited_body(Body::from("12345"), 5).await.unwrap(), "12345");
+        let e = limited_body(Body::from("123456"), 5).await.unwrap_err();
+        assert_eq!(e.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        let failing = futures_util::stream::iter(vec![
+            Ok(bytes::Bytes::from("ab")),
+            Err(std::io::Error::other("connection reset")),
+        ]);
+        let e = limited_body(Body::from_stream(failing), 5)
+            .await
+            .unwrap_err();
+        assert_eq!(e.status(), StatusCode::BAD_REQUEST);
+    }
+
+    #[test]
+    fn query_strings() {
+        let q = form_urlencoded_pairs("domain=%2Fhome%2Fu%2Ff.h5&select=[0:4]&flag&a=b+c");
+        assert_eq!(q[0], ("domain".into(), "/home/u/f.h5".into()));
+        assert_eq!(q[1], ("select".into(), "[0:4]".into()));
+        assert_eq!(q[2], ("flag".into(), String::new()));
+        assert_eq!(q[3], ("a".into(), "b c".into()));
+    }
+}

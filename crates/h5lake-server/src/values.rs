@@ -1,0 +1,1061 @@
+//! Dataset and attribute values, in JSON and binary.
+//!
+//! Binary is the stored element bytes in C order (what h5pyd sends and
+//! expects); variable-length elements are each a 4-byte little-endian byte
+//! count followed by the bytes, HSDS's wire form. Big binary hyperslabs are
+//! moved in slabs along the first selected dimension, each at most
+//! `slab_bytes`, so a gigabyte request costs the server a few slabs of
+//! memory, not a gigabyte.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use bytes::Bytes;
+use futures_util::StreamExt;
+use h5lake_engine::{DatasetMeta, Domain};
+use h5lake_types::{
+    bytes_of, bytes_to_json, element_to_json, json_to_element, nest, Datatype, DimSel, Field,
+    Selection, Shape,
+};
+use serde_json::{json, Value};
+
+use crate::auth::Action;
+use crate::domains::open_domain;
+use crate::error::{Result, ServerError};
+use crate::objects::{resolve_type, Coll};
+use crate::query::Query;
+use crate::request::{
+    parse_fields, parse_select, points_from_bytes, points_from_json, select_from_body, shape_json,
+};
+use crate::routes::{blocking, json_body, json_rsp, read_body, Ctx};
+use crate::App;
+
+fn bad(msg: impl Into<String>) -> ServerError {
+    ServerError::BadRequest(msg.into())
+}
+
+// ---- JSON <-> element bytes -------------------------------------------------
+
+/// The elements of a nested JSON array of shape `dims`, in C order.
+/// Dimensions of extent 1 may be left out, as numpy's broadcasting allows.
+fn flatten<'a>(v: &'a Value, dims: &[u64], out: &mut Vec<&'a Value>) -> Result<()> {
+    let Some((&n, rest)) = dims.split_first() else {
+        out.push(v);
+        return Ok(());
+    };
+    match v {
+        Value::Array(a) if a.len() as u64 == n => {
+            for x in a {
+                flatten(x, rest, out)?;
+            }
+            Ok(())
+        }
+        // A dimension of extent 1 may be left out ([7, 8] for a 1×2 block).
+        _ if n == 1 => flatten(v, rest, out),
+        _ => Err(bad(format!(
+            "value does not match the selection shape {dims:?}"
+        ))),
+    }
+}
+
+fn elements<'a>(v: &'a Value, dims: &[u64]) -> Result<Vec<&'a Value>> {
+    let mut out = Vec::new();
+    flatten(v, dims, &mut out)?;
+    Ok(out)
+}
+
+/// Fixed-size elements from JSON.
+fn json_to_fixed(t: &Datatype, dims: &[u64], v: &Value) -> Result<Vec<u8>> {
+    let es = t.fixed_size().unwrap_or(0);
+    let elems = elements(v, dims)?;
+    let mut out = Vec::with_capacity(elems.len() * es);
+    for e in elems {
+        out.extend(json_to_element(t, e).map_err(|e| bad(format!("invalid value: {e}")))?);
+    }
+    Ok(out)
+}
+
+/// One variable-length element from JSON: text (or `{"base64": …}`) for
+/// strings, a list of base elements for sequences.
+fn vlen_element(t: &Datatype, v: &Value) -> Result<Vec<u8>> {
+    match (t, v) {
+        (_, Value::Null) => Ok(Vec::new()),
+        (Datatype::String { .. }, v) => {
+            bytes_of(v).ok_or_else(|| bad(format!("invalid string value {v}")))
+        }
+        (Datatype::Vlen { base }, Value::Array(a)) => {
+            let mut out = Vec::new();
+            for x in a {
+                out.extend(
+                    json_to_element(base, x).map_err(|e| bad(format!("invalid value: {e}")))?,
+                );
+            }
+            Ok(out)
+        }
+        (Datatype::Vlen { base }, x) => {
+            json_to_element(base, x).map_err(|e| bad(format!("invalid value: {e}")))
+        }
+        _ => Err(bad("unsupported variable-length type")),
+    }
+}
+
+fn vlen_to_json(t: &Datatype, b: &[u8]) -> Result<Value> {
+    match t {
+        Datatype::Vlen { base } => {
+            let bs = base
+                .fixed_size()
+                .filter(|&s| s > 0)
+                .ok_or_else(|| bad("nested variable-length types"))?;
+            b.chunks(bs)
+                .map(|c| element_to_json(base, c).map_err(|e| ServerError::Internal(e.to_string())))
+                .collect::<Result<Vec<_>>>()
+                .map(Value::Array)
+        }
+        _ => Ok(bytes_to_json(b)),
+    }
+}
+
+fn json_to_vlen(t: &Datatype, dims: &[u64], v: &Value) -> Result<Vec<Vec<u8>>> {
+    elements(v, dims)?
+        .into_iter()
+        .map(|e| vlen_element(t, e))
+        .collect()
+}
+
+fn fixed_to_json(t: &Datatype, b: &[u8], dims: &[u64]) -> Result<Value> {
+    let es = t.fixed_size().unwrap_or(1).max(1);
+    let flat = b
+        .chunks(es)
+        .map(|c| element_to_json(t, c).map_err(|e| ServerError::Internal(e.to_string())))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(nest(flat, dims))
+}
+
+/// HSDS's binary form of variable-length elements.
+fn vlen_to_bytes(items: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(items.iter().map(|i| i.len() + 4).sum());
+    for i in items {
+        out.extend((i.len() as u32).to_le_bytes());
+        out.extend(i);
+    }
+    out
+}
+
+fn vlen_from_bytes(mut b: &[u8], n: usize) -> Result<Vec<Vec<u8>>> {
+    let mut out = Vec::with_capacity(n.min(1 << 20));
+    while !b.is_empty() {
+        if b.len() < 4 {
+            return Err(bad("truncated variable-length element"));
+        }
+        let len = u32::from_le_bytes(b[..4].try_into().expect("4 bytes")) as usize;
+        b = &b[4..];
+        if b.len() < len {
+            return Err(bad("truncated variable-length element"));
+        }
+        out.push(b[..len].to_vec());
+        b = &b[len..];
+    }
+    if out.len() != n {
+        return Err(bad(format!(
+            "{} variable-length elements for a selection of {n}",
+            out.len()
+        )));
+    }
+    Ok(out)
+}
+
+// ---- attributes ----------------------------------------------------------------
+
+/// An attribute from a request body (`type`, `shape`, `value`, optional
+/// `encoding: base64`) in the stored form: type resolved, value checked
+/// against type and shape and, for fixed-size types, stored as plain JSON.
+pub(crate) fn attr_from_request(dom: &Domain, body: &Value) -> Result<Value> {
+    if !body.is_object() {
+        return Err(bad("an attribute must be a JSON object"));
+    }
+    let t = resolve_type(
+        dom,
+        body.get("type")
+            .ok_or_else(|| bad("expected type in body"))?,
+    )?;
+    let dt = Datatype::from_json(&t)?;
+    let shape = shape_json(body.get("shape"), None)?;
+    let s = Shape::from_json(&shape)?;
+    let dims = if s == Shape::Scalar {
+        Vec::new()
+    } else {
+        s.dims()
+    };
+    let raw = body.get("value").filter(|v| !v.is_null());
+    let value = match raw {
+        None => Value::Null,
+        Some(_) if s == Shape::Null => {
+            return Err(bad("data can not be included with H5S_NULL space"))
+        }
+        Some(v) if body.get("encoding").is_some() => {
+            if body.get("encoding").and_then(Value::as_str) != Some("base64") {
+                return Err(bad("the only encoding supported is base64"));
+            }
+            let es = dt.fixed_size().ok_or_else(|| {
+                bad("base64 encoding is not supported for variable length attributes")
+            })?;
+            let data = base64::engine::general_purpose::STANDARD
+                .decode(
+                    v.as_str()
+                        .ok_or_else(|| bad("base64 value must be a string"))?,
+                )
+                .map_err(|_| bad("unable to decode data"))?;
+            let n: u64 = dims.iter().product();
+            if data.len() as u64 != n * es as u64 {
+                return Err(bad(format!(
+                    "expected: {} bytes but got: {}",
+                    n * es as u64,
+                    data.len()
+                )));
+            }
+            fixed_to_json(&dt, &data, &dims)?
+        }
+        Some(v) if dt.fixed_size().is_some() => {
+            fixed_to_json(&dt, &json_to_fixed(&dt, &dims, v)?, &dims)?
+        }
+        Some(v) => {
+            json_to_vlen(&dt, &dims, v)?;
+            v.clone()
+        }
+    };
+    let mut attr = json!({"type": t, "shape": shape, "value": value});
+    if let Some(c) = body.get("created").and_then(Value::as_f64) {
+        // HSDS keeps a client's creation time only if it is recent.
+        if (h5lake_engine::domain::now() - c).abs() < 10.0 {
+            attr["created"] = json!(c);
+        }
+    }
+    Ok(attr)
+}
+
+/// `{name: attribute, …}` from a request, each checked.
+pub(crate) fn attrs_from_request(dom: &Domain, attrs: &Value) -> Result<Vec<(String, Value)>> {
+    attrs
+        .as_object()
+        .ok_or_else(|| bad("attributes must be an object of name: attribute"))?
+        .iter()
+        .map(|(n, a)| Ok((n.clone(), attr_from_request(dom, a)?)))
+        .collect()
+}
+
+fn check_obj(id: &str, coll: &str) -> Result<()> {
+    h5lake_engine::ids::parse_id(id).map_err(|_| bad(format!("Invalid object id: {id}")))?;
+    if !coll.starts_with(&id[..1]) {
+        return Err(bad(format!("{id} is not in /{coll}")));
+    }
+    Ok(())
+}
+
+pub(crate) async fn get_attr_value(
+    State(app): State<Arc<App>>,
+    ctx: Ctx,
+    Coll(coll): Coll,
+    Path((id, name)): Path<(String, String)>,
+) -> Result<Response> {
+    check_obj(&id, coll)?;
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Read)?;
+        let attr = dom.attr_get(&id, &name)?;
+        let value = attr.get("value").cloned().unwrap_or(Value::Null);
+        if ctx.wants_binary() {
+            let dt = Datatype::from_json(&attr["type"])?;
+            let s = Shape::from_json(&attr["shape"])?;
+            let dims = if s == Shape::Scalar {
+                Vec::new()
+            } else {
+                s.dims()
+            };
+            let bytes = if dt.fixed_size().is_some() {
+                json_to_fixed(&dt, &dims, &value)?
+            } else {
+                vlen_to_bytes(&json_to_vlen(&dt, &dims, &value)?)
+            };
+            return Ok(binary_rsp(bytes));
+        }
+        Ok(json_rsp(
+            StatusCode::OK,
+            json!({"value": value, "hrefs": []}),
+        ))
+    })
+    .await
+}
+
+pub(crate) async fn put_attr_value(
+    State(app): State<Arc<App>>,
+    ctx: Ctx,
+    Coll(coll): Coll,
+    Path((id, name)): Path<(String, String)>,
+    body: Body,
+) -> Result<Response> {
+    check_obj(&id, coll)?;
+    let binary = ctx.sends_binary();
+    let data = read_body(&app, body).await?;
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Update)?;
+        let mut attr = dom.attr_get(&id, &name)?;
+        let dt = Datatype::from_json(&attr["type"])?;
+        let s = Shape::from_json(&attr["shape"])?;
+        let dims = if s == Shape::Scalar {
+            Vec::new()
+        } else {
+            s.dims()
+        };
+        let value = if binary {
+            match dt.fixed_size() {
+                Some(es) => {
+                    if data.len() as u64 != dims.iter().product::<u64>() * es as u64 {
+                        return Err(bad(
+                            "binary value does not match the attribute's type and shape",
+                        ));
+                    }
+                    fixed_to_json(&dt, &data, &dims)?
+                }
+                None => {
+                    let items = vlen_from_bytes(&data, dims.iter().product::<u64>() as usize)?;
+                    nest(
+                        items
+                            .iter()
+                            .map(|i| vlen_to_json(&dt, i))
+                            .collect::<Result<_>>()?,
+                        &dims,
+                    )
+                }
+            }
+        } else {
+            let body: Value = serde_json::from_slice(&data)
+                .map_err(|e| bad(format!("Unable to load JSON body: {e}")))?;
+            let mut req = json!({"type": attr["type"], "shape": attr["shape"]});
+            req["value"] = body
+                .get("value")
+                .cloned()
+                .ok_or_else(|| bad("no value in body"))?;
+            attr_from_request(&dom, &req)?["value"].take()
+        };
+        attr["value"] = value;
+        if let Some(o) = attr.as_object_mut() {
+            o.remove("encoding");
+        }
+        dom.attr_create(&id, &name, attr, true)?;
+        Ok(json_rsp(StatusCode::OK, json!({})))
+    })
+    .await
+}
+
+// ---- dataset values ------------------------------------------------------------
+
+fn binary_rsp(bytes: Vec<u8>) -> Response {
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/octet-stream")],
+        bytes,
+    )
+        .into_response()
+}
+
+/// The selectable dims: none for a scalar (whose stored extent is `[1]`).
+fn sel_dims(m: &DatasetMeta) -> Vec<u64> {
+    if m.shape == Shape::Scalar {
+        Vec::new()
+    } else {
+        m.dims.clone()
+    }
+}
+
+/// The type of what a read with `fields` returns: the named members, packed
+/// in the order given.
+fn projected_type(t: &Datatype, fields: Option<&[String]>) -> Result<Datatype> {
+    let Some(names) = fields else {
+        return Ok(t.clone());
+    };
+    let Datatype::Compound { fields: all, .. } = t else {
+        return Err(bad("fields given for a dataset whose type is not compound"));
+    };
+    let mut out = Vec::new();
+    let mut offset = 0;
+    for n in names {
+        let f = all
+            .iter()
+            .find(|f| &f.name == n)
+            .ok_or_else(|| bad(format!("no field {n:?} in the dataset's type")))?;
+        let size = f
+            .dtype
+            .fixed_size()
+            .ok_or_else(|| bad("variable-length fields"))?;
+        out.push(Field {
+            name: f.name.clone(),
+            dtype: f.dtype.clone(),
+            offset,
+        });
+        offset += size;
+    }
+    Ok(Datatype::Compound {
+        fields: out,
+        size: offset,
+    })
+}
+
+/// What a value request selects and how.
+struct Plan {
+    dom: Arc<Domain>,
+    id: String,
+    meta: DatasetMeta,
+    sel: Selection,
+    fields: Option<Vec<String>>,
+    /// Type of the elements on the wire.
+    wire: Datatype,
+    /// Only the elements matching this are answered (`query=`).
+    query: Option<Query>,
+}
+
+impl Plan {
+    fn out_shape(&self) -> Vec<u64> {
+        match &self.sel {
+            Selection::Orthogonal(s) if s.is_empty() => Vec::new(),
+            s => s.out_shape(),
+        }
+    }
+}
+
+fn plan(
+    app: &App,
+    ctx: &Ctx,
+    id: &str,
+    action: Action,
+    body_sel: Option<Selection>,
+    body_select: Option<String>,
+) -> Result<Plan> {
+    check_obj(id, "datasets")?;
+    let dom = open_domain(app, ctx, action)?;
+    let meta = dom.dataset_meta(id)?;
+    if meta.shape == Shape::Null {
+        return Err(bad("the dataset has a null dataspace; it holds no values"));
+    }
+    let dims = sel_dims(&meta);
+    let sel = match body_sel {
+        Some(s) => s,
+        None => parse_select(body_select.as_deref().or(ctx.param("select")), &dims)?,
+    };
+    if !dims.is_empty() {
+        sel.validate(&meta.dims)?;
+    }
+    let fields = parse_fields(ctx.param("fields"))?;
+    let wire = projected_type(&meta.dtype, fields.as_deref())?;
+    let query = match ctx.param("query") {
+        Some(q) if action == Action::Read => Some(Query::parse(q, &meta.dtype)?),
+        Some(_) => {
+            return Err(ServerError::NotImplemented(
+                "query updates are not supported by h5lake serve".into(),
+            ))
+        }
+        None => None,
+    };
+    Ok(Plan {
+        dom,
+        id: id.to_string(),
+        meta,
+        sel,
+        fields,
+        wire,
+        query,
+    })
+}
+
+/// Splits an orthogonal selection along its first dimension into pieces of
+/// at most `rows` indices. A step-1 slice is cut at multiples of `align`
+/// (the chunk extent) when `rows` allows, so that each piece covers whole
+/// chunks and a write needs no read-modify-write.
+fn split_rows(sels: &[DimSel], rows: u64, align: u64) -> Vec<Vec<DimSel>> {
+    let Some((first, rest)) = sels.split_first() else {
+        return vec![Vec::new()];
+    };
+    let mut rows = rows.max(1);
+    let piece = |d: DimSel| {
+        let mut v = vec![d];
+        v.extend_from_slice(rest);
+        v
+    };
+    let mut out = Vec::new();
+    match first {
+        DimSel::Slice { start, count, step } => {
+            let aligned = *step == 1 && align > 1 && rows >= align;
+            if aligned {
+                rows = rows / align * align;
+            }
+            let mut done = 0;
+            loop {
+                let mut n = rows.min(count - done);
+                if aligned && done + n < *count {
+                    let end = (start + done + n) / align * align;
+                    if end > start + done {
+                        n = end - start - done;
+                    }
+                }
+                out.push(piece(DimSel::Slice {
+                    start: start + done * step,
+                    count: n,
+                    step: *step,
+                }));
+                done += n;
+                if done >= *count {
+                    break;
+                }
+            }
+        }
+        DimSel::Indices(ix) => {
+            for c in ix.chunks(rows as usize) {
+                out.push(piece(DimSel::Indices(c.to_vec())));
+            }
+            if ix.is_empty() {
+                out.push(piece(DimSel::Indices(Vec::new())));
+            }
+        }
+    }
+    out
+}
+
+/// Slabs of a plan for binary transfer: (selection, bytes) pairs.
+fn slabs(p: &Plan, slab_bytes: usize) -> Result<Vec<(Selection, usize)>> {
+    let es = p.wire.fixed_size().unwrap_or(0);
+    match &p.sel {
+        Selection::Orthogonal(sels) if !sels.is_empty() => {
+            let row = sels[1..]
+                .iter()
+                .try_fold(es as u64, |acc, s| acc.checked_mul(s.len()))
+                .ok_or_else(|| ServerError::TooLarge("selection too large".into()))?;
+            let rows = (slab_bytes as u64 / row.max(1)).max(1);
+            // The slab list is built up front: refuse requests that would
+            // need an absurd number of them (terabytes) rather than the memory.
+            if sels[0].len() / rows > MAX_SLABS || row > usize::MAX as u64 / 2 {
+                return Err(ServerError::TooLarge(
+                    "selection too large for one request; read it in parts".into(),
+                ));
+            }
+            Ok(
+                split_rows(sels, rows, p.meta.chunk.first().copied().unwrap_or(1))
+                    .into_iter()
+                    .map(|s| {
+                        let sel = Selection::Orthogonal(s);
+                        let n = sel.num_elements() as usize * es;
+                        (sel, n)
+                    })
+                    .collect(),
+            )
+        }
+        s => Ok(vec![(s.clone(), s.num_elements() as usize * es)]),
+    }
+}
+
+/// Most slabs one binary request may take (at 8 MiB each, 8 TiB).
+const MAX_SLABS: u64 = 1 << 20;
+
+fn read_fixed(p: &Plan, sel: &Selection, n: usize) -> Result<Vec<u8>> {
+    let mut buf = vec![0u8; n];
+    p.dom
+        .read_fields(&p.id, sel, p.fields.as_deref(), &mut buf)?;
+    Ok(buf)
+}
+
+/// Answers a read: JSON, or binary (streamed in slabs when big).
+fn respond(app: &App, ctx: &Ctx, p: Plan) -> Result<Response> {
+    if p.query.is_some() {
+        return respond_query(app, ctx, &p);
+    }
+    let mut shape = p.out_shape();
+    if ctx.flag("reduce_dim") {
+        // HSDS drops the extent-1 dimensions of a JSON answer on request.
+        shape.retain(|&d| d != 1);
+    }
+    let n = p.sel.num_elements();
+    if p.meta.dtype.is_variable() {
+        if p.fields.is_some() {
+            return Err(bad("fields are not supported for variable-length types"));
+        }
+        // Variable-length answers are built in memory: bound them by the
+        // JSON limit, counting at least 16 bytes an element.
+        if n.saturating_mul(16) > app.cfg.max_json_response_bytes as u64 {
+            return Err(ServerError::TooLarge(format!(
+                "{n} variable-length elements are too many for one request; read them in parts"
+            )));
+        }
+        let items = p.dom.read_vlen(&p.id, &p.sel)?;
+        if ctx.wants_binary() {
+            return Ok(binary_rsp(vlen_to_bytes(&items)));
+        }
+        let flat = items
+            .iter()
+            .map(|i| vlen_to_json(&p.meta.dtype, i))
+            .collect::<Result<_>>()?;
+        return Ok(json_rsp(
+            StatusCode::OK,
+            json!({"value": nest(flat, &shape), "hrefs": []}),
+        ));
+    }
+    let es = p.wire.fixed_size().unwrap_or(0) as u64;
+    let total = n
+        .checked_mul(es)
+        .ok_or_else(|| bad("selection too large"))?;
+    if !ctx.wants_binary() {
+        if total > app.cfg.max_json_response_bytes as u64 {
+            return Err(ServerError::TooLarge(format!(
+                "a JSON answer of {total} bytes is too large; ask for application/octet-stream"
+            )));
+        }
+        let bytes = read_fixed(&p, &p.sel, total as usize)?;
+        let value = fixed_to_json(&p.wire, &bytes, &shape)?;
+        return Ok(json_rsp(
+            StatusCode::OK,
+            json!({"value": value, "hrefs": []}),
+        ));
+    }
+    if total <= app.cfg.slab_bytes as u64 {
+        return Ok(binary_rsp(read_fixed(&p, &p.sel, total as usize)?));
+    }
+    let pieces = slabs(&p, app.cfg.slab_bytes)?;
+    // One slab in the channel and one being read: memory stays at a few
+    // slabs however big the answer is.
+    let (tx, rx) = tokio::sync::mpsc::channel::<std::result::Result<Bytes, std::io::Error>>(1);
+    tokio::task::spawn_blocking(move || {
+        for (sel, n) in pieces {
+            let msg = read_fixed(&p, &sel, n)
+                .map(Bytes::from)
+                .map_err(|e| std::io::Error::other(e.to_string()));
+            let failed = msg.is_err();
+            if tx.blocking_send(msg).is_err() || failed {
+                return;
+            }
+        }
+    });
+    let stream =
+        futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|x| (x, rx)) });
+    Ok((
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, "application/octet-stream".to_string()),
+            (header::CONTENT_LENGTH, total.to_string()),
+        ],
+        Body::from_stream(stream),
+    )
+        .into_response())
+}
+
+/// Answers a query: the matching elements of a 1-D compound selection in
+/// order (at most `Limit` of them), read slab by slab; JSON answers also
+/// carry their `index`.
+fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
+    let q = p.query.as_ref().expect("a query plan");
+    let Selection::Orthogonal(sels) = &p.sel else {
+        return Err(bad("queries take a select range, not points"));
+    };
+    if sels.len() != 1 {
+        return Err(bad("queries need a one-dimensional (table) dataset"));
+    }
+    let limit = match ctx.param("Limit") {
+        None => usize::MAX,
+        Some(l) => match l.parse::<usize>() {
+            Ok(0) => usize::MAX,
+            Ok(n) => n,
+            Err(_) => return Err(bad("Limit must be a non-negative integer")),
+        },
+    };
+    let es = p.meta.dtype.fixed_size().unwrap_or(0);
+    let Datatype::Compound { fields: all, .. } = &p.meta.dtype else {
+        return Err(bad("queries need a compound (table) dataset"));
+    };
+    let picks: Vec<(usize, usize)> = match &p.wire {
+        Datatype::Compound { fields: wire, .. } if p.fields.is_some() => wire
+            .iter()
+            .map(|w| {
+                let f = all
+                    .iter()
+                    .find(|f| f.name == w.name)
+                    .expect("projected from these fields");
+                (f.offset, w.dtype.fixed_size().unwrap_or(0))
+            })
+            .collect(),
+        _ => vec![(0, es)],
+    };
+    let rows = (app.cfg.slab_bytes / es.max(1)).max(1) as u64;
+    let mut out = Vec::new();
+    let mut index = Vec::new();
+    'slabs: for piece in split_rows(sels, rows, p.meta.chunk.first().copied().unwrap_or(1)) {
+        let idx: Vec<u64> = match &piece[0] {
+            DimSel::Slice { start, count, step } => (0..*count).map(|k| start + k * step).collect(),
+            DimSel::Indices(ix) => ix.clone(),
+        };
+        let sel = Selection::Orthogonal(piece);
+        let mut buf = vec![0u8; idx.len() * es];
+        p.dom.read(&p.id, &sel, &mut buf)?;
+        for (row, &i) in buf.chunks(es.max(1)).zip(&idx) {
+            if index.len() >= limit {
+                break 'slabs;
+            }
+            if q.matches(row)? {
+                for &(off, len) in &picks {
+                    out.extend_from_slice(&row[off..off + len]);
+                }
+                index.push(i);
+                if out.len() > app.cfg.max_json_response_bytes {
+                    return Err(ServerError::TooLarge(
+                        "the query matches too much for one answer; narrow the select range or set Limit".into(),
+                    ));
+                }
+            }
+        }
+    }
+    if ctx.wants_binary() {
+        return Ok(binary_rsp(out));
+    }
+    let value = fixed_to_json(&p.wire, &out, &[index.len() as u64])?;
+    Ok(json_rsp(
+        StatusCode::OK,
+        json!({"value": value, "index": index, "hrefs": []}),
+    ))
+}
+
+pub(crate) async fn get_value(
+    State(app): State<Arc<App>>,
+    ctx: Ctx,
+    Path(id): Path<String>,
+) -> Result<Response> {
+    blocking(move || {
+        let p = plan(&app, &ctx, &id, Action::Read, None, None)?;
+        respond(&app, &ctx, p)
+    })
+    .await
+}
+
+/// POST `…/value`: a read whose selection is in the body — binary u64
+/// points, or JSON `points` / `select` / `start`+`stop`.
+pub(crate) async fn post_value(
+    State(app): State<Arc<App>>,
+    ctx: Ctx,
+    Path(id): Path<String>,
+    body: Body,
+) -> Result<Response> {
+    let binary = ctx.sends_binary();
+    let data = read_body(&app, body).await?;
+    blocking(move || {
+        let (points_json, select) = if binary {
+            (None, None)
+        } else {
+            let v: Value = serde_json::from_slice(&data)
+                .map_err(|e| bad(format!("Unable to load JSON body: {e}")))?;
+            (v.get("points").cloned(), select_from_body(&v)?)
+        };
+        let pre = plan(&app, &ctx, &id, Action::Read, None, select.clone())?;
+        let dims = sel_dims(&pre.meta);
+        let sel = if binary {
+            Some(points_from_bytes(&data, &dims)?)
+        } else {
+            points_json
+                .map(|p| points_from_json(&p, &dims))
+                .transpose()?
+        };
+        let p = match sel {
+            Some(s) => Plan { sel: s, ..pre },
+            None => pre,
+        };
+        respond(&app, &ctx, p)
+    })
+    .await
+}
+
+/// Writes JSON `value` to `sel` (all of the dataset when `None`).
+pub(crate) fn write_json_value(
+    dom: &Domain,
+    id: &str,
+    sel: Option<Selection>,
+    v: &Value,
+) -> Result<()> {
+    let m = dom.dataset_meta(id)?;
+    let sel = sel.unwrap_or_else(|| {
+        Selection::Orthogonal(
+            sel_dims(&m)
+                .iter()
+                .map(|&d| DimSel::Slice {
+                    start: 0,
+                    count: d,
+                    step: 1,
+                })
+                .collect(),
+        )
+    });
+    let shape = match &sel {
+        Selection::Orthogonal(s) if s.is_empty() => Vec::new(),
+        s => s.out_shape(),
+    };
+    if m.dtype.is_variable() {
+        dom.write_vlen(id, &sel, &json_to_vlen(&m.dtype, &shape, v)?)?;
+    } else {
+        dom.write(id, &sel, &json_to_fixed(&m.dtype, &shape, v)?)?;
+    }
+    Ok(())
+}
+
+/// Writes `data` (packed `fields` of each element) into the selection by
+/// reading the whole elements, patching the fields and writing them back.
+fn write_fields(p: &Plan, sel: &Selection, data: &[u8]) -> Result<()> {
+    let Datatype::Compound { fields: all, size } = &p.meta.dtype else {
+        return Err(bad("fields given for a dataset whose type is not compound"));
+    };
+    let Datatype::Compound {
+        fields: wire,
+        size: wsize,
+    } = &p.wire
+    else {
+        return Err(bad("fields given for a dataset whose type is not compound"));
+    };
+    let n = sel.num_elements() as usize;
+    let mut full = vec![0u8; n * size];
+    p.dom.read(&p.id, sel, &mut full)?;
+    for (i, elem) in full.chunks_mut(*size).enumerate() {
+        for w in wire {
+            let f = all
+                .iter()
+                .find(|f| f.name == w.name)
+                .expect("projected from these fields");
+            let len = w.dtype.fixed_size().unwrap_or(0);
+            let src = i * wsize + w.offset;
+            elem[f.offset..f.offset + len].copy_from_slice(&data[src..src + len]);
+        }
+    }
+    p.dom.write(&p.id, sel, &full)?;
+    Ok(())
+}
+
+fn write_slab(p: &Plan, sel: &Selection, data: &[u8]) -> Result<()> {
+    if p.fields.is_some() {
+        write_fields(p, sel, data)
+    } else {
+        p.dom.write(&p.id, sel, data)?;
+        Ok(())
+    }
+}
+
+pub(crate) async fn put_value(
+    State(app): State<Arc<App>>,
+    ctx: Ctx,
+    Path(id): Path<String>,
+    body: Body,
+) -> Result<Response> {
+    if !ctx.sends_binary() {
+        let body = json_body(&app, &ctx, body)
+            .await?
+            .ok_or_else(|| bad("request has no body"))?;
+        return blocking(move || {
+            let select = select_from_body(&body)?;
+            let p = plan(&app, &ctx, &id, Action::Update, None, select)?;
+            let dims = sel_dims(&p.meta);
+            let sel = match body.get("points") {
+                Some(pts) => points_from_json(pts, &dims)?,
+                None => p.sel.clone(),
+            };
+            let shape = match &sel {
+                Selection::Orthogonal(s) if s.is_empty() => Vec::new(),
+                s => s.out_shape(),
+            };
+            if let Some(b64) = body.get("value_base64") {
+                let data = base64::engine::general_purpose::STANDARD
+                    .decode(
+                        b64.as_str()
+                            .ok_or_else(|| bad("value_base64 must be a string"))?,
+                    )
+                    .map_err(|_| bad("unable to decode value_base64"))?;
+                write_binary_whole(&p, &sel, &data)?;
+            } else {
+                let v = body
+                    .get("value")
+                    .ok_or_else(|| bad("request has no value or value_base64 key in body"))?;
+                if p.meta.dtype.is_variable() {
+                    p.dom
+                        .write_vlen(&p.id, &sel, &json_to_vlen(&p.meta.dtype, &shape, v)?)?;
+                } else {
+                    let data = json_to_fixed(&p.wire, &shape, v)?;
+                    write_slab(&p, &sel, &data)?;
+                }
+            }
+            Ok(json_rsp(StatusCode::OK, json!({})))
+        })
+        .await;
+    }
+    let (p, ctx) = {
+        let app = app.clone();
+        blocking(move || Ok((plan(&app, &ctx, &id, Action::Update, None, None)?, ctx))).await?
+    };
+    if p.meta.dtype.is_variable() {
+        let data = read_body(&app, body).await?;
+        return blocking(move || {
+            write_binary_whole(&p, &p.sel, &data)?;
+            Ok(json_rsp(StatusCode::OK, json!({})))
+        })
+        .await;
+    }
+    stream_write(app, ctx, p, body).await
+}
+
+fn content_length(ctx: &Ctx) -> Option<u64> {
+    ctx.headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+}
+
+/// A binary value for a selection, all in memory (points, vlen, base64).
+fn write_binary_whole(p: &Plan, sel: &Selection, data: &[u8]) -> Result<()> {
+    let n = sel.num_elements();
+    if p.meta.dtype.is_variable() {
+        let items = vlen_from_bytes(data, n as usize)?;
+        p.dom.write_vlen(&p.id, sel, &items)?;
+        return Ok(());
+    }
+    let es = p.wire.fixed_size().unwrap_or(0) as u64;
+    if data.len() as u64 != n * es {
+        return Err(bad(format!(
+            "expected {} bytes for the selection but got {}",
+            n * es,
+            data.len()
+        )));
+    }
+    write_slab(p, sel, data)
+}
+
+/// Writes a binary body slab by slab as it arrives.
+async fn stream_write(app: Arc<App>, ctx: Ctx, p: Plan, body: Body) -> Result<Response> {
+    let es = p.wire.fixed_size().unwrap_or(0) as u64;
+    let total = p
+        .sel
+        .num_elements()
+        .checked_mul(es)
+        .ok_or_else(|| bad("selection too large"))?;
+    if total == 0 {
+        return Err(bad("nothing to write: the selection is empty"));
+    }
+    // A declared length that cannot be right is refused before anything is
+    // written; only a body that lies about its length (or a chunked one of
+    // the wrong size) can leave the first slabs written.
+    if let Some(len) = content_length(&ctx) {
+        if len != total {
+            return Err(bad(format!(
+                "body holds {len} bytes but the selection needs {total}"
+            )));
+        }
+    }
+    let p = Arc::new(p);
+    let pieces = slabs(&p, app.cfg.slab_bytes)?;
+    let mut stream = body.into_data_stream();
+    let mut pending: Vec<u8> = Vec::new();
+    let mut written = 0u64;
+    for (sel, need) in pieces {
+        while pending.len() < need {
+            match stream.next().await {
+                Some(Ok(b)) => pending.extend_from_slice(&b),
+                Some(Err(e)) => return Err(bad(format!("error reading the request body: {e}"))),
+                None => {
+                    return Err(bad(format!(
+                        "body holds {} bytes but the selection needs {total}{}",
+                        written + pending.len() as u64,
+                        if written > 0 {
+                            " (the first part was written)"
+                        } else {
+                            ""
+                        }
+                    )))
+                }
+            }
+        }
+        let rest = pending.split_off(need);
+        let data = std::mem::replace(&mut pending, rest);
+        let p2 = p.clone();
+        blocking(move || write_slab(&p2, &sel, &data)).await?;
+        written += need as u64;
+    }
+    if !pending.is_empty() || stream.next().await.is_some() {
+        return Err(bad(format!(
+            "body is longer than the {total} bytes the selection needs (they were written)"
+        )));
+    }
+    Ok(json_rsp(StatusCode::OK, json!({})))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_split() {
+        let s = vec![
+            DimSel::Slice {
+                start: 2,
+                count: 5,
+                step: 3,
+            },
+            DimSel::Indices(vec![0, 2]),
+        ];
+        let parts = split_rows(&s, 2, 4);
+        assert_eq!(parts.len(), 3);
+        assert_eq!(
+            parts[1][0],
+            DimSel::Slice {
+                start: 8,
+                count: 2,
+                step: 3
+            }
+        );
+        assert_eq!(
+            parts[2][0],
+            DimSel::Slice {
+                start: 14,
+                count: 1,
+                step: 3
+            }
+        );
+        let parts = split_rows(&[DimSel::Indices(vec![1, 4, 6])], 2, 1);
+        assert_eq!(parts[1][0], DimSel::Indices(vec![6]));
+        // step-1 slices are cut on chunk boundaries: 3..8 | 8..16 | 16..21
+        let sl = |start, count| DimSel::Slice {
+            start,
+            count,
+            step: 1,
+        };
+        let parts = split_rows(&[sl(3, 18)], 9, 4);
+        let got: Vec<_> = parts.iter().map(|p| p[0].clone()).collect();
+        assert_eq!(got, vec![sl(3, 5), sl(8, 8), sl(16, 5)]);
+        // an empty selection is still one (empty) piece
+        assert_eq!(split_rows(&[sl(0, 0)], 9, 4).len(), 1);
+    }
+
+    #[test]
+    fn json_elements() {
+        let t = Datatype::from_json(&json!("H5T_STD_I16LE")).unwrap();
+        assert_eq!(
+            json_to_fixed(&t, &[2, 2], &json!([[1, 2], [3, 4]])).unwrap(),
+            vec![1, 0, 2, 0, 3, 0, 4, 0]
+        );
+        assert_eq!(json_to_fixed(&t, &[1], &json!(7)).unwrap(), vec![7, 0]);
+        assert!(json_to_fixed(&t, &[2], &json!([1])).is_err());
+        assert!(json_to_fixed(&t, &[2], &json!(["x", 1])).is_err());
+        assert_eq!(
+            fixed_to_json(&t, &[1, 0, 2, 0], &[2]).unwrap(),
+            json!([1, 2])
+        );
+    }
+
+    #[test]
+    fn vlen_wire_form() {
+        let items = vec![b"ab".to_vec(), Vec::new()];
+        let b = vlen_to_bytes(&items);
+        assert_eq!(b, vec![2, 0, 0, 0, b'a', b'b', 0, 0, 0, 0]);
+        assert_eq!(vlen_from_bytes(&b, 2).unwrap(), items);
+        assert!(vlen_from_bytes(&b[..5], 2).is_err());
+        assert!(vlen_from_bytes(&b, 3).is_err());
+    }
+}
