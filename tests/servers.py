@@ -2,6 +2,7 @@
 127.0.0.1 port, with a temporary store directory and password file."""
 
 import base64
+import contextlib
 import json
 import os
 import signal
@@ -101,3 +102,16 @@ class Server:
         for stream in (self.proc.stdout, self.proc.stderr):
             if stream:
                 stream.close()
+
+
+@contextlib.contextmanager
+def running(root, count=1, **kw):
+    """``count`` servers on one store directory; yields their endpoints."""
+    started = []
+    try:
+        for _ in range(count):
+            started.append(Server(root, **kw))
+        yield [s.endpoint for s in started]
+    finally:
+        for s in started:
+            s.stop()

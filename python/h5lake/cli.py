@@ -120,7 +120,8 @@ def _get(args):
 
 def _serve(args):
     def ready(url):
-        print(f"h5lake serve: serving {os.path.abspath(args.root)} at {url} (Ctrl-C to stop)",
+        where = args.root if "://" in args.root else os.path.abspath(args.root)
+        print(f"h5lake serve: serving {where} at {url} (Ctrl-C to stop)",
               flush=True)
 
     if args.allow_noauth and args.host not in ("127.0.0.1", "localhost", "::1"):
@@ -248,8 +249,9 @@ def build_parser():
                  "The store directory is the HSDS bucket: domain /home/u/f.h5 lives in\n"
                  "DIR/home/u/f.h5. Top-level folders (/home/) are made by the admin user,\n"
                  "e.g. hstouch -u admin -p PW /home/ ; hstouch -u admin -p PW -o u /home/u/")
-    p.add_argument("--root", default=".", metavar="DIR",
-                   help="the store directory (HSDS bucket) to serve (default: current directory)")
+    p.add_argument("--root", default=".", metavar="DIR|s3://BUCKET[/PREFIX]",
+                   help="the store (HSDS bucket) to serve: a directory or an S3 bucket "
+                        "(default: current directory)")
     p.add_argument("--host", default="127.0.0.1",
                    help="interface to listen on (default 127.0.0.1; 0.0.0.0 exposes the store to the network)")
     p.add_argument("--port", type=int, default=5101, help="port to listen on (default 5101; 0 = any free port)")
