@@ -129,11 +129,20 @@ impl h5lake_store::ReadableStore for Batching {
     fn get_versioned(&self, key: &str) -> h5lake_store::Result<Option<h5lake_store::Versioned>> {
         self.inner.get_versioned(key)
     }
-    fn get_range(&self, key: &str, offset: u64, len: u64) -> h5lake_store::Result<Option<bytes::Bytes>> {
+    fn get_range(
+        &self,
+        key: &str,
+        offset: u64,
+        len: u64,
+    ) -> h5lake_store::Result<Option<bytes::Bytes>> {
         self.inner.get_range(key, offset, len)
     }
-    fn get_many(&self, keys: &[String]) -> h5lake_store::Result<Vec<Option<h5lake_store::Versioned>>> {
-        self.batches.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    fn get_many(
+        &self,
+        keys: &[String],
+    ) -> h5lake_store::Result<Vec<Option<h5lake_store::Versioned>>> {
+        self.batches
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.inner.get_many(keys)
     }
     fn prefers_batching(&self) -> bool {
@@ -145,7 +154,11 @@ impl h5lake_store::WritableStore for Batching {
     fn put(&self, key: &str, data: &[u8]) -> h5lake_store::Result<h5lake_store::Version> {
         self.inner.put(key, data)
     }
-    fn put_if_absent(&self, key: &str, data: &[u8]) -> h5lake_store::Result<h5lake_store::PutOutcome> {
+    fn put_if_absent(
+        &self,
+        key: &str,
+        data: &[u8],
+    ) -> h5lake_store::Result<h5lake_store::PutOutcome> {
         self.inner.put_if_absent(key, data)
     }
     fn put_if_version(
@@ -404,7 +417,10 @@ fn check_vlen_strings(dom: Domain) {
         ]
     );
     let got = dom.read_vlen(&id, &slices(&[(3, 5, 1)])).unwrap();
-    assert_eq!(got, vec![b"x".to_vec(), b"E".to_vec(), vec![], vec![], vec![]]);
+    assert_eq!(
+        got,
+        vec![b"x".to_vec(), b"E".to_vec(), vec![], vec![], vec![]]
+    );
 }
 
 #[test]
