@@ -1051,17 +1051,30 @@ impl Domain {
             let keys: Vec<String> = b.clone().map(&key).collect();
             Ok(store.get_many(&keys)?)
         };
+        // Pool threads have no cancellation flag of their own: carry the
+        // caller's in, and also look at it between batches.
+        let cancel = crate::cancel::current();
+        let decode_batch = |batch: &std::ops::Range<usize>, fetched: &[Option<Versioned>]| {
+            let run = || {
+                for_each_task(batch.len(), |j| {
+                    task(batch.start + j, Some(fetched[j].clone()))
+                })
+            };
+            match &cancel {
+                Some(flag) => crate::cancel::with_cancel(flag.clone(), run),
+                None => run(),
+            }
+        };
         chunk_pool().install(|| {
             let mut ahead = Some(fetch(&batches[0]));
             for (bi, batch) in batches.iter().enumerate() {
                 let fetched = ahead.take().expect("fetched before use")?;
+                if crate::cancel::is_set(&cancel) {
+                    return Err(EngineError::Interrupted);
+                }
                 let (next, done) = rayon::join(
                     || batches.get(bi + 1).map(&fetch),
-                    || {
-                        for_each_task(batch.len(), |j| {
-                            task(batch.start + j, Some(fetched[j].clone()))
-                        })
-                    },
+                    || decode_batch(batch, &fetched),
                 );
                 done?;
                 ahead = next;

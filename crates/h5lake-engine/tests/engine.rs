@@ -644,7 +644,16 @@ fn compound_field_projection() {
 
 #[test]
 fn a_cancelled_call_stops_with_interrupted() {
-    let dom = mem_domain();
+    check_cancel(mem_domain());
+    // The batched read path (S3's) honours the flag too.
+    let store = Arc::new(Batching {
+        inner: MemoryStore::new(),
+        batches: Default::default(),
+    });
+    check_cancel(Domain::open(store, "", OpenMode::Truncate, "b".into()).unwrap());
+}
+
+fn check_cancel(dom: Domain) {
     let id = make_2d(&dom, [64, 64], [8, 8], json!([]));
     let flag = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let mut out = vec![0u8; 64 * 64 * 4];
