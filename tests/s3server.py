@@ -2,10 +2,10 @@
 127.0.0.1 by a single-threaded werkzeug server.
 
 Why single-threaded: moto checks a conditional PUT's precondition and then
-stores the object in two steps; under its threaded server two racing
-``If-None-Match: *`` PUTs can both pass the check, so "exactly one creator
-wins" would not hold. One request at a time makes every request atomic, as
-real S3 is.
+stores the object in two steps, with no lock between them; under its
+threaded server two racing ``If-None-Match: *`` PUTs could both pass the
+check, and "exactly one creator wins" would not be guaranteed. One request
+at a time makes every request atomic, as real S3 is.
 
 As a script::
 

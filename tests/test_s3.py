@@ -141,8 +141,11 @@ def test_tools_take_s3_urls(s3_root, tmp_path):
     assert h5lake.ls(url) == ["g  Group"]
     assert h5lake.ls(f"{url}/g") == ["d  Dataset {2, 3}"]
     assert h5lake.diff(url, local) == []
-    info = h5lake.info(url)
-    assert (info["store"], info["groups"], info["datasets"]) == (url, 2, 1)
+    info, local_info = h5lake.info(url), h5lake.info(local)
+    assert info["store"] == url
+    for key in ("groups", "datasets", "attributes", "links", "logical_bytes", "chunks", "chunk_bytes"):
+        assert info[key] == local_info[key], key
+    assert info["metadata_bytes"] > 0
     h5lake.cp(f"{url}/g/d", f"{url}/d2")
     h5lake.mv(f"{url}/d2", f"{url}/d3")
     assert h5lake.ls(url) == ["d3  Dataset {2, 3}", "g   Group"]
@@ -193,3 +196,29 @@ def test_load_and_get_through_s3(s3_root, tmp_path):
     h5lake.get(url, out)
     with h5py.File(out, "r") as f:
         np.testing.assert_array_equal(f["y"][()], np.arange(3))
+
+
+def _child_reads(url, q):
+    with h5lake.File(url, "r") as f:
+        q.put(f["d"][...].tolist())
+
+
+def test_forked_children_can_use_s3(s3_root):
+    # The parent's S3 runtime and chunk thread pool do not survive a fork
+    # (no threads); a child must get its own instead of hanging.
+    import multiprocessing
+    url = f"{s3_root}/fork.h5"
+    with h5lake.File(url, "w") as f:
+        f.create_dataset("d", data=np.arange(40), chunks=(4,))
+        assert f["d"][...].sum() == 780       # the parent has used S3 before forking
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_child_reads, args=(url, q))
+    p.start()
+    try:
+        assert q.get(timeout=60) == list(range(40))
+    finally:
+        p.join(30)
+        if p.is_alive():
+            p.kill()
+    assert p.exitcode == 0

@@ -126,6 +126,9 @@ class RawFile:
         """TypeError if not chunked; ValueError if beyond maxdims. Chunks now
         outside the shape are deleted; partial edge chunks are cleared beyond
         the new extent so that a later grow shows the fill value."""
+    def stored_sizes(self) -> list[tuple[str, int]]:
+        """``(key, size)`` of every stored object of the domain (its
+        ``.domain.json`` and everything under its ``db/`` prefix)."""
     def dataset_chunk_count(self, dset_id: str) -> int:
         """Number of stored chunk objects."""
 

@@ -54,10 +54,9 @@ def format_info(summary):
     rows = [("store", summary["store"])]
     rows += [(key, summary[key]) for key in ("groups", "datasets", "datatypes", "attributes")]
     rows += [(f"{kind} links", links[kind]) for kind in ("hard", "soft", "external")]
-    rows += [(key.replace("_", " "),
-              "n/a" if summary[key] is None else f"{summary[key]} ({_human(summary[key])})")
+    rows += [(key.replace("_", " "), f"{summary[key]} ({_human(summary[key])})")
              for key in ("logical_bytes", "stored_bytes", "metadata_bytes", "chunk_bytes")]
-    rows += [("chunks", "n/a" if summary["chunks"] is None else summary["chunks"]),
+    rows += [("chunks", summary["chunks"]),
              ("compression ratio", "n/a (no chunks)" if ratio is None else f"{ratio:.2f}")]
     width = max(len(label) for label, _value in rows)
     return [f"{label.ljust(width)}  {value}" for label, value in rows]

@@ -400,6 +400,11 @@ impl RawFile {
         self.dom().map(|_| ())
     }
 
+    /// `(key, size)` of every stored object of the domain.
+    fn stored_sizes(&self, py: Python<'_>) -> PyResult<Vec<(String, u64)>> {
+        self.run(py, |d| d.stored_sizes())
+    }
+
     fn domain_json(&self, py: Python<'_>) -> PyResult<String> {
         self.run(py, |d| d.domain_doc()).map(|v| v.to_string())
     }

@@ -557,31 +557,50 @@ impl Domain {
                     let coords: Vec<u64> = plan.chunk(i).iter().map(|p| p.chunk).collect();
                     m.key(&coords)
                 };
-                self.chunk_tasks(&m, plan.num_chunks(), chunk_key, |i, fetched| -> Result<()> {
-                    let parts = plan.chunk(i);
-                    let coords: Vec<u64> = parts.iter().map(|p| p.chunk).collect();
-                    let key = m.key(&coords);
-                    if fetched.is_none() && !use_cache && direct && m.covers_whole_chunk(&parts) {
-                        // SAFETY: as below; the runs are this task's own elements.
-                        if unsafe { self.read_chunk_direct(&m, &key, &parts, &cs, &os, ptr)? } {
-                            return Ok(());
+                self.chunk_tasks(
+                    &m,
+                    plan.num_chunks(),
+                    chunk_key,
+                    |i, fetched| -> Result<()> {
+                        let parts = plan.chunk(i);
+                        let coords: Vec<u64> = parts.iter().map(|p| p.chunk).collect();
+                        let key = m.key(&coords);
+                        if fetched.is_none() && !use_cache && direct && m.covers_whole_chunk(&parts)
+                        {
+                            // SAFETY: as below; the runs are this task's own elements.
+                            if unsafe { self.read_chunk_direct(&m, &key, &parts, &cs, &os, ptr)? } {
+                                return Ok(());
+                            }
                         }
-                    }
-                    let region = chunk_region(&parts);
-                    let scatter = |src: &[u8]| {
-                        // SAFETY: chunk tasks write disjoint output elements and
-                        // the selection was validated against the buffer size.
-                        walk(&parts, &cs, &os, &mut |s, d, n| unsafe {
-                            proj.copy(src, s, ptr, d, n)
-                        });
-                    };
-                    match fetched {
-                        Some(stored) => self.with_fetched_chunk(
-                            &m, &key, stored, use_cache, &fill_chunk, Some(&region), scatter,
-                        ),
-                        None => self.with_chunk(&m, &key, use_cache, &fill_chunk, Some(&region), scatter),
-                    }
-                })
+                        let region = chunk_region(&parts);
+                        let scatter = |src: &[u8]| {
+                            // SAFETY: chunk tasks write disjoint output elements and
+                            // the selection was validated against the buffer size.
+                            walk(&parts, &cs, &os, &mut |s, d, n| unsafe {
+                                proj.copy(src, s, ptr, d, n)
+                            });
+                        };
+                        match fetched {
+                            Some(stored) => self.with_fetched_chunk(
+                                &m,
+                                &key,
+                                stored,
+                                use_cache,
+                                &fill_chunk,
+                                Some(&region),
+                                scatter,
+                            ),
+                            None => self.with_chunk(
+                                &m,
+                                &key,
+                                use_cache,
+                                &fill_chunk,
+                                Some(&region),
+                                scatter,
+                            ),
+                        }
+                    },
+                )
             }
             Selection::Points { .. } => {
                 let groups: Vec<_> = plan_points(sel, &m.chunk).into_iter().collect();
@@ -598,7 +617,13 @@ impl Domain {
                     };
                     match fetched {
                         Some(stored) => self.with_fetched_chunk(
-                            &m, &key, stored, use_cache, &fill_chunk, None, gather,
+                            &m,
+                            &key,
+                            stored,
+                            use_cache,
+                            &fill_chunk,
+                            None,
+                            gather,
                         ),
                         None => self.with_chunk(&m, &key, use_cache, &fill_chunk, None, gather),
                     }
@@ -675,27 +700,32 @@ impl Domain {
         let n = sel.num_elements() as usize;
         let tasks = vlen_tasks(&m, sel);
         let out = std::sync::Mutex::new(vec![Vec::new(); n]);
-        self.chunk_tasks(&m, tasks.len(), |i| m.key(&tasks[i].0), |i, fetched| {
-            let (coords, pairs) = &tasks[i];
-            let key = m.key(coords);
-            let chunk = match fetched {
-                Some(Some(stored)) => Some(self.decode_fetched(&m, &key, stored, true)?),
-                Some(None) if m.link.is_none() => {
-                    self.cache.remove(&key);
-                    None
+        self.chunk_tasks(
+            &m,
+            tasks.len(),
+            |i| m.key(&tasks[i].0),
+            |i, fetched| {
+                let (coords, pairs) = &tasks[i];
+                let key = m.key(coords);
+                let chunk = match fetched {
+                    Some(Some(stored)) => Some(self.decode_fetched(&m, &key, stored, true)?),
+                    Some(None) if m.link.is_none() => {
+                        self.cache.remove(&key);
+                        None
+                    }
+                    _ => self.load_chunk(&m, &key, true)?,
+                };
+                let elems = match chunk {
+                    Some(c) => parse_vlen_chunk(&c, m.chunk_elems())?,
+                    None => vec![Vec::new(); m.chunk_elems()],
+                };
+                let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
+                for &(s, d) in pairs {
+                    out[d as usize] = elems[s as usize].clone();
                 }
-                _ => self.load_chunk(&m, &key, true)?,
-            };
-            let elems = match chunk {
-                Some(c) => parse_vlen_chunk(&c, m.chunk_elems())?,
-                None => vec![Vec::new(); m.chunk_elems()],
-            };
-            let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
-            for &(s, d) in pairs {
-                out[d as usize] = elems[s as usize].clone();
-            }
-            Ok(())
-        })?;
+                Ok(())
+            },
+        )?;
         Ok(out.into_inner().unwrap_or_else(|e| e.into_inner()))
     }
 
@@ -1035,17 +1065,30 @@ impl Domain {
             let keys: Vec<String> = b.clone().map(&key).collect();
             Ok(store.get_many(&keys)?)
         };
+        // Pool threads have no cancellation flag of their own: carry the
+        // caller's in, and also look at it between batches.
+        let cancel = crate::cancel::current();
+        let decode_batch = |batch: &std::ops::Range<usize>, fetched: &[Option<Versioned>]| {
+            let run = || {
+                for_each_task(batch.len(), |j| {
+                    task(batch.start + j, Some(fetched[j].clone()))
+                })
+            };
+            match &cancel {
+                Some(flag) => crate::cancel::with_cancel(flag.clone(), run),
+                None => run(),
+            }
+        };
         chunk_pool().install(|| {
             let mut ahead = Some(fetch(&batches[0]));
             for (bi, batch) in batches.iter().enumerate() {
                 let fetched = ahead.take().expect("fetched before use")?;
+                if crate::cancel::is_set(&cancel) {
+                    return Err(EngineError::Interrupted);
+                }
                 let (next, done) = rayon::join(
                     || batches.get(bi + 1).map(&fetch),
-                    || {
-                        for_each_task(batch.len(), |j| {
-                            task(batch.start + j, Some(fetched[j].clone()))
-                        })
-                    },
+                    || decode_batch(batch, &fetched),
                 );
                 done?;
                 ahead = next;
@@ -1234,23 +1277,40 @@ fn for_each_task(n: usize, f: impl Fn(usize) -> Result<()> + Sync + Send) -> Res
 /// read, others decode, and several reads are in flight at once (cold reads
 /// on this machine's disk went from ~0.8 to ~1.4 GB/s going from 2 to 8
 /// threads). `H5LAKE_THREADS` overrides the size.
+///
+/// A process forked after the pool started (Python's multiprocessing)
+/// inherits the pool without its threads, and work handed to it would wait
+/// forever; so each process makes its own, and a child leaks the parent's
+/// copy (dropping it would wait for threads that do not exist there).
 fn chunk_pool() -> &'static rayon::ThreadPool {
-    static POOL: std::sync::OnceLock<rayon::ThreadPool> = std::sync::OnceLock::new();
-    POOL.get_or_init(|| {
-        let cores = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(2);
-        let threads = std::env::var("H5LAKE_THREADS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .filter(|&n: &usize| n > 0)
-            .unwrap_or((cores * 4).clamp(8, 64));
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("h5lake-chunk-{i}"))
-            .build()
-            .expect("creating the chunk thread pool")
-    })
+    type Owned = Option<(u32, &'static rayon::ThreadPool)>;
+    static POOL: std::sync::Mutex<Owned> = std::sync::Mutex::new(None);
+    let pid = std::process::id();
+    let mut slot = POOL.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((owner, pool)) = *slot {
+        if owner == pid {
+            return pool;
+        }
+    }
+    let pool: &'static rayon::ThreadPool = Box::leak(Box::new(new_chunk_pool()));
+    *slot = Some((pid, pool));
+    pool
+}
+
+fn new_chunk_pool() -> rayon::ThreadPool {
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2);
+    let threads = std::env::var("H5LAKE_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n: &usize| n > 0)
+        .unwrap_or((cores * 4).clamp(8, 64));
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("h5lake-chunk-{i}"))
+        .build()
+        .expect("creating the chunk thread pool")
 }
 
 fn hidden_chunks(dims: &[u64], esize: u64) -> Vec<u64> {

@@ -422,7 +422,8 @@ impl Domain {
     /// A read-only domain; I/O trouble.
     pub fn delete_domain(self) -> Result<()> {
         self.check_writable()?;
-        self.store.delete_prefix(&ids::domain_db_prefix(&self.root_id)?)?;
+        self.store
+            .delete_prefix(&ids::domain_db_prefix(&self.root_id)?)?;
         self.store.delete(&self.domain_key)?;
         Ok(())
     }
@@ -464,6 +465,23 @@ impl Domain {
         }
         self.store.delete(&self.domain_key)?;
         Ok(old_root.filter(|r| *r != self.root_id))
+    }
+
+    /// The domain's stored objects with their sizes in bytes: its
+    /// `.domain.json`, then everything under its `db/` prefix, by key.
+    ///
+    /// # Errors
+    /// I/O trouble.
+    pub fn stored_sizes(&self) -> Result<Vec<(String, u64)>> {
+        let mut out = Vec::new();
+        if let Some(doc) = self.store.get(&self.domain_key)? {
+            out.push((self.domain_key.clone(), doc.len() as u64));
+        }
+        out.extend(
+            self.store
+                .list_sizes(&ids::domain_db_prefix(&self.root_id)?)?,
+        );
+        Ok(out)
     }
 
     /// Sets the decoded-chunk cache budget in bytes (0 turns caching off).

@@ -129,11 +129,20 @@ impl h5lake_store::ReadableStore for Batching {
     fn get_versioned(&self, key: &str) -> h5lake_store::Result<Option<h5lake_store::Versioned>> {
         self.inner.get_versioned(key)
     }
-    fn get_range(&self, key: &str, offset: u64, len: u64) -> h5lake_store::Result<Option<bytes::Bytes>> {
+    fn get_range(
+        &self,
+        key: &str,
+        offset: u64,
+        len: u64,
+    ) -> h5lake_store::Result<Option<bytes::Bytes>> {
         self.inner.get_range(key, offset, len)
     }
-    fn get_many(&self, keys: &[String]) -> h5lake_store::Result<Vec<Option<h5lake_store::Versioned>>> {
-        self.batches.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    fn get_many(
+        &self,
+        keys: &[String],
+    ) -> h5lake_store::Result<Vec<Option<h5lake_store::Versioned>>> {
+        self.batches
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.inner.get_many(keys)
     }
     fn prefers_batching(&self) -> bool {
@@ -145,7 +154,11 @@ impl h5lake_store::WritableStore for Batching {
     fn put(&self, key: &str, data: &[u8]) -> h5lake_store::Result<h5lake_store::Version> {
         self.inner.put(key, data)
     }
-    fn put_if_absent(&self, key: &str, data: &[u8]) -> h5lake_store::Result<h5lake_store::PutOutcome> {
+    fn put_if_absent(
+        &self,
+        key: &str,
+        data: &[u8],
+    ) -> h5lake_store::Result<h5lake_store::PutOutcome> {
         self.inner.put_if_absent(key, data)
     }
     fn put_if_version(
@@ -404,7 +417,10 @@ fn check_vlen_strings(dom: Domain) {
         ]
     );
     let got = dom.read_vlen(&id, &slices(&[(3, 5, 1)])).unwrap();
-    assert_eq!(got, vec![b"x".to_vec(), b"E".to_vec(), vec![], vec![], vec![]]);
+    assert_eq!(
+        got,
+        vec![b"x".to_vec(), b"E".to_vec(), vec![], vec![], vec![]]
+    );
 }
 
 #[test]
@@ -628,7 +644,16 @@ fn compound_field_projection() {
 
 #[test]
 fn a_cancelled_call_stops_with_interrupted() {
-    let dom = mem_domain();
+    check_cancel(mem_domain());
+    // The batched read path (S3's) honours the flag too.
+    let store = Arc::new(Batching {
+        inner: MemoryStore::new(),
+        batches: Default::default(),
+    });
+    check_cancel(Domain::open(store, "", OpenMode::Truncate, "b".into()).unwrap());
+}
+
+fn check_cancel(dom: Domain) {
     let id = make_2d(&dom, [64, 64], [8, 8], json!([]));
     let flag = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let mut out = vec![0u8; 64 * 64 * 4];

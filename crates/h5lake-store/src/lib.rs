@@ -6,6 +6,10 @@
 //! a missing key is `Ok(None)`, never an error, because for chunks "missing"
 //! simply means "fill value".
 //!
+//! Backends: [`LocalStore`] (a directory), [`MemoryStore`], and `S3Store`
+//! (S3 and S3-compatible servers; cargo feature `s3`). [`open_url`] picks
+//! one from a location string.
+//!
 //! Consistency contract every backend must honour (checked by [`testsuite`]):
 //! - `put` is atomic: a reader sees the old bytes or the new bytes, never a mix;
 //!   a crash mid-`put` leaves the old bytes.
@@ -233,6 +237,23 @@ pub trait ListableStore: Send + Sync {
 pub trait Store: ReadableStore + WritableStore + ListableStore {
     /// Human-readable location (path or URL) for messages.
     fn location(&self) -> String;
+
+    /// Every key starting with `prefix` with its size in bytes, sorted by
+    /// key (what a usage summary needs). The default reads each object;
+    /// backends whose listings carry sizes (S3) override it.
+    ///
+    /// # Errors
+    /// I/O trouble.
+    fn list_sizes(&self, prefix: &str) -> Result<Vec<(String, u64)>> {
+        let mut out = Vec::new();
+        for key in self.list_prefix(prefix)? {
+            // Deleted since the listing: not part of the usage any more.
+            if let Some(data) = self.get(&key)? {
+                out.push((key, data.len() as u64));
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// Opens the store a location names: `s3://bucket[/prefix]` (with the

@@ -33,7 +33,7 @@
 
 use std::future::Future;
 use std::ops::Range;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -146,9 +146,13 @@ pub fn parse_s3_url(url: &str) -> Result<(String, String)> {
     if prefix.is_empty() {
         return Ok((bucket.to_string(), String::new()));
     }
-    validate_key(prefix).map_err(|_| bad("the path after the bucket has empty, '.' or '..' segments"))?;
+    validate_key(prefix)
+        .map_err(|_| bad("the path after the bucket has empty, '.' or '..' segments"))?;
     Ok((bucket.to_string(), format!("{prefix}/")))
 }
+
+/// Keys with sizes, and child prefixes, of one listing.
+type Listing = (Vec<(String, u64)>, Vec<String>);
 
 /// A [`Store`] on `s3://bucket/prefix`: key `k` is the object `prefix/k`.
 #[derive(Debug)]
@@ -234,8 +238,9 @@ impl S3Store {
             else {
                 return Err(StoreError::Config {
                     url: url.to_string(),
-                    reason: "set both AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (only one is set)"
-                        .into(),
+                    reason:
+                        "set both AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (only one is set)"
+                            .into(),
                 });
             };
             b = b.with_access_key_id(id).with_secret_access_key(secret);
@@ -332,13 +337,14 @@ impl S3Store {
     }
 
     /// One page of a listing (or all pages when `max_keys` is `None`): keys
-    /// and, with a delimiter, child prefixes, both as full store keys.
+    /// with their sizes and, with a delimiter, child prefixes, all as full
+    /// store keys, sorted.
     fn list_page(
         &self,
         prefix: &str,
         delimiter: Option<&'static str>,
         max_keys: Option<usize>,
-    ) -> Result<(Vec<String>, Vec<String>)> {
+    ) -> Result<Listing> {
         let s3 = self.s3.clone();
         let full = format!("{}{prefix}", self.prefix);
         let strip = self.prefix.len();
@@ -355,8 +361,18 @@ impl S3Store {
                 let page = s3
                     .list_paginated((!full.is_empty()).then_some(full.as_str()), opts)
                     .await?;
-                keys.extend(page.result.objects.into_iter().map(|m| m.location.to_string()));
-                dirs.extend(page.result.common_prefixes.into_iter().map(|p| format!("{p}/")));
+                keys.extend(
+                    page.result
+                        .objects
+                        .into_iter()
+                        .map(|m| (m.location.to_string(), m.size)),
+                );
+                dirs.extend(
+                    page.result
+                        .common_prefixes
+                        .into_iter()
+                        .map(|p| format!("{p}/")),
+                );
                 match page.page_token {
                     Some(t) if max_keys.is_none() => token = Some(t),
                     _ => return Ok::<_, object_store::Error>((keys, dirs)),
@@ -364,17 +380,21 @@ impl S3Store {
             }
         });
         let (keys, dirs) = result.map_err(|e| self.error(prefix, e))?;
-        let unrooted = |v: Vec<String>| -> Vec<String> {
-            let mut v: Vec<String> = v
-                .into_iter()
-                .filter(|k| k.len() > strip)
-                .map(|k| k[strip..].to_string())
-                .collect();
-            v.sort();
-            v.dedup();
-            v
-        };
-        Ok((unrooted(keys), unrooted(dirs)))
+        let mut keys: Vec<(String, u64)> = keys
+            .into_iter()
+            .filter(|(k, _)| k.len() > strip)
+            .map(|(k, size)| (k[strip..].to_string(), size))
+            .collect();
+        keys.sort();
+        keys.dedup_by(|a, b| a.0 == b.0);
+        let mut dirs: Vec<String> = dirs
+            .into_iter()
+            .filter(|d| d.len() > strip)
+            .map(|d| d[strip..].to_string())
+            .collect();
+        dirs.sort();
+        dirs.dedup();
+        Ok((keys, dirs))
     }
 
     fn get_opts(&self, key: &str, opts: GetOptions) -> Result<Option<(Bytes, Version, u64)>> {
@@ -399,7 +419,8 @@ impl S3Store {
         let data = Bytes::copy_from_slice(data);
         // Only plain overwrites go multipart: S3 has no conditional multipart
         // completion everywhere, and conditional writes are small documents.
-        let multipart = matches!(mode, PutMode::Overwrite) && data.len() >= self.multipart_threshold;
+        let multipart =
+            matches!(mode, PutMode::Overwrite) && data.len() >= self.multipart_threshold;
         let put = run(async move {
             if multipart {
                 let upload = s3.put_multipart(&path).await?;
@@ -419,9 +440,10 @@ impl S3Store {
         });
         match put {
             Ok(r) => Ok(PutOutcome::Written(Version(r.e_tag.unwrap_or_default()))),
-            Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {
-                Ok(PutOutcome::Conflict)
-            }
+            Err(
+                object_store::Error::AlreadyExists { .. }
+                | object_store::Error::Precondition { .. },
+            ) => Ok(PutOutcome::Conflict),
             Err(e) => Err(self.error(key, e)),
         }
     }
@@ -440,19 +462,30 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 }
 
 /// The module's runtime, made on first use and kept for the process's life
-/// (the HTTP connection pools live on it).
+/// (the HTTP connection pools live on it). A process forked from one that
+/// had it (Python's multiprocessing) inherits it without its threads, so a
+/// child makes its own; the parent's copy is leaked, as dropping it would
+/// wait for threads that do not exist there.
 fn runtime() -> &'static tokio::runtime::Runtime {
-    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RT.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("h5lake-s3")
-            .enable_all()
-            .build()
-            // Only fails when the OS refuses threads or an epoll instance,
-            // and then no request could be made anyway.
-            .expect("creating the tokio runtime for S3 requests")
-    })
+    static RT: Mutex<Option<(u32, &'static tokio::runtime::Runtime)>> = Mutex::new(None);
+    let pid = std::process::id();
+    let mut slot = RT.lock().unwrap_or_else(|e| e.into_inner());
+    match *slot {
+        Some((owner, rt)) if owner == pid => rt,
+        _ => {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("h5lake-s3")
+                .enable_all()
+                .build()
+                // Only fails when the OS refuses threads or an epoll instance,
+                // and then no request could be made anyway.
+                .expect("creating the tokio runtime for S3 requests");
+            let rt: &'static tokio::runtime::Runtime = Box::leak(Box::new(rt));
+            *slot = Some((pid, rt));
+            rt
+        }
+    }
 }
 
 /// Runs `fut` on the module's runtime and waits for its output.
@@ -478,7 +511,9 @@ fn run<T: Send + 'static>(fut: impl Future<Output = T> + Send + 'static) -> T {
 
 impl ReadableStore for S3Store {
     fn get(&self, key: &str) -> Result<Option<Bytes>> {
-        Ok(self.get_opts(key, GetOptions::default())?.map(|(b, _, _)| b))
+        Ok(self
+            .get_opts(key, GetOptions::default())?
+            .map(|(b, _, _)| b))
     }
 
     fn get_versioned(&self, key: &str) -> Result<Option<Versioned>> {
@@ -642,7 +677,12 @@ impl WritableStore for S3Store {
 impl ListableStore for S3Store {
     fn list_prefix(&self, prefix: &str) -> Result<Vec<String>> {
         validate_prefix(prefix)?;
-        Ok(self.list_page(prefix, None, None)?.0)
+        Ok(self
+            .list_page(prefix, None, None)?
+            .0
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect())
     }
 
     fn list_dir(&self, prefix: &str) -> Result<(Vec<String>, Vec<String>)> {
@@ -653,12 +693,18 @@ impl ListableStore for S3Store {
             });
         }
         validate_prefix(prefix)?;
-        self.list_page(prefix, Some("/"), None)
+        let (keys, dirs) = self.list_page(prefix, Some("/"), None)?;
+        Ok((keys.into_iter().map(|(k, _)| k).collect(), dirs))
     }
 }
 
 impl Store for S3Store {
     fn location(&self) -> String {
         self.url_of("")
+    }
+
+    fn list_sizes(&self, prefix: &str) -> Result<Vec<(String, u64)>> {
+        validate_prefix(prefix)?;
+        Ok(self.list_page(prefix, None, None)?.0)
     }
 }

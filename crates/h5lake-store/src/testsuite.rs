@@ -45,6 +45,7 @@ pub fn cases<S: Store>() -> Vec<(&'static str, Case<S>)> {
         ("delete_prefix", delete_prefix::<S>),
         ("list_prefix", list_prefix::<S>),
         ("list_dir", list_dir::<S>),
+        ("list_sizes", list_sizes::<S>),
         ("invalid_keys", invalid_keys::<S>),
         ("concurrent_increments", concurrent_increments::<S>),
         ("concurrent_put_if_absent", concurrent_put_if_absent::<S>),
@@ -67,7 +68,7 @@ macro_rules! store_test_suite {
         $crate::store_test_suite!(@cases $make;
             get_missing, roundtrip, overwrite, get_range, exists, put_if_absent_twice,
             put_if_version, versions_track_writes, get_into_replaces_buffer,
-            get_scattered_fills_runs, get_many, get_ranges, delete, delete_prefix, list_prefix, list_dir,
+            get_scattered_fills_runs, get_many, get_ranges, delete, delete_prefix, list_prefix, list_dir, list_sizes,
             invalid_keys, concurrent_increments, concurrent_put_if_absent, concurrent_churn);
     };
     (@cases $make:expr; $($case:ident),* $(,)?) => {
@@ -304,7 +305,7 @@ pub fn get_ranges<S: Store>(s: &S) {
         let (lo, hi) = (r.start.min(200_000) as usize, r.end.min(200_000) as usize);
         assert_eq!(g.as_ref(), &data[lo..hi.max(lo)], "{r:?}");
     }
-    assert!(s.get_ranges("gr-missing", &[0..1]).unwrap().is_none());
+    assert!(s.get_ranges("gr-missing", std::slice::from_ref(&(0..1))).unwrap().is_none());
     assert!(s.get_ranges("gr", &[]).unwrap().unwrap().is_empty());
 }
 
@@ -412,6 +413,22 @@ pub fn list_dir<S: Store>(s: &S) {
         s.list_dir("home").is_err(),
         "list_dir needs a '/'-terminated prefix"
     );
+}
+
+/// Sizes come with the keys a recursive listing gives.
+pub fn list_sizes<S: Store>(s: &S) {
+    s.put("ls/a", b"").unwrap();
+    s.put("ls/b/c", b"12345").unwrap();
+    s.put("ls/bc", &[7; 3000]).unwrap();
+    s.put("other", b"x").unwrap();
+    let want = |v: &[(&str, u64)]| v.iter().map(|(k, n)| (k.to_string(), *n)).collect::<Vec<_>>();
+    assert_eq!(
+        s.list_sizes("ls/").unwrap(),
+        want(&[("ls/a", 0), ("ls/b/c", 5), ("ls/bc", 3000)])
+    );
+    assert_eq!(s.list_sizes("ls/b").unwrap(), want(&[("ls/b/c", 5), ("ls/bc", 3000)]));
+    assert_eq!(s.list_sizes("").unwrap().len(), 4);
+    assert!(s.list_sizes("none/").unwrap().is_empty());
 }
 
 /// Keys that could escape the root or are ambiguous are refused by every

@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 
 use h5lake_store::{
-    open_url, ListableStore, PutOutcome, ReadableStore, S3Config, S3Store, Store, StoreError,
+    open_url, ListableStore, PutOutcome, ReadableStore, S3Config, S3Store, StoreError,
     WritableStore,
 };
 
@@ -122,7 +122,8 @@ fn prefixes_isolate_stores_and_keys_keep_their_characters() {
     let root = S3Store::open_with(&format!("s3://{BUCKET}"), &config(), false).unwrap();
     let all = root.list_prefix("").unwrap();
     assert!(
-        all.iter().any(|k| k.ends_with("/home/test user/f #1.h5/.domain.json")),
+        all.iter()
+            .any(|k| k.ends_with("/home/test user/f #1.h5/.domain.json")),
         "{all:?}"
     );
 }
@@ -160,9 +161,12 @@ fn get_ranges_coalesces_and_clips() {
     for (r, g) in ranges.iter().zip(&got) {
         assert_eq!(g.as_ref(), &data[r.start as usize..r.end as usize]);
     }
-    let clipped = s.get_ranges("big", &[2_999_990..3_000_100]).unwrap().unwrap();
+    let clipped = s
+        .get_ranges("big", std::slice::from_ref(&(2_999_990..3_000_100)))
+        .unwrap()
+        .unwrap();
     assert_eq!(clipped[0].as_ref(), &data[2_999_990..]);
-    assert!(s.get_ranges("missing", &[0..1]).unwrap().is_none());
+    assert!(s.get_ranges("missing", std::slice::from_ref(&(0..1))).unwrap().is_none());
 }
 
 #[test]
@@ -172,7 +176,9 @@ fn big_objects_go_up_in_parts() {
         ..config()
     };
     let s = S3Store::open_with(&format!("s3://{BUCKET}/multipart"), &cfg, true).unwrap();
-    let data: Vec<u8> = (0..(40u32 << 20) / 4 + 12345).flat_map(|i| i.to_le_bytes()).collect();
+    let data: Vec<u8> = (0..(40u32 << 20) / 4 + 12345)
+        .flat_map(|i| i.to_le_bytes())
+        .collect();
     let v = s.put("blob", &data).unwrap();
     let got = s.get_versioned("blob").unwrap().unwrap();
     assert_eq!(got.data.len(), data.len());
@@ -204,12 +210,22 @@ fn open_url_picks_the_backend_and_checks_the_store() {
     std::env::set_var("AWS_SECRET_ACCESS_KEY", "testing");
     std::env::set_var("AWS_REGION", "us-east-1");
     let url = format!("s3://{BUCKET}/open-url-{}", std::process::id());
-    let err = open_url(&url, false).err().expect("nothing stored there yet");
+    let err = open_url(&url, false)
+        .err()
+        .expect("nothing stored there yet");
     assert!(matches!(err, StoreError::NotFound(_)), "{err}");
     let s = open_url(&url, true).unwrap();
     s.put("x", b"1").unwrap();
     assert_eq!(s.location(), url);
-    assert_eq!(open_url(&url, false).unwrap().get("x").unwrap().unwrap().as_ref(), b"1");
+    assert_eq!(
+        open_url(&url, false)
+            .unwrap()
+            .get("x")
+            .unwrap()
+            .unwrap()
+            .as_ref(),
+        b"1"
+    );
     let err = open_url("s3://no-such-bucket-here", true).err().unwrap();
     assert!(
         matches!(err, StoreError::NotFound(_)) && err.to_string().contains("create it first"),
@@ -235,7 +251,10 @@ fn errors_say_what_to_do() {
     assert!(err.to_string().contains("AWS_ENDPOINT_URL"), "{err}");
     for bad in ["s3://", "s3:///x", "s3://b/../x", "http://b"] {
         assert!(
-            matches!(S3Store::open_with(bad, &config(), true), Err(StoreError::Config { .. })),
+            matches!(
+                S3Store::open_with(bad, &config(), true),
+                Err(StoreError::Config { .. })
+            ),
             "{bad}"
         );
     }

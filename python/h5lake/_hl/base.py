@@ -138,8 +138,9 @@ class FileState:
 
 
 def is_url(location):
-    """Whether a store location is a URL (``s3://bucket/path``) rather than a local path."""
-    return "://" in location
+    """Whether a store location is a URL (``s3://bucket/path``) rather than
+    a local path (path objects never are: they would have mangled the ``//``)."""
+    return isinstance(location, str) and "://" in location
 
 
 def absolute_location(location):

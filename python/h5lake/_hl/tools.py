@@ -326,13 +326,20 @@ def ls(path, group="/", recursive=False, verbose=False):
 # info
 # ---------------------------------------------------------------------------
 
-def _store_bytes(root):
-    """Sizes of the store's files: metadata documents vs chunk objects
-    (not counted for S3 domains: None)."""
-    if is_url(root):
-        return dict.fromkeys(("stored_bytes", "metadata_bytes", "chunk_bytes", "chunks"))
-    db = os.path.join(root, "db")
+def _store_bytes(root, f):
+    """Sizes of the store's files (of an S3 domain's objects, listed
+    through the open file ``f``): metadata documents vs chunk objects."""
     sizes = {"stored_bytes": 0, "metadata_bytes": 0, "chunk_bytes": 0, "chunks": 0}
+    if is_url(root):
+        for key, size in f._fs.raw.stored_sizes():
+            sizes["stored_bytes"] += size
+            if key.startswith("db/") and posixpath.basename(key) not in _METADATA_FILES:
+                sizes["chunk_bytes"] += size
+                sizes["chunks"] += 1
+            else:
+                sizes["metadata_bytes"] += size
+        return sizes
+    db = os.path.join(root, "db")
     for dirpath, _dirs, files in os.walk(root):
         in_db = dirpath == db or dirpath.startswith(db + os.sep)
         for name in files:
@@ -384,7 +391,7 @@ def info(path):
             # variable-length data has no fixed size to count
             "logical_bytes": sum(d.nbytes for d in datasets if not d.dtype.hasobject),
         }
-    summary.update(_store_bytes(root))
+        summary.update(_store_bytes(root, f))
     chunk_bytes = summary["chunk_bytes"]
     summary["compression_ratio"] = summary["logical_bytes"] / chunk_bytes if chunk_bytes else None
     return summary
