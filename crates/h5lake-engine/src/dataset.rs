@@ -779,6 +779,44 @@ impl Domain {
         })
     }
 
+    /// Grows dimension `dim` by `n` in one conditional update, so that
+    /// concurrent appenders (HSDS's `extend`) each get rows of their own:
+    /// the new extent is computed from the document the update applies to,
+    /// never from an earlier read. Returns the old and the new dims.
+    ///
+    /// # Errors
+    /// As [`Domain::resize`] (growth never needs to reset chunks).
+    pub fn extend(&self, id: &str, dim: usize, n: u64) -> Result<(Vec<u64>, Vec<u64>)> {
+        let m = self.dataset_meta(id)?;
+        if m.link.is_some() || !m.chunked {
+            return Err(EngineError::WrongType(
+                "Only chunked datasets (not linked ones) can be extended".into(),
+            ));
+        }
+        let maxdims = m.shape.maxdims();
+        if dim >= maxdims.len() {
+            return Err(EngineError::Invalid(format!(
+                "cannot extend dimension {dim} of a rank-{} dataset",
+                maxdims.len()
+            )));
+        }
+        self.update_doc(id, |doc| {
+            let old = Shape::from_json(&doc["shape"])?.dims();
+            let mut new = old.clone();
+            new[dim] = new[dim]
+                .checked_add(n)
+                .filter(|&d| d <= maxdims[dim])
+                .ok_or_else(|| {
+                    EngineError::Invalid(format!(
+                        "Unable to extend dimension {dim} by {n}: the maximal size is {}",
+                        if maxdims[dim] == UNLIMITED { "unlimited".to_string() } else { maxdims[dim].to_string() }
+                    ))
+                })?;
+            doc["shape"]["dims"] = json!(new);
+            Ok((old, new))
+        })
+    }
+
     /// Changes the extent of a chunked dataset. Chunks wholly outside the new
     /// extent are deleted and partial edge chunks are reset to the fill value
     /// beyond it, so that growing again shows fill values as HDF5 does.

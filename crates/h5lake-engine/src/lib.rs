@@ -12,7 +12,7 @@ pub mod dataset;
 pub mod domain;
 mod error;
 pub mod ids;
-mod json;
+pub mod json;
 pub mod linked;
 pub mod planner;
 

@@ -20,8 +20,8 @@ use crate::App;
 // ---- domains -------------------------------------------------------------
 
 pub(crate) fn parse_doc(bytes: &[u8], what: &str) -> Result<Value> {
-    serde_json::from_slice(bytes)
-        .map_err(|e| ServerError::Internal(format!("corrupt document {what}: {e}")))
+    h5lake_engine::json::parse_doc(bytes, what)
+        .map_err(|e| ServerError::Internal(format!("corrupt document: {e}")))
 }
 
 /// The domain or folder document, 404 if there is none.
@@ -401,7 +401,7 @@ pub(crate) fn list_children(app: &App, folder: &str) -> Result<Vec<(String, Valu
         }
         let key = format!("{dir}.domain.json");
         if let Some(bytes) = app.store.get(&key)? {
-            if let Ok(doc) = serde_json::from_slice::<Value>(&bytes) {
+            if let Ok(doc) = h5lake_engine::json::parse_doc(&bytes, "") {
                 out.push((format!("/{}", dir.trim_end_matches('/')), doc));
             }
         }

@@ -82,9 +82,26 @@ pub(crate) fn object_json(doc: &Value, domain: &str, links: bool, attrs: bool) -
         }
     }
     if attrs {
-        out["attributes"] = doc.get("attributes").cloned().unwrap_or(json!({}));
+        let mut all = doc.get("attributes").cloned().unwrap_or(json!({}));
+        if let Some(map) = all.as_object_mut() {
+            for attr in map.values_mut() {
+                with_wire_value(attr);
+            }
+        }
+        out["attributes"] = all;
     }
     out
+}
+
+/// An attribute's value the way clients read it (see
+/// [`values::opaque_base64`]).
+fn with_wire_value(attr: &mut Value) {
+    if attr.get("encoding").is_none() {
+        if let Some(b64) = crate::values::opaque_base64(attr) {
+            attr["value"] = json!(b64);
+            attr["encoding"] = json!("base64");
+        }
+    }
 }
 
 /// Checks that the id in the URL is well formed and of the URL's collection.
@@ -508,8 +525,31 @@ pub(crate) async fn put_shape(
     blocking(move || {
         let dom = open_domain(&app, &ctx, Action::Update)?;
         let m = dom.dataset_meta(&id)?;
-        let new_dims: Vec<u64> = if let Some(s) = body.get("shape") {
-            match s {
+        let (old, new_dims) = if let Some(ext) = body.get("extend") {
+            if body.get("shape").is_some() {
+                return Err(ServerError::BadRequest("give shape or extend, not both".into()));
+            }
+            let n = ext.as_u64().ok_or_else(|| {
+                ServerError::BadRequest("extend must be a non-negative integer".into())
+            })?;
+            let dim = body
+                .get("extend_dim")
+                .map_or(Some(0), Value::as_u64)
+                .ok_or_else(|| ServerError::BadRequest("invalid extend_dim".into()))?
+                as usize;
+            let mut d = m.dims.clone();
+            let slot = d
+                .get_mut(dim)
+                .ok_or_else(|| ServerError::BadRequest(format!("extend_dim {dim} out of range")))?;
+            *slot = slot
+                .checked_add(n)
+                .ok_or_else(|| ServerError::BadRequest("extent overflows".into()))?;
+            check_elements(&d)?;
+            // The engine re-applies the growth to the current shape: with
+            // concurrent extends, each gets rows of its own.
+            dom.extend(&id, dim, n)?
+        } else if let Some(s) = body.get("shape") {
+            let new_dims: Vec<u64> = match s {
                 Value::Array(a) => a
                     .iter()
                     .map(|x| {
@@ -526,41 +566,19 @@ pub(crate) async fn put_shape(
                         "shape must be a list of dimensions".into(),
                     ))
                 }
+            };
+            if new_dims.len() != m.dims.len() {
+                return Err(ServerError::BadRequest(format!(
+                    "new shape must have rank {}",
+                    m.dims.len()
+                )));
             }
-        } else if let Some(ext) = body.get("extend") {
-            let n = ext.as_u64().ok_or_else(|| {
-                ServerError::BadRequest("extend must be a non-negative integer".into())
-            })?;
-            let dim = body
-                .get("extend_dim")
-                .map_or(Some(0), Value::as_u64)
-                .ok_or_else(|| ServerError::BadRequest("invalid extend_dim".into()))?
-                as usize;
-            let mut d = m.dims.clone();
-            let slot = d
-                .get_mut(dim)
-                .ok_or_else(|| ServerError::BadRequest(format!("extend_dim {dim} out of range")))?;
-            *slot = slot
-                .checked_add(n)
-                .ok_or_else(|| ServerError::BadRequest("extent overflows".into()))?;
-            d
+            check_elements(&new_dims)?;
+            dom.resize(&id, &new_dims)?;
+            (m.dims.clone(), new_dims)
         } else {
             return Err(ServerError::BadRequest("give shape or extend".into()));
         };
-        if new_dims.len() != m.dims.len() {
-            return Err(ServerError::BadRequest(format!(
-                "new shape must have rank {}",
-                m.dims.len()
-            )));
-        }
-        let n = new_dims
-            .iter()
-            .try_fold(1u128, |a, &d| a.checked_mul(u128::from(d)));
-        if !n.is_some_and(|n| n <= crate::request::MAX_ELEMENTS) {
-            return Err(ServerError::BadRequest("shape too large".into()));
-        }
-        let old = m.dims.clone();
-        dom.resize(&id, &new_dims)?;
         let mut out = json!({"hrefs": []});
         if body.get("extend").is_some() {
             // HSDS answers an extend with the selection the new rows occupy.
@@ -580,6 +598,16 @@ pub(crate) async fn put_shape(
         created(out)
     })
     .await
+}
+
+/// Refuses shapes with more elements than the server handles.
+fn check_elements(dims: &[u64]) -> Result<()> {
+    let n = dims.iter().try_fold(1u128, |a, &d| a.checked_mul(u128::from(d)));
+    if n.is_some_and(|n| n <= crate::request::MAX_ELEMENTS) {
+        Ok(())
+    } else {
+        Err(ServerError::BadRequest("shape too large".into()))
+    }
 }
 
 pub(crate) async fn get_type(
@@ -886,6 +914,7 @@ pub(crate) fn attr_item(name: &str, attr: &Value, with_data: bool) -> Value {
         if let Some(e) = attr.get("encoding") {
             item["encoding"] = e.clone();
         }
+        with_wire_value(&mut item);
     }
     item
 }

@@ -235,13 +235,18 @@ pub(crate) async fn json_body(app: &App, ctx: &Ctx, body: Body) -> Result<Option
         return Ok(None);
     }
     // Clients send `null` for "no body" (h5pyd's PUT without one).
-    match serde_json::from_slice(&bytes) {
-        Ok(Value::Null) => Ok(None),
-        Ok(v) => Ok(Some(v)),
-        Err(e) => Err(ServerError::BadRequest(format!(
-            "Unable to load JSON body: {e}"
-        ))),
+    match parse_json_body(&bytes)? {
+        Value::Null => Ok(None),
+        v => Ok(Some(v)),
     }
+}
+
+/// A JSON request body. Python clients (h5pyd) write non-finite floats as
+/// the bare tokens `NaN` / `Infinity`, which strict JSON refuses; they are
+/// read as the engine reads them in HSDS's own documents.
+pub(crate) fn parse_json_body(bytes: &[u8]) -> Result<Value> {
+    h5lake_engine::json::parse_doc(bytes, "request body")
+        .map_err(|e| ServerError::BadRequest(format!("Unable to load JSON body: {e}")))
 }
 
 /// A whole (non-streamed) body of at most `max_request_bytes`.

@@ -79,6 +79,19 @@ fn json_to_fixed(t: &Datatype, dims: &[u64], v: &Value) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// An opaque attribute's value as base64 (with `"encoding": "base64"`), the
+/// form h5pyd writes and reads: opaque bytes have no plain JSON form a
+/// client could turn back into bytes. `None` for other types.
+pub(crate) fn opaque_base64(attr: &Value) -> Option<String> {
+    if attr.pointer("/type/class").and_then(Value::as_str) != Some("H5T_OPAQUE") {
+        return None;
+    }
+    let t = Datatype::from_json(&attr["type"]).ok()?;
+    let dims = Shape::from_json(&attr["shape"]).ok()?.dims();
+    let bytes = json_to_fixed(&t, &dims, attr.get("value")?).ok()?;
+    Some(base64::engine::general_purpose::STANDARD.encode(bytes))
+}
+
 /// One variable-length element from JSON: text (or `{"base64": …}`) for
 /// strings, a list of base elements for sequences.
 fn vlen_element(t: &Datatype, v: &Value) -> Result<Vec<u8>> {
@@ -331,8 +344,7 @@ pub(crate) async fn put_attr_value(
                 }
             }
         } else {
-            let body: Value = serde_json::from_slice(&data)
-                .map_err(|e| bad(format!("Unable to load JSON body: {e}")))?;
+            let body = crate::routes::parse_json_body(&data)?;
             let mut req = json!({"type": attr["type"], "shape": attr["shape"]});
             req["value"] = body
                 .get("value")
@@ -747,8 +759,7 @@ pub(crate) async fn post_value(
         let (points_json, select) = if binary {
             (None, None)
         } else {
-            let v: Value = serde_json::from_slice(&data)
-                .map_err(|e| bad(format!("Unable to load JSON body: {e}")))?;
+            let v = crate::routes::parse_json_body(&data)?;
             (v.get("points").cloned(), select_from_body(&v)?)
         };
         let pre = plan(&app, &ctx, &id, Action::Read, None, select.clone())?;
@@ -841,6 +852,57 @@ fn write_slab(p: &Plan, sel: &Selection, data: &[u8]) -> Result<()> {
     }
 }
 
+/// HSDS's `element_count`: the body holds fewer elements than the selection
+/// and is broadcast over it, numpy-style — one element, or a block as big
+/// as the selection's trailing dimensions. `None` when no broadcast is
+/// asked for (or the count is the selection's own size); else the count and
+/// the block's shape.
+fn broadcast_count(ctx: &Ctx, body: Option<&Value>, shape: &[u64]) -> Result<Option<(u64, Vec<u64>)>> {
+    let given = match body.and_then(|b| b.get("element_count")) {
+        Some(v) => Some(v.as_u64().ok_or_else(|| bad("element_count must be a positive integer"))?),
+        None => ctx
+            .param("element_count")
+            .map(|s| s.parse::<u64>().map_err(|_| bad("invalid element_count")))
+            .transpose()?,
+    };
+    let Some(count) = given else { return Ok(None) };
+    let total: u64 = shape.iter().product();
+    if count == total {
+        return Ok(None);
+    }
+    if count == 1 {
+        return Ok(Some((1, Vec::new())));
+    }
+    let mut block = 1u64;
+    for k in (1..shape.len()).rev() {
+        block *= shape[k];
+        if block == count {
+            return Ok(Some((count, shape[k..].to_vec())));
+        }
+    }
+    Err(bad(format!(
+        "element_count {count} not compatible with selection shape: {shape:?}"
+    )))
+}
+
+/// Writes `data` (`count` elements) broadcast over the whole selection, a
+/// slab at a time: slabs are whole rows, and a row is a whole number of
+/// broadcast blocks, so each slab is the block repeated.
+fn write_broadcast(p: &Plan, data: &[u8], count: u64, slab_bytes: usize) -> Result<()> {
+    let es = p.wire.fixed_size().unwrap_or(0) as u64;
+    if data.len() as u64 != count * es {
+        return Err(bad(format!(
+            "expected {} bytes for element_count {count} but got {}",
+            count * es,
+            data.len()
+        )));
+    }
+    for (sel, n) in slabs(p, slab_bytes)? {
+        write_slab(p, &sel, &data.repeat(n / data.len().max(1)))?;
+    }
+    Ok(())
+}
+
 pub(crate) async fn put_value(
     State(app): State<Arc<App>>,
     ctx: Ctx,
@@ -863,7 +925,25 @@ pub(crate) async fn put_value(
                 Selection::Orthogonal(s) if s.is_empty() => Vec::new(),
                 s => s.out_shape(),
             };
-            if let Some(b64) = body.get("value_base64") {
+            let broadcast = match body.get("points") {
+                Some(_) => None,
+                None => broadcast_count(&ctx, Some(&body), &shape)?,
+            };
+            if let Some((count, block)) = broadcast {
+                if p.meta.dtype.is_variable() {
+                    return Err(bad("element_count is not supported for variable-length types"));
+                }
+                let data = match body.get("value_base64") {
+                    Some(b64) => base64::engine::general_purpose::STANDARD
+                        .decode(b64.as_str().ok_or_else(|| bad("value_base64 must be a string"))?)
+                        .map_err(|_| bad("unable to decode value_base64"))?,
+                    None => {
+                        let v = body.get("value").ok_or_else(|| bad("request has no value"))?;
+                        json_to_fixed(&p.wire, &block, v)?
+                    }
+                };
+                write_broadcast(&p, &data, count, app.cfg.slab_bytes)?;
+            } else if let Some(b64) = body.get("value_base64") {
                 let data = base64::engine::general_purpose::STANDARD
                     .decode(
                         b64.as_str()
@@ -895,6 +975,15 @@ pub(crate) async fn put_value(
         let data = read_body(&app, body).await?;
         return blocking(move || {
             write_binary_whole(&p, &p.sel, &data)?;
+            Ok(json_rsp(StatusCode::OK, json!({})))
+        })
+        .await;
+    }
+    if let Some((count, _)) = broadcast_count(&ctx, None, &p.sel.out_shape())? {
+        let data = read_body(&app, body).await?;
+        let slab_bytes = app.cfg.slab_bytes;
+        return blocking(move || {
+            write_broadcast(&p, &data, count, slab_bytes)?;
             Ok(json_rsp(StatusCode::OK, json!({})))
         })
         .await;

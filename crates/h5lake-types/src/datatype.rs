@@ -255,17 +255,23 @@ impl Datatype {
                 if !matches!(base, Datatype::Integer { .. }) {
                     return Err(bad("enum base must be an integer type"));
                 }
-                let mapping = v
-                    .get("mapping")
-                    .and_then(Value::as_object)
-                    .ok_or_else(|| bad("missing mapping"))?
-                    .iter()
-                    .map(|(k, val)| {
-                        val.as_i64()
-                            .map(|i| (k.clone(), i))
-                            .ok_or_else(|| bad("enum values must be integers"))
-                    })
-                    .collect::<Result<Vec<_>>>()?;
+                let value = |val: &Value| val.as_i64().ok_or_else(|| bad("enum values must be integers"));
+                // HSDS's `mapping` object, or hdf5-json's (and h5pyd's)
+                // `members` list of {name, value}.
+                let mapping = if let Some(m) = v.get("mapping").and_then(Value::as_object) {
+                    m.iter()
+                        .map(|(k, val)| Ok((k.clone(), value(val)?)))
+                        .collect::<Result<Vec<_>>>()?
+                } else if let Some(m) = v.get("members").and_then(Value::as_array) {
+                    m.iter()
+                        .map(|e| {
+                            let name = e.get("name").and_then(Value::as_str).ok_or_else(|| bad("enum member without a name"))?;
+                            Ok((name.to_string(), value(e.get("value").unwrap_or(&Value::Null))?))
+                        })
+                        .collect::<Result<Vec<_>>>()?
+                } else {
+                    return Err(bad("missing mapping"));
+                };
                 Ok(Datatype::Enum {
                     base: Box::new(base),
                     mapping,
@@ -404,6 +410,21 @@ mod tests {
             let t = Datatype::from_json(&f).unwrap();
             assert_eq!(Datatype::from_json(&t.to_json()).unwrap(), t, "{f}");
         }
+    }
+
+    #[test]
+    fn enum_members_list_reads_like_a_mapping() {
+        let base = json!({"class": "H5T_INTEGER", "base": "H5T_STD_I8LE"});
+        let members = Datatype::from_json(&json!({"class": "H5T_ENUM", "base": base,
+            "members": [{"name": "FALSE", "value": 0}, {"name": "TRUE", "value": 1}]}))
+        .unwrap();
+        let mapping = Datatype::from_json(&json!({"class": "H5T_ENUM", "base": base,
+            "mapping": {"FALSE": 0, "TRUE": 1}}))
+        .unwrap();
+        assert_eq!(members, mapping);
+        assert!(Datatype::from_json(&json!({"class": "H5T_ENUM", "base": base,
+            "members": [{"name": "X"}]}))
+        .is_err());
     }
 
     #[test]
