@@ -22,6 +22,10 @@ Cases, for each server:
                        as raw HTTP GETs on one keep-alive session (req/s).
   8 clients            8 processes, each ``--small // 4`` random 16x16 reads
                        and writes of its own block over raw HTTP (req/s).
+  1000 groups          through h5pyd: create 1,000 groups with an attribute
+                       each (h5pyd batches them), then open the domain and
+                       list its 1,001 links, then open it and read the
+                       1,000 attributes.
   server RSS           peak resident memory of the server's processes,
                        sampled every 50 ms over all cases.
 
@@ -280,6 +284,35 @@ def http_small(endpoint, arr, name, n, seed=2, did=None, write_block=None):
     return dt
 
 
+def meta_create(endpoint, name):
+    dom = f"/home/bench/{name}.h5"
+    t = time.perf_counter()
+    with h5pyd.File(dom, "w", **kw(endpoint)) as f:
+        for i in range(1000):
+            f.create_group(f"g{i}").attrs["i"] = i
+    return time.perf_counter() - t
+
+
+def meta_list(endpoint, name):
+    t = time.perf_counter()
+    with h5pyd.File(f"/home/bench/{name}.h5", "r", **kw(endpoint)) as f:
+        n = sum(1 for _ in f)
+    dt = time.perf_counter() - t
+    if n != 1000:
+        raise AssertionError(f"{endpoint}: {n} links listed, 1000 made")
+    return dt
+
+
+def meta_attrs(endpoint, name):
+    t = time.perf_counter()
+    with h5pyd.File(f"/home/bench/{name}.h5", "r", **kw(endpoint)) as f:
+        total = sum(int(f[f"g{i}"].attrs["i"]) for i in range(1000))
+    dt = time.perf_counter() - t
+    if total != sum(range(1000)):
+        raise AssertionError(f"{endpoint}: attributes read back wrong")
+    return dt
+
+
 def _warm(_):
     time.sleep(0.2)
 
@@ -341,6 +374,9 @@ def main():
             ("HTTP 16x16 reads", lambda ep, r: http_small(ep, arr, f"hw{r}", args.small), args.small),
             ("8 clients, 16x16 reads+writes", lambda ep, r: clients8(ep, arr, f"hw{r}", args.small // 4),
              8 * (args.small // 4)),
+            ("1000 groups + attributes, created", lambda ep, r: meta_create(ep, f"m{r}"), "s"),
+            ("open + list 1000 links", lambda ep, r: meta_list(ep, f"m{r}"), "s"),
+            ("open + read 1000 attributes", lambda ep, r: meta_attrs(ep, f"m{r}"), "s"),
         ]
         res = {}
         for r in range(args.runs):
@@ -398,8 +434,12 @@ def write_report(args, ops, res, one, hsds_one, peak, nbytes, started, finished)
     L.append("|---|---:|---:|---:|---:|")
     for op, _, amount in ops:
         th, tl = med(res.get((op, "HSDS"), [])), med(res.get((op, "h5lake"), []))
-        rate = (lambda t: f"{nbytes / t / 1e6:.0f} MB/s") if amount == nbytes else (lambda t: f"{amount / t:.0f} req/s")
-        target = "≥ 5×" if amount == nbytes else "≥ 10×"
+        if amount == "s":
+            rate, target = (lambda t: f"{t:.2f} s"), ""
+        elif amount == nbytes:
+            rate, target = (lambda t: f"{nbytes / t / 1e6:.0f} MB/s"), "≥ 5×"
+        else:
+            rate, target = (lambda t, a=amount: f"{a / t:.0f} req/s"), "≥ 10×"
         ratio = f"{th / tl:.1f}×" if th and tl else "n/a"
         L.append(f"| {op} | {rate(th) if th else 'failed'} | {rate(tl) if tl else 'failed'} | {ratio} | {target} |")
     L.append("")

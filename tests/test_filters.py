@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st, HealthCheck  # noqa: E
 
 from h5lake._hl import filters, h5t  # noqa: E402
 
-FIXTURE = pathlib.Path(__file__).resolve().parents[2] / "shared/fixtures/hsds-store/hsdstest"
+FIXTURE = pathlib.Path(__file__).resolve().parent / "data/hsds-store/hsdstest"
 
 
 @pytest.fixture
@@ -267,7 +267,6 @@ def test_dcpl_properties_defaults_and_reports():
     assert unknown["compression"] == "unknown"
 
 
-@pytest.mark.skipif(not FIXTURE.exists(), reason="HSDS fixture not available")
 def test_fixture_creation_properties(h5file):
     docs = {p.parent.name: json.loads(p.read_text())
             for p in FIXTURE.glob("db/*/d/*/.dataset.json")}

@@ -1,5 +1,5 @@
 """Differential tests of h5lake._hl.h5t against h5py (the reference) and
-against documents real HSDS wrote (../shared/fixtures/hsds-store)."""
+against documents real HSDS wrote (tests/data/hsds-store)."""
 
 import json
 import pathlib
@@ -14,7 +14,7 @@ from hypothesis.extra import numpy as hnp  # noqa: E402
 from h5lake._hl import filters, h5t  # noqa: E402
 
 
-FIXTURE = pathlib.Path(__file__).resolve().parents[2] / "shared/fixtures/hsds-store/hsdstest"
+FIXTURE = pathlib.Path(__file__).resolve().parent / "data/hsds-store/hsdstest"
 
 
 @pytest.fixture
@@ -593,7 +593,6 @@ def _fixture_docs():
     return {p.parent.name: json.loads(p.read_text()) for p in FIXTURE.glob("db/*/d/*/.dataset.json")}
 
 
-@pytest.mark.skipif(not FIXTURE.exists(), reason="HSDS fixture not available")
 def test_fixture_attributes():
     root = json.loads(next(FIXTURE.glob("db/*/.group.json")).read_text())["attributes"]
     title = h5t.attr_value_from_json(root["title"])
@@ -610,7 +609,6 @@ def test_fixture_attributes():
     assert h5t.attr_json(np.array([0.5, 1.5, 2.5])) == strip(root["scales"])
 
 
-@pytest.mark.skipif(not FIXTURE.exists(), reason="HSDS fixture not available")
 def test_fixture_types():
     pt = np.dtype([("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("id", "<i8"), ("flags", "u1", (3,))])
     expected = {"d82c-38e12a-a99a56": pt, "3bd0-d3a61a-c00050": h5t.string_dtype(),

@@ -495,12 +495,7 @@ def test_garbage_never_kills_the_server(server, domain):
 
 
 def _fixture_dir():
-    here = os.path.dirname(os.path.abspath(__file__))
-    for cand in (os.path.join(here, "..", "..", "shared", "fixtures", "hsds-store", "hsdstest"),
-                 "/work/shared/fixtures/hsds-store/hsdstest"):
-        if os.path.isdir(cand):
-            return cand
-    return None
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "hsds-store", "hsdstest")
 
 
 def test_serves_a_store_hsds_wrote(tmp_path):
@@ -508,8 +503,6 @@ def test_serves_a_store_hsds_wrote(tmp_path):
     from a bucket real HSDS 1.0.2 wrote."""
     import shutil
     src = _fixture_dir()
-    if src is None:
-        pytest.skip("HSDS fixture store not available")
     root = tmp_path / "hsdstest"
     shutil.copytree(src, root)
     s = Server(root)

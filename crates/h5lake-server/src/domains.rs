@@ -1,5 +1,6 @@
 //! Domains, folders and their ACLs: `/`, `/domains`, `/acls`.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -34,33 +35,61 @@ pub(crate) fn domain_doc(app: &App, domain: &str) -> Result<Value> {
     parse_doc(&bytes, &key)
 }
 
+/// Domains opened by earlier requests, by path, reused while the path still
+/// names the same root group. Nothing here is authoritative: a `Domain`
+/// checks every cached document and chunk against the store's version, so
+/// a write through another server process is seen by the next request.
+#[derive(Default)]
+pub(crate) struct OpenDomains(std::sync::Mutex<HashMap<String, Arc<Domain>>>);
+
+impl OpenDomains {
+    /// Most domains kept open; each gets this share of the chunk cache.
+    const SLOTS: usize = 16;
+
+    fn get(&self, path: &str, root: &str) -> Option<Arc<Domain>> {
+        let map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(path).filter(|d| d.root_id() == root).cloned()
+    }
+
+    fn put(&self, path: String, dom: Arc<Domain>) {
+        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= Self::SLOTS && !map.contains_key(&path) {
+            map.clear();
+        }
+        map.insert(path, dom);
+    }
+}
+
 /// Opens the request's domain after checking `action` against its ACLs.
 pub(crate) fn open_domain(app: &App, ctx: &Ctx, action: Action) -> Result<Arc<Domain>> {
     let domain = ctx.domain()?;
     let doc = domain_doc(app, &domain)?;
     acl_check(&doc, action, &ctx.user, &app.cfg.admin_user)?;
-    if doc.get("root").is_none() {
+    let Some(root) = doc.get("root").and_then(Value::as_str) else {
         return Err(ServerError::BadRequest(format!(
             "{domain} is a folder, not a domain"
         )));
-    }
-    let mode = match action {
-        Action::Read | Action::ReadAcl => OpenMode::Read,
-        _ => OpenMode::ReadWrite,
     };
+    if let Some(dom) = app.domains.get(&domain, root) {
+        return Ok(dom);
+    }
+    // Opened read-write whatever the action: the ACL check above is what
+    // decides, and one open domain then serves every request.
     let opts = DomainOptions {
-        // Another server process may change chunks at any time: only the
-        // version-checked document cache is safe to keep.
-        chunk_cache_bytes: 0,
+        chunk_cache_bytes: app.cfg.chunk_cache_bytes / OpenDomains::SLOTS,
         ..Default::default()
     };
-    Ok(Arc::new(Domain::open_with(
+    let dom = Arc::new(Domain::open_with(
         app.store.clone(),
         domain.trim_start_matches('/'),
-        mode,
+        OpenMode::ReadWrite,
         domain.clone(),
         &opts,
-    )?))
+    )?);
+    if dom.root_id() == root {
+        app.domains.put(domain, dom.clone());
+    }
+    Ok(dom)
 }
 
 pub(crate) async fn about(State(app): AppState, ctx: Ctx) -> Result<Response> {

@@ -52,6 +52,10 @@ pub struct ServerConfig {
     /// Bytes of a binary value read or written per step: what bounds the
     /// server's memory for big requests.
     pub slab_bytes: usize,
+    /// Decoded chunks kept in memory, over all open domains. Every cached
+    /// chunk is checked against the store's version before use, so several
+    /// servers on one store still see each other's writes at once.
+    pub chunk_cache_bytes: usize,
 }
 
 impl Default for ServerConfig {
@@ -66,6 +70,7 @@ impl Default for ServerConfig {
             max_request_bytes: 100 << 20,
             max_json_response_bytes: 100 << 20,
             slab_bytes: 8 << 20,
+            chunk_cache_bytes: 256 << 20,
         }
     }
 }
@@ -76,6 +81,8 @@ pub(crate) struct App {
     pub cfg: ServerConfig,
     pub users: HashMap<String, String>,
     pub started: f64,
+    /// Domains opened by earlier requests (see [`domains::open_domain`]).
+    pub domains: domains::OpenDomains,
 }
 
 /// Opens the store behind `root`. The one place that knows what kind of
@@ -115,6 +122,7 @@ impl Server {
             cfg,
             users,
             started: h5lake_engine::domain::now(),
+            domains: Default::default(),
         });
         Ok(Server { listener, app })
     }
