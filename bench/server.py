@@ -20,8 +20,9 @@ Cases, for each server:
                        (HSDS answers 413).
   small selections     ``--small`` random 16x16 reads: through h5pyd, and
                        as raw HTTP GETs on one keep-alive session (req/s).
-  8 clients            8 processes, each ``--small // 4`` random 16x16 reads
-                       and writes of its own block over raw HTTP (req/s).
+  8 clients            8 processes, each ``--small // 4`` requests over raw
+                       HTTP: random 16x16 reads, and every other request a
+                       16x16 write into a chunk of its own (req/s).
   1000 groups          through h5pyd: create 1,000 groups with an attribute
                        each (h5pyd batches them), then open the domain and
                        list its 1,001 links, then open it and read the
@@ -321,7 +322,9 @@ def _client(args):
     endpoint, shape, did, n, k = args
     arr = np.zeros(shape, np.float32)   # only its shape and dtype are used
     block = np.full((16, 16), k, np.float32)
-    return http_small(endpoint, arr, None, n, seed=100 + k, did=did, write_block=(16 * k, block))
+    # Each client writes into a chunk of its own (rows 256k..): writers of
+    # one chunk are serialised by its conditional puts, in HSDS by its data node.
+    return http_small(endpoint, arr, None, n, seed=100 + k, did=did, write_block=(256 * k, block))
 
 
 def clients8(endpoint, arr, name, n):

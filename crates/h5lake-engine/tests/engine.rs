@@ -773,3 +773,31 @@ fn caller_chosen_ids_and_batches() {
     dom.attrs_delete(g, &["a".into(), "b".into()]).unwrap();
     assert!(dom.attr_names(g).unwrap().is_empty());
 }
+
+#[test]
+fn small_reads_of_big_unfiltered_chunks_read_only_their_bytes() {
+    // 64x128 chunks: a 3x5 selection is read with one ranged read of the
+    // rows it spans. Values (and the fill value of a missing chunk) must be
+    // those of a whole-chunk read.
+    let dom = mem_domain();
+    let id = make_2d(&dom, [200, 300], [64, 128], json!([]));
+    let all: Vec<i32> = (0..200 * 128).collect();
+    dom.write(&id, &slices(&[(0, 200, 1), (0, 128, 1)]), &to_bytes(&all)).unwrap();
+    for (r, c, step) in [(5u64, 7u64, 1u64), (60, 120, 2), (130, 20, 3), (199, 127, 1)] {
+        let sel = slices(&[(r, 1 + (199 - r).min(2), 1), (c, 1 + ((127 - c) / step).min(4), step)]);
+        let mut out = vec![0u8; sel.num_elements() as usize * 4];
+        dom.read(&id, &sel, &mut out).unwrap();
+        let mut want = Vec::new();
+        for i in r..r + 1 + (199 - r).min(2) {
+            for k in 0..1 + ((127 - c) / step).min(4) {
+                want.push((i * 128 + c + k * step) as i32);
+            }
+        }
+        assert_eq!(from_bytes(&out), want, "rows {r}, cols {c} step {step}");
+    }
+    // Columns 128.. were never written: the fill value.
+    let sel = slices(&[(10, 2, 1), (200, 3, 1)]);
+    let mut out = vec![0u8; 24];
+    dom.read(&id, &sel, &mut out).unwrap();
+    assert_eq!(from_bytes(&out), vec![-7; 6]);
+}
