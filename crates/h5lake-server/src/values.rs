@@ -1018,6 +1018,11 @@ fn write_binary_whole(p: &Plan, sel: &Selection, data: &[u8]) -> Result<()> {
 }
 
 /// Writes a binary body slab by slab as it arrives.
+async fn finish_slab(h: tokio::task::JoinHandle<Result<()>>) -> Result<()> {
+    h.await
+        .map_err(|e| ServerError::Internal(format!("request failed: {e}")))?
+}
+
 async fn stream_write(app: Arc<App>, ctx: Ctx, p: Plan, body: Body) -> Result<Response> {
     let es = p.wire.fixed_size().unwrap_or(0) as u64;
     let total = p
@@ -1043,6 +1048,9 @@ async fn stream_write(app: Arc<App>, ctx: Ctx, p: Plan, body: Body) -> Result<Re
     let mut stream = body.into_data_stream();
     let mut pending: Vec<u8> = Vec::new();
     let mut written = 0u64;
+    // One slab is written while the next arrives: the network and the
+    // store work at once, and memory stays at about two slabs.
+    let mut in_flight: Option<tokio::task::JoinHandle<Result<()>>> = None;
     for (sel, need) in pieces {
         while pending.len() < need {
             match stream.next().await {
@@ -1063,9 +1071,15 @@ async fn stream_write(app: Arc<App>, ctx: Ctx, p: Plan, body: Body) -> Result<Re
         }
         let rest = pending.split_off(need);
         let data = std::mem::replace(&mut pending, rest);
+        if let Some(prev) = in_flight.take() {
+            finish_slab(prev).await?;
+        }
         let p2 = p.clone();
-        blocking(move || write_slab(&p2, &sel, &data)).await?;
+        in_flight = Some(tokio::spawn(blocking(move || write_slab(&p2, &sel, &data))));
         written += need as u64;
+    }
+    if let Some(last) = in_flight.take() {
+        finish_slab(last).await?;
     }
     if !pending.is_empty() || stream.next().await.is_some() {
         return Err(bad(format!(
