@@ -31,12 +31,12 @@ class Side:
     main file, opened in mode 'w' on first use.
     """
 
-    def __init__(self, lib, root, ext):
+    def __init__(self, lib, root, ext, local=True):
         self.lib = lib
         self.root = root
         self.ext = ext
         self.name = lib.__name__
-        if "://" not in str(root):      # an s3:// root needs no directory
+        if local and "://" not in str(root):    # s3:// roots need no directory
             os.makedirs(root, exist_ok=True)
         self._f = None
         self._opened = []

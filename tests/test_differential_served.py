@@ -41,42 +41,16 @@ class _ServerLib:
         return h5pyd.File(name, mode, **self._kw, **kw)
 
 
-class _ServerSide:
+class _ServerSide(Side):
     """A Side whose files are domains ``/home/test_user1/<unique>_<name>.h5``."""
 
     def __init__(self, endpoint, label):
-        self.lib = _ServerLib(endpoint)
+        super().__init__(_ServerLib(endpoint), f"/home/{USER}/{uuid.uuid4().hex[:10]}", ".h5",
+                         local=False)
         self.name = label
-        self.prefix = f"/home/{USER}/{uuid.uuid4().hex[:10]}"
-        self._f = None
-        self._opened = []
 
     def path(self, name="t"):
-        return f"{self.prefix}_{name}.h5"
-
-    def open(self, name="t", mode="r", **kw):
-        fh = self.lib.File(self.path(name), mode, **kw)
-        self._opened.append(fh)
-        return fh
-
-    @property
-    def f(self):
-        if self._f is None:
-            self._f = self.open("t", "w")
-        return self._f
-
-    def reopen(self, mode="r"):
-        if self._f is not None:
-            self._f.close()
-        self._f = self.open("t", mode)
-        return self._f
-
-    def close_all(self):
-        for fh in self._opened:
-            try:
-                fh.close()
-            except Exception:  # noqa: BLE001
-                pass
+        return f"{self.root}_{name}{self.ext}"
 
 
 BETTER_THAN_HSDS = []   # (test, op) where h5lake matched h5py, not HSDS

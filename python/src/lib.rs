@@ -17,7 +17,8 @@ use h5lake_engine::{Domain, DomainOptions, EngineError, OpenMode};
 use h5lake_hdf5::Hdf5Error;
 use h5lake_types::{DimSel, Selection};
 use pyo3::exceptions::{
-    PyFileExistsError, PyFileNotFoundError, PyKeyError, PyKeyboardInterrupt, PyOSError, PyPermissionError, PyTypeError, PyValueError,
+    PyFileExistsError, PyFileNotFoundError, PyKeyError, PyKeyboardInterrupt, PyOSError,
+    PyPermissionError, PyTypeError, PyValueError,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
@@ -34,7 +35,9 @@ fn to_py_err(e: EngineError) -> PyErr {
         EngineError::AlreadyExists(_) | EngineError::Invalid(_) => PyValueError::new_err(msg),
         EngineError::StoreExists(_) => PyFileExistsError::new_err((17, msg)),
         EngineError::WrongType(_) => PyTypeError::new_err(msg),
-        EngineError::Types(TE::InvalidType(_) | TE::UnsupportedType(_)) => PyTypeError::new_err(msg),
+        EngineError::Types(TE::InvalidType(_) | TE::UnsupportedType(_)) => {
+            PyTypeError::new_err(msg)
+        }
         EngineError::Types(_) => PyValueError::new_err(msg),
         EngineError::Store(StoreError::NotFound(_)) => PyFileNotFoundError::new_err((2, msg)),
         EngineError::Store(StoreError::PermissionDenied(_)) => PyPermissionError::new_err(msg),
@@ -55,7 +58,12 @@ struct RawBuffer {
 impl RawBuffer {
     fn get(obj: &Bound<'_, PyAny>, writable: bool) -> PyResult<Self> {
         let mut view = Box::new(unsafe { std::mem::zeroed::<pyo3::ffi::Py_buffer>() });
-        let flags = pyo3::ffi::PyBUF_C_CONTIGUOUS | if writable { pyo3::ffi::PyBUF_WRITABLE } else { 0 };
+        let flags = pyo3::ffi::PyBUF_C_CONTIGUOUS
+            | if writable {
+                pyo3::ffi::PyBUF_WRITABLE
+            } else {
+                0
+            };
         // SAFETY: `view` is a valid, zeroed Py_buffer that lives in a Box.
         let rc = unsafe { pyo3::ffi::PyObject_GetBuffer(obj.as_ptr(), &mut *view, flags) };
         if rc != 0 {
@@ -97,7 +105,10 @@ fn extract_selection(sel: &Bound<'_, PyAny>) -> PyResult<Selection> {
             };
             let v = v
                 .into_iter()
-                .map(|i| u64::try_from(i).map_err(|_| PyValueError::new_err("negative index in selection")))
+                .map(|i| {
+                    u64::try_from(i)
+                        .map_err(|_| PyValueError::new_err("negative index in selection"))
+                })
                 .collect::<PyResult<Vec<_>>>()?;
             dims.push(DimSel::Indices(v));
         }
@@ -110,7 +121,10 @@ fn extract_points(points: &Bound<'_, PyAny>, rank: usize) -> PyResult<Selection>
     let v = b.to_vec(points.py())?;
     let coords = v
         .into_iter()
-        .map(|i| u64::try_from(i).map_err(|_| PyValueError::new_err("negative coordinate in point selection")))
+        .map(|i| {
+            u64::try_from(i)
+                .map_err(|_| PyValueError::new_err("negative coordinate in point selection"))
+        })
         .collect::<PyResult<Vec<_>>>()?;
     Ok(Selection::Points { rank, coords })
 }
@@ -129,29 +143,55 @@ impl RawFile {
             .read()
             .expect("lock poisoned")
             .clone()
-            .ok_or_else(|| PyValueError::new_err("Not a location (invalid file ID): the file is closed"))
+            .ok_or_else(|| {
+                PyValueError::new_err("Not a location (invalid file ID): the file is closed")
+            })
     }
 
-    fn run<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&Domain) -> h5lake_engine::Result<T> + Send) -> PyResult<T> {
+    fn run<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&Domain) -> h5lake_engine::Result<T> + Send,
+    ) -> PyResult<T> {
         let dom = self.dom()?;
         py.allow_threads(|| f(&dom)).map_err(to_py_err)
     }
 
     /// A point selection over the dataset's rank.
-    fn points_selection(&self, py: Python<'_>, dset_id: &str, points: &Bound<'_, PyAny>) -> PyResult<Selection> {
+    fn points_selection(
+        &self,
+        py: Python<'_>,
+        dset_id: &str,
+        points: &Bound<'_, PyAny>,
+    ) -> PyResult<Selection> {
         let rank = self.run(py, |d| d.dataset_meta(dset_id))?.dims.len();
         extract_points(points, rank)
     }
 
-    fn read_into(&self, py: Python<'_>, dset_id: &str, sel: &Selection, out: &Bound<'_, PyAny>, fields: Option<&[String]>) -> PyResult<()> {
+    fn read_into(
+        &self,
+        py: Python<'_>,
+        dset_id: &str,
+        sel: &Selection,
+        out: &Bound<'_, PyAny>,
+        fields: Option<&[String]>,
+    ) -> PyResult<()> {
         let buf = RawBuffer::get(out, true)?;
         // SAFETY: the buffer stays exported (and so alive and pinned) until
         // `buf` drops after the call.
         let slice = unsafe { std::slice::from_raw_parts_mut(buf.ptr(), buf.len()) };
-        self.run_interruptible(py, slice.len(), |d| d.read_fields(dset_id, sel, fields, slice))
+        self.run_interruptible(py, slice.len(), |d| {
+            d.read_fields(dset_id, sel, fields, slice)
+        })
     }
 
-    fn write_from(&self, py: Python<'_>, dset_id: &str, sel: &Selection, data: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn write_from(
+        &self,
+        py: Python<'_>,
+        dset_id: &str,
+        sel: &Selection,
+        data: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
         let buf = RawBuffer::get(data, false)?;
         // SAFETY: as in read_into; the data is only read.
         let slice = unsafe { std::slice::from_raw_parts(buf.ptr().cast_const(), buf.len()) };
@@ -252,7 +292,13 @@ fn load_hdf5(
 /// Writes an h5lake store out as an HDF5 file; returns the report as JSON.
 #[pyfunction]
 #[pyo3(signature = (src, dest, force=false, progress=false))]
-fn get_hdf5(py: Python<'_>, src: PathBuf, dest: PathBuf, force: bool, progress: bool) -> PyResult<String> {
+fn get_hdf5(
+    py: Python<'_>,
+    src: PathBuf,
+    dest: PathBuf,
+    force: bool,
+    progress: bool,
+) -> PyResult<String> {
     let opts = h5lake_hdf5::GetOptions { force, progress };
     let r = interruptible(py, || h5lake_hdf5::get(&src, &dest, &opts), hdf5_err)?;
     Ok(serde_json::json!({
@@ -419,7 +465,13 @@ impl RawFile {
         self.run(py, |d| d.create_group(cp))
     }
 
-    fn create_dataset(&self, py: Python<'_>, type_json: &str, shape_json: &str, creation_props_json: &str) -> PyResult<String> {
+    fn create_dataset(
+        &self,
+        py: Python<'_>,
+        type_json: &str,
+        shape_json: &str,
+        creation_props_json: &str,
+    ) -> PyResult<String> {
         let t = parse_json(type_json, "type")?;
         let s = parse_json(shape_json, "shape")?;
         let cp = parse_json(creation_props_json, "creation properties")?;
@@ -435,13 +487,20 @@ impl RawFile {
         self.run(py, |d| d.delete_object(obj_id))
     }
 
-    fn link_create(&self, py: Python<'_>, group_id: &str, name: &str, link_json: &str) -> PyResult<()> {
+    fn link_create(
+        &self,
+        py: Python<'_>,
+        group_id: &str,
+        name: &str,
+        link_json: &str,
+    ) -> PyResult<()> {
         let l = parse_json(link_json, "link")?;
         self.run(py, |d| d.link_create(group_id, name, l))
     }
 
     fn link_get(&self, py: Python<'_>, group_id: &str, name: &str) -> PyResult<String> {
-        self.run(py, |d| d.link_get(group_id, name)).map(|v| v.to_string())
+        self.run(py, |d| d.link_get(group_id, name))
+            .map(|v| v.to_string())
     }
 
     fn link_delete(&self, py: Python<'_>, group_id: &str, name: &str) -> PyResult<()> {
@@ -453,13 +512,21 @@ impl RawFile {
         Ok(l.into_iter().map(|(k, v)| (k, v.to_string())).collect())
     }
 
-    fn attr_create(&self, py: Python<'_>, obj_id: &str, name: &str, attr_json: &str, overwrite: bool) -> PyResult<()> {
+    fn attr_create(
+        &self,
+        py: Python<'_>,
+        obj_id: &str,
+        name: &str,
+        attr_json: &str,
+        overwrite: bool,
+    ) -> PyResult<()> {
         let a = parse_json(attr_json, "attribute")?;
         self.run(py, |d| d.attr_create(obj_id, name, a, overwrite))
     }
 
     fn attr_get(&self, py: Python<'_>, obj_id: &str, name: &str) -> PyResult<String> {
-        self.run(py, |d| d.attr_get(obj_id, name)).map(|v| v.to_string())
+        self.run(py, |d| d.attr_get(obj_id, name))
+            .map(|v| v.to_string())
     }
 
     fn attr_delete(&self, py: Python<'_>, obj_id: &str, name: &str) -> PyResult<()> {
@@ -479,10 +546,22 @@ impl RawFile {
         out: &Bound<'_, PyAny>,
         fields: Option<Vec<String>>,
     ) -> PyResult<()> {
-        self.read_into(py, dset_id, &extract_selection(selection)?, out, fields.as_deref())
+        self.read_into(
+            py,
+            dset_id,
+            &extract_selection(selection)?,
+            out,
+            fields.as_deref(),
+        )
     }
 
-    fn dataset_write(&self, py: Python<'_>, dset_id: &str, selection: &Bound<'_, PyAny>, data: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn dataset_write(
+        &self,
+        py: Python<'_>,
+        dset_id: &str,
+        selection: &Bound<'_, PyAny>,
+        data: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
         self.write_from(py, dset_id, &extract_selection(selection)?, data)
     }
 
@@ -499,29 +578,57 @@ impl RawFile {
         self.read_into(py, dset_id, &sel, out, fields.as_deref())
     }
 
-    fn dataset_write_points(&self, py: Python<'_>, dset_id: &str, points: &Bound<'_, PyAny>, data: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn dataset_write_points(
+        &self,
+        py: Python<'_>,
+        dset_id: &str,
+        points: &Bound<'_, PyAny>,
+        data: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
         let sel = self.points_selection(py, dset_id, points)?;
         self.write_from(py, dset_id, &sel, data)
     }
 
-    fn dataset_read_vlen<'py>(&self, py: Python<'py>, dset_id: &str, selection: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+    fn dataset_read_vlen<'py>(
+        &self,
+        py: Python<'py>,
+        dset_id: &str,
+        selection: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
         let sel = extract_selection(selection)?;
         let vals = self.run(py, |d| d.read_vlen(dset_id, &sel))?;
         PyList::new(py, vals.iter().map(|v| PyBytes::new(py, v)))
     }
 
-    fn dataset_write_vlen(&self, py: Python<'_>, dset_id: &str, selection: &Bound<'_, PyAny>, values: Vec<Vec<u8>>) -> PyResult<()> {
+    fn dataset_write_vlen(
+        &self,
+        py: Python<'_>,
+        dset_id: &str,
+        selection: &Bound<'_, PyAny>,
+        values: Vec<Vec<u8>>,
+    ) -> PyResult<()> {
         let sel = extract_selection(selection)?;
         self.run(py, |d| d.write_vlen(dset_id, &sel, &values))
     }
 
-    fn dataset_read_points_vlen<'py>(&self, py: Python<'py>, dset_id: &str, points: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+    fn dataset_read_points_vlen<'py>(
+        &self,
+        py: Python<'py>,
+        dset_id: &str,
+        points: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
         let sel = self.points_selection(py, dset_id, points)?;
         let vals = self.run(py, |d| d.read_vlen(dset_id, &sel))?;
         PyList::new(py, vals.iter().map(|v| PyBytes::new(py, v)))
     }
 
-    fn dataset_write_points_vlen(&self, py: Python<'_>, dset_id: &str, points: &Bound<'_, PyAny>, values: Vec<Vec<u8>>) -> PyResult<()> {
+    fn dataset_write_points_vlen(
+        &self,
+        py: Python<'_>,
+        dset_id: &str,
+        points: &Bound<'_, PyAny>,
+        values: Vec<Vec<u8>>,
+    ) -> PyResult<()> {
         let sel = self.points_selection(py, dset_id, points)?;
         self.run(py, |d| d.write_vlen(dset_id, &sel, &values))
     }
@@ -538,7 +645,8 @@ impl RawFile {
 /// Whether `url` (a path or `s3://bucket/path`) names an existing domain.
 #[pyfunction]
 fn domain_exists(py: Python<'_>, url: &str) -> PyResult<bool> {
-    match py.allow_threads(|| Domain::open_url_with(url, OpenMode::Read, &DomainOptions::default())) {
+    match py.allow_threads(|| Domain::open_url_with(url, OpenMode::Read, &DomainOptions::default()))
+    {
         Ok(_) => Ok(true),
         Err(EngineError::StoreNotFound(_) | EngineError::NotAStore(_)) => Ok(false),
         Err(e) => Err(to_py_err(e)),

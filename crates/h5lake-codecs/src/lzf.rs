@@ -117,7 +117,9 @@ mod tests {
 
     #[test]
     fn round_trips_and_compresses() {
-        let mut data: Vec<u8> = (0..100_000u32).flat_map(|i| (i / 7).to_le_bytes()).collect();
+        let mut data: Vec<u8> = (0..100_000u32)
+            .flat_map(|i| (i / 7).to_le_bytes())
+            .collect();
         data.extend(std::iter::repeat(9u8).take(5000));
         let c = compress(&data);
         assert!(c.len() < data.len() / 3, "{} of {}", c.len(), data.len());
@@ -126,7 +128,10 @@ mod tests {
             .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
             .collect();
         assert_eq!(decompress(&compress(&noise), None).unwrap(), noise);
-        assert_eq!(decompress(&compress(&[]), Some(0)).unwrap(), Vec::<u8>::new());
+        assert_eq!(
+            decompress(&compress(&[]), Some(0)).unwrap(),
+            Vec::<u8>::new()
+        );
         assert_eq!(decompress(&compress(&[1, 2]), None).unwrap(), vec![1, 2]);
     }
 

@@ -809,7 +809,11 @@ impl Domain {
                 .ok_or_else(|| {
                     EngineError::Invalid(format!(
                         "Unable to extend dimension {dim} by {n}: the maximal size is {}",
-                        if maxdims[dim] == UNLIMITED { "unlimited".to_string() } else { maxdims[dim].to_string() }
+                        if maxdims[dim] == UNLIMITED {
+                            "unlimited".to_string()
+                        } else {
+                            maxdims[dim].to_string()
+                        }
                     ))
                 })?;
             doc["shape"]["dims"] = json!(new);
@@ -1403,7 +1407,11 @@ fn region_span(m: &DatasetMeta, region: &[(u64, u64)]) -> (u64, u64) {
     let cs = strides(&m.chunk);
     let es = m.elem_size() as u64;
     let first: u64 = region.iter().zip(&cs).map(|((lo, _), s)| lo * s).sum();
-    let last: u64 = region.iter().zip(&cs).map(|((_, hi), s)| hi.saturating_sub(1) * s).sum();
+    let last: u64 = region
+        .iter()
+        .zip(&cs)
+        .map(|((_, hi), s)| hi.saturating_sub(1) * s)
+        .sum();
     (first * es, (last + 1).saturating_sub(first) * es)
 }
 

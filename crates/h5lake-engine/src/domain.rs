@@ -621,7 +621,10 @@ impl Domain {
             Some(id) => {
                 let p = ids::parse_id(id)
                     .map_err(|_| EngineError::Invalid(format!("invalid object id {id:?}")))?;
-                if p.kind != kind || ids::is_root_id(id) || id[2..].chars().any(|c| c.is_ascii_uppercase()) {
+                if p.kind != kind
+                    || ids::is_root_id(id)
+                    || id[2..].chars().any(|c| c.is_ascii_uppercase())
+                {
                     return Err(EngineError::Invalid(format!(
                         "id {id:?} does not name a new {kind:?}"
                     )));
@@ -724,7 +727,12 @@ impl Domain {
     ///
     /// # Errors
     /// As [`Domain::link_create`].
-    pub fn links_create(&self, group_id: &str, items: Vec<(String, Value)>, replace: bool) -> Result<()> {
+    pub fn links_create(
+        &self,
+        group_id: &str,
+        items: Vec<(String, Value)>,
+        replace: bool,
+    ) -> Result<()> {
         let t = now();
         let mut checked = Vec::with_capacity(items.len());
         for (name, mut link) in items {
@@ -810,7 +818,13 @@ impl Domain {
     ///
     /// # Errors
     /// Existing name without `overwrite`; invalid type, shape or value.
-    pub fn attr_create(&self, obj_id: &str, name: &str, attr: Value, overwrite: bool) -> Result<()> {
+    pub fn attr_create(
+        &self,
+        obj_id: &str,
+        name: &str,
+        attr: Value,
+        overwrite: bool,
+    ) -> Result<()> {
         self.attrs_create(obj_id, vec![(name.to_string(), attr)], overwrite)
     }
 
@@ -819,7 +833,12 @@ impl Domain {
     ///
     /// # Errors
     /// As [`Domain::attr_create`].
-    pub fn attrs_create(&self, obj_id: &str, items: Vec<(String, Value)>, overwrite: bool) -> Result<()> {
+    pub fn attrs_create(
+        &self,
+        obj_id: &str,
+        items: Vec<(String, Value)>,
+        overwrite: bool,
+    ) -> Result<()> {
         let t = now();
         let mut checked = Vec::with_capacity(items.len());
         for (name, mut attr) in items {

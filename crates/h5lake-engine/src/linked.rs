@@ -148,12 +148,17 @@ impl LinkedLayout {
         }
         let sub_chunk = u64s(layout.get("hyper_dims")).unwrap_or_else(|| chunk.clone());
         if sub_chunk.len() != chunk.len()
-            || sub_chunk.iter().zip(&chunk).any(|(&s, &c)| s == 0 || c % s != 0)
+            || sub_chunk
+                .iter()
+                .zip(&chunk)
+                .any(|(&s, &c)| s == 0 || c % s != 0)
         {
             return Err(bad("has hyper_dims that do not divide its dims"));
         }
         if sub_chunk != chunk && matches!(index, LinkIndex::Inline(_)) {
-            return Err(bad("has hyper_dims, which need a chunk table (H5D_CHUNKED_REF_INDIRECT)"));
+            return Err(bad(
+                "has hyper_dims, which need a chunk table (H5D_CHUNKED_REF_INDIRECT)",
+            ));
         }
         Ok(Some((
             LinkedLayout {
@@ -306,7 +311,10 @@ impl Domain {
                 }
                 let mut buf = vec![0u8; points.len() / rank.max(1) * 12];
                 if !points.is_empty() {
-                    let sel = Selection::Points { rank, coords: points };
+                    let sel = Selection::Points {
+                        rank,
+                        coords: points,
+                    };
                     self.read(table_id, &sel, &mut buf)?;
                 }
                 let mut records = buf.chunks_exact(12).map(|r| {
@@ -316,7 +324,13 @@ impl Domain {
                 });
                 Ok(inside
                     .into_iter()
-                    .map(|ok| if ok { records.next().and_then(valid) } else { None })
+                    .map(|ok| {
+                        if ok {
+                            records.next().and_then(valid)
+                        } else {
+                            None
+                        }
+                    })
                     .collect())
             }
         }
@@ -332,7 +346,9 @@ impl Domain {
     ) -> Result<Option<Vec<u8>>> {
         if let LinkIndex::Contiguous { offset, size } = link.index {
             let file = self.linked_files.get(&link.file_uri)?;
-            return self.contiguous_chunk(m, &file, offset, size, coords).map(Some);
+            return self
+                .contiguous_chunk(m, &file, offset, size, coords)
+                .map(Some);
         }
         if !link.is_hyper(&m.chunk) {
             let entries = self.linked_entries(m, link, coords)?;
@@ -481,8 +497,12 @@ fn decode_sub(m: &DatasetMeta, link: &LinkedLayout, bytes: &[u8]) -> Result<Vec<
     let data = if m.pipeline.is_empty() {
         bytes.to_vec()
     } else {
-        m.pipeline
-            .decode_as(bytes, m.dtype.filter_elem_size(), Some(n), ChunkFormat::Hdf5)?
+        m.pipeline.decode_as(
+            bytes,
+            m.dtype.filter_elem_size(),
+            Some(n),
+            ChunkFormat::Hdf5,
+        )?
     };
     if data.len() != n {
         return Err(EngineError::Corrupt(format!(
@@ -495,7 +515,14 @@ fn decode_sub(m: &DatasetMeta, link: &LinkedLayout, bytes: &[u8]) -> Result<Vec<
 }
 
 /// Copies decoded source chunk `i` into its place in the logical chunk.
-fn place_sub(m: &DatasetMeta, link: &LinkedLayout, i: usize, sub: &[u8], es: usize, out: &mut [u8]) {
+fn place_sub(
+    m: &DatasetMeta,
+    link: &LinkedLayout,
+    i: usize,
+    sub: &[u8],
+    es: usize,
+    out: &mut [u8],
+) {
     let last = m.chunk.len() - 1;
     let cs = strides(&m.chunk);
     let origin = link.sub_origin(&m.chunk, i);
@@ -526,7 +553,10 @@ mod tests {
         // Small: one chunk.
         assert_eq!(contiguous_chunk_dims(&[10, 100], 8, 4 << 20), vec![10, 100]);
         // Rows of 8 KB, ~4 MiB per chunk.
-        assert_eq!(contiguous_chunk_dims(&[100_000, 1024], 8, 4 << 20), vec![512, 1024]);
+        assert_eq!(
+            contiguous_chunk_dims(&[100_000, 1024], 8, 4 << 20),
+            vec![512, 1024]
+        );
         // One row is bigger than the target: split the next dimension.
         assert_eq!(
             contiguous_chunk_dims(&[4, 1000, 1000], 8, 4 << 20),
@@ -564,14 +594,20 @@ mod tests {
         assert!(LinkedLayout::parse("d", &bad, &dims, 4).is_err());
         let inline = json!({"class": "H5D_CHUNKED_REF", "file_uri": "/x.h5", "dims": [50, 60],
                             "chunks": {"0_0": [10, 20], "1_0": [30, 5]}});
-        let (link, _) = LinkedLayout::parse("d", &inline, &dims, 4).unwrap().unwrap();
-        let LinkIndex::Inline(map) = &link.index else { panic!("inline") };
+        let (link, _) = LinkedLayout::parse("d", &inline, &dims, 4)
+            .unwrap()
+            .unwrap();
+        let LinkIndex::Inline(map) = &link.index else {
+            panic!("inline")
+        };
         assert_eq!(map[&vec![1, 0]], (30, 5));
         let hyper_inline = json!({"class": "H5D_CHUNKED_REF", "file_uri": "/x.h5", "dims": [20, 30],
                                   "hyper_dims": [10, 30], "chunks": {}});
         assert!(LinkedLayout::parse("d", &hyper_inline, &dims, 4).is_err());
-        assert!(LinkedLayout::parse("d", &json!({"class": "H5D_CHUNKED"}), &dims, 4)
-            .unwrap()
-            .is_none());
+        assert!(
+            LinkedLayout::parse("d", &json!({"class": "H5D_CHUNKED"}), &dims, 4)
+                .unwrap()
+                .is_none()
+        );
     }
 }

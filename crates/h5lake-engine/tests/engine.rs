@@ -782,9 +782,18 @@ fn small_reads_of_big_unfiltered_chunks_read_only_their_bytes() {
     let dom = mem_domain();
     let id = make_2d(&dom, [200, 300], [64, 128], json!([]));
     let all: Vec<i32> = (0..200 * 128).collect();
-    dom.write(&id, &slices(&[(0, 200, 1), (0, 128, 1)]), &to_bytes(&all)).unwrap();
-    for (r, c, step) in [(5u64, 7u64, 1u64), (60, 120, 2), (130, 20, 3), (199, 127, 1)] {
-        let sel = slices(&[(r, 1 + (199 - r).min(2), 1), (c, 1 + ((127 - c) / step).min(4), step)]);
+    dom.write(&id, &slices(&[(0, 200, 1), (0, 128, 1)]), &to_bytes(&all))
+        .unwrap();
+    for (r, c, step) in [
+        (5u64, 7u64, 1u64),
+        (60, 120, 2),
+        (130, 20, 3),
+        (199, 127, 1),
+    ] {
+        let sel = slices(&[
+            (r, 1 + (199 - r).min(2), 1),
+            (c, 1 + ((127 - c) / step).min(4), step),
+        ]);
         let mut out = vec![0u8; sel.num_elements() as usize * 4];
         dom.read(&id, &sel, &mut out).unwrap();
         let mut want = Vec::new();

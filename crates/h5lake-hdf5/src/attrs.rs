@@ -37,7 +37,10 @@ pub(crate) fn read_values(
     match dt {
         Datatype::String { length: None, .. } => {
             let mut ptrs: Vec<*mut c_char> = vec![std::ptr::null_mut(); n];
-            check(lib(|| read(mem.id(), ptrs.as_mut_ptr().cast())), "reading strings")?;
+            check(
+                lib(|| read(mem.id(), ptrs.as_mut_ptr().cast())),
+                "reading strings",
+            )?;
             let out = ptrs
                 .iter()
                 .map(|&p| {
@@ -61,7 +64,10 @@ pub(crate) fn read_values(
                 };
                 n
             ];
-            check(lib(|| read(mem.id(), seqs.as_mut_ptr().cast())), "reading sequences")?;
+            check(
+                lib(|| read(mem.id(), seqs.as_mut_ptr().cast())),
+                "reading sequences",
+            )?;
             let out = seqs
                 .iter()
                 .map(|s| {
@@ -80,7 +86,10 @@ pub(crate) fn read_values(
         _ => {
             let es = dt.fixed_size().unwrap_or(0);
             let mut buf = vec![0u8; n * es];
-            check(lib(|| read(mem.id(), buf.as_mut_ptr().cast())), "reading values")?;
+            check(
+                lib(|| read(mem.id(), buf.as_mut_ptr().cast())),
+                "reading values",
+            )?;
             Ok(Values::Fixed(buf))
         }
     }
@@ -126,7 +135,13 @@ pub(crate) fn shape_json(space: hid_t) -> Result<(Value, Vec<u64>, Vec<u64>)> {
                 // HSDS writes an unlimited dimension as 0.
                 let m: Vec<u64> = maxdims
                     .iter()
-                    .map(|&d| if d == hdf5_sys::h5s::H5S_UNLIMITED { 0 } else { d })
+                    .map(|&d| {
+                        if d == hdf5_sys::h5s::H5S_UNLIMITED {
+                            0
+                        } else {
+                            d
+                        }
+                    })
                     .collect();
                 shape["maxdims"] = json!(m);
             }

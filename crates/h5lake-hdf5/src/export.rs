@@ -91,7 +91,8 @@ pub struct GetReport {
 /// and I/O failures. Objects HDF5 cannot hold are not errors: they are
 /// listed in [`GetReport::skipped`].
 pub fn get(src: &Path, dest: &Path, opts: &GetOptions) -> Result<GetReport> {
-    let mut dom = Domain::open_url_with(&src.to_string_lossy(), OpenMode::Read, &Default::default())?;
+    let mut dom =
+        Domain::open_url_with(&src.to_string_lossy(), OpenMode::Read, &Default::default())?;
     // Every chunk is read once: a cache would only cost memory.
     dom.set_chunk_cache_bytes(0);
     if let Ok(md) = std::fs::symlink_metadata(dest) {
@@ -987,7 +988,6 @@ fn set_filters(dcpl: hid_t, meta: &DatasetMeta, chunk_bytes: u64) -> Step<()> {
     Ok(())
 }
 
-
 /// A chunk ready for `H5Dwrite_chunk`: its element offset, its filtered
 /// bytes and the number of in-extent data bytes it holds.
 type EncodedChunk = (Vec<u64>, Vec<u8>, u64);
@@ -1501,7 +1501,8 @@ fn encode_elem(dt: &Datatype, v: &Value, out: &mut Vec<u8>) -> std::result::Resu
                         .collect::<Option<Vec<u8>>>()
                         .ok_or_else(|| format!("{v} is not a list of bytes"))?
                 }
-                other => h5lake_types::bytes_of(other).ok_or_else(|| format!("{v} is not opaque bytes"))?,
+                other => h5lake_types::bytes_of(other)
+                    .ok_or_else(|| format!("{v} is not opaque bytes"))?,
             };
             if b.len() != *size {
                 return Err(format!("{} bytes for a {size}-byte opaque type", b.len()));

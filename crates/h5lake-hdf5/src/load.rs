@@ -28,7 +28,7 @@ use rayon::prelude::*;
 use serde_json::{json, Map, Value};
 
 use crate::attrs::{attribute_json, fill_value_json, is_variable, read_values, shape_json, Values};
-use crate::h5::{self, check, check_id, cstr, lib, StoredChunk};
+use crate::h5::{self, check, check_id, cstr, lib, Hid, StoredChunk};
 use crate::types::{file_layout, from_hdf5};
 use crate::{source, Hdf5Error, Result};
 
@@ -92,20 +92,9 @@ pub fn load(src: &Path, dest: &Path, opts: &LoadOptions) -> Result<LoadReport> {
     let replace = check_destination(dest, opts.force)?;
     let uri = link_uri(&src_abs, dest)?;
     let tmp = temp_sibling(dest)?;
-    let result = (|| {
-        let dom = Domain::open_local(&tmp, OpenMode::Truncate)?;
-        let mut loader = Loader {
-            dom: &dom,
-            src: src_abs,
-            uri,
-            opts,
-            report: LoadReport::default(),
-            seen: HashMap::new(),
-            jobs: Vec::new(),
-        };
-        loader.run(file.id())?;
-        Ok(loader.report)
-    })();
+    let result = Domain::open_local(&tmp, OpenMode::Truncate)
+        .map_err(Hdf5Error::from)
+        .and_then(|dom| load_into(&dom, &file, src_abs, uri, opts));
     match result {
         Ok(report) => {
             if replace {
@@ -121,6 +110,27 @@ pub fn load(src: &Path, dest: &Path, opts: &LoadOptions) -> Result<LoadReport> {
     }
 }
 
+/// Loads the open file into `dom` (a fresh domain).
+fn load_into(
+    dom: &Domain,
+    file: &Hid,
+    src: PathBuf,
+    uri: String,
+    opts: &LoadOptions,
+) -> Result<LoadReport> {
+    let mut loader = Loader {
+        dom,
+        src,
+        uri,
+        opts,
+        report: LoadReport::default(),
+        seen: HashMap::new(),
+        jobs: Vec::new(),
+    };
+    loader.run(file.id())?;
+    Ok(loader.report)
+}
+
 /// [`load`] into an object store (`s3://bucket/path`). There is no directory
 /// to rename, but a domain is only its `.domain.json` naming a root group
 /// (the objects are keyed by the root's id, not by the path), so the load is
@@ -134,8 +144,13 @@ fn load_to_bucket(src: &Path, url: &str, opts: &LoadOptions) -> Result<LoadRepor
     }
     let file = source::open(src)?;
     let src_abs = src.canonicalize()?;
-    let in_bucket = url["s3://".len()..].split_once('/').map_or("", |(_, p)| p.trim_matches('/'));
-    let Some((dir, name)) = url.trim_end_matches('/').rsplit_once('/').filter(|_| !in_bucket.is_empty())
+    let in_bucket = url["s3://".len()..]
+        .split_once('/')
+        .map_or("", |(_, p)| p.trim_matches('/'));
+    let Some((dir, name)) = url
+        .trim_end_matches('/')
+        .rsplit_once('/')
+        .filter(|_| !in_bucket.is_empty())
     else {
         return Err(Hdf5Error::Unsupported(format!(
             "{url}: name a domain inside the bucket (s3://bucket/path/name.h5)"
@@ -148,24 +163,15 @@ fn load_to_bucket(src: &Path, url: &str, opts: &LoadOptions) -> Result<LoadRepor
             )))
         }
         Ok(_) | Err(h5lake_engine::EngineError::StoreNotFound(_)) => {}
-        Err(h5lake_engine::EngineError::NotAStore(m)) => return Err(Hdf5Error::DestinationExists(m)),
+        Err(h5lake_engine::EngineError::NotAStore(m)) => {
+            return Err(Hdf5Error::DestinationExists(m))
+        }
         Err(e) => return Err(e.into()),
     }
     let tmp_url = format!("{dir}/.{name}.partial-{}", std::process::id());
     let dom = Domain::open_url_with(&tmp_url, OpenMode::Truncate, &Default::default())?;
-    let result = (|| {
-        let mut loader = Loader {
-            dom: &dom,
-            src: src_abs.clone(),
-            uri: src_abs.to_string_lossy().into_owned(),
-            opts,
-            report: LoadReport::default(),
-            seen: HashMap::new(),
-            jobs: Vec::new(),
-        };
-        loader.run(file.id())?;
-        Ok(loader.report)
-    })();
+    let uri = src_abs.to_string_lossy().into_owned();
+    let result = load_into(&dom, &file, src_abs, uri, opts);
     match result {
         Ok(report) => {
             let store = dom.store().clone();
@@ -189,7 +195,10 @@ fn load_to_bucket(src: &Path, url: &str, opts: &LoadOptions) -> Result<LoadRepor
 fn link_uri(src_abs: &Path, dest: &Path) -> Result<String> {
     let (bucket, domain_path) = h5lake_engine::domain::resolve_local(dest)?;
     if !domain_path.is_empty() {
-        if let Some(rel) = bucket.parent().and_then(|root| src_abs.strip_prefix(root).ok()) {
+        if let Some(rel) = bucket
+            .parent()
+            .and_then(|root| src_abs.strip_prefix(root).ok())
+        {
             return Ok(rel.to_string_lossy().into_owned());
         }
     }
@@ -333,9 +342,7 @@ fn child_path(parent: &str, name: &str) -> String {
 impl Loader<'_> {
     fn run(&mut self, file: hid_t) -> Result<()> {
         let root = check_id(
-            lib(|| unsafe {
-                hdf5_sys::h5g::H5Gopen2(file, c"/".as_ptr(), H5P_DEFAULT)
-            }),
+            lib(|| unsafe { hdf5_sys::h5g::H5Gopen2(file, c"/".as_ptr(), H5P_DEFAULT) }),
             "opening the root group",
         )?;
         let (token, _) = token_of(root.id())?;
@@ -379,12 +386,10 @@ impl Loader<'_> {
             )?;
             let cpath = child_path(path, &name);
             let link = match info.type_ {
-                H5L_type_t::H5L_TYPE_HARD => {
-                    match self.hard_link_target(gid, &cname, &cpath)? {
-                        Some(target) => json!({"class": "H5L_TYPE_HARD", "id": target}),
-                        None => continue,
-                    }
-                }
+                H5L_type_t::H5L_TYPE_HARD => match self.hard_link_target(gid, &cname, &cpath)? {
+                    Some(target) => json!({"class": "H5L_TYPE_HARD", "id": target}),
+                    None => continue,
+                },
                 H5L_type_t::H5L_TYPE_SOFT => {
                     let target = link_value(gid, &cname, &mut info)?;
                     let target = String::from_utf8_lossy(
@@ -482,7 +487,10 @@ impl Loader<'_> {
         if h5lake_engine::cancel::is_set(&h5lake_engine::cancel::current()) {
             return Err(h5lake_engine::EngineError::Interrupted.into());
         }
-        let ft = check_id(lib(|| unsafe { H5Dget_type(d) }), "reading a dataset's type")?;
+        let ft = check_id(
+            lib(|| unsafe { H5Dget_type(d) }),
+            "reading a dataset's type",
+        )?;
         let dt = match from_hdf5(ft.id()) {
             Ok(dt) => dt,
             Err(Hdf5Error::Unsupported(why)) => {
@@ -493,7 +501,10 @@ impl Loader<'_> {
             }
             Err(e) => return Err(e),
         };
-        let space = check_id(lib(|| unsafe { H5Dget_space(d) }), "reading a dataset's shape")?;
+        let space = check_id(
+            lib(|| unsafe { H5Dget_space(d) }),
+            "reading a dataset's shape",
+        )?;
         let (shape, dims, _) = shape_json(space.id())?;
         let dcpl = check_id(
             lib(|| unsafe { H5Dget_create_plist(d) }),
@@ -507,9 +518,8 @@ impl Loader<'_> {
             )));
         }
         let filters = filter_entries(dcpl.id(), path)?;
-        let pipeline = Pipeline::from_hsds_json(&Value::Array(filters.clone())).map_err(|e| {
-            Hdf5Error::Unsupported(format!("dataset {path}: {e}"))
-        })?;
+        let pipeline = Pipeline::from_hsds_json(&Value::Array(filters.clone()))
+            .map_err(|e| Hdf5Error::Unsupported(format!("dataset {path}: {e}")))?;
         let mut cprops = json!({});
         if !filters.is_empty() {
             cprops["filters"] = pipeline.to_hsds_json();
@@ -598,7 +608,11 @@ impl Loader<'_> {
                 let size = lib(|| unsafe { hdf5_sys::h5d::H5Dget_storage_size(d) });
                 self.report.linked_datasets += 1;
                 self.report.bytes += size;
-                let target = self.opts.hyperchunk.filter(|&h| h > 0).unwrap_or(DEFAULT_HYPERCHUNK);
+                let target = self
+                    .opts
+                    .hyperchunk
+                    .filter(|&h| h > 0)
+                    .unwrap_or(DEFAULT_HYPERCHUNK);
                 cprops["layout"] = json!({
                     "class": "H5D_CONTIGUOUS_REF",
                     "file_uri": self.uri,
@@ -609,7 +623,9 @@ impl Loader<'_> {
                 self.dom.create_dataset(dt.to_json(), shape, cprops)?
             } else {
                 cprops["layout"] = json!({"class": class});
-                let id = self.dom.create_dataset(dt.to_json(), shape.clone(), cprops)?;
+                let id = self
+                    .dom
+                    .create_dataset(dt.to_json(), shape.clone(), cprops)?;
                 let is_null = shape["class"] == "H5S_NULL";
                 if variable || class == "H5D_COMPACT" || dims.is_empty() {
                     if !is_null {
@@ -653,8 +669,12 @@ impl Loader<'_> {
             // Few chunks and no grouping: the map goes in the layout.
             let mut map = Map::new();
             for c in chunks {
-                let key: Vec<String> =
-                    c.offset.iter().zip(sub).map(|(o, s)| (o / s).to_string()).collect();
+                let key: Vec<String> = c
+                    .offset
+                    .iter()
+                    .zip(sub)
+                    .map(|(o, s)| (o / s).to_string())
+                    .collect();
                 map.insert(key.join("_"), json!([c.addr, c.size]));
             }
             cprops["layout"] = json!({
@@ -672,12 +692,17 @@ impl Loader<'_> {
         let mut table = vec![0u8; grid.iter().product::<u64>() as usize * 12];
         let gs = h5lake_engine::planner::strides(&grid);
         for c in chunks {
-            let cell: u64 = c.offset.iter().zip(sub).zip(&gs).map(|((o, s), g)| o / s * g).sum();
+            let cell: u64 = c
+                .offset
+                .iter()
+                .zip(sub)
+                .zip(&gs)
+                .map(|((o, s), g)| o / s * g)
+                .sum();
             let rec = &mut table[cell as usize * 12..cell as usize * 12 + 12];
             rec[..8].copy_from_slice(&c.addr.to_le_bytes());
-            let size = u32::try_from(c.size).map_err(|_| {
-                Hdf5Error::Unsupported("a source chunk of 4 GiB or more".into())
-            })?;
+            let size = u32::try_from(c.size)
+                .map_err(|_| Hdf5Error::Unsupported("a source chunk of 4 GiB or more".into()))?;
             rec[8..].copy_from_slice(&size.to_le_bytes());
         }
         let table_type = json!({"class": "H5T_COMPOUND", "fields": [
@@ -703,7 +728,13 @@ impl Loader<'_> {
 
     /// Copies a dataset's values through the library (variable-length,
     /// compact and scalar datasets), in slabs of rows.
-    fn copy_through_library(&mut self, d: hid_t, id: &str, dt: &Datatype, dims: &[u64]) -> Result<()> {
+    fn copy_through_library(
+        &mut self,
+        d: hid_t,
+        id: &str,
+        dt: &Datatype,
+        dims: &[u64],
+    ) -> Result<()> {
         let rank = dims.len();
         let all: Vec<u64> = if rank == 0 { vec![1] } else { dims.to_vec() };
         let row_elems: u64 = all[1..].iter().product::<u64>().max(1);
@@ -881,7 +912,12 @@ fn copy_chunk(
 ) -> Result<()> {
     let mut buf = vec![0u8; c.size as usize];
     file.read_exact_at(&mut buf, c.addr)?;
-    let coords: Vec<u64> = c.offset.iter().zip(&meta.chunk).map(|(o, k)| o / k).collect();
+    let coords: Vec<u64> = c
+        .offset
+        .iter()
+        .zip(&meta.chunk)
+        .map(|(o, k)| o / k)
+        .collect();
     if verbatim {
         dom.create_chunk(meta, &coords, buf, false)?;
         return Ok(());
@@ -900,7 +936,12 @@ fn copy_chunk(
                 .map(|(_, f)| f.clone())
                 .collect(),
         );
-        applied.decode_as(&buf, file_elem, Some(elems as usize * file_elem), ChunkFormat::Hdf5)?
+        applied.decode_as(
+            &buf,
+            file_elem,
+            Some(elems as usize * file_elem),
+            ChunkFormat::Hdf5,
+        )?
     };
     let raw = match repack {
         Some(r) => r.apply(&raw),
@@ -1025,9 +1066,11 @@ fn unpack_external(raw: &[u8]) -> Result<(String, String)> {
         "reading an external link",
     )?;
     // SAFETY: both point into `raw`, NUL-terminated.
-    let s = |p: *const std::ffi::c_char| unsafe { std::ffi::CStr::from_ptr(p) }
-        .to_string_lossy()
-        .into_owned();
+    let s = |p: *const std::ffi::c_char| {
+        unsafe { std::ffi::CStr::from_ptr(p) }
+            .to_string_lossy()
+            .into_owned()
+    };
     Ok((s(file), s(obj)))
 }
 
@@ -1095,7 +1138,10 @@ mod tests {
     #[test]
     fn hyper_factors_grow_from_the_last_dimension() {
         // 1-D: 80 KB chunks of f64 grouped to about 4 MiB.
-        assert_eq!(hyper_factors(&[10_000_000], &[10_000], 8, 4 << 20), vec![52]);
+        assert_eq!(
+            hyper_factors(&[10_000_000], &[10_000], 8, 4 << 20),
+            vec![52]
+        );
         // Never more than the chunks there are.
         assert_eq!(hyper_factors(&[30_000], &[10_000], 8, 4 << 20), vec![3]);
         // 2-D: whole rows of chunks first, then more rows.

@@ -33,7 +33,10 @@ fn size_of(t: hid_t) -> Result<usize> {
 }
 
 fn super_of(t: hid_t) -> Result<Hid> {
-    check_id(lib(|| unsafe { h5t::H5Tget_super(t) }), "reading a base type")
+    check_id(
+        lib(|| unsafe { h5t::H5Tget_super(t) }),
+        "reading a base type",
+    )
 }
 
 /// The h5lake datatype of an HDF5 datatype.
@@ -385,7 +388,9 @@ pub(crate) fn to_hdf5(dt: &Datatype) -> Result<Hid> {
                 }
                 let n = cstr(name)?;
                 check(
-                    lib(|| unsafe { h5t::H5Tenum_insert(t.id(), n.as_ptr(), bytes.as_ptr().cast()) }),
+                    lib(|| unsafe {
+                        h5t::H5Tenum_insert(t.id(), n.as_ptr(), bytes.as_ptr().cast())
+                    }),
                     what,
                 )?;
             }

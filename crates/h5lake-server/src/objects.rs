@@ -527,7 +527,9 @@ pub(crate) async fn put_shape(
         let m = dom.dataset_meta(&id)?;
         let (old, new_dims) = if let Some(ext) = body.get("extend") {
             if body.get("shape").is_some() {
-                return Err(ServerError::BadRequest("give shape or extend, not both".into()));
+                return Err(ServerError::BadRequest(
+                    "give shape or extend, not both".into(),
+                ));
             }
             let n = ext.as_u64().ok_or_else(|| {
                 ServerError::BadRequest("extend must be a non-negative integer".into())
@@ -602,7 +604,9 @@ pub(crate) async fn put_shape(
 
 /// Refuses shapes with more elements than the server handles.
 fn check_elements(dims: &[u64]) -> Result<()> {
-    let n = dims.iter().try_fold(1u128, |a, &d| a.checked_mul(u128::from(d)));
+    let n = dims
+        .iter()
+        .try_fold(1u128, |a, &d| a.checked_mul(u128::from(d)));
     if n.is_some_and(|n| n <= crate::request::MAX_ELEMENTS) {
         Ok(())
     } else {

@@ -857,9 +857,16 @@ fn write_slab(p: &Plan, sel: &Selection, data: &[u8]) -> Result<()> {
 /// as the selection's trailing dimensions. `None` when no broadcast is
 /// asked for (or the count is the selection's own size); else the count and
 /// the block's shape.
-fn broadcast_count(ctx: &Ctx, body: Option<&Value>, shape: &[u64]) -> Result<Option<(u64, Vec<u64>)>> {
+fn broadcast_count(
+    ctx: &Ctx,
+    body: Option<&Value>,
+    shape: &[u64],
+) -> Result<Option<(u64, Vec<u64>)>> {
     let given = match body.and_then(|b| b.get("element_count")) {
-        Some(v) => Some(v.as_u64().ok_or_else(|| bad("element_count must be a positive integer"))?),
+        Some(v) => Some(
+            v.as_u64()
+                .ok_or_else(|| bad("element_count must be a positive integer"))?,
+        ),
         None => ctx
             .param("element_count")
             .map(|s| s.parse::<u64>().map_err(|_| bad("invalid element_count")))
@@ -931,14 +938,21 @@ pub(crate) async fn put_value(
             };
             if let Some((count, block)) = broadcast {
                 if p.meta.dtype.is_variable() {
-                    return Err(bad("element_count is not supported for variable-length types"));
+                    return Err(bad(
+                        "element_count is not supported for variable-length types",
+                    ));
                 }
                 let data = match body.get("value_base64") {
                     Some(b64) => base64::engine::general_purpose::STANDARD
-                        .decode(b64.as_str().ok_or_else(|| bad("value_base64 must be a string"))?)
+                        .decode(
+                            b64.as_str()
+                                .ok_or_else(|| bad("value_base64 must be a string"))?,
+                        )
                         .map_err(|_| bad("unable to decode value_base64"))?,
                     None => {
-                        let v = body.get("value").ok_or_else(|| bad("request has no value"))?;
+                        let v = body
+                            .get("value")
+                            .ok_or_else(|| bad("request has no value"))?;
                         json_to_fixed(&p.wire, &block, v)?
                     }
                 };

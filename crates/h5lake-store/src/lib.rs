@@ -116,8 +116,15 @@ pub trait ReadableStore: Send + Sync {
     ///
     /// # Errors
     /// I/O trouble other than "not found".
-    fn get_scattered(&self, key: &str, total_len: u64, runs: &mut [(u64, &mut [u8])]) -> Result<Option<bool>> {
-        let Some(data) = self.get(key)? else { return Ok(None) };
+    fn get_scattered(
+        &self,
+        key: &str,
+        total_len: u64,
+        runs: &mut [(u64, &mut [u8])],
+    ) -> Result<Option<bool>> {
+        let Some(data) = self.get(key)? else {
+            return Ok(None);
+        };
         if data.len() as u64 != total_len {
             return Ok(Some(false));
         }
@@ -273,13 +280,16 @@ pub fn open_url(url: &str, create: bool) -> Result<Arc<dyn Store>> {
         #[cfg(not(feature = "s3"))]
         return Err(StoreError::Config {
             url: url.to_string(),
-            reason: "this build of h5lake has no S3 support (cargo feature `s3` of h5lake-store)".into(),
+            reason: "this build of h5lake has no S3 support (cargo feature `s3` of h5lake-store)"
+                .into(),
         });
     }
     if let Some((scheme, _)) = url.split_once("://") {
         return Err(StoreError::Config {
             url: url.to_string(),
-            reason: format!("unsupported scheme {scheme}:// (use a local path or s3://bucket/path)"),
+            reason: format!(
+                "unsupported scheme {scheme}:// (use a local path or s3://bucket/path)"
+            ),
         });
     }
     Ok(Arc::new(if create {

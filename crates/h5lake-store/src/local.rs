@@ -438,7 +438,12 @@ impl ReadableStore for LocalStore {
         Ok(Some(version_of(&meta)))
     }
 
-    fn get_scattered(&self, key: &str, total_len: u64, runs: &mut [(u64, &mut [u8])]) -> Result<Option<bool>> {
+    fn get_scattered(
+        &self,
+        key: &str,
+        total_len: u64,
+        runs: &mut [(u64, &mut [u8])],
+    ) -> Result<Option<bool>> {
         let Some((file, meta)) = self.open_key(key)? else {
             return Ok(None);
         };
@@ -447,7 +452,14 @@ impl ReadableStore for LocalStore {
         }
         if meta.len() > READAHEAD_HINT_BYTES {
             // SAFETY: a plain advisory syscall on an open descriptor.
-            unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, meta.len() as libc::off_t, libc::POSIX_FADV_WILLNEED) };
+            unsafe {
+                libc::posix_fadvise(
+                    file.as_raw_fd(),
+                    0,
+                    meta.len() as libc::off_t,
+                    libc::POSIX_FADV_WILLNEED,
+                )
+            };
         }
         let path = self.path_of(key);
         // The kernel copies each run straight to its destination; at most
@@ -456,13 +468,21 @@ impl ReadableStore for LocalStore {
             let mut offset = batch[0].0;
             let mut iov: Vec<libc::iovec> = batch
                 .iter_mut()
-                .map(|(_, d)| libc::iovec { iov_base: d.as_mut_ptr().cast(), iov_len: d.len() })
+                .map(|(_, d)| libc::iovec {
+                    iov_base: d.as_mut_ptr().cast(),
+                    iov_len: d.len(),
+                })
                 .collect();
             let mut first = 0;
             while first < iov.len() {
                 // SAFETY: every iovec points into a live, exclusively borrowed slice.
                 let n = unsafe {
-                    libc::preadv(file.as_raw_fd(), iov[first..].as_ptr(), (iov.len() - first) as libc::c_int, offset as libc::off_t)
+                    libc::preadv(
+                        file.as_raw_fd(),
+                        iov[first..].as_ptr(),
+                        (iov.len() - first) as libc::c_int,
+                        offset as libc::off_t,
+                    )
                 };
                 if n < 0 {
                     let e = io::Error::last_os_error();
@@ -475,7 +495,13 @@ impl ReadableStore for LocalStore {
                     // The file shrank under us (it was replaced by a rename,
                     // which keeps our descriptor on the old inode, so this is
                     // truncation in place — not something h5lake does).
-                    return Err(io_err(&path, io::Error::new(io::ErrorKind::UnexpectedEof, "object shorter than its size")));
+                    return Err(io_err(
+                        &path,
+                        io::Error::new(
+                            io::ErrorKind::UnexpectedEof,
+                            "object shorter than its size",
+                        ),
+                    ));
                 }
                 // Skip the iovecs this call filled; trim a partly filled one.
                 let mut n = n as usize;

@@ -253,14 +253,25 @@ pub fn get_scattered_fills_runs<S: Store>(s: &S) {
         let (left, right) = out.split_at_mut(1500);
         let (r0, r1) = right.split_at_mut(1000);
         let mut runs: Vec<(u64, &mut [u8])> = vec![(0, r1), (500, left), (2000, r0)];
-        assert_eq!(s.get_scattered("gs/a", 3000, &mut runs).unwrap(), Some(true));
+        assert_eq!(
+            s.get_scattered("gs/a", 3000, &mut runs).unwrap(),
+            Some(true)
+        );
     }
     assert_eq!(&out[2500..], &data[..500]);
     assert_eq!(&out[..1500], &data[500..2000]);
     assert_eq!(&out[1500..2500], &data[2000..]);
     let mut small = [0u8; 10];
-    assert_eq!(s.get_scattered("gs/a", 10, &mut [(0, &mut small[..])]).unwrap(), Some(false));
-    assert_eq!(s.get_scattered("gs/none", 10, &mut [(0, &mut small[..])]).unwrap(), None);
+    assert_eq!(
+        s.get_scattered("gs/a", 10, &mut [(0, &mut small[..])])
+            .unwrap(),
+        Some(false)
+    );
+    assert_eq!(
+        s.get_scattered("gs/none", 10, &mut [(0, &mut small[..])])
+            .unwrap(),
+        None
+    );
 }
 
 /// Batched reads answer in the order asked, `None` for missing keys, with
@@ -298,14 +309,25 @@ pub fn get_many<S: Store>(s: &S) {
 pub fn get_ranges<S: Store>(s: &S) {
     let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
     s.put("gr", &data).unwrap();
-    let ranges = [150_000..150_010, 0..4, 2..9, 199_990..200_000, 5..5, 199_995..200_100, 300_000..300_001];
+    let ranges = [
+        150_000..150_010,
+        0..4,
+        2..9,
+        199_990..200_000,
+        5..5,
+        199_995..200_100,
+        300_000..300_001,
+    ];
     let got = s.get_ranges("gr", &ranges).unwrap().unwrap();
     assert_eq!(got.len(), ranges.len());
     for (r, g) in ranges.iter().zip(&got) {
         let (lo, hi) = (r.start.min(200_000) as usize, r.end.min(200_000) as usize);
         assert_eq!(g.as_ref(), &data[lo..hi.max(lo)], "{r:?}");
     }
-    assert!(s.get_ranges("gr-missing", std::slice::from_ref(&(0..1))).unwrap().is_none());
+    assert!(s
+        .get_ranges("gr-missing", std::slice::from_ref(&(0..1)))
+        .unwrap()
+        .is_none());
     assert!(s.get_ranges("gr", &[]).unwrap().unwrap().is_empty());
 }
 
@@ -421,12 +443,19 @@ pub fn list_sizes<S: Store>(s: &S) {
     s.put("ls/b/c", b"12345").unwrap();
     s.put("ls/bc", &[7; 3000]).unwrap();
     s.put("other", b"x").unwrap();
-    let want = |v: &[(&str, u64)]| v.iter().map(|(k, n)| (k.to_string(), *n)).collect::<Vec<_>>();
+    let want = |v: &[(&str, u64)]| {
+        v.iter()
+            .map(|(k, n)| (k.to_string(), *n))
+            .collect::<Vec<_>>()
+    };
     assert_eq!(
         s.list_sizes("ls/").unwrap(),
         want(&[("ls/a", 0), ("ls/b/c", 5), ("ls/bc", 3000)])
     );
-    assert_eq!(s.list_sizes("ls/b").unwrap(), want(&[("ls/b/c", 5), ("ls/bc", 3000)]));
+    assert_eq!(
+        s.list_sizes("ls/b").unwrap(),
+        want(&[("ls/b/c", 5), ("ls/bc", 3000)])
+    );
     assert_eq!(s.list_sizes("").unwrap().len(), 4);
     assert!(s.list_sizes("none/").unwrap().is_empty());
 }

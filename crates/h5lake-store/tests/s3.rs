@@ -166,7 +166,10 @@ fn get_ranges_coalesces_and_clips() {
         .unwrap()
         .unwrap();
     assert_eq!(clipped[0].as_ref(), &data[2_999_990..]);
-    assert!(s.get_ranges("missing", std::slice::from_ref(&(0..1))).unwrap().is_none());
+    assert!(s
+        .get_ranges("missing", std::slice::from_ref(&(0..1)))
+        .unwrap()
+        .is_none());
 }
 
 #[test]

@@ -255,7 +255,10 @@ impl Datatype {
                 if !matches!(base, Datatype::Integer { .. }) {
                     return Err(bad("enum base must be an integer type"));
                 }
-                let value = |val: &Value| val.as_i64().ok_or_else(|| bad("enum values must be integers"));
+                let value = |val: &Value| {
+                    val.as_i64()
+                        .ok_or_else(|| bad("enum values must be integers"))
+                };
                 // HSDS's `mapping` object, or hdf5-json's (and h5pyd's)
                 // `members` list of {name, value}.
                 let mapping = if let Some(m) = v.get("mapping").and_then(Value::as_object) {
@@ -265,8 +268,14 @@ impl Datatype {
                 } else if let Some(m) = v.get("members").and_then(Value::as_array) {
                     m.iter()
                         .map(|e| {
-                            let name = e.get("name").and_then(Value::as_str).ok_or_else(|| bad("enum member without a name"))?;
-                            Ok((name.to_string(), value(e.get("value").unwrap_or(&Value::Null))?))
+                            let name = e
+                                .get("name")
+                                .and_then(Value::as_str)
+                                .ok_or_else(|| bad("enum member without a name"))?;
+                            Ok((
+                                name.to_string(),
+                                value(e.get("value").unwrap_or(&Value::Null))?,
+                            ))
                         })
                         .collect::<Result<Vec<_>>>()?
                 } else {
@@ -422,9 +431,11 @@ mod tests {
             "mapping": {"FALSE": 0, "TRUE": 1}}))
         .unwrap();
         assert_eq!(members, mapping);
-        assert!(Datatype::from_json(&json!({"class": "H5T_ENUM", "base": base,
+        assert!(
+            Datatype::from_json(&json!({"class": "H5T_ENUM", "base": base,
             "members": [{"name": "X"}]}))
-        .is_err());
+            .is_err()
+        );
     }
 
     #[test]

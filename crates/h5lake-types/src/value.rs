@@ -297,7 +297,9 @@ pub fn element_to_json(t: &Datatype, b: &[u8]) -> Result<Value> {
             }
         }
         Datatype::String {
-            pad, length: Some(_), ..
+            pad,
+            length: Some(_),
+            ..
         } => {
             let end = match pad {
                 StrPad::NullTerm => b.iter().position(|&c| c == 0).unwrap_or(b.len()),
@@ -396,12 +398,27 @@ mod tests {
             (json!("H5T_STD_U64LE"), json!(u64::MAX)),
             (json!("H5T_IEEE_F16LE"), json!(-2.5)),
             (json!("H5T_IEEE_F64BE"), json!("-Infinity")),
-            (json!({"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII", "strPad": "H5T_STR_NULLPAD", "length": 6}), json!("ab")),
-            (json!({"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII", "strPad": "H5T_STR_NULLPAD", "length": 3}), json!({"base64": "/w=="})),
-            (json!({"class": "H5T_ENUM", "base": "H5T_STD_I8LE", "mapping": {"FALSE": 0, "TRUE": 1}}), json!(true)),
-            (json!({"class": "H5T_ARRAY", "base": "H5T_STD_U8LE", "dims": [2, 2]}), json!([[1, 2], [3, 4]])),
-            (json!({"class": "H5T_COMPOUND", "fields": [
-                {"name": "a", "type": "H5T_STD_U8LE"}, {"name": "b", "type": "H5T_IEEE_F32LE"}]}), json!([7, 0.5])),
+            (
+                json!({"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII", "strPad": "H5T_STR_NULLPAD", "length": 6}),
+                json!("ab"),
+            ),
+            (
+                json!({"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII", "strPad": "H5T_STR_NULLPAD", "length": 3}),
+                json!({"base64": "/w=="}),
+            ),
+            (
+                json!({"class": "H5T_ENUM", "base": "H5T_STD_I8LE", "mapping": {"FALSE": 0, "TRUE": 1}}),
+                json!(true),
+            ),
+            (
+                json!({"class": "H5T_ARRAY", "base": "H5T_STD_U8LE", "dims": [2, 2]}),
+                json!([[1, 2], [3, 4]]),
+            ),
+            (
+                json!({"class": "H5T_COMPOUND", "fields": [
+                {"name": "a", "type": "H5T_STD_U8LE"}, {"name": "b", "type": "H5T_IEEE_F32LE"}]}),
+                json!([7, 0.5]),
+            ),
         ];
         for (tj, v) in cases {
             let t = Datatype::from_json(&tj).unwrap();
