@@ -773,6 +773,46 @@ pub(crate) async fn delete_link(
     .await
 }
 
+/// The items of a batch PUT, by target object: `{ITEMS: {...}}` for the
+/// object in the URL, `{IDS: {id: {ITEMS: {...}}}}` for several, or
+/// `{IDS: [id, ...], ITEMS: {...}}` for the same items on several (`keys` is
+/// `(IDS, ITEMS)`, e.g. `("grp_ids", "links")`).
+fn per_target(
+    body: &Value,
+    keys: (&str, &str),
+    url_id: &str,
+    check: impl Fn(&str) -> Result<()>,
+    mut items: impl FnMut(&Value) -> Result<Vec<(String, Value)>>,
+) -> Result<Vec<(String, Vec<(String, Value)>)>> {
+    let (ids_key, items_key) = keys;
+    let of = |v: &Value| v.get(items_key).cloned().unwrap_or(Value::Null);
+    match body.get(ids_key) {
+        None => Ok(vec![(url_id.to_string(), items(&of(body))?)]),
+        Some(Value::Object(m)) => m
+            .iter()
+            .map(|(id, v)| {
+                check(id)?;
+                Ok((id.clone(), items(&of(v))?))
+            })
+            .collect(),
+        Some(Value::Array(a)) => {
+            let shared = items(&of(body))?;
+            a.iter()
+                .map(|id| {
+                    let id = id.as_str().ok_or_else(|| {
+                        ServerError::BadRequest(format!("{ids_key} must hold ids"))
+                    })?;
+                    check(id)?;
+                    Ok((id.to_string(), shared.clone()))
+                })
+                .collect()
+        }
+        Some(_) => Err(ServerError::BadRequest(format!(
+            "{ids_key} must be an object or a list"
+        ))),
+    }
+}
+
 /// PUT `/groups/{id}/links`: `{"links": {...}}` for this group, or
 /// `{"grp_ids": {gid: {"links": {...}}}}` / `{"grp_ids": [...], "links": {...}}`
 /// for many groups at once (what h5pyd flushes with).
@@ -784,37 +824,13 @@ pub(crate) async fn put_links(
 ) -> Result<Response> {
     check_id(&id, "groups")?;
     let body = json_body(&app, &ctx, body).await?.unwrap_or(json!({}));
-    let mut per_group: Vec<(String, Vec<(String, Value)>)> = Vec::new();
-    match body.get("grp_ids") {
-        None => per_group.push((
-            id.clone(),
-            links_from_request(body.get("links").unwrap_or(&Value::Null))?,
-        )),
-        Some(Value::Object(m)) => {
-            for (gid, v) in m {
-                check_id(gid, "groups")?;
-                per_group.push((
-                    gid.clone(),
-                    links_from_request(v.get("links").unwrap_or(&Value::Null))?,
-                ));
-            }
-        }
-        Some(Value::Array(a)) => {
-            let links = links_from_request(body.get("links").unwrap_or(&Value::Null))?;
-            for gid in a {
-                let gid = gid
-                    .as_str()
-                    .ok_or_else(|| ServerError::BadRequest("grp_ids must hold ids".into()))?;
-                check_id(gid, "groups")?;
-                per_group.push((gid.to_string(), links.clone()));
-            }
-        }
-        Some(_) => {
-            return Err(ServerError::BadRequest(
-                "grp_ids must be an object or a list".into(),
-            ))
-        }
-    }
+    let per_group = per_target(
+        &body,
+        ("grp_ids", "links"),
+        &id,
+        |gid| check_id(gid, "groups"),
+        links_from_request,
+    )?;
     blocking(move || {
         let dom = open_domain(&app, &ctx, Action::Create)?;
         for (gid, links) in per_group {
@@ -1029,42 +1045,17 @@ pub(crate) async fn put_attrs(
     blocking(move || {
         let dom = open_domain(&app, &ctx, Action::Create)?;
         let replace = ctx.flag("replace");
-        let mut per_obj: Vec<(String, Vec<(String, Value)>)> = Vec::new();
-        let none = Value::Null;
-        match body.get("obj_ids") {
-            None => per_obj.push((
-                id.clone(),
-                values::attrs_from_request(&dom, body.get("attributes").unwrap_or(&none))?,
-            )),
-            Some(Value::Object(m)) => {
-                for (oid, v) in m {
-                    ids::parse_id(oid)
-                        .map_err(|_| ServerError::BadRequest(format!("invalid id {oid}")))?;
-                    per_obj.push((
-                        oid.clone(),
-                        values::attrs_from_request(&dom, v.get("attributes").unwrap_or(&none))?,
-                    ));
-                }
-            }
-            Some(Value::Array(a)) => {
-                for oid in a {
-                    let oid = oid
-                        .as_str()
-                        .ok_or_else(|| ServerError::BadRequest("obj_ids must hold ids".into()))?;
-                    ids::parse_id(oid)
-                        .map_err(|_| ServerError::BadRequest(format!("invalid id {oid}")))?;
-                    per_obj.push((
-                        oid.to_string(),
-                        values::attrs_from_request(&dom, body.get("attributes").unwrap_or(&none))?,
-                    ));
-                }
-            }
-            Some(_) => {
-                return Err(ServerError::BadRequest(
-                    "obj_ids must be an object or a list".into(),
-                ))
-            }
-        }
+        let per_obj = per_target(
+            &body,
+            ("obj_ids", "attributes"),
+            &id,
+            |oid| {
+                ids::parse_id(oid)
+                    .map(|_| ())
+                    .map_err(|_| ServerError::BadRequest(format!("invalid id {oid}")))
+            },
+            |v| values::attrs_from_request(&dom, v),
+        )?;
         for (oid, items) in per_obj {
             // Clients re-send attributes they already stored (h5pyd does on
             // its first flush after opening with 'a'): an identical one is
