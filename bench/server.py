@@ -420,7 +420,7 @@ def main():
             hs = http_write(hsds.endpoint, arr[: min(rows, (200 << 20) // (COLS * 4))], "one", slab=200 << 20)
             hsds_one = f"accepted ({hs:.2f} s)"
         except Exception as e:  # noqa: BLE001
-            hsds_one = f"refused: {str(e)[:80]}"
+            hsds_one = f"failed: {type(e).__name__}: {str(e)[:80]}"
         peak = {}
         for name, s in samplers.items():
             s.stop_flag = True
