@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -27,8 +28,12 @@ class Server:
 
     def __init__(self, root, allow_noauth=False, users=USERS):
         self.root = str(root)
-        os.makedirs(self.root, exist_ok=True)
-        self.passwd = os.path.join(self.root, "..", os.path.basename(self.root) + "-passwd.txt")
+        if "://" in self.root:      # a bucket: the password file goes in a temp dir
+            self._tmp = tempfile.mkdtemp(prefix="h5lake-serve-")
+            self.passwd = os.path.join(self._tmp, "passwd.txt")
+        else:
+            os.makedirs(self.root, exist_ok=True)
+            self.passwd = os.path.join(self.root, "..", os.path.basename(self.root) + "-passwd.txt")
         with open(self.passwd, "w") as f:
             f.write("# user:password\n")
             f.writelines(f"{u}:{p}\n" for u, p in users.items())

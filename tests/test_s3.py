@@ -222,3 +222,27 @@ def test_forked_children_can_use_s3(s3_root):
         if p.is_alive():
             p.kill()
     assert p.exitcode == 0
+
+
+def test_two_servers_on_one_bucket(s3_root):
+    """`h5lake serve --root s3://…` twice: what one server writes, the other
+    serves at once, and h5lake reads it straight from the bucket."""
+    h5pyd = pytest.importorskip("h5pyd")
+    import servers
+
+    with servers.running(s3_root, count=2) as (a, b):
+        admin = dict(username="admin", password="admin")
+        h5pyd.Folder("/home/", mode="w", endpoint=a, **admin).close()
+        data = np.arange(40_000, dtype="f4").reshape(200, 200)
+        with h5pyd.File("/home/shared.h5", "w", endpoint=a, **admin) as f:
+            f.create_dataset("x", data=data, chunks=(64, 64), compression="gzip")
+            f.attrs["by"] = "server a"
+        with h5pyd.File("/home/shared.h5", "r+", endpoint=b, **admin) as f:
+            np.testing.assert_array_equal(f["x"][17:150:3, 5:190], data[17:150:3, 5:190])
+            assert f.attrs["by"] == "server a"
+            f["x"][0, :10] = -1
+        with h5pyd.File("/home/shared.h5", "r", endpoint=a, **admin) as f:
+            np.testing.assert_array_equal(f["x"][0, :12], [-1] * 10 + [10, 11])
+    with h5lake.File(f"{s3_root}/home/shared.h5", "r") as f:
+        assert f["x"].compression == "gzip"
+        np.testing.assert_array_equal(f["x"][1:], data[1:])

@@ -139,6 +139,46 @@ pub fn resolve_local(path: &Path) -> Result<(PathBuf, String)> {
     }
 }
 
+/// Where in a bucket the store holding `domain_path` is rooted: "" (HSDS's
+/// layout, `db/` at the bucket root) unless the domain's objects sit under a
+/// prefix of its path (a store served with `h5lake serve --root
+/// s3://bucket/prefix`), like [`resolve_local`]'s nearest ancestor with
+/// `db/`. An existing domain is found by its root group (one HEAD per
+/// level); a new one goes to the deepest prefix that holds a `db/`.
+fn s3_store_prefix(bucket: &dyn Store, domain_path: &str) -> Result<String> {
+    let ancestors: Vec<&str> = domain_path
+        .match_indices('/')
+        .map(|(i, _)| &domain_path[..i])
+        .collect();
+    if ancestors.is_empty() {
+        return Ok(String::new());
+    }
+    let doc = bucket.get(&format!("{domain_path}/.domain.json"))?;
+    let root = doc
+        .map(|b| parse_doc(&b, domain_path))
+        .transpose()?
+        .and_then(|d| d.get("root").and_then(Value::as_str).map(str::to_string));
+    if let Some(root) = root {
+        let db = ids::domain_db_prefix(&root)?;
+        if bucket.exists(&format!("{db}.group.json"))? {
+            return Ok(String::new());
+        }
+        for p in ancestors.iter().rev() {
+            if bucket.exists(&format!("{p}/{db}.group.json"))? {
+                return Ok((*p).to_string());
+            }
+        }
+        return Ok(String::new());
+    }
+    for p in ancestors.iter().rev() {
+        let (keys, dirs) = bucket.list_dir(&format!("{p}/db/"))?;
+        if !keys.is_empty() || !dirs.is_empty() {
+            return Ok((*p).to_string());
+        }
+    }
+    Ok(String::new())
+}
+
 fn is_folder_doc(path: &Path) -> bool {
     std::fs::read(path)
         .ok()
@@ -278,9 +318,16 @@ impl Domain {
             return Self::open_local_with(Path::new(url), mode, opts);
         };
         let (bucket, domain_path) = rest.split_once('/').unwrap_or((rest, ""));
+        let domain_path = domain_path.trim_matches('/');
         // The bucket must exist; whether the domain does is the mode's business.
         let store = h5lake_store::open_url(&format!("s3://{bucket}"), true)?;
-        Self::open_with(store, domain_path, mode, url.to_string(), opts)
+        let prefix = s3_store_prefix(&*store, domain_path)?;
+        if prefix.is_empty() {
+            return Self::open_with(store, domain_path, mode, url.to_string(), opts);
+        }
+        let store = h5lake_store::open_url(&format!("s3://{bucket}/{prefix}"), true)?;
+        let inner = &domain_path[prefix.len() + 1..];
+        Self::open_with(store, inner, mode, url.to_string(), opts)
     }
 
     /// Opens or creates the domain `domain_path` ("" = the bucket's own
@@ -428,20 +475,25 @@ impl Domain {
         Ok(())
     }
 
-    /// Makes this domain's tree appear at `domain_path` of the same store and
-    /// drops its current name: the objects are keyed by the root's id, not
-    /// by the path, so writing the other `.domain.json` is the whole move,
-    /// and readers see the old domain there or the whole new one. An
-    /// existing domain at `domain_path` is replaced only with `replace`;
-    /// its root id is returned so that the caller can delete its objects.
+    /// Renames this domain to `name` in the same folder: the objects are
+    /// keyed by the root's id, not by the path, so writing the other
+    /// `.domain.json` is the whole move, and readers see the old domain
+    /// there or the whole new one. An existing domain called `name` is
+    /// replaced only with `replace`; its root id is returned so that the
+    /// caller can delete its objects.
     ///
     /// # Errors
     /// [`EngineError::StoreExists`] if a domain is there (without `replace`)
     /// or one appeared or changed meanwhile; I/O trouble.
-    pub fn publish_at(self, domain_path: &str, replace: bool) -> Result<Option<String>> {
+    pub fn publish_as(self, name: &str, replace: bool) -> Result<Option<String>> {
         self.check_writable()?;
         let doc = to_bytes(&self.domain_doc()?);
-        let key = domain_key_of(domain_path);
+        let own_path = self.domain_key.trim_end_matches(".domain.json").trim_end_matches('/');
+        let domain_path = match own_path.rsplit_once('/') {
+            Some((folder, _)) => format!("{folder}/{name}"),
+            None => name.to_string(),
+        };
+        let key = domain_key_of(&domain_path);
         let existing = self.store.get_versioned(&key)?;
         let mut old_root = None;
         let outcome = match &existing {

@@ -175,7 +175,7 @@ fn load_to_bucket(src: &Path, url: &str, opts: &LoadOptions) -> Result<LoadRepor
     match result {
         Ok(report) => {
             let store = dom.store().clone();
-            if let Some(old_root) = dom.publish_at(in_bucket, opts.force)? {
+            if let Some(old_root) = dom.publish_as(name, opts.force)? {
                 store.delete_prefix(&h5lake_engine::ids::domain_db_prefix(&old_root)?)?;
             }
             Ok(report)
