@@ -120,7 +120,7 @@ mod tests {
         let mut data: Vec<u8> = (0..100_000u32)
             .flat_map(|i| (i / 7).to_le_bytes())
             .collect();
-        data.extend(std::iter::repeat(9u8).take(5000));
+        data.extend_from_slice(&[9u8; 5000]);
         let c = compress(&data);
         assert!(c.len() < data.len() / 3, "{} of {}", c.len(), data.len());
         assert_eq!(decompress(&c, Some(data.len())).unwrap(), data);

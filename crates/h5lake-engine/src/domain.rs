@@ -488,7 +488,10 @@ impl Domain {
     pub fn publish_as(self, name: &str, replace: bool) -> Result<Option<String>> {
         self.check_writable()?;
         let doc = to_bytes(&self.domain_doc()?);
-        let own_path = self.domain_key.trim_end_matches(".domain.json").trim_end_matches('/');
+        let own_path = self
+            .domain_key
+            .trim_end_matches(".domain.json")
+            .trim_end_matches('/');
         let domain_path = match own_path.rsplit_once('/') {
             Some((folder, _)) => format!("{folder}/{name}"),
             None => name.to_string(),

@@ -773,6 +773,9 @@ pub(crate) async fn delete_link(
     .await
 }
 
+/// Named items (links or attributes) of one object.
+type Named = Vec<(String, Value)>;
+
 /// The items of a batch PUT, by target object: `{ITEMS: {...}}` for the
 /// object in the URL, `{IDS: {id: {ITEMS: {...}}}}` for several, or
 /// `{IDS: [id, ...], ITEMS: {...}}` for the same items on several (`keys` is
@@ -782,8 +785,8 @@ fn per_target(
     keys: (&str, &str),
     url_id: &str,
     check: impl Fn(&str) -> Result<()>,
-    mut items: impl FnMut(&Value) -> Result<Vec<(String, Value)>>,
-) -> Result<Vec<(String, Vec<(String, Value)>)>> {
+    mut items: impl FnMut(&Value) -> Result<Named>,
+) -> Result<Vec<(String, Named)>> {
     let (ids_key, items_key) = keys;
     let of = |v: &Value| v.get(items_key).cloned().unwrap_or(Value::Null);
     match body.get(ids_key) {
