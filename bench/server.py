@@ -44,21 +44,18 @@ import multiprocessing as mp
 import os
 import platform
 import shutil
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 
 import numpy as np
-import requests
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 import hsds_server  # noqa: E402
+import servers as lake_servers  # noqa: E402  (tests/servers.py: `h5lake serve` as a subprocess)
 
 import h5pyd  # noqa: E402
 
@@ -70,45 +67,6 @@ SLAB = 64 << 20
 
 def log(*a):
     print(*a, file=sys.stderr, flush=True)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class H5lakeServer:
-    """``python -m h5lake serve`` as a subprocess."""
-
-    def __init__(self, root):
-        self.root = root
-        self.proc = None
-
-    def start(self):
-        os.makedirs(self.root, exist_ok=True)
-        passwd = os.path.join(self.root, "..", "h5lake-passwd.txt")
-        with open(passwd, "w") as f:
-            f.writelines(f"{u}:{p}\n" for u, p in USERS.items())
-        port = free_port()
-        self.endpoint = f"http://127.0.0.1:{port}"
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "h5lake", "serve", "--root", self.root, "--port", str(port),
-             "--password-file", passwd],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        for _ in range(200):
-            try:
-                if requests.get(self.endpoint + "/about", timeout=1).ok:
-                    return self
-            except requests.RequestException:
-                pass
-            time.sleep(0.05)
-        raise RuntimeError("h5lake serve did not start")
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(timeout=20)
 
 
 def tree_pids(root_pid):
@@ -368,11 +326,11 @@ def main():
     nbytes = arr.nbytes
     started = datetime.datetime.now(datetime.timezone.utc)
     hsds = hsds_server.HsdsServer(os.path.join(tmp, "hsds"), users=dict(USERS))
-    h5l = H5lakeServer(os.path.join(tmp, "h5lake", "hsdstest"))
+    h5l = None
     servers = {}
     try:
         hsds.start()
-        h5l.start()
+        h5l = lake_servers.Server(os.path.join(tmp, "h5lake", "hsdstest"), users=dict(USERS))
         servers = {"HSDS": (hsds.endpoint, hsds.proc.pid), "h5lake": (h5l.endpoint, h5l.proc.pid)}
         samplers = {}
         for name, (ep, pid) in servers.items():
@@ -428,7 +386,8 @@ def main():
             peak[name] = (base_rss[name], s.peak)
     finally:
         hsds.stop()
-        h5l.stop()
+        if h5l is not None:
+            h5l.stop()
         shutil.rmtree(tmp, ignore_errors=True)
     finished = datetime.datetime.now(datetime.timezone.utc)
     write_report(args, ops, res, one, hsds_one, peak, nbytes, started, finished)

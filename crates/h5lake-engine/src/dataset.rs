@@ -580,25 +580,15 @@ impl Domain {
                                 proj.copy(src, s, ptr, d, n)
                             });
                         };
-                        match fetched {
-                            Some(stored) => self.with_fetched_chunk(
-                                &m,
-                                &key,
-                                stored,
-                                use_cache,
-                                &fill_chunk,
-                                Some(&region),
-                                scatter,
-                            ),
-                            None => self.with_chunk(
-                                &m,
-                                &key,
-                                use_cache,
-                                &fill_chunk,
-                                Some(&region),
-                                scatter,
-                            ),
-                        }
+                        self.with_task_chunk(
+                            &m,
+                            &key,
+                            fetched,
+                            use_cache,
+                            &fill_chunk,
+                            Some(&region),
+                            scatter,
+                        )
                     },
                 )
             }
@@ -615,18 +605,7 @@ impl Domain {
                             unsafe { proj.copy(src, s, ptr, d, 1) };
                         }
                     };
-                    match fetched {
-                        Some(stored) => self.with_fetched_chunk(
-                            &m,
-                            &key,
-                            stored,
-                            use_cache,
-                            &fill_chunk,
-                            None,
-                            gather,
-                        ),
-                        None => self.with_chunk(&m, &key, use_cache, &fill_chunk, None, gather),
-                    }
+                    self.with_task_chunk(&m, &key, fetched, use_cache, &fill_chunk, None, gather)
                 })
             }
         }
@@ -1167,20 +1146,24 @@ impl Domain {
         })
     }
 
-    /// [`Domain::with_chunk`] for a chunk whose stored bytes were fetched
-    /// already (`None`: not stored). The cache still saves the decode when
-    /// it holds the same version.
+    /// [`Domain::with_chunk`] for a task of [`Domain::chunk_tasks`]:
+    /// `fetched` is `None` when the task reads for itself, else the chunk's
+    /// stored bytes fetched ahead (`Some(None)`: not stored). The cache
+    /// still saves the decode when it holds the same version.
     #[allow(clippy::too_many_arguments)]
-    fn with_fetched_chunk(
+    fn with_task_chunk(
         &self,
         m: &DatasetMeta,
         key: &str,
-        fetched: Option<Versioned>,
+        fetched: Option<Option<Versioned>>,
         use_cache: bool,
         fill: &std::sync::OnceLock<Vec<u8>>,
         region: Option<&[(u64, u64)]>,
         f: impl FnOnce(&[u8]),
     ) -> Result<()> {
+        let Some(fetched) = fetched else {
+            return self.with_chunk(m, key, use_cache, fill, region, f);
+        };
         let Some(stored) = fetched else {
             if m.link.is_some() {
                 // The linked source may hold it: the general path knows how.

@@ -79,6 +79,16 @@ fn json_to_fixed(t: &Datatype, dims: &[u64], v: &Value) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// The dimensions a JSON value of this shape nests in (none for a scalar,
+/// whose value is the bare element).
+fn value_dims(s: &Shape) -> Vec<u64> {
+    if *s == Shape::Scalar {
+        Vec::new()
+    } else {
+        s.dims()
+    }
+}
+
 /// An opaque attribute's value as base64 (with `"encoding": "base64"`), the
 /// form h5pyd writes and reads: opaque bytes have no plain JSON form a
 /// client could turn back into bytes. `None` for other types.
@@ -87,7 +97,7 @@ pub(crate) fn opaque_base64(attr: &Value) -> Option<String> {
         return None;
     }
     let t = Datatype::from_json(&attr["type"]).ok()?;
-    let dims = Shape::from_json(&attr["shape"]).ok()?.dims();
+    let dims = value_dims(&Shape::from_json(&attr["shape"]).ok()?);
     let bytes = json_to_fixed(&t, &dims, attr.get("value")?).ok()?;
     Some(base64::engine::general_purpose::STANDARD.encode(bytes))
 }
@@ -198,11 +208,7 @@ pub(crate) fn attr_from_request(dom: &Domain, body: &Value) -> Result<Value> {
     let dt = Datatype::from_json(&t)?;
     let shape = shape_json(body.get("shape"), None)?;
     let s = Shape::from_json(&shape)?;
-    let dims = if s == Shape::Scalar {
-        Vec::new()
-    } else {
-        s.dims()
-    };
+    let dims = value_dims(&s);
     let raw = body.get("value").filter(|v| !v.is_null());
     let value = match raw {
         None => Value::Null,
@@ -282,11 +288,7 @@ pub(crate) async fn get_attr_value(
         if ctx.wants_binary() {
             let dt = Datatype::from_json(&attr["type"])?;
             let s = Shape::from_json(&attr["shape"])?;
-            let dims = if s == Shape::Scalar {
-                Vec::new()
-            } else {
-                s.dims()
-            };
+            let dims = value_dims(&s);
             let bytes = if dt.fixed_size().is_some() {
                 json_to_fixed(&dt, &dims, &value)?
             } else {
@@ -317,11 +319,7 @@ pub(crate) async fn put_attr_value(
         let mut attr = dom.attr_get(&id, &name)?;
         let dt = Datatype::from_json(&attr["type"])?;
         let s = Shape::from_json(&attr["shape"])?;
-        let dims = if s == Shape::Scalar {
-            Vec::new()
-        } else {
-            s.dims()
-        };
+        let dims = value_dims(&s);
         let value = if binary {
             match dt.fixed_size() {
                 Some(es) => {
