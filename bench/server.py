@@ -5,7 +5,11 @@ RESULTS-server.md.
 
 Both servers run on 127.0.0.1 with POSIX storage in a temporary directory and
 a password file; every timed operation is done once per server per run
-(servers alternate), the median of ``--runs`` is reported.
+(servers alternate), the median of ``--runs`` is reported.  The stores go to
+/dev/shm when it has room: on a disk, sustained writes of both servers run
+into the device's bandwidth (~410 MB/s for ``dd`` on the machine this was
+written on) and the bulk-write rows compare the disk with itself; ``--disk``
+measures on disk anyway.
 
 Cases, for each server:
 
@@ -34,6 +38,7 @@ Targets (issue 4): throughput >= 5x HSDS, requests/s >= 10x HSDS, bounded RSS.
 
 Usage:  python3 bench/server.py                     # 256 MiB, 3 runs
         python3 bench/server.py --mb 1024 --runs 1  # the 1 GiB case
+        python3 bench/server.py --disk              # stores on disk
 """
 
 import argparse
@@ -135,24 +140,41 @@ def dataset_id(endpoint, name):
 # --------------------------------------------------------------------------
 # the operations (each returns seconds)
 
+class Timed:
+    """Wall time of a block, and how much of it this (client) process
+    spent on the CPU: near 100% means the client, not the server, sets
+    the pace."""
+
+    def __enter__(self):
+        self.t, self.c = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall = time.perf_counter() - self.t
+        self.cpu = time.process_time() - self.c
+
+    def result(self):
+        return self.wall, self.cpu
+
+
 def h5pyd_write(endpoint, arr, name):
     with h5pyd.File(DOMAIN, "a", **kw(endpoint)) as f:
         d = f.create_dataset(name, shape=arr.shape, dtype=arr.dtype, chunks=(256, COLS))
-        t = time.perf_counter()
+        timed = Timed().__enter__()
         d[...] = arr
     # h5pyd may hold writes until the file is flushed or closed.
-    return time.perf_counter() - t
+    timed.__exit__()
+    return timed.result()
 
 
 def h5pyd_read(endpoint, arr, name):
     with h5pyd.File(DOMAIN, "r", **kw(endpoint)) as f:
         d = f[name]
-        t = time.perf_counter()
-        got = d[...]
-        dt = time.perf_counter() - t
+        with Timed() as timed:
+            got = d[...]
     if not np.array_equal(got, arr):
         raise AssertionError(f"{endpoint}: h5pyd read back different values")
-    return dt
+    return timed.result()
 
 
 def _conn(endpoint):
@@ -216,14 +238,13 @@ def h5pyd_small(endpoint, arr, name, n):
     picks = small_picks(arr.shape, n, 1)
     with h5pyd.File(DOMAIN, "r", **kw(endpoint)) as f:
         d = f[name]
-        t = time.perf_counter()
-        for i, j in picks:
-            got = d[i:i + 16, j:j + 16]
-        dt = time.perf_counter() - t
+        with Timed() as timed:
+            for i, j in picks:
+                got = d[i:i + 16, j:j + 16]
     i, j = picks[-1]
     if not np.array_equal(got, arr[i:i + 16, j:j + 16]):
         raise AssertionError(f"{endpoint}: small read differs")
-    return dt
+    return timed.result()
 
 
 def http_small(endpoint, arr, name, n, seed=2, did=None, write_block=None):
@@ -316,12 +337,19 @@ def main():
     ap.add_argument("--mb", type=int, default=256)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--small", type=int, default=1000)
-    ap.add_argument("--tmp", default=None)
+    ap.add_argument("--tmp", default=None,
+                    help="directory for both servers' stores (default: /dev/shm when it "
+                         "has room, so that the servers rather than this machine's disk "
+                         "are compared; see --disk)")
+    ap.add_argument("--disk", action="store_true",
+                    help="put the stores in the system temporary directory (on disk)")
     ap.add_argument("--out", default=os.path.join(HERE, "RESULTS-server.md"))
     args = ap.parse_args()
 
-    tmp = tempfile.mkdtemp(prefix="h5lake-serverbench-", dir=args.tmp)
     rows = max(256, (args.mb << 20) // (COLS * 4))
+    where = args.tmp or (None if args.disk else ram_disk(need=(rows * COLS * 4) * 12))
+    tmp = tempfile.mkdtemp(prefix="h5lake-serverbench-", dir=where)
+    storage = describe_storage(tmp)
     arr = np.random.default_rng(0).standard_normal((rows, COLS)).astype(np.float32)
     nbytes = arr.nbytes
     started = datetime.datetime.now(datetime.timezone.utc)
@@ -354,17 +382,22 @@ def main():
             ("open + list 1000 links", lambda ep, r: meta_list(ep, f"m{r}"), "s"),
             ("open + read 1000 attributes", lambda ep, r: meta_attrs(ep, f"m{r}"), "s"),
         ]
-        res = {}
+        res, busy = {}, {}
         for r in range(args.runs):
             for op, fn, _ in ops:
                 for name in (list(servers) if r % 2 == 0 else list(servers)[::-1]):
                     ep = servers[name][0]
+                    cpu = None
                     try:
                         dt = fn(ep, r)
+                        if isinstance(dt, tuple):
+                            dt, cpu = dt
                     except Exception as e:  # noqa: BLE001 - report, keep going
                         log(f"{name} {op}: {e}")
                         dt = None
                     res.setdefault((op, name), []).append(dt)
+                    if cpu is not None:
+                        busy.setdefault((op, name), []).append(cpu / dt)
                     log(f"run {r} {op:32s} {name:7s} {dt if dt is None else round(dt, 3)}")
         one = {}
         for label, fn in (("HTTP write, one request", lambda: http_write(h5l.endpoint, arr, "one", slab=nbytes)),
@@ -390,7 +423,31 @@ def main():
             h5l.stop()
         shutil.rmtree(tmp, ignore_errors=True)
     finished = datetime.datetime.now(datetime.timezone.utc)
-    write_report(args, ops, res, one, hsds_one, peak, nbytes, started, finished)
+    write_report(args, ops, res, busy, one, hsds_one, peak, nbytes, started, finished, storage)
+
+
+def ram_disk(need):
+    """/dev/shm when it is a tmpfs with ``need`` bytes free, else None."""
+    try:
+        st = os.statvfs("/dev/shm")
+    except OSError:
+        return None
+    return "/dev/shm" if st.f_bavail * st.f_frsize >= need else None
+
+
+def describe_storage(path):
+    """The file system under ``path``, as /proc/mounts names it."""
+    best, fstype = "", "unknown"
+    try:
+        with open("/proc/mounts") as f:
+            for line in f:
+                _dev, mnt, fs = line.split()[:3]
+                if (path == mnt or path.startswith(mnt.rstrip("/") + "/")) and len(mnt) >= len(best):
+                    best, fstype = mnt, fs
+    except OSError:
+        pass
+    kind = "RAM (tmpfs)" if fstype == "tmpfs" else f"disk ({fstype})"
+    return f"{kind} at `{best or path}`"
 
 
 def med(xs):
@@ -398,17 +455,22 @@ def med(xs):
     return statistics.median(xs) if xs else None
 
 
-def write_report(args, ops, res, one, hsds_one, peak, nbytes, started, finished):
+def write_report(args, ops, res, busy, one, hsds_one, peak, nbytes, started, finished, storage):
     L = ["# h5lake serve vs HSDS", ""]
     L.append(f"Run {started:%Y-%m-%d %H:%M} – {finished:%H:%M} UTC on {platform.node()}: "
              f"{os.cpu_count()} cores, Python {platform.python_version()}, "
              f"h5pyd {h5pyd.version.version}, HSDS 1.0.2 (`--count 2`, POSIX storage). "
-             f"Both servers on 127.0.0.1, same temporary disk; median of {args.runs} run(s); "
+             f"Both servers on 127.0.0.1, their stores side by side on {storage}; "
+             f"median of {args.runs} run(s); "
              f"array {nbytes / 2**20:.0f} MiB float32, 1 MiB chunks. Command: "
-             f"`python3 bench/server.py --mb {args.mb} --runs {args.runs} --small {args.small}`.")
+             f"`python3 bench/server.py {' '.join(sys.argv[1:])}`.".rstrip())
     L.append("")
-    L.append("| operation | HSDS | h5lake | h5lake ÷ HSDS (speed) | target |")
-    L.append("|---|---:|---:|---:|---:|")
+    L.append("*client busy*: the share of the h5pyd rows' wall time that the client "
+             "process itself spent on the CPU (HSDS / h5lake); near 100% the client, "
+             "not the server, sets the pace.")
+    L.append("")
+    L.append("| operation | HSDS | h5lake | h5lake ÷ HSDS (speed) | target | client busy |")
+    L.append("|---|---:|---:|---:|---:|---:|")
     for op, _, amount in ops:
         th, tl = med(res.get((op, "HSDS"), [])), med(res.get((op, "h5lake"), []))
         if amount == "s":
@@ -418,7 +480,10 @@ def write_report(args, ops, res, one, hsds_one, peak, nbytes, started, finished)
         else:
             rate, target = (lambda t, a=amount: f"{a / t:.0f} req/s"), "≥ 10×"
         ratio = f"{th / tl:.1f}×" if th and tl else "n/a"
-        L.append(f"| {op} | {rate(th) if th else 'failed'} | {rate(tl) if tl else 'failed'} | {ratio} | {target} |")
+        bh, bl = med(busy.get((op, "HSDS"), [])), med(busy.get((op, "h5lake"), []))
+        client = f"{bh:.0%} / {bl:.0%}" if bh is not None and bl is not None else ""
+        L.append(f"| {op} | {rate(th) if th else 'failed'} | {rate(tl) if tl else 'failed'} "
+                 f"| {ratio} | {target} | {client} |")
     L.append("")
     for label, t in one.items():
         L.append(f"- h5lake, {label} of {nbytes / 2**20:.0f} MiB: "

@@ -1275,21 +1275,38 @@ impl Domain {
             return Ok(());
         }
         for attempt in 0u32.. {
-            let cur = self.load_chunk_versioned(m, key, true)?;
-            let mut buf = match &cur {
-                Some((_, data)) => data.to_vec(),
-                None => m.fill_chunk(),
+            let (cur, mut buf) = match self.load_chunk_versioned(m, key, true)? {
+                Some((v, data)) => {
+                    // The entry is replaced below; dropping it now usually
+                    // leaves these bytes unshared, to be edited in place
+                    // rather than copied into a fresh allocation.
+                    self.cache.remove(key);
+                    let buf = data.try_into_mut().map_or_else(|d| d.to_vec(), Vec::from);
+                    (Some(v), buf)
+                }
+                None => (None, m.fill_chunk()),
             };
             apply(&mut buf)?;
             let enc = m.encode(buf)?;
             let outcome = match &cur {
-                Some((v, _)) if v.0 != LINKED_VERSION => store.put_if_version(key, &enc, v)?,
+                Some(v) if v.0 != LINKED_VERSION => store.put_if_version(key, &enc, v)?,
                 // A linked chunk's first write creates its chunk object.
                 _ => store.put_if_absent(key, &enc)?,
             };
-            self.cache.remove(key);
-            if matches!(outcome, PutOutcome::Written(_)) {
-                return Ok(());
+            match outcome {
+                // An unfiltered chunk is stored as it is decoded: the bytes
+                // just written are the cache entry for their new version,
+                // so the next small write or read of this chunk skips the
+                // store read (the version check still guards it).
+                PutOutcome::Written(v) if m.pipeline.is_empty() && self.cache.enabled() => {
+                    self.cache.insert(key, v, Bytes::from(enc));
+                    return Ok(());
+                }
+                PutOutcome::Written(_) => {
+                    self.cache.remove(key);
+                    return Ok(());
+                }
+                PutOutcome::Conflict => self.cache.remove(key),
             }
             backoff(attempt);
         }

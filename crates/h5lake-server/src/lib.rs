@@ -85,6 +85,17 @@ pub(crate) struct App {
     pub domains: domains::OpenDomains,
 }
 
+impl App {
+    /// Whether small requests are answered on the async thread itself. A
+    /// local store answers them in microseconds (page-cache reads, `stat`s),
+    /// less than handing the work to a blocking thread and back costs; a
+    /// store that prefers batching is remote, and its calls wait on the
+    /// network, so they never run there.
+    pub fn answers_inline(&self) -> bool {
+        !self.store.prefers_batching()
+    }
+}
+
 /// Opens the store behind `root`. The one place that knows what kind of
 /// store it is, so that other backends (S3 URLs) plug in here.
 fn open_store(root: &str) -> Result<Arc<dyn Store>> {
@@ -162,13 +173,15 @@ impl Server {
 /// Slab buffers are megabytes each and allocated on many threads. glibc
 /// raises its mmap threshold after the first such buffer is freed, and from
 /// then on serves them from per-thread heaps that keep their memory: a fixed
-/// threshold keeps big buffers mmapped, so that freeing one gives it back
-/// and the server's resident size stays at a few slabs.
+/// threshold keeps slabs mmapped, so that freeing one gives it back and the
+/// server's resident size stays at a few slabs. It sits above common chunk
+/// sizes (1–4 MiB): a chunk buffer mmapped afresh for every small write
+/// costs more in page faults than the write itself.
 fn return_big_buffers_to_the_os() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only changes allocator tuning; any value is valid.
     unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 6 << 20);
     }
 }
 

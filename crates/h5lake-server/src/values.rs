@@ -427,6 +427,15 @@ struct Plan {
 }
 
 impl Plan {
+    /// Whether the selection is fixed-size data of at most `limit` bytes
+    /// (no query, which may scan far more than it answers).
+    fn is_small(&self, limit: u64) -> bool {
+        self.query.is_none()
+            && self.wire.fixed_size().is_some_and(|es| {
+                self.sel.num_elements().saturating_mul(es as u64) <= limit
+            })
+    }
+
     fn out_shape(&self) -> Vec<u64> {
         match &self.sel {
             Selection::Orthogonal(s) if s.is_empty() => Vec::new(),
@@ -736,12 +745,23 @@ pub(crate) async fn get_value(
     ctx: Ctx,
     Path(id): Path<String>,
 ) -> Result<Response> {
+    if app.answers_inline() {
+        let p = plan(&app, &ctx, &id, Action::Read, None, None)?;
+        if p.is_small(INLINE_BYTES) {
+            return respond(&app, &ctx, p);
+        }
+        return blocking(move || respond(&app, &ctx, p)).await;
+    }
     blocking(move || {
         let p = plan(&app, &ctx, &id, Action::Read, None, None)?;
         respond(&app, &ctx, p)
     })
     .await
 }
+
+/// Value requests up to this many bytes are answered on the async thread
+/// when the store is local (see [`App::answers_inline`]).
+const INLINE_BYTES: u64 = 256 << 10;
 
 /// POST `…/value`: a read whose selection is in the body — binary u64
 /// points, or JSON `points` / `select` / `start`+`stop`.
@@ -979,10 +999,22 @@ pub(crate) async fn put_value(
         })
         .await;
     }
-    let (p, ctx) = {
+    let (p, ctx) = if app.answers_inline() {
+        (plan(&app, &ctx, &id, Action::Update, None, None)?, ctx)
+    } else {
         let app = app.clone();
         blocking(move || Ok((plan(&app, &ctx, &id, Action::Update, None, None)?, ctx))).await?
     };
+    if app.answers_inline()
+        && content_length(&ctx).is_some_and(|n| n <= INLINE_BYTES)
+        && p.fields.is_none()
+        && p.is_small(INLINE_BYTES)
+        && broadcast_count(&ctx, None, &p.sel.out_shape())?.is_none()
+    {
+        let data = read_body(&app, body).await?;
+        write_binary_whole(&p, &p.sel, &data)?;
+        return Ok(json_rsp(StatusCode::OK, json!({})));
+    }
     if p.meta.dtype.is_variable() {
         let data = read_body(&app, body).await?;
         return blocking(move || {
