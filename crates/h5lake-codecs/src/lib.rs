@@ -330,7 +330,58 @@ fn parse_blosc(obj: &Map<String, Value>, name: Option<&str>, what: &str) -> Resu
     })
 }
 
+/// One HDF5 filter as libhdf5 reports it (id, client data, name) as an
+/// HSDS filter entry (the form dataset documents keep).
+pub fn hdf5_filter_json(id: u64, cd: &[u32], label: &str) -> Value {
+    let at = |i: usize| cd.get(i).copied();
+    match id {
+        1 => json!({"id": 1, "level": at(0).unwrap_or(4)}),
+        32015 => json!({"id": 32015, "level": at(0).unwrap_or(3)}),
+        // Blosc's client data: version, version, type size, chunk bytes,
+        // clevel, shuffle, compressor code.
+        32001 => json!({"id": 32001, "level": at(4).unwrap_or(5),
+                        "shuffle": at(5).unwrap_or(1), "compressor": at(6).unwrap_or(0)}),
+        _ => {
+            let mut e = json!({"id": id});
+            if !label.is_empty() {
+                e["name"] = json!(label);
+            }
+            e
+        }
+    }
+}
+
+/// The Blosc filter's cd_values versions (`FILTER_BLOSC_VERSION`,
+/// `BLOSC_VERSION_FORMAT`).
+const BLOSC_FILTER_VERSION: u32 = 2;
+const BLOSC_FORMAT_VERSION: u32 = 2;
+
 impl Filter {
+    /// The client data (`cd_values`) libhdf5 or the filter's plugin expects
+    /// for this filter in a dataset creation property list, for elements of
+    /// `elem_size` bytes in chunks of `chunk_bytes`. Empty where HDF5 fills
+    /// them itself (shuffle, fletcher32).
+    pub fn hdf5_client_data(&self, elem_size: usize, chunk_bytes: u64) -> Vec<u32> {
+        let chunk = chunk_bytes.min(u64::from(u32::MAX)) as u32;
+        match self {
+            Filter::Deflate { level } => vec![*level],
+            Filter::Shuffle | Filter::Fletcher32 => Vec::new(),
+            Filter::Zstd { level } => vec![*level as u32],
+            Filter::Lz4 => vec![0],
+            // h5py's lzf filter: its version, liblzf's version, chunk bytes.
+            Filter::Lzf => vec![4, 0x0105, chunk],
+            Filter::Blosc { compressor, level, shuffle } => vec![
+                BLOSC_FILTER_VERSION,
+                BLOSC_FORMAT_VERSION,
+                elem_size as u32,
+                chunk,
+                u32::from(*level),
+                u32::from(shuffle.code()),
+                compressor.code(),
+            ],
+        }
+    }
+
     /// The HDF5 filter id.
     pub fn id(&self) -> u64 {
         match self {

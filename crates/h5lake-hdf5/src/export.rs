@@ -41,10 +41,6 @@ const SLAB_BYTES: u64 = 64 << 20;
 /// Datasets asking for the compact layout fall back to contiguous above
 /// this size (libhdf5 keeps compact data in the object header, < 64 KiB).
 const MAX_COMPACT_BYTES: u64 = 60 << 10;
-/// The Blosc filter's cd_values versions (`FILTER_BLOSC_VERSION`,
-/// `BLOSC_VERSION_FORMAT`).
-const BLOSC_FILTER_VERSION: u32 = 2;
-const BLOSC_FORMAT_VERSION: u32 = 2;
 
 /// How [`get()`] behaves.
 #[derive(Clone, Debug, Default)]
@@ -952,36 +948,10 @@ fn set_filters(dcpl: hid_t, meta: &DatasetMeta, chunk_bytes: u64) -> Step<()> {
             Filter::Deflate { level } => lib(|| unsafe { h5p::H5Pset_deflate(dcpl, *level) }),
             Filter::Shuffle => lib(|| unsafe { h5p::H5Pset_shuffle(dcpl) }),
             Filter::Fletcher32 => lib(|| unsafe { h5p::H5Pset_fletcher32(dcpl) }),
-            Filter::Zstd { level } => {
-                let cd = [*level as u32];
-                lib(|| unsafe { h5p::H5Pset_filter(dcpl, f.id() as i32, optional, 1, cd.as_ptr()) })
+            _ => {
+                let cd = f.hdf5_client_data(meta.dtype.filter_elem_size(), chunk_bytes);
+                lib(|| unsafe { h5p::H5Pset_filter(dcpl, f.id() as i32, optional, cd.len(), cd.as_ptr()) })
             }
-            Filter::Lz4 => {
-                let cd = [0u32];
-                lib(|| unsafe { h5p::H5Pset_filter(dcpl, f.id() as i32, optional, 1, cd.as_ptr()) })
-            }
-            Filter::Lzf => {
-                // h5py's lzf filter: its version, liblzf's version, chunk bytes.
-                let cd = [4u32, 0x0105, chunk_bytes.min(u64::from(u32::MAX)) as u32];
-                lib(|| unsafe { h5p::H5Pset_filter(dcpl, f.id() as i32, optional, 3, cd.as_ptr()) })
-            }
-            Filter::Blosc {
-                compressor,
-                level,
-                shuffle,
-            } => {
-                let cd = [
-                    BLOSC_FILTER_VERSION,
-                    BLOSC_FORMAT_VERSION,
-                    meta.dtype.filter_elem_size() as u32,
-                    chunk_bytes.min(u64::from(u32::MAX)) as u32,
-                    u32::from(*level),
-                    u32::from(shuffle.code()),
-                    compressor.code(),
-                ];
-                lib(|| unsafe { h5p::H5Pset_filter(dcpl, f.id() as i32, optional, 7, cd.as_ptr()) })
-            }
-            other => return skip(format!("the filter {other:?} cannot be written")),
         };
         check(status, what)?;
     }

@@ -1109,29 +1109,9 @@ fn filter_entries(dcpl: hid_t, path: &str) -> Result<Vec<Value>> {
         let label = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) }
             .to_string_lossy()
             .into_owned();
-        out.push(filter_json(id as u64, cd, &label));
+        out.push(h5lake_codecs::hdf5_filter_json(id as u64, cd, &label));
     }
     Ok(out)
-}
-
-/// One HDF5 filter (id + client data) as an HSDS filter entry.
-fn filter_json(id: u64, cd: &[u32], label: &str) -> Value {
-    let at = |i: usize| cd.get(i).copied();
-    match id {
-        1 => json!({"id": 1, "level": at(0).unwrap_or(4)}),
-        32015 => json!({"id": 32015, "level": at(0).unwrap_or(3)}),
-        // Blosc's client data: version, version, type size, chunk bytes,
-        // clevel, shuffle, compressor code.
-        32001 => json!({"id": 32001, "level": at(4).unwrap_or(5),
-                        "shuffle": at(5).unwrap_or(1), "compressor": at(6).unwrap_or(0)}),
-        _ => {
-            let mut e = json!({"id": id});
-            if !label.is_empty() {
-                e["name"] = json!(label);
-            }
-            e
-        }
-    }
 }
 
 #[cfg(test)]

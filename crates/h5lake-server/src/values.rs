@@ -18,8 +18,8 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use h5lake_engine::{DatasetMeta, Domain};
 use h5lake_types::{
-    bytes_of, bytes_to_json, element_to_json, json_to_element, nest, Datatype, DimSel, Field,
-    Selection, Shape,
+    fixed_to_json, json_to_fixed, json_to_vlen, nest, value_dims, vlen_to_json,
+    Datatype, DimSel, Field, Selection, Shape,
 };
 use serde_json::{json, Value};
 
@@ -40,55 +40,6 @@ fn bad(msg: impl Into<String>) -> ServerError {
 
 // ---- JSON <-> element bytes -------------------------------------------------
 
-/// The elements of a nested JSON array of shape `dims`, in C order.
-/// Dimensions of extent 1 may be left out, as numpy's broadcasting allows.
-fn flatten<'a>(v: &'a Value, dims: &[u64], out: &mut Vec<&'a Value>) -> Result<()> {
-    let Some((&n, rest)) = dims.split_first() else {
-        out.push(v);
-        return Ok(());
-    };
-    match v {
-        Value::Array(a) if a.len() as u64 == n => {
-            for x in a {
-                flatten(x, rest, out)?;
-            }
-            Ok(())
-        }
-        // A dimension of extent 1 may be left out ([7, 8] for a 1×2 block).
-        _ if n == 1 => flatten(v, rest, out),
-        _ => Err(bad(format!(
-            "value does not match the selection shape {dims:?}"
-        ))),
-    }
-}
-
-fn elements<'a>(v: &'a Value, dims: &[u64]) -> Result<Vec<&'a Value>> {
-    let mut out = Vec::new();
-    flatten(v, dims, &mut out)?;
-    Ok(out)
-}
-
-/// Fixed-size elements from JSON.
-fn json_to_fixed(t: &Datatype, dims: &[u64], v: &Value) -> Result<Vec<u8>> {
-    let es = t.fixed_size().unwrap_or(0);
-    let elems = elements(v, dims)?;
-    let mut out = Vec::with_capacity(elems.len() * es);
-    for e in elems {
-        out.extend(json_to_element(t, e).map_err(|e| bad(format!("invalid value: {e}")))?);
-    }
-    Ok(out)
-}
-
-/// The dimensions a JSON value of this shape nests in (none for a scalar,
-/// whose value is the bare element).
-fn value_dims(s: &Shape) -> Vec<u64> {
-    if *s == Shape::Scalar {
-        Vec::new()
-    } else {
-        s.dims()
-    }
-}
-
 /// An opaque attribute's value as base64 (with `"encoding": "base64"`), the
 /// form h5pyd writes and reads: opaque bytes have no plain JSON form a
 /// client could turn back into bytes. `None` for other types.
@@ -102,61 +53,9 @@ pub(crate) fn opaque_base64(attr: &Value) -> Option<String> {
     Some(base64::engine::general_purpose::STANDARD.encode(bytes))
 }
 
-/// One variable-length element from JSON: text (or `{"base64": …}`) for
-/// strings, a list of base elements for sequences.
-fn vlen_element(t: &Datatype, v: &Value) -> Result<Vec<u8>> {
-    match (t, v) {
-        (_, Value::Null) => Ok(Vec::new()),
-        (Datatype::String { .. }, v) => {
-            bytes_of(v).ok_or_else(|| bad(format!("invalid string value {v}")))
-        }
-        (Datatype::Vlen { base }, Value::Array(a)) => {
-            let mut out = Vec::new();
-            for x in a {
-                out.extend(
-                    json_to_element(base, x).map_err(|e| bad(format!("invalid value: {e}")))?,
-                );
-            }
-            Ok(out)
-        }
-        (Datatype::Vlen { base }, x) => {
-            json_to_element(base, x).map_err(|e| bad(format!("invalid value: {e}")))
-        }
-        _ => Err(bad("unsupported variable-length type")),
-    }
-}
 
-fn vlen_to_json(t: &Datatype, b: &[u8]) -> Result<Value> {
-    match t {
-        Datatype::Vlen { base } => {
-            let bs = base
-                .fixed_size()
-                .filter(|&s| s > 0)
-                .ok_or_else(|| bad("nested variable-length types"))?;
-            b.chunks(bs)
-                .map(|c| element_to_json(base, c).map_err(|e| ServerError::Internal(e.to_string())))
-                .collect::<Result<Vec<_>>>()
-                .map(Value::Array)
-        }
-        _ => Ok(bytes_to_json(b)),
-    }
-}
 
-fn json_to_vlen(t: &Datatype, dims: &[u64], v: &Value) -> Result<Vec<Vec<u8>>> {
-    elements(v, dims)?
-        .into_iter()
-        .map(|e| vlen_element(t, e))
-        .collect()
-}
 
-fn fixed_to_json(t: &Datatype, b: &[u8], dims: &[u64]) -> Result<Value> {
-    let es = t.fixed_size().unwrap_or(1).max(1);
-    let flat = b
-        .chunks(es)
-        .map(|c| element_to_json(t, c).map_err(|e| ServerError::Internal(e.to_string())))
-        .collect::<Result<Vec<_>>>()?;
-    Ok(nest(flat, dims))
-}
 
 /// HSDS's binary form of variable-length elements.
 fn vlen_to_bytes(items: &[Vec<u8>]) -> Vec<u8> {
@@ -335,7 +234,7 @@ pub(crate) async fn put_attr_value(
                     nest(
                         items
                             .iter()
-                            .map(|i| vlen_to_json(&dt, i))
+                            .map(|i| vlen_to_json(&dt, i).map_err(ServerError::from))
                             .collect::<Result<_>>()?,
                         &dims,
                     )
@@ -611,7 +510,7 @@ fn respond(app: &App, ctx: &Ctx, p: Plan) -> Result<Response> {
         }
         let flat = items
             .iter()
-            .map(|i| vlen_to_json(&p.meta.dtype, i))
+            .map(|i| vlen_to_json(&p.meta.dtype, i).map_err(ServerError::from))
             .collect::<Result<_>>()?;
         return Ok(json_rsp(
             StatusCode::OK,
@@ -1178,22 +1077,6 @@ mod tests {
         assert_eq!(got, vec![sl(3, 5), sl(8, 8), sl(16, 5)]);
         // an empty selection is still one (empty) piece
         assert_eq!(split_rows(&[sl(0, 0)], 9, 4).len(), 1);
-    }
-
-    #[test]
-    fn json_elements() {
-        let t = Datatype::from_json(&json!("H5T_STD_I16LE")).unwrap();
-        assert_eq!(
-            json_to_fixed(&t, &[2, 2], &json!([[1, 2], [3, 4]])).unwrap(),
-            vec![1, 0, 2, 0, 3, 0, 4, 0]
-        );
-        assert_eq!(json_to_fixed(&t, &[1], &json!(7)).unwrap(), vec![7, 0]);
-        assert!(json_to_fixed(&t, &[2], &json!([1])).is_err());
-        assert!(json_to_fixed(&t, &[2], &json!(["x", 1])).is_err());
-        assert_eq!(
-            fixed_to_json(&t, &[1, 0, 2, 0], &[2]).unwrap(),
-            json!([1, 2])
-        );
     }
 
     #[test]

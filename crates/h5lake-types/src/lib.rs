@@ -16,7 +16,10 @@ pub use datatype::{ByteOrder, CharSet, Datatype, Field, StrPad};
 pub use error::TypeError;
 pub use selection::{DimSel, Selection};
 pub use shape::{Shape, UNLIMITED};
-pub use value::{bytes_of, bytes_to_json, element_to_json, json_to_element, nest};
+pub use value::{
+    bytes_of, bytes_to_json, element_to_json, fixed_to_json, json_elements, json_to_element,
+    json_to_fixed, json_to_vlen, nest, value_dims, vlen_element, vlen_to_json,
+};
 
 /// Result alias for this crate.
 pub type Result<T> = std::result::Result<T, TypeError>;

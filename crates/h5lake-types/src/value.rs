@@ -427,3 +427,151 @@ mod tests {
         }
     }
 }
+
+// ---- whole values: nested JSON of a shape <-> packed element bytes ----------
+//
+// The forms attribute documents (and the server's JSON bodies) hold values
+// in; the REST server and the VOL connector both translate through these.
+
+/// The dimensions a JSON value of this shape nests in: none for a scalar,
+/// whose value is the bare element.
+pub fn value_dims(s: &crate::Shape) -> Vec<u64> {
+    if *s == crate::Shape::Scalar {
+        Vec::new()
+    } else {
+        s.dims()
+    }
+}
+
+/// The elements of a nested JSON array of shape `dims`, in C order.
+/// Dimensions of extent 1 may be left out, as numpy's broadcasting allows
+/// (`[7, 8]` for a 1×2 block).
+///
+/// # Errors
+/// A value whose nesting does not match `dims`.
+pub fn json_elements<'a>(v: &'a Value, dims: &[u64]) -> Result<Vec<&'a Value>> {
+    fn walk<'a>(v: &'a Value, dims: &[u64], out: &mut Vec<&'a Value>) -> Result<()> {
+        let Some((&n, rest)) = dims.split_first() else {
+            out.push(v);
+            return Ok(());
+        };
+        match v {
+            Value::Array(a) if a.len() as u64 == n => a.iter().try_for_each(|x| walk(x, rest, out)),
+            _ if n == 1 => walk(v, rest, out),
+            _ => Err(TypeError::InvalidValue(format!(
+                "value does not match the selection shape {dims:?}"
+            ))),
+        }
+    }
+    let mut out = Vec::new();
+    walk(v, dims, &mut out)?;
+    Ok(out)
+}
+
+/// Fixed-size elements from a nested JSON value of shape `dims`.
+///
+/// # Errors
+/// A value that does not match the shape or the type.
+pub fn json_to_fixed(t: &Datatype, dims: &[u64], v: &Value) -> Result<Vec<u8>> {
+    let elems = json_elements(v, dims)?;
+    let mut out = Vec::with_capacity(elems.len() * t.fixed_size().unwrap_or(0));
+    for e in elems {
+        out.extend(json_to_element(t, e)?);
+    }
+    Ok(out)
+}
+
+/// Packed fixed-size elements as a nested JSON value of shape `dims`.
+///
+/// # Errors
+/// As [`element_to_json`].
+pub fn fixed_to_json(t: &Datatype, b: &[u8], dims: &[u64]) -> Result<Value> {
+    let es = t.fixed_size().unwrap_or(1).max(1);
+    let flat = b
+        .chunks(es)
+        .map(|c| element_to_json(t, c))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(nest(flat, dims))
+}
+
+/// One variable-length element from JSON: text (or `{"base64": …}`) for
+/// strings, a list of base elements for sequences; `null` is empty.
+///
+/// # Errors
+/// A value that does not fit the type.
+pub fn vlen_element(t: &Datatype, v: &Value) -> Result<Vec<u8>> {
+    match (t, v) {
+        (_, Value::Null) => Ok(Vec::new()),
+        (Datatype::String { .. }, v) => {
+            bytes_of(v).ok_or_else(|| TypeError::InvalidValue(format!("invalid string value {v}")))
+        }
+        (Datatype::Vlen { base }, Value::Array(a)) => {
+            let mut out = Vec::new();
+            for x in a {
+                out.extend(json_to_element(base, x)?);
+            }
+            Ok(out)
+        }
+        (Datatype::Vlen { base }, x) => json_to_element(base, x),
+        _ => Err(TypeError::UnsupportedType("not a variable-length type".into())),
+    }
+}
+
+/// The JSON value of one variable-length element's bytes.
+///
+/// # Errors
+/// Nested variable-length types.
+pub fn vlen_to_json(t: &Datatype, b: &[u8]) -> Result<Value> {
+    match t {
+        Datatype::Vlen { base } => {
+            let bs = base.fixed_size().filter(|&s| s > 0).ok_or_else(|| {
+                TypeError::UnsupportedType("nested variable-length types".into())
+            })?;
+            b.chunks(bs)
+                .map(|c| element_to_json(base, c))
+                .collect::<Result<Vec<_>>>()
+                .map(Value::Array)
+        }
+        _ => Ok(bytes_to_json(b)),
+    }
+}
+
+/// Variable-length elements from a nested JSON value of shape `dims`.
+///
+/// # Errors
+/// As [`json_elements`] and [`vlen_element`].
+pub fn json_to_vlen(t: &Datatype, dims: &[u64], v: &Value) -> Result<Vec<Vec<u8>>> {
+    json_elements(v, dims)?
+        .into_iter()
+        .map(|e| vlen_element(t, e))
+        .collect()
+}
+
+#[cfg(test)]
+mod whole_value_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn fixed_values_round_trip_and_check_their_shape() {
+        let t = Datatype::from_json(&json!("H5T_STD_I16LE")).unwrap();
+        let b = json_to_fixed(&t, &[2, 2], &json!([[1, 2], [3, 4]])).unwrap();
+        assert_eq!(b, vec![1, 0, 2, 0, 3, 0, 4, 0]);
+        assert_eq!(fixed_to_json(&t, &b, &[2, 2]).unwrap(), json!([[1, 2], [3, 4]]));
+        assert_eq!(json_to_fixed(&t, &[1], &json!(7)).unwrap(), vec![7, 0]);
+        assert!(json_to_fixed(&t, &[2], &json!([1])).is_err());
+        assert!(json_to_fixed(&t, &[2], &json!(["x", 1])).is_err());
+    }
+
+    #[test]
+    fn vlen_values() {
+        let s = Datatype::from_json(&json!({"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8",
+            "length": "H5T_VARIABLE", "strPad": "H5T_STR_NULLTERM"})).unwrap();
+        let items = json_to_vlen(&s, &[2], &json!(["ab", null])).unwrap();
+        assert_eq!(items, vec![b"ab".to_vec(), Vec::new()]);
+        assert_eq!(vlen_to_json(&s, b"ab").unwrap(), json!("ab"));
+        let v = Datatype::from_json(&json!({"class": "H5T_VLEN", "base": "H5T_STD_U8LE"})).unwrap();
+        assert_eq!(json_to_vlen(&v, &[1], &json!([[1, 2]])).unwrap(), vec![vec![1, 2]]);
+        assert_eq!(vlen_to_json(&v, &[1, 2]).unwrap(), json!([1, 2]));
+    }
+}

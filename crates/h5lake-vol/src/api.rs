@@ -1,0 +1,152 @@
+//! The HDF5 library that loaded this plugin, reached at run time.
+//!
+//! A VOL plugin must call back into the *same* HDF5 library that loaded it
+//! (its property lists, dataspaces and datatypes are that library's ids).
+//! h5py's wheel bundles a renamed copy (`libhdf5-<hash>.so.*`) loaded with
+//! local symbol scope, so no link line could name it: the plugin finds the
+//! loaded library among the process's shared objects instead, and binds
+//! every function through [`sys::Hdf5Api`].
+
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::sync::OnceLock;
+
+use crate::sys::{self, hid_t};
+
+/// The bound library and the handful of its global ids the plugin uses.
+pub struct Api {
+    pub f: sys::Hdf5Api,
+    pub g: Globals,
+}
+
+/// Ids HDF5 exports as global variables (valid once the library is open).
+pub struct Globals {
+    pub err_cls: hid_t,
+    pub maj_vol: hid_t,
+    pub min_notfound: hid_t,
+    pub min_exists: hid_t,
+    pub min_unsupported: hid_t,
+    pub min_cantopen: hid_t,
+    pub min_badvalue: hid_t,
+    pub min_readerror: hid_t,
+    pub min_writeerror: hid_t,
+    pub min_noperm: hid_t,
+    pub min_cantcreate: hid_t,
+    pub min_cantdelete: hid_t,
+    pub min_badtype: hid_t,
+    pub p_dataset_create: hid_t,
+    pub p_group_create: hid_t,
+    pub p_file_create: hid_t,
+    pub p_file_access: hid_t,
+    pub p_dataset_access: hid_t,
+    pub p_attribute_create: hid_t,
+    pub t_c_s1: hid_t,
+    pub t_std_ref_obj: hid_t,
+    pub t_std_i8le: hid_t,
+    pub t_ieee_f32le: hid_t,
+    pub t_ieee_f64le: hid_t,
+}
+
+static API: OnceLock<Result<Api, String>> = OnceLock::new();
+
+/// The host library, bound on first use.
+///
+/// # Errors
+/// When no loaded HDF5 library exports the VOL API (the plugin was loaded
+/// by something other than HDF5).
+pub fn h5() -> Result<&'static Api, String> {
+    API.get_or_init(|| unsafe { bind() }).as_ref().map_err(Clone::clone)
+}
+
+unsafe fn bind() -> Result<Api, String> {
+    let lib = host_library()?;
+    let f = sys::Hdf5Api::from_library(lib).map_err(|e| e.to_string())?;
+    let g = globals(&f)?;
+    Ok(Api { f, g })
+}
+
+/// Reads the global `hid_t` named `name` (after `H5open`).
+unsafe fn global(lib: &libloading::Library, name: &str) -> Result<hid_t, String> {
+    let cname = CString::new(name).expect("no NUL in symbol names");
+    let sym: libloading::Symbol<*const hid_t> = lib
+        .get(cname.as_bytes_with_nul())
+        .map_err(|e| format!("HDF5 does not export {name}: {e}"))?;
+    Ok(**sym)
+}
+
+unsafe fn globals(f: &sys::Hdf5Api) -> Result<Globals, String> {
+    if f.H5open() < 0 {
+        return Err("H5open failed".into());
+    }
+    // from_library moved the handle into `f`; a second handle to the same
+    // (already loaded) object reads the variables.
+    let lib = host_library()?;
+    Ok(Globals {
+        err_cls: global(&lib, "H5E_ERR_CLS_g")?,
+        maj_vol: global(&lib, "H5E_VOL_g")?,
+        min_notfound: global(&lib, "H5E_NOTFOUND_g")?,
+        min_exists: global(&lib, "H5E_EXISTS_g")?,
+        min_unsupported: global(&lib, "H5E_UNSUPPORTED_g")?,
+        min_cantopen: global(&lib, "H5E_CANTOPENOBJ_g")?,
+        min_badvalue: global(&lib, "H5E_BADVALUE_g")?,
+        min_readerror: global(&lib, "H5E_READERROR_g")?,
+        min_writeerror: global(&lib, "H5E_WRITEERROR_g")?,
+        min_noperm: global(&lib, "H5E_CANTOPENFILE_g")?,
+        min_cantcreate: global(&lib, "H5E_CANTCREATE_g")?,
+        min_cantdelete: global(&lib, "H5E_CANTDELETE_g")?,
+        min_badtype: global(&lib, "H5E_BADTYPE_g")?,
+        p_dataset_create: global(&lib, "H5P_CLS_DATASET_CREATE_ID_g")?,
+        p_group_create: global(&lib, "H5P_CLS_GROUP_CREATE_ID_g")?,
+        p_file_create: global(&lib, "H5P_CLS_FILE_CREATE_ID_g")?,
+        p_file_access: global(&lib, "H5P_CLS_FILE_ACCESS_ID_g")?,
+        p_dataset_access: global(&lib, "H5P_CLS_DATASET_ACCESS_ID_g")?,
+        p_attribute_create: global(&lib, "H5P_CLS_ATTRIBUTE_CREATE_ID_g")?,
+        t_c_s1: global(&lib, "H5T_C_S1_g")?,
+        t_std_ref_obj: global(&lib, "H5T_STD_REF_OBJ_g")?,
+        t_std_i8le: global(&lib, "H5T_STD_I8LE_g")?,
+        t_ieee_f32le: global(&lib, "H5T_IEEE_F32LE_g")?,
+        t_ieee_f64le: global(&lib, "H5T_IEEE_F64LE_g")?,
+    })
+}
+
+/// The loaded HDF5 library: the first shared object named `libhdf5*`
+/// (not the high-level `libhdf5_hl`) that exports the VOL API, else the
+/// program itself (HDF5 linked statically into it).
+pub(crate) fn host_library() -> Result<libloading::Library, String> {
+    let mut names: Vec<CString> = Vec::new();
+    unsafe extern "C" fn collect(
+        info: *mut libc::dl_phdr_info,
+        _size: usize,
+        data: *mut c_void,
+    ) -> c_int {
+        let names = &mut *(data as *mut Vec<CString>);
+        let name = (*info).dlpi_name;
+        if !name.is_null() {
+            names.push(CStr::from_ptr(name as *const c_char).to_owned());
+        }
+        0
+    }
+    // SAFETY: the callback only reads the entry it is given.
+    unsafe { libc::dl_iterate_phdr(Some(collect), &mut names as *mut _ as *mut c_void) };
+    for name in names {
+        let path = name.to_string_lossy().into_owned();
+        let file = path.rsplit('/').next().unwrap_or(&path);
+        if !file.starts_with("libhdf5") || file.starts_with("libhdf5_hl") {
+            continue;
+        }
+        // SAFETY: RTLD_NOLOAD only returns a handle to an object already
+        // loaded; nothing runs.
+        let lib = unsafe {
+            libloading::os::unix::Library::open(Some(&path), libc::RTLD_NOLOAD | libc::RTLD_LAZY)
+        };
+        if let Ok(lib) = lib {
+            if unsafe { lib.get::<*const c_void>(b"H5VLregister_connector\0") }.is_ok() {
+                return Ok(lib.into());
+            }
+        }
+    }
+    let this = libloading::os::unix::Library::this();
+    if unsafe { this.get::<*const c_void>(b"H5VLregister_connector\0") }.is_ok() {
+        return Ok(this.into());
+    }
+    Err("the h5lake VOL connector found no loaded HDF5 library to call".into())
+}

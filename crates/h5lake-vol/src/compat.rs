@@ -1,0 +1,283 @@
+//! HDF5's deprecated v1 link and object calls, rebuilt on the v2/v3 calls.
+//!
+//! h5py 3.16 is compiled with `H5_USE_110_API`, so it lists a group, gets
+//! link and object info and visits trees through `H5Literate1`,
+//! `H5Lget_info1`, `H5Oget_info1`, `H5Ovisit1` and their `_by_name` /
+//! `_by_idx` forms. HDF5 2.0 refuses every one of those for any connector
+//! but the native one (their info structs carry a file address where the
+//! newer ones carry a token), so without help `list(f)` fails through any
+//! VOL connector. When the connector is initialized it points each of these
+//! entry points of the loaded HDF5 library at an equivalent built here on
+//! the current calls: the token becomes the address — through
+//! `H5VLnative_token_to_addr` for native files, so they behave exactly as
+//! before, and the object's unique last 8 token bytes for h5lake objects.
+//!
+//! Redirecting means writing a 12-byte absolute jump over the first bytes
+//! of each function (x86-64 Linux only; elsewhere nothing is changed and
+//! those calls keep failing with HDF5's own message).
+
+use std::ffi::{c_char, c_uint, c_void};
+
+use crate::api::h5;
+use crate::sys::{self, haddr_t, herr_t, hid_t, hsize_t};
+
+/// `H5L_info1_t`: as `H5L_info2_t`, with an address instead of a token.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct LinkInfo1 {
+    pub type_: sys::H5L_type_t,
+    pub corder_valid: bool,
+    pub corder: i64,
+    pub cset: sys::H5T_cset_t,
+    /// `haddr_t address` for hard links, `size_t val_size` otherwise.
+    pub u: u64,
+}
+
+/// `H5O_info1_t`; the header and index-size parts (native-format
+/// internals) stay zero.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ObjInfo1 {
+    pub fileno: std::ffi::c_ulong,
+    pub addr: haddr_t,
+    pub type_: sys::H5O_type_t,
+    pub rc: c_uint,
+    pub atime: sys::time_t,
+    pub mtime: sys::time_t,
+    pub ctime: sys::time_t,
+    pub btime: sys::time_t,
+    pub num_attrs: hsize_t,
+    /// `H5O_hdr_info_t`: 4 unsigned, then 6 hsize_t/uint64_t.
+    pub hdr: [u64; 8],
+    /// Two `H5_ih_info_t` (2 hsize_t each).
+    pub meta_size: [u64; 4],
+}
+
+type LinkOp1 = Option<unsafe extern "C" fn(hid_t, *const c_char, *const LinkInfo1, *mut c_void) -> herr_t>;
+type ObjOp1 = Option<unsafe extern "C" fn(hid_t, *const c_char, *const ObjInfo1, *mut c_void) -> herr_t>;
+
+/// The address v1 callers see for an object token.
+unsafe fn addr_of(loc: hid_t, token: sys::H5O_token_t) -> haddr_t {
+    let Ok(api) = h5() else { return haddr_t::MAX };
+    let mut native = false;
+    if api.f.H5VLobject_is_native(loc, &mut native) >= 0 && native {
+        let mut addr: haddr_t = haddr_t::MAX;
+        if api.f.H5VLnative_token_to_addr(loc, token, &mut addr) >= 0 {
+            return addr;
+        }
+        return haddr_t::MAX;
+    }
+    // h5lake ids: the first 8 bytes are shared by every object of a
+    // domain, the last 8 are the object's own.
+    u64::from_be_bytes(token.__data[8..16].try_into().expect("8 bytes"))
+}
+
+unsafe fn link_info1(loc: hid_t, i: &sys::H5L_info2_t) -> LinkInfo1 {
+    LinkInfo1 {
+        type_: i.type_,
+        corder_valid: i.corder_valid,
+        corder: i.corder,
+        cset: i.cset,
+        u: if i.type_ == sys::H5L_type_t_H5L_TYPE_HARD { addr_of(loc, i.u.token) } else { i.u.val_size as u64 },
+    }
+}
+
+unsafe fn obj_info1(loc: hid_t, i: &sys::H5O_info2_t) -> ObjInfo1 {
+    ObjInfo1 {
+        fileno: i.fileno,
+        addr: addr_of(loc, i.token),
+        type_: i.type_,
+        rc: i.rc,
+        atime: i.atime,
+        mtime: i.mtime,
+        ctime: i.ctime,
+        btime: i.btime,
+        num_attrs: i.num_attrs,
+        hdr: [0; 8],
+        meta_size: [0; 4],
+    }
+}
+
+/// The v1 callback and its data, handed to the v2 call as its data.
+struct Shim<Op> {
+    op: Op,
+    data: *mut c_void,
+}
+
+unsafe extern "C" fn link_shim(g: hid_t, name: *const c_char, info: *const sys::H5L_info2_t, data: *mut c_void) -> herr_t {
+    let s = &*(data as *const Shim<LinkOp1>);
+    let i1 = link_info1(g, &*info);
+    s.op.map_or(0, |op| op(g, name, &i1, s.data))
+}
+
+unsafe extern "C" fn obj_shim(o: hid_t, name: *const c_char, info: *const sys::H5O_info2_t, data: *mut c_void) -> herr_t {
+    let s = &*(data as *const Shim<ObjOp1>);
+    let i1 = obj_info1(o, &*info);
+    s.op.map_or(0, |op| op(o, name, &i1, s.data))
+}
+
+macro_rules! api_or_fail {
+    () => {
+        match h5() {
+            Ok(api) => api,
+            Err(_) => return -1,
+        }
+    };
+}
+
+unsafe extern "C" fn literate1(g: hid_t, it: sys::H5_index_t, ord: sys::H5_iter_order_t, idx: *mut hsize_t, op: LinkOp1, data: *mut c_void) -> herr_t {
+    let api = api_or_fail!();
+    let mut s = Shim { op, data };
+    api.f.H5Literate2(g, it, ord, idx, Some(link_shim), (&mut s as *mut Shim<LinkOp1>).cast())
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn literate_by_name1(loc: hid_t, name: *const c_char, it: sys::H5_index_t, ord: sys::H5_iter_order_t, idx: *mut hsize_t, op: LinkOp1, data: *mut c_void, lapl: hid_t) -> herr_t {
+    let api = api_or_fail!();
+    let mut s = Shim { op, data };
+    api.f.H5Literate_by_name2(loc, name, it, ord, idx, Some(link_shim), (&mut s as *mut Shim<LinkOp1>).cast(), lapl)
+}
+
+unsafe extern "C" fn lvisit1(g: hid_t, it: sys::H5_index_t, ord: sys::H5_iter_order_t, op: LinkOp1, data: *mut c_void) -> herr_t {
+    let api = api_or_fail!();
+    let mut s = Shim { op, data };
+    api.f.H5Lvisit2(g, it, ord, Some(link_shim), (&mut s as *mut Shim<LinkOp1>).cast())
+}
+
+unsafe extern "C" fn lvisit_by_name1(loc: hid_t, name: *const c_char, it: sys::H5_index_t, ord: sys::H5_iter_order_t, op: LinkOp1, data: *mut c_void, lapl: hid_t) -> herr_t {
+    let api = api_or_fail!();
+    let mut s = Shim { op, data };
+    api.f.H5Lvisit_by_name2(loc, name, it, ord, Some(link_shim), (&mut s as *mut Shim<LinkOp1>).cast(), lapl)
+}
+
+unsafe extern "C" fn lget_info1(loc: hid_t, name: *const c_char, out: *mut LinkInfo1, lapl: hid_t) -> herr_t {
+    let api = api_or_fail!();
+    let mut i2: sys::H5L_info2_t = std::mem::zeroed();
+    let r = api.f.H5Lget_info2(loc, name, &mut i2, lapl);
+    if r >= 0 && !out.is_null() {
+        *out = link_info1(loc, &i2);
+    }
+    r
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn lget_info_by_idx1(loc: hid_t, group: *const c_char, it: sys::H5_index_t, ord: sys::H5_iter_order_t, n: hsize_t, out: *mut LinkInfo1, lapl: hid_t) -> herr_t {
+    let api = api_or_fail!();
+    let mut i2: sys::H5L_info2_t = std::mem::zeroed();
+    let r = api.f.H5Lget_info_by_idx2(loc, group, it, ord, n, &mut i2, lapl);
+    if r >= 0 && !out.is_null() {
+        *out = link_info1(loc, &i2);
+    }
+    r
+}
+
+const FIELDS: c_uint = sys::H5O_INFO_ALL;
+
+unsafe extern "C" fn oget_info1(loc: hid_t, out: *mut ObjInfo1) -> herr_t {
+    let api = api_or_fail!();
+    let mut i2: sys::H5O_info2_t = std::mem::zeroed();
+    let r = api.f.H5Oget_info3(loc, &mut i2, FIELDS);
+    if r >= 0 && !out.is_null() {
+        *out = obj_info1(loc, &i2);
+    }
+    r
+}
+
+unsafe extern "C" fn oget_info_by_name1(loc: hid_t, name: *const c_char, out: *mut ObjInfo1, lapl: hid_t) -> herr_t {
+    let api = api_or_fail!();
+    let mut i2: sys::H5O_info2_t = std::mem::zeroed();
+    let r = api.f.H5Oget_info_by_name3(loc, name, &mut i2, FIELDS, lapl);
+    if r >= 0 && !out.is_null() {
+        *out = obj_info1(loc, &i2);
+    }
+    r
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn oget_info_by_idx1(loc: hid_t, group: *const c_char, it: sys::H5_index_t, ord: sys::H5_iter_order_t, n: hsize_t, out: *mut ObjInfo1, lapl: hid_t) -> herr_t {
+    let api = api_or_fail!();
+    let mut i2: sys::H5O_info2_t = std::mem::zeroed();
+    let r = api.f.H5Oget_info_by_idx3(loc, group, it, ord, n, &mut i2, FIELDS, lapl);
+    if r >= 0 && !out.is_null() {
+        *out = obj_info1(loc, &i2);
+    }
+    r
+}
+
+unsafe extern "C" fn ovisit1(o: hid_t, it: sys::H5_index_t, ord: sys::H5_iter_order_t, op: ObjOp1, data: *mut c_void) -> herr_t {
+    let api = api_or_fail!();
+    let mut s = Shim { op, data };
+    api.f.H5Ovisit3(o, it, ord, Some(obj_shim), (&mut s as *mut Shim<ObjOp1>).cast(), FIELDS)
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn ovisit_by_name1(loc: hid_t, name: *const c_char, it: sys::H5_index_t, ord: sys::H5_iter_order_t, op: ObjOp1, data: *mut c_void, lapl: hid_t) -> herr_t {
+    let api = api_or_fail!();
+    let mut s = Shim { op, data };
+    api.f.H5Ovisit_by_name3(loc, name, it, ord, Some(obj_shim), (&mut s as *mut Shim<ObjOp1>).cast(), FIELDS, lapl)
+}
+
+/// Each v1 entry point and its replacement.
+fn replacements() -> [(&'static [u8], *const c_void); 11] {
+    [
+        (b"H5Literate1\0", literate1 as *const c_void),
+        (b"H5Literate_by_name1\0", literate_by_name1 as *const c_void),
+        (b"H5Lvisit1\0", lvisit1 as *const c_void),
+        (b"H5Lvisit_by_name1\0", lvisit_by_name1 as *const c_void),
+        (b"H5Lget_info1\0", lget_info1 as *const c_void),
+        (b"H5Lget_info_by_idx1\0", lget_info_by_idx1 as *const c_void),
+        (b"H5Oget_info1\0", oget_info1 as *const c_void),
+        (b"H5Oget_info_by_name1\0", oget_info_by_name1 as *const c_void),
+        (b"H5Oget_info_by_idx1\0", oget_info_by_idx1 as *const c_void),
+        (b"H5Ovisit1\0", ovisit1 as *const c_void),
+        (b"H5Ovisit_by_name1\0", ovisit_by_name1 as *const c_void),
+    ]
+}
+
+/// Points the loaded library's v1 calls at the replacements, once.
+pub fn install() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+        if let Ok(lib) = crate::api::host_library() {
+            for (name, to) in replacements() {
+                // SAFETY: a symbol lookup; the address is only written
+                // through `redirect`.
+                if let Ok(sym) = unsafe { lib.get::<*mut c_void>(name) } {
+                    // SAFETY: `*sym` is the entry of a function at least 12
+                    // bytes long (each is a full HDF5 API function).
+                    unsafe { redirect(*sym, to) };
+                }
+            }
+        }
+    });
+}
+
+/// Overwrites the start of `from` with `movabs rax, to; jmp rax`.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+unsafe fn redirect(from: *mut c_void, to: *const c_void) -> bool {
+    let page = libc::sysconf(libc::_SC_PAGESIZE).max(4096) as usize;
+    let start = from as usize & !(page - 1);
+    let len = from as usize + 12 - start;
+    let rwx = libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC;
+    if libc::mprotect(start as *mut c_void, len, rwx) != 0 {
+        return false;
+    }
+    let mut code = [0x48u8, 0xB8, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xE0];
+    code[2..10].copy_from_slice(&(to as u64).to_le_bytes());
+    std::ptr::copy_nonoverlapping(code.as_ptr(), from.cast::<u8>(), code.len());
+    libc::mprotect(start as *mut c_void, len, libc::PROT_READ | libc::PROT_EXEC);
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn v1_structs_have_the_c_layout() {
+        // sizes from the HDF5 2.0 headers on LP64
+        assert_eq!(std::mem::size_of::<LinkInfo1>(), 32);
+        assert_eq!(std::mem::size_of::<ObjInfo1>(), 160);
+    }
+}

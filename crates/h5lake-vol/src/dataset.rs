@@ -1,0 +1,383 @@
+//! Dataset callbacks: create, open, read, write, get, set_extent, close.
+
+use std::ffi::{c_char, c_void};
+use std::ptr::null_mut;
+
+use h5lake_codecs::Filter;
+use h5lake_types::{element_to_json, Datatype, Shape};
+use serde_json::{json, Value};
+
+use crate::api::{h5, Api};
+use crate::error::{check, guard, Result, VolError};
+use crate::objects::{c_str, locate, Kind, Obj};
+use crate::selection::{file_selection, gather, scatter};
+use crate::sys::{self, hid_t};
+use crate::memory::{fixed_from_memory, fixed_to_memory, VlenMem};
+use crate::types::{from_hdf5, to_hdf5};
+
+/// HSDS shape JSON of a dataspace.
+pub fn space_json(api: &Api, space: hid_t) -> Result<Value> {
+    let f = &api.f;
+    // SAFETY: `space` is the caller's dataspace id.
+    unsafe {
+        match f.H5Sget_simple_extent_type(space) {
+            sys::H5S_class_t_H5S_SCALAR => Ok(json!({"class": "H5S_SCALAR"})),
+            sys::H5S_class_t_H5S_NULL => Ok(json!({"class": "H5S_NULL"})),
+            sys::H5S_class_t_H5S_SIMPLE => {
+                let rank = check(f.H5Sget_simple_extent_ndims(space), "H5Sget_simple_extent_ndims")?;
+                let mut dims = vec![0u64; rank as usize];
+                let mut maxdims = vec![0u64; rank as usize];
+                check(
+                    f.H5Sget_simple_extent_dims(space, dims.as_mut_ptr(), maxdims.as_mut_ptr()),
+                    "H5Sget_simple_extent_dims",
+                )?;
+                let maxdims: Vec<Value> = maxdims
+                    .iter()
+                    .map(|&m| if m == u64::MAX { json!(0) } else { json!(m) })
+                    .collect();
+                Ok(json!({"class": "H5S_SIMPLE", "dims": dims, "maxdims": maxdims}))
+            }
+            other => Err(VolError::Invalid(format!("dataspace class {other}"))),
+        }
+    }
+}
+
+/// A new dataspace id for an h5lake shape.
+pub fn space_of(api: &Api, shape: &Shape) -> Result<hid_t> {
+    let f = &api.f;
+    // SAFETY: plain constructors.
+    unsafe {
+        Ok(match shape {
+            Shape::Null => check(f.H5Screate(sys::H5S_class_t_H5S_NULL), "H5Screate")?,
+            Shape::Scalar => check(f.H5Screate(sys::H5S_class_t_H5S_SCALAR), "H5Screate")?,
+            Shape::Simple { dims, maxdims } => {
+                let max = maxdims.as_ref().map_or(std::ptr::null(), |m| m.as_ptr());
+                check(f.H5Screate_simple(dims.len() as i32, dims.as_ptr(), max), "H5Screate_simple")?
+            }
+        })
+    }
+}
+
+/// HSDS creation properties from a dataset creation property list.
+fn dcpl_json(api: &Api, dcpl: hid_t, type_id: hid_t, dt: &Datatype) -> Result<Value> {
+    let f = &api.f;
+    let mut cp = json!({});
+    if dcpl <= 0 {
+        return Ok(cp);
+    }
+    // SAFETY: `dcpl` is the caller's property list.
+    unsafe {
+        if f.H5Pget_layout(dcpl) == sys::H5D_layout_t_H5D_CHUNKED {
+            let mut dims = [0u64; 32];
+            let rank = check(f.H5Pget_chunk(dcpl, 32, dims.as_mut_ptr()), "H5Pget_chunk")?;
+            cp["layout"] = json!({"class": "H5D_CHUNKED", "dims": &dims[..rank as usize]});
+        }
+        let n = check(f.H5Pget_nfilters(dcpl), "H5Pget_nfilters")?;
+        let mut filters = Vec::new();
+        for i in 0..n as u32 {
+            let (mut flags, mut ncd) = (0u32, 16usize);
+            let mut cd = [0u32; 16];
+            let mut name = [0 as c_char; 64];
+            let mut config = 0u32;
+            let id = f.H5Pget_filter2(
+                dcpl, i, &mut flags, &mut ncd, cd.as_mut_ptr(), name.len(), name.as_mut_ptr(), &mut config,
+            );
+            if id < 0 {
+                return Err(VolError::Hdf5("H5Pget_filter2 failed".into()));
+            }
+            let label = std::ffi::CStr::from_ptr(name.as_ptr()).to_string_lossy();
+            let entry = h5lake_codecs::hdf5_filter_json(id as u64, &cd[..ncd.min(cd.len())], &label);
+            filters.push(entry);
+        }
+        if !filters.is_empty() {
+            cp["filters"] = json!(filters);
+        }
+        let mut status = 0;
+        check(f.H5Pfill_value_defined(dcpl, &mut status), "H5Pfill_value_defined")?;
+        if status == sys::H5D_fill_value_t_H5D_FILL_VALUE_USER_DEFINED {
+            if let Some(size) = dt.fixed_size() {
+                let mut buf = vec![0u8; size.max(f.H5Tget_size(type_id))];
+                check(f.H5Pget_fill_value(dcpl, type_id, buf.as_mut_ptr().cast()), "H5Pget_fill_value")?;
+                cp["fillValue"] = element_to_json(dt, &buf[..size]).map_err(|e| VolError::Invalid(e.to_string()))?;
+            }
+        }
+    }
+    Ok(cp)
+}
+
+/// Finds (creating intermediate groups when `lcpl` asks) the group that
+/// will hold `path`'s last name.
+pub fn parent_for_create(api: &Api, o: &Obj, start: &str, path: &str, lcpl: hid_t) -> Result<(String, String)> {
+    let (parent, last) = crate::objects::split_last(path);
+    if last.is_empty() {
+        return Err(VolError::Invalid("an empty name".into()));
+    }
+    let mut intermediate = 0u32;
+    if lcpl > 0 {
+        // SAFETY: the caller's link creation property list.
+        unsafe { api.f.H5Pget_create_intermediate_group(lcpl, &mut intermediate) };
+    }
+    let mut cur = if parent.starts_with('/') { o.dom.root_id().to_string() } else { start.to_string() };
+    for part in parent.split('/').filter(|p| !p.is_empty() && *p != ".") {
+        cur = match o.dom.link_get(&cur, part) {
+            Ok(link) => crate::objects::link_target(&o.dom, &cur, &link, 0)?,
+            Err(h5lake_engine::EngineError::NotFound(_)) if intermediate > 0 => {
+                let id = o.dom.create_group(json!({}))?;
+                o.dom.link_create(&cur, part, json!({"class": "H5L_TYPE_HARD", "id": id}))?;
+                id
+            }
+            Err(h5lake_engine::EngineError::NotFound(_)) => {
+                return Err(VolError::NotFound(format!("parent group {parent:?} doesn't exist")))
+            }
+            Err(e) => return Err(e.into()),
+        };
+    }
+    Ok((cur, last.to_string()))
+}
+
+/// Fails with "already exists" when `group` has a link `name`.
+pub fn ensure_free(o: &Obj, group: &str, name: &str, what: &str) -> Result<()> {
+    if o.dom.link_get(group, name).is_ok() {
+        return Err(VolError::Exists(format!("unable to create {what} (name {name:?} already exists)")));
+    }
+    Ok(())
+}
+
+pub unsafe extern "C" fn create(
+    obj: *mut c_void,
+    loc: *const sys::H5VL_loc_params_t,
+    name: *const c_char,
+    lcpl: hid_t,
+    type_id: hid_t,
+    space_id: hid_t,
+    dcpl: hid_t,
+    _dapl: hid_t,
+    _dxpl: hid_t,
+    _req: *mut *mut c_void,
+) -> *mut c_void {
+    guard("dataset create", null_mut(), || {
+        let api = h5().map_err(VolError::Library)?;
+        let o = Obj::from_ptr(obj)?;
+        let dt = from_hdf5(api, type_id)?;
+        let create = || -> Result<String> {
+            Ok(o.dom.create_dataset(dt.to_json(), space_json(api, space_id)?, dcpl_json(api, dcpl, type_id, &dt)?)?)
+        };
+        if name.is_null() {
+            // H5Dcreate_anon: linked later (H5Olink / H5Lcreate_hard), if at all.
+            return Ok(o.child(Kind::Dataset(create()?), ""));
+        }
+        let start = locate(o, loc)?;
+        let (parent, last) = parent_for_create(api, o, &start, c_str(name)?, lcpl)?;
+        ensure_free(o, &parent, &last, "dataset")?;
+        let id = create()?;
+        o.dom.link_create(&parent, &last, json!({"class": "H5L_TYPE_HARD", "id": id}))?;
+        Ok(o.child(Kind::Dataset(id), c_str(name)?))
+    })
+}
+
+pub unsafe extern "C" fn open(
+    obj: *mut c_void,
+    loc: *const sys::H5VL_loc_params_t,
+    name: *const c_char,
+    _dapl: hid_t,
+    _dxpl: hid_t,
+    _req: *mut *mut c_void,
+) -> *mut c_void {
+    guard("dataset open", null_mut(), || {
+        let o = Obj::from_ptr(obj)?;
+        let start = locate(o, loc)?;
+        let id = crate::objects::resolve(&o.dom, &start, c_str(name)?)?;
+        if !id.starts_with("d-") {
+            return Err(VolError::BadType(format!("{:?} is not a dataset", c_str(name)?)));
+        }
+        Ok(o.child(Kind::Dataset(id), c_str(name)?))
+    })
+}
+
+fn dataset_id(o: &Obj) -> Result<&str> {
+    match &o.kind {
+        Kind::Dataset(id) => Ok(id),
+        _ => Err(VolError::BadType("not a dataset".into())),
+    }
+}
+
+unsafe fn read_one(api: &Api, o: &Obj, mem_type: hid_t, mem_space: hid_t, file_space: hid_t, dxpl: hid_t, buf: *mut u8) -> Result<()> {
+    let id = dataset_id(o)?;
+    let m = o.dom.dataset_meta(id)?;
+    let sel = file_selection(api, file_space, &m.dims)?;
+    let n = sel.num_elements() as usize;
+    if n == 0 {
+        return Ok(());
+    }
+    let (packed, msize) = if m.dtype.is_variable() {
+        let vm = VlenMem::of(api, &m.dtype, mem_type)?;
+        (vm.to_memory(&o.dom.read_vlen(id, &sel)?)?, vm.size())
+    } else {
+        let mut data = vec![0u8; n * m.dtype.fixed_size().unwrap_or(0)];
+        o.dom.read(id, &sel, &mut data)?;
+        (fixed_to_memory(api, &m.dtype, data, n, mem_type, dxpl)?, api.f.H5Tget_size(mem_type))
+    };
+    let space = if mem_space == crate::selection::ALL { file_space } else { mem_space };
+    scatter(api, space, msize, &packed, buf)
+}
+
+unsafe fn write_one(api: &Api, o: &Obj, mem_type: hid_t, mem_space: hid_t, file_space: hid_t, dxpl: hid_t, buf: *const u8) -> Result<()> {
+    let id = dataset_id(o)?;
+    let m = o.dom.dataset_meta(id)?;
+    if o.dom.readonly() {
+        return Err(VolError::Engine(h5lake_engine::EngineError::ReadOnly("no write intent on file".into())));
+    }
+    let sel = file_selection(api, file_space, &m.dims)?;
+    let n = sel.num_elements() as usize;
+    if n == 0 {
+        return Ok(());
+    }
+    let space = if mem_space == crate::selection::ALL { file_space } else { mem_space };
+    if m.dtype.is_variable() {
+        let vm = VlenMem::of(api, &m.dtype, mem_type)?;
+        let mut packed = vec![0u8; n * vm.size()];
+        gather(api, space, vm.size(), buf, &mut packed)?;
+        o.dom.write_vlen(id, &sel, &vm.from_memory(&packed))?;
+        return Ok(());
+    }
+    let msize = api.f.H5Tget_size(mem_type);
+    let mut packed = vec![0u8; n * msize];
+    gather(api, space, msize, buf, &mut packed)?;
+    o.dom.write(id, &sel, &fixed_from_memory(api, &m.dtype, packed, n, mem_type, dxpl)?)?;
+    Ok(())
+}
+
+pub unsafe extern "C" fn read(
+    count: usize,
+    dset: *mut *mut c_void,
+    mem_type: *mut hid_t,
+    mem_space: *mut hid_t,
+    file_space: *mut hid_t,
+    dxpl: hid_t,
+    buf: *mut *mut c_void,
+    _req: *mut *mut c_void,
+) -> sys::herr_t {
+    guard("dataset read", -1, || {
+        let api = h5().map_err(VolError::Library)?;
+        for i in 0..count {
+            let o = Obj::from_ptr(*dset.add(i))?;
+            read_one(api, o, *mem_type.add(i), *mem_space.add(i), *file_space.add(i), dxpl, (*buf.add(i)).cast())?;
+        }
+        Ok(0)
+    })
+}
+
+pub unsafe extern "C" fn write(
+    count: usize,
+    dset: *mut *mut c_void,
+    mem_type: *mut hid_t,
+    mem_space: *mut hid_t,
+    file_space: *mut hid_t,
+    dxpl: hid_t,
+    buf: *mut *const c_void,
+    _req: *mut *mut c_void,
+) -> sys::herr_t {
+    guard("dataset write", -1, || {
+        let api = h5().map_err(VolError::Library)?;
+        for i in 0..count {
+            let o = Obj::from_ptr(*dset.add(i))?;
+            write_one(api, o, *mem_type.add(i), *mem_space.add(i), *file_space.add(i), dxpl, (*buf.add(i)).cast())?;
+        }
+        Ok(0)
+    })
+}
+
+pub unsafe extern "C" fn get(
+    obj: *mut c_void,
+    args: *mut sys::H5VL_dataset_get_args_t,
+    _dxpl: hid_t,
+    _req: *mut *mut c_void,
+) -> sys::herr_t {
+    guard("dataset get", -1, || {
+        let api = h5().map_err(VolError::Library)?;
+        let o = Obj::from_ptr(obj)?;
+        let m = o.dom.dataset_meta(dataset_id(o)?)?;
+        let a = &mut *args;
+        match a.op_type {
+            sys::H5VL_dataset_get_t_H5VL_DATASET_GET_SPACE => a.args.get_space.space_id = space_of(api, &m.shape)?,
+            sys::H5VL_dataset_get_t_H5VL_DATASET_GET_TYPE => {
+                let t = to_hdf5(api, &m.dtype)?;
+                a.args.get_type.type_id = t.0;
+                std::mem::forget(t);
+            }
+            sys::H5VL_dataset_get_t_H5VL_DATASET_GET_DCPL => a.args.get_dcpl.dcpl_id = dcpl_of(api, &m)?,
+            sys::H5VL_dataset_get_t_H5VL_DATASET_GET_DAPL => {
+                a.args.get_dapl.dapl_id = check(api.f.H5Pcreate(api.g.p_dataset_access), "H5Pcreate")?
+            }
+            sys::H5VL_dataset_get_t_H5VL_DATASET_GET_SPACE_STATUS => {
+                *a.args.get_space_status.status = sys::H5D_space_status_t_H5D_SPACE_STATUS_ALLOCATED
+            }
+            sys::H5VL_dataset_get_t_H5VL_DATASET_GET_STORAGE_SIZE => {
+                *a.args.get_storage_size.storage_size = 0
+            }
+            other => return Err(VolError::Unsupported(format!("dataset get operation {other}"))),
+        }
+        Ok(0)
+    })
+}
+
+/// A dataset creation property list describing `m`.
+fn dcpl_of(api: &Api, m: &h5lake_engine::DatasetMeta) -> Result<hid_t> {
+    let f = &api.f;
+    // SAFETY: a new list, filled and handed to the caller.
+    unsafe {
+        let dcpl = check(f.H5Pcreate(api.g.p_dataset_create), "H5Pcreate")?;
+        if m.chunked {
+            check(f.H5Pset_chunk(dcpl, m.chunk.len() as i32, m.chunk.as_ptr()), "H5Pset_chunk")?;
+            let chunk_bytes = m.chunk.iter().product::<u64>() * m.dtype.fixed_size().unwrap_or(16) as u64;
+            for flt in &m.pipeline.filters {
+                let cd = flt.hdf5_client_data(m.dtype.filter_elem_size(), chunk_bytes);
+                let status = match flt {
+                    Filter::Deflate { level } => f.H5Pset_deflate(dcpl, *level),
+                    Filter::Shuffle => f.H5Pset_shuffle(dcpl),
+                    Filter::Fletcher32 => f.H5Pset_fletcher32(dcpl),
+                    // Optional: the property list may name a filter this
+                    // process has not loaded (h5lake decodes it itself).
+                    _ => f.H5Pset_filter(dcpl, flt.id() as i32, sys::H5Z_FLAG_OPTIONAL, cd.len(), cd.as_ptr()),
+                };
+                check(status, "adding a filter to the creation property list")?;
+            }
+        }
+        if let Some(fsize) = m.dtype.fixed_size() {
+            if m.fill.len() == fsize && m.fill.iter().any(|b| *b != 0) {
+                let t = to_hdf5(api, &m.dtype)?;
+                check(f.H5Pset_fill_value(dcpl, t.0, m.fill.as_ptr().cast()), "H5Pset_fill_value")?;
+            }
+        }
+        Ok(dcpl)
+    }
+}
+
+pub unsafe extern "C" fn specific(
+    obj: *mut c_void,
+    args: *mut sys::H5VL_dataset_specific_args_t,
+    _dxpl: hid_t,
+    _req: *mut *mut c_void,
+) -> sys::herr_t {
+    guard("dataset specific", -1, || {
+        let o = Obj::from_ptr(obj)?;
+        let id = dataset_id(o)?;
+        let a = &mut *args;
+        match a.op_type {
+            sys::H5VL_dataset_specific_t_H5VL_DATASET_SET_EXTENT => {
+                let rank = o.dom.dataset_meta(id)?.dims.len();
+                let dims = std::slice::from_raw_parts(a.args.set_extent.size, rank).to_vec();
+                o.dom.resize(id, &dims)?;
+            }
+            // Every write is already in the store when it returns.
+            sys::H5VL_dataset_specific_t_H5VL_DATASET_FLUSH | sys::H5VL_dataset_specific_t_H5VL_DATASET_REFRESH => {}
+            other => return Err(VolError::Unsupported(format!("dataset operation {other}"))),
+        }
+        Ok(0)
+    })
+}
+
+pub unsafe extern "C" fn close(obj: *mut c_void, _dxpl: hid_t, _req: *mut *mut c_void) -> sys::herr_t {
+    Obj::free(obj);
+    0
+}

@@ -1,0 +1,317 @@
+//! File and group callbacks: a file is an h5lake domain, its root group
+//! the file object's own location.
+
+use std::ffi::{c_char, c_void};
+use std::ptr::null_mut;
+
+use h5lake_engine::OpenMode;
+use serde_json::json;
+
+use crate::api::h5;
+use crate::error::{check, guard, VolError};
+use crate::objects::{c_str, locate, open_domain, Kind, Obj};
+use crate::sys::{self, hid_t};
+
+const ACC_RDWR: u32 = 0x0001;
+const ACC_TRUNC: u32 = 0x0002;
+
+pub unsafe extern "C" fn create(
+    name: *const c_char,
+    flags: u32,
+    _fcpl: hid_t,
+    _fapl: hid_t,
+    _dxpl: hid_t,
+    _req: *mut *mut c_void,
+) -> *mut c_void {
+    guard("file create", null_mut(), || {
+        let mode = if flags & ACC_TRUNC != 0 { OpenMode::Truncate } else { OpenMode::CreateExclusive };
+        let dom = open_domain(c_str(name)?, mode)?;
+        Ok(Obj::new(dom, Kind::File, "/".into()))
+    })
+}
+
+pub unsafe extern "C" fn open(
+    name: *const c_char,
+    flags: u32,
+    _fapl: hid_t,
+    _dxpl: hid_t,
+    _req: *mut *mut c_void,
+) -> *mut c_void {
+    guard("file open", null_mut(), || {
+        let mode = if flags & ACC_RDWR != 0 { OpenMode::ReadWrite } else { OpenMode::Read };
+        let dom = open_domain(c_str(name)?, mode)?;
+        Ok(Obj::new(dom, Kind::File, "/".into()))
+    })
+}
+
+pub unsafe extern "C" fn get(
+    obj: *mut c_void,
+    args: *mut sys::H5VL_file_get_args_t,
+    _dxpl: hid_t,
+    _req: *mut *mut c_void,
+) -> sys::herr_t {
+    guard("file get", -1, || {
+        let api = h5().map_err(VolError::Library)?;
+        let o = Obj::from_ptr(obj)?;
+        let a = &mut *args;
+        match a.op_type {
+            sys::H5VL_file_get_t_H5VL_FILE_GET_INTENT => {
+                *a.args.get_intent.flags = if o.dom.readonly() { 0 } else { ACC_RDWR };
+            }
+            sys::H5VL_file_get_t_H5VL_FILE_GET_NAME => {
+                let g = &mut a.args.get_name;
+                let name = o.dom.location().as_bytes();
+                if !g.file_name_len.is_null() {
+                    *g.file_name_len = name.len();
+                }
+                if !g.buf.is_null() && g.buf_size > 0 {
+                    let n = name.len().min(g.buf_size - 1);
+                    std::ptr::copy_nonoverlapping(name.as_ptr(), g.buf.cast(), n);
+                    *g.buf.add(n) = 0;
+                }
+            }
+            sys::H5VL_file_get_t_H5VL_FILE_GET_FCPL => {
+                a.args.get_fcpl.fcpl_id = check(api.f.H5Pcreate(api.g.p_file_create), "H5Pcreate")?;
+            }
+            sys::H5VL_file_get_t_H5VL_FILE_GET_FAPL => {
+                a.args.get_fapl.fapl_id = check(api.f.H5Pcreate(api.g.p_file_access), "H5Pcreate")?;
+            }
+            sys::H5VL_file_get_t_H5VL_FILE_GET_FILENO => {
+                // One number per open domain: its address is stable while open.
+                *a.args.get_fileno.fileno = std::sync::Arc::as_ptr(&o.dom) as usize as _;
+            }
+            sys::H5VL_file_get_t_H5VL_FILE_GET_OBJ_COUNT => *a.args.get_obj_count.count = 0,
+            other => return Err(VolError::Unsupported(format!("file get operation {other}"))),
+        }
+        Ok(0)
+    })
+}
+
+pub unsafe extern "C" fn specific(
+    obj: *mut c_void,
+    args: *mut sys::H5VL_file_specific_args_t,
+    _dxpl: hid_t,
+    _req: *mut *mut c_void,
+) -> sys::herr_t {
+    guard("file specific", -1, || {
+        let a = &mut *args;
+        match a.op_type {
+            // Writes are in the store when they return.
+            sys::H5VL_file_specific_t_H5VL_FILE_FLUSH => {}
+            sys::H5VL_file_specific_t_H5VL_FILE_IS_ACCESSIBLE => {
+                let name = c_str(a.args.is_accessible.filename)?;
+                *a.args.is_accessible.accessible = open_domain(name, OpenMode::Read).is_ok();
+            }
+            sys::H5VL_file_specific_t_H5VL_FILE_IS_EQUAL => {
+                let other = Obj::from_ptr(a.args.is_equal.obj2)?;
+                let me = Obj::from_ptr(obj)?;
+                *a.args.is_equal.same_file = std::sync::Arc::ptr_eq(&me.dom, &other.dom)
+                    || me.dom.location() == other.dom.location();
+            }
+            other => return Err(VolError::Unsupported(format!("file operation {other}"))),
+        }
+        Ok(0)
+    })
+}
+
+pub unsafe extern "C" fn close(obj: *mut c_void, _dxpl: hid_t, _req: *mut *mut c_void) -> sys::herr_t {
+    Obj::free(obj);
+    0
+}
+
+pub unsafe extern "C" fn group_create(
+    obj: *mut c_void,
+    loc: *const sys::H5VL_loc_params_t,
+    name: *const c_char,
+    lcpl: hid_t,
+    _gcpl: hid_t,
+    _gapl: hid_t,
+    _dxpl: hid_t,
+    _req: *mut *mut c_void,
+) -> *mut c_void {
+    guard("group create", null_mut(), || {
+        let api = h5().map_err(VolError::Library)?;
+        let o = Obj::from_ptr(obj)?;
+        if name.is_null() {
+            // H5Gcreate_anon: linked later, if at all.
+            return Ok(o.child(Kind::Group(o.dom.create_group(json!({}))?), ""));
+        }
+        let start = locate(o, loc)?;
+        let (parent, last) = crate::dataset::parent_for_create(api, o, &start, c_str(name)?, lcpl)?;
+        crate::dataset::ensure_free(o, &parent, &last, "group")?;
+        let id = o.dom.create_group(json!({}))?;
+        o.dom.link_create(&parent, &last, json!({"class": "H5L_TYPE_HARD", "id": id}))?;
+        Ok(o.child(Kind::Group(id), c_str(name)?))
+    })
+}
+
+pub unsafe extern "C" fn group_open(
+    obj: *mut c_void,
+    loc: *const sys::H5VL_loc_params_t,
+    name: *const c_char,
+    _gapl: hid_t,
+    _dxpl: hid_t,
+    _req: *mut *mut c_void,
+) -> *mut c_void {
+    guard("group open", null_mut(), || {
+        let o = Obj::from_ptr(obj)?;
+        let start = locate(o, loc)?;
+        let id = crate::objects::resolve(&o.dom, &start, c_str(name)?)?;
+        if !id.starts_with("g-") {
+            return Err(VolError::BadType(format!("{:?} is not a group", c_str(name)?)));
+        }
+        Ok(o.child(Kind::Group(id), c_str(name)?))
+    })
+}
+
+pub unsafe extern "C" fn group_get(
+    obj: *mut c_void,
+    args: *mut sys::H5VL_group_get_args_t,
+    _dxpl: hid_t,
+    _req: *mut *mut c_void,
+) -> sys::herr_t {
+    guard("group get", -1, || {
+        let api = h5().map_err(VolError::Library)?;
+        let o = Obj::from_ptr(obj)?;
+        let a = &mut *args;
+        match a.op_type {
+            sys::H5VL_group_get_t_H5VL_GROUP_GET_INFO => {
+                let g = &mut a.args.get_info;
+                let id = locate(o, &g.loc_params)?;
+                let n = o.dom.links(&id)?.len() as u64;
+                *g.ginfo = sys::H5G_info_t {
+                    storage_type: sys::H5G_storage_type_t_H5G_STORAGE_TYPE_COMPACT,
+                    nlinks: n,
+                    max_corder: n as i64,
+                    mounted: false,
+                };
+            }
+            sys::H5VL_group_get_t_H5VL_GROUP_GET_GCPL => {
+                a.args.get_gcpl.gcpl_id = check(api.f.H5Pcreate(api.g.p_group_create), "H5Pcreate")?;
+            }
+            other => return Err(VolError::Unsupported(format!("group get operation {other}"))),
+        }
+        Ok(0)
+    })
+}
+
+/// `H5G_stat_t` (HDF5's deprecated object status, what `H5Gget_objinfo`
+/// fills; h5py hashes and compares objects by it).
+#[repr(C)]
+pub struct GroupStat {
+    pub fileno: [std::ffi::c_ulong; 2],
+    pub objno: [std::ffi::c_ulong; 2],
+    pub nlink: u32,
+    pub type_: i32,
+    pub mtime: sys::time_t,
+    pub linklen: usize,
+    /// `H5O_stat_t`: native object-header sizes, zero here.
+    pub ohdr: [u64; 3],
+}
+
+/// `H5VL_native_group_get_objinfo_t`.
+#[repr(C)]
+struct GetObjinfoArgs {
+    loc_params: sys::H5VL_loc_params_t,
+    follow_link: bool,
+    statbuf: *mut GroupStat,
+}
+
+/// `H5VL_native_group_iterate_old_t`.
+#[repr(C)]
+struct IterateOldArgs {
+    loc_params: sys::H5VL_loc_params_t,
+    idx: sys::hsize_t,
+    last_obj: *mut sys::hsize_t,
+    op: Option<unsafe extern "C" fn(hid_t, *const c_char, *mut c_void) -> sys::herr_t>,
+    op_data: *mut c_void,
+}
+
+/// The native connector's operation numbers for `H5Giterate` and
+/// `H5Gget_objinfo`, which HDF5 hands to every connector as group
+/// "optional" operations.
+const GROUP_ITERATE_OLD: i32 = 0;
+const GROUP_GET_OBJINFO: i32 = 1;
+
+/// `H5G_obj_t` of an object id.
+fn gobj_type(id: &str) -> i32 {
+    match id.as_bytes().first() {
+        Some(b'd') => 1,
+        Some(b't') => 2,
+        _ => 0,
+    }
+}
+
+pub unsafe extern "C" fn group_optional(
+    obj: *mut c_void,
+    args: *mut sys::H5VL_optional_args_t,
+    _dxpl: hid_t,
+    _req: *mut *mut c_void,
+) -> sys::herr_t {
+    guard("group optional", -1, || {
+        let o = Obj::from_ptr(obj)?;
+        let a = &mut *args;
+        match a.op_type {
+            GROUP_GET_OBJINFO => {
+                let g = &mut *(a.args as *mut GetObjinfoArgs);
+                let mut st = GroupStat {
+                    fileno: [std::sync::Arc::as_ptr(&o.dom) as usize as _, 0],
+                    objno: [0, 0],
+                    nlink: 1,
+                    type_: 0,
+                    mtime: 0,
+                    linklen: 0,
+                    ohdr: [0; 3],
+                };
+                let l = &g.loc_params;
+                let soft = if !g.follow_link && l.type_ == sys::H5VL_loc_type_t_H5VL_OBJECT_BY_NAME {
+                    let (grp, name) = crate::objects::parent_and_name(o, l.loc_data.loc_by_name.name)
+                        .unwrap_or_default();
+                    o.dom.link_get(&grp, &name).ok().filter(|lk| {
+                        lk.get("class").and_then(serde_json::Value::as_str) != Some("H5L_TYPE_HARD")
+                    })
+                } else {
+                    None
+                };
+                if let Some(lk) = soft {
+                    st.type_ = 3; // H5G_LINK
+                    st.linklen = lk.get("h5path").and_then(serde_json::Value::as_str).map_or(0, |p| p.len() + 1);
+                } else {
+                    let id = locate(o, l)?;
+                    let t = crate::token::of_id(&id)?.__data;
+                    st.objno = [
+                        u64::from_be_bytes(t[8..16].try_into().expect("8 bytes")) as _,
+                        u64::from_be_bytes(t[..8].try_into().expect("8 bytes")) as _,
+                    ];
+                    st.type_ = gobj_type(&id);
+                }
+                if !g.statbuf.is_null() {
+                    *g.statbuf = st;
+                }
+                Ok(0)
+            }
+            GROUP_ITERATE_OLD => {
+                let it = &mut *(a.args as *mut IterateOldArgs);
+                let gid = locate(o, &it.loc_params)?;
+                let loc_id = crate::objects::register_id(o, &gid, &o.path)?;
+                let links = crate::objects::ordered_links(
+                    &o.dom, &gid, sys::H5_index_t_H5_INDEX_NAME, sys::H5_iter_order_t_H5_ITER_INC,
+                )?;
+                let Some(op) = it.op else { return Ok(0) };
+                for (k, (name, _)) in links.iter().enumerate().skip(it.idx as usize) {
+                    let c = std::ffi::CString::new(name.as_str())
+                        .map_err(|_| VolError::Invalid("a link name with NUL".into()))?;
+                    let ret = op(loc_id.0, c.as_ptr(), it.op_data);
+                    if !it.last_obj.is_null() {
+                        *it.last_obj = (k + 1) as u64;
+                    }
+                    if ret != 0 {
+                        return Ok(ret);
+                    }
+                }
+                Ok(0)
+            }
+            other => Err(VolError::Unsupported(format!("native group operation {other}"))),
+        }
+    })
+}

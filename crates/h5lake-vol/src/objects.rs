@@ -1,0 +1,309 @@
+//! What the connector's `void *` objects are, and how HDF5 locations
+//! (an object plus a path, index or token) resolve to h5lake ids.
+
+use std::ffi::{c_void, CStr};
+use std::sync::Arc;
+
+use h5lake_engine::{Domain, OpenMode};
+use serde_json::Value;
+
+use crate::error::{Result, VolError};
+use crate::sys;
+
+/// One open HDF5 object of an h5lake domain.
+pub struct Obj {
+    pub dom: Arc<Domain>,
+    pub kind: Kind,
+    /// The absolute path the object was reached by (HDF5 names an open
+    /// object by that path, soft links included); empty when reached
+    /// otherwise (by token), then found by search when asked for.
+    pub path: String,
+}
+
+pub enum Kind {
+    File,
+    Group(String),
+    Dataset(String),
+    Datatype(String),
+    Attr { owner: String, name: String },
+}
+
+impl Obj {
+    pub fn new(dom: Arc<Domain>, kind: Kind, path: String) -> *mut c_void {
+        Box::into_raw(Box::new(Obj { dom, kind, path })).cast()
+    }
+
+    /// The object behind a pointer HDF5 hands back.
+    ///
+    /// # Safety
+    /// `p` must be a pointer [`Obj::new`] returned and not yet freed.
+    pub unsafe fn from_ptr<'a>(p: *mut c_void) -> Result<&'a Obj> {
+        (p as *const Obj)
+            .as_ref()
+            .ok_or_else(|| VolError::Invalid("no object given".into()))
+    }
+
+    /// Frees an object.
+    ///
+    /// # Safety
+    /// As [`Obj::from_ptr`]; `p` is not used afterwards.
+    pub unsafe fn free(p: *mut c_void) {
+        if !p.is_null() {
+            drop(Box::from_raw(p as *mut Obj));
+        }
+    }
+
+    /// The h5lake id of the object (the root group for a file).
+    pub fn id(&self) -> &str {
+        match &self.kind {
+            Kind::File => self.dom.root_id(),
+            Kind::Group(id) | Kind::Dataset(id) | Kind::Datatype(id) => id,
+            Kind::Attr { owner, .. } => owner,
+        }
+    }
+
+    /// Another object of the same domain; its path is unknown.
+    pub fn with(&self, kind: Kind) -> *mut c_void {
+        Obj::new(self.dom.clone(), kind, String::new())
+    }
+
+    /// An object reached from this one by `rel` (a path, absolute or not).
+    pub fn child(&self, kind: Kind, rel: &str) -> *mut c_void {
+        Obj::new(self.dom.clone(), kind, join_path(&self.path, rel))
+    }
+}
+
+/// The object kind an h5lake id names, by its prefix.
+pub fn kind_of(id: &str) -> Kind {
+    match id.as_bytes().first() {
+        Some(b'd') => Kind::Dataset(id.to_string()),
+        Some(b't') => Kind::Datatype(id.to_string()),
+        _ => Kind::Group(id.to_string()),
+    }
+}
+
+pub fn htype_of(kind: &Kind) -> sys::H5I_type_t {
+    match kind {
+        Kind::File => sys::H5I_type_t_H5I_FILE,
+        Kind::Group(_) => sys::H5I_type_t_H5I_GROUP,
+        Kind::Dataset(_) => sys::H5I_type_t_H5I_DATASET,
+        Kind::Datatype(_) => sys::H5I_type_t_H5I_DATATYPE,
+        Kind::Attr { .. } => sys::H5I_type_t_H5I_ATTR,
+    }
+}
+
+/// Opens (or creates) the domain a file name names: a local directory, or
+/// an `s3://` URL.
+pub fn open_domain(name: &str, mode: OpenMode) -> Result<Arc<Domain>> {
+    let dom = if name.contains("://") {
+        Domain::open_url_with(name, mode, &Default::default())?
+    } else {
+        Domain::open_local(std::path::Path::new(name), mode)?
+    };
+    Ok(Arc::new(dom))
+}
+
+/// A C string argument.
+///
+/// # Safety
+/// `p` is null or a NUL-terminated string.
+pub unsafe fn c_str<'a>(p: *const std::ffi::c_char) -> Result<&'a str> {
+    if p.is_null() {
+        return Err(VolError::Invalid("no name given".into()));
+    }
+    CStr::from_ptr(p)
+        .to_str()
+        .map_err(|_| VolError::Invalid("names must be UTF-8".into()))
+}
+
+/// Follows `path` from group `start` (from the root when it begins with
+/// `/`): the id it names. Soft links are followed; external links are not
+/// (yet).
+pub fn resolve(dom: &Domain, start: &str, path: &str) -> Result<String> {
+    resolve_depth(dom, start, path, 0)
+}
+
+fn resolve_depth(dom: &Domain, start: &str, path: &str, depth: u32) -> Result<String> {
+    if depth > 32 {
+        return Err(VolError::NotFound(format!("too many soft links resolving {path:?}")));
+    }
+    let mut cur = if path.starts_with('/') {
+        dom.root_id().to_string()
+    } else {
+        start.to_string()
+    };
+    let mut here = String::new();
+    for part in path.split('/').filter(|p| !p.is_empty() && *p != ".") {
+        let link = dom.link_get(&cur, part).map_err(|e| match e {
+            h5lake_engine::EngineError::NotFound(_) => {
+                VolError::NotFound(format!("object '{here}/{part}' doesn't exist"))
+            }
+            e => e.into(),
+        })?;
+        cur = link_target(dom, &cur, &link, depth)?;
+        here.push('/');
+        here.push_str(part);
+    }
+    Ok(cur)
+}
+
+/// The id a link document points at.
+pub fn link_target(dom: &Domain, group: &str, link: &Value, depth: u32) -> Result<String> {
+    match link.get("class").and_then(Value::as_str) {
+        Some("H5L_TYPE_HARD") => link
+            .get("id")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| VolError::Invalid("hard link without an id".into())),
+        Some("H5L_TYPE_SOFT") => {
+            let to = link.get("h5path").and_then(Value::as_str).unwrap_or("");
+            resolve_depth(dom, group, to, depth + 1)
+                .map_err(|_| VolError::NotFound(format!("soft link to {to:?} dangles")))
+        }
+        Some("H5L_TYPE_EXTERNAL") => Err(VolError::Unsupported("following external links".into())),
+        other => Err(VolError::Invalid(format!("unknown link class {other:?}"))),
+    }
+}
+
+/// Splits `path` into its parent path and last name.
+pub fn split_last(path: &str) -> (&str, &str) {
+    let p = path.trim_end_matches('/');
+    match p.rfind('/') {
+        Some(0) => ("/", &p[1..]),
+        Some(i) => (&p[..i], &p[i + 1..]),
+        None => ("", p),
+    }
+}
+
+/// The id a location parameter names, starting from `obj`.
+///
+/// # Safety
+/// `loc` points at a valid `H5VL_loc_params_t`.
+pub unsafe fn locate(obj: &Obj, loc: *const sys::H5VL_loc_params_t) -> Result<String> {
+    let loc = &*loc;
+    match loc.type_ {
+        sys::H5VL_loc_type_t_H5VL_OBJECT_BY_SELF => Ok(obj.id().to_string()),
+        sys::H5VL_loc_type_t_H5VL_OBJECT_BY_NAME => {
+            let name = c_str(loc.loc_data.loc_by_name.name)?;
+            resolve(&obj.dom, obj.id(), name)
+        }
+        sys::H5VL_loc_type_t_H5VL_OBJECT_BY_TOKEN => {
+            let token = &*loc.loc_data.loc_by_token.token;
+            crate::token::id_of(&obj.dom, token)
+        }
+        sys::H5VL_loc_type_t_H5VL_OBJECT_BY_IDX => {
+            let by = &loc.loc_data.loc_by_idx;
+            let group = resolve(&obj.dom, obj.id(), c_str(by.name)?)?;
+            let (name, link) = nth_link(&obj.dom, &group, by.idx_type, by.order, by.n)?;
+            let _ = name;
+            link_target(&obj.dom, &group, &link, 0)
+        }
+        other => Err(VolError::Invalid(format!("location type {other}"))),
+    }
+}
+
+/// Copies `name` into a caller's buffer of `size` bytes (NUL-terminated,
+/// truncated to fit) and reports its full length, as HDF5's name getters do.
+///
+/// # Safety
+/// `buf` is null or holds `size` bytes; `len` is null or writable.
+pub unsafe fn copy_name(name: &str, buf: *mut std::ffi::c_char, size: usize, len: *mut usize) {
+    if !len.is_null() {
+        *len = name.len();
+    }
+    if !buf.is_null() && size > 0 {
+        let n = name.len().min(size - 1);
+        std::ptr::copy_nonoverlapping(name.as_ptr(), buf.cast::<u8>(), n);
+        *buf.add(n) = 0;
+    }
+}
+
+/// An HDF5 id for one of the connector's objects, valid while this value
+/// lives (iteration callbacks get one for the object iterated over).
+pub struct RegisteredId(pub sys::hid_t);
+
+impl Drop for RegisteredId {
+    fn drop(&mut self) {
+        if let Ok(api) = crate::api::h5() {
+            // SAFETY: the id was registered by `register_id`; dropping the
+            // last reference closes (frees) the object through the connector.
+            unsafe { api.f.H5Idec_ref(self.0) };
+        }
+    }
+}
+
+/// Registers object `id` of `o`'s domain with HDF5.
+pub fn register_id(o: &Obj, id: &str, path: &str) -> Result<RegisteredId> {
+    let api = crate::api::h5().map_err(VolError::Library)?;
+    let kind = kind_of(id);
+    let htype = htype_of(&kind);
+    let obj = Obj::new(o.dom.clone(), kind, path.to_string());
+    // SAFETY: `obj` is a fresh connector object; HDF5 owns it from here.
+    let hid = unsafe { api.f.H5VLwrap_register(obj, htype) };
+    if hid < 0 {
+        // SAFETY: not registered, so still ours.
+        unsafe { Obj::free(obj) };
+        return Err(VolError::Hdf5("H5VLwrap_register failed".into()));
+    }
+    Ok(RegisteredId(hid))
+}
+
+/// `rel` joined to `base` and normalized (no `.`, no empty parts); an
+/// absolute `rel` stands alone. Empty when `base` is unknown.
+pub fn join_path(base: &str, rel: &str) -> String {
+    if rel.is_empty() {
+        return String::new();
+    }
+    let start = if rel.starts_with('/') {
+        ""
+    } else if base.is_empty() {
+        return String::new();
+    } else {
+        base
+    };
+    let mut out = String::new();
+    for part in start.split('/').chain(rel.split('/')).filter(|p| !p.is_empty() && *p != ".") {
+        out.push('/');
+        out.push_str(part);
+    }
+    if out.is_empty() {
+        out.push('/');
+    }
+    out
+}
+
+/// A group's links in the order an index asks for: by name, or by
+/// creation order (the order the document keeps).
+pub fn ordered_links(dom: &Domain, group: &str, idx_type: sys::H5_index_t, order: sys::H5_iter_order_t) -> Result<Vec<(String, Value)>> {
+    let mut links = dom.links(group)?;
+    if idx_type == sys::H5_index_t_H5_INDEX_NAME {
+        links.sort_by(|a, b| a.0.cmp(&b.0));
+    }
+    if order == sys::H5_iter_order_t_H5_ITER_DEC {
+        links.reverse();
+    }
+    Ok(links)
+}
+
+/// The n-th link of a group in an index's order.
+pub fn nth_link(dom: &Domain, group: &str, idx_type: sys::H5_index_t, order: sys::H5_iter_order_t, n: u64) -> Result<(String, Value)> {
+    ordered_links(dom, group, idx_type, order)?
+        .into_iter()
+        .nth(n as usize)
+        .ok_or_else(|| VolError::Invalid(format!("index {n} is out of range")))
+}
+
+/// The group holding the link a by-name location names, and the link's
+/// name in it.
+///
+/// # Safety
+/// `name` is a NUL-terminated string.
+pub unsafe fn parent_and_name(obj: &Obj, name: *const std::ffi::c_char) -> Result<(String, String)> {
+    let path = c_str(name)?;
+    let (parent, last) = split_last(path);
+    if last.is_empty() {
+        return Err(VolError::Invalid(format!("{path:?} does not name a link")));
+    }
+    let parent = if parent.is_empty() { "." } else { parent };
+    Ok((resolve(&obj.dom, obj.id(), parent)?, last.to_string()))
+}

@@ -1,0 +1,155 @@
+//! HDF5 dataspace selections → h5lake selections, and moving elements
+//! between a packed buffer and the caller's memory selection. HDF5's own
+//! selection iterators do the element walking.
+
+use h5lake_types::{DimSel, Selection};
+
+use crate::api::Api;
+use crate::error::{check, Result};
+use crate::sys::{self, hid_t};
+
+/// `H5S_ALL`: the whole dataspace.
+pub const ALL: hid_t = sys::H5S_ALL as hid_t;
+
+/// The h5lake selection of `space` in a dataset of extent `dims` (a scalar
+/// is `[1]`), in HDF5's iteration order.
+pub fn file_selection(api: &Api, space: hid_t, dims: &[u64]) -> Result<Selection> {
+    if space == ALL {
+        return Ok(Selection::all(dims));
+    }
+    let f = &api.f;
+    // SAFETY (whole function): `space` is a dataspace id of the caller's.
+    unsafe {
+        match f.H5Sget_select_type(space) {
+            sys::H5S_sel_type_H5S_SEL_ALL => return Ok(Selection::all(dims)),
+            sys::H5S_sel_type_H5S_SEL_NONE => {
+                return Ok(Selection::Points { rank: dims.len(), coords: Vec::new() })
+            }
+            sys::H5S_sel_type_H5S_SEL_HYPERSLABS
+                if check(f.H5Sis_regular_hyperslab(space), "H5Sis_regular_hyperslab")? > 0 =>
+            {
+                let rank = dims.len();
+                let (mut start, mut stride, mut count, mut block) =
+                    (vec![0u64; rank], vec![0u64; rank], vec![0u64; rank], vec![0u64; rank]);
+                check(
+                    f.H5Sget_regular_hyperslab(
+                        space,
+                        start.as_mut_ptr(),
+                        stride.as_mut_ptr(),
+                        count.as_mut_ptr(),
+                        block.as_mut_ptr(),
+                    ),
+                    "H5Sget_regular_hyperslab",
+                )?;
+                let sels = (0..rank)
+                    .map(|d| regular_dim(start[d], stride[d], count[d], block[d]))
+                    .collect();
+                return Ok(Selection::Orthogonal(sels));
+            }
+            _ => {}
+        }
+        // Points and irregular hyperslabs: every element, in order.
+        let rank = dims.len();
+        let mut coords = Vec::new();
+        for_each_run(api, space, 1, |off, len| {
+            for e in off..off + len as u64 {
+                let mut rem = e;
+                let start = coords.len();
+                coords.resize(start + rank, 0);
+                for d in (0..rank).rev() {
+                    coords[start + d] = rem % dims[d].max(1);
+                    rem /= dims[d].max(1);
+                }
+            }
+        })?;
+        Ok(Selection::Points { rank, coords })
+    }
+}
+
+/// One dimension of a regular hyperslab.
+fn regular_dim(start: u64, stride: u64, count: u64, block: u64) -> DimSel {
+    if block == 1 {
+        DimSel::Slice { start, count, step: stride.max(1) }
+    } else if count == 1 || stride == block {
+        DimSel::Slice { start, count: count * block, step: 1 }
+    } else {
+        DimSel::Indices(
+            (0..count)
+                .flat_map(|c| (0..block).map(move |b| start + c * stride + b))
+                .collect(),
+        )
+    }
+}
+
+/// Calls `f(offset, length)` for each run of `space`'s selection, in
+/// iteration order; offsets and lengths count units of `elem` bytes' size
+/// (1 = elements).
+pub fn for_each_run(api: &Api, space: hid_t, elem: usize, mut f: impl FnMut(u64, usize)) -> Result<()> {
+    const MAXSEQ: usize = 1024;
+    let a = &api.f;
+    // SAFETY: the iterator is created, used and closed here.
+    unsafe {
+        let it = check(a.H5Ssel_iter_create(space, elem, 0), "H5Ssel_iter_create")?;
+        let mut off = vec![0u64; MAXSEQ];
+        let mut len = vec![0usize; MAXSEQ];
+        let result = loop {
+            let (mut nseq, mut nelem) = (0usize, 0usize);
+            if a.H5Ssel_iter_get_seq_list(
+                it,
+                MAXSEQ,
+                usize::MAX,
+                &mut nseq,
+                &mut nelem,
+                off.as_mut_ptr(),
+                len.as_mut_ptr(),
+            ) < 0
+            {
+                break Err(crate::error::VolError::Hdf5("H5Ssel_iter_get_seq_list failed".into()));
+            }
+            if nseq == 0 {
+                break Ok(());
+            }
+            for i in 0..nseq {
+                f(off[i], len[i]);
+            }
+        };
+        a.H5Ssel_iter_close(it);
+        result
+    }
+}
+
+/// Copies packed `data` (elements of `elem` bytes) into `buf` at the
+/// positions `space` selects (all of it, contiguous, for `H5S_ALL`).
+///
+/// # Safety
+/// `buf` holds every element `space` can select.
+pub unsafe fn scatter(api: &Api, space: hid_t, elem: usize, data: &[u8], buf: *mut u8) -> Result<()> {
+    if space == ALL {
+        std::ptr::copy_nonoverlapping(data.as_ptr(), buf, data.len());
+        return Ok(());
+    }
+    let mut at = 0usize;
+    // With `elem` given, runs are in bytes.
+    for_each_run(api, space, elem, |off, len| {
+        let n = len.min(data.len() - at);
+        std::ptr::copy_nonoverlapping(data.as_ptr().add(at), buf.add(off as usize), n);
+        at += n;
+    })
+}
+
+/// The inverse of [`scatter`]: packs the selected elements of `buf`.
+///
+/// # Safety
+/// As [`scatter`].
+pub unsafe fn gather(api: &Api, space: hid_t, elem: usize, buf: *const u8, out: &mut [u8]) -> Result<()> {
+    if space == ALL {
+        std::ptr::copy_nonoverlapping(buf, out.as_mut_ptr(), out.len());
+        return Ok(());
+    }
+    let mut at = 0usize;
+    for_each_run(api, space, elem, |off, len| {
+        let n = len.min(out.len() - at);
+        std::ptr::copy_nonoverlapping(buf.add(off as usize), out.as_mut_ptr().add(at), n);
+        at += n;
+    })
+}

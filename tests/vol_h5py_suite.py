@@ -1,0 +1,99 @@
+"""Runs h5py's own test suite (shipped inside the h5py wheel) twice — on
+native HDF5, and with the h5lake VOL connector active — and writes a report
+of the pass counts and of every test that passes natively but fails through
+the connector, with the first line of its error.
+
+    python3 tests/vol_h5py_suite.py [--plugin-dir DIR] [--out tests/H5PY-SUITE.md] [-k EXPR]
+
+Without --plugin-dir the connector is built (cargo build -p h5lake-vol).
+"""
+
+import argparse
+import collections
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def build_plugin(dest):
+    out = subprocess.run(
+        ["cargo", "build", "-q", "-p", "h5lake-vol", "--message-format=json"],
+        cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    libs = [f for line in out.splitlines() if line.startswith("{")
+            for f in json.loads(line).get("filenames", []) if f.endswith("libh5lake_vol.so")]
+    if not libs:
+        sys.exit("cargo built no libh5lake_vol.so")
+    shutil.copy(libs[-1], dest)
+    return dest
+
+
+def run_suite(env, junit, extra):
+    """Runs the suite in a scratch directory; returns {test id: (outcome, message)}."""
+    with tempfile.TemporaryDirectory() as work:
+        cmd = [sys.executable, "-m", "pytest", "--pyargs", "h5py", "-q", "-p", "no:cacheprovider",
+               "--junitxml", junit, "-o", "junit_family=xunit1", *extra]
+        subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=3600)
+    results = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        tid = "%s::%s" % (case.get("classname"), case.get("name"))
+        outcome, msg = "passed", ""
+        for tag in ("failure", "error", "skipped"):
+            el = case.find(tag)
+            if el is not None:
+                outcome = {"failure": "failed", "error": "error", "skipped": "skipped"}[tag]
+                msg = (el.get("message") or el.text or "").strip().splitlines()
+                msg = msg[0][:200] if msg else ""
+                break
+        results[tid] = (outcome, msg)
+    return results
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--plugin-dir")
+    ap.add_argument("--out", default=os.path.join(ROOT, "tests", "H5PY-SUITE.md"))
+    ap.add_argument("-k", default=None, help="only tests matching this pytest -k expression")
+    args = ap.parse_args()
+    extra = ["-k", args.k] if args.k else []
+
+    plugin_dir = args.plugin_dir or build_plugin(tempfile.mkdtemp(prefix="h5lake-vol-"))
+    base = {k: v for k, v in os.environ.items() if k not in ("HDF5_VOL_CONNECTOR", "HDF5_PLUGIN_PATH")}
+    tmp = tempfile.mkdtemp()
+    native = run_suite(base, os.path.join(tmp, "native.xml"), extra)
+    vol = run_suite(dict(base, HDF5_PLUGIN_PATH=plugin_dir, HDF5_VOL_CONNECTOR="h5lake"),
+                    os.path.join(tmp, "vol.xml"), extra)
+
+    def count(res):
+        return collections.Counter(o for o, _ in res.values())
+
+    cn, cv = count(native), count(vol)
+    lost = sorted(t for t, (o, _) in vol.items() if o in ("failed", "error") and native.get(t, ("",))[0] == "passed")
+    lines = ["# h5py's test suite through the h5lake VOL connector", "",
+             "h5py's own tests (`python -m pytest --pyargs h5py`), run on native HDF5 and with "
+             "`HDF5_VOL_CONNECTOR=h5lake`. Command: `python3 tests/vol_h5py_suite.py`.", "",
+             "| run | passed | failed | errors | skipped |", "|---|---:|---:|---:|---:|"]
+    for name, c in (("native HDF5", cn), ("h5lake connector", cv)):
+        lines.append("| %s | %d | %d | %d | %d |" % (name, c["passed"], c["failed"], c["error"], c["skipped"]))
+    lines += ["", "Passing natively but not through the connector: %d." % len(lost), ""]
+    by_module = collections.defaultdict(list)
+    for t in lost:
+        by_module[t.split("::")[0]].append(t)
+    for mod in sorted(by_module):
+        lines.append("## %s (%d)" % (mod, len(by_module[mod])))
+        lines.append("")
+        for t in by_module[mod]:
+            lines.append("- `%s`: %s" % (t.split("::", 1)[1], vol[t][1].replace("|", "\\|")))
+        lines.append("")
+    with open(args.out, "w") as f:
+        f.write("\n".join(lines))
+    print("native: %s\nvol:    %s\nreport: %s" % (dict(cn), dict(cv), args.out))
+
+
+if __name__ == "__main__":
+    main()
