@@ -18,32 +18,50 @@ pub struct Api {
     pub g: Globals,
 }
 
+/// A global `hid_t` variable of the library. Read at each use, not once:
+/// the library assigns new ids when it is closed and opened again.
+#[derive(Clone, Copy)]
+pub struct GlobalId(*const hid_t);
+
+// SAFETY: the pointer is to a variable of the loaded library, which lives
+// as long as the process; it is only read.
+unsafe impl Send for GlobalId {}
+unsafe impl Sync for GlobalId {}
+
+impl GlobalId {
+    /// The variable's current value.
+    pub fn id(self) -> hid_t {
+        // SAFETY: see the `Send`/`Sync` note.
+        unsafe { self.0.read_volatile() }
+    }
+}
+
 /// Ids HDF5 exports as global variables (valid once the library is open).
 pub struct Globals {
-    pub err_cls: hid_t,
-    pub maj_vol: hid_t,
-    pub min_notfound: hid_t,
-    pub min_exists: hid_t,
-    pub min_unsupported: hid_t,
-    pub min_cantopen: hid_t,
-    pub min_badvalue: hid_t,
-    pub min_readerror: hid_t,
-    pub min_writeerror: hid_t,
-    pub min_noperm: hid_t,
-    pub min_cantcreate: hid_t,
-    pub min_cantdelete: hid_t,
-    pub min_badtype: hid_t,
-    pub p_dataset_create: hid_t,
-    pub p_group_create: hid_t,
-    pub p_file_create: hid_t,
-    pub p_file_access: hid_t,
-    pub p_dataset_access: hid_t,
-    pub p_attribute_create: hid_t,
-    pub t_c_s1: hid_t,
-    pub t_std_ref_obj: hid_t,
-    pub t_std_i8le: hid_t,
-    pub t_ieee_f32le: hid_t,
-    pub t_ieee_f64le: hid_t,
+    pub err_cls: GlobalId,
+    pub maj_vol: GlobalId,
+    pub min_notfound: GlobalId,
+    pub min_exists: GlobalId,
+    pub min_unsupported: GlobalId,
+    pub min_cantopen: GlobalId,
+    pub min_badvalue: GlobalId,
+    pub min_readerror: GlobalId,
+    pub min_writeerror: GlobalId,
+    pub min_noperm: GlobalId,
+    pub min_cantcreate: GlobalId,
+    pub min_cantdelete: GlobalId,
+    pub min_badtype: GlobalId,
+    pub p_dataset_create: GlobalId,
+    pub p_group_create: GlobalId,
+    pub p_file_create: GlobalId,
+    pub p_file_access: GlobalId,
+    pub p_dataset_access: GlobalId,
+    pub p_attribute_create: GlobalId,
+    pub t_c_s1: GlobalId,
+    pub t_std_ref_obj: GlobalId,
+    pub t_std_i8le: GlobalId,
+    pub t_ieee_f32le: GlobalId,
+    pub t_ieee_f64le: GlobalId,
 }
 
 static API: OnceLock<Result<Api, String>> = OnceLock::new();
@@ -64,13 +82,13 @@ unsafe fn bind() -> Result<Api, String> {
     Ok(Api { f, g })
 }
 
-/// Reads the global `hid_t` named `name` (after `H5open`).
-unsafe fn global(lib: &libloading::Library, name: &str) -> Result<hid_t, String> {
+/// The global `hid_t` variable named `name`.
+unsafe fn global(lib: &libloading::Library, name: &str) -> Result<GlobalId, String> {
     let cname = CString::new(name).expect("no NUL in symbol names");
     let sym: libloading::Symbol<*const hid_t> = lib
         .get(cname.as_bytes_with_nul())
         .map_err(|e| format!("HDF5 does not export {name}: {e}"))?;
-    Ok(**sym)
+    Ok(GlobalId(*sym))
 }
 
 unsafe fn globals(f: &sys::Hdf5Api) -> Result<Globals, String> {

@@ -259,7 +259,7 @@ pub unsafe extern "C" fn get(
                 std::mem::forget(t);
             }
             sys::H5VL_attr_get_t_H5VL_ATTR_GET_ACPL => {
-                a.args.get_acpl.acpl_id = check(api.f.H5Pcreate(api.g.p_attribute_create), "H5Pcreate")?;
+                a.args.get_acpl.acpl_id = check(api.f.H5Pcreate(api.g.p_attribute_create.id()), "H5Pcreate")?;
             }
             sys::H5VL_attr_get_t_H5VL_ATTR_GET_STORAGE_SIZE => {
                 let (owner, name) = attr_of(o)?;

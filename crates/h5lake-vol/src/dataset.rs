@@ -31,6 +31,11 @@ pub fn space_json(api: &Api, space: hid_t) -> Result<Value> {
                     f.H5Sget_simple_extent_dims(space, dims.as_mut_ptr(), maxdims.as_mut_ptr()),
                     "H5Sget_simple_extent_dims",
                 )?;
+                if maxdims == dims {
+                    // Not extendible; HSDS's maxdims would read a 0 as unlimited.
+                    return Ok(json!({"class": "H5S_SIMPLE", "dims": dims}));
+                }
+                // HSDS writes an unlimited dimension as 0.
                 let maxdims: Vec<Value> = maxdims
                     .iter()
                     .map(|&m| if m == u64::MAX { json!(0) } else { json!(m) })
@@ -307,7 +312,7 @@ pub unsafe extern "C" fn get(
             }
             sys::H5VL_dataset_get_t_H5VL_DATASET_GET_DCPL => a.args.get_dcpl.dcpl_id = dcpl_of(api, &m)?,
             sys::H5VL_dataset_get_t_H5VL_DATASET_GET_DAPL => {
-                a.args.get_dapl.dapl_id = check(api.f.H5Pcreate(api.g.p_dataset_access), "H5Pcreate")?
+                a.args.get_dapl.dapl_id = check(api.f.H5Pcreate(api.g.p_dataset_access.id()), "H5Pcreate")?
             }
             sys::H5VL_dataset_get_t_H5VL_DATASET_GET_SPACE_STATUS => {
                 *a.args.get_space_status.status = sys::H5D_space_status_t_H5D_SPACE_STATUS_ALLOCATED
@@ -326,7 +331,7 @@ fn dcpl_of(api: &Api, m: &h5lake_engine::DatasetMeta) -> Result<hid_t> {
     let f = &api.f;
     // SAFETY: a new list, filled and handed to the caller.
     unsafe {
-        let dcpl = check(f.H5Pcreate(api.g.p_dataset_create), "H5Pcreate")?;
+        let dcpl = check(f.H5Pcreate(api.g.p_dataset_create.id()), "H5Pcreate")?;
         if m.chunked {
             check(f.H5Pset_chunk(dcpl, m.chunk.len() as i32, m.chunk.as_ptr()), "H5Pset_chunk")?;
             let chunk_bytes = m.chunk.iter().product::<u64>() * m.dtype.fixed_size().unwrap_or(16) as u64;

@@ -43,20 +43,20 @@ impl VolError {
         let Ok(api) = h5() else { return };
         let g = &api.g;
         let minor = match self {
-            VolError::NotFound(_) => g.min_notfound,
-            VolError::Exists(_) => g.min_exists,
-            VolError::Unsupported(_) => g.min_unsupported,
-            VolError::Invalid(_) => g.min_badvalue,
-            VolError::BadType(_) => g.min_badtype,
+            VolError::NotFound(_) => g.min_notfound.id(),
+            VolError::Exists(_) => g.min_exists.id(),
+            VolError::Unsupported(_) => g.min_unsupported.id(),
+            VolError::Invalid(_) => g.min_badvalue.id(),
+            VolError::BadType(_) => g.min_badtype.id(),
             VolError::Engine(e) => match e {
-                EngineError::NotFound(_) | EngineError::StoreNotFound(_) => g.min_notfound,
-                EngineError::AlreadyExists(_) | EngineError::StoreExists(_) => g.min_exists,
-                EngineError::Invalid(_) => g.min_badvalue,
-                EngineError::WrongType(_) => g.min_badtype,
-                EngineError::ReadOnly(_) => g.min_writeerror,
-                _ => g.min_readerror,
+                EngineError::NotFound(_) | EngineError::StoreNotFound(_) => g.min_notfound.id(),
+                EngineError::AlreadyExists(_) | EngineError::StoreExists(_) => g.min_exists.id(),
+                EngineError::Invalid(_) => g.min_badvalue.id(),
+                EngineError::WrongType(_) => g.min_badtype.id(),
+                EngineError::ReadOnly(_) => g.min_writeerror.id(),
+                _ => g.min_readerror.id(),
             },
-            VolError::Hdf5(_) | VolError::Library(_) | VolError::Panic(_) => g.min_cantopen,
+            VolError::Hdf5(_) | VolError::Library(_) | VolError::Panic(_) => g.min_cantopen.id(),
         };
         let msg = CString::new(self.to_string().replace('\0', " ")).unwrap_or_default();
         let func = CString::new(func).unwrap_or_default();
@@ -70,8 +70,8 @@ impl VolError {
                 file.as_ptr(),
                 func.as_ptr(),
                 0,
-                g.err_cls,
-                g.maj_vol,
+                g.err_cls.id(),
+                g.maj_vol.id(),
                 minor,
                 c"%s".as_ptr(),
                 msg.as_ptr(),

@@ -71,16 +71,25 @@ pub unsafe extern "C" fn get(
                 }
             }
             sys::H5VL_file_get_t_H5VL_FILE_GET_FCPL => {
-                a.args.get_fcpl.fcpl_id = check(api.f.H5Pcreate(api.g.p_file_create), "H5Pcreate")?;
+                a.args.get_fcpl.fcpl_id = check(api.f.H5Pcreate(api.g.p_file_create.id()), "H5Pcreate")?;
             }
             sys::H5VL_file_get_t_H5VL_FILE_GET_FAPL => {
-                a.args.get_fapl.fapl_id = check(api.f.H5Pcreate(api.g.p_file_access), "H5Pcreate")?;
+                a.args.get_fapl.fapl_id = check(api.f.H5Pcreate(api.g.p_file_access.id()), "H5Pcreate")?;
             }
             sys::H5VL_file_get_t_H5VL_FILE_GET_FILENO => {
                 // One number per open domain: its address is stable while open.
                 *a.args.get_fileno.fileno = std::sync::Arc::as_ptr(&o.dom) as usize as _;
             }
+            // Open objects are HDF5's ids, which the library counts itself.
             sys::H5VL_file_get_t_H5VL_FILE_GET_OBJ_COUNT => *a.args.get_obj_count.count = 0,
+            sys::H5VL_file_get_t_H5VL_FILE_GET_OBJ_IDS => *a.args.get_obj_ids.count = 0,
+            sys::H5VL_file_get_t_H5VL_FILE_GET_CONT_INFO => {
+                let info = &mut *a.args.get_cont_info.info;
+                info.version = sys::H5VL_CONTAINER_INFO_VERSION;
+                info.feature_flags = 0;
+                info.token_size = std::mem::size_of::<sys::H5O_token_t>();
+                info.blob_id_size = 0;
+            }
             other => return Err(VolError::Unsupported(format!("file get operation {other}"))),
         }
         Ok(0)
@@ -101,6 +110,17 @@ pub unsafe extern "C" fn specific(
             sys::H5VL_file_specific_t_H5VL_FILE_IS_ACCESSIBLE => {
                 let name = c_str(a.args.is_accessible.filename)?;
                 *a.args.is_accessible.accessible = open_domain(name, OpenMode::Read).is_ok();
+            }
+            sys::H5VL_file_specific_t_H5VL_FILE_REOPEN => {
+                let me = Obj::from_ptr(obj)?;
+                *a.args.reopen.file = Obj::new(me.dom.clone(), Kind::File, "/".into());
+            }
+            sys::H5VL_file_specific_t_H5VL_FILE_DELETE => {
+                let name = c_str(a.args.del.filename)?;
+                let dom = open_domain(name, OpenMode::ReadWrite)?;
+                std::sync::Arc::try_unwrap(dom)
+                    .map_err(|_| VolError::Invalid("the file is open".into()))?
+                    .delete_domain()?;
             }
             sys::H5VL_file_specific_t_H5VL_FILE_IS_EQUAL => {
                 let other = Obj::from_ptr(a.args.is_equal.obj2)?;
@@ -187,7 +207,7 @@ pub unsafe extern "C" fn group_get(
                 };
             }
             sys::H5VL_group_get_t_H5VL_GROUP_GET_GCPL => {
-                a.args.get_gcpl.gcpl_id = check(api.f.H5Pcreate(api.g.p_group_create), "H5Pcreate")?;
+                a.args.get_gcpl.gcpl_id = check(api.f.H5Pcreate(api.g.p_group_create.id()), "H5Pcreate")?;
             }
             other => return Err(VolError::Unsupported(format!("group get operation {other}"))),
         }

@@ -33,6 +33,7 @@ fn convert(api: &Api, from: hid_t, to: hid_t, n: usize, buf: &mut [u8], dxpl: hi
 /// Stored (file-form) fixed-size elements, `n` of them, as elements of
 /// `mem_type`.
 pub fn fixed_to_memory(api: &Api, dt: &Datatype, mut data: Vec<u8>, n: usize, mem_type: hid_t, dxpl: hid_t) -> Result<Vec<u8>> {
+    crate::types::refuse_nested_vlen(dt)?;
     // SAFETY: `mem_type` is the caller's type id.
     let msize = unsafe { api.f.H5Tget_size(mem_type) };
     let fsize = dt.fixed_size().unwrap_or(0);
@@ -45,6 +46,7 @@ pub fn fixed_to_memory(api: &Api, dt: &Datatype, mut data: Vec<u8>, n: usize, me
 
 /// Elements of `mem_type` (packed, `n` of them) in the stored form of `dt`.
 pub fn fixed_from_memory(api: &Api, dt: &Datatype, mut data: Vec<u8>, n: usize, mem_type: hid_t, dxpl: hid_t) -> Result<Vec<u8>> {
+    crate::types::refuse_nested_vlen(dt)?;
     let fsize = dt.fixed_size().unwrap_or(0);
     // SAFETY: `mem_type` is the caller's type id.
     let msize = unsafe { api.f.H5Tget_size(mem_type) };

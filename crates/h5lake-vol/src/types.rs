@@ -75,9 +75,11 @@ pub fn from_hdf5(api: &Api, t: hid_t) -> Result<Datatype> {
                 for i in 0..n {
                     let name = member_name(api, t, i)?;
                     let mt = TypeId(check(f.H5Tget_member_type(t, i), "H5Tget_member_type")?);
+                    let dtype = from_hdf5(api, mt.0)?;
+                    refuse_nested_vlen(&dtype)?;
                     fields.push(Field {
                         name,
-                        dtype: from_hdf5(api, mt.0)?,
+                        dtype,
                         offset: f.H5Tget_member_offset(t, i),
                     });
                 }
@@ -88,8 +90,10 @@ pub fn from_hdf5(api: &Api, t: hid_t) -> Result<Datatype> {
                 let mut dims = vec![0u64; rank];
                 check(f.H5Tget_array_dims2(t, dims.as_mut_ptr()), "H5Tget_array_dims2")?;
                 let base = TypeId(check(f.H5Tget_super(t), "H5Tget_super")?);
+                let base = from_hdf5(api, base.0)?;
+                refuse_nested_vlen(&base)?;
                 Datatype::Array {
-                    base: Box::new(from_hdf5(api, base.0)?),
+                    base: Box::new(base),
                     dims,
                 }
             }
@@ -137,12 +141,14 @@ pub fn from_hdf5(api: &Api, t: hid_t) -> Result<Datatype> {
             }
             sys::H5T_class_t_H5T_VLEN => {
                 let base = TypeId(check(f.H5Tget_super(t), "H5Tget_super")?);
+                let base = from_hdf5(api, base.0)?;
+                refuse_nested_vlen(&base)?;
                 Datatype::Vlen {
-                    base: Box::new(from_hdf5(api, base.0)?),
+                    base: Box::new(base),
                 }
             }
             sys::H5T_class_t_H5T_REFERENCE => {
-                if check(f.H5Tequal(t, api.g.t_std_ref_obj), "H5Tequal")? > 0 {
+                if check(f.H5Tequal(t, api.g.t_std_ref_obj.id()), "H5Tequal")? > 0 {
                     Datatype::Reference { size: 48 }
                 } else {
                     return Err(VolError::Unsupported("region and H5R_ref_t references".into()));
@@ -155,6 +161,22 @@ pub fn from_hdf5(api: &Api, t: hid_t) -> Result<Datatype> {
             other => return Err(bad(format!("datatype class {other}"))),
         })
     }
+}
+
+/// Variable-length data inside a compound, array or sequence would reach
+/// the store as the caller's pointers: refused, with a message naming it.
+pub fn refuse_nested_vlen(dt: &Datatype) -> Result<()> {
+    let nested = match dt {
+        Datatype::Compound { fields, .. } => fields.iter().any(|f| f.dtype.is_variable() || refuse_nested_vlen(&f.dtype).is_err()),
+        Datatype::Array { base, .. } | Datatype::Vlen { base } => base.is_variable() || refuse_nested_vlen(base).is_err(),
+        other => other.is_variable(),
+    };
+    if nested {
+        return Err(VolError::Unsupported(
+            "variable-length strings or sequences inside compound, array or variable-length types".into(),
+        ));
+    }
+    Ok(())
 }
 
 fn member_name(api: &Api, t: hid_t, i: u32) -> Result<String> {
@@ -188,7 +210,7 @@ pub fn to_hdf5(api: &Api, dt: &Datatype) -> Result<TypeId> {
         };
         Ok(match dt {
             Datatype::Integer { size, signed, order } => {
-                let t = TypeId(check(f.H5Tcopy(api.g.t_std_i8le), what)?);
+                let t = TypeId(check(f.H5Tcopy(api.g.t_std_i8le.id()), what)?);
                 check(f.H5Tset_size(t.0, *size), what)?;
                 check(f.H5Tset_precision(t.0, *size * 8), what)?;
                 let sign = if *signed {
@@ -201,7 +223,7 @@ pub fn to_hdf5(api: &Api, dt: &Datatype) -> Result<TypeId> {
                 t
             }
             Datatype::Float { size, order } => {
-                let base = if *size == 8 { api.g.t_ieee_f64le } else { api.g.t_ieee_f32le };
+                let base = if *size == 8 { api.g.t_ieee_f64le.id() } else { api.g.t_ieee_f32le.id() };
                 let t = TypeId(check(f.H5Tcopy(base), what)?);
                 if *size == 2 {
                     // IEEE half: sign bit 15, exponent bits 10..15, mantissa 0..10.
@@ -214,7 +236,7 @@ pub fn to_hdf5(api: &Api, dt: &Datatype) -> Result<TypeId> {
                 t
             }
             Datatype::String { length, charset, pad } => {
-                let t = TypeId(check(f.H5Tcopy(api.g.t_c_s1), what)?);
+                let t = TypeId(check(f.H5Tcopy(api.g.t_c_s1.id()), what)?);
                 let size = length.unwrap_or(usize::MAX); // H5T_VARIABLE
                 check(f.H5Tset_size(t.0, size), what)?;
                 let cset = match charset {
@@ -269,7 +291,7 @@ pub fn to_hdf5(api: &Api, dt: &Datatype) -> Result<TypeId> {
                 let b = to_hdf5(api, base)?;
                 TypeId(check(f.H5Tvlen_create(b.0), what)?)
             }
-            Datatype::Reference { .. } => TypeId(check(f.H5Tcopy(api.g.t_std_ref_obj), what)?),
+            Datatype::Reference { .. } => TypeId(check(f.H5Tcopy(api.g.t_std_ref_obj.id()), what)?),
         })
     }
 }
