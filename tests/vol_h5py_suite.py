@@ -45,24 +45,20 @@ def test_files():
 
 
 def test_groups():
-    """Each test class of the suite, and each file's module-level tests, as
-    pytest node ids (groups that share set-up and run in one process)."""
+    """The suite's tests as groups that share set-up: each test class, and
+    each file's module-level tests. Returns lists of pytest node ids."""
     out = subprocess.run([sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider",
                           *test_files()], capture_output=True, text=True, cwd=ROOT).stdout
-    groups = []
+    groups = {}
     for line in out.splitlines():
         if "::" not in line:
             continue
         parts = line.split("::")
         # pytest prints paths relative to the suite's own rootdir
         path = os.path.join(tests_root(), parts[0])
-        if len(parts) > 2:
-            g = (path + "::" + parts[1], ())
-        else:
-            g = (path, ("-k", "not Test"))  # module-level tests only
-        if g not in groups:
-            groups.append(g)
-    return groups
+        key = (path, parts[1] if len(parts) > 2 else None)
+        groups.setdefault(key, []).append("::".join([path] + parts[1:]))
+    return list(groups.values())
 
 
 def run_suite(env, workdir, extra):
@@ -70,15 +66,12 @@ def run_suite(env, workdir, extra):
     process of its own: a crash, or state a test leaves in the library,
     stays with its group. Returns {test id: (outcome, message)}."""
     results = {}
-    for n, (node, sel) in enumerate(test_groups()):
+    for n, nodes in enumerate(test_groups()):
         junit = os.path.join(workdir, "%d.xml" % n)
-        if sel and extra:
-            sel = ("-k", "(%s) and (%s)" % (sel[1], extra[1]))
-        elif extra:
-            sel = tuple(extra)
+        node = nodes[0].split("::")[0]
         with tempfile.TemporaryDirectory() as work:
-            cmd = [sys.executable, "-m", "pytest", node, "-q", "-p", "no:cacheprovider",
-                   "--junitxml", junit, "-o", "junit_family=xunit1", *sel]
+            cmd = [sys.executable, "-m", "pytest", *nodes, "-q", "-p", "no:cacheprovider",
+                   "--junitxml", junit, "-o", "junit_family=xunit1", *extra]
             r = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=1800)
         if not os.path.exists(junit):
             if r.returncode == 5:  # nothing collected

@@ -57,6 +57,7 @@ pub struct Globals {
     pub p_file_access: GlobalId,
     pub p_dataset_access: GlobalId,
     pub p_attribute_create: GlobalId,
+    pub p_datatype_create: GlobalId,
     pub t_c_s1: GlobalId,
     pub t_std_ref_obj: GlobalId,
     pub t_std_i8le: GlobalId,
@@ -83,12 +84,31 @@ unsafe fn bind() -> Result<Api, String> {
 }
 
 /// The global `hid_t` variable named `name`.
+///
+/// A program linked against libhdf5 (not h5py, which loads it privately)
+/// may hold its own copy of the variable (a copy relocation): the library
+/// then updates that copy, so it is the one to read. It is found in the
+/// global scope, in an object other than the library and not another HDF5.
 unsafe fn global(lib: &libloading::Library, name: &str) -> Result<GlobalId, String> {
     let cname = CString::new(name).expect("no NUL in symbol names");
     let sym: libloading::Symbol<*const hid_t> = lib
         .get(cname.as_bytes_with_nul())
         .map_err(|e| format!("HDF5 does not export {name}: {e}"))?;
-    Ok(GlobalId(*sym))
+    let in_lib = *sym;
+    let this = libloading::os::unix::Library::this();
+    if let Ok(g) = this.get::<*const hid_t>(cname.as_bytes_with_nul()) {
+        let in_scope = *g;
+        if in_scope != in_lib && !in_scope.is_null() {
+            let (mut a, mut b): (libc::Dl_info, libc::Dl_info) = (std::mem::zeroed(), std::mem::zeroed());
+            if libc::dladdr(in_lib.cast(), &mut a) != 0 && libc::dladdr(in_scope.cast(), &mut b) != 0 && a.dli_fbase != b.dli_fbase {
+                let owner = if b.dli_fname.is_null() { "" } else { CStr::from_ptr(b.dli_fname).to_str().unwrap_or("") };
+                if !owner.rsplit('/').next().unwrap_or("").starts_with("libhdf5") {
+                    return Ok(GlobalId(in_scope));
+                }
+            }
+        }
+    }
+    Ok(GlobalId(in_lib))
 }
 
 unsafe fn globals(f: &sys::Hdf5Api) -> Result<Globals, String> {
@@ -118,6 +138,7 @@ unsafe fn globals(f: &sys::Hdf5Api) -> Result<Globals, String> {
         p_file_access: global(&lib, "H5P_CLS_FILE_ACCESS_ID_g")?,
         p_dataset_access: global(&lib, "H5P_CLS_DATASET_ACCESS_ID_g")?,
         p_attribute_create: global(&lib, "H5P_CLS_ATTRIBUTE_CREATE_ID_g")?,
+        p_datatype_create: global(&lib, "H5P_CLS_DATATYPE_CREATE_ID_g")?,
         t_c_s1: global(&lib, "H5T_C_S1_g")?,
         t_std_ref_obj: global(&lib, "H5T_STD_REF_OBJ_g")?,
         t_std_i8le: global(&lib, "H5T_STD_I8LE_g")?,

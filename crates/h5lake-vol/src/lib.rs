@@ -15,7 +15,9 @@
 pub mod api;
 pub mod attr;
 pub mod compat;
+pub mod copy;
 pub mod dataset;
+pub mod datatype;
 pub mod error;
 pub mod file;
 pub mod link;
@@ -51,6 +53,7 @@ const CAP_FLAGS: u64 = sys::H5VL_CAP_FLAG_FILE_BASIC as u64
     | sys::H5VL_CAP_FLAG_CREATION_ORDER as u64
     | sys::H5VL_CAP_FLAG_GET_PLIST as u64
     | sys::H5VL_CAP_FLAG_FLUSH_REFRESH as u64
+    | sys::H5VL_CAP_FLAG_STORED_DATATYPES as u64
     | sys::H5VL_CAP_FLAG_FILTERS
     | sys::H5VL_CAP_FLAG_FILL_VALUES;
 
@@ -158,12 +161,12 @@ pub static CLASS: Class = Class(sys::H5VL_class_t {
         close: Some(dataset::close),
     },
     datatype_cls: sys::H5VL_datatype_class_t {
-        commit: None,
-        open: None,
-        get: None,
-        specific: None,
+        commit: Some(datatype::commit),
+        open: Some(datatype::open),
+        get: Some(datatype::get),
+        specific: Some(datatype::specific),
         optional: None,
-        close: None,
+        close: Some(datatype::close),
     },
     file_cls: sys::H5VL_file_class_t {
         create: Some(file::create),
@@ -191,7 +194,7 @@ pub static CLASS: Class = Class(sys::H5VL_class_t {
     },
     object_cls: sys::H5VL_object_class_t {
         open: Some(link::object_open),
-        copy: None,
+        copy: Some(copy::copy),
         get: Some(link::object_get),
         specific: Some(link::object_specific),
         optional: None,

@@ -433,7 +433,8 @@ pub unsafe extern "C" fn object_get(
 }
 
 /// H5Ovisit: the start object (named "."), then every object below it
-/// once, by hard links, with paths relative to the start.
+/// once, depth first in the index's order, by hard links, with paths
+/// relative to the start (as the native connector walks).
 unsafe fn visit(o: &Obj, start: &str, start_path: &str, v: &sys::H5VL_object_visit_args_t) -> Result<sys::herr_t> {
     let Some(op) = v.op else { return Ok(0) };
     let loc_id = register_id(o, start, start_path)?;
@@ -443,24 +444,36 @@ unsafe fn visit(o: &Obj, start: &str, start_path: &str, v: &sys::H5VL_object_vis
         return Ok(ret);
     }
     let mut seen = HashSet::from([start.to_string()]);
-    let mut queue = std::collections::VecDeque::from([(start.to_string(), String::new())]);
-    while let Some((g, prefix)) = queue.pop_front() {
-        for (name, link) in ordered_links(&o.dom, &g, v.idx_type, v.order)? {
-            if link.get("class").and_then(Value::as_str) != Some("H5L_TYPE_HARD") {
-                continue;
-            }
-            let target = link.get("id").and_then(Value::as_str).unwrap_or("").to_string();
-            if !seen.insert(target.clone()) {
-                continue;
-            }
-            let path = if prefix.is_empty() { name.clone() } else { format!("{prefix}/{name}") };
-            let cname = CString::new(path.as_str()).map_err(|_| VolError::Invalid("a link name with NUL".into()))?;
-            let ret = op(loc_id.0, cname.as_ptr(), &object_info(o, &target)?, v.op_data);
+    visit_below(o, start, "", v, loc_id.0, &mut seen)
+}
+
+unsafe fn visit_below(
+    o: &Obj,
+    group: &str,
+    prefix: &str,
+    v: &sys::H5VL_object_visit_args_t,
+    loc_id: hid_t,
+    seen: &mut HashSet<String>,
+) -> Result<sys::herr_t> {
+    let Some(op) = v.op else { return Ok(0) };
+    for (name, link) in ordered_links(&o.dom, group, v.idx_type, v.order)? {
+        if link.get("class").and_then(Value::as_str) != Some("H5L_TYPE_HARD") {
+            continue;
+        }
+        let target = link.get("id").and_then(Value::as_str).unwrap_or("").to_string();
+        if !seen.insert(target.clone()) {
+            continue;
+        }
+        let path = if prefix.is_empty() { name.clone() } else { format!("{prefix}/{name}") };
+        let cname = CString::new(path.as_str()).map_err(|_| VolError::Invalid("a link name with NUL".into()))?;
+        let ret = op(loc_id, cname.as_ptr(), &object_info(o, &target)?, v.op_data);
+        if ret != 0 {
+            return Ok(ret);
+        }
+        if target.starts_with("g-") {
+            let ret = visit_below(o, &target, &path, v, loc_id, seen)?;
             if ret != 0 {
                 return Ok(ret);
-            }
-            if target.starts_with("g-") {
-                queue.push_back((target, path));
             }
         }
     }
