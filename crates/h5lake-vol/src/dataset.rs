@@ -66,7 +66,7 @@ pub fn space_of(api: &Api, shape: &Shape) -> Result<hid_t> {
 /// HSDS creation properties from a dataset creation property list.
 fn dcpl_json(api: &Api, dcpl: hid_t, type_id: hid_t, dt: &Datatype) -> Result<Value> {
     let f = &api.f;
-    let mut cp = json!({});
+    let mut cp = crate::objects::order::props_of(api, dcpl, false);
     if dcpl <= 0 {
         return Ok(cp);
     }
@@ -191,9 +191,12 @@ pub unsafe extern "C" fn open(
     guard("dataset open", null_mut(), || {
         let o = Obj::from_ptr(obj)?;
         let start = locate(o, loc)?;
-        let id = crate::objects::resolve(&o.dom, &start, c_str(name)?)?;
+        let (dom, id) = crate::objects::resolve_in(&o.dom, &start, c_str(name)?)?;
         if !id.starts_with("d-") {
             return Err(VolError::BadType(format!("{:?} is not a dataset", c_str(name)?)));
+        }
+        if !std::sync::Arc::ptr_eq(&dom, &o.dom) {
+            return Ok(Obj::new(dom, Kind::Dataset(id), String::new()));
         }
         Ok(o.child(Kind::Dataset(id), c_str(name)?))
     })
@@ -310,7 +313,7 @@ pub unsafe extern "C" fn get(
                 a.args.get_type.type_id = t.0;
                 std::mem::forget(t);
             }
-            sys::H5VL_dataset_get_t_H5VL_DATASET_GET_DCPL => a.args.get_dcpl.dcpl_id = dcpl_of(api, &m)?,
+            sys::H5VL_dataset_get_t_H5VL_DATASET_GET_DCPL => a.args.get_dcpl.dcpl_id = dcpl_of(api, &o.dom, &m)?,
             sys::H5VL_dataset_get_t_H5VL_DATASET_GET_DAPL => {
                 a.args.get_dapl.dapl_id = check(api.f.H5Pcreate(api.g.p_dataset_access.id()), "H5Pcreate")?
             }
@@ -327,11 +330,14 @@ pub unsafe extern "C" fn get(
 }
 
 /// A dataset creation property list describing `m`.
-fn dcpl_of(api: &Api, m: &h5lake_engine::DatasetMeta) -> Result<hid_t> {
+fn dcpl_of(api: &Api, dom: &h5lake_engine::Domain, m: &h5lake_engine::DatasetMeta) -> Result<hid_t> {
     let f = &api.f;
     // SAFETY: a new list, filled and handed to the caller.
     unsafe {
         let dcpl = check(f.H5Pcreate(api.g.p_dataset_create.id()), "H5Pcreate")?;
+        if crate::objects::order::tracked(dom, &m.id) {
+            crate::objects::order::set(api, dcpl, false);
+        }
         if m.chunked {
             check(f.H5Pset_chunk(dcpl, m.chunk.len() as i32, m.chunk.as_ptr()), "H5Pset_chunk")?;
             let chunk_bytes = m.chunk.iter().product::<u64>() * m.dtype.fixed_size().unwrap_or(16) as u64;

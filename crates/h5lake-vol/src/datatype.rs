@@ -54,9 +54,12 @@ pub unsafe extern "C" fn open(
     guard("datatype open", null_mut(), || {
         let o = Obj::from_ptr(obj)?;
         let start = locate(o, loc)?;
-        let id = crate::objects::resolve(&o.dom, &start, c_str(name)?)?;
+        let (dom, id) = crate::objects::resolve_in(&o.dom, &start, c_str(name)?)?;
         if !id.starts_with("t-") {
             return Err(VolError::BadType(format!("{:?} is not a datatype", c_str(name)?)));
+        }
+        if !std::sync::Arc::ptr_eq(&dom, &o.dom) {
+            return Ok(Obj::new(dom, Kind::Datatype(id), String::new()));
         }
         Ok(o.child(Kind::Datatype(id), c_str(name)?))
     })

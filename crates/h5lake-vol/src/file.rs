@@ -18,14 +18,15 @@ const ACC_TRUNC: u32 = 0x0002;
 pub unsafe extern "C" fn create(
     name: *const c_char,
     flags: u32,
-    _fcpl: hid_t,
+    fcpl: hid_t,
     _fapl: hid_t,
     _dxpl: hid_t,
     _req: *mut *mut c_void,
 ) -> *mut c_void {
     guard("file create", null_mut(), || {
+        let api = h5().map_err(VolError::Library)?;
         let mode = if flags & ACC_TRUNC != 0 { OpenMode::Truncate } else { OpenMode::CreateExclusive };
-        let dom = open_domain(c_str(name)?, mode)?;
+        let dom = crate::objects::open_domain_with(c_str(name)?, mode, crate::objects::order::props_of(api, fcpl, true))?;
         Ok(Obj::new(dom, Kind::File, "/".into()))
     })
 }
@@ -71,7 +72,11 @@ pub unsafe extern "C" fn get(
                 }
             }
             sys::H5VL_file_get_t_H5VL_FILE_GET_FCPL => {
-                a.args.get_fcpl.fcpl_id = check(api.f.H5Pcreate(api.g.p_file_create.id()), "H5Pcreate")?;
+                let fcpl = check(api.f.H5Pcreate(api.g.p_file_create.id()), "H5Pcreate")?;
+                if crate::objects::order::tracked(&o.dom, o.dom.root_id()) {
+                    crate::objects::order::set(api, fcpl, true);
+                }
+                a.args.get_fcpl.fcpl_id = fcpl;
             }
             sys::H5VL_file_get_t_H5VL_FILE_GET_FAPL => {
                 a.args.get_fapl.fapl_id = check(api.f.H5Pcreate(api.g.p_file_access.id()), "H5Pcreate")?;
@@ -144,7 +149,7 @@ pub unsafe extern "C" fn group_create(
     loc: *const sys::H5VL_loc_params_t,
     name: *const c_char,
     lcpl: hid_t,
-    _gcpl: hid_t,
+    gcpl: hid_t,
     _gapl: hid_t,
     _dxpl: hid_t,
     _req: *mut *mut c_void,
@@ -154,12 +159,13 @@ pub unsafe extern "C" fn group_create(
         let o = Obj::from_ptr(obj)?;
         if name.is_null() {
             // H5Gcreate_anon: linked later, if at all.
-            return Ok(o.child(Kind::Group(o.dom.create_group(json!({}))?), ""));
+            let props = crate::objects::order::props_of(api, gcpl, true);
+            return Ok(o.child(Kind::Group(o.dom.create_group(props)?), ""));
         }
         let start = locate(o, loc)?;
         let (parent, last) = crate::dataset::parent_for_create(api, o, &start, c_str(name)?, lcpl)?;
         crate::dataset::ensure_free(o, &parent, &last, "group")?;
-        let id = o.dom.create_group(json!({}))?;
+        let id = o.dom.create_group(crate::objects::order::props_of(api, gcpl, true))?;
         o.dom.link_create(&parent, &last, json!({"class": "H5L_TYPE_HARD", "id": id}))?;
         Ok(o.child(Kind::Group(id), c_str(name)?))
     })
@@ -176,9 +182,12 @@ pub unsafe extern "C" fn group_open(
     guard("group open", null_mut(), || {
         let o = Obj::from_ptr(obj)?;
         let start = locate(o, loc)?;
-        let id = crate::objects::resolve(&o.dom, &start, c_str(name)?)?;
+        let (dom, id) = crate::objects::resolve_in(&o.dom, &start, c_str(name)?)?;
         if !id.starts_with("g-") {
             return Err(VolError::BadType(format!("{:?} is not a group", c_str(name)?)));
+        }
+        if !std::sync::Arc::ptr_eq(&dom, &o.dom) {
+            return Ok(Obj::new(dom, Kind::Group(id), String::new()));
         }
         Ok(o.child(Kind::Group(id), c_str(name)?))
     })
@@ -207,7 +216,11 @@ pub unsafe extern "C" fn group_get(
                 };
             }
             sys::H5VL_group_get_t_H5VL_GROUP_GET_GCPL => {
-                a.args.get_gcpl.gcpl_id = check(api.f.H5Pcreate(api.g.p_group_create.id()), "H5Pcreate")?;
+                let gcpl = check(api.f.H5Pcreate(api.g.p_group_create.id()), "H5Pcreate")?;
+                if crate::objects::order::tracked(&o.dom, o.id()) {
+                    crate::objects::order::set(api, gcpl, true);
+                }
+                a.args.get_gcpl.gcpl_id = gcpl;
             }
             other => return Err(VolError::Unsupported(format!("group get operation {other}"))),
         }

@@ -344,10 +344,11 @@ pub unsafe extern "C" fn object_open(
 ) -> *mut c_void {
     guard("object open", null_mut(), || {
         let o = Obj::from_ptr(obj)?;
-        let id = locate(o, loc)?;
+        let (dom, id) = crate::objects::locate_in(o, loc)?;
         let kind = kind_of(&id);
         *opened_type = htype_of(&kind);
-        Ok(Obj::new(o.dom.clone(), kind, path_of(o, loc)?))
+        let path = if std::sync::Arc::ptr_eq(&dom, &o.dom) { path_of(o, loc)? } else { String::new() };
+        Ok(Obj::new(dom, kind, path))
     })
 }
 
@@ -492,7 +493,7 @@ pub unsafe extern "C" fn object_specific(
         let a = &mut *args;
         match a.op_type {
             sys::H5VL_object_specific_t_H5VL_OBJECT_EXISTS => {
-                *a.args.exists.exists = match locate(o, loc) {
+                *a.args.exists.exists = match crate::objects::locate_in(o, loc) {
                     Ok(_) => true,
                     Err(VolError::NotFound(_)) => false,
                     Err(VolError::Engine(h5lake_engine::EngineError::NotFound(_))) => false,

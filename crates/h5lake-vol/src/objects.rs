@@ -95,12 +95,67 @@ pub fn htype_of(kind: &Kind) -> sys::H5I_type_t {
 /// Opens (or creates) the domain a file name names: a local directory, or
 /// an `s3://` URL.
 pub fn open_domain(name: &str, mode: OpenMode) -> Result<Arc<Domain>> {
+    open_domain_with(name, mode, Value::Object(Default::default()))
+}
+
+/// [`open_domain`], giving the root group's creation properties when the
+/// domain is created.
+pub fn open_domain_with(name: &str, mode: OpenMode, root_props: Value) -> Result<Arc<Domain>> {
+    let opts = h5lake_engine::DomainOptions { root_creation_props: root_props, ..Default::default() };
     let dom = if name.contains("://") {
-        Domain::open_url_with(name, mode, &Default::default())?
+        Domain::open_url_with(name, mode, &opts)?
     } else {
-        Domain::open_local(std::path::Path::new(name), mode)?
+        Domain::open_local_with(std::path::Path::new(name), mode, &opts)?
     };
     Ok(Arc::new(dom))
+}
+
+/// Creation-order tracking, as h5lake's creation properties record it
+/// (`CreateOrder`, what h5py's `track_order=True` asks for).
+pub mod order {
+    use super::*;
+
+    const TRACKED: u32 = 0x1;
+    const INDEXED: u32 = 0x2;
+
+    /// `{"CreateOrder": 1}` when a group/file creation list tracks link or
+    /// attribute creation order, or a dataset creation list attribute order.
+    pub fn props_of(api: &crate::api::Api, plist: sys::hid_t, links: bool) -> Value {
+        let (mut l, mut a) = (0u32, 0u32);
+        if plist > 0 {
+            // SAFETY: the caller's property list; failures leave 0.
+            unsafe {
+                if links {
+                    api.f.H5Pget_link_creation_order(plist, &mut l);
+                }
+                api.f.H5Pget_attr_creation_order(plist, &mut a);
+            }
+        }
+        if (l | a) & TRACKED != 0 {
+            serde_json::json!({"CreateOrder": 1})
+        } else {
+            Value::Object(Default::default())
+        }
+    }
+
+    /// Whether an object's document tracks creation order.
+    pub fn tracked(dom: &Domain, id: &str) -> bool {
+        dom.get_doc(id).ok().is_some_and(|d| {
+            let cp = &d["creationProperties"];
+            cp.get("CreateOrder").is_some_and(|v| v.as_i64() == Some(1) || v.as_bool() == Some(true))
+        })
+    }
+
+    /// Sets tracking on a creation property list the connector hands out.
+    pub fn set(api: &crate::api::Api, plist: sys::hid_t, links: bool) {
+        // SAFETY: a list the connector just created.
+        unsafe {
+            if links {
+                api.f.H5Pset_link_creation_order(plist, TRACKED | INDEXED);
+            }
+            api.f.H5Pset_attr_creation_order(plist, TRACKED | INDEXED);
+        }
+    }
 }
 
 /// A C string argument.
@@ -306,4 +361,76 @@ pub unsafe fn parent_and_name(obj: &Obj, name: *const std::ffi::c_char) -> Resul
     }
     let parent = if parent.is_empty() { "." } else { parent };
     Ok((resolve(&obj.dom, obj.id(), parent)?, last.to_string()))
+}
+
+/// Follows `path` from group `start` of `dom`, through soft links and
+/// external links (into other stores): the domain and id it names.
+pub fn resolve_in(dom: &Arc<Domain>, start: &str, path: &str) -> Result<(Arc<Domain>, String)> {
+    resolve_in_depth(dom, start, path, 0)
+}
+
+fn resolve_in_depth(dom: &Arc<Domain>, start: &str, path: &str, depth: u32) -> Result<(Arc<Domain>, String)> {
+    if depth > 32 {
+        return Err(VolError::NotFound(format!("too many links resolving {path:?}")));
+    }
+    let mut d = dom.clone();
+    let mut cur = if path.starts_with('/') { d.root_id().to_string() } else { start.to_string() };
+    let mut here = String::new();
+    for part in path.split('/').filter(|p| !p.is_empty() && *p != ".") {
+        let link = d.link_get(&cur, part).map_err(|e| match e {
+            h5lake_engine::EngineError::NotFound(_) => {
+                VolError::NotFound(format!("object '{here}/{part}' doesn't exist"))
+            }
+            e => e.into(),
+        })?;
+        let s = |k: &str| link.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        (d, cur) = match s("class").as_str() {
+            "H5L_TYPE_EXTERNAL" => {
+                let ext = open_external(&d, &s("h5domain"))?;
+                let root = ext.root_id().to_string();
+                resolve_in_depth(&ext, &root, &s("h5path"), depth + 1)?
+            }
+            "H5L_TYPE_SOFT" => resolve_in_depth(&d, &cur, &s("h5path"), depth + 1)
+                .map_err(|_| VolError::NotFound(format!("soft link to {:?} dangles", s("h5path"))))?,
+            _ => {
+                let id = link_target(&d, &cur, &link, depth)?;
+                (d, id)
+            }
+        };
+        here.push('/');
+        here.push_str(part);
+    }
+    Ok((d, cur))
+}
+
+/// The store an external link names: a path relative to the directory of
+/// the store holding the link (as HDF5 resolves relative file names), an
+/// absolute path, or a URL.
+fn open_external(from: &Domain, file: &str) -> Result<Arc<Domain>> {
+    let target = if file.contains("://") || std::path::Path::new(file).is_absolute() {
+        file.to_string()
+    } else {
+        let base = std::path::Path::new(from.location()).parent().unwrap_or(std::path::Path::new("."));
+        base.join(file).to_string_lossy().into_owned()
+    };
+    let mode = if from.readonly() { OpenMode::Read } else { OpenMode::ReadWrite };
+    open_domain(&target, mode).map_err(|e| match e {
+        VolError::Engine(h5lake_engine::EngineError::NotFound(m) | h5lake_engine::EngineError::StoreNotFound(m)) => {
+            VolError::NotFound(format!("external link target {target:?}: {m}"))
+        }
+        e => e,
+    })
+}
+
+/// The domain and id a location names, following external links for
+/// locations by name.
+///
+/// # Safety
+/// As [`locate`].
+pub unsafe fn locate_in(obj: &Obj, loc: *const sys::H5VL_loc_params_t) -> Result<(Arc<Domain>, String)> {
+    let l = &*loc;
+    if l.type_ == sys::H5VL_loc_type_t_H5VL_OBJECT_BY_NAME {
+        return resolve_in(&obj.dom, obj.id(), c_str(l.loc_data.loc_by_name.name)?);
+    }
+    Ok((obj.dom.clone(), locate(obj, loc)?))
 }
