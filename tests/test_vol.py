@@ -71,7 +71,19 @@ with h5py.File(p, "w") as f:
     del f["g/moved"]
     f.attrs["gone"] = 1
     del f.attrs["gone"]
+    f["rec_t"] = np.dtype([("a", "<i2"), ("b", "<f4")])
+    f.create_dataset("typed", shape=(2,), dtype=f["rec_t"])
+    f.copy("g", "g_copy")
+    f.copy(f["c"], f["g_copy"], "c_copy")
+    o = f.create_group("ordered", track_order=True)
+    for k in ("zeta", "alpha", "mid"):
+        o.create_group(k)
+        o.attrs[k] = 0
 with h5py.File(p, "r") as f:
+    out["typed"] = [str(f["rec_t"].dtype), str(f["typed"].dtype)]
+    out["copy"] = [sorted(f["g_copy"]), f["g_copy/d"][...].tolist(), f["g_copy/c_copy"][2:5].tolist(),
+                   f["g_copy/soft"][0, 0].item()]
+    out["ordered"] = [list(f["ordered"]), list(f["ordered"].attrs)]
     out["keys"] = list(f.keys())
     out["g_keys"] = list(f["g"])
     out["len"] = [len(f), len(f["g"]), len(f.attrs)]
@@ -114,7 +126,9 @@ def test_h5py_through_the_connector_matches_native(plugin_dir, tmp_path):
     assert lake == native
     # What h5py wrote through the connector is an h5lake store.
     with h5lake.File(tmp_path / "lake.h5l", "r") as f:
-        assert sorted(f["g"]) == ["d", "sub"]
+        assert sorted(f["g"]) == ["d", "hard", "soft", "sub"]
+        assert list(f["ordered"]) == ["zeta", "alpha", "mid"]   # track_order kept
+        assert f["g_copy/d"].chunks == (2, 5)
         np.testing.assert_array_equal(f["g/d"][...], np.array(native["all"], dtype="f4"))
         assert f["g/d"].chunks == (2, 5)
         assert f["filled"].fillvalue == 7
@@ -145,7 +159,9 @@ def test_unsupported_calls_fail_with_an_hdf5_error(plugin_dir, tmp_path):
     got = run_h5py("""
         with h5py.File(p, "w") as f:
             d = f.create_dataset("d", data=np.arange(4))
-            for what, call in [("copy", lambda: f.copy("d", "d2")),
+            def swmr():
+                f.swmr_mode = True
+            for what, call in [("swmr", swmr),
                                ("regionref", lambda: d.regionref[1:2]),
                                ("vlen-in-compound", lambda: f.create_dataset(
                                    "c", shape=(2,), dtype=[("s", h5py.string_dtype())]))]:
@@ -156,11 +172,31 @@ def test_unsupported_calls_fail_with_an_hdf5_error(plugin_dir, tmp_path):
                     out[what] = [type(e).__name__, str(e)]
             out["after"] = d[...].tolist()
     """, str(tmp_path / "u.h5l"), plugin_dir)
-    for what in ("copy", "regionref", "vlen-in-compound"):
+    for what in ("swmr", "regionref", "vlen-in-compound"):
         assert got[what] != "no error", what
     # the connector names what it does not support
     assert "variable-length strings or sequences inside compound" in got["vlen-in-compound"][1]
     assert got["after"] == [0, 1, 2, 3]
+
+
+def test_external_links_reach_other_stores(plugin_dir, tmp_path):
+    with h5lake.File(tmp_path / "other.h5l", "w") as g:
+        g["x/y"] = np.arange(5)
+    got = run_h5py("""
+        with h5py.File(p, "w") as f:
+            f["ext"] = h5py.ExternalLink("other.h5l", "/x")
+            f["dangling"] = h5py.ExternalLink("nowhere.h5l", "/x")
+            out["values"] = f["ext/y"][...].tolist()
+            out["via_group"] = f["ext"]["y"][3].item()
+            out["link"] = [f.get("ext", getlink=True).filename, f.get("ext", getlink=True).path]
+            try:
+                f["dangling"]
+                out["dangling"] = "no error"
+            except KeyError as e:
+                out["dangling"] = "KeyError"
+    """, str(tmp_path / "main.h5l"), plugin_dir)
+    assert got == {"values": [0, 1, 2, 3, 4], "via_group": 3, "link": ["other.h5l", "/x"],
+                   "dangling": "KeyError"}
 
 
 def hdf5_c_build():

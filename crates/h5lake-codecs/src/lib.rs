@@ -370,7 +370,11 @@ impl Filter {
             Filter::Lz4 => vec![0],
             // h5py's lzf filter: its version, liblzf's version, chunk bytes.
             Filter::Lzf => vec![4, 0x0105, chunk],
-            Filter::Blosc { compressor, level, shuffle } => vec![
+            Filter::Blosc {
+                compressor,
+                level,
+                shuffle,
+            } => vec![
                 BLOSC_FILTER_VERSION,
                 BLOSC_FORMAT_VERSION,
                 elem_size as u32,

@@ -950,7 +950,9 @@ fn set_filters(dcpl: hid_t, meta: &DatasetMeta, chunk_bytes: u64) -> Step<()> {
             Filter::Fletcher32 => lib(|| unsafe { h5p::H5Pset_fletcher32(dcpl) }),
             _ => {
                 let cd = f.hdf5_client_data(meta.dtype.filter_elem_size(), chunk_bytes);
-                lib(|| unsafe { h5p::H5Pset_filter(dcpl, f.id() as i32, optional, cd.len(), cd.as_ptr()) })
+                lib(|| unsafe {
+                    h5p::H5Pset_filter(dcpl, f.id() as i32, optional, cd.len(), cd.as_ptr())
+                })
             }
         };
         check(status, what)?;

@@ -18,8 +18,8 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use h5lake_engine::{DatasetMeta, Domain};
 use h5lake_types::{
-    fixed_to_json, json_to_fixed, json_to_vlen, nest, value_dims, vlen_to_json,
-    Datatype, DimSel, Field, Selection, Shape,
+    fixed_to_json, json_to_fixed, json_to_vlen, nest, value_dims, vlen_to_json, Datatype, DimSel,
+    Field, Selection, Shape,
 };
 use serde_json::{json, Value};
 
@@ -52,10 +52,6 @@ pub(crate) fn opaque_base64(attr: &Value) -> Option<String> {
     let bytes = json_to_fixed(&t, &dims, attr.get("value")?).ok()?;
     Some(base64::engine::general_purpose::STANDARD.encode(bytes))
 }
-
-
-
-
 
 /// HSDS's binary form of variable-length elements.
 fn vlen_to_bytes(items: &[Vec<u8>]) -> Vec<u8> {
@@ -330,9 +326,10 @@ impl Plan {
     /// (no query, which may scan far more than it answers).
     fn is_small(&self, limit: u64) -> bool {
         self.query.is_none()
-            && self.wire.fixed_size().is_some_and(|es| {
-                self.sel.num_elements().saturating_mul(es as u64) <= limit
-            })
+            && self
+                .wire
+                .fixed_size()
+                .is_some_and(|es| self.sel.num_elements().saturating_mul(es as u64) <= limit)
     }
 
     fn out_shape(&self) -> Vec<u64> {

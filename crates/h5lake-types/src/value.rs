@@ -513,7 +513,9 @@ pub fn vlen_element(t: &Datatype, v: &Value) -> Result<Vec<u8>> {
             Ok(out)
         }
         (Datatype::Vlen { base }, x) => json_to_element(base, x),
-        _ => Err(TypeError::UnsupportedType("not a variable-length type".into())),
+        _ => Err(TypeError::UnsupportedType(
+            "not a variable-length type".into(),
+        )),
     }
 }
 
@@ -524,9 +526,10 @@ pub fn vlen_element(t: &Datatype, v: &Value) -> Result<Vec<u8>> {
 pub fn vlen_to_json(t: &Datatype, b: &[u8]) -> Result<Value> {
     match t {
         Datatype::Vlen { base } => {
-            let bs = base.fixed_size().filter(|&s| s > 0).ok_or_else(|| {
-                TypeError::UnsupportedType("nested variable-length types".into())
-            })?;
+            let bs = base
+                .fixed_size()
+                .filter(|&s| s > 0)
+                .ok_or_else(|| TypeError::UnsupportedType("nested variable-length types".into()))?;
             b.chunks(bs)
                 .map(|c| element_to_json(base, c))
                 .collect::<Result<Vec<_>>>()
@@ -557,7 +560,10 @@ mod whole_value_tests {
         let t = Datatype::from_json(&json!("H5T_STD_I16LE")).unwrap();
         let b = json_to_fixed(&t, &[2, 2], &json!([[1, 2], [3, 4]])).unwrap();
         assert_eq!(b, vec![1, 0, 2, 0, 3, 0, 4, 0]);
-        assert_eq!(fixed_to_json(&t, &b, &[2, 2]).unwrap(), json!([[1, 2], [3, 4]]));
+        assert_eq!(
+            fixed_to_json(&t, &b, &[2, 2]).unwrap(),
+            json!([[1, 2], [3, 4]])
+        );
         assert_eq!(json_to_fixed(&t, &[1], &json!(7)).unwrap(), vec![7, 0]);
         assert!(json_to_fixed(&t, &[2], &json!([1])).is_err());
         assert!(json_to_fixed(&t, &[2], &json!(["x", 1])).is_err());
@@ -566,12 +572,16 @@ mod whole_value_tests {
     #[test]
     fn vlen_values() {
         let s = Datatype::from_json(&json!({"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8",
-            "length": "H5T_VARIABLE", "strPad": "H5T_STR_NULLTERM"})).unwrap();
+            "length": "H5T_VARIABLE", "strPad": "H5T_STR_NULLTERM"}))
+        .unwrap();
         let items = json_to_vlen(&s, &[2], &json!(["ab", null])).unwrap();
         assert_eq!(items, vec![b"ab".to_vec(), Vec::new()]);
         assert_eq!(vlen_to_json(&s, b"ab").unwrap(), json!("ab"));
         let v = Datatype::from_json(&json!({"class": "H5T_VLEN", "base": "H5T_STD_U8LE"})).unwrap();
-        assert_eq!(json_to_vlen(&v, &[1], &json!([[1, 2]])).unwrap(), vec![vec![1, 2]]);
+        assert_eq!(
+            json_to_vlen(&v, &[1], &json!([[1, 2]])).unwrap(),
+            vec![vec![1, 2]]
+        );
         assert_eq!(vlen_to_json(&v, &[1, 2]).unwrap(), json!([1, 2]));
     }
 }

@@ -73,7 +73,9 @@ static API: OnceLock<Result<Api, String>> = OnceLock::new();
 /// When no loaded HDF5 library exports the VOL API (the plugin was loaded
 /// by something other than HDF5).
 pub fn h5() -> Result<&'static Api, String> {
-    API.get_or_init(|| unsafe { bind() }).as_ref().map_err(Clone::clone)
+    API.get_or_init(|| unsafe { bind() })
+        .as_ref()
+        .map_err(Clone::clone)
 }
 
 unsafe fn bind() -> Result<Api, String> {
@@ -99,10 +101,23 @@ unsafe fn global(lib: &libloading::Library, name: &str) -> Result<GlobalId, Stri
     if let Ok(g) = this.get::<*const hid_t>(cname.as_bytes_with_nul()) {
         let in_scope = *g;
         if in_scope != in_lib && !in_scope.is_null() {
-            let (mut a, mut b): (libc::Dl_info, libc::Dl_info) = (std::mem::zeroed(), std::mem::zeroed());
-            if libc::dladdr(in_lib.cast(), &mut a) != 0 && libc::dladdr(in_scope.cast(), &mut b) != 0 && a.dli_fbase != b.dli_fbase {
-                let owner = if b.dli_fname.is_null() { "" } else { CStr::from_ptr(b.dli_fname).to_str().unwrap_or("") };
-                if !owner.rsplit('/').next().unwrap_or("").starts_with("libhdf5") {
+            let (mut a, mut b): (libc::Dl_info, libc::Dl_info) =
+                (std::mem::zeroed(), std::mem::zeroed());
+            if libc::dladdr(in_lib.cast(), &mut a) != 0
+                && libc::dladdr(in_scope.cast(), &mut b) != 0
+                && a.dli_fbase != b.dli_fbase
+            {
+                let owner = if b.dli_fname.is_null() {
+                    ""
+                } else {
+                    CStr::from_ptr(b.dli_fname).to_str().unwrap_or("")
+                };
+                if !owner
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or("")
+                    .starts_with("libhdf5")
+                {
                     return Ok(GlobalId(in_scope));
                 }
             }

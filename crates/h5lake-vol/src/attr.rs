@@ -42,7 +42,12 @@ fn not_found(e: EngineError, name: &str) -> VolError {
 
 /// The names of `owner`'s attributes in the order an index asks for:
 /// by name, or by creation order (the order the document keeps).
-fn ordered_names(dom: &Domain, owner: &str, idx_type: sys::H5_index_t, order: sys::H5_iter_order_t) -> Result<Vec<String>> {
+fn ordered_names(
+    dom: &Domain,
+    owner: &str,
+    idx_type: sys::H5_index_t,
+    order: sys::H5_iter_order_t,
+) -> Result<Vec<String>> {
     let mut names = dom.attr_names(owner)?;
     if idx_type == sys::H5_index_t_H5_INDEX_NAME {
         names.sort();
@@ -55,7 +60,11 @@ fn ordered_names(dom: &Domain, owner: &str, idx_type: sys::H5_index_t, order: sy
 
 /// The owner and attribute name a location plus an optional name mean:
 /// by name, or the n-th attribute of an index.
-unsafe fn owner_and_name(o: &Obj, loc: *const sys::H5VL_loc_params_t, name: *const c_char) -> Result<(String, String)> {
+unsafe fn owner_and_name(
+    o: &Obj,
+    loc: *const sys::H5VL_loc_params_t,
+    name: *const c_char,
+) -> Result<(String, String)> {
     let l = &*loc;
     if l.type_ == sys::H5VL_loc_type_t_H5VL_OBJECT_BY_IDX {
         let by = &l.loc_data.loc_by_idx;
@@ -95,21 +104,31 @@ pub unsafe extern "C" fn create(
         let shape = space_json(api, space_id)?;
         // Until written, an attribute reads as zeros (HDF5's fill).
         let value = match dt.fixed_size() {
-            Some(size) if Shape::from_json(&shape).map_or(false, |s| s != Shape::Null) => {
-                let dims = value_dims(&Shape::from_json(&shape).map_err(|e| VolError::Invalid(e.to_string()))?);
+            Some(size) if Shape::from_json(&shape).is_ok_and(|s| s != Shape::Null) => {
+                let dims = value_dims(
+                    &Shape::from_json(&shape).map_err(|e| VolError::Invalid(e.to_string()))?,
+                );
                 let n = dims.iter().product::<u64>() as usize;
                 fixed_to_json(&dt, &vec![0u8; n * size], &dims).unwrap_or(Value::Null)
             }
             _ => Value::Null,
         };
         let doc = json!({"type": dt.to_json(), "shape": shape, "value": value});
-        o.dom.attr_create(&owner, name, doc, false).map_err(|e| match e {
-            EngineError::AlreadyExists(_) => {
-                VolError::Exists(format!("unable to create attribute (attribute {name:?} already exists)"))
-            }
-            e => e.into(),
-        })?;
-        Ok(o.child(Kind::Attr { owner, name: name.to_string() }, "."))
+        o.dom
+            .attr_create(&owner, name, doc, false)
+            .map_err(|e| match e {
+                EngineError::AlreadyExists(_) => VolError::Exists(format!(
+                    "unable to create attribute (attribute {name:?} already exists)"
+                )),
+                e => e.into(),
+            })?;
+        Ok(o.child(
+            Kind::Attr {
+                owner,
+                name: name.to_string(),
+            },
+            ".",
+        ))
     })
 }
 
@@ -124,7 +143,9 @@ pub unsafe extern "C" fn open(
     guard("attribute open", null_mut(), || {
         let o = Obj::from_ptr(obj)?;
         let (owner, name) = owner_and_name(o, loc, name)?;
-        o.dom.attr_get(&owner, &name).map_err(|e| not_found(e, &name))?;
+        o.dom
+            .attr_get(&owner, &name)
+            .map_err(|e| not_found(e, &name))?;
         Ok(o.child(Kind::Attr { owner, name }, "."))
     })
 }
@@ -147,7 +168,10 @@ pub unsafe extern "C" fn read(
         let api = h5().map_err(VolError::Library)?;
         let o = Obj::from_ptr(attr)?;
         let (owner, name) = attr_of(o)?;
-        let doc = o.dom.attr_get(owner, name).map_err(|e| not_found(e, name))?;
+        let doc = o
+            .dom
+            .attr_get(owner, name)
+            .map_err(|e| not_found(e, name))?;
         let dt = attr_type(&o.dom, &doc)?;
         let shape = attr_shape(&doc)?;
         if shape == Shape::Null {
@@ -179,13 +203,24 @@ pub unsafe extern "C" fn read(
 
 /// The JSON value of `n` elements of `mem_type` at `buf`, in the stored
 /// form of `dt` nested as `dims`.
-unsafe fn value_from_memory(api: &Api, dt: &Datatype, dims: &[u64], mem_type: hid_t, buf: *const u8, dxpl: hid_t) -> Result<Value> {
+unsafe fn value_from_memory(
+    api: &Api,
+    dt: &Datatype,
+    dims: &[u64],
+    mem_type: hid_t,
+    buf: *const u8,
+    dxpl: hid_t,
+) -> Result<Value> {
     let n = dims.iter().product::<u64>() as usize;
     let invalid = |e: h5lake_types::TypeError| VolError::Invalid(e.to_string());
     if dt.is_variable() {
         let vm = VlenMem::of(api, dt, mem_type)?;
         let items = vm.from_memory(std::slice::from_raw_parts(buf, n * vm.size()));
-        let flat = items.iter().map(|i| vlen_to_json(dt, i)).collect::<std::result::Result<Vec<_>, _>>().map_err(invalid)?;
+        let flat = items
+            .iter()
+            .map(|i| vlen_to_json(dt, i))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(invalid)?;
         return Ok(nest(flat, dims));
     }
     let msize = api.f.H5Tget_size(mem_type);
@@ -205,13 +240,17 @@ pub unsafe extern "C" fn write(
         let api = h5().map_err(VolError::Library)?;
         let o = Obj::from_ptr(attr)?;
         let (owner, name) = attr_of(o)?;
-        let mut doc = o.dom.attr_get(owner, name).map_err(|e| not_found(e, name))?;
+        let mut doc = o
+            .dom
+            .attr_get(owner, name)
+            .map_err(|e| not_found(e, name))?;
         let dt = attr_type(&o.dom, &doc)?;
         let shape = attr_shape(&doc)?;
         if shape == Shape::Null {
             return Ok(0);
         }
-        doc["value"] = value_from_memory(api, &dt, &value_dims(&shape), mem_type, buf.cast(), dxpl)?;
+        doc["value"] =
+            value_from_memory(api, &dt, &value_dims(&shape), mem_type, buf.cast(), dxpl)?;
         o.dom.attr_create(owner, name, doc, true)?;
         Ok(0)
     })
@@ -219,12 +258,18 @@ pub unsafe extern "C" fn write(
 
 unsafe fn info_of(dom: &Domain, owner: &str, name: &str) -> Result<sys::H5A_info_t> {
     let names = dom.attr_names(owner)?;
-    let corder = names.iter().position(|n| n == name).ok_or_else(|| VolError::NotFound(format!("can't locate attribute: {name:?}")))?;
+    let corder = names
+        .iter()
+        .position(|n| n == name)
+        .ok_or_else(|| VolError::NotFound(format!("can't locate attribute: {name:?}")))?;
     let doc = dom.attr_get(owner, name)?;
     let dt = attr_type(dom, &doc)?;
     let n = attr_shape(&doc)?.num_elements();
     let cset = match dt {
-        Datatype::String { charset: h5lake_types::CharSet::Utf8, .. } => sys::H5T_cset_t_H5T_CSET_UTF8,
+        Datatype::String {
+            charset: h5lake_types::CharSet::Utf8,
+            ..
+        } => sys::H5T_cset_t_H5T_CSET_UTF8,
         _ => sys::H5T_cset_t_H5T_CSET_ASCII,
     };
     Ok(sys::H5A_info_t {
@@ -248,18 +293,25 @@ pub unsafe extern "C" fn get(
         match a.op_type {
             sys::H5VL_attr_get_t_H5VL_ATTR_GET_SPACE => {
                 let (owner, name) = attr_of(o)?;
-                let doc = o.dom.attr_get(owner, name).map_err(|e| not_found(e, name))?;
+                let doc = o
+                    .dom
+                    .attr_get(owner, name)
+                    .map_err(|e| not_found(e, name))?;
                 a.args.get_space.space_id = space_of(api, &attr_shape(&doc)?)?;
             }
             sys::H5VL_attr_get_t_H5VL_ATTR_GET_TYPE => {
                 let (owner, name) = attr_of(o)?;
-                let doc = o.dom.attr_get(owner, name).map_err(|e| not_found(e, name))?;
+                let doc = o
+                    .dom
+                    .attr_get(owner, name)
+                    .map_err(|e| not_found(e, name))?;
                 let t = to_hdf5(api, &attr_type(&o.dom, &doc)?)?;
                 a.args.get_type.type_id = t.0;
                 std::mem::forget(t);
             }
             sys::H5VL_attr_get_t_H5VL_ATTR_GET_ACPL => {
-                a.args.get_acpl.acpl_id = check(api.f.H5Pcreate(api.g.p_attribute_create.id()), "H5Pcreate")?;
+                a.args.get_acpl.acpl_id =
+                    check(api.f.H5Pcreate(api.g.p_attribute_create.id()), "H5Pcreate")?;
             }
             sys::H5VL_attr_get_t_H5VL_ATTR_GET_STORAGE_SIZE => {
                 let (owner, name) = attr_of(o)?;
@@ -275,7 +327,11 @@ pub unsafe extern "C" fn get(
                 let (_, name) = owner_and_name(o, &g.loc_params, std::ptr::null())?;
                 crate::objects::copy_name(&name, g.buf, g.buf_size, g.attr_name_len);
             }
-            other => return Err(VolError::Unsupported(format!("attribute get operation {other}"))),
+            other => {
+                return Err(VolError::Unsupported(format!(
+                    "attribute get operation {other}"
+                )))
+            }
         }
         Ok(0)
     })
@@ -299,13 +355,17 @@ pub unsafe extern "C" fn specific(
             }
             sys::H5VL_attr_specific_t_H5VL_ATTR_DELETE => {
                 let name = c_str(a.args.del.name)?;
-                o.dom.attr_delete(&owner()?, name).map_err(|e| not_found(e, name))?;
+                o.dom
+                    .attr_delete(&owner()?, name)
+                    .map_err(|e| not_found(e, name))?;
             }
             sys::H5VL_attr_specific_t_H5VL_ATTR_DELETE_BY_IDX => {
                 let d = &a.args.delete_by_idx;
                 let owner = owner()?;
                 let names = ordered_names(&o.dom, &owner, d.idx_type, d.order)?;
-                let name = names.get(d.n as usize).ok_or_else(|| VolError::Invalid(format!("attribute index {} out of range", d.n)))?;
+                let name = names.get(d.n as usize).ok_or_else(|| {
+                    VolError::Invalid(format!("attribute index {} out of range", d.n))
+                })?;
                 o.dom.attr_delete(&owner, name)?;
             }
             sys::H5VL_attr_specific_t_H5VL_ATTR_RENAME => {
@@ -317,13 +377,18 @@ pub unsafe extern "C" fn specific(
                 let it = &mut a.args.iterate;
                 let owner = owner()?;
                 let names = ordered_names(&o.dom, &owner, it.idx_type, it.order)?;
-                let start = if it.idx.is_null() { 0 } else { *it.idx as usize };
+                let start = if it.idx.is_null() {
+                    0
+                } else {
+                    *it.idx as usize
+                };
                 let Some(op) = it.op else { return Ok(0) };
                 let loc_id = crate::objects::register_id(o, &owner, &o.path)?;
                 let mut ret = 0;
                 for (k, name) in names.iter().enumerate().skip(start) {
                     let info = info_of(&o.dom, &owner, name)?;
-                    let cname = CString::new(name.as_str()).map_err(|_| VolError::Invalid("an attribute name with NUL".into()))?;
+                    let cname = CString::new(name.as_str())
+                        .map_err(|_| VolError::Invalid("an attribute name with NUL".into()))?;
                     ret = op(loc_id.0, cname.as_ptr(), &info, it.op_data);
                     if !it.idx.is_null() {
                         *it.idx = (k + 1) as u64;
@@ -334,7 +399,11 @@ pub unsafe extern "C" fn specific(
                 }
                 return Ok(ret);
             }
-            other => return Err(VolError::Unsupported(format!("attribute operation {other}"))),
+            other => {
+                return Err(VolError::Unsupported(format!(
+                    "attribute operation {other}"
+                )))
+            }
         }
         Ok(0)
     })
@@ -349,15 +418,25 @@ fn rename(dom: &Domain, owner: &str, old: &str, new: &str) -> Result<()> {
             .and_then(Value::as_object_mut)
             .ok_or_else(|| EngineError::NotFound(format!("can't locate attribute: {old:?}")))?;
         if attrs.contains_key(new) {
-            return Err(EngineError::AlreadyExists(format!("attribute {new:?} already exists")));
+            return Err(EngineError::AlreadyExists(format!(
+                "attribute {new:?} already exists"
+            )));
         }
         if !attrs.contains_key(old) {
-            return Err(EngineError::NotFound(format!("can't locate attribute: {old:?}")));
+            return Err(EngineError::NotFound(format!(
+                "can't locate attribute: {old:?}"
+            )));
         }
         // Keep the attribute's place in creation order.
         *attrs = std::mem::take(attrs)
             .into_iter()
-            .map(|(k, v)| if k == old { (new.to_string(), v) } else { (k, v) })
+            .map(|(k, v)| {
+                if k == old {
+                    (new.to_string(), v)
+                } else {
+                    (k, v)
+                }
+            })
             .collect();
         Ok(())
     })
@@ -368,7 +447,11 @@ fn rename(dom: &Domain, owner: &str, old: &str, new: &str) -> Result<()> {
     })
 }
 
-pub unsafe extern "C" fn close(obj: *mut c_void, _dxpl: hid_t, _req: *mut *mut c_void) -> sys::herr_t {
+pub unsafe extern "C" fn close(
+    obj: *mut c_void,
+    _dxpl: hid_t,
+    _req: *mut *mut c_void,
+) -> sys::herr_t {
     Obj::free(obj);
     0
 }

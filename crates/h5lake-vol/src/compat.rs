@@ -53,8 +53,10 @@ pub struct ObjInfo1 {
     pub meta_size: [u64; 4],
 }
 
-type LinkOp1 = Option<unsafe extern "C" fn(hid_t, *const c_char, *const LinkInfo1, *mut c_void) -> herr_t>;
-type ObjOp1 = Option<unsafe extern "C" fn(hid_t, *const c_char, *const ObjInfo1, *mut c_void) -> herr_t>;
+type LinkOp1 =
+    Option<unsafe extern "C" fn(hid_t, *const c_char, *const LinkInfo1, *mut c_void) -> herr_t>;
+type ObjOp1 =
+    Option<unsafe extern "C" fn(hid_t, *const c_char, *const ObjInfo1, *mut c_void) -> herr_t>;
 
 /// The address v1 callers see for an object token.
 unsafe fn addr_of(loc: hid_t, token: sys::H5O_token_t) -> haddr_t {
@@ -78,7 +80,11 @@ unsafe fn link_info1(loc: hid_t, i: &sys::H5L_info2_t) -> LinkInfo1 {
         corder_valid: i.corder_valid,
         corder: i.corder,
         cset: i.cset,
-        u: if i.type_ == sys::H5L_type_t_H5L_TYPE_HARD { addr_of(loc, i.u.token) } else { i.u.val_size as u64 },
+        u: if i.type_ == sys::H5L_type_t_H5L_TYPE_HARD {
+            addr_of(loc, i.u.token)
+        } else {
+            i.u.val_size as u64
+        },
     }
 }
 
@@ -104,13 +110,23 @@ struct Shim<Op> {
     data: *mut c_void,
 }
 
-unsafe extern "C" fn link_shim(g: hid_t, name: *const c_char, info: *const sys::H5L_info2_t, data: *mut c_void) -> herr_t {
+unsafe extern "C" fn link_shim(
+    g: hid_t,
+    name: *const c_char,
+    info: *const sys::H5L_info2_t,
+    data: *mut c_void,
+) -> herr_t {
     let s = &*(data as *const Shim<LinkOp1>);
     let i1 = link_info1(g, &*info);
     s.op.map_or(0, |op| op(g, name, &i1, s.data))
 }
 
-unsafe extern "C" fn obj_shim(o: hid_t, name: *const c_char, info: *const sys::H5O_info2_t, data: *mut c_void) -> herr_t {
+unsafe extern "C" fn obj_shim(
+    o: hid_t,
+    name: *const c_char,
+    info: *const sys::H5O_info2_t,
+    data: *mut c_void,
+) -> herr_t {
     let s = &*(data as *const Shim<ObjOp1>);
     let i1 = obj_info1(o, &*info);
     s.op.map_or(0, |op| op(o, name, &i1, s.data))
@@ -125,32 +141,97 @@ macro_rules! api_or_fail {
     };
 }
 
-unsafe extern "C" fn literate1(g: hid_t, it: sys::H5_index_t, ord: sys::H5_iter_order_t, idx: *mut hsize_t, op: LinkOp1, data: *mut c_void) -> herr_t {
+unsafe extern "C" fn literate1(
+    g: hid_t,
+    it: sys::H5_index_t,
+    ord: sys::H5_iter_order_t,
+    idx: *mut hsize_t,
+    op: LinkOp1,
+    data: *mut c_void,
+) -> herr_t {
     let api = api_or_fail!();
     let mut s = Shim { op, data };
-    api.f.H5Literate2(g, it, ord, idx, Some(link_shim), (&mut s as *mut Shim<LinkOp1>).cast())
+    api.f.H5Literate2(
+        g,
+        it,
+        ord,
+        idx,
+        Some(link_shim),
+        (&mut s as *mut Shim<LinkOp1>).cast(),
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn literate_by_name1(loc: hid_t, name: *const c_char, it: sys::H5_index_t, ord: sys::H5_iter_order_t, idx: *mut hsize_t, op: LinkOp1, data: *mut c_void, lapl: hid_t) -> herr_t {
+unsafe extern "C" fn literate_by_name1(
+    loc: hid_t,
+    name: *const c_char,
+    it: sys::H5_index_t,
+    ord: sys::H5_iter_order_t,
+    idx: *mut hsize_t,
+    op: LinkOp1,
+    data: *mut c_void,
+    lapl: hid_t,
+) -> herr_t {
     let api = api_or_fail!();
     let mut s = Shim { op, data };
-    api.f.H5Literate_by_name2(loc, name, it, ord, idx, Some(link_shim), (&mut s as *mut Shim<LinkOp1>).cast(), lapl)
+    api.f.H5Literate_by_name2(
+        loc,
+        name,
+        it,
+        ord,
+        idx,
+        Some(link_shim),
+        (&mut s as *mut Shim<LinkOp1>).cast(),
+        lapl,
+    )
 }
 
-unsafe extern "C" fn lvisit1(g: hid_t, it: sys::H5_index_t, ord: sys::H5_iter_order_t, op: LinkOp1, data: *mut c_void) -> herr_t {
+unsafe extern "C" fn lvisit1(
+    g: hid_t,
+    it: sys::H5_index_t,
+    ord: sys::H5_iter_order_t,
+    op: LinkOp1,
+    data: *mut c_void,
+) -> herr_t {
     let api = api_or_fail!();
     let mut s = Shim { op, data };
-    api.f.H5Lvisit2(g, it, ord, Some(link_shim), (&mut s as *mut Shim<LinkOp1>).cast())
+    api.f.H5Lvisit2(
+        g,
+        it,
+        ord,
+        Some(link_shim),
+        (&mut s as *mut Shim<LinkOp1>).cast(),
+    )
 }
 
-unsafe extern "C" fn lvisit_by_name1(loc: hid_t, name: *const c_char, it: sys::H5_index_t, ord: sys::H5_iter_order_t, op: LinkOp1, data: *mut c_void, lapl: hid_t) -> herr_t {
+unsafe extern "C" fn lvisit_by_name1(
+    loc: hid_t,
+    name: *const c_char,
+    it: sys::H5_index_t,
+    ord: sys::H5_iter_order_t,
+    op: LinkOp1,
+    data: *mut c_void,
+    lapl: hid_t,
+) -> herr_t {
     let api = api_or_fail!();
     let mut s = Shim { op, data };
-    api.f.H5Lvisit_by_name2(loc, name, it, ord, Some(link_shim), (&mut s as *mut Shim<LinkOp1>).cast(), lapl)
+    api.f.H5Lvisit_by_name2(
+        loc,
+        name,
+        it,
+        ord,
+        Some(link_shim),
+        (&mut s as *mut Shim<LinkOp1>).cast(),
+        lapl,
+    )
 }
 
-unsafe extern "C" fn lget_info1(loc: hid_t, name: *const c_char, out: *mut LinkInfo1, lapl: hid_t) -> herr_t {
+unsafe extern "C" fn lget_info1(
+    loc: hid_t,
+    name: *const c_char,
+    out: *mut LinkInfo1,
+    lapl: hid_t,
+) -> herr_t {
     let api = api_or_fail!();
     let mut i2: sys::H5L_info2_t = std::mem::zeroed();
     let r = api.f.H5Lget_info2(loc, name, &mut i2, lapl);
@@ -161,10 +242,20 @@ unsafe extern "C" fn lget_info1(loc: hid_t, name: *const c_char, out: *mut LinkI
 }
 
 #[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn lget_info_by_idx1(loc: hid_t, group: *const c_char, it: sys::H5_index_t, ord: sys::H5_iter_order_t, n: hsize_t, out: *mut LinkInfo1, lapl: hid_t) -> herr_t {
+unsafe extern "C" fn lget_info_by_idx1(
+    loc: hid_t,
+    group: *const c_char,
+    it: sys::H5_index_t,
+    ord: sys::H5_iter_order_t,
+    n: hsize_t,
+    out: *mut LinkInfo1,
+    lapl: hid_t,
+) -> herr_t {
     let api = api_or_fail!();
     let mut i2: sys::H5L_info2_t = std::mem::zeroed();
-    let r = api.f.H5Lget_info_by_idx2(loc, group, it, ord, n, &mut i2, lapl);
+    let r = api
+        .f
+        .H5Lget_info_by_idx2(loc, group, it, ord, n, &mut i2, lapl);
     if r >= 0 && !out.is_null() {
         *out = link_info1(loc, &i2);
     }
@@ -183,7 +274,12 @@ unsafe extern "C" fn oget_info1(loc: hid_t, out: *mut ObjInfo1) -> herr_t {
     r
 }
 
-unsafe extern "C" fn oget_info_by_name1(loc: hid_t, name: *const c_char, out: *mut ObjInfo1, lapl: hid_t) -> herr_t {
+unsafe extern "C" fn oget_info_by_name1(
+    loc: hid_t,
+    name: *const c_char,
+    out: *mut ObjInfo1,
+    lapl: hid_t,
+) -> herr_t {
     let api = api_or_fail!();
     let mut i2: sys::H5O_info2_t = std::mem::zeroed();
     let r = api.f.H5Oget_info_by_name3(loc, name, &mut i2, FIELDS, lapl);
@@ -194,27 +290,67 @@ unsafe extern "C" fn oget_info_by_name1(loc: hid_t, name: *const c_char, out: *m
 }
 
 #[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn oget_info_by_idx1(loc: hid_t, group: *const c_char, it: sys::H5_index_t, ord: sys::H5_iter_order_t, n: hsize_t, out: *mut ObjInfo1, lapl: hid_t) -> herr_t {
+unsafe extern "C" fn oget_info_by_idx1(
+    loc: hid_t,
+    group: *const c_char,
+    it: sys::H5_index_t,
+    ord: sys::H5_iter_order_t,
+    n: hsize_t,
+    out: *mut ObjInfo1,
+    lapl: hid_t,
+) -> herr_t {
     let api = api_or_fail!();
     let mut i2: sys::H5O_info2_t = std::mem::zeroed();
-    let r = api.f.H5Oget_info_by_idx3(loc, group, it, ord, n, &mut i2, FIELDS, lapl);
+    let r = api
+        .f
+        .H5Oget_info_by_idx3(loc, group, it, ord, n, &mut i2, FIELDS, lapl);
     if r >= 0 && !out.is_null() {
         *out = obj_info1(loc, &i2);
     }
     r
 }
 
-unsafe extern "C" fn ovisit1(o: hid_t, it: sys::H5_index_t, ord: sys::H5_iter_order_t, op: ObjOp1, data: *mut c_void) -> herr_t {
+unsafe extern "C" fn ovisit1(
+    o: hid_t,
+    it: sys::H5_index_t,
+    ord: sys::H5_iter_order_t,
+    op: ObjOp1,
+    data: *mut c_void,
+) -> herr_t {
     let api = api_or_fail!();
     let mut s = Shim { op, data };
-    api.f.H5Ovisit3(o, it, ord, Some(obj_shim), (&mut s as *mut Shim<ObjOp1>).cast(), FIELDS)
+    api.f.H5Ovisit3(
+        o,
+        it,
+        ord,
+        Some(obj_shim),
+        (&mut s as *mut Shim<ObjOp1>).cast(),
+        FIELDS,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
-unsafe extern "C" fn ovisit_by_name1(loc: hid_t, name: *const c_char, it: sys::H5_index_t, ord: sys::H5_iter_order_t, op: ObjOp1, data: *mut c_void, lapl: hid_t) -> herr_t {
+unsafe extern "C" fn ovisit_by_name1(
+    loc: hid_t,
+    name: *const c_char,
+    it: sys::H5_index_t,
+    ord: sys::H5_iter_order_t,
+    op: ObjOp1,
+    data: *mut c_void,
+    lapl: hid_t,
+) -> herr_t {
     let api = api_or_fail!();
     let mut s = Shim { op, data };
-    api.f.H5Ovisit_by_name3(loc, name, it, ord, Some(obj_shim), (&mut s as *mut Shim<ObjOp1>).cast(), FIELDS, lapl)
+    api.f.H5Ovisit_by_name3(
+        loc,
+        name,
+        it,
+        ord,
+        Some(obj_shim),
+        (&mut s as *mut Shim<ObjOp1>).cast(),
+        FIELDS,
+        lapl,
+    )
 }
 
 /// Each v1 entry point and its replacement.
@@ -227,7 +363,10 @@ fn replacements() -> [(&'static [u8], *const c_void); 11] {
         (b"H5Lget_info1\0", lget_info1 as *const c_void),
         (b"H5Lget_info_by_idx1\0", lget_info_by_idx1 as *const c_void),
         (b"H5Oget_info1\0", oget_info1 as *const c_void),
-        (b"H5Oget_info_by_name1\0", oget_info_by_name1 as *const c_void),
+        (
+            b"H5Oget_info_by_name1\0",
+            oget_info_by_name1 as *const c_void,
+        ),
         (b"H5Oget_info_by_idx1\0", oget_info_by_idx1 as *const c_void),
         (b"H5Ovisit1\0", ovisit1 as *const c_void),
         (b"H5Ovisit_by_name1\0", ovisit_by_name1 as *const c_void),

@@ -41,13 +41,19 @@ impl Copier<'_> {
                 let new = self.dst.create_dataset(
                     doc["type"].clone(),
                     doc["shape"].clone(),
-                    doc.get("creationProperties").cloned().unwrap_or_else(|| json!({})),
+                    doc.get("creationProperties")
+                        .cloned()
+                        .unwrap_or_else(|| json!({})),
                 )?;
                 self.values(id, &new)?;
                 new
             }
             Some(b't') => self.dst.create_datatype(doc["type"].clone())?,
-            _ => self.dst.create_group(doc.get("creationProperties").cloned().unwrap_or_else(|| json!({})))?,
+            _ => self.dst.create_group(
+                doc.get("creationProperties")
+                    .cloned()
+                    .unwrap_or_else(|| json!({})),
+            )?,
         };
         self.done.insert(id.to_string(), new.clone());
         if self.flags & WITHOUT_ATTR == 0 {
@@ -66,7 +72,9 @@ impl Copier<'_> {
                 let class = link.get("class").and_then(Value::as_str).unwrap_or("");
                 let target = match class {
                     "H5L_TYPE_HARD" => Some(link_target(self.src, id, &link, 0)?),
-                    "H5L_TYPE_SOFT" if self.flags & EXPAND_SOFT_LINK != 0 => link_target(self.src, id, &link, 0).ok(),
+                    "H5L_TYPE_SOFT" if self.flags & EXPAND_SOFT_LINK != 0 => {
+                        link_target(self.src, id, &link, 0).ok()
+                    }
                     _ => None,
                 };
                 let copied = match target {
@@ -90,19 +98,32 @@ impl Copier<'_> {
             return Ok(());
         }
         let m = self.src.dataset_meta(from)?;
-        let Some((&rows, rest)) = m.dims.split_first() else { return Ok(()) };
-        let row_bytes = rest.iter().product::<u64>().max(1) * m.dtype.fixed_size().unwrap_or(64) as u64;
+        let Some((&rows, rest)) = m.dims.split_first() else {
+            return Ok(());
+        };
+        let row_bytes =
+            rest.iter().product::<u64>().max(1) * m.dtype.fixed_size().unwrap_or(64) as u64;
         let step = (SLAB_BYTES / row_bytes.max(1)).max(1);
         let mut start = 0;
         while start < rows {
             let count = step.min(rows - start);
-            let mut dims = vec![DimSel::Slice { start, count, step: 1 }];
-            dims.extend(rest.iter().map(|&n| DimSel::Slice { start: 0, count: n, step: 1 }));
+            let mut dims = vec![DimSel::Slice {
+                start,
+                count,
+                step: 1,
+            }];
+            dims.extend(rest.iter().map(|&n| DimSel::Slice {
+                start: 0,
+                count: n,
+                step: 1,
+            }));
             let sel = Selection::Orthogonal(dims);
             if m.dtype.is_variable() {
-                self.dst.write_vlen(to, &sel, &self.src.read_vlen(from, &sel)?)?;
+                self.dst
+                    .write_vlen(to, &sel, &self.src.read_vlen(from, &sel)?)?;
             } else {
-                let mut buf = vec![0u8; (sel.num_elements() as usize) * m.dtype.fixed_size().unwrap_or(0)];
+                let mut buf =
+                    vec![0u8; (sel.num_elements() as usize) * m.dtype.fixed_size().unwrap_or(0)];
                 self.src.read(from, &sel, &mut buf)?;
                 self.dst.write(to, &sel, &buf)?;
             }
@@ -137,9 +158,15 @@ pub unsafe extern "C" fn copy(
         if ocpypl > 0 {
             api.f.H5Pget_copy_object(ocpypl, &mut flags);
         }
-        let mut c = Copier { src: &s.dom, dst: &d.dom, flags, done: HashMap::new() };
+        let mut c = Copier {
+            src: &s.dom,
+            dst: &d.dom,
+            flags,
+            done: HashMap::new(),
+        };
         let new = c.object(&from, 0)?;
-        d.dom.link_create(&parent, &last, json!({"class": "H5L_TYPE_HARD", "id": new}))?;
+        d.dom
+            .link_create(&parent, &last, json!({"class": "H5L_TYPE_HARD", "id": new}))?;
         Ok(0)
     })
 }

@@ -9,10 +9,10 @@ use serde_json::{json, Value};
 
 use crate::api::{h5, Api};
 use crate::error::{check, guard, Result, VolError};
+use crate::memory::{fixed_from_memory, fixed_to_memory, VlenMem};
 use crate::objects::{c_str, locate, Kind, Obj};
 use crate::selection::{file_selection, gather, scatter};
 use crate::sys::{self, hid_t};
-use crate::memory::{fixed_from_memory, fixed_to_memory, VlenMem};
 use crate::types::{from_hdf5, to_hdf5};
 
 /// HSDS shape JSON of a dataspace.
@@ -24,7 +24,10 @@ pub fn space_json(api: &Api, space: hid_t) -> Result<Value> {
             sys::H5S_class_t_H5S_SCALAR => Ok(json!({"class": "H5S_SCALAR"})),
             sys::H5S_class_t_H5S_NULL => Ok(json!({"class": "H5S_NULL"})),
             sys::H5S_class_t_H5S_SIMPLE => {
-                let rank = check(f.H5Sget_simple_extent_ndims(space), "H5Sget_simple_extent_ndims")?;
+                let rank = check(
+                    f.H5Sget_simple_extent_ndims(space),
+                    "H5Sget_simple_extent_ndims",
+                )?;
                 let mut dims = vec![0u64; rank as usize];
                 let mut maxdims = vec![0u64; rank as usize];
                 check(
@@ -57,7 +60,10 @@ pub fn space_of(api: &Api, shape: &Shape) -> Result<hid_t> {
             Shape::Scalar => check(f.H5Screate(sys::H5S_class_t_H5S_SCALAR), "H5Screate")?,
             Shape::Simple { dims, maxdims } => {
                 let max = maxdims.as_ref().map_or(std::ptr::null(), |m| m.as_ptr());
-                check(f.H5Screate_simple(dims.len() as i32, dims.as_ptr(), max), "H5Screate_simple")?
+                check(
+                    f.H5Screate_simple(dims.len() as i32, dims.as_ptr(), max),
+                    "H5Screate_simple",
+                )?
             }
         })
     }
@@ -85,25 +91,40 @@ fn dcpl_json(api: &Api, dcpl: hid_t, type_id: hid_t, dt: &Datatype) -> Result<Va
             let mut name = [0 as c_char; 64];
             let mut config = 0u32;
             let id = f.H5Pget_filter2(
-                dcpl, i, &mut flags, &mut ncd, cd.as_mut_ptr(), name.len(), name.as_mut_ptr(), &mut config,
+                dcpl,
+                i,
+                &mut flags,
+                &mut ncd,
+                cd.as_mut_ptr(),
+                name.len(),
+                name.as_mut_ptr(),
+                &mut config,
             );
             if id < 0 {
                 return Err(VolError::Hdf5("H5Pget_filter2 failed".into()));
             }
             let label = std::ffi::CStr::from_ptr(name.as_ptr()).to_string_lossy();
-            let entry = h5lake_codecs::hdf5_filter_json(id as u64, &cd[..ncd.min(cd.len())], &label);
+            let entry =
+                h5lake_codecs::hdf5_filter_json(id as u64, &cd[..ncd.min(cd.len())], &label);
             filters.push(entry);
         }
         if !filters.is_empty() {
             cp["filters"] = json!(filters);
         }
         let mut status = 0;
-        check(f.H5Pfill_value_defined(dcpl, &mut status), "H5Pfill_value_defined")?;
+        check(
+            f.H5Pfill_value_defined(dcpl, &mut status),
+            "H5Pfill_value_defined",
+        )?;
         if status == sys::H5D_fill_value_t_H5D_FILL_VALUE_USER_DEFINED {
             if let Some(size) = dt.fixed_size() {
                 let mut buf = vec![0u8; size.max(f.H5Tget_size(type_id))];
-                check(f.H5Pget_fill_value(dcpl, type_id, buf.as_mut_ptr().cast()), "H5Pget_fill_value")?;
-                cp["fillValue"] = element_to_json(dt, &buf[..size]).map_err(|e| VolError::Invalid(e.to_string()))?;
+                check(
+                    f.H5Pget_fill_value(dcpl, type_id, buf.as_mut_ptr().cast()),
+                    "H5Pget_fill_value",
+                )?;
+                cp["fillValue"] = element_to_json(dt, &buf[..size])
+                    .map_err(|e| VolError::Invalid(e.to_string()))?;
             }
         }
     }
@@ -112,7 +133,13 @@ fn dcpl_json(api: &Api, dcpl: hid_t, type_id: hid_t, dt: &Datatype) -> Result<Va
 
 /// Finds (creating intermediate groups when `lcpl` asks) the group that
 /// will hold `path`'s last name.
-pub fn parent_for_create(api: &Api, o: &Obj, start: &str, path: &str, lcpl: hid_t) -> Result<(String, String)> {
+pub fn parent_for_create(
+    api: &Api,
+    o: &Obj,
+    start: &str,
+    path: &str,
+    lcpl: hid_t,
+) -> Result<(String, String)> {
     let (parent, last) = crate::objects::split_last(path);
     if last.is_empty() {
         return Err(VolError::Invalid("an empty name".into()));
@@ -120,19 +147,29 @@ pub fn parent_for_create(api: &Api, o: &Obj, start: &str, path: &str, lcpl: hid_
     let mut intermediate = 0u32;
     if lcpl > 0 {
         // SAFETY: the caller's link creation property list.
-        unsafe { api.f.H5Pget_create_intermediate_group(lcpl, &mut intermediate) };
+        unsafe {
+            api.f
+                .H5Pget_create_intermediate_group(lcpl, &mut intermediate)
+        };
     }
-    let mut cur = if parent.starts_with('/') { o.dom.root_id().to_string() } else { start.to_string() };
+    let mut cur = if parent.starts_with('/') {
+        o.dom.root_id().to_string()
+    } else {
+        start.to_string()
+    };
     for part in parent.split('/').filter(|p| !p.is_empty() && *p != ".") {
         cur = match o.dom.link_get(&cur, part) {
             Ok(link) => crate::objects::link_target(&o.dom, &cur, &link, 0)?,
             Err(h5lake_engine::EngineError::NotFound(_)) if intermediate > 0 => {
                 let id = o.dom.create_group(json!({}))?;
-                o.dom.link_create(&cur, part, json!({"class": "H5L_TYPE_HARD", "id": id}))?;
+                o.dom
+                    .link_create(&cur, part, json!({"class": "H5L_TYPE_HARD", "id": id}))?;
                 id
             }
             Err(h5lake_engine::EngineError::NotFound(_)) => {
-                return Err(VolError::NotFound(format!("parent group {parent:?} doesn't exist")))
+                return Err(VolError::NotFound(format!(
+                    "parent group {parent:?} doesn't exist"
+                )))
             }
             Err(e) => return Err(e.into()),
         };
@@ -143,7 +180,9 @@ pub fn parent_for_create(api: &Api, o: &Obj, start: &str, path: &str, lcpl: hid_
 /// Fails with "already exists" when `group` has a link `name`.
 pub fn ensure_free(o: &Obj, group: &str, name: &str, what: &str) -> Result<()> {
     if o.dom.link_get(group, name).is_ok() {
-        return Err(VolError::Exists(format!("unable to create {what} (name {name:?} already exists)")));
+        return Err(VolError::Exists(format!(
+            "unable to create {what} (name {name:?} already exists)"
+        )));
     }
     Ok(())
 }
@@ -165,7 +204,11 @@ pub unsafe extern "C" fn create(
         let o = Obj::from_ptr(obj)?;
         let dt = from_hdf5(api, type_id)?;
         let create = || -> Result<String> {
-            Ok(o.dom.create_dataset(dt.to_json(), space_json(api, space_id)?, dcpl_json(api, dcpl, type_id, &dt)?)?)
+            Ok(o.dom.create_dataset(
+                dt.to_json(),
+                space_json(api, space_id)?,
+                dcpl_json(api, dcpl, type_id, &dt)?,
+            )?)
         };
         if name.is_null() {
             // H5Dcreate_anon: linked later (H5Olink / H5Lcreate_hard), if at all.
@@ -175,7 +218,8 @@ pub unsafe extern "C" fn create(
         let (parent, last) = parent_for_create(api, o, &start, c_str(name)?, lcpl)?;
         ensure_free(o, &parent, &last, "dataset")?;
         let id = create()?;
-        o.dom.link_create(&parent, &last, json!({"class": "H5L_TYPE_HARD", "id": id}))?;
+        o.dom
+            .link_create(&parent, &last, json!({"class": "H5L_TYPE_HARD", "id": id}))?;
         Ok(o.child(Kind::Dataset(id), c_str(name)?))
     })
 }
@@ -193,10 +237,13 @@ pub unsafe extern "C" fn open(
         let start = locate(o, loc)?;
         let (dom, id) = crate::objects::resolve_in(&o.dom, &start, c_str(name)?)?;
         if !id.starts_with("d-") {
-            return Err(VolError::BadType(format!("{:?} is not a dataset", c_str(name)?)));
+            return Err(VolError::BadType(format!(
+                "{:?} is not a dataset",
+                c_str(name)?
+            )));
         }
         if !std::sync::Arc::ptr_eq(&dom, &o.dom) {
-            return Ok(Obj::new(dom, Kind::Dataset(id), String::new()));
+            return Ok(Obj::boxed(dom, Kind::Dataset(id), String::new()));
         }
         Ok(o.child(Kind::Dataset(id), c_str(name)?))
     })
@@ -209,7 +256,15 @@ fn dataset_id(o: &Obj) -> Result<&str> {
     }
 }
 
-unsafe fn read_one(api: &Api, o: &Obj, mem_type: hid_t, mem_space: hid_t, file_space: hid_t, dxpl: hid_t, buf: *mut u8) -> Result<()> {
+unsafe fn read_one(
+    api: &Api,
+    o: &Obj,
+    mem_type: hid_t,
+    mem_space: hid_t,
+    file_space: hid_t,
+    dxpl: hid_t,
+    buf: *mut u8,
+) -> Result<()> {
     let id = dataset_id(o)?;
     let m = o.dom.dataset_meta(id)?;
     let sel = file_selection(api, file_space, &m.dims)?;
@@ -223,24 +278,45 @@ unsafe fn read_one(api: &Api, o: &Obj, mem_type: hid_t, mem_space: hid_t, file_s
     } else {
         let mut data = vec![0u8; n * m.dtype.fixed_size().unwrap_or(0)];
         o.dom.read(id, &sel, &mut data)?;
-        (fixed_to_memory(api, &m.dtype, data, n, mem_type, dxpl)?, api.f.H5Tget_size(mem_type))
+        (
+            fixed_to_memory(api, &m.dtype, data, n, mem_type, dxpl)?,
+            api.f.H5Tget_size(mem_type),
+        )
     };
-    let space = if mem_space == crate::selection::ALL { file_space } else { mem_space };
+    let space = if mem_space == crate::selection::ALL {
+        file_space
+    } else {
+        mem_space
+    };
     scatter(api, space, msize, &packed, buf)
 }
 
-unsafe fn write_one(api: &Api, o: &Obj, mem_type: hid_t, mem_space: hid_t, file_space: hid_t, dxpl: hid_t, buf: *const u8) -> Result<()> {
+unsafe fn write_one(
+    api: &Api,
+    o: &Obj,
+    mem_type: hid_t,
+    mem_space: hid_t,
+    file_space: hid_t,
+    dxpl: hid_t,
+    buf: *const u8,
+) -> Result<()> {
     let id = dataset_id(o)?;
     let m = o.dom.dataset_meta(id)?;
     if o.dom.readonly() {
-        return Err(VolError::Engine(h5lake_engine::EngineError::ReadOnly("no write intent on file".into())));
+        return Err(VolError::Engine(h5lake_engine::EngineError::ReadOnly(
+            "no write intent on file".into(),
+        )));
     }
     let sel = file_selection(api, file_space, &m.dims)?;
     let n = sel.num_elements() as usize;
     if n == 0 {
         return Ok(());
     }
-    let space = if mem_space == crate::selection::ALL { file_space } else { mem_space };
+    let space = if mem_space == crate::selection::ALL {
+        file_space
+    } else {
+        mem_space
+    };
     if m.dtype.is_variable() {
         let vm = VlenMem::of(api, &m.dtype, mem_type)?;
         let mut packed = vec![0u8; n * vm.size()];
@@ -251,7 +327,11 @@ unsafe fn write_one(api: &Api, o: &Obj, mem_type: hid_t, mem_space: hid_t, file_
     let msize = api.f.H5Tget_size(mem_type);
     let mut packed = vec![0u8; n * msize];
     gather(api, space, msize, buf, &mut packed)?;
-    o.dom.write(id, &sel, &fixed_from_memory(api, &m.dtype, packed, n, mem_type, dxpl)?)?;
+    o.dom.write(
+        id,
+        &sel,
+        &fixed_from_memory(api, &m.dtype, packed, n, mem_type, dxpl)?,
+    )?;
     Ok(())
 }
 
@@ -269,7 +349,15 @@ pub unsafe extern "C" fn read(
         let api = h5().map_err(VolError::Library)?;
         for i in 0..count {
             let o = Obj::from_ptr(*dset.add(i))?;
-            read_one(api, o, *mem_type.add(i), *mem_space.add(i), *file_space.add(i), dxpl, (*buf.add(i)).cast())?;
+            read_one(
+                api,
+                o,
+                *mem_type.add(i),
+                *mem_space.add(i),
+                *file_space.add(i),
+                dxpl,
+                (*buf.add(i)).cast(),
+            )?;
         }
         Ok(0)
     })
@@ -289,7 +377,15 @@ pub unsafe extern "C" fn write(
         let api = h5().map_err(VolError::Library)?;
         for i in 0..count {
             let o = Obj::from_ptr(*dset.add(i))?;
-            write_one(api, o, *mem_type.add(i), *mem_space.add(i), *file_space.add(i), dxpl, (*buf.add(i)).cast())?;
+            write_one(
+                api,
+                o,
+                *mem_type.add(i),
+                *mem_space.add(i),
+                *file_space.add(i),
+                dxpl,
+                (*buf.add(i)).cast(),
+            )?;
         }
         Ok(0)
     })
@@ -307,15 +403,20 @@ pub unsafe extern "C" fn get(
         let m = o.dom.dataset_meta(dataset_id(o)?)?;
         let a = &mut *args;
         match a.op_type {
-            sys::H5VL_dataset_get_t_H5VL_DATASET_GET_SPACE => a.args.get_space.space_id = space_of(api, &m.shape)?,
+            sys::H5VL_dataset_get_t_H5VL_DATASET_GET_SPACE => {
+                a.args.get_space.space_id = space_of(api, &m.shape)?
+            }
             sys::H5VL_dataset_get_t_H5VL_DATASET_GET_TYPE => {
                 let t = to_hdf5(api, &m.dtype)?;
                 a.args.get_type.type_id = t.0;
                 std::mem::forget(t);
             }
-            sys::H5VL_dataset_get_t_H5VL_DATASET_GET_DCPL => a.args.get_dcpl.dcpl_id = dcpl_of(api, &o.dom, &m)?,
+            sys::H5VL_dataset_get_t_H5VL_DATASET_GET_DCPL => {
+                a.args.get_dcpl.dcpl_id = dcpl_of(api, &o.dom, &m)?
+            }
             sys::H5VL_dataset_get_t_H5VL_DATASET_GET_DAPL => {
-                a.args.get_dapl.dapl_id = check(api.f.H5Pcreate(api.g.p_dataset_access.id()), "H5Pcreate")?
+                a.args.get_dapl.dapl_id =
+                    check(api.f.H5Pcreate(api.g.p_dataset_access.id()), "H5Pcreate")?
             }
             sys::H5VL_dataset_get_t_H5VL_DATASET_GET_SPACE_STATUS => {
                 *a.args.get_space_status.status = sys::H5D_space_status_t_H5D_SPACE_STATUS_ALLOCATED
@@ -323,14 +424,22 @@ pub unsafe extern "C" fn get(
             sys::H5VL_dataset_get_t_H5VL_DATASET_GET_STORAGE_SIZE => {
                 *a.args.get_storage_size.storage_size = 0
             }
-            other => return Err(VolError::Unsupported(format!("dataset get operation {other}"))),
+            other => {
+                return Err(VolError::Unsupported(format!(
+                    "dataset get operation {other}"
+                )))
+            }
         }
         Ok(0)
     })
 }
 
 /// A dataset creation property list describing `m`.
-fn dcpl_of(api: &Api, dom: &h5lake_engine::Domain, m: &h5lake_engine::DatasetMeta) -> Result<hid_t> {
+fn dcpl_of(
+    api: &Api,
+    dom: &h5lake_engine::Domain,
+    m: &h5lake_engine::DatasetMeta,
+) -> Result<hid_t> {
     let f = &api.f;
     // SAFETY: a new list, filled and handed to the caller.
     unsafe {
@@ -339,8 +448,12 @@ fn dcpl_of(api: &Api, dom: &h5lake_engine::Domain, m: &h5lake_engine::DatasetMet
             crate::objects::order::set(api, dcpl, false);
         }
         if m.chunked {
-            check(f.H5Pset_chunk(dcpl, m.chunk.len() as i32, m.chunk.as_ptr()), "H5Pset_chunk")?;
-            let chunk_bytes = m.chunk.iter().product::<u64>() * m.dtype.fixed_size().unwrap_or(16) as u64;
+            check(
+                f.H5Pset_chunk(dcpl, m.chunk.len() as i32, m.chunk.as_ptr()),
+                "H5Pset_chunk",
+            )?;
+            let chunk_bytes =
+                m.chunk.iter().product::<u64>() * m.dtype.fixed_size().unwrap_or(16) as u64;
             for flt in &m.pipeline.filters {
                 let cd = flt.hdf5_client_data(m.dtype.filter_elem_size(), chunk_bytes);
                 let status = match flt {
@@ -349,7 +462,13 @@ fn dcpl_of(api: &Api, dom: &h5lake_engine::Domain, m: &h5lake_engine::DatasetMet
                     Filter::Fletcher32 => f.H5Pset_fletcher32(dcpl),
                     // Optional: the property list may name a filter this
                     // process has not loaded (h5lake decodes it itself).
-                    _ => f.H5Pset_filter(dcpl, flt.id() as i32, sys::H5Z_FLAG_OPTIONAL, cd.len(), cd.as_ptr()),
+                    _ => f.H5Pset_filter(
+                        dcpl,
+                        flt.id() as i32,
+                        sys::H5Z_FLAG_OPTIONAL,
+                        cd.len(),
+                        cd.as_ptr(),
+                    ),
                 };
                 check(status, "adding a filter to the creation property list")?;
             }
@@ -357,7 +476,10 @@ fn dcpl_of(api: &Api, dom: &h5lake_engine::Domain, m: &h5lake_engine::DatasetMet
         if let Some(fsize) = m.dtype.fixed_size() {
             if m.fill.len() == fsize && m.fill.iter().any(|b| *b != 0) {
                 let t = to_hdf5(api, &m.dtype)?;
-                check(f.H5Pset_fill_value(dcpl, t.0, m.fill.as_ptr().cast()), "H5Pset_fill_value")?;
+                check(
+                    f.H5Pset_fill_value(dcpl, t.0, m.fill.as_ptr().cast()),
+                    "H5Pset_fill_value",
+                )?;
             }
         }
         Ok(dcpl)
@@ -381,14 +503,19 @@ pub unsafe extern "C" fn specific(
                 o.dom.resize(id, &dims)?;
             }
             // Every write is already in the store when it returns.
-            sys::H5VL_dataset_specific_t_H5VL_DATASET_FLUSH | sys::H5VL_dataset_specific_t_H5VL_DATASET_REFRESH => {}
+            sys::H5VL_dataset_specific_t_H5VL_DATASET_FLUSH
+            | sys::H5VL_dataset_specific_t_H5VL_DATASET_REFRESH => {}
             other => return Err(VolError::Unsupported(format!("dataset operation {other}"))),
         }
         Ok(0)
     })
 }
 
-pub unsafe extern "C" fn close(obj: *mut c_void, _dxpl: hid_t, _req: *mut *mut c_void) -> sys::herr_t {
+pub unsafe extern "C" fn close(
+    obj: *mut c_void,
+    _dxpl: hid_t,
+    _req: *mut *mut c_void,
+) -> sys::herr_t {
     Obj::free(obj);
     0
 }

@@ -38,7 +38,8 @@ pub unsafe extern "C" fn commit(
         let (parent, last) = parent_for_create(api, o, &start, c_str(name)?, lcpl)?;
         ensure_free(o, &parent, &last, "datatype")?;
         let id = o.dom.create_datatype(dt.to_json())?;
-        o.dom.link_create(&parent, &last, json!({"class": "H5L_TYPE_HARD", "id": id}))?;
+        o.dom
+            .link_create(&parent, &last, json!({"class": "H5L_TYPE_HARD", "id": id}))?;
         Ok(o.child(Kind::Datatype(id), c_str(name)?))
     })
 }
@@ -56,10 +57,13 @@ pub unsafe extern "C" fn open(
         let start = locate(o, loc)?;
         let (dom, id) = crate::objects::resolve_in(&o.dom, &start, c_str(name)?)?;
         if !id.starts_with("t-") {
-            return Err(VolError::BadType(format!("{:?} is not a datatype", c_str(name)?)));
+            return Err(VolError::BadType(format!(
+                "{:?} is not a datatype",
+                c_str(name)?
+            )));
         }
         if !std::sync::Arc::ptr_eq(&dom, &o.dom) {
-            return Ok(Obj::new(dom, Kind::Datatype(id), String::new()));
+            return Ok(Obj::boxed(dom, Kind::Datatype(id), String::new()));
         }
         Ok(o.child(Kind::Datatype(id), c_str(name)?))
     })
@@ -87,7 +91,11 @@ pub unsafe extern "C" fn get(
         match a.op_type {
             sys::H5VL_datatype_get_t_H5VL_DATATYPE_GET_BINARY_SIZE => {
                 let t = to_hdf5(api, &stored_type(o)?)?;
-                check(api.f.H5Tencode(t.0, null_mut(), a.args.get_binary_size.size), "H5Tencode")?;
+                check(
+                    api.f
+                        .H5Tencode(t.0, null_mut(), a.args.get_binary_size.size),
+                    "H5Tencode",
+                )?;
             }
             sys::H5VL_datatype_get_t_H5VL_DATATYPE_GET_BINARY => {
                 let t = to_hdf5(api, &stored_type(o)?)?;
@@ -96,9 +104,14 @@ pub unsafe extern "C" fn get(
                 check(api.f.H5Tencode(t.0, b.buf, &mut size), "H5Tencode")?;
             }
             sys::H5VL_datatype_get_t_H5VL_DATATYPE_GET_TCPL => {
-                a.args.get_tcpl.tcpl_id = check(api.f.H5Pcreate(api.g.p_datatype_create.id()), "H5Pcreate")?;
+                a.args.get_tcpl.tcpl_id =
+                    check(api.f.H5Pcreate(api.g.p_datatype_create.id()), "H5Pcreate")?;
             }
-            other => return Err(VolError::Unsupported(format!("datatype get operation {other}"))),
+            other => {
+                return Err(VolError::Unsupported(format!(
+                    "datatype get operation {other}"
+                )))
+            }
         }
         Ok(0)
     })
@@ -112,12 +125,17 @@ pub unsafe extern "C" fn specific(
 ) -> sys::herr_t {
     guard("datatype specific", -1, || match (*args).op_type {
         // Nothing is buffered: the type is in the store once committed.
-        sys::H5VL_datatype_specific_t_H5VL_DATATYPE_FLUSH | sys::H5VL_datatype_specific_t_H5VL_DATATYPE_REFRESH => Ok(0),
+        sys::H5VL_datatype_specific_t_H5VL_DATATYPE_FLUSH
+        | sys::H5VL_datatype_specific_t_H5VL_DATATYPE_REFRESH => Ok(0),
         other => Err(VolError::Unsupported(format!("datatype operation {other}"))),
     })
 }
 
-pub unsafe extern "C" fn close(obj: *mut c_void, _dxpl: hid_t, _req: *mut *mut c_void) -> sys::herr_t {
+pub unsafe extern "C" fn close(
+    obj: *mut c_void,
+    _dxpl: hid_t,
+    _req: *mut *mut c_void,
+) -> sys::herr_t {
     Obj::free(obj);
     0
 }

@@ -63,7 +63,9 @@ impl VolError {
         let file = c"h5lake-vol";
         // SAFETY: every pointer is a valid NUL-terminated string; "%s" makes
         // the message a plain argument, never a format.
-        let Ok(push) = api.f.H5Epush2.as_ref() else { return };
+        let Ok(push) = api.f.H5Epush2.as_ref() else {
+            return;
+        };
         unsafe {
             push(
                 0, // H5E_DEFAULT
@@ -83,15 +85,14 @@ impl VolError {
 /// Runs a callback body: errors and panics become an HDF5 error and the
 /// `failed` value, never an unwind across the C boundary.
 pub fn guard<T>(func: &str, failed: T, body: impl FnOnce() -> Result<T>) -> T {
-    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body))
-        .unwrap_or_else(|p| {
-            let what = p
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
-            Err(VolError::Panic(what))
-        });
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).unwrap_or_else(|p| {
+        let what = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        Err(VolError::Panic(what))
+    });
     match out {
         Ok(v) => v,
         Err(e) => {

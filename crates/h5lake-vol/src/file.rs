@@ -25,9 +25,17 @@ pub unsafe extern "C" fn create(
 ) -> *mut c_void {
     guard("file create", null_mut(), || {
         let api = h5().map_err(VolError::Library)?;
-        let mode = if flags & ACC_TRUNC != 0 { OpenMode::Truncate } else { OpenMode::CreateExclusive };
-        let dom = crate::objects::open_domain_with(c_str(name)?, mode, crate::objects::order::props_of(api, fcpl, true))?;
-        Ok(Obj::new(dom, Kind::File, "/".into()))
+        let mode = if flags & ACC_TRUNC != 0 {
+            OpenMode::Truncate
+        } else {
+            OpenMode::CreateExclusive
+        };
+        let dom = crate::objects::open_domain_with(
+            c_str(name)?,
+            mode,
+            crate::objects::order::props_of(api, fcpl, true),
+        )?;
+        Ok(Obj::boxed(dom, Kind::File, "/".into()))
     })
 }
 
@@ -39,9 +47,13 @@ pub unsafe extern "C" fn open(
     _req: *mut *mut c_void,
 ) -> *mut c_void {
     guard("file open", null_mut(), || {
-        let mode = if flags & ACC_RDWR != 0 { OpenMode::ReadWrite } else { OpenMode::Read };
+        let mode = if flags & ACC_RDWR != 0 {
+            OpenMode::ReadWrite
+        } else {
+            OpenMode::Read
+        };
         let dom = open_domain(c_str(name)?, mode)?;
-        Ok(Obj::new(dom, Kind::File, "/".into()))
+        Ok(Obj::boxed(dom, Kind::File, "/".into()))
     })
 }
 
@@ -79,7 +91,8 @@ pub unsafe extern "C" fn get(
                 a.args.get_fcpl.fcpl_id = fcpl;
             }
             sys::H5VL_file_get_t_H5VL_FILE_GET_FAPL => {
-                a.args.get_fapl.fapl_id = check(api.f.H5Pcreate(api.g.p_file_access.id()), "H5Pcreate")?;
+                a.args.get_fapl.fapl_id =
+                    check(api.f.H5Pcreate(api.g.p_file_access.id()), "H5Pcreate")?;
             }
             sys::H5VL_file_get_t_H5VL_FILE_GET_FILENO => {
                 // One number per open domain: its address is stable while open.
@@ -118,7 +131,7 @@ pub unsafe extern "C" fn specific(
             }
             sys::H5VL_file_specific_t_H5VL_FILE_REOPEN => {
                 let me = Obj::from_ptr(obj)?;
-                *a.args.reopen.file = Obj::new(me.dom.clone(), Kind::File, "/".into());
+                *a.args.reopen.file = Obj::boxed(me.dom.clone(), Kind::File, "/".into());
             }
             sys::H5VL_file_specific_t_H5VL_FILE_DELETE => {
                 let name = c_str(a.args.del.filename)?;
@@ -139,7 +152,11 @@ pub unsafe extern "C" fn specific(
     })
 }
 
-pub unsafe extern "C" fn close(obj: *mut c_void, _dxpl: hid_t, _req: *mut *mut c_void) -> sys::herr_t {
+pub unsafe extern "C" fn close(
+    obj: *mut c_void,
+    _dxpl: hid_t,
+    _req: *mut *mut c_void,
+) -> sys::herr_t {
     Obj::free(obj);
     0
 }
@@ -165,8 +182,11 @@ pub unsafe extern "C" fn group_create(
         let start = locate(o, loc)?;
         let (parent, last) = crate::dataset::parent_for_create(api, o, &start, c_str(name)?, lcpl)?;
         crate::dataset::ensure_free(o, &parent, &last, "group")?;
-        let id = o.dom.create_group(crate::objects::order::props_of(api, gcpl, true))?;
-        o.dom.link_create(&parent, &last, json!({"class": "H5L_TYPE_HARD", "id": id}))?;
+        let id = o
+            .dom
+            .create_group(crate::objects::order::props_of(api, gcpl, true))?;
+        o.dom
+            .link_create(&parent, &last, json!({"class": "H5L_TYPE_HARD", "id": id}))?;
         Ok(o.child(Kind::Group(id), c_str(name)?))
     })
 }
@@ -184,10 +204,13 @@ pub unsafe extern "C" fn group_open(
         let start = locate(o, loc)?;
         let (dom, id) = crate::objects::resolve_in(&o.dom, &start, c_str(name)?)?;
         if !id.starts_with("g-") {
-            return Err(VolError::BadType(format!("{:?} is not a group", c_str(name)?)));
+            return Err(VolError::BadType(format!(
+                "{:?} is not a group",
+                c_str(name)?
+            )));
         }
         if !std::sync::Arc::ptr_eq(&dom, &o.dom) {
-            return Ok(Obj::new(dom, Kind::Group(id), String::new()));
+            return Ok(Obj::boxed(dom, Kind::Group(id), String::new()));
         }
         Ok(o.child(Kind::Group(id), c_str(name)?))
     })
@@ -222,7 +245,11 @@ pub unsafe extern "C" fn group_get(
                 }
                 a.args.get_gcpl.gcpl_id = gcpl;
             }
-            other => return Err(VolError::Unsupported(format!("group get operation {other}"))),
+            other => {
+                return Err(VolError::Unsupported(format!(
+                    "group get operation {other}"
+                )))
+            }
         }
         Ok(0)
     })
@@ -297,9 +324,11 @@ pub unsafe extern "C" fn group_optional(
                     ohdr: [0; 3],
                 };
                 let l = &g.loc_params;
-                let soft = if !g.follow_link && l.type_ == sys::H5VL_loc_type_t_H5VL_OBJECT_BY_NAME {
-                    let (grp, name) = crate::objects::parent_and_name(o, l.loc_data.loc_by_name.name)
-                        .unwrap_or_default();
+                let soft = if !g.follow_link && l.type_ == sys::H5VL_loc_type_t_H5VL_OBJECT_BY_NAME
+                {
+                    let (grp, name) =
+                        crate::objects::parent_and_name(o, l.loc_data.loc_by_name.name)
+                            .unwrap_or_default();
                     o.dom.link_get(&grp, &name).ok().filter(|lk| {
                         lk.get("class").and_then(serde_json::Value::as_str) != Some("H5L_TYPE_HARD")
                     })
@@ -308,7 +337,10 @@ pub unsafe extern "C" fn group_optional(
                 };
                 if let Some(lk) = soft {
                     st.type_ = 3; // H5G_LINK
-                    st.linklen = lk.get("h5path").and_then(serde_json::Value::as_str).map_or(0, |p| p.len() + 1);
+                    st.linklen = lk
+                        .get("h5path")
+                        .and_then(serde_json::Value::as_str)
+                        .map_or(0, |p| p.len() + 1);
                 } else {
                     let id = locate(o, l)?;
                     let t = crate::token::of_id(&id)?.__data;
@@ -328,7 +360,10 @@ pub unsafe extern "C" fn group_optional(
                 let gid = locate(o, &it.loc_params)?;
                 let loc_id = crate::objects::register_id(o, &gid, &o.path)?;
                 let links = crate::objects::ordered_links(
-                    &o.dom, &gid, sys::H5_index_t_H5_INDEX_NAME, sys::H5_iter_order_t_H5_ITER_INC,
+                    &o.dom,
+                    &gid,
+                    sys::H5_index_t_H5_INDEX_NAME,
+                    sys::H5_iter_order_t_H5_ITER_INC,
                 )?;
                 let Some(op) = it.op else { return Ok(0) };
                 for (k, (name, _)) in links.iter().enumerate().skip(it.idx as usize) {
@@ -344,7 +379,9 @@ pub unsafe extern "C" fn group_optional(
                 }
                 Ok(0)
             }
-            other => Err(VolError::Unsupported(format!("native group operation {other}"))),
+            other => Err(VolError::Unsupported(format!(
+                "native group operation {other}"
+            ))),
         }
     })
 }

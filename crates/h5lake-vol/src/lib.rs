@@ -106,7 +106,11 @@ unsafe extern "C" fn token_cmp(
     0
 }
 
-unsafe extern "C" fn close_nothing(_obj: *mut c_void, _dxpl: hid_t, _req: *mut *mut c_void) -> sys::herr_t {
+unsafe extern "C" fn close_nothing(
+    _obj: *mut c_void,
+    _dxpl: hid_t,
+    _req: *mut *mut c_void,
+) -> sys::herr_t {
     objects::Obj::free(_obj);
     0
 }

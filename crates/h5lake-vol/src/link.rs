@@ -3,7 +3,7 @@
 //! index or token.
 
 use std::collections::HashSet;
-use std::ffi::{c_void, CStr, CString};
+use std::ffi::{c_void, CString};
 use std::ptr::null_mut;
 
 use serde_json::{json, Value};
@@ -55,7 +55,11 @@ fn link_info(link: &Value, corder: i64) -> Result<sys::H5L_info2_t> {
 
 /// The creation-order index of link `name` of `group`.
 fn corder_of(o: &Obj, group: &str, name: &str) -> Result<i64> {
-    Ok(o.dom.links(group)?.iter().position(|(n, _)| n == name).unwrap_or(0) as i64)
+    Ok(o.dom
+        .links(group)?
+        .iter()
+        .position(|(n, _)| n == name)
+        .unwrap_or(0) as i64)
 }
 
 /// The group and name a link location means (by name, or by index).
@@ -65,7 +69,9 @@ unsafe fn link_at(o: &Obj, loc: *const sys::H5VL_loc_params_t) -> Result<(String
         sys::H5VL_loc_type_t_H5VL_OBJECT_BY_NAME => {
             let (g, name) = parent_and_name(o, l.loc_data.loc_by_name.name)?;
             let link = o.dom.link_get(&g, &name).map_err(|e| match e {
-                h5lake_engine::EngineError::NotFound(_) => VolError::NotFound(format!("link {name:?} doesn't exist")),
+                h5lake_engine::EngineError::NotFound(_) => {
+                    VolError::NotFound(format!("link {name:?} doesn't exist"))
+                }
                 e => e.into(),
             })?;
             Ok((g, name, link))
@@ -76,15 +82,17 @@ unsafe fn link_at(o: &Obj, loc: *const sys::H5VL_loc_params_t) -> Result<(String
             let (name, link) = nth_link(&o.dom, &g, by.idx_type, by.order, by.n)?;
             Ok((g, name, link))
         }
-        other => Err(VolError::Unsupported(format!("links located by location type {other}"))),
+        other => Err(VolError::Unsupported(format!(
+            "links located by location type {other}"
+        ))),
     }
 }
 
 fn create_link(o: &Obj, group: &str, name: &str, link: Value) -> Result<()> {
     o.dom.link_create(group, name, link).map_err(|e| match e {
-        h5lake_engine::EngineError::AlreadyExists(_) => {
-            VolError::Exists(format!("unable to create link (name {name:?} already exists)"))
-        }
+        h5lake_engine::EngineError::AlreadyExists(_) => VolError::Exists(format!(
+            "unable to create link (name {name:?} already exists)"
+        )),
         e => e.into(),
     })
 }
@@ -102,18 +110,28 @@ pub unsafe extern "C" fn create(
         let api = crate::api::h5().map_err(VolError::Library)?;
         let a = &mut *args;
         // H5Lcreate_hard may pass only the target's object.
-        let here = if obj.is_null() { a.args.hard.curr_obj } else { obj };
+        let here = if obj.is_null() {
+            a.args.hard.curr_obj
+        } else {
+            obj
+        };
         let o = Obj::from_ptr(here)?;
         let l = &*loc;
         if l.type_ != sys::H5VL_loc_type_t_H5VL_OBJECT_BY_NAME {
-            return Err(VolError::Unsupported("creating links other than by name".into()));
+            return Err(VolError::Unsupported(
+                "creating links other than by name".into(),
+            ));
         }
         let path = c_str(l.loc_data.loc_by_name.name)?;
         let (group, name) = crate::dataset::parent_for_create(api, o, o.id(), path, lcpl)?;
         let link = match a.op_type {
             sys::H5VL_link_create_t_H5VL_LINK_CREATE_HARD => {
                 let h = &a.args.hard;
-                let target_obj = if h.curr_obj.is_null() { o } else { Obj::from_ptr(h.curr_obj)? };
+                let target_obj = if h.curr_obj.is_null() {
+                    o
+                } else {
+                    Obj::from_ptr(h.curr_obj)?
+                };
                 let id = locate(target_obj, &h.curr_loc_params)?;
                 json!({"class": "H5L_TYPE_HARD", "id": id})
             }
@@ -147,13 +165,25 @@ unsafe fn copy_or_move(
 ) -> Result<sys::herr_t> {
     let api = crate::api::h5().map_err(VolError::Library)?;
     let s = Obj::from_ptr(src)?;
-    let d = if dst.is_null() { s } else { Obj::from_ptr(dst)? };
+    let d = if dst.is_null() {
+        s
+    } else {
+        Obj::from_ptr(dst)?
+    };
     let (sg, sname, link) = link_at(s, loc1)?;
     let l2 = &*loc2;
     if l2.type_ != sys::H5VL_loc_type_t_H5VL_OBJECT_BY_NAME {
-        return Err(VolError::Unsupported("link destinations other than by name".into()));
+        return Err(VolError::Unsupported(
+            "link destinations other than by name".into(),
+        ));
     }
-    let (dg, dname) = crate::dataset::parent_for_create(api, d, d.id(), c_str(l2.loc_data.loc_by_name.name)?, lcpl)?;
+    let (dg, dname) = crate::dataset::parent_for_create(
+        api,
+        d,
+        d.id(),
+        c_str(l2.loc_data.loc_by_name.name)?,
+        lcpl,
+    )?;
     if remove && sg == dg && sname == dname {
         return Ok(0);
     }
@@ -174,7 +204,9 @@ pub unsafe extern "C" fn copy(
     _dxpl: hid_t,
     _req: *mut *mut c_void,
 ) -> sys::herr_t {
-    guard("link copy", -1, || copy_or_move(src, loc1, dst, loc2, lcpl, false))
+    guard("link copy", -1, || {
+        copy_or_move(src, loc1, dst, loc2, lcpl, false)
+    })
 }
 
 pub unsafe extern "C" fn move_(
@@ -187,7 +219,9 @@ pub unsafe extern "C" fn move_(
     _dxpl: hid_t,
     _req: *mut *mut c_void,
 ) -> sys::herr_t {
-    guard("link move", -1, || copy_or_move(src, loc1, dst, loc2, lcpl, true))
+    guard("link move", -1, || {
+        copy_or_move(src, loc1, dst, loc2, lcpl, true)
+    })
 }
 
 /// Calls `op` for each link of `group` (and, when `recursive`, of every
@@ -209,8 +243,13 @@ unsafe fn iterate(
     for (k, (name, link)) in links.iter().enumerate().skip(skip) {
         let corder = corders.iter().position(|(n, _)| n == name).unwrap_or(k) as i64;
         let info = link_info(link, corder)?;
-        let full = if prefix.is_empty() { name.clone() } else { format!("{prefix}/{name}") };
-        let cname = CString::new(full.as_str()).map_err(|_| VolError::Invalid("a link name with NUL".into()))?;
+        let full = if prefix.is_empty() {
+            name.clone()
+        } else {
+            format!("{prefix}/{name}")
+        };
+        let cname = CString::new(full.as_str())
+            .map_err(|_| VolError::Invalid("a link name with NUL".into()))?;
         let ret = op(loc_id, cname.as_ptr(), &info, it.op_data);
         *counter += 1;
         if ret != 0 {
@@ -257,11 +296,17 @@ pub unsafe extern "C" fn specific(
                 let it = &mut a.args.iterate;
                 let gid = locate(o, loc)?;
                 let path = match l.type_ {
-                    sys::H5VL_loc_type_t_H5VL_OBJECT_BY_NAME => join_path(&o.path, c_str(l.loc_data.loc_by_name.name)?),
+                    sys::H5VL_loc_type_t_H5VL_OBJECT_BY_NAME => {
+                        join_path(&o.path, c_str(l.loc_data.loc_by_name.name)?)
+                    }
                     _ => o.path.clone(),
                 };
                 let loc_id = register_id(o, &gid, &path)?;
-                let skip = if it.idx_p.is_null() || it.recursive { 0 } else { *it.idx_p as usize };
+                let skip = if it.idx_p.is_null() || it.recursive {
+                    0
+                } else {
+                    *it.idx_p as usize
+                };
                 let mut seen = HashSet::from([gid.clone()]);
                 let mut counter = skip as u64;
                 let ret = iterate(o, &gid, "", it, loc_id.0, &mut seen, skip, &mut counter)?;
@@ -297,7 +342,12 @@ pub unsafe extern "C" fn get(
             }
             sys::H5VL_link_get_t_H5VL_LINK_GET_VAL => {
                 let v = &mut a.args.get_val;
-                let s = |k: &str| link.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+                let s = |k: &str| {
+                    link.get(k)
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string()
+                };
                 let val = match s("class").as_str() {
                     "H5L_TYPE_SOFT" => {
                         let mut b = s("h5path").into_bytes();
@@ -305,7 +355,11 @@ pub unsafe extern "C" fn get(
                         b
                     }
                     "H5L_TYPE_EXTERNAL" => pack_external(&s("h5domain"), &s("h5path")),
-                    _ => return Err(VolError::Invalid(format!("{name:?} is a hard link: it has no value"))),
+                    _ => {
+                        return Err(VolError::Invalid(format!(
+                            "{name:?} is a hard link: it has no value"
+                        )))
+                    }
                 };
                 if !v.buf.is_null() {
                     let n = val.len().min(v.buf_size);
@@ -324,7 +378,9 @@ unsafe fn path_of(o: &Obj, loc: *const sys::H5VL_loc_params_t) -> Result<String>
     let l = &*loc;
     Ok(match l.type_ {
         sys::H5VL_loc_type_t_H5VL_OBJECT_BY_SELF => o.path.clone(),
-        sys::H5VL_loc_type_t_H5VL_OBJECT_BY_NAME => join_path(&o.path, c_str(l.loc_data.loc_by_name.name)?),
+        sys::H5VL_loc_type_t_H5VL_OBJECT_BY_NAME => {
+            join_path(&o.path, c_str(l.loc_data.loc_by_name.name)?)
+        }
         sys::H5VL_loc_type_t_H5VL_OBJECT_BY_IDX => {
             let by = &l.loc_data.loc_by_idx;
             let g = crate::objects::resolve(&o.dom, o.id(), c_str(by.name)?)?;
@@ -347,8 +403,12 @@ pub unsafe extern "C" fn object_open(
         let (dom, id) = crate::objects::locate_in(o, loc)?;
         let kind = kind_of(&id);
         *opened_type = htype_of(&kind);
-        let path = if std::sync::Arc::ptr_eq(&dom, &o.dom) { path_of(o, loc)? } else { String::new() };
-        Ok(Obj::new(dom, kind, path))
+        let path = if std::sync::Arc::ptr_eq(&dom, &o.dom) {
+            path_of(o, loc)?
+        } else {
+            String::new()
+        };
+        Ok(Obj::boxed(dom, kind, path))
     })
 }
 
@@ -386,7 +446,11 @@ fn find_path(o: &Obj, id: &str) -> Result<String> {
             if link.get("class").and_then(Value::as_str) != Some("H5L_TYPE_HARD") {
                 continue;
             }
-            let target = link.get("id").and_then(Value::as_str).unwrap_or("").to_string();
+            let target = link
+                .get("id")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
             let p = format!("{path}/{name}");
             if target == id {
                 return Ok(p);
@@ -396,7 +460,9 @@ fn find_path(o: &Obj, id: &str) -> Result<String> {
             }
         }
     }
-    Err(VolError::NotFound("the object is not linked into the file".into()))
+    Err(VolError::NotFound(
+        "the object is not linked into the file".into(),
+    ))
 }
 
 pub unsafe extern "C" fn object_get(
@@ -411,7 +477,7 @@ pub unsafe extern "C" fn object_get(
         let a = &mut *args;
         match a.op_type {
             sys::H5VL_object_get_t_H5VL_OBJECT_GET_FILE => {
-                *a.args.get_file.file = Obj::new(o.dom.clone(), Kind::File, "/".into());
+                *a.args.get_file.file = Obj::boxed(o.dom.clone(), Kind::File, "/".into());
             }
             sys::H5VL_object_get_t_H5VL_OBJECT_GET_NAME => {
                 let mut path = path_of(o, loc)?;
@@ -427,7 +493,11 @@ pub unsafe extern "C" fn object_get(
             sys::H5VL_object_get_t_H5VL_OBJECT_GET_INFO => {
                 *a.args.get_info.oinfo = object_info(o, &locate(o, loc)?)?;
             }
-            other => return Err(VolError::Unsupported(format!("object get operation {other}"))),
+            other => {
+                return Err(VolError::Unsupported(format!(
+                    "object get operation {other}"
+                )))
+            }
         }
         Ok(0)
     })
@@ -436,10 +506,15 @@ pub unsafe extern "C" fn object_get(
 /// H5Ovisit: the start object (named "."), then every object below it
 /// once, depth first in the index's order, by hard links, with paths
 /// relative to the start (as the native connector walks).
-unsafe fn visit(o: &Obj, start: &str, start_path: &str, v: &sys::H5VL_object_visit_args_t) -> Result<sys::herr_t> {
+unsafe fn visit(
+    o: &Obj,
+    start: &str,
+    start_path: &str,
+    v: &sys::H5VL_object_visit_args_t,
+) -> Result<sys::herr_t> {
     let Some(op) = v.op else { return Ok(0) };
     let loc_id = register_id(o, start, start_path)?;
-    let dot = CStr::from_bytes_with_nul(b".\0").expect("literal");
+    let dot = c".";
     let ret = op(loc_id.0, dot.as_ptr(), &object_info(o, start)?, v.op_data);
     if ret != 0 || !start.starts_with("g-") {
         return Ok(ret);
@@ -461,12 +536,21 @@ unsafe fn visit_below(
         if link.get("class").and_then(Value::as_str) != Some("H5L_TYPE_HARD") {
             continue;
         }
-        let target = link.get("id").and_then(Value::as_str).unwrap_or("").to_string();
+        let target = link
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         if !seen.insert(target.clone()) {
             continue;
         }
-        let path = if prefix.is_empty() { name.clone() } else { format!("{prefix}/{name}") };
-        let cname = CString::new(path.as_str()).map_err(|_| VolError::Invalid("a link name with NUL".into()))?;
+        let path = if prefix.is_empty() {
+            name.clone()
+        } else {
+            format!("{prefix}/{name}")
+        };
+        let cname = CString::new(path.as_str())
+            .map_err(|_| VolError::Invalid("a link name with NUL".into()))?;
         let ret = op(loc_id, cname.as_ptr(), &object_info(o, &target)?, v.op_data);
         if ret != 0 {
             return Ok(ret);

@@ -23,7 +23,14 @@ fn convert(api: &Api, from: hid_t, to: hid_t, n: usize, buf: &mut [u8], dxpl: hi
         }
         let mut bkg = vec![0u8; n * f.H5Tget_size(to).max(f.H5Tget_size(from))];
         check(
-            f.H5Tconvert(from, to, n, buf.as_mut_ptr().cast(), bkg.as_mut_ptr().cast(), dxpl),
+            f.H5Tconvert(
+                from,
+                to,
+                n,
+                buf.as_mut_ptr().cast(),
+                bkg.as_mut_ptr().cast(),
+                dxpl,
+            ),
             "converting between the stored and the memory datatype",
         )?;
     }
@@ -32,7 +39,14 @@ fn convert(api: &Api, from: hid_t, to: hid_t, n: usize, buf: &mut [u8], dxpl: hi
 
 /// Stored (file-form) fixed-size elements, `n` of them, as elements of
 /// `mem_type`.
-pub fn fixed_to_memory(api: &Api, dt: &Datatype, mut data: Vec<u8>, n: usize, mem_type: hid_t, dxpl: hid_t) -> Result<Vec<u8>> {
+pub fn fixed_to_memory(
+    api: &Api,
+    dt: &Datatype,
+    mut data: Vec<u8>,
+    n: usize,
+    mem_type: hid_t,
+    dxpl: hid_t,
+) -> Result<Vec<u8>> {
     crate::types::refuse_nested_vlen(dt)?;
     // SAFETY: `mem_type` is the caller's type id.
     let msize = unsafe { api.f.H5Tget_size(mem_type) };
@@ -45,7 +59,14 @@ pub fn fixed_to_memory(api: &Api, dt: &Datatype, mut data: Vec<u8>, n: usize, me
 }
 
 /// Elements of `mem_type` (packed, `n` of them) in the stored form of `dt`.
-pub fn fixed_from_memory(api: &Api, dt: &Datatype, mut data: Vec<u8>, n: usize, mem_type: hid_t, dxpl: hid_t) -> Result<Vec<u8>> {
+pub fn fixed_from_memory(
+    api: &Api,
+    dt: &Datatype,
+    mut data: Vec<u8>,
+    n: usize,
+    mem_type: hid_t,
+    dxpl: hid_t,
+) -> Result<Vec<u8>> {
     crate::types::refuse_nested_vlen(dt)?;
     let fsize = dt.fixed_size().unwrap_or(0);
     // SAFETY: `mem_type` is the caller's type id.
@@ -83,9 +104,12 @@ impl VlenMem {
             } else if f.H5Tget_class(mem_type) == sys::H5T_class_t_H5T_VLEN {
                 if let Datatype::Vlen { base } = dt {
                     let ftype = to_hdf5(api, base)?;
-                    let mbase = crate::types::TypeId(check(f.H5Tget_super(mem_type), "H5Tget_super")?);
+                    let mbase =
+                        crate::types::TypeId(check(f.H5Tget_super(mem_type), "H5Tget_super")?);
                     if check(f.H5Tequal(ftype.0, mbase.0), "H5Tequal")? > 0 {
-                        return Ok(VlenMem::Seq { base: base.fixed_size().unwrap_or(1) });
+                        return Ok(VlenMem::Seq {
+                            base: base.fixed_size().unwrap_or(1),
+                        });
                     }
                     return Err(VolError::Unsupported(
                         "converting the base type of variable-length sequences".into(),

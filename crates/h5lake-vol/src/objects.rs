@@ -29,14 +29,14 @@ pub enum Kind {
 }
 
 impl Obj {
-    pub fn new(dom: Arc<Domain>, kind: Kind, path: String) -> *mut c_void {
+    pub fn boxed(dom: Arc<Domain>, kind: Kind, path: String) -> *mut c_void {
         Box::into_raw(Box::new(Obj { dom, kind, path })).cast()
     }
 
     /// The object behind a pointer HDF5 hands back.
     ///
     /// # Safety
-    /// `p` must be a pointer [`Obj::new`] returned and not yet freed.
+    /// `p` must be a pointer [`Obj::boxed`] returned and not yet freed.
     pub unsafe fn from_ptr<'a>(p: *mut c_void) -> Result<&'a Obj> {
         (p as *const Obj)
             .as_ref()
@@ -64,12 +64,12 @@ impl Obj {
 
     /// Another object of the same domain; its path is unknown.
     pub fn with(&self, kind: Kind) -> *mut c_void {
-        Obj::new(self.dom.clone(), kind, String::new())
+        Obj::boxed(self.dom.clone(), kind, String::new())
     }
 
     /// An object reached from this one by `rel` (a path, absolute or not).
     pub fn child(&self, kind: Kind, rel: &str) -> *mut c_void {
-        Obj::new(self.dom.clone(), kind, join_path(&self.path, rel))
+        Obj::boxed(self.dom.clone(), kind, join_path(&self.path, rel))
     }
 }
 
@@ -101,7 +101,10 @@ pub fn open_domain(name: &str, mode: OpenMode) -> Result<Arc<Domain>> {
 /// [`open_domain`], giving the root group's creation properties when the
 /// domain is created.
 pub fn open_domain_with(name: &str, mode: OpenMode, root_props: Value) -> Result<Arc<Domain>> {
-    let opts = h5lake_engine::DomainOptions { root_creation_props: root_props, ..Default::default() };
+    let opts = h5lake_engine::DomainOptions {
+        root_creation_props: root_props,
+        ..Default::default()
+    };
     let dom = if name.contains("://") {
         Domain::open_url_with(name, mode, &opts)?
     } else {
@@ -142,7 +145,8 @@ pub mod order {
     pub fn tracked(dom: &Domain, id: &str) -> bool {
         dom.get_doc(id).ok().is_some_and(|d| {
             let cp = &d["creationProperties"];
-            cp.get("CreateOrder").is_some_and(|v| v.as_i64() == Some(1) || v.as_bool() == Some(true))
+            cp.get("CreateOrder")
+                .is_some_and(|v| v.as_i64() == Some(1) || v.as_bool() == Some(true))
         })
     }
 
@@ -180,7 +184,9 @@ pub fn resolve(dom: &Domain, start: &str, path: &str) -> Result<String> {
 
 fn resolve_depth(dom: &Domain, start: &str, path: &str, depth: u32) -> Result<String> {
     if depth > 32 {
-        return Err(VolError::NotFound(format!("too many soft links resolving {path:?}")));
+        return Err(VolError::NotFound(format!(
+            "too many soft links resolving {path:?}"
+        )));
     }
     let mut cur = if path.starts_with('/') {
         dom.root_id().to_string()
@@ -292,7 +298,7 @@ pub fn register_id(o: &Obj, id: &str, path: &str) -> Result<RegisteredId> {
     let api = crate::api::h5().map_err(VolError::Library)?;
     let kind = kind_of(id);
     let htype = htype_of(&kind);
-    let obj = Obj::new(o.dom.clone(), kind, path.to_string());
+    let obj = Obj::boxed(o.dom.clone(), kind, path.to_string());
     // SAFETY: `obj` is a fresh connector object; HDF5 owns it from here.
     let hid = unsafe { api.f.H5VLwrap_register(obj, htype) };
     if hid < 0 {
@@ -317,7 +323,11 @@ pub fn join_path(base: &str, rel: &str) -> String {
         base
     };
     let mut out = String::new();
-    for part in start.split('/').chain(rel.split('/')).filter(|p| !p.is_empty() && *p != ".") {
+    for part in start
+        .split('/')
+        .chain(rel.split('/'))
+        .filter(|p| !p.is_empty() && *p != ".")
+    {
         out.push('/');
         out.push_str(part);
     }
@@ -329,7 +339,12 @@ pub fn join_path(base: &str, rel: &str) -> String {
 
 /// A group's links in the order an index asks for: by name, or by
 /// creation order (the order the document keeps).
-pub fn ordered_links(dom: &Domain, group: &str, idx_type: sys::H5_index_t, order: sys::H5_iter_order_t) -> Result<Vec<(String, Value)>> {
+pub fn ordered_links(
+    dom: &Domain,
+    group: &str,
+    idx_type: sys::H5_index_t,
+    order: sys::H5_iter_order_t,
+) -> Result<Vec<(String, Value)>> {
     let mut links = dom.links(group)?;
     if idx_type == sys::H5_index_t_H5_INDEX_NAME {
         links.sort_by(|a, b| a.0.cmp(&b.0));
@@ -341,7 +356,13 @@ pub fn ordered_links(dom: &Domain, group: &str, idx_type: sys::H5_index_t, order
 }
 
 /// The n-th link of a group in an index's order.
-pub fn nth_link(dom: &Domain, group: &str, idx_type: sys::H5_index_t, order: sys::H5_iter_order_t, n: u64) -> Result<(String, Value)> {
+pub fn nth_link(
+    dom: &Domain,
+    group: &str,
+    idx_type: sys::H5_index_t,
+    order: sys::H5_iter_order_t,
+    n: u64,
+) -> Result<(String, Value)> {
     ordered_links(dom, group, idx_type, order)?
         .into_iter()
         .nth(n as usize)
@@ -353,7 +374,10 @@ pub fn nth_link(dom: &Domain, group: &str, idx_type: sys::H5_index_t, order: sys
 ///
 /// # Safety
 /// `name` is a NUL-terminated string.
-pub unsafe fn parent_and_name(obj: &Obj, name: *const std::ffi::c_char) -> Result<(String, String)> {
+pub unsafe fn parent_and_name(
+    obj: &Obj,
+    name: *const std::ffi::c_char,
+) -> Result<(String, String)> {
     let path = c_str(name)?;
     let (parent, last) = split_last(path);
     if last.is_empty() {
@@ -369,12 +393,23 @@ pub fn resolve_in(dom: &Arc<Domain>, start: &str, path: &str) -> Result<(Arc<Dom
     resolve_in_depth(dom, start, path, 0)
 }
 
-fn resolve_in_depth(dom: &Arc<Domain>, start: &str, path: &str, depth: u32) -> Result<(Arc<Domain>, String)> {
+fn resolve_in_depth(
+    dom: &Arc<Domain>,
+    start: &str,
+    path: &str,
+    depth: u32,
+) -> Result<(Arc<Domain>, String)> {
     if depth > 32 {
-        return Err(VolError::NotFound(format!("too many links resolving {path:?}")));
+        return Err(VolError::NotFound(format!(
+            "too many links resolving {path:?}"
+        )));
     }
     let mut d = dom.clone();
-    let mut cur = if path.starts_with('/') { d.root_id().to_string() } else { start.to_string() };
+    let mut cur = if path.starts_with('/') {
+        d.root_id().to_string()
+    } else {
+        start.to_string()
+    };
     let mut here = String::new();
     for part in path.split('/').filter(|p| !p.is_empty() && *p != ".") {
         let link = d.link_get(&cur, part).map_err(|e| match e {
@@ -383,15 +418,23 @@ fn resolve_in_depth(dom: &Arc<Domain>, start: &str, path: &str, depth: u32) -> R
             }
             e => e.into(),
         })?;
-        let s = |k: &str| link.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let s = |k: &str| {
+            link.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
         (d, cur) = match s("class").as_str() {
             "H5L_TYPE_EXTERNAL" => {
                 let ext = open_external(&d, &s("h5domain"))?;
                 let root = ext.root_id().to_string();
                 resolve_in_depth(&ext, &root, &s("h5path"), depth + 1)?
             }
-            "H5L_TYPE_SOFT" => resolve_in_depth(&d, &cur, &s("h5path"), depth + 1)
-                .map_err(|_| VolError::NotFound(format!("soft link to {:?} dangles", s("h5path"))))?,
+            "H5L_TYPE_SOFT" => {
+                resolve_in_depth(&d, &cur, &s("h5path"), depth + 1).map_err(|_| {
+                    VolError::NotFound(format!("soft link to {:?} dangles", s("h5path")))
+                })?
+            }
             _ => {
                 let id = link_target(&d, &cur, &link, depth)?;
                 (d, id)
@@ -410,14 +453,20 @@ fn open_external(from: &Domain, file: &str) -> Result<Arc<Domain>> {
     let target = if file.contains("://") || std::path::Path::new(file).is_absolute() {
         file.to_string()
     } else {
-        let base = std::path::Path::new(from.location()).parent().unwrap_or(std::path::Path::new("."));
+        let base = std::path::Path::new(from.location())
+            .parent()
+            .unwrap_or(std::path::Path::new("."));
         base.join(file).to_string_lossy().into_owned()
     };
-    let mode = if from.readonly() { OpenMode::Read } else { OpenMode::ReadWrite };
+    let mode = if from.readonly() {
+        OpenMode::Read
+    } else {
+        OpenMode::ReadWrite
+    };
     open_domain(&target, mode).map_err(|e| match e {
-        VolError::Engine(h5lake_engine::EngineError::NotFound(m) | h5lake_engine::EngineError::StoreNotFound(m)) => {
-            VolError::NotFound(format!("external link target {target:?}: {m}"))
-        }
+        VolError::Engine(
+            h5lake_engine::EngineError::NotFound(m) | h5lake_engine::EngineError::StoreNotFound(m),
+        ) => VolError::NotFound(format!("external link target {target:?}: {m}")),
         e => e,
     })
 }
@@ -427,7 +476,10 @@ fn open_external(from: &Domain, file: &str) -> Result<Arc<Domain>> {
 ///
 /// # Safety
 /// As [`locate`].
-pub unsafe fn locate_in(obj: &Obj, loc: *const sys::H5VL_loc_params_t) -> Result<(Arc<Domain>, String)> {
+pub unsafe fn locate_in(
+    obj: &Obj,
+    loc: *const sys::H5VL_loc_params_t,
+) -> Result<(Arc<Domain>, String)> {
     let l = &*loc;
     if l.type_ == sys::H5VL_loc_type_t_H5VL_OBJECT_BY_NAME {
         return resolve_in(&obj.dom, obj.id(), c_str(l.loc_data.loc_by_name.name)?);

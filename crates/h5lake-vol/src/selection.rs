@@ -23,14 +23,21 @@ pub fn file_selection(api: &Api, space: hid_t, dims: &[u64]) -> Result<Selection
         match f.H5Sget_select_type(space) {
             sys::H5S_sel_type_H5S_SEL_ALL => return Ok(Selection::all(dims)),
             sys::H5S_sel_type_H5S_SEL_NONE => {
-                return Ok(Selection::Points { rank: dims.len(), coords: Vec::new() })
+                return Ok(Selection::Points {
+                    rank: dims.len(),
+                    coords: Vec::new(),
+                })
             }
             sys::H5S_sel_type_H5S_SEL_HYPERSLABS
                 if check(f.H5Sis_regular_hyperslab(space), "H5Sis_regular_hyperslab")? > 0 =>
             {
                 let rank = dims.len();
-                let (mut start, mut stride, mut count, mut block) =
-                    (vec![0u64; rank], vec![0u64; rank], vec![0u64; rank], vec![0u64; rank]);
+                let (mut start, mut stride, mut count, mut block) = (
+                    vec![0u64; rank],
+                    vec![0u64; rank],
+                    vec![0u64; rank],
+                    vec![0u64; rank],
+                );
                 check(
                     f.H5Sget_regular_hyperslab(
                         space,
@@ -69,9 +76,17 @@ pub fn file_selection(api: &Api, space: hid_t, dims: &[u64]) -> Result<Selection
 /// One dimension of a regular hyperslab.
 fn regular_dim(start: u64, stride: u64, count: u64, block: u64) -> DimSel {
     if block == 1 {
-        DimSel::Slice { start, count, step: stride.max(1) }
+        DimSel::Slice {
+            start,
+            count,
+            step: stride.max(1),
+        }
     } else if count == 1 || stride == block {
-        DimSel::Slice { start, count: count * block, step: 1 }
+        DimSel::Slice {
+            start,
+            count: count * block,
+            step: 1,
+        }
     } else {
         DimSel::Indices(
             (0..count)
@@ -84,7 +99,12 @@ fn regular_dim(start: u64, stride: u64, count: u64, block: u64) -> DimSel {
 /// Calls `f(offset, length)` for each run of `space`'s selection, in
 /// iteration order; offsets and lengths count units of `elem` bytes' size
 /// (1 = elements).
-pub fn for_each_run(api: &Api, space: hid_t, elem: usize, mut f: impl FnMut(u64, usize)) -> Result<()> {
+pub fn for_each_run(
+    api: &Api,
+    space: hid_t,
+    elem: usize,
+    mut f: impl FnMut(u64, usize),
+) -> Result<()> {
     const MAXSEQ: usize = 1024;
     let a = &api.f;
     // SAFETY: the iterator is created, used and closed here.
@@ -104,7 +124,9 @@ pub fn for_each_run(api: &Api, space: hid_t, elem: usize, mut f: impl FnMut(u64,
                 len.as_mut_ptr(),
             ) < 0
             {
-                break Err(crate::error::VolError::Hdf5("H5Ssel_iter_get_seq_list failed".into()));
+                break Err(crate::error::VolError::Hdf5(
+                    "H5Ssel_iter_get_seq_list failed".into(),
+                ));
             }
             if nseq == 0 {
                 break Ok(());
@@ -123,7 +145,13 @@ pub fn for_each_run(api: &Api, space: hid_t, elem: usize, mut f: impl FnMut(u64,
 ///
 /// # Safety
 /// `buf` holds every element `space` can select.
-pub unsafe fn scatter(api: &Api, space: hid_t, elem: usize, data: &[u8], buf: *mut u8) -> Result<()> {
+pub unsafe fn scatter(
+    api: &Api,
+    space: hid_t,
+    elem: usize,
+    data: &[u8],
+    buf: *mut u8,
+) -> Result<()> {
     if space == ALL {
         std::ptr::copy_nonoverlapping(data.as_ptr(), buf, data.len());
         return Ok(());
@@ -141,7 +169,13 @@ pub unsafe fn scatter(api: &Api, space: hid_t, elem: usize, data: &[u8], buf: *m
 ///
 /// # Safety
 /// As [`scatter`].
-pub unsafe fn gather(api: &Api, space: hid_t, elem: usize, buf: *const u8, out: &mut [u8]) -> Result<()> {
+pub unsafe fn gather(
+    api: &Api,
+    space: hid_t,
+    elem: usize,
+    buf: *const u8,
+    out: &mut [u8],
+) -> Result<()> {
     if space == ALL {
         std::ptr::copy_nonoverlapping(buf, out.as_mut_ptr(), out.len());
         return Ok(());

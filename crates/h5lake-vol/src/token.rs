@@ -10,7 +10,9 @@ use crate::sys::H5O_token_t;
 pub fn of_id(id: &str) -> Result<H5O_token_t> {
     let hex: Vec<u8> = id.bytes().skip(2).filter(|b| *b != b'-').collect();
     if hex.len() != 32 {
-        return Err(VolError::Invalid(format!("{id:?} is not an h5lake object id")));
+        return Err(VolError::Invalid(format!(
+            "{id:?} is not an h5lake object id"
+        )));
     }
     let mut t = H5O_token_t { __data: [0; 16] };
     for (i, pair) in hex.chunks(2).enumerate() {
@@ -22,7 +24,14 @@ pub fn of_id(id: &str) -> Result<H5O_token_t> {
 
 fn hex_of(t: &H5O_token_t) -> String {
     let h: String = t.__data.iter().map(|b| format!("{b:02x}")).collect();
-    format!("{}-{}-{}-{}-{}", &h[..8], &h[8..16], &h[16..20], &h[20..26], &h[26..32])
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..16],
+        &h[16..20],
+        &h[20..26],
+        &h[26..32]
+    )
 }
 
 /// The id a token names in `dom`.

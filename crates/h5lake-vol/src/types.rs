@@ -48,7 +48,10 @@ pub fn from_hdf5(api: &Api, t: hid_t) -> Result<Datatype> {
                 order: order(),
             },
             sys::H5T_class_t_H5T_FLOAT => match size {
-                2 | 4 | 8 => Datatype::Float { size, order: order() },
+                2 | 4 | 8 => Datatype::Float {
+                    size,
+                    order: order(),
+                },
                 _ => return Err(bad(format!("{size}-byte floats"))),
             },
             sys::H5T_class_t_H5T_STRING => {
@@ -88,7 +91,10 @@ pub fn from_hdf5(api: &Api, t: hid_t) -> Result<Datatype> {
             sys::H5T_class_t_H5T_ARRAY => {
                 let rank = check(f.H5Tget_array_ndims(t), "H5Tget_array_ndims")? as usize;
                 let mut dims = vec![0u64; rank];
-                check(f.H5Tget_array_dims2(t, dims.as_mut_ptr()), "H5Tget_array_dims2")?;
+                check(
+                    f.H5Tget_array_dims2(t, dims.as_mut_ptr()),
+                    "H5Tget_array_dims2",
+                )?;
                 let base = TypeId(check(f.H5Tget_super(t), "H5Tget_super")?);
                 let base = from_hdf5(api, base.0)?;
                 refuse_nested_vlen(&base)?;
@@ -151,13 +157,17 @@ pub fn from_hdf5(api: &Api, t: hid_t) -> Result<Datatype> {
                 if check(f.H5Tequal(t, api.g.t_std_ref_obj.id()), "H5Tequal")? > 0 {
                     Datatype::Reference { size: 48 }
                 } else {
-                    return Err(VolError::Unsupported("region and H5R_ref_t references".into()));
+                    return Err(VolError::Unsupported(
+                        "region and H5R_ref_t references".into(),
+                    ));
                 }
             }
             sys::H5T_class_t_H5T_BITFIELD => {
                 return Err(VolError::Unsupported("bitfield datatypes".into()))
             }
-            sys::H5T_class_t_H5T_TIME => return Err(VolError::Unsupported("time datatypes".into())),
+            sys::H5T_class_t_H5T_TIME => {
+                return Err(VolError::Unsupported("time datatypes".into()))
+            }
             other => return Err(bad(format!("datatype class {other}"))),
         })
     }
@@ -167,13 +177,18 @@ pub fn from_hdf5(api: &Api, t: hid_t) -> Result<Datatype> {
 /// the store as the caller's pointers: refused, with a message naming it.
 pub fn refuse_nested_vlen(dt: &Datatype) -> Result<()> {
     let nested = match dt {
-        Datatype::Compound { fields, .. } => fields.iter().any(|f| f.dtype.is_variable() || refuse_nested_vlen(&f.dtype).is_err()),
-        Datatype::Array { base, .. } | Datatype::Vlen { base } => base.is_variable() || refuse_nested_vlen(base).is_err(),
+        Datatype::Compound { fields, .. } => fields
+            .iter()
+            .any(|f| f.dtype.is_variable() || refuse_nested_vlen(&f.dtype).is_err()),
+        Datatype::Array { base, .. } | Datatype::Vlen { base } => {
+            base.is_variable() || refuse_nested_vlen(base).is_err()
+        }
         other => other.is_variable(),
     };
     if nested {
         return Err(VolError::Unsupported(
-            "variable-length strings or sequences inside compound, array or variable-length types".into(),
+            "variable-length strings or sequences inside compound, array or variable-length types"
+                .into(),
         ));
     }
     Ok(())
@@ -209,7 +224,11 @@ pub fn to_hdf5(api: &Api, dt: &Datatype) -> Result<TypeId> {
             check(f.H5Tset_order(t, o), what)
         };
         Ok(match dt {
-            Datatype::Integer { size, signed, order } => {
+            Datatype::Integer {
+                size,
+                signed,
+                order,
+            } => {
                 let t = TypeId(check(f.H5Tcopy(api.g.t_std_i8le.id()), what)?);
                 check(f.H5Tset_size(t.0, *size), what)?;
                 check(f.H5Tset_precision(t.0, *size * 8), what)?;
@@ -223,7 +242,11 @@ pub fn to_hdf5(api: &Api, dt: &Datatype) -> Result<TypeId> {
                 t
             }
             Datatype::Float { size, order } => {
-                let base = if *size == 8 { api.g.t_ieee_f64le.id() } else { api.g.t_ieee_f32le.id() };
+                let base = if *size == 8 {
+                    api.g.t_ieee_f64le.id()
+                } else {
+                    api.g.t_ieee_f32le.id()
+                };
                 let t = TypeId(check(f.H5Tcopy(base), what)?);
                 if *size == 2 {
                     // IEEE half: sign bit 15, exponent bits 10..15, mantissa 0..10.
@@ -235,7 +258,11 @@ pub fn to_hdf5(api: &Api, dt: &Datatype) -> Result<TypeId> {
                 set_order(t.0, order)?;
                 t
             }
-            Datatype::String { length, charset, pad } => {
+            Datatype::String {
+                length,
+                charset,
+                pad,
+            } => {
                 let t = TypeId(check(f.H5Tcopy(api.g.t_c_s1.id()), what)?);
                 let size = length.unwrap_or(usize::MAX); // H5T_VARIABLE
                 check(f.H5Tset_size(t.0, size), what)?;
@@ -253,7 +280,10 @@ pub fn to_hdf5(api: &Api, dt: &Datatype) -> Result<TypeId> {
                 t
             }
             Datatype::Compound { fields, size } => {
-                let t = TypeId(check(f.H5Tcreate(sys::H5T_class_t_H5T_COMPOUND, *size), what)?);
+                let t = TypeId(check(
+                    f.H5Tcreate(sys::H5T_class_t_H5T_COMPOUND, *size),
+                    what,
+                )?);
                 for fl in fields {
                     let ft = to_hdf5(api, &fl.dtype)?;
                     let name = CString::new(fl.name.as_str())
@@ -264,7 +294,10 @@ pub fn to_hdf5(api: &Api, dt: &Datatype) -> Result<TypeId> {
             }
             Datatype::Array { base, dims } => {
                 let b = to_hdf5(api, base)?;
-                TypeId(check(f.H5Tarray_create2(b.0, dims.len() as u32, dims.as_ptr()), what)?)
+                TypeId(check(
+                    f.H5Tarray_create2(b.0, dims.len() as u32, dims.as_ptr()),
+                    what,
+                )?)
             }
             Datatype::Enum { base, mapping } => {
                 let b = to_hdf5(api, base)?;
@@ -275,14 +308,21 @@ pub fn to_hdf5(api: &Api, dt: &Datatype) -> Result<TypeId> {
                         .map_err(|_| bad("an enumeration name with a NUL byte"))?;
                     let bytes = v.to_ne_bytes();
                     // Native order; the base's own order applies on conversion.
-                    check(f.H5Tenum_insert(t.0, name.as_ptr(), bytes[..size].as_ptr().cast()), what)?;
+                    check(
+                        f.H5Tenum_insert(t.0, name.as_ptr(), bytes[..size].as_ptr().cast()),
+                        what,
+                    )?;
                 }
                 t
             }
             Datatype::Opaque { size, tag } => {
-                let t = TypeId(check(f.H5Tcreate(sys::H5T_class_t_H5T_OPAQUE, *size), what)?);
+                let t = TypeId(check(
+                    f.H5Tcreate(sys::H5T_class_t_H5T_OPAQUE, *size),
+                    what,
+                )?);
                 if let Some(tag) = tag {
-                    let tag = CString::new(tag.as_str()).map_err(|_| bad("an opaque tag with a NUL"))?;
+                    let tag =
+                        CString::new(tag.as_str()).map_err(|_| bad("an opaque tag with a NUL"))?;
                     check(f.H5Tset_tag(t.0, tag.as_ptr()), what)?;
                 }
                 t
