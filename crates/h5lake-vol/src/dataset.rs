@@ -9,9 +9,9 @@ use serde_json::{json, Value};
 
 use crate::api::{h5, Api};
 use crate::error::{check, guard, Result, VolError};
-use crate::memory::{fixed_from_memory, fixed_to_memory, VlenMem};
+use crate::memory::{fixed_from_memory, fixed_to_memory, same_type, to_memory_in_place, VlenMem};
 use crate::objects::{c_str, locate, Kind, Obj};
-use crate::selection::{file_selection, gather, scatter};
+use crate::selection::{file_selection, gather, is_whole, scatter};
 use crate::sys::{self, hid_t};
 use crate::types::{from_hdf5, to_hdf5};
 
@@ -272,6 +272,20 @@ unsafe fn read_one(
     if n == 0 {
         return Ok(());
     }
+    let space = if mem_space == crate::selection::ALL {
+        file_space
+    } else {
+        mem_space
+    };
+    if let (Some(fsize), false) = (m.dtype.fixed_size(), m.dtype.is_variable()) {
+        let msize = api.f.H5Tget_size(mem_type);
+        if msize >= fsize && is_whole(api, space)? {
+            // Straight into the caller's buffer, converted there if need be.
+            let out = std::slice::from_raw_parts_mut(buf, n * msize);
+            o.dom.read(id, &sel, &mut out[..n * fsize])?;
+            return to_memory_in_place(api, &m.dtype, out, n, mem_type, dxpl);
+        }
+    }
     let (packed, msize) = if m.dtype.is_variable() {
         let vm = VlenMem::of(api, &m.dtype, mem_type)?;
         (vm.to_memory(&o.dom.read_vlen(id, &sel)?)?, vm.size())
@@ -282,11 +296,6 @@ unsafe fn read_one(
             fixed_to_memory(api, &m.dtype, data, n, mem_type, dxpl)?,
             api.f.H5Tget_size(mem_type),
         )
-    };
-    let space = if mem_space == crate::selection::ALL {
-        file_space
-    } else {
-        mem_space
     };
     scatter(api, space, msize, &packed, buf)
 }
@@ -325,6 +334,16 @@ unsafe fn write_one(
         return Ok(());
     }
     let msize = api.f.H5Tget_size(mem_type);
+    if !m.dtype.is_variable()
+        && m.dtype.fixed_size() == Some(msize)
+        && is_whole(api, space)?
+        && same_type(api, &m.dtype, mem_type)?
+    {
+        // The caller's buffer is already the stored form.
+        crate::types::refuse_nested_vlen(&m.dtype)?;
+        o.dom.write(id, &sel, std::slice::from_raw_parts(buf, n * msize))?;
+        return Ok(());
+    }
     let mut packed = vec![0u8; n * msize];
     gather(api, space, msize, buf, &mut packed)?;
     o.dom.write(

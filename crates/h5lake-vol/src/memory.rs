@@ -37,6 +37,21 @@ fn convert(api: &Api, from: hid_t, to: hid_t, n: usize, buf: &mut [u8], dxpl: hi
     Ok(())
 }
 
+/// Whether `mem_type` is exactly the stored type of `dt` (no conversion).
+pub fn same_type(api: &Api, dt: &Datatype, mem_type: hid_t) -> Result<bool> {
+    let ftype = to_hdf5(api, dt)?;
+    // SAFETY: both are valid type ids.
+    Ok(unsafe { check(api.f.H5Tequal(ftype.0, mem_type), "H5Tequal")? } > 0)
+}
+
+/// Converts `n` stored elements at the start of `buf` to `mem_type` in
+/// place; `buf` holds `n` elements of the larger of the two types.
+pub fn to_memory_in_place(api: &Api, dt: &Datatype, buf: &mut [u8], n: usize, mem_type: hid_t, dxpl: hid_t) -> Result<()> {
+    crate::types::refuse_nested_vlen(dt)?;
+    let ftype = to_hdf5(api, dt)?;
+    convert(api, ftype.0, mem_type, n, buf, dxpl)
+}
+
 /// Stored (file-form) fixed-size elements, `n` of them, as elements of
 /// `mem_type`.
 pub fn fixed_to_memory(

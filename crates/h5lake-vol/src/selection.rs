@@ -73,6 +73,27 @@ pub fn file_selection(api: &Api, space: hid_t, dims: &[u64]) -> Result<Selection
     }
 }
 
+/// Whether the elements `space` selects are, in iteration order, the whole
+/// of its extent — so a packed buffer of them is the caller's buffer as is.
+/// (Point selections may list points in any order, so they never are.)
+pub fn is_whole(api: &Api, space: hid_t) -> Result<bool> {
+    if space == ALL {
+        return Ok(true);
+    }
+    // SAFETY: `space` is a dataspace id of the caller's.
+    unsafe {
+        Ok(match api.f.H5Sget_select_type(space) {
+            sys::H5S_sel_type_H5S_SEL_ALL => true,
+            sys::H5S_sel_type_H5S_SEL_HYPERSLABS => {
+                let selected = check(api.f.H5Sget_select_npoints(space), "H5Sget_select_npoints")?;
+                let extent = check(api.f.H5Sget_simple_extent_npoints(space), "H5Sget_simple_extent_npoints")?;
+                selected == extent
+            }
+            _ => false,
+        })
+    }
+}
+
 /// One dimension of a regular hyperslab.
 fn regular_dim(start: u64, stride: u64, count: u64, block: u64) -> DimSel {
     if block == 1 {
