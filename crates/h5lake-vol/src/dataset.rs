@@ -234,18 +234,7 @@ pub unsafe extern "C" fn open(
 ) -> *mut c_void {
     guard("dataset open", null_mut(), || {
         let o = Obj::from_ptr(obj)?;
-        let start = locate(o, loc)?;
-        let (dom, id) = crate::objects::resolve_in(&o.dom, &start, c_str(name)?)?;
-        if !id.starts_with("d-") {
-            return Err(VolError::BadType(format!(
-                "{:?} is not a dataset",
-                c_str(name)?
-            )));
-        }
-        if !std::sync::Arc::ptr_eq(&dom, &o.dom) {
-            return Ok(Obj::boxed(dom, Kind::Dataset(id), String::new()));
-        }
-        Ok(o.child(Kind::Dataset(id), c_str(name)?))
+        crate::objects::open_named(o, loc, name, "d-", "dataset", Kind::Dataset)
     })
 }
 
@@ -341,7 +330,8 @@ unsafe fn write_one(
     {
         // The caller's buffer is already the stored form.
         crate::types::refuse_nested_vlen(&m.dtype)?;
-        o.dom.write(id, &sel, std::slice::from_raw_parts(buf, n * msize))?;
+        o.dom
+            .write(id, &sel, std::slice::from_raw_parts(buf, n * msize))?;
         return Ok(());
     }
     let mut packed = vec![0u8; n * msize];

@@ -54,18 +54,7 @@ pub unsafe extern "C" fn open(
 ) -> *mut c_void {
     guard("datatype open", null_mut(), || {
         let o = Obj::from_ptr(obj)?;
-        let start = locate(o, loc)?;
-        let (dom, id) = crate::objects::resolve_in(&o.dom, &start, c_str(name)?)?;
-        if !id.starts_with("t-") {
-            return Err(VolError::BadType(format!(
-                "{:?} is not a datatype",
-                c_str(name)?
-            )));
-        }
-        if !std::sync::Arc::ptr_eq(&dom, &o.dom) {
-            return Ok(Obj::boxed(dom, Kind::Datatype(id), String::new()));
-        }
-        Ok(o.child(Kind::Datatype(id), c_str(name)?))
+        crate::objects::open_named(o, loc, name, "t-", "datatype", Kind::Datatype)
     })
 }
 

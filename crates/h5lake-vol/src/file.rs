@@ -201,18 +201,7 @@ pub unsafe extern "C" fn group_open(
 ) -> *mut c_void {
     guard("group open", null_mut(), || {
         let o = Obj::from_ptr(obj)?;
-        let start = locate(o, loc)?;
-        let (dom, id) = crate::objects::resolve_in(&o.dom, &start, c_str(name)?)?;
-        if !id.starts_with("g-") {
-            return Err(VolError::BadType(format!(
-                "{:?} is not a group",
-                c_str(name)?
-            )));
-        }
-        if !std::sync::Arc::ptr_eq(&dom, &o.dom) {
-            return Ok(Obj::boxed(dom, Kind::Group(id), String::new()));
-        }
-        Ok(o.child(Kind::Group(id), c_str(name)?))
+        crate::objects::open_named(o, loc, name, "g-", "group", Kind::Group)
     })
 }
 

@@ -46,7 +46,14 @@ pub fn same_type(api: &Api, dt: &Datatype, mem_type: hid_t) -> Result<bool> {
 
 /// Converts `n` stored elements at the start of `buf` to `mem_type` in
 /// place; `buf` holds `n` elements of the larger of the two types.
-pub fn to_memory_in_place(api: &Api, dt: &Datatype, buf: &mut [u8], n: usize, mem_type: hid_t, dxpl: hid_t) -> Result<()> {
+pub fn to_memory_in_place(
+    api: &Api,
+    dt: &Datatype,
+    buf: &mut [u8],
+    n: usize,
+    mem_type: hid_t,
+    dxpl: hid_t,
+) -> Result<()> {
     crate::types::refuse_nested_vlen(dt)?;
     let ftype = to_hdf5(api, dt)?;
     convert(api, ftype.0, mem_type, n, buf, dxpl)

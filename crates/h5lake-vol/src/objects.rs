@@ -486,3 +486,30 @@ pub unsafe fn locate_in(
     }
     Ok((obj.dom.clone(), locate(obj, loc)?))
 }
+
+/// Opens the object `name` names from a location, which must be of the
+/// kind `make` builds (its id starts with `prefix`): the connector object
+/// for a group, dataset or datatype open.
+///
+/// # Safety
+/// As [`locate`]; `name` is a NUL-terminated string.
+pub unsafe fn open_named(
+    o: &Obj,
+    loc: *const sys::H5VL_loc_params_t,
+    name: *const std::ffi::c_char,
+    prefix: &str,
+    what: &str,
+    make: fn(String) -> Kind,
+) -> Result<*mut c_void> {
+    let start = locate(o, loc)?;
+    let path = c_str(name)?;
+    let (dom, id) = resolve_in(&o.dom, &start, path)?;
+    if !id.starts_with(prefix) {
+        return Err(VolError::BadType(format!("{path:?} is not a {what}")));
+    }
+    if !Arc::ptr_eq(&dom, &o.dom) {
+        // Reached through an external link: its path there is not known.
+        return Ok(Obj::boxed(dom, make(id), String::new()));
+    }
+    Ok(o.child(make(id), path))
+}

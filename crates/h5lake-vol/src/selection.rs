@@ -86,7 +86,10 @@ pub fn is_whole(api: &Api, space: hid_t) -> Result<bool> {
             sys::H5S_sel_type_H5S_SEL_ALL => true,
             sys::H5S_sel_type_H5S_SEL_HYPERSLABS => {
                 let selected = check(api.f.H5Sget_select_npoints(space), "H5Sget_select_npoints")?;
-                let extent = check(api.f.H5Sget_simple_extent_npoints(space), "H5Sget_simple_extent_npoints")?;
+                let extent = check(
+                    api.f.H5Sget_simple_extent_npoints(space),
+                    "H5Sget_simple_extent_npoints",
+                )?;
                 selected == extent
             }
             _ => false,
