@@ -315,12 +315,13 @@ pub unsafe extern "C" fn group_optional(
                 let l = &g.loc_params;
                 let soft = if !g.follow_link && l.type_ == sys::H5VL_loc_type_t_H5VL_OBJECT_BY_NAME
                 {
-                    let (grp, name) =
-                        crate::objects::parent_and_name(o, l.loc_data.loc_by_name.name)
-                            .unwrap_or_default();
-                    o.dom.link_get(&grp, &name).ok().filter(|lk| {
-                        lk.get("class").and_then(serde_json::Value::as_str) != Some("H5L_TYPE_HARD")
-                    })
+                    crate::objects::parent_and_name(o, l.loc_data.loc_by_name.name)
+                        .ok()
+                        .and_then(|(dom, grp, name)| dom.link_get(&grp, &name).ok())
+                        .filter(|lk| {
+                            lk.get("class").and_then(serde_json::Value::as_str)
+                                != Some("H5L_TYPE_HARD")
+                        })
                 } else {
                     None
                 };

@@ -3,6 +3,9 @@
 //! index or token.
 
 use std::collections::HashSet;
+use std::sync::Arc;
+
+use h5lake_engine::Domain;
 use std::ffi::{c_void, CString};
 use std::ptr::null_mut;
 
@@ -54,33 +57,36 @@ fn link_info(link: &Value, corder: i64) -> Result<sys::H5L_info2_t> {
 }
 
 /// The creation-order index of link `name` of `group`.
-fn corder_of(o: &Obj, group: &str, name: &str) -> Result<i64> {
-    Ok(o.dom
+fn corder_of(dom: &h5lake_engine::Domain, group: &str, name: &str) -> Result<i64> {
+    Ok(dom
         .links(group)?
         .iter()
         .position(|(n, _)| n == name)
         .unwrap_or(0) as i64)
 }
 
+/// A link found by location: its store, group, name and document.
+type LinkAt = (Arc<Domain>, String, String, Value);
+
 /// The group and name a link location means (by name, or by index).
-unsafe fn link_at(o: &Obj, loc: *const sys::H5VL_loc_params_t) -> Result<(String, String, Value)> {
+unsafe fn link_at(o: &Obj, loc: *const sys::H5VL_loc_params_t) -> Result<LinkAt> {
     let l = &*loc;
     match l.type_ {
         sys::H5VL_loc_type_t_H5VL_OBJECT_BY_NAME => {
-            let (g, name) = parent_and_name(o, l.loc_data.loc_by_name.name)?;
-            let link = o.dom.link_get(&g, &name).map_err(|e| match e {
+            let (dom, g, name) = parent_and_name(o, l.loc_data.loc_by_name.name)?;
+            let link = dom.link_get(&g, &name).map_err(|e| match e {
                 h5lake_engine::EngineError::NotFound(_) => {
                     VolError::NotFound(format!("link {name:?} doesn't exist"))
                 }
                 e => e.into(),
             })?;
-            Ok((g, name, link))
+            Ok((dom, g, name, link))
         }
         sys::H5VL_loc_type_t_H5VL_OBJECT_BY_IDX => {
             let by = &l.loc_data.loc_by_idx;
             let g = crate::objects::resolve(&o.dom, o.id(), c_str(by.name)?)?;
             let (name, link) = nth_link(&o.dom, &g, by.idx_type, by.order, by.n)?;
-            Ok((g, name, link))
+            Ok((o.dom.clone(), g, name, link))
         }
         other => Err(VolError::Unsupported(format!(
             "links located by location type {other}"
@@ -170,7 +176,7 @@ unsafe fn copy_or_move(
     } else {
         Obj::from_ptr(dst)?
     };
-    let (sg, sname, link) = link_at(s, loc1)?;
+    let (sdom, sg, sname, link) = link_at(s, loc1)?;
     let l2 = &*loc2;
     if l2.type_ != sys::H5VL_loc_type_t_H5VL_OBJECT_BY_NAME {
         return Err(VolError::Unsupported(
@@ -189,7 +195,7 @@ unsafe fn copy_or_move(
     }
     create_link(d, &dg, &dname, link)?;
     if remove {
-        s.dom.link_delete(&sg, &sname)?;
+        sdom.link_delete(&sg, &sname)?;
     }
     Ok(0)
 }
@@ -282,15 +288,15 @@ pub unsafe extern "C" fn specific(
         match a.op_type {
             sys::H5VL_link_specific_t_H5VL_LINK_EXISTS => {
                 let exists = match parent_and_name(o, l.loc_data.loc_by_name.name) {
-                    Ok((g, last)) => o.dom.link_get(&g, &last).is_ok(),
+                    Ok((dom, g, last)) => dom.link_get(&g, &last).is_ok(),
                     Err(VolError::NotFound(_)) => false,
                     Err(e) => return Err(e),
                 };
                 *a.args.exists.exists = exists;
             }
             sys::H5VL_link_specific_t_H5VL_LINK_DELETE => {
-                let (g, name, _) = link_at(o, loc)?;
-                o.dom.link_delete(&g, &name)?;
+                let (dom, g, name, _) = link_at(o, loc)?;
+                dom.link_delete(&g, &name)?;
             }
             sys::H5VL_link_specific_t_H5VL_LINK_ITER => {
                 let it = &mut a.args.iterate;
@@ -331,10 +337,10 @@ pub unsafe extern "C" fn get(
     guard("link get", -1, || {
         let o = Obj::from_ptr(obj)?;
         let a = &mut *args;
-        let (g, name, link) = link_at(o, loc)?;
+        let (dom, g, name, link) = link_at(o, loc)?;
         match a.op_type {
             sys::H5VL_link_get_t_H5VL_LINK_GET_INFO => {
-                *a.args.get_info.linfo = link_info(&link, corder_of(o, &g, &name)?)?
+                *a.args.get_info.linfo = link_info(&link, corder_of(&dom, &g, &name)?)?
             }
             sys::H5VL_link_get_t_H5VL_LINK_GET_NAME => {
                 let n = &mut a.args.get_name;
@@ -422,13 +428,18 @@ fn otype_of(id: &str) -> sys::H5O_type_t {
 
 /// Object info: what h5lake knows (no access or change times are kept).
 fn object_info(o: &Obj, id: &str) -> Result<sys::H5O_info2_t> {
+    info_in(&o.dom, id)
+}
+
+/// [`object_info`] of an object of any open domain.
+fn info_in(dom: &std::sync::Arc<h5lake_engine::Domain>, id: &str) -> Result<sys::H5O_info2_t> {
     // SAFETY: plain data; every field is set or meaningfully zero.
     let mut info: sys::H5O_info2_t = unsafe { std::mem::zeroed() };
-    info.fileno = std::sync::Arc::as_ptr(&o.dom) as usize as _;
+    info.fileno = std::sync::Arc::as_ptr(dom) as usize as _;
     info.token = crate::token::of_id(id)?;
     info.type_ = otype_of(id);
     info.rc = 1;
-    info.num_attrs = o.dom.attr_names(id).map_or(0, |n| n.len() as u64);
+    info.num_attrs = dom.attr_names(id).map_or(0, |n| n.len() as u64);
     Ok(info)
 }
 
@@ -488,10 +499,11 @@ pub unsafe extern "C" fn object_get(
                 copy_name(&path, n.buf, n.buf_size, n.name_len);
             }
             sys::H5VL_object_get_t_H5VL_OBJECT_GET_TYPE => {
-                *a.args.get_type.obj_type = otype_of(&locate(o, loc)?)
+                *a.args.get_type.obj_type = otype_of(&crate::objects::locate_in(o, loc)?.1)
             }
             sys::H5VL_object_get_t_H5VL_OBJECT_GET_INFO => {
-                *a.args.get_info.oinfo = object_info(o, &locate(o, loc)?)?;
+                let (dom, id) = crate::objects::locate_in(o, loc)?;
+                *a.args.get_info.oinfo = info_in(&dom, &id)?;
             }
             other => {
                 return Err(VolError::Unsupported(format!(

@@ -369,28 +369,40 @@ pub fn nth_link(
         .ok_or_else(|| VolError::Invalid(format!("index {n} is out of range")))
 }
 
-/// The group holding the link a by-name location names, and the link's
-/// name in it.
+/// The group holding the link a by-name location names (in whichever
+/// store the path leads to), and the link's name in it.
 ///
 /// # Safety
 /// `name` is a NUL-terminated string.
 pub unsafe fn parent_and_name(
     obj: &Obj,
     name: *const std::ffi::c_char,
-) -> Result<(String, String)> {
+) -> Result<(Arc<Domain>, String, String)> {
     let path = c_str(name)?;
     let (parent, last) = split_last(path);
     if last.is_empty() {
         return Err(VolError::Invalid(format!("{path:?} does not name a link")));
     }
     let parent = if parent.is_empty() { "." } else { parent };
-    Ok((resolve(&obj.dom, obj.id(), parent)?, last.to_string()))
+    let (dom, group) = resolve_in(&obj.dom, obj.id(), parent)?;
+    Ok((dom, group, last.to_string()))
 }
 
 /// Follows `path` from group `start` of `dom`, through soft links and
 /// external links (into other stores): the domain and id it names.
 pub fn resolve_in(dom: &Arc<Domain>, start: &str, path: &str) -> Result<(Arc<Domain>, String)> {
-    resolve_in_depth(dom, start, path, 0)
+    resolve_in_depth(dom, start, path, 0, None)
+}
+
+/// [`resolve_in`] opening external stores with `ext_mode` (else with the
+/// linking store's intent).
+pub fn resolve_in_mode(
+    dom: &Arc<Domain>,
+    start: &str,
+    path: &str,
+    ext_mode: Option<OpenMode>,
+) -> Result<(Arc<Domain>, String)> {
+    resolve_in_depth(dom, start, path, 0, ext_mode)
 }
 
 fn resolve_in_depth(
@@ -398,6 +410,7 @@ fn resolve_in_depth(
     start: &str,
     path: &str,
     depth: u32,
+    ext_mode: Option<OpenMode>,
 ) -> Result<(Arc<Domain>, String)> {
     if depth > 32 {
         return Err(VolError::NotFound(format!(
@@ -426,15 +439,14 @@ fn resolve_in_depth(
         };
         (d, cur) = match s("class").as_str() {
             "H5L_TYPE_EXTERNAL" => {
-                let ext = open_external(&d, &s("h5domain"))?;
+                let ext = open_external(&d, &s("h5domain"), ext_mode)?;
                 let root = ext.root_id().to_string();
-                resolve_in_depth(&ext, &root, &s("h5path"), depth + 1)?
+                resolve_in_depth(&ext, &root, &s("h5path"), depth + 1, ext_mode)?
             }
-            "H5L_TYPE_SOFT" => {
-                resolve_in_depth(&d, &cur, &s("h5path"), depth + 1).map_err(|_| {
+            "H5L_TYPE_SOFT" => resolve_in_depth(&d, &cur, &s("h5path"), depth + 1, ext_mode)
+                .map_err(|_| {
                     VolError::NotFound(format!("soft link to {:?} dangles", s("h5path")))
-                })?
-            }
+                })?,
             _ => {
                 let id = link_target(&d, &cur, &link, depth)?;
                 (d, id)
@@ -449,7 +461,7 @@ fn resolve_in_depth(
 /// The store an external link names: a path relative to the directory of
 /// the store holding the link (as HDF5 resolves relative file names), an
 /// absolute path, or a URL.
-fn open_external(from: &Domain, file: &str) -> Result<Arc<Domain>> {
+fn open_external(from: &Domain, file: &str, mode: Option<OpenMode>) -> Result<Arc<Domain>> {
     let target = if file.contains("://") || std::path::Path::new(file).is_absolute() {
         file.to_string()
     } else {
@@ -458,12 +470,12 @@ fn open_external(from: &Domain, file: &str) -> Result<Arc<Domain>> {
             .unwrap_or(std::path::Path::new("."));
         base.join(file).to_string_lossy().into_owned()
     };
-    let mode = if from.readonly() {
+    let inherited = if from.readonly() {
         OpenMode::Read
     } else {
         OpenMode::ReadWrite
     };
-    open_domain(&target, mode).map_err(|e| match e {
+    open_domain(&target, mode.unwrap_or(inherited)).map_err(|e| match e {
         VolError::Engine(
             h5lake_engine::EngineError::NotFound(m) | h5lake_engine::EngineError::StoreNotFound(m),
         ) => VolError::NotFound(format!("external link target {target:?}: {m}")),
@@ -482,7 +494,8 @@ pub unsafe fn locate_in(
 ) -> Result<(Arc<Domain>, String)> {
     let l = &*loc;
     if l.type_ == sys::H5VL_loc_type_t_H5VL_OBJECT_BY_NAME {
-        return resolve_in(&obj.dom, obj.id(), c_str(l.loc_data.loc_by_name.name)?);
+        let by = &l.loc_data.loc_by_name;
+        return resolve_in_mode(&obj.dom, obj.id(), c_str(by.name)?, elink_mode(by.lapl_id));
     }
     Ok((obj.dom.clone(), locate(obj, loc)?))
 }
@@ -512,4 +525,26 @@ pub unsafe fn open_named(
         return Ok(Obj::boxed(dom, make(id), String::new()));
     }
     Ok(o.child(make(id), path))
+}
+
+/// The intent a link access property list asks external files to be
+/// opened with (`H5Pset_elink_acc_flags`); `None` to inherit the linking
+/// file's.
+pub fn elink_mode(lapl: sys::hid_t) -> Option<OpenMode> {
+    const ACC_RDWR: u32 = 0x0001;
+    const ACC_DEFAULT: u32 = 0xffff;
+    let api = crate::api::h5().ok()?;
+    if lapl <= 0 {
+        return None;
+    }
+    let mut flags = ACC_DEFAULT;
+    // SAFETY: the caller's property list.
+    if unsafe { api.f.H5Pget_elink_acc_flags(lapl, &mut flags) } < 0 || flags == ACC_DEFAULT {
+        return None;
+    }
+    Some(if flags & ACC_RDWR != 0 {
+        OpenMode::ReadWrite
+    } else {
+        OpenMode::Read
+    })
 }
