@@ -262,9 +262,13 @@ unsafe fn info_of(dom: &Domain, owner: &str, name: &str) -> Result<sys::H5A_info
         .iter()
         .position(|n| n == name)
         .ok_or_else(|| VolError::NotFound(format!("can't locate attribute: {name:?}")))?;
-    let doc = dom.attr_get(owner, name)?;
-    let dt = attr_type(dom, &doc)?;
-    let n = attr_shape(&doc)?.num_elements();
+    info_from(dom, &dom.attr_get(owner, name)?, corder)
+}
+
+/// `H5A_info_t` of an attribute document at creation index `corder`.
+fn info_from(dom: &Domain, doc: &Value, corder: usize) -> Result<sys::H5A_info_t> {
+    let dt = attr_type(dom, doc)?;
+    let n = attr_shape(doc)?.num_elements();
     let cset = match dt {
         Datatype::String {
             charset: h5lake_types::CharSet::Utf8,
@@ -384,9 +388,23 @@ pub unsafe extern "C" fn specific(
                 };
                 let Some(op) = it.op else { return Ok(0) };
                 let loc_id = crate::objects::register_id(o, &owner, &o.path)?;
+                // One read of the owner's attributes for the whole walk.
+                let doc = o.dom.get_doc(&owner)?;
+                let attrs = doc
+                    .get("attributes")
+                    .and_then(Value::as_object)
+                    .cloned()
+                    .unwrap_or_default();
                 let mut ret = 0;
                 for (k, name) in names.iter().enumerate().skip(start) {
-                    let info = info_of(&o.dom, &owner, name)?;
+                    let corder = attrs.keys().position(|n| n == name).unwrap_or(k);
+                    let info = info_from(
+                        &o.dom,
+                        attrs.get(name.as_str()).ok_or_else(|| {
+                            VolError::NotFound(format!("can't locate attribute: {name:?}"))
+                        })?,
+                        corder,
+                    )?;
                     let cname = CString::new(name.as_str())
                         .map_err(|_| VolError::Invalid("an attribute name with NUL".into()))?;
                     ret = op(loc_id.0, cname.as_ptr(), &info, it.op_data);

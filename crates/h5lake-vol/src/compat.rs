@@ -132,98 +132,105 @@ unsafe extern "C" fn obj_shim(
     s.op.map_or(0, |op| op(o, name, &i1, s.data))
 }
 
-macro_rules! api_or_fail {
-    () => {
-        match h5() {
-            Ok(api) => api,
-            Err(_) => return -1,
-        }
-    };
+/// Runs a v2 iteration with the v1 callback wrapped by `shim`.
+unsafe fn iterate_with<Op>(
+    op: Op,
+    data: *mut c_void,
+    run: impl FnOnce(&crate::api::Api, *mut c_void) -> herr_t,
+) -> herr_t {
+    let Ok(api) = h5() else { return -1 };
+    let mut s = Shim { op, data };
+    run(api, (&mut s as *mut Shim<Op>).cast())
 }
+
+/// Runs a v2 link-info query and hands the caller the v1 form.
+unsafe fn link_info_with(
+    loc: hid_t,
+    out: *mut LinkInfo1,
+    query: impl FnOnce(&crate::api::Api, &mut sys::H5L_info2_t) -> herr_t,
+) -> herr_t {
+    let Ok(api) = h5() else { return -1 };
+    let mut i2: sys::H5L_info2_t = std::mem::zeroed();
+    let r = query(api, &mut i2);
+    if r >= 0 && !out.is_null() {
+        *out = link_info1(loc, &i2);
+    }
+    r
+}
+
+/// Runs a v3 object-info query and hands the caller the v1 form.
+unsafe fn obj_info_with(
+    loc: hid_t,
+    out: *mut ObjInfo1,
+    query: impl FnOnce(&crate::api::Api, &mut sys::H5O_info2_t) -> herr_t,
+) -> herr_t {
+    let Ok(api) = h5() else { return -1 };
+    let mut i2: sys::H5O_info2_t = std::mem::zeroed();
+    let r = query(api, &mut i2);
+    if r >= 0 && !out.is_null() {
+        *out = obj_info1(loc, &i2);
+    }
+    r
+}
+
+type Index = sys::H5_index_t;
+type Order = sys::H5_iter_order_t;
 
 unsafe extern "C" fn literate1(
     g: hid_t,
-    it: sys::H5_index_t,
-    ord: sys::H5_iter_order_t,
+    it: Index,
+    ord: Order,
     idx: *mut hsize_t,
     op: LinkOp1,
     data: *mut c_void,
 ) -> herr_t {
-    let api = api_or_fail!();
-    let mut s = Shim { op, data };
-    api.f.H5Literate2(
-        g,
-        it,
-        ord,
-        idx,
-        Some(link_shim),
-        (&mut s as *mut Shim<LinkOp1>).cast(),
-    )
+    iterate_with(op, data, |api, d| {
+        api.f.H5Literate2(g, it, ord, idx, Some(link_shim), d)
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
 unsafe extern "C" fn literate_by_name1(
     loc: hid_t,
     name: *const c_char,
-    it: sys::H5_index_t,
-    ord: sys::H5_iter_order_t,
+    it: Index,
+    ord: Order,
     idx: *mut hsize_t,
     op: LinkOp1,
     data: *mut c_void,
     lapl: hid_t,
 ) -> herr_t {
-    let api = api_or_fail!();
-    let mut s = Shim { op, data };
-    api.f.H5Literate_by_name2(
-        loc,
-        name,
-        it,
-        ord,
-        idx,
-        Some(link_shim),
-        (&mut s as *mut Shim<LinkOp1>).cast(),
-        lapl,
-    )
+    iterate_with(op, data, |api, d| {
+        api.f
+            .H5Literate_by_name2(loc, name, it, ord, idx, Some(link_shim), d, lapl)
+    })
 }
 
 unsafe extern "C" fn lvisit1(
     g: hid_t,
-    it: sys::H5_index_t,
-    ord: sys::H5_iter_order_t,
+    it: Index,
+    ord: Order,
     op: LinkOp1,
     data: *mut c_void,
 ) -> herr_t {
-    let api = api_or_fail!();
-    let mut s = Shim { op, data };
-    api.f.H5Lvisit2(
-        g,
-        it,
-        ord,
-        Some(link_shim),
-        (&mut s as *mut Shim<LinkOp1>).cast(),
-    )
+    iterate_with(op, data, |api, d| {
+        api.f.H5Lvisit2(g, it, ord, Some(link_shim), d)
+    })
 }
 
 unsafe extern "C" fn lvisit_by_name1(
     loc: hid_t,
     name: *const c_char,
-    it: sys::H5_index_t,
-    ord: sys::H5_iter_order_t,
+    it: Index,
+    ord: Order,
     op: LinkOp1,
     data: *mut c_void,
     lapl: hid_t,
 ) -> herr_t {
-    let api = api_or_fail!();
-    let mut s = Shim { op, data };
-    api.f.H5Lvisit_by_name2(
-        loc,
-        name,
-        it,
-        ord,
-        Some(link_shim),
-        (&mut s as *mut Shim<LinkOp1>).cast(),
-        lapl,
-    )
+    iterate_with(op, data, |api, d| {
+        api.f
+            .H5Lvisit_by_name2(loc, name, it, ord, Some(link_shim), d, lapl)
+    })
 }
 
 unsafe extern "C" fn lget_info1(
@@ -232,46 +239,27 @@ unsafe extern "C" fn lget_info1(
     out: *mut LinkInfo1,
     lapl: hid_t,
 ) -> herr_t {
-    let api = api_or_fail!();
-    let mut i2: sys::H5L_info2_t = std::mem::zeroed();
-    let r = api.f.H5Lget_info2(loc, name, &mut i2, lapl);
-    if r >= 0 && !out.is_null() {
-        *out = link_info1(loc, &i2);
-    }
-    r
+    link_info_with(loc, out, |api, i| api.f.H5Lget_info2(loc, name, i, lapl))
 }
 
-#[allow(clippy::too_many_arguments)]
 unsafe extern "C" fn lget_info_by_idx1(
     loc: hid_t,
     group: *const c_char,
-    it: sys::H5_index_t,
-    ord: sys::H5_iter_order_t,
+    it: Index,
+    ord: Order,
     n: hsize_t,
     out: *mut LinkInfo1,
     lapl: hid_t,
 ) -> herr_t {
-    let api = api_or_fail!();
-    let mut i2: sys::H5L_info2_t = std::mem::zeroed();
-    let r = api
-        .f
-        .H5Lget_info_by_idx2(loc, group, it, ord, n, &mut i2, lapl);
-    if r >= 0 && !out.is_null() {
-        *out = link_info1(loc, &i2);
-    }
-    r
+    link_info_with(loc, out, |api, i| {
+        api.f.H5Lget_info_by_idx2(loc, group, it, ord, n, i, lapl)
+    })
 }
 
 const FIELDS: c_uint = sys::H5O_INFO_ALL;
 
 unsafe extern "C" fn oget_info1(loc: hid_t, out: *mut ObjInfo1) -> herr_t {
-    let api = api_or_fail!();
-    let mut i2: sys::H5O_info2_t = std::mem::zeroed();
-    let r = api.f.H5Oget_info3(loc, &mut i2, FIELDS);
-    if r >= 0 && !out.is_null() {
-        *out = obj_info1(loc, &i2);
-    }
-    r
+    obj_info_with(loc, out, |api, i| api.f.H5Oget_info3(loc, i, FIELDS))
 }
 
 unsafe extern "C" fn oget_info_by_name1(
@@ -280,77 +268,51 @@ unsafe extern "C" fn oget_info_by_name1(
     out: *mut ObjInfo1,
     lapl: hid_t,
 ) -> herr_t {
-    let api = api_or_fail!();
-    let mut i2: sys::H5O_info2_t = std::mem::zeroed();
-    let r = api.f.H5Oget_info_by_name3(loc, name, &mut i2, FIELDS, lapl);
-    if r >= 0 && !out.is_null() {
-        *out = obj_info1(loc, &i2);
-    }
-    r
+    obj_info_with(loc, out, |api, i| {
+        api.f.H5Oget_info_by_name3(loc, name, i, FIELDS, lapl)
+    })
 }
 
-#[allow(clippy::too_many_arguments)]
 unsafe extern "C" fn oget_info_by_idx1(
     loc: hid_t,
     group: *const c_char,
-    it: sys::H5_index_t,
-    ord: sys::H5_iter_order_t,
+    it: Index,
+    ord: Order,
     n: hsize_t,
     out: *mut ObjInfo1,
     lapl: hid_t,
 ) -> herr_t {
-    let api = api_or_fail!();
-    let mut i2: sys::H5O_info2_t = std::mem::zeroed();
-    let r = api
-        .f
-        .H5Oget_info_by_idx3(loc, group, it, ord, n, &mut i2, FIELDS, lapl);
-    if r >= 0 && !out.is_null() {
-        *out = obj_info1(loc, &i2);
-    }
-    r
+    obj_info_with(loc, out, |api, i| {
+        api.f
+            .H5Oget_info_by_idx3(loc, group, it, ord, n, i, FIELDS, lapl)
+    })
 }
 
 unsafe extern "C" fn ovisit1(
     o: hid_t,
-    it: sys::H5_index_t,
-    ord: sys::H5_iter_order_t,
+    it: Index,
+    ord: Order,
     op: ObjOp1,
     data: *mut c_void,
 ) -> herr_t {
-    let api = api_or_fail!();
-    let mut s = Shim { op, data };
-    api.f.H5Ovisit3(
-        o,
-        it,
-        ord,
-        Some(obj_shim),
-        (&mut s as *mut Shim<ObjOp1>).cast(),
-        FIELDS,
-    )
+    iterate_with(op, data, |api, d| {
+        api.f.H5Ovisit3(o, it, ord, Some(obj_shim), d, FIELDS)
+    })
 }
 
-#[allow(clippy::too_many_arguments)]
 unsafe extern "C" fn ovisit_by_name1(
     loc: hid_t,
     name: *const c_char,
-    it: sys::H5_index_t,
-    ord: sys::H5_iter_order_t,
+    it: Index,
+    ord: Order,
     op: ObjOp1,
     data: *mut c_void,
     lapl: hid_t,
 ) -> herr_t {
-    let api = api_or_fail!();
-    let mut s = Shim { op, data };
-    api.f.H5Ovisit_by_name3(
-        loc,
-        name,
-        it,
-        ord,
-        Some(obj_shim),
-        (&mut s as *mut Shim<ObjOp1>).cast(),
-        FIELDS,
-        lapl,
-    )
+    iterate_with(op, data, |api, d| {
+        api.f
+            .H5Ovisit_by_name3(loc, name, it, ord, Some(obj_shim), d, FIELDS, lapl)
+    })
 }
 
 /// Each v1 entry point and its replacement.
