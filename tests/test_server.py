@@ -323,6 +323,40 @@ def test_big_binary_streams(server, domain):
         np.testing.assert_array_equal(f["big"][24_999], data[-1000:])
 
 
+def test_reused_answer_buffers_hold_only_their_answer(server, domain):
+    """Binary answers are built in reused buffers: an answer over chunks never
+    written holds the fill value, not bytes of an earlier answer, whether it
+    is one slab, a part of one, or streamed in several."""
+    import base64
+    import http.client
+    from urllib.parse import quote
+    auth = "Basic " + base64.b64encode(f"{USER}:{PW}".encode()).decode()
+    rows = 6000   # 6000 x 1000 x 8 bytes = 48 MB: six 8 MiB slabs
+    with hfile(server, domain, "w") as f:
+        full = f.create_dataset("full", shape=(rows, 1000), dtype="f8", chunks=(500, 1000))
+        full[...] = np.random.default_rng(3).random((rows, 1000))
+        f.create_dataset("empty", shape=(rows, 1000), dtype="f8", chunks=(500, 1000),
+                         fillvalue=-1.5)
+        ids = {k: f[k].id.id for k in ("full", "empty")}
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=300)
+
+    def get(name, stop):
+        path = f"/datasets/{ids[name]}/value?domain={quote(domain)}&select=[0:{stop},0:1000]"
+        conn.request("GET", path, headers={"Authorization": auth,
+                                           "Accept": "application/octet-stream"})
+        rsp = conn.getresponse()
+        body = rsp.read()
+        assert rsp.status == 200, body[:200]
+        return np.frombuffer(body, dtype="f8")
+
+    for stop in (rows, 1000, 300):   # streamed; one whole slab; a quarter slab
+        assert (get("full", stop) != -1.5).all()
+        got = get("empty", stop)
+        assert got.size == stop * 1000
+        assert (got == -1.5).all(), f"{stop} rows: {np.count_nonzero(got != -1.5)} stale values"
+    conn.close()
+
+
 def test_deletes_datatypes_external_links(server, domain):
     with hfile(server, domain, "w") as f:
         f["dt"] = np.dtype([("x", "<f4"), ("y", "<i2")])

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use crate::domain::{backoff, Domain};
 use crate::ids;
 use crate::linked::LinkedLayout;
-use crate::planner::{plan_points, strides, walk, DimPart, OrthoPlan};
+use crate::planner::{contiguous_source, plan_points, strides, walk, DimPart, OrthoPlan};
 use crate::{EngineError, Result};
 
 /// Contiguous datasets up to this size are stored as one chunk covering the
@@ -533,6 +533,35 @@ impl Domain {
         fields: Option<&[String]>,
         out: &mut [u8],
     ) -> Result<()> {
+        self.read_fields_with(id, sel, fields, out, false)
+    }
+
+    /// As [`Domain::read_fields`], for one part of a sequential read too big
+    /// for the chunk cache (a server streaming a large answer slab by slab):
+    /// the chunks go from storage to `out` without entering the cache.
+    /// Judged part by part, each slab would fit and the scan would evict
+    /// every cached chunk, its own included, before they are read again.
+    ///
+    /// # Errors
+    /// As [`Domain::read_fields`].
+    pub fn read_fields_uncached(
+        &self,
+        id: &str,
+        sel: &Selection,
+        fields: Option<&[String]>,
+        out: &mut [u8],
+    ) -> Result<()> {
+        self.read_fields_with(id, sel, fields, out, true)
+    }
+
+    fn read_fields_with(
+        &self,
+        id: &str,
+        sel: &Selection,
+        fields: Option<&[String]>,
+        out: &mut [u8],
+        bypass_cache: bool,
+    ) -> Result<()> {
         let m = self.dataset_meta(id)?;
         let sel = &*Self::normalize(&m, sel);
         if m.dtype.is_variable() {
@@ -549,9 +578,12 @@ impl Domain {
                 let plan = OrthoPlan::new(sels, &m.chunk);
                 let cs = strides(&m.chunk);
                 let os = strides(&sel.out_shape());
-                let use_cache = self.fits_cache(&m, plan.num_chunks());
+                let use_cache = !bypass_cache && self.fits_cache(&m, plan.num_chunks());
                 // Unfiltered whole elements can go from storage straight into
-                // the caller's buffer.
+                // the caller's buffer. Where a chunk is read whole from a local
+                // store, that costs no more than a cache hit (whose version
+                // check is a `stat` of the same file), so the cache is not
+                // consulted or filled for it.
                 let direct = m.pipeline.is_empty() && proj.is_identity() && m.link.is_none();
                 let chunk_key = |i: usize| {
                     let coords: Vec<u64> = plan.chunk(i).iter().map(|p| p.chunk).collect();
@@ -565,7 +597,7 @@ impl Domain {
                         let parts = plan.chunk(i);
                         let coords: Vec<u64> = parts.iter().map(|p| p.chunk).collect();
                         let key = m.key(&coords);
-                        if fetched.is_none() && !use_cache && direct && m.covers_whole_chunk(&parts)
+                        if fetched.is_none() && direct && m.covers_whole_chunk(&parts)
                         {
                             // SAFETY: as below; the runs are this task's own elements.
                             if unsafe { self.read_chunk_direct(&m, &key, &parts, &cs, &os, ptr)? } {
@@ -594,7 +626,7 @@ impl Domain {
             }
             Selection::Points { .. } => {
                 let groups: Vec<_> = plan_points(sel, &m.chunk).into_iter().collect();
-                let use_cache = self.fits_cache(&m, groups.len());
+                let use_cache = !bypass_cache && self.fits_cache(&m, groups.len());
                 let chunk_key = |g: usize| m.key(&groups[g].0);
                 self.chunk_tasks(&m, groups.len(), chunk_key, |g, fetched| -> Result<()> {
                     let (coords, pts) = &groups[g];
@@ -634,6 +666,16 @@ impl Domain {
                 for_each_task(plan.num_chunks(), |i| -> Result<()> {
                     let parts = plan.chunk(i);
                     let coords: Vec<u64> = parts.iter().map(|p| p.chunk).collect();
+                    if m.pipeline.is_empty() && m.covers_whole_chunk(&parts) {
+                        if let Some(src) = contiguous_source(&parts, &cs, &os, es, data) {
+                            // The chunk's stored bytes are already laid out in
+                            // the caller's buffer: store them from there.
+                            let key = m.key(&coords);
+                            self.store().put(&key, src)?;
+                            self.cache.remove(&key);
+                            return Ok(());
+                        }
+                    }
                     let gather = |buf: &mut Vec<u8>| {
                         walk(&parts, &cs, &os, &mut |s, d, n| {
                             let (s, d, n) = (s as usize * es, d as usize * es, n as usize * es);

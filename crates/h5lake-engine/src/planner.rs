@@ -182,6 +182,34 @@ pub fn walk(
     rec(parts, 0, 0, 0, chunk_strides, out_strides, f);
 }
 
+/// The bytes of `buf` (elements of `es` bytes, laid out as the selection's
+/// output) that hold a whole chunk in the chunk's own order, when they are
+/// one contiguous run: then the chunk can be stored or loaded without
+/// assembling a copy. `None` when the chunk's elements are spread out.
+pub fn contiguous_source<'a>(
+    parts: &[&DimPart],
+    chunk_strides: &[u64],
+    out_strides: &[u64],
+    es: usize,
+    buf: &'a [u8],
+) -> Option<&'a [u8]> {
+    let mut run: Option<(u64, u64)> = None; // (first output element, elements so far)
+    let mut contiguous = true;
+    walk(parts, chunk_strides, out_strides, &mut |s, d, n| match run {
+        None => {
+            contiguous &= s == 0;
+            run = Some((d, n));
+        }
+        Some((d0, len)) => {
+            contiguous &= s == len && d == d0 + len;
+            run = Some((d0, len + n));
+        }
+    });
+    let (d0, len) = run?;
+    let (start, bytes) = (d0 as usize * es, len as usize * es);
+    (contiguous && start + bytes <= buf.len()).then(|| &buf[start..start + bytes])
+}
+
 /// Points grouped by chunk: chunk coordinates → (chunk-local element index,
 /// output element index) pairs.
 pub fn plan_points(sel: &Selection, chunk: &[u64]) -> BTreeMap<Vec<u64>, Vec<(u64, u64)>> {
@@ -250,6 +278,25 @@ mod tests {
             }
             let s = DimSel::Indices(vec![0, 1, 2, 5, 6, 9, 13, 14]);
             assert_eq!(expand(&plan_dim(&s, chunk)), brute(&s, chunk));
+        }
+    }
+
+    #[test]
+    fn contiguous_source_only_for_chunks_laid_out_as_stored() {
+        let slice = |start, count| DimSel::Slice { start, count, step: 1 };
+        let buf: Vec<u8> = (0..=255).collect();
+        // Rows 2..6 of a (n, 4) array, chunks (2, 4): each chunk is two
+        // whole output rows, in order.
+        let plan = OrthoPlan::new(&[slice(2, 4), slice(0, 4)], &[2, 4]);
+        let (cs, os) = (strides(&[2, 4]), strides(&[4, 4]));
+        let second = contiguous_source(&plan.chunk(1), &cs, &os, 2, &buf);
+        assert_eq!(second, Some(&buf[16..32]));
+        // Chunks (2, 2) of the same selection: a chunk's rows are split
+        // across output rows.
+        let plan = OrthoPlan::new(&[slice(2, 4), slice(0, 4)], &[2, 2]);
+        let cs = strides(&[2, 2]);
+        for i in 0..plan.num_chunks() {
+            assert_eq!(contiguous_source(&plan.chunk(i), &cs, &os, 2, &buf), None);
         }
     }
 

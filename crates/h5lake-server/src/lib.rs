@@ -13,6 +13,7 @@ mod auth;
 mod domains;
 mod error;
 mod objects;
+mod pool;
 mod query;
 mod request;
 mod routes;
@@ -83,6 +84,8 @@ pub(crate) struct App {
     pub started: f64,
     /// Domains opened by earlier requests (see [`domains::open_domain`]).
     pub domains: domains::OpenDomains,
+    /// Buffers of binary value answers, reused.
+    pub slabs: Arc<pool::SlabPool>,
 }
 
 impl App {
@@ -128,12 +131,14 @@ impl Server {
         let listener = tokio::net::TcpListener::bind(&addr)
             .await
             .map_err(|e| ServerError::Startup(format!("cannot listen on {addr}: {e}")))?;
+        let slabs = pool::SlabPool::new(cfg.slab_bytes);
         let app = Arc::new(App {
             store,
             cfg,
             users,
             started: h5lake_engine::domain::now(),
             domains: Default::default(),
+            slabs,
         });
         Ok(Server { listener, app })
     }

@@ -17,6 +17,8 @@ use base64::Engine;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use h5lake_engine::{DatasetMeta, Domain};
+
+use crate::pool::{Pooled, SlabPool};
 use h5lake_types::{
     fixed_to_json, json_to_fixed, json_to_vlen, nest, value_dims, vlen_to_json, Datatype, DimSel,
     Field, Selection, Shape,
@@ -257,11 +259,11 @@ pub(crate) async fn put_attr_value(
 
 // ---- dataset values ------------------------------------------------------------
 
-fn binary_rsp(bytes: Vec<u8>) -> Response {
+fn binary_rsp(bytes: impl Into<Bytes>) -> Response {
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "application/octet-stream")],
-        bytes,
+        bytes.into(),
     )
         .into_response()
 }
@@ -472,10 +474,22 @@ fn slabs(p: &Plan, slab_bytes: usize) -> Result<Vec<(Selection, usize)>> {
 /// Most slabs one binary request may take (at 8 MiB each, 8 TiB).
 const MAX_SLABS: u64 = 1 << 20;
 
-fn read_fixed(p: &Plan, sel: &Selection, n: usize) -> Result<Vec<u8>> {
-    let mut buf = vec![0u8; n];
-    p.dom
-        .read_fields(&p.id, sel, p.fields.as_deref(), &mut buf)?;
+/// Reads `sel` (`n` bytes); `uncached` for the slabs of an answer too big
+/// for the chunk cache (see [`Domain::read_fields_uncached`]).
+fn read_fixed(
+    pool: &Arc<SlabPool>,
+    p: &Plan,
+    sel: &Selection,
+    n: usize,
+    uncached: bool,
+) -> Result<Pooled> {
+    let mut buf = pool.take(n);
+    let fields = p.fields.as_deref();
+    if uncached {
+        p.dom.read_fields_uncached(&p.id, sel, fields, buf.as_mut_slice())?;
+    } else {
+        p.dom.read_fields(&p.id, sel, fields, buf.as_mut_slice())?;
+    }
     Ok(buf)
 }
 
@@ -524,24 +538,27 @@ fn respond(app: &App, ctx: &Ctx, p: Plan) -> Result<Response> {
                 "a JSON answer of {total} bytes is too large; ask for application/octet-stream"
             )));
         }
-        let bytes = read_fixed(&p, &p.sel, total as usize)?;
-        let value = fixed_to_json(&p.wire, &bytes, &shape)?;
+        let bytes = read_fixed(&app.slabs, &p, &p.sel, total as usize, false)?;
+        let value = fixed_to_json(&p.wire, bytes.as_ref(), &shape)?;
         return Ok(json_rsp(
             StatusCode::OK,
             json!({"value": value, "hrefs": []}),
         ));
     }
     if total <= app.cfg.slab_bytes as u64 {
-        return Ok(binary_rsp(read_fixed(&p, &p.sel, total as usize)?));
+        let bytes = read_fixed(&app.slabs, &p, &p.sel, total as usize, false)?;
+        return Ok(binary_rsp(bytes.into_bytes()));
     }
     let pieces = slabs(&p, app.cfg.slab_bytes)?;
+    let uncached = total > app.cfg.chunk_cache_bytes as u64 / 2;
     // One slab in the channel and one being read: memory stays at a few
     // slabs however big the answer is.
     let (tx, rx) = tokio::sync::mpsc::channel::<std::result::Result<Bytes, std::io::Error>>(1);
+    let pool = app.slabs.clone();
     tokio::task::spawn_blocking(move || {
         for (sel, n) in pieces {
-            let msg = read_fixed(&p, &sel, n)
-                .map(Bytes::from)
+            let msg = read_fixed(&pool, &p, &sel, n, uncached)
+                .map(Pooled::into_bytes)
                 .map_err(|e| std::io::Error::other(e.to_string()));
             let failed = msg.is_err();
             if tx.blocking_send(msg).is_err() || failed {
@@ -986,42 +1003,53 @@ async fn stream_write(app: Arc<App>, ctx: Ctx, p: Plan, body: Body) -> Result<Re
     let p = Arc::new(p);
     let pieces = slabs(&p, app.cfg.slab_bytes)?;
     let mut stream = body.into_data_stream();
-    let mut pending: Vec<u8> = Vec::new();
+    // What is left of the last body frame after filling the previous slab.
+    let mut carry = Bytes::new();
     let mut written = 0u64;
     // One slab is written while the next arrives: the network and the
     // store work at once, and memory stays at about two slabs.
     let mut in_flight: Option<tokio::task::JoinHandle<Result<()>>> = None;
     for (sel, need) in pieces {
-        while pending.len() < need {
-            match stream.next().await {
-                Some(Ok(b)) => pending.extend_from_slice(&b),
-                Some(Err(e)) => return Err(bad(format!("error reading the request body: {e}"))),
-                None => {
-                    return Err(bad(format!(
-                        "body holds {} bytes but the selection needs {total}{}",
-                        written + pending.len() as u64,
-                        if written > 0 {
-                            " (the first part was written)"
-                        } else {
-                            ""
-                        }
-                    )))
-                }
+        let mut slab = app.slabs.take(need);
+        let mut filled = 0;
+        while filled < need {
+            if carry.is_empty() {
+                carry = match stream.next().await {
+                    Some(Ok(b)) => b,
+                    Some(Err(e)) => {
+                        return Err(bad(format!("error reading the request body: {e}")))
+                    }
+                    None => {
+                        return Err(bad(format!(
+                            "body holds {} bytes but the selection needs {total}{}",
+                            written + filled as u64,
+                            if written > 0 {
+                                " (the first part was written)"
+                            } else {
+                                ""
+                            }
+                        )))
+                    }
+                };
             }
+            let k = (need - filled).min(carry.len());
+            slab.as_mut_slice()[filled..filled + k].copy_from_slice(&carry[..k]);
+            carry = carry.slice(k..);
+            filled += k;
         }
-        let rest = pending.split_off(need);
-        let data = std::mem::replace(&mut pending, rest);
         if let Some(prev) = in_flight.take() {
             finish_slab(prev).await?;
         }
         let p2 = p.clone();
-        in_flight = Some(tokio::spawn(blocking(move || write_slab(&p2, &sel, &data))));
+        in_flight = Some(tokio::spawn(blocking(move || {
+            write_slab(&p2, &sel, slab.as_ref())
+        })));
         written += need as u64;
     }
     if let Some(last) = in_flight.take() {
         finish_slab(last).await?;
     }
-    if !pending.is_empty() || stream.next().await.is_some() {
+    if !carry.is_empty() || stream.next().await.is_some() {
         return Err(bad(format!(
             "body is longer than the {total} bytes the selection needs (they were written)"
         )));
