@@ -493,6 +493,11 @@ def write_report(args, ops, res, busy, one, hsds_one, peak, nbytes, started, fin
         L.append(f"- h5lake, {label} of {nbytes / 2**20:.0f} MiB: "
                  + (f"{t:.2f} s ({nbytes / t / 1e6:.0f} MB/s)" if t else "failed"))
     L.append(f"- HSDS, one 200 MiB PUT: {hsds_one}")
+    failed = [(op, name, sum(t is None for t in ts), len(ts))
+              for (op, name), ts in res.items() if any(t is None for t in ts)]
+    for op, name, n, of in failed:
+        L.append(f"- {name}, {op}: {n} of {of} runs failed (see the log); "
+                 "the median is over the others")
     L.append("")
     L.append("Server memory (resident, all processes of the server):")
     L.append("")
