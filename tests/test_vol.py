@@ -179,6 +179,48 @@ def test_unsupported_calls_fail_with_an_hdf5_error(plugin_dir, tmp_path):
     assert got["after"] == [0, 1, 2, 3]
 
 
+DIMENSION_SCALES = """
+with h5py.File(p, "w") as f:
+    t = f.create_dataset("temp", data=np.arange(24, dtype="f4").reshape(2, 3, 4))
+    for name, n in (("time", 2), ("lat", 3), ("lon", 4)):
+        f.create_dataset(name, data=np.arange(n) * 10.0)
+        f[name].make_scale(name)
+    f.create_dataset("lon_bounds", data=np.arange(4) + 0.5)
+    f["lon_bounds"].make_scale()
+    for i, name in enumerate(("time", "lat", "lon")):
+        t.dims[i].attach_scale(f[name])
+        t.dims[i].label = name.upper()
+    t.dims[2].attach_scale(f["lon_bounds"])
+    t.dims[2].detach_scale(f["lon_bounds"])
+    t.dims[2].attach_scale(f["lon_bounds"])
+with h5py.File(p, "r") as f:
+    t = f["temp"]
+    out["labels"] = [d.label for d in t.dims]
+    out["scales"] = [[s.name for s in d.values()] for d in t.dims]
+    out["keys"] = [list(d.keys()) for d in t.dims]
+    out["lon"] = t.dims[2]["lon"][...].tolist()
+    out["is_scale"] = [f[n].is_scale for n in ("time", "lon_bounds", "temp")]
+    out["attached"] = [h5py.h5ds.is_attached(t.id, f["lat"].id, i) for i in range(3)]
+"""
+
+
+def test_dimension_scales(plugin_dir, tmp_path):
+    """HDF5's dimension scales (references held in attributes of HDF5 2.0's
+    reference type) work through the connector as they do natively."""
+    native = run_h5py(DIMENSION_SCALES, str(tmp_path / "native.h5"))
+    lake = run_h5py(DIMENSION_SCALES, str(tmp_path / "dims.h5l"), plugin_dir)
+    assert lake == native
+    assert native["scales"][2] == ["/lon", "/lon_bounds"]
+    # The references are stored as HSDS stores them: collection/id strings.
+    with h5lake.File(tmp_path / "dims.h5l", "r") as f:
+        assert {"DIMENSION_LIST", "DIMENSION_LABELS"} <= set(f["temp"].attrs.keys())
+        assert "REFERENCE_LIST" in f["lat"].attrs.keys()
+        lat_id = f["lat"].id.uuid
+    docs = list((tmp_path / "dims.h5l").rglob("*.json"))
+    text = "".join(d.read_text() for d in docs)
+    assert f"datasets/{lat_id}" in text
+
+
 def test_external_links_reach_other_stores(plugin_dir, tmp_path):
     with h5lake.File(tmp_path / "other.h5l", "w") as g:
         g["x/y"] = np.arange(5)

@@ -597,8 +597,7 @@ impl Domain {
                         let parts = plan.chunk(i);
                         let coords: Vec<u64> = parts.iter().map(|p| p.chunk).collect();
                         let key = m.key(&coords);
-                        if fetched.is_none() && direct && m.covers_whole_chunk(&parts)
-                        {
+                        if fetched.is_none() && direct && m.covers_whole_chunk(&parts) {
                             // SAFETY: as below; the runs are this task's own elements.
                             if unsafe { self.read_chunk_direct(&m, &key, &parts, &cs, &os, ptr)? } {
                                 return Ok(());

@@ -195,16 +195,21 @@ pub fn contiguous_source<'a>(
 ) -> Option<&'a [u8]> {
     let mut run: Option<(u64, u64)> = None; // (first output element, elements so far)
     let mut contiguous = true;
-    walk(parts, chunk_strides, out_strides, &mut |s, d, n| match run {
-        None => {
-            contiguous &= s == 0;
-            run = Some((d, n));
-        }
-        Some((d0, len)) => {
-            contiguous &= s == len && d == d0 + len;
-            run = Some((d0, len + n));
-        }
-    });
+    walk(
+        parts,
+        chunk_strides,
+        out_strides,
+        &mut |s, d, n| match run {
+            None => {
+                contiguous &= s == 0;
+                run = Some((d, n));
+            }
+            Some((d0, len)) => {
+                contiguous &= s == len && d == d0 + len;
+                run = Some((d0, len + n));
+            }
+        },
+    );
     let (d0, len) = run?;
     let (start, bytes) = (d0 as usize * es, len as usize * es);
     (contiguous && start + bytes <= buf.len()).then(|| &buf[start..start + bytes])
@@ -283,7 +288,11 @@ mod tests {
 
     #[test]
     fn contiguous_source_only_for_chunks_laid_out_as_stored() {
-        let slice = |start, count| DimSel::Slice { start, count, step: 1 };
+        let slice = |start, count| DimSel::Slice {
+            start,
+            count,
+            step: 1,
+        };
         let buf: Vec<u8> = (0..=255).collect();
         // Rows 2..6 of a (n, 4) array, chunks (2, 4): each chunk is two
         // whole output rows, in order.

@@ -486,7 +486,8 @@ fn read_fixed(
     let mut buf = pool.take(n);
     let fields = p.fields.as_deref();
     if uncached {
-        p.dom.read_fields_uncached(&p.id, sel, fields, buf.as_mut_slice())?;
+        p.dom
+            .read_fields_uncached(&p.id, sel, fields, buf.as_mut_slice())?;
     } else {
         p.dom.read_fields(&p.id, sel, fields, buf.as_mut_slice())?;
     }

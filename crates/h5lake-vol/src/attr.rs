@@ -16,6 +16,7 @@ use crate::dataset::{space_json, space_of};
 use crate::error::{check, guard, Result, VolError};
 use crate::memory::{fixed_from_memory, fixed_to_memory, VlenMem};
 use crate::objects::{c_str, locate, Kind, Obj};
+use crate::refs::{self, Refs};
 use crate::sys::{self, hid_t};
 use crate::types::{from_hdf5, to_hdf5};
 
@@ -180,7 +181,28 @@ pub unsafe extern "C" fn read(
         let dims = value_dims(&shape);
         let n = dims.iter().product::<u64>() as usize;
         let value = doc.get("value").cloned().unwrap_or(Value::Null);
-        let packed = if dt.is_variable() {
+        let invalid = |e: h5lake_types::TypeError| VolError::Invalid(e.to_string());
+        let packed = if refs::contains(&dt) {
+            let refs = Refs::new(api, o);
+            match &dt {
+                Datatype::Vlen { base } => {
+                    let items = if value.is_null() {
+                        vec![Vec::new(); n]
+                    } else {
+                        json_to_vlen(&dt, &dims, &value).map_err(invalid)?
+                    };
+                    refs.vlen_to_memory(base, &items, mem_type)?
+                }
+                _ => {
+                    let data = if value.is_null() {
+                        vec![0u8; n * dt.fixed_size().unwrap_or(0)]
+                    } else {
+                        json_to_fixed(&dt, &dims, &value).map_err(invalid)?
+                    };
+                    refs.to_memory(&dt, &data, n, mem_type)?
+                }
+            }
+        } else if dt.is_variable() {
             let items = if value.is_null() {
                 vec![Vec::new(); n]
             } else {
@@ -205,6 +227,7 @@ pub unsafe extern "C" fn read(
 /// form of `dt` nested as `dims`.
 unsafe fn value_from_memory(
     api: &Api,
+    o: &Obj,
     dt: &Datatype,
     dims: &[u64],
     mem_type: hid_t,
@@ -213,6 +236,22 @@ unsafe fn value_from_memory(
 ) -> Result<Value> {
     let n = dims.iter().product::<u64>() as usize;
     let invalid = |e: h5lake_types::TypeError| VolError::Invalid(e.to_string());
+    if refs::contains(dt) {
+        let refs = Refs::new(api, o);
+        if let Datatype::Vlen { base } = dt {
+            let mem = std::slice::from_raw_parts(buf, n * std::mem::size_of::<sys::hvl_t>());
+            let flat = refs
+                .vlen_from_memory(base, mem, n, mem_type)?
+                .iter()
+                .map(|i| vlen_to_json(dt, i))
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(invalid)?;
+            return Ok(nest(flat, dims));
+        }
+        let mem = std::slice::from_raw_parts(buf, n * api.f.H5Tget_size(mem_type));
+        let data = refs.from_memory(dt, mem, n, mem_type)?;
+        return fixed_to_json(dt, &data, dims).map_err(invalid);
+    }
     if dt.is_variable() {
         let vm = VlenMem::of(api, dt, mem_type)?;
         let items = vm.from_memory(std::slice::from_raw_parts(buf, n * vm.size()));
@@ -250,7 +289,7 @@ pub unsafe extern "C" fn write(
             return Ok(0);
         }
         doc["value"] =
-            value_from_memory(api, &dt, &value_dims(&shape), mem_type, buf.cast(), dxpl)?;
+            value_from_memory(api, o, &dt, &value_dims(&shape), mem_type, buf.cast(), dxpl)?;
         o.dom.attr_create(owner, name, doc, true)?;
         Ok(0)
     })

@@ -11,6 +11,7 @@ use crate::api::{h5, Api};
 use crate::error::{check, guard, Result, VolError};
 use crate::memory::{fixed_from_memory, fixed_to_memory, same_type, to_memory_in_place, VlenMem};
 use crate::objects::{c_str, locate, Kind, Obj};
+use crate::refs::{self, Refs};
 use crate::selection::{file_selection, gather, is_whole, scatter};
 use crate::sys::{self, hid_t};
 use crate::types::{from_hdf5, to_hdf5};
@@ -266,6 +267,24 @@ unsafe fn read_one(
     } else {
         mem_space
     };
+    if refs::contains(&m.dtype) {
+        let refs = Refs::new(api, o);
+        let (packed, msize) = match &m.dtype {
+            Datatype::Vlen { base } => (
+                refs.vlen_to_memory(base, &o.dom.read_vlen(id, &sel)?, mem_type)?,
+                std::mem::size_of::<sys::hvl_t>(),
+            ),
+            dt => {
+                let mut data = vec![0u8; n * dt.fixed_size().unwrap_or(0)];
+                o.dom.read(id, &sel, &mut data)?;
+                (
+                    refs.to_memory(dt, &data, n, mem_type)?,
+                    api.f.H5Tget_size(mem_type),
+                )
+            }
+        };
+        return scatter(api, space, msize, &packed, buf);
+    }
     if let (Some(fsize), false) = (m.dtype.fixed_size(), m.dtype.is_variable()) {
         let msize = api.f.H5Tget_size(mem_type);
         if msize >= fsize && is_whole(api, space)? {
@@ -315,6 +334,31 @@ unsafe fn write_one(
     } else {
         mem_space
     };
+    if refs::contains(&m.dtype) {
+        let refs = Refs::new(api, o);
+        if let Datatype::Vlen { base } = &m.dtype {
+            let mut packed = vec![0u8; n * std::mem::size_of::<sys::hvl_t>()];
+            gather(
+                api,
+                space,
+                std::mem::size_of::<sys::hvl_t>(),
+                buf,
+                &mut packed,
+            )?;
+            o.dom.write_vlen(
+                id,
+                &sel,
+                &refs.vlen_from_memory(base, &packed, n, mem_type)?,
+            )?;
+        } else {
+            let msize = api.f.H5Tget_size(mem_type);
+            let mut packed = vec![0u8; n * msize];
+            gather(api, space, msize, buf, &mut packed)?;
+            o.dom
+                .write(id, &sel, &refs.from_memory(&m.dtype, &packed, n, mem_type)?)?;
+        }
+        return Ok(());
+    }
     if m.dtype.is_variable() {
         let vm = VlenMem::of(api, &m.dtype, mem_type)?;
         let mut packed = vec![0u8; n * vm.size()];

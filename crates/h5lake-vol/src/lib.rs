@@ -23,6 +23,7 @@ pub mod file;
 pub mod link;
 pub mod memory;
 pub mod objects;
+pub mod refs;
 pub mod selection;
 #[allow(clippy::all, clippy::pedantic)]
 pub mod sys;

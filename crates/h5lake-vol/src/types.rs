@@ -154,12 +154,14 @@ pub fn from_hdf5(api: &Api, t: hid_t) -> Result<Datatype> {
                 }
             }
             sys::H5T_class_t_H5T_REFERENCE => {
-                if check(f.H5Tequal(t, api.g.t_std_ref_obj.id()), "H5Tequal")? > 0 {
+                // Object references of both APIs are stored alike (see refs.rs);
+                // which objects a reference names is in the value.
+                if check(f.H5Tequal(t, api.g.t_std_ref_obj.id()), "H5Tequal")? > 0
+                    || check(f.H5Tequal(t, api.g.t_std_ref.id()), "H5Tequal")? > 0
+                {
                     Datatype::Reference { size: 48 }
                 } else {
-                    return Err(VolError::Unsupported(
-                        "region and H5R_ref_t references".into(),
-                    ));
+                    return Err(VolError::Unsupported("region references".into()));
                 }
             }
             sys::H5T_class_t_H5T_BITFIELD => {
@@ -280,15 +282,30 @@ pub fn to_hdf5(api: &Api, dt: &Datatype) -> Result<TypeId> {
                 t
             }
             Datatype::Compound { fields, size } => {
+                let members = fields
+                    .iter()
+                    .map(|fl| Ok((fl, to_hdf5(api, &fl.dtype)?)))
+                    .collect::<Result<Vec<_>>>()?;
+                // A reference member is 64 bytes in HDF5 and 48 stored: such
+                // compounds are described packed, and their values are
+                // converted member by member (refs.rs), never byte for byte.
+                let packed = crate::refs::contains(dt);
+                let total = if packed {
+                    members.iter().map(|(_, ft)| f.H5Tget_size(ft.0)).sum()
+                } else {
+                    *size
+                };
                 let t = TypeId(check(
-                    f.H5Tcreate(sys::H5T_class_t_H5T_COMPOUND, *size),
+                    f.H5Tcreate(sys::H5T_class_t_H5T_COMPOUND, total),
                     what,
                 )?);
-                for fl in fields {
-                    let ft = to_hdf5(api, &fl.dtype)?;
+                let mut at = 0;
+                for (fl, ft) in members {
+                    let offset = if packed { at } else { fl.offset };
+                    at += f.H5Tget_size(ft.0);
                     let name = CString::new(fl.name.as_str())
                         .map_err(|_| bad("a field name with a NUL byte"))?;
-                    check(f.H5Tinsert(t.0, name.as_ptr(), fl.offset, ft.0), what)?;
+                    check(f.H5Tinsert(t.0, name.as_ptr(), offset, ft.0), what)?;
                 }
                 t
             }
@@ -331,7 +348,9 @@ pub fn to_hdf5(api: &Api, dt: &Datatype) -> Result<TypeId> {
                 let b = to_hdf5(api, base)?;
                 TypeId(check(f.H5Tvlen_create(b.0), what)?)
             }
-            Datatype::Reference { .. } => TypeId(check(f.H5Tcopy(api.g.t_std_ref_obj.id()), what)?),
+            // Reported as HDF5 2.0's reference type: HDF5's own dimension scales
+            // read and write their reference lists in the type they find.
+            Datatype::Reference { .. } => TypeId(check(f.H5Tcopy(api.g.t_std_ref.id()), what)?),
         })
     }
 }
