@@ -17,8 +17,6 @@ use base64::Engine;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use h5lake_engine::{DatasetMeta, Domain};
-
-use crate::pool::{Pooled, SlabPool};
 use h5lake_types::{
     fixed_to_json, json_to_fixed, json_to_vlen, nest, value_dims, vlen_to_json, Datatype, DimSel,
     Field, Selection, Shape,
@@ -29,6 +27,7 @@ use crate::auth::Action;
 use crate::domains::open_domain;
 use crate::error::{Result, ServerError};
 use crate::objects::{resolve_type, Coll};
+use crate::pool::{Pooled, SlabPool};
 use crate::query::Query;
 use crate::request::{
     parse_fields, parse_select, points_from_bytes, points_from_json, select_from_body, shape_json,

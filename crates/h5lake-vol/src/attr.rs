@@ -182,41 +182,29 @@ pub unsafe extern "C" fn read(
         let n = dims.iter().product::<u64>() as usize;
         let value = doc.get("value").cloned().unwrap_or(Value::Null);
         let invalid = |e: h5lake_types::TypeError| VolError::Invalid(e.to_string());
-        let packed = if refs::contains(&dt) {
-            let refs = Refs::new(api, o);
-            match &dt {
-                Datatype::Vlen { base } => {
-                    let items = if value.is_null() {
-                        vec![Vec::new(); n]
-                    } else {
-                        json_to_vlen(&dt, &dims, &value).map_err(invalid)?
-                    };
-                    refs.vlen_to_memory(base, &items, mem_type)?
-                }
-                _ => {
-                    let data = if value.is_null() {
-                        vec![0u8; n * dt.fixed_size().unwrap_or(0)]
-                    } else {
-                        json_to_fixed(&dt, &dims, &value).map_err(invalid)?
-                    };
-                    refs.to_memory(&dt, &data, n, mem_type)?
-                }
-            }
-        } else if dt.is_variable() {
+        let packed = if dt.is_variable() {
             let items = if value.is_null() {
                 vec![Vec::new(); n]
             } else {
-                json_to_vlen(&dt, &dims, &value).map_err(|e| VolError::Invalid(e.to_string()))?
+                json_to_vlen(&dt, &dims, &value).map_err(invalid)?
             };
-            VlenMem::of(api, &dt, mem_type)?.to_memory(&items)?
+            match &dt {
+                Datatype::Vlen { base } if refs::contains(base) => {
+                    Refs::new(api, o).vlen_to_memory(base, &items, mem_type)?
+                }
+                _ => VlenMem::of(api, &dt, mem_type)?.to_memory(&items)?,
+            }
         } else {
-            let size = dt.fixed_size().unwrap_or(0);
             let data = if value.is_null() {
-                vec![0u8; n * size]
+                vec![0u8; n * dt.fixed_size().unwrap_or(0)]
             } else {
-                json_to_fixed(&dt, &dims, &value).map_err(|e| VolError::Invalid(e.to_string()))?
+                json_to_fixed(&dt, &dims, &value).map_err(invalid)?
             };
-            fixed_to_memory(api, &dt, data, n, mem_type, dxpl)?
+            if refs::contains(&dt) {
+                Refs::new(api, o).to_memory(&dt, &data, n, mem_type)?
+            } else {
+                fixed_to_memory(api, &dt, data, n, mem_type, dxpl)?
+            }
         };
         std::ptr::copy_nonoverlapping(packed.as_ptr(), buf.cast::<u8>(), packed.len());
         Ok(0)

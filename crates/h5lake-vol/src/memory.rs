@@ -100,6 +100,27 @@ pub fn fixed_from_memory(
     Ok(data)
 }
 
+/// Appends an `hvl_t` of `len` elements whose bytes are `body`, copied to
+/// a fresh `malloc` block (null when empty) that belongs to the caller.
+pub fn push_hvl(out: &mut Vec<u8>, len: usize, body: &[u8]) -> Result<()> {
+    let p = if body.is_empty() {
+        std::ptr::null_mut()
+    } else {
+        // SAFETY: a fresh allocation, filled within its length.
+        unsafe {
+            let p = libc::malloc(body.len()) as *mut u8;
+            if p.is_null() {
+                return Err(VolError::Invalid("out of memory".into()));
+            }
+            std::ptr::copy_nonoverlapping(body.as_ptr(), p, body.len());
+            p
+        }
+    };
+    out.extend(len.to_ne_bytes());
+    out.extend((p as usize).to_ne_bytes());
+    Ok(())
+}
+
 /// How variable-length elements sit in the caller's memory.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum VlenMem {
@@ -169,20 +190,7 @@ impl VlenMem {
                         *p.add(it.len()) = 0;
                         out.extend((p as usize).to_ne_bytes());
                     }
-                    VlenMem::Seq { base } => {
-                        let p = if it.is_empty() {
-                            std::ptr::null_mut()
-                        } else {
-                            let p = libc::malloc(it.len()) as *mut u8;
-                            if p.is_null() {
-                                return Err(VolError::Invalid("out of memory".into()));
-                            }
-                            std::ptr::copy_nonoverlapping(it.as_ptr(), p, it.len());
-                            p
-                        };
-                        out.extend((it.len() / base.max(1)).to_ne_bytes());
-                        out.extend((p as usize).to_ne_bytes());
-                    }
+                    VlenMem::Seq { base } => push_hvl(&mut out, it.len() / base.max(1), it)?,
                 }
             }
         }

@@ -148,18 +148,7 @@ impl<'a> Refs<'a> {
         for it in items {
             let len = it.len() / fsize;
             let body = self.to_memory(base, it, len, mbase.0)?;
-            let p = if body.is_empty() {
-                std::ptr::null_mut()
-            } else {
-                let p = libc::malloc(body.len()) as *mut u8;
-                if p.is_null() {
-                    return Err(VolError::Invalid("out of memory".into()));
-                }
-                std::ptr::copy_nonoverlapping(body.as_ptr(), p, body.len());
-                p
-            };
-            out.extend(len.to_ne_bytes());
-            out.extend((p as usize).to_ne_bytes());
+            crate::memory::push_hvl(&mut out, len, &body)?;
         }
         Ok(out)
     }
