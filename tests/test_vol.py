@@ -155,6 +155,51 @@ def test_h5py_reads_what_h5lake_wrote(plugin_dir, tmp_path):
         assert f["ints"][0].tolist() == [-1, -1, -1, -1]
 
 
+FILE_MODES_AND_PARTIAL_WRITES = """
+import os, tempfile
+def exc(fn):
+    try:
+        fn()
+        return "no error"
+    except Exception as e:
+        return type(e).__name__
+out["r_missing"] = exc(lambda: h5py.File(p, "r"))
+out["rplus_missing"] = exc(lambda: h5py.File(p, "r+"))
+with h5py.File(p, "a") as f:              # 'a' creates when there is nothing
+    f.create_group("made")
+with h5py.File(p, "a") as f:              # ... and opens what is there
+    out["a_reopen"] = list(f)
+out["x_exists"] = exc(lambda: h5py.File(p, "x"))
+fd, empty = tempfile.mkstemp(dir=os.path.dirname(p))
+os.close(fd)
+with h5py.File(empty, "w") as f:          # an empty file gives way to 'w'
+    f["v"] = [1, 2]
+with h5py.File(empty, "r") as f:
+    out["empty_replaced"] = f["v"][...].tolist()
+with h5py.File(p, "r+") as f:
+    d = f.create_dataset("b", shape=(3, 6, 6), dtype="i4", chunks=(1, 6, 6))
+    d[0:2] = 12                           # h5py broadcasts by moving a selection (H5Soffset_simple)
+    d[2, :, 4] = 5
+    out["broadcast"] = d[...].tolist()
+    dt = np.dtype([("w", "f8", (3,)), ("k", "u1"), ("s", "<i2")])
+    c = f.create_dataset("c", (4,), dtype=dt)
+    c["w"] = np.arange(12.0).reshape(4, 3)    # one member at a time: the others must stay
+    c["k"] = [1, 2, 3, 4]
+    c[1:3, "s"] = [-7, -8]
+    out["fields"] = [[r[0].tolist(), int(r[1]), int(r[2])] for r in c[...]]
+"""
+
+
+def test_file_modes_and_partial_writes_match_native(plugin_dir, tmp_path):
+    (tmp_path / "n").mkdir()
+    (tmp_path / "l").mkdir()
+    native = run_h5py(FILE_MODES_AND_PARTIAL_WRITES, str(tmp_path / "n" / "f.h5"))
+    lake = run_h5py(FILE_MODES_AND_PARTIAL_WRITES, str(tmp_path / "l" / "f.h5l"), plugin_dir)
+    assert native["r_missing"] == native["rplus_missing"] == "FileNotFoundError"
+    assert native["x_exists"] == "FileExistsError"
+    assert lake == native
+
+
 def test_unsupported_calls_fail_with_an_hdf5_error(plugin_dir, tmp_path):
     got = run_h5py("""
         with h5py.File(p, "w") as f:

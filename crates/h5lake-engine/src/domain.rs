@@ -96,6 +96,18 @@ fn default_owner() -> String {
         .unwrap_or_else(|| "admin".to_string())
 }
 
+/// Mode 'w' on an empty regular file (what `tempfile.mkstemp` and
+/// `NamedTemporaryFile` leave for a program to fill) takes its place, as
+/// native HDF5 truncates it; a file with any content is never touched.
+fn replace_empty_file(path: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_file() && m.len() == 0 => std::fs::remove_file(path).map_err(|e| {
+            EngineError::Invalid(format!("cannot replace empty file {}: {e}", path.display()))
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Where a local path's domain lives: the bucket directory and the domain
 /// path inside it.
 ///
@@ -273,6 +285,9 @@ impl Domain {
     /// # Errors
     /// As [`Domain::open_local`].
     pub fn open_local_with(path: &Path, mode: OpenMode, opts: &DomainOptions) -> Result<Self> {
+        if mode == OpenMode::Truncate {
+            replace_empty_file(path)?;
+        }
         let (bucket, domain_path) = resolve_local(path)?;
         let display = path.display().to_string();
         let creating = matches!(

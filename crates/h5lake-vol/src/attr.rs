@@ -252,7 +252,7 @@ unsafe fn value_from_memory(
     }
     let msize = api.f.H5Tget_size(mem_type);
     let mem = std::slice::from_raw_parts(buf, n * msize).to_vec();
-    let data = fixed_from_memory(api, dt, mem, n, mem_type, dxpl)?;
+    let data = fixed_from_memory(api, dt, mem, n, mem_type, None, dxpl)?;
     fixed_to_json(dt, &data, dims).map_err(invalid)
 }
 

@@ -9,7 +9,9 @@ use serde_json::{json, Value};
 
 use crate::api::{h5, Api};
 use crate::error::{check, guard, Result, VolError};
-use crate::memory::{fixed_from_memory, fixed_to_memory, same_type, to_memory_in_place, VlenMem};
+use crate::memory::{
+    fixed_from_memory, fixed_to_memory, lacks_members, same_type, to_memory_in_place, VlenMem,
+};
 use crate::objects::{c_str, locate, Kind, Obj};
 use crate::refs::{self, Refs};
 use crate::selection::{file_selection, gather, is_whole, scatter};
@@ -380,10 +382,17 @@ unsafe fn write_one(
     }
     let mut packed = vec![0u8; n * msize];
     gather(api, space, msize, buf, &mut packed)?;
+    let current = if lacks_members(api, &m.dtype, mem_type)? {
+        let mut cur = vec![0u8; n * m.dtype.fixed_size().unwrap_or(0)];
+        o.dom.read(id, &sel, &mut cur)?;
+        Some(cur)
+    } else {
+        None
+    };
     o.dom.write(
         id,
         &sel,
-        &fixed_from_memory(api, &m.dtype, packed, n, mem_type, dxpl)?,
+        &fixed_from_memory(api, &m.dtype, packed, n, mem_type, current, dxpl)?,
     )?;
     Ok(())
 }

@@ -23,6 +23,12 @@ pub enum VolError {
     Invalid(String),
     #[error("{0}")]
     BadType(String),
+    /// A file that cannot be opened or created for an operating-system
+    /// reason; the message carries HDF5's `errno = N` wording, from which
+    /// h5py raises the matching `OSError` subclass (`FileNotFoundError`,
+    /// `FileExistsError`, `PermissionError`).
+    #[error("{msg} (errno = {errno}, error message = '{}')", std::io::Error::from_raw_os_error(*.errno).kind())]
+    Os { errno: i32, msg: String },
     /// A call into HDF5 failed (its own message is already on the stack).
     #[error("{0}")]
     Hdf5(String),
@@ -56,7 +62,10 @@ impl VolError {
                 EngineError::ReadOnly(_) => g.min_writeerror.id(),
                 _ => g.min_readerror.id(),
             },
-            VolError::Hdf5(_) | VolError::Library(_) | VolError::Panic(_) => g.min_cantopen.id(),
+            VolError::Os { .. }
+            | VolError::Hdf5(_)
+            | VolError::Library(_)
+            | VolError::Panic(_) => g.min_cantopen.id(),
         };
         let msg = CString::new(self.to_string().replace('\0', " ")).unwrap_or_default();
         let func = CString::new(func).unwrap_or_default();
@@ -78,6 +87,30 @@ impl VolError {
                 c"%s".as_ptr(),
                 msg.as_ptr(),
             );
+        }
+    }
+}
+
+impl VolError {
+    /// A file-level failure as the operating-system error it amounts to,
+    /// so that h5py users get the exceptions native HDF5 gives them (mode
+    /// 'a' relies on `FileNotFoundError` to fall back to creating).
+    pub fn for_file(e: EngineError) -> VolError {
+        let errno = match &e {
+            EngineError::StoreNotFound(_) => libc::ENOENT,
+            EngineError::StoreExists(_) => libc::EEXIST,
+            EngineError::Store(s) => match std::error::Error::source(s)
+                .and_then(|io| io.downcast_ref::<std::io::Error>())
+                .and_then(std::io::Error::raw_os_error)
+            {
+                Some(n) => n,
+                None => return VolError::Engine(e),
+            },
+            _ => return VolError::Engine(e),
+        };
+        VolError::Os {
+            errno,
+            msg: e.to_string(),
         }
     }
 }

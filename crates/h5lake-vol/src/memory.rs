@@ -14,6 +14,21 @@ use crate::types::to_hdf5;
 /// Converts `n` packed elements in place between two HDF5 types; `buf`
 /// holds `n` elements of the larger of the two.
 fn convert(api: &Api, from: hid_t, to: hid_t, n: usize, buf: &mut [u8], dxpl: hid_t) -> Result<()> {
+    convert_over(api, from, to, n, buf, None, dxpl)
+}
+
+/// [`convert`] onto `background`: `n` packed elements of `to` whose
+/// members the source type lacks keep their values (HDF5's background
+/// buffer; without one they come out zero).
+fn convert_over(
+    api: &Api,
+    from: hid_t,
+    to: hid_t,
+    n: usize,
+    buf: &mut [u8],
+    background: Option<Vec<u8>>,
+    dxpl: hid_t,
+) -> Result<()> {
     let f = &api.f;
     // SAFETY: both ids are valid types; `buf` and `bkg` hold n elements of
     // either type (the caller sized `buf`, `bkg` is sized here).
@@ -21,7 +36,9 @@ fn convert(api: &Api, from: hid_t, to: hid_t, n: usize, buf: &mut [u8], dxpl: hi
         if check(f.H5Tequal(from, to), "H5Tequal")? > 0 || n == 0 {
             return Ok(());
         }
-        let mut bkg = vec![0u8; n * f.H5Tget_size(to).max(f.H5Tget_size(from))];
+        let size = n * f.H5Tget_size(to).max(f.H5Tget_size(from));
+        let mut bkg = background.unwrap_or_default();
+        bkg.resize(size, 0);
         check(
             f.H5Tconvert(
                 from,
@@ -81,12 +98,16 @@ pub fn fixed_to_memory(
 }
 
 /// Elements of `mem_type` (packed, `n` of them) in the stored form of `dt`.
+///
+/// `current` gives the stored elements being overwritten, needed when the
+/// memory type leaves out compound members (see [`lacks_members`]).
 pub fn fixed_from_memory(
     api: &Api,
     dt: &Datatype,
     mut data: Vec<u8>,
     n: usize,
     mem_type: hid_t,
+    current: Option<Vec<u8>>,
     dxpl: hid_t,
 ) -> Result<Vec<u8>> {
     crate::types::refuse_nested_vlen(dt)?;
@@ -95,9 +116,41 @@ pub fn fixed_from_memory(
     let msize = unsafe { api.f.H5Tget_size(mem_type) };
     data.resize(n * fsize.max(msize), 0);
     let ftype = to_hdf5(api, dt)?;
-    convert(api, mem_type, ftype.0, n, &mut data, dxpl)?;
+    convert_over(api, mem_type, ftype.0, n, &mut data, current, dxpl)?;
     data.truncate(n * fsize);
     Ok(data)
+}
+
+/// Whether writing elements of `mem_type` to stored type `dt` leaves some
+/// stored compound member (at any depth) without a value: h5py's
+/// `dset["field"] = …` writes through a compound of that field alone, and
+/// the other members must keep what is stored.
+pub fn lacks_members(api: &Api, dt: &Datatype, mem_type: hid_t) -> Result<bool> {
+    let Datatype::Compound { fields, .. } = dt else {
+        return Ok(false);
+    };
+    let f = &api.f;
+    // SAFETY: `mem_type` is a valid type id; member ids are closed here.
+    unsafe {
+        if f.H5Tget_class(mem_type) != sys::H5T_class_t_H5T_COMPOUND {
+            return Ok(false);
+        }
+        for field in fields {
+            let name = std::ffi::CString::new(field.name.as_str())
+                .map_err(|_| VolError::Invalid("member name holds a NUL byte".into()))?;
+            let i = f.H5Tget_member_index(mem_type, name.as_ptr());
+            if i < 0 {
+                return Ok(true);
+            }
+            let member = check(f.H5Tget_member_type(mem_type, i as u32), "H5Tget_member_type")?;
+            let lacks = lacks_members(api, &field.dtype, member);
+            f.H5Tclose(member);
+            if lacks? {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
 }
 
 /// Appends an `hvl_t` of `len` elements whose bytes are `body`, copied to

@@ -106,11 +106,11 @@ pub fn open_domain_with(name: &str, mode: OpenMode, root_props: Value) -> Result
         ..Default::default()
     };
     let dom = if name.contains("://") {
-        Domain::open_url_with(name, mode, &opts)?
+        Domain::open_url_with(name, mode, &opts)
     } else {
-        Domain::open_local_with(std::path::Path::new(name), mode, &opts)?
+        Domain::open_local_with(std::path::Path::new(name), mode, &opts)
     };
-    Ok(Arc::new(dom))
+    Ok(Arc::new(dom.map_err(VolError::for_file)?))
 }
 
 /// Creation-order tracking, as h5lake's creation properties record it

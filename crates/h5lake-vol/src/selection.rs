@@ -48,6 +48,20 @@ pub fn file_selection(api: &Api, space: hid_t, dims: &[u64]) -> Result<Selection
                     ),
                     "H5Sget_regular_hyperslab",
                 )?;
+                // H5Soffset_simple moves a selection without changing the
+                // hyperslab it reports (h5py broadcasts a small value over
+                // a large selection that way); HDF5 has no getter for the
+                // offset, but the selection's bounds include it.
+                if count.iter().zip(&block).all(|(&c, &b)| c > 0 && b > 0) {
+                    let (mut lo, mut hi) = (vec![0u64; rank], vec![0u64; rank]);
+                    check(
+                        f.H5Sget_select_bounds(space, lo.as_mut_ptr(), hi.as_mut_ptr()),
+                        "H5Sget_select_bounds",
+                    )?;
+                    for (s, l) in start.iter_mut().zip(&lo) {
+                        *s = *l;
+                    }
+                }
                 let sels = (0..rank)
                     .map(|d| regular_dim(start[d], stride[d], count[d], block[d]))
                     .collect();
