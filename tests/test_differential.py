@@ -591,6 +591,10 @@ CREATE_CASES = {
     "fillvalue_int": dict(shape=(6,), dtype="i4", fillvalue=42),
     "fillvalue_float_chunked": dict(shape=(3, 3), dtype="f4", fillvalue=-1.5, chunks=(2, 2)),
     "fillvalue_nan": dict(shape=(3,), dtype="f8", fillvalue=np.nan, chunks=(2,)),
+    "fillvalue_vlen_str": dict(shape=(4,), dtype=h5py.string_dtype(), fillvalue="b\u00e1r", chunks=(2,)),
+    "fillvalue_vlen_bytes": dict(shape=(3,), dtype=h5py.string_dtype("ascii"), fillvalue=b"bar"),
+    "fill_time_never": dict(shape=(4,), dtype="f4", fillvalue=4.0, fill_time="never", chunks=(2,)),
+    "fill_time_alloc": dict(shape=(4,), dtype="i2", fillvalue=3, fill_time="alloc"),
     "scalar_shape": dict(shape=(), dtype="i4"),
     "scalar_data": dict(data=np.float32(2.5)),
     "empty_extent": dict(shape=(0,), dtype="f4", maxshape=(None,)),
@@ -633,6 +637,8 @@ BAD_CREATE = {
     "scalar_chunks": (dict(shape=(), dtype="i4", chunks=(1,)), TypeError),
     "scalar_compression": (dict(data=1, compression="gzip"), TypeError),
     "bad_dtype": (dict(shape=(2,), dtype="not-a-dtype"), TypeError),
+    "bad_fill_time": (dict(shape=(2,), dtype="f4", fill_time="sometimes"), ValueError),
+    "fill_time_not_str": (dict(shape=(2,), dtype="f4", fill_time=2), ValueError),
 }
 
 

@@ -48,7 +48,9 @@ pub struct DatasetMeta {
     /// Byte layout of filtered chunks: HSDS's (a Blosc frame around the
     /// compressor, no checksum) unless the document says otherwise.
     pub format: ChunkFormat,
-    /// One element of fill value (empty for variable-length types).
+    /// What an unwritten element reads as: one element of fill value; for
+    /// variable-length types the bytes of the fill element (empty without
+    /// a fill value).
     pub fill: Vec<u8>,
     /// Where the chunks are when they live in another file (link mode).
     pub link: Option<Arc<LinkedLayout>>,
@@ -107,8 +109,13 @@ impl DatasetMeta {
             (dims.iter().map(|&d| d.max(1)).collect(), false, None)
         };
         let pipeline = Pipeline::from_hsds_json(cprops.get("filters").unwrap_or(&Value::Null))?;
-        let fill = match (dtype.fixed_size(), cprops.get("fillValue")) {
-            (None, _) => Vec::new(),
+        // HDF5's "fill time never": unwritten elements are undefined, not
+        // the declared fill value; h5lake reads them as zero bytes.
+        let never = cprops.get("fillTime").and_then(Value::as_str) == Some("H5D_FILL_TIME_NEVER");
+        let declared = cprops.get("fillValue").filter(|_| !never);
+        let fill = match (dtype.fixed_size(), declared) {
+            (None, None) => Vec::new(),
+            (None, Some(v)) => h5lake_types::vlen_element(&dtype, v)?,
             (Some(n), None | Some(Value::Null)) => vec![0; n],
             (Some(_), Some(v)) => json_to_element(&dtype, v)?,
         };
@@ -371,6 +378,8 @@ impl Domain {
         if let Some(fv) = cprops.get("fillValue").filter(|v| !v.is_null()) {
             if dtype.fixed_size().is_some() {
                 json_to_element(&dtype, fv)?;
+            } else {
+                h5lake_types::vlen_element(&dtype, fv)?;
             }
         }
         let dims = shape.dims();
@@ -736,8 +745,8 @@ impl Domain {
                     _ => self.load_chunk(&m, &key, true)?,
                 };
                 let elems = match chunk {
-                    Some(c) => parse_vlen_chunk(&c, m.chunk_elems())?,
-                    None => vec![Vec::new(); m.chunk_elems()],
+                    Some(c) => parse_vlen_chunk(&c, m.chunk_elems(), &m.fill)?,
+                    None => vec![m.fill.clone(); m.chunk_elems()],
                 };
                 let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
                 for &(s, d) in pairs {
@@ -778,8 +787,10 @@ impl Domain {
             for attempt in 0u32.. {
                 let cur = store.get_versioned(&key)?;
                 let mut elems = match &cur {
-                    Some(v) => parse_vlen_chunk(&m.decode(v.data.clone())?, m.chunk_elems())?,
-                    None => vec![Vec::new(); m.chunk_elems()],
+                    Some(v) => {
+                        parse_vlen_chunk(&m.decode(v.data.clone())?, m.chunk_elems(), &m.fill)?
+                    }
+                    None => vec![m.fill.clone(); m.chunk_elems()],
                 };
                 for &(s, d) in pairs {
                     elems[s as usize] = values[d as usize].clone();
@@ -1504,13 +1515,13 @@ fn vlen_tasks(m: &DatasetMeta, sel: &Selection) -> ChunkPairs {
 
 /// Splits a decoded variable-length chunk: each element is a 4-byte
 /// little-endian byte count followed by the bytes.
-fn parse_vlen_chunk(raw: &[u8], n: usize) -> Result<Vec<Vec<u8>>> {
+fn parse_vlen_chunk(raw: &[u8], n: usize, fill: &[u8]) -> Result<Vec<Vec<u8>>> {
     let mut out = Vec::with_capacity(n);
     let mut pos = 0usize;
     for _ in 0..n {
         if pos == raw.len() {
-            // Trailing elements never written read as empty.
-            out.push(Vec::new());
+            // Trailing elements never written read as the fill value.
+            out.push(fill.to_vec());
             continue;
         }
         let len_bytes: [u8; 4] = raw

@@ -138,6 +138,16 @@ def prepare_dset(shape=None, dtype=None, data=None, chunks=None, compression=Non
                                   track_times)
     if track_order:
         props["CreateOrder"] = 1
+    if fill_time is not None:
+        # h5py's names; stored as HSDS's creation property, read back by the
+        # connector's creation property lists. "never": unwritten elements
+        # are undefined (h5lake reads them as zero), not the fill value.
+        times = {"ifset": None, "alloc": "H5D_FILL_TIME_ALLOC", "never": "H5D_FILL_TIME_NEVER"}
+        if not isinstance(fill_time, str) or fill_time not in times:
+            raise ValueError("fill_time must be one of the following choices: 'alloc', 'never' or 'ifset', "
+                             "but it is %s." % fill_time)
+        if times[fill_time]:
+            props["fillTime"] = times[fill_time]
     type_doc = h5t.dtype_to_hsds(dtype)     # TypeError for dtypes HDF5 cannot hold
 
     payload = None
@@ -753,7 +763,10 @@ class Dataset(HLObject):
         if fv is not None:
             try:
                 arr = h5t.json_to_value(fv, dt, ())
-                return arr.reshape(-1)[0] if dt.subdtype is None else arr
+                value = arr.reshape(-1)[0] if dt.subdtype is None else arr
+                if isinstance(value, str):     # h5py gives a string fill value as its bytes
+                    return value.encode("utf-8")
+                return value
             except (ValueError, TypeError):
                 pass
         if h5t.is_vlen(dt):
