@@ -200,6 +200,48 @@ def test_file_modes_and_partial_writes_match_native(plugin_dir, tmp_path):
     assert lake == native
 
 
+VLEN_MEMBERS = """
+row = np.dtype([("id", "<i4"), ("name", h5py.string_dtype()), ("hits", h5py.vlen_dtype("i2")),
+                ("tags", h5py.string_dtype("ascii"), (2,))])
+def plain(x):
+    if isinstance(x, np.ndarray):
+        return [plain(e) for e in x] if x.ndim else plain(x[()])
+    if isinstance(x, (np.void, tuple, list)):
+        return [plain(e) for e in x]
+    if isinstance(x, bytes):
+        return x.decode()
+    return x.item() if isinstance(x, np.generic) else x
+with h5py.File(p, "w") as f:
+    d = f.create_dataset("t", (4,), dtype=row, chunks=(3,))
+    d[0] = (1, "h\u00e9llo", np.array([1, 2], "i2"), [b"p", b"q"])
+    d[2:4] = np.array([(3, "x", np.array([], "i2"), [b"", b"zz"]),
+                       (4, "four", np.arange(4, dtype="i2"), [b"a", b"b"])], dtype=row)
+    f.attrs["rows"] = d[:2]
+    nest = np.dtype([("label", h5py.string_dtype()), ("r", row)])
+    f.attrs.create("nested", data=np.array([("n", d[3])], dtype=nest))
+with h5py.File(p, "r") as f:
+    out["t"] = plain(f["t"][...])
+    out["names"] = plain(f["t"]["name"])
+    out["some"] = plain(f["t"][1:3])
+    out["attr"] = plain(f.attrs["rows"])
+    out["nested"] = plain(f.attrs["nested"])
+    out["dtype"] = str(f["t"].dtype)
+"""
+
+
+def test_compounds_with_variable_length_members(plugin_dir, tmp_path):
+    native = run_h5py(VLEN_MEMBERS, str(tmp_path / "native.h5"))
+    lake = run_h5py(VLEN_MEMBERS, str(tmp_path / "lake.h5l"), plugin_dir)
+    assert lake == native
+    assert native["t"][0] == [1, "h\u00e9llo", [1, 2], ["p", "q"]]
+    # The same records through the Python API
+    with h5lake.File(tmp_path / "lake.h5l", "r") as f:
+        t = f["t"][...]
+        assert str(t.dtype) == native["dtype"]
+        assert [r[1].decode() for r in t] == native["names"]
+        assert [r[2].tolist() for r in t] == [r[2] for r in native["t"]]
+
+
 def test_unsupported_calls_fail_with_an_hdf5_error(plugin_dir, tmp_path):
     got = run_h5py("""
         with h5py.File(p, "w") as f:

@@ -114,7 +114,8 @@ impl DatasetMeta {
         let never = cprops.get("fillTime").and_then(Value::as_str) == Some("H5D_FILL_TIME_NEVER");
         let declared = cprops.get("fillValue").filter(|_| !never);
         let fill = match (dtype.fixed_size(), declared) {
-            (None, None) => Vec::new(),
+            (None, None) if dtype.is_top_level_vlen() => Vec::new(),
+            (None, None) => h5lake_types::record::empty_record(&dtype),
             (None, Some(v)) => h5lake_types::vlen_element(&dtype, v)?,
             (Some(n), None | Some(Value::Null)) => vec![0; n],
             (Some(_), Some(v)) => json_to_element(&dtype, v)?,
@@ -745,7 +746,7 @@ impl Domain {
                     _ => self.load_chunk(&m, &key, true)?,
                 };
                 let elems = match chunk {
-                    Some(c) => parse_vlen_chunk(&c, m.chunk_elems(), &m.fill)?,
+                    Some(c) => parse_vlen_chunk(&c, &m)?,
                     None => vec![m.fill.clone(); m.chunk_elems()],
                 };
                 let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
@@ -787,15 +788,13 @@ impl Domain {
             for attempt in 0u32.. {
                 let cur = store.get_versioned(&key)?;
                 let mut elems = match &cur {
-                    Some(v) => {
-                        parse_vlen_chunk(&m.decode(v.data.clone())?, m.chunk_elems(), &m.fill)?
-                    }
+                    Some(v) => parse_vlen_chunk(&m.decode(v.data.clone())?, &m)?,
                     None => vec![m.fill.clone(); m.chunk_elems()],
                 };
                 for &(s, d) in pairs {
                     elems[s as usize] = values[d as usize].clone();
                 }
-                let enc = m.encode(serialize_vlen_chunk(&elems))?;
+                let enc = m.encode(h5lake_types::record::join_elements(&m.dtype, &elems))?;
                 let outcome = match &cur {
                     Some(v) => store.put_if_version(&key, &enc, &v.version)?,
                     None => store.put_if_absent(&key, &enc)?,
@@ -1513,37 +1512,13 @@ fn vlen_tasks(m: &DatasetMeta, sel: &Selection) -> ChunkPairs {
     }
 }
 
-/// Splits a decoded variable-length chunk: each element is a 4-byte
-/// little-endian byte count followed by the bytes.
-fn parse_vlen_chunk(raw: &[u8], n: usize, fill: &[u8]) -> Result<Vec<Vec<u8>>> {
-    let mut out = Vec::with_capacity(n);
-    let mut pos = 0usize;
-    for _ in 0..n {
-        if pos == raw.len() {
-            // Trailing elements never written read as the fill value.
-            out.push(fill.to_vec());
-            continue;
-        }
-        let len_bytes: [u8; 4] = raw
-            .get(pos..pos + 4)
-            .and_then(|s| s.try_into().ok())
-            .ok_or_else(|| EngineError::Corrupt("truncated variable-length chunk".into()))?;
-        let len = u32::from_le_bytes(len_bytes) as usize;
-        pos += 4;
-        let v = raw
-            .get(pos..pos + len)
-            .ok_or_else(|| EngineError::Corrupt("truncated variable-length chunk".into()))?;
-        out.push(v.to_vec());
-        pos += len;
-    }
+/// Splits a decoded variable-length chunk into its elements
+/// (`h5lake_types::record::split_elements`); trailing elements a chunk
+/// does not hold read as the fill value.
+fn parse_vlen_chunk(raw: &[u8], m: &DatasetMeta) -> Result<Vec<Vec<u8>>> {
+    let n = m.chunk_elems();
+    let mut out = h5lake_types::record::split_elements(&m.dtype, raw, n)
+        .map_err(|e| EngineError::Corrupt(format!("variable-length chunk of {}: {e}", m.id)))?;
+    out.resize(n, m.fill.clone());
     Ok(out)
-}
-
-fn serialize_vlen_chunk(elems: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(elems.iter().map(|e| e.len() + 4).sum());
-    for e in elems {
-        out.extend_from_slice(&(e.len() as u32).to_le_bytes());
-        out.extend_from_slice(e);
-    }
-    out
 }

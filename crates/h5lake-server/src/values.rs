@@ -18,8 +18,8 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use h5lake_engine::{DatasetMeta, Domain};
 use h5lake_types::{
-    fixed_to_json, json_to_fixed, json_to_vlen, nest, value_dims, vlen_to_json, Datatype, DimSel,
-    Field, Selection, Shape,
+    fixed_to_json, json_to_fixed, json_to_vlen, nest, record, value_dims, vlen_to_json, Datatype,
+    DimSel, Field, Selection, Shape,
 };
 use serde_json::{json, Value};
 
@@ -55,30 +55,20 @@ pub(crate) fn opaque_base64(attr: &Value) -> Option<String> {
 }
 
 /// HSDS's binary form of variable-length elements.
-fn vlen_to_bytes(items: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(items.iter().map(|i| i.len() + 4).sum());
-    for i in items {
-        out.extend((i.len() as u32).to_le_bytes());
-        out.extend(i);
-    }
-    out
-}
-
-fn vlen_from_bytes(mut b: &[u8], n: usize) -> Result<Vec<Vec<u8>>> {
-    let mut out = Vec::with_capacity(n.min(1 << 20));
-    while !b.is_empty() {
-        if b.len() < 4 {
-            return Err(bad("truncated variable-length element"));
-        }
-        let len = u32::from_le_bytes(b[..4].try_into().expect("4 bytes")) as usize;
-        b = &b[4..];
-        if b.len() < len {
-            return Err(bad("truncated variable-length element"));
-        }
-        out.push(b[..len].to_vec());
-        b = &b[len..];
-    }
-    if out.len() != n {
+/// Variable-length elements from a binary body (HSDS's form, see
+/// `h5lake_types::record::join_elements`): exactly `n` of them.
+///
+/// h5pyd sizes the body of records holding arrays of strings 4 bytes per
+/// such array too large and leaves the excess zero; HSDS ignores it, and
+/// so do we (for records only: any other excess is refused).
+fn vlen_from_bytes(dt: &Datatype, b: &[u8], n: usize) -> Result<Vec<Vec<u8>>> {
+    let truncated = |_| bad("truncated variable-length element");
+    let records = !dt.is_top_level_vlen();
+    let out = record::split_elements(dt, b, if records { n } else { n.saturating_add(1) })
+        .map_err(truncated)?;
+    let used = record::join_elements(dt, &out).len();
+    let excess_ok = used == b.len() || (records && b[used..].iter().all(|&x| x == 0));
+    if out.len() != n || !excess_ok {
         return Err(bad(format!(
             "{} variable-length elements for a selection of {n}",
             out.len()
@@ -188,7 +178,7 @@ pub(crate) async fn get_attr_value(
             let bytes = if dt.fixed_size().is_some() {
                 json_to_fixed(&dt, &dims, &value)?
             } else {
-                vlen_to_bytes(&json_to_vlen(&dt, &dims, &value)?)
+                record::join_elements(&dt, &json_to_vlen(&dt, &dims, &value)?)
             };
             return Ok(binary_rsp(bytes));
         }
@@ -227,7 +217,7 @@ pub(crate) async fn put_attr_value(
                     fixed_to_json(&dt, &data, &dims)?
                 }
                 None => {
-                    let items = vlen_from_bytes(&data, dims.iter().product::<u64>() as usize)?;
+                    let items = vlen_from_bytes(&dt, &data, dims.iter().product::<u64>() as usize)?;
                     nest(
                         items
                             .iter()
@@ -517,7 +507,7 @@ fn respond(app: &App, ctx: &Ctx, p: Plan) -> Result<Response> {
         }
         let items = p.dom.read_vlen(&p.id, &p.sel)?;
         if ctx.wants_binary() {
-            return Ok(binary_rsp(vlen_to_bytes(&items)));
+            return Ok(binary_rsp(record::join_elements(&p.meta.dtype, &items)));
         }
         let flat = items
             .iter()
@@ -959,7 +949,7 @@ fn content_length(ctx: &Ctx) -> Option<u64> {
 fn write_binary_whole(p: &Plan, sel: &Selection, data: &[u8]) -> Result<()> {
     let n = sel.num_elements();
     if p.meta.dtype.is_variable() {
-        let items = vlen_from_bytes(data, n as usize)?;
+        let items = vlen_from_bytes(&p.meta.dtype, data, n as usize)?;
         p.dom.write_vlen(&p.id, sel, &items)?;
         return Ok(());
     }
@@ -1106,11 +1096,15 @@ mod tests {
 
     #[test]
     fn vlen_wire_form() {
+        let t = Datatype::from_json(&serde_json::json!({"class": "H5T_STRING",
+            "charSet": "H5T_CSET_UTF8", "length": "H5T_VARIABLE", "strPad": "H5T_STR_NULLTERM"}))
+        .unwrap();
         let items = vec![b"ab".to_vec(), Vec::new()];
-        let b = vlen_to_bytes(&items);
+        let b = record::join_elements(&t, &items);
         assert_eq!(b, vec![2, 0, 0, 0, b'a', b'b', 0, 0, 0, 0]);
-        assert_eq!(vlen_from_bytes(&b, 2).unwrap(), items);
-        assert!(vlen_from_bytes(&b[..5], 2).is_err());
-        assert!(vlen_from_bytes(&b, 3).is_err());
+        assert_eq!(vlen_from_bytes(&t, &b, 2).unwrap(), items);
+        assert!(vlen_from_bytes(&t, &b[..5], 2).is_err());
+        assert!(vlen_from_bytes(&t, &b, 3).is_err());
+        assert!(vlen_from_bytes(&t, &b, 1).is_err());
     }
 }

@@ -210,11 +210,10 @@ impl Datatype {
                     let dtype = Datatype::from_json(
                         f.get("type").ok_or_else(|| bad("field without type"))?,
                     )?;
-                    let size = dtype.fixed_size().ok_or_else(|| {
-                        TypeError::UnsupportedType(format!(
-                            "compound field {name:?} is variable-length; compound types with variable-length members are not supported yet"
-                        ))
-                    })?;
+                    // A variable-length member has no fixed place: the
+                    // element is a record (see `record`), offsets count
+                    // only the fixed-size members before it.
+                    let size = dtype.fixed_size().unwrap_or(0);
                     fields.push(Field {
                         name: name.to_string(),
                         dtype,
@@ -229,11 +228,6 @@ impl Datatype {
             }
             "H5T_ARRAY" => {
                 let base = Datatype::from_json(v.get("base").ok_or_else(|| bad("missing base"))?)?;
-                if base.fixed_size().is_none() {
-                    return Err(TypeError::UnsupportedType(
-                        "arrays of variable-length elements".into(),
-                    ));
-                }
                 let dims = v
                     .get("dims")
                     .and_then(Value::as_array)
@@ -300,11 +294,6 @@ impl Datatype {
             }
             "H5T_VLEN" => {
                 let base = Datatype::from_json(v.get("base").ok_or_else(|| bad("missing base"))?)?;
-                if base.fixed_size().is_none() {
-                    return Err(TypeError::UnsupportedType(
-                        "variable-length sequences of variable-length elements".into(),
-                    ));
-                }
                 Ok(Datatype::Vlen {
                     base: Box::new(base),
                 })
@@ -367,7 +356,8 @@ impl Datatype {
     }
 
     /// Bytes per element in a chunk, or `None` for variable-length types
-    /// (whose chunk form is a 4-byte length prefix followed by the bytes).
+    /// and types holding variable-length parts (see `record` for their
+    /// chunk form).
     pub fn fixed_size(&self) -> Option<usize> {
         match self {
             Datatype::Integer { size, .. }
@@ -375,7 +365,10 @@ impl Datatype {
             | Datatype::Opaque { size, .. } => Some(*size),
             Datatype::Reference { size } => Some(*size),
             Datatype::String { length, .. } => *length,
-            Datatype::Compound { size, .. } => Some(*size),
+            Datatype::Compound { fields, size } => fields
+                .iter()
+                .all(|f| f.dtype.fixed_size().is_some())
+                .then_some(*size),
             Datatype::Array { base, dims } => base
                 .fixed_size()
                 .map(|s| s * dims.iter().product::<u64>() as usize),
@@ -384,7 +377,8 @@ impl Datatype {
         }
     }
 
-    /// Whether elements are variable-length (vlen strings and sequences).
+    /// Whether elements are variable-length (vlen strings and sequences,
+    /// and compounds and arrays holding them).
     pub fn is_variable(&self) -> bool {
         self.fixed_size().is_none()
     }

@@ -8,6 +8,7 @@
 
 mod datatype;
 mod error;
+pub mod record;
 mod selection;
 mod shape;
 mod value;

@@ -501,41 +501,43 @@ pub fn fixed_to_json(t: &Datatype, b: &[u8], dims: &[u64]) -> Result<Value> {
 /// A value that does not fit the type.
 pub fn vlen_element(t: &Datatype, v: &Value) -> Result<Vec<u8>> {
     match (t, v) {
-        (_, Value::Null) => Ok(Vec::new()),
+        (_, Value::Null) if t.is_top_level_vlen() => Ok(Vec::new()),
         (Datatype::String { .. }, v) => {
             bytes_of(v).ok_or_else(|| TypeError::InvalidValue(format!("invalid string value {v}")))
         }
         (Datatype::Vlen { base }, Value::Array(a)) => {
             let mut out = Vec::new();
             for x in a {
-                out.extend(json_to_element(base, x)?);
+                crate::record::push_json(base, x, &mut out)?;
             }
             Ok(out)
         }
-        (Datatype::Vlen { base }, x) => json_to_element(base, x),
+        (Datatype::Vlen { base }, x) => {
+            let mut out = Vec::new();
+            crate::record::push_json(base, x, &mut out)?;
+            Ok(out)
+        }
+        _ if t.is_variable() => {
+            let mut out = Vec::new();
+            crate::record::push_json(t, v, &mut out)?;
+            Ok(out)
+        }
         _ => Err(TypeError::UnsupportedType(
             "not a variable-length type".into(),
         )),
     }
 }
 
-/// The JSON value of one variable-length element's bytes.
+/// The JSON value of one variable-length element's bytes (a top-level
+/// string's or sequence's payload, or a record).
 ///
 /// # Errors
-/// Nested variable-length types.
+/// Bytes that end inside an element.
 pub fn vlen_to_json(t: &Datatype, b: &[u8]) -> Result<Value> {
     match t {
-        Datatype::Vlen { base } => {
-            let bs = base
-                .fixed_size()
-                .filter(|&s| s > 0)
-                .ok_or_else(|| TypeError::UnsupportedType("nested variable-length types".into()))?;
-            b.chunks(bs)
-                .map(|c| element_to_json(base, c))
-                .collect::<Result<Vec<_>>>()
-                .map(Value::Array)
-        }
-        _ => Ok(bytes_to_json(b)),
+        Datatype::Vlen { base } => crate::record::items_json(base, b).map(Value::Array),
+        Datatype::String { .. } => Ok(bytes_to_json(b)),
+        _ => crate::record::read_json(t, b, &mut 0),
     }
 }
 

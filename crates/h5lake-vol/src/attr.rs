@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use crate::api::{h5, Api};
 use crate::dataset::{space_json, space_of};
 use crate::error::{check, guard, Result, VolError};
-use crate::memory::{fixed_from_memory, fixed_to_memory, VlenMem};
+use crate::memory::{fixed_from_memory, fixed_to_memory, VarMem};
 use crate::objects::{c_str, locate, Kind, Obj};
 use crate::refs::{self, Refs};
 use crate::sys::{self, hid_t};
@@ -183,8 +183,10 @@ pub unsafe extern "C" fn read(
         let value = doc.get("value").cloned().unwrap_or(Value::Null);
         let invalid = |e: h5lake_types::TypeError| VolError::Invalid(e.to_string());
         let packed = if dt.is_variable() {
-            let items = if value.is_null() {
+            let items = if value.is_null() && dt.is_top_level_vlen() {
                 vec![Vec::new(); n]
+            } else if value.is_null() {
+                vec![h5lake_types::record::empty_record(&dt); n]
             } else {
                 json_to_vlen(&dt, &dims, &value).map_err(invalid)?
             };
@@ -192,7 +194,7 @@ pub unsafe extern "C" fn read(
                 Datatype::Vlen { base } if refs::contains(base) => {
                     Refs::new(api, o).vlen_to_memory(base, &items, mem_type)?
                 }
-                _ => VlenMem::of(api, &dt, mem_type)?.to_memory(&items)?,
+                _ => VarMem::of(api, &dt, mem_type)?.to_memory(api, &items)?,
             }
         } else {
             let data = if value.is_null() {
@@ -241,8 +243,8 @@ unsafe fn value_from_memory(
         return fixed_to_json(dt, &data, dims).map_err(invalid);
     }
     if dt.is_variable() {
-        let vm = VlenMem::of(api, dt, mem_type)?;
-        let items = vm.from_memory(std::slice::from_raw_parts(buf, n * vm.size()));
+        let vm = VarMem::of(api, dt, mem_type)?;
+        let items = vm.from_memory(api, std::slice::from_raw_parts(buf, n * vm.size()))?;
         let flat = items
             .iter()
             .map(|i| vlen_to_json(dt, i))

@@ -4,15 +4,13 @@ use std::ffi::{c_char, c_void};
 use std::ptr::null_mut;
 
 use h5lake_codecs::Filter;
-use h5lake_types::{
-    element_to_json, json_to_element, vlen_element, vlen_to_json, Datatype, Shape,
-};
+use h5lake_types::{element_to_json, json_to_element, vlen_element, vlen_to_json, Datatype, Shape};
 use serde_json::{json, Value};
 
 use crate::api::{h5, Api};
 use crate::error::{check, guard, Result, VolError};
 use crate::memory::{
-    fixed_from_memory, fixed_to_memory, lacks_members, same_type, to_memory_in_place, VlenMem,
+    fixed_from_memory, fixed_to_memory, lacks_members, same_type, to_memory_in_place, VarMem,
 };
 use crate::objects::{c_str, locate, Kind, Obj};
 use crate::refs::{self, Refs};
@@ -118,7 +116,11 @@ fn dcpl_json(api: &Api, dcpl: hid_t, type_id: hid_t, dt: &Datatype) -> Result<Va
         }
         let mut fill_time = sys::H5D_fill_time_t_H5D_FILL_TIME_IFSET;
         check(f.H5Pget_fill_time(dcpl, &mut fill_time), "H5Pget_fill_time")?;
-        if let Some(name) = FILL_TIMES.iter().find(|(t, _)| *t == fill_time).map(|(_, n)| n) {
+        if let Some(name) = FILL_TIMES
+            .iter()
+            .find(|(t, _)| *t == fill_time)
+            .map(|(_, n)| n)
+        {
             if fill_time != sys::H5D_fill_time_t_H5D_FILL_TIME_IFSET {
                 cp["fillTime"] = json!(name);
             }
@@ -137,17 +139,22 @@ fn dcpl_json(api: &Api, dcpl: hid_t, type_id: hid_t, dt: &Datatype) -> Result<Va
                 )?;
                 cp["fillValue"] = element_to_json(dt, &buf[..size])
                     .map_err(|e| VolError::Invalid(e.to_string()))?;
-            } else if let Ok(vm) = VlenMem::of(api, dt, type_id) {
+            } else if let Ok(vm) = VarMem::of(api, dt, type_id) {
                 // A variable-length fill value (h5py: a string dataset's
-                // `fillvalue`) comes out as a pointer HDF5 allocates.
+                // `fillvalue`) comes out as pointers HDF5 allocates.
                 let mut buf = vec![0u8; vm.size()];
                 check(
                     f.H5Pget_fill_value(dcpl, type_id, buf.as_mut_ptr().cast()),
                     "H5Pget_fill_value",
                 )?;
-                let item = vm.from_memory(&buf).pop().unwrap_or_default();
+                let item = vm.from_memory(api, &buf)?.pop().unwrap_or_default();
                 let scalar = check(f.H5Screate(sys::H5S_class_t_H5S_SCALAR), "H5Screate")?;
-                f.H5Treclaim(type_id, scalar, sys::H5P_DEFAULT as hid_t, buf.as_mut_ptr().cast());
+                f.H5Treclaim(
+                    type_id,
+                    scalar,
+                    sys::H5P_DEFAULT as hid_t,
+                    buf.as_mut_ptr().cast(),
+                );
                 f.H5Sclose(scalar);
                 cp["fillValue"] =
                     vlen_to_json(dt, &item).map_err(|e| VolError::Invalid(e.to_string()))?;
@@ -159,9 +166,18 @@ fn dcpl_json(api: &Api, dcpl: hid_t, type_id: hid_t, dt: &Datatype) -> Result<Va
 
 /// HDF5's fill times and their names in HSDS creation properties.
 const FILL_TIMES: [(sys::H5D_fill_time_t, &str); 3] = [
-    (sys::H5D_fill_time_t_H5D_FILL_TIME_ALLOC, "H5D_FILL_TIME_ALLOC"),
-    (sys::H5D_fill_time_t_H5D_FILL_TIME_NEVER, "H5D_FILL_TIME_NEVER"),
-    (sys::H5D_fill_time_t_H5D_FILL_TIME_IFSET, "H5D_FILL_TIME_IFSET"),
+    (
+        sys::H5D_fill_time_t_H5D_FILL_TIME_ALLOC,
+        "H5D_FILL_TIME_ALLOC",
+    ),
+    (
+        sys::H5D_fill_time_t_H5D_FILL_TIME_NEVER,
+        "H5D_FILL_TIME_NEVER",
+    ),
+    (
+        sys::H5D_fill_time_t_H5D_FILL_TIME_IFSET,
+        "H5D_FILL_TIME_IFSET",
+    ),
 ];
 
 /// Finds (creating intermediate groups when `lcpl` asks) the group that
@@ -327,8 +343,8 @@ unsafe fn read_one(
         }
     }
     let (packed, msize) = if m.dtype.is_variable() {
-        let vm = VlenMem::of(api, &m.dtype, mem_type)?;
-        (vm.to_memory(&o.dom.read_vlen(id, &sel)?)?, vm.size())
+        let vm = VarMem::of(api, &m.dtype, mem_type)?;
+        (vm.to_memory(api, &o.dom.read_vlen(id, &sel)?)?, vm.size())
     } else {
         let mut data = vec![0u8; n * m.dtype.fixed_size().unwrap_or(0)];
         o.dom.read(id, &sel, &mut data)?;
@@ -392,10 +408,10 @@ unsafe fn write_one(
         return Ok(());
     }
     if m.dtype.is_variable() {
-        let vm = VlenMem::of(api, &m.dtype, mem_type)?;
+        let vm = VarMem::of(api, &m.dtype, mem_type)?;
         let mut packed = vec![0u8; n * vm.size()];
         gather(api, space, vm.size(), buf, &mut packed)?;
-        o.dom.write_vlen(id, &sel, &vm.from_memory(&packed))?;
+        o.dom.write_vlen(id, &sel, &vm.from_memory(api, &packed)?)?;
         return Ok(());
     }
     let msize = api.f.H5Tget_size(mem_type);
@@ -405,7 +421,6 @@ unsafe fn write_one(
         && same_type(api, &m.dtype, mem_type)?
     {
         // The caller's buffer is already the stored form.
-        crate::types::refuse_nested_vlen(&m.dtype)?;
         o.dom
             .write(id, &sel, std::slice::from_raw_parts(buf, n * msize))?;
         return Ok(());
@@ -566,12 +581,16 @@ fn dcpl_of(
             }
         }
         let doc = dom.get_doc(&m.id)?;
-        let stored_time = doc.pointer("/creationProperties/fillTime").and_then(Value::as_str);
+        let stored_time = doc
+            .pointer("/creationProperties/fillTime")
+            .and_then(Value::as_str);
         if let Some((t, _)) = FILL_TIMES.iter().find(|(_, n)| Some(*n) == stored_time) {
             check(f.H5Pset_fill_time(dcpl, *t), "H5Pset_fill_time")?;
         }
         // The declared fill value (which `m.fill` is not under "fill time never").
-        let declared = doc.pointer("/creationProperties/fillValue").filter(|v| !v.is_null());
+        let declared = doc
+            .pointer("/creationProperties/fillValue")
+            .filter(|v| !v.is_null());
         let invalid = |e: h5lake_types::TypeError| VolError::Invalid(e.to_string());
         if let (Some(fsize), Some(v)) = (m.dtype.fixed_size(), declared) {
             let fill = json_to_element(&m.dtype, v).map_err(invalid)?;
@@ -585,13 +604,18 @@ fn dcpl_of(
         } else if let Some(v) = declared.filter(|_| m.dtype.is_variable()) {
             let fill = vlen_element(&m.dtype, v).map_err(invalid)?;
             let t = to_hdf5(api, &m.dtype)?;
-            if let Ok(vm) = VlenMem::of(api, &m.dtype, t.0) {
-                let mem = vm.to_memory(std::slice::from_ref(&fill))?;
-                // The list keeps a copy; the pointer made here is ours to free.
+            if let Ok(vm) = VarMem::of(api, &m.dtype, t.0) {
+                let mut mem = vm.to_memory(api, std::slice::from_ref(&fill))?;
+                // The list keeps a copy; the parts made here are ours to free.
                 let status = f.H5Pset_fill_value(dcpl, t.0, mem.as_ptr().cast());
-                let word = std::mem::size_of::<usize>();
-                let at = if vm == VlenMem::Str { 0 } else { word };
-                libc::free(usize::from_ne_bytes(mem[at..at + word].try_into().expect("a word")) as *mut c_void);
+                let scalar = check(f.H5Screate(sys::H5S_class_t_H5S_SCALAR), "H5Screate")?;
+                f.H5Treclaim(
+                    t.0,
+                    scalar,
+                    sys::H5P_DEFAULT as hid_t,
+                    mem.as_mut_ptr().cast(),
+                );
+                f.H5Sclose(scalar);
                 check(status, "H5Pset_fill_value")?;
             }
         }

@@ -62,10 +62,9 @@ impl VolError {
                 EngineError::ReadOnly(_) => g.min_writeerror.id(),
                 _ => g.min_readerror.id(),
             },
-            VolError::Os { .. }
-            | VolError::Hdf5(_)
-            | VolError::Library(_)
-            | VolError::Panic(_) => g.min_cantopen.id(),
+            VolError::Os { .. } | VolError::Hdf5(_) | VolError::Library(_) | VolError::Panic(_) => {
+                g.min_cantopen.id()
+            }
         };
         let msg = CString::new(self.to_string().replace('\0', " ")).unwrap_or_default();
         let func = CString::new(func).unwrap_or_default();

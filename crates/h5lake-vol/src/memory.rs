@@ -9,7 +9,7 @@ use h5lake_types::Datatype;
 use crate::api::Api;
 use crate::error::{check, Result, VolError};
 use crate::sys::{self, hid_t};
-use crate::types::to_hdf5;
+use crate::types::{to_hdf5, TypeId};
 
 /// Converts `n` packed elements in place between two HDF5 types; `buf`
 /// holds `n` elements of the larger of the two.
@@ -71,7 +71,6 @@ pub fn to_memory_in_place(
     mem_type: hid_t,
     dxpl: hid_t,
 ) -> Result<()> {
-    crate::types::refuse_nested_vlen(dt)?;
     let ftype = to_hdf5(api, dt)?;
     convert(api, ftype.0, mem_type, n, buf, dxpl)
 }
@@ -86,7 +85,6 @@ pub fn fixed_to_memory(
     mem_type: hid_t,
     dxpl: hid_t,
 ) -> Result<Vec<u8>> {
-    crate::types::refuse_nested_vlen(dt)?;
     // SAFETY: `mem_type` is the caller's type id.
     let msize = unsafe { api.f.H5Tget_size(mem_type) };
     let fsize = dt.fixed_size().unwrap_or(0);
@@ -110,7 +108,6 @@ pub fn fixed_from_memory(
     current: Option<Vec<u8>>,
     dxpl: hid_t,
 ) -> Result<Vec<u8>> {
-    crate::types::refuse_nested_vlen(dt)?;
     let fsize = dt.fixed_size().unwrap_or(0);
     // SAFETY: `mem_type` is the caller's type id.
     let msize = unsafe { api.f.H5Tget_size(mem_type) };
@@ -142,7 +139,10 @@ pub fn lacks_members(api: &Api, dt: &Datatype, mem_type: hid_t) -> Result<bool> 
             if i < 0 {
                 return Ok(true);
             }
-            let member = check(f.H5Tget_member_type(mem_type, i as u32), "H5Tget_member_type")?;
+            let member = check(
+                f.H5Tget_member_type(mem_type, i as u32),
+                "H5Tget_member_type",
+            )?;
             let lacks = lacks_members(api, &field.dtype, member);
             f.H5Tclose(member);
             if lacks? {
@@ -281,5 +281,440 @@ impl VlenMem {
                 }
             })
             .collect()
+    }
+}
+
+/// How one stored part of a record lands in the caller's memory element.
+enum Part {
+    /// Fixed-size bytes at `off`; `conv` converts the stored type to the
+    /// memory type when the two differ.
+    Fixed {
+        off: usize,
+        ssize: usize,
+        msize: usize,
+        conv: Option<(TypeId, TypeId)>,
+    },
+    /// A variable-length string: `char *` at `off`.
+    Str { off: usize },
+    /// A variable-length sequence: `hvl_t` at `off` of elements laid out
+    /// by `elem`, `msize` bytes each in memory.
+    Seq {
+        off: usize,
+        elem: Box<[Part]>,
+        stored: Box<Datatype>,
+        msize: usize,
+    },
+    /// A stored member the memory type leaves out (h5py reading some
+    /// fields): skipped on reads; a write without it is refused.
+    Skip { stored: Datatype, name: String },
+}
+
+/// Records (elements of compounds and arrays with variable-length parts,
+/// and sequences of such) between their stored form and the caller's
+/// memory type: the variable-length parts as `char *` and `hvl_t`, newly
+/// `malloc`ed on reads (HDF5's reclaim calls free them).
+pub struct RecordMem {
+    parts: Box<[Part]>,
+    /// Elements are a top-level string's or sequence's payload, whose
+    /// byte count the stored record form puts in front.
+    counted: bool,
+    size: usize,
+}
+
+impl RecordMem {
+    /// The plan for stored type `dt` (variable-length) in `mem_type`.
+    ///
+    /// # Errors
+    /// A memory type whose shape does not match the stored one, or that
+    /// asks for a conversion HDF5 cannot do.
+    pub fn of(api: &Api, dt: &Datatype, mem_type: hid_t) -> Result<RecordMem> {
+        let mut parts = Vec::new();
+        plan(api, dt, mem_type, 0, &mut parts)?;
+        Ok(RecordMem {
+            parts: parts.into(),
+            counted: dt.is_top_level_vlen(),
+            // SAFETY: the caller's type id.
+            size: unsafe { api.f.H5Tget_size(mem_type) },
+        })
+    }
+
+    /// The bytes one element takes in memory.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Stored elements as packed memory elements.
+    ///
+    /// # Errors
+    /// A corrupt record; a failed conversion.
+    pub fn to_memory(&self, api: &Api, items: &[Vec<u8>]) -> Result<Vec<u8>> {
+        let mut out = vec![0u8; items.len() * self.size];
+        let mut counted = Vec::new();
+        for (item, dst) in items.iter().zip(out.chunks_mut(self.size.max(1))) {
+            let rec: &[u8] = if self.counted {
+                counted.clear();
+                counted.extend((item.len() as u32).to_le_bytes());
+                counted.extend_from_slice(item);
+                &counted
+            } else {
+                item
+            };
+            let mut pos = 0;
+            // SAFETY: `dst` is one memory element, which the plan was made for.
+            unsafe { read_parts(api, &self.parts, rec, &mut pos, dst.as_mut_ptr())? };
+        }
+        Ok(out)
+    }
+
+    /// The stored elements of packed memory elements.
+    ///
+    /// # Safety
+    /// Every pointer in `mem` is null or valid for its part.
+    ///
+    /// # Errors
+    /// A memory type without some stored member; a failed conversion.
+    pub unsafe fn from_memory(&self, api: &Api, mem: &[u8]) -> Result<Vec<Vec<u8>>> {
+        mem.chunks(self.size.max(1))
+            .map(|src| {
+                let mut rec = Vec::new();
+                write_parts(api, &self.parts, src.as_ptr(), &mut rec)?;
+                if self.counted {
+                    rec.drain(..4);
+                }
+                Ok(rec)
+            })
+            .collect()
+    }
+}
+
+fn plan(api: &Api, dt: &Datatype, mem: hid_t, off: usize, out: &mut Vec<Part>) -> Result<()> {
+    let f = &api.f;
+    let mismatch = || {
+        VolError::Unsupported(format!(
+            "converting {} to a memory type of another shape",
+            dt.to_json()
+        ))
+    };
+    // SAFETY (whole function): `mem` and the member/super ids made here are
+    // valid type ids; the ones kept are owned by the plan.
+    unsafe {
+        let class = f.H5Tget_class(mem);
+        if let Some(ssize) = dt.fixed_size() {
+            let ftype = to_hdf5(api, dt)?;
+            let msize = f.H5Tget_size(mem);
+            let conv = if check(f.H5Tequal(ftype.0, mem), "H5Tequal")? > 0 {
+                None
+            } else {
+                Some((ftype, TypeId(check(f.H5Tcopy(mem), "H5Tcopy")?)))
+            };
+            out.push(Part::Fixed {
+                off,
+                ssize,
+                msize,
+                conv,
+            });
+            return Ok(());
+        }
+        match dt {
+            Datatype::String { .. } => {
+                if check(f.H5Tis_variable_str(mem), "H5Tis_variable_str")? <= 0 {
+                    return Err(mismatch());
+                }
+                out.push(Part::Str { off });
+            }
+            Datatype::Vlen { base } => {
+                if class != sys::H5T_class_t_H5T_VLEN {
+                    return Err(mismatch());
+                }
+                let sup = TypeId(check(f.H5Tget_super(mem), "H5Tget_super")?);
+                let mut elem = Vec::new();
+                plan(api, base, sup.0, 0, &mut elem)?;
+                out.push(Part::Seq {
+                    off,
+                    elem: elem.into(),
+                    stored: base.clone(),
+                    msize: f.H5Tget_size(sup.0),
+                });
+            }
+            Datatype::Compound { fields, .. } => {
+                if class != sys::H5T_class_t_H5T_COMPOUND {
+                    return Err(mismatch());
+                }
+                for field in fields {
+                    let name = std::ffi::CString::new(field.name.as_str())
+                        .map_err(|_| VolError::Invalid("member name holds a NUL byte".into()))?;
+                    let i = f.H5Tget_member_index(mem, name.as_ptr());
+                    if i < 0 {
+                        out.push(Part::Skip {
+                            stored: field.dtype.clone(),
+                            name: field.name.clone(),
+                        });
+                        continue;
+                    }
+                    let moff = f.H5Tget_member_offset(mem, i as u32);
+                    let mt = TypeId(check(
+                        f.H5Tget_member_type(mem, i as u32),
+                        "H5Tget_member_type",
+                    )?);
+                    plan(api, &field.dtype, mt.0, off + moff, out)?;
+                }
+            }
+            Datatype::Array { base, dims } => {
+                let n: u64 = dims.iter().product();
+                if class != sys::H5T_class_t_H5T_ARRAY {
+                    return Err(mismatch());
+                }
+                let sup = TypeId(check(f.H5Tget_super(mem), "H5Tget_super")?);
+                let esize = f.H5Tget_size(sup.0);
+                if esize * n as usize != f.H5Tget_size(mem) {
+                    return Err(mismatch());
+                }
+                for k in 0..n as usize {
+                    plan(api, base, sup.0, off + k * esize, out)?;
+                }
+            }
+            _ => return Err(mismatch()),
+        }
+    }
+    Ok(())
+}
+
+fn corrupt(e: h5lake_types::TypeError) -> VolError {
+    VolError::Invalid(format!("stored variable-length data: {e}"))
+}
+
+fn counted_at(rec: &[u8], pos: &mut usize) -> Result<std::ops::Range<usize>> {
+    let n = rec
+        .get(*pos..*pos + 4)
+        .and_then(|b| b.try_into().ok())
+        .map(u32::from_le_bytes)
+        .ok_or_else(|| VolError::Invalid("truncated variable-length record".into()))?
+        as usize;
+    let body = *pos + 4..*pos + 4 + n;
+    if body.end > rec.len() {
+        return Err(VolError::Invalid("truncated variable-length record".into()));
+    }
+    *pos = body.end;
+    Ok(body)
+}
+
+/// Converts one element of HDF5 type `from` at `src` into `to` at `dst`.
+unsafe fn convert_one(
+    api: &Api,
+    from: hid_t,
+    to: hid_t,
+    src: &[u8],
+    dst: *mut u8,
+    dsize: usize,
+) -> Result<()> {
+    let mut buf = src.to_vec();
+    buf.resize(src.len().max(dsize), 0);
+    convert(api, from, to, 1, &mut buf, sys::H5P_DEFAULT as hid_t)?;
+    std::ptr::copy_nonoverlapping(buf.as_ptr(), dst, dsize);
+    Ok(())
+}
+
+/// Fills the memory element at `dst` from the record at `rec[*pos]`.
+unsafe fn read_parts(
+    api: &Api,
+    parts: &[Part],
+    rec: &[u8],
+    pos: &mut usize,
+    dst: *mut u8,
+) -> Result<()> {
+    let word = std::mem::size_of::<usize>();
+    for part in parts {
+        match part {
+            Part::Fixed {
+                off,
+                ssize,
+                msize,
+                conv,
+            } => {
+                let src = rec
+                    .get(*pos..*pos + ssize)
+                    .ok_or_else(|| VolError::Invalid("truncated variable-length record".into()))?;
+                match conv {
+                    None => std::ptr::copy_nonoverlapping(src.as_ptr(), dst.add(*off), *msize),
+                    Some((ft, mt)) => convert_one(api, ft.0, mt.0, src, dst.add(*off), *msize)?,
+                }
+                *pos += ssize;
+            }
+            Part::Str { off } => {
+                let body = &rec[counted_at(rec, pos)?];
+                let p = libc::malloc(body.len() + 1) as *mut u8;
+                if p.is_null() {
+                    return Err(VolError::Invalid("out of memory".into()));
+                }
+                std::ptr::copy_nonoverlapping(body.as_ptr(), p, body.len());
+                *p.add(body.len()) = 0;
+                std::ptr::copy_nonoverlapping(
+                    (p as usize).to_ne_bytes().as_ptr(),
+                    dst.add(*off),
+                    word,
+                );
+            }
+            Part::Seq {
+                off,
+                elem,
+                stored,
+                msize,
+            } => {
+                let body = &rec[counted_at(rec, pos)?];
+                let mut starts = Vec::new();
+                let mut at = 0;
+                while at < body.len() {
+                    starts.push(at);
+                    at += h5lake_types::record::record_len(stored, body, at).map_err(corrupt)?;
+                    if stored.fixed_size() == Some(0) {
+                        break;
+                    }
+                }
+                let n = starts.len();
+                let p = if n == 0 {
+                    std::ptr::null_mut()
+                } else {
+                    libc::calloc(n, (*msize).max(1)) as *mut u8
+                };
+                if n > 0 && p.is_null() {
+                    return Err(VolError::Invalid("out of memory".into()));
+                }
+                for (k, &s) in starts.iter().enumerate() {
+                    let mut q = s;
+                    read_parts(api, elem, body, &mut q, p.add(k * msize))?;
+                }
+                let mut hvl = Vec::with_capacity(2 * word);
+                hvl.extend(n.to_ne_bytes());
+                hvl.extend((p as usize).to_ne_bytes());
+                std::ptr::copy_nonoverlapping(hvl.as_ptr(), dst.add(*off), hvl.len());
+            }
+            Part::Skip { stored, .. } => {
+                *pos += h5lake_types::record::record_len(stored, rec, *pos).map_err(corrupt)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Appends the record of the memory element at `src`.
+unsafe fn write_parts(api: &Api, parts: &[Part], src: *const u8, out: &mut Vec<u8>) -> Result<()> {
+    let word = std::mem::size_of::<usize>();
+    let read_word = |at: *const u8| {
+        let mut w = [0u8; 8];
+        std::ptr::copy_nonoverlapping(at, w.as_mut_ptr(), word);
+        usize::from_ne_bytes(w)
+    };
+    let push_counted = |out: &mut Vec<u8>, body: &[u8]| -> Result<()> {
+        let n = u32::try_from(body.len())
+            .map_err(|_| VolError::Invalid("a variable-length part above 4 GiB".into()))?;
+        out.extend(n.to_le_bytes());
+        out.extend_from_slice(body);
+        Ok(())
+    };
+    for part in parts {
+        match part {
+            Part::Fixed {
+                off,
+                ssize,
+                msize,
+                conv,
+            } => {
+                let m = std::slice::from_raw_parts(src.add(*off), *msize);
+                match conv {
+                    None => out.extend_from_slice(&m[..*ssize]),
+                    Some((ft, mt)) => {
+                        let at = out.len();
+                        out.resize(at + ssize, 0);
+                        convert_one(api, mt.0, ft.0, m, out.as_mut_ptr().add(at), *ssize)?;
+                    }
+                }
+            }
+            Part::Str { off } => {
+                let p = read_word(src.add(*off)) as *const std::ffi::c_char;
+                let body = if p.is_null() {
+                    &[][..]
+                } else {
+                    std::ffi::CStr::from_ptr(p).to_bytes()
+                };
+                push_counted(out, body)?;
+            }
+            Part::Seq {
+                off, elem, msize, ..
+            } => {
+                let n = read_word(src.add(*off));
+                let p = read_word(src.add(*off + word)) as *const u8;
+                let mut body = Vec::new();
+                if !p.is_null() {
+                    for k in 0..n {
+                        write_parts(api, elem, p.add(k * msize), &mut body)?;
+                    }
+                }
+                push_counted(out, &body)?;
+            }
+            Part::Skip { name, .. } => {
+                return Err(VolError::Unsupported(format!(
+                    "writing a compound with variable-length parts without its member {name:?}"
+                )))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Variable-length elements in the caller's memory: plain strings and
+/// sequences of fixed-size elements, or records.
+pub enum VarMem {
+    Simple(VlenMem),
+    Records(RecordMem),
+}
+
+impl VarMem {
+    /// The memory form `mem_type` asks for, for stored variable-length type `dt`.
+    ///
+    /// # Errors
+    /// As [`VlenMem::of`] and [`RecordMem::of`].
+    pub fn of(api: &Api, dt: &Datatype, mem_type: hid_t) -> Result<VarMem> {
+        let simple = match dt {
+            Datatype::Vlen { base } => !base.is_variable(),
+            other => other.is_top_level_vlen(),
+        };
+        Ok(if simple {
+            VarMem::Simple(VlenMem::of(api, dt, mem_type)?)
+        } else {
+            VarMem::Records(RecordMem::of(api, dt, mem_type)?)
+        })
+    }
+
+    /// The bytes one element takes in memory.
+    pub fn size(&self) -> usize {
+        match self {
+            VarMem::Simple(v) => v.size(),
+            VarMem::Records(r) => r.size(),
+        }
+    }
+
+    /// Stored elements as packed memory elements (newly allocated parts).
+    ///
+    /// # Errors
+    /// Out of memory; corrupt records; failed conversions.
+    pub fn to_memory(&self, api: &Api, items: &[Vec<u8>]) -> Result<Vec<u8>> {
+        match self {
+            VarMem::Simple(v) => v.to_memory(items),
+            VarMem::Records(r) => r.to_memory(api, items),
+        }
+    }
+
+    /// The stored elements of packed memory elements.
+    ///
+    /// # Safety
+    /// Every pointer in `mem` is null or valid for its element.
+    ///
+    /// # Errors
+    /// As [`RecordMem::from_memory`].
+    pub unsafe fn from_memory(&self, api: &Api, mem: &[u8]) -> Result<Vec<Vec<u8>>> {
+        match self {
+            VarMem::Simple(v) => Ok(v.from_memory(mem)),
+            VarMem::Records(r) => r.from_memory(api, mem),
+        }
     }
 }

@@ -79,7 +79,6 @@ pub fn from_hdf5(api: &Api, t: hid_t) -> Result<Datatype> {
                     let name = member_name(api, t, i)?;
                     let mt = TypeId(check(f.H5Tget_member_type(t, i), "H5Tget_member_type")?);
                     let dtype = from_hdf5(api, mt.0)?;
-                    refuse_nested_vlen(&dtype)?;
                     fields.push(Field {
                         name,
                         dtype,
@@ -97,7 +96,6 @@ pub fn from_hdf5(api: &Api, t: hid_t) -> Result<Datatype> {
                 )?;
                 let base = TypeId(check(f.H5Tget_super(t), "H5Tget_super")?);
                 let base = from_hdf5(api, base.0)?;
-                refuse_nested_vlen(&base)?;
                 Datatype::Array {
                     base: Box::new(base),
                     dims,
@@ -148,7 +146,6 @@ pub fn from_hdf5(api: &Api, t: hid_t) -> Result<Datatype> {
             sys::H5T_class_t_H5T_VLEN => {
                 let base = TypeId(check(f.H5Tget_super(t), "H5Tget_super")?);
                 let base = from_hdf5(api, base.0)?;
-                refuse_nested_vlen(&base)?;
                 Datatype::Vlen {
                     base: Box::new(base),
                 }
@@ -173,27 +170,6 @@ pub fn from_hdf5(api: &Api, t: hid_t) -> Result<Datatype> {
             other => return Err(bad(format!("datatype class {other}"))),
         })
     }
-}
-
-/// Variable-length data inside a compound, array or sequence would reach
-/// the store as the caller's pointers: refused, with a message naming it.
-pub fn refuse_nested_vlen(dt: &Datatype) -> Result<()> {
-    let nested = match dt {
-        Datatype::Compound { fields, .. } => fields
-            .iter()
-            .any(|f| f.dtype.is_variable() || refuse_nested_vlen(&f.dtype).is_err()),
-        Datatype::Array { base, .. } | Datatype::Vlen { base } => {
-            base.is_variable() || refuse_nested_vlen(base).is_err()
-        }
-        other => other.is_variable(),
-    };
-    if nested {
-        return Err(VolError::Unsupported(
-            "variable-length strings or sequences inside compound, array or variable-length types"
-                .into(),
-        ));
-    }
-    Ok(())
 }
 
 fn member_name(api: &Api, t: hid_t, i: u32) -> Result<String> {
@@ -286,10 +262,12 @@ pub fn to_hdf5(api: &Api, dt: &Datatype) -> Result<TypeId> {
                     .iter()
                     .map(|fl| Ok((fl, to_hdf5(api, &fl.dtype)?)))
                     .collect::<Result<Vec<_>>>()?;
-                // A reference member is 64 bytes in HDF5 and 48 stored: such
-                // compounds are described packed, and their values are
-                // converted member by member (refs.rs), never byte for byte.
-                let packed = crate::refs::contains(dt);
+                // A reference member is 64 bytes in HDF5 and 48 stored, a
+                // variable-length one a pointer in memory and a counted
+                // run of bytes stored: such compounds are described packed,
+                // and their values are converted member by member (refs.rs,
+                // memory::RecordMem), never byte for byte.
+                let packed = crate::refs::contains(dt) || dt.is_variable();
                 let total = if packed {
                     members.iter().map(|(_, ft)| f.H5Tget_size(ft.0)).sum()
                 } else {

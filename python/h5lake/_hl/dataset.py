@@ -19,7 +19,7 @@ import warnings
 
 import numpy as np
 
-from . import filters, h5t
+from . import filters, h5t, records
 from . import selections as sel
 from .base import (ClosedRuntimeError, HLObject, array_for_new_object, find_item_type,
                    join_name, product)
@@ -184,6 +184,28 @@ def _vlen_kind(dtype):
     if v is str or v is bytes:
         return 'str'
     return np.dtype(v)
+
+
+def _uses_records(dtype):
+    """Whether elements of ``dtype`` are stored as records (see records.py):
+    compounds with variable-length members, sequences of such."""
+    if dtype.names is not None:
+        return h5t.has_vlen(dtype)
+    kind = _vlen_kind(dtype)
+    return kind is not None and kind not in ('str', 'bytes') and h5t.has_vlen(kind)
+
+
+def _encode_records(val, dtype):
+    values = records.encode(val, dtype)
+    if dtype.names is None:       # a top-level sequence: the engine keeps its payload only
+        values = [v[4:] for v in values]
+    return values
+
+
+def _decode_records(values, dtype, shape):
+    if dtype.names is None:
+        values = [len(v).to_bytes(4, "little") + v for v in values]
+    return records.decode(values, dtype, shape)
 
 
 def _encode_vlen(val, dtype):
@@ -396,6 +418,8 @@ def _convert_for_write(data, dtype):
     if data.dtype.kind == 'U':
         # h5py has no HDF5 type for numpy unicode arrays (whatever the dtype)
         raise TypeError("No conversion path for dtype: %r" % (data.dtype,))
+    if _uses_records(dtype):
+        return _encode_records(data, dtype)
     if _vlen_kind(dtype) is not None:
         if _vlen_kind(dtype) == 'str':
             obj = np.asarray(data, dtype=object)
@@ -403,7 +427,7 @@ def _convert_for_write(data, dtype):
             obj = data if data.dtype.kind == 'O' else _pack_vlen_seq(data, dtype)
         return _encode_vlen(obj, dtype)
     if h5t.has_vlen(dtype):
-        raise TypeError("h5lake cannot write compound/array types with variable-length members yet")
+        raise TypeError("h5lake cannot write array types with variable-length members yet")
     stored = _stored_dtype(dtype)
     if data.dtype.kind == 'O' and dtype.kind == 'S':
         # h5py made the str/bytes objects a vlen string: HDF5 can't convert
@@ -904,6 +928,26 @@ class Dataset(HLObject):
         dtype = self.dtype
         raw = self._fs.raw
         ashape = tuple(selection.array_shape or ())
+        if _uses_records(dtype):
+            if selection.nselect == 0:
+                arr = np.empty(ashape, dtype=dtype)
+            elif isinstance(selection, sel.PointSelection):
+                values = raw.dataset_read_points_vlen(self._oid, _points_i64(selection))
+                arr = _decode_records(values, dtype, ashape)
+            else:
+                selection.check_extent()
+                values = raw.dataset_read_vlen(self._oid, selection.engine_sel)
+                arr = _decode_records(values, dtype, ashape)
+            if new_dtype != dtype:
+                nd = np.dtype(new_dtype)
+                if nd.names is not None and set(nd.names) <= set(dtype.names or ()):
+                    out = np.empty(arr.shape, dtype=nd)
+                    for n in nd.names:
+                        out[n] = arr[n]
+                    arr = out
+                else:
+                    arr = arr.astype(new_dtype)
+            return arr
         if _vlen_kind(dtype) is not None:
             if selection.nselect == 0:
                 arr = np.empty(ashape, dtype=dtype)
@@ -921,7 +965,7 @@ class Dataset(HLObject):
             return arr
 
         if h5t.has_vlen(dtype):
-            raise TypeError("h5lake cannot read compound/array types with variable-length members yet")
+            raise TypeError("h5lake cannot read array types with variable-length members yet")
 
         stored = self._stored
         sub = dtype.shape                         # array dtypes fold into the shape
@@ -984,6 +1028,22 @@ class Dataset(HLObject):
             return self._write_fields(args, names, val)
 
         vkind = _vlen_kind(dtype)
+        if _uses_records(dtype):
+            if not isinstance(val, np.ndarray) or val.dtype != dtype:
+                val = np.asarray(val, dtype=dtype)
+            selection = sel.select(self.shape, args)
+            if val.shape == () and selection.array_shape not in ((), None):
+                val = np.broadcast_to(val, self._scalar_block_shape(selection))
+            selection.expand_shape(val.shape)       # TypeError if it can't broadcast
+            if selection.nselect == 0:
+                return
+            selection.check_extent(writing=True)
+            values = _encode_records(selection.broadcast_value(val), dtype)
+            if isinstance(selection, sel.PointSelection):
+                self._write_vlen_points(selection, values)
+            else:
+                self._fs.raw.dataset_write_vlen(self._oid, selection.engine_sel, values)
+            return
         if vkind is not None:
             if vkind == 'str':
                 val = np.asarray(val, dtype=object) if not (
@@ -1007,7 +1067,7 @@ class Dataset(HLObject):
             return
 
         if h5t.has_vlen(dtype):
-            raise TypeError("h5lake cannot write compound/array types with variable-length members yet")
+            raise TypeError("h5lake cannot write array types with variable-length members yet")
 
         stored = self._stored
         if dtype.kind == 'V' and dtype.subdtype is None and \

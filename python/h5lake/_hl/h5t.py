@@ -411,11 +411,37 @@ def hsds_to_dtype(t):
             if (a == b and a.kind == "f" and a.itemsize in (4, 8)
                     and not a.metadata and not b.metadata):
                 return np.dtype(a.byteorder.replace("=", "<") + "c%d" % (2 * a.itemsize))
-        return np.dtype(members)
+        return _packed_compound(members)
 
     if cls == "H5T_REFERENCE":
         raise TypeError("HDF5 references are not supported by h5lake")
     raise TypeError("Unknown HSDS type class: %r" % (cls,))
+
+
+def _packed_compound(members):
+    """A compound of ``members`` back to back; with variable-length parts,
+    laid out as h5py lays them out (HDF5's memory type: a vlen string a
+    pointer, a sequence an hvl_t of 16 bytes)."""
+    if not any(has_vlen(m) for _, m in members):
+        return np.dtype(members)
+    offsets, at = [], 0
+    for _, m in members:
+        offsets.append(at)
+        at += _memory_size(m)
+    return np.dtype({"names": [n for n, _ in members], "formats": [m for _, m in members],
+                     "offsets": offsets, "itemsize": at})
+
+
+def _memory_size(dt):
+    """Bytes an element of ``dt`` takes in HDF5's memory form."""
+    if is_vlen(dt):
+        return 8 if check_vlen_dtype(dt) in (str, bytes) else 16
+    if dt.names is not None:
+        return sum(_memory_size(dt.fields[n][0]) for n in dt.names)
+    if dt.subdtype is not None:
+        base, shape = dt.subdtype
+        return int(np.prod(shape)) * _memory_size(base)
+    return dt.itemsize
 
 
 def packed_dtype(dt):
@@ -424,7 +450,7 @@ def packed_dtype(dt):
     their h5py metadata."""
     dt = np.dtype(dt)
     if dt.names is not None:
-        return np.dtype([(n, packed_dtype(dt.fields[n][0])) for n in dt.names])
+        return _packed_compound([(n, packed_dtype(dt.fields[n][0])) for n in dt.names])
     if dt.subdtype is not None:
         base, shape = dt.subdtype
         return np.dtype((packed_dtype(base), shape))
@@ -562,12 +588,26 @@ def value_to_json(arr):
     return _array_to_json(arr, arr.dtype)
 
 
+def _member_from_json(v, dt):
+    """A compound member's value: vlen strings in members read as bytes in
+    h5py (top-level ones as str)."""
+    x = _elem_from_json(v, dt)
+    if isinstance(x, str):
+        return x.encode("utf-8", "surrogateescape")
+    if isinstance(x, np.ndarray) and x.dtype.kind == "O":
+        flat = x.reshape(-1)
+        for i, e in enumerate(flat):
+            if isinstance(e, str):
+                flat[i] = e.encode("utf-8", "surrogateescape")
+    return x
+
+
 def _elem_from_json(v, dt):
     """Python object assignable to one element of dtype ``dt``."""
     if dt.names is not None:
         if not isinstance(v, (list, tuple)) or len(v) != len(dt.names):
             raise ValueError("Expected %d field values, got %r" % (len(dt.names), v))
-        return tuple(_elem_from_json(fv, dt.fields[n][0]) for fv, n in zip(v, dt.names))
+        return tuple(_member_from_json(fv, dt.fields[n][0]) for fv, n in zip(v, dt.names))
     if dt.subdtype is not None:
         base, shape = dt.subdtype
         return json_to_value(v, base, shape)
