@@ -606,3 +606,24 @@ def test_load_errors_are_reported(capsys, monkeypatch):
         raise FileNotFoundError("in.h5: no such file")
     monkeypatch.setattr(h5lake, "load", failing_load, raising=False)
     assert run(capsys, "load", "in.h5", "out.h5l") == (2, [], "h5lake load: error: in.h5: no such file\n")
+
+
+@needs_h5py
+def test_records_are_reported_not_copied(capsys, tmp_path):
+    """Compounds with variable-length members: `load` and `get` do not
+    convert them yet; each says so and copies everything else."""
+    row = np.dtype([("a", "<i4"), ("s", h5lake.string_dtype())])
+    src = tmp_path / "rec.h5"
+    with h5py.File(src, "w") as f:
+        f.create_dataset("rows", data=np.array([(1, "x")], dtype=row))
+        f["plain"] = [1, 2]
+    rc, _, err = run(capsys, "load", src, tmp_path / "rec.h5l")
+    assert rc == 0 and "not copied: /rows" in err and 'member "s" of variable length' in err
+    store = tmp_path / "store.h5l"
+    with h5lake.File(store, "w") as f:
+        f.create_dataset("rows", data=np.array([(1, "x")], dtype=row))
+        f["plain"] = [1, 2]
+    rc, _, err = run(capsys, "get", store, tmp_path / "back.h5")
+    assert rc == 0 and "not copied: /rows" in err
+    with h5py.File(tmp_path / "back.h5", "r") as f:
+        assert list(f) == ["plain"]

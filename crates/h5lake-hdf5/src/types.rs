@@ -107,7 +107,7 @@ pub(crate) fn from_hdf5(t: hid_t) -> Result<Datatype> {
                 let dtype = from_hdf5(mt.id())?;
                 let len = dtype.fixed_size().ok_or_else(|| {
                     unsupported(format!(
-                        "compound member {name:?} of variable length (h5lake stores compound members of fixed size only)"
+                        "compound member {name:?} of variable length (`h5lake load` and `get` do not convert such records yet; h5py through the VOL connector can copy them)"
                     ))
                 })?;
                 fields.push(Field {
@@ -281,8 +281,16 @@ fn collect_runs(
 /// A new HDF5 datatype for an h5lake datatype (compound members packed).
 ///
 /// # Errors
-/// Library failures.
+/// Library failures; types with variable-length parts inside compounds,
+/// arrays or sequences (their records are not converted here yet).
 pub(crate) fn to_hdf5(dt: &Datatype) -> Result<Hid> {
+    if dt.is_variable() && !dt.is_top_level_vlen()
+        || matches!(dt, Datatype::Vlen { base } if base.is_variable())
+    {
+        return Err(unsupported(
+            "variable-length parts inside a compound, array or sequence (`h5lake get` does not convert such records yet; h5py through the VOL connector can copy them)",
+        ));
+    }
     let what = "creating a datatype";
     Ok(match dt {
         Datatype::Integer {
