@@ -381,6 +381,22 @@ pub(crate) fn to_hdf5(dt: &Datatype) -> Result<Hid> {
                 what,
             )?
         }
+        // Written as h5py writes complex numbers: a compound of r and i.
+        Datatype::Complex { part } => {
+            let size = part.fixed_size().unwrap_or(0);
+            to_hdf5(&Datatype::Compound {
+                fields: ["r", "i"]
+                    .iter()
+                    .enumerate()
+                    .map(|(k, name)| h5lake_types::Field {
+                        name: name.to_string(),
+                        dtype: (**part).clone(),
+                        offset: k * size,
+                    })
+                    .collect(),
+                size: 2 * size,
+            })?
+        }
         Datatype::Enum { base, mapping } => {
             let b = to_hdf5(base)?;
             let t = check_id(lib(|| unsafe { h5t::H5Tenum_create(b.id()) }), what)?;

@@ -75,6 +75,13 @@ pub enum Datatype {
     Reference {
         size: usize,
     },
+    /// HDF5 2.0's native complex type: a real and an imaginary `part`
+    /// (a float), byte for byte h5py's compound of members `r` and `i`,
+    /// which is how it is stored (HSDS has no complex class), marked so
+    /// that HDF5 programs get the complex type back.
+    Complex {
+        part: Box<Datatype>,
+    },
 }
 
 fn parse_atomic_base(s: &str) -> Result<Datatype> {
@@ -188,6 +195,22 @@ impl Datatype {
                     charset,
                     pad,
                 })
+            }
+            "H5T_COMPOUND"
+                if v.pointer("/h5lake/class").and_then(Value::as_str) == Some("H5T_COMPLEX") =>
+            {
+                let part = |i: usize, name: &str| {
+                    v.pointer(&format!("/fields/{i}"))
+                        .filter(|f| f.get("name").and_then(Value::as_str) == Some(name))
+                        .and_then(|f| f.get("type"))
+                        .ok_or_else(|| bad("a complex type is a compound of members r and i"))
+                        .and_then(Datatype::from_json)
+                };
+                let (r, i) = (part(0, "r")?, part(1, "i")?);
+                if r != i || !matches!(r, Datatype::Float { .. }) {
+                    return Err(bad("the parts of a complex type are two equal floats"));
+                }
+                Ok(Datatype::Complex { part: Box::new(r) })
             }
             "H5T_COMPOUND" => {
                 let fields_json = v
@@ -352,6 +375,11 @@ impl Datatype {
             Datatype::Reference { .. } => {
                 json!({"class": "H5T_REFERENCE", "base": "H5T_STD_REF_OBJ"})
             }
+            Datatype::Complex { part } => json!({
+                "class": "H5T_COMPOUND",
+                "fields": [{"name": "r", "type": part.to_json()}, {"name": "i", "type": part.to_json()}],
+                "h5lake": {"class": "H5T_COMPLEX"},
+            }),
         }
     }
 
@@ -374,6 +402,7 @@ impl Datatype {
                 .map(|s| s * dims.iter().product::<u64>() as usize),
             Datatype::Enum { base, .. } => base.fixed_size(),
             Datatype::Vlen { .. } => None,
+            Datatype::Complex { part } => part.fixed_size().map(|s| 2 * s),
         }
     }
 

@@ -181,6 +181,18 @@ fn encode(t: &Datatype, v: &Value, out: &mut Vec<u8>) -> Result<()> {
                 "fill values of variable-length types".into(),
             ))
         }
+        // [re, im] as the compound it is stored as; a bare number is real.
+        Datatype::Complex { part } => match v {
+            Value::Array(a) if a.len() == 2 => {
+                encode(part, &a[0], out)?;
+                encode(part, &a[1], out)?;
+            }
+            Value::Array(_) => return Err(bad()),
+            re => {
+                encode(part, re, out)?;
+                encode(part, &Value::from(0.0), out)?;
+            }
+        },
     }
     Ok(())
 }
@@ -324,6 +336,13 @@ pub fn element_to_json(t: &Datatype, b: &[u8]) -> Result<Value> {
                 .map(|i| element_to_json(base, &b[i * es..]))
                 .collect::<Result<_>>()?;
             nest(flat, dims)
+        }
+        Datatype::Complex { part } => {
+            let half = size / 2;
+            Value::Array(vec![
+                element_to_json(part, &b[..half])?,
+                element_to_json(part, &b[half..])?,
+            ])
         }
         Datatype::String { length: None, .. } | Datatype::Vlen { .. } => unreachable!(),
     })
@@ -569,6 +588,30 @@ mod whole_value_tests {
         assert_eq!(json_to_fixed(&t, &[1], &json!(7)).unwrap(), vec![7, 0]);
         assert!(json_to_fixed(&t, &[2], &json!([1])).is_err());
         assert!(json_to_fixed(&t, &[2], &json!(["x", 1])).is_err());
+    }
+
+    #[test]
+    fn native_complex_is_stored_as_a_marked_compound() {
+        let t = Datatype::from_json(&json!({"class": "H5T_COMPOUND",
+            "fields": [{"name": "r", "type": "H5T_IEEE_F32BE"}, {"name": "i", "type": "H5T_IEEE_F32BE"}],
+            "h5lake": {"class": "H5T_COMPLEX"}}))
+        .unwrap();
+        assert!(matches!(t, Datatype::Complex { .. }));
+        assert_eq!(Datatype::from_json(&t.to_json()).unwrap(), t);
+        assert_eq!(t.fixed_size(), Some(8));
+        let b = json_to_fixed(&t, &[1], &json!([[1.5, -2.0]])).unwrap();
+        assert_eq!(b, [0x3f, 0xc0, 0, 0, 0xc0, 0, 0, 0]);
+        assert_eq!(fixed_to_json(&t, &b, &[1]).unwrap(), json!([[1.5, -2.0]]));
+        // Without the mark it is the plain compound HSDS and h5py write.
+        let mut plain = t.to_json();
+        plain.as_object_mut().unwrap().remove("h5lake");
+        assert!(matches!(
+            Datatype::from_json(&plain).unwrap(),
+            Datatype::Compound { .. }
+        ));
+        let bad = json!({"class": "H5T_COMPOUND", "fields": [{"name": "r", "type": "H5T_IEEE_F32LE"},
+            {"name": "i", "type": "H5T_IEEE_F64LE"}], "h5lake": {"class": "H5T_COMPLEX"}});
+        assert!(Datatype::from_json(&bad).is_err());
     }
 
     #[test]

@@ -161,6 +161,13 @@ pub fn from_hdf5(api: &Api, t: hid_t) -> Result<Datatype> {
                     return Err(VolError::Unsupported("region references".into()));
                 }
             }
+            sys::H5T_class_t_H5T_COMPLEX => {
+                let part = TypeId(check(f.H5Tget_super(t), "H5Tget_super")?);
+                match from_hdf5(api, part.0)? {
+                    p @ Datatype::Float { .. } => Datatype::Complex { part: Box::new(p) },
+                    _ => return Err(bad("complex numbers over a non-float part")),
+                }
+            }
             sys::H5T_class_t_H5T_BITFIELD => {
                 return Err(VolError::Unsupported("bitfield datatypes".into()))
             }
@@ -325,6 +332,10 @@ pub fn to_hdf5(api: &Api, dt: &Datatype) -> Result<TypeId> {
             Datatype::Vlen { base } => {
                 let b = to_hdf5(api, base)?;
                 TypeId(check(f.H5Tvlen_create(b.0), what)?)
+            }
+            Datatype::Complex { part } => {
+                let b = to_hdf5(api, part)?;
+                TypeId(check(f.H5Tcomplex_create(b.0), what)?)
             }
             // Reported as HDF5 2.0's reference type: HDF5's own dimension scales
             // read and write their reference lists in the type they find.
