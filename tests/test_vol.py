@@ -271,6 +271,35 @@ def test_native_complex_numbers(plugin_dir, tmp_path):
         assert f["z"].attrs["c"] == 1.5 - 2j
 
 
+OPEN_OBJECTS = """
+f = h5py.File(p, "w")
+g = f.create_group("g")
+d = f.create_dataset("g/d", data=[1, 2])
+t = h5py.h5t.py_create(np.dtype("i2"))
+f["t"] = np.dtype("<f4")
+named = f["t"]
+out["counts"] = [h5py.h5f.get_obj_count(f.id, k) for k in (h5py.h5f.OBJ_ALL, h5py.h5f.OBJ_DATASET,
+                 h5py.h5f.OBJ_GROUP, h5py.h5f.OBJ_DATATYPE, h5py.h5f.OBJ_FILE)]
+out["ids"] = sorted(h5py.h5i.get_name(i).decode() for i in h5py.h5f.get_obj_ids(f.id, h5py.h5f.OBJ_DATASET | h5py.h5f.OBJ_GROUP))
+f.close()                       # h5py closes what the file reports open
+out["after_close"] = [bool(g.id), bool(d.id), bool(named.id), bool(f.id)]
+f1, f2 = h5py.File(p, "r"), h5py.File(p, "r")
+g1, g2 = f1["g"], f2["g"]
+out["local"] = [h5py.h5f.get_obj_count(f1.id, h5py.h5f.OBJ_GROUP | h5py.h5f.OBJ_LOCAL),
+                h5py.h5f.get_obj_count(f1.id, h5py.h5f.OBJ_GROUP)]
+f1.close()
+out["one_handle"] = [g1.id.valid, f2.id.valid, g2.id.valid]
+f2.close()
+"""
+
+
+def test_closing_a_file_closes_its_objects(plugin_dir, tmp_path):
+    native = run_h5py(OPEN_OBJECTS, str(tmp_path / "native.h5"))
+    lake = run_h5py(OPEN_OBJECTS, str(tmp_path / "lake.h5l"), plugin_dir)
+    assert lake == native
+    assert native["after_close"] == [False, False, False, False]
+
+
 def test_unsupported_calls_fail_with_an_hdf5_error(plugin_dir, tmp_path):
     got = run_h5py("""
         with h5py.File(p, "w") as f:

@@ -98,9 +98,19 @@ pub unsafe extern "C" fn get(
                 // One number per open domain: its address is stable while open.
                 *a.args.get_fileno.fileno = std::sync::Arc::as_ptr(&o.dom) as usize as _;
             }
-            // Open objects are HDF5's ids, which the library counts itself.
-            sys::H5VL_file_get_t_H5VL_FILE_GET_OBJ_COUNT => *a.args.get_obj_count.count = 0,
-            sys::H5VL_file_get_t_H5VL_FILE_GET_OBJ_IDS => *a.args.get_obj_ids.count = 0,
+            sys::H5VL_file_get_t_H5VL_FILE_GET_OBJ_COUNT => {
+                let g = &mut a.args.get_obj_count;
+                *g.count = open_ids(api, o, g.types)?.len();
+            }
+            sys::H5VL_file_get_t_H5VL_FILE_GET_OBJ_IDS => {
+                let g = &mut a.args.get_obj_ids;
+                let ids = open_ids(api, o, g.types)?;
+                let n = ids.len().min(g.max_objs);
+                if n > 0 && !g.oid_list.is_null() {
+                    std::ptr::copy_nonoverlapping(ids.as_ptr(), g.oid_list, n);
+                }
+                *g.count = n;
+            }
             sys::H5VL_file_get_t_H5VL_FILE_GET_CONT_INFO => {
                 let info = &mut *a.args.get_cont_info.info;
                 info.version = sys::H5VL_CONTAINER_INFO_VERSION;
@@ -112,6 +122,80 @@ pub unsafe extern "C" fn get(
         }
         Ok(0)
     })
+}
+
+/// The ids of open objects of the kinds `types` (HDF5's `H5F_OBJ_*`
+/// mask) that belong to file `o`: those opened through it (`H5F_OBJ_LOCAL`)
+/// or through any open file of the same store. HDF5 asks the connector,
+/// and h5py closes what it gets when a file closes.
+unsafe fn open_ids(api: &crate::api::Api, o: &Obj, types: u32) -> Result<Vec<hid_t>, VolError> {
+    const LOCAL: u32 = 0x20;
+    let f = &api.f;
+    let ours = check(
+        f.H5VLget_connector_id_by_name(c"h5lake".as_ptr()),
+        "H5VLget_connector_id_by_name",
+    )?;
+    let mut found = Found {
+        ours,
+        file: o,
+        local: types & LOCAL != 0,
+        ids: Vec::new(),
+    };
+    let kinds = [
+        (0x1, sys::H5I_type_t_H5I_FILE),
+        (0x2, sys::H5I_type_t_H5I_DATASET),
+        (0x4, sys::H5I_type_t_H5I_GROUP),
+        (0x8, sys::H5I_type_t_H5I_DATATYPE),
+        (0x10, sys::H5I_type_t_H5I_ATTR),
+    ];
+    let mut status = 0;
+    for (bit, kind) in kinds {
+        if types & bit != 0 && status >= 0 {
+            status = f.H5Iiterate(kind, Some(visit_id), (&mut found as *mut Found).cast());
+        }
+    }
+    f.H5VLclose(ours);
+    check(status, "H5Iiterate")?;
+    Ok(found.ids)
+}
+
+struct Found<'a> {
+    ours: hid_t,
+    file: &'a Obj,
+    local: bool,
+    ids: Vec<hid_t>,
+}
+
+unsafe extern "C" fn visit_id(id: hid_t, udata: *mut c_void) -> sys::herr_t {
+    let Ok(api) = h5() else { return -1 };
+    let f = &api.f;
+    let found = &mut *udata.cast::<Found>();
+    // Transient datatypes are no file's objects (and have no connector).
+    if f.H5Iget_type(id) == sys::H5I_type_t_H5I_DATATYPE && f.H5Tcommitted(id) <= 0 {
+        return 0;
+    }
+    let cid = f.H5VLget_connector_id(id);
+    if cid < 0 {
+        return 0;
+    }
+    let mut cmp = 1;
+    let same_connector = f.H5VLcmp_connector_cls(&mut cmp, cid, found.ours) >= 0 && cmp == 0;
+    f.H5VLclose(cid);
+    if !same_connector {
+        return 0; // another connector's object (a native file's, say)
+    }
+    let Ok(obj) = Obj::from_ptr(f.H5VLobject(id)) else {
+        return 0;
+    };
+    let mine = if found.local {
+        std::sync::Arc::ptr_eq(&obj.dom, &found.file.dom)
+    } else {
+        obj.dom.location() == found.file.dom.location()
+    };
+    if mine {
+        found.ids.push(id);
+    }
+    0
 }
 
 pub unsafe extern "C" fn specific(
