@@ -187,6 +187,8 @@ with h5py.File(p, "r+") as f:
     c["k"] = [1, 2, 3, 4]
     c[1:3, "s"] = [-7, -8]
     out["fields"] = [[r[0].tolist(), int(r[1]), int(r[2])] for r in c[...]]
+    f["ext"] = h5py.ExternalLink("missing.h5", "/x")    # a missing file is a missing name here
+    out["dangling"] = ["ext" in f, "ext/x" in f]
 """
 
 

@@ -94,7 +94,8 @@ impl VolError {
     /// A file-level failure as the operating-system error it amounts to,
     /// so that h5py users get the exceptions native HDF5 gives them (mode
     /// 'a' relies on `FileNotFoundError` to fall back to creating).
-    pub fn for_file(e: EngineError) -> VolError {
+    pub fn for_file(e: VolError) -> VolError {
+        let VolError::Engine(e) = e else { return e };
         let errno = match &e {
             EngineError::StoreNotFound(_) => libc::ENOENT,
             EngineError::StoreExists(_) => libc::EEXIST,

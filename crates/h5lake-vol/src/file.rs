@@ -34,7 +34,8 @@ pub unsafe extern "C" fn create(
             c_str(name)?,
             mode,
             crate::objects::order::props_of(api, fcpl, true),
-        )?;
+        )
+        .map_err(VolError::for_file)?;
         Ok(Obj::boxed(dom, Kind::File, "/".into()))
     })
 }
@@ -52,7 +53,7 @@ pub unsafe extern "C" fn open(
         } else {
             OpenMode::Read
         };
-        let dom = open_domain(c_str(name)?, mode)?;
+        let dom = open_domain(c_str(name)?, mode).map_err(VolError::for_file)?;
         Ok(Obj::boxed(dom, Kind::File, "/".into()))
     })
 }

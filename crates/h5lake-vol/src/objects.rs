@@ -110,7 +110,7 @@ pub fn open_domain_with(name: &str, mode: OpenMode, root_props: Value) -> Result
     } else {
         Domain::open_local_with(std::path::Path::new(name), mode, &opts)
     };
-    Ok(Arc::new(dom.map_err(VolError::for_file)?))
+    Ok(Arc::new(dom?))
 }
 
 /// Creation-order tracking, as h5lake's creation properties record it
