@@ -189,6 +189,10 @@ with h5py.File(p, "r+") as f:
     out["fields"] = [[r[0].tolist(), int(r[1]), int(r[2])] for r in c[...]]
     f["ext"] = h5py.ExternalLink("missing.h5", "/x")    # a missing file is a missing name here
     out["dangling"] = ["ext" in f, "ext/x" in f]
+    timed = f.create_dataset("timed", data=[1], track_times=True)
+    untimed = f.create_dataset("untimed", data=[1], track_times=False)
+    out["times"] = [h5py.h5g.get_objinfo(timed.id).mtime > 0, h5py.h5g.get_objinfo(untimed.id).mtime,
+                    timed.id.get_create_plist().get_obj_track_times()]
 """
 
 

@@ -114,6 +114,14 @@ fn dcpl_json(api: &Api, dcpl: hid_t, type_id: hid_t, dt: &Datatype) -> Result<Va
         if !filters.is_empty() {
             cp["filters"] = json!(filters);
         }
+        let mut track_times = false;
+        check(
+            f.H5Pget_obj_track_times(dcpl, &mut track_times),
+            "H5Pget_obj_track_times",
+        )?;
+        if track_times {
+            cp["trackTimes"] = json!(true);
+        }
         let mut fill_time = sys::H5D_fill_time_t_H5D_FILL_TIME_IFSET;
         check(f.H5Pget_fill_time(dcpl, &mut fill_time), "H5Pget_fill_time")?;
         if let Some(name) = FILL_TIMES
@@ -581,6 +589,11 @@ fn dcpl_of(
             }
         }
         let doc = dom.get_doc(&m.id)?;
+        let tracked = doc.pointer("/creationProperties/trackTimes") == Some(&Value::Bool(true));
+        check(
+            f.H5Pset_obj_track_times(dcpl, tracked),
+            "H5Pset_obj_track_times",
+        )?;
         let stored_time = doc
             .pointer("/creationProperties/fillTime")
             .and_then(Value::as_str);

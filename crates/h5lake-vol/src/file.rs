@@ -424,6 +424,9 @@ pub unsafe extern "C" fn group_optional(
                         u64::from_be_bytes(t[..8].try_into().expect("8 bytes")) as _,
                     ];
                     st.type_ = gobj_type(&id);
+                    if let Some((_, modified)) = crate::link::tracked_times(&o.dom, &id) {
+                        st.mtime = modified as _;
+                    }
                 }
                 if !g.statbuf.is_null() {
                     *g.statbuf = st;

@@ -426,7 +426,8 @@ fn otype_of(id: &str) -> sys::H5O_type_t {
     }
 }
 
-/// Object info: what h5lake knows (no access or change times are kept).
+/// Object info: what h5lake knows; times only for objects created with
+/// time tracking (see [`tracked_times`]).
 fn object_info(o: &Obj, id: &str) -> Result<sys::H5O_info2_t> {
     info_in(&o.dom, id)
 }
@@ -440,7 +441,26 @@ fn info_in(dom: &std::sync::Arc<h5lake_engine::Domain>, id: &str) -> Result<sys:
     info.type_ = otype_of(id);
     info.rc = 1;
     info.num_attrs = dom.attr_names(id).map_or(0, |n| n.len() as u64);
+    if let Some((created, modified)) = tracked_times(dom, id) {
+        info.btime = created;
+        info.ctime = modified;
+        info.mtime = modified;
+        info.atime = modified;
+    }
     Ok(info)
+}
+
+/// Creation and last-change times (seconds since the epoch) of an object
+/// whose creation properties asked for them (HDF5's `track_times`, which
+/// h5py turns off for datasets by default: `None` then, as HDF5 reports 0).
+pub fn tracked_times(dom: &h5lake_engine::Domain, id: &str) -> Option<(i64, i64)> {
+    let doc = dom.get_doc(id).ok()?;
+    if doc.pointer("/creationProperties/trackTimes") != Some(&Value::Bool(true)) {
+        return None;
+    }
+    let t = |k: &str| doc.get(k).and_then(Value::as_f64).map(|x| x as i64);
+    let created = t("created")?;
+    Some((created, t("lastModified").unwrap_or(created)))
 }
 
 /// The first path (breadth first, by hard links from the root) that

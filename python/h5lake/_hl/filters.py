@@ -288,6 +288,9 @@ def generate_dcpl(shape, dtype, chunks=None, compression=None, compression_opts=
 def _finish(props, dtype, fillvalue, track_times):
     if track_times not in (None, True, False):
         raise TypeError("track_times must be either True or False")
+    if track_times:
+        # kept so that HDF5 programs (the VOL connector) see the object's times
+        props["trackTimes"] = True
     if fillvalue is not None:
         props["fillValue"] = _fill_json(fillvalue, dtype)
 
