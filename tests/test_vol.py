@@ -306,6 +306,38 @@ def test_closing_a_file_closes_its_objects(plugin_dir, tmp_path):
     assert native["after_close"] == [False, False, False, False]
 
 
+CHUNK_QUERIES = """
+with h5py.File(p, "w") as f:
+    d = f.create_dataset("d", shape=(40, 30), chunks=(10, 10), dtype="i4")
+    d[5:25, 12:18] = 1                      # touches 3 of the 12 chunks
+    d[39, 29] = 2
+    f.create_dataset("flat", data=[1, 2, 3])
+with h5py.File(p, "r") as f:
+    ds = f["d"].id
+    out["n"] = ds.get_num_chunks()
+    out["by_idx"] = sorted([list(i.chunk_offset), i.filter_mask, i.size]
+                           for i in (ds.get_chunk_info(k) for k in range(out["n"])))
+    c = ds.get_chunk_info_by_coord((20, 10))
+    out["by_coord"] = [list(c.chunk_offset), c.size]
+    out["unwritten"] = ds.get_chunk_info_by_coord((0, 0)).size
+    seen = []
+    ds.chunk_iter(lambda i: seen.append([list(i.chunk_offset), i.size]))
+    out["iter"] = sorted(seen)
+    try:
+        f["flat"].id.get_num_chunks()
+        out["contiguous"] = "no error"
+    except Exception as e:
+        out["contiguous"] = type(e).__name__
+"""
+
+
+def test_chunk_queries(plugin_dir, tmp_path):
+    native = run_h5py(CHUNK_QUERIES, str(tmp_path / "native.h5"))
+    lake = run_h5py(CHUNK_QUERIES, str(tmp_path / "lake.h5l"), plugin_dir)
+    assert native["n"] == 4
+    assert lake == native
+
+
 def test_unsupported_calls_fail_with_an_hdf5_error(plugin_dir, tmp_path):
     got = run_h5py("""
         with h5py.File(p, "w") as f:

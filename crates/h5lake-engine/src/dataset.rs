@@ -969,6 +969,28 @@ impl Domain {
         }
     }
 
+    /// The chunks a dataset holds as objects of their own: chunk
+    /// coordinates (in chunks, C order) and stored bytes. Chunks never
+    /// written, and link-mode chunks still in their source file, are not
+    /// among them.
+    ///
+    /// # Errors
+    /// Unknown dataset; I/O trouble.
+    pub fn stored_chunks(&self, id: &str) -> Result<Vec<(Vec<u64>, u64)>> {
+        let m = self.dataset_meta(id)?;
+        let mut out: Vec<(Vec<u64>, u64)> = self
+            .store()
+            .list_sizes(&m.prefix)?
+            .into_iter()
+            .filter_map(|(k, size)| {
+                let coords = parse_chunk_name(k.get(m.prefix.len()..)?, m.dims.len())?;
+                Some((coords, size))
+            })
+            .collect();
+        out.sort_unstable();
+        Ok(out)
+    }
+
     /// Number of stored chunks of a dataset.
     ///
     /// # Errors

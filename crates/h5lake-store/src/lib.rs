@@ -247,7 +247,8 @@ pub trait Store: ReadableStore + WritableStore + ListableStore {
 
     /// Every key starting with `prefix` with its size in bytes, sorted by
     /// key (what a usage summary needs). The default reads each object;
-    /// backends whose listings carry sizes (S3) override it.
+    /// backends that know sizes without reading (S3 listings, local file
+    /// metadata) override it.
     ///
     /// # Errors
     /// I/O trouble.

@@ -708,6 +708,20 @@ impl Store for LocalStore {
     fn location(&self) -> String {
         self.root.display().to_string()
     }
+
+    /// Sizes from the files' metadata, without reading them.
+    fn list_sizes(&self, prefix: &str) -> Result<Vec<(String, u64)>> {
+        let mut out = Vec::new();
+        for key in self.list_prefix(prefix)? {
+            match fs::metadata(self.path_of(&key)) {
+                Ok(m) => out.push((key, m.len())),
+                // Deleted since the listing: not part of the usage any more.
+                Err(e) if is_missing(&e) => {}
+                Err(e) => return Err(io_err(&self.path_of(&key), e)),
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// Exclusive `flock` on a directory, released when dropped (close).

@@ -636,6 +636,116 @@ fn dcpl_of(
     }
 }
 
+/// The chunk queries of HDF5's native dataset API (`H5Dget_num_chunks`,
+/// `H5Dget_chunk_info`, `H5Dget_chunk_info_by_coord`, `H5Dchunk_iter`,
+/// `H5Dget_chunk_storage_size`), which HDF5 hands to every connector as
+/// dataset "optional" operations. A chunk is an object of its own in
+/// h5lake, so its byte offset is 0: the start of that object.
+pub unsafe extern "C" fn optional(
+    obj: *mut c_void,
+    args: *mut sys::H5VL_optional_args_t,
+    _dxpl: hid_t,
+    _req: *mut *mut c_void,
+) -> sys::herr_t {
+    guard("dataset optional", -1, || {
+        let o = Obj::from_ptr(obj)?;
+        let id = dataset_id(o)?;
+        let a = &mut *args;
+        let n = &mut *a.args.cast::<sys::H5VL_native_dataset_optional_args_t>();
+        let m = o.dom.dataset_meta(id)?;
+        let chunk_query = |what: &str| -> Result<Vec<(Vec<u64>, u64)>> {
+            if !m.chunked {
+                return Err(VolError::BadType(format!("{what}: not a chunked dataset")));
+            }
+            Ok(o.dom.stored_chunks(id)?)
+        };
+        let offset_of = |coords: &[u64]| -> Vec<u64> {
+            coords.iter().zip(&m.chunk).map(|(c, d)| c * d).collect()
+        };
+        match a.op_type as u32 {
+            sys::H5VL_NATIVE_DATASET_GET_NUM_CHUNKS => {
+                *n.get_num_chunks.nchunks = chunk_query("counting chunks")?.len() as u64;
+            }
+            sys::H5VL_NATIVE_DATASET_GET_CHUNK_INFO_BY_IDX => {
+                let g = &mut n.get_chunk_info_by_idx;
+                let chunks = chunk_query("chunk info")?;
+                let (coords, size) = chunks.get(g.chk_index as usize).ok_or_else(|| {
+                    VolError::Invalid(format!(
+                        "chunk index {} out of range ({} chunks stored)",
+                        g.chk_index,
+                        chunks.len()
+                    ))
+                })?;
+                let off = offset_of(coords);
+                if !g.offset.is_null() {
+                    std::ptr::copy_nonoverlapping(off.as_ptr(), g.offset, off.len());
+                }
+                put(g.filter_mask, 0);
+                put(g.addr, 0);
+                put(g.size, *size);
+            }
+            sys::H5VL_NATIVE_DATASET_GET_CHUNK_INFO_BY_COORD => {
+                let g = &mut n.get_chunk_info_by_coord;
+                let chunks = chunk_query("chunk info")?;
+                let rank = m.chunk.len();
+                let at = std::slice::from_raw_parts(g.offset, rank);
+                let coords: Vec<u64> = at.iter().zip(&m.chunk).map(|(o, d)| o / d).collect();
+                match chunks.iter().find(|(c, _)| *c == coords) {
+                    Some((_, size)) => {
+                        put(g.filter_mask, 0);
+                        put(g.addr, 0);
+                        put(g.size, *size);
+                    }
+                    // Never written: no storage, as HDF5 reports it.
+                    None => {
+                        put(g.filter_mask, 0);
+                        put(g.addr, u64::MAX); // HADDR_UNDEF
+                        put(g.size, 0);
+                    }
+                }
+            }
+            sys::H5VL_NATIVE_DATASET_GET_CHUNK_STORAGE_SIZE => {
+                let g = &mut n.get_chunk_storage_size;
+                let chunks = chunk_query("chunk storage size")?;
+                let at = std::slice::from_raw_parts(g.offset, m.chunk.len());
+                let coords: Vec<u64> = at.iter().zip(&m.chunk).map(|(o, d)| o / d).collect();
+                let size = chunks
+                    .iter()
+                    .find(|(c, _)| *c == coords)
+                    .map_or(0, |(_, s)| *s);
+                put(g.size, size);
+            }
+            sys::H5VL_NATIVE_DATASET_CHUNK_ITER => {
+                let it = &mut n.chunk_iter;
+                let op = it.op.ok_or_else(|| {
+                    VolError::Invalid("chunk iteration without a callback".into())
+                })?;
+                for (coords, size) in chunk_query("iterating chunks")? {
+                    let off = offset_of(&coords);
+                    let rc = op(off.as_ptr(), 0, 0, size, it.op_data);
+                    if rc < 0 {
+                        return Err(VolError::Hdf5("the chunk iteration callback failed".into()));
+                    }
+                    if rc > 0 {
+                        break;
+                    }
+                }
+            }
+            other => return Err(VolError::Unsupported(format!(
+                "native dataset operation {other} (direct chunk I/O and other native-layout calls)"
+            ))),
+        }
+        Ok(0)
+    })
+}
+
+/// Writes through an out-pointer HDF5 may leave null.
+unsafe fn put<T>(p: *mut T, v: T) {
+    if !p.is_null() {
+        *p = v;
+    }
+}
+
 pub unsafe extern "C" fn specific(
     obj: *mut c_void,
     args: *mut sys::H5VL_dataset_specific_args_t,

@@ -162,7 +162,7 @@ pub static CLASS: Class = Class(sys::H5VL_class_t {
         write: Some(dataset::write),
         get: Some(dataset::get),
         specific: Some(dataset::specific),
-        optional: None,
+        optional: Some(dataset::optional),
         close: Some(dataset::close),
     },
     datatype_cls: sys::H5VL_datatype_class_t {
