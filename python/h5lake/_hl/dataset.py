@@ -1028,29 +1028,21 @@ class Dataset(HLObject):
             return self._write_fields(args, names, val)
 
         vkind = _vlen_kind(dtype)
-        if _uses_records(dtype):
-            if not isinstance(val, np.ndarray) or val.dtype != dtype:
-                val = np.asarray(val, dtype=dtype)
-            selection = sel.select(self.shape, args)
-            if val.shape == () and selection.array_shape not in ((), None):
-                val = np.broadcast_to(val, self._scalar_block_shape(selection))
-            selection.expand_shape(val.shape)       # TypeError if it can't broadcast
-            if selection.nselect == 0:
-                return
-            selection.check_extent(writing=True)
-            values = _encode_records(selection.broadcast_value(val), dtype)
-            if isinstance(selection, sel.PointSelection):
-                self._write_vlen_points(selection, values)
+        if _uses_records(dtype) or vkind is not None:
+            # Variable-length elements: one encoded element each.
+            if _uses_records(dtype):
+                if not isinstance(val, np.ndarray) or val.dtype != dtype:
+                    val = np.asarray(val, dtype=dtype)
+                def encode(block):
+                    return _encode_records(block, dtype)
             else:
-                self._fs.raw.dataset_write_vlen(self._oid, selection.engine_sel, values)
-            return
-        if vkind is not None:
-            if vkind == 'str':
-                val = np.asarray(val, dtype=object) if not (
-                    isinstance(val, np.ndarray) and val.dtype.kind == 'O') else val
-            else:
-                if not (isinstance(val, np.ndarray) and val.dtype.kind == 'O'):
+                if vkind == 'str':
+                    val = np.asarray(val, dtype=object) if not (
+                        isinstance(val, np.ndarray) and val.dtype.kind == 'O') else val
+                elif not (isinstance(val, np.ndarray) and val.dtype.kind == 'O'):
                     val = _pack_vlen_seq(val, dtype)
+                def encode(block):
+                    return _encode_vlen(np.ascontiguousarray(block, dtype=object), dtype)
             selection = sel.select(self.shape, args)
             if val.shape == () and selection.array_shape not in ((), None):
                 val = np.broadcast_to(val, self._scalar_block_shape(selection))
@@ -1058,8 +1050,7 @@ class Dataset(HLObject):
             if selection.nselect == 0:
                 return
             selection.check_extent(writing=True)
-            block = selection.broadcast_value(val)
-            values = _encode_vlen(np.ascontiguousarray(block, dtype=object), dtype)
+            values = encode(selection.broadcast_value(val))
             if isinstance(selection, sel.PointSelection):
                 self._write_vlen_points(selection, values)
             else:
