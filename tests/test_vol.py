@@ -338,6 +338,37 @@ def test_chunk_queries(plugin_dir, tmp_path):
     assert lake == native
 
 
+ACCESS_PROPERTIES = """
+e = p + "-ext"
+with h5py.File(e, "w", libver="latest") as f:      # (SWMR reading needs the latest format natively)
+    f["g/data"] = [1, 2, 3]
+with h5py.File(p, "w", libver="latest") as f:
+    f["ext"] = h5py.ExternalLink(e, "/g")
+for s in (False, True):
+    with h5py.File(p, "r") as f:
+        out["swmr_%s" % s] = f.get("ext", elink_swmr=s).file.swmr_mode
+def locking_of(locking, **kw):
+    # one open at a time: HDF5 refuses to reopen an open file with other locking
+    with h5py.File(p, "r", locking=locking) as f:
+        if not kw:
+            return f.id.get_access_plist().get_file_locking()
+        return f.get("ext", **kw).file.id.get_access_plist().get_file_locking()
+for locking in (False, True, "best-effort"):
+    out[str(locking)] = [locking_of(locking), locking_of(locking, elink_locking=None)] + [
+        locking_of(locking, elink_locking=e) for e in (False, True)]
+"""
+
+
+def test_access_properties_are_reported_back(plugin_dir, tmp_path):
+    """File locking and SWMR reading mean nothing to a store of objects,
+    but programs read back what they set (h5py's locking=, elink_locking=,
+    elink_swmr=), for files and for stores reached by external links."""
+    native = run_h5py(ACCESS_PROPERTIES, str(tmp_path / "native.h5"))
+    lake = run_h5py(ACCESS_PROPERTIES, str(tmp_path / "lake.h5l"), plugin_dir)
+    assert lake == native
+    assert native["False"][:2] == [[False, False], [False, False]]
+
+
 def test_unsupported_calls_fail_with_an_hdf5_error(plugin_dir, tmp_path):
     got = run_h5py("""
         with h5py.File(p, "w") as f:

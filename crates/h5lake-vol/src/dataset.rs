@@ -731,9 +731,11 @@ pub unsafe extern "C" fn optional(
                     }
                 }
             }
-            other => return Err(VolError::Unsupported(format!(
+            other => {
+                return Err(VolError::Unsupported(format!(
                 "native dataset operation {other} (direct chunk I/O and other native-layout calls)"
-            ))),
+            )))
+            }
         }
         Ok(0)
     })

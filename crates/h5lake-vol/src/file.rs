@@ -19,7 +19,7 @@ pub unsafe extern "C" fn create(
     name: *const c_char,
     flags: u32,
     fcpl: hid_t,
-    _fapl: hid_t,
+    fapl: hid_t,
     _dxpl: hid_t,
     _req: *mut *mut c_void,
 ) -> *mut c_void {
@@ -36,6 +36,7 @@ pub unsafe extern "C" fn create(
             crate::objects::order::props_of(api, fcpl, true),
         )
         .map_err(VolError::for_file)?;
+        crate::access::record(&dom, opened_with(api, fapl, flags));
         Ok(Obj::boxed(dom, Kind::File, "/".into()))
     })
 }
@@ -43,19 +44,30 @@ pub unsafe extern "C" fn create(
 pub unsafe extern "C" fn open(
     name: *const c_char,
     flags: u32,
-    _fapl: hid_t,
+    fapl: hid_t,
     _dxpl: hid_t,
     _req: *mut *mut c_void,
 ) -> *mut c_void {
     guard("file open", null_mut(), || {
+        let api = h5().map_err(VolError::Library)?;
         let mode = if flags & ACC_RDWR != 0 {
             OpenMode::ReadWrite
         } else {
             OpenMode::Read
         };
         let dom = open_domain(c_str(name)?, mode).map_err(VolError::for_file)?;
+        crate::access::record(&dom, opened_with(api, fapl, flags));
         Ok(Obj::boxed(dom, Kind::File, "/".into()))
     })
+}
+
+/// What a file open or create asked for, to report back.
+fn opened_with(api: &crate::api::Api, fapl: hid_t, flags: u32) -> crate::access::Access {
+    let default = crate::access::Access::default();
+    crate::access::Access {
+        locking: crate::access::locking_of(api, fapl).unwrap_or(default.locking),
+        swmr_read: flags & crate::access::ACC_SWMR_READ != 0,
+    }
 }
 
 pub unsafe extern "C" fn get(
@@ -70,7 +82,12 @@ pub unsafe extern "C" fn get(
         let a = &mut *args;
         match a.op_type {
             sys::H5VL_file_get_t_H5VL_FILE_GET_INTENT => {
-                *a.args.get_intent.flags = if o.dom.readonly() { 0 } else { ACC_RDWR };
+                let swmr = if crate::access::of(&o.dom).swmr_read {
+                    crate::access::ACC_SWMR_READ
+                } else {
+                    0
+                };
+                *a.args.get_intent.flags = swmr | if o.dom.readonly() { 0 } else { ACC_RDWR };
             }
             sys::H5VL_file_get_t_H5VL_FILE_GET_NAME => {
                 let g = &mut a.args.get_name;
@@ -92,8 +109,13 @@ pub unsafe extern "C" fn get(
                 a.args.get_fcpl.fcpl_id = fcpl;
             }
             sys::H5VL_file_get_t_H5VL_FILE_GET_FAPL => {
-                a.args.get_fapl.fapl_id =
-                    check(api.f.H5Pcreate(api.g.p_file_access.id()), "H5Pcreate")?;
+                let fapl = check(api.f.H5Pcreate(api.g.p_file_access.id()), "H5Pcreate")?;
+                let (use_locking, ignore) = crate::access::of(&o.dom).locking;
+                check(
+                    api.f.H5Pset_file_locking(fapl, use_locking, ignore),
+                    "H5Pset_file_locking",
+                )?;
+                a.args.get_fapl.fapl_id = fapl;
             }
             sys::H5VL_file_get_t_H5VL_FILE_GET_FILENO => {
                 // One number per open domain: its address is stable while open.

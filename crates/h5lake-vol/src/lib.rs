@@ -12,6 +12,7 @@
 
 #![allow(clippy::missing_safety_doc)]
 
+pub mod access;
 pub mod api;
 pub mod attr;
 pub mod compat;

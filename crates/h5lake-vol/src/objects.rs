@@ -7,6 +7,7 @@ use std::sync::Arc;
 use h5lake_engine::{Domain, OpenMode};
 use serde_json::Value;
 
+use crate::access::ExtOpen;
 use crate::error::{Result, VolError};
 use crate::sys;
 
@@ -391,18 +392,18 @@ pub unsafe fn parent_and_name(
 /// Follows `path` from group `start` of `dom`, through soft links and
 /// external links (into other stores): the domain and id it names.
 pub fn resolve_in(dom: &Arc<Domain>, start: &str, path: &str) -> Result<(Arc<Domain>, String)> {
-    resolve_in_depth(dom, start, path, 0, None)
+    resolve_in_depth(dom, start, path, 0, ExtOpen::default())
 }
 
-/// [`resolve_in`] opening external stores with `ext_mode` (else with the
-/// linking store's intent).
+/// [`resolve_in`] opening external stores as `ext` asks (else as the
+/// linking store was opened).
 pub fn resolve_in_mode(
     dom: &Arc<Domain>,
     start: &str,
     path: &str,
-    ext_mode: Option<OpenMode>,
+    ext: ExtOpen,
 ) -> Result<(Arc<Domain>, String)> {
-    resolve_in_depth(dom, start, path, 0, ext_mode)
+    resolve_in_depth(dom, start, path, 0, ext)
 }
 
 fn resolve_in_depth(
@@ -410,7 +411,7 @@ fn resolve_in_depth(
     start: &str,
     path: &str,
     depth: u32,
-    ext_mode: Option<OpenMode>,
+    ext: ExtOpen,
 ) -> Result<(Arc<Domain>, String)> {
     if depth > 32 {
         return Err(VolError::NotFound(format!(
@@ -439,14 +440,15 @@ fn resolve_in_depth(
         };
         (d, cur) = match s("class").as_str() {
             "H5L_TYPE_EXTERNAL" => {
-                let ext = open_external(&d, &s("h5domain"), ext_mode)?;
-                let root = ext.root_id().to_string();
-                resolve_in_depth(&ext, &root, &s("h5path"), depth + 1, ext_mode)?
+                let target = open_external(&d, &s("h5domain"), ext)?;
+                let root = target.root_id().to_string();
+                resolve_in_depth(&target, &root, &s("h5path"), depth + 1, ext)?
             }
-            "H5L_TYPE_SOFT" => resolve_in_depth(&d, &cur, &s("h5path"), depth + 1, ext_mode)
-                .map_err(|_| {
+            "H5L_TYPE_SOFT" => {
+                resolve_in_depth(&d, &cur, &s("h5path"), depth + 1, ext).map_err(|_| {
                     VolError::NotFound(format!("soft link to {:?} dangles", s("h5path")))
-                })?,
+                })?
+            }
             _ => {
                 let id = link_target(&d, &cur, &link, depth)?;
                 (d, id)
@@ -461,7 +463,7 @@ fn resolve_in_depth(
 /// The store an external link names: a path relative to the directory of
 /// the store holding the link (as HDF5 resolves relative file names), an
 /// absolute path, or a URL.
-fn open_external(from: &Domain, file: &str, mode: Option<OpenMode>) -> Result<Arc<Domain>> {
+fn open_external(from: &Arc<Domain>, file: &str, ext: ExtOpen) -> Result<Arc<Domain>> {
     let target = if file.contains("://") || std::path::Path::new(file).is_absolute() {
         file.to_string()
     } else {
@@ -475,12 +477,14 @@ fn open_external(from: &Domain, file: &str, mode: Option<OpenMode>) -> Result<Ar
     } else {
         OpenMode::ReadWrite
     };
-    open_domain(&target, mode.unwrap_or(inherited)).map_err(|e| match e {
+    let dom = open_domain(&target, ext.mode.unwrap_or(inherited)).map_err(|e| match e {
         VolError::Engine(
             h5lake_engine::EngineError::NotFound(m) | h5lake_engine::EngineError::StoreNotFound(m),
         ) => VolError::NotFound(format!("external link target {target:?}: {m}")),
         e => e,
-    })
+    })?;
+    crate::access::record(&dom, ext.access_from(from));
+    Ok(dom)
 }
 
 /// The domain and id a location names, following external links for
@@ -495,7 +499,11 @@ pub unsafe fn locate_in(
     let l = &*loc;
     if l.type_ == sys::H5VL_loc_type_t_H5VL_OBJECT_BY_NAME {
         let by = &l.loc_data.loc_by_name;
-        return resolve_in_mode(&obj.dom, obj.id(), c_str(by.name)?, elink_mode(by.lapl_id));
+        let ext = match crate::api::h5() {
+            Ok(api) => ExtOpen::of_lapl(api, by.lapl_id),
+            Err(_) => ExtOpen::default(),
+        };
+        return resolve_in_mode(&obj.dom, obj.id(), c_str(by.name)?, ext);
     }
     Ok((obj.dom.clone(), locate(obj, loc)?))
 }
@@ -525,26 +533,4 @@ pub unsafe fn open_named(
         return Ok(Obj::boxed(dom, make(id), String::new()));
     }
     Ok(o.child(make(id), path))
-}
-
-/// The intent a link access property list asks external files to be
-/// opened with (`H5Pset_elink_acc_flags`); `None` to inherit the linking
-/// file's.
-pub fn elink_mode(lapl: sys::hid_t) -> Option<OpenMode> {
-    const ACC_RDWR: u32 = 0x0001;
-    const ACC_DEFAULT: u32 = 0xffff;
-    let api = crate::api::h5().ok()?;
-    if lapl <= 0 {
-        return None;
-    }
-    let mut flags = ACC_DEFAULT;
-    // SAFETY: the caller's property list.
-    if unsafe { api.f.H5Pget_elink_acc_flags(lapl, &mut flags) } < 0 || flags == ACC_DEFAULT {
-        return None;
-    }
-    Some(if flags & ACC_RDWR != 0 {
-        OpenMode::ReadWrite
-    } else {
-        OpenMode::Read
-    })
 }
