@@ -810,3 +810,84 @@ fn small_reads_of_big_unfiltered_chunks_read_only_their_bytes() {
     dom.read(&id, &sel, &mut out).unwrap();
     assert_eq!(from_bytes(&out), vec![-7; 6]);
 }
+
+#[test]
+fn small_writes_edit_local_chunks_in_place() {
+    // On a local store a small write into an unfiltered chunk edits the
+    // chunk file where it lies (same inode); a big one, or one into a
+    // filtered chunk, rewrites it (new inode). The values are the same.
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let dom = Domain::open_local(&dir.path().join("s.h5l"), OpenMode::Truncate).unwrap();
+    let plain = make_2d(&dom, [64, 128], [64, 128], json!([]));
+    let zipped = make_2d(
+        &dom,
+        [64, 128],
+        [64, 128],
+        json!([{"class": "H5Z_FILTER_DEFLATE", "id": 1, "level": 1}]),
+    );
+    // The chunk file (`0_0` in a directory named after the dataset's id),
+    // held open: it keeps its name while it is edited in place, and loses it
+    // when it is replaced (inode numbers cannot tell: they are recycled).
+    let held = |id: &str| {
+        let tail = &id[id.len() - 12..];
+        let mut stack = vec![dir.path().to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.ends_with("0_0") && p.to_string_lossy().contains(tail) {
+                    return std::fs::File::open(&p).unwrap();
+                }
+            }
+        }
+        panic!("no chunk file for {id}")
+    };
+    let mut model: Vec<i32> = (0..64 * 128).collect();
+    for id in [&plain, &zipped] {
+        dom.write(id, &slices(&[(0, 64, 1), (0, 128, 1)]), &to_bytes(&model))
+            .unwrap();
+    }
+    let block: Vec<i32> = (0..20).map(|v| -100 - v).collect();
+    let points = Selection::Points {
+        rank: 2,
+        coords: vec![63, 127, 0, 0, 31, 64],
+    };
+    for (id, in_place) in [(&plain, true), (&zipped, false)] {
+        let before = held(id);
+        dom.write(id, &slices(&[(10, 4, 1), (7, 5, 2)]), &to_bytes(&block))
+            .unwrap();
+        dom.write(id, &points, &to_bytes(&[1, 2, 3])).unwrap();
+        let kept = before.metadata().unwrap().nlink() == 1;
+        assert_eq!(kept, in_place, "small writes of {id}");
+        let mut want = model.clone();
+        for (k, v) in block.iter().enumerate() {
+            want[(10 + k / 5) * 128 + 7 + 2 * (k % 5)] = *v;
+        }
+        for (p, v) in [(63 * 128 + 127, 1), (0, 2), (31 * 128 + 64, 3)] {
+            want[p] = v;
+        }
+        let mut out = vec![0u8; 64 * 128 * 4];
+        dom.read(id, &slices(&[(0, 64, 1), (0, 128, 1)]), &mut out)
+            .unwrap();
+        assert_eq!(from_bytes(&out), want, "values of {id} after small writes");
+        // 40 of 64 rows: more than a quarter of the chunk is rewritten whole.
+        let before = held(id);
+        dom.write(
+            id,
+            &slices(&[(0, 40, 1), (0, 128, 1)]),
+            &to_bytes(&model[..40 * 128]),
+        )
+        .unwrap();
+        assert_eq!(before.metadata().unwrap().nlink(), 0, "a big write of {id}");
+    }
+    // Only the point at row 63 outlives the big write.
+    model[63 * 128 + 127] = 1;
+    for id in [&plain, &zipped] {
+        let mut out = vec![0u8; 64 * 128 * 4];
+        dom.read(id, &slices(&[(0, 64, 1), (0, 128, 1)]), &mut out)
+            .unwrap();
+        assert_eq!(from_bytes(&out), model, "values of {id}");
+    }
+}

@@ -8,7 +8,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use h5lake_engine::{ids, Domain, DomainOptions, OpenMode};
-use h5lake_store::PutOutcome;
+use h5lake_store::{PutOutcome, Version};
 use serde_json::{json, Map, Value};
 
 use crate::auth::{self, acl_check, Action};
@@ -28,11 +28,47 @@ pub(crate) fn parse_doc(bytes: &[u8], what: &str) -> Result<Value> {
 /// The domain or folder document, 404 if there is none.
 pub(crate) fn domain_doc(app: &App, domain: &str) -> Result<Value> {
     let key = domain_key(domain);
-    let bytes = app
-        .store
-        .get(&key)?
-        .ok_or_else(|| ServerError::NotFound(format!("domain {domain} not found")))?;
-    parse_doc(&bytes, &key)
+    let missing = || ServerError::NotFound(format!("domain {domain} not found"));
+    if app.store.prefers_batching() {
+        // A remote store answers a version check no faster than the read.
+        let bytes = app.store.get(&key)?.ok_or_else(missing)?;
+        return parse_doc(&bytes, &key);
+    }
+    let version = app.store.version(&key)?.ok_or_else(missing)?;
+    if let Some(doc) = app.domain_docs.get(&key, &version) {
+        return Ok(doc);
+    }
+    let read = app.store.get_versioned(&key)?.ok_or_else(missing)?;
+    let doc = parse_doc(&read.data, &key)?;
+    app.domain_docs.put(key, read.version, doc.clone());
+    Ok(doc)
+}
+
+/// Domain and folder documents read by earlier requests, by key, with the
+/// version each was read at. Every request needs its domain's document (for
+/// the root id and the ACLs); on a local store a `stat` tells whether the
+/// copy here is still current, saving the open and read of the file.
+#[derive(Default)]
+pub(crate) struct DomainDocs(std::sync::Mutex<HashMap<String, (Version, Value)>>);
+
+impl DomainDocs {
+    /// Most documents kept; past it the cache starts over.
+    const SLOTS: usize = 1024;
+
+    fn get(&self, key: &str, version: &Version) -> Option<Value> {
+        let map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(key)
+            .filter(|(v, _)| v == version)
+            .map(|(_, doc)| doc.clone())
+    }
+
+    fn put(&self, key: String, version: Version, doc: Value) {
+        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= Self::SLOTS && !map.contains_key(&key) {
+            map.clear();
+        }
+        map.insert(key, (version, doc));
+    }
 }
 
 /// Domains opened by earlier requests, by path, reused while the path still

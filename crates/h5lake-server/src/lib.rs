@@ -84,6 +84,8 @@ pub(crate) struct App {
     pub started: f64,
     /// Domains opened by earlier requests (see [`domains::open_domain`]).
     pub domains: domains::OpenDomains,
+    /// Domain and folder documents read by earlier requests.
+    pub domain_docs: domains::DomainDocs,
     /// Buffers of binary value answers, reused.
     pub slabs: Arc<pool::SlabPool>,
 }
@@ -138,6 +140,7 @@ impl Server {
             users,
             started: h5lake_engine::domain::now(),
             domains: Default::default(),
+            domain_docs: Default::default(),
             slabs,
         });
         Ok(Server { listener, app })

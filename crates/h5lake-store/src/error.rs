@@ -12,6 +12,9 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+    /// A [`crate::WritableStore::patch`] edit reaches beyond the object.
+    #[error("invalid patch of {key:?}: {reason}")]
+    InvalidPatch { key: String, reason: String },
     #[error("store not found: {0}")]
     NotFound(String),
     #[error("permission denied: {0}")]

@@ -18,6 +18,10 @@
 //! - `put_if_version` replaces the value only if its current version is the one
 //!   the caller read; racing read-modify-write cycles therefore never lose an
 //!   update — the loser sees `Conflict` and retries.
+//! - `patch`, where a backend offers it (local directories, memory), edits an
+//!   object in place in order with every other write of it: no update lost,
+//!   and each call's edits land all together (after a crash: when the store
+//!   next writes there). Readers may see an edit in flight, as in a file.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -209,6 +213,27 @@ pub trait WritableStore: Send + Sync {
     /// I/O trouble; an invalid key.
     fn put_if_version(&self, key: &str, data: &[u8], expected: &Version) -> Result<PutOutcome>;
 
+    /// Overwrite byte ranges `(offset, bytes)` of an existing object of
+    /// exactly `len` bytes where it lies, without rewriting the rest: the
+    /// cheap form of a small edit to a big object. Ordered against every
+    /// other write of the key, so no update is lost; the edits of one call
+    /// land together or (after a crash) are finished later, never half.
+    /// A reader that is not a writer may see part of an edit in flight, as
+    /// it would in a file being written.
+    ///
+    /// `Ok(None)` when nothing was written because the store cannot patch
+    /// (the default: object stores replace whole objects), the key is
+    /// absent, or the object is not `len` bytes long; the caller then
+    /// rewrites the object itself. `Ok(Some(v))`: the object's new version.
+    ///
+    /// # Errors
+    /// I/O trouble; an invalid key; an edit beyond `len`.
+    fn patch(&self, key: &str, len: u64, edits: &[(u64, &[u8])]) -> Result<Option<Version>> {
+        validate_key(key)?;
+        check_patch(key, len, edits)?;
+        Ok(None)
+    }
+
     /// Remove the object; removing a missing key is not an error.
     ///
     /// # Errors
@@ -324,6 +349,28 @@ pub fn validate_key(key: &str) -> Result<()> {
         }
         if seg.contains('\0') {
             return bad("NUL byte");
+        }
+    }
+    Ok(())
+}
+
+/// Checks that `edits` stay inside an object of `len` bytes.
+///
+/// # Errors
+/// [`StoreError::InvalidPatch`] naming the first edit that does not.
+pub fn check_patch(key: &str, len: u64, edits: &[(u64, &[u8])]) -> Result<()> {
+    for (offset, bytes) in edits {
+        if offset
+            .checked_add(bytes.len() as u64)
+            .is_none_or(|end| end > len)
+        {
+            return Err(StoreError::InvalidPatch {
+                key: key.to_string(),
+                reason: format!(
+                    "{} bytes at offset {offset} reach beyond the object's {len} bytes",
+                    bytes.len()
+                ),
+            });
         }
     }
     Ok(())

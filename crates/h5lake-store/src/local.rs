@@ -38,6 +38,18 @@
 //!   that surfaces as `ENOENT` and the writer simply retries. Once the temp file
 //!   exists it pins the directory (a non-empty directory cannot be removed).
 //!
+//! * **Small edits in place.** Rewriting a whole 1 MiB chunk file to change
+//!   a 16x16 block of it is most of the cost of a small write. `patch`
+//!   instead writes the changed byte ranges into the file where it lies,
+//!   holding the directory lock like every other replace, so it is ordered
+//!   against them and loses nothing. For atomicity it first writes the edits
+//!   to the directory's journal and removes the journal when done; a crashed
+//!   patch is finished by the next holder of the lock (see `journal`). What
+//!   it gives up: a reader that does not take the lock may see a patch in
+//!   flight (part of the edited elements new), as it would in a file being
+//!   written. Files with a second name (hard links) or reached through a
+//!   symlink are never patched: they are replaced as before.
+//!
 //! Limitations: a key cannot be both an object and a "directory" (`a` and
 //! `a/b`), which S3 would allow; HSDS's layout never needs it. Versions rely on
 //! nanosecond mtimes (ext4, xfs, btrfs, tmpfs); on coarser filesystems an
@@ -53,9 +65,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use rand::Rng;
 
+mod journal;
+
 use crate::{
-    validate_key, validate_prefix, ListableStore, PutOutcome, ReadableStore, Result, Store,
-    StoreError, Version, Versioned, WritableStore,
+    check_patch, validate_key, validate_prefix, ListableStore, PutOutcome, ReadableStore, Result,
+    Store, StoreError, Version, Versioned, WritableStore,
 };
 
 const TMP_PREFIX: &str = ".h5lake-tmp-";
@@ -170,7 +184,12 @@ impl LocalStore {
                 let name = entry.file_name();
                 if ft.is_dir() {
                     stack.push(entry.path());
-                } else if name.to_str().is_some_and(is_temp_name) {
+                } else if name
+                    .to_str()
+                    .is_some_and(|n| is_temp_name(n) && n != journal::JOURNAL_NAME)
+                {
+                    // (A patch journal is not litter: the next writer in its
+                    // directory finishes the patch it holds.)
                     let path = entry.path();
                     // Age by ctime: writers stamp temp files with an mtime
                     // up to a second in the future (see `unique_mtime`).
@@ -359,9 +378,41 @@ impl LocalStore {
         }
     }
 
+    /// Lock `dir` (`None` if it does not exist) and finish the patch a
+    /// crashed writer left there, so that every lock holder starts from
+    /// whole edits.
+    fn lock_dir(&self, dir: &Path) -> Result<Option<DirLock>> {
+        let Some(lock) = DirLock::acquire_existing(dir)? else {
+            return Ok(None);
+        };
+        if let Some(raw) = journal::read_leftover(dir).map_err(|e| io_err(dir, e))? {
+            if let Some(j) = journal::decode(&raw) {
+                let target = dir.join(&j.name);
+                let file = journal::open_target(&target, j.len).map_err(|e| io_err(&target, e))?;
+                if let Some((file, _)) = file.filter(|(_, m)| m.ino() == j.ino) {
+                    self.finish_edits(&file, &j.edits)
+                        .map_err(|e| io_err(&target, e))?;
+                }
+            }
+            journal::remove(dir).map_err(|e| io_err(dir, e))?;
+            self.sync_dir(&lock)?;
+        }
+        Ok(Some(lock))
+    }
+
+    /// Writes `edits` into `file` and gives it a new version.
+    fn finish_edits<B: AsRef<[u8]>>(&self, file: &File, edits: &[(u64, B)]) -> io::Result<Version> {
+        journal::apply(file, edits)?;
+        file.set_modified(unique_mtime())?;
+        if self.options.sync {
+            file.sync_data()?;
+        }
+        Ok(version_of(&file.metadata()?))
+    }
+
     /// Delete `names` (files directly in `dir`) under one hold of `dir`'s lock.
     fn delete_in_dir(&self, dir: &Path, names: &[String]) -> Result<()> {
-        let Some(lock) = DirLock::acquire_existing(dir)? else {
+        let Some(lock) = self.lock_dir(dir)? else {
             return Ok(());
         };
         for name in names {
@@ -559,7 +610,7 @@ impl ReadableStore for LocalStore {
 impl WritableStore for LocalStore {
     fn put(&self, key: &str, data: &[u8]) -> Result<Version> {
         let outcome = self.write_with(key, data, |dir, tmp, target, version| {
-            let Some(lock) = DirLock::acquire_existing(dir)? else {
+            let Some(lock) = self.lock_dir(dir)? else {
                 return Ok(None);
             };
             self.rename_over(&lock, tmp, target, version)
@@ -597,7 +648,7 @@ impl WritableStore for LocalStore {
             return Ok(PutOutcome::Conflict);
         }
         self.write_with(key, data, |dir, tmp, target, version| {
-            let Some(lock) = DirLock::acquire_existing(dir)? else {
+            let Some(lock) = self.lock_dir(dir)? else {
                 // The directory is gone, so is the key.
                 return Ok(Some(PutOutcome::Conflict));
             };
@@ -606,6 +657,37 @@ impl WritableStore for LocalStore {
             }
             self.rename_over(&lock, tmp, target, version)
         })
+    }
+
+    fn patch(&self, key: &str, len: u64, edits: &[(u64, &[u8])]) -> Result<Option<Version>> {
+        Self::check_key(key)?;
+        check_patch(key, len, edits)?;
+        let dir = self.dir_of(key);
+        let target = self.path_of(key);
+        let Some(lock) = self.lock_dir(&dir)? else {
+            return Ok(None);
+        };
+        let Some((file, meta)) =
+            journal::open_target(&target, len).map_err(|e| io_err(&target, e))?
+        else {
+            return Ok(None);
+        };
+        let ino = meta.ino();
+        let name = key.rsplit('/').next().unwrap_or(key);
+        journal::write(
+            &dir,
+            &journal::encode(name, ino, len, edits),
+            self.options.sync,
+        )
+        .map_err(|e| io_err(&dir, e))?;
+        // On failure the journal stays: the next lock holder finishes the
+        // edits (a failed write may or may not have happened, as always).
+        let version = self
+            .finish_edits(&file, edits)
+            .map_err(|e| io_err(&target, e))?;
+        journal::remove(&dir).map_err(|e| io_err(&dir, e))?;
+        self.sync_dir(&lock)?;
+        Ok(Some(version))
     }
 
     fn delete(&self, key: &str) -> Result<()> {
@@ -986,6 +1068,57 @@ mod tests {
         let e = link_no_replace(&b, &target).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::AlreadyExists);
         assert_eq!(fs::read(&target).unwrap(), b"first");
+    }
+
+    /// A patch whose writer died after its journal but mid-edits is
+    /// finished by the next writer in the directory; a journal cut short
+    /// (the writer died writing it) is dropped and the file left alone.
+    #[test]
+    fn crashed_patch_is_finished_by_the_next_writer() {
+        let root = tempfile::tempdir().unwrap();
+        let s = LocalStore::new(root.path()).unwrap();
+        s.put("d/c", b"0123456789").unwrap();
+        let dir = root.path().join("d");
+        let (file, meta) = journal::open_target(&dir.join("c"), 10).unwrap().unwrap();
+        let ino = meta.ino();
+        let edits: [(u64, &[u8]); 2] = [(0, b"AB"), (8, b"YZ")];
+        journal::write(&dir, &journal::encode("c", ino, 10, &edits), false).unwrap();
+        journal::apply(&file, &edits[..1]).unwrap();
+        assert_eq!(s.get("d/c").unwrap().unwrap().as_ref(), b"AB23456789");
+        s.put("d/other", b"x").unwrap();
+        assert_eq!(s.get("d/c").unwrap().unwrap().as_ref(), b"AB234567YZ");
+        assert!(!dir.join(journal::JOURNAL_NAME).exists());
+
+        let raw = journal::encode("c", ino, 10, &[(4, b"!!".as_slice())]);
+        journal::write(&dir, &raw[..raw.len() - 3], false).unwrap();
+        s.delete("d/other").unwrap();
+        assert_eq!(s.get("d/c").unwrap().unwrap().as_ref(), b"AB234567YZ");
+        assert!(!dir.join(journal::JOURNAL_NAME).exists());
+        // Stale-temp sweeps leave a journal to the writer who finishes it.
+        journal::write(&dir, &raw, false).unwrap();
+        assert_eq!(s.remove_stale_temp_files(Duration::ZERO).unwrap(), 0);
+        assert_eq!(s.list_prefix("d/").unwrap(), vec!["d/c"]);
+    }
+
+    /// A file with a second name, or a symlink, is replaced, not edited.
+    #[test]
+    fn linked_files_are_not_patched() {
+        let root = tempfile::tempdir().unwrap();
+        let s = LocalStore::new(root.path()).unwrap();
+        s.put("d/c", b"0123456789").unwrap();
+        let outside = root.path().join("outside");
+        fs::hard_link(root.path().join("d/c"), &outside).unwrap();
+        assert_eq!(s.patch("d/c", 10, &[(0, b"X".as_slice())]).unwrap(), None);
+        fs::remove_file(&outside).unwrap();
+        fs::write(&outside, b"abcdefghij").unwrap();
+        std::os::unix::fs::symlink(&outside, root.path().join("d/l")).unwrap();
+        assert_eq!(s.patch("d/l", 10, &[(0, b"X".as_slice())]).unwrap(), None);
+        assert_eq!(fs::read(&outside).unwrap(), b"abcdefghij");
+        assert!(s
+            .patch("d/c", 10, &[(0, b"X".as_slice())])
+            .unwrap()
+            .is_some());
+        assert_eq!(s.get("d/c").unwrap().unwrap().as_ref(), b"X123456789");
     }
 
     #[test]

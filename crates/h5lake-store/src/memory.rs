@@ -13,8 +13,8 @@ use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use bytes::Bytes;
 
 use crate::{
-    validate_key, validate_prefix, ListableStore, PutOutcome, ReadableStore, Result, Store,
-    StoreError, Version, Versioned, WritableStore,
+    check_patch, validate_key, validate_prefix, ListableStore, PutOutcome, ReadableStore, Result,
+    Store, StoreError, Version, Versioned, WritableStore,
 };
 
 static NEXT_VERSION: AtomicU64 = AtomicU64::new(1);
@@ -129,6 +129,25 @@ impl WritableStore for MemoryStore {
             }
             _ => Ok(PutOutcome::Conflict),
         }
+    }
+
+    fn patch(&self, key: &str, len: u64, edits: &[(u64, &[u8])]) -> Result<Option<Version>> {
+        validate_key(key)?;
+        check_patch(key, len, edits)?;
+        let mut map = self.write();
+        let Some(slot) = map.get_mut(key).filter(|slot| slot.0.len() as u64 == len) else {
+            return Ok(None);
+        };
+        let mut data = std::mem::take(&mut slot.0)
+            .try_into_mut()
+            .map_or_else(|b| b.to_vec(), Vec::from);
+        for (offset, bytes) in edits {
+            let at = *offset as usize;
+            data[at..at + bytes.len()].copy_from_slice(bytes);
+        }
+        let v = next_version();
+        *slot = (Bytes::from(data), v);
+        Ok(Some(version_tag(v)))
     }
 
     fn delete(&self, key: &str) -> Result<()> {
