@@ -306,6 +306,33 @@ def test_closing_a_file_closes_its_objects(plugin_dir, tmp_path):
     assert native["after_close"] == [False, False, False, False]
 
 
+COMMITTED_TYPES = """
+with h5py.File(p, "w") as f:
+    f["t"] = np.dtype([("x", "<i4"), ("y", "<f8")])
+    d = f.create_dataset("d", shape=(3,), dtype=f["t"])
+    f.attrs.create("a", (1, 2.5), dtype=f["t"])
+    f.create_dataset("plain", shape=(2,), dtype=np.dtype([("x", "<i4"), ("y", "<f8")]))
+with h5py.File(p, "r") as f:
+    for name, tid in [("d", f["d"].id.get_type()), ("a", h5py.h5a.open(f.id, b"a").get_type()),
+                      ("plain", f["plain"].id.get_type())]:
+        out[name] = [tid.committed(), tid == f["t"].id, str(tid.dtype)]
+"""
+
+
+def test_types_taken_from_committed_types_stay_committed(plugin_dir, tmp_path):
+    """A dataset or attribute made with a committed type reports that type
+    back as committed, as HDF5 does; the store records it HSDS's way, the
+    committed type's id inside the type."""
+    native = run_h5py(COMMITTED_TYPES, str(tmp_path / "native.h5"))
+    lake = run_h5py(COMMITTED_TYPES, str(tmp_path / "lake.h5l"), plugin_dir)
+    assert lake == native
+    assert native["d"][:2] == [True, True] and native["plain"][0] is False
+    import h5lake
+    with h5lake.File(tmp_path / "lake.h5l", "r") as f:
+        doc = json.loads(f._fs.raw.get_doc(f["d"].id.uuid))
+        assert doc["type"]["id"] == f["t"].id.uuid
+
+
 CHUNK_QUERIES = """
 with h5py.File(p, "w") as f:
     d = f.create_dataset("d", shape=(40, 30), chunks=(10, 10), dtype="i4")

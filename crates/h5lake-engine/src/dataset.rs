@@ -37,6 +37,9 @@ const HIDDEN_CHUNK_BYTES: u64 = 2 << 20;
 pub struct DatasetMeta {
     pub id: String,
     pub dtype: Datatype,
+    /// The committed datatype (`t-…`) the type was taken from, which HSDS
+    /// records as the `id` inside the dataset's type.
+    pub committed_type: Option<String>,
     pub shape: Shape,
     /// Current extent (a scalar is `[1]`).
     pub dims: Vec<u64>,
@@ -71,6 +74,11 @@ impl DatasetMeta {
             .get("type")
             .ok_or_else(|| EngineError::WrongType(format!("object {id} is not a dataset")))?;
         let dtype = Datatype::from_json(t)?;
+        let committed_type = t
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|s| s.starts_with("t-"))
+            .map(str::to_string);
         let shape = Shape::from_json(
             doc.get("shape")
                 .ok_or_else(|| EngineError::Corrupt(format!("{id}: no shape")))?,
@@ -133,6 +141,7 @@ impl DatasetMeta {
         Ok(DatasetMeta {
             id: id.to_string(),
             dtype,
+            committed_type,
             shape,
             dims,
             chunk,

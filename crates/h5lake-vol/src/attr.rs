@@ -114,7 +114,8 @@ pub unsafe extern "C" fn create(
             }
             _ => Value::Null,
         };
-        let doc = json!({"type": dt.to_json(), "shape": shape, "value": value});
+        let ty = crate::datatype::type_json(api, o, type_id, &dt);
+        let doc = json!({"type": ty, "shape": shape, "value": value});
         o.dom
             .attr_create(&owner, name, doc, false)
             .map_err(|e| match e {
@@ -338,6 +339,14 @@ pub unsafe extern "C" fn get(
                     .dom
                     .attr_get(owner, name)
                     .map_err(|e| not_found(e, name))?;
+                let t = &doc["type"];
+                let committed = t.as_str().or_else(|| t["id"].as_str());
+                let committed = committed.filter(|tid| tid.starts_with("t-"));
+                if let Some(hid) = committed.and_then(|tid| crate::datatype::open_committed(o, tid))
+                {
+                    a.args.get_type.type_id = hid;
+                    return Ok(0);
+                }
                 let t = to_hdf5(api, &attr_type(&o.dom, &doc)?)?;
                 a.args.get_type.type_id = t.0;
                 std::mem::forget(t);

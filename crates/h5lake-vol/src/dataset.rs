@@ -262,7 +262,7 @@ pub unsafe extern "C" fn create(
         let dt = from_hdf5(api, type_id)?;
         let create = || -> Result<String> {
             Ok(o.dom.create_dataset(
-                dt.to_json(),
+                crate::datatype::type_json(api, o, type_id, &dt),
                 space_json(api, space_id)?,
                 dcpl_json(api, dcpl, type_id, &dt)?,
             )?)
@@ -522,6 +522,12 @@ pub unsafe extern "C" fn get(
                 a.args.get_space.space_id = space_of(api, &m.shape)?
             }
             sys::H5VL_dataset_get_t_H5VL_DATASET_GET_TYPE => {
+                let committed = m.committed_type.as_deref();
+                if let Some(hid) = committed.and_then(|tid| crate::datatype::open_committed(o, tid))
+                {
+                    a.args.get_type.type_id = hid;
+                    return Ok(0);
+                }
                 let t = to_hdf5(api, &m.dtype)?;
                 a.args.get_type.type_id = t.0;
                 std::mem::forget(t);

@@ -6,9 +6,9 @@ use std::ffi::{c_char, c_void};
 use std::ptr::null_mut;
 
 use h5lake_types::Datatype;
-use serde_json::json;
+use serde_json::{json, Value};
 
-use crate::api::h5;
+use crate::api::{h5, Api};
 use crate::dataset::{ensure_free, parent_for_create};
 use crate::error::{check, guard, VolError};
 use crate::objects::{c_str, locate, Kind, Obj};
@@ -56,6 +56,45 @@ pub unsafe extern "C" fn open(
         let o = Obj::from_ptr(obj)?;
         crate::objects::open_named(o, loc, name, "t-", "datatype", Kind::Datatype)
     })
+}
+
+/// The JSON of `dt`, the description of HDF5 type `type_id`, to be stored
+/// with an object of `o`'s store: when `type_id` is a datatype committed in
+/// that store, its id goes inside, as HSDS records a type taken from a
+/// committed one, so that the object reports the committed type back.
+///
+/// # Safety
+/// `type_id` is a valid datatype id.
+pub unsafe fn type_json(api: &Api, o: &Obj, type_id: hid_t, dt: &Datatype) -> Value {
+    let mut json = dt.to_json();
+    if api.f.H5Tcommitted(type_id) <= 0 {
+        return json;
+    }
+    let ours = api.f.H5VLget_connector_id_by_name(c"h5lake".as_ptr());
+    if ours < 0 {
+        return json;
+    }
+    if let Some(t) = crate::objects::own_object(api, type_id, ours) {
+        if let Kind::Datatype(id) = &t.kind {
+            if t.dom.location() == o.dom.location() {
+                json["id"] = json!(id);
+            }
+        }
+    }
+    api.f.H5VLclose(ours);
+    json
+}
+
+/// An id for HDF5 of the committed datatype `tid` of `o`'s store, as
+/// `H5Dget_type` and `H5Aget_type` return for objects made with one;
+/// `None` if that type is gone (deleted since), and the caller describes
+/// the type itself.
+pub fn open_committed(o: &Obj, tid: &str) -> Option<hid_t> {
+    o.dom.get_doc(tid).ok()?;
+    let id = crate::objects::register_id(o, tid, "").ok()?;
+    let hid = id.0;
+    std::mem::forget(id); // the caller's to close
+    Some(hid)
 }
 
 /// The stored type of a committed-datatype object.

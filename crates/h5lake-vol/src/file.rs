@@ -197,18 +197,8 @@ unsafe extern "C" fn visit_id(id: hid_t, udata: *mut c_void) -> sys::herr_t {
     if f.H5Iget_type(id) == sys::H5I_type_t_H5I_DATATYPE && f.H5Tcommitted(id) <= 0 {
         return 0;
     }
-    let cid = f.H5VLget_connector_id(id);
-    if cid < 0 {
-        return 0;
-    }
-    let mut cmp = 1;
-    let same_connector = f.H5VLcmp_connector_cls(&mut cmp, cid, found.ours) >= 0 && cmp == 0;
-    f.H5VLclose(cid);
-    if !same_connector {
+    let Some(obj) = crate::objects::own_object(api, id, found.ours) else {
         return 0; // another connector's object (a native file's, say)
-    }
-    let Ok(obj) = Obj::from_ptr(f.H5VLobject(id)) else {
-        return 0;
     };
     let mine = if found.local {
         std::sync::Arc::ptr_eq(&obj.dom, &found.file.dom)

@@ -280,6 +280,31 @@ pub unsafe fn copy_name(name: &str, buf: *mut std::ffi::c_char, size: usize, len
     }
 }
 
+/// The connector object behind HDF5 id `id` if this connector (`ours`, its
+/// connector id) made it; another connector's objects, a native file's say,
+/// are not ours to look into.
+///
+/// # Safety
+/// `id` is a valid id of a VOL-managed object.
+pub unsafe fn own_object<'a>(
+    api: &crate::api::Api,
+    id: sys::hid_t,
+    ours: sys::hid_t,
+) -> Option<&'a Obj> {
+    let f = &api.f;
+    let cid = f.H5VLget_connector_id(id);
+    if cid < 0 {
+        return None;
+    }
+    let mut cmp = 1;
+    let same_connector = f.H5VLcmp_connector_cls(&mut cmp, cid, ours) >= 0 && cmp == 0;
+    f.H5VLclose(cid);
+    if !same_connector {
+        return None;
+    }
+    Obj::from_ptr(f.H5VLobject(id)).ok()
+}
+
 /// An HDF5 id for one of the connector's objects, valid while this value
 /// lives (iteration callbacks get one for the object iterated over).
 pub struct RegisteredId(pub sys::hid_t);
