@@ -402,7 +402,12 @@ def test_unsupported_calls_fail_with_an_hdf5_error(plugin_dir, tmp_path):
             d = f.create_dataset("d", data=np.arange(4))
             def swmr():
                 f.swmr_mode = True
-            for what, call in [("swmr", swmr),
+            def custom_float():
+                t = h5py.h5t.IEEE_F16LE.copy()
+                t.set_fields(14, 9, 5, 0, 9)
+                t.set_ebias(53)
+                h5py.h5d.create(f.id, b"cf", t, h5py.h5s.create_simple((2,)))
+            for what, call in [("swmr", swmr), ("custom float", custom_float),
                                ("regionref", lambda: d.regionref[1:2]),
                                ("bitfield", lambda: h5py.h5d.create(
                                    f.id, b"bf", h5py.h5t.STD_B8LE, h5py.h5s.create_simple((2,))))]:
@@ -413,10 +418,12 @@ def test_unsupported_calls_fail_with_an_hdf5_error(plugin_dir, tmp_path):
                     out[what] = [type(e).__name__, str(e)]
             out["after"] = d[...].tolist()
     """, str(tmp_path / "u.h5l"), plugin_dir)
-    for what in ("swmr", "regionref", "bitfield"):
+    for what in ("swmr", "regionref", "bitfield", "custom float"):
         assert got[what] != "no error", what
     # the connector names what it does not support
     assert "bitfield datatypes is not supported" in got["bitfield"][1]
+    # a float it cannot store faithfully is refused, not stored as another
+    assert "laid out other than IEEE 754" in got["custom float"][1]
     assert got["after"] == [0, 1, 2, 3]
 
 

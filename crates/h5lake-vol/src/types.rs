@@ -47,13 +47,25 @@ pub fn from_hdf5(api: &Api, t: hid_t) -> Result<Datatype> {
                 signed: f.H5Tget_sign(t) != sys::H5T_sign_t_H5T_SGN_NONE,
                 order: order(),
             },
-            sys::H5T_class_t_H5T_FLOAT => match size {
-                2 | 4 | 8 => Datatype::Float {
-                    size,
-                    order: order(),
-                },
-                _ => return Err(bad(format!("{size}-byte floats"))),
-            },
+            sys::H5T_class_t_H5T_FLOAT => {
+                let dt = match size {
+                    2 | 4 | 8 => Datatype::Float {
+                        size,
+                        order: order(),
+                    },
+                    _ => return Err(bad(format!("{size}-byte floats"))),
+                };
+                // Stores keep IEEE binary16/32/64 only: a float laid out
+                // otherwise (other exponent or mantissa bits, bias,
+                // padding) would read back as different numbers.
+                let ieee = to_hdf5(api, &dt)?;
+                if check(f.H5Tequal(t, ieee.0), "H5Tequal")? <= 0 {
+                    return Err(bad(format!(
+                        "{size}-byte floats laid out other than IEEE 754 (custom exponent, mantissa, bias or padding)"
+                    )));
+                }
+                dt
+            }
             sys::H5T_class_t_H5T_STRING => {
                 let charset = if f.H5Tget_cset(t) == sys::H5T_cset_t_H5T_CSET_UTF8 {
                     CharSet::Utf8
