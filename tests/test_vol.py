@@ -333,6 +333,30 @@ def test_types_taken_from_committed_types_stay_committed(plugin_dir, tmp_path):
         assert doc["type"]["id"] == f["t"].id.uuid
 
 
+OBJECT_SETTINGS = """
+with h5py.File(p, "w") as f:
+    f.create_group("plain")
+    f.create_group("caf\u00e9")
+    d = f.create_dataset("d", shape=(10, 20), chunks=(5, 4), dtype="i4",
+                         rdcc_nbytes=2 << 20, rdcc_w0=0.2, rdcc_nslots=997)
+    out["created"] = list(d.id.get_access_plist().get_chunk_cache())
+with h5py.File(p, "r") as f:
+    out["cset"] = [f.id.links.get_info(n.encode()).cset for n in ("plain", "caf\u00e9")]
+    d = f.require_dataset("d", shape=(10, 20), dtype="i4",
+                          rdcc_nbytes=3 << 20, rdcc_w0=0.67, rdcc_nslots=709)
+    out["opened"] = list(d.id.get_access_plist().get_chunk_cache())
+"""
+
+
+def test_link_names_and_dataset_access_settings_read_back(plugin_dir, tmp_path):
+    """Link names report the character set HDF5 gives them (ASCII for plain
+    names); datasets report the chunk cache settings they were opened with."""
+    native = run_h5py(OBJECT_SETTINGS, str(tmp_path / "native.h5"))
+    lake = run_h5py(OBJECT_SETTINGS, str(tmp_path / "lake.h5l"), plugin_dir)
+    assert lake == native
+    assert native["cset"] == [0, 1] and native["opened"] == [709, 3 << 20, 0.67]
+
+
 CHUNK_QUERIES = """
 with h5py.File(p, "w") as f:
     d = f.create_dataset("d", shape=(40, 30), chunks=(10, 10), dtype="i4")

@@ -252,7 +252,7 @@ pub unsafe extern "C" fn create(
     type_id: hid_t,
     space_id: hid_t,
     dcpl: hid_t,
-    _dapl: hid_t,
+    dapl: hid_t,
     _dxpl: hid_t,
     _req: *mut *mut c_void,
 ) -> *mut c_void {
@@ -269,7 +269,7 @@ pub unsafe extern "C" fn create(
         };
         if name.is_null() {
             // H5Dcreate_anon: linked later (H5Olink / H5Lcreate_hard), if at all.
-            return Ok(o.child(Kind::Dataset(create()?), ""));
+            return with_access(api, o.child(Kind::Dataset(create()?), ""), dapl);
         }
         let start = locate(o, loc)?;
         let (parent, last) = parent_for_create(api, o, &start, c_str(name)?, lcpl)?;
@@ -277,21 +277,41 @@ pub unsafe extern "C" fn create(
         let id = create()?;
         o.dom
             .link_create(&parent, &last, json!({"class": "H5L_TYPE_HARD", "id": id}))?;
-        Ok(o.child(Kind::Dataset(id), c_str(name)?))
+        with_access(api, o.child(Kind::Dataset(id), c_str(name)?), dapl)
     })
+}
+
+/// Keeps with a dataset just opened what its access list `dapl` says
+/// (see [`Obj::chunk_cache`]).
+unsafe fn with_access(api: &Api, obj: *mut c_void, dapl: hid_t) -> Result<*mut c_void> {
+    let (mut slots, mut bytes, mut w0) = (0usize, 0usize, 0f64);
+    if api
+        .f
+        .H5Pget_chunk_cache(dapl, &mut slots, &mut bytes, &mut w0)
+        < 0
+    {
+        Obj::free(obj);
+        return Err(VolError::Hdf5("H5Pget_chunk_cache failed".into()));
+    }
+    Obj::from_ptr(obj)?
+        .chunk_cache
+        .set(Some((slots, bytes, w0)));
+    Ok(obj)
 }
 
 pub unsafe extern "C" fn open(
     obj: *mut c_void,
     loc: *const sys::H5VL_loc_params_t,
     name: *const c_char,
-    _dapl: hid_t,
+    dapl: hid_t,
     _dxpl: hid_t,
     _req: *mut *mut c_void,
 ) -> *mut c_void {
     guard("dataset open", null_mut(), || {
+        let api = h5().map_err(VolError::Library)?;
         let o = Obj::from_ptr(obj)?;
-        crate::objects::open_named(o, loc, name, "d-", "dataset", Kind::Dataset)
+        let opened = crate::objects::open_named(o, loc, name, "d-", "dataset", Kind::Dataset)?;
+        with_access(api, opened, dapl)
     })
 }
 
@@ -536,8 +556,14 @@ pub unsafe extern "C" fn get(
                 a.args.get_dcpl.dcpl_id = dcpl_of(api, &o.dom, &m)?
             }
             sys::H5VL_dataset_get_t_H5VL_DATASET_GET_DAPL => {
-                a.args.get_dapl.dapl_id =
-                    check(api.f.H5Pcreate(api.g.p_dataset_access.id()), "H5Pcreate")?
+                let dapl = check(api.f.H5Pcreate(api.g.p_dataset_access.id()), "H5Pcreate")?;
+                if let Some((slots, bytes, w0)) = o.chunk_cache.get() {
+                    if api.f.H5Pset_chunk_cache(dapl, slots, bytes, w0) < 0 {
+                        api.f.H5Pclose(dapl);
+                        return Err(VolError::Hdf5("H5Pset_chunk_cache failed".into()));
+                    }
+                }
+                a.args.get_dapl.dapl_id = dapl;
             }
             sys::H5VL_dataset_get_t_H5VL_DATASET_GET_SPACE_STATUS => {
                 *a.args.get_space_status.status = sys::H5D_space_status_t_H5D_SPACE_STATUS_ALLOCATED

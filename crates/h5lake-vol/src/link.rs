@@ -33,12 +33,20 @@ fn pack_external(file: &str, path: &str) -> Vec<u8> {
     v
 }
 
-fn link_info(link: &Value, corder: i64) -> Result<sys::H5L_info2_t> {
+/// HDF5's description of link `name`. Its character set: the store keeps
+/// every name as UTF-8 and records no other, so a name in plain ASCII is
+/// reported ASCII (what HDF5 reports for names created the default way,
+/// and what h5py asks for them), any other UTF-8.
+fn link_info(name: &str, link: &Value, corder: i64) -> Result<sys::H5L_info2_t> {
     let mut info = sys::H5L_info2_t {
         type_: sys::H5L_type_t_H5L_TYPE_HARD,
         corder_valid: true,
         corder,
-        cset: sys::H5T_cset_t_H5T_CSET_UTF8,
+        cset: if name.is_ascii() {
+            sys::H5T_cset_t_H5T_CSET_ASCII
+        } else {
+            sys::H5T_cset_t_H5T_CSET_UTF8
+        },
         u: sys::H5L_info2_t__bindgen_ty_1 { val_size: 0 },
     };
     let s = |k: &str| link.get(k).and_then(Value::as_str).unwrap_or("");
@@ -248,7 +256,7 @@ unsafe fn iterate(
     let corders = o.dom.links(group)?;
     for (k, (name, link)) in links.iter().enumerate().skip(skip) {
         let corder = corders.iter().position(|(n, _)| n == name).unwrap_or(k) as i64;
-        let info = link_info(link, corder)?;
+        let info = link_info(name, link, corder)?;
         let full = if prefix.is_empty() {
             name.clone()
         } else {
@@ -340,7 +348,7 @@ pub unsafe extern "C" fn get(
         let (dom, g, name, link) = link_at(o, loc)?;
         match a.op_type {
             sys::H5VL_link_get_t_H5VL_LINK_GET_INFO => {
-                *a.args.get_info.linfo = link_info(&link, corder_of(&dom, &g, &name)?)?
+                *a.args.get_info.linfo = link_info(&name, &link, corder_of(&dom, &g, &name)?)?
             }
             sys::H5VL_link_get_t_H5VL_LINK_GET_NAME => {
                 let n = &mut a.args.get_name;

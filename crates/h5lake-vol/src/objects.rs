@@ -19,6 +19,10 @@ pub struct Obj {
     /// object by that path, soft links included); empty when reached
     /// otherwise (by token), then found by search when asked for.
     pub path: String,
+    /// A dataset's chunk cache settings (slots, bytes, w0) as its access
+    /// list gave them when it was opened: the store has no chunk cache of
+    /// HDF5's, but programs read back what they set.
+    pub chunk_cache: std::cell::Cell<Option<(usize, usize, f64)>>,
 }
 
 pub enum Kind {
@@ -31,7 +35,13 @@ pub enum Kind {
 
 impl Obj {
     pub fn boxed(dom: Arc<Domain>, kind: Kind, path: String) -> *mut c_void {
-        Box::into_raw(Box::new(Obj { dom, kind, path })).cast()
+        Box::into_raw(Box::new(Obj {
+            dom,
+            kind,
+            path,
+            chunk_cache: Default::default(),
+        }))
+        .cast()
     }
 
     /// The object behind a pointer HDF5 hands back.
