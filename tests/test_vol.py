@@ -357,6 +357,42 @@ def test_link_names_and_dataset_access_settings_read_back(plugin_dir, tmp_path):
     assert native["cset"] == [0, 1] and native["opened"] == [709, 3 << 20, 0.67]
 
 
+PADDED_COMPOUNDS = """
+aligned = np.dtype("i4,f8,i2", align=True)
+shuffled = np.dtype({"names": ["a", "b", "c"], "formats": ["<f4", "<i4", "<f8"],
+                     "offsets": [0, 16, 8], "itemsize": 28})
+with h5py.File(p, "w") as f:
+    for name, dt in [("aligned", aligned), ("shuffled", shuffled)]:
+        data = np.zeros(4, dtype=dt)
+        for k, field in enumerate(dt.names):
+            data[field] = np.arange(4) * (k + 1)
+        f[name] = data
+        f.attrs.create(name, data[:2])
+    f["named"] = aligned
+    f.create_dataset("of_named", shape=(2,), dtype=f["named"])
+with h5py.File(p, "r") as f:
+    for name in ("aligned", "shuffled"):
+        d = f[name]
+        out[name] = [str(d.dtype), d.dtype.itemsize, d[...].tolist(),
+                     str(f.attrs[name].dtype), f.attrs[name].tolist()]
+    out["named"] = [f["named"].dtype.itemsize, f["of_named"].dtype.itemsize]
+"""
+
+
+def test_padded_compounds_read_back_as_written(plugin_dir, tmp_path):
+    """Compounds with padding or reordered members (numpy's aligned dtypes)
+    come back with the layout they were written with, as from HDF5; the
+    store keeps them packed (HSDS's layout), so h5lake and HSDS read them."""
+    native = run_h5py(PADDED_COMPOUNDS, str(tmp_path / "native.h5"))
+    lake = run_h5py(PADDED_COMPOUNDS, str(tmp_path / "lake.h5l"), plugin_dir)
+    assert lake == native
+    assert native["aligned"][1] == 24 and native["shuffled"][1] == 28
+    with h5lake.File(tmp_path / "lake.h5l", "r") as f:
+        packed = f["shuffled"][...]
+        assert packed.dtype.itemsize == 16
+        assert packed["c"].tolist() == [0, 3, 6, 9]
+
+
 CHUNK_QUERIES = """
 with h5py.File(p, "w") as f:
     d = f.create_dataset("d", shape=(40, 30), chunks=(10, 10), dtype="i4")

@@ -40,6 +40,10 @@ pub struct DatasetMeta {
     /// The committed datatype (`t-…`) the type was taken from, which HSDS
     /// records as the `id` inside the dataset's type.
     pub committed_type: Option<String>,
+    /// `dtype` as the program that made the dataset laid it out, when that
+    /// differs from the packed layout stored (see
+    /// [`Datatype::unpacked_layout`]).
+    pub laid_out: Option<Datatype>,
     pub shape: Shape,
     /// Current extent (a scalar is `[1]`).
     pub dims: Vec<u64>,
@@ -79,6 +83,7 @@ impl DatasetMeta {
             .and_then(Value::as_str)
             .filter(|s| s.starts_with("t-"))
             .map(str::to_string);
+        let laid_out = dtype.laid_out_as_in(t);
         let shape = Shape::from_json(
             doc.get("shape")
                 .ok_or_else(|| EngineError::Corrupt(format!("{id}: no shape")))?,
@@ -142,6 +147,7 @@ impl DatasetMeta {
             id: id.to_string(),
             dtype,
             committed_type,
+            laid_out,
             shape,
             dims,
             chunk,

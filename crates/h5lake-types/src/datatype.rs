@@ -383,6 +383,61 @@ impl Datatype {
         }
     }
 
+    /// The member offsets and size HDF5 gave a compound whose members do
+    /// not sit packed in order (padding, reordered offsets, a bigger size:
+    /// numpy's aligned dtypes, say); `None` for a packed compound and any
+    /// other type. Stores keep compounds packed (the HSDS layout), and the
+    /// layout goes beside, in the type's JSON (see
+    /// [`Datatype::with_layout_json`]), so that a program reads back the
+    /// type it wrote.
+    pub fn unpacked_layout(&self) -> Option<(Vec<usize>, usize)> {
+        let Datatype::Compound { fields, size } = self else {
+            return None;
+        };
+        let mut packed = 0;
+        let mut is_packed = true;
+        for f in fields {
+            is_packed &= f.offset == packed;
+            packed += f.dtype.fixed_size()?;
+        }
+        (!is_packed || *size != packed).then(|| (fields.iter().map(|f| f.offset).collect(), *size))
+    }
+
+    /// [`Datatype::to_json`], plus the layout of an unpacked compound under
+    /// `"h5lake": {"offsets": [...], "size": n}` (a key HSDS ignores).
+    pub fn with_layout_json(&self) -> Value {
+        let mut json = self.to_json();
+        if let Some((offsets, size)) = self.unpacked_layout() {
+            json["h5lake"] = serde_json::json!({"offsets": offsets, "size": size});
+        }
+        json
+    }
+
+    /// The compound `self` laid out as [`Datatype::with_layout_json`]
+    /// recorded in `json` (the members at their recorded offsets in the
+    /// recorded size): the type as the program that stored it described it.
+    /// `None` when `json` records no layout that fits `self`.
+    pub fn laid_out_as_in(&self, json: &Value) -> Option<Datatype> {
+        let Datatype::Compound { fields, .. } = self else {
+            return None;
+        };
+        let size = json.pointer("/h5lake/size")?.as_u64()? as usize;
+        let offsets = json.pointer("/h5lake/offsets")?.as_array()?;
+        if offsets.len() != fields.len() {
+            return None;
+        }
+        let mut laid = fields.clone();
+        for (f, o) in laid.iter_mut().zip(offsets) {
+            let o = o.as_u64()? as usize;
+            let end = o.checked_add(f.dtype.fixed_size()?)?;
+            if end > size {
+                return None;
+            }
+            f.offset = o;
+        }
+        Some(Datatype::Compound { fields: laid, size })
+    }
+
     /// Bytes per element in a chunk, or `None` for variable-length types
     /// and types holding variable-length parts (see `record` for their
     /// chunk form).
@@ -422,6 +477,41 @@ impl Datatype {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn unpacked_compounds_keep_their_layout_beside_the_packed_type() {
+        let int = |size| Datatype::Integer {
+            size,
+            signed: true,
+            order: ByteOrder::Little,
+        };
+        let field = |name: &str, dtype, offset| Field {
+            name: name.into(),
+            dtype,
+            offset,
+        };
+        // numpy's aligned i4,f8,i2: members at 0, 8, 16 of 24 bytes.
+        let aligned = Datatype::Compound {
+            fields: vec![
+                field("a", int(4), 0),
+                field("b", int(8), 8),
+                field("c", int(2), 16),
+            ],
+            size: 24,
+        };
+        assert_eq!(aligned.unpacked_layout(), Some((vec![0, 8, 16], 24)));
+        let json = aligned.with_layout_json();
+        let stored = Datatype::from_json(&json).unwrap();
+        assert_eq!(stored.fixed_size(), Some(14), "stored packed");
+        assert_eq!(stored.unpacked_layout(), None);
+        assert_eq!(stored.laid_out_as_in(&json), Some(aligned));
+        // A packed compound records nothing; a layout that does not fit the
+        // members (a member past the end) is not used.
+        assert!(stored.with_layout_json().get("h5lake").is_none());
+        let mut bad = json.clone();
+        bad["h5lake"]["size"] = serde_json::json!(16);
+        assert_eq!(stored.laid_out_as_in(&bad), None);
+    }
 
     #[test]
     fn round_trips_hsds_forms() {

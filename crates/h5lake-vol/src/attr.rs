@@ -22,12 +22,20 @@ use crate::types::{from_hdf5, to_hdf5};
 
 /// An attribute's datatype; a committed type (`"t-…"`) is looked up.
 pub fn attr_type(dom: &Domain, attr: &Value) -> Result<Datatype> {
+    Ok(attr_types(dom, attr)?.0)
+}
+
+/// [`attr_type`], and the type as the program that made the attribute laid
+/// it out (see `Datatype::unpacked_layout`), if that differs.
+fn attr_types(dom: &Domain, attr: &Value) -> Result<(Datatype, Option<Datatype>)> {
     let t = &attr["type"];
     let t = match t.as_str() {
         Some(id) if id.starts_with("t-") => dom.get_doc(id)?["type"].clone(),
         _ => t.clone(),
     };
-    Datatype::from_json(&t).map_err(|e| VolError::BadType(e.to_string()))
+    let dt = Datatype::from_json(&t).map_err(|e| VolError::BadType(e.to_string()))?;
+    let laid_out = dt.laid_out_as_in(&t);
+    Ok((dt, laid_out))
 }
 
 fn attr_shape(attr: &Value) -> Result<Shape> {
@@ -347,7 +355,8 @@ pub unsafe extern "C" fn get(
                     a.args.get_type.type_id = hid;
                     return Ok(0);
                 }
-                let t = to_hdf5(api, &attr_type(&o.dom, &doc)?)?;
+                let (dt, laid_out) = attr_types(&o.dom, &doc)?;
+                let t = to_hdf5(api, laid_out.as_ref().unwrap_or(&dt))?;
                 a.args.get_type.type_id = t.0;
                 std::mem::forget(t);
             }

@@ -548,7 +548,7 @@ pub unsafe extern "C" fn get(
                     a.args.get_type.type_id = hid;
                     return Ok(0);
                 }
-                let t = to_hdf5(api, &m.dtype)?;
+                let t = to_hdf5(api, m.laid_out.as_ref().unwrap_or(&m.dtype))?;
                 a.args.get_type.type_id = t.0;
                 std::mem::forget(t);
             }

@@ -32,12 +32,15 @@ pub unsafe extern "C" fn commit(
         let dt = from_hdf5(api, type_id)?;
         if name.is_null() {
             // H5Tcommit_anon: linked later, if at all.
-            return Ok(o.child(Kind::Datatype(o.dom.create_datatype(dt.to_json())?), ""));
+            return Ok(o.child(
+                Kind::Datatype(o.dom.create_datatype(dt.with_layout_json())?),
+                "",
+            ));
         }
         let start = locate(o, loc)?;
         let (parent, last) = parent_for_create(api, o, &start, c_str(name)?, lcpl)?;
         ensure_free(o, &parent, &last, "datatype")?;
-        let id = o.dom.create_datatype(dt.to_json())?;
+        let id = o.dom.create_datatype(dt.with_layout_json())?;
         o.dom
             .link_create(&parent, &last, json!({"class": "H5L_TYPE_HARD", "id": id}))?;
         Ok(o.child(Kind::Datatype(id), c_str(name)?))
@@ -59,14 +62,15 @@ pub unsafe extern "C" fn open(
 }
 
 /// The JSON of `dt`, the description of HDF5 type `type_id`, to be stored
-/// with an object of `o`'s store: when `type_id` is a datatype committed in
-/// that store, its id goes inside, as HSDS records a type taken from a
-/// committed one, so that the object reports the committed type back.
+/// with an object of `o`'s store, with what it takes to report the type
+/// back as it was given: the layout of an unpacked compound, and when
+/// `type_id` is a datatype committed in that store, its id (as HSDS
+/// records a type taken from a committed one).
 ///
 /// # Safety
 /// `type_id` is a valid datatype id.
 pub unsafe fn type_json(api: &Api, o: &Obj, type_id: hid_t, dt: &Datatype) -> Value {
-    let mut json = dt.to_json();
+    let mut json = dt.with_layout_json();
     if api.f.H5Tcommitted(type_id) <= 0 {
         return json;
     }
@@ -103,7 +107,8 @@ fn stored_type(o: &Obj) -> crate::error::Result<Datatype> {
         return Err(VolError::BadType("not a committed datatype".into()));
     };
     let doc = o.dom.get_doc(id)?;
-    Datatype::from_json(&doc["type"]).map_err(|e| VolError::BadType(e.to_string()))
+    let dt = Datatype::from_json(&doc["type"]).map_err(|e| VolError::BadType(e.to_string()))?;
+    Ok(dt.laid_out_as_in(&doc["type"]).unwrap_or(dt))
 }
 
 pub unsafe extern "C" fn get(
