@@ -25,11 +25,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # objects does not have (the issue allows excluding them, by name, with the
 # reason): matched against "module.Class::test" ids.
 NATIVE_FORMAT = [
-    ("test_dataset_swmr.", "SWMR is a mode of the native file format"),
-    ("test_file.TestSWMRMode", "SWMR is a mode of the native file format"),
     ("test_file_image", "file images are native-format byte images"),
     ("test_h5d_direct_chunk", "direct chunk I/O reads and writes the native layout's chunk records"),
     ("test_file.TestDrivers", "file drivers (VFDs) sit under the native connector"),
+    ("test_h5f.TestFileID::test_descriptor", "the file descriptor of a file driver (VFD); a store is a directory of objects"),
     ("test_file.TestFileLocking", "native file locking"),
     ("test_file.TestUserblock", "the user block is a region of a native file"),
     ("test_file.TestNewLibver", "library version bounds select native format versions"),

@@ -1,4 +1,5 @@
-//! What each open store was opened with — file locking and SWMR reading,
+//! What each open store was opened with — file locking, SWMR reading and
+//! writing,
 //! from the file access list and the open flags, or, for a store reached
 //! through an external link, from the link access list or the linking
 //! file. A store of objects takes no locks and needs no SWMR mode, but
@@ -15,6 +16,8 @@ use crate::sys::hid_t;
 
 /// HDF5's `H5F_ACC_SWMR_READ`.
 pub const ACC_SWMR_READ: u32 = 0x0040;
+/// HDF5's `H5F_ACC_SWMR_WRITE`.
+pub const ACC_SWMR_WRITE: u32 = 0x0020;
 const ACC_RDWR: u32 = 0x0001;
 /// `H5F_ACC_DEFAULT`: an external link inherits the linking file's intent.
 const ACC_DEFAULT: u32 = 0xffff;
@@ -24,6 +27,10 @@ pub struct Access {
     /// `H5Pset_file_locking`'s (use locking, ignore when disabled).
     pub locking: (bool, bool),
     pub swmr_read: bool,
+    /// Opened for, or switched to, SWMR writing (`H5Fstart_swmr_write`).
+    /// Every write to a store is already one its readers see whole or not
+    /// at all (see h5lake-store), which is what SWMR asks of a writer.
+    pub swmr_write: bool,
 }
 
 impl Default for Access {
@@ -32,7 +39,16 @@ impl Default for Access {
         Access {
             locking: (true, true),
             swmr_read: false,
+            swmr_write: false,
         }
+    }
+}
+
+impl Access {
+    /// The SWMR bits of `H5Fget_intent`.
+    pub fn swmr_flags(&self) -> u32 {
+        (if self.swmr_read { ACC_SWMR_READ } else { 0 })
+            | (if self.swmr_write { ACC_SWMR_WRITE } else { 0 })
     }
 }
 
@@ -113,6 +129,7 @@ impl ExtOpen {
         Access {
             locking: self.locking.unwrap_or(parent.locking),
             swmr_read: self.swmr_read.unwrap_or(parent.swmr_read),
+            swmr_write: false,
         }
     }
 }

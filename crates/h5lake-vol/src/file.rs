@@ -67,6 +67,7 @@ fn opened_with(api: &crate::api::Api, fapl: hid_t, flags: u32) -> crate::access:
     crate::access::Access {
         locking: crate::access::locking_of(api, fapl).unwrap_or(default.locking),
         swmr_read: flags & crate::access::ACC_SWMR_READ != 0,
+        swmr_write: flags & crate::access::ACC_SWMR_WRITE != 0,
     }
 }
 
@@ -82,11 +83,7 @@ pub unsafe extern "C" fn get(
         let a = &mut *args;
         match a.op_type {
             sys::H5VL_file_get_t_H5VL_FILE_GET_INTENT => {
-                let swmr = if crate::access::of(&o.dom).swmr_read {
-                    crate::access::ACC_SWMR_READ
-                } else {
-                    0
-                };
+                let swmr = crate::access::of(&o.dom).swmr_flags();
                 *a.args.get_intent.flags = swmr | if o.dom.readonly() { 0 } else { ACC_RDWR };
             }
             sys::H5VL_file_get_t_H5VL_FILE_GET_NAME => {
@@ -386,6 +383,46 @@ fn gobj_type(id: &str) -> i32 {
         Some(b't') => 2,
         _ => 0,
     }
+}
+
+/// The native file operations that mean something for a store: starting
+/// SWMR writing (recorded and reported; see [`crate::access::Access`]).
+/// Others (file images, VFD handles, metadata cache settings) are the
+/// native file's and fail naming themselves.
+pub unsafe extern "C" fn file_optional(
+    obj: *mut c_void,
+    args: *mut sys::H5VL_optional_args_t,
+    _dxpl: hid_t,
+    _req: *mut *mut c_void,
+) -> sys::herr_t {
+    guard("file optional", -1, || {
+        let o = Obj::from_ptr(obj)?;
+        let a = &*args;
+        match a.op_type as u32 {
+            sys::H5VL_NATIVE_FILE_START_SWMR_WRITE => {
+                if o.dom.readonly() {
+                    return Err(VolError::Invalid(
+                        "SWMR writing needs a file opened for writing".into(),
+                    ));
+                }
+                let mut access = crate::access::of(&o.dom);
+                access.swmr_write = true;
+                crate::access::record(&o.dom, access);
+            }
+            sys::H5VL_NATIVE_FILE_GET_VFD_HANDLE => {
+                return Err(VolError::Unsupported(
+                    "a file handle (an h5lake store is a directory of objects, not one file)"
+                        .into(),
+                ))
+            }
+            op => {
+                return Err(VolError::Unsupported(format!(
+                    "native file operation {op} (it works on the native file format)"
+                )))
+            }
+        }
+        Ok(0)
+    })
 }
 
 pub unsafe extern "C" fn group_optional(

@@ -179,7 +179,7 @@ pub static CLASS: Class = Class(sys::H5VL_class_t {
         open: Some(file::open),
         get: Some(file::get),
         specific: Some(file::specific),
-        optional: None,
+        optional: Some(file::file_optional),
         close: Some(file::close),
     },
     group_cls: sys::H5VL_group_class_t {
