@@ -74,6 +74,12 @@ pub enum Datatype {
     /// Object reference, stored by HSDS as a fixed-length id string.
     Reference {
         size: usize,
+        /// Written through HDF5's current reference calls (`H5T_STD_REF`,
+        /// `H5Rcreate_object`) rather than the version-1 ones
+        /// (`H5T_STD_REF_OBJ`, h5py's): stored alike, but a program reads
+        /// back the form it wrote. Kept in the type's JSON as
+        /// `"h5lake": {"api": "H5T_STD_REF"}` beside HSDS's spelling.
+        current_api: bool,
     },
     /// HDF5 2.0's native complex type: a real and an imaginary `part`
     /// (a float), byte for byte h5py's compound of members `r` and `i`,
@@ -321,7 +327,11 @@ impl Datatype {
                     base: Box::new(base),
                 })
             }
-            "H5T_REFERENCE" => Ok(Datatype::Reference { size: 48 }),
+            "H5T_REFERENCE" => Ok(Datatype::Reference {
+                size: 48,
+                current_api: v.pointer("/h5lake/api").and_then(Value::as_str)
+                    == Some("H5T_STD_REF"),
+            }),
             other => Err(TypeError::UnsupportedType(format!("type class {other}"))),
         }
     }
@@ -372,8 +382,12 @@ impl Datatype {
                 o
             }
             Datatype::Vlen { base } => json!({"class": "H5T_VLEN", "base": base.to_json()}),
-            Datatype::Reference { .. } => {
-                json!({"class": "H5T_REFERENCE", "base": "H5T_STD_REF_OBJ"})
+            Datatype::Reference { current_api, .. } => {
+                let mut r = json!({"class": "H5T_REFERENCE", "base": "H5T_STD_REF_OBJ"});
+                if *current_api {
+                    r["h5lake"] = json!({"api": "H5T_STD_REF"});
+                }
+                r
             }
             Datatype::Complex { part } => json!({
                 "class": "H5T_COMPOUND",
@@ -446,7 +460,7 @@ impl Datatype {
             Datatype::Integer { size, .. }
             | Datatype::Float { size, .. }
             | Datatype::Opaque { size, .. } => Some(*size),
-            Datatype::Reference { size } => Some(*size),
+            Datatype::Reference { size, .. } => Some(*size),
             Datatype::String { length, .. } => *length,
             Datatype::Compound { fields, size } => fields
                 .iter()

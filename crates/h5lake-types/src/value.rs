@@ -129,7 +129,7 @@ fn encode(t: &Datatype, v: &Value, out: &mut Vec<u8>) -> Result<()> {
             out.extend_from_slice(s);
             out.resize(out.len() + n - s.len(), 0);
         }
-        Datatype::Reference { size } => {
+        Datatype::Reference { size, .. } => {
             let s = v.as_str().unwrap_or("").as_bytes();
             let k = s.len().min(*size);
             out.extend_from_slice(&s[..k]);

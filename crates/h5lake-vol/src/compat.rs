@@ -1,4 +1,5 @@
-//! HDF5's deprecated v1 link and object calls, rebuilt on the v2/v3 calls.
+//! HDF5's deprecated v1 link, object and object-reference calls, rebuilt
+//! on the current calls.
 //!
 //! h5py 3.16 is compiled with `H5_USE_110_API`, so it lists a group, gets
 //! link and object info and visits trees through `H5Literate1`,
@@ -315,6 +316,156 @@ unsafe extern "C" fn ovisit_by_name1(
     })
 }
 
+// ---- version-1 object references ------------------------------------------
+//
+// h5py makes and follows object references with HDF5's version-1 calls
+// (`H5Rcreate`, `H5Rdereference2`, `H5Rget_obj_type2`, `H5Rget_name`): an
+// `hobj_ref_t` is an object's address. HDF5 2.0 refuses all of them for any
+// connector but the native one, although for object references nothing in
+// them needs the native format: the rebuilds below find the token by name
+// and turn it into the address as `addr_of` does (native files: the
+// object's header address, as before), and back.
+//
+// Region references (`H5R_DATASET_REGION1`) name a selection kept in a
+// native file's global heap, which no public call reaches: they fail with
+// an error naming them, also for native files while the rebuilds are in
+// place; that is why they are put in place only when h5lake is the default
+// connector (`HDF5_VOL_CONNECTOR`), where native files are not reached by
+// default anyway.
+
+fn no_region_refs(func: &str) {
+    crate::error::VolError::Unsupported(
+        "region references (H5R_DATASET_REGION1, h5py's regionref) through the h5lake connector"
+            .into(),
+    )
+    .push(func);
+}
+
+/// The token of the object of `loc`'s file whose address is `addr`.
+unsafe fn token_of_addr(loc: hid_t, addr: haddr_t) -> Option<sys::H5O_token_t> {
+    let api = h5().ok()?;
+    let mut token: sys::H5O_token_t = std::mem::zeroed();
+    let mut native = false;
+    if api.f.H5VLobject_is_native(loc, &mut native) >= 0 && native {
+        return (api.f.H5VLnative_addr_to_token(loc, addr, &mut token) >= 0).then_some(token);
+    }
+    // The first 8 token bytes are those of every object of the store.
+    let mut info: sys::H5O_info2_t = std::mem::zeroed();
+    if api.f.H5Oget_info3(loc, &mut info, sys::H5O_INFO_BASIC) < 0 {
+        return None;
+    }
+    token = info.token;
+    token.__data[8..16].copy_from_slice(&addr.to_be_bytes());
+    Some(token)
+}
+
+/// Opens the object a version-1 object reference names.
+unsafe fn open_ref1(loc: hid_t, ty: sys::H5R_type_t, r: *const c_void, func: &str) -> hid_t {
+    let Ok(api) = h5() else { return -1 };
+    if ty != sys::H5R_type_t_H5R_OBJECT1 {
+        no_region_refs(func);
+        return -1;
+    }
+    if r.is_null() {
+        crate::error::VolError::Invalid("no reference given".into()).push(func);
+        return -1;
+    }
+    let addr = std::ptr::read_unaligned(r.cast::<haddr_t>());
+    match token_of_addr(loc, addr) {
+        Some(token) => api.f.H5Oopen_by_token(loc, token),
+        None => -1,
+    }
+}
+
+unsafe extern "C" fn rcreate(
+    r: *mut c_void,
+    loc: hid_t,
+    name: *const c_char,
+    ty: sys::H5R_type_t,
+    _space: hid_t,
+) -> herr_t {
+    let Ok(api) = h5() else { return -1 };
+    if ty != sys::H5R_type_t_H5R_OBJECT1 {
+        no_region_refs("H5Rcreate");
+        return -1;
+    }
+    if r.is_null() || name.is_null() {
+        crate::error::VolError::Invalid("no reference or name given".into()).push("H5Rcreate");
+        return -1;
+    }
+    let mut info: sys::H5O_info2_t = std::mem::zeroed();
+    if api
+        .f
+        .H5Oget_info_by_name3(loc, name, &mut info, sys::H5O_INFO_BASIC, 0)
+        < 0
+    {
+        return -1;
+    }
+    std::ptr::write_unaligned(r.cast::<haddr_t>(), addr_of(loc, info.token));
+    0
+}
+
+unsafe extern "C" fn rdereference2(
+    obj: hid_t,
+    _oapl: hid_t,
+    ty: sys::H5R_type_t,
+    r: *const c_void,
+) -> hid_t {
+    open_ref1(obj, ty, r, "H5Rdereference2")
+}
+
+unsafe extern "C" fn rget_obj_type2(
+    id: hid_t,
+    ty: sys::H5R_type_t,
+    r: *const c_void,
+    out: *mut sys::H5O_type_t,
+) -> herr_t {
+    let Ok(api) = h5() else { return -1 };
+    let o = open_ref1(id, ty, r, "H5Rget_obj_type2");
+    if o < 0 {
+        return -1;
+    }
+    let mut info: sys::H5O_info2_t = std::mem::zeroed();
+    let rc = api.f.H5Oget_info3(o, &mut info, sys::H5O_INFO_BASIC);
+    api.f.H5Oclose(o);
+    if rc >= 0 && !out.is_null() {
+        *out = info.type_;
+    }
+    rc
+}
+
+unsafe extern "C" fn rget_name(
+    loc: hid_t,
+    ty: sys::H5R_type_t,
+    r: *const c_void,
+    name: *mut c_char,
+    size: usize,
+) -> isize {
+    let Ok(api) = h5() else { return -1 };
+    let o = open_ref1(loc, ty, r, "H5Rget_name");
+    if o < 0 {
+        return -1;
+    }
+    let n = api.f.H5Iget_name(o, name, size);
+    api.f.H5Oclose(o);
+    n as isize
+}
+
+/// The version-1 reference calls and their rebuilds.
+fn ref_replacements() -> [(&'static [u8], *const c_void); 4] {
+    [
+        (b"H5Rcreate\0", rcreate as *const c_void),
+        (b"H5Rdereference2\0", rdereference2 as *const c_void),
+        (b"H5Rget_obj_type2\0", rget_obj_type2 as *const c_void),
+        (b"H5Rget_name\0", rget_name as *const c_void),
+    ]
+}
+
+/// Whether h5lake is the connector HDF5 uses by default in this process.
+fn h5lake_is_default() -> bool {
+    std::env::var("HDF5_VOL_CONNECTOR").is_ok_and(|v| v.split_whitespace().next() == Some("h5lake"))
+}
+
 /// Each v1 entry point and its replacement.
 fn replacements() -> [(&'static [u8], *const c_void); 11] {
     [
@@ -341,14 +492,20 @@ pub fn install() {
     ONCE.call_once(|| {
         #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
         if let Ok(lib) = crate::api::host_library() {
-            for (name, to) in replacements() {
-                // SAFETY: a symbol lookup; the address is only written
-                // through `redirect`.
-                if let Ok(sym) = unsafe { lib.get::<*mut c_void>(name) } {
-                    // SAFETY: `*sym` is the entry of a function at least 12
-                    // bytes long (each is a full HDF5 API function).
-                    unsafe { redirect(*sym, to) };
+            let redirect_all = |list: &[(&[u8], *const c_void)]| {
+                for &(name, to) in list {
+                    // SAFETY: a symbol lookup; the address is only written
+                    // through `redirect`.
+                    if let Ok(sym) = unsafe { lib.get::<*mut c_void>(name) } {
+                        // SAFETY: `*sym` is the entry of a function at least
+                        // 12 bytes long (each is a full HDF5 API function).
+                        unsafe { redirect(*sym, to) };
+                    }
                 }
+            };
+            redirect_all(&replacements());
+            if h5lake_is_default() {
+                redirect_all(&ref_replacements());
             }
         }
     });

@@ -252,7 +252,7 @@ impl<'a> Refs<'a> {
     ) -> Result<()> {
         let f = &self.api.f;
         match dt {
-            Datatype::Reference { size } => {
+            Datatype::Reference { size, .. } => {
                 let id = match self.mem_ref(mt)? {
                     MemRef::Addr => {
                         let mut a = [0u8; 8];
@@ -535,7 +535,10 @@ mod tests {
 
     #[test]
     fn reference_holding_types_are_found() {
-        let r = Datatype::Reference { size: 48 };
+        let r = Datatype::Reference {
+            size: 48,
+            current_api: true,
+        };
         let int = Datatype::from_json(&serde_json::json!("H5T_STD_I32LE")).unwrap();
         assert!(contains(&r));
         assert!(!contains(&int));

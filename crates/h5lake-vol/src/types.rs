@@ -165,10 +165,12 @@ pub fn from_hdf5(api: &Api, t: hid_t) -> Result<Datatype> {
             sys::H5T_class_t_H5T_REFERENCE => {
                 // Object references of both APIs are stored alike (see refs.rs);
                 // which objects a reference names is in the value.
-                if check(f.H5Tequal(t, api.g.t_std_ref_obj.id()), "H5Tequal")? > 0
-                    || check(f.H5Tequal(t, api.g.t_std_ref.id()), "H5Tequal")? > 0
-                {
-                    Datatype::Reference { size: 48 }
+                let v1 = check(f.H5Tequal(t, api.g.t_std_ref_obj.id()), "H5Tequal")? > 0;
+                if v1 || check(f.H5Tequal(t, api.g.t_std_ref.id()), "H5Tequal")? > 0 {
+                    Datatype::Reference {
+                        size: 48,
+                        current_api: !v1,
+                    }
                 } else {
                     return Err(VolError::Unsupported("region references".into()));
                 }
@@ -349,9 +351,17 @@ pub fn to_hdf5(api: &Api, dt: &Datatype) -> Result<TypeId> {
                 let b = to_hdf5(api, part)?;
                 TypeId(check(f.H5Tcomplex_create(b.0), what)?)
             }
-            // Reported as HDF5 2.0's reference type: HDF5's own dimension scales
-            // read and write their reference lists in the type they find.
-            Datatype::Reference { .. } => TypeId(check(f.H5Tcopy(api.g.t_std_ref.id()), what)?),
+            // In the form the program wrote: HDF5's own dimension scales read
+            // and write their reference lists in the type they find, h5py
+            // knows only the version-1 form.
+            Datatype::Reference { current_api, .. } => {
+                let form = if *current_api {
+                    api.g.t_std_ref.id()
+                } else {
+                    api.g.t_std_ref_obj.id()
+                };
+                TypeId(check(f.H5Tcopy(form), what)?)
+            }
         })
     }
 }
