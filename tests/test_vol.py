@@ -564,6 +564,13 @@ with h5py.File(p, "w") as f:
     t.dims[2].attach_scale(f["lon_bounds"])
     t.dims[2].detach_scale(f["lon_bounds"])
     t.dims[2].attach_scale(f["lon_bounds"])
+    # a second dataset sharing the scales: their reference lists then hold
+    # two entries, read into HDF5's own padded C structs when detaching
+    u = f.create_dataset("temp2", data=np.zeros((2, 3, 4), "f4"))
+    u.dims[2].attach_scale(f["lon"])
+    u.dims[2].attach_scale(f["lon_bounds"])
+    u.dims[2].detach_scale(f["lon"])
+    out["temp2"] = [s.name for s in u.dims[2].values()]
 with h5py.File(p, "r") as f:
     t = f["temp"]
     out["labels"] = [d.label for d in t.dims]

@@ -287,13 +287,25 @@ pub fn to_hdf5(api: &Api, dt: &Datatype) -> Result<TypeId> {
                 // variable-length one a pointer in memory and a counted
                 // run of bytes stored: such compounds are described packed,
                 // and their values are converted member by member (refs.rs,
-                // memory::RecordMem), never byte for byte.
-                let packed = crate::refs::contains(dt) || dt.is_variable();
-                let total = if packed {
-                    members.iter().map(|(_, ft)| f.H5Tget_size(ft.0)).sum()
-                } else {
-                    *size
+                // memory::RecordMem), never byte for byte — unless the
+                // offsets given fit HDF5's member sizes: the layout the
+                // program wrote the type with (Datatype::laid_out_as_in),
+                // which C structs such as HDF5's own dimension-scale lists
+                // are read into.
+                let hsizes: Vec<usize> =
+                    members.iter().map(|(_, ft)| f.H5Tget_size(ft.0)).collect();
+                let fits = {
+                    let mut spans: Vec<(usize, usize)> = fields
+                        .iter()
+                        .zip(&hsizes)
+                        .map(|(fl, n)| (fl.offset, fl.offset + n))
+                        .collect();
+                    spans.sort_unstable();
+                    spans.windows(2).all(|w| w[0].1 <= w[1].0)
+                        && spans.last().is_some_and(|l| l.1 <= *size)
                 };
+                let packed = (crate::refs::contains(dt) || dt.is_variable()) && !fits;
+                let total = if packed { hsizes.iter().sum() } else { *size };
                 let t = TypeId(check(
                     f.H5Tcreate(sys::H5T_class_t_H5T_COMPOUND, total),
                     what,
