@@ -335,8 +335,7 @@ unsafe extern "C" fn ovisit_by_name1(
 
 fn no_region_refs(func: &str) {
     crate::error::VolError::Unsupported(
-        "region references (H5R_DATASET_REGION1, h5py's regionref) through the h5lake connector"
-            .into(),
+        "making or following region references (H5R_DATASET_REGION1: h5py's regionref)".into(),
     )
     .push(func);
 }
