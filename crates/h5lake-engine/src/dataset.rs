@@ -218,9 +218,6 @@ impl DatasetMeta {
             .encode_as(raw, self.dtype.filter_elem_size(), self.format)?)
     }
 
-    /// Whether `parts` select every element of their chunk with unit steps
-    /// (an edge chunk's padding beyond the extent is never selected, so edge
-    /// chunks do not qualify).
     /// Whether reading or writing `bytes` of this dataset is small work
     /// for each chunk it touches: few bytes, no filters to run, no linked
     /// file to read through.
@@ -228,6 +225,9 @@ impl DatasetMeta {
         bytes <= SMALL_IO_BYTES && self.pipeline.is_empty() && self.link.is_none()
     }
 
+    /// Whether `parts` select every element of their chunk with unit steps
+    /// (an edge chunk's padding beyond the extent is never selected, so edge
+    /// chunks do not qualify).
     fn covers_whole_chunk(&self, parts: &[&DimPart]) -> bool {
         parts
             .iter()
@@ -1386,9 +1386,6 @@ impl Domain {
         chunks.saturating_mul(m.chunk_elems() * m.elem_size().max(1)) <= self.cache.budget() / 2
     }
 
-    /// Replaces a chunk (`full`: the caller overwrites every in-extent
-    /// element) or read-modify-writes it under a conditional put, retrying on
-    /// conflict.
     /// Writes a small edit of a stored, unfiltered chunk where the chunk
     /// lies, on stores that can (local directories), rather than rewriting
     /// the whole chunk: a 16x16 write into a 1 MiB chunk then costs ~1 KB
@@ -1428,6 +1425,9 @@ impl Domain {
         Ok(done)
     }
 
+    /// Replaces a chunk (`full`: the caller overwrites every in-extent
+    /// element) or read-modify-writes it under a conditional put, retrying on
+    /// conflict.
     fn modify_chunk(
         &self,
         m: &DatasetMeta,
