@@ -24,9 +24,12 @@ Cases, for each server:
                        (HSDS answers 413).
   small selections     ``--small`` random 16x16 reads: through h5pyd, and
                        as raw HTTP GETs on one keep-alive session (req/s).
-  8 clients            8 processes, each ``--small // 4`` requests over raw
+  8 clients            8 processes, each ``--small`` requests over raw
                        HTTP: random 16x16 reads, and every other request a
                        16x16 write into a chunk of its own (req/s).
+  Raw HTTP for small requests is ``LightHttp``, a minimal keep-alive client:
+  with http.client, 8 Python clients took 60% of this 2-core machine's CPU
+  for h5lake, so the row measured them more than the server.
   1000 groups          through h5pyd: create 1,000 groups with an attribute
                        each (h5pyd batches them), then open the domain and
                        list its 1,001 links, then open it and read the
@@ -49,6 +52,7 @@ import multiprocessing as mp
 import os
 import platform
 import shutil
+import socket
 import statistics
 import sys
 import tempfile
@@ -251,28 +255,95 @@ def h5pyd_small(endpoint, arr, name, n):
     return timed.result()
 
 
+class LightHttp:
+    """A minimal HTTP/1.1 keep-alive client for the request-rate rows: one
+    socket, requests sent as prepared bytes, answers framed by
+    Content-Length or chunked encoding. http.client parses every header
+    through the email package (~100 us of Python per request); with 8
+    clients on a 2-core machine that, not the server, would set the pace.
+    Both servers get the same client."""
+
+    def __init__(self, endpoint):
+        host, port = endpoint.split("//")[1].split(":")
+        self.host = f"{host}:{port}"
+        self.sock = socket.create_connection((host, int(port)))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = b""
+
+    def request(self, method, target, headers, body=b""):
+        head = [f"{method} {target} HTTP/1.1", f"Host: {self.host}"]
+        head += [f"{k}: {v}" for k, v in headers.items()]
+        if body or method in ("PUT", "POST"):
+            head.append(f"Content-Length: {len(body)}")
+        self.sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + body)
+        return self._answer()
+
+    def _fill(self):
+        more = self.sock.recv(1 << 16)
+        if not more:
+            raise ConnectionError("the server closed the connection")
+        self.buf += more
+
+    def _take(self, n):
+        while len(self.buf) < n:
+            self._fill()
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def _line(self):
+        while (i := self.buf.find(b"\r\n")) < 0:
+            self._fill()
+        out, self.buf = self.buf[:i], self.buf[i + 2:]
+        return out
+
+    def _answer(self):
+        while (end := self.buf.find(b"\r\n\r\n")) < 0:
+            self._fill()
+        lines = self.buf[:end].decode("latin-1").split("\r\n")
+        self.buf = self.buf[end + 4:]
+        status = int(lines[0].split(" ", 2)[1])
+        fields = {}
+        for line in lines[1:]:
+            k, _, v = line.partition(":")
+            fields[k.strip().lower()] = v.strip()
+        if "content-length" in fields:
+            return status, self._take(int(fields["content-length"]))
+        if fields.get("transfer-encoding", "").lower() == "chunked":
+            parts = []
+            while (n := int(self._line().split(b";")[0], 16)) > 0:
+                parts.append(self._take(n))
+                self._take(2)
+            while self._line():       # trailers, then the blank line
+                pass
+            return status, b"".join(parts)
+        if status in (204, 304) or 100 <= status < 200:
+            return status, b""
+        raise RuntimeError(f"answer without a length: {lines[0]}")
+
+    def close(self):
+        self.sock.close()
+
+
 def http_small(endpoint, arr, name, n, seed=2, did=None, write_block=None):
-    """``n`` 16x16 selections over one keep-alive connection (http.client:
-    a lighter client than requests, so the server, not the client, is what
-    is measured); with ``write_block`` every other request writes it."""
+    """``n`` 16x16 selections over one keep-alive connection of the light
+    client (``LightHttp``); with ``write_block`` every other request writes
+    it."""
     did = did or dataset_id(endpoint, name)
-    host, port = endpoint.split("//")[1].split(":")
-    conn = http.client.HTTPConnection(host, int(port))
+    conn = LightHttp(endpoint)
     hdr = dict(auth_header(), Accept="application/octet-stream")
     whdr = dict(auth_header(), **{"Content-Type": "application/octet-stream"})
     picks = small_picks(arr.shape, n, seed)
     base = f"/datasets/{did}/value?domain={DOMAIN}&select="
+    wbody = write_block[1].tobytes() if write_block is not None else b""
     t = time.perf_counter()
     for k, (i, j) in enumerate(picks):
         if write_block is not None and k % 2:
-            r, block = write_block
-            conn.request("PUT", base + f"[{r}:{r + 16},0:16]", body=block.tobytes(), headers=whdr)
+            r = write_block[0]
+            status, body = conn.request("PUT", base + f"[{r}:{r + 16},0:16]", whdr, wbody)
         else:
-            conn.request("GET", base + f"[{i}:{i + 16},{j}:{j + 16}]", headers=hdr)
-        rsp = conn.getresponse()
-        body = rsp.read()
-        if rsp.status >= 300:
-            raise RuntimeError(f"{endpoint}: {rsp.status} {body[:200]!r}")
+            status, body = conn.request("GET", base + f"[{i}:{i + 16},{j}:{j + 16}]", hdr)
+        if status >= 300:
+            raise RuntimeError(f"{endpoint}: {status} {body[:200]!r}")
     dt = time.perf_counter() - t
     conn.close()
     if write_block is None:
@@ -385,8 +456,8 @@ def main():
             ("HTTP read (64 MiB requests)", lambda ep, r: http_read(ep, arr, f"hw{r}"), nbytes),
             ("h5pyd 16x16 reads", lambda ep, r: h5pyd_small(ep, arr, f"hw{r}", args.small), args.small),
             ("HTTP 16x16 reads", lambda ep, r: http_small(ep, arr, f"hw{r}", args.small), args.small),
-            ("8 clients, 16x16 reads+writes", lambda ep, r: clients8(ep, arr, f"hw{r}", args.small // 4),
-             8 * (args.small // 4)),
+            ("8 clients, 16x16 reads+writes", lambda ep, r: clients8(ep, arr, f"hw{r}", args.small),
+             8 * args.small),
             ("1000 groups + attributes, created", lambda ep, r: meta_create(ep, f"m{r}"), "s"),
             ("open + list 1000 links", lambda ep, r: meta_list(ep, f"m{r}"), "s"),
             ("open + read 1000 attributes", lambda ep, r: meta_attrs(ep, f"m{r}"), "s"),

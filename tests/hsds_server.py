@@ -33,6 +33,13 @@ _web.run_app = _loopback_run_app
 '''
 
 
+def _listening(port):
+    """Whether something accepts connections on 127.0.0.1:``port``."""
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
 def _port_free(port):
     with socket.socket() as s:
         try:
@@ -42,9 +49,17 @@ def _port_free(port):
     return True
 
 
+DN_PORT = 6101   # HSDS 1.0.2 --standalone puts its data nodes on 6101, 6102, ...
+
+
 def _pick_ports(count):
-    """A service-node port P with P+1000 … P+1000+count-1 also free (HSDS
-    puts its data nodes there)."""
+    """A free service-node port P with P+1000 … P+1000+count-1 also free;
+    the data nodes' fixed ports must be free too."""
+    taken = [p for p in range(DN_PORT, DN_PORT + count) if _listening(p)]
+    if taken:
+        raise RuntimeError(
+            f"port(s) {taken} are taken: HSDS puts its data nodes there, so it would talk "
+            "to whatever listens (a stale HSDS data node? see `pgrep -af hsds-node`)")
     for _ in range(200):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
@@ -65,6 +80,24 @@ def _hsds_command():
 
 def available():
     return _hsds_command() is not None
+
+
+def _reap_group(pgid, grace=10):
+    """Waits for the rest of HSDS's process group (its service and data
+    nodes outlive the launcher while they write back), then kills what is
+    left: a data node left running keeps its fixed port (6101, ...) and the
+    next HSDS on this machine talks to it instead of its own."""
+    deadline = time.time() + grace
+    while time.time() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 class HsdsServer:
@@ -152,6 +185,7 @@ class HsdsServer:
                 except ProcessLookupError:
                     pass
                 self.proc.wait()
+            _reap_group(self.proc.pid)
         self.proc = None
         if self._tmp:
             self.log.close()

@@ -494,12 +494,22 @@ impl Domain {
     /// # Errors
     /// Unknown id; not a dataset.
     pub fn dataset_meta(&self, id: &str) -> Result<DatasetMeta> {
+        Ok((*self.dataset(id)?).clone())
+    }
+
+    /// The parsed dataset document, shared with the domain's cache: what
+    /// the `*_with` data calls take, so that a caller that has just looked
+    /// a dataset up (a server planning a request) does not look it up again.
+    ///
+    /// # Errors
+    /// Unknown id; not a dataset.
+    pub fn dataset(&self, id: &str) -> Result<Arc<DatasetMeta>> {
         if !id.starts_with("d-") {
             return Err(EngineError::WrongType(format!(
                 "object {id} is not a dataset"
             )));
         }
-        Ok((*self.cached_meta(id)?).clone())
+        self.cached_meta(id)
     }
 
     /// A scalar dataset is stored as one element of shape `[1]`; callers
@@ -565,37 +575,28 @@ impl Domain {
         fields: Option<&[String]>,
         out: &mut [u8],
     ) -> Result<()> {
-        self.read_fields_with(id, sel, fields, out, false)
+        self.read_with(&*self.dataset(id)?, sel, fields, out, false)
     }
 
-    /// As [`Domain::read_fields`], for one part of a sequential read too big
-    /// for the chunk cache (a server streaming a large answer slab by slab):
-    /// the chunks go from storage to `out` without entering the cache.
-    /// Judged part by part, each slab would fit and the scan would evict
-    /// every cached chunk, its own included, before they are read again.
+    /// As [`Domain::read_fields`], for a dataset already looked up with
+    /// [`Domain::dataset`]. With `bypass_cache`, for one part of a
+    /// sequential read too big for the chunk cache (a server streaming a
+    /// large answer slab by slab), the chunks go from storage to `out`
+    /// without entering the cache: judged part by part, each slab would fit
+    /// and the scan would evict every cached chunk, its own included, before
+    /// they are read again.
     ///
     /// # Errors
     /// As [`Domain::read_fields`].
-    pub fn read_fields_uncached(
+    pub fn read_with(
         &self,
-        id: &str,
-        sel: &Selection,
-        fields: Option<&[String]>,
-        out: &mut [u8],
-    ) -> Result<()> {
-        self.read_fields_with(id, sel, fields, out, true)
-    }
-
-    fn read_fields_with(
-        &self,
-        id: &str,
+        m: &DatasetMeta,
         sel: &Selection,
         fields: Option<&[String]>,
         out: &mut [u8],
         bypass_cache: bool,
     ) -> Result<()> {
-        let m = self.dataset_meta(id)?;
-        let sel = &*Self::normalize(&m, sel);
+        let sel = &*Self::normalize(m, sel);
         if m.dtype.is_variable() {
             return Err(EngineError::WrongType(
                 "variable-length data must be read with read_vlen".into(),
@@ -696,8 +697,17 @@ impl Domain {
     /// Bad selection or buffer size; read-only domain; I/O trouble.
     pub fn write(&self, id: &str, sel: &Selection, data: &[u8]) -> Result<()> {
         self.check_writable()?;
-        let m = self.dataset_meta(id)?;
-        let sel = &*Self::normalize(&m, sel);
+        self.write_with(&*self.dataset(id)?, sel, data)
+    }
+
+    /// As [`Domain::write`], for a dataset already looked up with
+    /// [`Domain::dataset`].
+    ///
+    /// # Errors
+    /// As [`Domain::write`].
+    pub fn write_with(&self, m: &DatasetMeta, sel: &Selection, data: &[u8]) -> Result<()> {
+        self.check_writable()?;
+        let sel = &*Self::normalize(m, sel);
         if m.dtype.is_variable() {
             return Err(EngineError::WrongType(
                 "variable-length data must be written with write_vlen".into(),

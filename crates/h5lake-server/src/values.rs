@@ -303,7 +303,7 @@ fn projected_type(t: &Datatype, fields: Option<&[String]>) -> Result<Datatype> {
 struct Plan {
     dom: Arc<Domain>,
     id: String,
-    meta: DatasetMeta,
+    meta: Arc<DatasetMeta>,
     sel: Selection,
     fields: Option<Vec<String>>,
     /// Type of the elements on the wire.
@@ -341,7 +341,7 @@ fn plan(
 ) -> Result<Plan> {
     check_obj(id, "datasets")?;
     let dom = open_domain(app, ctx, action)?;
-    let meta = dom.dataset_meta(id)?;
+    let meta = dom.dataset(id)?;
     if meta.shape == Shape::Null {
         return Err(bad("the dataset has a null dataspace; it holds no values"));
     }
@@ -464,7 +464,7 @@ fn slabs(p: &Plan, slab_bytes: usize) -> Result<Vec<(Selection, usize)>> {
 const MAX_SLABS: u64 = 1 << 20;
 
 /// Reads `sel` (`n` bytes); `uncached` for the slabs of an answer too big
-/// for the chunk cache (see [`Domain::read_fields_uncached`]).
+/// for the chunk cache (see [`Domain::read_with`]).
 fn read_fixed(
     pool: &Arc<SlabPool>,
     p: &Plan,
@@ -474,12 +474,8 @@ fn read_fixed(
 ) -> Result<Pooled> {
     let mut buf = pool.take(n);
     let fields = p.fields.as_deref();
-    if uncached {
-        p.dom
-            .read_fields_uncached(&p.id, sel, fields, buf.as_mut_slice())?;
-    } else {
-        p.dom.read_fields(&p.id, sel, fields, buf.as_mut_slice())?;
-    }
+    p.dom
+        .read_with(&p.meta, sel, fields, buf.as_mut_slice(), uncached)?;
     Ok(buf)
 }
 
@@ -615,7 +611,7 @@ fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
         };
         let sel = Selection::Orthogonal(piece);
         let mut buf = vec![0u8; idx.len() * es];
-        p.dom.read(&p.id, &sel, &mut buf)?;
+        p.dom.read_with(&p.meta, &sel, None, &mut buf, false)?;
         for (row, &i) in buf.chunks(es.max(1)).zip(&idx) {
             if index.len() >= limit {
                 break 'slabs;
@@ -748,7 +744,7 @@ fn write_fields(p: &Plan, sel: &Selection, data: &[u8]) -> Result<()> {
     };
     let n = sel.num_elements() as usize;
     let mut full = vec![0u8; n * size];
-    p.dom.read(&p.id, sel, &mut full)?;
+    p.dom.read_with(&p.meta, sel, None, &mut full, false)?;
     for (i, elem) in full.chunks_mut(*size).enumerate() {
         for w in wire {
             let f = all
@@ -760,7 +756,7 @@ fn write_fields(p: &Plan, sel: &Selection, data: &[u8]) -> Result<()> {
             elem[f.offset..f.offset + len].copy_from_slice(&data[src..src + len]);
         }
     }
-    p.dom.write(&p.id, sel, &full)?;
+    p.dom.write_with(&p.meta, sel, &full)?;
     Ok(())
 }
 
@@ -768,7 +764,7 @@ fn write_slab(p: &Plan, sel: &Selection, data: &[u8]) -> Result<()> {
     if p.fields.is_some() {
         write_fields(p, sel, data)
     } else {
-        p.dom.write(&p.id, sel, data)?;
+        p.dom.write_with(&p.meta, sel, data)?;
         Ok(())
     }
 }
