@@ -436,5 +436,6 @@ pub(crate) fn to_hdf5(dt: &Datatype) -> Result<Hid> {
             check_id(lib(|| unsafe { h5t::H5Tvlen_create(b.id()) }), what)?
         }
         Datatype::Reference { .. } => return Err(unsupported("object references")),
+        Datatype::RegionReference => return Err(unsupported("region references")),
     })
 }

@@ -81,6 +81,13 @@ pub enum Datatype {
         /// `"h5lake": {"api": "H5T_STD_REF"}` beside HSDS's spelling.
         current_api: bool,
     },
+    /// Dataset region reference (`H5T_STD_REF_DSETREG`): a dataset and a
+    /// selection of its elements. Variable-length, as HSDS has it: each
+    /// element is the JSON text of h5json's form, `{"id": "d-…",
+    /// "select_type": "H5S_SEL_HYPERSLABS", "selection": [[start, end], …]}`
+    /// (inclusive corners), `H5S_SEL_POINTS` with a list of coordinates, or
+    /// `H5S_SEL_ALL` / `H5S_SEL_NONE`; an empty element is a null reference.
+    RegionReference,
     /// HDF5 2.0's native complex type: a real and an imaginary `part`
     /// (a float), byte for byte h5py's compound of members `r` and `i`,
     /// which is how it is stored (HSDS has no complex class), marked so
@@ -327,6 +334,9 @@ impl Datatype {
                     base: Box::new(base),
                 })
             }
+            "H5T_REFERENCE" if v.get("base").and_then(Value::as_str) == Some("H5T_STD_REF_DSETREG") => {
+                Ok(Datatype::RegionReference)
+            }
             "H5T_REFERENCE" => Ok(Datatype::Reference {
                 size: 48,
                 current_api: v.pointer("/h5lake/api").and_then(Value::as_str)
@@ -388,6 +398,9 @@ impl Datatype {
                     r["h5lake"] = json!({"api": "H5T_STD_REF"});
                 }
                 r
+            }
+            Datatype::RegionReference => {
+                json!({"class": "H5T_REFERENCE", "base": "H5T_STD_REF_DSETREG"})
             }
             Datatype::Complex { part } => json!({
                 "class": "H5T_COMPOUND",
@@ -470,7 +483,7 @@ impl Datatype {
                 .fixed_size()
                 .map(|s| s * dims.iter().product::<u64>() as usize),
             Datatype::Enum { base, .. } => base.fixed_size(),
-            Datatype::Vlen { .. } => None,
+            Datatype::Vlen { .. } | Datatype::RegionReference => None,
             Datatype::Complex { part } => part.fixed_size().map(|s| 2 * s),
         }
     }

@@ -24,7 +24,9 @@ impl Datatype {
     pub fn is_top_level_vlen(&self) -> bool {
         matches!(
             self,
-            Datatype::String { length: None, .. } | Datatype::Vlen { .. }
+            Datatype::String { length: None, .. }
+                | Datatype::Vlen { .. }
+                | Datatype::RegionReference
         )
     }
 }
@@ -60,7 +62,7 @@ fn skip(t: &Datatype, buf: &[u8], pos: usize) -> Result<usize> {
         };
     }
     match t {
-        Datatype::String { .. } | Datatype::Vlen { .. } => {
+        Datatype::String { .. } | Datatype::Vlen { .. } | Datatype::RegionReference => {
             let n = count_at(buf, pos)?;
             if pos + 4 + n > buf.len() {
                 return Err(truncated());
@@ -131,6 +133,7 @@ pub fn push_json(t: &Datatype, v: &Value, out: &mut Vec<u8>) -> Result<()> {
             }
             push_counted(out, &body)
         }
+        Datatype::RegionReference => push_counted(out, &crate::value::region_ref_bytes(v)?),
         Datatype::Compound { fields, .. } => {
             let members: Vec<&Value> = match v {
                 Value::Array(a) if a.len() == fields.len() => a.iter().collect(),
@@ -184,6 +187,12 @@ pub fn read_json(t: &Datatype, buf: &[u8], pos: &mut usize) -> Result<Value> {
             let body = buf.get(*pos + 4..*pos + 4 + n).ok_or_else(truncated)?;
             *pos += 4 + n;
             Ok(Value::Array(items_json(base, body)?))
+        }
+        Datatype::RegionReference => {
+            let n = count_at(buf, *pos)?;
+            let body = buf.get(*pos + 4..*pos + 4 + n).ok_or_else(truncated)?;
+            *pos += 4 + n;
+            crate::value::region_ref_json(body)
         }
         Datatype::Compound { fields, .. } => Ok(Value::Array(
             fields

@@ -176,7 +176,7 @@ fn encode(t: &Datatype, v: &Value, out: &mut Vec<u8>) -> Result<()> {
                 out.push(b.as_u64().filter(|&b| b < 256).ok_or_else(bad)? as u8);
             }
         }
-        Datatype::String { length: None, .. } | Datatype::Vlen { .. } => {
+        Datatype::String { length: None, .. } | Datatype::Vlen { .. } | Datatype::RegionReference => {
             return Err(TypeError::UnsupportedType(
                 "fill values of variable-length types".into(),
             ))
@@ -344,7 +344,9 @@ pub fn element_to_json(t: &Datatype, b: &[u8]) -> Result<Value> {
                 element_to_json(part, &b[half..])?,
             ])
         }
-        Datatype::String { length: None, .. } | Datatype::Vlen { .. } => unreachable!(),
+        Datatype::String { length: None, .. } | Datatype::Vlen { .. } | Datatype::RegionReference => {
+            unreachable!()
+        }
     })
 }
 
@@ -524,6 +526,7 @@ pub fn vlen_element(t: &Datatype, v: &Value) -> Result<Vec<u8>> {
         (Datatype::String { .. }, v) => {
             bytes_of(v).ok_or_else(|| TypeError::InvalidValue(format!("invalid string value {v}")))
         }
+        (Datatype::RegionReference, v) => region_ref_bytes(v),
         (Datatype::Vlen { base }, Value::Array(a)) => {
             let mut out = Vec::new();
             for x in a {
@@ -556,8 +559,123 @@ pub fn vlen_to_json(t: &Datatype, b: &[u8]) -> Result<Value> {
     match t {
         Datatype::Vlen { base } => crate::record::items_json(base, b).map(Value::Array),
         Datatype::String { .. } => Ok(bytes_to_json(b)),
+        Datatype::RegionReference => region_ref_json(b),
         _ => crate::record::read_json(t, b, &mut 0),
     }
+}
+
+/// The stored bytes of one region reference given as h5json's JSON object
+/// (`null` is the null reference): checked, and written in one canonical
+/// form so that equal references are equal bytes.
+///
+/// # Errors
+/// Anything but a dataset id with a selection of a known kind whose
+/// coordinates are non-negative integers of one rank.
+pub fn region_ref_bytes(v: &Value) -> Result<Vec<u8>> {
+    let bad = |why: &str| TypeError::InvalidValue(format!("region reference {v}: {why}"));
+    let o = match v {
+        Value::Null => return Ok(Vec::new()),
+        Value::Object(o) => o,
+        _ => return Err(bad("expected an object with id, select_type and selection")),
+    };
+    let id = o
+        .get("id")
+        .and_then(Value::as_str)
+        .map(|id| id.rsplit('/').next().unwrap_or(id))
+        .filter(|id| id.starts_with("d-"))
+        .ok_or_else(|| bad("id must name a dataset (d-…)"))?;
+    let coords = |x: &Value| -> Result<Vec<u64>> {
+        x.as_array()
+            .ok_or_else(|| bad("a coordinate must be a list"))?
+            .iter()
+            .map(|c| c.as_u64().ok_or_else(|| bad("coordinates are non-negative integers")))
+            .collect()
+    };
+    let kind = o
+        .get("select_type")
+        .and_then(Value::as_str)
+        .unwrap_or("H5S_SEL_ALL");
+    let items = || {
+        o.get("selection")
+            .and_then(Value::as_array)
+            .ok_or_else(|| bad("selection must be a list"))
+    };
+    let mut rank = None;
+    let mut same_rank = |c: &[u64]| match rank {
+        None => {
+            rank = Some(c.len());
+            Ok(())
+        }
+        Some(r) if r == c.len() => Ok(()),
+        Some(_) => Err(bad("coordinates of different ranks")),
+    };
+    let selection = match kind {
+        "H5S_SEL_ALL" => None,
+        "H5S_SEL_NONE" => Some(Value::Array(Vec::new())),
+        "H5S_SEL_POINTS" => {
+            let mut pts = Vec::new();
+            for p in items()? {
+                let c = coords(p)?;
+                same_rank(&c)?;
+                pts.push(serde_json::json!(c));
+            }
+            Some(Value::Array(pts))
+        }
+        // A regular hyperslab of very many blocks, which h5lake writes as
+        // HDF5 describes it rather than block by block.
+        "H5S_SEL_HYPERSLABS" if o.get("selection").is_none() => {
+            let mut part = |k: &str| {
+                let c = coords(o.get(k).ok_or_else(|| bad("a hyperslab needs a selection"))?)?;
+                same_rank(&c)?;
+                Ok::<_, TypeError>(c)
+            };
+            let (start, stride, count, block) =
+                (part("start")?, part("stride")?, part("count")?, part("block")?);
+            if stride.iter().zip(&block).any(|(&s, &b)| b == 0 || s < b) {
+                return Err(bad("a regular hyperslab needs blocks of at least 1, no longer than the stride"));
+            }
+            let mut out = serde_json::json!({"id": id, "select_type": kind});
+            for (k, c) in [("start", start), ("stride", stride), ("count", count), ("block", block)] {
+                out[k] = serde_json::json!(c);
+            }
+            return Ok(out.to_string().into_bytes());
+        }
+        "H5S_SEL_HYPERSLABS" => {
+            let mut blocks = Vec::new();
+            for b in items()? {
+                let pair = b
+                    .as_array()
+                    .filter(|p| p.len() == 2)
+                    .ok_or_else(|| bad("a block is [start, end]"))?;
+                let (start, end) = (coords(&pair[0])?, coords(&pair[1])?);
+                same_rank(&start)?;
+                same_rank(&end)?;
+                if start.iter().zip(&end).any(|(s, e)| s > e) {
+                    return Err(bad("a block ends before it starts"));
+                }
+                blocks.push(serde_json::json!([start, end]));
+            }
+            Some(Value::Array(blocks))
+        }
+        other => return Err(bad(&format!("unknown select_type {other}"))),
+    };
+    let mut out = serde_json::json!({"id": id, "select_type": kind});
+    if let Some(sel) = selection {
+        out["selection"] = sel;
+    }
+    Ok(out.to_string().into_bytes())
+}
+
+/// The JSON object of one stored region reference (`null` when empty).
+///
+/// # Errors
+/// Bytes that are not a region reference's JSON text.
+pub fn region_ref_json(b: &[u8]) -> Result<Value> {
+    if b.is_empty() {
+        return Ok(Value::Null);
+    }
+    serde_json::from_slice(b)
+        .map_err(|e| TypeError::InvalidValue(format!("stored region reference: {e}")))
 }
 
 /// Variable-length elements from a nested JSON value of shape `dims`.
@@ -575,6 +693,45 @@ pub fn json_to_vlen(t: &Datatype, dims: &[u64], v: &Value) -> Result<Vec<Vec<u8>
 mod whole_value_tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn region_references_are_checked_and_kept_in_one_form() {
+        let t = Datatype::from_json(&json!({"class": "H5T_REFERENCE", "base": "H5T_STD_REF_DSETREG"}))
+            .unwrap();
+        assert_eq!(t, Datatype::RegionReference);
+        assert!(t.is_variable() && t.is_top_level_vlen());
+        assert_eq!(Datatype::from_json(&t.to_json()).unwrap(), t);
+        let v = json!([
+            {"id": "datasets/d-1", "select_type": "H5S_SEL_HYPERSLABS", "selection": [[[0, 1], [2, 3]]]},
+            {"id": "d-1", "select_type": "H5S_SEL_POINTS", "selection": [[0, 0], [4, 5]]},
+            {"id": "d-1", "select_type": "H5S_SEL_HYPERSLABS",
+             "start": [0], "stride": [2], "count": [9], "block": [1]},
+            null,
+        ]);
+        let items = json_to_vlen(&t, &[4], &v).unwrap();
+        assert!(items[3].is_empty());
+        let back: Vec<Value> = items.iter().map(|i| vlen_to_json(&t, i).unwrap()).collect();
+        assert_eq!(back[0]["id"], "d-1", "the collection prefix is dropped");
+        assert_eq!(back[1], v[1]);
+        assert_eq!(back[2]["count"], json!([9]));
+        assert_eq!(back[3], Value::Null);
+        // equal references, equal bytes, whatever the key order given
+        let reordered = json!({"selection": [[0, 0], [4, 5]], "select_type": "H5S_SEL_POINTS", "id": "d-1"});
+        assert_eq!(region_ref_bytes(&reordered).unwrap(), items[1]);
+        for bad in [
+            json!({"id": "g-1", "select_type": "H5S_SEL_ALL"}),
+            json!({"select_type": "H5S_SEL_ALL"}),
+            json!({"id": "d-1", "select_type": "H5S_SEL_BOXES", "selection": []}),
+            json!({"id": "d-1", "select_type": "H5S_SEL_POINTS", "selection": [[0, 0], [1]]}),
+            json!({"id": "d-1", "select_type": "H5S_SEL_POINTS", "selection": [[-1, 0]]}),
+            json!({"id": "d-1", "select_type": "H5S_SEL_HYPERSLABS", "selection": [[[3], [2]]]}),
+            json!({"id": "d-1", "select_type": "H5S_SEL_HYPERSLABS",
+                   "start": [0], "stride": [1], "count": [4], "block": [2]}),
+            json!("d-1"),
+        ] {
+            assert!(region_ref_bytes(&bad).is_err(), "{bad} was taken");
+        }
+    }
 
     #[test]
     fn fixed_values_round_trip_and_check_their_shape() {

@@ -200,6 +200,7 @@ pub unsafe extern "C" fn read(
                 json_to_vlen(&dt, &dims, &value).map_err(invalid)?
             };
             match &dt {
+                Datatype::RegionReference => Refs::new(api, o).regions_to_memory(&items, mem_type)?,
                 Datatype::Vlen { base } if refs::contains(base) => {
                     Refs::new(api, o).vlen_to_memory(base, &items, mem_type)?
                 }
@@ -237,6 +238,16 @@ unsafe fn value_from_memory(
     let invalid = |e: h5lake_types::TypeError| VolError::Invalid(e.to_string());
     if refs::contains(dt) {
         let refs = Refs::new(api, o);
+        if *dt == Datatype::RegionReference {
+            let mem = std::slice::from_raw_parts(buf, n * crate::regions::SIZE);
+            let flat = refs
+                .regions_from_memory(mem, n, mem_type)?
+                .iter()
+                .map(|i| vlen_to_json(dt, i))
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(invalid)?;
+            return Ok(nest(flat, dims));
+        }
         if let Datatype::Vlen { base } = dt {
             let mem = std::slice::from_raw_parts(buf, n * std::mem::size_of::<sys::hvl_t>());
             let flat = refs

@@ -326,18 +326,26 @@ unsafe extern "C" fn ovisit_by_name1(
 // and turn it into the address as `addr_of` does (native files: the
 // object's header address, as before), and back.
 //
-// Region references (`H5R_DATASET_REGION1`) name a selection kept in a
-// native file's global heap, which no public call reaches: they fail with
-// an error naming them, also for native files while the rebuilds are in
-// place; that is why they are put in place only when h5lake is the default
-// connector (`HDF5_VOL_CONNECTOR`), where native files are not reached by
-// default anyway.
+// Region references (`H5R_DATASET_REGION1`, `hdset_reg_ref_t`) begin with
+// the dataset's address like an object reference; for h5lake objects the
+// rest is the index of the selection in the process's table (regions.rs).
+// In a native file the rest points into the file's global heap, which no
+// public call reaches: there they fail with an error naming them while the
+// rebuilds are in place. That is why the rebuilds are put in place only
+// when h5lake is the default connector (`HDF5_VOL_CONNECTOR`), where native
+// files are not reached by default anyway.
 
-fn no_region_refs(func: &str) {
+fn no_native_region_refs(func: &str) {
     crate::error::VolError::Unsupported(
-        "making or following region references (H5R_DATASET_REGION1: h5py's regionref)".into(),
+        "region references (H5R_DATASET_REGION1) into native HDF5 files while h5lake is the default connector".into(),
     )
     .push(func);
+}
+
+/// Whether `loc` is an object of a native HDF5 file.
+unsafe fn is_native(api: &crate::api::Api, loc: hid_t) -> bool {
+    let mut native = false;
+    api.f.H5VLobject_is_native(loc, &mut native) >= 0 && native
 }
 
 /// The token of the object of `loc`'s file whose address is `addr`.
@@ -361,8 +369,12 @@ unsafe fn token_of_addr(loc: hid_t, addr: haddr_t) -> Option<sys::H5O_token_t> {
 /// Opens the object a version-1 object reference names.
 unsafe fn open_ref1(loc: hid_t, ty: sys::H5R_type_t, r: *const c_void, func: &str) -> hid_t {
     let Ok(api) = h5() else { return -1 };
-    if ty != sys::H5R_type_t_H5R_OBJECT1 {
-        no_region_refs(func);
+    if ty == sys::H5R_type_t_H5R_DATASET_REGION1 && is_native(&api, loc) {
+        no_native_region_refs(func);
+        return -1;
+    }
+    if ty != sys::H5R_type_t_H5R_OBJECT1 && ty != sys::H5R_type_t_H5R_DATASET_REGION1 {
+        crate::error::VolError::Invalid(format!("reference type {ty}")).push(func);
         return -1;
     }
     if r.is_null() {
@@ -381,11 +393,16 @@ unsafe extern "C" fn rcreate(
     loc: hid_t,
     name: *const c_char,
     ty: sys::H5R_type_t,
-    _space: hid_t,
+    space: hid_t,
 ) -> herr_t {
     let Ok(api) = h5() else { return -1 };
-    if ty != sys::H5R_type_t_H5R_OBJECT1 {
-        no_region_refs("H5Rcreate");
+    let region = ty == sys::H5R_type_t_H5R_DATASET_REGION1;
+    if region && is_native(&api, loc) {
+        no_native_region_refs("H5Rcreate");
+        return -1;
+    }
+    if ty != sys::H5R_type_t_H5R_OBJECT1 && !region {
+        crate::error::VolError::Invalid(format!("reference type {ty}")).push("H5Rcreate");
         return -1;
     }
     if r.is_null() || name.is_null() {
@@ -400,8 +417,57 @@ unsafe extern "C" fn rcreate(
     {
         return -1;
     }
-    std::ptr::write_unaligned(r.cast::<haddr_t>(), addr_of(loc, info.token));
-    0
+    let addr = addr_of(loc, info.token);
+    if !region {
+        std::ptr::write_unaligned(r.cast::<haddr_t>(), addr);
+        return 0;
+    }
+    if info.type_ != sys::H5O_type_t_H5O_TYPE_DATASET {
+        crate::error::VolError::Invalid("a region reference must name a dataset".into())
+            .push("H5Rcreate");
+        return -1;
+    }
+    match crate::regions::selection_of(&api, space).and_then(|s| crate::regions::register(&s)) {
+        Ok(index) => {
+            let bytes = crate::regions::encode(addr, index);
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), r.cast::<u8>(), bytes.len());
+            0
+        }
+        Err(e) => {
+            e.push("H5Rcreate");
+            -1
+        }
+    }
+}
+
+/// The referenced dataset's dataspace with the reference's selection.
+unsafe extern "C" fn rget_region(dataset: hid_t, ty: sys::H5R_type_t, r: *const c_void) -> hid_t {
+    let Ok(api) = h5() else { return -1 };
+    if ty != sys::H5R_type_t_H5R_DATASET_REGION1 {
+        crate::error::VolError::Invalid("not a region reference".into()).push("H5Rget_region");
+        return -1;
+    }
+    let d = open_ref1(dataset, ty, r, "H5Rget_region");
+    if d < 0 {
+        return -1;
+    }
+    let space = api.f.H5Dget_space(d);
+    api.f.H5Oclose(d);
+    if space < 0 {
+        return -1;
+    }
+    let mut bytes = [0u8; crate::regions::SIZE];
+    std::ptr::copy_nonoverlapping(r.cast::<u8>(), bytes.as_mut_ptr(), bytes.len());
+    let applied = crate::regions::decode(&bytes)
+        .ok_or_else(|| crate::error::VolError::Invalid("a null region reference".into()))
+        .and_then(|(_, index)| crate::regions::selection(index))
+        .and_then(|sel| crate::regions::apply(&api, space, &sel));
+    if let Err(e) = applied {
+        api.f.H5Sclose(space);
+        e.push("H5Rget_region");
+        return -1;
+    }
+    space
 }
 
 unsafe extern "C" fn rdereference2(
@@ -451,9 +517,10 @@ unsafe extern "C" fn rget_name(
 }
 
 /// The version-1 reference calls and their rebuilds.
-fn ref_replacements() -> [(&'static [u8], *const c_void); 4] {
+fn ref_replacements() -> [(&'static [u8], *const c_void); 5] {
     [
         (b"H5Rcreate\0", rcreate as *const c_void),
+        (b"H5Rget_region\0", rget_region as *const c_void),
         (b"H5Rdereference2\0", rdereference2 as *const c_void),
         (b"H5Rget_obj_type2\0", rget_obj_type2 as *const c_void),
         (b"H5Rget_name\0", rget_name as *const c_void),

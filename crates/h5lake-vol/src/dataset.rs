@@ -14,6 +14,7 @@ use crate::memory::{
 };
 use crate::objects::{c_str, locate, Kind, Obj};
 use crate::refs::{self, Refs};
+use crate::regions;
 use crate::selection::{file_selection, gather, is_whole, scatter};
 use crate::sys::{self, hid_t};
 use crate::types::{from_hdf5, to_hdf5};
@@ -346,6 +347,10 @@ unsafe fn read_one(
     if refs::contains(&m.dtype) {
         let refs = Refs::new(api, o);
         let (packed, msize) = match &m.dtype {
+            Datatype::RegionReference => (
+                refs.regions_to_memory(&o.dom.read_vlen(id, &sel)?, mem_type)?,
+                regions::SIZE,
+            ),
             Datatype::Vlen { base } => (
                 refs.vlen_to_memory(base, &o.dom.read_vlen(id, &sel)?, mem_type)?,
                 std::mem::size_of::<sys::hvl_t>(),
@@ -412,7 +417,12 @@ unsafe fn write_one(
     };
     if refs::contains(&m.dtype) {
         let refs = Refs::new(api, o);
-        if let Datatype::Vlen { base } = &m.dtype {
+        if m.dtype == Datatype::RegionReference {
+            let mut packed = vec![0u8; n * regions::SIZE];
+            gather(api, space, regions::SIZE, buf, &mut packed)?;
+            o.dom
+                .write_vlen(id, &sel, &refs.regions_from_memory(&packed, n, mem_type)?)?;
+        } else if let Datatype::Vlen { base } = &m.dtype {
             let mut packed = vec![0u8; n * std::mem::size_of::<sys::hvl_t>()];
             gather(
                 api,

@@ -25,6 +25,7 @@ pub mod link;
 pub mod memory;
 pub mod objects;
 pub mod refs;
+pub mod regions;
 pub mod selection;
 #[allow(clippy::all, clippy::pedantic)]
 pub mod sys;

@@ -27,13 +27,14 @@ use h5lake_types::Datatype;
 use crate::api::Api;
 use crate::error::{check, Result, VolError};
 use crate::objects::{Kind, Obj};
+use crate::regions;
 use crate::sys::{self, hid_t};
 use crate::types::{to_hdf5, TypeId};
 
 /// Whether values of `dt` hold object references anywhere.
 pub fn contains(dt: &Datatype) -> bool {
     match dt {
-        Datatype::Reference { .. } => true,
+        Datatype::Reference { .. } | Datatype::RegionReference => true,
         Datatype::Compound { fields, .. } => fields.iter().any(|f| contains(&f.dtype)),
         Datatype::Array { base, .. } | Datatype::Vlen { base } => contains(base),
         _ => false,
@@ -180,6 +181,70 @@ impl<'a> Refs<'a> {
             .collect()
     }
 
+    /// Stored region references (h5json text; empty for null) as
+    /// `hdset_reg_ref_t`s, their selections entered in the process's table.
+    ///
+    /// # Safety
+    /// `mem_type` is a valid datatype id.
+    pub unsafe fn regions_to_memory(&self, items: &[Vec<u8>], mem_type: hid_t) -> Result<Vec<u8>> {
+        self.check_region_type(mem_type)?;
+        let mut out = Vec::with_capacity(items.len() * regions::SIZE);
+        for it in items {
+            let v = h5lake_types::region_ref_json(it)
+                .map_err(|e| VolError::Invalid(e.to_string()))?;
+            if v.is_null() {
+                out.extend_from_slice(&[0u8; regions::SIZE]);
+                continue;
+            }
+            let (id, sel) = regions::split(&v)?;
+            let addr = addr_of_token(&crate::token::of_id(&id)?);
+            out.extend_from_slice(&regions::encode(addr, regions::register(&sel)?));
+        }
+        Ok(out)
+    }
+
+    /// `n` packed `hdset_reg_ref_t`s as stored region references.
+    ///
+    /// # Safety
+    /// `mem_type` is a valid datatype id; `mem` holds `n` of its elements.
+    pub unsafe fn regions_from_memory(
+        &self,
+        mem: &[u8],
+        n: usize,
+        mem_type: hid_t,
+    ) -> Result<Vec<Vec<u8>>> {
+        self.check_region_type(mem_type)?;
+        mem.chunks_exact(regions::SIZE)
+            .take(n)
+            .map(|b| {
+                let Some((addr, index)) = regions::decode(b.try_into().expect("12 bytes")) else {
+                    return Ok(Vec::new());
+                };
+                let id = self.id_of_addr(addr)?;
+                if !id.starts_with("d-") {
+                    return Err(VolError::Invalid(
+                        "a region reference must name a dataset".into(),
+                    ));
+                }
+                let mut v = regions::selection(index)?;
+                v["id"] = id.into();
+                h5lake_types::region_ref_bytes(&v)
+                    .map_err(|e| VolError::Invalid(e.to_string()))
+            })
+            .collect()
+    }
+
+    unsafe fn check_region_type(&self, mem_type: hid_t) -> Result<()> {
+        let f = &self.api.f;
+        if check(f.H5Tequal(mem_type, self.api.g.t_std_ref_dsetreg.id()), "H5Tequal")? > 0 {
+            Ok(())
+        } else {
+            Err(VolError::Unsupported(
+                "converting region references to a type other than H5T_STD_REF_DSETREG".into(),
+            ))
+        }
+    }
+
     unsafe fn vlen_base(&self, mem_type: hid_t) -> Result<TypeId> {
         let f = &self.api.f;
         if f.H5Tget_class(mem_type) != sys::H5T_class_t_H5T_VLEN {
@@ -194,6 +259,7 @@ impl<'a> Refs<'a> {
     unsafe fn elem_out(&self, dt: &Datatype, src: &[u8], mt: hid_t, dst: *mut u8) -> Result<()> {
         let f = &self.api.f;
         match dt {
+            Datatype::RegionReference => Err(nested_regions()),
             Datatype::Reference { .. } => {
                 let id = stored_id(src);
                 match self.mem_ref(mt)? {
@@ -252,6 +318,7 @@ impl<'a> Refs<'a> {
     ) -> Result<()> {
         let f = &self.api.f;
         match dt {
+            Datatype::RegionReference => Err(nested_regions()),
             Datatype::Reference { size, .. } => {
                 let id = match self.mem_ref(mt)? {
                     MemRef::Addr => {
@@ -439,6 +506,13 @@ impl<'a> Refs<'a> {
         f.H5Idec_ref(fid);
         Ok(ok)
     }
+}
+
+/// Region references are variable-length: only whole values of their own.
+pub fn nested_regions() -> VolError {
+    VolError::Unsupported(
+        "region references inside compound, array or sequence types".into(),
+    )
 }
 
 enum MemRef {

@@ -28,6 +28,15 @@ fn bad(what: impl Into<String>) -> VolError {
 ///
 /// # Errors
 /// Type classes h5lake does not store (time, bitfield, region references).
+/// A member, element or base type: anything but a region reference, which
+/// is a whole value of its own (variable-length, see regions.rs).
+fn part_of(dt: Datatype) -> Result<Datatype> {
+    if dt == Datatype::RegionReference {
+        return Err(crate::refs::nested_regions());
+    }
+    Ok(dt)
+}
+
 pub fn from_hdf5(api: &Api, t: hid_t) -> Result<Datatype> {
     let f = &api.f;
     // SAFETY (whole function): `t` is a valid datatype id for these calls.
@@ -90,7 +99,7 @@ pub fn from_hdf5(api: &Api, t: hid_t) -> Result<Datatype> {
                 for i in 0..n {
                     let name = member_name(api, t, i)?;
                     let mt = TypeId(check(f.H5Tget_member_type(t, i), "H5Tget_member_type")?);
-                    let dtype = from_hdf5(api, mt.0)?;
+                    let dtype = part_of(from_hdf5(api, mt.0)?)?;
                     fields.push(Field {
                         name,
                         dtype,
@@ -107,7 +116,7 @@ pub fn from_hdf5(api: &Api, t: hid_t) -> Result<Datatype> {
                     "H5Tget_array_dims2",
                 )?;
                 let base = TypeId(check(f.H5Tget_super(t), "H5Tget_super")?);
-                let base = from_hdf5(api, base.0)?;
+                let base = part_of(from_hdf5(api, base.0)?)?;
                 Datatype::Array {
                     base: Box::new(base),
                     dims,
@@ -115,7 +124,7 @@ pub fn from_hdf5(api: &Api, t: hid_t) -> Result<Datatype> {
             }
             sys::H5T_class_t_H5T_ENUM => {
                 let base = TypeId(check(f.H5Tget_super(t), "H5Tget_super")?);
-                let base_dt = from_hdf5(api, base.0)?;
+                let base_dt = part_of(from_hdf5(api, base.0)?)?;
                 let n = check(f.H5Tget_nmembers(t), "H5Tget_nmembers")? as u32;
                 let mut mapping = Vec::with_capacity(n as usize);
                 for i in 0..n {
@@ -157,7 +166,7 @@ pub fn from_hdf5(api: &Api, t: hid_t) -> Result<Datatype> {
             }
             sys::H5T_class_t_H5T_VLEN => {
                 let base = TypeId(check(f.H5Tget_super(t), "H5Tget_super")?);
-                let base = from_hdf5(api, base.0)?;
+                let base = part_of(from_hdf5(api, base.0)?)?;
                 Datatype::Vlen {
                     base: Box::new(base),
                 }
@@ -171,8 +180,10 @@ pub fn from_hdf5(api: &Api, t: hid_t) -> Result<Datatype> {
                         size: 48,
                         current_api: !v1,
                     }
+                } else if check(f.H5Tequal(t, api.g.t_std_ref_dsetreg.id()), "H5Tequal")? > 0 {
+                    Datatype::RegionReference
                 } else {
-                    return Err(VolError::Unsupported("region references".into()));
+                    return Err(VolError::Unsupported("this kind of reference".into()));
                 }
             }
             sys::H5T_class_t_H5T_COMPLEX => {
@@ -373,6 +384,9 @@ pub fn to_hdf5(api: &Api, dt: &Datatype) -> Result<TypeId> {
                     api.g.t_std_ref_obj.id()
                 };
                 TypeId(check(f.H5Tcopy(form), what)?)
+            }
+            Datatype::RegionReference => {
+                TypeId(check(f.H5Tcopy(api.g.t_std_ref_dsetreg.id()), what)?)
             }
         })
     }
