@@ -635,16 +635,23 @@ with h5py.File(p, "r") as f:
     out["lon"] = t.dims[2]["lon"][...].tolist()
     out["is_scale"] = [f[n].is_scale for n in ("time", "lon_bounds", "temp")]
     out["attached"] = [h5py.h5ds.is_attached(t.id, f["lat"].id, i) for i in range(3)]
+    # h5py reads the scale lists themselves (version-1 references)
+    out["attrs"] = sorted(t.attrs)
+    out["dimension_list"] = [[f[r].name for r in refs] for refs in t.attrs["DIMENSION_LIST"]]
+    out["reference_list"] = [[f[r].name, int(i)] for r, i in f["lat"].attrs["REFERENCE_LIST"]]
 """
 
 
 def test_dimension_scales(plugin_dir, tmp_path):
-    """HDF5's dimension scales (references held in attributes of HDF5 2.0's
-    reference type) work through the connector as they do natively."""
+    """HDF5's dimension scales (references held in attributes) work through
+    the connector as they do natively, h5py reading their attributes too:
+    with h5lake the default connector, they hold version-1 references, as
+    in a native file."""
     native = run_h5py(DIMENSION_SCALES, str(tmp_path / "native.h5"))
     lake = run_h5py(DIMENSION_SCALES, str(tmp_path / "dims.h5l"), plugin_dir)
     assert lake == native
     assert native["scales"][2] == ["/lon", "/lon_bounds"]
+    assert native["dimension_list"][2] == ["/lon", "/lon_bounds"]
     # The references are stored as HSDS stores them: collection/id strings.
     with h5lake.File(tmp_path / "dims.h5l", "r") as f:
         assert {"DIMENSION_LIST", "DIMENSION_LABELS"} <= set(f["temp"].attrs.keys())

@@ -170,6 +170,22 @@ unsafe fn globals(f: &sys::Hdf5Api) -> Result<Globals, String> {
 /// (not the high-level `libhdf5_hl`) that exports the VOL API, else the
 /// program itself (HDF5 linked statically into it).
 pub(crate) fn host_library() -> Result<libloading::Library, String> {
+    loaded_library(
+        |file| file.starts_with("libhdf5") && !file.starts_with("libhdf5_hl"),
+        b"H5VLregister_connector\0",
+    )
+    .ok_or_else(|| "the h5lake VOL connector found no loaded HDF5 library to call".into())
+}
+
+/// HDF5's high-level library (`libhdf5_hl`: dimension scales and the
+/// like), if the program has loaded it.
+pub(crate) fn hl_library() -> Option<libloading::Library> {
+    loaded_library(|file| file.starts_with("libhdf5_hl"), b"H5DSwith_new_ref\0")
+}
+
+/// The first loaded shared object whose file name `wanted` accepts and
+/// that exports `symbol`, else the program itself if it exports it.
+fn loaded_library(wanted: impl Fn(&str) -> bool, symbol: &[u8]) -> Option<libloading::Library> {
     let mut names: Vec<CString> = Vec::new();
     unsafe extern "C" fn collect(
         info: *mut libc::dl_phdr_info,
@@ -187,8 +203,7 @@ pub(crate) fn host_library() -> Result<libloading::Library, String> {
     unsafe { libc::dl_iterate_phdr(Some(collect), &mut names as *mut _ as *mut c_void) };
     for name in names {
         let path = name.to_string_lossy().into_owned();
-        let file = path.rsplit('/').next().unwrap_or(&path);
-        if !file.starts_with("libhdf5") || file.starts_with("libhdf5_hl") {
+        if !wanted(path.rsplit('/').next().unwrap_or(&path)) {
             continue;
         }
         // SAFETY: RTLD_NOLOAD only returns a handle to an object already
@@ -197,14 +212,13 @@ pub(crate) fn host_library() -> Result<libloading::Library, String> {
             libloading::os::unix::Library::open(Some(&path), libc::RTLD_NOLOAD | libc::RTLD_LAZY)
         };
         if let Ok(lib) = lib {
-            if unsafe { lib.get::<*const c_void>(b"H5VLregister_connector\0") }.is_ok() {
-                return Ok(lib.into());
+            if unsafe { lib.get::<*const c_void>(symbol) }.is_ok() {
+                return Some(lib.into());
             }
         }
     }
     let this = libloading::os::unix::Library::this();
-    if unsafe { this.get::<*const c_void>(b"H5VLregister_connector\0") }.is_ok() {
-        return Ok(this.into());
-    }
-    Err("the h5lake VOL connector found no loaded HDF5 library to call".into())
+    unsafe { this.get::<*const c_void>(symbol) }
+        .is_ok()
+        .then(|| this.into())
 }

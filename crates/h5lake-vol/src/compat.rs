@@ -527,6 +527,62 @@ fn ref_replacements() -> [(&'static [u8], *const c_void); 5] {
     ]
 }
 
+// HDF5's dimension scales (`H5DS*`, libhdf5_hl) use version-1 references
+// only for native files (`H5DSwith_new_ref`); for any other connector they
+// store `H5T_STD_REF` ones, which h5py cannot read: a dataset's attributes
+// would fail to list once a scale is attached. With the version-1 calls
+// rebuilt, h5lake objects get version-1 references too — unless the
+// dataset already holds its scale lists in the current form (written so by
+// an earlier connector), which H5DS must keep reading as written.
+
+/// `H5DSwith_new_ref`: current-form references for objects of connectors
+/// other than the native one and h5lake.
+unsafe extern "C" fn ds_with_new_ref(obj: hid_t, out: *mut bool) -> herr_t {
+    let Ok(api) = h5() else { return -1 };
+    if out.is_null() {
+        return -1;
+    }
+    let mut name = [0 as c_char; 16];
+    *out = if is_native(&api, obj) {
+        false
+    } else if api.f.H5VLget_connector_name(obj, name.as_mut_ptr(), name.len()) > 0
+        && std::ffi::CStr::from_ptr(name.as_ptr()).to_bytes() == b"h5lake"
+    {
+        scale_lists_in_current_form(&api, obj)
+    } else {
+        true
+    };
+    0
+}
+
+/// Whether `obj`'s `DIMENSION_LIST` or `REFERENCE_LIST` holds `H5T_STD_REF`
+/// references.
+unsafe fn scale_lists_in_current_form(api: &crate::api::Api, obj: hid_t) -> bool {
+    let f = &api.f;
+    let current = |t: hid_t| f.H5Tequal(t, api.g.t_std_ref.id()) > 0;
+    for (attr, part) in [(c"DIMENSION_LIST", 0), (c"REFERENCE_LIST", 1)] {
+        if f.H5Aexists(obj, attr.as_ptr()) <= 0 {
+            continue;
+        }
+        let a = f.H5Aopen(obj, attr.as_ptr(), sys::H5P_DEFAULT as hid_t);
+        if a < 0 {
+            continue;
+        }
+        let t = f.H5Aget_type(a);
+        // the references: a sequence's base, or a compound's first member
+        let r = if part == 0 { f.H5Tget_super(t) } else { f.H5Tget_member_type(t, 0) };
+        let found = r >= 0 && current(r);
+        for id in [r, t] {
+            if id >= 0 {
+                f.H5Tclose(id);
+            }
+        }
+        f.H5Aclose(a);
+        return found;
+    }
+    false
+}
+
 /// Whether h5lake is the connector HDF5 uses by default in this process.
 fn h5lake_is_default() -> bool {
     std::env::var("HDF5_VOL_CONNECTOR").is_ok_and(|v| v.split_whitespace().next() == Some("h5lake"))
@@ -572,6 +628,13 @@ pub fn install() {
             redirect_all(&replacements());
             if h5lake_is_default() {
                 redirect_all(&ref_replacements());
+                if let Some(hl) = crate::api::hl_library() {
+                    // SAFETY: as above, for the high-level library.
+                    if let Ok(sym) = unsafe { hl.get::<*mut c_void>(b"H5DSwith_new_ref\0") } {
+                        // SAFETY: `*sym` is the entry of a function longer than 12 bytes.
+                        unsafe { redirect(*sym, ds_with_new_ref as *const c_void) };
+                    }
+                }
             }
         }
     });
