@@ -1,5 +1,6 @@
 use serde_json::Value;
 
+use crate::float::FloatBits;
 use crate::{Result, TypeError};
 
 /// Byte order of an atomic numeric type.
@@ -44,6 +45,14 @@ pub enum Datatype {
     Float {
         size: usize,
         order: ByteOrder,
+    },
+    /// A float laid out other than IEEE 754 binary16/32/64 (numpy's
+    /// `longdouble`, custom layouts): stored as laid out, the layout kept in
+    /// the type's JSON as `"h5lake": {"float": …}` (HSDS has no such type).
+    CustomFloat {
+        size: usize,
+        order: ByteOrder,
+        bits: Box<FloatBits>,
     },
     /// `length: None` is a variable-length string.
     String {
@@ -161,6 +170,29 @@ impl Datatype {
             .and_then(Value::as_str)
             .ok_or_else(|| bad("missing class"))?;
         match class {
+            "H5T_FLOAT" if v.get("base").is_none() => {
+                let bits = FloatBits::from_json(
+                    v.pointer("/h5lake/float").ok_or_else(|| bad("missing base"))?,
+                )?;
+                let size = v
+                    .get("size")
+                    .and_then(Value::as_u64)
+                    .ok_or_else(|| bad("a float layout needs a size"))? as usize;
+                let order = match v.get("order").and_then(Value::as_str) {
+                    Some("H5T_ORDER_BE") => ByteOrder::Big,
+                    Some("H5T_ORDER_LE") | None => ByteOrder::Little,
+                    Some(_) => return Err(bad("unknown order")),
+                };
+                bits.check(size)?;
+                if FloatBits::ieee(size).as_ref() == Some(&bits) {
+                    return Ok(Datatype::Float { size, order });
+                }
+                Ok(Datatype::CustomFloat {
+                    size,
+                    order,
+                    bits: Box::new(bits),
+                })
+            }
             "H5T_INTEGER" | "H5T_FLOAT" => {
                 let base = v
                     .get("base")
@@ -220,7 +252,7 @@ impl Datatype {
                         .and_then(Datatype::from_json)
                 };
                 let (r, i) = (part(0, "r")?, part(1, "i")?);
-                if r != i || !matches!(r, Datatype::Float { .. }) {
+                if r != i || !matches!(r, Datatype::Float { .. } | Datatype::CustomFloat { .. }) {
                     return Err(bad("the parts of a complex type are two equal floats"));
                 }
                 Ok(Datatype::Complex { part: Box::new(r) })
@@ -362,6 +394,12 @@ impl Datatype {
                 "class": "H5T_FLOAT",
                 "base": format!("H5T_IEEE_F{}{}", size * 8, order_suffix(*order)),
             }),
+            Datatype::CustomFloat { size, order, bits } => json!({
+                "class": "H5T_FLOAT",
+                "size": size,
+                "order": if *order == ByteOrder::Big { "H5T_ORDER_BE" } else { "H5T_ORDER_LE" },
+                "h5lake": {"float": bits.to_json()},
+            }),
             Datatype::String {
                 length,
                 charset,
@@ -472,6 +510,7 @@ impl Datatype {
         match self {
             Datatype::Integer { size, .. }
             | Datatype::Float { size, .. }
+            | Datatype::CustomFloat { size, .. }
             | Datatype::Opaque { size, .. } => Some(*size),
             Datatype::Reference { size, .. } => Some(*size),
             Datatype::String { length, .. } => *length,

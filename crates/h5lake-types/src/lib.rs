@@ -8,6 +8,7 @@
 
 mod datatype;
 mod error;
+pub mod float;
 pub mod record;
 mod selection;
 mod shape;
@@ -15,6 +16,7 @@ mod value;
 
 pub use datatype::{ByteOrder, CharSet, Datatype, Field, StrPad};
 pub use error::TypeError;
+pub use float::{FloatBits, Norm, Pad};
 pub use selection::{DimSel, Selection};
 pub use shape::{Shape, UNLIMITED};
 pub use value::{

@@ -98,6 +98,13 @@ fn encode(t: &Datatype, v: &Value, out: &mut Vec<u8>) -> Result<()> {
             }
             put_int(out, i, *size, *order);
         }
+        Datatype::CustomFloat { size, order, bits } => match v {
+            Value::Object(_) => {
+                let b = bytes_of(v).filter(|b| b.len() == *size).ok_or_else(bad)?;
+                out.extend_from_slice(&b);
+            }
+            v => out.extend(bits.encode(float_of(v).ok_or_else(bad)?, *size, *order)),
+        },
         Datatype::Float { size, order } => {
             let f = float_of(v).ok_or_else(bad)?;
             let le: Vec<u8> = match size {
@@ -210,6 +217,12 @@ pub fn bytes_of(v: &Value) -> Option<Vec<u8>> {
     }
 }
 
+/// `{"base64": ...}` of bytes.
+pub(crate) fn bytes_to_json_base64(b: &[u8]) -> Value {
+    use base64::Engine;
+    serde_json::json!({"base64": base64::engine::general_purpose::STANDARD.encode(b)})
+}
+
 /// The JSON value of bytes: a string when they are UTF-8, else
 /// `{"base64": ...}`.
 pub fn bytes_to_json(b: &[u8]) -> Value {
@@ -249,7 +262,7 @@ fn f16_to_f64(h: u16) -> f64 {
     }
 }
 
-fn float_json(x: f64) -> Value {
+pub(crate) fn float_json(x: f64) -> Value {
     if x.is_nan() {
         Value::from("NaN")
     } else if x.is_infinite() {
@@ -286,6 +299,7 @@ pub fn element_to_json(t: &Datatype, b: &[u8]) -> Result<Value> {
                 Value::from(v as u64)
             }
         }
+        Datatype::CustomFloat { order, bits, .. } => bits.to_json_value(b, *order),
         Datatype::Float { size, order } => {
             let mut le = b.to_vec();
             if *order == ByteOrder::Big {

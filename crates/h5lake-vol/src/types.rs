@@ -28,6 +28,54 @@ fn bad(what: impl Into<String>) -> VolError {
 ///
 /// # Errors
 /// Type classes h5lake does not store (time, bitfield, region references).
+/// The bit layout of float type `t`.
+unsafe fn float_bits(api: &Api, t: hid_t) -> Result<h5lake_types::FloatBits> {
+    use h5lake_types::{Norm, Pad};
+    let f = &api.f;
+    let what = "reading a float's layout";
+    let (mut spos, mut epos, mut esize, mut mpos, mut msize) = (0, 0, 0, 0, 0);
+    check(f.H5Tget_fields(t, &mut spos, &mut epos, &mut esize, &mut mpos, &mut msize), what)?;
+    let (mut lsb, mut msb) = (0, 0);
+    check(f.H5Tget_pad(t, &mut lsb, &mut msb), what)?;
+    let pad = |p| match p {
+        sys::H5T_pad_t_H5T_PAD_ONE => Pad::One,
+        sys::H5T_pad_t_H5T_PAD_BACKGROUND => Pad::Background,
+        _ => Pad::Zero,
+    };
+    Ok(h5lake_types::FloatBits {
+        precision: f.H5Tget_precision(t),
+        offset: usize::try_from(check(f.H5Tget_offset(t), what)?).unwrap_or(0),
+        sign: spos,
+        exp_pos: epos,
+        exp_size: esize,
+        mant_pos: mpos,
+        mant_size: msize,
+        bias: f.H5Tget_ebias(t) as u64,
+        norm: match f.H5Tget_norm(t) {
+            sys::H5T_norm_t_H5T_NORM_IMPLIED => Norm::Implied,
+            sys::H5T_norm_t_H5T_NORM_MSBSET => Norm::MsbSet,
+            _ => Norm::None,
+        },
+        pad: [pad(lsb), pad(msb), pad(f.H5Tget_inpad(t))],
+    })
+}
+
+fn norm_of(n: h5lake_types::Norm) -> sys::H5T_norm_t {
+    match n {
+        h5lake_types::Norm::Implied => sys::H5T_norm_t_H5T_NORM_IMPLIED,
+        h5lake_types::Norm::MsbSet => sys::H5T_norm_t_H5T_NORM_MSBSET,
+        h5lake_types::Norm::None => sys::H5T_norm_t_H5T_NORM_NONE,
+    }
+}
+
+fn pad_of(p: h5lake_types::Pad) -> sys::H5T_pad_t {
+    match p {
+        h5lake_types::Pad::Zero => sys::H5T_pad_t_H5T_PAD_ZERO,
+        h5lake_types::Pad::One => sys::H5T_pad_t_H5T_PAD_ONE,
+        h5lake_types::Pad::Background => sys::H5T_pad_t_H5T_PAD_BACKGROUND,
+    }
+}
+
 /// A member, element or base type: anything but a region reference, which
 /// is a whole value of its own (variable-length, see regions.rs).
 fn part_of(dt: Datatype) -> Result<Datatype> {
@@ -57,23 +105,27 @@ pub fn from_hdf5(api: &Api, t: hid_t) -> Result<Datatype> {
                 order: order(),
             },
             sys::H5T_class_t_H5T_FLOAT => {
-                let dt = match size {
-                    2 | 4 | 8 => Datatype::Float {
+                // IEEE binary16/32/64 in HSDS's spelling; any other layout
+                // (long double, custom exponent, mantissa, bias or padding)
+                // with the layout kept, so that it reads back as written.
+                if matches!(size, 2 | 4 | 8) {
+                    let dt = Datatype::Float {
                         size,
                         order: order(),
-                    },
-                    _ => return Err(bad(format!("{size}-byte floats"))),
-                };
-                // Stores keep IEEE binary16/32/64 only: a float laid out
-                // otherwise (other exponent or mantissa bits, bias,
-                // padding) would read back as different numbers.
-                let ieee = to_hdf5(api, &dt)?;
-                if check(f.H5Tequal(t, ieee.0), "H5Tequal")? <= 0 {
-                    return Err(bad(format!(
-                        "{size}-byte floats laid out other than IEEE 754 (custom exponent, mantissa, bias or padding)"
-                    )));
+                    };
+                    let ieee = to_hdf5(api, &dt)?;
+                    if check(f.H5Tequal(t, ieee.0), "H5Tequal")? > 0 {
+                        return Ok(dt);
+                    }
                 }
-                dt
+                let bits = float_bits(api, t)?;
+                bits.check(size)
+                    .map_err(|e| VolError::Unsupported(e.to_string()))?;
+                Datatype::CustomFloat {
+                    size,
+                    order: order(),
+                    bits: Box::new(bits),
+                }
             }
             sys::H5T_class_t_H5T_STRING => {
                 let charset = if f.H5Tget_cset(t) == sys::H5T_cset_t_H5T_CSET_UTF8 {
@@ -189,7 +241,9 @@ pub fn from_hdf5(api: &Api, t: hid_t) -> Result<Datatype> {
             sys::H5T_class_t_H5T_COMPLEX => {
                 let part = TypeId(check(f.H5Tget_super(t), "H5Tget_super")?);
                 match from_hdf5(api, part.0)? {
-                    p @ Datatype::Float { .. } => Datatype::Complex { part: Box::new(p) },
+                    p @ (Datatype::Float { .. } | Datatype::CustomFloat { .. }) => {
+                        Datatype::Complex { part: Box::new(p) }
+                    }
                     _ => return Err(bad("complex numbers over a non-float part")),
                 }
             }
@@ -248,6 +302,35 @@ pub fn to_hdf5(api: &Api, dt: &Datatype) -> Result<TypeId> {
                     sys::H5T_sign_t_H5T_SGN_NONE
                 };
                 check(f.H5Tset_sign(t.0, sign), what)?;
+                set_order(t.0, order)?;
+                t
+            }
+            Datatype::CustomFloat { size, order, bits } => {
+                let t = TypeId(check(f.H5Tcopy(api.g.t_ieee_f64le.id()), what)?);
+                let fields = |t: hid_t| {
+                    check(
+                        f.H5Tset_fields(t, bits.sign, bits.exp_pos, bits.exp_size, bits.mant_pos, bits.mant_size),
+                        what,
+                    )?;
+                    check(f.H5Tset_ebias(t, bits.bias as usize), what)?;
+                    check(f.H5Tset_norm(t, norm_of(bits.norm)), what)?;
+                    check(f.H5Tset_inpad(t, pad_of(bits.pad[2])), what).map(|_| ())
+                };
+                // HDF5 keeps fields inside the precision and the precision
+                // inside the size at every step: grow the outside first,
+                // shrink the inside first.
+                if *size > 8 {
+                    check(f.H5Tset_size(t.0, *size), what)?;
+                    check(f.H5Tset_precision(t.0, bits.precision), what)?;
+                    check(f.H5Tset_offset(t.0, bits.offset), what)?;
+                    fields(t.0)?;
+                } else {
+                    fields(t.0)?;
+                    check(f.H5Tset_precision(t.0, bits.precision), what)?;
+                    check(f.H5Tset_offset(t.0, bits.offset), what)?;
+                    check(f.H5Tset_size(t.0, *size), what)?;
+                }
+                check(f.H5Tset_pad(t.0, pad_of(bits.pad[0]), pad_of(bits.pad[1])), what)?;
                 set_order(t.0, order)?;
                 t
             }

@@ -217,6 +217,25 @@ _INT_SIZES = (1, 2, 4, 8)
 _FLOAT_SIZES = (2, 4, 8)
 _BOOL_MAPPING = {"FALSE": 0, "TRUE": 1}
 
+# x87 extended precision in 16 bytes: numpy's longdouble on x86-64 Linux.
+# HSDS has no such type; h5lake keeps the layout in the type's JSON, as the
+# VOL connector does for HDF5's NATIVE_LDOUBLE.
+_X87 = {"precision": 80, "offset": 0, "sign": 79,
+        "exponent": {"pos": 64, "size": 15, "bias": 16383},
+        "mantissa": {"pos": 0, "size": 64, "norm": "H5T_NORM_NONE"},
+        "pad": {"lsb": "H5T_PAD_ZERO", "msb": "H5T_PAD_ZERO", "internal": "H5T_PAD_ZERO"}}
+_LONGDOUBLE_IS_X87 = (np.dtype(np.longdouble).itemsize == 16
+                      and np.finfo(np.longdouble).nmant == 63)
+
+
+def _is_long_double(dt):
+    return dt.kind == "f" and dt.itemsize == 16 and _LONGDOUBLE_IS_X87
+
+
+def _long_double_json(dt):
+    return {"class": "H5T_FLOAT", "size": 16,
+            "order": "H5T_ORDER_%s" % _order(dt), "h5lake": {"float": dict(_X87)}}
+
 
 def _order(dt):
     """HSDS byte-order suffix of a scalar numeric dtype."""
@@ -303,9 +322,15 @@ def dtype_to_hsds(dt):
     if kind == "f" and dt.itemsize in _FLOAT_SIZES:
         return {"class": "H5T_FLOAT", "base": "H5T_IEEE_F%d%s" % (dt.itemsize * 8, _order(dt))}
 
-    if kind == "c" and dt.itemsize in (8, 16):
+    if _is_long_double(dt):
+        return _long_double_json(dt)
+
+    if kind == "c" and (dt.itemsize in (8, 16) or (dt.itemsize == 32 and _LONGDOUBLE_IS_X87)):
         # h5py stores complex as a compound of two floats named r and i
-        part = {"class": "H5T_FLOAT", "base": "H5T_IEEE_F%d%s" % (dt.itemsize * 4, _order(dt))}
+        if dt.itemsize == 32:
+            part = _long_double_json(dt)
+        else:
+            part = {"class": "H5T_FLOAT", "base": "H5T_IEEE_F%d%s" % (dt.itemsize * 4, _order(dt))}
         return {"class": "H5T_COMPOUND",
                 "fields": [{"name": "r", "type": dict(part)},
                            {"name": "i", "type": dict(part)}]}
@@ -359,6 +384,13 @@ def hsds_to_dtype(t):
     if cls == "H5T_INTEGER":
         return _predefined(t["base"], "iu")
     if cls == "H5T_FLOAT":
+        if "base" not in t:
+            layout = (t.get("h5lake") or {}).get("float")
+            if layout == _X87 and t.get("size") == 16 and _LONGDOUBLE_IS_X87:
+                bo = ">" if t.get("order") == "H5T_ORDER_BE" else "<"
+                return np.dtype(np.longdouble).newbyteorder(bo)
+            raise TypeError("No numpy type for a float laid out as %r (size %r)"
+                            % (layout, t.get("size")))
         return _predefined(t["base"], "f")
 
     if cls == "H5T_STRING":
@@ -408,7 +440,7 @@ def hsds_to_dtype(t):
         names = [m[0] for m in members]
         if names == ["r", "i"]:
             a, b = members[0][1], members[1][1]
-            if (a == b and a.kind == "f" and a.itemsize in (4, 8)
+            if (a == b and a.kind == "f" and (a.itemsize in (4, 8) or _is_long_double(a))
                     and not a.metadata and not b.metadata):
                 return np.dtype(a.byteorder.replace("=", "<") + "c%d" % (2 * a.itemsize))
         return _packed_compound(members)
@@ -501,6 +533,24 @@ def _float_from_json(v):
     return float(v)
 
 
+def _long_double_to_json(x, dt):
+    """A number when a float64 holds the value exactly, else its bytes (as
+    the VOL connector writes them)."""
+    x = np.asarray(x, dtype=dt)
+    if not np.isfinite(x) or np.longdouble(float(x)) == x:
+        return _float_to_json(float(x))
+    return {"base64": base64.b64encode(x.tobytes()).decode()}
+
+
+def _long_double_from_json(v, dt):
+    if isinstance(v, dict):
+        raw = _bytes_from_json(v)
+        if len(raw) != dt.itemsize:
+            raise ValueError("Expected %d bytes for a long double, got %d" % (dt.itemsize, len(raw)))
+        return np.frombuffer(raw, dtype=dt)[0]
+    return dt.type(_float_from_json(v))
+
+
 def _bytes_to_json(b):
     try:
         return b.decode("utf-8")
@@ -544,8 +594,14 @@ def _elem_to_json(x, dt):
         return bool(x)
     if kind in "iu":
         return int(x)
+    if _is_long_double(dt):
+        return _long_double_to_json(x, dt)
     if kind == "f":
         return _float_to_json(x)
+    if kind == "c" and dt.itemsize == 32:
+        part = np.dtype(np.longdouble).newbyteorder(dt.byteorder)
+        c = np.asarray(x, dtype=dt)
+        return [_long_double_to_json(c.real, part), _long_double_to_json(c.imag, part)]
     if kind == "c":
         c = complex(x)
         return [_float_to_json(c.real), _float_to_json(c.imag)]
@@ -574,7 +630,8 @@ def _array_to_json(arr, dt):
         return _elem_to_json(arr[()], dt)
     if dt.kind in "iub" and dt.names is None and dt.subdtype is None:
         return arr.tolist()  # fast path; enums and bools included
-    if dt.kind == "f" and dt.subdtype is None and np.isfinite(arr).all():
+    if (dt.kind == "f" and dt.subdtype is None and not _is_long_double(dt)
+            and np.isfinite(arr).all()):
         return arr.astype(np.float64).tolist()
     if arr.ndim == 1:
         return [_elem_to_json(arr[i], dt) for i in range(arr.shape[0])]
@@ -621,8 +678,13 @@ def _elem_from_json(v, dt):
         if isinstance(v, float) and not v.is_integer():
             raise ValueError("Expected an integer, got %r" % (v,))
         return int(v)
+    if _is_long_double(dt):
+        return _long_double_from_json(v, dt)
     if kind == "f":
         return _float_from_json(v)
+    if kind == "c" and dt.itemsize == 32 and isinstance(v, (list, tuple)) and len(v) == 2:
+        part = np.dtype(np.longdouble).newbyteorder(dt.byteorder)
+        return _long_double_from_json(v[0], part) + 1j * _long_double_from_json(v[1], part)
     if kind == "c":
         if isinstance(v, (list, tuple)) and len(v) == 2:
             return complex(_float_from_json(v[0]), _float_from_json(v[1]))
