@@ -507,6 +507,53 @@ def test_floats_other_than_ieee(plugin_dir, tmp_path):
     assert got["made"] == ["float128", True, True, "complex256", True]
 
 
+COPY_EXPANDING = """
+import os
+e = p + "-ext" + os.path.splitext(p)[1]
+with h5py.File(e, "w") as x:
+    x["far/data"] = np.arange(3)
+with h5py.File(p, "w") as f:
+    g = f.create_group("g")
+    g["a"] = np.arange(4)
+    g["b"] = np.arange(5.0)
+    g["a"].attrs["to_b"] = g["b"].ref
+    g["a"].attrs["refs"] = np.array([g["b"].ref, f.ref], dtype=h5py.ref_dtype)
+    f.create_dataset("refset", data=[g["b"].ref], dtype=h5py.ref_dtype)
+    g["soft"] = h5py.SoftLink("/g/b")
+    g["ext"] = h5py.ExternalLink(os.path.basename(e), "/far")
+    f.copy("g", "plain")
+    f.copy("g", "expanded", expand_refs=True, expand_soft=True, expand_external=True)
+    f.copy("refset", "refset2", expand_refs=True)
+    f.copy("g/ext", "via_ext")                  # the source name is followed
+    kinds = lambda grp: {k: type(grp.get(k, getlink=True)).__name__ for k in grp}
+    out["plain"] = kinds(f["plain"])
+    out["expanded"] = kinds(f["expanded"])
+    out["plain_ref"] = "null" if not f["plain/a"].attrs["to_b"] else f[f["plain/a"].attrs["to_b"]].name
+    b2 = f[f["expanded/a"].attrs["to_b"]]
+    out["expanded_ref"] = [b2.name != "/g/b", b2[...].tolist()]
+    out["expanded_refs"] = [f[r].name != n for r, n in zip(f["expanded/a"].attrs["refs"], ["/g/b", "/"])]
+    out["refset2"] = [f[f["refset2"][0]][...].tolist(), f[f["refset2"][0]].name != "/g/b"]
+    out["ext_data"] = f["expanded/ext/data"][...].tolist()
+    out["via_ext"] = [kinds(f["via_ext"]), f["via_ext/data"][...].tolist()]
+    with h5py.File(e, "a") as x:            # into another file: dataset references too
+        f.copy("refset", x, "plain")
+        f.copy("refset", x, "expanded", expand_refs=True)
+        out["other_file"] = [bool(x["plain"][0]), x[x["expanded"][0]][...].tolist()]
+"""
+
+
+def test_copy_follows_links_and_references_on_request(plugin_dir, tmp_path):
+    """H5Ocopy's expand flags (h5py's expand_soft/_external/_refs): links
+    copied as the objects they lead to, objects references name copied
+    along (the copied references naming the copies), as natively."""
+    native = run_h5py(COPY_EXPANDING, str(tmp_path / "native.h5"))
+    lake = run_h5py(COPY_EXPANDING, str(tmp_path / "lake.h5l"), plugin_dir)
+    assert lake == native
+    assert native["expanded"]["ext"] == "HardLink" and native["plain"]["ext"] == "ExternalLink"
+    assert native["expanded_ref"] == [True, [0.0, 1.0, 2.0, 3.0, 4.0]]
+    assert native["plain_ref"] == "null" and native["other_file"] == [False, [0.0, 1.0, 2.0, 3.0, 4.0]]
+
+
 REGION_REFERENCES = """
 sels = [np.s_[2:5, 1:9:3], np.s_[[1, 3, 7], 2], np.s_[...], np.s_[:0], np.s_[4, 4:6],
         np.s_[0:6:5, 0:10:3]]

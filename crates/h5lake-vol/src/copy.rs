@@ -1,29 +1,33 @@
 //! H5Ocopy: an object, and everything below a group, copied into the same
 //! or another store — metadata documents, attributes, links, and dataset
 //! values in slabs (chunks never written are not copied: they read as the
-//! fill value in the copy too).
+//! fill value in the copy too). As HDF5 does on request, soft and external
+//! links inside may be copied as the objects they lead to, and objects that
+//! references name copied along, the references then naming the copies.
 
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
+use std::sync::Arc;
 
 use h5lake_engine::Domain;
-use h5lake_types::{DimSel, Selection};
+use h5lake_types::{Datatype, DimSel, Selection};
 use serde_json::{json, Value};
 
 use crate::api::h5;
 use crate::dataset::{ensure_free, parent_for_create};
 use crate::error::{guard, Result, VolError};
-use crate::objects::{c_str, link_target, locate, resolve, Obj};
+use crate::objects::{c_str, link_target, locate, resolve_in, Obj};
 use crate::sys::{self, hid_t};
 
 const SHALLOW_HIERARCHY: u32 = 0x0001;
 const EXPAND_SOFT_LINK: u32 = 0x0002;
+const EXPAND_EXT_LINK: u32 = 0x0004;
+const EXPAND_REFERENCE: u32 = 0x0008;
 const WITHOUT_ATTR: u32 = 0x0010;
 /// Bytes of dataset values moved per step.
 const SLAB_BYTES: u64 = 64 << 20;
 
 struct Copier<'a> {
-    src: &'a Domain,
     dst: &'a Domain,
     flags: u32,
     /// Source id → copy: an object linked twice is copied once.
@@ -31,54 +35,59 @@ struct Copier<'a> {
 }
 
 impl Copier<'_> {
-    fn object(&mut self, id: &str, depth: u32) -> Result<String> {
+    fn object(&mut self, src: &Arc<Domain>, id: &str, depth: u32) -> Result<String> {
         if let Some(c) = self.done.get(id) {
             return Ok(c.clone());
         }
-        let doc = self.src.get_doc(id)?;
+        let doc = src.get_doc(id)?;
+        let props = || doc.get("creationProperties").cloned().unwrap_or_else(|| json!({}));
         let new = match id.as_bytes().first() {
-            Some(b'd') => {
-                let new = self.dst.create_dataset(
-                    doc["type"].clone(),
-                    doc["shape"].clone(),
-                    doc.get("creationProperties")
-                        .cloned()
-                        .unwrap_or_else(|| json!({})),
-                )?;
-                self.values(id, &new)?;
-                new
-            }
+            Some(b'd') => self
+                .dst
+                .create_dataset(doc["type"].clone(), doc["shape"].clone(), props())?,
             Some(b't') => self.dst.create_datatype(doc["type"].clone())?,
-            _ => self.dst.create_group(
-                doc.get("creationProperties")
-                    .cloned()
-                    .unwrap_or_else(|| json!({})),
-            )?,
+            _ => self.dst.create_group(props())?,
         };
         self.done.insert(id.to_string(), new.clone());
+        if id.starts_with("d-") {
+            self.values(src, id, &new, depth)?;
+        }
         if self.flags & WITHOUT_ATTR == 0 {
-            let attrs = self
-                .src
-                .attr_names(id)?
-                .into_iter()
-                .map(|n| Ok((n.clone(), self.src.attr_get(id, &n)?)))
-                .collect::<Result<Vec<_>>>()?;
+            let mut attrs = Vec::new();
+            for n in src.attr_names(id)? {
+                let mut a = src.attr_get(id, &n)?;
+                // As HDF5: references held by attributes name copies, or
+                // nothing (also within one file).
+                if let Ok(t) = Datatype::from_json(&a["type"]) {
+                    if let Some(v) = a.get_mut("value") {
+                        self.fix_refs(src, &t, v, depth)?;
+                    }
+                }
+                attrs.push((n, a));
+            }
             if !attrs.is_empty() {
                 self.dst.attrs_create(&new, attrs, true)?;
             }
         }
         if id.starts_with("g-") && (self.flags & SHALLOW_HIERARCHY == 0 || depth == 0) {
-            for (name, link) in self.src.links(id)? {
+            for (name, link) in src.links(id)? {
                 let class = link.get("class").and_then(Value::as_str).unwrap_or("");
+                let path = link.get("h5path").and_then(Value::as_str).unwrap_or("");
                 let target = match class {
-                    "H5L_TYPE_HARD" => Some(link_target(self.src, id, &link, 0)?),
+                    "H5L_TYPE_HARD" => Some((src.clone(), link_target(src, id, &link, 0)?)),
                     "H5L_TYPE_SOFT" if self.flags & EXPAND_SOFT_LINK != 0 => {
-                        link_target(self.src, id, &link, 0).ok()
+                        resolve_in(src, id, path).ok()
+                    }
+                    // as HDF5: a link whose target is missing stays a link
+                    "H5L_TYPE_EXTERNAL" if self.flags & EXPAND_EXT_LINK != 0 => {
+                        resolve_in(src, id, &name).ok()
                     }
                     _ => None,
                 };
                 let copied = match target {
-                    Some(t) => json!({"class": "H5L_TYPE_HARD", "id": self.object(&t, depth + 1)?}),
+                    Some((d, t)) => {
+                        json!({"class": "H5L_TYPE_HARD", "id": self.object(&d, &t, depth + 1)?})
+                    }
                     None => {
                         let mut l = link.clone();
                         if let Some(m) = l.as_object_mut() {
@@ -93,14 +102,53 @@ impl Copier<'_> {
         Ok(new)
     }
 
-    fn values(&self, from: &str, to: &str) -> Result<()> {
-        if self.src.chunk_count(from)? == 0 {
+    /// With `H5O_COPY_EXPAND_REFERENCE_FLAG`, copies the objects the
+    /// references in `value` (of type `t`, JSON) name and makes it name the
+    /// copies; without, makes them null references. References held inside
+    /// compounds, arrays or sequences are kept as they are (as HDF5 does).
+    fn fix_refs(&mut self, src: &Arc<Domain>, t: &Datatype, value: &mut Value, depth: u32) -> Result<()> {
+        let expand = self.flags & EXPAND_REFERENCE != 0;
+        match value {
+            Value::Array(items) => {
+                for v in items {
+                    self.fix_refs(src, t, v, depth)?;
+                }
+            }
+            Value::String(r) if matches!(t, Datatype::Reference { .. }) && !r.is_empty() => {
+                match r.rsplit_once('/').map(|(c, i)| (c.to_string(), i.to_string())) {
+                    Some((coll, id)) if expand => {
+                        let copy = self.object(src, &id, depth + 1)?;
+                        *r = format!("{coll}/{copy}");
+                    }
+                    _ => r.clear(),
+                }
+            }
+            Value::Object(o) if *t == Datatype::RegionReference => {
+                match o.get("id").and_then(Value::as_str).map(str::to_string) {
+                    Some(id) if expand => {
+                        let copy = self.object(src, &id, depth + 1)?;
+                        o.insert("id".into(), Value::String(copy));
+                    }
+                    _ => *value = Value::Null,
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn values(&mut self, src: &Arc<Domain>, from: &str, to: &str, depth: u32) -> Result<()> {
+        if src.chunk_count(from)? == 0 {
             return Ok(());
         }
-        let m = self.src.dataset_meta(from)?;
+        let m = src.dataset_meta(from)?;
         let Some((&rows, rest)) = m.dims.split_first() else {
             return Ok(());
         };
+        // As HDF5: a dataset's references are kept within one file, and
+        // name copies or nothing in another.
+        let fix = src.location() != self.dst.location()
+            && matches!(m.dtype, Datatype::Reference { .. } | Datatype::RegionReference);
         let row_bytes =
             rest.iter().product::<u64>().max(1) * m.dtype.fixed_size().unwrap_or(64) as u64;
         let step = (SLAB_BYTES / row_bytes.max(1)).max(1);
@@ -119,12 +167,31 @@ impl Copier<'_> {
             }));
             let sel = Selection::Orthogonal(dims);
             if m.dtype.is_variable() {
-                self.dst
-                    .write_vlen(to, &sel, &self.src.read_vlen(from, &sel)?)?;
+                let mut items = src.read_vlen(from, &sel)?;
+                if fix {
+                    for it in items.iter_mut() {
+                        let mut v = h5lake_types::vlen_to_json(&m.dtype, it)
+                            .map_err(|e| VolError::Invalid(e.to_string()))?;
+                        self.fix_refs(src, &m.dtype, &mut v, depth)?;
+                        *it = h5lake_types::vlen_element(&m.dtype, &v)
+                            .map_err(|e| VolError::Invalid(e.to_string()))?;
+                    }
+                }
+                self.dst.write_vlen(to, &sel, &items)?;
             } else {
-                let mut buf =
-                    vec![0u8; (sel.num_elements() as usize) * m.dtype.fixed_size().unwrap_or(0)];
-                self.src.read(from, &sel, &mut buf)?;
+                let es = m.dtype.fixed_size().unwrap_or(0);
+                let mut buf = vec![0u8; (sel.num_elements() as usize) * es];
+                src.read(from, &sel, &mut buf)?;
+                if fix {
+                    for e in buf.chunks_mut(es.max(1)) {
+                        let mut v = h5lake_types::element_to_json(&m.dtype, e)
+                            .map_err(|e| VolError::Invalid(e.to_string()))?;
+                        self.fix_refs(src, &m.dtype, &mut v, depth)?;
+                        let b = h5lake_types::json_to_element(&m.dtype, &v)
+                            .map_err(|e| VolError::Invalid(e.to_string()))?;
+                        e.copy_from_slice(&b);
+                    }
+                }
                 self.dst.write(to, &sel, &buf)?;
             }
             start += count;
@@ -150,7 +217,8 @@ pub unsafe extern "C" fn copy(
         let api = h5().map_err(VolError::Library)?;
         let s = Obj::from_ptr(src_obj)?;
         let d = Obj::from_ptr(dst_obj)?;
-        let from = resolve(&s.dom, &locate(s, loc1)?, c_str(src_name)?)?;
+        // The source name is followed through soft and external links.
+        let (src, from) = resolve_in(&s.dom, &locate(s, loc1)?, c_str(src_name)?)?;
         let start = locate(d, loc2)?;
         let (parent, last) = parent_for_create(api, d, &start, c_str(dst_name)?, lcpl)?;
         ensure_free(d, &parent, &last, "object copy")?;
@@ -159,12 +227,11 @@ pub unsafe extern "C" fn copy(
             api.f.H5Pget_copy_object(ocpypl, &mut flags);
         }
         let mut c = Copier {
-            src: &s.dom,
             dst: &d.dom,
             flags,
             done: HashMap::new(),
         };
-        let new = c.object(&from, 0)?;
+        let new = c.object(&src, &from, 0)?;
         d.dom
             .link_create(&parent, &last, json!({"class": "H5L_TYPE_HARD", "id": new}))?;
         Ok(0)
