@@ -52,8 +52,13 @@ pub(crate) fn from_hdf5(t: hid_t) -> Result<Datatype> {
             if ![1, 2, 4, 8].contains(&size) {
                 return Err(unsupported(format!("{size}-byte integers")));
             }
-            let signed = class == H5T_class_t::H5T_INTEGER
-                && lib(|| unsafe { h5t::H5Tget_sign(t) }) == H5T_sign_t::H5T_SGN_2;
+            if class == H5T_class_t::H5T_BITFIELD {
+                return Ok(Datatype::Bitfield {
+                    size,
+                    order: order_of(t),
+                });
+            }
+            let signed = lib(|| unsafe { h5t::H5Tget_sign(t) }) == H5T_sign_t::H5T_SGN_2;
             Datatype::Integer {
                 size,
                 signed,
@@ -315,6 +320,19 @@ pub(crate) fn to_hdf5(dt: &Datatype) -> Result<Hid> {
                 (8, true, ByteOrder::Big) => *h5t::H5T_STD_I64BE,
                 (8, false, ByteOrder::Little) => *h5t::H5T_STD_U64LE,
                 _ => *h5t::H5T_STD_U64BE,
+            };
+            check_id(lib(|| unsafe { h5t::H5Tcopy(base) }), what)?
+        }
+        Datatype::Bitfield { size, order } => {
+            let base = match (size, order) {
+                (1, ByteOrder::Little) => *h5t::H5T_STD_B8LE,
+                (1, ByteOrder::Big) => *h5t::H5T_STD_B8BE,
+                (2, ByteOrder::Little) => *h5t::H5T_STD_B16LE,
+                (2, ByteOrder::Big) => *h5t::H5T_STD_B16BE,
+                (4, ByteOrder::Little) => *h5t::H5T_STD_B32LE,
+                (4, ByteOrder::Big) => *h5t::H5T_STD_B32BE,
+                (8, ByteOrder::Little) => *h5t::H5T_STD_B64LE,
+                _ => *h5t::H5T_STD_B64BE,
             };
             check_id(lib(|| unsafe { h5t::H5Tcopy(base) }), what)?
         }

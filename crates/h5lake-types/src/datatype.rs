@@ -46,6 +46,14 @@ pub enum Datatype {
         size: usize,
         order: ByteOrder,
     },
+    /// HDF5's bit field (`H5T_STD_B16LE`, ...): HSDS has none, so it is
+    /// spelled as the unsigned integer of its size (what clients that do
+    /// not know the mark read it as), marked `"h5lake": {"class":
+    /// "H5T_BITFIELD"}`.
+    Bitfield {
+        size: usize,
+        order: ByteOrder,
+    },
     /// A float laid out other than IEEE 754 binary16/32/64 (numpy's
     /// `longdouble`, custom layouts): stored as laid out, the layout kept in
     /// the type's JSON as `"h5lake": {"float": …}` (HSDS has no such type).
@@ -154,6 +162,18 @@ fn order_suffix(o: ByteOrder) -> &'static str {
 }
 
 impl Datatype {
+    /// The unsigned integer a bit field's values are read and written as.
+    pub fn bitfield_as_integer(&self) -> Option<Datatype> {
+        match *self {
+            Datatype::Bitfield { size, order } => Some(Datatype::Integer {
+                size,
+                signed: false,
+                order,
+            }),
+            _ => None,
+        }
+    }
+
     /// Parses HSDS type JSON. A bare string is a predefined type name
     /// (`"H5T_STD_I32LE"`); committed-type references (`"t-…"` ids) must be
     /// resolved by the caller first.
@@ -199,9 +219,16 @@ impl Datatype {
                     .and_then(Value::as_str)
                     .ok_or_else(|| bad("missing base"))?;
                 let t = parse_atomic_base(base)?;
-                match (&t, class) {
-                    (Datatype::Integer { .. }, "H5T_INTEGER")
-                    | (Datatype::Float { .. }, "H5T_FLOAT") => Ok(t),
+                let bitfield = v.pointer("/h5lake/class").and_then(Value::as_str) == Some("H5T_BITFIELD");
+                match (t, class) {
+                    (Datatype::Integer { size, signed: false, order }, "H5T_INTEGER") if bitfield => {
+                        Ok(Datatype::Bitfield { size, order })
+                    }
+                    (Datatype::Integer { .. }, _) if bitfield => {
+                        Err(bad("a bit field is spelled as an unsigned integer"))
+                    }
+                    (t @ Datatype::Integer { .. }, "H5T_INTEGER")
+                    | (t @ Datatype::Float { .. }, "H5T_FLOAT") => Ok(t),
                     _ => Err(bad("base does not match class")),
                 }
             }
@@ -394,6 +421,11 @@ impl Datatype {
                 "class": "H5T_FLOAT",
                 "base": format!("H5T_IEEE_F{}{}", size * 8, order_suffix(*order)),
             }),
+            Datatype::Bitfield { size, order } => {
+                let mut t = Datatype::Integer { size: *size, signed: false, order: *order }.to_json();
+                t["h5lake"] = json!({"class": "H5T_BITFIELD"});
+                t
+            }
             Datatype::CustomFloat { size, order, bits } => json!({
                 "class": "H5T_FLOAT",
                 "size": size,
@@ -511,6 +543,7 @@ impl Datatype {
             Datatype::Integer { size, .. }
             | Datatype::Float { size, .. }
             | Datatype::CustomFloat { size, .. }
+            | Datatype::Bitfield { size, .. }
             | Datatype::Opaque { size, .. } => Some(*size),
             Datatype::Reference { size, .. } => Some(*size),
             Datatype::String { length, .. } => *length,

@@ -65,6 +65,10 @@ pub fn json_to_element(t: &Datatype, v: &Value) -> Result<Vec<u8>> {
 fn encode(t: &Datatype, v: &Value, out: &mut Vec<u8>) -> Result<()> {
     let bad = || TypeError::InvalidValue(format!("{v} for {}", t.to_json()));
     match t {
+        Datatype::Bitfield { .. } => {
+            let int = t.bitfield_as_integer().expect("a bit field");
+            return encode(&int, v, out);
+        }
         Datatype::Integer {
             size,
             signed,
@@ -291,6 +295,9 @@ pub fn element_to_json(t: &Datatype, b: &[u8]) -> Result<Value> {
     }
     let b = &b[..size];
     Ok(match t {
+        Datatype::Bitfield { .. } => {
+            return element_to_json(&t.bitfield_as_integer().expect("a bit field"), b)
+        }
         Datatype::Integer { signed, order, .. } => {
             let v = get_int(b, *signed, *order);
             if *signed {
@@ -707,6 +714,23 @@ pub fn json_to_vlen(t: &Datatype, dims: &[u64], v: &Value) -> Result<Vec<Vec<u8>
 mod whole_value_tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn bit_fields_are_marked_unsigned_integers() {
+        let t = Datatype::from_json(&json!({"class": "H5T_INTEGER", "base": "H5T_STD_U16BE",
+                                            "h5lake": {"class": "H5T_BITFIELD"}}))
+        .unwrap();
+        assert_eq!(t, Datatype::Bitfield { size: 2, order: ByteOrder::Big });
+        assert_eq!(Datatype::from_json(&t.to_json()).unwrap(), t);
+        assert_eq!(t.to_json()["base"], "H5T_STD_U16BE", "clients without the mark see a u16");
+        let b = json_to_fixed(&t, &[2], &json!([1, 0x8001])).unwrap();
+        assert_eq!(b, vec![0, 1, 0x80, 1]);
+        assert_eq!(fixed_to_json(&t, &b, &[2]).unwrap(), json!([1, 0x8001]));
+        // the mark on a signed integer is refused rather than dropped
+        assert!(Datatype::from_json(&json!({"class": "H5T_INTEGER", "base": "H5T_STD_I8LE",
+                                            "h5lake": {"class": "H5T_BITFIELD"}}))
+        .is_err());
+    }
 
     #[test]
     fn region_references_are_checked_and_kept_in_one_form() {

@@ -63,6 +63,7 @@ pub struct Globals {
     pub t_std_ref: GlobalId,
     pub t_std_ref_dsetreg: GlobalId,
     pub t_std_i8le: GlobalId,
+    pub t_std_b8le: GlobalId,
     pub t_ieee_f32le: GlobalId,
     pub t_ieee_f64le: GlobalId,
 }
@@ -161,6 +162,7 @@ unsafe fn globals(f: &sys::Hdf5Api) -> Result<Globals, String> {
         t_std_ref: global(&lib, "H5T_STD_REF_g")?,
         t_std_ref_dsetreg: global(&lib, "H5T_STD_REF_DSETREG_g")?,
         t_std_i8le: global(&lib, "H5T_STD_I8LE_g")?,
+        t_std_b8le: global(&lib, "H5T_STD_B8LE_g")?,
         t_ieee_f32le: global(&lib, "H5T_IEEE_F32LE_g")?,
         t_ieee_f64le: global(&lib, "H5T_IEEE_F64LE_g")?,
     })

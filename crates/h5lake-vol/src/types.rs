@@ -247,8 +247,12 @@ pub fn from_hdf5(api: &Api, t: hid_t) -> Result<Datatype> {
                     _ => return Err(bad("complex numbers over a non-float part")),
                 }
             }
+            sys::H5T_class_t_H5T_BITFIELD if matches!(size, 1 | 2 | 4 | 8) => Datatype::Bitfield {
+                size,
+                order: order(),
+            },
             sys::H5T_class_t_H5T_BITFIELD => {
-                return Err(VolError::Unsupported("bitfield datatypes".into()))
+                return Err(VolError::Unsupported(format!("{size}-byte bit fields")))
             }
             sys::H5T_class_t_H5T_TIME => {
                 return Err(VolError::Unsupported("time datatypes".into()))
@@ -302,6 +306,13 @@ pub fn to_hdf5(api: &Api, dt: &Datatype) -> Result<TypeId> {
                     sys::H5T_sign_t_H5T_SGN_NONE
                 };
                 check(f.H5Tset_sign(t.0, sign), what)?;
+                set_order(t.0, order)?;
+                t
+            }
+            Datatype::Bitfield { size, order } => {
+                let t = TypeId(check(f.H5Tcopy(api.g.t_std_b8le.id()), what)?);
+                check(f.H5Tset_size(t.0, *size), what)?;
+                check(f.H5Tset_precision(t.0, *size * 8), what)?;
                 set_order(t.0, order)?;
                 t
             }
