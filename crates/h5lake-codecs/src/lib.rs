@@ -351,6 +351,34 @@ pub fn hdf5_filter_json(id: u64, cd: &[u32], label: &str) -> Value {
     }
 }
 
+/// Whether a `creationProperties.filters` entry is an optional filter
+/// h5lake cannot apply, recorded as skipped (see [`skipped_filter_json`]):
+/// the chunks are stored without it, and pipelines leave it out.
+pub fn is_skipped_entry(entry: &Value) -> bool {
+    entry.pointer("/h5lake/skipped") == Some(&Value::Bool(true))
+}
+
+/// Whether an optional filter (HDF5's `H5Z_FLAG_OPTIONAL`, as h5py sets
+/// every filter given by number) is to be skipped: one h5lake knows nothing
+/// of. HDF5 stores chunks without an optional filter that is not available;
+/// h5lake does the same. Filters it knows and lacks (szip, scale-offset,
+/// bitshuffle, ...) are refused by name instead: whoever asks for one of
+/// those expects its effect, not chunks stored without it.
+pub fn skips_optional(id: u64) -> bool {
+    kind_from_id(id).is_none() && !KNOWN_UNSUPPORTED.iter().any(|(k, _, _)| *k == id)
+}
+
+/// The entry of an optional filter h5lake skips (see [`skips_optional`]):
+/// every chunk is stored without it, and the entry (id, name, client data)
+/// is kept so that the dataset reports the filter it was created with.
+pub fn skipped_filter_json(id: u64, cd: &[u32], label: &str) -> Value {
+    let mut e = json!({"id": id, "parameters": cd, "h5lake": {"skipped": true}});
+    if !label.is_empty() {
+        e["name"] = json!(label);
+    }
+    e
+}
+
 /// The Blosc filter's cd_values versions (`FILTER_BLOSC_VERSION`,
 /// `BLOSC_VERSION_FORMAT`).
 const BLOSC_FILTER_VERSION: u32 = 2;
@@ -494,7 +522,11 @@ impl Pipeline {
         match filters {
             Value::Null => Ok(Pipeline::default()),
             Value::Array(entries) => Ok(Pipeline {
-                filters: entries.iter().map(parse_entry).collect::<Result<_>>()?,
+                filters: entries
+                    .iter()
+                    .filter(|e| !is_skipped_entry(e))
+                    .map(parse_entry)
+                    .collect::<Result<_>>()?,
             }),
             other => Err(CodecError::Invalid(format!(
                 "filters must be a list, got {other}"

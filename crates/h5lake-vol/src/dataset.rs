@@ -108,9 +108,14 @@ fn dcpl_json(api: &Api, dcpl: hid_t, type_id: hid_t, dt: &Datatype) -> Result<Va
                 return Err(VolError::Hdf5("H5Pget_filter2 failed".into()));
             }
             let label = std::ffi::CStr::from_ptr(name.as_ptr()).to_string_lossy();
-            let entry =
-                h5lake_codecs::hdf5_filter_json(id as u64, &cd[..ncd.min(cd.len())], &label);
-            filters.push(entry);
+            let cd = &cd[..ncd.min(cd.len())];
+            filters.push(
+                if flags & sys::H5Z_FLAG_OPTIONAL != 0 && h5lake_codecs::skips_optional(id as u64) {
+                    h5lake_codecs::skipped_filter_json(id as u64, cd, &label)
+                } else {
+                    h5lake_codecs::hdf5_filter_json(id as u64, cd, &label)
+                },
+            );
         }
         if !filters.is_empty() {
             cp["filters"] = json!(filters);
@@ -611,23 +616,36 @@ fn dcpl_of(
             )?;
             let chunk_bytes =
                 m.chunk.iter().product::<u64>() * m.dtype.fixed_size().unwrap_or(16) as u64;
-            for flt in &m.pipeline.filters {
-                let cd = flt.hdf5_client_data(m.dtype.filter_elem_size(), chunk_bytes);
-                let status = match flt {
-                    Filter::Deflate { level } => f.H5Pset_deflate(dcpl, *level),
-                    Filter::Shuffle => f.H5Pset_shuffle(dcpl),
-                    Filter::Fletcher32 => f.H5Pset_fletcher32(dcpl),
-                    // Optional: the property list may name a filter this
-                    // process has not loaded (h5lake decodes it itself).
-                    _ => f.H5Pset_filter(
-                        dcpl,
-                        flt.id() as i32,
-                        sys::H5Z_FLAG_OPTIONAL,
-                        cd.len(),
-                        cd.as_ptr(),
-                    ),
-                };
-                check(status, "adding a filter to the creation property list")?;
+            // The pipeline's filters, and where the dataset's filters list
+            // optional ones recorded as skipped (no pipeline has them), those.
+            let doc = dom.get_doc(&m.id)?;
+            let entries = doc
+                .pointer("/creationProperties/filters")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let mut applied = m.pipeline.filters.iter();
+            let es = m.dtype.filter_elem_size();
+            for e in &entries {
+                if !h5lake_codecs::is_skipped_entry(e) {
+                    if let Some(flt) = applied.next() {
+                        set_filter(api, dcpl, flt, es, chunk_bytes)?;
+                    }
+                    continue;
+                }
+                let id = e.get("id").and_then(Value::as_u64).unwrap_or(0);
+                let cd: Vec<u32> = e
+                    .get("parameters")
+                    .and_then(Value::as_array)
+                    .map(|p| p.iter().filter_map(Value::as_u64).map(|x| x as u32).collect())
+                    .unwrap_or_default();
+                check(
+                    f.H5Pset_filter(dcpl, id as i32, sys::H5Z_FLAG_OPTIONAL, cd.len(), cd.as_ptr()),
+                    "adding a filter to the creation property list",
+                )?;
+            }
+            for flt in applied {
+                set_filter(api, dcpl, flt, es, chunk_bytes)?;
             }
         }
         let doc = dom.get_doc(&m.id)?;
@@ -822,4 +840,28 @@ pub unsafe extern "C" fn close(
 ) -> sys::herr_t {
     Obj::free(obj);
     0
+}
+
+/// Adds `flt` to a dataset creation property list.
+///
+/// # Safety
+/// `dcpl` is a dataset creation property list.
+unsafe fn set_filter(
+    api: &Api,
+    dcpl: hid_t,
+    flt: &Filter,
+    elem_size: usize,
+    chunk_bytes: u64,
+) -> Result<()> {
+    let f = &api.f;
+    let cd = flt.hdf5_client_data(elem_size, chunk_bytes);
+    let status = match flt {
+        Filter::Deflate { level } => f.H5Pset_deflate(dcpl, *level),
+        Filter::Shuffle => f.H5Pset_shuffle(dcpl),
+        Filter::Fletcher32 => f.H5Pset_fletcher32(dcpl),
+        // Optional: the property list may name a filter this process has
+        // not loaded (h5lake decodes it itself).
+        _ => f.H5Pset_filter(dcpl, flt.id() as i32, sys::H5Z_FLAG_OPTIONAL, cd.len(), cd.as_ptr()),
+    };
+    check(status, "adding a filter to the creation property list").map(|_| ())
 }
