@@ -134,26 +134,8 @@ pub unsafe fn selection_of(api: &Api, space: hid_t) -> Result<Value> {
         }
         sys::H5S_sel_type_H5S_SEL_HYPERSLABS => {
             let n = check(f.H5Sget_select_hyper_nblocks(space), "H5Sget_select_hyper_nblocks")?;
-            let regular = if check(f.H5Sis_regular_hyperslab(space), "H5Sis_regular_hyperslab")? > 0 {
-                let mut parts = vec![vec![0u64; rank]; 4];
-                let [start, stride, count, block] = &mut parts[..] else {
-                    unreachable!()
-                };
-                check(
-                    f.H5Sget_regular_hyperslab(
-                        space,
-                        start.as_mut_ptr(),
-                        stride.as_mut_ptr(),
-                        count.as_mut_ptr(),
-                        block.as_mut_ptr(),
-                    ),
-                    "H5Sget_regular_hyperslab",
-                )?;
-                Some(parts)
-            } else {
-                None
-            };
-            if let Some([start, stride, count, block]) = regular.as_deref() {
+            let regular = crate::selection::regular_hyperslab(api, space, rank)?;
+            if let Some([start, stride, count, block]) = &regular {
                 // h5py selects `a[2:5, 1:9]` as 3×8 blocks of one element.
                 let one_box = (0..rank).all(|d| count[d] <= 1 || stride[d] == block[d]);
                 if one_box && n > 0 {

@@ -28,26 +28,12 @@ pub fn file_selection(api: &Api, space: hid_t, dims: &[u64]) -> Result<Selection
                     coords: Vec::new(),
                 })
             }
-            sys::H5S_sel_type_H5S_SEL_HYPERSLABS
-                if check(f.H5Sis_regular_hyperslab(space), "H5Sis_regular_hyperslab")? > 0 =>
-            {
+            sys::H5S_sel_type_H5S_SEL_HYPERSLABS => {
                 let rank = dims.len();
-                let (mut start, mut stride, mut count, mut block) = (
-                    vec![0u64; rank],
-                    vec![0u64; rank],
-                    vec![0u64; rank],
-                    vec![0u64; rank],
-                );
-                check(
-                    f.H5Sget_regular_hyperslab(
-                        space,
-                        start.as_mut_ptr(),
-                        stride.as_mut_ptr(),
-                        count.as_mut_ptr(),
-                        block.as_mut_ptr(),
-                    ),
-                    "H5Sget_regular_hyperslab",
-                )?;
+                let Some([mut start, stride, count, block]) = regular_hyperslab(api, space, rank)?
+                else {
+                    return every_element(api, space, dims);
+                };
                 // H5Soffset_simple moves a selection without changing the
                 // hyperslab it reports (h5py broadcasts a small value over
                 // a large selection that way); HDF5 has no getter for the
@@ -69,22 +55,51 @@ pub fn file_selection(api: &Api, space: hid_t, dims: &[u64]) -> Result<Selection
             }
             _ => {}
         }
-        // Points and irregular hyperslabs: every element, in order.
-        let rank = dims.len();
-        let mut coords = Vec::new();
-        for_each_run(api, space, 1, |off, len| {
-            for e in off..off + len as u64 {
-                let mut rem = e;
-                let start = coords.len();
-                coords.resize(start + rank, 0);
-                for d in (0..rank).rev() {
-                    coords[start + d] = rem % dims[d].max(1);
-                    rem /= dims[d].max(1);
-                }
-            }
-        })?;
-        Ok(Selection::Points { rank, coords })
     }
+    every_element(api, space, dims)
+}
+
+/// Points and irregular hyperslabs: every element, in iteration order.
+fn every_element(api: &Api, space: hid_t, dims: &[u64]) -> Result<Selection> {
+    let rank = dims.len();
+    let mut coords = Vec::new();
+    for_each_run(api, space, 1, |off, len| {
+        for e in off..off + len as u64 {
+            let mut rem = e;
+            let start = coords.len();
+            coords.resize(start + rank, 0);
+            for d in (0..rank).rev() {
+                coords[start + d] = rem % dims[d].max(1);
+                rem /= dims[d].max(1);
+            }
+        }
+    })?;
+    Ok(Selection::Points { rank, coords })
+}
+
+/// `[start, stride, count, block]` of `space`'s hyperslab selection (of
+/// `rank` dimensions), if it is a regular one.
+///
+/// # Safety
+/// `space` is a dataspace id.
+pub unsafe fn regular_hyperslab(api: &Api, space: hid_t, rank: usize) -> Result<Option<[Vec<u64>; 4]>> {
+    let f = &api.f;
+    if check(f.H5Sis_regular_hyperslab(space), "H5Sis_regular_hyperslab")? <= 0 {
+        return Ok(None);
+    }
+    let mut parts = [vec![0u64; rank], vec![0u64; rank], vec![0u64; rank], vec![0u64; rank]];
+    let [start, stride, count, block] = &mut parts;
+    check(
+        f.H5Sget_regular_hyperslab(
+            space,
+            start.as_mut_ptr(),
+            stride.as_mut_ptr(),
+            count.as_mut_ptr(),
+            block.as_mut_ptr(),
+        ),
+        "H5Sget_regular_hyperslab",
+    )?;
+    Ok(Some(parts))
 }
 
 /// Whether the elements `space` selects are, in iteration order, the whole
