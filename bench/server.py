@@ -566,6 +566,15 @@ def write_report(args, ops, res, busy, one, hsds_one, peak, nbytes, started, fin
         L.append(f"| {op} | {rate(th) if th else 'failed'} | {rate(tl) if tl else 'failed'} "
                  f"| {ratio} | {target} | {client} |")
     L.append("")
+    # What the client alone costs bounds a row: were h5lake's server to take
+    # no time at all, the run would still take the client's CPU time.
+    for op, _, _ in ops:
+        th, tl = med(res.get((op, "HSDS"), [])), med(res.get((op, "h5lake"), []))
+        bl = med(busy.get((op, "h5lake"), []))
+        if op.startswith("h5pyd") and th and tl and bl:
+            L.append(f"- {op}: h5pyd itself spends {bl * tl:.2f} s of CPU per run with h5lake, "
+                     f"so no server could make this row faster than {th / (bl * tl):.1f}× HSDS "
+                     "on this machine")
     for label, t in one.items():
         L.append(f"- h5lake, {label} of {nbytes / 2**20:.0f} MiB: "
                  + (f"{t:.2f} s ({nbytes / t / 1e6:.0f} MB/s)" if t else "failed"))
