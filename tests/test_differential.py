@@ -1403,3 +1403,48 @@ def test_write_conversion(pair):
         d.read_direct(out)
         return d.astype("<f4")[()], out
     b(read_as)
+
+
+def test_object_references(pair):
+    """h5py's object references: ``obj.ref``, ``ref_dtype`` datasets and
+    attributes, ``f[ref]`` (named by a path that leads there, None for an
+    anonymous object), null references."""
+    def names(s, refs):
+        return [s.f[r].name if r else None for r in refs]
+
+    def make(s):
+        lib = s.lib
+        g = s.f.create_group("g/sub")
+        d = s.f.create_dataset("d", data=np.arange(3))
+        anon = s.f.create_dataset(None, data=[7])
+        refs = s.f.create_dataset("refs", shape=(4,), dtype=lib.ref_dtype)
+        refs[:3] = [s.f.ref, g.ref, d.ref]
+        s.f["guessed"] = [d.ref, anon.ref]
+        s.f.attrs["one"] = g.ref
+        s.f.attrs["two"] = [d.ref, s.f.ref]
+        got = refs[...]
+        return (names(s, got), bool(got[3]), repr(got[3]), lib.check_ref_dtype(refs.dtype) is lib.Reference,
+                lib.special_dtype(ref=lib.Reference) == lib.ref_dtype, s.f["guessed"].dtype,
+                s.f[s.f["guessed"][1]][...].tolist(), names(s, [s.f.attrs["one"]]),
+                names(s, s.f.attrs["two"]))
+    pair.both(make)
+
+    def reopened(s):
+        s.reopen("r")
+        # (the anonymous dataset is gone natively once the file closed: no link kept it)
+        return (names(s, s.f["refs"][...]), names(s, s.f["guessed"][:1]),
+                s.f["refs"][1:3].shape, names(s, [s.f.attrs["one"]]), repr(s.f.attrs["two"][0]))
+    pair.both(reopened)
+
+    def null_deref(s):
+        return s.f[s.f["refs"][3]]
+    pair.both(null_deref, raises=ValueError)
+
+    def wrong_element(s):
+        s.reopen("a")
+        s.f["refs"][0] = "not a reference"
+    pair.both(wrong_element, raises=TypeError)
+
+    def still_there(s):
+        return [s.f[r].name for r in s.f["refs"][:3]]
+    pair.both(still_there)

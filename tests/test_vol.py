@@ -447,6 +447,16 @@ def test_object_references_of_h5py(plugin_dir, tmp_path):
     lake = run_h5py(OBJECT_REFERENCES, str(tmp_path / "lake.h5l"), plugin_dir)
     assert lake == native
     assert native["names"] == ["/", "/g/sub", "/d"]
+    # the h5lake API follows them too, and makes ones h5py follows
+    with h5lake.File(tmp_path / "lake.h5l", "r+") as f:
+        assert [f[r].name for r in f["refs"][...]] == native["names"]
+        assert f[f.attrs["to_d"]][...].tolist() == native["attr"]
+        f["mine"] = [f["g/sub"].ref]
+    got = run_h5py("""
+        with h5py.File(p, "r") as f:
+            out["mine"] = [f[r].name for r in f["mine"][...]]
+    """, str(tmp_path / "lake.h5l"), plugin_dir)
+    assert got["mine"] == ["/g/sub"]
 
 
 OTHER_FLOATS = """

@@ -7,7 +7,7 @@ from ._hl.h5t import (
     Empty,
     string_dtype, vlen_dtype, enum_dtype, opaque_dtype, special_dtype,
     check_dtype, check_string_dtype, check_vlen_dtype, check_enum_dtype,
-    check_opaque_dtype, check_ref_dtype, string_info,
+    check_opaque_dtype, check_ref_dtype, string_info, Reference, ref_dtype,
 )
 from ._hl.files import File
 from ._hl.group import Group, SoftLink, ExternalLink, HardLink
@@ -24,6 +24,6 @@ __all__ = [
     "SoftLink", "ExternalLink", "HardLink", "Empty",
     "string_dtype", "vlen_dtype", "enum_dtype", "opaque_dtype", "special_dtype",
     "check_dtype", "check_string_dtype", "check_vlen_dtype", "check_enum_dtype",
-    "check_opaque_dtype", "check_ref_dtype", "string_info",
+    "check_opaque_dtype", "check_ref_dtype", "string_info", "Reference", "ref_dtype",
     "ls", "info", "diff", "rm", "cp", "mv", "load", "get", "is_hdf5", "serve",
 ]

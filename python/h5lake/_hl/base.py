@@ -276,8 +276,11 @@ class HLObject:
         return AttributeManager(self)
 
     @property
-    def ref(self):  # pragma: no cover - object references not supported yet
-        raise NotImplementedError("object references are not supported by h5lake yet")
+    def ref(self):
+        """An object reference to this object (h5py's ``obj.ref``)."""
+        from .h5t import Reference
+        self._fs.check()
+        return Reference(self._oid)
 
     def _track_order(self):
         """Whether attributes/links are kept in creation order."""
@@ -339,6 +342,8 @@ def guess_dtype(data):
         return h5t.string_dtype(encoding='ascii')
     if item_type is str:
         return h5t.string_dtype()
+    if item_type is h5t.Reference:
+        return h5t.ref_dtype
     return None
 
 

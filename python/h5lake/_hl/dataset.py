@@ -163,6 +163,8 @@ def prepare_dset(shape=None, dtype=None, data=None, chunks=None, compression=Non
 # ---------------------------------------------------------------------------
 
 def _stored_dtype(dtype):
+    if h5t.is_ref(dtype):
+        return np.dtype("S%d" % h5t._REF_BYTES)     # HSDS's NUL-padded ids
     return h5t.packed_dtype(dtype)
 
 
@@ -408,6 +410,9 @@ def _struct_to_stored(val, stored, what='write'):
 def _to_stored(val, stored):
     if val.dtype == stored:
         return val
+    if val.dtype.kind == 'O' and stored.kind == 'S' and stored.itemsize == h5t._REF_BYTES \
+            and all(isinstance(x, h5t.Reference) for x in val.reshape(-1)):
+        return h5t.refs_to_stored(val)
     if val.dtype.names is not None and stored.names is not None:
         return _struct_to_stored(val, stored)
     return _hdf5_cast(val, stored)
@@ -995,6 +1000,8 @@ class Dataset(HLObject):
     def _convert_read(self, out, new_dtype):
         new_dtype = np.dtype(new_dtype)
         src = out.dtype
+        if h5t.is_ref(new_dtype) and h5t.is_ref(self.dtype):
+            return h5t.refs_from_stored(out)
         if new_dtype == src and new_dtype.metadata == src.metadata:
             # same type; a byte-order spelling change ('<f4' -> 'f4') is a free view
             return out if new_dtype.byteorder == src.byteorder else out.view(new_dtype)
@@ -1071,6 +1078,8 @@ class Dataset(HLObject):
         else:
             dt = None if isinstance(val, np.ndarray) else dtype.base
             val = np.asarray(val, order='C', dtype=dt)
+            if h5t.is_ref(dtype):
+                val = h5t.refs_to_stored(val)
 
         if dtype.subdtype is not None:
             shp = dtype.subdtype[1]

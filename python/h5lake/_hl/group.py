@@ -350,11 +350,35 @@ class Group(HLObject, MutableMapping):
     # mapping protocol
     # ------------------------------------------------------------------
     def __getitem__(self, name):
-        """Open an object by (absolute or relative) path."""
+        """Open an object by (absolute or relative) path, or by object
+        reference."""
+        from .h5t import Reference
+        if isinstance(name, Reference):
+            return self._deref(name)
         if not isinstance(name, (str, bytes)):
             raise TypeError("Accessing a group is done with bytes or str, not {}".format(type(name)))
         _, fs, oid, oname = self._walk(name)
         return _make_object(fs, oid, oname)
+
+    def _deref(self, ref):
+        """The object ``ref`` names, opened under a path that leads to it
+        (the first, depth first by name; None for an object no link leads
+        to), as HDF5 names dereferenced objects."""
+        fs = self._fs
+        fs.check()
+        oid = ref._id
+        if oid is None:
+            raise ValueError("Invalid HDF5 object reference")
+        try:
+            fs.doc(oid)
+        except KeyError:
+            raise ValueError("Invalid HDF5 object reference (no such object in this file)") from None
+        root = Group(fs, fs.root_id, '/')
+        if oid == fs.root_id:
+            return root
+        name = next(('/' + rel for rel, f2, o, _l in root._visit_walk(False)
+                     if o == oid and f2 is fs), None)
+        return _make_object(fs, oid, name)
 
     def get(self, name, default=None, getclass=False, getlink=False):
         """Retrieve an item, its class, or the link itself (h5py's semantics)."""

@@ -42,7 +42,7 @@ __all__ = [
     "string_info", "Empty",
     "string_dtype", "vlen_dtype", "enum_dtype", "opaque_dtype", "special_dtype",
     "check_dtype", "check_string_dtype", "check_vlen_dtype", "check_enum_dtype",
-    "check_opaque_dtype", "check_ref_dtype",
+    "check_opaque_dtype", "check_ref_dtype", "Reference", "ref_dtype",
     "dtype_to_hsds", "hsds_to_dtype", "packed_dtype", "is_vlen", "has_vlen",
     "value_to_json", "json_to_value", "attr_json", "attr_value_from_json",
     "shape_json",
@@ -169,9 +169,86 @@ def check_opaque_dtype(dt):
     return bool(_meta(dt).get("h5py_opaque", False))
 
 
+class Reference:
+    """An HDF5 object reference (h5py's ``h5py.Reference``): names one group,
+    dataset or committed datatype of a store by its id. Stored as HSDS
+    stores them, ``groups/g-…``; the null reference (``bool(ref)`` False)
+    names nothing. Dereference with ``f[ref]`` on any object of the store."""
+
+    __slots__ = ("_id",)
+
+    def __init__(self, oid=None):
+        self._id = oid or None
+
+    @property
+    def typecode(self):
+        return 0    # h5py's h5r.OBJECT
+
+    def __bool__(self):
+        return self._id is not None
+
+    def __eq__(self, other):
+        return isinstance(other, Reference) and self._id == other._id
+
+    def __hash__(self):
+        return hash(self._id)
+
+    def __repr__(self):
+        return "<HDF5 object reference%s>" % ("" if self else " (null)")
+
+    def _stored(self):
+        """HSDS's stored form: collection/id, empty for the null reference."""
+        if self._id is None:
+            return ""
+        return {"g": "groups/", "d": "datasets/", "t": "datatypes/"}[self._id[0]] + self._id
+
+    @classmethod
+    def _from_stored(cls, text):
+        if isinstance(text, bytes):
+            text = text.split(b"\0", 1)[0].decode("ascii", "replace")
+        if not isinstance(text, str):
+            raise TypeError("Can't convert %r to an object reference" % (text,))
+        oid = text.rsplit("/", 1)[-1]
+        return cls(oid if oid else None)
+
+
+#: h5py's ``ref_dtype``: object references, one per element.
+ref_dtype = np.dtype("O", metadata={"ref": Reference})
+
+# HSDS stores an object reference as a NUL-padded id of this many bytes.
+_REF_BYTES = 48
+
+
 def check_ref_dtype(dt):
-    """Always None: h5lake has no HDF5 reference types (yet)."""
-    return None
+    """``Reference`` for the object-reference dtype, else None (h5py)."""
+    return _meta(np.dtype(dt)).get("ref")
+
+
+def is_ref(dt):
+    return check_ref_dtype(dt) is Reference
+
+
+def refs_to_stored(values):
+    """Object array (or anything iterable) of References -> stored bytes."""
+    arr = np.asarray(values, dtype=object)
+    out = np.zeros(arr.shape, dtype="S%d" % _REF_BYTES)
+    flat = out.reshape(-1)
+    for i, r in enumerate(arr.reshape(-1)):
+        if r is None:
+            continue
+        if not isinstance(r, Reference):
+            raise TypeError("Can't convert incompatible object to HDF5 object reference")
+        flat[i] = r._stored().encode("ascii")
+    return out
+
+
+def refs_from_stored(arr):
+    """Stored bytes -> object array of References."""
+    out = np.empty(arr.shape, dtype=ref_dtype)
+    flat = out.reshape(-1)
+    for i, b in enumerate(np.asarray(arr).reshape(-1)):
+        flat[i] = Reference._from_stored(bytes(b))
+    return out
 
 
 def check_dtype(**kwds):
@@ -203,8 +280,10 @@ def special_dtype(**kwds):
             raise TypeError("Enums must be created from a 2-tuple (basetype, values_dict)")
         return enum_dtype(enum_vals, dt)
     if name == "ref":
-        raise ValueError("Ref class must be Reference or RegionReference "
-                         "(object/region references are not supported by h5lake)")
+        if val is Reference:
+            return ref_dtype
+        raise ValueError("Ref class must be Reference "
+                         "(region references are not supported by the h5lake API)")
     raise TypeError('Unknown special type "%s"' % name)
 
 
@@ -291,8 +370,10 @@ def dtype_to_hsds(dt):
             except TypeError:
                 raise TypeError("Unknown vlen base type: %r" % (vlen,))
             return {"class": "H5T_VLEN", "base": dtype_to_hsds(base)}
+        if meta.get("ref") is Reference:
+            return {"class": "H5T_REFERENCE", "base": "H5T_STD_REF_OBJ"}
         if "ref" in meta:
-            raise TypeError("HDF5 references are not supported by h5lake")
+            raise TypeError("Region references are not supported by the h5lake API")
         raise TypeError("Object dtype %r has no native HDF5 equivalent" % (dt,))
 
     if kind == "S":
@@ -446,7 +527,10 @@ def hsds_to_dtype(t):
         return _packed_compound(members)
 
     if cls == "H5T_REFERENCE":
-        raise TypeError("HDF5 references are not supported by h5lake")
+        if t.get("base") == "H5T_STD_REF_OBJ":
+            return ref_dtype
+        raise TypeError("Region references are not supported by the h5lake API "
+                        "(h5py reads them through the VOL connector)")
     raise TypeError("Unknown HSDS type class: %r" % (cls,))
 
 
@@ -587,6 +671,10 @@ def _elem_to_json(x, dt):
     if dt.subdtype is not None:
         base, shape = dt.subdtype
         return _array_to_json(np.asarray(x, dtype=base).reshape(shape), base)
+    if is_ref(dt):
+        if x is not None and not isinstance(x, Reference):
+            raise TypeError("Can't convert incompatible object to HDF5 object reference")
+        return x._stored() if x is not None else ""
     if _meta(dt).get("h5py_opaque") or dt.kind == "V":
         return _bytes_to_json(np.asarray(x, dtype=dt).tobytes())
     kind = dt.kind
@@ -668,6 +756,8 @@ def _elem_from_json(v, dt):
     if dt.subdtype is not None:
         base, shape = dt.subdtype
         return json_to_value(v, base, shape)
+    if is_ref(dt):
+        return Reference._from_stored(v if v is not None else "")
     if _meta(dt).get("h5py_opaque") or dt.kind == "V":
         raw = _bytes_from_json(v).ljust(dt.itemsize, b"\0")[:dt.itemsize]
         return np.frombuffer(raw, dtype=dt)[0]
@@ -777,7 +867,8 @@ def _as_new_array(data, dtype):
     else:
         item = _find_item_type(data)
         as_dtype = (string_dtype() if item is str else
-                    string_dtype("ascii") if item is bytes else None)
+                    string_dtype("ascii") if item is bytes else
+                    ref_dtype if item is Reference else None)
     arr = np.asarray(data, order="C", dtype=as_dtype)
     if as_dtype is not None:
         arr = arr.view(dtype=as_dtype)  # re-tag dtype metadata numpy kept off
