@@ -295,8 +295,10 @@ def test_specific_json_forms():
     wide = h5t.hsds_to_dtype({"class": "H5T_ENUM", "base": {"class": "H5T_INTEGER",
                               "base": "H5T_STD_I32LE"}, "mapping": {"FALSE": 0, "TRUE": 1}})
     assert wide.itemsize == 4 and h5t.check_enum_dtype(wide) == {"FALSE": 0, "TRUE": 1}
-    with pytest.raises(TypeError):
-        h5t.hsds_to_dtype({"class": "H5T_REFERENCE", "base": "H5T_STD_REF_OBJ"})
+    assert h5t.hsds_to_dtype({"class": "H5T_REFERENCE", "base": "H5T_STD_REF_OBJ"}) == h5t.ref_dtype
+    assert h5t.dtype_to_hsds(h5t.ref_dtype) == {"class": "H5T_REFERENCE", "base": "H5T_STD_REF_OBJ"}
+    with pytest.raises(TypeError, match="Region references"):
+        h5t.hsds_to_dtype({"class": "H5T_REFERENCE", "base": "H5T_STD_REF_DSETREG"})
 
 
 def test_vlen_predicates():
