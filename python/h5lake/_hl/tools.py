@@ -13,6 +13,7 @@ and ``mv`` of whole stores work on local directories only.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import posixpath
@@ -389,7 +390,7 @@ def info(path):
             "attributes": sum(len(o.attrs) for o in found),
             "links": links,
             # variable-length data has no fixed size to count
-            "logical_bytes": sum(d.nbytes for d in datasets if not d.dtype.hasobject),
+            "logical_bytes": sum(_logical_bytes(d) for d in datasets),
         }
         summary.update(_store_bytes(root, f))
     chunk_bytes = summary["chunk_bytes"]
@@ -542,7 +543,14 @@ class _Differ:
             elif name not in names_a:
                 self.out.append(f"{where}: only in B")
             else:
-                why = _value_difference(a.attrs[name], b.attrs[name], self.rtol, self.atol)
+                try:
+                    va, vb = a.attrs[name], b.attrs[name]
+                except TypeError:
+                    # a type numpy has none for: compared as stored
+                    why = None if _stored_attr(a, name) == _stored_attr(b, name) else \
+                        "differs (as stored)"
+                else:
+                    why = _value_difference(va, vb, self.rtol, self.atol)
                 if why is not None:
                     self.out.append(f"{where}: {why}")
 
@@ -552,6 +560,8 @@ class _Differ:
 
     def dataset(self, a, b, path):
         where = f"dataset {path}"
+        if _numpy_type(a) is None or _numpy_type(b) is None:
+            return self._stored_dataset(a, b, where)
         same_type, same_shape = _same_type(a.dtype, b.dtype), a.shape == b.shape
         if not same_type:
             self.out.append(f"{where}: type {_type_label(a.dtype)} != {_type_label(b.dtype)}")
@@ -576,6 +586,79 @@ class _Differ:
                 self.out.extend(f"    at {line}" for line in listed)
                 if count > len(listed):
                     self.out.append(f"    ... and {count - len(listed)} more")
+
+
+    def _stored_dataset(self, a, b, where):
+        """Datasets of a type with no numpy equivalent (custom float
+        layouts, region references): types compared as stored, values as
+        stored elements."""
+        ta, tb = _stored_type(a), _stored_type(b)
+        if ta is None or tb is None or ta != tb:
+            self.out.append(f"{where}: type {json.dumps(ta)} != {json.dumps(tb)}")
+            return
+        if a.shape != b.shape:
+            self.out.append(f"{where}: shape {_shape_text(a)} != {_shape_text(b)}")
+            return
+        if a.shape is None:
+            return
+        count = 0
+        for selection in _slabs(a.shape or (1,), _VLEN_ELEMENT_BYTES, _SLAB_BYTES):
+            x, y = _stored_values(a, selection), _stored_values(b, selection)
+            count += sum(1 for u, v in zip(x, y) if u != v)
+        if count:
+            plural = "" if count == 1 else "s"
+            self.out.append(f"{where}: {count} difference{plural} (in the stored elements)")
+
+
+def _logical_bytes(dset):
+    """Bytes of the dataset's values; 0 for variable-length types."""
+    dt = _numpy_type(dset)
+    if dt is not None:
+        return 0 if dt.hasobject else dset.nbytes
+    size = (_stored_type(dset) or {}).get("size")
+    return size * math.prod(dset.shape or ()) if isinstance(size, int) and dset.shape is not None else 0
+
+
+def _numpy_type(dset):
+    """The dataset's numpy dtype; None when its type has none (h5lake reads
+    such datasets only through the VOL connector)."""
+    try:
+        return dset.dtype
+    except TypeError:
+        return None
+
+
+def _stored_type(obj):
+    """The type of an h5lake dataset as stored (HSDS JSON); None elsewhere."""
+    try:
+        return obj._fs.doc(obj._oid)["type"]
+    except (AttributeError, KeyError):
+        return None
+
+
+def _stored_attr(obj, name):
+    """An h5lake object's attribute as stored (type, shape, value); None
+    for objects of other libraries."""
+    try:
+        doc = json.loads(obj._fs.raw.attr_get(obj._oid, name))
+    except AttributeError:
+        return None
+    return {k: doc.get(k) for k in ("type", "shape", "value")}
+
+
+def _stored_values(dset, selection):
+    """The stored bytes of each element of ``selection`` (a tuple of slices;
+    a scalar dataset is one element)."""
+    from . import selections as sel
+    s = sel.select(dset.shape, selection if dset.shape != () else ())
+    s.check_extent()
+    raw = dset._fs.raw
+    t = _stored_type(dset)
+    if "size" not in t:   # variable-length (region references)
+        return [bytes(v) for v in raw.dataset_read_vlen(dset._oid, s.engine_sel)]
+    buf = np.empty(s.mshape, dtype="V%d" % t["size"])
+    raw.dataset_read(dset._oid, s.engine_sel, buf)
+    return [bytes(v) for v in buf.reshape(-1)]
 
 
 def _diff_side(spec, stack):
