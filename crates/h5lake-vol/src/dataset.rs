@@ -338,7 +338,7 @@ unsafe fn read_one(
     buf: *mut u8,
 ) -> Result<()> {
     let id = dataset_id(o)?;
-    let m = o.dom.dataset_meta(id)?;
+    let m = o.dom.dataset(id)?;
     let sel = file_selection(api, file_space, &m.dims)?;
     let n = sel.num_elements() as usize;
     if n == 0 {
@@ -376,7 +376,7 @@ unsafe fn read_one(
         if msize >= fsize && is_whole(api, space)? {
             // Straight into the caller's buffer, converted there if need be.
             let out = std::slice::from_raw_parts_mut(buf, n * msize);
-            o.dom.read(id, &sel, &mut out[..n * fsize])?;
+            o.dom.read_with(&m, &sel, None, &mut out[..n * fsize], false)?;
             return to_memory_in_place(api, &m.dtype, out, n, mem_type, dxpl);
         }
     }
@@ -404,7 +404,7 @@ unsafe fn write_one(
     buf: *const u8,
 ) -> Result<()> {
     let id = dataset_id(o)?;
-    let m = o.dom.dataset_meta(id)?;
+    let m = o.dom.dataset(id)?;
     if o.dom.readonly() {
         return Err(VolError::Engine(h5lake_engine::EngineError::ReadOnly(
             "no write intent on file".into(),
@@ -465,7 +465,7 @@ unsafe fn write_one(
     {
         // The caller's buffer is already the stored form.
         o.dom
-            .write(id, &sel, std::slice::from_raw_parts(buf, n * msize))?;
+            .write_with(&m, &sel, std::slice::from_raw_parts(buf, n * msize))?;
         return Ok(());
     }
     let mut packed = vec![0u8; n * msize];
