@@ -606,6 +606,7 @@ fn dcpl_of(
     // SAFETY: a new list, filled and handed to the caller.
     unsafe {
         let dcpl = check(f.H5Pcreate(api.g.p_dataset_create.id()), "H5Pcreate")?;
+        let doc = dom.get_doc(&m.id)?;
         if crate::objects::order::tracked(dom, &m.id) {
             crate::objects::order::set(api, dcpl, false);
         }
@@ -618,7 +619,6 @@ fn dcpl_of(
                 m.chunk.iter().product::<u64>() * m.dtype.fixed_size().unwrap_or(16) as u64;
             // The pipeline's filters, and where the dataset's filters list
             // optional ones recorded as skipped (no pipeline has them), those.
-            let doc = dom.get_doc(&m.id)?;
             let entries = doc
                 .pointer("/creationProperties/filters")
                 .and_then(Value::as_array)
@@ -648,7 +648,6 @@ fn dcpl_of(
                 set_filter(api, dcpl, flt, es, chunk_bytes)?;
             }
         }
-        let doc = dom.get_doc(&m.id)?;
         let tracked = doc.pointer("/creationProperties/trackTimes") == Some(&Value::Bool(true));
         check(
             f.H5Pset_obj_track_times(dcpl, tracked),

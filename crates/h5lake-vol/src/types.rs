@@ -24,10 +24,6 @@ fn bad(what: impl Into<String>) -> VolError {
     VolError::BadType(what.into())
 }
 
-/// The [`Datatype`] an HDF5 datatype id describes.
-///
-/// # Errors
-/// Type classes h5lake does not store (time, bitfield, region references).
 /// The bit layout of float type `t`.
 unsafe fn float_bits(api: &Api, t: hid_t) -> Result<h5lake_types::FloatBits> {
     use h5lake_types::{Norm, Pad};
@@ -85,6 +81,12 @@ fn part_of(dt: Datatype) -> Result<Datatype> {
     Ok(dt)
 }
 
+/// The [`Datatype`] an HDF5 datatype id describes.
+///
+/// # Errors
+/// Type classes h5lake does not store (time, references other than object
+/// and region ones, odd-sized bit fields); region references inside other
+/// types.
 pub fn from_hdf5(api: &Api, t: hid_t) -> Result<Datatype> {
     let f = &api.f;
     // SAFETY (whole function): `t` is a valid datatype id for these calls.

@@ -227,13 +227,25 @@ class ObjectID:
         return f"<h5lake ObjectID {self._oid}>"
 
 
+#: The name of an object opened by reference: found when first asked for
+#: (a walk of the store), not on every dereference.
+BY_REFERENCE = object()
+
+
 class HLObject:
     """Base of the named objects (h5py's ``HLObject``)."""
 
     def __init__(self, fs, oid, name):
         self._fs = fs
         self._oid = oid
-        self._name = name
+        self._given_name = name
+
+    @property
+    def _name(self):
+        if self._given_name is BY_REFERENCE:
+            from .group import path_to
+            self._given_name = path_to(self._fs, self._oid)
+        return self._given_name
 
     # -- identity -------------------------------------------------------------
     @property

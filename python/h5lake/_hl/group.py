@@ -20,7 +20,7 @@ from collections.abc import MutableMapping
 import numpy as np
 
 from . import h5t
-from .base import ClosedKeyError, ClosedRuntimeError, HLObject, join_name, to_str_name
+from .base import BY_REFERENCE, ClosedKeyError, ClosedRuntimeError, HLObject, join_name, to_str_name
 
 _MAX_LINK_DEPTH = 32
 
@@ -51,6 +51,15 @@ def _make_object(fs, oid, name):
     if oid.startswith('t-'):
         return Datatype(fs, oid, name)
     raise TypeError("Unknown object type")
+
+
+def path_to(fs, oid):
+    """The first path from the root to object ``oid`` (depth first, by
+    name), as HDF5 names a dereferenced object; None when no link leads
+    to it."""
+    root = Group(fs, fs.root_id, '/')
+    return next(('/' + rel for rel, f2, o, _l in root._visit_walk(False)
+                 if o == oid and f2 is fs), None)
 
 
 def _class_of(oid):
@@ -361,9 +370,8 @@ class Group(HLObject, MutableMapping):
         return _make_object(fs, oid, oname)
 
     def _deref(self, ref):
-        """The object ``ref`` names, opened under a path that leads to it
-        (the first, depth first by name; None for an object no link leads
-        to), as HDF5 names dereferenced objects."""
+        """The object ``ref`` names; its name is a path that leads to it,
+        found when first asked for (see :func:`path_to`)."""
         fs = self._fs
         fs.check()
         oid = ref._id
@@ -373,12 +381,7 @@ class Group(HLObject, MutableMapping):
             fs.doc(oid)
         except KeyError:
             raise ValueError("Invalid HDF5 object reference (no such object in this file)") from None
-        root = Group(fs, fs.root_id, '/')
-        if oid == fs.root_id:
-            return root
-        name = next(('/' + rel for rel, f2, o, _l in root._visit_walk(False)
-                     if o == oid and f2 is fs), None)
-        return _make_object(fs, oid, name)
+        return _make_object(fs, oid, '/' if oid == fs.root_id else BY_REFERENCE)
 
     def get(self, name, default=None, getclass=False, getlink=False):
         """Retrieve an item, its class, or the link itself (h5py's semantics)."""
