@@ -328,12 +328,21 @@ fn deflate_grows_past_a_bad_hint() {
 #[test]
 fn optional_filters_it_knows_nothing_of_are_skipped() {
     assert!(skips_optional(256));
-    assert!(!skips_optional(filter_id::SZIP), "known and lacking: refused by name");
-    assert!(!skips_optional(filter_id::DEFLATE), "known and had: applied");
+    assert!(
+        !skips_optional(filter_id::SZIP),
+        "known and lacking: refused by name"
+    );
+    assert!(
+        !skips_optional(filter_id::DEFLATE),
+        "known and had: applied"
+    );
     let skipped = skipped_filter_json(256, &[1, 2], "test filter");
     assert!(is_skipped_entry(&skipped) && !is_skipped_entry(&json!({"id": 256})));
     let p = Pipeline::from_hsds_json(&json!([{"id": 2}, skipped, {"id": 1, "level": 3}])).unwrap();
-    assert_eq!(p.filters, vec![Filter::Shuffle, Filter::Deflate { level: 3 }]);
+    assert_eq!(
+        p.filters,
+        vec![Filter::Shuffle, Filter::Deflate { level: 3 }]
+    );
     // without the mark the same entry is refused
     assert!(matches!(
         Pipeline::from_hsds_json(&json!([{"id": 256}])),

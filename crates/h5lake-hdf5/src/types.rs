@@ -456,7 +456,9 @@ pub(crate) fn to_hdf5(dt: &Datatype) -> Result<Hid> {
         Datatype::Reference { .. } => return Err(unsupported("object references")),
         Datatype::RegionReference => return Err(unsupported("region references")),
         Datatype::CustomFloat { .. } => {
-            return Err(unsupported("floats laid out other than IEEE 754 (long double, custom layouts)"))
+            return Err(unsupported(
+                "floats laid out other than IEEE 754 (long double, custom layouts)",
+            ))
         }
     })
 }

@@ -192,12 +192,14 @@ impl Datatype {
         match class {
             "H5T_FLOAT" if v.get("base").is_none() => {
                 let bits = FloatBits::from_json(
-                    v.pointer("/h5lake/float").ok_or_else(|| bad("missing base"))?,
+                    v.pointer("/h5lake/float")
+                        .ok_or_else(|| bad("missing base"))?,
                 )?;
                 let size = v
                     .get("size")
                     .and_then(Value::as_u64)
-                    .ok_or_else(|| bad("a float layout needs a size"))? as usize;
+                    .ok_or_else(|| bad("a float layout needs a size"))?
+                    as usize;
                 let order = match v.get("order").and_then(Value::as_str) {
                     Some("H5T_ORDER_BE") => ByteOrder::Big,
                     Some("H5T_ORDER_LE") | None => ByteOrder::Little,
@@ -219,11 +221,17 @@ impl Datatype {
                     .and_then(Value::as_str)
                     .ok_or_else(|| bad("missing base"))?;
                 let t = parse_atomic_base(base)?;
-                let bitfield = v.pointer("/h5lake/class").and_then(Value::as_str) == Some("H5T_BITFIELD");
+                let bitfield =
+                    v.pointer("/h5lake/class").and_then(Value::as_str) == Some("H5T_BITFIELD");
                 match (t, class) {
-                    (Datatype::Integer { size, signed: false, order }, "H5T_INTEGER") if bitfield => {
-                        Ok(Datatype::Bitfield { size, order })
-                    }
+                    (
+                        Datatype::Integer {
+                            size,
+                            signed: false,
+                            order,
+                        },
+                        "H5T_INTEGER",
+                    ) if bitfield => Ok(Datatype::Bitfield { size, order }),
                     (Datatype::Integer { .. }, _) if bitfield => {
                         Err(bad("a bit field is spelled as an unsigned integer"))
                     }
@@ -393,7 +401,9 @@ impl Datatype {
                     base: Box::new(base),
                 })
             }
-            "H5T_REFERENCE" if v.get("base").and_then(Value::as_str) == Some("H5T_STD_REF_DSETREG") => {
+            "H5T_REFERENCE"
+                if v.get("base").and_then(Value::as_str) == Some("H5T_STD_REF_DSETREG") =>
+            {
                 Ok(Datatype::RegionReference)
             }
             "H5T_REFERENCE" => Ok(Datatype::Reference {
@@ -422,7 +432,12 @@ impl Datatype {
                 "base": format!("H5T_IEEE_F{}{}", size * 8, order_suffix(*order)),
             }),
             Datatype::Bitfield { size, order } => {
-                let mut t = Datatype::Integer { size: *size, signed: false, order: *order }.to_json();
+                let mut t = Datatype::Integer {
+                    size: *size,
+                    signed: false,
+                    order: *order,
+                }
+                .to_json();
                 t["h5lake"] = json!({"class": "H5T_BITFIELD"});
                 t
             }

@@ -104,7 +104,11 @@ impl FloatBits {
     /// # Errors
     /// [`TypeError::InvalidType`] naming what does not fit.
     pub fn check(&self, size: usize) -> Result<()> {
-        let bad = |why: &str| Err(TypeError::InvalidType(format!("float layout {self:?}: {why}")));
+        let bad = |why: &str| {
+            Err(TypeError::InvalidType(format!(
+                "float layout {self:?}: {why}"
+            )))
+        };
         if size == 0 || size > 16 {
             return bad("floats of 1 to 16 bytes");
         }
@@ -196,7 +200,11 @@ impl FloatBits {
         let e = self.field(w, self.exp_pos, self.exp_size) as u64;
         let m = self.field(w, self.mant_pos, self.mant_size);
         let implied = self.norm == Norm::Implied;
-        let frac_bits = if implied { self.mant_size } else { self.mant_size - 1 };
+        let frac_bits = if implied {
+            self.mant_size
+        } else {
+            self.mant_size - 1
+        };
         let x = if e == mask(self.exp_size) as u64 {
             if m & mask(frac_bits) == 0 {
                 f64::INFINITY
@@ -204,7 +212,11 @@ impl FloatBits {
                 f64::NAN
             }
         } else {
-            let significand = m + if implied && e > 0 { 1u128 << self.mant_size } else { 0 };
+            let significand = m + if implied && e > 0 {
+                1u128 << self.mant_size
+            } else {
+                0
+            };
             let scale = e.max(1) as i64 - self.bias as i64 - frac_bits as i64;
             times_pow2(significand as f64, scale)
         };
@@ -218,11 +230,22 @@ impl FloatBits {
     /// One element of value `x` (rounded to nearest, ties to even).
     pub fn encode(&self, x: f64, size: usize, order: ByteOrder) -> Vec<u8> {
         let implied = self.norm == Norm::Implied;
-        let frac_bits = if implied { self.mant_size } else { self.mant_size - 1 };
+        let frac_bits = if implied {
+            self.mant_size
+        } else {
+            self.mant_size - 1
+        };
         let emax = mask(self.exp_size) as u64;
         let lead = if implied { 0 } else { 1u128 << frac_bits };
         let (e, m): (u64, u128) = if x.is_nan() {
-            (emax, lead | if frac_bits > 0 { 1u128 << (frac_bits - 1) } else { 0 })
+            (
+                emax,
+                lead | if frac_bits > 0 {
+                    1u128 << (frac_bits - 1)
+                } else {
+                    0
+                },
+            )
         } else if x.is_infinite() {
             (emax, lead)
         } else if x == 0.0 {
@@ -231,7 +254,11 @@ impl FloatBits {
             let bits = x.abs().to_bits();
             let (fe, ff) = ((bits >> 52) as i64, u128::from(bits & ((1 << 52) - 1)));
             // |x| = int * 2^exp2, int with its leading bit at position p - 1
-            let (int, exp2) = if fe == 0 { (ff, -1074) } else { (ff | 1 << 52, fe - 1075) };
+            let (int, exp2) = if fe == 0 {
+                (ff, -1074)
+            } else {
+                (ff | 1 << 52, fe - 1075)
+            };
             let p = 128 - i64::from(int.leading_zeros());
             // biased exponent of a normal number with the same value
             let mut e = exp2 + p - 1 + self.bias as i64;
@@ -294,7 +321,11 @@ impl FloatBits {
 }
 
 fn name<T: PartialEq + Copy>(x: T, table: &[(T, &'static str)]) -> &'static str {
-    table.iter().find(|(v, _)| *v == x).map(|(_, n)| *n).unwrap_or_default()
+    table
+        .iter()
+        .find(|(v, _)| *v == x)
+        .map(|(_, n)| *n)
+        .unwrap_or_default()
 }
 
 fn mask(n: usize) -> u128 {
@@ -345,18 +376,47 @@ mod tests {
     fn ieee_layouts_agree_with_the_hardware() {
         let f64s = FloatBits::ieee(8).unwrap();
         let f32s = FloatBits::ieee(4).unwrap();
-        for x in [0.0, -0.0, 1.0, -2.5, 1e-310, 5e-324, f64::MAX, 1.0 / 3.0, f64::INFINITY] {
+        for x in [
+            0.0,
+            -0.0,
+            1.0,
+            -2.5,
+            1e-310,
+            5e-324,
+            f64::MAX,
+            1.0 / 3.0,
+            f64::INFINITY,
+        ] {
             assert_eq!(f64s.encode(x, 8, ByteOrder::Little), x.to_le_bytes(), "{x}");
-            assert_eq!(f64s.decode(&x.to_be_bytes(), ByteOrder::Big).to_bits(), x.to_bits());
+            assert_eq!(
+                f64s.decode(&x.to_be_bytes(), ByteOrder::Big).to_bits(),
+                x.to_bits()
+            );
             let y = x as f32;
             assert_eq!(f32s.encode(x, 4, ByteOrder::Little), y.to_le_bytes(), "{x}");
-            assert_eq!(f32s.decode(&y.to_le_bytes(), ByteOrder::Little), f64::from(y));
+            assert_eq!(
+                f32s.decode(&y.to_le_bytes(), ByteOrder::Little),
+                f64::from(y)
+            );
         }
-        assert!(f64s.decode(&f64::NAN.to_le_bytes(), ByteOrder::Little).is_nan());
-        assert!(f32s.decode(&f32s.encode(f64::NAN, 4, ByteOrder::Little), ByteOrder::Little).is_nan());
+        assert!(f64s
+            .decode(&f64::NAN.to_le_bytes(), ByteOrder::Little)
+            .is_nan());
+        assert!(f32s
+            .decode(
+                &f32s.encode(f64::NAN, 4, ByteOrder::Little),
+                ByteOrder::Little
+            )
+            .is_nan());
         // 2^-149 (f32's smallest subnormal) and rounding into f32's range
-        assert_eq!(f32s.encode(1.401298464324817e-45, 4, ByteOrder::Little), [1, 0, 0, 0]);
-        assert_eq!(f32s.encode(1e39, 4, ByteOrder::Little), f32::INFINITY.to_le_bytes());
+        assert_eq!(
+            f32s.encode(1.401298464324817e-45, 4, ByteOrder::Little),
+            [1, 0, 0, 0]
+        );
+        assert_eq!(
+            f32s.encode(1e39, 4, ByteOrder::Little),
+            f32::INFINITY.to_le_bytes()
+        );
     }
 
     #[test]
@@ -368,14 +428,20 @@ mod tests {
         assert_eq!(&one[..10], &[0, 0, 0, 0, 0, 0, 0, 0x80, 0xff, 0x3f]);
         assert_eq!(&one[10..], &[0; 6]);
         for v in [1.0, -3.25, 1e300, 1e-300, 5e-324, 0.1] {
-            assert_eq!(x.decode(&x.encode(v, 16, ByteOrder::Little), ByteOrder::Little), v);
+            assert_eq!(
+                x.decode(&x.encode(v, 16, ByteOrder::Little), ByteOrder::Little),
+                v
+            );
         }
         let inf = x.encode(f64::NEG_INFINITY, 16, ByteOrder::Little);
         assert_eq!(x.decode(&inf, ByteOrder::Little), f64::NEG_INFINITY);
         // a value f64 cannot hold exactly (1 + 2^-60) is kept as bytes
         let mut b = one.clone();
         b[0] = 0x10;
-        assert!(x.to_json_value(&b, ByteOrder::Little).get("base64").is_some());
+        assert!(x
+            .to_json_value(&b, ByteOrder::Little)
+            .get("base64")
+            .is_some());
         assert_eq!(x.to_json_value(&one, ByteOrder::Little), json!(1.0));
         assert_eq!(FloatBits::from_json(&x.to_json()).unwrap(), x);
     }
@@ -400,7 +466,12 @@ mod tests {
             let got = c.decode(&c.encode(v, 2, ByteOrder::Little), ByteOrder::Little);
             assert!((got - v).abs() <= v.abs() / 256.0, "{v} -> {got}");
         }
-        assert!(FloatBits { sign: 9, ..c.clone() }.check(2).is_err());
+        assert!(FloatBits {
+            sign: 9,
+            ..c.clone()
+        }
+        .check(2)
+        .is_err());
         assert!(FloatBits { precision: 20, ..c }.check(2).is_err());
     }
 }

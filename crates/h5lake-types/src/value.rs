@@ -187,7 +187,9 @@ fn encode(t: &Datatype, v: &Value, out: &mut Vec<u8>) -> Result<()> {
                 out.push(b.as_u64().filter(|&b| b < 256).ok_or_else(bad)? as u8);
             }
         }
-        Datatype::String { length: None, .. } | Datatype::Vlen { .. } | Datatype::RegionReference => {
+        Datatype::String { length: None, .. }
+        | Datatype::Vlen { .. }
+        | Datatype::RegionReference => {
             return Err(TypeError::UnsupportedType(
                 "fill values of variable-length types".into(),
             ))
@@ -365,7 +367,9 @@ pub fn element_to_json(t: &Datatype, b: &[u8]) -> Result<Value> {
                 element_to_json(part, &b[half..])?,
             ])
         }
-        Datatype::String { length: None, .. } | Datatype::Vlen { .. } | Datatype::RegionReference => {
+        Datatype::String { length: None, .. }
+        | Datatype::Vlen { .. }
+        | Datatype::RegionReference => {
             unreachable!()
         }
     })
@@ -609,7 +613,10 @@ pub fn region_ref_bytes(v: &Value) -> Result<Vec<u8>> {
         x.as_array()
             .ok_or_else(|| bad("a coordinate must be a list"))?
             .iter()
-            .map(|c| c.as_u64().ok_or_else(|| bad("coordinates are non-negative integers")))
+            .map(|c| {
+                c.as_u64()
+                    .ok_or_else(|| bad("coordinates are non-negative integers"))
+            })
             .collect()
     };
     let kind = o
@@ -646,17 +653,31 @@ pub fn region_ref_bytes(v: &Value) -> Result<Vec<u8>> {
         // HDF5 describes it rather than block by block.
         "H5S_SEL_HYPERSLABS" if o.get("selection").is_none() => {
             let mut part = |k: &str| {
-                let c = coords(o.get(k).ok_or_else(|| bad("a hyperslab needs a selection"))?)?;
+                let c = coords(
+                    o.get(k)
+                        .ok_or_else(|| bad("a hyperslab needs a selection"))?,
+                )?;
                 same_rank(&c)?;
                 Ok::<_, TypeError>(c)
             };
-            let (start, stride, count, block) =
-                (part("start")?, part("stride")?, part("count")?, part("block")?);
+            let (start, stride, count, block) = (
+                part("start")?,
+                part("stride")?,
+                part("count")?,
+                part("block")?,
+            );
             if stride.iter().zip(&block).any(|(&s, &b)| b == 0 || s < b) {
-                return Err(bad("a regular hyperslab needs blocks of at least 1, no longer than the stride"));
+                return Err(bad(
+                    "a regular hyperslab needs blocks of at least 1, no longer than the stride",
+                ));
             }
             let mut out = serde_json::json!({"id": id, "select_type": kind});
-            for (k, c) in [("start", start), ("stride", stride), ("count", count), ("block", block)] {
+            for (k, c) in [
+                ("start", start),
+                ("stride", stride),
+                ("count", count),
+                ("block", block),
+            ] {
                 out[k] = serde_json::json!(c);
             }
             return Ok(out.to_string().into_bytes());
@@ -720,22 +741,35 @@ mod whole_value_tests {
         let t = Datatype::from_json(&json!({"class": "H5T_INTEGER", "base": "H5T_STD_U16BE",
                                             "h5lake": {"class": "H5T_BITFIELD"}}))
         .unwrap();
-        assert_eq!(t, Datatype::Bitfield { size: 2, order: ByteOrder::Big });
+        assert_eq!(
+            t,
+            Datatype::Bitfield {
+                size: 2,
+                order: ByteOrder::Big
+            }
+        );
         assert_eq!(Datatype::from_json(&t.to_json()).unwrap(), t);
-        assert_eq!(t.to_json()["base"], "H5T_STD_U16BE", "clients without the mark see a u16");
+        assert_eq!(
+            t.to_json()["base"],
+            "H5T_STD_U16BE",
+            "clients without the mark see a u16"
+        );
         let b = json_to_fixed(&t, &[2], &json!([1, 0x8001])).unwrap();
         assert_eq!(b, vec![0, 1, 0x80, 1]);
         assert_eq!(fixed_to_json(&t, &b, &[2]).unwrap(), json!([1, 0x8001]));
         // the mark on a signed integer is refused rather than dropped
-        assert!(Datatype::from_json(&json!({"class": "H5T_INTEGER", "base": "H5T_STD_I8LE",
+        assert!(
+            Datatype::from_json(&json!({"class": "H5T_INTEGER", "base": "H5T_STD_I8LE",
                                             "h5lake": {"class": "H5T_BITFIELD"}}))
-        .is_err());
+            .is_err()
+        );
     }
 
     #[test]
     fn region_references_are_checked_and_kept_in_one_form() {
-        let t = Datatype::from_json(&json!({"class": "H5T_REFERENCE", "base": "H5T_STD_REF_DSETREG"}))
-            .unwrap();
+        let t =
+            Datatype::from_json(&json!({"class": "H5T_REFERENCE", "base": "H5T_STD_REF_DSETREG"}))
+                .unwrap();
         assert_eq!(t, Datatype::RegionReference);
         assert!(t.is_variable() && t.is_top_level_vlen());
         assert_eq!(Datatype::from_json(&t.to_json()).unwrap(), t);
@@ -754,7 +788,8 @@ mod whole_value_tests {
         assert_eq!(back[2]["count"], json!([9]));
         assert_eq!(back[3], Value::Null);
         // equal references, equal bytes, whatever the key order given
-        let reordered = json!({"selection": [[0, 0], [4, 5]], "select_type": "H5S_SEL_POINTS", "id": "d-1"});
+        let reordered =
+            json!({"selection": [[0, 0], [4, 5]], "select_type": "H5S_SEL_POINTS", "id": "d-1"});
         assert_eq!(region_ref_bytes(&reordered).unwrap(), items[1]);
         for bad in [
             json!({"id": "g-1", "select_type": "H5S_SEL_ALL"}),

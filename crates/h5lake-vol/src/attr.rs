@@ -200,7 +200,9 @@ pub unsafe extern "C" fn read(
                 json_to_vlen(&dt, &dims, &value).map_err(invalid)?
             };
             match &dt {
-                Datatype::RegionReference => Refs::new(api, o).regions_to_memory(&items, mem_type)?,
+                Datatype::RegionReference => {
+                    Refs::new(api, o).regions_to_memory(&items, mem_type)?
+                }
                 Datatype::Vlen { base } if refs::contains(base) => {
                     Refs::new(api, o).vlen_to_memory(base, &items, mem_type)?
                 }

@@ -545,7 +545,10 @@ unsafe extern "C" fn ds_with_new_ref(obj: hid_t, out: *mut bool) -> herr_t {
     let mut name = [0 as c_char; 16];
     *out = if is_native(&api, obj) {
         false
-    } else if api.f.H5VLget_connector_name(obj, name.as_mut_ptr(), name.len()) > 0
+    } else if api
+        .f
+        .H5VLget_connector_name(obj, name.as_mut_ptr(), name.len())
+        > 0
         && std::ffi::CStr::from_ptr(name.as_ptr()).to_bytes() == b"h5lake"
     {
         scale_lists_in_current_form(&api, obj)
@@ -570,7 +573,11 @@ unsafe fn scale_lists_in_current_form(api: &crate::api::Api, obj: hid_t) -> bool
         }
         let t = f.H5Aget_type(a);
         // the references: a sequence's base, or a compound's first member
-        let r = if part == 0 { f.H5Tget_super(t) } else { f.H5Tget_member_type(t, 0) };
+        let r = if part == 0 {
+            f.H5Tget_super(t)
+        } else {
+            f.H5Tget_member_type(t, 0)
+        };
         let found = r >= 0 && current(r);
         for id in [r, t] {
             if id >= 0 {

@@ -40,11 +40,16 @@ impl Copier<'_> {
             return Ok(c.clone());
         }
         let doc = src.get_doc(id)?;
-        let props = || doc.get("creationProperties").cloned().unwrap_or_else(|| json!({}));
+        let props = || {
+            doc.get("creationProperties")
+                .cloned()
+                .unwrap_or_else(|| json!({}))
+        };
         let new = match id.as_bytes().first() {
-            Some(b'd') => self
-                .dst
-                .create_dataset(doc["type"].clone(), doc["shape"].clone(), props())?,
+            Some(b'd') => {
+                self.dst
+                    .create_dataset(doc["type"].clone(), doc["shape"].clone(), props())?
+            }
             Some(b't') => self.dst.create_datatype(doc["type"].clone())?,
             _ => self.dst.create_group(props())?,
         };
@@ -106,7 +111,13 @@ impl Copier<'_> {
     /// references in `value` (of type `t`, JSON) name and makes it name the
     /// copies; without, makes them null references. References held inside
     /// compounds, arrays or sequences are kept as they are (as HDF5 does).
-    fn fix_refs(&mut self, src: &Arc<Domain>, t: &Datatype, value: &mut Value, depth: u32) -> Result<()> {
+    fn fix_refs(
+        &mut self,
+        src: &Arc<Domain>,
+        t: &Datatype,
+        value: &mut Value,
+        depth: u32,
+    ) -> Result<()> {
         let expand = self.flags & EXPAND_REFERENCE != 0;
         match value {
             Value::Array(items) => {
@@ -114,15 +125,16 @@ impl Copier<'_> {
                     self.fix_refs(src, t, v, depth)?;
                 }
             }
-            Value::String(r) if matches!(t, Datatype::Reference { .. }) && !r.is_empty() => {
-                match r.rsplit_once('/').map(|(c, i)| (c.to_string(), i.to_string())) {
-                    Some((coll, id)) if expand => {
-                        let copy = self.object(src, &id, depth + 1)?;
-                        *r = format!("{coll}/{copy}");
-                    }
-                    _ => r.clear(),
+            Value::String(r) if matches!(t, Datatype::Reference { .. }) && !r.is_empty() => match r
+                .rsplit_once('/')
+                .map(|(c, i)| (c.to_string(), i.to_string()))
+            {
+                Some((coll, id)) if expand => {
+                    let copy = self.object(src, &id, depth + 1)?;
+                    *r = format!("{coll}/{copy}");
                 }
-            }
+                _ => r.clear(),
+            },
             Value::Object(o) if *t == Datatype::RegionReference => {
                 match o.get("id").and_then(Value::as_str).map(str::to_string) {
                     Some(id) if expand => {
@@ -148,7 +160,10 @@ impl Copier<'_> {
         // As HDF5: a dataset's references are kept within one file, and
         // name copies or nothing in another.
         let fix = src.location() != self.dst.location()
-            && matches!(m.dtype, Datatype::Reference { .. } | Datatype::RegionReference);
+            && matches!(
+                m.dtype,
+                Datatype::Reference { .. } | Datatype::RegionReference
+            );
         let row_bytes =
             rest.iter().product::<u64>().max(1) * m.dtype.fixed_size().unwrap_or(64) as u64;
         let step = (SLAB_BYTES / row_bytes.max(1)).max(1);

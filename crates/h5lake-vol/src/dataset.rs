@@ -376,7 +376,8 @@ unsafe fn read_one(
         if msize >= fsize && is_whole(api, space)? {
             // Straight into the caller's buffer, converted there if need be.
             let out = std::slice::from_raw_parts_mut(buf, n * msize);
-            o.dom.read_with(&m, &sel, None, &mut out[..n * fsize], false)?;
+            o.dom
+                .read_with(&m, &sel, None, &mut out[..n * fsize], false)?;
             return to_memory_in_place(api, &m.dtype, out, n, mem_type, dxpl);
         }
     }
@@ -637,10 +638,21 @@ fn dcpl_of(
                 let cd: Vec<u32> = e
                     .get("parameters")
                     .and_then(Value::as_array)
-                    .map(|p| p.iter().filter_map(Value::as_u64).map(|x| x as u32).collect())
+                    .map(|p| {
+                        p.iter()
+                            .filter_map(Value::as_u64)
+                            .map(|x| x as u32)
+                            .collect()
+                    })
                     .unwrap_or_default();
                 check(
-                    f.H5Pset_filter(dcpl, id as i32, sys::H5Z_FLAG_OPTIONAL, cd.len(), cd.as_ptr()),
+                    f.H5Pset_filter(
+                        dcpl,
+                        id as i32,
+                        sys::H5Z_FLAG_OPTIONAL,
+                        cd.len(),
+                        cd.as_ptr(),
+                    ),
                     "adding a filter to the creation property list",
                 )?;
             }
@@ -860,7 +872,13 @@ unsafe fn set_filter(
         Filter::Fletcher32 => f.H5Pset_fletcher32(dcpl),
         // Optional: the property list may name a filter this process has
         // not loaded (h5lake decodes it itself).
-        _ => f.H5Pset_filter(dcpl, flt.id() as i32, sys::H5Z_FLAG_OPTIONAL, cd.len(), cd.as_ptr()),
+        _ => f.H5Pset_filter(
+            dcpl,
+            flt.id() as i32,
+            sys::H5Z_FLAG_OPTIONAL,
+            cd.len(),
+            cd.as_ptr(),
+        ),
     };
     check(status, "adding a filter to the creation property list").map(|_| ())
 }

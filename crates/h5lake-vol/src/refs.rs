@@ -190,8 +190,8 @@ impl<'a> Refs<'a> {
         self.check_region_type(mem_type)?;
         let mut out = Vec::with_capacity(items.len() * regions::SIZE);
         for it in items {
-            let v = h5lake_types::region_ref_json(it)
-                .map_err(|e| VolError::Invalid(e.to_string()))?;
+            let v =
+                h5lake_types::region_ref_json(it).map_err(|e| VolError::Invalid(e.to_string()))?;
             if v.is_null() {
                 out.extend_from_slice(&[0u8; regions::SIZE]);
                 continue;
@@ -228,15 +228,18 @@ impl<'a> Refs<'a> {
                 }
                 let mut v = regions::selection(index)?;
                 v["id"] = id.into();
-                h5lake_types::region_ref_bytes(&v)
-                    .map_err(|e| VolError::Invalid(e.to_string()))
+                h5lake_types::region_ref_bytes(&v).map_err(|e| VolError::Invalid(e.to_string()))
             })
             .collect()
     }
 
     unsafe fn check_region_type(&self, mem_type: hid_t) -> Result<()> {
         let f = &self.api.f;
-        if check(f.H5Tequal(mem_type, self.api.g.t_std_ref_dsetreg.id()), "H5Tequal")? > 0 {
+        if check(
+            f.H5Tequal(mem_type, self.api.g.t_std_ref_dsetreg.id()),
+            "H5Tequal",
+        )? > 0
+        {
             Ok(())
         } else {
             Err(VolError::Unsupported(
@@ -510,9 +513,7 @@ impl<'a> Refs<'a> {
 
 /// Region references are variable-length: only whole values of their own.
 pub fn nested_regions() -> VolError {
-    VolError::Unsupported(
-        "region references inside compound, array or sequence types".into(),
-    )
+    VolError::Unsupported("region references inside compound, array or sequence types".into())
 }
 
 enum MemRef {

@@ -46,7 +46,9 @@ fn table() -> &'static Mutex<Table> {
 /// process's table, entering it if it is new.
 pub fn register(sel: &Value) -> Result<u32> {
     let text: Arc<str> = sel.to_string().into();
-    let mut t = table().lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut t = table()
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some(&i) = t.index.get(&text) {
         return Ok(i);
     }
@@ -59,7 +61,9 @@ pub fn register(sel: &Value) -> Result<u32> {
 
 /// The selection registered as `index`.
 pub fn selection(index: u32) -> Result<Value> {
-    let t = table().lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let t = table()
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let text = index
         .checked_sub(1)
         .and_then(|i| t.texts.get(i as usize))
@@ -107,8 +111,11 @@ pub fn split(stored: &Value) -> Result<(String, Value)> {
 /// `space` is a dataspace id.
 pub unsafe fn selection_of(api: &Api, space: hid_t) -> Result<Value> {
     let f = &api.f;
-    let rank = usize::try_from(check(f.H5Sget_simple_extent_ndims(space), "H5Sget_simple_extent_ndims")?)
-        .unwrap_or(0);
+    let rank = usize::try_from(check(
+        f.H5Sget_simple_extent_ndims(space),
+        "H5Sget_simple_extent_ndims",
+    )?)
+    .unwrap_or(0);
     let pairs = |flat: Vec<u64>, per: usize| -> Vec<Value> {
         flat.chunks(per.max(1))
             .map(|c| {
@@ -124,7 +131,10 @@ pub unsafe fn selection_of(api: &Api, space: hid_t) -> Result<Value> {
         sys::H5S_sel_type_H5S_SEL_NONE => json!({"select_type": "H5S_SEL_NONE", "selection": []}),
         sys::H5S_sel_type_H5S_SEL_ALL => json!({"select_type": "H5S_SEL_ALL"}),
         sys::H5S_sel_type_H5S_SEL_POINTS => {
-            let n = check(f.H5Sget_select_elem_npoints(space), "H5Sget_select_elem_npoints")?;
+            let n = check(
+                f.H5Sget_select_elem_npoints(space),
+                "H5Sget_select_elem_npoints",
+            )?;
             let mut flat = vec![0u64; n as usize * rank];
             check(
                 f.H5Sget_select_elem_pointlist(space, 0, n as u64, flat.as_mut_ptr()),
@@ -133,14 +143,21 @@ pub unsafe fn selection_of(api: &Api, space: hid_t) -> Result<Value> {
             json!({"select_type": "H5S_SEL_POINTS", "selection": pairs(flat, rank)})
         }
         sys::H5S_sel_type_H5S_SEL_HYPERSLABS => {
-            let n = check(f.H5Sget_select_hyper_nblocks(space), "H5Sget_select_hyper_nblocks")?;
+            let n = check(
+                f.H5Sget_select_hyper_nblocks(space),
+                "H5Sget_select_hyper_nblocks",
+            )?;
             let regular = crate::selection::regular_hyperslab(api, space, rank)?;
             if let Some([start, stride, count, block]) = &regular {
                 // h5py selects `a[2:5, 1:9]` as 3×8 blocks of one element.
                 let one_box = (0..rank).all(|d| count[d] <= 1 || stride[d] == block[d]);
                 if one_box && n > 0 {
-                    let end: Vec<u64> = (0..rank).map(|d| start[d] + count[d] * block[d] - 1).collect();
-                    return Ok(json!({"select_type": "H5S_SEL_HYPERSLABS", "selection": [[start, end]]}));
+                    let end: Vec<u64> = (0..rank)
+                        .map(|d| start[d] + count[d] * block[d] - 1)
+                        .collect();
+                    return Ok(
+                        json!({"select_type": "H5S_SEL_HYPERSLABS", "selection": [[start, end]]}),
+                    );
                 }
                 if n > MAX_LISTED_BLOCKS {
                     return Ok(json!({"select_type": "H5S_SEL_HYPERSLABS", "start": start,
@@ -156,7 +173,11 @@ pub unsafe fn selection_of(api: &Api, space: hid_t) -> Result<Value> {
                 json!({"select_type": "H5S_SEL_HYPERSLABS", "selection": pairs(flat, 2 * rank)})
             }
         }
-        _ => return Err(VolError::Invalid("a dataspace without a valid selection".into())),
+        _ => {
+            return Err(VolError::Invalid(
+                "a dataspace without a valid selection".into(),
+            ))
+        }
     })
 }
 
@@ -175,7 +196,11 @@ pub unsafe fn apply(api: &Api, space: hid_t, sel: &Value) -> Result<()> {
             .map(|c| c.as_u64().ok_or_else(bad))
             .collect()
     };
-    let items = || sel.get("selection").and_then(Value::as_array).ok_or_else(bad);
+    let items = || {
+        sel.get("selection")
+            .and_then(Value::as_array)
+            .ok_or_else(bad)
+    };
     match sel.get("select_type").and_then(Value::as_str) {
         Some("H5S_SEL_ALL") | None => {
             check(f.H5Sselect_all(space), "H5Sselect_all")?;
@@ -205,8 +230,12 @@ pub unsafe fn apply(api: &Api, space: hid_t, sel: &Value) -> Result<()> {
         }
         Some("H5S_SEL_HYPERSLABS") if sel.get("selection").is_none() => {
             let part = |k: &str| coords(sel.get(k).ok_or_else(bad)?);
-            let (start, stride, count, block) =
-                (part("start")?, part("stride")?, part("count")?, part("block")?);
+            let (start, stride, count, block) = (
+                part("start")?,
+                part("stride")?,
+                part("count")?,
+                part("block")?,
+            );
             check(
                 f.H5Sselect_hyperslab(
                     space,
@@ -264,6 +293,9 @@ mod tests {
         assert!(selection(0).is_err());
         assert!(selection(u32::MAX).is_err());
         let (id, sel) = split(&json!({"id": "d-1", "select_type": "H5S_SEL_ALL"})).unwrap();
-        assert_eq!((id.as_str(), sel), ("d-1", json!({"select_type": "H5S_SEL_ALL"})));
+        assert_eq!(
+            (id.as_str(), sel),
+            ("d-1", json!({"select_type": "H5S_SEL_ALL"}))
+        );
     }
 }

@@ -82,12 +82,21 @@ fn every_element(api: &Api, space: hid_t, dims: &[u64]) -> Result<Selection> {
 ///
 /// # Safety
 /// `space` is a dataspace id.
-pub unsafe fn regular_hyperslab(api: &Api, space: hid_t, rank: usize) -> Result<Option<[Vec<u64>; 4]>> {
+pub unsafe fn regular_hyperslab(
+    api: &Api,
+    space: hid_t,
+    rank: usize,
+) -> Result<Option<[Vec<u64>; 4]>> {
     let f = &api.f;
     if check(f.H5Sis_regular_hyperslab(space), "H5Sis_regular_hyperslab")? <= 0 {
         return Ok(None);
     }
-    let mut parts = [vec![0u64; rank], vec![0u64; rank], vec![0u64; rank], vec![0u64; rank]];
+    let mut parts = [
+        vec![0u64; rank],
+        vec![0u64; rank],
+        vec![0u64; rank],
+        vec![0u64; rank],
+    ];
     let [start, stride, count, block] = &mut parts;
     check(
         f.H5Sget_regular_hyperslab(

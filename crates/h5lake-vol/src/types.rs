@@ -30,7 +30,10 @@ unsafe fn float_bits(api: &Api, t: hid_t) -> Result<h5lake_types::FloatBits> {
     let f = &api.f;
     let what = "reading a float's layout";
     let (mut spos, mut epos, mut esize, mut mpos, mut msize) = (0, 0, 0, 0, 0);
-    check(f.H5Tget_fields(t, &mut spos, &mut epos, &mut esize, &mut mpos, &mut msize), what)?;
+    check(
+        f.H5Tget_fields(t, &mut spos, &mut epos, &mut esize, &mut mpos, &mut msize),
+        what,
+    )?;
     let (mut lsb, mut msb) = (0, 0);
     check(f.H5Tget_pad(t, &mut lsb, &mut msb), what)?;
     let pad = |p| match p {
@@ -322,7 +325,14 @@ pub fn to_hdf5(api: &Api, dt: &Datatype) -> Result<TypeId> {
                 let t = TypeId(check(f.H5Tcopy(api.g.t_ieee_f64le.id()), what)?);
                 let fields = |t: hid_t| {
                     check(
-                        f.H5Tset_fields(t, bits.sign, bits.exp_pos, bits.exp_size, bits.mant_pos, bits.mant_size),
+                        f.H5Tset_fields(
+                            t,
+                            bits.sign,
+                            bits.exp_pos,
+                            bits.exp_size,
+                            bits.mant_pos,
+                            bits.mant_size,
+                        ),
                         what,
                     )?;
                     check(f.H5Tset_ebias(t, bits.bias as usize), what)?;
@@ -343,7 +353,10 @@ pub fn to_hdf5(api: &Api, dt: &Datatype) -> Result<TypeId> {
                     check(f.H5Tset_offset(t.0, bits.offset), what)?;
                     check(f.H5Tset_size(t.0, *size), what)?;
                 }
-                check(f.H5Tset_pad(t.0, pad_of(bits.pad[0]), pad_of(bits.pad[1])), what)?;
+                check(
+                    f.H5Tset_pad(t.0, pad_of(bits.pad[0]), pad_of(bits.pad[1])),
+                    what,
+                )?;
                 set_order(t.0, order)?;
                 t
             }
