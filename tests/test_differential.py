@@ -588,6 +588,18 @@ CREATE_CASES = {
                         chunks=(64,)),
     "all_filters": dict(data=np.arange(64, dtype="f4"), fletcher32=True, shuffle=True,
                         compression="gzip", chunks=(10,)),
+    "scaleoffset_int": dict(data=np.arange(-300, 900, dtype="i4").reshape(30, 40) * 3,
+                            scaleoffset=True, chunks=(7, 9)),
+    "scaleoffset_int_fill": dict(data=np.repeat(np.arange(50, dtype="u2"), 4), scaleoffset=0,
+                                 fillvalue=9, chunks=(33,)),
+    "scaleoffset_shuffle_gzip": dict(data=np.arange(4000, dtype="i8") % 77, scaleoffset=True,
+                                     shuffle=True, compression="gzip", chunks=(512,)),
+    "szip": dict(data=np.arange(1000, dtype="i2").reshape(25, 40), compression="szip",
+                 chunks=(5, 8)),
+    "szip_ec_32": dict(data=np.arange(3000, dtype=">f4") / 7, compression="szip",
+                       compression_opts=("ec", 16), chunks=(500,)),
+    "szip_64_fletcher32": dict(data=np.arange(2500, dtype="f8") ** 2, compression="szip",
+                               fletcher32=True, chunks=(50, 50), shape=(50, 50)),
     "fillvalue_int": dict(shape=(6,), dtype="i4", fillvalue=42),
     "fillvalue_float_chunked": dict(shape=(3, 3), dtype="f4", fillvalue=-1.5, chunks=(2, 2)),
     "fillvalue_nan": dict(shape=(3,), dtype="f8", fillvalue=np.nan, chunks=(2,)),
@@ -627,6 +639,28 @@ def test_create_dataset(pair, case):
     pair.both(reopened)
 
 
+LOSSY_CASES = {
+    "float_dscale": dict(data=(np.random.default_rng(5).random((40, 50)) - 0.5) * 1e4,
+                         scaleoffset=3, chunks=(16, 16)),
+    "float32_be": dict(data=np.linspace(-2, 2, 700, dtype=">f4"), scaleoffset=2, chunks=(64,)),
+    "int_minbits": dict(data=np.random.default_rng(6).integers(0, 2 ** 12, 900), scaleoffset=10,
+                        chunks=(300,)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LOSSY_CASES))
+def test_lossy_scaleoffset(pair, case):
+    """Scale-offset loses what HDF5 loses: the values read back after
+    reopening (h5py shows the exact ones from its chunk cache until then)
+    are the very ones libhdf5 gives."""
+    def op(s):
+        s.f.create_dataset("d", **LOSSY_CASES[case])
+        s.reopen("r")
+        d = s.f["d"]
+        return props(d), d[()]
+    pair.both(op)
+
+
 BAD_CREATE = {
     "no_shape_no_data": (dict(dtype="i4"), any),   # h5py: a null dataspace
     "shape_mismatch": (dict(shape=(3,), data=np.arange(4)), ValueError),
@@ -638,6 +672,13 @@ BAD_CREATE = {
     "gzip_level_range": (dict(shape=(4,), dtype="i4", compression="gzip", compression_opts=10), ValueError),
     "lzf_options": (dict(shape=(4,), dtype="i4", compression="lzf", compression_opts=2), ValueError),
     "scalar_chunks": (dict(shape=(), dtype="i4", chunks=(1,)), TypeError),
+    "scaleoffset_float_true": (dict(shape=(4,), dtype="f8", scaleoffset=True), ValueError),
+    "scaleoffset_negative": (dict(shape=(4,), dtype="f8", scaleoffset=-0.1), ValueError),
+    "scaleoffset_bool": (dict(shape=(4,), dtype=bool, scaleoffset=True), TypeError),
+    "scaleoffset_fletcher32": (dict(shape=(4,), dtype="i4", scaleoffset=True, fletcher32=True),
+                               ValueError),
+    "szip_odd_pixels": (dict(shape=(40,), dtype="i4", compression="szip",
+                             compression_opts=("nn", 7)), ValueError),
     "scalar_compression": (dict(data=1, compression="gzip"), TypeError),
     "bad_dtype": (dict(shape=(2,), dtype="not-a-dtype"), TypeError),
     "bad_fill_time": (dict(shape=(2,), dtype="f4", fill_time="sometimes"), ValueError),
@@ -1439,6 +1480,27 @@ def test_object_references(pair):
     def null_deref(s):
         return s.f[s.f["refs"][3]]
     pair.both(null_deref, raises=ValueError)
+
+    def deleted_and_moved(s):
+        s.reopen("a")
+        s.gone = s.f.create_group("gone").ref
+        moving = s.f.create_group("moving").ref
+        twice = s.f.create_group("twice").ref
+        s.f["twice2"] = s.f["twice"]
+        del s.f["gone"]
+        s.f.move("moving", "moved")
+        del s.f["twice"]
+        return s.f[moving].name, s.f[twice].name
+    pair.both(deleted_and_moved)
+
+    def dangling(s):
+        # a reference to an object whose last link is gone no longer opens
+        return s.f[s.gone]
+    pair.both(dangling, raises=KeyError)
+
+    def still_followed(s):
+        return names(s, [s.f["moved"].ref, s.f["twice2"].ref])
+    pair.both(still_followed)
 
     def wrong_element(s):
         s.reopen("a")

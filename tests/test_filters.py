@@ -222,7 +222,9 @@ def test_filter_json_forms():
 
 @pytest.mark.parametrize("kw,exc", [
     (dict(compression="lzf", compression_opts=3), ValueError),
-    (dict(compression="szip"), ValueError),
+    (dict(compression="szip", compression_opts=("xx", 8)), ValueError),
+    (dict(compression="szip", compression_opts=("nn", 7)), ValueError),
+    (dict(compression="szip", compression_opts=8), TypeError),
     (dict(compression="zstd", compression_opts=0), ValueError),
     (dict(compression="zstd", compression_opts=23), ValueError),
     (dict(compression="lz4", compression_opts=5), ValueError),
@@ -231,16 +233,19 @@ def test_filter_json_forms():
     (dict(compression="blosc", compression_opts=("lz4", 5, 3)), ValueError),
     (dict(compression="blosc", compression_opts=5), TypeError),
     (dict(compression=307), ValueError),
-    (dict(scaleoffset=2), ValueError),
+    (dict(scaleoffset=-1), ValueError),
+    (dict(scaleoffset=2, fletcher32=True), ValueError),
 ])
 def test_filter_errors(kw, exc):
     with pytest.raises(exc):
         filters.generate_dcpl((10,), "i4", **kw)
 
 
-def test_szip_message_suggests_alternatives():
-    with pytest.raises(ValueError, match="not supported by h5lake.*'gzip'.*'zstd'.*'lzf'"):
-        filters.generate_dcpl((10,), "i4", compression="szip")
+def test_scaleoffset_checks_the_dtype():
+    with pytest.raises(ValueError, match="integer scaleoffset must be provided"):
+        filters.generate_dcpl((10,), "f8", scaleoffset=True)
+    with pytest.raises(TypeError, match="integer and floating-point"):
+        filters.generate_dcpl((10,), "S4", scaleoffset=2)
 
 
 def test_dcpl_properties_defaults_and_reports():

@@ -44,8 +44,6 @@ NATIVE_FORMAT = [
     ("test_lowlevel_vds", "virtual datasets are a native layout"),
     ("test_dataset.TestVirtualPrefix", "virtual datasets are a native layout"),
     ("test_dataset.TestExternal", "external raw storage is a native layout"),
-    ("test_dataset.TestCreateScaleOffset", "scale-offset is a filter h5lake does not implement"),
-    ("test_dataset.TestCreateSZIP", "szip is a filter h5lake does not implement"),
     ("test_big_endian_file", "opens a native HDF5 file shipped with h5py's tests"),
     ("test_dataset::test_vlen_nullterm", "opens a native HDF5 file shipped with h5py's tests"),
     ("test_dataset::test_vlen_spacepad", "opens a native HDF5 file shipped with h5py's tests"),

@@ -66,6 +66,8 @@ class RawFile:
     # --- objects -----------------------------------------------------------
     def get_doc(self, obj_id: str) -> str:
         """JSON text of the object's document (.group/.dataset/.datatype.json). KeyError if missing."""
+    def check_linked(self, obj_id: str) -> None:
+        """KeyError if the object is gone or no link leads to it any more (a reference to it is dangling)."""
     def create_group(self, creation_props_json: str = "{}") -> str:
         """Create an unlinked group; returns its id."""
     def create_dataset(self, type_json: str, shape_json: str, creation_props_json: str) -> str:

@@ -459,6 +459,10 @@ impl RawFile {
         self.run(py, |d| d.get_doc(obj_id)).map(|v| v.to_string())
     }
 
+    fn check_linked(&self, py: Python<'_>, obj_id: &str) -> PyResult<()> {
+        self.run(py, |d| d.check_linked(obj_id))
+    }
+
     #[pyo3(signature = (creation_props_json = "{}"))]
     fn create_group(&self, py: Python<'_>, creation_props_json: &str) -> PyResult<String> {
         let cp = parse_json(creation_props_json, "creation properties")?;

@@ -11,13 +11,16 @@
 //! Decoding recognises HSDS's Blosc frames on its own, so one pipeline reads
 //! chunks from either writer.
 
+pub mod aec;
 mod blosc;
 mod deflate;
 mod error;
 mod fletcher;
 mod lz4;
 mod lzf;
+pub mod scaleoffset;
 pub mod shuffle;
+pub mod szip;
 mod zstd_codec;
 
 pub use blosc::{BloscCompressor, BloscShuffle};
@@ -83,6 +86,14 @@ pub enum Filter {
         level: u8,
         shuffle: BloscShuffle,
     },
+    /// HDF5's scale-offset (id 6), lossy for floats. `cd` is the client
+    /// data libhdf5's `set_local` leaves (20 values: the scale type and
+    /// factor, then the element type, chunk size and fill value the chunks
+    /// are coded against); see [`complete_filters`].
+    ScaleOffset { cd: Vec<u32> },
+    /// szip (id 4), CCSDS adaptive entropy coding. `cd` is options mask,
+    /// pixels per block, bits per pixel, pixels per scanline.
+    Szip { cd: Vec<u32> },
 }
 
 /// Which writer's byte layout a chunk follows.
@@ -109,13 +120,7 @@ pub struct Pipeline {
 }
 
 const KNOWN_UNSUPPORTED: &[(u64, &str, &str)] = &[
-    (filter_id::SZIP, "H5Z_FILTER_SZIP", "szip"),
     (filter_id::NBIT, "H5Z_FILTER_NBIT", "nbit"),
-    (
-        filter_id::SCALEOFFSET,
-        "H5Z_FILTER_SCALEOFFSET",
-        "scaleoffset",
-    ),
     (filter_id::SNAPPY, "H5Z_FILTER_SNAPPY", "snappy"),
     (filter_id::LZ4HC, "H5Z_FILTER_LZ4HC", "lz4hc"),
     (filter_id::BITSHUFFLE, "H5Z_FILTER_BITSHUFFLE", "bitshuffle"),
@@ -130,6 +135,8 @@ enum Kind {
     Lz4,
     Lzf,
     Blosc,
+    ScaleOffset,
+    Szip,
 }
 
 fn kind_from_id(id: u64) -> Option<Kind> {
@@ -141,6 +148,8 @@ fn kind_from_id(id: u64) -> Option<Kind> {
         filter_id::LZ4 => Kind::Lz4,
         filter_id::LZF => Kind::Lzf,
         filter_id::BLOSC => Kind::Blosc,
+        filter_id::SCALEOFFSET => Kind::ScaleOffset,
+        filter_id::SZIP => Kind::Szip,
         _ => return None,
     })
 }
@@ -154,6 +163,8 @@ fn kind_from_class(class: &str) -> Option<Kind> {
         "H5Z_FILTER_LZ4" => Kind::Lz4,
         "H5Z_FILTER_LZF" => Kind::Lzf,
         "H5Z_FILTER_BLOSC" => Kind::Blosc,
+        "H5Z_FILTER_SCALEOFFSET" => Kind::ScaleOffset,
+        "H5Z_FILTER_SZIP" => Kind::Szip,
         _ => return None,
     })
 }
@@ -167,6 +178,8 @@ fn kind_from_name(name: &str) -> Option<Kind> {
         "lz4" => Kind::Lz4,
         "lzf" => Kind::Lzf,
         "blosc" | "blosclz" => Kind::Blosc,
+        "scaleoffset" => Kind::ScaleOffset,
+        "szip" => Kind::Szip,
         _ => return None,
     })
 }
@@ -224,8 +237,19 @@ fn int_param(obj: &Map<String, Value>, keys: &[&str], what: &str) -> Result<Opti
     Ok(None)
 }
 
-fn parse_entry(entry: &Value) -> Result<Filter> {
-    let empty = Map::new();
+/// An entry's parts and the filter it names, matched by `id`, else `class`
+/// (`H5Z_FILTER_USER` defers to the others), else `name`.
+struct Entry<'a> {
+    obj: &'a Map<String, Value>,
+    id: Option<u64>,
+    class: Option<&'a str>,
+    name: Option<&'a str>,
+    kind: Option<Kind>,
+}
+
+static EMPTY: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
+
+fn identify(entry: &Value) -> Result<Entry<'_>> {
     let (obj, id, class, name) = match entry {
         Value::Object(o) => (
             o,
@@ -234,11 +258,11 @@ fn parse_entry(entry: &Value) -> Result<Filter> {
             o.get("name").and_then(Value::as_str),
         ),
         // HSDS also accepts a bare id or name in requests.
-        Value::Number(_) => (&empty, as_u64(entry), None, None),
+        Value::Number(_) => (&*EMPTY, as_u64(entry), None, None),
         Value::String(s) => {
             let c = s.starts_with("H5Z_FILTER_").then_some(s.as_str());
             (
-                &empty,
+                &*EMPTY,
                 None,
                 c,
                 if c.is_some() { None } else { Some(s.as_str()) },
@@ -257,6 +281,23 @@ fn parse_entry(entry: &Value) -> Result<Filter> {
             .and_then(kind_from_class)
             .or_else(|| name.and_then(kind_from_name)),
     };
+    Ok(Entry {
+        obj,
+        id,
+        class,
+        name,
+        kind,
+    })
+}
+
+fn parse_entry(entry: &Value) -> Result<Filter> {
+    let Entry {
+        obj,
+        id,
+        class,
+        name,
+        kind,
+    } = identify(entry)?;
     let Some(kind) = kind else {
         return Err(CodecError::Unsupported(describe_unknown(id, class, name)));
     };
@@ -289,7 +330,204 @@ fn parse_entry(entry: &Value) -> Result<Filter> {
             }
         }
         Kind::Blosc => parse_blosc(obj, name, what)?,
+        Kind::ScaleOffset => Filter::ScaleOffset {
+            cd: local_cd(obj, 9, "scaleoffset")?,
+        },
+        Kind::Szip => Filter::Szip {
+            cd: local_cd(obj, 4, "szip")?,
+        },
     })
+}
+
+/// The complete client data of a filter that adapts to the dataset (kept in
+/// the entry's `parameters`, as [`complete_filters`] leaves them).
+fn local_cd(obj: &Map<String, Value>, least: usize, what: &str) -> Result<Vec<u32>> {
+    let cd = cd_values(obj, what)?;
+    if cd.len() < least {
+        return Err(CodecError::Invalid(format!(
+            "{what}: the filter's dataset parameters are missing (they are filled in when \
+             the dataset is created)"
+        )));
+    }
+    Ok(cd)
+}
+
+fn cd_values(obj: &Map<String, Value>, what: &str) -> Result<Vec<u32>> {
+    match obj.get("parameters") {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|v| {
+                as_u64(v)
+                    .and_then(|n| u32::try_from(n).ok())
+                    .ok_or_else(|| CodecError::Invalid(format!("{what}: bad parameter {v}")))
+            })
+            .collect(),
+        Some(v) => Err(CodecError::Invalid(format!(
+            "{what}: `parameters` must be a list, got {v}"
+        ))),
+    }
+}
+
+/// HDF5's scale types (`H5Z_SO_scale_type_t`) by name.
+const SCALE_TYPES: [&str; 3] = ["H5Z_SO_FLOAT_DSCALE", "H5Z_SO_FLOAT_ESCALE", "H5Z_SO_INT"];
+
+/// The szip codings HSDS names.
+const SZIP_CODINGS: [(&str, u32); 2] = [
+    ("H5_SZIP_EC_OPTION_MASK", szip::EC),
+    ("H5_SZIP_NN_OPTION_MASK", szip::NN),
+];
+
+/// What the filters that adapt to the data need of the element type (what
+/// libhdf5 hands their `set_local`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ElementInfo {
+    pub class: ElementClass,
+    /// Bytes per element.
+    pub size: usize,
+    pub big_endian: bool,
+}
+
+/// The element classes scale-offset and szip tell apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ElementClass {
+    Integer {
+        signed: bool,
+    },
+    Float,
+    /// Anything else (strings, compounds, ...): these filters refuse it.
+    Other,
+}
+
+/// Fills in what HDF5's `set_local` would for a new dataset: scale-offset
+/// and szip entries given only their user settings (`scaleType` and
+/// `scaleOffset`; `coding` and `pixelsPerBlock`; or two `parameters` as
+/// `H5Pset_scaleoffset`/`H5Pset_szip` store them) get their complete client
+/// data for this element type, chunk shape and fill value (element bytes).
+/// Other entries, and complete ones, are returned as they are.
+///
+/// # Errors
+/// [`CodecError::Invalid`] where libhdf5 refuses the filter for this data
+/// (szip or scale-offset on strings or compounds, a float with an integer
+/// scale type, ...); [`CodecError::Unsupported`] for the E-scale method,
+/// which libhdf5 does not implement either.
+pub fn complete_filters(
+    filters: &Value,
+    elem: ElementInfo,
+    chunk: &[u64],
+    fill: &[u8],
+) -> Result<Value> {
+    let Value::Array(entries) = filters else {
+        return Ok(filters.clone());
+    };
+    let mut out = Vec::with_capacity(entries.len());
+    for entry in entries {
+        if is_skipped_entry(entry) {
+            out.push(entry.clone());
+            continue;
+        }
+        let e = identify(entry)?;
+        let complete = match e.kind {
+            Some(Kind::ScaleOffset) => complete_scaleoffset(&e, elem, chunk, fill)?,
+            Some(Kind::Szip) => complete_szip(&e, elem, chunk)?,
+            _ => None,
+        };
+        out.push(complete.unwrap_or_else(|| entry.clone()));
+    }
+    Ok(Value::Array(out))
+}
+
+fn complete_scaleoffset(
+    e: &Entry,
+    elem: ElementInfo,
+    chunk: &[u64],
+    fill: &[u8],
+) -> Result<Option<Value>> {
+    let given = cd_values(e.obj, "scaleoffset")?;
+    if given.len() >= 9 {
+        return Ok(None);
+    }
+    let (scale_type, factor) = if given.len() == 2 {
+        (given[0], given[1] as i32)
+    } else {
+        let scale_type = match e.obj.get("scaleType") {
+            Some(Value::String(s)) => SCALE_TYPES.iter().position(|t| t == s).ok_or_else(|| {
+                CodecError::Invalid(format!("scaleoffset: unknown scaleType {s:?}"))
+            })? as u32,
+            Some(v) => as_u64(v)
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(|| CodecError::Invalid(format!("scaleoffset: bad scaleType {v}")))?,
+            // HSDS clients leave it out for integer data.
+            None => match elem.class {
+                ElementClass::Float => 0,
+                _ => 2,
+            },
+        };
+        let factor = int_param(e.obj, &["scaleOffset", "scaleFactor"], "scaleoffset")?.unwrap_or(0);
+        let factor = i32::try_from(factor)
+            .map_err(|_| CodecError::Invalid(format!("scaleoffset factor {factor}")))?;
+        (scale_type, factor)
+    };
+    let kind = match elem.class {
+        ElementClass::Integer { signed } => scaleoffset::ElemKind {
+            float: false,
+            size: elem.size,
+            signed,
+            big_endian: elem.big_endian,
+        },
+        ElementClass::Float => scaleoffset::ElemKind {
+            float: true,
+            size: elem.size,
+            signed: true,
+            big_endian: elem.big_endian,
+        },
+        ElementClass::Other => {
+            return Err(CodecError::Invalid(
+                "the scale-offset filter applies to integer and floating-point data only".into(),
+            ))
+        }
+    };
+    let elems: u64 = chunk.iter().product();
+    let fill = (fill.len() == elem.size).then_some(fill);
+    let cd = scaleoffset::local_parameters(scale_type, factor, kind, elems, fill)?;
+    Ok(Some(Filter::ScaleOffset { cd }.to_hsds_json()))
+}
+
+fn complete_szip(e: &Entry, elem: ElementInfo, chunk: &[u64]) -> Result<Option<Value>> {
+    let given = cd_values(e.obj, "szip")?;
+    if given.len() >= 4 {
+        return Ok(None);
+    }
+    let (mask, ppb) = if given.len() == 2 {
+        (given[0], given[1])
+    } else {
+        let mask = match e.obj.get("coding") {
+            None | Some(Value::Null) => szip::NN,
+            Some(Value::String(s)) => SZIP_CODINGS
+                .iter()
+                .find(|(n, _)| n == s)
+                .map(|(_, m)| *m)
+                .ok_or_else(|| CodecError::Invalid(format!("szip: unknown coding {s:?}")))?,
+            Some(v) => as_u64(v)
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(|| CodecError::Invalid(format!("szip: bad coding {v}")))?,
+        };
+        // h5pyd sends the pixels per block as `bitsPerPixel`.
+        let ppb = int_param(e.obj, &["pixelsPerBlock", "bitsPerPixel"], "szip")?.unwrap_or(32);
+        let ppb = u32::try_from(ppb)
+            .map_err(|_| CodecError::Invalid(format!("szip pixels per block {ppb}")))?;
+        (mask, ppb)
+    };
+    if elem.class == ElementClass::Other || ![1, 2, 4, 8].contains(&elem.size) {
+        return Err(CodecError::Invalid(
+            "the szip filter applies to integer and floating-point data of 1, 2, 4 or 8 bytes"
+                .into(),
+        ));
+    }
+    let bits = elem.size as u32 * 8;
+    let cd = szip::local_parameters(mask, ppb, bits, bits, 0, elem.big_endian, chunk)?;
+    Ok(Some(Filter::Szip { cd }.to_hsds_json()))
 }
 
 fn parse_blosc(obj: &Map<String, Value>, name: Option<&str>, what: &str) -> Result<Filter> {
@@ -341,6 +579,18 @@ pub fn hdf5_filter_json(id: u64, cd: &[u32], label: &str) -> Value {
         // clevel, shuffle, compressor code.
         32001 => json!({"id": 32001, "level": at(4).unwrap_or(5),
                         "shuffle": at(5).unwrap_or(1), "compressor": at(6).unwrap_or(0)}),
+        // Two values as H5Pset_* leave them, all of them after set_local:
+        // either way [`complete_filters`] ends with the complete set.
+        4 => {
+            let mut e = (Filter::Szip { cd: cd.to_vec() }).to_hsds_json();
+            e["parameters"] = json!(cd);
+            e
+        }
+        6 => {
+            let mut e = (Filter::ScaleOffset { cd: cd.to_vec() }).to_hsds_json();
+            e["parameters"] = json!(cd);
+            e
+        }
         _ => {
             let mut e = json!({"id": id});
             if !label.is_empty() {
@@ -411,6 +661,7 @@ impl Filter {
                 u32::from(shuffle.code()),
                 compressor.code(),
             ],
+            Filter::ScaleOffset { cd } | Filter::Szip { cd } => cd.clone(),
         }
     }
 
@@ -424,6 +675,8 @@ impl Filter {
             Filter::Lzf => filter_id::LZF,
             Filter::Fletcher32 => filter_id::FLETCHER32,
             Filter::Blosc { .. } => filter_id::BLOSC,
+            Filter::ScaleOffset { .. } => filter_id::SCALEOFFSET,
+            Filter::Szip { .. } => filter_id::SZIP,
         }
     }
 
@@ -455,6 +708,40 @@ impl Filter {
                 "level": level,
                 "shuffle": shuffle.code(),
             }),
+            // HSDS's keys for what a client chose; `parameters` for what
+            // the chunks were coded with.
+            Filter::ScaleOffset { cd } => {
+                let mut e = json!({"class": "H5Z_FILTER_SCALEOFFSET", "id": 6,
+                                   "name": "scaleoffset", "parameters": cd});
+                if let Some(t) = cd.first().and_then(|&t| SCALE_TYPES.get(t as usize)) {
+                    e["scaleType"] = json!(t);
+                }
+                if let Some(&f) = cd.get(1) {
+                    e["scaleOffset"] = json!(f as i32);
+                }
+                e
+            }
+            Filter::Szip { cd } => {
+                let mut e = json!({"class": "H5Z_FILTER_SZIP", "id": 4, "name": "szip",
+                                   "parameters": cd});
+                if let Some(&m) = cd.first() {
+                    e["coding"] = json!(if m & szip::EC != 0 {
+                        "H5_SZIP_EC_OPTION_MASK"
+                    } else {
+                        "H5_SZIP_NN_OPTION_MASK"
+                    });
+                }
+                for (i, k) in [
+                    (1, "pixelsPerBlock"),
+                    (2, "bitsPerPixel"),
+                    (3, "pixelsPerScanline"),
+                ] {
+                    if let Some(&v) = cd.get(i) {
+                        e[k] = json!(v);
+                    }
+                }
+                e
+            }
         }
     }
 
@@ -467,6 +754,8 @@ impl Filter {
             Filter::Lzf => "lzf",
             Filter::Fletcher32 => "fletcher32",
             Filter::Blosc { .. } => "blosc",
+            Filter::ScaleOffset { .. } => "scaleoffset",
+            Filter::Szip { .. } => "szip",
         }
     }
 
@@ -478,6 +767,7 @@ impl Filter {
                 | Filter::Lz4
                 | Filter::Lzf
                 | Filter::Blosc { .. }
+                | Filter::Szip { .. }
         )
     }
 }
@@ -582,20 +872,31 @@ impl Pipeline {
                     level,
                     shuffle,
                 } => blosc::compress(&data, elem_size, *compressor, *level, *shuffle)?,
+                Filter::ScaleOffset { cd } => scaleoffset::encode(&data, cd)?,
+                Filter::Szip { cd } => szip::encode(&data, cd)?,
             };
         }
         Ok(data)
     }
 
+    /// Pipelines HSDS cannot apply (Blosc has no such codecs, HSDS none of
+    /// these filters) keep libhdf5's layout in HSDS-format datasets too.
+    pub fn keeps_hdf5_layout(&self) -> bool {
+        self.filters.iter().any(|f| {
+            matches!(
+                f,
+                Filter::Lzf | Filter::Szip { .. } | Filter::ScaleOffset { .. }
+            )
+        })
+    }
+
     fn encode_hsds(&self, raw: Vec<u8>, elem_size: usize) -> Result<Vec<u8>> {
+        if self.keeps_hdf5_layout() {
+            return self.encode_hdf5(raw, elem_size);
+        }
         let Some(comp) = self.filters.iter().find(|f| f.is_compressor()) else {
             return Ok(raw);
         };
-        if *comp == Filter::Lzf {
-            // Blosc has no LZF codec, and HSDS no LZF support: such chunks
-            // keep libhdf5's layout (HSDS cannot read them either way).
-            return self.encode_hdf5(raw, elem_size);
-        }
         let shuffled = self.filters.contains(&Filter::Shuffle);
         let byte = if shuffled {
             BloscShuffle::Byte
@@ -668,7 +969,7 @@ impl Pipeline {
         if self.filters.is_empty() {
             return Ok(stored.to_vec());
         }
-        let hsds = format == ChunkFormat::Hsds;
+        let hsds = format == ChunkFormat::Hsds && !self.keeps_hdf5_layout();
         let has_compressor = self.filters.iter().any(Filter::is_compressor);
         if hsds && !has_compressor {
             return Ok(stored.to_vec());
@@ -717,6 +1018,8 @@ impl Pipeline {
                 }
                 // Never inside a Blosc frame (see `encode_hsds`).
                 Filter::Lzf => Buf::Owned(lzf::decompress(data.as_slice(), hint)?),
+                Filter::ScaleOffset { cd } => Buf::Owned(scaleoffset::decode(data.as_slice(), cd)?),
+                Filter::Szip { cd } => Buf::Owned(szip::decode(data.as_slice(), cd)?),
                 _ if blosc::is_frame(data.as_slice()) => {
                     blosc_frame_seen = true;
                     Buf::Owned(blosc::decompress(data.as_slice())?)

@@ -11,9 +11,9 @@
 //! elements.
 
 use bytes::Bytes;
-use h5lake_codecs::{ChunkFormat, Pipeline};
+use h5lake_codecs::{ChunkFormat, ElementClass, ElementInfo, Pipeline};
 use h5lake_store::{PutOutcome, Version, Versioned};
-use h5lake_types::{json_to_element, Datatype, Selection, Shape, UNLIMITED};
+use h5lake_types::{json_to_element, ByteOrder, Datatype, Selection, Shape, UNLIMITED};
 use rayon::prelude::*;
 use serde_json::{json, Value};
 
@@ -365,6 +365,22 @@ impl OutPtr {
     }
 }
 
+/// What scale-offset and szip adapt to in an element type.
+fn element_info(dtype: &Datatype) -> ElementInfo {
+    let (class, order) = match dtype {
+        Datatype::Integer { signed, order, .. } => {
+            (ElementClass::Integer { signed: *signed }, *order)
+        }
+        Datatype::Float { order, .. } => (ElementClass::Float, *order),
+        _ => (ElementClass::Other, ByteOrder::Little),
+    };
+    ElementInfo {
+        class,
+        size: dtype.fixed_size().unwrap_or(0),
+        big_endian: order == ByteOrder::Big,
+    }
+}
+
 impl Domain {
     /// Creates an unlinked dataset from HSDS type, shape and creation
     /// properties JSON.
@@ -397,7 +413,6 @@ impl Domain {
         if !cprops.is_object() {
             cprops = json!({});
         }
-        Pipeline::from_hsds_json(cprops.get("filters").unwrap_or(&Value::Null))?;
         if let Some(fv) = cprops.get("fillValue").filter(|v| !v.is_null()) {
             if dtype.fixed_size().is_some() {
                 json_to_element(&dtype, fv)?;
@@ -438,6 +453,14 @@ impl Domain {
                     return Err(EngineError::Invalid(format!(
                         "chunk shape {c:?} must be positive and not exceed the maximum shape"
                     )));
+                }
+                if let Some(filters) = cprops.get("filters") {
+                    let fill = match cprops.get("fillValue").filter(|v| !v.is_null()) {
+                        Some(v) if dtype.fixed_size().is_some() => json_to_element(&dtype, v)?,
+                        _ => vec![0; dtype.fixed_size().unwrap_or(0)],
+                    };
+                    cprops["filters"] =
+                        h5lake_codecs::complete_filters(filters, element_info(&dtype), &c, &fill)?;
                 }
             }
             "H5D_CONTIGUOUS" | "H5D_COMPACT" => {
@@ -485,6 +508,7 @@ impl Domain {
                 )))
             }
         }
+        Pipeline::from_hsds_json(cprops.get("filters").unwrap_or(&Value::Null))?;
         doc["creationProperties"] = cprops;
         self.new_dataset_doc(id, doc)
     }

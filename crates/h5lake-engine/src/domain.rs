@@ -860,15 +860,86 @@ impl Domain {
     /// # Errors
     /// As [`Domain::link_delete`].
     pub fn links_delete(&self, group_id: &str, names: &[String]) -> Result<()> {
-        self.update_doc(group_id, |doc| {
+        let targets = self.update_doc(group_id, |doc| {
             let links = member_map(doc, "links", group_id)?;
+            let mut targets = Vec::new();
             for name in names {
-                links.shift_remove(name).ok_or_else(|| {
+                let link = links.shift_remove(name).ok_or_else(|| {
                     EngineError::NotFound(format!("Unable to delete link {name:?} (no such link)"))
                 })?;
+                if let Some(id) = hard_link_target(&link) {
+                    targets.push(id.to_string());
+                }
             }
+            Ok(targets)
+        })?;
+        for id in targets {
+            self.mark_maybe_unlinked(&id)?;
+        }
+        Ok(())
+    }
+
+    /// Notes on an object that a hard link to it was removed. HDF5 frees an
+    /// object with its last link, so a reference to it fails from then on;
+    /// h5lake keeps the object (as HSDS does: other writers may still link
+    /// it by id) and asks [`Domain::check_linked`] when a reference is
+    /// followed. The mark only says "look before trusting a reference".
+    fn mark_maybe_unlinked(&self, id: &str) -> Result<()> {
+        if ids::is_root_id(id) || self.check_same_domain(id).is_err() {
+            return Ok(());
+        }
+        match self.update_doc(id, |doc| {
+            if !doc.get("h5lake").is_some_and(Value::is_object) {
+                doc["h5lake"] = json!({});
+            }
+            doc["h5lake"]["unlinked"] = json!(true);
             Ok(())
-        })
+        }) {
+            Err(EngineError::NotFound(_)) => Ok(()),
+            other => other,
+        }
+    }
+
+    /// Whether a reference to `id` still leads somewhere, as HDF5 sees it:
+    /// the object exists and, if one of its hard links was ever removed,
+    /// some group still holds a hard link to it (found by walking the
+    /// domain's groups from the root, which happens only for such objects).
+    ///
+    /// # Errors
+    /// [`EngineError::NotFound`] when the object is gone or no link leads
+    /// to it any more.
+    pub fn check_linked(&self, id: &str) -> Result<()> {
+        let doc = self.get_doc(id)?;
+        if doc.pointer("/h5lake/unlinked") != Some(&Value::Bool(true)) || ids::is_root_id(id) {
+            return Ok(());
+        }
+        let mut seen = std::collections::HashSet::from([self.root_id.clone()]);
+        let mut todo = vec![self.root_id.clone()];
+        while let Some(g) = todo.pop() {
+            for (_, link) in self.links(&g)? {
+                let Some(t) = hard_link_target(&link) else {
+                    continue;
+                };
+                if t == id {
+                    if !self.readonly() {
+                        // Linked again (a move, a new hard link): forget the mark.
+                        self.update_doc(id, |doc| {
+                            if let Some(m) = doc.get_mut("h5lake").and_then(Value::as_object_mut) {
+                                m.remove("unlinked");
+                            }
+                            Ok(())
+                        })?;
+                    }
+                    return Ok(());
+                }
+                if t.starts_with("g-") && seen.insert(t.to_string()) {
+                    todo.push(t.to_string());
+                }
+            }
+        }
+        Err(EngineError::NotFound(format!(
+            "object {id} has been deleted (no link leads to it)"
+        )))
     }
 
     /// All links of a group in creation order.
@@ -1057,4 +1128,13 @@ fn check_link(link: &Value) -> Result<()> {
     } else {
         Err(EngineError::Invalid(format!("invalid link {link}")))
     }
+}
+
+/// The object a hard link leads to.
+fn hard_link_target(link: &Value) -> Option<&str> {
+    let class = link.get("class").and_then(Value::as_str);
+    if class.is_some_and(|c| c != "H5L_TYPE_HARD") {
+        return None;
+    }
+    link.get("id").and_then(Value::as_str)
 }

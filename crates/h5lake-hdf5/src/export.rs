@@ -914,6 +914,28 @@ fn plan_layout(doc: &Value, meta: &DatasetMeta) -> Layout {
         }
         return Layout::Contiguous;
     }
+    // A linked dataset read in hyper-chunks: the file gets the source
+    // file's chunks back (a lossy filter such as scale-offset would code
+    // other chunks to other values), written through H5Dwrite.
+    let source_chunk: Option<Vec<u64>> = meta.link.as_ref().and_then(|_| {
+        doc.pointer("/creationProperties/layout/hyper_dims")?
+            .as_array()?
+            .iter()
+            .map(Value::as_u64)
+            .collect()
+    });
+    if let Some(sc) = source_chunk.filter(|sc| sc.len() == dims.len() && *sc != meta.chunk) {
+        if sc
+            .iter()
+            .zip(&maxdims)
+            .all(|(&c, &m)| c > 0 && (m == UNLIMITED || c <= m))
+        {
+            return Layout::Chunked {
+                chunk: sc,
+                direct: false,
+            };
+        }
+    }
     // libhdf5 wants chunk dims no larger than fixed maximum dims (a store's
     // hyper-chunks may be): then the file gets other chunks than the store.
     let fits = meta
@@ -1065,7 +1087,8 @@ impl DataWriter<'_> {
                 };
                 // Already in libhdf5's layout: used as stored.
                 if (m.pipeline.is_empty() && stored.len() == chunk_bytes)
-                    || (!m.pipeline.is_empty() && m.format == ChunkFormat::Hdf5)
+                    || (!m.pipeline.is_empty()
+                        && (m.format == ChunkFormat::Hdf5 || m.pipeline.keeps_hdf5_layout()))
                 {
                     return Ok(Some((start, stored.to_vec(), logical)));
                 }

@@ -1086,7 +1086,7 @@ fn filter_entries(dcpl: hid_t, path: &str) -> Result<Vec<Value>> {
     let mut out = Vec::with_capacity(n as usize);
     for i in 0..n {
         let mut flags = 0u32;
-        let mut cd = [0u32; 16];
+        let mut cd = [0u32; 32];
         let mut ncd: usize = cd.len();
         let mut name = [0 as std::ffi::c_char; 128];
         let mut config = 0u32;

@@ -90,8 +90,8 @@ fn dcpl_json(api: &Api, dcpl: hid_t, type_id: hid_t, dt: &Datatype) -> Result<Va
         let n = check(f.H5Pget_nfilters(dcpl), "H5Pget_nfilters")?;
         let mut filters = Vec::new();
         for i in 0..n as u32 {
-            let (mut flags, mut ncd) = (0u32, 16usize);
-            let mut cd = [0u32; 16];
+            let (mut flags, mut ncd) = (0u32, 32usize);
+            let mut cd = [0u32; 32];
             let mut name = [0 as c_char; 64];
             let mut config = 0u32;
             let id = f.H5Pget_filter2(

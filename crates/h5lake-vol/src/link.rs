@@ -415,6 +415,11 @@ pub unsafe extern "C" fn object_open(
     guard("object open", null_mut(), || {
         let o = Obj::from_ptr(obj)?;
         let (dom, id) = crate::objects::locate_in(o, loc)?;
+        if (*loc).type_ == sys::H5VL_loc_type_t_H5VL_OBJECT_BY_TOKEN {
+            // A token comes from a reference, which HDF5 refuses to follow
+            // once the object's last link is gone.
+            dom.check_linked(&id)?;
+        }
         let kind = kind_of(&id);
         *opened_type = htype_of(&kind);
         let path = if std::sync::Arc::ptr_eq(&dom, &o.dom) {

@@ -133,11 +133,56 @@ def _blosc_opts(opts):
     return (str(cname), int(level), int(shuffle))
 
 
+_SZIP_CODINGS = {"ec": "H5_SZIP_EC_OPTION_MASK", "nn": "H5_SZIP_NN_OPTION_MASK"}
+DEFAULT_SZIP = ("nn", 8)
+
+
+def _szip_opts(opts):
+    """h5py's checks on szip's ``compression_opts``: (method, pixels per block)."""
+    if opts is None:
+        return DEFAULT_SZIP
+    err = "SZIP options must be a 2-tuple ('ec'|'nn', even integer 0-32)"
+    try:
+        method, pixels = opts
+    except TypeError as exc:
+        raise TypeError(err) from exc
+    if method not in _SZIP_CODINGS:
+        raise ValueError(err)
+    if not (0 < pixels <= 32 and pixels % 2 == 0):
+        raise ValueError(err)
+    return method, int(pixels)
+
+
+def _scaleoffset_filter(scaleoffset, dtype, fletcher32):
+    """h5py's checks on ``scaleoffset``; the HSDS filter entry."""
+    if scaleoffset < 0:
+        raise ValueError("scale factor must be >= 0")
+    if dtype.kind == "f":
+        if scaleoffset is True:
+            raise ValueError("integer scaleoffset must be provided for "
+                             "floating point types")
+        scale_type = "H5Z_SO_FLOAT_DSCALE"
+    elif dtype.kind in ("u", "i"):
+        scale_type = "H5Z_SO_INT"
+        if scaleoffset is True:
+            scaleoffset = 0  # HDF5 then picks the bits each chunk needs
+    else:
+        raise TypeError("scale/offset filter only supported for integer "
+                        "and floating-point types")
+    if fletcher32:
+        # a checksum taken before a lossy filter would never verify
+        raise ValueError("fletcher32 cannot be used with potentially lossy"
+                         " scale/offset filter")
+    return {"class": "H5Z_FILTER_SCALEOFFSET", "id": 6, "name": "scaleoffset",
+            "scaleType": scale_type, "scaleOffset": int(scaleoffset)}
+
+
 def _compression_filter(compression, opts):
     """Validate ``compression``/``compression_opts``; the HSDS filter entry."""
     if compression == "szip":
-        raise ValueError("Compression filter 'szip' is not supported by h5lake; use "
-                         "'gzip', 'zstd', 'lz4', 'lzf' or 'blosc'")
+        method, pixels = _szip_opts(opts)
+        return {"class": "H5Z_FILTER_SZIP", "id": 4, "name": "szip",
+                "coding": _SZIP_CODINGS[method], "pixelsPerBlock": pixels}
     if compression == "lzf":
         if opts is not None:
             raise ValueError("LZF compression filter accepts no options")
@@ -246,8 +291,9 @@ def generate_dcpl(shape, dtype, chunks=None, compression=None, compression_opts=
     elif compression_opts is not None:
         raise TypeError("Compression method must be specified")
 
+    so_filter = None
     if scaleoffset is not None:
-        raise ValueError("The scale-offset filter is not supported by h5lake")
+        so_filter = _scaleoffset_filter(scaleoffset, dtype, fletcher32)
 
     if maxshape is True:
         # h5py passes True on to the dataspace, which refuses it
@@ -258,7 +304,7 @@ def generate_dcpl(shape, dtype, chunks=None, compression=None, compression_opts=
             raise ValueError("Maxdims is smaller than dims (maxdims is smaller than dims)")
 
     if chunks is True or (chunks is None and any(
-            (shuffle, fletcher32, compression, maxshape))):
+            (shuffle, fletcher32, compression, maxshape, scaleoffset is not None))):
         layout = {"class": "H5D_CHUNKED",
                   "dims": list(guess_chunk(shape, maxshape, dtype.itemsize))}
     elif chunks is not None and chunks is not False:
@@ -273,6 +319,8 @@ def generate_dcpl(shape, dtype, chunks=None, compression=None, compression_opts=
 
     props = {"layout": layout}
     filters = []
+    if so_filter is not None:  # h5py's order: before shuffle and compression
+        filters.append(so_filter)
     if shuffle:
         filters.append(dict(_SHUFFLE))
     if comp_filter is not None:
@@ -366,6 +414,10 @@ def dcpl_properties(creation_props):
                 out["compression_opts"] = int(fd.get("level", DEFAULT_GZIP))
             elif name == "zstd":
                 out["compression_opts"] = int(fd.get("level", DEFAULT_ZSTD))
+            elif name == "szip":
+                method = "ec" if fd.get("coding") == _SZIP_CODINGS["ec"] else "nn"
+                out["compression_opts"] = (method, int(fd.get("pixelsPerBlock",
+                                                                DEFAULT_SZIP[1])))
             elif name == "blosc":
                 # ours carry "compressor"; HSDS names the blosc compressor in
                 # "name" ("blosclz", "lz4", ...)

@@ -381,6 +381,10 @@ class Group(HLObject, MutableMapping):
             fs.doc(oid)
         except KeyError:
             raise ValueError("Invalid HDF5 object reference (no such object in this file)") from None
+        try:
+            fs.raw.check_linked(oid)
+        except KeyError as e:
+            raise KeyError("Unable to open object by token (%s)" % (e.args[0] if e.args else e)) from None
         return _make_object(fs, oid, '/' if oid == fs.root_id else BY_REFERENCE)
 
     def get(self, name, default=None, getclass=False, getlink=False):
