@@ -234,14 +234,6 @@ impl DatasetMeta {
             .enumerate()
             .all(|(d, p)| p.covered == self.chunk[d] && p.runs.iter().all(|r| r.step == 1))
     }
-
-    /// Whether `parts` select every in-extent element of their chunk.
-    fn covers_chunk(&self, parts: &[&DimPart]) -> bool {
-        parts.iter().enumerate().all(|(d, p)| {
-            let lo = p.chunk * self.chunk[d];
-            p.covered == self.chunk[d].min(self.dims[d] - lo)
-        })
-    }
 }
 
 /// Which bytes of each stored element go where in each output element.
@@ -764,7 +756,11 @@ impl Domain {
                             buf[s..s + n].copy_from_slice(&data[d..d + n]);
                         });
                     };
-                    let full = m.covers_chunk(&parts);
+                    // Only a write of the whole chunk may replace it
+                    // unread: an edge chunk's elements past the extent this
+                    // writer saw may already hold rows another writer
+                    // appended after extending the dataset.
+                    let full = m.covers_whole_chunk(&parts);
                     if !full
                         && self.patch_chunk(&m, &m.key(&coords), data, |run| {
                             walk(&parts, &cs, &os, &mut |s, d, n| {

@@ -313,6 +313,33 @@ fn check_against_dense_model(make: impl Fn() -> Domain) {
 }
 
 #[test]
+fn appends_past_a_stale_extent_are_kept() {
+    // Two writers append to one dataset: A planned its write of rows 4..6
+    // with the extent it saw (6 rows), B has since extended to 8 and
+    // written rows 6..8 into the same chunk. A's write covers every row of
+    // that chunk A knew of, but must not replace the chunk unread.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.h5l");
+    let a = Domain::open_local(&path, OpenMode::Truncate).unwrap();
+    let id = make_2d(&a, [6, 2], [8, 2], json!([]));
+    let b = Domain::open_local(&path, OpenMode::ReadWrite).unwrap();
+    let stale = a.dataset_meta(&id).unwrap();
+    b.extend(&id, 0, 2).unwrap();
+    b.write(&id, &slices(&[(6, 2, 1), (0, 2, 1)]), &to_bytes(&[2; 4]))
+        .unwrap();
+    a.write_with(
+        &stale,
+        &slices(&[(0, 6, 1), (0, 2, 1)]),
+        &to_bytes(&[1; 12]),
+    )
+    .unwrap();
+    let mut out = vec![0u8; 16 * 4];
+    b.read(&id, &slices(&[(0, 8, 1), (0, 2, 1)]), &mut out)
+        .unwrap();
+    assert_eq!(from_bytes(&out), [[1; 12].as_slice(), &[2; 4]].concat());
+}
+
+#[test]
 fn resize_shows_fill_beyond_old_extent() {
     let dom = mem_domain();
     let id = make_2d(&dom, [6, 4], [4, 4], json!([]));
