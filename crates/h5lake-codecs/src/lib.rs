@@ -513,8 +513,9 @@ fn complete_szip(e: &Entry, elem: ElementInfo, chunk: &[u64]) -> Result<Option<V
                 .and_then(|n| u32::try_from(n).ok())
                 .ok_or_else(|| CodecError::Invalid(format!("szip: bad coding {v}")))?,
         };
-        // h5pyd sends the pixels per block as `bitsPerPixel`.
-        let ppb = int_param(e.obj, &["pixelsPerBlock", "bitsPerPixel"], "szip")?.unwrap_or(32);
+        // h5pyd sends the pixels per block as `bitsPerPixel`; without
+        // either, h5py's default ("nn", 8).
+        let ppb = int_param(e.obj, &["pixelsPerBlock", "bitsPerPixel"], "szip")?.unwrap_or(8);
         let ppb = u32::try_from(ppb)
             .map_err(|_| CodecError::Invalid(format!("szip pixels per block {ppb}")))?;
         (mask, ppb)

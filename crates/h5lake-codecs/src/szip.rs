@@ -272,6 +272,8 @@ fn pad_lines(samples: &[u8], p: &Params) -> Vec<u8> {
 }
 
 /// Byte `j` of every `width`-byte pixel together, plane after plane.
+/// Bytes after the last whole pixel (a checksum a filter before szip
+/// appended) stay at the end; libaec leaves them undefined instead.
 fn split_planes(raw: &[u8], width: usize) -> Vec<u8> {
     let n = raw.len() / width;
     let mut out = vec![0u8; raw.len()];
@@ -280,6 +282,7 @@ fn split_planes(raw: &[u8], width: usize) -> Vec<u8> {
             out[j * n + i] = b;
         }
     }
+    out[n * width..].copy_from_slice(&raw[n * width..]);
     out
 }
 
@@ -291,6 +294,7 @@ fn join_planes(planes: &[u8], width: usize) -> Vec<u8> {
             *b = planes[j * n + i];
         }
     }
+    out[n * width..].copy_from_slice(&planes[n * width..]);
     out
 }
 
@@ -375,6 +379,16 @@ mod tests {
         let cd = [169, 8, 16, 100];
         assert_eq!(decode(&LIBHDF5, &cd).unwrap(), raw);
         assert_eq!(encode(&raw, &cd).unwrap(), LIBHDF5);
+    }
+
+    #[test]
+    fn bytes_past_the_last_pixel_survive() {
+        // fletcher32 before szip (h5pyd's order) leaves 4 bytes that are no
+        // whole 8-byte pixel.
+        let mut raw = ints(2500, |i| ((i * i) as f64).to_le_bytes());
+        raw.extend_from_slice(&[1, 2, 3, 4]);
+        let cd = [169, 8, 64, 50];
+        assert_eq!(decode(&encode(&raw, &cd).unwrap(), &cd).unwrap(), raw);
     }
 
     #[test]
