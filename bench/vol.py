@@ -10,7 +10,7 @@ and with the 8 datasets gzip-compressed (level 1, shuffled). One more row
 reads the 8 datasets by slicing (`d[lo:hi]`), which makes each library
 allocate a fresh array per read: h5py zero-fills it, the h5lake API does not.
 
-    python3 bench/vol.py [--particles 16777216] [--runs 3] [--out bench/RESULTS-vol.md]
+    python3 bench/vol.py [--particles 16777216] [--runs 5] [--out bench/RESULTS-vol.md]
 
 The connector is built with `cargo build --release -p h5lake-vol` (done here
 unless --plugin-dir is given). Each measurement runs in a fresh process

@@ -469,24 +469,20 @@ fn complete_scaleoffset(
             .map_err(|_| CodecError::Invalid(format!("scaleoffset factor {factor}")))?;
         (scale_type, factor)
     };
-    let kind = match elem.class {
-        ElementClass::Integer { signed } => scaleoffset::ElemKind {
-            float: false,
-            size: elem.size,
-            signed,
-            big_endian: elem.big_endian,
-        },
-        ElementClass::Float => scaleoffset::ElemKind {
-            float: true,
-            size: elem.size,
-            signed: true,
-            big_endian: elem.big_endian,
-        },
+    let (float, signed) = match elem.class {
+        ElementClass::Integer { signed } => (false, signed),
+        ElementClass::Float => (true, true),
         ElementClass::Other => {
             return Err(CodecError::Invalid(
                 "the scale-offset filter applies to integer and floating-point data only".into(),
             ))
         }
+    };
+    let kind = scaleoffset::ElemKind {
+        float,
+        size: elem.size,
+        signed,
+        big_endian: elem.big_endian,
     };
     let elems: u64 = chunk.iter().product();
     let fill = (fill.len() == elem.size).then_some(fill);
@@ -582,16 +578,8 @@ pub fn hdf5_filter_json(id: u64, cd: &[u32], label: &str) -> Value {
                         "shuffle": at(5).unwrap_or(1), "compressor": at(6).unwrap_or(0)}),
         // Two values as H5Pset_* leave them, all of them after set_local:
         // either way [`complete_filters`] ends with the complete set.
-        4 => {
-            let mut e = (Filter::Szip { cd: cd.to_vec() }).to_hsds_json();
-            e["parameters"] = json!(cd);
-            e
-        }
-        6 => {
-            let mut e = (Filter::ScaleOffset { cd: cd.to_vec() }).to_hsds_json();
-            e["parameters"] = json!(cd);
-            e
-        }
+        4 => Filter::Szip { cd: cd.to_vec() }.to_hsds_json(),
+        6 => Filter::ScaleOffset { cd: cd.to_vec() }.to_hsds_json(),
         _ => {
             let mut e = json!({"id": id});
             if !label.is_empty() {

@@ -909,7 +909,9 @@ impl Domain {
     /// [`EngineError::NotFound`] when the object is gone or no link leads
     /// to it any more.
     pub fn check_linked(&self, id: &str) -> Result<()> {
-        let doc = self.get_doc(id)?;
+        // Every reference followed comes here: look at the cached document,
+        // don't copy it.
+        let (_, doc) = self.doc_versioned(id)?;
         if doc.pointer("/h5lake/unlinked") != Some(&Value::Bool(true)) || ids::is_root_id(id) {
             return Ok(());
         }
