@@ -861,6 +861,22 @@ def test_read_direct_write_direct(pair):
         return dest, full, d[()]
     b(op)
 
+    def runs_inside_a_larger_buffer(s):
+        # slab after slab into one buffer, as BD-CATS reads: each
+        # destination is one gap-free run in the middle of it
+        d = s.f["d"]
+        rows = np.full((7, 6), -1.0)
+        d.read_direct(rows, np.s_[1:3], np.s_[4:6])
+        flat = np.full(40, -1.0)
+        d.read_direct(flat, np.s_[2, :], np.s_[9:15])
+        rec = np.dtype([("a", "<i4"), ("b", "<f8")])
+        c = s.f.create_dataset("c", data=np.array([(i, i / 2) for i in range(9)], dtype=rec),
+                               chunks=(4,))
+        table = np.zeros(12, dtype=rec)
+        c.read_direct(table, np.s_[3:8], np.s_[6:11])
+        return rows, flat, table
+    b(runs_inside_a_larger_buffer)
+
     def wrong_dtype_dest(s):
         dest = np.zeros((4, 6), dtype="i4")
         s.f["d"].read_direct(dest)

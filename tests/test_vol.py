@@ -193,6 +193,20 @@ with h5py.File(p, "r+") as f:
     untimed = f.create_dataset("untimed", data=[1], track_times=False)
     out["times"] = [h5py.h5g.get_objinfo(timed.id).mtime > 0, h5py.h5g.get_objinfo(untimed.id).mtime,
                     timed.id.get_create_plist().get_obj_track_times()]
+    # Slabs to and from the middle of a larger buffer (one run there, or gaps),
+    # with and without a type conversion.
+    s = f.create_dataset("slabs", data=np.arange(40, dtype="f4").reshape(8, 5), chunks=(3, 5))
+    buf = np.full((10, 5), -1, "f4")
+    s.read_direct(buf, np.s_[2:6], np.s_[3:7])            # whole rows: one run
+    wide = np.full((4, 7), -1, "f8")
+    s.read_direct(wide, np.s_[1:4, 1:4], np.s_[1:4, 2:5])  # gaps between rows, f4 -> f8
+    flat = np.full(30, -1, "f8")
+    s.read_direct(flat, np.s_[5], np.s_[11:16])            # one run, f4 -> f8
+    out["read_direct"] = [buf.tolist(), wide.tolist(), flat.tolist()]
+    src = np.arange(100, 150, dtype="f4").reshape(10, 5)
+    s.write_direct(src, np.s_[6:9], np.s_[0:3])            # rows of the middle of src
+    s.write_direct(np.arange(7.0, dtype="f4"), np.s_[2:5], np.s_[7, 1:4])
+    out["write_direct"] = s[...].tolist()
 """
 
 

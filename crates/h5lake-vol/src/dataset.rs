@@ -15,7 +15,7 @@ use crate::memory::{
 use crate::objects::{c_str, locate, Kind, Obj};
 use crate::refs::{self, Refs};
 use crate::regions;
-use crate::selection::{file_selection, gather, is_whole, scatter};
+use crate::selection::{contiguous_offset, file_selection, gather, scatter};
 use crate::sys::{self, hid_t};
 use crate::types::{from_hdf5, to_hdf5};
 
@@ -373,9 +373,14 @@ unsafe fn read_one(
     }
     if let (Some(fsize), false) = (m.dtype.fixed_size(), m.dtype.is_variable()) {
         let msize = api.f.H5Tget_size(mem_type);
-        if msize >= fsize && is_whole(api, space)? {
+        let run = if msize >= fsize {
+            contiguous_offset(api, space, msize)?
+        } else {
+            None
+        };
+        if let Some(at) = run {
             // Straight into the caller's buffer, converted there if need be.
-            let out = std::slice::from_raw_parts_mut(buf, n * msize);
+            let out = std::slice::from_raw_parts_mut(buf.add(at), n * msize);
             o.dom
                 .read_with(&m, &sel, None, &mut out[..n * fsize], false)?;
             return to_memory_in_place(api, &m.dtype, out, n, mem_type, dxpl);
@@ -461,13 +466,14 @@ unsafe fn write_one(
     let msize = api.f.H5Tget_size(mem_type);
     if !m.dtype.is_variable()
         && m.dtype.fixed_size() == Some(msize)
-        && is_whole(api, space)?
         && same_type(api, &m.dtype, mem_type)?
     {
-        // The caller's buffer is already the stored form.
-        o.dom
-            .write_with(&m, &sel, std::slice::from_raw_parts(buf, n * msize))?;
-        return Ok(());
+        if let Some(at) = contiguous_offset(api, space, msize)? {
+            // The caller's buffer is already the stored form.
+            o.dom
+                .write_with(&m, &sel, std::slice::from_raw_parts(buf.add(at), n * msize))?;
+            return Ok(());
+        }
     }
     let mut packed = vec![0u8; n * msize];
     gather(api, space, msize, buf, &mut packed)?;

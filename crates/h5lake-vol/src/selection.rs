@@ -111,27 +111,47 @@ pub unsafe fn regular_hyperslab(
     Ok(Some(parts))
 }
 
-/// Whether the elements `space` selects are, in iteration order, the whole
-/// of its extent — so a packed buffer of them is the caller's buffer as is.
-/// (Point selections may list points in any order, so they never are.)
-pub fn is_whole(api: &Api, space: hid_t) -> Result<bool> {
+/// Where in the caller's buffer the elements `space` selects lie, when
+/// they are one gap-free run in iteration order: its offset in bytes
+/// (elements of `elem` bytes), so a packed buffer of them is that part of
+/// the caller's buffer as is. `None` when the selection has gaps or is out
+/// of order. A program reading slab after slab into a buffer a little
+/// larger than each slab (BD-CATS) selects such a run, not the whole extent.
+pub fn contiguous_offset(api: &Api, space: hid_t, elem: usize) -> Result<Option<usize>> {
     if space == ALL {
-        return Ok(true);
+        return Ok(Some(0));
     }
-    // SAFETY: `space` is a dataspace id of the caller's.
+    let a = &api.f;
+    // SAFETY: `space` is a dataspace id of the caller's; the iterator is
+    // created, used and closed here.
     unsafe {
-        Ok(match api.f.H5Sget_select_type(space) {
-            sys::H5S_sel_type_H5S_SEL_ALL => true,
-            sys::H5S_sel_type_H5S_SEL_HYPERSLABS => {
-                let selected = check(api.f.H5Sget_select_npoints(space), "H5Sget_select_npoints")?;
-                let extent = check(
-                    api.f.H5Sget_simple_extent_npoints(space),
-                    "H5Sget_simple_extent_npoints",
-                )?;
-                selected == extent
-            }
-            _ => false,
-        })
+        if a.H5Sget_select_type(space) == sys::H5S_sel_type_H5S_SEL_ALL {
+            return Ok(Some(0));
+        }
+        let selected = check(a.H5Sget_select_npoints(space), "H5Sget_select_npoints")? as usize;
+        let it = check(a.H5Ssel_iter_create(space, elem, 0), "H5Ssel_iter_create")?;
+        // Two sequences are enough to tell one run from more.
+        let (mut off, mut len) = ([0u64; 2], [0usize; 2]);
+        let (mut nseq, mut nelem) = (0usize, 0usize);
+        let got = a.H5Ssel_iter_get_seq_list(
+            it,
+            2,
+            usize::MAX,
+            &mut nseq,
+            &mut nelem,
+            off.as_mut_ptr(),
+            len.as_mut_ptr(),
+        );
+        a.H5Ssel_iter_close(it);
+        if got < 0 {
+            return Err(crate::error::VolError::Hdf5(
+                "H5Ssel_iter_get_seq_list failed".into(),
+            ));
+        }
+        Ok(
+            (nseq == 1 && nelem == selected && len[0] == selected * elem)
+                .then_some(off[0] as usize),
+        )
     }
 }
 

@@ -1194,17 +1194,33 @@ class Dataset(HLObject):
         if ssel.nselect == 0:
             return
         ssel.check_extent()
-        if (dest_sel is None and dest.dtype == self._stored
-                and not h5t.has_vlen(self.dtype) and not isinstance(ssel, sel.PointSelection)
-                and tuple(dshape) == tuple(ssel.mshape) + self.dtype.shape):
+        target = self._direct_target(dest, ssel, dsel)
+        if target is not None:
             # fast path: let the engine scatter straight into the caller's buffer
-            self._fs.raw.dataset_read(self._oid, ssel.engine_sel, dest)
+            self._fs.raw.dataset_read(self._oid, ssel.engine_sel, target)
             return
         data = self._read_selection(ssel, dest.dtype)
         data = np.asarray(data).reshape(src_shape)
         block = dsel.broadcast_value(data)
         dest[_numpy_index(dsel)] = block.reshape(dsel.mshape) if not isinstance(
             dsel, sel.PointSelection) else block.reshape(-1)
+
+    def _direct_target(self, dest, ssel, dsel):
+        """The part of ``dest`` that ``dsel`` selects, when the engine can
+        write the source selection's elements straight into it: same
+        element type, no broadcasting, and one gap-free run of ``dest``
+        (a program reading slab after slab into a buffer a little larger
+        than each slab selects such a run). ``None`` otherwise."""
+        if (dest.dtype != self._stored or h5t.has_vlen(self.dtype)
+                or isinstance(ssel, sel.PointSelection)
+                or isinstance(dsel, (sel.PointSelection, sel.FancySelection))):
+            return None
+        index = _numpy_index(dsel)
+        view = dest[index] if index != () else dest
+        per_element = int(np.prod(self.dtype.shape, dtype=np.int64))
+        if not view.flags.c_contiguous or view.size != ssel.nselect * per_element:
+            return None
+        return view
 
     def write_direct(self, source, source_sel=None, dest_sel=None):
         """Write from a numpy array (selections from ``np.s_``).
