@@ -164,7 +164,7 @@ impl RawFile {
         dset_id: &str,
         points: &Bound<'_, PyAny>,
     ) -> PyResult<Selection> {
-        let rank = self.run(py, |d| d.dataset_meta(dset_id))?.dims.len();
+        let rank = self.run(py, |d| d.dataset(dset_id))?.dims.len();
         extract_points(points, rank)
     }
 
@@ -227,9 +227,18 @@ fn interruptible<T: Send, E: Send>(
     let mut signal: Option<PyErr> = None;
     let result = py.allow_threads(|| {
         std::thread::scope(|scope| {
-            let worker = scope.spawn(|| h5lake_engine::cancel::with_cancel(flag.clone(), f));
-            while !worker.is_finished() {
-                std::thread::sleep(std::time::Duration::from_millis(5));
+            // The worker says when it is done, so the call returns at once
+            // rather than at the next tick of the signal check.
+            let (done, finished) = std::sync::mpsc::channel::<()>();
+            let cancel = flag.clone();
+            let worker = scope.spawn(move || {
+                let out = h5lake_engine::cancel::with_cancel(cancel, f);
+                let _ = done.send(());
+                out
+            });
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                finished.recv_timeout(std::time::Duration::from_millis(20))
+            {
                 if signal.is_none() {
                     if let Err(e) = Python::with_gil(|py| py.check_signals()) {
                         flag.store(true, Ordering::Relaxed);

@@ -557,7 +557,7 @@ pub unsafe extern "C" fn get(
     guard("dataset get", -1, || {
         let api = h5().map_err(VolError::Library)?;
         let o = Obj::from_ptr(obj)?;
-        let m = o.dom.dataset_meta(dataset_id(o)?)?;
+        let m = o.dom.dataset(dataset_id(o)?)?;
         let a = &mut *args;
         match a.op_type {
             sys::H5VL_dataset_get_t_H5VL_DATASET_GET_SPACE => {
@@ -729,7 +729,7 @@ pub unsafe extern "C" fn optional(
         let id = dataset_id(o)?;
         let a = &mut *args;
         let n = &mut *a.args.cast::<sys::H5VL_native_dataset_optional_args_t>();
-        let m = o.dom.dataset_meta(id)?;
+        let m = o.dom.dataset(id)?;
         let chunk_query = |what: &str| -> Result<Vec<(Vec<u64>, u64)>> {
             if !m.chunked {
                 return Err(VolError::BadType(format!("{what}: not a chunked dataset")));
@@ -837,7 +837,7 @@ pub unsafe extern "C" fn specific(
         let a = &mut *args;
         match a.op_type {
             sys::H5VL_dataset_specific_t_H5VL_DATASET_SET_EXTENT => {
-                let rank = o.dom.dataset_meta(id)?.dims.len();
+                let rank = o.dom.dataset(id)?.dims.len();
                 let dims = std::slice::from_raw_parts(a.args.set_extent.size, rank).to_vec();
                 o.dom.resize(id, &dims)?;
             }
