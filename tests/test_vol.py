@@ -888,3 +888,15 @@ def test_c_program_native_and_through_the_connector_agree(plugin_dir, tmp_path):
         np.testing.assert_array_equal(a["run/frames/raw"][...], b["run/frames/raw"][...])
         assert b["run/frames/raw"].compression == "gzip"
         assert b["latest"].shape == (48, 30)
+
+
+def test_h5py_through_the_connector_on_s3(plugin_dir, tmp_path, s3_root):
+    """The connector takes s3:// URLs as file names: the same program gives
+    native HDF5's answers, and the store is one the h5lake API opens."""
+    native = run_h5py(WRITE_READ, str(tmp_path / "native.h5"))
+    url = s3_root + "/lake.h5"
+    lake = run_h5py(WRITE_READ, url, plugin_dir)
+    assert lake == native
+    with h5lake.File(url, "r") as f:
+        np.testing.assert_array_equal(f["g/d"][...], np.array(native["all"], dtype="f4"))
+        assert f["g/d"].chunks == (2, 5)
