@@ -95,6 +95,8 @@ class RawFile:
     def link_delete(self, group_id: str, name: str) -> None: ...
     def links(self, group_id: str) -> list[tuple[str, str]]:
         """(name, link JSON) pairs in creation order."""
+    def link_names(self, group_id: str) -> list[str]:
+        """Link names in creation order."""
 
     # --- attributes ----------------------------------------------------------
     def attr_create(self, obj_id: str, name: str, attr_json: str, overwrite: bool) -> None:

@@ -525,6 +525,10 @@ impl RawFile {
         Ok(l.into_iter().map(|(k, v)| (k, v.to_string())).collect())
     }
 
+    fn link_names(&self, py: Python<'_>, group_id: &str) -> PyResult<Vec<String>> {
+        self.run(py, |d| d.link_names(group_id))
+    }
+
     fn attr_create(
         &self,
         py: Python<'_>,

@@ -838,9 +838,10 @@ impl Domain {
     /// # Errors
     /// [`EngineError::NotFound`] if the group has no such link.
     pub fn link_get(&self, group_id: &str, name: &str) -> Result<Value> {
-        let mut doc = self.get_doc(group_id)?;
-        member_map(&mut doc, "links", group_id)?
-            .remove(name)
+        let doc = self.doc_versioned(group_id)?.1;
+        member_ref(&doc, "links", group_id)?
+            .and_then(|links| links.get(name))
+            .cloned()
             .ok_or_else(|| {
                 EngineError::NotFound(format!("Unable to find link {name:?} (no such link)"))
             })
@@ -949,10 +950,21 @@ impl Domain {
     /// # Errors
     /// Unknown group.
     pub fn links(&self, group_id: &str) -> Result<Vec<(String, Value)>> {
-        let mut doc = self.get_doc(group_id)?;
-        Ok(std::mem::take(member_map(&mut doc, "links", group_id)?)
-            .into_iter()
-            .collect())
+        let doc = self.doc_versioned(group_id)?.1;
+        Ok(member_ref(&doc, "links", group_id)?
+            .map(|links| links.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+            .unwrap_or_default())
+    }
+
+    /// The names of a group's links in creation order.
+    ///
+    /// # Errors
+    /// Unknown group.
+    pub fn link_names(&self, group_id: &str) -> Result<Vec<String>> {
+        let doc = self.doc_versioned(group_id)?.1;
+        Ok(member_ref(&doc, "links", group_id)?
+            .map(|links| links.keys().cloned().collect())
+            .unwrap_or_default())
     }
 
     // ---- attributes ----------------------------------------------------------
@@ -1027,9 +1039,10 @@ impl Domain {
     /// # Errors
     /// [`EngineError::NotFound`] if missing.
     pub fn attr_get(&self, obj_id: &str, name: &str) -> Result<Value> {
-        let mut doc = self.get_doc(obj_id)?;
-        member_map(&mut doc, "attributes", obj_id)?
-            .remove(name)
+        let doc = self.doc_versioned(obj_id)?.1;
+        member_ref(&doc, "attributes", obj_id)?
+            .and_then(|attrs| attrs.get(name))
+            .cloned()
             .ok_or_else(|| {
                 EngineError::NotFound(format!(
                     "Can't open attribute (can't locate attribute: {name:?})"
@@ -1069,11 +1082,10 @@ impl Domain {
     /// # Errors
     /// Unknown object.
     pub fn attr_names(&self, obj_id: &str) -> Result<Vec<String>> {
-        let mut doc = self.get_doc(obj_id)?;
-        Ok(member_map(&mut doc, "attributes", obj_id)?
-            .keys()
-            .cloned()
-            .collect())
+        let doc = self.doc_versioned(obj_id)?.1;
+        Ok(member_ref(&doc, "attributes", obj_id)?
+            .map(|attrs| attrs.keys().cloned().collect())
+            .unwrap_or_default())
     }
 }
 
@@ -1094,17 +1106,29 @@ pub(crate) fn backoff(attempt: u32) {
 }
 
 fn member_map<'a>(doc: &'a mut Value, key: &str, id: &str) -> Result<&'a mut Map<String, Value>> {
-    if doc.get(key).is_none() {
-        if key == "links" && !id.starts_with("g-") {
-            return Err(EngineError::WrongType(format!(
-                "object {id} is not a group"
-            )));
-        }
+    if member_ref(doc, key, id)?.is_none() {
         doc[key] = json!({});
     }
     doc.get_mut(key)
         .and_then(Value::as_object_mut)
-        .ok_or_else(|| EngineError::Corrupt(format!("{key} of {id} is not a JSON object")))
+        .ok_or_else(|| not_a_map(key, id))
+}
+
+/// The `key` member map of a document, to read (`None`: it has none yet).
+/// Lookups go through this rather than a copy of the cached document: a
+/// group of many links would be copied whole for every name looked up.
+fn member_ref<'a>(doc: &'a Value, key: &str, id: &str) -> Result<Option<&'a Map<String, Value>>> {
+    match doc.get(key) {
+        None if key == "links" && !id.starts_with("g-") => Err(EngineError::WrongType(format!(
+            "object {id} is not a group"
+        ))),
+        None => Ok(None),
+        Some(v) => v.as_object().map(Some).ok_or_else(|| not_a_map(key, id)),
+    }
+}
+
+fn not_a_map(key: &str, id: &str) -> EngineError {
+    EngineError::Corrupt(format!("{key} of {id} is not a JSON object"))
 }
 
 fn check_name(name: &str, what: &str) -> Result<()> {

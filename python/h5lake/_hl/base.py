@@ -67,6 +67,7 @@ class FileState:
         self.mode = mode                  # 'r' or 'r+' (as h5py reports)
         self.valid = True
         self.docs = {}                    # object id -> parsed document (datasets/types)
+        self.ordered = {}                 # object id -> kept in creation order?
         self.externals = {}               # abspath -> FileState opened through external links
 
     # -- validity -----------------------------------------------------------
@@ -98,6 +99,17 @@ class FileState:
                 self.docs[oid] = d
         return d
 
+    def tracks_order(self, oid):
+        """Whether the object keeps its links/attributes in creation order.
+        That is fixed when the object is made, so the answer is kept even
+        for groups, whose documents change with every link and are read
+        afresh each time."""
+        kept = self.ordered.get(oid)
+        if kept is None:
+            cp = self.doc(oid).get('creationProperties') or {}
+            kept = self.ordered[oid] = bool(cp.get('CreateOrder') or cp.get('track_order'))
+        return kept
+
     def forget(self, oid):
         self.docs.pop(oid, None)
 
@@ -110,6 +122,7 @@ class FileState:
             ext.close()
         self.externals.clear()
         self.docs.clear()
+        self.ordered.clear()
         try:
             self.raw.close()
         except Exception:  # pragma: no cover - closing must be idempotent
@@ -297,11 +310,9 @@ class HLObject:
     def _track_order(self):
         """Whether attributes/links are kept in creation order."""
         try:
-            doc = self._fs.doc(self._oid)
+            return self._fs.tracks_order(self._oid)
         except KeyError:
             return False
-        cp = doc.get('creationProperties') or {}
-        return bool(cp.get('CreateOrder') or cp.get('track_order'))
 
     def __bool__(self):
         return self._fs.valid

@@ -471,13 +471,13 @@ class Group(HLObject, MutableMapping):
         fs.raw.link_delete(gid, lname)
 
     def _link_names(self):
-        names = [n for n, _ in self._raw.links(self._oid)]
+        names = self._raw.link_names(self._oid)
         if not self._track_order():
             names.sort()
         return names
 
     def __len__(self):
-        return len(self._raw.links(self._oid))
+        return len(self._raw.link_names(self._oid))
 
     def __iter__(self):
         yield from self._link_names()
