@@ -394,8 +394,7 @@ impl LocalStore {
                         .map_err(|e| io_err(&target, e))?;
                 }
             }
-            journal::remove(dir).map_err(|e| io_err(dir, e))?;
-            self.sync_dir(&lock)?;
+            journal::retire_leftover(dir, self.options.sync).map_err(|e| io_err(dir, e))?;
         }
         Ok(Some(lock))
     }
@@ -423,6 +422,9 @@ impl LocalStore {
                 Err(e) => return Err(io_err(&path, e)),
             }
         }
+        // The idle journal goes too, or an emptied directory could not be
+        // pruned (lock_dir has finished any patch it held).
+        journal::remove(dir).map_err(|e| io_err(dir, e))?;
         self.sync_dir(&lock)
     }
 
@@ -674,7 +676,7 @@ impl WritableStore for LocalStore {
         };
         let ino = meta.ino();
         let name = key.rsplit('/').next().unwrap_or(key);
-        journal::write(
+        let journal = journal::write(
             &dir,
             &journal::encode(name, ino, len, edits),
             self.options.sync,
@@ -685,8 +687,8 @@ impl WritableStore for LocalStore {
         let version = self
             .finish_edits(&file, edits)
             .map_err(|e| io_err(&target, e))?;
-        journal::remove(&dir).map_err(|e| io_err(&dir, e))?;
-        self.sync_dir(&lock)?;
+        journal::retire(&journal, self.options.sync).map_err(|e| io_err(&dir, e))?;
+        drop(lock);
         Ok(Some(version))
     }
 
@@ -1087,7 +1089,7 @@ mod tests {
         assert_eq!(s.get("d/c").unwrap().unwrap().as_ref(), b"AB23456789");
         s.put("d/other", b"x").unwrap();
         assert_eq!(s.get("d/c").unwrap().unwrap().as_ref(), b"AB234567YZ");
-        assert!(!dir.join(journal::JOURNAL_NAME).exists());
+        assert_eq!(journal::read_leftover(&dir).unwrap(), None);
 
         let raw = journal::encode("c", ino, 10, &[(4, b"!!".as_slice())]);
         journal::write(&dir, &raw[..raw.len() - 3], false).unwrap();
@@ -1098,6 +1100,29 @@ mod tests {
         journal::write(&dir, &raw, false).unwrap();
         assert_eq!(s.remove_stale_temp_files(Duration::ZERO).unwrap(), 0);
         assert_eq!(s.list_prefix("d/").unwrap(), vec!["d/c"]);
+    }
+
+    /// Patches reuse one journal file, left empty between them; deleting
+    /// the directory's last object removes it, so the directory goes too.
+    #[test]
+    fn the_journal_stays_idle_between_patches_and_goes_with_its_directory() {
+        let root = tempfile::tempdir().unwrap();
+        let s = LocalStore::new(root.path()).unwrap();
+        s.put("d/c", b"0123456789").unwrap();
+        let dir = root.path().join("d");
+        for i in 0..3u8 {
+            let at = u64::from(i);
+            assert!(s
+                .patch("d/c", 10, &[(at, b"X".as_slice())])
+                .unwrap()
+                .is_some());
+            let idle = fs::metadata(dir.join(journal::JOURNAL_NAME)).unwrap();
+            assert_eq!(idle.len(), 0);
+        }
+        assert_eq!(s.get("d/c").unwrap().unwrap().as_ref(), b"XXX3456789");
+        assert_eq!(s.list_prefix("d/").unwrap(), vec!["d/c"]);
+        s.delete("d/c").unwrap();
+        assert!(!dir.exists());
     }
 
     /// A file with a second name, or a symlink, is replaced, not edited.
