@@ -313,7 +313,7 @@ pub unsafe extern "C" fn group_get(
             sys::H5VL_group_get_t_H5VL_GROUP_GET_INFO => {
                 let g = &mut a.args.get_info;
                 let id = locate(o, &g.loc_params)?;
-                let n = o.dom.links(&id)?.len() as u64;
+                let n = o.dom.link_names(&id)?.len() as u64;
                 *g.ginfo = sys::H5G_info_t {
                     storage_type: sys::H5G_storage_type_t_H5G_STORAGE_TYPE_COMPACT,
                     nlinks: n,

@@ -67,9 +67,9 @@ fn link_info(name: &str, link: &Value, corder: i64) -> Result<sys::H5L_info2_t> 
 /// The creation-order index of link `name` of `group`.
 fn corder_of(dom: &h5lake_engine::Domain, group: &str, name: &str) -> Result<i64> {
     Ok(dom
-        .links(group)?
+        .link_names(group)?
         .iter()
-        .position(|(n, _)| n == name)
+        .position(|n| n == name)
         .unwrap_or(0) as i64)
 }
 
@@ -253,9 +253,14 @@ unsafe fn iterate(
 ) -> Result<sys::herr_t> {
     let Some(op) = it.op else { return Ok(0) };
     let links = ordered_links(&o.dom, group, it.idx_type, it.order)?;
-    let corders = o.dom.links(group)?;
+    let created = o.dom.link_names(group)?;
+    let corders: std::collections::HashMap<&str, usize> = created
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), i))
+        .collect();
     for (k, (name, link)) in links.iter().enumerate().skip(skip) {
-        let corder = corders.iter().position(|(n, _)| n == name).unwrap_or(k) as i64;
+        let corder = corders.get(name.as_str()).copied().unwrap_or(k) as i64;
         let info = link_info(name, link, corder)?;
         let full = if prefix.is_empty() {
             name.clone()
