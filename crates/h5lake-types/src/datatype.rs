@@ -1,7 +1,26 @@
+use std::collections::HashSet;
+
 use serde_json::Value;
 
 use crate::float::FloatBits;
+use crate::limits::{
+    MAX_COMPOUND_MEMBERS, MAX_ELEMENT_BYTES, MAX_ENUM_MEMBERS, MAX_RANK, MAX_TYPE_DEPTH,
+};
 use crate::{Result, TypeError};
+
+/// What an HDF5 element holds for a variable-length string or sequence: a
+/// 4-byte length and a global heap id (an 8-byte address, a 4-byte index).
+const HDF5_VLEN_BYTES: u64 = 16;
+
+/// What an HDF5 element holds for a dataset region reference
+/// (`H5R_DSET_REG_REF_BUF_SIZE`): a global heap id.
+const HDF5_REGION_REF_BYTES: u64 = 12;
+
+fn too_big(what: &str) -> TypeError {
+    TypeError::InvalidType(format!(
+        "{what} exceeds HDF5's element size limit of {MAX_ELEMENT_BYTES} bytes"
+    ))
+}
 
 /// Byte order of an atomic numeric type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -178,9 +197,25 @@ impl Datatype {
     /// (`"H5T_STD_I32LE"`); committed-type references (`"t-…"` ids) must be
     /// resolved by the caller first.
     ///
+    /// Clients are not trusted: every type this accepts keeps to the bounds
+    /// of [`crate::limits`], so its [`Datatype::fixed_size`] cannot
+    /// overflow and code walking it recurses at most
+    /// [`MAX_TYPE_DEPTH`] levels.
+    ///
     /// # Errors
-    /// Unknown classes or base names, malformed members.
+    /// Unknown classes or base names, malformed members, and types beyond
+    /// the bounds of [`crate::limits`].
     pub fn from_json(v: &Value) -> Result<Self> {
+        Self::parse(v, 1)
+    }
+
+    fn parse(v: &Value, depth: usize) -> Result<Self> {
+        if depth > MAX_TYPE_DEPTH {
+            return Err(TypeError::InvalidType(format!(
+                "types nest more than h5lake's limit of {MAX_TYPE_DEPTH} levels"
+            )));
+        }
+        let inner = |t: &Value| Self::parse(t, depth + 1);
         let bad = |m: &str| TypeError::InvalidType(format!("{m}: {v}"));
         if let Value::String(s) = v {
             return parse_atomic_base(s);
@@ -262,12 +297,16 @@ impl Datatype {
                 };
                 let length = match v.get("length") {
                     Some(Value::String(s)) if s == "H5T_VARIABLE" => None,
-                    Some(Value::Number(n)) => Some(
-                        n.as_u64()
+                    Some(Value::Number(n)) => {
+                        let n = n
+                            .as_u64()
                             .filter(|&n| n > 0)
-                            .ok_or_else(|| bad("string length must be >= 1"))?
-                            as usize,
-                    ),
+                            .ok_or_else(|| bad("string length must be >= 1"))?;
+                        if n > MAX_ELEMENT_BYTES as u64 {
+                            return Err(too_big(&format!("string length {n}")));
+                        }
+                        Some(n as usize)
+                    }
                     _ => return Err(bad("missing string length")),
                 };
                 Ok(Datatype::String {
@@ -284,7 +323,7 @@ impl Datatype {
                         .filter(|f| f.get("name").and_then(Value::as_str) == Some(name))
                         .and_then(|f| f.get("type"))
                         .ok_or_else(|| bad("a complex type is a compound of members r and i"))
-                        .and_then(Datatype::from_json)
+                        .and_then(inner)
                 };
                 let (r, i) = (part(0, "r")?, part(1, "i")?);
                 if r != i || !matches!(r, Datatype::Float { .. } | Datatype::CustomFloat { .. }) {
@@ -300,23 +339,34 @@ impl Datatype {
                 if fields_json.is_empty() {
                     return Err(bad("compound type without fields"));
                 }
+                if fields_json.len() > MAX_COMPOUND_MEMBERS {
+                    return Err(TypeError::InvalidType(format!(
+                        "compound type of {} members exceeds HDF5's limit of {MAX_COMPOUND_MEMBERS}",
+                        fields_json.len()
+                    )));
+                }
+                let mut names = HashSet::with_capacity(fields_json.len());
                 let mut fields = Vec::with_capacity(fields_json.len());
                 let mut offset = 0usize;
+                // Cannot overflow: at most 65,535 members of at most
+                // 2^32 - 1 bytes each.
+                let mut hdf5_size = 0u64;
                 for f in fields_json {
                     let name = f
                         .get("name")
                         .and_then(Value::as_str)
                         .ok_or_else(|| bad("field without name"))?;
-                    if fields.iter().any(|x: &Field| x.name == name) {
-                        return Err(bad("duplicate field name"));
+                    if !names.insert(name) {
+                        return Err(TypeError::InvalidType(format!(
+                            "duplicate field name {name:?} in a compound type"
+                        )));
                     }
-                    let dtype = Datatype::from_json(
-                        f.get("type").ok_or_else(|| bad("field without type"))?,
-                    )?;
+                    let dtype = inner(f.get("type").ok_or_else(|| bad("field without type"))?)?;
                     // A variable-length member has no fixed place: the
                     // element is a record (see `record`), offsets count
                     // only the fixed-size members before it.
                     let size = dtype.fixed_size().unwrap_or(0);
+                    hdf5_size += dtype.hdf5_size();
                     fields.push(Field {
                         name: name.to_string(),
                         dtype,
@@ -324,17 +374,26 @@ impl Datatype {
                     });
                     offset += size;
                 }
+                if hdf5_size > MAX_ELEMENT_BYTES as u64 {
+                    return Err(too_big(&format!("compound type of {hdf5_size} bytes")));
+                }
                 Ok(Datatype::Compound {
                     fields,
                     size: offset,
                 })
             }
             "H5T_ARRAY" => {
-                let base = Datatype::from_json(v.get("base").ok_or_else(|| bad("missing base"))?)?;
                 let dims = v
                     .get("dims")
                     .and_then(Value::as_array)
-                    .ok_or_else(|| bad("missing dims"))?
+                    .ok_or_else(|| bad("missing dims"))?;
+                if dims.is_empty() || dims.len() > MAX_RANK {
+                    return Err(TypeError::InvalidType(format!(
+                        "array type of rank {}: HDF5's array types have 1 to {MAX_RANK} dimensions",
+                        dims.len()
+                    )));
+                }
+                let dims = dims
                     .iter()
                     .map(|d| {
                         d.as_u64()
@@ -342,13 +401,24 @@ impl Datatype {
                             .ok_or_else(|| bad("array dims must be >= 1"))
                     })
                     .collect::<Result<Vec<_>>>()?;
+                let base = inner(v.get("base").ok_or_else(|| bad("missing base"))?)?;
+                let elem = base.hdf5_size();
+                let fits = dims
+                    .iter()
+                    .try_fold(elem, |n, &d| n.checked_mul(d))
+                    .is_some_and(|n| n <= MAX_ELEMENT_BYTES as u64);
+                if !fits {
+                    return Err(too_big(&format!(
+                        "array type of dims {dims:?} of {elem}-byte elements"
+                    )));
+                }
                 Ok(Datatype::Array {
                     base: Box::new(base),
                     dims,
                 })
             }
             "H5T_ENUM" => {
-                let base = Datatype::from_json(v.get("base").ok_or_else(|| bad("missing base"))?)?;
+                let base = inner(v.get("base").ok_or_else(|| bad("missing base"))?)?;
                 if !matches!(base, Datatype::Integer { .. }) {
                     return Err(bad("enum base must be an integer type"));
                 }
@@ -356,19 +426,38 @@ impl Datatype {
                     val.as_i64()
                         .ok_or_else(|| bad("enum values must be integers"))
                 };
+                let too_many = |n: usize| {
+                    TypeError::InvalidType(format!(
+                        "enum type of {n} members exceeds HDF5's limit of {MAX_ENUM_MEMBERS}"
+                    ))
+                };
                 // HSDS's `mapping` object, or hdf5-json's (and h5pyd's)
                 // `members` list of {name, value}.
                 let mapping = if let Some(m) = v.get("mapping").and_then(Value::as_object) {
+                    if m.len() > MAX_ENUM_MEMBERS {
+                        return Err(too_many(m.len()));
+                    }
                     m.iter()
                         .map(|(k, val)| Ok((k.clone(), value(val)?)))
                         .collect::<Result<Vec<_>>>()?
                 } else if let Some(m) = v.get("members").and_then(Value::as_array) {
+                    if m.len() > MAX_ENUM_MEMBERS {
+                        return Err(too_many(m.len()));
+                    }
+                    // HDF5 refuses a name twice, and values are looked up
+                    // by name.
+                    let mut names = HashSet::with_capacity(m.len());
                     m.iter()
                         .map(|e| {
                             let name = e
                                 .get("name")
                                 .and_then(Value::as_str)
                                 .ok_or_else(|| bad("enum member without a name"))?;
+                            if !names.insert(name) {
+                                return Err(TypeError::InvalidType(format!(
+                                    "duplicate member name {name:?} in an enum type"
+                                )));
+                            }
                             Ok((
                                 name.to_string(),
                                 value(e.get("value").unwrap_or(&Value::Null))?,
@@ -389,6 +478,9 @@ impl Datatype {
                     .and_then(Value::as_u64)
                     .filter(|&s| s > 0)
                     .ok_or_else(|| bad("missing size"))?;
+                if size > MAX_ELEMENT_BYTES as u64 {
+                    return Err(too_big(&format!("opaque size {size}")));
+                }
                 let tag = v.get("tag").and_then(Value::as_str).map(str::to_string);
                 Ok(Datatype::Opaque {
                     size: size as usize,
@@ -396,7 +488,7 @@ impl Datatype {
                 })
             }
             "H5T_VLEN" => {
-                let base = Datatype::from_json(v.get("base").ok_or_else(|| bad("missing base"))?)?;
+                let base = inner(v.get("base").ok_or_else(|| bad("missing base"))?)?;
                 Ok(Datatype::Vlen {
                     base: Box::new(base),
                 })
@@ -533,7 +625,11 @@ impl Datatype {
         let Datatype::Compound { fields, .. } = self else {
             return None;
         };
-        let size = json.pointer("/h5lake/size")?.as_u64()? as usize;
+        // The layout is client-written JSON beside the checked type.
+        let size = json
+            .pointer("/h5lake/size")?
+            .as_u64()
+            .filter(|&n| n <= MAX_ELEMENT_BYTES as u64)? as usize;
         let offsets = json.pointer("/h5lake/offsets")?.as_array()?;
         if offsets.len() != fields.len() {
             return None;
@@ -553,6 +649,9 @@ impl Datatype {
     /// Bytes per element in a chunk, or `None` for variable-length types
     /// and types holding variable-length parts (see `record` for their
     /// chunk form).
+    ///
+    /// At most [`MAX_ELEMENT_BYTES`] for every type [`Datatype::from_json`]
+    /// accepts; types built in Rust are trusted to keep that bound too.
     pub fn fixed_size(&self) -> Option<usize> {
         match self {
             Datatype::Integer { size, .. }
@@ -572,6 +671,34 @@ impl Datatype {
             Datatype::Enum { base, .. } => base.fixed_size(),
             Datatype::Vlen { .. } | Datatype::RegionReference => None,
             Datatype::Complex { part } => part.fixed_size().map(|s| 2 * s),
+        }
+    }
+
+    /// The element size HDF5's datatype message would record: variable-length
+    /// parts count as the heap ids HDF5 keeps in their place. Saturates
+    /// rather than overflowing, for the callers to compare with
+    /// [`MAX_ELEMENT_BYTES`].
+    fn hdf5_size(&self) -> u64 {
+        match self {
+            Datatype::Integer { size, .. }
+            | Datatype::Float { size, .. }
+            | Datatype::CustomFloat { size, .. }
+            | Datatype::Bitfield { size, .. }
+            | Datatype::Opaque { size, .. }
+            | Datatype::Reference { size, .. }
+            | Datatype::String {
+                length: Some(size), ..
+            } => *size as u64,
+            Datatype::String { length: None, .. } | Datatype::Vlen { .. } => HDF5_VLEN_BYTES,
+            Datatype::RegionReference => HDF5_REGION_REF_BYTES,
+            Datatype::Compound { fields, .. } => fields
+                .iter()
+                .fold(0, |n, f| n.saturating_add(f.dtype.hdf5_size())),
+            Datatype::Array { base, dims } => dims
+                .iter()
+                .fold(base.hdf5_size(), |n, &d| n.saturating_mul(d)),
+            Datatype::Enum { base, .. } => base.hdf5_size(),
+            Datatype::Complex { part } => part.hdf5_size().saturating_mul(2),
         }
     }
 

@@ -112,7 +112,10 @@ impl FloatBits {
         if size == 0 || size > 16 {
             return bad("floats of 1 to 16 bytes");
         }
-        if self.offset + self.precision > size * 8 {
+        // The positions are client-sent numbers: sums are checked.
+        let ends_within =
+            |pos: usize, n: usize, limit: usize| pos.checked_add(n).is_some_and(|end| end <= limit);
+        if !ends_within(self.offset, self.precision, size * 8) {
             return bad("the significant bits run past the element");
         }
         let fields = [
@@ -120,7 +123,10 @@ impl FloatBits {
             (self.exp_pos, self.exp_size),
             (self.mant_pos, self.mant_size),
         ];
-        if fields.iter().any(|&(p, n)| p + n > self.precision) {
+        if !fields
+            .iter()
+            .all(|&(p, n)| ends_within(p, n, self.precision))
+        {
             return bad("a field runs past the significant bits");
         }
         for (i, a) in fields.iter().enumerate() {
@@ -336,15 +342,20 @@ fn mask(n: usize) -> u128 {
     }
 }
 
-/// `x * 2^k` without overflowing on the way for large `|k|`.
+/// `x * 2^k` without overflowing on the way for large `|k|`. A layout's
+/// bias may put `|k|` near 2^32; a few steps take any `x` the decoder
+/// makes (below 2^129) to zero or infinity, where the loops stop.
 fn times_pow2(mut x: f64, mut k: i64) -> f64 {
-    while k > 1000 {
+    while k > 1000 && x.is_finite() && x != 0.0 {
         x *= 2f64.powi(1000);
         k -= 1000;
     }
-    while k < -1000 {
+    while k < -1000 && x != 0.0 {
         x *= 2f64.powi(-1000);
         k += 1000;
+    }
+    if !x.is_finite() || x == 0.0 {
+        return x;
     }
     x * 2f64.powi(k as i32)
 }

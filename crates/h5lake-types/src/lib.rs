@@ -9,6 +9,7 @@
 mod datatype;
 mod error;
 pub mod float;
+pub mod limits;
 pub mod record;
 mod selection;
 mod shape;
@@ -17,6 +18,9 @@ mod value;
 pub use datatype::{ByteOrder, CharSet, Datatype, Field, StrPad};
 pub use error::TypeError;
 pub use float::{FloatBits, Norm, Pad};
+pub use limits::{
+    MAX_COMPOUND_MEMBERS, MAX_ELEMENT_BYTES, MAX_ENUM_MEMBERS, MAX_RANK, MAX_TYPE_DEPTH,
+};
 pub use selection::{DimSel, Selection};
 pub use shape::{Shape, UNLIMITED};
 pub use value::{

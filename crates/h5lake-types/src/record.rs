@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::datatype::Datatype;
 use crate::error::TypeError;
-use crate::value::{bytes_of, bytes_to_json, element_to_json, json_to_element, nest};
+use crate::value::{bytes_of, bytes_to_json, element_to_json, encode, nest, EnumNames};
 use crate::Result;
 
 impl Datatype {
@@ -35,12 +35,20 @@ fn truncated() -> TypeError {
     TypeError::InvalidValue("truncated variable-length record".into())
 }
 
-fn count_at(buf: &[u8], pos: usize) -> Result<usize> {
-    let b: [u8; 4] = buf
-        .get(pos..pos + 4)
-        .and_then(|s| s.try_into().ok())
-        .ok_or_else(truncated)?;
-    Ok(u32::from_le_bytes(b) as usize)
+/// `n` bytes of `buf` from `pos`; checked, as both come from stored or
+/// client-sent bytes.
+fn bytes_at(buf: &[u8], pos: usize, n: usize) -> Result<&[u8]> {
+    buf.get(pos..)
+        .and_then(|rest| rest.get(..n))
+        .ok_or_else(truncated)
+}
+
+/// The body of the counted part at `buf[pos]`, and the position after it.
+fn counted_at(buf: &[u8], pos: usize) -> Result<(&[u8], usize)> {
+    let count: [u8; 4] = bytes_at(buf, pos, 4)?.try_into().expect("4 bytes");
+    let n = u32::from_le_bytes(count) as usize;
+    let body = bytes_at(buf, pos + 4, n)?;
+    Ok((body, pos + 4 + n))
 }
 
 /// How many bytes the serialized element of `t` starting at `buf[pos]`
@@ -55,19 +63,11 @@ pub fn record_len(t: &Datatype, buf: &[u8], pos: usize) -> Result<usize> {
 
 fn skip(t: &Datatype, buf: &[u8], pos: usize) -> Result<usize> {
     if let Some(n) = t.fixed_size() {
-        return if pos + n <= buf.len() {
-            Ok(pos + n)
-        } else {
-            Err(truncated())
-        };
+        return bytes_at(buf, pos, n).map(|_| pos + n);
     }
     match t {
         Datatype::String { .. } | Datatype::Vlen { .. } | Datatype::RegionReference => {
-            let n = count_at(buf, pos)?;
-            if pos + 4 + n > buf.len() {
-                return Err(truncated());
-            }
-            Ok(pos + 4 + n)
+            counted_at(buf, pos).map(|(_, end)| end)
         }
         Datatype::Compound { fields, .. } => {
             fields.iter().try_fold(pos, |p, f| skip(&f.dtype, buf, p))
@@ -107,9 +107,18 @@ fn push_empty(t: &Datatype, out: &mut Vec<u8>) {
 /// # Errors
 /// Values that do not fit the type.
 pub fn push_json(t: &Datatype, v: &Value, out: &mut Vec<u8>) -> Result<()> {
+    push(t, v, out, &mut EnumNames::new())
+}
+
+/// [`push_json`], with the enum lookups of a whole conversion.
+pub(crate) fn push<'t>(
+    t: &'t Datatype,
+    v: &Value,
+    out: &mut Vec<u8>,
+    names: &mut EnumNames<'t>,
+) -> Result<()> {
     if t.fixed_size().is_some() {
-        out.extend(json_to_element(t, v)?);
-        return Ok(());
+        return encode(t, v, out, names);
     }
     let bad = || TypeError::InvalidValue(format!("{v} for {}", t.to_json()));
     match t {
@@ -126,10 +135,10 @@ pub fn push_json(t: &Datatype, v: &Value, out: &mut Vec<u8>) -> Result<()> {
                 Value::Null => {}
                 Value::Array(items) => {
                     for x in items {
-                        push_json(base, x, &mut body)?;
+                        push(base, x, &mut body, names)?;
                     }
                 }
-                x => push_json(base, x, &mut body)?,
+                x => push(base, x, &mut body, names)?,
             }
             push_counted(out, &body)
         }
@@ -146,11 +155,11 @@ pub fn push_json(t: &Datatype, v: &Value, out: &mut Vec<u8>) -> Result<()> {
             fields
                 .iter()
                 .zip(members)
-                .try_for_each(|(f, m)| push_json(&f.dtype, m, out))
+                .try_for_each(|(f, m)| push(&f.dtype, m, out, names))
         }
         Datatype::Array { base, dims } => {
             let flat = crate::value::json_elements(v, dims)?;
-            flat.into_iter().try_for_each(|x| push_json(base, x, out))
+            flat.into_iter().try_for_each(|x| push(base, x, out, names))
         }
         _ => Err(bad()),
     }
@@ -171,27 +180,24 @@ fn push_counted(out: &mut Vec<u8>, body: &[u8]) -> Result<()> {
 /// A buffer that ends inside the element.
 pub fn read_json(t: &Datatype, buf: &[u8], pos: &mut usize) -> Result<Value> {
     if let Some(n) = t.fixed_size() {
-        let b = buf.get(*pos..*pos + n).ok_or_else(truncated)?;
+        let b = bytes_at(buf, *pos, n)?;
         *pos += n;
         return element_to_json(t, b);
     }
     match t {
         Datatype::String { .. } => {
-            let n = count_at(buf, *pos)?;
-            let b = buf.get(*pos + 4..*pos + 4 + n).ok_or_else(truncated)?;
-            *pos += 4 + n;
-            Ok(bytes_to_json(b))
+            let (body, end) = counted_at(buf, *pos)?;
+            *pos = end;
+            Ok(bytes_to_json(body))
         }
         Datatype::Vlen { base } => {
-            let n = count_at(buf, *pos)?;
-            let body = buf.get(*pos + 4..*pos + 4 + n).ok_or_else(truncated)?;
-            *pos += 4 + n;
+            let (body, end) = counted_at(buf, *pos)?;
+            *pos = end;
             Ok(Value::Array(items_json(base, body)?))
         }
         Datatype::RegionReference => {
-            let n = count_at(buf, *pos)?;
-            let body = buf.get(*pos + 4..*pos + 4 + n).ok_or_else(truncated)?;
-            *pos += 4 + n;
+            let (body, end) = counted_at(buf, *pos)?;
+            *pos = end;
             crate::value::region_ref_json(body)
         }
         Datatype::Compound { fields, .. } => Ok(Value::Array(

@@ -141,9 +141,11 @@ impl Selection {
         }
     }
 
-    /// Number of selected elements.
+    /// Number of selected elements; `u64::MAX` when the count overflows
+    /// (never for a selection [`Selection::validate`] accepts within a
+    /// shape [`crate::Shape::from_json`] accepted).
     pub fn num_elements(&self) -> u64 {
-        self.out_shape().iter().product()
+        crate::shape::saturating_product(&self.out_shape())
     }
 }
 

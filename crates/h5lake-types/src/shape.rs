@@ -1,5 +1,6 @@
 use serde_json::{json, Value};
 
+use crate::limits::MAX_RANK;
 use crate::{Result, TypeError};
 
 /// Marker for an unlimited maximum dimension.
@@ -20,7 +21,9 @@ impl Shape {
     /// Parses HSDS's shape object.
     ///
     /// # Errors
-    /// A missing or unknown `class`, non-integer dims, maxdims smaller than dims.
+    /// A missing or unknown `class`, non-integer dims, maxdims smaller than
+    /// dims, more than [`MAX_RANK`] dims, or more elements than a `u64`
+    /// counts.
     pub fn from_json(v: &Value) -> Result<Self> {
         let bad = |m: &str| TypeError::InvalidShape(format!("{m}: {v}"));
         let class = v
@@ -34,13 +37,25 @@ impl Shape {
                 let dims = v
                     .get("dims")
                     .and_then(Value::as_array)
-                    .ok_or_else(|| bad("missing dims"))?
+                    .ok_or_else(|| bad("missing dims"))?;
+                if dims.len() > MAX_RANK {
+                    return Err(TypeError::InvalidShape(format!(
+                        "rank {} exceeds HDF5's limit of {MAX_RANK} dimensions",
+                        dims.len()
+                    )));
+                }
+                let dims = dims
                     .iter()
                     .map(|d| {
                         d.as_u64()
                             .ok_or_else(|| bad("dims must be non-negative integers"))
                     })
                     .collect::<Result<Vec<_>>>()?;
+                if checked_product(&dims).is_none() {
+                    return Err(TypeError::InvalidShape(format!(
+                        "dims {dims:?} hold more elements than a 64-bit count"
+                    )));
+                }
                 let maxdims = match v.get("maxdims") {
                     None | Some(Value::Null) => None,
                     Some(Value::Array(m)) => {
@@ -118,8 +133,24 @@ impl Shape {
         }
     }
 
-    /// Number of elements.
+    /// Number of elements; `u64::MAX` for a shape built in Rust whose count
+    /// overflows (a parsed one never does).
     pub fn num_elements(&self) -> u64 {
-        self.dims().iter().product()
+        saturating_product(&self.dims())
     }
+}
+
+/// The number of elements of `dims`, `None` when a `u64` cannot hold it.
+fn checked_product(dims: &[u64]) -> Option<u64> {
+    // A zero extent anywhere empties the shape, however large the others.
+    if dims.contains(&0) {
+        return Some(0);
+    }
+    dims.iter().try_fold(1u64, |n, &d| n.checked_mul(d))
+}
+
+/// The number of elements of `dims`, saturating at `u64::MAX`; exact
+/// whenever it fits (a saturated count times a zero extent is zero).
+pub(crate) fn saturating_product(dims: &[u64]) -> u64 {
+    dims.iter().fold(1u64, |n, &d| n.saturating_mul(d))
 }

@@ -1,6 +1,32 @@
+use std::collections::HashMap;
+
 use serde_json::Value;
 
+use crate::limits::MAX_RANK;
 use crate::{ByteOrder, Datatype, Result, StrPad, TypeError};
+
+/// Name-to-value lookups of the enums met while encoding values, each
+/// built the first time a name is looked up in that enum (keyed by the
+/// address of its mapping): an enum may have 65,535 names, and scanning
+/// them for each element would make encoding many elements quadratic.
+pub(crate) type EnumNames<'t> = HashMap<*const Vec<(String, i64)>, HashMap<&'t str, i64>>;
+
+/// Room for `n` more bytes, or an error where a failed allocation would
+/// abort the process: `n` derives from client-described types and shapes.
+pub(crate) fn reserve(out: &mut Vec<u8>, n: usize) -> Result<()> {
+    out.try_reserve_exact(n)
+        .map_err(|_| TypeError::InvalidValue(format!("no memory for a value of {n} bytes")))
+}
+
+fn check_rank(dims: &[u64]) -> Result<()> {
+    if dims.len() > MAX_RANK {
+        return Err(TypeError::InvalidValue(format!(
+            "a value of rank {} exceeds HDF5's limit of {MAX_RANK} dimensions",
+            dims.len()
+        )));
+    }
+    Ok(())
+}
 
 fn float_of(v: &Value) -> Option<f64> {
     match v {
@@ -57,51 +83,63 @@ fn f16_bits(x: f32) -> u16 {
 /// # Errors
 /// Values that do not fit the type; variable-length types.
 pub fn json_to_element(t: &Datatype, v: &Value) -> Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(t.fixed_size().unwrap_or(0));
-    encode(t, v, &mut out)?;
+    let mut out = Vec::new();
+    reserve(&mut out, t.fixed_size().unwrap_or(0))?;
+    encode(t, v, &mut out, &mut EnumNames::new())?;
     Ok(out)
 }
 
-fn encode(t: &Datatype, v: &Value, out: &mut Vec<u8>) -> Result<()> {
+/// An integer of `size` bytes; `None` for a value that is not one or does
+/// not fit.
+fn encode_int(
+    v: &Value,
+    size: usize,
+    signed: bool,
+    order: ByteOrder,
+    out: &mut Vec<u8>,
+) -> Option<()> {
+    let i: i128 = match v {
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                i128::from(i)
+            } else if let Some(u) = n.as_u64() {
+                i128::from(u)
+            } else {
+                let f = n.as_f64()?;
+                if f.fract() != 0.0 {
+                    return None;
+                }
+                f as i128
+            }
+        }
+        Value::Bool(b) => i128::from(*b),
+        _ => return None,
+    };
+    let bits = (size * 8) as u32;
+    let (lo, hi) = if signed {
+        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+    } else {
+        (0, (1i128 << bits) - 1)
+    };
+    (lo..=hi).contains(&i).then(|| put_int(out, i, size, order))
+}
+
+pub(crate) fn encode<'t>(
+    t: &'t Datatype,
+    v: &Value,
+    out: &mut Vec<u8>,
+    names: &mut EnumNames<'t>,
+) -> Result<()> {
     let bad = || TypeError::InvalidValue(format!("{v} for {}", t.to_json()));
     match t {
-        Datatype::Bitfield { .. } => {
-            let int = t.bitfield_as_integer().expect("a bit field");
-            return encode(&int, v, out);
+        Datatype::Bitfield { size, order } => {
+            encode_int(v, *size, false, *order, out).ok_or_else(bad)?;
         }
         Datatype::Integer {
             size,
             signed,
             order,
-        } => {
-            let i: i128 = match v {
-                Value::Number(n) => {
-                    if let Some(i) = n.as_i64() {
-                        i128::from(i)
-                    } else if let Some(u) = n.as_u64() {
-                        i128::from(u)
-                    } else {
-                        let f = n.as_f64().ok_or_else(bad)?;
-                        if f.fract() != 0.0 {
-                            return Err(bad());
-                        }
-                        f as i128
-                    }
-                }
-                Value::Bool(b) => i128::from(*b),
-                _ => return Err(bad()),
-            };
-            let bits = (*size * 8) as u32;
-            let (lo, hi) = if *signed {
-                (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
-            } else {
-                (0, (1i128 << bits) - 1)
-            };
-            if i < lo || i > hi {
-                return Err(bad());
-            }
-            put_int(out, i, *size, *order);
-        }
+        } => encode_int(v, *size, *signed, *order, out).ok_or_else(bad)?,
         Datatype::CustomFloat { size, order, bits } => match v {
             Value::Object(_) => {
                 let b = bytes_of(v).filter(|b| b.len() == *size).ok_or_else(bad)?;
@@ -124,10 +162,14 @@ fn encode(t: &Datatype, v: &Value, out: &mut Vec<u8>) -> Result<()> {
         }
         Datatype::Enum { base, mapping } => match v {
             Value::String(s) => {
-                let (_, n) = mapping.iter().find(|(k, _)| k == s).ok_or_else(bad)?;
-                encode(base, &Value::from(*n), out)?;
+                let n = *names
+                    .entry(std::ptr::from_ref(mapping))
+                    .or_insert_with(|| mapping.iter().map(|(k, n)| (k.as_str(), *n)).collect())
+                    .get(s.as_str())
+                    .ok_or_else(bad)?;
+                encode(base, &Value::from(n), out, names)?;
             }
-            _ => encode(base, v, out)?,
+            _ => encode(base, v, out, names)?,
         },
         Datatype::String {
             length: Some(n), ..
@@ -149,25 +191,36 @@ fn encode(t: &Datatype, v: &Value, out: &mut Vec<u8>) -> Result<()> {
         Datatype::Compound { fields, .. } => match v {
             Value::Array(items) if items.len() == fields.len() => {
                 for (f, item) in fields.iter().zip(items) {
-                    encode(&f.dtype, item, out)?;
+                    encode(&f.dtype, item, out, names)?;
                 }
             }
             Value::Object(m) => {
                 for f in fields {
-                    encode(&f.dtype, m.get(&f.name).ok_or_else(bad)?, out)?;
+                    encode(&f.dtype, m.get(&f.name).ok_or_else(bad)?, out, names)?;
                 }
             }
             _ => return Err(bad()),
         },
         Datatype::Array { base, dims } => {
             let n: u64 = dims.iter().product();
-            let mut flat = Vec::new();
-            flatten(v, &mut flat);
-            if flat.len() as u64 != n {
+            // Compound, complex and array values are lists themselves, so
+            // their nesting must follow `dims`; scalars may also come as
+            // one flat list.
+            let items = match **base {
+                Datatype::Compound { .. } | Datatype::Complex { .. } | Datatype::Array { .. } => {
+                    json_elements(v, dims).map_err(|_| bad())?
+                }
+                _ => {
+                    let mut flat = Vec::new();
+                    flatten(v, &mut flat);
+                    flat
+                }
+            };
+            if items.len() as u64 != n {
                 return Err(bad());
             }
-            for item in flat {
-                encode(base, item, out)?;
+            for item in items {
+                encode(base, item, out, names)?;
             }
         }
         Datatype::Opaque { size, .. } if !v.is_array() => {
@@ -197,13 +250,13 @@ fn encode(t: &Datatype, v: &Value, out: &mut Vec<u8>) -> Result<()> {
         // [re, im] as the compound it is stored as; a bare number is real.
         Datatype::Complex { part } => match v {
             Value::Array(a) if a.len() == 2 => {
-                encode(part, &a[0], out)?;
-                encode(part, &a[1], out)?;
+                encode(part, &a[0], out, names)?;
+                encode(part, &a[1], out, names)?;
             }
             Value::Array(_) => return Err(bad()),
             re => {
-                encode(part, re, out)?;
-                encode(part, &Value::from(0.0), out)?;
+                encode(part, re, out, names)?;
+                encode(part, &Value::from(0.0), out, names)?;
             }
         },
     }
@@ -465,6 +518,16 @@ mod tests {
                 {"name": "a", "type": "H5T_STD_U8LE"}, {"name": "b", "type": "H5T_IEEE_F32LE"}]}),
                 json!([7, 0.5]),
             ),
+            // Arrays of list-valued elements, found by the fuzz tests.
+            (
+                json!({"class": "H5T_ARRAY", "dims": [2], "base": {"class": "H5T_COMPOUND",
+                    "fields": [{"name": "a", "type": "H5T_STD_U8LE"}, {"name": "b", "type": "H5T_STD_U8LE"}]}}),
+                json!([[1, 2], [3, 4]]),
+            ),
+            (
+                json!({"class": "H5T_ARRAY", "dims": [2], "base": {"class": "H5T_ARRAY", "dims": [2], "base": "H5T_STD_U8LE"}}),
+                json!([[1, 2], [3, 4]]),
+            ),
         ];
         for (tj, v) in cases {
             let t = Datatype::from_json(&tj).unwrap();
@@ -494,7 +557,8 @@ pub fn value_dims(s: &crate::Shape) -> Vec<u64> {
 /// (`[7, 8]` for a 1×2 block).
 ///
 /// # Errors
-/// A value whose nesting does not match `dims`.
+/// A value whose nesting does not match `dims`, more than
+/// [`MAX_RANK`] dims.
 pub fn json_elements<'a>(v: &'a Value, dims: &[u64]) -> Result<Vec<&'a Value>> {
     fn walk<'a>(v: &'a Value, dims: &[u64], out: &mut Vec<&'a Value>) -> Result<()> {
         let Some((&n, rest)) = dims.split_first() else {
@@ -509,6 +573,7 @@ pub fn json_elements<'a>(v: &'a Value, dims: &[u64]) -> Result<Vec<&'a Value>> {
             ))),
         }
     }
+    check_rank(dims)?;
     let mut out = Vec::new();
     walk(v, dims, &mut out)?;
     Ok(out)
@@ -520,9 +585,18 @@ pub fn json_elements<'a>(v: &'a Value, dims: &[u64]) -> Result<Vec<&'a Value>> {
 /// A value that does not match the shape or the type.
 pub fn json_to_fixed(t: &Datatype, dims: &[u64], v: &Value) -> Result<Vec<u8>> {
     let elems = json_elements(v, dims)?;
-    let mut out = Vec::with_capacity(elems.len() * t.fixed_size().unwrap_or(0));
+    let es = t.fixed_size().unwrap_or(0);
+    let n = elems.len().checked_mul(es).ok_or_else(|| {
+        TypeError::InvalidValue(format!(
+            "{} elements of {es} bytes overflow a byte count",
+            elems.len()
+        ))
+    })?;
+    let mut out = Vec::new();
+    reserve(&mut out, n)?;
+    let mut names = EnumNames::new();
     for e in elems {
-        out.extend(json_to_element(t, e)?);
+        encode(t, e, &mut out, &mut names)?;
     }
     Ok(out)
 }
@@ -530,8 +604,9 @@ pub fn json_to_fixed(t: &Datatype, dims: &[u64], v: &Value) -> Result<Vec<u8>> {
 /// Packed fixed-size elements as a nested JSON value of shape `dims`.
 ///
 /// # Errors
-/// As [`element_to_json`].
+/// As [`element_to_json`]; more than [`MAX_RANK`] dims.
 pub fn fixed_to_json(t: &Datatype, b: &[u8], dims: &[u64]) -> Result<Value> {
+    check_rank(dims)?;
     let es = t.fixed_size().unwrap_or(1).max(1);
     let flat = b
         .chunks(es)
@@ -546,6 +621,10 @@ pub fn fixed_to_json(t: &Datatype, b: &[u8], dims: &[u64]) -> Result<Value> {
 /// # Errors
 /// A value that does not fit the type.
 pub fn vlen_element(t: &Datatype, v: &Value) -> Result<Vec<u8>> {
+    vlen_encode(t, v, &mut EnumNames::new())
+}
+
+fn vlen_encode<'t>(t: &'t Datatype, v: &Value, names: &mut EnumNames<'t>) -> Result<Vec<u8>> {
     match (t, v) {
         (_, Value::Null) if t.is_top_level_vlen() => Ok(Vec::new()),
         (Datatype::String { .. }, v) => {
@@ -555,18 +634,18 @@ pub fn vlen_element(t: &Datatype, v: &Value) -> Result<Vec<u8>> {
         (Datatype::Vlen { base }, Value::Array(a)) => {
             let mut out = Vec::new();
             for x in a {
-                crate::record::push_json(base, x, &mut out)?;
+                crate::record::push(base, x, &mut out, names)?;
             }
             Ok(out)
         }
         (Datatype::Vlen { base }, x) => {
             let mut out = Vec::new();
-            crate::record::push_json(base, x, &mut out)?;
+            crate::record::push(base, x, &mut out, names)?;
             Ok(out)
         }
         _ if t.is_variable() => {
             let mut out = Vec::new();
-            crate::record::push_json(t, v, &mut out)?;
+            crate::record::push(t, v, &mut out, names)?;
             Ok(out)
         }
         _ => Err(TypeError::UnsupportedType(
@@ -595,7 +674,7 @@ pub fn vlen_to_json(t: &Datatype, b: &[u8]) -> Result<Value> {
 ///
 /// # Errors
 /// Anything but a dataset id with a selection of a known kind whose
-/// coordinates are non-negative integers of one rank.
+/// coordinates are non-negative integers of one rank, at most [`MAX_RANK`].
 pub fn region_ref_bytes(v: &Value) -> Result<Vec<u8>> {
     let bad = |why: &str| TypeError::InvalidValue(format!("region reference {v}: {why}"));
     let o = match v {
@@ -610,9 +689,15 @@ pub fn region_ref_bytes(v: &Value) -> Result<Vec<u8>> {
         .filter(|id| id.starts_with("d-"))
         .ok_or_else(|| bad("id must name a dataset (d-…)"))?;
     let coords = |x: &Value| -> Result<Vec<u64>> {
-        x.as_array()
-            .ok_or_else(|| bad("a coordinate must be a list"))?
-            .iter()
+        let c = x
+            .as_array()
+            .ok_or_else(|| bad("a coordinate must be a list"))?;
+        if c.len() > MAX_RANK {
+            return Err(bad(&format!(
+                "coordinates of more than HDF5's {MAX_RANK} dimensions"
+            )));
+        }
+        c.iter()
             .map(|c| {
                 c.as_u64()
                     .ok_or_else(|| bad("coordinates are non-negative integers"))
@@ -725,9 +810,10 @@ pub fn region_ref_json(b: &[u8]) -> Result<Value> {
 /// # Errors
 /// As [`json_elements`] and [`vlen_element`].
 pub fn json_to_vlen(t: &Datatype, dims: &[u64], v: &Value) -> Result<Vec<Vec<u8>>> {
+    let mut names = EnumNames::new();
     json_elements(v, dims)?
         .into_iter()
-        .map(|e| vlen_element(t, e))
+        .map(|e| vlen_encode(t, e, &mut names))
         .collect()
 }
 
