@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use crate::domain::{backoff, Domain};
 use crate::ids;
-use crate::linked::LinkedLayout;
+use crate::linked::{LinkIndex, LinkedLayout};
 use crate::planner::{contiguous_source, plan_points, strides, walk, DimPart, OrthoPlan};
 use crate::{EngineError, Result};
 
@@ -373,6 +373,12 @@ fn element_info(dtype: &Datatype) -> ElementInfo {
     }
 }
 
+/// A filter list given at creation that cannot be used (unknown filter,
+/// level out of range) is the caller's mistake, not a store fault.
+fn bad_filters(e: h5lake_codecs::CodecError) -> EngineError {
+    EngineError::Invalid(format!("invalid filters: {e}"))
+}
+
 impl Domain {
     /// Creates an unlinked dataset from HSDS type, shape and creation
     /// properties JSON.
@@ -452,7 +458,8 @@ impl Domain {
                         _ => vec![0; dtype.fixed_size().unwrap_or(0)],
                     };
                     cprops["filters"] =
-                        h5lake_codecs::complete_filters(filters, element_info(&dtype), &c, &fill)?;
+                        h5lake_codecs::complete_filters(filters, element_info(&dtype), &c, &fill)
+                            .map_err(bad_filters)?;
                 }
             }
             "H5D_CONTIGUOUS" | "H5D_COMPACT" => {
@@ -471,7 +478,7 @@ impl Domain {
                     ));
                 }
                 let esize = dtype.fixed_size().unwrap_or(16) as u64;
-                let nbytes = shape.num_elements() * esize;
+                let nbytes = shape.num_elements().saturating_mul(esize);
                 if nbytes > MAX_SINGLE_CHUNK_BYTES && !matches!(shape, Shape::Scalar | Shape::Null)
                 {
                     // Store it chunked so that parts read and write
@@ -492,7 +499,19 @@ impl Domain {
                         "{class} needs a simple dataspace"
                     )));
                 }
-                LinkedLayout::parse("new dataset", &cprops["layout"], &dims, esize)?;
+                // Checked here, before anything is stored: a client must not
+                // get the server to read a file it names.
+                let parsed = LinkedLayout::parse("new dataset", &cprops["layout"], &dims, esize)
+                    .map_err(|e| match e {
+                        EngineError::Corrupt(m) => EngineError::Invalid(m),
+                        e => e,
+                    })?;
+                if let Some((link, _)) = parsed {
+                    self.linked_files.check(&link.file_uri)?;
+                    if let LinkIndex::Table { table_id } = &link.index {
+                        self.dataset(table_id)?;
+                    }
+                }
             }
             other => {
                 return Err(EngineError::Invalid(format!(
@@ -500,7 +519,8 @@ impl Domain {
                 )))
             }
         }
-        Pipeline::from_hsds_json(cprops.get("filters").unwrap_or(&Value::Null))?;
+        Pipeline::from_hsds_json(cprops.get("filters").unwrap_or(&Value::Null))
+            .map_err(bad_filters)?;
         doc["creationProperties"] = cprops;
         self.new_dataset_doc(id, doc)
     }
@@ -560,8 +580,11 @@ impl Domain {
             ));
         }
         sel.validate(&m.dims)?;
-        let need = sel.num_elements() as usize * out_elem;
-        if m.dtype.fixed_size().is_some() && buf_len != need {
+        let need = usize::try_from(sel.num_elements())
+            .ok()
+            .and_then(|n| n.checked_mul(out_elem));
+        if m.dtype.fixed_size().is_some() && need != Some(buf_len) {
+            let need = need.map_or_else(|| "more than memory holds".into(), |n| n.to_string());
             return Err(EngineError::Invalid(format!(
                 "buffer holds {buf_len} bytes but the selection needs {need}"
             )));

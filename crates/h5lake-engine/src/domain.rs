@@ -16,6 +16,7 @@ use serde_json::{json, Map, Value};
 use crate::cache::{ChunkCache, DEFAULT_CACHE_BYTES};
 use crate::ids::{self, ObjKind};
 use crate::json::parse_doc;
+use crate::link_policy::LinkPolicy;
 use crate::{EngineError, Result};
 
 /// How to open a domain (h5py's file modes).
@@ -68,6 +69,17 @@ pub struct DomainOptions {
     /// Owner recorded in a created domain (the REST server's authenticated
     /// user); `None` is `$USER`.
     pub owner: Option<String>,
+    /// Which files and buckets the domain's links may lead to; `None` is
+    /// [`LinkPolicy::for_store_at`] the location opened, with
+    /// `allow_local_links`.
+    pub link_policy: Option<LinkPolicy>,
+    /// Let a store in a bucket link to local files (the user trusts it).
+    /// Defaults to whether `H5LAKE_ALLOW_LOCAL_LINKS` is set to `1`, so that
+    /// programs reaching stores through the VOL connector can opt in.
+    pub allow_local_links: bool,
+    /// Where relative `file_uri`s start (HSDS's `root_dir`); `None` is the
+    /// directory holding a local store's bucket.
+    pub link_base: Option<PathBuf>,
 }
 
 impl Default for DomainOptions {
@@ -77,6 +89,9 @@ impl Default for DomainOptions {
             chunk_cache_bytes: DEFAULT_CACHE_BYTES,
             root_id: None,
             owner: None,
+            link_policy: None,
+            allow_local_links: std::env::var("H5LAKE_ALLOW_LOCAL_LINKS").is_ok_and(|v| v == "1"),
+            link_base: None,
         }
     }
 }
@@ -315,7 +330,9 @@ impl Domain {
         let mut dom = Self::open_with(store, &domain_path, mode, display, opts)?;
         // Relative `file_uri`s of linked datasets name files below the
         // bucket's parent, as HSDS's `root_dir` does.
-        dom.linked_files.root_dir = bucket.parent().map(Path::to_path_buf);
+        if dom.linked_files.root_dir.is_none() {
+            dom.linked_files.root_dir = bucket.parent().map(Path::to_path_buf);
+        }
         Ok(dom)
     }
 
@@ -393,6 +410,11 @@ impl Domain {
             }
             None => None,
         };
+        let policy = opts
+            .link_policy
+            .clone()
+            .unwrap_or_else(|| LinkPolicy::for_store_at(&location, opts.allow_local_links));
+        let linked_files = crate::linked::LinkedFiles::new(policy, opts.link_base.clone());
         let mut dom = Domain {
             store,
             cache: ChunkCache::new(opts.chunk_cache_bytes),
@@ -400,7 +422,7 @@ impl Domain {
             root_id: String::new(),
             readonly: mode == OpenMode::Read,
             location,
-            linked_files: Default::default(),
+            linked_files,
             docs: DocCache::default(),
         };
         match (mode, existing) {
@@ -797,6 +819,35 @@ impl Domain {
     ///
     /// # Errors
     /// As [`Domain::link_create`].
+    /// The rule every file or store this domain's links lead to must pass
+    /// (external links are followed by the front ends, which ask it).
+    pub fn link_policy(&self) -> &LinkPolicy {
+        &self.linked_files.policy
+    }
+
+    /// Checks, without writing anything, that `links_create(group_id,
+    /// [(name, …)], false)` could add `name`: a valid name, a group of this
+    /// domain, no link of that name yet. What lets a request that makes an
+    /// object and links it fail before the object is made.
+    ///
+    /// # Errors
+    /// As [`Domain::links_create`] would fail for them.
+    pub fn check_new_link(&self, group_id: &str, name: &str) -> Result<()> {
+        check_name(name, "link")?;
+        if !group_id.starts_with("g-") {
+            return Err(EngineError::Invalid(format!(
+                "links are made in groups, and {group_id} is not one"
+            )));
+        }
+        let (_, doc) = self.doc_versioned(group_id)?;
+        if doc.get("links").and_then(|l| l.get(name)).is_some() {
+            return Err(EngineError::AlreadyExists(format!(
+                "Unable to create link (name already exists): {name:?}"
+            )));
+        }
+        Ok(())
+    }
+
     pub fn links_create(
         &self,
         group_id: &str,
@@ -810,6 +861,14 @@ impl Domain {
             check_link(&link)?;
             if let Some(target) = link.get("id").and_then(Value::as_str) {
                 ids::parse_id(target)?;
+                // As in HDF5, a hard link stays inside its file: one that
+                // named another domain's object could never be followed.
+                if self.check_same_domain(target).is_err() {
+                    return Err(EngineError::Invalid(format!(
+                        "a hard link cannot reach {target}, an object of another domain \
+                         (use an external link)"
+                    )));
+                }
             }
             if link.get("created").and_then(Value::as_f64).is_none() {
                 link["created"] = json!(t);

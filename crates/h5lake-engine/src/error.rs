@@ -26,6 +26,10 @@ pub enum EngineError {
     /// An operation that does not apply to this type of object (Python: TypeError).
     #[error("{0}")]
     WrongType(String),
+    /// A path or URL a document names that the link policy does not let us
+    /// open (see [`crate::link_policy`]; Python: PermissionError, HTTP 403).
+    #[error("{0}")]
+    LinkRefused(String),
     /// Writing to a store opened read-only.
     #[error("{0}")]
     ReadOnly(String),

@@ -13,6 +13,7 @@ pub mod domain;
 mod error;
 pub mod ids;
 pub mod json;
+pub mod link_policy;
 pub mod linked;
 pub mod planner;
 
@@ -20,3 +21,4 @@ pub use dataset::DatasetMeta;
 pub use domain::{Domain, DomainOptions, OpenMode};
 pub use error::{EngineError, Result};
 pub use h5lake_types::{DimSel, Selection};
+pub use link_policy::LinkPolicy;

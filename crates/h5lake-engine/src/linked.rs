@@ -25,6 +25,7 @@ use serde_json::Value;
 
 use crate::dataset::DatasetMeta;
 use crate::domain::Domain;
+use crate::link_policy::{LinkPolicy, LinkTarget};
 use crate::planner::strides;
 use crate::{EngineError, Result};
 
@@ -204,39 +205,43 @@ impl LinkedLayout {
 }
 
 /// Open source files, shared by every dataset of a domain.
-#[derive(Default)]
 pub(crate) struct LinkedFiles {
     open: Mutex<HashMap<String, Arc<File>>>,
+    /// What the domain's documents may make us open.
+    pub(crate) policy: LinkPolicy,
     /// Where relative `file_uri`s start (HSDS's `root_dir`: the directory
     /// holding the bucket), for stores on local disk.
     pub(crate) root_dir: Option<std::path::PathBuf>,
 }
 
 impl LinkedFiles {
+    pub(crate) fn new(policy: LinkPolicy, root_dir: Option<std::path::PathBuf>) -> Self {
+        LinkedFiles {
+            open: Mutex::default(),
+            policy,
+            root_dir,
+        }
+    }
+
+    /// Checks a `file_uri` about to be stored.
+    pub(crate) fn check(&self, uri: &str) -> Result<()> {
+        self.policy.check(uri, self.root_dir.as_deref()).map(|_| ())
+    }
+
     fn get(&self, uri: &str) -> Result<Arc<File>> {
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(f) = open.get(uri) {
             return Ok(f.clone());
         }
-        let path = uri.strip_prefix("file://").unwrap_or(uri);
-        let path = match &self.root_dir {
-            _ if path.contains("://") => None,
-            _ if path.starts_with('/') => Some(std::path::PathBuf::from(path)),
-            Some(root) => Some(root.join(path)),
-            None => None,
+        let path = match self.policy.check(uri, self.root_dir.as_deref())? {
+            LinkTarget::Local(p) => p,
+            LinkTarget::Object { .. } => {
+                return Err(EngineError::Invalid(format!(
+                    "linked file {uri:?}: linked datasets read local files only so far"
+                )))
+            }
         };
-        let Some(path) = path else {
-            return Err(EngineError::Invalid(format!(
-                "linked file {uri:?}: only local paths (absolute, or relative to the directory holding the bucket) can be read so far"
-            )));
-        };
-        let f = File::open(&path).map_err(|e| {
-            EngineError::NotFound(format!(
-                "linked file {} cannot be opened ({e}); the store links to it, so it must stay in place",
-                path.display()
-            ))
-        })?;
-        let f = Arc::new(f);
+        let f = Arc::new(self.policy.open_local(uri, &path)?);
         open.insert(uri.to_string(), f.clone());
         Ok(f)
     }

@@ -50,6 +50,9 @@ pub struct GetOptions {
     /// Show a progress bar over the data bytes on stderr (hidden when
     /// stderr is not a terminal).
     pub progress: bool,
+    /// Let a store in a bucket link to local files (see
+    /// [`h5lake_engine::LinkPolicy::for_remote_store`]).
+    pub allow_local_links: bool,
 }
 
 /// What [`get()`] wrote.
@@ -87,8 +90,9 @@ pub struct GetReport {
 /// and I/O failures. Objects HDF5 cannot hold are not errors: they are
 /// listed in [`GetReport::skipped`].
 pub fn get(src: &Path, dest: &Path, opts: &GetOptions) -> Result<GetReport> {
-    let mut dom =
-        Domain::open_url_with(&src.to_string_lossy(), OpenMode::Read, &Default::default())?;
+    let mut open_opts = h5lake_engine::DomainOptions::default();
+    open_opts.allow_local_links |= opts.allow_local_links;
+    let mut dom = Domain::open_url_with(&src.to_string_lossy(), OpenMode::Read, &open_opts)?;
     // Every chunk is read once: a cache would only cost memory.
     dom.set_chunk_cache_bytes(0);
     if let Ok(md) = std::fs::symlink_metadata(dest) {

@@ -1224,6 +1224,7 @@ fn existing_destinations_need_force_and_failures_leave_nothing() {
         &GetOptions {
             force: true,
             progress: true,
+            ..Default::default()
         },
     )
     .unwrap();

@@ -507,6 +507,7 @@ fn open_external(from: &Arc<Domain>, file: &str, ext: ExtOpen) -> Result<Arc<Dom
             .unwrap_or(std::path::Path::new("."));
         base.join(file).to_string_lossy().into_owned()
     };
+    from.link_policy().check(&target, None)?;
     let inherited = if from.readonly() {
         OpenMode::Read
     } else {

@@ -60,7 +60,7 @@ class ClosedRuntimeError(ClosedObjectError, RuntimeError):
 class FileState:
     """What every handle of one opened store shares."""
 
-    def __init__(self, raw, filename, abspath, mode):
+    def __init__(self, raw, filename, abspath, mode, allow_local_links=False):
         self.raw = raw
         self.filename = filename          # as the user gave it (h5py's f.filename)
         self.abspath = abspath            # for resolving external links
@@ -69,6 +69,10 @@ class FileState:
         self.docs = {}                    # object id -> parsed document (datasets/types)
         self.ordered = {}                 # object id -> kept in creation order?
         self.externals = {}               # abspath -> FileState opened through external links
+        # A store in a bucket may be someone else's: its external links may
+        # lead to other stores in buckets, but to local paths only when the
+        # user said so (see the README's security section).
+        self.allow_local_links = allow_local_links
 
     # -- validity -----------------------------------------------------------
     def check(self, exc=ClosedObjectError):
@@ -138,14 +142,18 @@ class FileState:
         path = resolve_location(self.abspath, filename)
         if path == self.abspath:
             return self
+        try:
+            self.raw.check_link_target(path)
+        except PermissionError as e:
+            raise KeyError(f"Unable to open object (external link to {filename!r}: {e})") from None
         st = self.externals.get(path)
         if st is not None and st.valid:
             return st
         try:
-            raw = _core.RawFile(path, self.mode)
+            raw = _core.RawFile(path, self.mode, "{}", None, self.allow_local_links)
         except (OSError, ValueError) as e:
             raise KeyError(f"Unable to open object (can't open file {filename!r}: {e})") from None
-        st = FileState(raw, path, path, self.mode)
+        st = FileState(raw, path, path, self.mode, allow_local_links=self.allow_local_links)
         self.externals[path] = st
         return st
 

@@ -22,6 +22,7 @@ _MODES = ('r', 'r+', 'w', 'w-', 'x', 'a')
 # (so that code written for h5py runs) and ignored.
 _ACCEPTED_KWDS = frozenset((
     'rdcc_nbytes',  # the decoded-chunk cache budget, as in h5py
+    'allow_local_links',  # h5lake's: a store in a bucket may link to local files
 ))
 _IGNORED_KWDS = frozenset((
     'driver', 'libver', 'userblock_size', 'swmr', 'rdcc_nslots',
@@ -59,8 +60,12 @@ class File(Group):
             raise ImportError("h5lake._core (the Rust extension) is not available: %s" % _core_error)
         root_props = {'CreateOrder': 1} if track_order else {}
         cache = kwds.get('rdcc_nbytes')
-        raw = _core.RawFile(name, mode, json.dumps(root_props), None if cache is None else int(cache))
-        fs = FileState(raw, name, absolute_location(name), 'r' if raw.readonly else 'r+')
+        allow_local = bool(kwds.get('allow_local_links',
+                                    os.environ.get('H5LAKE_ALLOW_LOCAL_LINKS') == '1'))
+        raw = _core.RawFile(name, mode, json.dumps(root_props), None if cache is None else int(cache),
+                            allow_local)
+        fs = FileState(raw, name, absolute_location(name), 'r' if raw.readonly else 'r+',
+                       allow_local_links=allow_local)
         Group.__init__(self, fs, raw.root_id, '/')
 
     @classmethod

@@ -33,11 +33,16 @@ def load(src, dest, *, link=False, hyperchunk=None, keep_chunks=False, force=Fal
     return json.loads(report)
 
 
-def get(src, dest, *, force=False, progress=False):
+def get(src, dest, *, force=False, progress=False, allow_local_links=None):
     """Write the h5lake store ``src`` out as the HDF5 file ``dest`` (which
     h5py and the HDF5 tools read). An existing ``dest`` is replaced only with
-    ``force=True``. Returns a report like :func:`load`'s."""
-    report = _core.get_hdf5(os.fspath(src), os.fspath(dest), bool(force), bool(progress))
+    ``force=True``. A store in a bucket may follow links to local files
+    only with ``allow_local_links=True`` (default: ``H5LAKE_ALLOW_LOCAL_LINKS=1``).
+    Returns a report like :func:`load`'s."""
+    if allow_local_links is None:
+        allow_local_links = os.environ.get("H5LAKE_ALLOW_LOCAL_LINKS") == "1"
+    report = _core.get_hdf5(os.fspath(src), os.fspath(dest), bool(force), bool(progress),
+                            bool(allow_local_links))
     return json.loads(report)
 
 
