@@ -38,6 +38,7 @@ class RawFile:
         mode: Literal["r", "r+", "w", "w-", "x", "a"],
         root_creation_props_json: str = "{}",
         chunk_cache_bytes: int | None = None,
+        allow_local_links: bool = False,
     ) -> None:
         """Open or create the store (a domain) at ``path`` with h5py's mode semantics.
 
@@ -50,6 +51,9 @@ class RawFile:
         ``track_order``). ``chunk_cache_bytes`` sets the decoded-chunk cache
         budget (default 64 MiB; 0 disables it). Cached chunks are revalidated
         against the store on every use, so other writers are always seen."""
+    def check_link_target(self, location: str) -> None:
+        """PermissionError unless this store's link policy lets its links lead
+        to ``location`` (a store path or URL; see the README's security section)."""
     @property
     def path(self) -> str: ...
     @property
@@ -149,7 +153,10 @@ def serve(
     password_file: str | None = None,
     allow_noauth: bool = False,
     on_ready: "Callable[[str], object] | None" = None,
+    options_json: str = "{}",
 ) -> None:
     """Serve the store directory ``root`` over the HSDS REST API until a
     signal handler raises (Ctrl-C). ``on_ready(url)`` is called once the port
-    is bound. OSError if the port cannot be bound or the files not read."""
+    is bound; ``options_json`` holds the link policy and resource limits.
+    OSError if the port cannot be bound or the files not read; ValueError
+    for an unknown option."""

@@ -129,8 +129,11 @@ def _serve(args):
     # SIGTERM stops the server as gracefully as Ctrl-C does.
     signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
+        limits = {name: getattr(args, name) for name in _SERVER_LIMITS
+                  if getattr(args, name) is not None}
         h5lake.serve(args.root, host=args.host, port=args.port, password_file=args.password_file,
-                     allow_noauth=args.allow_noauth, on_ready=ready)
+                     allow_noauth=args.allow_noauth, on_ready=ready,
+                     link_roots=args.link_root, link_buckets=args.link_bucket, **limits)
     except KeyboardInterrupt:
         print("h5lake serve: stopped", file=sys.stderr)
     return 0
@@ -172,6 +175,12 @@ def _quiet(parser):
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
 
+def _local_links(parser):
+    parser.add_argument("--allow-local-links", action="store_true",
+                        help="let a store in a bucket (s3://) follow links to local files "
+                             "(only for stores you trust: see the README's security section)")
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="h5lake",
@@ -186,11 +195,13 @@ def build_parser():
     p.add_argument("-r", "--recursive", action="store_true", help="list everything below the group")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="also show types, chunking, filters, fill values and attributes")
+    _local_links(p)
 
     p = _command(commands, "info", _info, "summarise a store: object counts, logical and stored bytes",
                  "h5lake info --json run.h5l")
     p.add_argument("path", metavar="STORE", help="the store directory")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    _local_links(p)
 
     p = _command(commands, "diff", _diff,
                  "compare two stores, HDF5 files or objects in them (exit 0 equal, 1 different, 2 error)",
@@ -201,6 +212,7 @@ def build_parser():
     p.add_argument("--atol", type=float, default=0.0, help="absolute tolerance for numbers")
     p.add_argument("-v", "--verbose", action="store_true", help="list up to 10 differing elements per dataset")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing; only the exit status tells")
+    _local_links(p)
 
     p = _command(commands, "rm", _rm, "remove a store, or an object inside one",
                  "h5lake rm -r run.h5l/detector/frames")
@@ -211,6 +223,7 @@ def build_parser():
                  "h5lake cp run.h5l/detector other.h5l/runs")
     p.add_argument("src", metavar="SRC", help="a store, or store/path/inside")
     p.add_argument("dst", metavar="DST", help="a new store path, or store/path (a group: copy into it)")
+    _local_links(p)
     _force(p, "destination")
 
     p = _command(commands, "mv", _mv, "rename a store, or move an object within its store",
@@ -238,6 +251,7 @@ def build_parser():
     p.add_argument("src", metavar="STORE", help="the store to read")
     p.add_argument("dest", metavar="HDF5_FILE", help="the HDF5 file to create")
     _force(p, "file")
+    _local_links(p)
     _quiet(p)
 
     p = _command(commands, "serve", _serve,
@@ -258,7 +272,34 @@ def build_parser():
                    help="HSDS-style password file of user:password lines (user 'admin' may do anything)")
     p.add_argument("--allow-noauth", action="store_true",
                    help="let requests without credentials act as the 'default' ACL user")
+    p.add_argument("--link-root", action="append", default=[], metavar="DIR",
+                   help="let linked datasets read files below DIR (repeatable; default: none, "
+                        "the server opens no file a client names; never the store or password file)")
+    p.add_argument("--link-bucket", action="append", default=[], metavar="s3://BUCKET[/PREFIX]",
+                   help="let linked datasets name objects below this S3 location (repeatable)")
+    limits = p.add_argument_group("limits (each request is held to them; see the README's security section)")
+    limits.add_argument("--memory-budget", dest="memory_budget_bytes", type=parse_size, metavar="SIZE",
+                        help="memory all requests may hold at once (default 1G)")
+    limits.add_argument("--max-json-elements", type=int, metavar="N",
+                        help="most values in one JSON body or answer (default 1048576)")
+    limits.add_argument("--max-request-size", dest="max_request_bytes", type=parse_size, metavar="SIZE",
+                        help="largest body read whole (default 100M; binary values stream)")
+    limits.add_argument("--header-timeout", type=float, metavar="SECONDS",
+                        help="time a client has to send a request's headers (default 30)")
+    limits.add_argument("--idle-timeout", type=float, metavar="SECONDS",
+                        help="an idle keep-alive connection is closed after this (default 60)")
+    limits.add_argument("--max-connections-per-client", type=int, metavar="N",
+                        help="open connections one client address may hold (default 64)")
+    limits.add_argument("--max-connections", type=int, metavar="N",
+                        help="open connections in all (default 1024)")
     return parser
+
+
+# The `h5lake serve` options that are resource limits, by their names in
+# h5lake.serve().
+_SERVER_LIMITS = ("memory_budget_bytes", "max_json_elements", "max_request_bytes",
+                  "header_timeout", "idle_timeout", "max_connections_per_client",
+                  "max_connections")
 
 
 def _message(error):
@@ -274,6 +315,10 @@ def main(argv=None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as done:          # --help, --version, usage errors
         return int(done.code or 0)
+    if getattr(args, "allow_local_links", False):
+        # Every store the command opens (and the Rust engine under it)
+        # reads the opt-in from here.
+        os.environ["H5LAKE_ALLOW_LOCAL_LINKS"] = "1"
     try:
         return args.run(args)
     except _ERRORS as error:

@@ -30,6 +30,7 @@ fn to_py_err(e: EngineError) -> PyErr {
     let msg = e.to_string();
     match e {
         EngineError::NotFound(_) => PyKeyError::new_err(msg),
+        EngineError::LinkRefused(_) => PyPermissionError::new_err(msg),
         EngineError::Interrupted => PyKeyboardInterrupt::new_err(msg),
         EngineError::StoreNotFound(_) => PyFileNotFoundError::new_err((2, msg)),
         EngineError::AlreadyExists(_) | EngineError::Invalid(_) => PyValueError::new_err(msg),
@@ -300,15 +301,20 @@ fn load_hdf5(
 
 /// Writes an h5lake store out as an HDF5 file; returns the report as JSON.
 #[pyfunction]
-#[pyo3(signature = (src, dest, force=false, progress=false))]
+#[pyo3(signature = (src, dest, force=false, progress=false, allow_local_links=false))]
 fn get_hdf5(
     py: Python<'_>,
     src: PathBuf,
     dest: PathBuf,
     force: bool,
     progress: bool,
+    allow_local_links: bool,
 ) -> PyResult<String> {
-    let opts = h5lake_hdf5::GetOptions { force, progress };
+    let opts = h5lake_hdf5::GetOptions {
+        force,
+        progress,
+        allow_local_links,
+    };
     let r = interruptible(py, || h5lake_hdf5::get(&src, &dest, &opts), hdf5_err)?;
     Ok(serde_json::json!({
         "groups": r.groups, "datasets": r.datasets, "datatypes": r.datatypes,
@@ -318,11 +324,57 @@ fn get_hdf5(
     .to_string())
 }
 
+/// Applies the server settings named in `opts` (`link_roots`,
+/// `link_buckets`: lists; sizes in bytes; times in seconds) to `cfg`.
+fn server_options(cfg: &mut h5lake_server::ServerConfig, opts: &Value) -> PyResult<()> {
+    let Some(map) = opts.as_object() else {
+        return Err(PyValueError::new_err(
+            "server options must be a JSON object",
+        ));
+    };
+    let bad = |k: &str| PyValueError::new_err(format!("invalid value for server option {k}"));
+    for (k, v) in map {
+        let size = || v.as_u64().map(|n| n as usize).ok_or_else(|| bad(k));
+        let strings = || -> PyResult<Vec<String>> {
+            v.as_array()
+                .ok_or_else(|| bad(k))?
+                .iter()
+                .map(|x| x.as_str().map(str::to_string).ok_or_else(|| bad(k)))
+                .collect()
+        };
+        let seconds = || {
+            v.as_f64()
+                .filter(|s| s.is_finite() && *s > 0.0)
+                .map(std::time::Duration::from_secs_f64)
+                .ok_or_else(|| bad(k))
+        };
+        match k.as_str() {
+            "link_roots" => cfg.link_roots = strings()?.into_iter().map(PathBuf::from).collect(),
+            "link_buckets" => cfg.link_buckets = strings()?,
+            "memory_budget_bytes" => cfg.memory_budget_bytes = size()?,
+            "max_json_elements" => cfg.max_json_elements = size()?,
+            "max_request_bytes" => cfg.max_request_bytes = size()?,
+            "header_timeout" => cfg.header_timeout = seconds()?,
+            "idle_timeout" => cfg.idle_timeout = seconds()?,
+            "max_connections_per_client" => cfg.max_connections_per_client = size()?,
+            "max_connections" => cfg.max_connections = size()?,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "unknown server option {other:?}"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Serves the store at `root` over the HSDS REST API until Ctrl-C (or any
 /// signal whose Python handler raises). `on_ready(url)` is called once the
-/// port is bound.
+/// port is bound. `options_json` holds the operator's settings beyond the
+/// common ones (see [`server_options`]).
 #[pyfunction]
-#[pyo3(signature = (root, host="127.0.0.1".to_string(), port=5101, password_file=None, allow_noauth=false, on_ready=None))]
+#[pyo3(signature = (root, host="127.0.0.1".to_string(), port=5101, password_file=None, allow_noauth=false, on_ready=None, options_json="{}"))]
+#[allow(clippy::too_many_arguments)]
 fn serve(
     py: Python<'_>,
     root: String,
@@ -331,8 +383,9 @@ fn serve(
     password_file: Option<PathBuf>,
     allow_noauth: bool,
     on_ready: Option<PyObject>,
+    options_json: &str,
 ) -> PyResult<()> {
-    let cfg = h5lake_server::ServerConfig {
+    let mut cfg = h5lake_server::ServerConfig {
         root,
         host,
         port,
@@ -340,6 +393,7 @@ fn serve(
         allow_noauth,
         ..Default::default()
     };
+    server_options(&mut cfg, &parse_json(options_json, "server options")?)?;
     let stop = Arc::new(AtomicBool::new(false));
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let (result, raised) = py.allow_threads(move || {
@@ -394,19 +448,21 @@ fn is_hdf5(path: PathBuf) -> bool {
 #[pymethods]
 impl RawFile {
     #[new]
-    #[pyo3(signature = (path, mode, root_creation_props_json = "{}", chunk_cache_bytes = None))]
+    #[pyo3(signature = (path, mode, root_creation_props_json = "{}", chunk_cache_bytes = None, allow_local_links = false))]
     fn new(
         py: Python<'_>,
         path: PathBuf,
         mode: &str,
         root_creation_props_json: &str,
         chunk_cache_bytes: Option<usize>,
+        allow_local_links: bool,
     ) -> PyResult<Self> {
         let m = OpenMode::parse(mode).map_err(to_py_err)?;
         let mut opts = DomainOptions {
             root_creation_props: parse_json(root_creation_props_json, "root creation properties")?,
             ..DomainOptions::default()
         };
+        opts.allow_local_links |= allow_local_links;
         if let Some(n) = chunk_cache_bytes {
             opts.chunk_cache_bytes = n;
         }
@@ -470,6 +526,16 @@ impl RawFile {
 
     fn check_linked(&self, py: Python<'_>, obj_id: &str) -> PyResult<()> {
         self.run(py, |d| d.check_linked(obj_id))
+    }
+
+    /// Whether this store's link policy lets its links lead to `location`
+    /// (a store path or URL); PermissionError if not.
+    fn check_link_target(&self, location: &str) -> PyResult<()> {
+        let dom = self.dom()?;
+        dom.link_policy()
+            .check(location, None)
+            .map(|_| ())
+            .map_err(to_py_err)
     }
 
     #[pyo3(signature = (creation_props_json = "{}"))]

@@ -15,7 +15,7 @@ use crate::auth::{self, acl_check, Action};
 use crate::error::{Result, ServerError};
 use crate::objects::object_json;
 use crate::request::domain_key;
-use crate::routes::{blocking, created, json_body, ok, AppState, Ctx};
+use crate::routes::{blocking, created, json_body, ok, AppState, Ctx, Gate};
 use crate::App;
 
 // ---- domains -------------------------------------------------------------
@@ -113,6 +113,8 @@ pub(crate) fn open_domain(app: &App, ctx: &Ctx, action: Action) -> Result<Arc<Do
     // decides, and one open domain then serves every request.
     let opts = DomainOptions {
         chunk_cache_bytes: app.cfg.chunk_cache_bytes / OpenDomains::SLOTS,
+        link_policy: Some(app.link_policy.clone()),
+        link_base: app.link_base.clone(),
         ..Default::default()
     };
     let dom = Arc::new(Domain::open_with(
@@ -126,6 +128,56 @@ pub(crate) fn open_domain(app: &App, ctx: &Ctx, action: Action) -> Result<Arc<Do
         app.domains.put(domain, dom.clone());
     }
     Ok(dom)
+}
+
+/// Checks that the sender of a request may send its body, before the body
+/// is read: a user with no rights must not make the server take in (and
+/// hold) a hundred megabytes to learn that.
+///
+/// # Errors
+/// 401/403 as the request itself would get; 404 for a missing domain.
+pub(crate) async fn authorize(app: &Arc<App>, ctx: &Ctx, gate: Gate) -> Result<()> {
+    let domain = ctx.domain()?;
+    let user = ctx.user.clone();
+    let check = {
+        let app = app.clone();
+        move || -> Result<()> {
+            let admin = &app.cfg.admin_user;
+            match gate {
+                Gate::On(action) => acl_check(&domain_doc(&app, &domain)?, action, &user, admin),
+                Gate::NewDomain => match domain_doc(&app, &domain) {
+                    Ok(doc) => acl_check(&doc, Action::Update, &user, admin),
+                    Err(ServerError::NotFound(_)) => {
+                        if user == auth::DEFAULT_USER {
+                            return Err(ServerError::Unauthorized(
+                                "anonymous users cannot create domains".into(),
+                            ));
+                        }
+                        match parent_of(&domain) {
+                            "/" if user == *admin => Ok(()),
+                            "/" => Err(ServerError::Forbidden(
+                                "creation of top-level domains is only supported by admin users"
+                                    .into(),
+                            )),
+                            parent => match domain_doc(&app, parent) {
+                                Ok(p) => acl_check(&p, Action::Create, &user, admin),
+                                Err(ServerError::NotFound(_)) => Err(ServerError::NotFound(
+                                    format!("parent folder {parent} not found"),
+                                )),
+                                Err(e) => Err(e),
+                            },
+                        }
+                    }
+                    Err(e) => Err(e),
+                },
+            }
+        }
+    };
+    if app.answers_inline() {
+        check()
+    } else {
+        blocking(check).await
+    }
 }
 
 pub(crate) async fn about(State(app): AppState, ctx: Ctx) -> Result<Response> {
@@ -282,7 +334,9 @@ pub(crate) fn owner_acl() -> Value {
 }
 
 pub(crate) async fn put_domain(State(app): AppState, ctx: Ctx, body: Body) -> Result<Response> {
-    let body = json_body(&app, &ctx, body).await?.unwrap_or(json!({}));
+    let body = json_body(&app, &ctx, body, Gate::NewDomain)
+        .await?
+        .unwrap_or(json!({}));
     if !body.is_object() {
         return Err(ServerError::BadRequest(
             "the body must be a JSON object".into(),
@@ -366,11 +420,15 @@ pub(crate) async fn put_domain(State(app): AppState, ctx: Ctx, body: Body) -> Re
             .pointer("/group/creationProperties")
             .cloned()
             .unwrap_or(json!({}));
+        let chosen_root = root_id.clone();
         let opts = DomainOptions {
             root_creation_props: root_props,
             chunk_cache_bytes: 0,
             root_id,
             owner: Some(owner.clone()),
+            link_policy: Some(app.link_policy.clone()),
+            link_base: app.link_base.clone(),
+            ..Default::default()
         };
         let dom = Domain::open_with(
             app.store.clone(),
@@ -380,9 +438,15 @@ pub(crate) async fn put_domain(State(app): AppState, ctx: Ctx, body: Body) -> Re
             &opts,
         )
         .map_err(|e| match e {
-            h5lake_engine::EngineError::StoreExists(_) | h5lake_engine::EngineError::AlreadyExists(_) => {
+            h5lake_engine::EngineError::StoreExists(_) => {
                 ServerError::Conflict(format!("domain {domain} already exists"))
             }
+            // The domain is new; what exists is the root group the client
+            // chose an id for, which belongs to some other domain.
+            h5lake_engine::EngineError::AlreadyExists(_) => ServerError::Conflict(format!(
+                "root id {} is already in use; choose another (or none)",
+                chosen_root.as_deref().unwrap_or("")
+            )),
             e => e.into(),
         })?;
         let doc = update_domain_doc(&app, &domain, |doc| {
@@ -507,6 +571,17 @@ pub(crate) async fn get_domains(State(app): AppState, ctx: Ctx) -> Result<Respon
             if items.len() >= limit {
                 break;
             }
+            // Reading the folder shows what is in it; what each entry is
+            // (owner, root, sizes) only to those who may read the entry.
+            if acl_check(&doc, Action::Read, &ctx.user, &app.cfg.admin_user).is_err() {
+                let class = if doc.get("root").is_some() {
+                    "domain"
+                } else {
+                    "folder"
+                };
+                items.push(json!({"name": name, "class": class}));
+                continue;
+            }
             let mut item = domain_response(&name, &doc);
             if let Some(obj) = item.as_object_mut() {
                 for k in ["hrefs", "limits", "compressors", "version"] {
@@ -602,7 +677,7 @@ pub(crate) async fn put_acl(
     Path(user): Path<String>,
     body: Body,
 ) -> Result<Response> {
-    let body = json_body(&app, &ctx, body).await?;
+    let body = json_body(&app, &ctx, body, Gate::On(Action::UpdateAcl)).await?;
     let Some(Value::Object(perms)) = body else {
         return Err(ServerError::BadRequest(
             "the body must be an object of ACL flags".into(),

@@ -29,6 +29,12 @@ pub enum ServerError {
     /// A body that is neither JSON nor binary where one of them is required.
     #[error("{0}")]
     UnsupportedMediaType(String),
+    /// The client stopped sending the request body.
+    #[error("{0}")]
+    Timeout(String),
+    /// The server is busy (its memory budget is in use); try again.
+    #[error("{0}")]
+    Unavailable(String),
     /// A part of the HSDS API this server does not implement.
     #[error("{0}")]
     NotImplemented(String),
@@ -68,6 +74,8 @@ impl ServerError {
             ServerError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ServerError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ServerError::NotImplemented(_) => StatusCode::NOT_IMPLEMENTED,
+            ServerError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ServerError::Timeout(_) => StatusCode::REQUEST_TIMEOUT,
             ServerError::Internal(_) | ServerError::Startup(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ServerError::Engine(e) => match e {
                 EngineError::NotFound(_) | EngineError::StoreNotFound(_) => StatusCode::NOT_FOUND,
@@ -76,7 +84,7 @@ impl ServerError {
                 | EngineError::WrongType(_)
                 | EngineError::NotAStore(_)
                 | EngineError::Types(_) => StatusCode::BAD_REQUEST,
-                EngineError::ReadOnly(_) => StatusCode::FORBIDDEN,
+                EngineError::ReadOnly(_) | EngineError::LinkRefused(_) => StatusCode::FORBIDDEN,
                 EngineError::Store(StoreError::InvalidKey { .. }) => StatusCode::BAD_REQUEST,
                 _ => StatusCode::INTERNAL_SERVER_ERROR,
             },
@@ -87,7 +95,17 @@ impl ServerError {
 impl IntoResponse for ServerError {
     fn into_response(self) -> Response {
         let status = self.status();
-        let msg = self.to_string();
+        let mut msg = self.to_string();
+        if status.is_server_error() && status != StatusCode::SERVICE_UNAVAILABLE {
+            // What failed inside the server (a store error naming its
+            // files, a bug) is the operator's to read, not the client's: it
+            // can hold paths and other details of the host.
+            let incident = incident_id();
+            eprintln!("h5lake serve: request failed ({incident}): {msg}");
+            msg = format!(
+                "internal server error (incident {incident}; the server's log has the details)"
+            );
+        }
         let body = serde_json::json!({"status": status.as_u16(), "error": msg, "message": msg});
         let mut rsp = (status, body.to_string()).into_response();
         rsp.headers_mut().insert(
@@ -107,6 +125,16 @@ impl IntoResponse for ServerError {
         }
         rsp
     }
+}
+
+/// A short id that ties an answer to the server log line about it.
+fn incident_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    format!("{secs:x}-{}", NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 /// A message as a valid reason phrase: visible ASCII and spaces, at most

@@ -10,6 +10,8 @@
 //! pool; large binary values stream through in slabs of bounded size.
 
 mod auth;
+mod budget;
+mod conn;
 mod domains;
 mod error;
 mod objects;
@@ -57,6 +59,36 @@ pub struct ServerConfig {
     /// chunk is checked against the store's version before use, so several
     /// servers on one store still see each other's writes at once.
     pub chunk_cache_bytes: usize,
+    /// Directories whose files linked datasets and other links may name
+    /// (`--link-root`); none by default: the server then opens no path a
+    /// client or a stored document names.
+    pub link_roots: Vec<PathBuf>,
+    /// `s3://bucket[/prefix]` locations links may name (`--link-bucket`).
+    pub link_buckets: Vec<String>,
+    /// Memory the server may spend on request bodies, JSON answers and
+    /// value slabs at once; a request that would go past it waits for
+    /// others to finish, and one that could never fit is refused (413).
+    pub memory_budget_bytes: usize,
+    /// Most elements a JSON body or a JSON answer may hold (each costs far
+    /// more memory as JSON than as binary).
+    pub max_json_elements: usize,
+    /// How long a client has to send a complete request head, counted from
+    /// connecting or from the previous response: without it a client that
+    /// connects and sends nothing, or half a head, holds a socket forever.
+    pub header_timeout: Duration,
+    /// How long a connection with no request in flight may stay open with
+    /// no byte read or written: idle keep-alive connections otherwise pile
+    /// up until the server runs out of sockets. A request being answered,
+    /// however slowly, keeps its connection, unless the client has taken
+    /// no byte of its response for this long: it would otherwise hold the
+    /// response's memory forever.
+    pub idle_timeout: Duration,
+    /// Connections one client address may hold open; more are answered 503
+    /// and closed, so that one client cannot take every socket.
+    pub max_connections_per_client: usize,
+    /// Connections the server holds open in all; more are answered 503 and
+    /// closed, so that the server stays within its file descriptors.
+    pub max_connections: usize,
 }
 
 impl Default for ServerConfig {
@@ -72,6 +104,14 @@ impl Default for ServerConfig {
             max_json_response_bytes: 100 << 20,
             slab_bytes: 8 << 20,
             chunk_cache_bytes: 256 << 20,
+            link_roots: Vec::new(),
+            link_buckets: Vec::new(),
+            memory_budget_bytes: 1 << 30,
+            max_json_elements: 1 << 20,
+            header_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(60),
+            max_connections_per_client: 64,
+            max_connections: 1024,
         }
     }
 }
@@ -88,6 +128,14 @@ pub(crate) struct App {
     pub domain_docs: domains::DomainDocs,
     /// Buffers of binary value answers, reused.
     pub slabs: Arc<pool::SlabPool>,
+    /// What linked datasets may make the server open (the operator's
+    /// `--link-root`/`--link-bucket`; nothing by default).
+    pub link_policy: h5lake_engine::LinkPolicy,
+    /// Where relative `file_uri`s start: the directory holding a local
+    /// store, as HSDS's `root_dir` holds its buckets.
+    pub link_base: Option<PathBuf>,
+    /// Memory requests may hold at once (see [`budget`]).
+    pub budget: budget::Budget,
 }
 
 impl App {
@@ -129,11 +177,27 @@ impl Server {
             )),
         };
         let store = open_store(&cfg.root)?;
+        let local_root = (!cfg.root.contains("://")).then(|| PathBuf::from(&cfg.root));
+        // The store's own files and the password file are never link
+        // targets, even below an allowed root.
+        let denied: Vec<PathBuf> = local_root
+            .iter()
+            .chain(cfg.password_file.iter())
+            .cloned()
+            .collect();
+        let link_policy =
+            h5lake_engine::LinkPolicy::for_server(&cfg.link_roots, &cfg.link_buckets, &denied)
+                .map_err(|e| ServerError::Startup(e.to_string()))?;
+        let link_base = local_root
+            .as_ref()
+            .and_then(|r| r.canonicalize().ok())
+            .and_then(|r| r.parent().map(std::path::Path::to_path_buf));
         let addr = format!("{}:{}", cfg.host, cfg.port);
         let listener = tokio::net::TcpListener::bind(&addr)
             .await
             .map_err(|e| ServerError::Startup(format!("cannot listen on {addr}: {e}")))?;
         let slabs = pool::SlabPool::new(cfg.slab_bytes);
+        let budget = budget::Budget::new(cfg.memory_budget_bytes);
         let app = Arc::new(App {
             store,
             cfg,
@@ -142,6 +206,9 @@ impl Server {
             domains: Default::default(),
             domain_docs: Default::default(),
             slabs,
+            link_policy,
+            link_base,
+            budget,
         });
         Ok(Server { listener, app })
     }
@@ -159,22 +226,16 @@ impl Server {
     /// Serves until `shutdown` completes, then finishes the requests in flight.
     ///
     /// # Errors
-    /// The listener fails.
+    /// None so far: a failing accept (out of file descriptors, say) is
+    /// reported and retried, since ending the server would not fix it.
     pub async fn serve(
         self,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> Result<()> {
-        use axum::serve::ListenerExt;
-        let router = routes::router(self.app);
-        // Without TCP_NODELAY a response written as headers then body waits
-        // for the client's delayed ACK: 40 ms a request.
-        let listener = self.listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        axum::serve(listener, router)
-            .with_graceful_shutdown(shutdown)
-            .await
-            .map_err(|e| ServerError::Startup(e.to_string()))
+        let Server { listener, app } = self;
+        let router = routes::router(app.clone());
+        conn::serve(listener, router, &app.cfg, shutdown).await;
+        Ok(())
     }
 }
 

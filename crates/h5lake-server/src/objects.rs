@@ -14,7 +14,7 @@ use crate::auth::Action;
 use crate::domains::{glob_match, open_domain};
 use crate::error::{Result, ServerError};
 use crate::request::{shape_json, type_json};
-use crate::routes::{blocking, created, json_body, ok, AppState, Ctx};
+use crate::routes::{blocking, created, json_body, ok, AppState, Ctx, Gate};
 use crate::values;
 use crate::App;
 
@@ -262,12 +262,18 @@ pub(crate) fn guess_chunks(dims: &[u64], esize: u64) -> Vec<u64> {
 const MAX_CHUNK_BYTES: u128 = 128 << 20;
 
 pub(crate) fn check_chunk_size(t: &Value, cprops: &Value) -> Result<()> {
-    let Some(dims) = cprops.pointer("/layout/dims").and_then(Value::as_array) else {
-        return Ok(());
-    };
     let esize = h5lake_types::Datatype::from_json(t)?
         .fixed_size()
         .unwrap_or(16) as u128;
+    // Every element lives in some chunk, and a read holds its chunk whole.
+    if esize > MAX_CHUNK_BYTES {
+        return Err(ServerError::BadRequest(format!(
+            "elements of {esize} bytes are too large (at most {MAX_CHUNK_BYTES} bytes, the largest chunk)"
+        )));
+    }
+    let Some(dims) = cprops.pointer("/layout/dims").and_then(Value::as_array) else {
+        return Ok(());
+    };
     let n = dims.iter().try_fold(esize, |acc, d| {
         d.as_u64().and_then(|d| acc.checked_mul(u128::from(d)))
     });
@@ -293,6 +299,39 @@ pub(crate) fn create_item(
     item: &Value,
 ) -> Result<(Value, Option<(String, String)>)> {
     let body = object_body(item)?;
+    let link = match body.get("link") {
+        None => None,
+        Some(l) => {
+            let parent = l.get("id").and_then(Value::as_str).unwrap_or(dom.root_id());
+            let name = l
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| ServerError::BadRequest("link without name".into()))?;
+            Some((parent.to_string(), name.to_string()))
+        }
+    };
+    let link = match (link, body.get("h5path").and_then(Value::as_str)) {
+        (Some(l), None) => Some(l),
+        (None, Some(path)) => {
+            let parent = body
+                .get("parent_id")
+                .and_then(Value::as_str)
+                .unwrap_or(dom.root_id());
+            let (parent, name) = resolve_parent(dom, parent, path)?;
+            Some((parent, name))
+        }
+        (None, None) => None,
+        (Some(_), Some(_)) => {
+            return Err(ServerError::BadRequest(
+                "'link' key in body can't be used with h5path".into(),
+            ))
+        }
+    };
+    // Where the object will be linked is checked before it is made: a
+    // request that fails leaves nothing behind.
+    if let Some((parent, name)) = &link {
+        dom.check_new_link(parent, name)?;
+    }
     let id = match body.get("id") {
         None => None,
         Some(Value::String(s)) => Some(s.as_str()),
@@ -383,34 +422,6 @@ pub(crate) fn create_item(
         let _ = dom.delete_object(&new_id);
         return Err(e);
     }
-    let link = match body.get("link") {
-        None => None,
-        Some(l) => {
-            let parent = l.get("id").and_then(Value::as_str).unwrap_or(dom.root_id());
-            let name = l
-                .get("name")
-                .and_then(Value::as_str)
-                .ok_or_else(|| ServerError::BadRequest("link without name".into()))?;
-            Some((parent.to_string(), name.to_string()))
-        }
-    };
-    let link = match (link, body.get("h5path").and_then(Value::as_str)) {
-        (Some(l), None) => Some(l),
-        (None, Some(path)) => {
-            let parent = body
-                .get("parent_id")
-                .and_then(Value::as_str)
-                .unwrap_or(dom.root_id());
-            let (parent, name) = resolve_parent(dom, parent, path)?;
-            Some((parent, name))
-        }
-        (None, None) => None,
-        (Some(_), Some(_)) => {
-            return Err(ServerError::BadRequest(
-                "'link' key in body can't be used with h5path".into(),
-            ))
-        }
-    };
     let doc = dom.get_doc(&new_id)?;
     Ok((object_json(&doc, dom.location(), false, false), link))
 }
@@ -449,7 +460,7 @@ pub(crate) async fn post_objects(
     coll: &'static str,
     body: Body,
 ) -> Result<Response> {
-    let body = json_body(&app, &ctx, body).await?;
+    let body = json_body(&app, &ctx, body, Gate::On(Action::Create)).await?;
     blocking(move || {
         let dom = open_domain(&app, &ctx, Action::Create)?;
         let (items, many) = match body {
@@ -464,20 +475,40 @@ pub(crate) async fn post_objects(
         };
         let mut objects = Vec::with_capacity(items.len());
         let mut links: Vec<(String, Vec<(String, Value)>)> = Vec::new();
-        for item in &items {
-            let (obj, link) = create_item(&dom, coll, item)?;
-            if let Some((parent, name)) = link {
-                let target = json!({"class": "H5L_TYPE_HARD", "id": obj["id"]});
-                match links.iter_mut().find(|(p, _)| *p == parent) {
-                    Some((_, l)) => l.push((name, target)),
-                    None => links.push((parent, vec![(name, target)])),
+        let mut linked = 0;
+        let made = (|| -> Result<()> {
+            for item in &items {
+                let (obj, link) = create_item(&dom, coll, item)?;
+                if let Some((parent, name)) = link {
+                    let target = json!({"class": "H5L_TYPE_HARD", "id": obj["id"]});
+                    match links.iter_mut().find(|(p, _)| *p == parent) {
+                        Some((_, l)) => l.push((name, target)),
+                        None => links.push((parent, vec![(name, target)])),
+                    }
+                }
+                objects.push(obj);
+            }
+            // One document update per parent group, however many links.
+            for (parent, l) in &links {
+                dom.links_create(parent, l.clone(), many)?;
+                linked += 1;
+            }
+            Ok(())
+        })();
+        if let Err(e) = made {
+            // All or nothing: the links and objects this request made go
+            // again (only the groups whose update went through hold links
+            // of this request).
+            for (parent, l) in &links[..linked] {
+                let names: Vec<String> = l.iter().map(|(n, _)| n.clone()).collect();
+                let _ = dom.links_delete(parent, &names);
+            }
+            for obj in &objects {
+                if let Some(id) = obj.get("id").and_then(Value::as_str) {
+                    let _ = dom.delete_object(id);
                 }
             }
-            objects.push(obj);
-        }
-        // One document update per parent group, however many links.
-        for (parent, l) in links {
-            dom.links_create(&parent, l, many)?;
+            return Err(e);
         }
         if many {
             created(json!({"objects": objects}))
@@ -521,7 +552,9 @@ pub(crate) async fn put_shape(
     body: Body,
 ) -> Result<Response> {
     check_id(&id, "datasets")?;
-    let body = json_body(&app, &ctx, body).await?.unwrap_or(json!({}));
+    let body = json_body(&app, &ctx, body, Gate::On(Action::Update))
+        .await?
+        .unwrap_or(json!({}));
     blocking(move || {
         let dom = open_domain(&app, &ctx, Action::Update)?;
         let m = dom.dataset_meta(&id)?;
@@ -735,7 +768,9 @@ pub(crate) async fn put_link(
     body: Body,
 ) -> Result<Response> {
     check_id(&id, "groups")?;
-    let body = json_body(&app, &ctx, body).await?.unwrap_or(json!({}));
+    let body = json_body(&app, &ctx, body, Gate::On(Action::Create))
+        .await?
+        .unwrap_or(json!({}));
     let link = link_from_request(&body)?;
     blocking(move || {
         let dom = open_domain(&app, &ctx, Action::Create)?;
@@ -826,7 +861,9 @@ pub(crate) async fn put_links(
     body: Body,
 ) -> Result<Response> {
     check_id(&id, "groups")?;
-    let body = json_body(&app, &ctx, body).await?.unwrap_or(json!({}));
+    let body = json_body(&app, &ctx, body, Gate::On(Action::Create))
+        .await?
+        .unwrap_or(json!({}));
     let per_group = per_target(
         &body,
         ("grp_ids", "links"),
@@ -854,7 +891,9 @@ pub(crate) async fn post_links(
     body: Body,
 ) -> Result<Response> {
     check_id(&id, "groups")?;
-    let body = json_body(&app, &ctx, body).await?.unwrap_or(json!({}));
+    let body = json_body(&app, &ctx, body, Gate::On(Action::Read))
+        .await?
+        .unwrap_or(json!({}));
     let titles: Option<Vec<String>> = match body.get("titles") {
         None => None,
         Some(Value::Array(a)) => Some(
@@ -1006,7 +1045,9 @@ pub(crate) async fn put_attr(
     body: Body,
 ) -> Result<Response> {
     check_id(&id, coll)?;
-    let body = json_body(&app, &ctx, body).await?.unwrap_or(json!({}));
+    let body = json_body(&app, &ctx, body, Gate::On(Action::Create))
+        .await?
+        .unwrap_or(json!({}));
     blocking(move || {
         let dom = open_domain(&app, &ctx, Action::Create)?;
         let replace =
@@ -1044,7 +1085,9 @@ pub(crate) async fn put_attrs(
     body: Body,
 ) -> Result<Response> {
     check_id(&id, coll)?;
-    let body = json_body(&app, &ctx, body).await?.unwrap_or(json!({}));
+    let body = json_body(&app, &ctx, body, Gate::On(Action::Create))
+        .await?
+        .unwrap_or(json!({}));
     blocking(move || {
         let dom = open_domain(&app, &ctx, Action::Create)?;
         let replace = ctx.flag("replace");
@@ -1101,7 +1144,9 @@ pub(crate) async fn post_attrs(
     body: Body,
 ) -> Result<Response> {
     check_id(&id, coll)?;
-    let body = json_body(&app, &ctx, body).await?.unwrap_or(json!({}));
+    let body = json_body(&app, &ctx, body, Gate::On(Action::Read))
+        .await?
+        .unwrap_or(json!({}));
     blocking(move || {
         let dom = open_domain(&app, &ctx, Action::Read)?;
         let data = ctx.param("IncludeData").is_none() || ctx.flag("IncludeData");

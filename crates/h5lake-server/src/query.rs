@@ -14,6 +14,10 @@ fn bad(msg: impl Into<String>) -> ServerError {
 
 /// Deepest nesting accepted, so that a hostile query cannot exhaust the stack.
 const MAX_DEPTH: usize = 64;
+/// Most tokens in a query. A chain `a | b | c …` nests one level per
+/// operator in the tree evaluation (and dropping) walks recursively, so
+/// its length is bounded like explicit nesting is.
+const MAX_TOKENS: usize = 1024;
 
 #[derive(Clone, Debug, PartialEq)]
 enum Tok {
@@ -234,6 +238,11 @@ impl Query {
             return Err(bad("queries need a compound (table) dataset"));
         };
         let toks = tokenize(q)?;
+        if toks.len() > MAX_TOKENS {
+            return Err(bad(format!(
+                "query too long: at most {MAX_TOKENS} names, values and operators"
+            )));
+        }
         let mut p = Parser {
             toks: &toks,
             pos: 0,
@@ -347,6 +356,18 @@ mod tests {
         s.resize(4, 0);
         r.extend(s);
         r
+    }
+
+    #[test]
+    fn long_chains_are_refused_not_overflowing() {
+        let t = table();
+        let chain = vec!["n == 1"; 200_000].join(" | ");
+        assert!(Query::parse(&chain, &t).is_err());
+        let ok = vec!["n == 1"; 250].join(" | ");
+        assert!(Query::parse(&ok, &t)
+            .unwrap()
+            .matches(&row(0.0, 1, b"ab"))
+            .unwrap());
     }
 
     #[test]

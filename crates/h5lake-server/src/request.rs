@@ -13,6 +13,9 @@ fn bad(msg: impl Into<String>) -> ServerError {
 
 /// Longest domain path accepted (S3 keys are limited to 1024 bytes).
 const MAX_DOMAIN_LEN: usize = 900;
+/// Longest name of one folder or domain in a path: what local file
+/// systems allow for one name (NAME_MAX).
+const MAX_SEGMENT_LEN: usize = 255;
 /// Largest number of elements a dataset or attribute may declare: beyond
 /// this, shapes are almost certainly mistakes (or attacks on the planner).
 pub const MAX_ELEMENTS: u128 = 1 << 60;
@@ -37,6 +40,11 @@ pub fn domain_path(raw: &str) -> Result<String> {
         return Ok("/".into());
     }
     for (i, seg) in trimmed[1..].split('/').enumerate() {
+        if seg.len() > MAX_SEGMENT_LEN {
+            return Err(bad(format!(
+                "invalid domain: a path segment is longer than {MAX_SEGMENT_LEN} bytes"
+            )));
+        }
         if seg.is_empty() || seg == "." || seg == ".." {
             return Err(bad(format!(
                 "invalid domain {raw:?}: empty, '.' or '..' path segment"
@@ -543,6 +551,8 @@ mod tests {
         ] {
             assert!(domain_path(bad).is_err(), "{bad}");
         }
+        assert!(domain_path(&format!("/home/{}", "x".repeat(256))).is_err());
+        assert!(domain_path(&format!("/home/{}", "x".repeat(255))).is_ok());
         assert_eq!(domain_key("/home/u/f.h5"), "home/u/f.h5/.domain.json");
     }
 

@@ -110,6 +110,10 @@ pub(crate) fn router(app: Arc<App>) -> Router {
             );
     }
     r.fallback(|| async { ServerError::NotFound("no such endpoint".into()) })
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            crate::budget::hold_body_memory,
+        ))
         .layer(axum::extract::DefaultBodyLimit::disable())
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(|_| {
             ServerError::Internal("internal error (the request panicked)".into()).into_response()
@@ -130,21 +134,10 @@ impl FromRequestParts<Arc<App>> for Ctx {
     type Rejection = ServerError;
 
     async fn from_request_parts(parts: &mut Parts, app: &Arc<App>) -> Result<Self> {
-        let params = parts
-            .uri
-            .query()
-            .map(|q| {
-                form_urlencoded_pairs(q)
-                    .into_iter()
-                    .collect::<HashMap<String, String>>()
-            })
-            .unwrap_or_default();
-        let anonymous_ok = parts.uri.path() == "/about" || parts.uri.path() == "/info";
-        let user = match auth::authenticate(&parts.headers, &app.users, app.cfg.allow_noauth) {
-            Ok(u) => u,
-            Err(_) if anonymous_ok => auth::DEFAULT_USER.to_string(),
-            Err(e) => return Err(e),
-        };
+        let params = form_urlencoded_pairs(parts.uri.query().unwrap_or(""))?
+            .into_iter()
+            .collect::<HashMap<String, String>>();
+        let user = user_of(app, parts.uri.path(), &parts.headers)?;
         Ok(Ctx {
             user,
             params,
@@ -153,18 +146,37 @@ impl FromRequestParts<Arc<App>> for Ctx {
     }
 }
 
+/// Who sends a request to `path`: anyone may ask `/about`.
+pub(crate) fn user_of(app: &App, path: &str, headers: &HeaderMap) -> Result<String> {
+    let anonymous_ok = path == "/about" || path == "/info";
+    match auth::authenticate(headers, &app.users, app.cfg.allow_noauth) {
+        Ok(u) => Ok(u),
+        Err(_) if anonymous_ok => Ok(auth::DEFAULT_USER.to_string()),
+        Err(e) => Err(e),
+    }
+}
+
 /// `a=1&b=x%2Fy` → pairs, `+` as space, invalid escapes kept verbatim.
-fn form_urlencoded_pairs(q: &str) -> Vec<(String, String)> {
+///
+/// # Errors
+/// A name or value that is not UTF-8 once decoded: read lossily, two
+/// different domain names could reach one domain.
+fn form_urlencoded_pairs(q: &str) -> Result<Vec<(String, String)>> {
     let decode = |s: &str| {
         percent_encoding::percent_decode_str(&s.replace('+', " "))
-            .decode_utf8_lossy()
-            .into_owned()
+            .decode_utf8()
+            .map(|c| c.into_owned())
+            .map_err(|_| {
+                ServerError::BadRequest(format!(
+                    "query parameter {s:?} is not valid UTF-8 once decoded"
+                ))
+            })
     };
     q.split('&')
         .filter(|p| !p.is_empty())
         .map(|p| match p.split_once('=') {
-            Some((k, v)) => (decode(k), decode(v)),
-            None => (decode(p), String::new()),
+            Some((k, v)) => Ok((decode(k)?, decode(v)?)),
+            None => Ok((decode(p)?, String::new())),
         })
         .collect()
 }
@@ -223,50 +235,128 @@ pub(crate) async fn blocking<T: Send + 'static>(
         .map_err(|e| ServerError::Internal(format!("request failed: {e}")))?
 }
 
-/// A whole JSON body (at most `max_request_bytes`), `None` if empty.
-pub(crate) async fn json_body(app: &App, ctx: &Ctx, body: Body) -> Result<Option<Value>> {
+/// A whole JSON body (at most `max_request_bytes` and `max_json_elements`
+/// values), `None` if empty. `gate` is checked before a byte is read.
+pub(crate) async fn json_body(
+    app: &Arc<App>,
+    ctx: &Ctx,
+    body: Body,
+    gate: Gate,
+) -> Result<Option<Value>> {
     if ctx.sends_binary() {
         return Err(ServerError::UnsupportedMediaType(
             "this request takes a JSON body, not application/octet-stream".into(),
         ));
     }
-    let bytes = read_body(app, body).await?;
+    let bytes = read_body(app, ctx, body, gate).await?;
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
     // Clients send `null` for "no body" (h5pyd's PUT without one).
-    match parse_json_body(&bytes)? {
+    match parse_json_limited(app, &bytes)? {
         Value::Null => Ok(None),
         v => Ok(Some(v)),
     }
+}
+
+/// Parses a JSON body after checking that it holds at most
+/// `max_json_elements` values: parsed, each costs many times its text.
+pub(crate) fn parse_json_limited(app: &App, bytes: &[u8]) -> Result<Value> {
+    let n = crate::budget::count_json_values(bytes);
+    if n > app.cfg.max_json_elements {
+        return Err(ServerError::TooLarge(format!(
+            "the JSON body holds {n} values, more than the limit of {} (--max-json-elements); \
+             send big dataset values as application/octet-stream",
+            app.cfg.max_json_elements
+        )));
+    }
+    parse_json_body(bytes)
 }
 
 /// A JSON request body. Python clients (h5pyd) write non-finite floats as
 /// the bare tokens `NaN` / `Infinity`, which strict JSON refuses; they are
 /// read as the engine reads them in HSDS's own documents.
 pub(crate) fn parse_json_body(bytes: &[u8]) -> Result<Value> {
-    h5lake_engine::json::parse_doc(bytes, "request body")
-        .map_err(|e| ServerError::BadRequest(format!("Unable to load JSON body: {e}")))
-}
-
-/// A whole (non-streamed) body of at most `max_request_bytes`.
-pub(crate) async fn read_body(app: &App, body: Body) -> Result<bytes::Bytes> {
-    limited_body(body, app.cfg.max_request_bytes).await
-}
-
-async fn limited_body(body: Body, limit: usize) -> Result<bytes::Bytes> {
-    axum::body::to_bytes(body, limit).await.map_err(|e| {
-        let over_limit = std::error::Error::source(&e)
-            .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
-        if over_limit {
-            ServerError::TooLarge(format!(
-                "request body larger than {limit} bytes (send big dataset values as application/octet-stream)"
-            ))
-        } else {
-            // a client that sent less than its Content-Length, or went away
-            ServerError::BadRequest(format!("error reading the request body: {e}"))
-        }
+    h5lake_engine::json::parse_doc(bytes, "request body").map_err(|e| {
+        // The engine speaks of its own documents; this one is the client's.
+        let why = match e {
+            h5lake_engine::EngineError::Corrupt(m) => m,
+            e => e.to_string(),
+        };
+        ServerError::BadRequest(format!("Unable to load JSON body: {why}"))
     })
+}
+
+/// A whole (non-streamed) body of at most `max_request_bytes`, read only
+/// once `gate` lets the sender send it.
+pub(crate) async fn read_body(
+    app: &Arc<App>,
+    ctx: &Ctx,
+    body: Body,
+    gate: Gate,
+) -> Result<bytes::Bytes> {
+    crate::domains::authorize(app, ctx, gate).await?;
+    let declared = ctx
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok());
+    limited_body(body, app.cfg.max_request_bytes, declared).await
+}
+
+/// The right under which a request sends a body.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Gate {
+    /// `action` on the request's domain.
+    On(crate::auth::Action),
+    /// Creating the request's domain (or flushing it, if it exists).
+    NewDomain,
+}
+
+async fn limited_body(body: Body, limit: usize, declared: Option<usize>) -> Result<bytes::Bytes> {
+    use futures_util::StreamExt;
+    let too_large = || {
+        ServerError::TooLarge(format!(
+            "request body larger than {limit} bytes (send big dataset values as application/octet-stream)"
+        ))
+    };
+    if declared.is_some_and(|n| n > limit) {
+        return Err(too_large());
+    }
+    // One buffer of the declared size: collecting frames and joining them
+    // would hold the body twice (what the memory budget reserved once).
+    let mut buf = Vec::with_capacity(declared.unwrap_or(0));
+    let mut frames = body.into_data_stream();
+    while let Some(frame) = frames.next().await {
+        let frame = frame.map_err(|e| {
+            if stalled(&e) {
+                ServerError::Timeout(format!("error reading the request body: {e}"))
+            } else {
+                // a client that sent less than its Content-Length, or went away
+                ServerError::BadRequest(format!("error reading the request body: {e}"))
+            }
+        })?;
+        if buf.len() + frame.len() > limit {
+            return Err(too_large());
+        }
+        buf.extend_from_slice(&frame);
+    }
+    Ok(bytes::Bytes::from(buf))
+}
+
+/// Whether reading a body failed because the client stopped sending it.
+pub(crate) fn stalled(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if err
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
+        {
+            return true;
+        }
+        cur = err.source();
+    }
+    false
 }
 
 pub(crate) fn json_rsp(status: StatusCode, v: Value) -> Response {
@@ -292,14 +382,25 @@ mod tests {
 
     #[tokio::test]
     async fn body_limits() {
-        assert_eq!(limited_body(Body::from("12345"), 5).await.unwrap(), "12345");
-        let e = limited_body(Body::from("123456"), 5).await.unwrap_err();
+        assert_eq!(
+            limited_body(Body::from("12345"), 5, Some(5)).await.unwrap(),
+            "12345"
+        );
+        assert_eq!(
+            limited_body(Body::from("12345"), 5, None).await.unwrap(),
+            "12345"
+        );
+        let e = limited_body(Body::from("123456"), 5, None)
+            .await
+            .unwrap_err();
+        assert_eq!(e.status(), StatusCode::PAYLOAD_TOO_LARGE);
+        let e = limited_body(Body::from("1"), 5, Some(6)).await.unwrap_err();
         assert_eq!(e.status(), StatusCode::PAYLOAD_TOO_LARGE);
         let failing = futures_util::stream::iter(vec![
             Ok(bytes::Bytes::from("ab")),
             Err(std::io::Error::other("connection reset")),
         ]);
-        let e = limited_body(Body::from_stream(failing), 5)
+        let e = limited_body(Body::from_stream(failing), 5, None)
             .await
             .unwrap_err();
         assert_eq!(e.status(), StatusCode::BAD_REQUEST);
@@ -307,10 +408,12 @@ mod tests {
 
     #[test]
     fn query_strings() {
-        let q = form_urlencoded_pairs("domain=%2Fhome%2Fu%2Ff.h5&select=[0:4]&flag&a=b+c");
+        let q = form_urlencoded_pairs("domain=%2Fhome%2Fu%2Ff.h5&select=[0:4]&flag&a=b+c").unwrap();
         assert_eq!(q[0], ("domain".into(), "/home/u/f.h5".into()));
         assert_eq!(q[1], ("select".into(), "[0:4]".into()));
         assert_eq!(q[2], ("flag".into(), String::new()));
         assert_eq!(q[3], ("a".into(), "b c".into()));
+        assert!(form_urlencoded_pairs("domain=%2Fhome%2F%FF").is_err());
+        assert!(form_urlencoded_pairs("domain=%2Fhome%2F%C3%A9").is_ok());
     }
 }

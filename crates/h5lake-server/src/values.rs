@@ -24,6 +24,7 @@ use h5lake_types::{
 use serde_json::{json, Value};
 
 use crate::auth::Action;
+use crate::budget::JSON_VALUE_BYTES;
 use crate::domains::open_domain;
 use crate::error::{Result, ServerError};
 use crate::objects::{resolve_type, Coll};
@@ -32,7 +33,7 @@ use crate::query::Query;
 use crate::request::{
     parse_fields, parse_select, points_from_bytes, points_from_json, select_from_body, shape_json,
 };
-use crate::routes::{blocking, json_body, json_rsp, read_body, Ctx};
+use crate::routes::{blocking, json_body, json_rsp, read_body, Ctx, Gate};
 use crate::App;
 
 fn bad(msg: impl Into<String>) -> ServerError {
@@ -79,6 +80,12 @@ fn vlen_from_bytes(dt: &Datatype, b: &[u8], n: usize) -> Result<Vec<Vec<u8>>> {
 
 // ---- attributes ----------------------------------------------------------------
 
+/// Largest attribute value, in bytes of its elements.
+const MAX_ATTRIBUTE_BYTES: u128 = 64 << 20;
+/// Most JSON values in an attribute: attributes are kept as JSON in their
+/// object's document, which every request on the object parses.
+const MAX_ATTRIBUTE_VALUES: u64 = 1 << 20;
+
 /// An attribute from a request body (`type`, `shape`, `value`, optional
 /// `encoding: base64`) in the stored form: type resolved, value checked
 /// against type and shape and, for fixed-size types, stored as plain JSON.
@@ -95,6 +102,23 @@ pub(crate) fn attr_from_request(dom: &Domain, body: &Value) -> Result<Value> {
     let shape = shape_json(body.get("shape"), None)?;
     let s = Shape::from_json(&shape)?;
     let dims = value_dims(&s);
+    // An attribute is read and written whole, and lives in its object's
+    // document: its size is bounded like a request body.
+    let bytes = dims
+        .iter()
+        .try_fold(dt.fixed_size().unwrap_or(16) as u128, |acc, &d| {
+            acc.checked_mul(u128::from(d))
+        });
+    let values = dims
+        .iter()
+        .fold(json_values_per_element(&dt), |a, &d| a.saturating_mul(d))
+        .saturating_add(nesting_lists(&dims));
+    if !matches!(bytes, Some(b) if b <= MAX_ATTRIBUTE_BYTES) || values > MAX_ATTRIBUTE_VALUES {
+        return Err(bad(format!(
+            "attribute too large: at most {MAX_ATTRIBUTE_BYTES} bytes and {MAX_ATTRIBUTE_VALUES} \
+             JSON values (store big data in a dataset)"
+        )));
+    }
     let raw = body.get("value").filter(|v| !v.is_null());
     let value = match raw {
         None => Value::Null,
@@ -199,7 +223,7 @@ pub(crate) async fn put_attr_value(
 ) -> Result<Response> {
     check_obj(&id, coll)?;
     let binary = ctx.sends_binary();
-    let data = read_body(&app, body).await?;
+    let data = read_body(&app, &ctx, body, Gate::On(Action::Update)).await?;
     blocking(move || {
         let dom = open_domain(&app, &ctx, Action::Update)?;
         let mut attr = dom.attr_get(&id, &name)?;
@@ -228,7 +252,7 @@ pub(crate) async fn put_attr_value(
                 }
             }
         } else {
-            let body = crate::routes::parse_json_body(&data)?;
+            let body = crate::routes::parse_json_limited(&app, &data)?;
             let mut req = json!({"type": attr["type"], "shape": attr["shape"]});
             req["value"] = body
                 .get("value")
@@ -275,13 +299,18 @@ fn projected_type(t: &Datatype, fields: Option<&[String]>) -> Result<Datatype> {
     let Datatype::Compound { fields: all, .. } = t else {
         return Err(bad("fields given for a dataset whose type is not compound"));
     };
-    let mut out = Vec::new();
+    let by_name: std::collections::HashMap<&str, &Field> =
+        all.iter().map(|f| (f.name.as_str(), f)).collect();
+    let mut seen = std::collections::HashSet::with_capacity(names.len());
+    let mut out = Vec::with_capacity(names.len());
     let mut offset = 0;
     for n in names {
-        let f = all
-            .iter()
-            .find(|f| &f.name == n)
+        let f = by_name
+            .get(n.as_str())
             .ok_or_else(|| bad(format!("no field {n:?} in the dataset's type")))?;
+        if !seen.insert(n.as_str()) {
+            return Err(bad(format!("field {n:?} is named twice")));
+        }
         let size = f
             .dtype
             .fixed_size()
@@ -460,6 +489,13 @@ fn slabs(p: &Plan, slab_bytes: usize) -> Result<Vec<(Selection, usize)>> {
     }
 }
 
+/// Memory a streamed transfer holds: two slabs at once (one moving over the
+/// network, one being read or written), each up to the biggest.
+fn slabs_in_flight(pieces: &[(Selection, usize)]) -> usize {
+    let biggest = pieces.iter().map(|(_, n)| *n).max().unwrap_or(0);
+    biggest.saturating_mul(pieces.len().min(2))
+}
+
 /// Most slabs one binary request may take (at 8 MiB each, 8 TiB).
 const MAX_SLABS: u64 = 1 << 20;
 
@@ -477,6 +513,116 @@ fn read_fixed(
     p.dom
         .read_with(&p.meta, sel, fields, buf.as_mut_slice(), uncached)?;
     Ok(buf)
+}
+
+/// Refuses a JSON answer of more than `max_json_elements` values (`n`
+/// elements of type `t`, nested in lists of `shape`): as JSON, each costs
+/// the server many times its binary size.
+fn check_json_answer(app: &App, t: &Datatype, shape: &[u64], n: u64) -> Result<()> {
+    let values = n
+        .saturating_mul(json_values_per_element(t))
+        .saturating_add(nesting_lists(shape));
+    if values > app.cfg.max_json_elements as u64 {
+        return Err(ServerError::TooLarge(format!(
+            "a JSON answer of {values} values is more than the limit of {} (--max-json-elements); \
+             ask for application/octet-stream, or read it in parts",
+            app.cfg.max_json_elements
+        )));
+    }
+    Ok(())
+}
+
+/// JSON values one element of `t` becomes, counting each list and object.
+pub(crate) fn json_values_per_element(t: &Datatype) -> u64 {
+    match t {
+        Datatype::Compound { fields, .. } => fields
+            .iter()
+            .map(|f| json_values_per_element(&f.dtype))
+            .fold(1, u64::saturating_add),
+        Datatype::Array { base, dims } => dims
+            .iter()
+            .fold(1u64, |a, &d| a.saturating_mul(d))
+            .saturating_mul(json_values_per_element(base))
+            .saturating_add(1),
+        Datatype::Complex { .. } => 3,
+        _ => 1,
+    }
+}
+
+/// Lists that elements shaped `shape` are nested in as JSON: the outer
+/// list, one per row, one per row of each row… (a shape like `[2^40, 0]`
+/// holds no element but would make 2^40 empty lists).
+pub(crate) fn nesting_lists(shape: &[u64]) -> u64 {
+    let mut lists = 0u64;
+    let mut outer = 1u64;
+    for &d in shape {
+        lists = lists.saturating_add(outer);
+        outer = outer.saturating_mul(d);
+    }
+    lists
+}
+
+/// Bytes of JSON text sent at a time by [`json_value_rsp`].
+const JSON_STREAM_PIECE: usize = 256 << 10;
+
+/// `{"value": …, "hrefs": []}` for the elements in `bytes` (of type `wire`,
+/// shaped `shape`), written a row at a time as the client takes it: the
+/// text of the whole answer, and the tree of JSON values it comes from,
+/// never sit in memory at once.
+fn json_value_rsp(
+    wire: Datatype,
+    bytes: Pooled,
+    shape: Vec<u64>,
+    held: crate::budget::Reservation,
+) -> Result<Response> {
+    let rows = shape.first().copied().unwrap_or(0) as usize;
+    let es = wire.fixed_size().unwrap_or(0);
+    let row_bytes = es * shape.iter().skip(1).product::<u64>() as usize;
+    if shape.is_empty() || (rows * row_bytes) <= JSON_STREAM_PIECE / 4 {
+        let value = fixed_to_json(&wire, bytes.as_ref(), &shape)?;
+        return Ok(json_rsp(
+            StatusCode::OK,
+            json!({"value": value, "hrefs": []}),
+        ));
+    }
+    let (tx, rx) = tokio::sync::mpsc::channel::<std::result::Result<Bytes, std::io::Error>>(1);
+    tokio::task::spawn_blocking(move || {
+        let _held = held;
+        let mut text = Vec::with_capacity(JSON_STREAM_PIECE + 4096);
+        text.extend_from_slice(b"{\"value\": [");
+        for i in 0..rows {
+            if i > 0 {
+                text.push(b',');
+            }
+            let row = &bytes.as_ref()[i * row_bytes..(i + 1) * row_bytes];
+            let written = fixed_to_json(&wire, row, &shape[1..])
+                .map_err(|e| std::io::Error::other(e.to_string()))
+                .and_then(|v| serde_json::to_writer(&mut text, &v).map_err(std::io::Error::other));
+            if let Err(e) = written {
+                let _ = tx.blocking_send(Err(e));
+                return;
+            }
+            if text.len() >= JSON_STREAM_PIECE {
+                let piece = Bytes::from(std::mem::replace(
+                    &mut text,
+                    Vec::with_capacity(JSON_STREAM_PIECE + 4096),
+                ));
+                if tx.blocking_send(Ok(piece)).is_err() {
+                    return;
+                }
+            }
+        }
+        text.extend_from_slice(b"], \"hrefs\": []}");
+        let _ = tx.blocking_send(Ok(Bytes::from(text)));
+    });
+    let stream =
+        futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|x| (x, rx)) });
+    Ok((
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        Body::from_stream(stream),
+    )
+        .into_response())
 }
 
 /// Answers a read: JSON, or binary (streamed in slabs when big).
@@ -501,6 +647,11 @@ fn respond(app: &App, ctx: &Ctx, p: Plan) -> Result<Response> {
                 "{n} variable-length elements are too many for one request; read them in parts"
             )));
         }
+        check_json_answer(app, &p.meta.dtype, &shape, n)?;
+        let _held = app.budget.reserve_blocking(
+            n as usize * (JSON_VALUE_BYTES + 64),
+            "this variable-length answer",
+        )?;
         let items = p.dom.read_vlen(&p.id, &p.sel)?;
         if ctx.wants_binary() {
             return Ok(binary_rsp(record::join_elements(&p.meta.dtype, &items)));
@@ -524,24 +675,33 @@ fn respond(app: &App, ctx: &Ctx, p: Plan) -> Result<Response> {
                 "a JSON answer of {total} bytes is too large; ask for application/octet-stream"
             )));
         }
+        check_json_answer(app, &p.wire, &shape, n)?;
+        let held = app
+            .budget
+            .reserve_blocking(total as usize + JSON_STREAM_PIECE * 3, "this JSON answer")?;
         let bytes = read_fixed(&app.slabs, &p, &p.sel, total as usize, false)?;
-        let value = fixed_to_json(&p.wire, bytes.as_ref(), &shape)?;
-        return Ok(json_rsp(
-            StatusCode::OK,
-            json!({"value": value, "hrefs": []}),
-        ));
+        return json_value_rsp(p.wire.clone(), bytes, shape, held);
     }
     if total <= app.cfg.slab_bytes as u64 {
+        let _held = app
+            .budget
+            .reserve_blocking(total as usize, "this binary answer")?;
         let bytes = read_fixed(&app.slabs, &p, &p.sel, total as usize, false)?;
         return Ok(binary_rsp(bytes.into_bytes()));
     }
     let pieces = slabs(&p, app.cfg.slab_bytes)?;
+    // One slab in the channel and one being read (a slab may be bigger
+    // than `slab_bytes` when one row is).
+    let held = app
+        .budget
+        .reserve_blocking(slabs_in_flight(&pieces), "this binary answer")?;
     let uncached = total > app.cfg.chunk_cache_bytes as u64 / 2;
     // One slab in the channel and one being read: memory stays at a few
     // slabs however big the answer is.
     let (tx, rx) = tokio::sync::mpsc::channel::<std::result::Result<Bytes, std::io::Error>>(1);
     let pool = app.slabs.clone();
     tokio::task::spawn_blocking(move || {
+        let _held = held;
         for (sel, n) in pieces {
             let msg = read_fixed(&pool, &p, &sel, n, uncached)
                 .map(Pooled::into_bytes)
@@ -589,15 +749,9 @@ fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
         return Err(bad("queries need a compound (table) dataset"));
     };
     let picks: Vec<(usize, usize)> = match &p.wire {
-        Datatype::Compound { fields: wire, .. } if p.fields.is_some() => wire
-            .iter()
-            .map(|w| {
-                let f = all
-                    .iter()
-                    .find(|f| f.name == w.name)
-                    .expect("projected from these fields");
-                (f.offset, w.dtype.fixed_size().unwrap_or(0))
-            })
+        Datatype::Compound { fields: wire, .. } if p.fields.is_some() => field_places(all, wire)
+            .into_iter()
+            .map(|(stored, _, len)| (stored, len))
             .collect(),
         _ => vec![(0, es)],
     };
@@ -621,7 +775,11 @@ fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
                     out.extend_from_slice(&row[off..off + len]);
                 }
                 index.push(i);
-                if out.len() > app.cfg.max_json_response_bytes {
+                let json_values = (index.len() as u64 + 1)
+                    .saturating_mul(json_values_per_element(&p.wire).saturating_add(1));
+                if out.len() > app.cfg.max_json_response_bytes
+                    || (!ctx.wants_binary() && json_values > app.cfg.max_json_elements as u64)
+                {
                     return Err(ServerError::TooLarge(
                         "the query matches too much for one answer; narrow the select range or set Limit".into(),
                     ));
@@ -671,12 +829,12 @@ pub(crate) async fn post_value(
     body: Body,
 ) -> Result<Response> {
     let binary = ctx.sends_binary();
-    let data = read_body(&app, body).await?;
+    let data = read_body(&app, &ctx, body, Gate::On(Action::Read)).await?;
     blocking(move || {
         let (points_json, select) = if binary {
             (None, None)
         } else {
-            let v = crate::routes::parse_json_body(&data)?;
+            let v = crate::routes::parse_json_limited(&app, &data)?;
             (v.get("points").cloned(), select_from_body(&v)?)
         };
         let pre = plan(&app, &ctx, &id, Action::Read, None, select.clone())?;
@@ -729,6 +887,20 @@ pub(crate) fn write_json_value(
     Ok(())
 }
 
+/// For each field of `wire` (a projection of `all`): its offset in the
+/// stored element, its offset in the projected one, and its size. Looked
+/// up by name once per request, not once per element.
+fn field_places(all: &[Field], wire: &[Field]) -> Vec<(usize, usize, usize)> {
+    let by_name: std::collections::HashMap<&str, usize> =
+        all.iter().map(|f| (f.name.as_str(), f.offset)).collect();
+    wire.iter()
+        .map(|w| {
+            let stored = by_name[w.name.as_str()];
+            (stored, w.offset, w.dtype.fixed_size().unwrap_or(0))
+        })
+        .collect()
+}
+
 /// Writes `data` (packed `fields` of each element) into the selection by
 /// reading the whole elements, patching the fields and writing them back.
 fn write_fields(p: &Plan, sel: &Selection, data: &[u8]) -> Result<()> {
@@ -745,15 +917,12 @@ fn write_fields(p: &Plan, sel: &Selection, data: &[u8]) -> Result<()> {
     let n = sel.num_elements() as usize;
     let mut full = vec![0u8; n * size];
     p.dom.read_with(&p.meta, sel, None, &mut full, false)?;
+    // (offset in the stored element, offset in the sent one, length)
+    let places = field_places(all, wire);
     for (i, elem) in full.chunks_mut(*size).enumerate() {
-        for w in wire {
-            let f = all
-                .iter()
-                .find(|f| f.name == w.name)
-                .expect("projected from these fields");
-            let len = w.dtype.fixed_size().unwrap_or(0);
-            let src = i * wsize + w.offset;
-            elem[f.offset..f.offset + len].copy_from_slice(&data[src..src + len]);
+        for &(to, from, len) in &places {
+            let src = i * wsize + from;
+            elem[to..to + len].copy_from_slice(&data[src..src + len]);
         }
     }
     p.dom.write_with(&p.meta, sel, &full)?;
@@ -834,7 +1003,7 @@ pub(crate) async fn put_value(
     body: Body,
 ) -> Result<Response> {
     if !ctx.sends_binary() {
-        let body = json_body(&app, &ctx, body)
+        let body = json_body(&app, &ctx, body, Gate::On(Action::Update))
             .await?
             .ok_or_else(|| bad("request has no body"))?;
         return blocking(move || {
@@ -910,12 +1079,12 @@ pub(crate) async fn put_value(
         && p.is_small(INLINE_BYTES)
         && broadcast_count(&ctx, None, &p.sel.out_shape())?.is_none()
     {
-        let data = read_body(&app, body).await?;
+        let data = read_body(&app, &ctx, body, Gate::On(Action::Update)).await?;
         write_binary_whole(&p, &p.sel, &data)?;
         return Ok(json_rsp(StatusCode::OK, json!({})));
     }
     if p.meta.dtype.is_variable() {
-        let data = read_body(&app, body).await?;
+        let data = read_body(&app, &ctx, body, Gate::On(Action::Update)).await?;
         return blocking(move || {
             write_binary_whole(&p, &p.sel, &data)?;
             Ok(json_rsp(StatusCode::OK, json!({})))
@@ -923,7 +1092,7 @@ pub(crate) async fn put_value(
         .await;
     }
     if let Some((count, _)) = broadcast_count(&ctx, None, &p.sel.out_shape())? {
-        let data = read_body(&app, body).await?;
+        let data = read_body(&app, &ctx, body, Gate::On(Action::Update)).await?;
         let slab_bytes = app.cfg.slab_bytes;
         return blocking(move || {
             write_broadcast(&p, &data, count, slab_bytes)?;
@@ -988,6 +1157,11 @@ async fn stream_write(app: Arc<App>, ctx: Ctx, p: Plan, body: Body) -> Result<Re
     }
     let p = Arc::new(p);
     let pieces = slabs(&p, app.cfg.slab_bytes)?;
+    // One slab being filled and one being written.
+    let _held = app
+        .budget
+        .reserve(slabs_in_flight(&pieces), "this binary upload")
+        .await?;
     let mut stream = body.into_data_stream();
     // What is left of the last body frame after filling the previous slab.
     let mut carry = Bytes::new();
@@ -1002,6 +1176,11 @@ async fn stream_write(app: Arc<App>, ctx: Ctx, p: Plan, body: Body) -> Result<Re
             if carry.is_empty() {
                 carry = match stream.next().await {
                     Some(Ok(b)) => b,
+                    Some(Err(e)) if crate::routes::stalled(&e) => {
+                        return Err(ServerError::Timeout(format!(
+                            "error reading the request body: {e}"
+                        )))
+                    }
                     Some(Err(e)) => {
                         return Err(bad(format!("error reading the request body: {e}")))
                     }

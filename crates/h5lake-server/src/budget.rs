@@ -1,0 +1,298 @@
+//! The server's memory budget: every request reserves the memory it will
+//! hold (its body, the parsed JSON, the answer it builds, the slabs it
+//! streams) before it holds it. A request that must wait for others to
+//! finish waits; one that could never fit is refused with 413, naming the
+//! limit. Nothing a client sends can make the server hold more than the
+//! budget at once, however many requests it sends.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::header;
+use axum::middleware::Next;
+use axum::response::Response;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::error::{Result, ServerError};
+use crate::App;
+
+/// Permits are counted in units of this many bytes (a semaphore counts in
+/// `u32`s, and a byte-exact count is not needed).
+const UNIT: usize = 1024;
+
+/// Longest a request waits for memory held by others before it is told to
+/// come back later (503): long enough for big transfers in flight to end.
+const WAIT: Duration = Duration::from_secs(60);
+
+/// Memory of one parsed JSON value (a `serde_json::Value` with its share of
+/// the map or vector holding it), what the count of JSON elements in a
+/// body or answer is multiplied by.
+pub(crate) const JSON_VALUE_BYTES: usize = 96;
+
+pub(crate) struct Budget {
+    permits: Arc<Semaphore>,
+    bytes: usize,
+}
+
+/// Memory reserved for a request; given back when dropped.
+#[must_use = "the memory is given back when the reservation is dropped"]
+pub(crate) struct Reservation {
+    _permit: Option<OwnedSemaphorePermit>,
+}
+
+impl Budget {
+    pub fn new(bytes: usize) -> Self {
+        let units = (bytes / UNIT).clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize));
+        Budget {
+            permits: Arc::new(Semaphore::new(units)),
+            bytes,
+        }
+    }
+
+    fn units(&self, bytes: usize, what: &str) -> Result<u32> {
+        if bytes > self.bytes {
+            return Err(ServerError::TooLarge(format!(
+                "{what} needs {bytes} bytes of server memory, more than its whole budget of {} \
+                 bytes (--memory-budget); ask for less at a time, or use \
+                 application/octet-stream, which streams",
+                self.bytes
+            )));
+        }
+        Ok(bytes.div_ceil(UNIT) as u32)
+    }
+
+    /// Reserves `bytes`, waiting for other requests to give memory back.
+    ///
+    /// # Errors
+    /// 413 when `bytes` exceeds the whole budget; 503 after waiting too long.
+    pub async fn reserve(&self, bytes: usize, what: &str) -> Result<Reservation> {
+        let units = self.units(bytes, what)?;
+        if units == 0 {
+            return Ok(Reservation { _permit: None });
+        }
+        match tokio::time::timeout(WAIT, self.permits.clone().acquire_many_owned(units)).await {
+            Ok(Ok(p)) => Ok(Reservation { _permit: Some(p) }),
+            Ok(Err(_)) => Err(ServerError::Internal("memory budget closed".into())),
+            Err(_) => Err(busy()),
+        }
+    }
+
+    /// [`Budget::reserve`] from synchronous code (a blocking engine call,
+    /// or a handler answering on the async thread).
+    ///
+    /// # Errors
+    /// As [`Budget::reserve`].
+    pub fn reserve_blocking(&self, bytes: usize, what: &str) -> Result<Reservation> {
+        let units = self.units(bytes, what)?;
+        if units == 0 {
+            return Ok(Reservation { _permit: None });
+        }
+        if let Ok(p) = self.permits.clone().try_acquire_many_owned(units) {
+            return Ok(Reservation { _permit: Some(p) });
+        }
+        let handle = tokio::runtime::Handle::current();
+        tokio::task::block_in_place(|| handle.block_on(self.reserve(bytes, what)))
+    }
+}
+
+fn busy() -> ServerError {
+    ServerError::Unavailable(
+        "the server's memory budget is in use by other requests; try again shortly".into(),
+    )
+}
+
+/// What a request body costs in memory before its handler runs: its bytes,
+/// and for JSON the parsed values it can hold (every value takes at least
+/// two bytes of text, and at most `max_json_elements` are parsed). Binary
+/// value uploads stream through in slabs, which their handler reserves;
+/// here they count only up to the largest body read whole.
+fn body_cost(app: &App, req: &Request) -> usize {
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    let binary = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/octet-stream"));
+    // HTTP/1.1: a request with neither header has no body; a chunked one
+    // may be as long as the largest body read whole.
+    let chunked = req.headers().contains_key(header::TRANSFER_ENCODING);
+    let len = match declared {
+        Some(n) => n.min(app.cfg.max_request_bytes),
+        None if chunked => app.cfg.max_request_bytes,
+        None => 0,
+    };
+    if len == 0 {
+        return 0;
+    }
+    if binary {
+        return len;
+    }
+    let values = (len / 2 + 1).min(app.cfg.max_json_elements);
+    len + values * JSON_VALUE_BYTES
+}
+
+/// Reserves what a request's body will cost for as long as the request
+/// runs, before the body is read.
+pub(crate) async fn hold_body_memory(
+    State(app): State<Arc<App>>,
+    req: Request<Body>,
+    next: Next,
+) -> Response {
+    use axum::response::IntoResponse;
+    // Only a user who may use the server gets memory set aside.
+    if let Err(e) = crate::routes::user_of(&app, req.uri().path(), req.headers()) {
+        return e.into_response();
+    }
+    let cost = body_cost(&app, &req);
+    let held = match app.budget.reserve(cost, "this request's body").await {
+        Ok(r) => r,
+        Err(e) => return e.into_response(),
+    };
+    let req = req.map(|b| stall_limited(b, app.cfg.idle_timeout));
+    let rsp = next.run(req).await;
+    drop(held);
+    rsp
+}
+
+/// `body`, failing with a `TimedOut` error once the client has sent nothing
+/// for `patience`: a client that stops half way through a body must not
+/// hold its connection, and the memory set aside for the body, forever.
+fn stall_limited(body: Body, patience: Duration) -> Body {
+    use futures_util::StreamExt;
+    let frames = body.into_data_stream();
+    Body::from_stream(futures_util::stream::unfold(
+        Some(frames),
+        move |frames| async move {
+            let mut frames = frames?;
+            match tokio::time::timeout(patience, frames.next()).await {
+                Ok(Some(Ok(b))) => Some((Ok(b), Some(frames))),
+                Ok(Some(Err(e))) => Some((Err(std::io::Error::other(e)), None)),
+                Ok(None) => None,
+                Err(_) => Some((
+                    Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        format!("the client sent no part of the body for {patience:?}"),
+                    )),
+                    None,
+                )),
+            }
+        },
+    ))
+}
+
+/// How many JSON values `text` holds (numbers, strings, literals, arrays
+/// and objects), counted without parsing it: what decides whether parsing
+/// it may go ahead.
+pub(crate) fn count_json_values(text: &[u8]) -> usize {
+    let mut n = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut in_scalar = false;
+    for &b in text {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => {
+                in_string = true;
+                in_scalar = false;
+                n += 1;
+            }
+            b'[' | b'{' => {
+                in_scalar = false;
+                n += 1;
+            }
+            b',' | b']' | b'}' | b':' => in_scalar = false,
+            b if b.is_ascii_whitespace() => in_scalar = false,
+            _ => {
+                if !in_scalar {
+                    n += 1;
+                    in_scalar = true;
+                }
+            }
+        }
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counting_json_values() {
+        assert_eq!(count_json_values(b""), 0);
+        assert_eq!(count_json_values(b"0"), 1);
+        assert_eq!(count_json_values(b"[0,0, 12 ,3.5e7]"), 5);
+        assert_eq!(count_json_values(br#"{"value": [1, "a,b\"]", null]}"#), 6);
+        assert_eq!(count_json_values(br#"[[1,2],[3,4]]"#), 7);
+    }
+
+    fn values_in(v: &serde_json::Value) -> usize {
+        1 + match v {
+            serde_json::Value::Array(a) => a.iter().map(values_in).sum(),
+            serde_json::Value::Object(o) => o.values().map(|x| 1 + values_in(x)).sum(),
+            _ => 0,
+        }
+    }
+
+    fn any_json() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+            any::<i64>().prop_map(serde_json::Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(serde_json::Value::from),
+            ".{0,8}".prop_map(serde_json::Value::from),
+        ];
+        leaf.prop_recursive(4, 64, 8, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..8).prop_map(serde_json::Value::from),
+                proptest::collection::hash_map(".{0,6}", inner, 0..6)
+                    .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// The count that gates parsing is exact (object keys count as the
+        /// strings they are), compact or pretty-printed.
+        #[test]
+        fn counts_match_the_parsed_values(v in any_json()) {
+            let n = values_in(&v);
+            proptest::prop_assert_eq!(count_json_values(v.to_string().as_bytes()), n);
+            let pretty = serde_json::to_vec_pretty(&v).unwrap();
+            proptest::prop_assert_eq!(count_json_values(&pretty), n);
+        }
+
+        #[test]
+        fn counting_never_panics(b in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256)) {
+            let _ = count_json_values(&b);
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn reservations_wait_and_give_back() {
+        let b = Budget::new(8 * UNIT);
+        let r = b.reserve(6 * UNIT, "x").await.unwrap();
+        assert!(b.permits.available_permits() == 2);
+        assert!(b.reserve(9 * UNIT, "x").await.is_err());
+        drop(r);
+        let _r = b.reserve_blocking(8 * UNIT, "x").unwrap();
+        assert_eq!(b.permits.available_permits(), 0);
+    }
+}
