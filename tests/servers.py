@@ -26,7 +26,7 @@ def free_port():
 class Server:
     """``h5lake serve`` as a subprocess; ``endpoint`` is its URL."""
 
-    def __init__(self, root, allow_noauth=False, users=USERS):
+    def __init__(self, root, allow_noauth=False, users=USERS, args=()):
         self.root = str(root)
         if "://" in self.root:      # a bucket: the password file goes in a temp dir
             self._tmp = tempfile.mkdtemp(prefix="h5lake-serve-")
@@ -43,6 +43,7 @@ class Server:
                "--port", str(self.port), "--password-file", self.passwd]
         if allow_noauth:
             cmd.append("--allow-noauth")
+        cmd.extend(args)
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self._wait_ready()
         # the first line says where it listens
@@ -89,12 +90,23 @@ class Server:
             payload = json.loads(payload)
         return status, rhdrs, payload
 
-    def rss_kb(self):
+    def rss_kb(self, field="VmRSS"):
+        """Resident size now, or at its peak with ``field="VmHWM"``."""
         with open(f"/proc/{self.proc.pid}/status") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1])
         return 0
+
+    def alive(self):
+        """Whether the process still runs and answers."""
+        if self.proc.poll() is not None:
+            return False
+        try:
+            with urllib.request.urlopen(self.endpoint + "/about", timeout=10) as r:
+                return r.status == 200
+        except OSError:
+            return False
 
     def stop(self):
         if self.proc.poll() is None:

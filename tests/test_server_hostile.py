@@ -1,0 +1,470 @@
+"""``h5lake serve`` against a hostile client: requests that try to make the
+server read files it must not, crash it, grow its memory past its budget,
+hold its connections, leave data behind or leak what other users keep.
+
+Every test asserts the answer's status, that the store is unchanged where
+the request had to fail, and that the server is still up; the module ends
+by checking that the server's peak resident size stayed within its
+configured memory budget."""
+
+import base64
+import hashlib
+import http.client
+import json
+import os
+import socket
+import time
+
+import numpy as np
+import pytest
+
+import h5lake
+from servers import USERS, Server
+
+ALICE, BOB = "test_user1", "test_user2"
+BUDGET_MB = 256
+
+
+def snapshot(root):
+    """Every file below ``root`` with a digest of its content."""
+    out = {}
+    for d, _dirs, files in os.walk(root):
+        for name in files:
+            p = os.path.join(d, name)
+            with open(p, "rb") as f:
+                out[os.path.relpath(p, root)] = hashlib.sha1(f.read()).hexdigest()
+    return out
+
+
+@pytest.fixture(scope="module")
+def outside(tmp_path_factory):
+    """A directory the operator allows links into, beside the store, with a
+    file in it, a symlink out of it, and a secret outside it."""
+    top = tmp_path_factory.mktemp("hostile")
+    allowed = top / "shared"
+    allowed.mkdir()
+    (allowed / "ok.bin").write_bytes(bytes(range(32)))
+    (top / "secret.txt").write_bytes(b"the secret of the host machine!\n")
+    os.symlink(top / "secret.txt", allowed / "sneaky.bin")
+    return top
+
+
+@pytest.fixture(scope="module")
+def server(outside):
+    # the store and its password file sit below the allowed root: they
+    # must stay refused all the same
+    root = outside / "shared" / "bucket"
+    s = Server(root, args=["--link-root", str(outside / "shared"),
+                           "--memory-budget", f"{BUDGET_MB}M",
+                           "--header-timeout", "1", "--idle-timeout", "2",
+                           "--max-connections-per-client", "32"])
+    assert s.request("PUT", "/", {"folder": 1}, params={"domain": "/home/"})[0] == 201
+    for user in (ALICE, BOB):
+        assert s.request("PUT", "/", {"folder": 1, "owner": user},
+                         params={"domain": f"/home/{user}/"})[0] == 201
+    s.baseline_kb = s.rss_kb()
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def closed_server(tmp_path_factory):
+    """A server with the default link policy: no link roots at all."""
+    top = tmp_path_factory.mktemp("closed")
+    s = Server(top / "bucket")
+    assert s.request("PUT", "/", {"folder": 1}, params={"domain": "/home/"})[0] == 201
+    assert s.request("PUT", "/", {"folder": 1, "owner": BOB},
+                     params={"domain": f"/home/{BOB}/"})[0] == 201
+    yield s
+    s.stop()
+
+
+_n = iter(range(10**6))
+
+
+def new_domain(server, user):
+    d = f"/home/{user}/h{next(_n)}.h5"
+    st, _, body = server.request("PUT", "/", params={"domain": d}, user=user)
+    assert st == 201, body
+    return d, body["root"]
+
+
+def message(body):
+    return body.get("message", "") if isinstance(body, dict) else str(body)
+
+
+def refused_unchanged(server, method, path, body, params, user, statuses):
+    """Sends a request that must fail; checks its status, that it wrote
+    nothing and that the server is still up. Returns the answer's body."""
+    before = snapshot(server.root)
+    st, _, rsp = server.request(method, path, body, params=params, user=user)
+    assert st in statuses, (st, rsp)
+    assert snapshot(server.root) == before, "a refused request changed the store"
+    assert server.alive()
+    return rsp
+
+
+def linked(file_uri, size=32):
+    return {"type": "H5T_STD_U8LE", "shape": [size],
+            "creationProperties": {"layout": {"class": "H5D_CONTIGUOUS_REF",
+                                              "file_uri": file_uri, "offset": 0, "size": size}}}
+
+
+# ---- 1. the server must not read what a client points it at ----------------
+
+def test_links_to_the_password_file_and_system_files_are_refused(server, closed_server, outside):
+    for s in (server, closed_server):
+        d, _ = new_domain(s, BOB)
+        for uri in (s.passwd, os.path.realpath(s.passwd), "file:///etc/passwd", "/etc/passwd",
+                    "file://" + str(outside / "secret.txt"),
+                    str(outside / "shared" / ".." / "secret.txt"),
+                    str(outside / "shared" / "sneaky.bin"),
+                    "s3://somebucket/key.h5", "http://127.0.0.1:1/x"):
+            rsp = refused_unchanged(s, "POST", "/datasets", linked(uri), {"domain": d}, BOB,
+                                    (400, 403))
+            assert "secret" not in json.dumps(rsp) or "refused" in message(rsp)
+
+
+def test_links_into_the_store_are_refused_even_below_an_allowed_root(server):
+    d_alice, _ = new_domain(server, ALICE)
+    st, _, ds = server.request("POST", "/datasets", {"type": "H5T_STD_U8LE", "shape": [32]},
+                               params={"domain": d_alice}, user=ALICE)
+    assert st == 201
+    secret = bytes(range(100, 132))
+    st, _, _ = server.request("PUT", f"/datasets/{ds['id']}/value", secret,
+                              params={"domain": d_alice}, user=ALICE,
+                              headers={"Content-Type": "application/octet-stream"})
+    assert st == 200
+    chunks = [os.path.join(dp, f) for dp, _, fs in os.walk(server.root) for f in fs
+              if f == "0" and ds["id"][-6:] in dp]
+    assert chunks, "alice's chunk file"
+    d_bob, _ = new_domain(server, BOB)
+    for uri in (chunks[0], os.path.join(server.root, ".domain.json")):
+        refused_unchanged(server, "POST", "/datasets", linked(uri), {"domain": d_bob}, BOB, (403,))
+
+
+def test_allowed_links_read_their_file(server, outside):
+    d, _ = new_domain(server, BOB)
+    st, _, ds = server.request("POST", "/datasets", linked(str(outside / "shared" / "ok.bin")),
+                               params={"domain": d}, user=BOB)
+    assert st == 201, ds
+    st, _, v = server.request("GET", f"/datasets/{ds['id']}/value", params={"domain": d}, user=BOB)
+    assert st == 200 and v["value"] == list(range(32))
+
+
+def test_a_stored_document_pointing_outside_the_policy_reads_as_an_error(server, outside):
+    """A store written by someone else (here: the h5lake API, which trusts
+    its own user) names the secret; served, it must not read it."""
+    d, _ = new_domain(server, BOB)
+    with h5lake.File(os.path.join(server.root, d.lstrip("/")), "r+") as f:
+        raw = f._fs.raw
+        did = raw.create_dataset('"H5T_STD_U8LE"', json.dumps({"class": "H5S_SIMPLE", "dims": [32]}),
+                                 json.dumps(linked(str(outside / "secret.txt"))["creationProperties"]))
+        raw.link_create(raw.root_id, "leak", json.dumps({"class": "H5L_TYPE_HARD", "id": did}))
+        assert bytes(f["leak"][:31]) == b"the secret of the host machine!"
+    st, _, v = server.request("GET", f"/datasets/{did}/value", params={"domain": d}, user=BOB)
+    assert st == 403, v
+    assert "secret of the host" not in json.dumps(v)
+
+
+def test_a_store_in_a_bucket_links_to_local_files_only_when_the_user_opts_in(s3_root, outside):
+    url = f"{s3_root}/linked.h5"
+    secret = str(outside / "secret.txt")
+    with h5lake.File(url, "w", allow_local_links=True) as f:
+        raw = f._fs.raw
+        did = raw.create_dataset('"H5T_STD_U8LE"', json.dumps({"class": "H5S_SIMPLE", "dims": [31]}),
+                                 json.dumps(linked(secret, 31)["creationProperties"]))
+        raw.link_create(raw.root_id, "leak", json.dumps({"class": "H5L_TYPE_HARD", "id": did}))
+        f["ext"] = h5lake.ExternalLink(str(outside / "local.h5l"), "/")
+    with h5lake.File(outside / "local.h5l", "w") as g:
+        g["x"] = 1
+    with h5lake.File(url, "r") as f:
+        with pytest.raises(PermissionError, match="allow_local_links"):
+            f["leak"][...]
+        with pytest.raises(KeyError, match="allow_local_links"):
+            f["ext"]
+    with h5lake.File(url, "r", allow_local_links=True) as f:
+        assert bytes(f["leak"][...]) == b"the secret of the host machine!"
+        assert f["ext/x"][()] == 1
+    # and creating such a link on a bucket store is refused up front
+    with h5lake.File(url, "r+") as f:
+        with pytest.raises(PermissionError):
+            f._fs.raw.create_dataset('"H5T_STD_U8LE"',
+                                     json.dumps({"class": "H5S_SIMPLE", "dims": [31]}),
+                                     json.dumps(linked(secret, 31)["creationProperties"]))
+
+
+# ---- 2. no request may crash the server ------------------------------------
+
+def test_huge_ranks_and_element_sizes_are_refused_at_create(server):
+    d, _ = new_domain(server, BOB)
+    bad = [
+        {"type": "H5T_STD_U8LE", "shape": [1] * 100_000},
+        {"type": "H5T_STD_U8LE", "shape": [1] * 33},
+        {"type": {"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII", "strPad": "H5T_STR_NULLPAD",
+                  "length": 2**62}, "shape": [2]},
+        {"type": {"class": "H5T_ARRAY", "base": "H5T_STD_U8LE", "dims": [2**40, 2**40]},
+         "shape": [1]},
+        {"type": {"class": "H5T_ARRAY", "base": "H5T_STD_U8LE", "dims": [1 << 29]}, "shape": [1]},
+        {"type": {"class": "H5T_OPAQUE", "size": 2**40}, "shape": [1]},
+    ]
+    for body in bad:
+        rsp = refused_unchanged(server, "POST", "/datasets", body, {"domain": d}, BOB, (400,))
+        assert "/" + os.path.basename(server.root) not in message(rsp)
+    # attributes too
+    st, _, root = server.request("GET", "/", params={"domain": d}, user=BOB)
+    refused_unchanged(server, "PUT", f"/groups/{root['root']}/attributes/a",
+                      {"type": "H5T_STD_U8LE", "shape": [1] * 1000}, {"domain": d}, BOB, (400,))
+    refused_unchanged(server, "PUT", f"/groups/{root['root']}/attributes/a",
+                      {"type": "H5T_STD_U8LE", "shape": [1 << 40]}, {"domain": d}, BOB, (400,))
+
+
+def test_compound_member_limit_and_linear_time(server):
+    d, _ = new_domain(server, BOB)
+    fields = [{"name": f"f{i}", "type": "H5T_STD_U8LE"} for i in range(65_536)]
+    refused_unchanged(server, "POST", "/datasets",
+                      {"type": {"class": "H5T_COMPOUND", "fields": fields}, "shape": [1]},
+                      {"domain": d}, BOB, (400,))
+    t0 = time.time()
+    st, _, ds = server.request("POST", "/datasets",
+                               {"type": {"class": "H5T_COMPOUND", "fields": fields[:65_535]},
+                                "shape": [2]}, params={"domain": d}, user=BOB)
+    assert st == 201, ds
+    st, _, v = server.request("GET", f"/datasets/{ds['id']}/value", params={"domain": d}, user=BOB,
+                              headers={"Accept": "application/octet-stream"}, raw=True)
+    assert st == 200 and len(v) == 2 * 65_535
+    # quadratic time took minutes here; linear takes well under a second
+    assert time.time() - t0 < 30
+
+
+# ---- 3. memory follows configuration, not the client ----------------------------
+
+def _send_partial(server, method, path, params, user, length, sent=b"", content_type="application/json"):
+    """Sends headers announcing ``length`` bytes and only ``sent`` of them;
+    returns the status the server answers with without waiting for more."""
+    from urllib.parse import urlencode
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=15)
+    conn.putrequest(method, path + "?" + urlencode(params))
+    token = base64.b64encode(f"{user}:{USERS[user]}".encode()).decode()
+    conn.putheader("Authorization", "Basic " + token)
+    conn.putheader("Content-Type", content_type)
+    conn.putheader("Content-Length", str(length))
+    conn.endheaders()
+    if sent:
+        conn.send(sent)
+    rsp = conn.getresponse()
+    status, body = rsp.status, rsp.read()
+    conn.close()
+    return status, body
+
+
+def test_bodies_are_authorised_before_they_are_read(server):
+    d, root = new_domain(server, ALICE)
+    ds = server.request("POST", "/datasets", {"type": "H5T_STD_U8LE", "shape": [8]},
+                        params={"domain": d}, user=ALICE)[2]
+    # bob has no rights on alice's domain: 403 comes back although the 100 MB
+    # body never does
+    status, body = _send_partial(server, "PUT", f"/datasets/{ds['id']}/value", {"domain": d},
+                                 BOB, 100 << 20, b'{"value": [0,')
+    assert status == 403, body
+    status, body = _send_partial(server, "POST", "/datasets", {"domain": d}, BOB, 100 << 20, b"{")
+    assert status == 403, body
+    assert server.alive()
+
+
+def test_huge_json_bodies_are_refused_by_element_count(server):
+    d, _ = new_domain(server, BOB)
+    st, _, ds = server.request("POST", "/datasets", {"type": "H5T_STD_U8LE", "shape": [50_000_000]},
+                               params={"domain": d}, user=BOB)
+    assert st == 201
+    body = b'{"value": [' + b"0," * (50_000_000 - 1) + b"0]}"
+    before = snapshot(server.root)
+    st, _, rsp = server.request("PUT", f"/datasets/{ds['id']}/value", body, params={"domain": d},
+                                user=BOB, headers={"Content-Type": "application/json"})
+    assert st == 413, rsp
+    assert "application/octet-stream" in message(rsp)
+    assert snapshot(server.root) == before
+    assert server.alive()
+
+
+def test_json_answers_are_bounded_and_streamed(server):
+    d, _ = new_domain(server, BOB)
+    st, _, ds = server.request("POST", "/datasets", {"type": "H5T_STD_U8LE", "shape": [10_000_000]},
+                               params={"domain": d}, user=BOB)
+    assert st == 201
+    st, _, rsp = server.request("GET", f"/datasets/{ds['id']}/value", params={"domain": d}, user=BOB)
+    assert st == 413 and "application/octet-stream" in message(rsp), rsp
+    # within the element limit, an answer is streamed and is right
+    st, _, rsp = server.request("GET", f"/datasets/{ds['id']}/value",
+                                params={"domain": d, "select": "[0:1000000]"}, user=BOB)
+    assert st == 200 and len(rsp["value"]) == 1_000_000 and rsp["value"][-1] == 0
+    # elements are not all that costs: empty rows still make lists, and
+    # one array element can hold millions of values
+    for body in ({"type": "H5T_STD_U8LE", "shape": [2**40, 0]},
+                 {"type": {"class": "H5T_ARRAY", "base": "H5T_STD_U8LE", "dims": [4 << 20]},
+                  "shape": [2]}):
+        st, _, ds2 = server.request("POST", "/datasets", body, params={"domain": d}, user=BOB)
+        assert st == 201, ds2
+        st, _, rsp = server.request("GET", f"/datasets/{ds2['id']}/value", params={"domain": d},
+                                    user=BOB)
+        assert st == 413, rsp
+    # points given in the body count too
+    pts = np.arange(0, 10_000_000, 4, dtype="<u8").tobytes()
+    st, _, rsp = server.request("POST", f"/datasets/{ds['id']}/value", pts, params={"domain": d},
+                                user=BOB, headers={"Content-Type": "application/octet-stream"})
+    assert st == 413, rsp
+    assert server.alive()
+
+
+def test_a_request_bigger_than_the_whole_budget_is_refused(tmp_path):
+    s = Server(tmp_path / "bucket", args=["--memory-budget", "64M"])
+    try:
+        assert s.request("PUT", "/", {"folder": 1}, params={"domain": "/home/"})[0] == 201
+        d = "/home/big.h5"
+        assert s.request("PUT", "/", params={"domain": d})[0] == 201
+        # 40 MiB elements are allowed (under the 128 MiB chunk limit), but
+        # streaming them takes two at a time: more than the whole budget
+        st, _, ds = s.request("POST", "/datasets",
+                              {"type": {"class": "H5T_OPAQUE", "size": 40 << 20}, "shape": [3]},
+                              params={"domain": d})
+        assert st == 201, ds
+        st, _, rsp = s.request("GET", f"/datasets/{ds['id']}/value", params={"domain": d},
+                               headers={"Accept": "application/octet-stream"})
+        assert st == 413 and "--memory-budget" in message(rsp), rsp
+        # as is a JSON body that could parse into more than the budget: the
+        # answer comes before the body is sent
+        st, rsp = _send_partial(s, "PUT", f"/datasets/{ds['id']}/value", {"domain": d}, "admin",
+                                40 << 20, b'{"value": [0,')
+        assert st == 413 and b"--memory-budget" in rsp, rsp
+        # one element at a time fits
+        st, _, v = s.request("GET", f"/datasets/{ds['id']}/value",
+                             params={"domain": d, "select": "[1:2]"},
+                             headers={"Accept": "application/octet-stream"}, raw=True)
+        assert st == 200 and len(v) == 40 << 20
+        assert s.alive()
+        assert (s.rss_kb("VmHWM")) / 1024 < 64 + 100   # the budget, and the server's own size
+    finally:
+        s.stop()
+
+
+# ---- 5. connections time out ------------------------------------------------------
+
+def test_idle_and_slow_connections_are_closed(server):
+    socks = []
+    for partial in (b"", b"GET /about HTTP/1.1\r\nHost: x\r\n"):
+        s = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        s.sendall(partial)
+        socks.append(s)
+    t0 = time.time()
+    for s in socks:
+        try:
+            data = s.recv(1024)
+        except ConnectionResetError:
+            data = b""
+        # closed (perhaps after a 408), not held open
+        assert data == b"" or data.startswith(b"HTTP/1.1 408"), data
+        s.close()
+    assert time.time() - t0 < 8
+    assert server.alive()
+
+
+def test_connections_per_client_are_capped(server):
+    socks = [socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(40)]
+    try:
+        refused = 0
+        for s in socks[32:]:
+            try:
+                data = s.recv(1024)
+                refused += data == b"" or b" 503 " in data.split(b"\r\n")[0]
+            except (ConnectionResetError, socket.timeout):
+                refused += 1
+        assert refused == 8
+    finally:
+        for s in socks:
+            s.close()
+    time.sleep(0.5)
+    assert server.alive()
+
+
+# ---- 6. a failed request leaves nothing behind -----------------------------------
+
+def test_failed_creates_leave_no_orphans(server):
+    d, root = new_domain(server, BOB)
+    other, other_root = new_domain(server, ALICE)
+    for body, statuses in (({"link": {"id": root, "name": "q/r"}}, (400,)),
+                           ({"h5path": "../../x"}, (400, 404)),
+                           ({"link": {"id": other_root, "name": "x"}}, (400, 404)),
+                           ({"link": {"id": "g-nonsense", "name": "x"}}, (400, 404))):
+        refused_unchanged(server, "POST", "/groups", body, {"domain": d}, BOB, statuses)
+    # a batch whose last item fails makes none of its objects
+    refused_unchanged(server, "POST", "/groups",
+                      [{"link": {"id": root, "name": "a"}}, {"link": {"id": root, "name": "b/c"}}],
+                      {"domain": d}, BOB, (400,))
+    refused_unchanged(server, "POST", "/groups",
+                      [{"link": {"id": root, "name": "a"}}, {"h5path": "/nowhere/x"}],
+                      {"domain": d}, BOB, (404,))
+    refused_unchanged(server, "POST", "/datasets",
+                      {"type": "H5T_STD_U8LE", "shape": [4], "link": {"id": root, "name": "a/b"}},
+                      {"domain": d}, BOB, (400,))
+
+
+# ---- 7. private domains stay private ---------------------------------------------
+
+def test_listing_a_folder_shows_only_what_the_reader_may_read(server):
+    d, root = new_domain(server, ALICE)
+    st, _, rsp = server.request("GET", "/domains", params={"domain": f"/home/{ALICE}/", "verbose": 1},
+                                user=BOB)
+    assert st == 200
+    mine = [x for x in rsp["domains"] if x["name"] == d]
+    assert mine and "root" not in mine[0] and "owner" not in mine[0], mine
+    assert root not in json.dumps(rsp)
+    st, _, rsp = server.request("GET", "/domains", params={"domain": f"/home/{ALICE}/", "verbose": 1},
+                                user=ALICE)
+    assert root in json.dumps(rsp)
+
+
+def test_hard_links_to_another_domains_objects_are_refused(server):
+    d_a, root_a = new_domain(server, ALICE)
+    d_b, root_b = new_domain(server, BOB)
+    refused_unchanged(server, "PUT", f"/groups/{root_b}/links/x", {"id": root_a}, {"domain": d_b},
+                      BOB, (400,))
+
+
+# ---- 8. the right codes, and no host details in messages --------------------------
+
+def test_codes_and_messages(server):
+    d, root = new_domain(server, BOB)
+    long = f"/home/{BOB}/" + "x" * 300
+    rsp = refused_unchanged(server, "PUT", "/", None, {"domain": long}, BOB, (400,))
+    assert server.root not in message(rsp)
+    for filters in ([{"class": "H5Z_FILTER_NOSUCH", "id": 31999}],
+                    [{"class": "H5Z_FILTER_DEFLATE", "id": 1, "level": 99}]):
+        refused_unchanged(server, "POST", "/datasets",
+                          {"type": "H5T_STD_U8LE", "shape": [10],
+                           "creationProperties": {"filters": filters,
+                                                  "layout": {"class": "H5D_CHUNKED", "dims": [5]}}},
+                          {"domain": d}, BOB, (400,))
+    # a root id already in use is named as such, not as an existing domain
+    st, _, rsp = server.request("PUT", "/", {"root_id": root}, params={"domain": d + "-twin"},
+                                user=BOB)
+    assert st == 409 and "root id" in message(rsp) and d not in message(rsp), rsp
+    # names that are not UTF-8 are refused, not read lossily
+    before = snapshot(server.root)
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=15)
+    token = base64.b64encode(f"{BOB}:{USERS[BOB]}".encode()).decode()
+    conn.request("PUT", f"/?domain=%2Fhome%2F{BOB}%2Fbad%FF.h5", headers={"Authorization": "Basic " + token})
+    assert conn.getresponse().status == 400
+    conn.close()
+    assert snapshot(server.root) == before
+    # bad client JSON is a 400 that says so
+    st, _, rsp = server.request("POST", "/datasets", b'{"type": ', params={"domain": d}, user=BOB,
+                                headers={"Content-Type": "application/json"})
+    assert st == 400 and "corrupt" not in message(rsp)
+
+
+def test_zz_peak_memory_stayed_within_the_budget(server):
+    """Runs last in the module (pytest keeps file order): the peak resident
+    size over all the requests above, less what the server held idle."""
+    assert server.alive()
+    peak_mb = (server.rss_kb("VmHWM") - server.baseline_kb) / 1024
+    assert peak_mb < BUDGET_MB, f"peak {peak_mb:.0f} MB over a budget of {BUDGET_MB} MB"
