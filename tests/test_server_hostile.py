@@ -89,6 +89,12 @@ def new_domain(server, user):
     return d, body["root"]
 
 
+def new_dataset(server, domain, body, user=BOB):
+    st, _, ds = server.request("POST", "/datasets", body, params={"domain": domain}, user=user)
+    assert st == 201, ds
+    return ds["id"]
+
+
 def message(body):
     return body.get("message", "") if isinstance(body, dict) else str(body)
 
@@ -274,12 +280,10 @@ def test_bodies_are_authorised_before_they_are_read(server):
 
 def test_huge_json_bodies_are_refused_by_element_count(server):
     d, _ = new_domain(server, BOB)
-    st, _, ds = server.request("POST", "/datasets", {"type": "H5T_STD_U8LE", "shape": [50_000_000]},
-                               params={"domain": d}, user=BOB)
-    assert st == 201
+    did = new_dataset(server, d, {"type": "H5T_STD_U8LE", "shape": [50_000_000]})
     body = b'{"value": [' + b"0," * (50_000_000 - 1) + b"0]}"
     before = snapshot(server.root)
-    st, _, rsp = server.request("PUT", f"/datasets/{ds['id']}/value", body, params={"domain": d},
+    st, _, rsp = server.request("PUT", f"/datasets/{did}/value", body, params={"domain": d},
                                 user=BOB, headers={"Content-Type": "application/json"})
     assert st == 413, rsp
     assert "application/octet-stream" in message(rsp)
@@ -289,15 +293,29 @@ def test_huge_json_bodies_are_refused_by_element_count(server):
 
 def test_json_answers_are_bounded_and_streamed(server):
     d, _ = new_domain(server, BOB)
-    st, _, ds = server.request("POST", "/datasets", {"type": "H5T_STD_U8LE", "shape": [10_000_000]},
-                               params={"domain": d}, user=BOB)
-    assert st == 201
-    st, _, rsp = server.request("GET", f"/datasets/{ds['id']}/value", params={"domain": d}, user=BOB)
+    did = new_dataset(server, d, {"type": "H5T_STD_U8LE", "shape": [10_000_000]})
+    st, _, rsp = server.request("GET", f"/datasets/{did}/value", params={"domain": d}, user=BOB)
     assert st == 413 and "application/octet-stream" in message(rsp), rsp
-    # within the element limit, an answer is streamed and is right
-    st, _, rsp = server.request("GET", f"/datasets/{ds['id']}/value",
+    # within the element limit, an answer is streamed (in pieces of rows)
+    # and is right, here over a 2-D selection
+    want = (np.arange(1_000_000) % 251).astype("u1")
+    st, _, _ = server.request("PUT", f"/datasets/{did}/value", want.tobytes(),
+                              params={"domain": d, "select": "[0:1000000]"}, user=BOB,
+                              headers={"Content-Type": "application/octet-stream"})
+    assert st == 200
+    st, _, rsp = server.request("GET", f"/datasets/{did}/value",
                                 params={"domain": d, "select": "[0:1000000]"}, user=BOB)
-    assert st == 200 and len(rsp["value"]) == 1_000_000 and rsp["value"][-1] == 0
+    assert st == 200
+    np.testing.assert_array_equal(np.array(rsp["value"], dtype="u1"), want)
+    did2 = new_dataset(server, d, {"type": "H5T_IEEE_F64LE", "shape": [1000, 900]})
+    grid = np.arange(900_000, dtype="f8").reshape(1000, 900) / 7
+    st, _, _ = server.request("PUT", f"/datasets/{did2}/value", grid.tobytes(), params={"domain": d},
+                              user=BOB, headers={"Content-Type": "application/octet-stream"})
+    assert st == 200
+    st, _, rsp = server.request("GET", f"/datasets/{did2}/value",
+                                params={"domain": d, "select": "[1:1000:3,5:900]"}, user=BOB)
+    assert st == 200
+    np.testing.assert_array_equal(np.array(rsp["value"]), grid[1:1000:3, 5:900])
     # elements are not all that costs: empty rows still make lists, and
     # one array element can hold millions of values
     for body in ({"type": "H5T_STD_U8LE", "shape": [2**40, 0]},
@@ -310,7 +328,7 @@ def test_json_answers_are_bounded_and_streamed(server):
         assert st == 413, rsp
     # points given in the body count too
     pts = np.arange(0, 10_000_000, 4, dtype="<u8").tobytes()
-    st, _, rsp = server.request("POST", f"/datasets/{ds['id']}/value", pts, params={"domain": d},
+    st, _, rsp = server.request("POST", f"/datasets/{did}/value", pts, params={"domain": d},
                                 user=BOB, headers={"Content-Type": "application/octet-stream"})
     assert st == 413, rsp
     assert server.alive()
