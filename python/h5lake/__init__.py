@@ -16,7 +16,7 @@ from ._hl.datatype import Datatype
 from ._hl.attrs import AttributeManager
 from ._hl.base import HLObject
 from ._hl.tools import ls, info, diff, rm, cp, mv
-from ._hl.transfer import load, get, is_hdf5
+from ._hl.transfer import load, get, is_hdf5, IncompleteConversion
 from ._hl.serve import serve
 
 __all__ = [
@@ -26,4 +26,5 @@ __all__ = [
     "check_dtype", "check_string_dtype", "check_vlen_dtype", "check_enum_dtype",
     "check_opaque_dtype", "check_ref_dtype", "string_info", "Reference", "ref_dtype",
     "ls", "info", "diff", "rm", "cp", "mv", "load", "get", "is_hdf5", "serve",
+    "IncompleteConversion",
 ]

@@ -3,7 +3,9 @@
 ``get`` (store -> HDF5 file) and ``serve`` (the HSDS REST API).
 
 Exit status: 0 on success (and for ``diff``, when equal), 1 when ``diff``
-finds differences, 2 on any error (h5diff's convention).  Errors are one
+finds differences, 2 on any error (h5diff's convention), 3 when ``load`` or
+``get`` finished but could not carry everything (each object left out is
+named; ``--skip-unsupported`` accepts that and exits 0).  Errors are one
 line on stderr, ``h5lake <command>: error: <message>``; set H5LAKE_DEBUG=1
 to get the traceback instead.
 """
@@ -55,9 +57,12 @@ def format_info(summary):
     rows += [(key, summary[key]) for key in ("groups", "datasets", "datatypes", "attributes")]
     rows += [(f"{kind} links", links[kind]) for kind in ("hard", "soft", "external")]
     rows += [(key.replace("_", " "), f"{summary[key]} ({_human(summary[key])})")
-             for key in ("logical_bytes", "stored_bytes", "metadata_bytes", "chunk_bytes")]
-    rows += [("chunks", summary["chunks"]),
-             ("compression ratio", "n/a (no chunks)" if ratio is None else f"{ratio:.2f}")]
+             for key in ("logical_bytes", "stored_logical_bytes", "linked_bytes", "stored_bytes",
+                         "metadata_bytes", "chunk_bytes") if summary.get(key) is not None]
+    if summary.get("chunks") is not None:
+        rows.append(("chunks", summary["chunks"]))
+    rows.append(("compression ratio", "n/a (no chunks stored)" if ratio is None else f"{ratio:.2f}"))
+    rows += [("not readable", gap) for gap in summary.get("not_readable", [])]
     width = max(len(label) for label, _value in rows)
     return [f"{label.ljust(width)}  {value}" for label, value in rows]
 
@@ -102,18 +107,34 @@ def _mv(args):
     return 0
 
 
+# Exit status of a load or get that left something out (see the module doc).
+EXIT_INCOMPLETE = 3
+
+
 def _load(args):
-    report = h5lake.load(args.src, args.dest, link=args.link, hyperchunk=args.hyperchunk,
-                         keep_chunks=args.keep_chunks, force=args.force,
-                         progress=not args.quiet)
-    _summarize("load", args, report, f"linked {report['linked_datasets']} datasets to {args.src}, "
-               if report["linked_datasets"] else "")
-    return 0
+    return _convert("load", args, lambda: h5lake.load(
+        args.src, args.dest, link=args.link, hyperchunk=args.hyperchunk,
+        keep_chunks=args.keep_chunks, force=args.force, progress=not args.quiet,
+        skip_unsupported=True))
 
 
 def _get(args):
-    report = h5lake.get(args.src, args.dest, force=args.force, progress=not args.quiet)
-    _summarize("get", args, report, "")
+    return _convert("get", args, lambda: h5lake.get(
+        args.src, args.dest, force=args.force, progress=not args.quiet, skip_unsupported=True))
+
+
+def _convert(cmd, args, run):
+    """Runs a load or get; names everything it left out, and says it was
+    incomplete (exit 3) unless the user accepted that."""
+    report = run()
+    linked = report.get("linked_datasets")
+    _summarize(cmd, args, report, f"linked {linked} datasets to {args.src}, " if linked else "")
+    if report["skipped"] and not args.skip_unsupported:
+        n = len(report["skipped"])
+        print(f"h5lake {cmd}: incomplete: {n} object{'s' if n != 1 else ''} or "
+              f"part{'s' if n != 1 else ''} not copied (listed above); {args.dest} holds the "
+              "rest. Pass --skip-unsupported to accept that.", file=sys.stderr)
+        return EXIT_INCOMPLETE
     return 0
 
 
@@ -175,6 +196,12 @@ def _quiet(parser):
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
 
+def _skip_unsupported(parser):
+    parser.add_argument("--skip-unsupported", action="store_true",
+                        help="leave out what h5lake cannot convert (named on stderr) and exit 0; "
+                             "without it such a run exits 3 (incomplete)")
+
+
 def _local_links(parser):
     parser.add_argument("--allow-local-links", action="store_true",
                         help="let a store in a bucket (s3://) follow links to local files "
@@ -197,9 +224,10 @@ def build_parser():
                    help="also show types, chunking, filters, fill values and attributes")
     _local_links(p)
 
-    p = _command(commands, "info", _info, "summarise a store: object counts, logical and stored bytes",
+    p = _command(commands, "info", _info,
+                 "summarise a store or HDF5 file: object counts, logical and stored bytes",
                  "h5lake info --json run.h5l")
-    p.add_argument("path", metavar="STORE", help="the store directory")
+    p.add_argument("path", metavar="STORE", help="the store directory, or an HDF5 file")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     _local_links(p)
 
@@ -245,6 +273,7 @@ def build_parser():
                         "h5lake reads the store, a real HSDS server does not)")
     _force(p, "store")
     _quiet(p)
+    _skip_unsupported(p)
 
     p = _command(commands, "get", _get, "write an h5lake store out as an HDF5 file",
                  "h5lake get run.h5l run.h5")
@@ -252,6 +281,7 @@ def build_parser():
     p.add_argument("dest", metavar="HDF5_FILE", help="the HDF5 file to create")
     _force(p, "file")
     _local_links(p)
+    _skip_unsupported(p)
     _quiet(p)
 
     p = _command(commands, "serve", _serve,

@@ -75,7 +75,7 @@ pub struct GetReport {
     pub bytes: u64,
     /// `"path: reason"` for everything that could not be written (a
     /// reference type, a dangling hard link, an unknown filter, ...).
-    pub skipped: Vec<String>,
+    pub skipped: Vec<crate::Skipped>,
 }
 
 /// Writes the h5lake store at `src` as a new HDF5 file at `dest`.
@@ -367,7 +367,7 @@ impl<'a> Exporter<'a> {
             let child = join(path, &name);
             match self.export_link(file, gid, &name, &child, &link) {
                 Ok(()) => {}
-                Err(Fail::Skip(why)) => self.report.skipped.push(format!("{child}: {why}")),
+                Err(Fail::Skip(why)) => self.report.skipped.push(crate::Skipped::object(&child, why)),
                 Err(Fail::Err(e)) => return Err(e),
             }
         }
@@ -620,7 +620,7 @@ impl<'a> Exporter<'a> {
                 Err(Fail::Skip(why)) => self
                     .report
                     .skipped
-                    .push(format!("{path}: attribute {name:?}: {why}")),
+                    .push(crate::Skipped::part(path, format!("attribute {name:?}"), why)),
                 Err(Fail::Err(e)) => return Err(e),
             }
         }
@@ -791,7 +791,7 @@ impl<'a> Exporter<'a> {
                 Err(Fail::Skip(why)) => self
                     .report
                     .skipped
-                    .push(format!("{path}: fill value {fv}: {why}")),
+                    .push(crate::Skipped::part(path, format!("fill value {fv}"), why)),
                 Err(e) => return Err(e),
             }
         }

@@ -13,11 +13,13 @@ mod attrs;
 mod export;
 mod h5;
 mod load;
+mod skipped;
 mod source;
 mod types;
 
 pub use export::{get, GetOptions, GetReport};
 pub use load::{load, LoadOptions, LoadReport};
+pub use skipped::Skipped;
 pub use source::is_hdf5;
 
 use thiserror::Error;

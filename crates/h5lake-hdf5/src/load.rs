@@ -73,8 +73,8 @@ pub struct LoadReport {
     pub chunks: u64,
     /// Bytes of chunk data read from the source.
     pub bytes: u64,
-    /// What was not loaded, as "path: reason".
-    pub skipped: Vec<String>,
+    /// What was not loaded, and why.
+    pub skipped: Vec<crate::Skipped>,
 }
 
 /// Loads the HDF5 file `src` into a new h5lake store at `dest`.
@@ -367,7 +367,7 @@ impl Loader<'_> {
                 Err(Hdf5Error::Unsupported(why)) => self
                     .report
                     .skipped
-                    .push(format!("{path} attribute {name:?}: {why}")),
+                    .push(crate::Skipped::part(path, format!("attribute {name:?}"), why)),
                 Err(e) => return Err(e),
             }
         }
@@ -409,7 +409,7 @@ impl Loader<'_> {
                 _ => {
                     self.report
                         .skipped
-                        .push(format!("{cpath}: user-defined link class"));
+                        .push(crate::Skipped::object(&cpath, "a link of a user-defined class"));
                     continue;
                 }
             };
@@ -465,7 +465,7 @@ impl Loader<'_> {
             _ => {
                 self.report
                     .skipped
-                    .push(format!("{path}: an object of unknown kind"));
+                    .push(crate::Skipped::object(path, "an object of unknown kind"));
                 return Ok(None);
             }
         };
@@ -499,7 +499,10 @@ impl Loader<'_> {
             Err(Hdf5Error::Unsupported(why)) => {
                 self.report
                     .skipped
-                    .push(format!("{path}: its type is not supported ({why})"));
+                    .push(crate::Skipped::object(
+                        path,
+                        format!("its type is not supported ({why})"),
+                    ));
                 return Ok(None);
             }
             Err(e) => return Err(e),

@@ -123,22 +123,45 @@ def _link(f, inner, path):
 @contextlib.contextmanager
 def _open_object(path):
     """The object ``path`` names (in a store or an HDF5 file), open
-    read-only meanwhile."""
+    read-only meanwhile, and what of the file h5lake could not read (see
+    :func:`_open_in`)."""
     with contextlib.ExitStack() as stack:
         yield _open_in(path, stack)
 
 
 def _open_in(path, stack):
     """The object ``path`` names, kept open by ``stack``: in a store, or in
-    an HDF5 file loaded (linked, not copied) into a temporary store."""
+    an HDF5 file loaded (linked, not copied) into a temporary store; and
+    the gaps of that load, ``{"path", "part", "reason"}`` for each object
+    or part of one the file holds and h5lake could not read (none for a
+    store), so that no tool passes over them in silence."""
     root, inner = split_path(path, lambda p: is_store(p) or is_hdf5_file(p),
                              "an h5lake store or HDF5 file")
+    gaps = []
     if not is_store(root):
-        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="h5lake-"))
-        store = os.path.join(tmp, os.path.basename(root) + ".h5l")
-        load(root, store, link=True)
-        root = store
-    return _lookup(stack.enter_context(File(root, "r")), inner, path)
+        root, gaps = _linked_copy(root, stack)
+    return _lookup(stack.enter_context(File(root, "r")), inner, path), gaps
+
+
+def _linked_copy(h5file, stack):
+    """A temporary store linked to the HDF5 file ``h5file`` (kept by
+    ``stack``), and what of the file it could not hold."""
+    tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="h5lake-"))
+    store = os.path.join(tmp, os.path.basename(h5file) + ".h5l")
+    report = load(h5file, store, link=True, skip_unsupported=True)
+    return store, report["skipped_objects"]
+
+
+def _below(gap_path, top, recursive):
+    """Whether an object at ``gap_path`` is listed by ``ls`` of ``top``."""
+    parent = posixpath.dirname(gap_path)
+    if not recursive:
+        return parent == top
+    return gap_path.startswith(top.rstrip("/") + "/")
+
+
+def _gap_text(gap):
+    return f"not readable by h5lake: {gap['reason']}"
 
 
 def _refuse_inside_store(path):
@@ -296,7 +319,7 @@ def ls(path, group="/", recursive=False, verbose=False):
     ``group`` is a path below the object PATH names (a leading '/' is
     ignored).  A dataset or datatype is listed alone; a group by its members.
     """
-    with _open_object(path) as top:
+    with _open_object(path) as (top, gaps):
         inner = group.strip("/")
         target = _lookup(top, inner, posixpath.join(os.fspath(path), inner))
         if isinstance(target, Group):
@@ -320,6 +343,14 @@ def ls(path, group="/", recursive=False, verbose=False):
             lines.append(f"{name.ljust(width)}  {text}")
             if verbose and obj is not None:
                 lines.extend("    " + line for line in _details(obj))
+                lines.extend(f"    Attribute:  {gap['part'].split(' ', 1)[-1]} ({_gap_text(gap)})"
+                             for gap in gaps if gap["path"] == obj.name and gap["part"])
+        # What the file holds and h5lake could not read is listed all the same.
+        if isinstance(target, Group):
+            for gap in gaps:
+                if gap["part"] is None and _below(gap["path"], target.name, recursive):
+                    name = gap["path"] if recursive else posixpath.basename(gap["path"])
+                    lines.append(f"{name.ljust(width)}  ({_gap_text(gap)})")
         return lines
 
 
@@ -362,9 +393,36 @@ def info(path):
     are those of every file in the store, including objects no link reaches
     any more (deleting a link leaves its object in place).
     """
+    with contextlib.ExitStack() as stack:
+        if is_hdf5_file(path):
+            store, gaps = _linked_copy(os.fspath(path), stack)
+            summary = _summary(store)
+            # The file's own bytes; its data is not in any store.
+            summary.update(store=os.path.abspath(path), stored_bytes=os.path.getsize(path),
+                           metadata_bytes=None, chunk_bytes=None, chunks=None,
+                           compression_ratio=None)
+            summary["not_readable"] = [gap_line(g) for g in gaps]
+            return summary
     root, inner = split_path(path)
     if inner:
         raise ValueError(f"{path}: info describes a whole store; give the store path {root}")
+    summary = _summary(root)
+    chunk_bytes = summary["chunk_bytes"]
+    # Only what the store holds compresses: data never written reads as the
+    # fill value, and linked data stays in its file.
+    stored = summary["stored_logical_bytes"]
+    summary["compression_ratio"] = stored / chunk_bytes if stored and chunk_bytes else None
+    return summary
+
+
+def gap_line(gap):
+    """A gap of an HDF5 file (see :func:`_open_in`) as one line."""
+    what = gap["path"] if gap["part"] is None else f"{gap['path']}: {gap['part']}"
+    return f"{what}: {gap['reason']}"
+
+
+def _summary(root):
+    """Counts and sizes of the store at ``root`` (see :func:`info`)."""
     links = {"hard": 0, "soft": 0, "external": 0}
     with File(root, "r") as f:
         objects = {f.id: f}
@@ -391,11 +449,32 @@ def info(path):
             "links": links,
             # variable-length data has no fixed size to count
             "logical_bytes": sum(_logical_bytes(d) for d in datasets),
+            "stored_logical_bytes": 0,
+            "linked_bytes": 0,
         }
+        for d in datasets:
+            stored, linked = _where_bytes_are(d)
+            summary["stored_logical_bytes"] += stored
+            summary["linked_bytes"] += linked
         summary.update(_store_bytes(root, f))
-    chunk_bytes = summary["chunk_bytes"]
-    summary["compression_ratio"] = summary["logical_bytes"] / chunk_bytes if chunk_bytes else None
     return summary
+
+
+def _where_bytes_are(dset):
+    """``(stored, linked)``: logical bytes of the chunks the store holds
+    (at most the dataset's size), and of the data a linked dataset leaves
+    in its source file."""
+    total = _logical_bytes(dset)
+    if not total:
+        return 0, 0
+    layout = (dset._fs.doc(dset._oid).get("creationProperties") or {}).get("layout") or {}
+    cls = layout.get("class", "")
+    if cls.endswith("_REF") or cls.endswith("_REF_INDIRECT"):
+        return 0, total
+    chunk = layout.get("dims") if cls == "H5D_CHUNKED" else None
+    per_chunk = total if not chunk else math.prod(chunk) * (total // max(1, math.prod(dset.shape)))
+    written = dset._fs.raw.dataset_chunk_count(dset._oid)
+    return min(total, written * per_chunk), 0
 
 
 # ---------------------------------------------------------------------------
@@ -662,11 +741,24 @@ def _stored_values(dset, selection):
 
 
 def _diff_side(spec, stack):
-    """The h5lake object ``spec`` names: an open object as is, else as
-    :func:`_open_in` finds it."""
+    """The h5lake object ``spec`` names and the gaps of its file: an open
+    object as is, else as :func:`_open_in` finds it."""
     if isinstance(spec, HLObject):
-        return spec
+        return spec, []
     return _open_in(spec, stack)
+
+
+def _not_compared(gaps, top, side):
+    """A difference line for each gap of one side below ``top``: what
+    could not be read was not compared, and is never reported as equal."""
+    lines = []
+    for gap in gaps:
+        if gap["path"] != top and not _below(gap["path"], top, True):
+            continue
+        what = gap["path"] if gap["part"] is None else f"{gap['part']} of {gap['path']}"
+        lines.append(f"{what}: not compared ({side} holds what h5lake cannot read: "
+                     f"{gap['reason']})")
+    return lines
 
 
 def diff(a, b, *, rtol=0.0, atol=0.0, verbose=False):
@@ -678,13 +770,16 @@ def diff(a, b, *, rtol=0.0, atol=0.0, verbose=False):
     attributes, dataset types, shapes and values (NaN equals NaN; numbers
     within ``np.isclose(rtol, atol)`` are equal when a tolerance is given).
     Data is read in slabs of at most 64 MiB.  ``verbose`` lists up to 10
-    differing elements per dataset.
+    differing elements per dataset.  Whatever h5lake cannot read in an HDF5
+    file is never taken as equal: each such object is a difference line
+    saying it was not compared.
     """
     with contextlib.ExitStack() as stack:
-        obj_a, obj_b = _diff_side(a, stack), _diff_side(b, stack)
+        (obj_a, gaps_a), (obj_b, gaps_b) = _diff_side(a, stack), _diff_side(b, stack)
         differ = _Differ(rtol, atol, verbose)
         differ.objects(obj_a, obj_b, obj_a.name or "/")
-        return differ.out
+        return (differ.out + _not_compared(gaps_a, obj_a.name or "/", "A")
+                + _not_compared(gaps_b, obj_b.name or "/", "B"))
 
 
 # ---------------------------------------------------------------------------
