@@ -178,9 +178,19 @@ def test_hyperchunks_read_the_same_values(tmp_path, hyperchunk):
         np.testing.assert_array_equal(l["gt0/heights_0"][12_345:23_456:3],
                                       h["gt0/heights_0"][12_345:23_456:3])
         np.testing.assert_array_equal(l["grid"][5:250:7, 3:66], h["grid"][5:250:7, 3:66])
+        # Users see the file's chunks, as h5py shows them: hyper-chunks
+        # (what is read at a time) are a detail of the stored layout.
+        for name in ("gt0/heights_0", "grid"):
+            assert l[name].chunks == h[name].chunks
+            assert list(l[name].iter_chunks()) == list(h[name].iter_chunks())
+            part = np.s_[3:40] if name != "grid" else np.s_[3:40, 10:30]
+            assert list(l[name].iter_chunks(part)) == list(h[name].iter_chunks(part))
         if hyperchunk == 200_000:
-            assert l["gt0/heights_0"].chunks == (25_000,)
-            assert l["grid"].chunks[1] == 72
+            layout = l["gt0/heights_0"]._doc["creationProperties"]["layout"]
+            assert layout["dims"] == [25_000] and layout["hyper_dims"] == [1_000]
+            assert l["grid"]._doc["creationProperties"]["layout"]["dims"][1] == 72
+    verbose = h5lake.ls(dest, "grid", verbose=True)
+    assert any("Chunks:     {7, 9}" in line for line in verbose), verbose
 
 
 def test_files_shipped_with_h5py(tmp_path):

@@ -394,8 +394,12 @@ def dcpl_properties(creation_props):
     layout = cp.get("layout") or {}
     chunks = None
     if layout.get("class") in ("H5D_CHUNKED", "H5D_CHUNKED_REF", "H5D_CHUNKED_REF_INDIRECT"):
-        if layout.get("dims") is not None:
-            chunks = tuple(int(d) for d in layout["dims"])
+        # A linked dataset reads several of its file's chunks at a time
+        # (`dims`, the hyper-chunk), but its chunks are the file's own
+        # (`hyper_dims`): what h5py reports for the file.
+        dims = layout.get("hyper_dims") or layout.get("dims")
+        if dims is not None:
+            chunks = tuple(int(d) for d in dims)
     out = {"chunks": chunks, "compression": None, "compression_opts": None,
            "shuffle": False, "fletcher32": False, "scaleoffset": None}
     for f in cp.get("filters") or []:
