@@ -451,7 +451,9 @@ def test_hdf5_signature_is_found_after_a_userblock(tmp_path, sample):
 def test_rm_store_and_inner_objects(capsys, rich):
     assert run(capsys, "rm", rich / "g" / "s", rich / "empty") == (0, [], "")
     assert members(rich) == ["g", "scalar", "t"] and members(rich, "g") == ["d", "e"]
-    assert run(capsys, "rm", rich)[0] == 0
+    rc, _out, err = run(capsys, "rm", rich)
+    assert rc == 2 and "whole store" in err and "-r" in err and os.path.isdir(rich)
+    assert run(capsys, "rm", "-r", rich)[0] == 0
     assert not rich.exists()
 
 

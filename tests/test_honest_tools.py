@@ -96,3 +96,62 @@ def test_compression_ratio_counts_only_what_the_store_holds(tmp_path):
     h5lake.load(src, linked, link=True)
     summary = h5lake.info(linked)
     assert summary["linked_bytes"] == 80_000 and summary["compression_ratio"] is None
+
+
+# ---- item 9: smaller things of the same kind ---------------------------------
+
+def test_a_linked_dataset_whose_file_moved_says_so(tmp_path):
+    src = tmp_path / "src.h5"
+    with h5py.File(src, "w") as f:
+        f["x"] = np.arange(10)
+    store = tmp_path / "linked.h5l"
+    h5lake.load(src, store, link=True)
+    os.rename(src, tmp_path / "moved.h5")
+    with h5lake.File(store, "r") as f:
+        with pytest.raises(FileNotFoundError, match="src.h5"):
+            f["x"][...]
+
+
+def test_cli_errors_speak_of_commands_not_python_modes(tmp_path, capsys):
+    rc, _, err = run(capsys, "get", tmp_path / "missing.h5l", tmp_path / "out.h5")
+    assert rc == 2 and "mode 'w'" not in err and "h5lake load" in err, err
+
+
+def test_ls_of_a_soft_external_or_dangling_link_shows_the_link(tmp_path, capsys):
+    store = tmp_path / "links.h5l"
+    with h5lake.File(store, "w") as f:
+        f["x"] = 1
+        f["soft"] = h5lake.SoftLink("/x")
+        f["dangling"] = h5lake.SoftLink("/nowhere")
+        f["ext"] = h5lake.ExternalLink("other.h5l", "/y")
+    assert h5lake.ls(f"{store}/soft") == ["soft  Soft Link {/x}"]
+    assert h5lake.ls(f"{store}/dangling") == ["dangling  Soft Link {/nowhere}"]
+    rc, out, _ = run(capsys, "ls", f"{store}/ext")
+    assert rc == 0 and out == ["ext  External Link {other.h5l//y}"]
+
+
+def test_ls_verbose_shows_the_root_groups_attributes(tmp_path):
+    store = tmp_path / "attrs.h5l"
+    with h5lake.File(store, "w") as f:
+        f.attrs["title"] = "run 7"
+        f["x"] = 1
+    lines = h5lake.ls(store, verbose=True)
+    assert any("Attribute:  title = 'run 7'" in line for line in lines), lines
+
+
+def test_append_mode_does_not_take_over_a_directory(tmp_path):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "notes.txt").write_text("mine")
+    with pytest.raises(OSError, match="not an h5lake store"):
+        h5lake.File(plain, "a")
+    assert sorted(os.listdir(plain)) == ["notes.txt"]
+
+
+def test_the_demo_cleans_up(tmp_path, monkeypatch, capsys):
+    from h5lake import demo
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    assert demo.main(["demo"]) == 0
+    assert os.listdir(tmp_path) == []

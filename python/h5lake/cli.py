@@ -336,7 +336,11 @@ def _message(error):
     # KeyError's str() is the repr of its message
     if isinstance(error, KeyError) and len(error.args) == 1:
         return str(error.args[0])
-    return str(error)
+    # The engine speaks to Python callers of File()'s modes; here the way
+    # to make a store is a command.
+    return str(error).replace(
+        "(use mode 'w' or 'a' to create one)",
+        "(make one with h5lake load, or h5lake.File(path, 'w') in Python)")
 
 
 def main(argv=None) -> int:

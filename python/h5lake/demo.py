@@ -17,7 +17,14 @@ import h5lake
 
 
 def main(argv: list[str]) -> int:
-    where = argv[1] if len(argv) > 1 else tempfile.mkdtemp(prefix="h5lake-demo-")
+    if len(argv) > 1:
+        return tour(argv[1])
+    # Without a DIR the tour is shown and then cleaned up.
+    with tempfile.TemporaryDirectory(prefix="h5lake-demo-") as where:
+        return tour(where)
+
+
+def tour(where: str) -> int:
     path = os.path.join(where, "tour.h5l")
     print(f"h5lake {h5lake.__version__}: writing {path}")
 

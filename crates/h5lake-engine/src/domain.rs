@@ -318,12 +318,16 @@ impl Domain {
                 "Unable to open file: no h5lake store at {display} (use mode 'w' or 'a' to create one)"
             )));
         };
-        if domain_path.is_empty() && mode == OpenMode::Truncate && !store.exists(".domain.json")? {
+        let makes_a_store = matches!(
+            mode,
+            OpenMode::Truncate | OpenMode::Append | OpenMode::CreateExclusive
+        );
+        if domain_path.is_empty() && makes_a_store && !store.exists(".domain.json")? {
             // Refuse to take over a directory that holds something else.
             let (keys, dirs) = store.list_dir("")?;
             if !keys.is_empty() || !dirs.is_empty() {
                 return Err(EngineError::NotAStore(format!(
-                    "{display} is a non-empty directory that is not an h5lake store; refusing to overwrite it"
+                    "{display} is a non-empty directory that is not an h5lake store; refusing to make it one"
                 )));
             }
         }

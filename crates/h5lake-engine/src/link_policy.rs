@@ -248,22 +248,24 @@ impl LinkPolicy {
     /// or never end.
     ///
     /// # Errors
-    /// [`EngineError::LinkRefused`]; [`EngineError::NotFound`] if it cannot
-    /// be opened.
+    /// [`EngineError::LinkRefused`]; [`EngineError::StoreNotFound`] if it
+    /// cannot be opened.
     pub fn open_local(&self, uri: &str, path: &Path) -> Result<File> {
         self.check_local(
             uri,
             &path.canonicalize().unwrap_or_else(|_| path.to_path_buf()),
         )?;
+        // A file that is gone is a missing file (FileNotFoundError, not a
+        // missing name): the store still links to it.
         let file = open_nonblocking(path).map_err(|e| {
-            EngineError::NotFound(format!(
+            EngineError::StoreNotFound(format!(
                 "linked file {} cannot be opened ({e}); the store links to it, so it must stay in place",
                 path.display()
             ))
         })?;
-        let meta = file
-            .metadata()
-            .map_err(|e| EngineError::NotFound(format!("linked file {}: {e}", path.display())))?;
+        let meta = file.metadata().map_err(|e| {
+            EngineError::StoreNotFound(format!("linked file {}: {e}", path.display()))
+        })?;
         if !meta.is_file() {
             return Err(self.refuse(uri, "it is not a regular file"));
         }

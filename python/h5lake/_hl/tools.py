@@ -112,6 +112,17 @@ def _lookup(group, inner, path):
         raise KeyError(f"{path}: no object {where} in {group.file.filename}") from None
 
 
+def _named_link(obj, inner):
+    """The link ``inner`` names below ``obj`` (None for '' or a missing
+    one), without following it."""
+    if not inner or not isinstance(obj, Group):
+        return None
+    try:
+        return obj.get(inner, getlink=True)
+    except (KeyError, ValueError):
+        return None
+
+
 def _link(f, inner, path):
     """The link at ``inner`` in the open store ``f``."""
     link = f.get(inner, getlink=True)
@@ -129,14 +140,17 @@ def _open_object(path):
         yield _open_in(path, stack)
 
 
+def _store_or_file(path):
+    return is_store(path) or is_hdf5_file(path)
+
+
 def _open_in(path, stack):
     """The object ``path`` names, kept open by ``stack``: in a store, or in
     an HDF5 file loaded (linked, not copied) into a temporary store; and
     the gaps of that load, ``{"path", "part", "reason"}`` for each object
     or part of one the file holds and h5lake could not read (none for a
     store), so that no tool passes over them in silence."""
-    root, inner = split_path(path, lambda p: is_store(p) or is_hdf5_file(p),
-                             "an h5lake store or HDF5 file")
+    root, inner = split_path(path, _store_or_file, "an h5lake store or HDF5 file")
     gaps = []
     if not is_store(root):
         root, gaps = _linked_copy(root, stack)
@@ -319,9 +333,15 @@ def ls(path, group="/", recursive=False, verbose=False):
     ``group`` is a path below the object PATH names (a leading '/' is
     ignored).  A dataset or datatype is listed alone; a group by its members.
     """
-    with _open_object(path) as (top, gaps):
-        inner = group.strip("/")
-        target = _lookup(top, inner, posixpath.join(os.fspath(path), inner))
+    root, in_root = split_path(path, _store_or_file, "an h5lake store or HDF5 file")
+    with _open_object(root) as (top, gaps):
+        inner = posixpath.join(in_root, group.strip("/")).strip("/")
+        named = posixpath.join(root, inner)
+        link = _named_link(top, inner)
+        if link is not None and not isinstance(link, HardLink):
+            # A soft or external link (dangling or not) is shown as the link.
+            return [f"{posixpath.basename(inner)}  {_link_text(link)}"]
+        target = _lookup(top, inner, named)
         if isinstance(target, Group):
             entries = _members(target, recursive)
             first_seen = {target.id: target.name}
@@ -330,6 +350,9 @@ def ls(path, group="/", recursive=False, verbose=False):
             first_seen = {}
         width = max((len(name) for name, _link in entries), default=0)
         lines = []
+        if verbose and isinstance(target, Group) and len(target.attrs):
+            # the listed group's own attributes (the root group's included)
+            lines = [f"{target.name}  Group"] + ["    " + line for line in _details(target)]
         for name, link in entries:
             text, obj = _link_text(link), None
             if isinstance(link, HardLink):
@@ -788,9 +811,15 @@ def diff(a, b, *, rtol=0.0, atol=0.0, verbose=False):
 
 def rm(path, *, recursive=False):
     """Remove a whole store (directory), or the link ``store/inner/path``
-    (like ``del f[path]``).  A non-empty group needs ``recursive=True``."""
+    (like ``del f[path]``).  A whole store, or a non-empty group, needs
+    ``recursive=True``."""
     root, inner = split_path(path)
     if not inner:
+        # A store is removed with its contents, like a non-empty group:
+        # only when asked to.
+        if not recursive:
+            raise ValueError(f"{path} is a whole store; use -r (recursive=True) to remove it "
+                             "with its contents")
         if is_url(root):
             _core.delete_domain(root)
         else:
