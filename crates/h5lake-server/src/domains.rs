@@ -8,7 +8,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use h5lake_engine::{ids, Domain, DomainOptions, OpenMode};
-use h5lake_store::{PutOutcome, Version};
+use h5lake_store::{PutOutcome, Store, Version};
 use serde_json::{json, Map, Value};
 
 use crate::auth::{self, acl_check, Action};
@@ -27,24 +27,25 @@ pub(crate) fn parse_doc(bytes: &[u8], what: &str) -> Result<Value> {
 
 /// The domain or folder document, 404 if there is none.
 pub(crate) fn domain_doc(app: &App, domain: &str) -> Result<Value> {
-    let key = domain_key(domain);
+    let place = app.places.place(domain)?;
+    let key = domain_key(&format!("/{}", place.path));
     let missing = || ServerError::NotFound(format!("domain {domain} not found"));
-    if app.store.prefers_batching() {
+    if place.store.prefers_batching() {
         // A remote store answers a version check no faster than the read.
-        let bytes = app.store.get(&key)?.ok_or_else(missing)?;
+        let bytes = place.store.get(&key)?.ok_or_else(missing)?;
         return parse_doc(&bytes, &key);
     }
-    let version = app.store.version(&key)?.ok_or_else(missing)?;
-    if let Some(doc) = app.domain_docs.get(&key, &version) {
+    let version = place.store.version(&key)?.ok_or_else(missing)?;
+    if let Some(doc) = app.domain_docs.get(domain, &version) {
         return Ok(doc);
     }
-    let read = app.store.get_versioned(&key)?.ok_or_else(missing)?;
+    let read = place.store.get_versioned(&key)?.ok_or_else(missing)?;
     let doc = parse_doc(&read.data, &key)?;
-    app.domain_docs.put(key, read.version, doc.clone());
+    app.domain_docs.put(domain.to_string(), read.version, doc.clone());
     Ok(doc)
 }
 
-/// Domain and folder documents read by earlier requests, by key, with the
+/// Domain and folder documents read by earlier requests, by domain, with the
 /// version each was read at. Every request needs its domain's document (for
 /// the root id and the ACLs); on a local store a `stat` tells whether the
 /// copy here is still current, saving the open and read of the file.
@@ -117,9 +118,10 @@ pub(crate) fn open_domain(app: &App, ctx: &Ctx, action: Action) -> Result<Arc<Do
         link_base: app.link_base.clone(),
         ..Default::default()
     };
+    let place = app.places.place(&domain)?;
     let dom = Arc::new(Domain::open_with(
-        app.store.clone(),
-        domain.trim_start_matches('/'),
+        place.store,
+        &place.path,
         OpenMode::ReadWrite,
         domain.clone(),
         &opts,
@@ -228,11 +230,12 @@ pub(crate) async fn get_domain(State(app): AppState, ctx: Ctx) -> Result<Respons
         acl_check(&doc, Action::Read, &ctx.user, &app.cfg.admin_user)?;
         let mut out = domain_response(&domain, &doc);
         if let Some(root) = doc.get("root").and_then(Value::as_str) {
+            let store = app.places.place(&domain)?.store;
             if ctx.flag("verbose") {
-                add_counts(&app, root, &mut out)?;
+                add_counts(&*store, root, &mut out)?;
             }
             if ctx.flag("getobjs") {
-                if let Some(objs) = domain_objs(&app, &domain, root)? {
+                if let Some(objs) = domain_objs(&*store, &domain, root)? {
                     out["domain_objs"] = objs;
                 }
             }
@@ -249,10 +252,9 @@ const MAX_DOMAIN_OBJS: usize = 10_000;
 
 /// Every object of a domain with its links and attributes, for
 /// `GET /?getobjs=1`: what lets h5pyd open a domain in one round trip.
-pub(crate) fn domain_objs(app: &App, domain: &str, root: &str) -> Result<Option<Value>> {
+pub(crate) fn domain_objs(store: &dyn Store, domain: &str, root: &str) -> Result<Option<Value>> {
     let prefix = ids::domain_db_prefix(root)?;
-    let keys: Vec<String> = app
-        .store
+    let keys: Vec<String> = store
         .list_prefix(&prefix)?
         .into_iter()
         .filter(|k| {
@@ -266,7 +268,7 @@ pub(crate) fn domain_objs(app: &App, domain: &str, root: &str) -> Result<Option<
     }
     let mut objs = Map::new();
     for k in keys {
-        let Some(bytes) = app.store.get(&k)? else {
+        let Some(bytes) = store.get(&k)? else {
             continue;
         };
         let doc = parse_doc(&bytes, &k)?;
@@ -282,9 +284,9 @@ pub(crate) fn domain_objs(app: &App, domain: &str, root: &str) -> Result<Option<
 }
 
 /// Object and chunk counts for `GET /?verbose=1` (what `hsinfo` shows).
-pub(crate) fn add_counts(app: &App, root: &str, out: &mut Value) -> Result<()> {
+pub(crate) fn add_counts(store: &dyn Store, root: &str, out: &mut Value) -> Result<()> {
     let prefix = ids::domain_db_prefix(root)?;
-    let keys = app.store.list_prefix(&prefix)?;
+    let keys = store.list_prefix(&prefix)?;
     let (mut groups, mut datasets, mut datatypes, mut chunks) = (0u64, 0u64, 0u64, 0u64);
     let (mut meta_bytes, mut chunk_bytes) = (0u64, 0u64);
     for k in &keys {
@@ -301,7 +303,7 @@ pub(crate) fn add_counts(app: &App, root: &str, out: &mut Value) -> Result<()> {
     // Sizes need one metadata read per key; keep that to modest domains.
     if keys.len() <= 100_000 {
         for k in &keys {
-            let n = app.store.get(k)?.map_or(0, |b| b.len() as u64);
+            let n = store.get(k)?.map_or(0, |b| b.len() as u64);
             if k.ends_with(".json") {
                 meta_bytes += n;
             } else {
@@ -398,7 +400,8 @@ pub(crate) async fn put_domain(State(app): AppState, ctx: Ctx, body: Body) -> Re
         }
         acls.insert(owner.clone(), owner_acl());
         let folder = truthy("folder");
-        let key = domain_key(&domain);
+        let place = app.places.place(&domain)?;
+        let key = domain_key(&format!("/{}", place.path));
         if folder {
             acls.insert(
                 auth::DEFAULT_USER.into(),
@@ -406,7 +409,7 @@ pub(crate) async fn put_domain(State(app): AppState, ctx: Ctx, body: Body) -> Re
             );
             let t = h5lake_engine::domain::now();
             let doc = json!({"owner": owner, "acls": acls, "created": t, "lastModified": t});
-            return match app.store.put_if_absent(&key, doc.to_string().as_bytes())? {
+            return match place.store.put_if_absent(&key, doc.to_string().as_bytes())? {
                 PutOutcome::Written(_) => created(domain_response(&domain, &doc)),
                 PutOutcome::Conflict => Err(ServerError::Conflict(format!("domain {domain} already exists"))),
             };
@@ -431,8 +434,8 @@ pub(crate) async fn put_domain(State(app): AppState, ctx: Ctx, body: Body) -> Re
             ..Default::default()
         };
         let dom = Domain::open_with(
-            app.store.clone(),
-            domain.trim_start_matches('/'),
+            place.store.clone(),
+            &place.path,
             OpenMode::CreateExclusive,
             domain.clone(),
             &opts,
@@ -466,9 +469,10 @@ pub(crate) fn update_domain_doc(
     domain: &str,
     mut f: impl FnMut(&mut Value) -> Result<()>,
 ) -> Result<Value> {
-    let key = domain_key(domain);
+    let place = app.places.place(domain)?;
+    let key = domain_key(&format!("/{}", place.path));
     loop {
-        let cur = app
+        let cur = place
             .store
             .get_versioned(&key)?
             .ok_or_else(|| ServerError::NotFound(format!("domain {domain} not found")))?;
@@ -476,7 +480,8 @@ pub(crate) fn update_domain_doc(
         f(&mut doc)?;
         doc["lastModified"] = json!(h5lake_engine::domain::now());
         if let PutOutcome::Written(_) =
-            app.store
+            place
+                .store
                 .put_if_version(&key, doc.to_string().as_bytes(), &cur.version)?
         {
             return Ok(doc);
@@ -494,13 +499,14 @@ pub(crate) async fn delete_domain(State(app): AppState, ctx: Ctx) -> Result<Resp
         }
         let doc = domain_doc(&app, &domain)?;
         acl_check(&doc, Action::Delete, &ctx.user, &app.cfg.admin_user)?;
-        let key = domain_key(&domain);
+        let place = app.places.place(&domain)?;
+        let key = domain_key(&format!("/{}", place.path));
         match doc.get("root").and_then(Value::as_str) {
             Some(root) => {
                 // The document goes first: from then on the domain is gone
                 // for everyone, whatever happens to the objects.
-                app.store.delete(&key)?;
-                app.store.delete_prefix(&ids::domain_db_prefix(root)?)?;
+                place.store.delete(&key)?;
+                place.store.delete_prefix(&ids::domain_db_prefix(root)?)?;
             }
             None => {
                 if !list_children(&app, &domain)?.is_empty() {
@@ -508,7 +514,7 @@ pub(crate) async fn delete_domain(State(app): AppState, ctx: Ctx) -> Result<Resp
                         "folder {domain} is not empty"
                     )));
                 }
-                app.store.delete(&key)?;
+                place.store.delete(&key)?;
             }
         }
         ok(json!({"domain": domain}))
@@ -516,25 +522,39 @@ pub(crate) async fn delete_domain(State(app): AppState, ctx: Ctx) -> Result<Resp
     .await
 }
 
-/// The domains and folders directly inside a folder, sorted by name.
+/// The domains and folders directly inside a folder, sorted by name
+/// (stores inside the root are domains there too; see [`crate::place`]).
 pub(crate) fn list_children(app: &App, folder: &str) -> Result<Vec<(String, Value)>> {
-    let prefix = match folder.trim_matches('/') {
+    let place = app.places.place(folder)?;
+    let prefix = match place.path.as_str() {
         "" => String::new(),
         p => format!("{p}/"),
     };
-    let (_, dirs) = app.store.list_dir(&prefix)?;
+    let (_, dirs) = place.store.list_dir(&prefix)?;
     let mut out = Vec::new();
+    let top = folder.trim_end_matches('/');
+    if top.is_empty() {
+        if let Some(name) = app.places.top_name() {
+            if let Some(bytes) = place.store.get(".domain.json")? {
+                if let Ok(doc) = h5lake_engine::json::parse_doc(&bytes, "") {
+                    out.push((format!("/{name}"), doc));
+                }
+            }
+        }
+    }
     for dir in dirs {
         if prefix.is_empty() && dir == "db/" {
             continue;
         }
         let key = format!("{dir}.domain.json");
-        if let Some(bytes) = app.store.get(&key)? {
+        if let Some(bytes) = place.store.get(&key)? {
             if let Ok(doc) = h5lake_engine::json::parse_doc(&bytes, "") {
-                out.push((format!("/{}", dir.trim_end_matches('/')), doc));
+                let name = dir[prefix.len()..].trim_end_matches('/');
+                out.push((format!("{top}/{name}"), doc));
             }
         }
     }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(out)
 }
 
@@ -590,7 +610,7 @@ pub(crate) async fn get_domains(State(app): AppState, ctx: Ctx) -> Result<Respon
             }
             if ctx.flag("verbose") {
                 if let Some(root) = doc.get("root").and_then(Value::as_str) {
-                    add_counts(&app, root, &mut item)?;
+                    add_counts(&*app.places.place(&name)?.store, root, &mut item)?;
                 }
             }
             items.push(item);

@@ -15,6 +15,7 @@ mod conn;
 mod domains;
 mod error;
 mod objects;
+mod place;
 mod pool;
 mod query;
 mod request;
@@ -136,6 +137,8 @@ pub(crate) struct App {
     pub link_base: Option<PathBuf>,
     /// Memory requests may hold at once (see [`budget`]).
     pub budget: budget::Budget,
+    /// The store of each domain (see [`place`]).
+    pub places: place::Places,
 }
 
 impl App {
@@ -198,6 +201,7 @@ impl Server {
             .map_err(|e| ServerError::Startup(format!("cannot listen on {addr}: {e}")))?;
         let slabs = pool::SlabPool::new(cfg.slab_bytes);
         let budget = budget::Budget::new(cfg.memory_budget_bytes);
+        let places = place::Places::new(store.clone(), &cfg.root);
         let app = Arc::new(App {
             store,
             cfg,
@@ -209,6 +213,7 @@ impl Server {
             link_policy,
             link_base,
             budget,
+            places,
         });
         Ok(Server { listener, app })
     }

@@ -186,7 +186,7 @@ pub(crate) fn list_collection(app: &App, ctx: &Ctx, letter: &str, key: &str) -> 
     let dom = open_domain(app, ctx, Action::Read)?;
     let root = dom.root_id().to_string();
     let prefix = ids::domain_db_prefix(&root)?;
-    let (_, dirs) = app.store.list_dir(&format!("{prefix}{letter}/"))?;
+    let (_, dirs) = dom.store().list_dir(&format!("{prefix}{letter}/"))?;
     let first = &root[2..19];
     let limit = ctx
         .param("Limit")
