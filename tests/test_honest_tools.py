@@ -155,3 +155,31 @@ def test_the_demo_cleans_up(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(tempfile, "tempdir", None)
     assert demo.main(["demo"]) == 0
     assert os.listdir(tmp_path) == []
+
+
+# ---- item 7: external links to HDF5 files --------------------------------------
+
+def test_external_links_to_hdf5_files_are_followed(tmp_path, capsys):
+    data = tmp_path / "data.h5"
+    with h5py.File(data, "w") as f:
+        f.create_dataset("grid", data=np.arange(20.0).reshape(4, 5), chunks=(2, 5))
+        f["grid"].attrs["units"] = "K"
+    src = tmp_path / "main.h5"
+    with h5py.File(src, "w") as f:
+        f["ext"] = h5py.ExternalLink("data.h5", "/grid")
+    store = tmp_path / "main.h5l"
+    h5lake.load(src, store)
+    with h5lake.File(store, "r") as f:
+        np.testing.assert_array_equal(f["ext"][...], np.arange(20.0).reshape(4, 5))
+        assert f["ext"].attrs["units"] == "K"
+        assert f["ext"].chunks == (2, 5)
+    # a store made by the API links to a file the same way
+    with h5lake.File(tmp_path / "api.h5l", "w") as f:
+        f["ext"] = h5lake.ExternalLink(str(data), "/grid")
+        assert f["ext"][1, 2] == 7.0
+        with pytest.raises((OSError, ValueError)):
+            f["ext"][0, 0] = 1.0               # the file is read, never written
+    with h5py.File(data, "r") as f:
+        assert f["grid"][0, 0] == 0.0
+    # the CLI follows it as well: diff of the store and the file agrees
+    assert h5lake.diff(f"{store}/ext", f"{data}/grid") == []

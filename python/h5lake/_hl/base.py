@@ -73,6 +73,9 @@ class FileState:
         # lead to other stores in buckets, but to local paths only when the
         # user said so (see the README's security section).
         self.allow_local_links = allow_local_links
+        # A temporary store this state reads (an HDF5 file an external link
+        # names, linked on the fly), removed when it closes.
+        self.scratch = None
 
     # -- validity -----------------------------------------------------------
     def check(self, exc=ClosedObjectError):
@@ -131,6 +134,9 @@ class FileState:
             self.raw.close()
         except Exception:  # pragma: no cover - closing must be idempotent
             pass
+        if self.scratch is not None:
+            self.scratch.cleanup()
+            self.scratch = None
 
     # -- external links -------------------------------------------------------
     def open_external(self, filename):
@@ -150,12 +156,39 @@ class FileState:
         if st is not None and st.valid:
             return st
         try:
-            raw = _core.RawFile(path, self.mode, "{}", None, self.allow_local_links)
-        except (OSError, ValueError) as e:
+            if not is_url(path) and os.path.isfile(path) and _core.is_hdf5(path):
+                st = _linked_hdf5(path, self.allow_local_links)
+            else:
+                raw = _core.RawFile(path, self.mode, "{}", None, self.allow_local_links)
+                st = FileState(raw, path, path, self.mode,
+                               allow_local_links=self.allow_local_links)
+        except (OSError, ValueError, RuntimeError) as e:
             raise KeyError(f"Unable to open object (can't open file {filename!r}: {e})") from None
-        st = FileState(raw, path, path, self.mode, allow_local_links=self.allow_local_links)
         self.externals[path] = st
         return st
+
+
+def _linked_hdf5(path, allow_local_links):
+    """A read-only FileState over the HDF5 file ``path``: loaded in link
+    mode (metadata only; data read from the file in place) into a temporary
+    store that goes when the state closes. What h5lake cannot read of the
+    file is left out and read as missing."""
+    import tempfile
+
+    from .. import _core
+    from .transfer import load
+
+    scratch = tempfile.TemporaryDirectory(prefix="h5lake-ext-")
+    try:
+        store = os.path.join(scratch.name, "linked.h5l")
+        load(path, store, link=True, skip_unsupported=True)
+        raw = _core.RawFile(store, "r", "{}", None, allow_local_links)
+    except BaseException:
+        scratch.cleanup()
+        raise
+    st = FileState(raw, path, path, 'r', allow_local_links=allow_local_links)
+    st.scratch = scratch
+    return st
 
 
 def is_url(location):
