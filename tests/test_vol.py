@@ -778,6 +778,95 @@ def test_unsupported_calls_fail_with_an_hdf5_error(plugin_dir, tmp_path):
     assert got["after"] == [0, 1, 2, 3]
 
 
+NATIVE_STORAGE = """
+import io, os
+d = os.path.dirname(p)
+os.chdir(d)                     # where a store named after a Python object would land
+def attempt(call):
+    try:
+        call()
+        return "no error"
+    except Exception as e:
+        return [type(e).__name__, str(e)]
+def bytes_io():
+    with h5py.File(io.BytesIO(), "w") as f:
+        f["x"] = [1]
+def in_memory_for_writing():
+    h5py.File(os.path.join(d, "core.h5l"), "r+", driver="core", backing_store=False)
+def family():
+    h5py.File(os.path.join(d, "fam%d.h5l"), "w", driver="family", memb_size=1024)
+def split():
+    h5py.File(os.path.join(d, "split.h5l"), "w", driver="split")
+def file_image():
+    fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
+    fapl.set_fapl_core()
+    fapl.set_file_image(b"\\x89HDF\\r\\n\\x1a\\n" + bytes(2040))
+    h5py.h5f.open(os.path.join(d, "image.h5l").encode(), h5py.h5f.ACC_RDONLY, fapl=fapl)
+with h5py.File(p, "w") as f:
+    f["src"] = np.arange(10)
+    def virtual():
+        layout = h5py.VirtualLayout(shape=(10,), dtype="i8")
+        layout[:] = h5py.VirtualSource(f["src"])
+        f.create_virtual_dataset("v", layout)
+    def external():
+        f.create_dataset("e", shape=(10,), dtype="i4", external=[(os.path.join(d, "raw.bin"), 0, 40)])
+    for what, call in [("virtual", virtual), ("external", external)]:
+        out[what] = attempt(call)
+    out["names"] = sorted(f)
+# what works: the core driver writing through to its file, an in-memory
+# core file opened only for reading, and a new in-memory file (a scratch
+# store, in the temporary directory, gone when closed)
+with h5py.File(os.path.join(d, "core.h5l"), "w", driver="core") as f:
+    f["y"] = [1, 2, 3]
+with h5py.File(os.path.join(d, "core.h5l"), "r", driver="core", backing_store=False) as f:
+    out["core"] = f["y"][...].tolist()
+scratch = os.path.join(os.path.dirname(d), "scratch")
+os.environ["TMPDIR"] = scratch
+with h5py.File("mem.h5l", "w", driver="core", backing_store=False) as f:
+    f["x"] = [1, 2]
+    f.create_group("g").attrs["a"] = 5
+    out["in_memory"] = [f["x"][...].tolist(), int(f["g"].attrs["a"]), f.filename, f.driver,
+                        len(os.listdir(scratch))]
+out["scratch_after"] = os.listdir(scratch)
+for what, call in [("bytes_io", bytes_io), ("in_memory_for_writing", in_memory_for_writing),
+                   ("family", family), ("split", split), ("file_image", file_image)]:
+    out[what] = attempt(call)
+out["listing"] = sorted(os.listdir(d))
+"""
+
+
+def test_native_storage_settings_fail_by_name(plugin_dir, tmp_path):
+    """Settings of the native format a store cannot honour (virtual and
+    external layouts, file drivers, file images) fail with an HDF5 error
+    naming them: no dataset that reads zeros, no store named after a Python
+    object. An in-memory file (core driver, no backing store) works and
+    leaves nothing behind."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (tmp_path / "scratch").mkdir()
+    got = run_h5py(NATIVE_STORAGE, str(work / "s.h5l"), plugin_dir)
+    names = {
+        "virtual": "virtual dataset layout (H5D_VIRTUAL",
+        "external": "external raw-data storage (H5Pset_external",
+        "bytes_io": '"fileobj" file driver',
+        "in_memory_for_writing": "core file driver without a backing store",
+        "family": '"family" file driver',
+        "split": '"multi" file driver',
+        "file_image": "file images (H5Pset_file_image",
+    }
+    for what, name in names.items():
+        assert got[what] != "no error", what
+        assert got[what][0] in ("OSError", "ValueError", "RuntimeError", "NotImplementedError"), got[what]
+        assert name in got[what][1], (what, got[what][1])
+    assert got["names"] == ["src"]                  # nothing half-made
+    assert got["core"] == [1, 2, 3]
+    assert got["in_memory"] == [[1, 2], 5, "mem.h5l", "core", 1]
+    assert got["scratch_after"] == []
+    assert got["listing"] == ["core.h5l", "s.h5l"]  # no stray store, no raw file
+    with h5lake.File(work / "core.h5l", "r") as f:
+        assert f["y"][...].tolist() == [1, 2, 3]
+
+
 DIMENSION_SCALES = """
 with h5py.File(p, "w") as f:
     t = f.create_dataset("temp", data=np.arange(24, dtype="f4").reshape(2, 3, 4))

@@ -51,6 +51,10 @@ NATIVE_FORMAT = [
     ("test_base::test_is_hdf5", "h5py.is_hdf5 asks HDF5 only about a regular file (os.path.isfile); a store is a directory"),
     ("test_file::test_reproducible_file", "compares the bytes of two native files"),
     ("test_file.TestFileOpen::test_default", "overwrites the file's bytes with non-HDF5 bytes itself; a store is a directory"),
+    ("test_dataset::test_chunk_iter", "opens h5py.File(io.BytesIO()): h5py's file-object driver (a VFD), refused by name"),
+    ("test_dataset::test_dset_chunk_cache", "opens h5py.File(io.BytesIO()): h5py's file-object driver (a VFD), refused by name"),
+    ("test_dataset::test_get_chunk_details", "opens h5py.File(io.BytesIO()): h5py's file-object driver (a VFD), refused by name"),
+    ("test_dataset::test_zero_storage_size", "opens h5py.File(io.BytesIO()): h5py's file-object driver (a VFD), refused by name"),
     ("test_group.TestCopy::test_copy_external_links", "removes the linked file with os.unlink, which a store (a directory) is not; the copy itself passes"),
 ]
 

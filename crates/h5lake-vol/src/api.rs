@@ -129,6 +129,14 @@ unsafe fn global(lib: &libloading::Library, name: &str) -> Result<GlobalId, Stri
     Ok(GlobalId(in_lib))
 }
 
+/// The global `hid_t` variable named `name`, if this HDF5 exports it (a
+/// build lacks the file drivers it was configured without).
+pub fn optional_global(name: &str) -> Option<GlobalId> {
+    let lib = host_library().ok()?;
+    // SAFETY: reads symbol addresses of the loaded library.
+    unsafe { global(&lib, name) }.ok()
+}
+
 unsafe fn globals(f: &sys::Hdf5Api) -> Result<Globals, String> {
     if f.H5open() < 0 {
         return Err("H5open failed".into());

@@ -265,6 +265,7 @@ pub unsafe extern "C" fn create(
     guard("dataset create", null_mut(), || {
         let api = h5().map_err(VolError::Library)?;
         let o = Obj::from_ptr(obj)?;
+        crate::storage::check_dcpl(api, dcpl)?;
         let dt = from_hdf5(api, type_id)?;
         let create = || -> Result<String> {
             Ok(o.dom.create_dataset(

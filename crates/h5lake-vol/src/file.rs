@@ -25,17 +25,19 @@ pub unsafe extern "C" fn create(
 ) -> *mut c_void {
     guard("file create", null_mut(), || {
         let api = h5().map_err(VolError::Library)?;
+        let placement = crate::storage::check_fapl(api, fapl, true, true)?;
         let mode = if flags & ACC_TRUNC != 0 {
             OpenMode::Truncate
         } else {
             OpenMode::CreateExclusive
         };
-        let dom = crate::objects::open_domain_with(
-            c_str(name)?,
-            mode,
-            crate::objects::order::props_of(api, fcpl, true),
-        )
-        .map_err(VolError::for_file)?;
+        let props = crate::objects::order::props_of(api, fcpl, true);
+        let dom = if placement == crate::storage::Placement::Scratch {
+            crate::storage::scratch_domain(c_str(name)?, props)?
+        } else {
+            crate::objects::open_domain_with(c_str(name)?, mode, props)
+                .map_err(VolError::for_file)?
+        };
         crate::access::record(&dom, opened_with(api, fapl, flags));
         Ok(Obj::boxed(dom, Kind::File, "/".into()))
     })
@@ -50,6 +52,7 @@ pub unsafe extern "C" fn open(
 ) -> *mut c_void {
     guard("file open", null_mut(), || {
         let api = h5().map_err(VolError::Library)?;
+        crate::storage::check_fapl(api, fapl, false, flags & ACC_RDWR != 0)?;
         let mode = if flags & ACC_RDWR != 0 {
             OpenMode::ReadWrite
         } else {
@@ -88,7 +91,8 @@ pub unsafe extern "C" fn get(
             }
             sys::H5VL_file_get_t_H5VL_FILE_GET_NAME => {
                 let g = &mut a.args.get_name;
-                let name = o.dom.location().as_bytes();
+                let scratch = crate::storage::scratch_name(&o.dom);
+                let name = scratch.as_deref().unwrap_or(o.dom.location()).as_bytes();
                 if !g.file_name_len.is_null() {
                     *g.file_name_len = name.len();
                 }
@@ -112,6 +116,13 @@ pub unsafe extern "C" fn get(
                     api.f.H5Pset_file_locking(fapl, use_locking, ignore),
                     "H5Pset_file_locking",
                 )?;
+                if crate::storage::scratch_name(&o.dom).is_some() {
+                    // an in-memory file: the core driver, no backing store
+                    check(
+                        api.f.H5Pset_fapl_core(fapl, 64 * 1024, false),
+                        "H5Pset_fapl_core",
+                    )?;
+                }
                 a.args.get_fapl.fapl_id = fapl;
             }
             sys::H5VL_file_get_t_H5VL_FILE_GET_FILENO => {

@@ -27,6 +27,7 @@ pub mod objects;
 pub mod refs;
 pub mod regions;
 pub mod selection;
+pub mod storage;
 #[allow(clippy::all, clippy::pedantic)]
 pub mod sys;
 pub mod token;
@@ -71,6 +72,7 @@ unsafe extern "C" fn initialize(_vipl: hid_t) -> sys::herr_t {
 }
 
 unsafe extern "C" fn terminate() -> sys::herr_t {
+    storage::remove_all();
     0
 }
 

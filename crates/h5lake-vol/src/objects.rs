@@ -61,6 +61,8 @@ impl Obj {
     pub unsafe fn free(p: *mut c_void) {
         if !p.is_null() {
             drop(Box::from_raw(p as *mut Obj));
+            // an in-memory file's store goes with its last object
+            crate::storage::sweep();
         }
     }
 
