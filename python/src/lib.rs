@@ -9,8 +9,10 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
-/// Data calls at least this large can be interrupted with Ctrl-C; smaller
-/// ones finish too fast to need it and skip the helper thread.
+/// Data calls at least this large are stopped by Ctrl-C while they run (see
+/// [`interruptible`]); smaller ones finish too fast to need a helper thread,
+/// and a Ctrl-C during one is raised as soon as it returns (see
+/// [`RawFile::run_interruptible`]).
 const INTERRUPTIBLE_BYTES: usize = 16 << 20;
 
 use h5lake_engine::{Domain, DomainOptions, EngineError, OpenMode};
@@ -130,6 +132,20 @@ fn extract_points(points: &Bound<'_, PyAny>, rank: usize) -> PyResult<Selection>
     Ok(Selection::Points { rank, coords })
 }
 
+/// Bytes a variable-length read moves, for [`RawFile::run_interruptible`]:
+/// at least a heap reference (16 bytes, as HDF5 stores them) per element;
+/// the values themselves are not known before the read.
+fn vlen_read_bytes(sel: &Selection) -> usize {
+    usize::try_from(sel.num_elements())
+        .unwrap_or(usize::MAX)
+        .saturating_mul(16)
+}
+
+/// Bytes a variable-length write moves: its values and a heap reference each.
+fn vlen_write_bytes(values: &[Vec<u8>]) -> usize {
+    values.iter().map(|v| v.len().saturating_add(16)).sum()
+}
+
 /// An open h5lake store (an HSDS domain).
 #[pyclass(module = "h5lake._core", frozen)]
 struct RawFile {
@@ -199,19 +215,30 @@ impl RawFile {
         self.run_interruptible(py, slice.len(), |d| d.write(dset_id, sel, slice))
     }
 
-    /// Like [`RawFile::run`], but a call moving `nbytes` or more can be
-    /// stopped with Ctrl-C (see [`interruptible`]).
+    /// Like [`RawFile::run`], for data calls: a Ctrl-C that arrives at any
+    /// moment of the call ends it with KeyboardInterrupt. A call moving
+    /// `nbytes` or more is stopped while it runs (see [`interruptible`]); a
+    /// smaller one runs on this thread without a helper, and a signal that
+    /// came before or during it is raised by the call itself rather than
+    /// left pending for whatever Python code runs next. A check costs next
+    /// to nothing when no signal is pending (an atomic load).
     fn run_interruptible<T: Send>(
         &self,
         py: Python<'_>,
         nbytes: usize,
         f: impl FnOnce(&Domain) -> h5lake_engine::Result<T> + Send,
     ) -> PyResult<T> {
-        if nbytes < INTERRUPTIBLE_BYTES {
-            return self.run(py, f);
-        }
         let dom = self.dom()?;
-        interruptible(py, || f(&dom), to_py_err)
+        if nbytes >= INTERRUPTIBLE_BYTES {
+            return interruptible(py, || f(&dom), to_py_err);
+        }
+        // Came before the call: do not start it.
+        py.check_signals()?;
+        let result = py.allow_threads(|| f(&dom));
+        // Came during it: the signal wins over the call's own outcome, as
+        // in `interruptible`.
+        py.check_signals()?;
+        result.map_err(to_py_err)
     }
 }
 
@@ -219,11 +246,21 @@ impl RawFile {
 /// helper thread while this thread (which, if it is Python's main thread,
 /// is the one that sees signals) checks for them every few milliseconds and
 /// cancels the call through [`h5lake_engine::cancel`].
+///
+/// A signal is looked for before the work starts, on every tick while it
+/// runs, and once more after it ends (it may have come after the last tick,
+/// or while the worker was finishing); whichever look takes it, the call
+/// raises it, even if the work completed. `check_signals` consumes the
+/// signal, so a taken signal must never be dropped: nobody else would raise
+/// it.
 fn interruptible<T: Send, E: Send>(
     py: Python<'_>,
     f: impl FnOnce() -> Result<T, E> + Send,
     to_err: impl FnOnce(E) -> PyErr,
 ) -> PyResult<T> {
+    // A Ctrl-C that came before the call (while its arguments were
+    // converted, say): do not start work that would only be cancelled.
+    py.check_signals()?;
     let flag = Arc::new(AtomicBool::new(false));
     let mut signal: Option<PyErr> = None;
     let result = py.allow_threads(|| {
@@ -250,8 +287,12 @@ fn interruptible<T: Send, E: Send>(
             worker.join().expect("h5lake call panicked")
         })
     });
-    // A signal that was taken must be raised even if the call managed to
-    // finish first: `check_signals` consumed it, so nobody else will.
+    // The last look: a signal that came after the last tick (or before the
+    // first one, when the work took less than a tick) ends the call here
+    // rather than at some later point of the caller's code.
+    if signal.is_none() {
+        signal = py.check_signals().err();
+    }
     match (result, signal) {
         (_, Some(e)) => Err(e),
         (r, None) => r.map_err(to_err),
@@ -294,9 +335,27 @@ fn load_hdf5(
     Ok(serde_json::json!({
         "groups": r.groups, "datasets": r.datasets, "datatypes": r.datatypes,
         "attributes": r.attributes, "links": r.links, "linked_datasets": r.linked_datasets,
-        "chunks": r.chunks, "bytes": r.bytes, "skipped": r.skipped,
+        "chunks": r.chunks, "bytes": r.bytes, "skipped": skipped_texts(&r.skipped), "skipped_objects": skipped_json(&r.skipped),
     })
     .to_string())
+}
+
+fn skipped_texts(items: &[h5lake_hdf5::Skipped]) -> Vec<String> {
+    items.iter().map(ToString::to_string).collect()
+}
+
+/// What a conversion left out, as `{"path", "part", "reason", "text"}`
+/// objects (`part` is null when the whole object was left out).
+fn skipped_json(items: &[h5lake_hdf5::Skipped]) -> Value {
+    Value::Array(
+        items
+            .iter()
+            .map(|s| {
+                serde_json::json!({"path": s.path, "part": s.part, "reason": s.reason,
+                                   "text": s.to_string()})
+            })
+            .collect(),
+    )
 }
 
 /// Writes an h5lake store out as an HDF5 file; returns the report as JSON.
@@ -319,7 +378,7 @@ fn get_hdf5(
     Ok(serde_json::json!({
         "groups": r.groups, "datasets": r.datasets, "datatypes": r.datatypes,
         "attributes": r.attributes, "links": r.links, "chunks": r.chunks,
-        "bytes": r.bytes, "skipped": r.skipped,
+        "bytes": r.bytes, "skipped": skipped_texts(&r.skipped), "skipped_objects": skipped_json(&r.skipped),
     })
     .to_string())
 }
@@ -679,7 +738,8 @@ impl RawFile {
         selection: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
         let sel = extract_selection(selection)?;
-        let vals = self.run(py, |d| d.read_vlen(dset_id, &sel))?;
+        let vals =
+            self.run_interruptible(py, vlen_read_bytes(&sel), |d| d.read_vlen(dset_id, &sel))?;
         PyList::new(py, vals.iter().map(|v| PyBytes::new(py, v)))
     }
 
@@ -691,7 +751,9 @@ impl RawFile {
         values: Vec<Vec<u8>>,
     ) -> PyResult<()> {
         let sel = extract_selection(selection)?;
-        self.run(py, |d| d.write_vlen(dset_id, &sel, &values))
+        self.run_interruptible(py, vlen_write_bytes(&values), |d| {
+            d.write_vlen(dset_id, &sel, &values)
+        })
     }
 
     fn dataset_read_points_vlen<'py>(
@@ -701,7 +763,8 @@ impl RawFile {
         points: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
         let sel = self.points_selection(py, dset_id, points)?;
-        let vals = self.run(py, |d| d.read_vlen(dset_id, &sel))?;
+        let vals =
+            self.run_interruptible(py, vlen_read_bytes(&sel), |d| d.read_vlen(dset_id, &sel))?;
         PyList::new(py, vals.iter().map(|v| PyBytes::new(py, v)))
     }
 
@@ -713,7 +776,9 @@ impl RawFile {
         values: Vec<Vec<u8>>,
     ) -> PyResult<()> {
         let sel = self.points_selection(py, dset_id, points)?;
-        self.run(py, |d| d.write_vlen(dset_id, &sel, &values))
+        self.run_interruptible(py, vlen_write_bytes(&values), |d| {
+            d.write_vlen(dset_id, &sel, &values)
+        })
     }
 
     fn dataset_resize(&self, py: Python<'_>, dset_id: &str, dims: Vec<u64>) -> PyResult<()> {
