@@ -113,3 +113,147 @@ def write_many_small_chunks(path, n_datasets=6, rows=200_000, chunk=10_000):
             f.create_dataset(f"gt{i % 3}/time_{i}", data=np.arange(rows, dtype="i8"),
                              chunks=(chunk,))
     return path
+
+
+def write_variable_records(path):
+    """Compounds holding variable-length members, as h5py writes them (its
+    most common tables): strings of both character sets, sequences, nested
+    compounds and arrays holding them; datasets of every layout and
+    attributes."""
+    utf8, ascii = h5py.string_dtype(), h5py.string_dtype("ascii")
+    table = np.dtype([("a", "<i4"), ("s", utf8)])
+    mixed = np.dtype([("id", "<u2"), ("name", ascii), ("seq", h5py.vlen_dtype("f8"))])
+    inner = np.dtype([("tag", utf8), ("vals", h5py.vlen_dtype("<i2"))])
+    nested = np.dtype([("x", "<f4"), ("inner", inner), ("pair", utf8, (2,))])
+    # Members at offsets of the program's choosing (h5py takes these).
+    spread = np.dtype({"names": ["a", "s", "v"], "formats": ["<i4", utf8, h5py.vlen_dtype("f8")],
+                       "offsets": [0, 8, 24], "itemsize": 48})
+    with h5py.File(path, "w") as f:
+        rows = np.empty(250, dtype=table)
+        rows["a"] = np.arange(250)
+        rows["s"] = ["row %d é" % i if i % 7 else "" for i in range(250)]
+        f.create_dataset("table", data=rows, chunks=(64,), compression="gzip", maxshape=(None,))
+        part = f.create_dataset("partial", shape=(10,), dtype=table, chunks=(4,))
+        part[5:7] = rows[5:7]               # the rest never written
+        m = np.empty(5, dtype=mixed)
+        m["id"] = np.arange(5)
+        m["name"] = [b"n%d" % i for i in range(5)]
+        m["seq"] = [np.arange(i, dtype="f8") / 3 for i in range(5)]
+        f.create_dataset("mixed", data=m)
+        n = np.empty((2, 3), dtype=nested)
+        for i, e in enumerate(n.flat):
+            e["x"] = i / 2
+            e["inner"] = ("t%d" % i, np.arange(i, dtype="<i2") - 1)
+            e["pair"] = ("p", "q" * i)
+        f.create_dataset("nested", data=n)
+        s = np.empty(3, dtype=spread)
+        s["a"] = [1, 2, 3]
+        s["s"] = ["x", "", "zz"]
+        s["v"] = [np.ones(2), np.zeros(0), np.arange(3.0)]
+        f.create_dataset("spread", data=s, chunks=(2,))
+        f.create_dataset("scalar", data=np.array((7, "seven"), dtype=table))
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_layout(h5py.h5d.COMPACT)
+        h5py.h5d.create(f.id, b"compact", h5py.h5t.py_create(table, logical=True),
+                        h5py.h5s.create_simple((3,)), dcpl=dcpl)
+        f["compact"][...] = rows[:3]
+        f.attrs["rows"] = rows[:4]
+        f.attrs["one"] = m[3]
+        f["table"].attrs["nested"] = n[1]
+        f["types/record"] = table           # a committed type
+    return path
+
+
+def write_padded_compounds(path):
+    """Compounds laid out with padding (members at offsets of the program's
+    choosing, a larger size, one nested in another), chunked with filters
+    that work on the element size, contiguous, as an attribute and as a
+    committed type."""
+    padded = np.dtype({"names": ["a", "b"], "formats": ["<i2", "<f8"],
+                       "offsets": [0, 8], "itemsize": 24})
+    outer = np.dtype({"names": ["p", "c", "z"], "formats": [padded, "u1", ("<i4", (2,))],
+                      "offsets": [4, 0, 32], "itemsize": 48})
+    aligned = np.dtype([("x", "u1"), ("y", "<f8"), ("z", "<i2")], align=True)
+    with h5py.File(path, "w") as f:
+        p = np.zeros(100, dtype=padded)
+        p["a"] = np.arange(100)
+        p["b"] = np.arange(100) / 4
+        f.create_dataset("padded", data=p, chunks=(16,), shuffle=True, compression="gzip",
+                         fillvalue=np.array((-1, 0.5), dtype=padded))
+        f.create_dataset("padded_contig", data=p[:10])
+        o = np.zeros(6, dtype=outer)
+        o["p"]["a"] = np.arange(6)
+        o["p"]["b"] = -np.arange(6.0)
+        o["c"] = 200
+        o["z"] = np.arange(12).reshape(6, 2)
+        f.create_dataset("nested", data=o, chunks=(4,))
+        f.create_dataset("aligned", data=np.zeros(5, dtype=aligned), fletcher32=True, chunks=(5,))
+        f.attrs["padded"] = p[:3]
+        f["types/padded"] = padded
+    return path
+
+
+def write_long_floats(path):
+    """numpy's longdouble (x87 80-bit in 16 bytes), as h5py writes it, in
+    datasets, a compound, complex numbers and attributes; and an IEEE
+    quad dataset, a float layout h5py only reads (converted by libhdf5)."""
+    ld = np.arange(-5, 45, dtype=np.longdouble) / 3
+    with h5py.File(path, "w") as f:
+        f.create_dataset("ld", data=ld, chunks=(16,), compression="gzip")
+        f.create_dataset("ld_contig", data=ld.reshape(5, 10))
+        f.create_dataset("ld_scalar", data=np.longdouble(1) / 7)
+        rec = np.zeros(3, dtype=[("t", "<f8"), ("v", np.longdouble)])
+        rec["v"] = [1 / np.longdouble(3), -2, 1e300]
+        f.create_dataset("ld_compound", data=rec)
+        f.create_dataset("ld_complex", data=np.arange(4, dtype=np.clongdouble) * (1 + 2j))
+        f.attrs["ld"] = ld[:4]
+        quad = h5py.h5t.IEEE_F64LE.copy()
+        quad.set_size(16)
+        quad.set_precision(128)
+        quad.set_fields(127, 112, 15, 0, 112)
+        quad.set_ebias(16383)
+        d = h5py.h5d.create(f.id, b"quad", quad, h5py.h5s.create_simple((6,)))
+        d.write(h5py.h5s.ALL, h5py.h5s.ALL, np.arange(6, dtype=np.longdouble) / 4)
+    return path
+
+
+def write_time_types(path):
+    """Data of HDF5's time class (H5T_TIME), which h5py creates only
+    through its low-level API and cannot read as numpy values."""
+    with h5py.File(path, "w") as f:
+        for name, t, data in ((b"t32", h5py.h5t.UNIX_D32LE, np.arange(8, dtype="<i4")),
+                              (b"t64be", h5py.h5t.UNIX_D64BE, np.arange(8, dtype=">i8") * 1000)):
+            dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+            if name == b"t64be":
+                dcpl.set_chunk((3,))
+            d = h5py.h5d.create(f.id, name, t, h5py.h5s.create_simple((8,)), dcpl=dcpl)
+            d.write(h5py.h5s.ALL, h5py.h5s.ALL, data, mtype=t)
+        a = h5py.h5a.create(f.id, b"when", h5py.h5t.UNIX_D64LE, h5py.h5s.create(h5py.h5s.SCALAR))
+        a.write(np.array(1_700_000_000, dtype="<i8"), mtype=h5py.h5t.UNIX_D64LE)
+    return path
+
+
+def write_references(path):
+    """Object references in datasets and attributes (to groups, datasets,
+    committed types, null ones, to objects later in name order) and the
+    dimension scales libhdf5 makes of them."""
+    with h5py.File(path, "w") as f:
+        f["time"] = np.arange(10.0)
+        f["temp"] = np.arange(50.0).reshape(10, 5)
+        f["x"] = np.arange(5)
+        f["time"].make_scale("time")
+        f["x"].make_scale()
+        f["temp"].dims[0].attach_scale(f["time"])
+        f["temp"].dims[1].attach_scale(f["x"])
+        f["temp"].dims[1].label = "x"
+        f["grp/later"] = np.arange(3)
+        f["types/t"] = np.dtype("<i2")
+        f["a_ref"] = f["temp"].ref
+        refs = f.create_dataset("refs", (5,), dtype=h5py.ref_dtype, chunks=(2,))
+        refs[0] = f["grp"].ref
+        refs[1] = f["grp/later"].ref
+        refs[2] = f["types/t"].ref
+        refs[3] = f.ref                      # refs[4] stays a null reference
+        f.attrs["points_to"] = f["grp/later"].ref
+        f["grp"].attrs["refs"] = np.array([f["x"].ref, f["temp"].ref], dtype=h5py.ref_dtype)
+    return path

@@ -151,7 +151,7 @@ def test_tools_take_s3_urls(s3_root, tmp_path):
     assert h5lake.ls(url) == ["d3  Dataset {2, 3}", "g   Group"]
     h5lake.rm(f"{url}/d3")
     assert h5lake.diff(url, local) == []
-    h5lake.rm(url)
+    h5lake.rm(url, recursive=True)
     with pytest.raises(FileNotFoundError):
         h5lake.File(url, "r")
     prefix = s3_root.split("/", 3)[3]

@@ -17,9 +17,13 @@
 //!
 //! Everything else (contiguous, compact, variable-length data) goes through
 //! `H5Dwrite` in slabs of at most [`SLAB_BYTES`].
+//!
+//! Attributes and dataset values holding object references are written
+//! last ([`Deferred`]): a reference is made from its target's place in
+//! the file, so every object must exist first.
 
 use std::collections::{HashMap, HashSet};
-use std::ffi::{c_char, c_void, CString};
+use std::ffi::{c_void, CString};
 use std::path::{Path, PathBuf};
 
 use h5lake_codecs::{ChunkFormat, CodecError, Filter};
@@ -27,13 +31,14 @@ use h5lake_engine::{ids, DatasetMeta, Domain, EngineError, OpenMode};
 use h5lake_types::{json_to_element, Datatype, Selection, Shape, StrPad, UNLIMITED};
 use hdf5_sys::h5::hsize_t;
 use hdf5_sys::h5i::hid_t;
-use hdf5_sys::{h5a, h5d, h5f, h5g, h5l, h5p, h5s, h5t};
+use hdf5_sys::{h5a, h5d, h5f, h5g, h5l, h5o, h5p, h5r, h5s, h5t};
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use serde_json::Value;
 
 use crate::h5::{check, check_id, cstr, lib, Hid};
-use crate::types::to_hdf5;
+use crate::memory::{converts, has_refs, no_refs, to_memory, MemBuf, RefConv};
+use crate::types::{self, Repack};
 use crate::{Hdf5Error, Result};
 
 /// Largest slab read from the store and handed to `H5Dwrite` at once.
@@ -74,7 +79,7 @@ pub struct GetReport {
     /// the bytes of variable-length elements).
     pub bytes: u64,
     /// `"path: reason"` for everything that could not be written (a
-    /// reference type, a dangling hard link, an unknown filter, ...).
+    /// region reference type, a dangling hard link, an unknown filter, ...).
     pub skipped: Vec<crate::Skipped>,
 }
 
@@ -221,6 +226,142 @@ struct Exporter<'a> {
     committed: HashMap<String, Hid>,
     /// Total data bytes (for the progress bar).
     total_bytes: u64,
+    /// Attributes and dataset values holding object references, written
+    /// once every object exists (a reference is made from its target's
+    /// place in the file).
+    deferred: Vec<Deferred>,
+}
+
+/// What is written once every object exists.
+enum Deferred {
+    /// The attribute `name` (its document `attr`) of the object at `path`.
+    Attr {
+        path: String,
+        name: String,
+        attr: Value,
+    },
+    /// The values of the dataset `id` (document `doc`) created at `path`.
+    Values {
+        path: String,
+        id: String,
+        doc: Value,
+    },
+}
+
+/// Object references in the file being written (see `crate::memory`):
+/// the `hobj_ref_t` or `H5R_ref_t` of each stored reference's target.
+struct RefWriter {
+    file: hid_t,
+    /// Objects created in the file, by id → their path.
+    created: HashMap<String, String>,
+    /// The references made so far, by target id: `hobj_ref_t`s, and
+    /// `H5R_ref_t`s (which hold the file open until destroyed).
+    old: HashMap<String, h5r::hobj_ref_t>,
+    current: HashMap<String, h5r::H5R_ref_t>,
+    /// References to objects not in the file, written as null ones.
+    missing: usize,
+}
+
+impl Drop for RefWriter {
+    fn drop(&mut self) {
+        for r in self.current.values_mut() {
+            lib(|| unsafe { h5r::H5Rdestroy(r) });
+        }
+    }
+}
+
+/// The bytes of a value as the library takes it in memory.
+fn bytes_of_value<T: Copy>(v: T) -> Vec<u8> {
+    let mut b = vec![0u8; std::mem::size_of::<T>()];
+    // SAFETY: `b` has room for one T; written unaligned.
+    unsafe { b.as_mut_ptr().cast::<T>().write_unaligned(v) };
+    b
+}
+
+impl RefWriter {
+    fn new(file: hid_t, created: HashMap<String, String>) -> Self {
+        RefWriter {
+            file,
+            created,
+            old: HashMap::new(),
+            current: HashMap::new(),
+            missing: 0,
+        }
+    }
+
+    /// The `H5R_ref_t` (`current_api`) or `hobj_ref_t` (their bytes) of
+    /// one stored reference (the target's collection and id,
+    /// `datasets/d-…`, NUL-padded; empty for a null reference).
+    fn address(&mut self, current_api: bool, stored: &[u8]) -> Result<Vec<u8>> {
+        let null = || {
+            if current_api {
+                bytes_of_value(h5r::H5R_ref_t::default())
+            } else {
+                bytes_of_value::<h5r::hobj_ref_t>(0)
+            }
+        };
+        let end = stored.iter().position(|&b| b == 0).unwrap_or(stored.len());
+        let text = String::from_utf8_lossy(&stored[..end]);
+        let id = text.rsplit('/').next().unwrap_or_default();
+        if id.is_empty() {
+            return Ok(null());
+        }
+        let Some(path) = self.created.get(id) else {
+            self.missing += 1;
+            return Ok(null());
+        };
+        if current_api {
+            if let Some(r) = self.current.get(id) {
+                return Ok(bytes_of_value(*r));
+            }
+        } else if let Some(r) = self.old.get(id) {
+            return Ok(bytes_of_value(*r));
+        }
+        let cpath = cstr(path)?;
+        let what = format!("making a reference to {path}");
+        if current_api {
+            let mut r = h5r::H5R_ref_t::default();
+            check(
+                lib(|| unsafe {
+                    h5r::H5Rcreate_object(self.file, cpath.as_ptr(), h5p::H5P_DEFAULT, &mut r)
+                }),
+                &what,
+            )?;
+            self.current.insert(id.to_string(), r);
+            return Ok(bytes_of_value(r));
+        }
+        let mut r: h5r::hobj_ref_t = 0;
+        check(
+            lib(|| unsafe {
+                h5r::H5Rcreate(
+                    (&mut r as *mut h5r::hobj_ref_t).cast(),
+                    self.file,
+                    cpath.as_ptr(),
+                    h5r::H5R_type_t::H5R_OBJECT1,
+                    -1,
+                )
+            }),
+            &what,
+        )?;
+        self.old.insert(id.to_string(), r);
+        Ok(bytes_of_value(r))
+    }
+
+    /// Reports the references of `part` of the object at `path` that had
+    /// no target, if any.
+    fn report_missing(&mut self, path: &str, part: String, skipped: &mut Vec<crate::Skipped>) {
+        if self.missing > 0 {
+            skipped.push(crate::Skipped::part(
+                path,
+                part,
+                format!(
+                    "{} object references to objects not in the file, written as null references",
+                    self.missing
+                ),
+            ));
+            self.missing = 0;
+        }
+    }
 }
 
 impl<'a> Exporter<'a> {
@@ -246,6 +387,7 @@ impl<'a> Exporter<'a> {
             failed: HashSet::new(),
             committed: HashMap::new(),
             total_bytes: 0,
+            deferred: Vec::new(),
         }
     }
 
@@ -297,7 +439,7 @@ impl<'a> Exporter<'a> {
             self.write_attrs(rootg.id(), "/", &root_doc)?;
             self.export_group(file.id(), rootg.id(), &root, "/")?;
             drop(rootg);
-            Ok(())
+            self.write_deferred(file.id())
         })();
         self.committed.clear();
         let closed = check(
@@ -367,7 +509,10 @@ impl<'a> Exporter<'a> {
             let child = join(path, &name);
             match self.export_link(file, gid, &name, &child, &link) {
                 Ok(()) => {}
-                Err(Fail::Skip(why)) => self.report.skipped.push(crate::Skipped::object(&child, why)),
+                Err(Fail::Skip(why)) => self
+                    .report
+                    .skipped
+                    .push(crate::Skipped::object(&child, why)),
                 Err(Fail::Err(e)) => return Err(e),
             }
         }
@@ -492,7 +637,7 @@ impl<'a> Exporter<'a> {
             }
             Some("t-") => {
                 let dt = committed_dtype(&doc)?;
-                let t = to_hdf5(&dt)?;
+                let t = types::file_type(&dt, &doc["type"])?;
                 check(
                     lib(|| unsafe {
                         h5t::H5Tcommit2(
@@ -548,7 +693,7 @@ impl<'a> Exporter<'a> {
             return Ok(None);
         }
         let dt = committed_dtype(&doc)?;
-        let t = to_hdf5(&dt)?;
+        let t = types::file_type(&dt, &doc["type"])?;
         let cparent = cstr(&parent)?;
         let cname = cstr(&name)?;
         let lcpl = link_plist()?;
@@ -581,8 +726,9 @@ impl<'a> Exporter<'a> {
 
     /// The file datatype for a type in a document: the committed type it
     /// names (by `"t-…"` id, or an `id` key in the type object), else a new
-    /// transient type.
-    fn file_type(&mut self, file: hid_t, t: &Value) -> Step<(Datatype, TypeHandle)> {
+    /// transient type; with the datatype and its JSON (the committed type's
+    /// for an id).
+    fn type_handle(&mut self, file: hid_t, t: &Value) -> Step<(Datatype, Value, TypeHandle)> {
         let tid = match t {
             Value::String(s) if s.starts_with("t-") => Some(s.clone()),
             Value::Object(m) => m
@@ -592,20 +738,91 @@ impl<'a> Exporter<'a> {
                 .map(str::to_string),
             _ => None,
         };
-        let dt = match (&tid, t) {
-            (Some(tid), Value::String(_)) => match self.objects.get(tid) {
-                Some(p) => committed_dtype(&p.doc)?,
-                None => committed_dtype(&self.dom.get_doc(tid)?)?,
-            },
-            _ => Datatype::from_json(t).map_err(Hdf5Error::from)?,
+        let (dt, json) = match (&tid, t) {
+            (Some(tid), Value::String(_)) => {
+                let doc = match self.objects.get(tid) {
+                    Some(p) => p.doc.clone(),
+                    None => self.dom.get_doc(tid)?,
+                };
+                (committed_dtype(&doc)?, doc["type"].clone())
+            }
+            _ => (Datatype::from_json(t).map_err(Hdf5Error::from)?, t.clone()),
         };
         if let Some(tid) = tid {
             if let Some(h) = self.committed_handle(file, &tid)? {
-                return Ok((dt, TypeHandle::Borrowed(h)));
+                return Ok((dt, json, TypeHandle::Borrowed(h)));
             }
         }
-        let h = to_hdf5(&dt)?;
-        Ok((dt, TypeHandle::Owned(h)))
+        let h = types::file_type(&dt, &json)?;
+        Ok((dt, json, TypeHandle::Owned(h)))
+    }
+
+    /// Writes what holds object references ([`Deferred`]).
+    fn write_deferred(&mut self, file: hid_t) -> Result<()> {
+        let mut refs = RefWriter::new(file, self.created.clone());
+        for d in std::mem::take(&mut self.deferred) {
+            match d {
+                Deferred::Attr { path, name, attr } => {
+                    let cpath = cstr(&path)?;
+                    let obj = check_id(
+                        lib(|| unsafe { h5o::H5Oopen(file, cpath.as_ptr(), h5p::H5P_DEFAULT) }),
+                        &format!("opening {path}"),
+                    )?;
+                    let part = format!("attribute {name:?}");
+                    match self
+                        .write_attr(file, obj.id(), &name, &attr, &mut |c, r| refs.address(c, r))
+                    {
+                        Ok(()) => self.report.attributes += 1,
+                        Err(Fail::Skip(why)) => {
+                            self.report
+                                .skipped
+                                .push(crate::Skipped::part(&path, part, why));
+                            refs.missing = 0;
+                            continue;
+                        }
+                        Err(Fail::Err(e)) => return Err(e),
+                    }
+                    refs.report_missing(&path, part, &mut self.report.skipped);
+                }
+                Deferred::Values { path, id, doc } => {
+                    let cpath = cstr(&path)?;
+                    let dset = check_id(
+                        lib(|| unsafe { h5d::H5Dopen2(file, cpath.as_ptr(), h5p::H5P_DEFAULT) }),
+                        &format!("opening {path}"),
+                    )?;
+                    let resolved = resolved_doc(self.dom, &doc);
+                    let meta = DatasetMeta::from_doc(&resolved)?;
+                    let mtype = types::memory_type(&meta.dtype, &resolved["type"])?;
+                    let mut w = DataWriter {
+                        dom: self.dom,
+                        meta: &meta,
+                        id: &id,
+                        dset: dset.id(),
+                        mtype: mtype.id(),
+                        repack: None,
+                        pb: &self.pb,
+                        chunks: 0,
+                        bytes: 0,
+                    };
+                    let conv = &mut |c: bool, r: &[u8]| refs.address(c, r);
+                    match plan_layout(&doc, &meta) {
+                        Layout::Chunked { .. } => w.write_chunk_regions(conv)?,
+                        Layout::Contiguous | Layout::Compact => w.write_slabs(conv)?,
+                    }
+                    self.report.chunks += w.chunks;
+                    self.report.bytes += w.bytes;
+                    refs.report_missing(&path, "values".into(), &mut self.report.skipped);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether an attribute's values hold object references.
+    fn holds_refs(&mut self, file: hid_t, a: &Value) -> bool {
+        a.get("type")
+            .and_then(|t| self.type_handle(file, t).ok())
+            .is_some_and(|(dt, ..)| has_refs(&dt))
     }
 
     fn write_attrs(&mut self, obj: hid_t, path: &str, doc: &Value) -> Result<()> {
@@ -615,19 +832,36 @@ impl<'a> Exporter<'a> {
         let file = lib(|| unsafe { hdf5_sys::h5i::H5Iget_file_id(obj) });
         let file = check_id(file, "finding an object's file")?;
         for (name, a) in attrs {
-            match self.write_attr(file.id(), obj, name, a) {
+            if self.holds_refs(file.id(), a) {
+                self.deferred.push(Deferred::Attr {
+                    path: path.to_string(),
+                    name: name.clone(),
+                    attr: a.clone(),
+                });
+                continue;
+            }
+            match self.write_attr(file.id(), obj, name, a, &mut no_refs) {
                 Ok(()) => self.report.attributes += 1,
-                Err(Fail::Skip(why)) => self
-                    .report
-                    .skipped
-                    .push(crate::Skipped::part(path, format!("attribute {name:?}"), why)),
+                Err(Fail::Skip(why)) => self.report.skipped.push(crate::Skipped::part(
+                    path,
+                    format!("attribute {name:?}"),
+                    why,
+                )),
                 Err(Fail::Err(e)) => return Err(e),
             }
         }
         Ok(())
     }
 
-    fn write_attr(&mut self, file: hid_t, obj: hid_t, name: &str, a: &Value) -> Step<()> {
+    /// Writes one attribute (`refs` makes its object references).
+    fn write_attr(
+        &mut self,
+        file: hid_t,
+        obj: hid_t,
+        name: &str,
+        a: &Value,
+        refs: &mut RefConv,
+    ) -> Step<()> {
         let t = a
             .get("type")
             .ok_or_else(|| Fail::Skip("attribute without a type".into()))?;
@@ -636,7 +870,7 @@ impl<'a> Exporter<'a> {
                 .ok_or_else(|| Fail::Skip("attribute without a shape".into()))?,
         )
         .map_err(Hdf5Error::from)?;
-        let (dt, ftype) = self.file_type(file, t)?;
+        let (dt, tjson, ftype) = self.type_handle(file, t)?;
         let (space, rank) = dataspace(&shape)?;
         let n = match &shape {
             Shape::Null => 0,
@@ -656,7 +890,7 @@ impl<'a> Exporter<'a> {
                         shape.to_json()
                     ));
                 }
-                Some(encode_values(&dt, &flat)?)
+                Some(encode_values(&dt, &flat, refs)?)
             }
             _ => None,
         };
@@ -684,7 +918,7 @@ impl<'a> Exporter<'a> {
             &format!("creating the attribute {name:?}"),
         )?;
         if let Some(data) = data {
-            let mem = mem_type(ftype.id())?;
+            let mem = types::memory_type(&dt, &tjson)?;
             data.with_ptr(|p| {
                 check(
                     lib(|| unsafe { h5a::H5Awrite(attr.id(), mem.id(), p) }),
@@ -708,12 +942,24 @@ impl<'a> Exporter<'a> {
             lib(|| unsafe { hdf5_sys::h5i::H5Iget_file_id(gid) }),
             "finding the file",
         )?;
-        let (_, ftype) = self.file_type(
+        let (_, tjson, ftype) = self.type_handle(
             file.id(),
             doc.get("type")
                 .ok_or_else(|| Fail::Skip("dataset without a type".into()))?,
         )?;
         let meta = DatasetMeta::from_doc(&resolved_doc(self.dom, doc))?;
+        let mtype = types::memory_type(&meta.dtype, &tjson)?;
+        // Fixed-size elements laid out otherwise in the file than in the
+        // store (padded compounds): chunks written directly are laid out
+        // as in the file first.
+        let repack = if converts(&meta.dtype) {
+            None
+        } else {
+            Repack::of(ftype.id())?
+        };
+        let file_es = repack
+            .as_ref()
+            .map_or(meta.dtype.filter_elem_size(), |r| r.file_elem);
         let cprops = doc
             .get("creationProperties")
             .cloned()
@@ -770,30 +1016,37 @@ impl<'a> Exporter<'a> {
                     }),
                     what,
                 )?;
-                let chunk_bytes =
-                    chunk.iter().product::<u64>() * meta.dtype.filter_elem_size() as u64;
-                set_filters(dcpl.id(), &meta, chunk_bytes)?;
+                let chunk_bytes = chunk.iter().product::<u64>() * file_es as u64;
+                set_filters(dcpl.id(), &meta, file_es, chunk_bytes)?;
             }
         }
         let filtered = matches!(layout, Layout::Chunked { .. }) && !meta.pipeline.is_empty();
         // Fill value (and when it is written), as the document says.
         if let Some(fv) = cprops.get("fillValue").filter(|v| !v.is_null()) {
-            match encode_values(&meta.dtype, &[fv]) {
+            // References to objects created by now (a later one is null).
+            let created = if has_refs(&meta.dtype) {
+                self.created.clone()
+            } else {
+                HashMap::new()
+            };
+            let mut refs = RefWriter::new(file.id(), created);
+            match encode_values(&meta.dtype, &[fv], &mut |c, r| refs.address(c, r)) {
                 Ok(data) => {
-                    let mem = mem_type(ftype.id())?;
                     data.with_ptr(|p| {
                         check(
-                            lib(|| unsafe { h5p::H5Pset_fill_value(dcpl.id(), mem.id(), p) }),
+                            lib(|| unsafe { h5p::H5Pset_fill_value(dcpl.id(), mtype.id(), p) }),
                             "setting the fill value",
                         )
                     })?;
                 }
-                Err(Fail::Skip(why)) => self
-                    .report
-                    .skipped
-                    .push(crate::Skipped::part(path, format!("fill value {fv}"), why)),
+                Err(Fail::Skip(why)) => self.report.skipped.push(crate::Skipped::part(
+                    path,
+                    format!("fill value {fv}"),
+                    why,
+                )),
                 Err(e) => return Err(e),
             }
+            refs.report_missing(path, "fill value".into(), &mut self.report.skipped);
         }
         let fill_time = match cprops.get("fillTime").and_then(Value::as_str) {
             Some("H5D_FILL_TIME_ALLOC") => Some(h5d::H5D_fill_time_t::H5D_FILL_TIME_ALLOC),
@@ -837,20 +1090,30 @@ impl<'a> Exporter<'a> {
             }),
             &format!("creating the dataset {path}"),
         )?;
+        if has_refs(&meta.dtype) {
+            // Written once every object it may reference exists.
+            self.deferred.push(Deferred::Values {
+                path: path.to_string(),
+                id: id.to_string(),
+                doc: doc.clone(),
+            });
+            return Ok(dset);
+        }
         let mut w = DataWriter {
             dom: self.dom,
             meta: &meta,
             id,
             dset: dset.id(),
-            ftype: ftype.id(),
+            mtype: mtype.id(),
+            repack: repack.as_ref(),
             pb: &self.pb,
             chunks: 0,
             bytes: 0,
         };
         let written = match &layout {
             Layout::Chunked { direct: true, .. } => w.write_chunks_direct(),
-            Layout::Chunked { direct: false, .. } => w.write_chunk_regions(),
-            Layout::Contiguous | Layout::Compact => w.write_slabs(),
+            Layout::Chunked { direct: false, .. } => w.write_chunk_regions(&mut no_refs),
+            Layout::Contiguous | Layout::Compact => w.write_slabs(&mut no_refs),
         };
         let (chunks, bytes) = (w.chunks, w.bytes);
         // The dataset exists now: any failure is a real one.
@@ -961,12 +1224,13 @@ fn plan_layout(doc: &Value, meta: &DatasetMeta) -> Layout {
         .collect();
     Layout::Chunked {
         chunk,
-        direct: fits && !meta.dtype.is_variable(),
+        direct: fits && !converts(&meta.dtype),
     }
 }
 
-/// Adds the dataset's filters to a dcpl in pipeline order.
-fn set_filters(dcpl: hid_t, meta: &DatasetMeta, chunk_bytes: u64) -> Step<()> {
+/// Adds the dataset's filters to a dcpl in pipeline order (`elem`: the
+/// size of the file's elements, which filters such as shuffle work on).
+fn set_filters(dcpl: hid_t, meta: &DatasetMeta, elem: usize, chunk_bytes: u64) -> Step<()> {
     let what = "adding a filter";
     let optional = hdf5_sys::h5z::H5Z_FLAG_OPTIONAL;
     for f in &meta.pipeline.filters {
@@ -975,7 +1239,7 @@ fn set_filters(dcpl: hid_t, meta: &DatasetMeta, chunk_bytes: u64) -> Step<()> {
             Filter::Shuffle => lib(|| unsafe { h5p::H5Pset_shuffle(dcpl) }),
             Filter::Fletcher32 => lib(|| unsafe { h5p::H5Pset_fletcher32(dcpl) }),
             _ => {
-                let cd = f.hdf5_client_data(meta.dtype.filter_elem_size(), chunk_bytes);
+                let cd = f.hdf5_client_data(elem, chunk_bytes);
                 lib(|| unsafe {
                     h5p::H5Pset_filter(dcpl, f.id() as i32, optional, cd.len(), cd.as_ptr())
                 })
@@ -996,7 +1260,11 @@ struct DataWriter<'d> {
     meta: &'d DatasetMeta,
     id: &'d str,
     dset: hid_t,
-    ftype: hid_t,
+    /// The memory type of the store's elements.
+    mtype: hid_t,
+    /// From the store's packed elements to the file's layout, when they
+    /// differ.
+    repack: Option<&'d Repack>,
     pb: &'d ProgressBar,
     chunks: u64,
     bytes: u64,
@@ -1080,6 +1348,7 @@ impl DataWriter<'_> {
         let dom = self.dom;
         let id = self.id;
         let this = &*self;
+        let repack = self.repack;
         let produce = |i: usize| -> Result<Option<EncodedChunk>> {
             let coords = &positions[i];
             let (start, count) = this.chunk_box(coords);
@@ -1090,9 +1359,10 @@ impl DataWriter<'_> {
                     return Ok(None);
                 };
                 // Already in libhdf5's layout: used as stored.
-                if (m.pipeline.is_empty() && stored.len() == chunk_bytes)
-                    || (!m.pipeline.is_empty()
-                        && (m.format == ChunkFormat::Hdf5 || m.pipeline.keeps_hdf5_layout()))
+                if repack.is_none()
+                    && ((m.pipeline.is_empty() && stored.len() == chunk_bytes)
+                        || (!m.pipeline.is_empty()
+                            && (m.format == ChunkFormat::Hdf5 || m.pipeline.keeps_hdf5_layout())))
                 {
                     return Ok(Some((start, stored.to_vec(), logical)));
                 }
@@ -1129,7 +1399,12 @@ impl DataWriter<'_> {
                 }
                 raw
             };
-            let enc = m.pipeline.encode_as(raw, fes, ChunkFormat::Hdf5)?;
+            let enc = match repack {
+                Some(r) => m
+                    .pipeline
+                    .encode_as(r.unpack(&raw), r.file_elem, ChunkFormat::Hdf5)?,
+                None => m.pipeline.encode_as(raw, fes, ChunkFormat::Hdf5)?,
+            };
             Ok(Some((start, enc, logical)))
         };
         let dset = self.dset;
@@ -1160,37 +1435,44 @@ impl DataWriter<'_> {
     }
 
     /// Chunked datasets written through `H5Dwrite` (variable-length types,
-    /// or chunk shapes libhdf5 would not take): one block per stored chunk.
-    fn write_chunk_regions(&mut self) -> Result<()> {
+    /// references, or chunk shapes libhdf5 would not take): one block per
+    /// stored chunk (`refs` makes the references).
+    fn write_chunk_regions(&mut self, refs: &mut RefConv) -> Result<()> {
         let positions = self.chunk_positions()?;
         let boxes: Vec<(Vec<u64>, Vec<u64>)> =
             positions.iter().map(|c| self.chunk_box(c)).collect();
         let n = boxes.len() as u64;
-        self.write_blocks(boxes, true)?;
+        self.write_blocks(boxes, true, refs)?;
         self.chunks += n;
         Ok(())
     }
 
-    /// Contiguous and compact datasets: slabs of at most [`SLAB_BYTES`].
-    fn write_slabs(&mut self) -> Result<()> {
+    /// Contiguous and compact datasets: slabs of at most [`SLAB_BYTES`]
+    /// (`refs` makes the references).
+    fn write_slabs(&mut self, refs: &mut RefConv) -> Result<()> {
         let m = self.meta;
         match m.shape {
             Shape::Null => Ok(()),
-            Shape::Scalar => self.write_blocks(vec![(vec![0], vec![1])], false),
+            Shape::Scalar => self.write_blocks(vec![(vec![0], vec![1])], false, refs),
             Shape::Simple { ref dims, .. } => {
                 if dims.contains(&0) {
                     return Ok(());
                 }
                 // Variable-length elements: budget 64 bytes each.
                 let es = m.dtype.fixed_size().unwrap_or(64) as u64;
-                self.write_blocks(slabs(dims, es, SLAB_BYTES), false)
+                self.write_blocks(slabs(dims, es, SLAB_BYTES), false, refs)
             }
         }
     }
 
     /// Reads each (start, count) box through the engine (in parallel when
     /// `parallel`, else one box ahead of the writes) and `H5Dwrite`s it.
-    fn write_blocks(&mut self, boxes: Vec<(Vec<u64>, Vec<u64>)>, parallel: bool) -> Result<()> {
+    fn write_blocks(
+        &mut self,
+        boxes: Vec<(Vec<u64>, Vec<u64>)>,
+        parallel: bool,
+        refs: &mut RefConv,
+    ) -> Result<()> {
         let m = self.meta;
         let dom = self.dom;
         let id = self.id;
@@ -1218,14 +1500,17 @@ impl DataWriter<'_> {
             }))
         };
         let scalar = m.shape == Shape::Scalar;
-        let (dset, ftype, pb) = (self.dset, self.ftype, self.pb);
+        let (dset, mtype, pb) = (self.dset, self.mtype, self.pb);
         let mut bytes = 0u64;
-        let mem = mem_type(ftype)?;
         pipelined(boxes.len(), parallel, produce, |b: Block| {
             let logical = b.data.logical_bytes();
             let data = match b.data {
+                BlockData::Fixed(v) if converts(&m.dtype) => {
+                    let elems: Vec<&[u8]> = v.chunks(es.max(1)).collect();
+                    Encoded::Variable(to_memory(&m.dtype, &elems, refs)?)
+                }
                 BlockData::Fixed(v) => Encoded::Fixed(v),
-                BlockData::Vlen(v) => vlen_buffer(ftype, v)?,
+                BlockData::Vlen(v) => Encoded::Variable(to_memory(&m.dtype, &v, refs)?),
             };
             if scalar {
                 data.with_ptr(|p| {
@@ -1233,7 +1518,7 @@ impl DataWriter<'_> {
                         lib(|| unsafe {
                             h5d::H5Dwrite(
                                 dset,
-                                mem.id(),
+                                mtype,
                                 h5s::H5S_ALL,
                                 h5s::H5S_ALL,
                                 h5p::H5P_DEFAULT,
@@ -1276,7 +1561,7 @@ impl DataWriter<'_> {
                         lib(|| unsafe {
                             h5d::H5Dwrite(
                                 dset,
-                                mem.id(),
+                                mtype,
                                 mspace.id(),
                                 fspace.id(),
                                 h5p::H5P_DEFAULT,
@@ -1362,112 +1647,44 @@ where
     })
 }
 
-/// Element bytes ready for `H5Dwrite`/`H5Awrite`/`H5Pset_fill_value`,
-/// keeping alive whatever variable-length pointers point into.
+/// Element bytes ready for `H5Dwrite`/`H5Awrite`/`H5Pset_fill_value`, in
+/// the memory type of the store's elements ([`types::memory_type`]).
 enum Encoded {
     Fixed(Vec<u8>),
-    Strings(#[allow(dead_code)] Vec<CString>, Vec<*const c_char>),
-    Seqs(#[allow(dead_code)] Vec<Vec<u8>>, Vec<h5t::hvl_t>),
+    Variable(MemBuf),
 }
 
 impl Encoded {
     fn with_ptr<T>(&self, f: impl FnOnce(*const c_void) -> T) -> T {
         match self {
             Encoded::Fixed(b) => f(b.as_ptr().cast()),
-            Encoded::Strings(_, p) => f(p.as_ptr().cast()),
-            Encoded::Seqs(_, p) => f(p.as_ptr().cast()),
+            Encoded::Variable(m) => f(m.bytes.as_ptr().cast()),
         }
     }
-}
-
-/// The variable-length buffer for raw elements (string bytes, or the
-/// element bytes of a sequence's base type).
-fn vlen_buffer(ftype: hid_t, elems: Vec<Vec<u8>>) -> Result<Encoded> {
-    let is_str = lib(|| unsafe { h5t::H5Tget_class(ftype) }) == h5t::H5T_class_t::H5T_STRING;
-    if is_str {
-        return Ok(c_strings(elems));
-    }
-    let base = check_id(
-        lib(|| unsafe { h5t::H5Tget_super(ftype) }),
-        "reading a base type",
-    )?;
-    let bs = lib(|| unsafe { h5t::H5Tget_size(base.id()) }).max(1);
-    let hvl = hvl_pointers(&elems, bs);
-    Ok(Encoded::Seqs(elems, hvl))
-}
-
-/// Variable-length strings as HDF5 takes them: NUL-terminated, cut at the
-/// first NUL (where HDF5 strings end), with the pointer array.
-fn c_strings(elems: Vec<Vec<u8>>) -> Encoded {
-    let strings: Vec<CString> = elems
-        .into_iter()
-        .map(|mut b| {
-            if let Some(p) = b.iter().position(|&c| c == 0) {
-                b.truncate(p);
-            }
-            CString::new(b).expect("NUL bytes removed")
-        })
-        .collect();
-    let ptrs = strings.iter().map(|s| s.as_ptr()).collect();
-    Encoded::Strings(strings, ptrs)
-}
-
-/// `hvl_t` descriptors pointing into `elems` (packed base elements of `bs`
-/// bytes each); `elems` must outlive them.
-fn hvl_pointers(elems: &[Vec<u8>], bs: usize) -> Vec<h5t::hvl_t> {
-    elems
-        .iter()
-        .map(|e| h5t::hvl_t {
-            len: e.len() / bs,
-            p: if e.is_empty() {
-                std::ptr::null_mut()
-            } else {
-                e.as_ptr() as *mut c_void
-            },
-        })
-        .collect()
 }
 
 /// Encodes JSON values (one per element) for a dataset or attribute of
-/// type `dt`.
-fn encode_values(dt: &Datatype, values: &[&Value]) -> Step<Encoded> {
-    match dt {
-        Datatype::String { length: None, .. } => {
-            let mut elems = Vec::with_capacity(values.len());
-            for v in values {
-                elems.push(match v {
-                    Value::Null => Vec::new(),
-                    other => h5lake_types::bytes_of(other)
-                        .ok_or_else(|| Fail::Skip(format!("{other} is not a string")))?,
-                });
-            }
-            Ok(c_strings(elems))
-        }
-        Datatype::Vlen { base } => {
-            let mut elems = Vec::with_capacity(values.len());
-            for v in values {
-                let mut items = Vec::new();
-                if !v.is_null() {
-                    flatten_depth(v, 1, &mut items);
+/// type `dt` (`refs` makes object references).
+fn encode_values(dt: &Datatype, values: &[&Value], refs: &mut RefConv) -> Step<Encoded> {
+    if converts(dt) {
+        let elems = values
+            .iter()
+            .map(|v| {
+                if dt.is_variable() {
+                    h5lake_types::vlen_element(dt, v)
+                } else {
+                    json_to_element(dt, v)
                 }
-                let mut bytes = Vec::new();
-                for item in items {
-                    encode_elem(base, item, &mut bytes).map_err(Fail::Skip)?;
-                }
-                elems.push(bytes);
-            }
-            let bs = base.fixed_size().unwrap_or(1).max(1);
-            let hvl = hvl_pointers(&elems, bs);
-            Ok(Encoded::Seqs(elems, hvl))
-        }
-        _ => {
-            let mut out = Vec::with_capacity(values.len() * dt.fixed_size().unwrap_or(0));
-            for v in values {
-                encode_elem(dt, v, &mut out).map_err(Fail::Skip)?;
-            }
-            Ok(Encoded::Fixed(out))
-        }
+            })
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(Hdf5Error::from)?;
+        return Ok(Encoded::Variable(to_memory(dt, &elems, refs)?));
     }
+    let mut out = Vec::with_capacity(values.len() * dt.fixed_size().unwrap_or(0));
+    for v in values {
+        encode_elem(dt, v, &mut out).map_err(Fail::Skip)?;
+    }
+    Ok(Encoded::Fixed(out))
 }
 
 /// One fixed-size element from its HSDS JSON value (packed, as h5lake
@@ -1534,12 +1751,6 @@ fn encode_elem(dt: &Datatype, v: &Value, out: &mut Vec<u8>) -> std::result::Resu
             for item in flat {
                 encode_elem(base, item, out)?;
             }
-        }
-        Datatype::Reference { .. } => {
-            return Err("object references cannot be written to HDF5 files yet".into())
-        }
-        Datatype::Vlen { .. } | Datatype::String { length: None, .. } => {
-            return Err("variable-length members are not supported".into())
         }
         _ => out.extend(json_to_element(dt, v).map_err(|e| e.to_string())?),
     }
@@ -1630,11 +1841,6 @@ fn link_plist() -> Result<Hid> {
         "setting the link name encoding",
     )?;
     Ok(lcpl)
-}
-
-/// A transient copy of a (possibly committed) datatype for memory buffers.
-fn mem_type(t: hid_t) -> Result<Hid> {
-    check_id(lib(|| unsafe { h5t::H5Tcopy(t) }), "copying a datatype")
 }
 
 /// The dataspace of a shape, and the number of list levels of its values.

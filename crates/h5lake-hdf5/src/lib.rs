@@ -13,6 +13,7 @@ mod attrs;
 mod export;
 mod h5;
 mod load;
+mod memory;
 mod skipped;
 mod source;
 mod types;

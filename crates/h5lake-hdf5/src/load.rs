@@ -7,6 +7,10 @@
 //! file (no library call, so in parallel), decoded with h5lake's codecs in
 //! libhdf5's byte layout and stored re-encoded as HSDS chunks. In link mode
 //! the second pass does not run for datasets that can point at the file.
+//!
+//! Values holding object references are read between the two: a
+//! reference names its target by the target's h5lake id, known once every
+//! object is loaded.
 
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -27,9 +31,10 @@ use hdf5_sys::h5p::H5P_DEFAULT;
 use rayon::prelude::*;
 use serde_json::{json, Map, Value};
 
-use crate::attrs::{attribute_json, fill_value_json, is_variable, read_values, shape_json, Values};
+use crate::attrs::{attribute_json, fill_value_json, read_values, shape_json, Values};
 use crate::h5::{self, check, check_id, cstr, lib, Hid, StoredChunk};
-use crate::types::{file_layout, from_hdf5};
+use crate::memory::{converts, has_refs, RefConv};
+use crate::types::{from_hdf5, type_json, Repack, REF_BYTES};
 use crate::{source, Hdf5Error, Result};
 
 /// Default size of a logical chunk in link mode (decoded bytes).
@@ -120,12 +125,14 @@ fn load_into(
 ) -> Result<LoadReport> {
     let mut loader = Loader {
         dom,
+        file: file.id(),
         src,
         uri,
         opts,
         report: LoadReport::default(),
         seen: HashMap::new(),
         jobs: Vec::new(),
+        pending: Vec::new(),
     };
     loader.run(file.id())?;
     Ok(loader.report)
@@ -286,30 +293,166 @@ enum Job {
     },
 }
 
-/// From the file's (padded) compound layout to h5lake's packed one.
-#[derive(Clone)]
-struct Repack {
-    runs: Vec<(usize, usize, usize)>,
-    file_elem: usize,
-    packed_elem: usize,
+/// Values holding object references, read once every object is loaded.
+enum Pending {
+    /// An attribute of the object at `path`.
+    Attr { path: String, name: String },
+    /// The values of the dataset at `path`, stored as `id`.
+    Values {
+        path: String,
+        id: String,
+        dt: Datatype,
+        tjson: Value,
+        dims: Vec<u64>,
+    },
 }
 
-impl Repack {
-    fn apply(&self, src: &[u8]) -> Vec<u8> {
-        let n = src.len() / self.file_elem;
-        let mut out = vec![0u8; n * self.packed_elem];
-        for i in 0..n {
-            let (s, d) = (i * self.file_elem, i * self.packed_elem);
-            for &(f, len, p) in &self.runs {
-                out[d + p..d + p + len].copy_from_slice(&src[s + f..s + f + len]);
-            }
+/// Object references of the source file in their stored form (see
+/// `crate::memory`): the target's collection and h5lake id.
+struct RefReader<'s> {
+    file: hid_t,
+    seen: &'s HashMap<[u8; 16], String>,
+    /// The target of each `hobj_ref_t` met.
+    targets: HashMap<u64, Target>,
+    /// References to objects that were not loaded, read as null ones.
+    missing: usize,
+    /// References to attributes and regions, read as null ones.
+    not_objects: usize,
+}
+
+/// What a reference points at.
+#[derive(Clone)]
+enum Target {
+    /// A loaded object, or nothing (a null or dangling reference): the
+    /// stored form.
+    Stored(Vec<u8>),
+    /// An object that was not loaded.
+    NotLoaded,
+    /// An attribute or a region (HDF5's current references).
+    NotAnObject,
+}
+
+impl<'s> RefReader<'s> {
+    fn new(file: hid_t, seen: &'s HashMap<[u8; 16], String>) -> Self {
+        RefReader {
+            file,
+            seen,
+            targets: HashMap::new(),
+            missing: 0,
+            not_objects: 0,
         }
-        out
     }
+
+    /// What was read as null since the last call, if anything.
+    fn lost(&mut self) -> Option<String> {
+        let (missing, not_objects) = (self.missing, self.not_objects);
+        self.missing = 0;
+        self.not_objects = 0;
+        match (missing, not_objects) {
+            (0, 0) => None,
+            (m, 0) => Some(format!(
+                "{m} object references to objects h5lake did not load, read as null references"
+            )),
+            (0, n) => Some(format!(
+                "{n} references to attributes or regions, read as null references"
+            )),
+            (m, n) => Some(format!(
+                "{m} references to objects h5lake did not load and {n} to attributes or regions, read as null references"
+            )),
+        }
+    }
+
+    /// The stored form of one reference: the bytes of an `H5R_ref_t`
+    /// (`current_api`) or of an `hobj_ref_t`.
+    fn stored(&mut self, current_api: bool, r: &[u8]) -> Result<Vec<u8>> {
+        let target = if current_api {
+            referenced(self.file, self.seen, true, r)?
+        } else {
+            let addr =
+                hdf5_sys::h5r::hobj_ref_t::from_ne_bytes(r.try_into().map_err(|_| {
+                    Hdf5Error::Library("an object reference of another size".into())
+                })?);
+            match self.targets.get(&addr) {
+                Some(t) => t.clone(),
+                None => {
+                    let t = referenced(self.file, self.seen, false, r)?;
+                    self.targets.insert(addr, t.clone());
+                    t
+                }
+            }
+        };
+        match target {
+            Target::Stored(b) => return Ok(b),
+            Target::NotLoaded => self.missing += 1,
+            Target::NotAnObject => self.not_objects += 1,
+        }
+        Ok(vec![0u8; REF_BYTES])
+    }
+}
+
+/// The target of `r` (an `H5R_ref_t` when `current_api`, else an
+/// `hobj_ref_t`).
+fn referenced(
+    file: hid_t,
+    seen: &HashMap<[u8; 16], String>,
+    current_api: bool,
+    r: &[u8],
+) -> Result<Target> {
+    let obj = if r.iter().all(|&b| b == 0) {
+        // The library's null reference, in either form.
+        -1
+    } else if current_api {
+        // SAFETY: `r` holds an H5R_ref_t the library read (unaligned).
+        let r = unsafe {
+            r.as_ptr()
+                .cast::<hdf5_sys::h5r::H5R_ref_t>()
+                .read_unaligned()
+        };
+        match lib(|| unsafe { hdf5_sys::h5r::H5Rget_type(&r) }) {
+            hdf5_sys::h5r::H5R_type_t::H5R_OBJECT2 => {
+                lib(|| unsafe { hdf5_sys::h5r::H5Ropen_object(&r, H5P_DEFAULT, H5P_DEFAULT) })
+            }
+            hdf5_sys::h5r::H5R_type_t::H5R_BADTYPE => -1,
+            _ => return Ok(Target::NotAnObject),
+        }
+    } else {
+        lib(|| unsafe {
+            hdf5_sys::h5r::H5Rdereference2(
+                file,
+                H5P_DEFAULT,
+                hdf5_sys::h5r::H5R_type_t::H5R_OBJECT1,
+                r.as_ptr().cast(),
+            )
+        })
+    };
+    if obj < 0 {
+        // Null or dangling: h5py reads it as a reference to nothing either.
+        return Ok(Target::Stored(vec![0u8; REF_BYTES]));
+    }
+    let obj = Hid(obj);
+    let (token, _) = token_of(obj.id())?;
+    let Some(id) = seen.get(&token) else {
+        return Ok(Target::NotLoaded);
+    };
+    let collection = match id.get(..2) {
+        Some("g-") => "groups",
+        Some("t-") => "datatypes",
+        _ => "datasets",
+    };
+    let mut out = format!("{collection}/{id}").into_bytes();
+    if out.len() > REF_BYTES {
+        return Err(Hdf5Error::Library(format!(
+            "an object id too long to reference: {id}"
+        )));
+    }
+    out.resize(REF_BYTES, 0);
+    Ok(Target::Stored(out))
 }
 
 struct Loader<'a> {
     dom: &'a Domain,
+    /// The source file.
+    file: hid_t,
     src: PathBuf,
     /// The source as linked datasets name it (see [`link_uri`]).
     uri: String,
@@ -319,6 +462,7 @@ struct Loader<'a> {
     /// several hard links is loaded once.
     seen: HashMap<[u8; 16], String>,
     jobs: Vec<Job>,
+    pending: Vec<Pending>,
 }
 
 fn token_of(obj: hid_t) -> Result<([u8; 16], H5O_type_t)> {
@@ -352,22 +496,97 @@ impl Loader<'_> {
         let root_id = self.dom.root_id().to_string();
         self.seen.insert(token, root_id.clone());
         self.group(root.id(), &root_id, "/")?;
+        self.read_references()?;
         self.move_chunks()
     }
 
-    /// Attributes of an object; those h5lake cannot hold are reported.
+    /// Reads the values left for when every object is loaded (`pending`).
+    fn read_references(&mut self) -> Result<()> {
+        let mut refs = RefReader::new(self.file, &self.seen);
+        for p in std::mem::take(&mut self.pending) {
+            let path = match &p {
+                Pending::Attr { path, .. } | Pending::Values { path, .. } => path.clone(),
+            };
+            let cpath = cstr(&path)?;
+            let obj = check_id(
+                lib(|| unsafe { hdf5_sys::h5o::H5Oopen(self.file, cpath.as_ptr(), H5P_DEFAULT) }),
+                &format!("opening {path}"),
+            )?;
+            let part = match p {
+                Pending::Attr { name, .. } => {
+                    let part = format!("attribute {name:?}");
+                    let (token, _) = token_of(obj.id())?;
+                    let id = refs
+                        .seen
+                        .get(&token)
+                        .cloned()
+                        .ok_or_else(|| Hdf5Error::Library(format!("{path} was not loaded")))?;
+                    match attribute_json(obj.id(), &name, Some(&mut |c, r| refs.stored(c, r))) {
+                        Ok(a) => {
+                            self.dom.update_doc(&id, |doc| {
+                                doc["attributes"][&name] = a.clone().unwrap_or_default();
+                                Ok(())
+                            })?;
+                            self.report.attributes += 1;
+                        }
+                        Err(Hdf5Error::Unsupported(why)) => {
+                            self.report
+                                .skipped
+                                .push(crate::Skipped::part(&path, part, why));
+                            refs.lost();
+                            continue;
+                        }
+                        Err(e) => return Err(e),
+                    }
+                    part
+                }
+                Pending::Values {
+                    id,
+                    dt,
+                    tjson,
+                    dims,
+                    ..
+                } => {
+                    self.report.bytes += copy_through_library(
+                        self.dom,
+                        obj.id(),
+                        &id,
+                        &dt,
+                        &tjson,
+                        &dims,
+                        &mut |c, r| refs.stored(c, r),
+                    )?;
+                    "values".to_string()
+                }
+            };
+            if let Some(why) = refs.lost() {
+                self.report
+                    .skipped
+                    .push(crate::Skipped::part(&path, part, why));
+            }
+        }
+        Ok(())
+    }
+
+    /// Attributes of an object; those h5lake cannot hold are reported,
+    /// those holding object references left for later (`pending`).
     fn attributes(&mut self, obj: hid_t, path: &str) -> Result<Map<String, Value>> {
         let mut out = Map::new();
         for name in h5::attr_names(obj)? {
-            match attribute_json(obj, &name) {
-                Ok(a) => {
+            match attribute_json(obj, &name, None) {
+                Ok(Some(a)) => {
                     out.insert(name, a);
                     self.report.attributes += 1;
                 }
-                Err(Hdf5Error::Unsupported(why)) => self
-                    .report
-                    .skipped
-                    .push(crate::Skipped::part(path, format!("attribute {name:?}"), why)),
+                Ok(None) => self.pending.push(Pending::Attr {
+                    path: path.to_string(),
+                    name,
+                }),
+                Err(Hdf5Error::Unsupported(why)) => self.report.skipped.push(crate::Skipped::part(
+                    path,
+                    format!("attribute {name:?}"),
+                    why,
+                )),
                 Err(e) => return Err(e),
             }
         }
@@ -407,9 +626,10 @@ impl Loader<'_> {
                     json!({"class": "H5L_TYPE_EXTERNAL", "h5domain": file, "h5path": obj})
                 }
                 _ => {
-                    self.report
-                        .skipped
-                        .push(crate::Skipped::object(&cpath, "a link of a user-defined class"));
+                    self.report.skipped.push(crate::Skipped::object(
+                        &cpath,
+                        "a link of a user-defined class",
+                    ));
                     continue;
                 }
             };
@@ -456,7 +676,7 @@ impl Loader<'_> {
             },
             H5O_type_t::H5O_TYPE_NAMED_DATATYPE => {
                 let dt = from_hdf5(obj.id())?;
-                let id = self.dom.create_datatype(dt.to_json())?;
+                let id = self.dom.create_datatype(type_json(obj.id(), &dt)?)?;
                 let attrs = self.attributes(obj.id(), path)?;
                 self.set_attributes(&id, attrs)?;
                 self.report.datatypes += 1;
@@ -497,16 +717,15 @@ impl Loader<'_> {
         let dt = match from_hdf5(ft.id()) {
             Ok(dt) => dt,
             Err(Hdf5Error::Unsupported(why)) => {
-                self.report
-                    .skipped
-                    .push(crate::Skipped::object(
-                        path,
-                        format!("its type is not supported ({why})"),
-                    ));
+                self.report.skipped.push(crate::Skipped::object(
+                    path,
+                    format!("its type is not supported ({why})"),
+                ));
                 return Ok(None);
             }
             Err(e) => return Err(e),
         };
+        let tjson = type_json(ft.id(), &dt)?;
         let space = check_id(
             lib(|| unsafe { H5Dget_space(d) }),
             "reading a dataset's shape",
@@ -530,18 +749,24 @@ impl Loader<'_> {
         if !filters.is_empty() {
             cprops["filters"] = pipeline.to_hsds_json();
         }
-        if let Some(fill) = fill_value_json(dcpl.id(), &dt)? {
+        let mut refs = RefReader::new(self.file, &self.seen);
+        let fill = fill_value_json(dcpl.id(), &dt, &tjson, &mut |c, r| refs.stored(c, r))?;
+        if let Some(why) = refs.lost() {
+            self.report
+                .skipped
+                .push(crate::Skipped::part(path, "fill value", why));
+        }
+        if let Some(fill) = fill {
             cprops["fillValue"] = fill;
         }
-        let repack = match dt.fixed_size() {
-            Some(packed) => file_layout(ft.id())?.map(|runs| Repack {
-                runs,
-                file_elem: lib(|| unsafe { hdf5_sys::h5t::H5Tget_size(ft.id()) }),
-                packed_elem: packed,
-            }),
-            None => None,
+        // Elements h5lake stores otherwise than the file: read through the
+        // library, never copied or linked byte for byte.
+        let converted = converts(&dt);
+        let repack = if converted {
+            None
+        } else {
+            Repack::of(ft.id())?
         };
-        let variable = is_variable(ft.id());
         let chunk_dims = match layout {
             H5D_layout_t::H5D_CHUNKED => {
                 let mut c = vec![0u64; dims.len()];
@@ -563,7 +788,7 @@ impl Loader<'_> {
         let attrs = self.attributes(d, path)?;
         self.report.datasets += 1;
         let es = dt.fixed_size().unwrap_or(0);
-        let linkable = self.opts.link && !variable && repack.is_none() && es > 0;
+        let linkable = self.opts.link && !converted && repack.is_none() && es > 0;
 
         let id = if let Some(chunk) = chunk_dims {
             let chunks = h5::stored_chunks(d, dims.len())?;
@@ -572,12 +797,12 @@ impl Loader<'_> {
                 check_decodable(&self.src, &pipeline, &chunks, &chunk, es, path)?;
                 self.report.linked_datasets += 1;
                 self.report.bytes += chunks.iter().map(|c| c.size).sum::<u64>();
-                self.linked_chunked(&dt, shape, cprops, &dims, &chunk, &chunks)?
+                self.linked_chunked(&dt, &tjson, shape, cprops, &dims, &chunk, &chunks)?
             } else {
                 cprops["layout"] = json!({"class": "H5D_CHUNKED", "dims": chunk});
-                let id = self.dom.create_dataset(dt.to_json(), shape, cprops)?;
-                if variable {
-                    self.copy_through_library(d, &id, &dt, &dims)?;
+                let id = self.dom.create_dataset(tjson.clone(), shape, cprops)?;
+                if converted {
+                    self.copy_values(d, path, &id, &dt, &tjson, &dims)?;
                 } else if !chunks.is_empty() {
                     let verbatim = self.opts.keep_chunks
                         && repack.is_none()
@@ -626,16 +851,16 @@ impl Loader<'_> {
                     "size": size,
                     "dims": contiguous_chunk_dims(&dims, es as u64, target),
                 });
-                self.dom.create_dataset(dt.to_json(), shape, cprops)?
+                self.dom.create_dataset(tjson.clone(), shape, cprops)?
             } else {
                 cprops["layout"] = json!({"class": class});
                 let id = self
                     .dom
-                    .create_dataset(dt.to_json(), shape.clone(), cprops)?;
+                    .create_dataset(tjson.clone(), shape.clone(), cprops)?;
                 let is_null = shape["class"] == "H5S_NULL";
-                if variable || class == "H5D_COMPACT" || dims.is_empty() {
+                if converted || class == "H5D_COMPACT" || dims.is_empty() {
                     if !is_null {
-                        self.copy_through_library(d, &id, &dt, &dims)?;
+                        self.copy_values(d, path, &id, &dt, &tjson, &dims)?;
                     }
                 } else if allocated {
                     self.jobs.push(Job::Contiguous {
@@ -656,9 +881,11 @@ impl Loader<'_> {
     /// Creates a dataset whose chunks stay in the source file: the chunk
     /// map inline for few chunks, else a chunk table; adjacent source chunks
     /// grouped into logical chunks of about the hyper-chunk size.
+    #[allow(clippy::too_many_arguments)]
     fn linked_chunked(
         &mut self,
         dt: &Datatype,
+        tjson: &Value,
         shape: Value,
         mut cprops: Value,
         dims: &[u64],
@@ -686,7 +913,7 @@ impl Loader<'_> {
             cprops["layout"] = json!({
                 "class": "H5D_CHUNKED_REF", "file_uri": uri, "dims": logical, "chunks": map,
             });
-            return Ok(self.dom.create_dataset(dt.to_json(), shape, cprops)?);
+            return Ok(self.dom.create_dataset(tjson.clone(), shape, cprops)?);
         }
         // HSDS's chunk table: one {offset, size} record per source chunk, in
         // the grid of source chunks, whatever the logical (hyper) chunk is.
@@ -729,74 +956,39 @@ impl Loader<'_> {
             layout["hyper_dims"] = json!(sub);
         }
         cprops["layout"] = layout;
-        Ok(self.dom.create_dataset(dt.to_json(), shape, cprops)?)
+        Ok(self.dom.create_dataset(tjson.clone(), shape, cprops)?)
     }
 
-    /// Copies a dataset's values through the library (variable-length,
-    /// compact and scalar datasets), in slabs of rows.
-    fn copy_through_library(
+    /// Copies a dataset's values through the library now, or once every
+    /// object is loaded when they hold object references.
+    fn copy_values(
         &mut self,
         d: hid_t,
+        path: &str,
         id: &str,
         dt: &Datatype,
+        tjson: &Value,
         dims: &[u64],
     ) -> Result<()> {
-        let rank = dims.len();
-        let all: Vec<u64> = if rank == 0 { vec![1] } else { dims.to_vec() };
-        let row_elems: u64 = all[1..].iter().product::<u64>().max(1);
-        let es = dt.fixed_size().unwrap_or(64) as u64;
-        let rows_per = (SLAB_BYTES / (row_elems * es).max(1)).max(1);
-        let mut start = 0u64;
-        while start < all[0] {
-            let count = rows_per.min(all[0] - start);
-            let mut lo = vec![0u64; all.len()];
-            lo[0] = start;
-            let mut cnt = all.clone();
-            cnt[0] = count;
-            let n = (count * row_elems) as usize;
-            let values = if rank == 0 {
-                read_values(dt, 1, |mem, buf| unsafe {
-                    hdf5_sys::h5d::H5Dread(d, mem, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT, buf)
-                })?
-            } else {
-                let fspace = check_id(lib(|| unsafe { H5Dget_space(d) }), "reading a dataspace")?;
-                check(
-                    lib(|| unsafe {
-                        hdf5_sys::h5s::H5Sselect_hyperslab(
-                            fspace.id(),
-                            hdf5_sys::h5s::H5S_seloper_t::H5S_SELECT_SET,
-                            lo.as_ptr(),
-                            std::ptr::null(),
-                            cnt.as_ptr(),
-                            std::ptr::null(),
-                        )
-                    }),
-                    "selecting rows",
-                )?;
-                let mspace = check_id(
-                    lib(|| unsafe {
-                        hdf5_sys::h5s::H5Screate_simple(1, [n as u64].as_ptr(), std::ptr::null())
-                    }),
-                    "creating a dataspace",
-                )?;
-                read_values(dt, n, |mem, buf| unsafe {
-                    hdf5_sys::h5d::H5Dread(d, mem, mspace.id(), fspace.id(), H5P_DEFAULT, buf)
-                })?
-            };
-            let sel = if rank == 0 {
-                Selection::all(&[1])
-            } else {
-                let s: Vec<(u64, u64, u64)> =
-                    lo.iter().zip(&cnt).map(|(&l, &c)| (l, l + c, 1)).collect();
-                Selection::from_slices(&s)
-            };
-            match values {
-                Values::Fixed(buf) => self.dom.write(id, &sel, &buf)?,
-                Values::Variable(items) => self.dom.write_vlen(id, &sel, &items)?,
-            }
-            self.report.bytes += n as u64 * es;
-            start += count;
+        if has_refs(dt) {
+            self.pending.push(Pending::Values {
+                path: path.to_string(),
+                id: id.to_string(),
+                dt: dt.clone(),
+                tjson: tjson.clone(),
+                dims: dims.to_vec(),
+            });
+            return Ok(());
         }
+        self.report.bytes += copy_through_library(
+            self.dom,
+            d,
+            id,
+            dt,
+            tjson,
+            dims,
+            &mut crate::memory::no_refs,
+        )?;
         Ok(())
     }
 
@@ -880,6 +1072,90 @@ impl Loader<'_> {
     }
 }
 
+/// Copies a dataset's values through the library (variable-length,
+/// compact and scalar datasets, and those holding references: `refs`
+/// converts them), in slabs of rows; returns the bytes read.
+fn copy_through_library(
+    dom: &Domain,
+    d: hid_t,
+    id: &str,
+    dt: &Datatype,
+    tjson: &Value,
+    dims: &[u64],
+    refs: &mut RefConv,
+) -> Result<u64> {
+    let rank = dims.len();
+    let all: Vec<u64> = if rank == 0 { vec![1] } else { dims.to_vec() };
+    let row_elems: u64 = all[1..].iter().product::<u64>().max(1);
+    let es = dt.fixed_size().unwrap_or(64) as u64;
+    let rows_per = (SLAB_BYTES / (row_elems * es).max(1)).max(1);
+    let mut start = 0u64;
+    let mut bytes = 0u64;
+    while start < all[0] {
+        let count = rows_per.min(all[0] - start);
+        let mut lo = vec![0u64; all.len()];
+        lo[0] = start;
+        let mut cnt = all.clone();
+        cnt[0] = count;
+        let n = (count * row_elems) as usize;
+        let values = if rank == 0 {
+            read_values(
+                dt,
+                tjson,
+                1,
+                |mem, buf| unsafe {
+                    hdf5_sys::h5d::H5Dread(d, mem, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT, buf)
+                },
+                refs,
+            )?
+        } else {
+            let fspace = check_id(lib(|| unsafe { H5Dget_space(d) }), "reading a dataspace")?;
+            check(
+                lib(|| unsafe {
+                    hdf5_sys::h5s::H5Sselect_hyperslab(
+                        fspace.id(),
+                        hdf5_sys::h5s::H5S_seloper_t::H5S_SELECT_SET,
+                        lo.as_ptr(),
+                        std::ptr::null(),
+                        cnt.as_ptr(),
+                        std::ptr::null(),
+                    )
+                }),
+                "selecting rows",
+            )?;
+            let mspace = check_id(
+                lib(|| unsafe {
+                    hdf5_sys::h5s::H5Screate_simple(1, [n as u64].as_ptr(), std::ptr::null())
+                }),
+                "creating a dataspace",
+            )?;
+            read_values(
+                dt,
+                tjson,
+                n,
+                |mem, buf| unsafe {
+                    hdf5_sys::h5d::H5Dread(d, mem, mspace.id(), fspace.id(), H5P_DEFAULT, buf)
+                },
+                refs,
+            )?
+        };
+        let sel = if rank == 0 {
+            Selection::all(&[1])
+        } else {
+            // (start, count, step) per dimension.
+            let s: Vec<(u64, u64, u64)> = lo.iter().zip(&cnt).map(|(&l, &c)| (l, c, 1)).collect();
+            Selection::from_slices(&s)
+        };
+        match values {
+            Values::Fixed(buf) => dom.write(id, &sel, &buf)?,
+            Values::Variable(items) => dom.write_vlen(id, &sel, &items)?,
+        }
+        bytes += n as u64 * es;
+        start += count;
+    }
+    Ok(bytes)
+}
+
 fn io_threads() -> usize {
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     std::env::var("H5LAKE_THREADS")
@@ -950,7 +1226,7 @@ fn copy_chunk(
         )?
     };
     let raw = match repack {
-        Some(r) => r.apply(&raw),
+        Some(r) => r.pack(&raw),
         None => raw,
     };
     dom.create_chunk(meta, &coords, raw, true)?;
@@ -1009,11 +1285,12 @@ fn copy_slab(
     file.read_exact_at(&mut buf, addr + start * row_bytes)?;
     let n = buf.len() as u64;
     let data = match repack {
-        Some(r) => r.apply(&buf),
+        Some(r) => r.pack(&buf),
         None => buf,
     };
     let mut s: Vec<(u64, u64, u64)> = dims.iter().map(|&d| (0, d, 1)).collect();
-    s[0] = (start, start + count, 1);
+    // (start, count, step)
+    s[0] = (start, count, 1);
     dom.write(id, &Selection::from_slices(&s), &data)?;
     Ok(n)
 }

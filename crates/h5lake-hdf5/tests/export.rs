@@ -1121,9 +1121,10 @@ fn unwritable_objects_are_reported_not_fatal() {
     let dir = tempfile::tempdir().unwrap();
     let (dom, src) = new_store(dir.path());
     let root = dom.root_id().to_string();
+    // Region references: `get` does not write them.
     let r = dom
         .create_dataset(
-            json!({"class": "H5T_REFERENCE", "base": "H5T_STD_REF_OBJ"}),
+            json!({"class": "H5T_REFERENCE", "base": "H5T_STD_REF_DSETREG"}),
             json!({"class": "H5S_SIMPLE", "dims": [2]}),
             json!({}),
         )
@@ -1174,7 +1175,9 @@ fn unwritable_objects_are_reported_not_fatal() {
         report.skipped
     );
     assert!(
-        report.skipped[2].to_string().starts_with("/z_by_id: the engine cannot read"),
+        report.skipped[2]
+            .to_string()
+            .starts_with("/z_by_id: the engine cannot read"),
         "{:?}",
         report.skipped
     );
@@ -1349,5 +1352,161 @@ fn the_hsds_fixture_exports() {
     assert_eq!(
         link_info(&file, "/ext").0,
         h5l::H5L_type_t::H5L_TYPE_EXTERNAL
+    );
+}
+
+/// The name of the object `r` (an `H5R_ref_t`) references, `None` for a
+/// null one.
+fn referenced_name(r: &hdf5_sys::h5r::H5R_ref_t) -> Option<String> {
+    let obj =
+        sync(|| unsafe { hdf5_sys::h5r::H5Ropen_object(r, h5p::H5P_DEFAULT, h5p::H5P_DEFAULT) });
+    if obj < 0 {
+        return None;
+    }
+    let obj = H(obj);
+    let mut name = vec![0 as c_char; 256];
+    let n = sync(|| unsafe { hdf5_sys::h5i::H5Iget_name(obj.0, name.as_mut_ptr(), name.len()) });
+    assert!(n > 0, "H5Iget_name");
+    Some(
+        unsafe { CStr::from_ptr(name.as_ptr()) }
+            .to_string_lossy()
+            .into_owned(),
+    )
+}
+
+#[test]
+fn object_references_point_at_the_objects_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let (dom, src) = new_store(dir.path());
+    let root = dom.root_id().to_string();
+    let target = dom
+        .create_dataset(
+            i32_type(),
+            json!({"class": "H5S_SIMPLE", "dims": [2]}),
+            json!({}),
+        )
+        .unwrap();
+    link(&dom, &root, "target", &target);
+    let g = dom.create_group(json!({})).unwrap();
+    link(&dom, &root, "grp", &g);
+    let stored = |s: String| {
+        let mut b = s.into_bytes();
+        b.resize(48, 0);
+        b
+    };
+    let values: Vec<u8> = [
+        format!("datasets/{target}"),
+        format!("groups/{g}"),
+        String::new(),
+    ]
+    .into_iter()
+    .flat_map(stored)
+    .collect();
+    // Datasets of references, before their targets in link order: as
+    // h5py writes them (H5T_STD_REF_OBJ) and as HDF5's current API does.
+    let v1 = json!({"class": "H5T_REFERENCE", "base": "H5T_STD_REF_OBJ"});
+    let current = json!({"class": "H5T_REFERENCE", "base": "H5T_STD_REF_OBJ",
+                         "h5lake": {"api": "H5T_STD_REF"}});
+    for (name, t) in [("a_v1", &v1), ("a_current", &current)] {
+        let d = dom
+            .create_dataset(
+                t.clone(),
+                json!({"class": "H5S_SIMPLE", "dims": [3]}),
+                json!({"layout": {"class": "H5D_CHUNKED", "dims": [2]}}),
+            )
+            .unwrap();
+        link(&dom, &root, name, &d);
+        dom.write(&d, &Selection::all(&[3]), &values).unwrap();
+    }
+    // A sequence of references as an attribute (a dimension-scale list),
+    // and a reference to an object the store does not hold.
+    dom.update_doc(&root, |doc| {
+        doc["attributes"]["list"] = json!({
+            "type": {"class": "H5T_VLEN", "base": v1},
+            "shape": {"class": "H5S_SIMPLE", "dims": [2]},
+            "value": [[format!("datasets/{target}")], []],
+        });
+        doc["attributes"]["lost"] = json!({
+            "type": v1, "shape": {"class": "H5S_SCALAR"},
+            "value": "datasets/d-00000000-00000000-0000-000000-000000",
+        });
+        Ok(())
+    })
+    .unwrap();
+    drop(dom);
+
+    let dest = dir.path().join("out.h5");
+    let report = run_get(&src, &dest);
+    assert_eq!(report.skipped.len(), 1, "{:?}", report.skipped);
+    assert!(
+        report.skipped[0]
+            .to_string()
+            .starts_with("/: attribute \"lost\": 1 object references"),
+        "{:?}",
+        report.skipped
+    );
+    assert_eq!(report.datasets, 3);
+    assert_eq!(report.attributes, 2);
+    let file = open_file(&dest);
+    for (name, file_type) in [
+        ("a_v1", *h5t::H5T_STD_REF_OBJ),
+        ("a_current", *h5t::H5T_STD_REF),
+    ] {
+        let d = open_dset(&file, name);
+        let t = ok(sync(|| unsafe { h5d::H5Dget_type(d.0) }), "H5Dget_type");
+        assert!(
+            sync(|| unsafe { h5t::H5Tequal(t.0, file_type) }) > 0,
+            "{name}"
+        );
+        let mut refs = [hdf5_sys::h5r::H5R_ref_t::default(); 3];
+        let status = sync(|| unsafe {
+            h5d::H5Dread(
+                d.0,
+                *h5t::H5T_STD_REF,
+                h5s::H5S_ALL,
+                h5s::H5S_ALL,
+                h5p::H5P_DEFAULT,
+                refs.as_mut_ptr().cast(),
+            )
+        });
+        assert!(status >= 0, "reading {name}");
+        let names: Vec<Option<String>> = refs.iter().map(referenced_name).collect();
+        assert_eq!(
+            names,
+            [Some("/target".to_string()), Some("/grp".to_string()), None],
+            "{name}"
+        );
+        for r in &mut refs {
+            sync(|| unsafe { hdf5_sys::h5r::H5Rdestroy(r) });
+        }
+    }
+    drop(file);
+
+    // And loaded again: both kinds name the new store's objects.
+    let again = dir.path().join("again.h5l");
+    let report = h5lake_hdf5::load(&dest, &again, &Default::default()).unwrap();
+    assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+    let dom = Domain::open_local(&again, OpenMode::Read).unwrap();
+    let root = dom.get_doc(dom.root_id()).unwrap();
+    let id_of = |name: &str| root["links"][name]["id"].as_str().unwrap().to_string();
+    let expected: Vec<u8> = [
+        format!("datasets/{}", id_of("target")),
+        format!("groups/{}", id_of("grp")),
+        String::new(),
+    ]
+    .into_iter()
+    .flat_map(stored)
+    .collect();
+    for name in ["a_v1", "a_current"] {
+        let mut got = vec![0u8; 3 * 48];
+        dom.read(&id_of(name), &Selection::all(&[3]), &mut got)
+            .unwrap();
+        assert_eq!(got, expected, "{name}");
+    }
+    let doc = dom.get_doc(&id_of("a_current")).unwrap();
+    assert_eq!(doc["type"], current);
+    assert_eq!(
+        root["attributes"]["list"]["value"],
+        json!([[format!("datasets/{}", id_of("target"))], []])
     );
 }
