@@ -41,7 +41,8 @@ pub(crate) fn domain_doc(app: &App, domain: &str) -> Result<Value> {
     }
     let read = place.store.get_versioned(&key)?.ok_or_else(missing)?;
     let doc = parse_doc(&read.data, &key)?;
-    app.domain_docs.put(domain.to_string(), read.version, doc.clone());
+    app.domain_docs
+        .put(domain.to_string(), read.version, doc.clone());
     Ok(doc)
 }
 

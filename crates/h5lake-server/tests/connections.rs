@@ -129,15 +129,18 @@ async fn stop(server: Running) {
         .unwrap();
 }
 
+/// Waits for the server to close `s`, which it must not do sooner than
+/// `least` (the timeout under test has to be what closed it).
+async fn closes_after_at_least(s: &mut TcpStream, least: Duration) {
+    let waited = time_to_close(s).await;
+    assert!(waited >= least, "closed after {waited:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn silent_connection_is_closed() {
     let server = start(impatient()).await;
     let mut s = TcpStream::connect(server.addr).await.unwrap();
-    let waited = time_to_close(&mut s).await;
-    assert!(
-        waited >= Duration::from_millis(250),
-        "closed after {waited:?}"
-    );
+    closes_after_at_least(&mut s, Duration::from_millis(250)).await;
     assert_serving(server.addr).await;
     stop(server).await;
 }
@@ -160,11 +163,7 @@ async fn keep_alive_works_then_idle_connection_is_closed() {
     let mut s = TcpStream::connect(server.addr).await.unwrap();
     assert_eq!(get_about(&mut s).await, 200);
     assert_eq!(get_about(&mut s).await, 200);
-    let waited = time_to_close(&mut s).await;
-    assert!(
-        waited >= Duration::from_millis(250),
-        "closed after {waited:?}"
-    );
+    closes_after_at_least(&mut s, Duration::from_millis(250)).await;
     assert_serving(server.addr).await;
     stop(server).await;
 }
@@ -188,11 +187,7 @@ async fn idle_timeout_spares_requests_in_flight() {
 
     let mut s = TcpStream::connect(server.addr).await.unwrap();
     assert_eq!(get_about(&mut s).await, 200);
-    let waited = time_to_close(&mut s).await;
-    assert!(
-        waited >= Duration::from_millis(450),
-        "closed after {waited:?}"
-    );
+    closes_after_at_least(&mut s, Duration::from_millis(450)).await;
 
     let pieces = [&b"{"[..], b"   ", b"}"];
     let mut s = TcpStream::connect(server.addr).await.unwrap();
