@@ -480,6 +480,56 @@ def test_codes_and_messages(server):
     assert st == 400 and "corrupt" not in message(rsp)
 
 
+# ---- found by review: more ways one request could bring the server down ------
+
+def test_chunk_table_cycles_and_huge_linked_sizes(server, outside):
+    d, _ = new_domain(server, BOB)
+    ok_file = str(outside / "shared" / "ok.bin")
+    table_type = {"class": "H5T_COMPOUND", "fields": [{"name": "offset", "type": "H5T_STD_I64LE"},
+                                                       {"name": "size", "type": "H5T_STD_I32LE"}]}
+    table = new_dataset(server, d, {"type": table_type, "shape": [1]})
+    linked = new_dataset(server, d, {"type": "H5T_STD_U8LE", "shape": [32], "creationProperties": {
+        "layout": {"class": "H5D_CHUNKED_REF_INDIRECT", "file_uri": ok_file, "dims": [32],
+                   "chunk_table": table}}})
+    assert server.request("DELETE", f"/datasets/{table}", params={"domain": d}, user=BOB)[0] == 200
+    # the table's id again, now a linked dataset whose table is the first:
+    # reading either would read the other without end
+    refused_unchanged(server, "POST", "/datasets", {
+        "id": table, "type": table_type, "shape": [1], "creationProperties": {
+            "layout": {"class": "H5D_CHUNKED_REF_INDIRECT", "file_uri": ok_file, "dims": [1],
+                       "chunk_table": linked}}}, {"domain": d}, BOB, (400,))
+    st, _, _ = server.request("GET", f"/datasets/{linked}/value", params={"domain": d}, user=BOB)
+    assert st in (404, 500) and server.alive()
+    huge = new_dataset(server, d, {"type": "H5T_STD_U8LE", "shape": [32], "creationProperties": {
+        "layout": {"class": "H5D_CHUNKED_REF", "file_uri": ok_file, "dims": [32],
+                   "chunks": {"0": [0, 2**45]}}}})
+    st, _, _ = server.request("GET", f"/datasets/{huge}/value", params={"domain": d}, user=BOB)
+    assert st == 500 and server.alive()
+
+
+def test_writes_that_would_expand_past_the_budget(server):
+    d, _ = new_domain(server, BOB)
+    # one element broadcast over a single row of 2^40 elements
+    row = new_dataset(server, d, {"type": "H5T_STD_U8LE", "shape": [1, 2**40],
+                                  "creationProperties": {"layout": {"class": "H5D_CHUNKED",
+                                                                    "dims": [1, 2**20]}}})
+    refused_unchanged(server, "PUT", f"/datasets/{row}/value", {"value": 5},
+                      {"domain": d, "select": f"[0:1,0:{2**40}]", "element_count": 1}, BOB, (413,))
+    # writing one small field of elements whose other field is 100 MB each
+    big = {"class": "H5T_COMPOUND", "fields": [
+        {"name": "a", "type": "H5T_STD_U8LE"},
+        {"name": "b", "type": {"class": "H5T_ARRAY", "base": "H5T_STD_U8LE", "dims": [10**8]}}]}
+    rec = new_dataset(server, d, {"type": big, "shape": [2**23],
+                                  "creationProperties": {"layout": {"class": "H5D_CHUNKED",
+                                                                    "dims": [1]}}})
+    before = snapshot(server.root)
+    st, _, rsp = server.request("PUT", f"/datasets/{rec}/value", bytes(2**23),
+                                params={"domain": d, "fields": "a", "select": f"[0:{2**23}]"},
+                                user=BOB, headers={"Content-Type": "application/octet-stream"})
+    assert st == 413, rsp
+    assert snapshot(server.root) == before and server.alive()
+
+
 def test_zz_peak_memory_stayed_within_the_budget(server):
     """Runs last in the module (pytest keeps file order): the peak resident
     size over all the requests above, less what the server held idle."""

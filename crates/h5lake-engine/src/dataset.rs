@@ -509,7 +509,11 @@ impl Domain {
                 if let Some((link, _)) = parsed {
                     self.linked_files.check(&link.file_uri)?;
                     if let LinkIndex::Table { table_id } = &link.index {
-                        self.dataset(table_id)?;
+                        if self.dataset(table_id)?.link.is_some() {
+                            return Err(EngineError::Invalid(format!(
+                                "chunk table {table_id} must be a dataset of its own data, not a linked one"
+                            )));
+                        }
                     }
                 }
             }

@@ -47,6 +47,9 @@ pub struct LinkPolicy {
     /// Canonical paths never opened, whatever `local` says (a server's store
     /// root and password file), with everything below them.
     denied: Vec<PathBuf>,
+    /// Device and inode of each denied regular file: a hard link to one
+    /// (in an allowed directory) is the same file under another path.
+    denied_files: Vec<(u64, u64)>,
     /// What to tell a user whose link was refused.
     advice: &'static str,
 }
@@ -59,6 +62,7 @@ impl LinkPolicy {
             local: Allowed::Anything,
             buckets: Allowed::Anything,
             denied: Vec::new(),
+            denied_files: Vec::new(),
             advice: "",
         }
     }
@@ -76,6 +80,7 @@ impl LinkPolicy {
             },
             buckets: Allowed::Anything,
             denied: Vec::new(),
+            denied_files: Vec::new(),
             advice: "a store in a bucket may link only to objects in buckets; open it with \
                      allow_local_links=True (CLI: --allow-local-links; VOL connector: \
                      H5LAKE_ALLOW_LOCAL_LINKS=1) if you trust it",
@@ -131,10 +136,11 @@ impl LinkPolicy {
             .collect::<Result<Vec<_>>>()?;
         // A denied path that does not exist yet is kept as given: nothing
         // can be opened there through a symlink that does not exist either.
-        let denied = denied
+        let denied: Vec<PathBuf> = denied
             .iter()
             .map(|d| d.canonicalize().unwrap_or_else(|_| normalise(d)))
             .collect();
+        let denied_files = denied.iter().filter_map(|d| file_identity(d)).collect();
         Ok(LinkPolicy {
             local: if roots.is_empty() {
                 Allowed::Nothing
@@ -147,6 +153,7 @@ impl LinkPolicy {
                 Allowed::Within(buckets)
             },
             denied,
+            denied_files,
             advice: "the server's operator allows links only below the directories and \
                      buckets given with --link-root and --link-bucket",
         })
@@ -231,6 +238,14 @@ impl LinkPolicy {
     }
 
     fn check_object(&self, uri: &str, bucket: &str, key: &str) -> Result<()> {
+        // `..` in a key would climb out of an allowed prefix once a store
+        // resolves it.
+        if key
+            .split('/')
+            .any(|seg| seg.is_empty() || seg == "." || seg == "..")
+        {
+            return Err(self.refuse(uri, "its key has empty, '.' or '..' parts"));
+        }
         let inside = |allowed: &str| {
             let (b, prefix) = allowed.split_once('/').unwrap_or((allowed, ""));
             b == bucket && (prefix.is_empty() || key.starts_with(&format!("{prefix}/")))
@@ -269,9 +284,31 @@ impl LinkPolicy {
         if !meta.is_file() {
             return Err(self.refuse(uri, "it is not a regular file"));
         }
+        if identity_of(&meta).is_some_and(|id| self.denied_files.contains(&id)) {
+            return Err(self.refuse(uri, "it is one of the server's own files"));
+        }
         self.check_local(uri, &opened_path(&file, path))?;
         Ok(file)
     }
+}
+
+#[cfg(unix)]
+fn identity_of(meta: &std::fs::Metadata) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    Some((meta.dev(), meta.ino()))
+}
+
+#[cfg(not(unix))]
+fn identity_of(_meta: &std::fs::Metadata) -> Option<(u64, u64)> {
+    None
+}
+
+/// Device and inode of a regular file at `path`.
+fn file_identity(path: &Path) -> Option<(u64, u64)> {
+    std::fs::metadata(path)
+        .ok()
+        .filter(std::fs::Metadata::is_file)
+        .and_then(|m| identity_of(&m))
 }
 
 #[cfg(unix)]
@@ -358,6 +395,22 @@ mod tests {
             EngineError::LinkRefused(_)
         ));
         assert!(p.check("http://example.com/x", None).is_err());
+        // a hard link to a denied file, inside an allowed directory
+        let secret_pw = tmp.path().join("passwd.txt");
+        std::fs::write(&secret_pw, b"admin:pw").unwrap();
+        std::fs::hard_link(&secret_pw, allowed.join("pw-again")).unwrap();
+        let guarded = LinkPolicy::for_server(
+            std::slice::from_ref(&allowed),
+            &[],
+            std::slice::from_ref(&secret_pw),
+        )
+        .unwrap();
+        assert!(matches!(
+            guarded
+                .open_local("x", &allowed.join("pw-again"))
+                .unwrap_err(),
+            EngineError::LinkRefused(_)
+        ));
         assert!(p.check("relative.h5", None).is_err());
         let none = LinkPolicy::for_server(&[], &[], &[]).unwrap();
         assert!(none.check(&s(&allowed.join("a.h5")), None).is_err());
@@ -379,6 +432,7 @@ mod tests {
         let p = LinkPolicy::for_server(&[], &["s3://lake/public".into()], &[]).unwrap();
         assert!(p.check("s3://lake/public/a.h5", None).is_ok());
         assert!(p.check("s3://lake/publicity/a.h5", None).is_err());
+        assert!(p.check("s3://lake/public/../secret.h5", None).is_err());
         assert!(p.check("s3://other/a.h5", None).is_err());
         assert!(LinkPolicy::for_server(&[], &["lake".into()], &[]).is_err());
         let remote = LinkPolicy::for_remote_store(false);

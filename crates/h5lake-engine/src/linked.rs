@@ -29,6 +29,14 @@ use crate::link_policy::{LinkPolicy, LinkTarget};
 use crate::planner::strides;
 use crate::{EngineError, Result};
 
+/// Most bytes read from a linked file at once (one logical chunk, its
+/// source chunks coalesced): HDF5 chunks are under 4 GiB, and chunks this
+/// big are already far past any sensible size.
+const MAX_LINKED_READ: u64 = 1 << 30;
+
+/// Linked files kept open per domain.
+const MAX_OPEN_LINKED_FILES: usize = 64;
+
 /// Byte ranges closer than this are read together (the gap is read and
 /// thrown away: cheaper than another request).
 const COALESCE_GAP: u64 = 64 << 10;
@@ -229,10 +237,6 @@ impl LinkedFiles {
     }
 
     fn get(&self, uri: &str) -> Result<Arc<File>> {
-        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(f) = open.get(uri) {
-            return Ok(f.clone());
-        }
         let path = match self.policy.check(uri, self.root_dir.as_deref())? {
             LinkTarget::Local(p) => p,
             LinkTarget::Object { .. } => {
@@ -241,8 +245,18 @@ impl LinkedFiles {
                 )))
             }
         };
+        // Kept by where the link leads, not how it is spelled (`a/./b`
+        // and `a/b` share one descriptor), and only so many at once.
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let key = path.to_string_lossy().into_owned();
+        if let Some(f) = open.get(&key) {
+            return Ok(f.clone());
+        }
         let f = Arc::new(self.policy.open_local(uri, &path)?);
-        open.insert(uri.to_string(), f.clone());
+        if open.len() >= MAX_OPEN_LINKED_FILES {
+            open.clear();
+        }
+        open.insert(key, f.clone());
         Ok(f)
     }
 }
@@ -261,7 +275,19 @@ fn read_ranges(file: &File, ranges: &[(u64, u64)]) -> Result<Vec<Vec<u8>>> {
             end = end.max(ranges[order[j]].0 + ranges[order[j]].1);
             j += 1;
         }
-        let mut buf = vec![0u8; (end - start) as usize];
+        // Sizes come from the layout, which whoever wrote the store chose.
+        if end - start > MAX_LINKED_READ {
+            return Err(EngineError::Corrupt(format!(
+                "linked chunk bytes {start}..{end}: more than a chunk can hold ({MAX_LINKED_READ} bytes)"
+            )));
+        }
+        let mut buf = Vec::new();
+        buf.try_reserve_exact((end - start) as usize).map_err(|_| {
+            EngineError::Invalid(format!(
+                "not enough memory to read linked chunk bytes {start}..{end}"
+            ))
+        })?;
+        buf.resize((end - start) as usize, 0);
         file.read_exact_at(&mut buf, start).map_err(|e| {
             EngineError::Corrupt(format!(
                 "linked file: cannot read bytes {start}..{end} ({e}); was the file changed or truncated?"
@@ -293,6 +319,13 @@ impl Domain {
             LinkIndex::Inline(map) => Ok(vec![map.get(coords).and_then(|&p| valid(p))]),
             LinkIndex::Table { table_id } => {
                 let t = self.dataset_meta(table_id)?;
+                // A table that is itself linked could name this dataset as
+                // its table: reading one would read the other without end.
+                if t.link.is_some() {
+                    return Err(EngineError::Corrupt(format!(
+                        "chunk table {table_id} is itself a linked dataset"
+                    )));
+                }
                 if t.dtype.fixed_size() != Some(12) || t.dims.len() != coords.len() {
                     return Err(EngineError::Corrupt(format!(
                         "chunk table {table_id} must hold one {{offset: int64, size: int32}} record per source chunk, with the dataset's rank"

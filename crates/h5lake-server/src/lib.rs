@@ -136,7 +136,7 @@ pub(crate) struct App {
     /// store, as HSDS's `root_dir` holds its buckets.
     pub link_base: Option<PathBuf>,
     /// Memory requests may hold at once (see [`budget`]).
-    pub budget: budget::Budget,
+    pub budget: Arc<budget::Budget>,
     /// The store of each domain (see [`place`]).
     pub places: place::Places,
 }
@@ -200,7 +200,7 @@ impl Server {
             .await
             .map_err(|e| ServerError::Startup(format!("cannot listen on {addr}: {e}")))?;
         let slabs = pool::SlabPool::new(cfg.slab_bytes);
-        let budget = budget::Budget::new(cfg.memory_budget_bytes);
+        let budget = Arc::new(budget::Budget::new(cfg.memory_budget_bytes));
         let places = place::Places::new(store.clone(), &cfg.root);
         let app = Arc::new(App {
             store,

@@ -339,6 +339,8 @@ struct Plan {
     wire: Datatype,
     /// Only the elements matching this are answered (`query=`).
     query: Option<Query>,
+    /// The server's memory budget, for what the plan's steps hold.
+    memory: Arc<crate::budget::Budget>,
 }
 
 impl Plan {
@@ -401,6 +403,7 @@ fn plan(
         fields,
         wire,
         query,
+        memory: app.budget.clone(),
     })
 }
 
@@ -653,6 +656,16 @@ fn respond(app: &App, ctx: &Ctx, p: Plan) -> Result<Response> {
             "this variable-length answer",
         )?;
         let items = p.dom.read_vlen(&p.id, &p.sel)?;
+        // Element sizes are known only once read; the answer is bounded
+        // like any other.
+        let bytes: usize = items.iter().map(Vec::len).sum();
+        if bytes > app.cfg.max_json_response_bytes {
+            return Err(ServerError::TooLarge(format!(
+                "these variable-length elements hold {bytes} bytes, more than one answer may \
+                 ({} bytes); read them in parts",
+                app.cfg.max_json_response_bytes
+            )));
+        }
         if ctx.wants_binary() {
             return Ok(binary_rsp(record::join_elements(&p.meta.dtype, &items)));
         }
@@ -756,6 +769,14 @@ fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
         _ => vec![(0, es)],
     };
     let rows = (app.cfg.slab_bytes / es.max(1)).max(1) as u64;
+    // What the answer may grow to (its bytes, the index, the JSON made of
+    // them) and one slab being scanned.
+    let _held = app.budget.reserve_blocking(
+        app.cfg.max_json_response_bytes
+            + app.cfg.slab_bytes
+            + app.cfg.max_json_elements * (JSON_VALUE_BYTES + 8),
+        "this query",
+    )?;
     let mut out = Vec::new();
     let mut index = Vec::new();
     'slabs: for piece in split_rows(sels, rows, p.meta.chunk.first().copied().unwrap_or(1)) {
@@ -915,7 +936,15 @@ fn write_fields(p: &Plan, sel: &Selection, data: &[u8]) -> Result<()> {
         return Err(bad("fields given for a dataset whose type is not compound"));
     };
     let n = sel.num_elements() as usize;
-    let mut full = vec![0u8; n * size];
+    // Whole elements are read to patch a few fields of them: far more than
+    // the data sent when the other fields are big.
+    let whole = n
+        .checked_mul(*size)
+        .ok_or_else(|| ServerError::TooLarge("selection too large".into()))?;
+    let _held = p
+        .memory
+        .reserve_blocking(whole, "this write of some fields")?;
+    let mut full = vec![0u8; whole];
     p.dom.read_with(&p.meta, sel, None, &mut full, false)?;
     // (offset in the stored element, offset in the sent one, length)
     let places = field_places(all, wire);
@@ -990,7 +1019,12 @@ fn write_broadcast(p: &Plan, data: &[u8], count: u64, slab_bytes: usize) -> Resu
             data.len()
         )));
     }
-    for (sel, n) in slabs(p, slab_bytes)? {
+    let pieces = slabs(p, slab_bytes)?;
+    // Each slab is the block repeated: one slab's worth at a time (a row
+    // bigger than a slab is one piece of its own).
+    let biggest = pieces.iter().map(|(_, n)| *n).max().unwrap_or(0);
+    let _held = p.memory.reserve_blocking(biggest, "this broadcast write")?;
+    for (sel, n) in pieces {
         write_slab(p, &sel, &data.repeat(n / data.len().max(1)))?;
     }
     Ok(())
