@@ -181,3 +181,11 @@ def test_external_links_to_hdf5_files_are_followed(tmp_path, capsys):
         assert f["grid"][0, 0] == 0.0
     # the CLI follows it as well: diff of the store and the file agrees
     assert h5lake.diff(f"{store}/ext", f"{data}/grid") == []
+
+
+def test_an_external_link_into_a_partly_readable_file_says_so(files, tmp_path):
+    a, _ = files                                   # its /t holds region references
+    with h5lake.File(tmp_path / "ext.h5l", "w") as f:
+        f["ext"] = h5lake.ExternalLink(str(a), "/")
+        with pytest.warns(RuntimeWarning, match="/t"):
+            assert "k" in f["ext"]

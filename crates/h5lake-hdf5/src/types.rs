@@ -779,25 +779,28 @@ impl Repack {
 
     /// File-layout elements → packed ones.
     pub(crate) fn pack(&self, src: &[u8]) -> Vec<u8> {
-        let n = src.len() / self.file_elem;
-        let mut out = vec![0u8; n * self.packed_elem];
-        for i in 0..n {
-            let (s, d) = (i * self.file_elem, i * self.packed_elem);
-            for &(f, len, p) in &self.runs {
-                out[d + p..d + p + len].copy_from_slice(&src[s + f..s + f + len]);
-            }
-        }
-        out
+        self.relayout(src, true)
     }
 
     /// Packed elements → the file's layout, padding zeroed.
     pub(crate) fn unpack(&self, src: &[u8]) -> Vec<u8> {
-        let n = src.len() / self.packed_elem;
-        let mut out = vec![0u8; n * self.file_elem];
+        self.relayout(src, false)
+    }
+
+    /// Moves each run of every element from one layout to the other.
+    fn relayout(&self, src: &[u8], packing: bool) -> Vec<u8> {
+        let (from, to) = if packing {
+            (self.file_elem, self.packed_elem)
+        } else {
+            (self.packed_elem, self.file_elem)
+        };
+        let n = src.len() / from;
+        let mut out = vec![0u8; n * to];
         for i in 0..n {
-            let (s, d) = (i * self.packed_elem, i * self.file_elem);
+            let (s, d) = (i * from, i * to);
             for &(f, len, p) in &self.runs {
-                out[d + f..d + f + len].copy_from_slice(&src[s + p..s + p + len]);
+                let (a, b) = if packing { (f, p) } else { (p, f) };
+                out[d + b..d + b + len].copy_from_slice(&src[s + a..s + a + len]);
             }
         }
         out

@@ -145,9 +145,14 @@ pub(crate) async fn hold_body_memory(
     next: Next,
 ) -> Response {
     use axum::response::IntoResponse;
-    // Only a user who may use the server gets memory set aside.
-    if let Err(e) = crate::routes::user_of(&app, req.uri().path(), req.headers()) {
-        return e.into_response();
+    // Only a user who may use the server gets memory set aside; who it is
+    // travels with the request, so that handlers do not check again.
+    let mut req = req;
+    match crate::routes::user_of(&app, req.uri().path(), req.headers()) {
+        Ok(user) => {
+            req.extensions_mut().insert(crate::routes::User(user));
+        }
+        Err(e) => return e.into_response(),
     }
     let cost = body_cost(&app, &req);
     let held = match app.budget.reserve(cost, "this request's body").await {

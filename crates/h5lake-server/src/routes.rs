@@ -137,7 +137,10 @@ impl FromRequestParts<Arc<App>> for Ctx {
         let params = form_urlencoded_pairs(parts.uri.query().unwrap_or(""))?
             .into_iter()
             .collect::<HashMap<String, String>>();
-        let user = user_of(app, parts.uri.path(), &parts.headers)?;
+        let user = match parts.extensions.get::<User>() {
+            Some(User(u)) => u.clone(),
+            None => user_of(app, parts.uri.path(), &parts.headers)?,
+        };
         Ok(Ctx {
             user,
             params,
@@ -145,6 +148,11 @@ impl FromRequestParts<Arc<App>> for Ctx {
         })
     }
 }
+
+/// The authenticated user of a request, set by the middleware that
+/// authenticates it before its body memory is reserved.
+#[derive(Clone)]
+pub(crate) struct User(pub String);
 
 /// Who sends a request to `path`: anyone may ask `/about`.
 pub(crate) fn user_of(app: &App, path: &str, headers: &HeaderMap) -> Result<String> {

@@ -181,7 +181,12 @@ def _linked_hdf5(path, allow_local_links):
     scratch = tempfile.TemporaryDirectory(prefix="h5lake-ext-")
     try:
         store = os.path.join(scratch.name, "linked.h5l")
-        load(path, store, link=True, skip_unsupported=True)
+        report = load(path, store, link=True, skip_unsupported=True)
+        if report["skipped"]:
+            import warnings
+            warnings.warn(f"external link to {path}: h5lake cannot read part of the file, "
+                          f"which reads as missing: {'; '.join(report['skipped'])}",
+                          RuntimeWarning, stacklevel=4)
         raw = _core.RawFile(store, "r", "{}", None, allow_local_links)
     except BaseException:
         scratch.cleanup()
