@@ -68,3 +68,68 @@ def test_a_store_as_the_root(stores):
         assert st == 200 and rsp["num_datasets"] == 3, rsp
     finally:
         s.stop()
+
+
+@pytest.fixture()
+def files_and_stores(tmp_path):
+    top = tmp_path / "root"
+    top.mkdir()
+    with h5py.File(top / "data.h5", "w") as f:
+        f.create_dataset("d", data=np.arange(50.0), chunks=(10,), compression="gzip")
+        f["d"].attrs["units"] = "K"
+        f["names"] = np.array(["a", "bb"], dtype=h5py.string_dtype())
+    with h5lake.File(top / "run.h5l", "w") as f:
+        f["own"] = np.arange(3)
+        f["ext"] = h5lake.ExternalLink("data.h5", "/d")
+    (top / "notes.txt").write_text("not HDF5")
+    outside = tmp_path / "outside.h5"
+    with h5py.File(outside, "w") as f:
+        f["secret"] = [1, 2, 3]
+    (top / "escape.h5").symlink_to(outside)
+    return top
+
+
+def test_hdf5_files_in_the_root_are_served_read_only(files_and_stores):
+    """An HDF5 file inside the root is domain /<its path>, read through a
+    store linked to its bytes: h5pyd reads it, follows a store's external
+    link to it, cannot write to it, and sees it change when the file does
+    (issue 19, item 7). Files that are not HDF5, and symlinks leading out
+    of the root, are not served."""
+    top = files_and_stores
+    before = (top / "data.h5").read_bytes()
+    s = Server(top)
+    try:
+        with hfile(s, "/data.h5") as f:
+            np.testing.assert_array_equal(f["d"][...], np.arange(50.0))
+            assert f["d"].attrs["units"] == "K"
+            assert [x.decode() if isinstance(x, bytes) else x for x in f["names"][...]] == ["a", "bb"]
+        with hfile(s, "/run.h5l") as f:
+            np.testing.assert_array_equal(f["ext"][...], np.arange(50.0))
+        # read-only, whoever asks
+        st, _, rsp = s.request("PUT", "/", params={"domain": "/data.h5/inner"})
+        assert st in (400, 403), rsp
+        dom = {"domain": "/data.h5"}
+        st, _, rsp = s.request("GET", "/", params=dom)
+        root = rsp["root"]
+        st, _, rsp = s.request("GET", f"/groups/{root}/links/d", params=dom)
+        dset = rsp["link"]["id"]
+        for user in ("admin", "test_user1"):          # not even the admin writes
+            for method, path, body in (
+                    ("PUT", f"/datasets/{dset}/value", {"value": [-1.0] * 50}),
+                    ("POST", "/groups", {}),
+                    ("PUT", f"/groups/{root}/attributes/a", {"type": "H5T_STD_I32LE", "value": 1}),
+                    ("DELETE", f"/groups/{root}/links/d", None),
+                    ("DELETE", "/", None)):
+                st, _, rsp = s.request(method, path, body=body, params=dom, user=user)
+                assert st == 403, (user, method, path, st, rsp)
+        assert (top / "data.h5").read_bytes() == before
+        # the file changes: the server serves what it now holds
+        with h5py.File(top / "data.h5", "a") as f:
+            f["added"] = [7, 8]
+        with hfile(s, "/data.h5") as f:
+            assert f["added"][...].tolist() == [7, 8]
+        for domain in ("/notes.txt", "/escape.h5", "/missing.h5"):
+            st, _, rsp = s.request("GET", "/", params={"domain": domain})
+            assert st == 404, (domain, st, rsp)
+    finally:
+        s.stop()

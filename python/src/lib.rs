@@ -453,6 +453,22 @@ fn serve(
         ..Default::default()
     };
     server_options(&mut cfg, &parse_json(options_json, "server options")?)?;
+    cfg.hdf5_linker = Some(h5lake_server::Hdf5Linker(Arc::new(|src, dest| {
+        let opts = h5lake_hdf5::LoadOptions {
+            link: true,
+            hyperchunk: None,
+            keep_chunks: false,
+            force: false,
+            progress: false,
+        };
+        let report = h5lake_hdf5::load(src, dest, &opts).map_err(|e| e.to_string())?;
+        // Served all the same: what the file holds that h5lake cannot read
+        // is named to the operator (clients see those objects missing).
+        for s in &report.skipped {
+            eprintln!("warning: serving {} without {s}", src.display());
+        }
+        Ok(())
+    })));
     let stop = Arc::new(AtomicBool::new(false));
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let (result, raised) = py.allow_threads(move || {

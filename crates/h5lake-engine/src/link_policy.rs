@@ -97,6 +97,18 @@ impl LinkPolicy {
         }
     }
 
+    /// The policy of a store made on the fly to read one HDF5 file in
+    /// place (a server serving `data.h5`): that file, and nothing else.
+    pub fn only_file(file: &Path) -> Self {
+        LinkPolicy {
+            local: Allowed::Within(vec![file.to_path_buf()]),
+            buckets: Allowed::Nothing,
+            denied: Vec::new(),
+            denied_files: Vec::new(),
+            advice: "an HDF5 file served in place reads only its own bytes",
+        }
+    }
+
     /// A server's policy: only files below `roots` and objects below
     /// `buckets` (`s3://bucket[/prefix]`), never anything in `denied`. With
     /// no roots and no buckets, no link can be opened at all.

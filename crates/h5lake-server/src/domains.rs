@@ -111,19 +111,29 @@ pub(crate) fn open_domain(app: &App, ctx: &Ctx, action: Action) -> Result<Arc<Do
     if let Some(dom) = app.domains.get(&domain, root) {
         return Ok(dom);
     }
+    let place = app.places.place(&domain)?;
+    // An HDF5 file served in place reads its own bytes and nothing else.
+    let link_policy = match &place.linked_file {
+        Some(file) => h5lake_engine::LinkPolicy::only_file(file),
+        None => app.link_policy.clone(),
+    };
     // Opened read-write whatever the action: the ACL check above is what
     // decides, and one open domain then serves every request.
     let opts = DomainOptions {
         chunk_cache_bytes: app.cfg.chunk_cache_bytes / OpenDomains::SLOTS,
-        link_policy: Some(app.link_policy.clone()),
+        link_policy: Some(link_policy),
         link_base: app.link_base.clone(),
         ..Default::default()
     };
-    let place = app.places.place(&domain)?;
+    let mode = if place.linked_file.is_some() {
+        OpenMode::Read
+    } else {
+        OpenMode::ReadWrite
+    };
     let dom = Arc::new(Domain::open_with(
         place.store,
         &place.path,
-        OpenMode::ReadWrite,
+        mode,
         domain.clone(),
         &opts,
     )?);
@@ -402,6 +412,7 @@ pub(crate) async fn put_domain(State(app): AppState, ctx: Ctx, body: Body) -> Re
         acls.insert(owner.clone(), owner_acl());
         let folder = truthy("folder");
         let place = app.places.place(&domain)?;
+        refuse_served_file(&place, &domain)?;
         let key = domain_key(&format!("/{}", place.path));
         if folder {
             acls.insert(
@@ -463,6 +474,18 @@ pub(crate) async fn put_domain(State(app): AppState, ctx: Ctx, body: Body) -> Re
     .await
 }
 
+/// An HDF5 file served in place is read-only for everyone, the admin too:
+/// its domain cannot be deleted, re-permissioned or have domains made in it.
+fn refuse_served_file(place: &crate::place::Place, domain: &str) -> Result<()> {
+    match &place.linked_file {
+        Some(file) => Err(ServerError::Forbidden(format!(
+            "{domain}: the HDF5 file {} is served read-only",
+            file.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Read-modify-write of a domain document with a conditional put, so that
 /// concurrent ACL changes from several servers are never lost.
 pub(crate) fn update_domain_doc(
@@ -471,6 +494,7 @@ pub(crate) fn update_domain_doc(
     mut f: impl FnMut(&mut Value) -> Result<()>,
 ) -> Result<Value> {
     let place = app.places.place(domain)?;
+    refuse_served_file(&place, domain)?;
     let key = domain_key(&format!("/{}", place.path));
     loop {
         let cur = place
@@ -501,6 +525,7 @@ pub(crate) async fn delete_domain(State(app): AppState, ctx: Ctx) -> Result<Resp
         let doc = domain_doc(&app, &domain)?;
         acl_check(&doc, Action::Delete, &ctx.user, &app.cfg.admin_user)?;
         let place = app.places.place(&domain)?;
+        refuse_served_file(&place, &domain)?;
         let key = domain_key(&format!("/{}", place.path));
         match doc.get("root").and_then(Value::as_str) {
             Some(root) => {

@@ -33,6 +33,7 @@ use h5lake_store::Store;
 
 pub use auth::Action;
 pub use error::{Result, ServerError};
+pub use place::Hdf5Linker;
 
 /// How to run the server.
 #[derive(Clone, Debug)]
@@ -90,6 +91,9 @@ pub struct ServerConfig {
     /// Connections the server holds open in all; more are answered 503 and
     /// closed, so that the server stays within its file descriptors.
     pub max_connections: usize,
+    /// Serves the HDF5 files inside a local root read-only, each as the
+    /// domain of its path (see [`place`]); `None`: they are not served.
+    pub hdf5_linker: Option<Hdf5Linker>,
 }
 
 impl Default for ServerConfig {
@@ -113,6 +117,7 @@ impl Default for ServerConfig {
             idle_timeout: Duration::from_secs(60),
             max_connections_per_client: 64,
             max_connections: 1024,
+            hdf5_linker: None,
         }
     }
 }
@@ -201,7 +206,7 @@ impl Server {
             .map_err(|e| ServerError::Startup(format!("cannot listen on {addr}: {e}")))?;
         let slabs = pool::SlabPool::new(cfg.slab_bytes);
         let budget = Arc::new(budget::Budget::new(cfg.memory_budget_bytes));
-        let places = place::Places::new(store.clone(), &cfg.root);
+        let places = place::Places::new(store.clone(), &cfg.root, cfg.hdf5_linker.clone());
         let app = Arc::new(App {
             store,
             cfg,

@@ -131,11 +131,11 @@ pub unsafe extern "C" fn get(
             }
             sys::H5VL_file_get_t_H5VL_FILE_GET_OBJ_COUNT => {
                 let g = &mut a.args.get_obj_count;
-                *g.count = open_ids(api, o, g.types)?.len();
+                *g.count = open_ids(o, g.types)?.len();
             }
             sys::H5VL_file_get_t_H5VL_FILE_GET_OBJ_IDS => {
                 let g = &mut a.args.get_obj_ids;
-                let ids = open_ids(api, o, g.types)?;
+                let ids = open_ids(o, g.types)?;
                 let n = ids.len().min(g.max_objs);
                 if n > 0 && !g.oid_list.is_null() {
                     std::ptr::copy_nonoverlapping(ids.as_ptr(), g.oid_list, n);
@@ -159,8 +159,30 @@ pub unsafe extern "C" fn get(
 /// mask) that belong to file `o`: those opened through it (`H5F_OBJ_LOCAL`)
 /// or through any open file of the same store. HDF5 asks the connector,
 /// and h5py closes what it gets when a file closes.
-unsafe fn open_ids(api: &crate::api::Api, o: &Obj, types: u32) -> Result<Vec<hid_t>, VolError> {
+unsafe fn open_ids(o: &Obj, types: u32) -> Result<Vec<hid_t>, VolError> {
     const LOCAL: u32 = 0x20;
+    let local = types & LOCAL != 0;
+    each_open_id(types, |_, _, obj| {
+        // another connector's object, or a native file's through this one
+        let Ok(obj) = Obj::from_ptr(obj) else {
+            return false;
+        };
+        if local {
+            std::sync::Arc::ptr_eq(&obj.dom, &o.dom)
+        } else {
+            obj.dom.location() == o.dom.location()
+        }
+    })
+}
+
+/// The open ids of this connector's objects of the kinds `types`
+/// (`H5F_OBJ_*`) that `keep` accepts, given each id, its HDF5 type and
+/// its object (a store's [`Obj`], or a native object, unwrapped).
+pub(crate) unsafe fn each_open_id(
+    types: u32,
+    keep: impl FnMut(hid_t, sys::H5I_type_t, *mut c_void) -> bool,
+) -> Result<Vec<hid_t>, VolError> {
+    let api = h5().map_err(VolError::Library)?;
     let f = &api.f;
     let ours = check(
         f.H5VLget_connector_id_by_name(c"h5lake".as_ptr()),
@@ -168,8 +190,7 @@ unsafe fn open_ids(api: &crate::api::Api, o: &Obj, types: u32) -> Result<Vec<hid
     )?;
     let mut found = Found {
         ours,
-        file: o,
-        local: types & LOCAL != 0,
+        keep: Box::new(keep),
         ids: Vec::new(),
     };
     let kinds = [
@@ -192,8 +213,7 @@ unsafe fn open_ids(api: &crate::api::Api, o: &Obj, types: u32) -> Result<Vec<hid
 
 struct Found<'a> {
     ours: hid_t,
-    file: &'a Obj,
-    local: bool,
+    keep: Box<dyn FnMut(hid_t, sys::H5I_type_t, *mut c_void) -> bool + 'a>,
     ids: Vec<hid_t>,
 }
 
@@ -201,19 +221,23 @@ unsafe extern "C" fn visit_id(id: hid_t, udata: *mut c_void) -> sys::herr_t {
     let Ok(api) = h5() else { return -1 };
     let f = &api.f;
     let found = &mut *udata.cast::<Found>();
+    let htype = f.H5Iget_type(id);
     // Transient datatypes are no file's objects (and have no connector).
-    if f.H5Iget_type(id) == sys::H5I_type_t_H5I_DATATYPE && f.H5Tcommitted(id) <= 0 {
+    if htype == sys::H5I_type_t_H5I_DATATYPE && f.H5Tcommitted(id) <= 0 {
         return 0;
     }
-    let Some(obj) = crate::objects::own_object(api, id, found.ours) else {
-        return 0; // another connector's object (a native file's, say)
-    };
-    let mine = if found.local {
-        std::sync::Arc::ptr_eq(&obj.dom, &found.file.dom)
-    } else {
-        obj.dom.location() == found.file.dom.location()
-    };
-    if mine {
+    let cid = f.H5VLget_connector_id(id);
+    if cid < 0 {
+        return 0;
+    }
+    let mut cmp = 1;
+    let same = f.H5VLcmp_connector_cls(&mut cmp, cid, found.ours) >= 0 && cmp == 0;
+    f.H5VLclose(cid);
+    if !same {
+        return 0; // another connector's object
+    }
+    let obj = f.H5VLobject(id);
+    if !obj.is_null() && (found.keep)(id, htype, obj) {
         found.ids.push(id);
     }
     0

@@ -23,6 +23,7 @@ pub mod error;
 pub mod file;
 pub mod link;
 pub mod memory;
+pub mod native;
 pub mod objects;
 pub mod refs;
 pub mod regions;
@@ -73,50 +74,12 @@ unsafe extern "C" fn initialize(_vipl: hid_t) -> sys::herr_t {
 
 unsafe extern "C" fn terminate() -> sys::herr_t {
     storage::remove_all();
-    0
-}
-
-unsafe extern "C" fn get_conn_cls(
-    _obj: *mut c_void,
-    _lvl: sys::H5VL_get_conn_lvl_t,
-    cls: *mut *const sys::H5VL_class_t,
-) -> sys::herr_t {
-    *cls = &CLASS.0;
+    native::forget();
     0
 }
 
 unsafe extern "C" fn get_cap_flags(_info: *const c_void, flags: *mut u64) -> sys::herr_t {
     *flags = CAP_FLAGS;
-    0
-}
-
-/// No optional (native-format) operation is supported.
-unsafe extern "C" fn opt_query(
-    _obj: *mut c_void,
-    _cls: sys::H5VL_subclass_t,
-    _opt: std::ffi::c_int,
-    flags: *mut u64,
-) -> sys::herr_t {
-    *flags = 0;
-    0
-}
-
-unsafe extern "C" fn token_cmp(
-    _obj: *mut c_void,
-    a: *const sys::H5O_token_t,
-    b: *const sys::H5O_token_t,
-    out: *mut std::ffi::c_int,
-) -> sys::herr_t {
-    *out = ((*a).__data.cmp(&(*b).__data)) as std::ffi::c_int;
-    0
-}
-
-unsafe extern "C" fn close_nothing(
-    _obj: *mut c_void,
-    _dxpl: hid_t,
-    _req: *mut *mut c_void,
-) -> sys::herr_t {
-    objects::Obj::free(_obj);
     0
 }
 
@@ -143,75 +106,75 @@ pub static CLASS: Class = Class(sys::H5VL_class_t {
         from_str: None,
     },
     wrap_cls: sys::H5VL_wrap_class_t {
-        get_object: None,
-        get_wrap_ctx: None,
-        wrap_object: None,
-        unwrap_object: None,
-        free_wrap_ctx: None,
+        get_object: Some(native::get_object),
+        get_wrap_ctx: Some(native::get_wrap_ctx),
+        wrap_object: Some(native::wrap_object),
+        unwrap_object: Some(native::unwrap_object),
+        free_wrap_ctx: Some(native::free_wrap_ctx),
     },
     attr_cls: sys::H5VL_attr_class_t {
-        create: Some(attr::create),
-        open: Some(attr::open),
-        read: Some(attr::read),
-        write: Some(attr::write),
-        get: Some(attr::get),
-        specific: Some(attr::specific),
-        optional: None,
-        close: Some(attr::close),
+        create: Some(native::attr_create),
+        open: Some(native::attr_open),
+        read: Some(native::attr_read),
+        write: Some(native::attr_write),
+        get: Some(native::attr_get),
+        specific: Some(native::attr_specific),
+        optional: Some(native::attr_optional),
+        close: Some(native::attr_close),
     },
     dataset_cls: sys::H5VL_dataset_class_t {
-        create: Some(dataset::create),
-        open: Some(dataset::open),
-        read: Some(dataset::read),
-        write: Some(dataset::write),
-        get: Some(dataset::get),
-        specific: Some(dataset::specific),
-        optional: Some(dataset::optional),
-        close: Some(dataset::close),
+        create: Some(native::dataset_create),
+        open: Some(native::dataset_open),
+        read: Some(native::dataset_read),
+        write: Some(native::dataset_write),
+        get: Some(native::dataset_get),
+        specific: Some(native::dataset_specific),
+        optional: Some(native::dataset_optional),
+        close: Some(native::dataset_close),
     },
     datatype_cls: sys::H5VL_datatype_class_t {
-        commit: Some(datatype::commit),
-        open: Some(datatype::open),
-        get: Some(datatype::get),
-        specific: Some(datatype::specific),
-        optional: None,
-        close: Some(datatype::close),
+        commit: Some(native::datatype_commit),
+        open: Some(native::datatype_open),
+        get: Some(native::datatype_get),
+        specific: Some(native::datatype_specific),
+        optional: Some(native::datatype_optional),
+        close: Some(native::datatype_close),
     },
     file_cls: sys::H5VL_file_class_t {
-        create: Some(file::create),
-        open: Some(file::open),
-        get: Some(file::get),
-        specific: Some(file::specific),
-        optional: Some(file::file_optional),
-        close: Some(file::close),
+        create: Some(native::file_create),
+        open: Some(native::file_open),
+        get: Some(native::file_get),
+        specific: Some(native::file_specific),
+        optional: Some(native::file_optional),
+        close: Some(native::file_close),
     },
     group_cls: sys::H5VL_group_class_t {
-        create: Some(file::group_create),
-        open: Some(file::group_open),
-        get: Some(file::group_get),
-        specific: None,
-        optional: Some(file::group_optional),
-        close: Some(close_nothing),
+        create: Some(native::group_create),
+        open: Some(native::group_open),
+        get: Some(native::group_get),
+        specific: Some(native::group_specific),
+        optional: Some(native::group_optional),
+        close: Some(native::group_close),
     },
     link_cls: sys::H5VL_link_class_t {
-        create: Some(link::create),
-        copy: Some(link::copy),
-        move_: Some(link::move_),
-        get: Some(link::get),
-        specific: Some(link::specific),
-        optional: None,
+        create: Some(native::link_create),
+        copy: Some(native::link_copy),
+        move_: Some(native::link_move),
+        get: Some(native::link_get),
+        specific: Some(native::link_specific),
+        optional: Some(native::link_optional),
     },
     object_cls: sys::H5VL_object_class_t {
-        open: Some(link::object_open),
-        copy: Some(copy::copy),
-        get: Some(link::object_get),
-        specific: Some(link::object_specific),
-        optional: None,
+        open: Some(native::object_open),
+        copy: Some(native::object_copy),
+        get: Some(native::object_get),
+        specific: Some(native::object_specific),
+        optional: Some(native::object_optional),
     },
     introspect_cls: sys::H5VL_introspect_class_t {
-        get_conn_cls: Some(get_conn_cls),
+        get_conn_cls: Some(native::get_conn_cls),
         get_cap_flags: Some(get_cap_flags),
-        opt_query: Some(opt_query),
+        opt_query: Some(native::opt_query),
     },
     request_cls: sys::H5VL_request_class_t {
         wait: None,
@@ -222,17 +185,17 @@ pub static CLASS: Class = Class(sys::H5VL_class_t {
         free: None,
     },
     blob_cls: sys::H5VL_blob_class_t {
-        put: None,
-        get: None,
-        specific: None,
-        optional: None,
+        put: Some(native::blob_put),
+        get: Some(native::blob_get),
+        specific: Some(native::blob_specific),
+        optional: Some(native::blob_optional),
     },
     token_cls: sys::H5VL_token_class_t {
-        cmp: Some(token_cmp),
-        to_str: None,
-        from_str: None,
+        cmp: Some(native::token_cmp),
+        to_str: Some(native::token_to_str),
+        from_str: Some(native::token_from_str),
     },
-    optional: None,
+    optional: Some(native::optional),
 });
 
 /// HDF5's plugin entry point: this library is a VOL connector.

@@ -12,7 +12,11 @@ use crate::error::{Result, VolError};
 use crate::sys;
 
 /// One open HDF5 object of an h5lake domain.
+#[repr(C)]
 pub struct Obj {
+    /// [`crate::native::LAKE_TAG`]: tells a store's objects from the
+    /// native connector's (see [`crate::native`]).
+    tag: u64,
     pub dom: Arc<Domain>,
     pub kind: Kind,
     /// The absolute path the object was reached by (HDF5 names an open
@@ -36,6 +40,7 @@ pub enum Kind {
 impl Obj {
     pub fn boxed(dom: Arc<Domain>, kind: Kind, path: String) -> *mut c_void {
         Box::into_raw(Box::new(Obj {
+            tag: crate::native::LAKE_TAG,
             dom,
             kind,
             path,
@@ -49,9 +54,15 @@ impl Obj {
     /// # Safety
     /// `p` must be a pointer [`Obj::boxed`] returned and not yet freed.
     pub unsafe fn from_ptr<'a>(p: *mut c_void) -> Result<&'a Obj> {
-        (p as *const Obj)
-            .as_ref()
-            .ok_or_else(|| VolError::Invalid("no object given".into()))
+        if p.is_null() {
+            return Err(VolError::Invalid("no object given".into()));
+        }
+        if !crate::native::is_lake(p) {
+            return Err(VolError::Unsupported(
+                "an object of a native HDF5 file where an h5lake store's object is needed".into(),
+            ));
+        }
+        Ok(&*(p as *const Obj))
     }
 
     /// Frees an object.
@@ -59,7 +70,7 @@ impl Obj {
     /// # Safety
     /// As [`Obj::from_ptr`]; `p` is not used afterwards.
     pub unsafe fn free(p: *mut c_void) {
-        if !p.is_null() {
+        if crate::native::is_lake(p) {
             drop(Box::from_raw(p as *mut Obj));
             // an in-memory file's store goes with its last object
             crate::storage::sweep();

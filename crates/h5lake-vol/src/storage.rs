@@ -179,6 +179,29 @@ pub unsafe fn check_fapl(
     Ok(placement)
 }
 
+/// Whether a file access list asks for what only the native format has:
+/// a file driver other than the POSIX ones and the core driver (h5py's
+/// driver for Python file objects, family, split, ...), or a file image.
+/// Such files are opened and created by HDF5's native connector.
+pub unsafe fn needs_native_format(api: &Api, fapl: hid_t) -> bool {
+    if fapl <= 0 {
+        return false;
+    }
+    let f = &api.f;
+    let driver = f.H5Pget_driver(fapl);
+    if driver < 0 {
+        return false;
+    }
+    if !matches!(
+        driver_name(driver).as_deref(),
+        Some("sec2" | "stdio" | "direct" | "core")
+    ) {
+        return true;
+    }
+    let mut len = 0usize;
+    f.H5Pget_file_image(fapl, std::ptr::null_mut(), &mut len) >= 0 && len > 0
+}
+
 /// Scratch stores: each with the directory holding it and the name the
 /// program gave.
 static SCRATCH: Mutex<Vec<(Weak<Domain>, PathBuf, String)>> = Mutex::new(Vec::new());
