@@ -911,9 +911,9 @@ with h5py.File(buf, "r") as f:
 with h5py.File(os.path.join(d, "fam%d.h5"), "w", driver="family", memb_size=4096) as f:
     f["a"] = np.arange(2000)
 fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
-fapl.set_fapl_core()
+fapl.set_fapl_core(backing_store=False)
 fapl.set_file_image(open(src_path, "rb").read())
-with h5py.File(h5py.h5f.open(b"image.h5", h5py.h5f.ACC_RDONLY, fapl=fapl)) as f:
+with h5py.File(h5py.h5f.open(os.path.join(d, "image.h5").encode(), h5py.h5f.ACC_RDONLY, fapl=fapl)) as f:
     out["image"] = f["x"][...].tolist()
 with h5py.File(src_path, "a") as f:
     f["added"] = [7]
@@ -949,6 +949,7 @@ def test_one_program_reads_hdf5_and_writes_a_store(plugin_dir, tmp_path):
     assert got["after_close"] == [False, list(range(10))]
     assert got["bytes_io"] == ["89484446", [1, 2, 3]]
     assert got["image"] == list(range(10))
+    assert not (tmp_path / "image.h5").exists()     # an image in memory only
     with h5lake.File(tmp_path / "out.h5l", "r") as f:
         assert f["x"][...].tolist() == list(range(10))
         assert f["x"].attrs["units"] == "m"

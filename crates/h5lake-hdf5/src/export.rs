@@ -37,7 +37,7 @@ use rayon::prelude::*;
 use serde_json::Value;
 
 use crate::h5::{check, check_id, cstr, lib, Hid};
-use crate::memory::{converts, has_refs, no_refs, to_memory, MemBuf, RefConv};
+use crate::memory::{converts, has_refs, no_refs, to_memory, MemBuf, RefConv, RefKind};
 use crate::types::{self, Repack};
 use crate::{Hdf5Error, Result};
 
@@ -292,7 +292,11 @@ impl RefWriter {
     /// The `H5R_ref_t` (`current_api`) or `hobj_ref_t` (their bytes) of
     /// one stored reference (the target's collection and id,
     /// `datasets/d-…`, NUL-padded; empty for a null reference).
-    fn address(&mut self, current_api: bool, stored: &[u8]) -> Result<Vec<u8>> {
+    fn address(&mut self, kind: RefKind, stored: &[u8]) -> Result<Vec<u8>> {
+        if kind == RefKind::Region {
+            return self.region(stored);
+        }
+        let current_api = kind == RefKind::Current;
         let null = || {
             if current_api {
                 bytes_of_value(h5r::H5R_ref_t::default())
@@ -345,6 +349,46 @@ impl RefWriter {
         )?;
         self.old.insert(id.to_string(), r);
         Ok(bytes_of_value(r))
+    }
+
+    /// The `hdset_reg_ref_t` (its bytes) of one stored region reference
+    /// (h5json's JSON text; empty for a null reference).
+    fn region(&mut self, stored: &[u8]) -> Result<Vec<u8>> {
+        let mut r: h5r::hdset_reg_ref_t = [0; 12];
+        if stored.is_empty() {
+            return Ok(r.to_vec());
+        }
+        let sel = h5lake_types::region_ref_json(stored)?;
+        let id = sel
+            .get("id")
+            .and_then(Value::as_str)
+            .and_then(|i| i.rsplit('/').next())
+            .unwrap_or_default();
+        let Some(path) = self.created.get(id) else {
+            self.missing += 1;
+            return Ok(r.to_vec());
+        };
+        let cpath = cstr(path)?;
+        let what = format!("making a region reference to {path}");
+        let dset = check_id(
+            lib(|| unsafe { h5d::H5Dopen2(self.file, cpath.as_ptr(), h5p::H5P_DEFAULT) }),
+            &what,
+        )?;
+        let space = check_id(lib(|| unsafe { h5d::H5Dget_space(dset.id()) }), &what)?;
+        crate::regions::select(space.id(), &sel)?;
+        check(
+            lib(|| unsafe {
+                h5r::H5Rcreate(
+                    r.as_mut_ptr().cast(),
+                    self.file,
+                    cpath.as_ptr(),
+                    h5r::H5R_type_t::H5R_DATASET_REGION1,
+                    space.id(),
+                )
+            }),
+            &what,
+        )?;
+        Ok(r.to_vec())
     }
 
     /// Reports the references of `part` of the object at `path` that had
@@ -804,7 +848,7 @@ impl<'a> Exporter<'a> {
                         chunks: 0,
                         bytes: 0,
                     };
-                    let conv = &mut |c: bool, r: &[u8]| refs.address(c, r);
+                    let conv = &mut |c: RefKind, r: &[u8]| refs.address(c, r);
                     match plan_layout(&doc, &meta) {
                         Layout::Chunked { .. } => w.write_chunk_regions(conv)?,
                         Layout::Contiguous | Layout::Compact => w.write_slabs(conv)?,

@@ -14,6 +14,7 @@ mod export;
 mod h5;
 mod load;
 mod memory;
+mod regions;
 mod skipped;
 mod source;
 mod types;

@@ -33,7 +33,7 @@ use serde_json::{json, Map, Value};
 
 use crate::attrs::{attribute_json, fill_value_json, read_values, shape_json, Values};
 use crate::h5::{self, check, check_id, cstr, lib, Hid, StoredChunk};
-use crate::memory::{converts, has_refs, RefConv};
+use crate::memory::{converts, has_refs, RefConv, RefKind};
 use crate::types::{from_hdf5, type_json, Repack, REF_BYTES};
 use crate::{source, Hdf5Error, Result};
 
@@ -364,7 +364,11 @@ impl<'s> RefReader<'s> {
 
     /// The stored form of one reference: the bytes of an `H5R_ref_t`
     /// (`current_api`) or of an `hobj_ref_t`.
-    fn stored(&mut self, current_api: bool, r: &[u8]) -> Result<Vec<u8>> {
+    fn stored(&mut self, kind: RefKind, r: &[u8]) -> Result<Vec<u8>> {
+        if kind == RefKind::Region {
+            return self.region(r);
+        }
+        let current_api = kind == RefKind::Current;
         let target = if current_api {
             referenced(self.file, self.seen, true, r)?
         } else {
@@ -387,6 +391,38 @@ impl<'s> RefReader<'s> {
             Target::NotAnObject => self.not_objects += 1,
         }
         Ok(vec![0u8; REF_BYTES])
+    }
+}
+
+impl RefReader<'_> {
+    /// The stored form of a `hdset_reg_ref_t`: h5json's JSON text naming
+    /// the dataset by its h5lake id and spelling the selection out (empty
+    /// for a null or dangling reference, and for one to a dataset that was
+    /// not loaded, which is counted).
+    fn region(&mut self, r: &[u8]) -> Result<Vec<u8>> {
+        if r.iter().all(|&b| b == 0) {
+            return Ok(Vec::new());
+        }
+        let region = hdf5_sys::h5r::H5R_type_t::H5R_DATASET_REGION1;
+        let dset = lib(|| unsafe {
+            hdf5_sys::h5r::H5Rdereference2(self.file, H5P_DEFAULT, region, r.as_ptr().cast())
+        });
+        if dset < 0 {
+            return Ok(Vec::new());
+        }
+        let dset = Hid(dset);
+        let (token, _) = token_of(dset.id())?;
+        let Some(id) = self.seen.get(&token) else {
+            self.missing += 1;
+            return Ok(Vec::new());
+        };
+        let space = check_id(
+            lib(|| unsafe { hdf5_sys::h5r::H5Rget_region(self.file, region, r.as_ptr().cast()) }),
+            "reading a region reference",
+        )?;
+        let mut sel = crate::regions::selection_json(space.id())?;
+        sel["id"] = json!(id);
+        Ok(h5lake_types::region_ref_bytes(&sel)?)
     }
 }
 
@@ -737,14 +773,30 @@ impl Loader<'_> {
         )?;
         let layout = lib(|| unsafe { hdf5_sys::h5p::H5Pget_layout(dcpl.id()) });
         let external = lib(|| unsafe { hdf5_sys::h5p::H5Pget_external_count(dcpl.id()) });
+        // Layouts and filters h5lake cannot hold leave the dataset out,
+        // named in the report (the load is then incomplete).
+        let skip = |why: String| crate::Skipped::object(path, why);
         if external > 0 {
-            return Err(Hdf5Error::Unsupported(format!(
-                "dataset {path} keeps its data in external files, which h5lake cannot load"
-            )));
+            self.report.skipped.push(skip(
+                "it keeps its data in external files (external storage), which h5lake cannot load"
+                    .into(),
+            ));
+            return Ok(None);
+        }
+        if layout == H5D_layout_t::H5D_VIRTUAL {
+            self.report.skipped.push(skip(
+                "it is a virtual dataset, which h5lake cannot load yet".into(),
+            ));
+            return Ok(None);
         }
         let filters = filter_entries(dcpl.id(), path)?;
-        let pipeline = Pipeline::from_hsds_json(&Value::Array(filters.clone()))
-            .map_err(|e| Hdf5Error::Unsupported(format!("dataset {path}: {e}")))?;
+        let pipeline = match Pipeline::from_hsds_json(&Value::Array(filters.clone())) {
+            Ok(p) => p,
+            Err(e) => {
+                self.report.skipped.push(skip(format!("its filters: {e}")));
+                return Ok(None);
+            }
+        };
         let mut cprops = json!({});
         if !filters.is_empty() {
             cprops["filters"] = pipeline.to_hsds_json();
@@ -778,12 +830,7 @@ impl Loader<'_> {
                 )?;
                 Some(c)
             }
-            H5D_layout_t::H5D_COMPACT | H5D_layout_t::H5D_CONTIGUOUS => None,
-            _ => {
-                return Err(Hdf5Error::Unsupported(format!(
-                    "dataset {path} is a virtual dataset, which h5lake cannot load"
-                )))
-            }
+            _ => None,
         };
         let attrs = self.attributes(d, path)?;
         self.report.datasets += 1;

@@ -14,7 +14,11 @@
 //! the library an `hobj_ref_t` (the target's address in the file;
 //! `H5T_STD_REF_OBJ`, h5py's references) or an `H5R_ref_t` (HDF5's current
 //! API, `H5T_STD_REF`). Which one becomes the other depends on the file at
-//! hand: the caller converts them ([`RefConv`]).
+//! hand: the caller converts them ([`RefConv`]). So do dataset region
+//! references (h5py's `regionref`): h5lake keeps h5json's JSON object (the
+//! dataset's id and the selection spelled out), the library a
+//! `hdset_reg_ref_t` (`H5T_STD_REF_DSETREG`: the dataset's address and
+//! the selection's place in the file's global heap).
 
 use std::ffi::{c_char, c_void, CStr};
 use std::mem::size_of;
@@ -25,24 +29,45 @@ use hdf5_sys::h5t::hvl_t;
 
 use crate::{Hdf5Error, Result};
 
-/// Converts one object reference from one form to the other: the bytes of
-/// an `H5R_ref_t` (when the flag is set: a reference of HDF5's current
-/// API) or of an `hobj_ref_t` to the stored form when reading, the stored
-/// form to those when writing.
-pub(crate) type RefConv<'a> = dyn FnMut(bool, &[u8]) -> Result<Vec<u8>> + 'a;
-
-/// A [`RefConv`] for types without references (never called for them).
-pub(crate) fn no_refs(_: bool, _: &[u8]) -> Result<Vec<u8>> {
-    Err(Hdf5Error::Unsupported("object references here".into()))
+/// Which reference a [`RefConv`] converts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RefKind {
+    /// An `hobj_ref_t` (`H5T_STD_REF_OBJ`, h5py's references).
+    Object,
+    /// An `H5R_ref_t` (`H5T_STD_REF`, HDF5's current API).
+    Current,
+    /// A `hdset_reg_ref_t` (`H5T_STD_REF_DSETREG`, h5py's region
+    /// references); stored as h5json's JSON text, empty for a null one.
+    Region,
 }
 
-/// Bytes of an object reference in memory.
-fn ref_size(current_api: bool) -> usize {
-    if current_api {
-        size_of::<H5R_ref_t>()
-    } else {
-        size_of::<hobj_ref_t>()
+impl RefKind {
+    pub(crate) fn of_object(current_api: bool) -> Self {
+        if current_api {
+            RefKind::Current
+        } else {
+            RefKind::Object
+        }
     }
+
+    /// Bytes of such a reference in memory.
+    pub(crate) fn size(self) -> usize {
+        match self {
+            RefKind::Object => size_of::<hobj_ref_t>(),
+            RefKind::Current => size_of::<H5R_ref_t>(),
+            RefKind::Region => size_of::<hdf5_sys::h5r::hdset_reg_ref_t>(),
+        }
+    }
+}
+
+/// Converts one reference from one form to the other: the bytes the
+/// library holds to the stored form when reading, the stored form to
+/// those when writing.
+pub(crate) type RefConv<'a> = dyn FnMut(RefKind, &[u8]) -> Result<Vec<u8>> + 'a;
+
+/// A [`RefConv`] for types without references (never called for them).
+pub(crate) fn no_refs(_: RefKind, _: &[u8]) -> Result<Vec<u8>> {
+    Err(Hdf5Error::Unsupported("object references here".into()))
 }
 
 /// Whether values of `dt` hold object references anywhere.
@@ -68,11 +93,11 @@ pub(crate) fn mem_size(dt: &Datatype) -> usize {
     }
     match dt {
         Datatype::String { .. } => size_of::<*const c_char>(),
-        Datatype::Reference { current_api, .. } => ref_size(*current_api),
+        Datatype::Reference { current_api, .. } => RefKind::of_object(*current_api).size(),
+        Datatype::RegionReference => RefKind::Region.size(),
         Datatype::Compound { fields, .. } => fields.iter().map(|f| mem_size(&f.dtype)).sum(),
         Datatype::Array { base, dims } => mem_size(base) * dims.iter().product::<u64>() as usize,
-        // Sequences, and region references, which have no memory form here
-        // (`memory_type` refuses them).
+        // Sequences.
         _ => size_of::<hvl_t>(),
     }
 }
@@ -133,8 +158,13 @@ unsafe fn read_elem(
     }
     match dt {
         Datatype::Reference { current_api, .. } => {
-            out.extend(refs(*current_api, &mem[..ref_size(*current_api)])?);
+            let kind = RefKind::of_object(*current_api);
+            out.extend(refs(kind, &mem[..kind.size()])?);
             Ok(())
+        }
+        Datatype::RegionReference => {
+            let kind = RefKind::Region;
+            push_counted(out, &refs(kind, &mem[..kind.size()])?)
         }
         Datatype::String { .. } => {
             let p = mem.as_ptr().cast::<*const c_char>().read_unaligned();
@@ -253,9 +283,11 @@ fn write_elem(
         return Ok(());
     }
     match dt {
-        Datatype::Reference { size, current_api } => {
-            out.extend(refs(*current_api, take(rec, pos, *size)?)?)
-        }
+        Datatype::Reference { size, current_api } => out.extend(refs(
+            RefKind::of_object(*current_api),
+            take(rec, pos, *size)?,
+        )?),
+        Datatype::RegionReference => out.extend(refs(RefKind::Region, take_counted(rec, pos)?)?),
         Datatype::String { .. } => {
             let body = take_counted(rec, pos)?;
             // A C string: HDF5 strings end at their first NUL.
@@ -375,11 +407,11 @@ mod tests {
             b
         };
         // Stored ids ⇄ "addresses": the id's length here.
-        let mut to_addr = |_: bool, b: &[u8]| {
+        let mut to_addr = |_: RefKind, b: &[u8]| {
             let n = b.iter().position(|&c| c == 0).unwrap_or(b.len()) as u64;
             Ok(n.to_ne_bytes().to_vec())
         };
-        let mut to_id = |_: bool, b: &[u8]| {
+        let mut to_id = |_: RefKind, b: &[u8]| {
             let n = u64::from_ne_bytes(b.try_into().unwrap()) as usize;
             Ok(stored(&"d".repeat(n)))
         };

@@ -238,7 +238,12 @@ pub(crate) fn from_hdf5(t: hid_t) -> Result<Datatype> {
             // regions: which a value is shows only when it is read.
             let current_api = is(|| *h5t::H5T_STD_REF)?;
             if !current_api && !is(|| *h5t::H5T_STD_REF_OBJ)? {
-                return Err(unsupported("region references"));
+                if is(|| *h5t::H5T_STD_REF_DSETREG)? {
+                    return Ok(Datatype::RegionReference);
+                }
+                return Err(unsupported(
+                    "a reference type other than HDF5's object, region and current ones",
+                ));
             }
             Datatype::Reference {
                 size: REF_BYTES,
@@ -665,7 +670,7 @@ fn build(dt: &Datatype, json: &Value, form: Form) -> Result<Hid> {
                 *h5t::H5T_STD_REF_OBJ
             }
         })?,
-        Datatype::RegionReference => return Err(unsupported("region references")),
+        Datatype::RegionReference => copy_of(|| *h5t::H5T_STD_REF_DSETREG)?,
     })
 }
 
