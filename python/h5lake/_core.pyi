@@ -139,6 +139,9 @@ class RawFile:
         ``.domain.json`` and everything under its ``db/`` prefix)."""
     def dataset_chunk_count(self, dset_id: str) -> int:
         """Number of stored chunk objects."""
+    def dataset_chunk_objects(self, dset_id: str) -> list[str]:
+        """Local paths or ``s3://`` URLs of the stored chunk objects, in
+        chunk order (Parquet files for a columnar dataset)."""
 
 def domain_exists(url: str) -> bool:
     """Whether ``url`` (a local path or ``s3://bucket/path``) names an existing domain."""

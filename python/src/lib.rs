@@ -804,6 +804,11 @@ impl RawFile {
     fn dataset_chunk_count(&self, py: Python<'_>, dset_id: &str) -> PyResult<usize> {
         self.run(py, |d| d.chunk_count(dset_id))
     }
+
+    /// Local paths or `s3://` URLs of the dataset's chunk objects.
+    fn dataset_chunk_objects(&self, py: Python<'_>, dset_id: &str) -> PyResult<Vec<String>> {
+        self.run(py, |d| d.chunk_objects(dset_id))
+    }
 }
 
 /// Whether `url` (a path or `s3://bucket/path`) names an existing domain.

@@ -19,6 +19,7 @@ use serde_json::{json, Value};
 
 use std::sync::Arc;
 
+use crate::chunk_codec::{ChunkCodec, Columnar, Filtered};
 use crate::domain::{backoff, Domain};
 use crate::ids;
 use crate::linked::{LinkIndex, LinkedLayout};
@@ -61,6 +62,8 @@ pub struct DatasetMeta {
     pub fill: Vec<u8>,
     /// Where the chunks are when they live in another file (link mode).
     pub link: Option<Arc<LinkedLayout>>,
+    /// How chunk objects hold their chunks (see [`crate::chunk_codec`]).
+    pub codec: Arc<dyn ChunkCodec>,
     pub(crate) prefix: String,
 }
 
@@ -121,7 +124,16 @@ impl DatasetMeta {
         } else {
             (dims.iter().map(|&d| d.max(1)).collect(), false, None)
         };
-        let pipeline = Pipeline::from_hsds_json(cprops.get("filters").unwrap_or(&Value::Null))?;
+        let filters = cprops.get("filters").unwrap_or(&Value::Null);
+        let pipeline = if crate::chunk_codec::format_name(doc) == Some(crate::chunk_codec::PARQUET)
+        {
+            // Parquet compresses columnar chunks; the pipeline only says
+            // what an HDF5 copy of the dataset is filtered with (snappy has
+            // no HDF5 filter: none).
+            Pipeline::from_hsds_json(filters).unwrap_or_default()
+        } else {
+            Pipeline::from_hsds_json(filters)?
+        };
         // HDF5's "fill time never": unwritten elements are undefined, not
         // the declared fill value; h5lake reads them as zero bytes.
         let never = cprops.get("fillTime").and_then(Value::as_str) == Some("H5D_FILL_TIME_NEVER");
@@ -133,8 +145,8 @@ impl DatasetMeta {
             (Some(n), None | Some(Value::Null)) => vec![0; n],
             (Some(_), Some(v)) => json_to_element(&dtype, v)?,
         };
-        let format = match doc.pointer("/h5lake/chunkFormat").and_then(Value::as_str) {
-            None | Some("hsds") => ChunkFormat::Hsds,
+        let format = match crate::chunk_codec::format_name(doc) {
+            None | Some("hsds" | crate::chunk_codec::PARQUET) => ChunkFormat::Hsds,
             Some("hdf5") => ChunkFormat::Hdf5,
             Some(other) => {
                 return Err(EngineError::Corrupt(format!(
@@ -142,6 +154,23 @@ impl DatasetMeta {
                 )))
             }
         };
+        let codec: Arc<dyn ChunkCodec> =
+            if crate::chunk_codec::format_name(doc) == Some(crate::chunk_codec::PARQUET) {
+                Arc::new(Columnar {
+                    compression: h5lake_columnar::Compression::from_filters(
+                        cprops.get("filters").unwrap_or(&Value::Null),
+                    )?,
+                    elems: chunk.iter().product::<u64>() as usize,
+                    fill: fill.clone(),
+                    dtype: dtype.clone(),
+                })
+            } else {
+                Arc::new(Filtered {
+                    pipeline: pipeline.clone(),
+                    format,
+                    filter_elem_size: dtype.filter_elem_size(),
+                })
+            };
         let prefix = ids::object_prefix(id)?;
         Ok(DatasetMeta {
             id: id.to_string(),
@@ -156,6 +185,7 @@ impl DatasetMeta {
             format,
             fill,
             link,
+            codec,
             prefix,
         })
     }
@@ -191,38 +221,42 @@ impl DatasetMeta {
         Ok(())
     }
 
+    /// Whether chunk objects hold chunks as they are (no filters, not
+    /// columnar): parts of them are then read and written in place.
+    pub fn stored_as_raw(&self) -> bool {
+        self.codec.is_identity()
+    }
+
+    /// Whether chunks are Parquet objects (the columnar layout).
+    pub fn is_columnar(&self) -> bool {
+        self.codec.name() == crate::chunk_codec::PARQUET
+    }
+
     fn decode(&self, stored: Bytes) -> Result<Bytes> {
-        if self.pipeline.is_empty() {
-            // Unfiltered chunks are used as read: no copy.
+        if self.stored_as_raw() {
+            // Chunks stored as they are are used as read: no copy.
             self.check_decoded_len(stored.len())?;
             return Ok(stored);
         }
-        Ok(Bytes::from(self.decode_filtered(&stored)?))
+        Ok(Bytes::from(self.decode_stored(&stored)?))
     }
 
-    fn decode_filtered(&self, stored: &[u8]) -> Result<Vec<u8>> {
+    fn decode_stored(&self, stored: &[u8]) -> Result<Vec<u8>> {
         let expected = self.chunk_elems() * self.elem_size();
-        let raw = self.pipeline.decode_as(
-            stored,
-            self.dtype.filter_elem_size(),
-            Some(expected),
-            self.format,
-        )?;
+        let raw = self.codec.decode(stored, Some(expected))?;
         self.check_decoded_len(raw.len())?;
         Ok(raw)
     }
 
     fn encode(&self, raw: Vec<u8>) -> Result<Vec<u8>> {
-        Ok(self
-            .pipeline
-            .encode_as(raw, self.dtype.filter_elem_size(), self.format)?)
+        self.codec.encode(raw)
     }
 
     /// Whether reading or writing `bytes` of this dataset is small work
     /// for each chunk it touches: few bytes, no filters to run, no linked
     /// file to read through.
     fn is_small_io(&self, bytes: usize) -> bool {
-        bytes <= SMALL_IO_BYTES && self.pipeline.is_empty() && self.link.is_none()
+        bytes <= SMALL_IO_BYTES && self.stored_as_raw() && self.link.is_none()
     }
 
     /// Whether `parts` select every element of their chunk with unit steps
@@ -523,8 +557,18 @@ impl Domain {
                 )))
             }
         }
-        Pipeline::from_hsds_json(cprops.get("filters").unwrap_or(&Value::Null))
-            .map_err(bad_filters)?;
+        // h5lake's own settings of the dataset (the chunk format) go to the
+        // document's `h5lake` key, beside HSDS's.
+        if let Some(Value::Object(own)) = cprops.as_object_mut().and_then(|o| o.remove("h5lake")) {
+            for (k, v) in own {
+                doc["h5lake"][k] = v;
+            }
+        }
+        crate::chunk_codec::check_new(&doc, &dtype, &cprops, class == "H5D_CHUNKED")?;
+        if crate::chunk_codec::format_name(&doc) != Some(crate::chunk_codec::PARQUET) {
+            Pipeline::from_hsds_json(cprops.get("filters").unwrap_or(&Value::Null))
+                .map_err(bad_filters)?;
+        }
         doc["creationProperties"] = cprops;
         self.new_dataset_doc(id, doc)
     }
@@ -661,7 +705,7 @@ impl Domain {
                 // store, that costs no more than a cache hit (whose version
                 // check is a `stat` of the same file), so the cache is not
                 // consulted or filled for it.
-                let direct = m.pipeline.is_empty() && proj.is_identity() && m.link.is_none();
+                let direct = m.stored_as_raw() && proj.is_identity() && m.link.is_none();
                 let chunk_key = |i: usize| {
                     let coords: Vec<u64> = plan.chunk(i).iter().map(|p| p.chunk).collect();
                     m.key(&coords)
@@ -767,7 +811,7 @@ impl Domain {
                 for_each_task(plan.num_chunks(), inline, |i| -> Result<()> {
                     let parts = plan.chunk(i);
                     let coords: Vec<u64> = parts.iter().map(|p| p.chunk).collect();
-                    if m.pipeline.is_empty() && m.covers_whole_chunk(&parts) {
+                    if m.stored_as_raw() && m.covers_whole_chunk(&parts) {
                         if let Some(src) = contiguous_source(&parts, &cs, &os, es, data) {
                             // The chunk's stored bytes are already laid out in
                             // the caller's buffer: store them from there.
@@ -1104,6 +1148,32 @@ impl Domain {
         Ok(out)
     }
 
+    /// Where each stored chunk object of a dataset is — a local path or an
+    /// `s3://` URL — in the order of the chunks' coordinates. For a
+    /// columnar dataset these are Parquet files other tools read directly.
+    ///
+    /// # Errors
+    /// Unknown dataset; I/O trouble.
+    pub fn chunk_objects(&self, id: &str) -> Result<Vec<String>> {
+        let m = self.dataset_meta(id)?;
+        let base = self.store().location();
+        let sep = if base.ends_with('/') { "" } else { "/" };
+        let mut keys: Vec<(Vec<u64>, String)> = self
+            .store()
+            .list_prefix(&m.prefix)?
+            .into_iter()
+            .filter_map(|k| {
+                let coords = parse_chunk_name(k.get(m.prefix.len()..)?, m.dims.len())?;
+                Some((coords, k))
+            })
+            .collect();
+        keys.sort_unstable();
+        Ok(keys
+            .into_iter()
+            .map(|(_, k)| format!("{base}{sep}{k}"))
+            .collect())
+    }
+
     /// Number of stored chunks of a dataset.
     ///
     /// # Errors
@@ -1207,7 +1277,7 @@ impl Domain {
                 return Ok(());
             }
         }
-        if let Some(region) = region.filter(|_| m.pipeline.is_empty() && m.link.is_none()) {
+        if let Some(region) = region.filter(|_| m.stored_as_raw() && m.link.is_none()) {
             let (start, len) = region_span(m, region);
             let whole = (m.chunk_elems() * m.elem_size()) as u64;
             // A small part of an unfiltered chunk: read just the bytes that
@@ -1252,11 +1322,11 @@ impl Domain {
                 return Ok(false);
             }
             let f = f.take().expect("called once");
-            if m.pipeline.is_empty() {
+            if m.stored_as_raw() {
                 m.check_decoded_len(buf.len())?;
                 f(&buf);
             } else {
-                f(&m.decode_filtered(&buf)?);
+                f(&m.decode_stored(&buf)?);
             }
             Ok(true)
         })?;
@@ -1458,7 +1528,7 @@ impl Domain {
         data: &[u8],
         runs: impl FnOnce(&mut dyn FnMut(u64, usize, usize)),
     ) -> Result<bool> {
-        if !m.pipeline.is_empty() {
+        if !m.stored_as_raw() {
             return Ok(false);
         }
         let whole = (m.chunk_elems() * m.elem_size()) as u64;
@@ -1524,7 +1594,7 @@ impl Domain {
                 // just written are the cache entry for their new version,
                 // so the next small write or read of this chunk skips the
                 // store read (the version check still guards it).
-                PutOutcome::Written(v) if m.pipeline.is_empty() && self.cache.enabled() => {
+                PutOutcome::Written(v) if m.stored_as_raw() && self.cache.enabled() => {
                     self.cache.insert(key, v, Bytes::from(enc));
                     return Ok(());
                 }

@@ -8,6 +8,7 @@
 
 mod cache;
 pub mod cancel;
+pub mod chunk_codec;
 pub mod dataset;
 pub mod domain;
 mod error;

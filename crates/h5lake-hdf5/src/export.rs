@@ -1404,15 +1404,14 @@ impl DataWriter<'_> {
                 };
                 // Already in libhdf5's layout: used as stored.
                 if repack.is_none()
+                    && !m.is_columnar()
                     && ((m.pipeline.is_empty() && stored.len() == chunk_bytes)
                         || (!m.pipeline.is_empty()
                             && (m.format == ChunkFormat::Hdf5 || m.pipeline.keeps_hdf5_layout())))
                 {
                     return Ok(Some((start, stored.to_vec(), logical)));
                 }
-                let raw = m
-                    .pipeline
-                    .decode_as(&stored, fes, Some(chunk_bytes), m.format)?;
+                let raw = m.codec.decode(&stored, Some(chunk_bytes))?;
                 if raw.len() != chunk_bytes {
                     return Err(EngineError::Corrupt(format!(
                         "chunk {key} holds {} bytes, expected {chunk_bytes}",

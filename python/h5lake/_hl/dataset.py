@@ -80,10 +80,16 @@ def prepare_dset(shape=None, dtype=None, data=None, chunks=None, compression=Non
                  fillvalue=None, scaleoffset=None, track_times=False, external=None,
                  track_order=None, dcpl=None, dapl=None, efile_prefix=None,
                  virtual_prefix=None, allow_unknown_filter=False, rdcc_nslots=None,
-                 rdcc_nbytes=None, rdcc_w0=None, *, fill_time=None):
+                 rdcc_nbytes=None, rdcc_w0=None, *, fill_time=None, layout=None):
     """Validate create_dataset arguments (h5py's make_new_dset rules) and
-    convert the data; returns a :class:`_DsetPlan`."""
+    convert the data; returns a :class:`_DsetPlan`.
+
+    ``layout="columnar"`` (h5lake's own) stores each chunk of a compound
+    dataset as one Parquet object, one column per member."""
     from .datatype import Datatype
+
+    if layout not in (None, "columnar"):
+        raise ValueError(f"layout must be 'columnar' or None (row layout), not {layout!r}")
 
     if data is not None and not isinstance(data, Empty):
         spec = dtype.dtype if isinstance(dtype, Datatype) else dtype
@@ -136,6 +142,17 @@ def prepare_dset(shape=None, dtype=None, data=None, chunks=None, compression=Non
     props = filters.generate_dcpl(shape, dtype, chunks, compression, compression_opts,
                                   shuffle, fletcher32, maxshape, scaleoffset, fillvalue,
                                   track_times)
+    if layout == "columnar":
+        if dtype.names is None:
+            raise TypeError(f"a columnar dataset holds a compound type (one column per member), "
+                            f"not {dtype}")
+        if shape is None:
+            raise TypeError("a columnar dataset needs a shape")
+        if chunks is None or chunks is False:
+            props = filters.generate_dcpl(shape, dtype, True, compression, compression_opts,
+                                          shuffle, fletcher32, maxshape, scaleoffset, fillvalue,
+                                          track_times)
+        props["h5lake"] = {"chunkFormat": "parquet"}
     if track_order:
         props["CreateOrder"] = 1
     if fill_time is not None:
@@ -782,6 +799,38 @@ class Dataset(HLObject):
     @property
     def is_virtual(self):
         return False
+
+    @property
+    def is_columnar(self):
+        """Whether each chunk is stored as a Parquet object (``layout="columnar"``)."""
+        return (self._doc.get("h5lake") or {}).get("chunkFormat") == "parquet"
+
+    def parquet_files(self):
+        """The Parquet objects of a columnar dataset (local paths, or
+        ``s3://`` URLs), in chunk order: DuckDB's ``read_parquet``, Polars'
+        ``scan_parquet`` and ``pyarrow.dataset.dataset`` query them as they
+        are. Chunks never written have no object (they read as the fill
+        value through h5lake)."""
+        if not self.is_columnar:
+            raise TypeError(f"{self.name} is not a columnar dataset (create it with layout='columnar')")
+        return self._fs.raw.dataset_chunk_objects(self._oid)
+
+    def to_arrow(self, sel=None, fields=None):
+        """The selection ``sel`` (an index expression, default everything)
+        of the members ``fields`` (default all) as a ``pyarrow.Table``: one
+        column per member for a compound dataset, one column ``value`` for
+        any other; rows in C order of the selected elements."""
+        from . import table
+        return table.to_arrow(self, sel, fields)
+
+    def to_pandas(self, sel=None, fields=None):
+        """:meth:`to_arrow` as a ``pandas.DataFrame``."""
+        return self.to_arrow(sel, fields).to_pandas()
+
+    def to_polars(self, sel=None, fields=None):
+        """:meth:`to_arrow` as a ``polars.DataFrame``."""
+        import polars
+        return polars.from_arrow(self.to_arrow(sel, fields))
 
     @property
     def fillvalue(self):

@@ -1,0 +1,276 @@
+//! Arrow arrays from elements in row layout, and back.
+
+use std::sync::Arc;
+
+use arrow_array::{
+    make_array, Array, ArrayRef, FixedSizeBinaryArray, FixedSizeListArray, StructArray,
+};
+use arrow_buffer::Buffer;
+use arrow_data::ArrayData;
+use arrow_schema::{DataType, Field, Fields};
+use h5lake_types::{ByteOrder, Datatype};
+
+use crate::{ColumnarError, Result};
+
+/// The Arrow type of one member of a columnar compound.
+pub(crate) fn arrow_type(dt: &Datatype) -> Result<DataType> {
+    Ok(match dt {
+        Datatype::Integer { size, signed, .. } => match (size, signed) {
+            (1, true) => DataType::Int8,
+            (2, true) => DataType::Int16,
+            (4, true) => DataType::Int32,
+            (8, true) => DataType::Int64,
+            (1, false) => DataType::UInt8,
+            (2, false) => DataType::UInt16,
+            (4, false) => DataType::UInt32,
+            (8, false) => DataType::UInt64,
+            _ => return Err(unsupported(dt)),
+        },
+        Datatype::Bitfield { size, .. } => arrow_type(&Datatype::Integer {
+            size: *size,
+            signed: false,
+            order: ByteOrder::Little,
+        })?,
+        Datatype::Float { size: 2, .. } => DataType::Float16,
+        Datatype::Float { size: 4, .. } => DataType::Float32,
+        Datatype::Float { size: 8, .. } => DataType::Float64,
+        Datatype::Enum { base, .. } => arrow_type(base)?,
+        Datatype::String {
+            length: Some(n), ..
+        }
+        | Datatype::Opaque { size: n, .. }
+        | Datatype::Reference { size: n, .. }
+        | Datatype::CustomFloat { size: n, .. } => DataType::FixedSizeBinary(width(*n)?),
+        Datatype::Array { base, dims } => {
+            let k = dims.iter().product::<u64>();
+            DataType::FixedSizeList(
+                Arc::new(Field::new("item", arrow_type(base)?, false)),
+                width(usize::try_from(k).map_err(|_| unsupported(dt))?)?,
+            )
+        }
+        Datatype::Compound { fields, .. } => DataType::Struct(
+            fields
+                .iter()
+                .map(|f| Ok(Field::new(&f.name, arrow_type(&f.dtype)?, false)))
+                .collect::<Result<Fields>>()?,
+        ),
+        Datatype::Complex { part } => DataType::Struct(Fields::from(vec![
+            Field::new("r", arrow_type(part)?, false),
+            Field::new("i", arrow_type(part)?, false),
+        ])),
+        _ => return Err(unsupported(dt)),
+    })
+}
+
+fn width(n: usize) -> Result<i32> {
+    i32::try_from(n).map_err(|_| ColumnarError::Unsupported(format!("a member of {n} bytes")))
+}
+
+fn unsupported(dt: &Datatype) -> ColumnarError {
+    ColumnarError::Unsupported(format!(
+        "a member of type {} in a columnar dataset (not yet: variable-length strings and \
+         sequences, region references, integers other than 8 to 64 bits)",
+        dt.to_json()
+    ))
+}
+
+/// The members of a compound, or the two parts of a complex number.
+fn members(dt: &Datatype) -> Option<Vec<(usize, Datatype)>> {
+    match dt {
+        Datatype::Compound { fields, .. } => {
+            Some(fields.iter().map(|f| (f.offset, f.dtype.clone())).collect())
+        }
+        Datatype::Complex { part } => {
+            let s = part.fixed_size().unwrap_or(0);
+            Some(vec![(0, (**part).clone()), (s, (**part).clone())])
+        }
+        _ => None,
+    }
+}
+
+/// Whether the values of `dt` are numbers Arrow keeps little-endian.
+fn big_endian_number(dt: &Datatype) -> Option<usize> {
+    match dt {
+        Datatype::Integer {
+            size,
+            order: ByteOrder::Big,
+            ..
+        }
+        | Datatype::Float {
+            size,
+            order: ByteOrder::Big,
+        }
+        | Datatype::Bitfield {
+            size,
+            order: ByteOrder::Big,
+        } => Some(*size),
+        Datatype::Enum { base, .. } => big_endian_number(base),
+        _ => None,
+    }
+}
+
+fn swap_each(bytes: &mut [u8], size: usize) {
+    if size > 1 {
+        for v in bytes.chunks_exact_mut(size) {
+            v.reverse();
+        }
+    }
+}
+
+/// The `width` bytes at `offset` of each of `n` records of `stride` bytes,
+/// one after another.
+pub(crate) fn gather(raw: &[u8], stride: usize, offset: usize, width: usize, n: usize) -> Vec<u8> {
+    if offset == 0 && width == stride {
+        return raw[..n * stride].to_vec();
+    }
+    let mut out = Vec::with_capacity(n * width);
+    for rec in raw.chunks_exact(stride).take(n) {
+        out.extend_from_slice(&rec[offset..offset + width]);
+    }
+    out
+}
+
+/// The inverse of [`gather`].
+pub(crate) fn scatter(
+    member: &[u8],
+    out: &mut [u8],
+    stride: usize,
+    offset: usize,
+    width: usize,
+    n: usize,
+) {
+    if offset == 0 && width == stride {
+        out[..n * stride].copy_from_slice(&member[..n * stride]);
+        return;
+    }
+    for (rec, m) in out
+        .chunks_exact_mut(stride)
+        .zip(member.chunks_exact(width.max(1)))
+        .take(n)
+    {
+        rec[offset..offset + width].copy_from_slice(m);
+    }
+}
+
+/// An Arrow array of the `n` elements of `dt` in `data` (row layout).
+pub(crate) fn to_array(dt: &Datatype, data: &[u8], n: usize) -> Result<ArrayRef> {
+    let size = dt.fixed_size().unwrap_or(0);
+    if let Some(parts) = members(dt) {
+        let DataType::Struct(fields) = arrow_type(dt)? else {
+            unreachable!("compounds are structs")
+        };
+        let children = parts
+            .iter()
+            .map(|(offset, m)| {
+                let w = m.fixed_size().unwrap_or(0);
+                to_array(m, &gather(data, size, *offset, w, n), n)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        return Ok(Arc::new(StructArray::try_new(fields, children, None)?));
+    }
+    match dt {
+        Datatype::Array { base, dims } => {
+            let k = dims.iter().product::<u64>() as usize;
+            let child = to_array(base, data, n * k)?;
+            let DataType::FixedSizeList(field, k) = arrow_type(dt)? else {
+                unreachable!("arrays are fixed-size lists")
+            };
+            Ok(Arc::new(FixedSizeListArray::try_new(
+                field, k, child, None,
+            )?))
+        }
+        _ => {
+            let t = arrow_type(dt)?;
+            if let DataType::FixedSizeBinary(w) = t {
+                let buf = Buffer::from_vec(data[..n * size].to_vec());
+                return Ok(Arc::new(FixedSizeBinaryArray::try_new(w, buf, None)?));
+            }
+            let mut bytes = data[..n * size].to_vec();
+            if let Some(s) = big_endian_number(dt) {
+                swap_each(&mut bytes, s);
+            }
+            let d = ArrayData::builder(t)
+                .len(n)
+                .add_buffer(Buffer::from_vec(bytes))
+                .build()?;
+            Ok(make_array(d))
+        }
+    }
+}
+
+/// Writes the elements of `arr` (of `dt`'s Arrow type) to `out` in row
+/// layout; a null element is written as `fill` (one element of `dt`).
+pub(crate) fn from_array(
+    dt: &Datatype,
+    arr: &dyn Array,
+    out: &mut [u8],
+    fill: &[u8],
+) -> Result<()> {
+    let n = arr.len();
+    let size = dt.fixed_size().unwrap_or(0);
+    let expected = arrow_type(dt)?;
+    if arr.data_type() != &expected {
+        return Err(ColumnarError::Corrupt(format!(
+            "a column of Arrow type {}, expected {expected}",
+            arr.data_type()
+        )));
+    }
+    if let Some(parts) = members(dt) {
+        let s = arr
+            .as_any()
+            .downcast_ref::<StructArray>()
+            .ok_or_else(|| ColumnarError::Corrupt("a struct column that is not one".into()))?;
+        for ((offset, m), col) in parts.iter().zip(s.columns()) {
+            let w = m.fixed_size().unwrap_or(0);
+            let mut member = vec![0u8; n * w];
+            let f = fill.get(*offset..offset + w).unwrap_or(&[]);
+            from_array(m, col.as_ref(), &mut member, f)?;
+            scatter(&member, out, size, *offset, w, n);
+        }
+    } else {
+        match dt {
+            Datatype::Array { base, .. } => {
+                let l = arr
+                    .as_any()
+                    .downcast_ref::<FixedSizeListArray>()
+                    .ok_or_else(|| {
+                        ColumnarError::Corrupt("a list column that is not one".into())
+                    })?;
+                let bw = base.fixed_size().unwrap_or(0);
+                let k = l.value_length() as usize;
+                let values = l.values().slice(l.offset() * k, n * k);
+                let base_fill = fill.get(..bw).unwrap_or(&[]);
+                from_array(base, values.as_ref(), out, base_fill)?;
+            }
+            _ => {
+                if let Some(b) = arr.as_any().downcast_ref::<FixedSizeBinaryArray>() {
+                    for i in 0..n {
+                        out[i * size..(i + 1) * size].copy_from_slice(b.value(i));
+                    }
+                } else {
+                    let d = arr.to_data();
+                    let buf = d.buffers().first().ok_or_else(|| {
+                        ColumnarError::Corrupt("a numeric column without values".into())
+                    })?;
+                    let start = d.offset() * size;
+                    out[..n * size].copy_from_slice(&buf.as_slice()[start..start + n * size]);
+                    if let Some(s) = big_endian_number(dt) {
+                        swap_each(&mut out[..n * size], s);
+                    }
+                }
+            }
+        }
+    }
+    if let Some(nulls) = arr.nulls() {
+        if fill.len() == size {
+            for i in (0..n).filter(|&i| nulls.is_null(i)) {
+                out[i * size..(i + 1) * size].copy_from_slice(fill);
+            }
+        } else {
+            for i in (0..n).filter(|&i| nulls.is_null(i)) {
+                out[i * size..(i + 1) * size].fill(0);
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,145 @@
+//! How a dataset's chunks are stored: the one seam between a chunk object's
+//! bytes and the chunk in HSDS's row layout (each element its packed bytes)
+//! that the planner, the cache and every front end work on.
+//!
+//! - [`Filtered`]: HSDS's layout, through the dataset's filter pipeline
+//!   (in HSDS's byte format, or libhdf5's for chunks `load --keep-chunks`
+//!   copied as they were);
+//! - [`Columnar`]: one Parquet object per chunk (`"h5lake": {"chunkFormat":
+//!   "parquet"}`), one column per member of the compound type.
+
+use std::fmt;
+
+use h5lake_codecs::{ChunkFormat, Pipeline};
+use h5lake_types::Datatype;
+use serde_json::Value;
+
+use crate::{EngineError, Result};
+
+/// A way of storing chunks.
+pub trait ChunkCodec: Send + Sync + fmt::Debug {
+    /// Whether a stored chunk is its row-layout bytes as they are, so that
+    /// parts of it are read and written in place.
+    fn is_identity(&self) -> bool;
+    /// The name the dataset document gives it (`/h5lake/chunkFormat`).
+    fn name(&self) -> &'static str;
+    /// The chunk (`raw_len` bytes when known) of a stored object.
+    ///
+    /// # Errors
+    /// A stored object that is not such a chunk.
+    fn decode(&self, stored: &[u8], raw_len: Option<usize>) -> Result<Vec<u8>>;
+    /// The object to store for a chunk.
+    ///
+    /// # Errors
+    /// A chunk this codec cannot store.
+    fn encode(&self, raw: Vec<u8>) -> Result<Vec<u8>>;
+}
+
+/// HSDS's chunks: row layout through the filter pipeline.
+#[derive(Debug)]
+pub struct Filtered {
+    pub pipeline: Pipeline,
+    pub format: ChunkFormat,
+    /// The unit filters such as shuffle work on.
+    pub filter_elem_size: usize,
+}
+
+impl ChunkCodec for Filtered {
+    fn is_identity(&self) -> bool {
+        self.pipeline.is_empty()
+    }
+
+    fn name(&self) -> &'static str {
+        match self.format {
+            ChunkFormat::Hdf5 => "hdf5",
+            _ => "hsds",
+        }
+    }
+
+    fn decode(&self, stored: &[u8], raw_len: Option<usize>) -> Result<Vec<u8>> {
+        Ok(self
+            .pipeline
+            .decode_as(stored, self.filter_elem_size, raw_len, self.format)?)
+    }
+
+    fn encode(&self, raw: Vec<u8>) -> Result<Vec<u8>> {
+        Ok(self
+            .pipeline
+            .encode_as(raw, self.filter_elem_size, self.format)?)
+    }
+}
+
+/// Chunks as Parquet objects.
+#[derive(Debug)]
+pub struct Columnar {
+    pub dtype: Datatype,
+    pub compression: h5lake_columnar::Compression,
+    /// Elements per chunk.
+    pub elems: usize,
+    /// One element of fill value: what a null reads as.
+    pub fill: Vec<u8>,
+}
+
+impl ChunkCodec for Columnar {
+    fn is_identity(&self) -> bool {
+        false
+    }
+
+    fn name(&self) -> &'static str {
+        PARQUET
+    }
+
+    fn decode(&self, stored: &[u8], _raw_len: Option<usize>) -> Result<Vec<u8>> {
+        Ok(h5lake_columnar::decode_chunk(
+            &self.dtype,
+            bytes::Bytes::copy_from_slice(stored),
+            self.elems,
+            &self.fill,
+        )?)
+    }
+
+    fn encode(&self, raw: Vec<u8>) -> Result<Vec<u8>> {
+        Ok(h5lake_columnar::encode_chunk(
+            &self.dtype,
+            &raw,
+            self.elems,
+            self.compression,
+        )?)
+    }
+}
+
+/// The document's name of the columnar chunk format.
+pub const PARQUET: &str = "parquet";
+
+/// The chunk format a dataset document names (`/h5lake/chunkFormat`).
+pub(crate) fn format_name(doc: &Value) -> Option<&str> {
+    doc.pointer("/h5lake/chunkFormat").and_then(Value::as_str)
+}
+
+/// Checks, when a dataset is made, that its chunks can be stored as the
+/// document says.
+pub(crate) fn check_new(
+    doc: &Value,
+    dtype: &Datatype,
+    cprops: &Value,
+    chunked: bool,
+) -> Result<()> {
+    match format_name(doc) {
+        None | Some("hsds" | "hdf5") => Ok(()),
+        Some(PARQUET) => {
+            if !chunked {
+                return Err(EngineError::Invalid(
+                    "a columnar dataset is chunked (each chunk is one Parquet object)".into(),
+                ));
+            }
+            h5lake_columnar::check_type(dtype)?;
+            h5lake_columnar::Compression::from_filters(
+                cprops.get("filters").unwrap_or(&Value::Null),
+            )?;
+            Ok(())
+        }
+        Some(other) => Err(EngineError::Invalid(format!(
+            "unknown chunk format {other:?}"
+        ))),
+    }
+}

@@ -1,0 +1,127 @@
+//! Columnar datasets (chunks as Parquet objects) read and write exactly as
+//! row-layout ones do, for every selection and partial write.
+
+use std::sync::Arc;
+
+use h5lake_engine::{Domain, OpenMode, Selection};
+use h5lake_store::{MemoryStore, Store};
+use serde_json::{json, Value};
+
+fn table_type() -> Value {
+    json!({"class": "H5T_COMPOUND", "fields": [
+        {"name": "x", "type": "H5T_IEEE_F32LE"},
+        {"name": "id", "type": "H5T_STD_I64BE"},
+        {"name": "tag", "type": {"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII",
+                                 "strPad": "H5T_STR_NULLPAD", "length": 3}},
+        {"name": "v", "type": {"class": "H5T_ARRAY", "dims": [2], "base": "H5T_STD_U16LE"}}
+    ]})
+}
+
+const ELEM: usize = 4 + 8 + 3 + 4;
+
+fn make(dom: &Domain, columnar: bool, filters: Value) -> String {
+    let mut cprops = json!({"layout": {"class": "H5D_CHUNKED", "dims": [7, 4]}, "filters": filters,
+                            "fillValue": [1.5, 9, "abc", [1, 2]]});
+    if columnar {
+        cprops["h5lake"] = json!({"chunkFormat": "parquet"});
+    }
+    dom.create_dataset(
+        table_type(),
+        json!({"class": "H5S_SIMPLE", "dims": [20, 10], "maxdims": ["H5S_UNLIMITED", 10]}),
+        cprops,
+    )
+    .unwrap()
+}
+
+fn read(dom: &Domain, id: &str, sel: &Selection) -> Vec<u8> {
+    let mut out = vec![0u8; sel.num_elements() as usize * ELEM];
+    dom.read(id, sel, &mut out).unwrap();
+    out
+}
+
+fn bytes(n: usize, seed: usize) -> Vec<u8> {
+    (0..n * ELEM)
+        .map(|i| ((i * 31 + seed) % 253) as u8)
+        .collect()
+}
+
+#[test]
+fn columnar_reads_and_writes_as_row_layout_does() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let dom = Domain::open(store.clone(), "", OpenMode::Truncate, "mem".into()).unwrap();
+    for filters in [
+        json!([]),
+        json!([{"class": "H5Z_FILTER_DEFLATE", "id": 1, "level": 5}]),
+    ] {
+        let row = make(&dom, false, filters.clone());
+        let col = make(&dom, true, filters);
+        assert!(dom.dataset_meta(&col).unwrap().is_columnar());
+        assert!(!dom.dataset_meta(&row).unwrap().is_columnar());
+        let writes: Vec<Selection> = vec![
+            Selection::from_slices(&[(0, 20, 1), (0, 10, 1)]),
+            Selection::from_slices(&[(3, 5, 2), (1, 6, 1)]),
+            Selection::from_slices(&[(0, 1, 1), (9, 1, 1)]),
+            Selection::from_slices(&[(14, 6, 1), (0, 4, 1)]),
+        ];
+        for (k, sel) in writes.iter().enumerate() {
+            let n = sel.num_elements() as usize;
+            let data = bytes(n, k);
+            dom.write(&row, sel, &data).unwrap();
+            dom.write(&col, sel, &data).unwrap();
+            for rsel in [
+                Selection::from_slices(&[(0, 20, 1), (0, 10, 1)]),
+                Selection::from_slices(&[(1, 6, 3), (2, 4, 2)]),
+                Selection::from_slices(&[(19, 1, 1), (9, 1, 1)]),
+            ] {
+                assert_eq!(read(&dom, &row, &rsel), read(&dom, &col, &rsel));
+            }
+        }
+        // resize keeps what is there, and new rows read as the fill value
+        dom.resize(&row, &[30, 10]).unwrap();
+        dom.resize(&col, &[30, 10]).unwrap();
+        let all = Selection::from_slices(&[(0, 30, 1), (0, 10, 1)]);
+        assert_eq!(read(&dom, &row, &all), read(&dom, &col, &all));
+    }
+    // every chunk object of a columnar dataset is a Parquet file
+    let keys = store.list_prefix("").unwrap();
+    let parquet = keys
+        .iter()
+        .filter(|k| {
+            let b = store.get(k).unwrap().unwrap();
+            b.len() > 8 && &b[..4] == b"PAR1" && &b[b.len() - 4..] == b"PAR1"
+        })
+        .count();
+    assert!(parquet >= 2 * 9, "{parquet} Parquet chunks");
+}
+
+#[test]
+fn columnar_refuses_what_it_cannot_hold() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let dom = Domain::open(store, "", OpenMode::Truncate, "mem".into()).unwrap();
+    let own = json!({"chunkFormat": "parquet"});
+    let err = dom
+        .create_dataset(
+            json!("H5T_STD_I32LE"),
+            json!({"class": "H5S_SIMPLE", "dims": [4]}),
+            json!({"layout": {"class": "H5D_CHUNKED", "dims": [2]}, "h5lake": own}),
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("compound"), "{err}");
+    let err = dom
+        .create_dataset(
+            table_type(),
+            json!({"class": "H5S_SIMPLE", "dims": [4]}),
+            json!({"layout": {"class": "H5D_CONTIGUOUS"}, "h5lake": own}),
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("chunked"), "{err}");
+    let err = dom
+        .create_dataset(
+            table_type(),
+            json!({"class": "H5S_SIMPLE", "dims": [4]}),
+            json!({"layout": {"class": "H5D_CHUNKED", "dims": [2]}, "h5lake": own,
+                   "filters": [{"class": "H5Z_FILTER_FLETCHER32", "id": 3}]}),
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("Parquet"), "{err}");
+}

@@ -1,0 +1,48 @@
+"""Datasets as tables: Arrow, pandas and Polars.
+
+A compound dataset is a table whose columns are its members (nested
+compounds are struct columns, array members fixed-size lists); any other
+dataset is a table of one column, ``value``. Rows are the selected elements
+in C order.
+"""
+
+import numpy as np
+
+
+def _pa():
+    try:
+        import pyarrow
+    except ImportError as e:    # pragma: no cover - depends on the installation
+        raise ImportError("to_arrow needs pyarrow (pip install pyarrow)") from e
+    return pyarrow
+
+
+def _column(pa, a):
+    """One Arrow array of ``a``: its first axis are the rows, further axes
+    (a member's array shape) a fixed-size list per row."""
+    if a.ndim > 1:
+        k = int(np.prod(a.shape[1:]))
+        return pa.FixedSizeListArray.from_arrays(_column(pa, a.reshape(-1)), k)
+    dt = a.dtype
+    if dt.names is not None:
+        children = [_column(pa, np.ascontiguousarray(a[name])) for name in dt.names]
+        return pa.StructArray.from_arrays(children, names=list(dt.names))
+    if dt.kind == "O":
+        return pa.array(list(a))
+    if not dt.isnative:                 # Arrow is little-endian
+        a = a.astype(dt.newbyteorder("="))
+    return pa.array(np.ascontiguousarray(a))
+
+
+def to_arrow(dset, sel=None, fields=None):
+    """See :meth:`h5lake.Dataset.to_arrow`."""
+    pa = _pa()
+    if isinstance(fields, str):
+        fields = [fields]
+    src = dset.fields(fields) if fields is not None else dset
+    data = src[()] if sel is None else src[sel]
+    data = np.asarray(data)
+    flat = data.reshape(-1)
+    if flat.dtype.names is None:
+        return pa.table({"value": _column(pa, flat)})
+    return pa.table({name: _column(pa, np.ascontiguousarray(flat[name])) for name in flat.dtype.names})

@@ -1,0 +1,162 @@
+"""Columnar datasets (issue 20): compound datasets whose chunks are Parquet
+objects. Every read and write gives what the row layout and h5py give, and
+DuckDB, Polars and pyarrow read the chunk objects directly."""
+
+import numpy as np
+import pytest
+
+import h5lake
+
+h5py = pytest.importorskip("h5py")
+pa = pytest.importorskip("pyarrow")
+
+DT = np.dtype([("x", "<f4"), ("y", ">f8"), ("id", "<i8"), ("flag", "u1"),
+               ("tag", "S4"), ("v", "<u2", (2, 3)),
+               ("inner", [("a", "<i2"), ("b", "<f2")])])
+
+
+def table(n, seed=0):
+    rng = np.random.default_rng(seed)
+    a = np.zeros(n, DT)
+    a["x"] = rng.standard_normal(n)
+    a["y"] = rng.standard_normal(n)
+    a["id"] = np.arange(n) + 1000 * seed
+    a["flag"] = rng.integers(0, 2, n)
+    a["tag"] = [b"t%d" % (i % 7) for i in range(n)]
+    a["v"] = rng.integers(0, 60000, (n, 2, 3))
+    a["inner"]["a"] = rng.integers(-300, 300, n)
+    a["inner"]["b"] = rng.standard_normal(n)
+    return a
+
+
+READS = [(), np.s_[...], np.s_[5:17], np.s_[::7], np.s_[[1, 4, 9]], np.s_[3],
+         np.s_[-5:], np.s_[2:40:3]]
+WRITES = [(np.s_[0:10], 1), (np.s_[95:130], 2), (np.s_[7], 3), (np.s_[200:260:4], 4)]
+
+
+@pytest.mark.parametrize("compression", [None, "gzip", "zstd", "lz4"])
+def test_columnar_matches_row_layout_and_h5py(tmp_path, compression):
+    n = 300
+    a = table(n)
+    with h5py.File(tmp_path / "ref.h5", "w") as ref, h5lake.File(tmp_path / "s.h5l", "w") as f:
+        r = ref.create_dataset("t", data=a, chunks=(64,), maxshape=(None,), fillvalue=np.zeros((), DT))
+        row = f.create_dataset("row", data=a, chunks=(64,), maxshape=(None,))
+        col = f.create_dataset("col", data=a, chunks=(64,), maxshape=(None,), layout="columnar",
+                               compression=compression)
+        assert col.is_columnar and not row.is_columnar
+        assert col.chunks == (64,) and col.compression == compression
+        for sel, seed in WRITES:
+            part = table(len(np.arange(n)[sel].reshape(-1)), seed)
+            if np.ndim(np.arange(n)[sel]) == 0:
+                part = part[0]
+            for d in (r, row, col):
+                d[sel] = part
+        for sel in READS:
+            np.testing.assert_array_equal(col[sel], r[sel])
+            np.testing.assert_array_equal(col[sel], row[sel])
+        for names in (["x"], ["id", "v"], ["inner", "tag"]):
+            np.testing.assert_array_equal(col.fields(names)[...], r.fields(names)[...])
+        np.testing.assert_array_equal(col["y"], r["y"])
+        for d in (r, row, col):
+            d.resize((400,))
+        np.testing.assert_array_equal(col[...], r[...])
+    with h5lake.File(tmp_path / "s.h5l", "r") as f:          # kept as it was made
+        assert f["col"].is_columnar
+        np.testing.assert_array_equal(f["col"][...], f["row"][...])
+
+
+def test_other_tools_read_the_chunk_objects(tmp_path):
+    duckdb = pytest.importorskip("duckdb")
+    pl = pytest.importorskip("polars")
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+    a = table(1000)
+    with h5lake.File(tmp_path / "s.h5l", "w") as f:
+        d = f.create_dataset("t", data=a, chunks=(250,), maxshape=(None,), layout="columnar",
+                             compression="zstd")
+        d[100:110] = table(10, 5)
+        d.resize((1100,))
+        d[1000:] = table(100, 7)
+        files = d.parquet_files()
+        assert len(files) == 5 and all(p.startswith(str(tmp_path)) for p in files)
+        want = d[...]
+        for p in files:
+            meta = pq.ParquetFile(p).metadata
+            assert meta.num_row_groups == 1 and meta.num_rows == 250
+            assert meta.row_group(0).column(0).compression == "ZSTD"
+        got = pq.read_table(files)
+        np.testing.assert_array_equal(got["id"].to_numpy()[:1100], want["id"])
+        np.testing.assert_array_equal(np.stack(got["inner"].combine_chunks().field("a").to_numpy())[:1100],
+                                      want["inner"]["a"])
+        (total, mean_x), = duckdb.sql(
+            f"SELECT sum(id), avg(x) FROM read_parquet({files}) WHERE id >= 0").fetchall()
+        # the last chunk is padded to its full 250 rows with the fill value (id 0)
+        assert total == int(want["id"].sum())
+        lazy = pl.scan_parquet(files).filter(pl.col("flag") == 1).select(pl.col("id").count()).collect()
+        assert lazy.item() == int((want["flag"] == 1).sum())
+        assert ds.dataset(files, format="parquet").count_rows() == 1250
+        with pytest.raises(TypeError, match="not a columnar dataset"):
+            f.create_dataset("plain", data=a).parquet_files()
+
+
+def test_to_arrow_pandas_polars(tmp_path):
+    a = table(50)
+    with h5lake.File(tmp_path / "s.h5l", "w") as f:
+        for name, kw in (("col", {"layout": "columnar", "chunks": (16,)}), ("row", {})):
+            d = f.create_dataset(name, data=a, **kw)
+            t = d.to_arrow()
+            assert t.column_names == list(DT.names)
+            assert t.num_rows == 50
+            np.testing.assert_array_equal(t["id"].to_numpy(), a["id"])
+            assert t["v"].type == pa.list_(pa.uint16(), 6)
+            assert t["inner"].type == pa.struct([("a", pa.int16()), ("b", pa.float16())])
+            part = d.to_arrow(np.s_[10:20], fields=["x", "tag"])
+            assert part.column_names == ["x", "tag"]
+            np.testing.assert_array_equal(part["x"].to_numpy(), a["x"][10:20])
+            assert part["tag"].to_pylist() == list(a["tag"][10:20])
+            df = d.to_pandas(fields="id")
+            assert list(df.columns) == ["id"] and df["id"].tolist() == a["id"].tolist()
+        f["plain"] = np.arange(6.0).reshape(2, 3)
+        assert f["plain"].to_arrow()["value"].to_pylist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+        pl = pytest.importorskip("polars")
+        assert f["col"].to_polars().shape == (50, len(DT.names))
+        assert isinstance(f["col"].to_polars(), pl.DataFrame)
+
+
+def test_what_columnar_cannot_hold_is_refused(tmp_path):
+    with h5lake.File(tmp_path / "s.h5l", "w") as f:
+        with pytest.raises(TypeError, match="compound"):
+            f.create_dataset("a", data=np.arange(4), layout="columnar")
+        vlen = np.dtype([("s", h5py.string_dtype()), ("x", "i4")])
+        with pytest.raises(ValueError, match="variable-length"):
+            f.create_dataset("b", shape=(4,), dtype=vlen, layout="columnar")
+        with pytest.raises(ValueError, match="gzip, zstd, lz4 or snappy"):
+            f.create_dataset("c", data=table(4), layout="columnar", compression="lzf")
+        with pytest.raises(ValueError, match="layout"):
+            f.create_dataset("d", data=table(4), layout="rows")
+        assert list(f) == []                   # nothing half-made
+
+
+def test_columnar_through_get_diff_and_the_server(tmp_path):
+    """The other front ends read a columnar dataset through the engine:
+    `get` writes the values to HDF5, `diff` compares it with its row-layout
+    twin, and the REST server answers h5pyd with the same values."""
+    a = table(120)
+    with h5lake.File(tmp_path / "s.h5l", "w") as f:
+        f.create_dataset("col", data=a, chunks=(50,), layout="columnar", compression="gzip")
+        f.create_dataset("row", data=a, chunks=(50,), compression="gzip")
+    assert h5lake.get(tmp_path / "s.h5l", tmp_path / "out.h5")["skipped"] == []
+    with h5py.File(tmp_path / "out.h5", "r") as h:
+        np.testing.assert_array_equal(h["col"][...], a)
+        assert h["col"].compression == "gzip"
+    assert h5lake.diff(f"{tmp_path}/s.h5l/col", f"{tmp_path}/s.h5l/row") == []
+    h5pyd = pytest.importorskip("h5pyd")
+    from servers import Server
+    s = Server(tmp_path / "s.h5l")
+    try:
+        with h5pyd.File("/s.h5l", "r", endpoint=s.endpoint, username="admin", password="admin") as f:
+            got = f["col"][10:30]
+            for name in ("x", "id", "tag"):
+                np.testing.assert_array_equal(got[name], a[10:30][name])
+    finally:
+        s.stop()
