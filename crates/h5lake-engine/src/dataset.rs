@@ -690,7 +690,7 @@ impl Domain {
             ));
         }
         let proj = Projection::new(&m.dtype, fields)?;
-        Self::check_selection_sized(&m, sel, out.len(), proj.out_size)?;
+        Self::check_selection_sized(m, sel, out.len(), proj.out_size)?;
         let ptr = OutPtr(out.as_mut_ptr());
         let fill_chunk = std::sync::OnceLock::new();
         let inline = m.is_small_io(out.len());
@@ -699,7 +699,7 @@ impl Domain {
                 let plan = OrthoPlan::new(sels, &m.chunk);
                 let cs = strides(&m.chunk);
                 let os = strides(&sel.out_shape());
-                let use_cache = !bypass_cache && self.fits_cache(&m, plan.num_chunks());
+                let use_cache = !bypass_cache && self.fits_cache(m, plan.num_chunks());
                 // Unfiltered whole elements can go from storage straight into
                 // the caller's buffer. Where a chunk is read whole from a local
                 // store, that costs no more than a cache hit (whose version
@@ -711,7 +711,7 @@ impl Domain {
                     m.key(&coords)
                 };
                 self.chunk_tasks(
-                    &m,
+                    m,
                     plan.num_chunks(),
                     inline,
                     chunk_key,
@@ -721,7 +721,7 @@ impl Domain {
                         let key = m.key(&coords);
                         if fetched.is_none() && direct && m.covers_whole_chunk(&parts) {
                             // SAFETY: as below; the runs are this task's own elements.
-                            if unsafe { self.read_chunk_direct(&m, &key, &parts, &cs, &os, ptr)? } {
+                            if unsafe { self.read_chunk_direct(m, &key, &parts, &cs, &os, ptr)? } {
                                 return Ok(());
                             }
                         }
@@ -734,7 +734,7 @@ impl Domain {
                             });
                         };
                         self.with_task_chunk(
-                            &m,
+                            m,
                             &key,
                             fetched,
                             use_cache,
@@ -747,10 +747,10 @@ impl Domain {
             }
             Selection::Points { .. } => {
                 let groups: Vec<_> = plan_points(sel, &m.chunk).into_iter().collect();
-                let use_cache = !bypass_cache && self.fits_cache(&m, groups.len());
+                let use_cache = !bypass_cache && self.fits_cache(m, groups.len());
                 let chunk_key = |g: usize| m.key(&groups[g].0);
                 self.chunk_tasks(
-                    &m,
+                    m,
                     groups.len(),
                     inline,
                     chunk_key,
@@ -764,7 +764,7 @@ impl Domain {
                             }
                         };
                         self.with_task_chunk(
-                            &m,
+                            m,
                             &key,
                             fetched,
                             use_cache,
@@ -800,7 +800,7 @@ impl Domain {
                 "variable-length data must be written with write_vlen".into(),
             ));
         }
-        Self::check_selection(&m, sel, data.len())?;
+        Self::check_selection(m, sel, data.len())?;
         let es = m.elem_size();
         let inline = m.is_small_io(data.len());
         match sel {
@@ -833,7 +833,7 @@ impl Domain {
                     // appended after extending the dataset.
                     let full = m.covers_whole_chunk(&parts);
                     if !full
-                        && self.patch_chunk(&m, &m.key(&coords), data, |run| {
+                        && self.patch_chunk(m, &m.key(&coords), data, |run| {
                             walk(&parts, &cs, &os, &mut |s, d, n| {
                                 run(s * es as u64, d as usize * es, n as usize * es);
                             });
@@ -841,7 +841,7 @@ impl Domain {
                     {
                         return Ok(());
                     }
-                    self.modify_chunk(&m, &m.key(&coords), full, |buf| {
+                    self.modify_chunk(m, &m.key(&coords), full, |buf| {
                         gather(buf);
                         Ok(())
                     })
@@ -851,14 +851,14 @@ impl Domain {
                 let groups: Vec<_> = plan_points(sel, &m.chunk).into_iter().collect();
                 for_each_task(groups.len(), inline, |g| {
                     let (coords, pts) = &groups[g];
-                    if self.patch_chunk(&m, &m.key(coords), data, |run| {
+                    if self.patch_chunk(m, &m.key(coords), data, |run| {
                         for &(s, d) in pts {
                             run(s * es as u64, d as usize * es, es);
                         }
                     })? {
                         return Ok(());
                     }
-                    self.modify_chunk(&m, &m.key(coords), false, |buf| {
+                    self.modify_chunk(m, &m.key(coords), false, |buf| {
                         for &(s, d) in pts {
                             let (s, d) = (s as usize * es, d as usize * es);
                             buf[s..s + es].copy_from_slice(&data[d..d + es]);
