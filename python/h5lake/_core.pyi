@@ -163,3 +163,16 @@ def serve(
     is bound; ``options_json`` holds the link policy and resource limits.
     OSError if the port cannot be bound or the files not read; ValueError
     for an unknown option."""
+
+def load_parquet(
+    srcs: list[str],
+    dest: str,
+    name: str,
+    filters_json: str = "[]",
+    chunk_rows: int | None = None,
+    force: bool = False,
+) -> str:
+    """Load Parquet files (one schema, in order) into a new store ``dest`` as
+    one 1-D columnar compound dataset ``name``; returns the report as JSON.
+    ValueError (nothing written) for a column type with no HDF5 form or files
+    of different schemas; OSError for unreadable files."""

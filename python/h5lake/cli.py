@@ -115,7 +115,8 @@ def _load(args):
     return _convert("load", args, lambda: h5lake.load(
         args.src, args.dest, link=args.link, hyperchunk=args.hyperchunk,
         keep_chunks=args.keep_chunks, force=args.force, progress=not args.quiet,
-        skip_unsupported=True))
+        skip_unsupported=True, name=args.name, chunks=args.chunks,
+        compression=args.compression))
 
 
 def _get(args):
@@ -259,15 +260,25 @@ def build_parser():
     p.add_argument("src", metavar="SRC", help="a store, or store/path/inside")
     p.add_argument("dst", metavar="DST", help="a new store path, or path in the same store (a group: move into it)")
 
-    p = _command(commands, "load", _load, "load an HDF5 file into a new h5lake store",
-                 "h5lake load --link --hyperchunk 4M run.h5 run.h5l")
-    p.add_argument("src", metavar="HDF5_FILE", help="the HDF5 file to read")
+    p = _command(commands, "load", _load,
+                 "load an HDF5 file, or Parquet files, into a new h5lake store",
+                 "h5lake load --link --hyperchunk 4M run.h5 run.h5l\n"
+                 "  h5lake load --name events --compression zstd 'part-*.parquet' events.h5l")
+    p.add_argument("src", metavar="FILE",
+                   help="the HDF5 file to read; or a .parquet file, a directory of them or a "
+                        "quoted glob pattern (one columnar dataset, files in natural order)")
     p.add_argument("dest", metavar="STORE", help="the store directory to create")
     p.add_argument("--link", action="store_true",
                    help="refer to the HDF5 file's data instead of copying it (the file must stay in place)")
     p.add_argument("--hyperchunk", type=parse_size, metavar="SIZE",
                    help="link mode: read adjacent chunks together, about SIZE bytes at a time "
                         "(default 4M; 0 = one chunk at a time)")
+    p.add_argument("--name", help="Parquet: the dataset's path in the store (default: the first "
+                                  "file's name without its extension)")
+    p.add_argument("--chunks", type=int, metavar="ROWS",
+                   help="Parquet: rows per chunk (default: about 16 MiB of rows)")
+    p.add_argument("--compression", choices=["gzip", "zstd", "lz4"],
+                   help="Parquet: how the dataset's chunks are compressed (default: none)")
     p.add_argument("--keep-chunks", action="store_true",
                    help="copy chunk bytes as the file stores them (several times faster; "
                         "h5lake reads the store, a real HSDS server does not)")

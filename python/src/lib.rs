@@ -340,6 +340,186 @@ fn load_hdf5(
     .to_string())
 }
 
+/// Why a Parquet load failed: the input (a column type, a schema
+/// mismatch, a bad file: nothing written) or the store.
+enum ParquetLoadError {
+    Input(h5lake_columnar::ColumnarError),
+    Store(EngineError),
+}
+
+impl From<EngineError> for ParquetLoadError {
+    fn from(e: EngineError) -> Self {
+        ParquetLoadError::Store(e)
+    }
+}
+
+impl From<h5lake_columnar::ColumnarError> for ParquetLoadError {
+    fn from(e: h5lake_columnar::ColumnarError) -> Self {
+        ParquetLoadError::Input(e)
+    }
+}
+
+fn parquet_err(e: ParquetLoadError) -> PyErr {
+    match e {
+        ParquetLoadError::Input(h5lake_columnar::ColumnarError::Unsupported(m)) => {
+            PyValueError::new_err(m)
+        }
+        ParquetLoadError::Input(e) => PyOSError::new_err(e.to_string()),
+        ParquetLoadError::Store(e) => to_py_err(e),
+    }
+}
+
+/// Loads Parquet files (one schema, in the order given) into a new store at
+/// `dest` as one 1-D columnar compound dataset at `name` (`filters_json`:
+/// its compression; `chunk_rows`: rows per chunk, default about 16 MiB of
+/// rows). Every column is mapped before anything is written; a load that
+/// fails later removes the store it made. Returns the report as JSON.
+#[pyfunction]
+#[pyo3(signature = (srcs, dest, name, filters_json="[]", chunk_rows=None, force=false))]
+fn load_parquet(
+    py: Python<'_>,
+    srcs: Vec<PathBuf>,
+    dest: String,
+    name: String,
+    filters_json: &str,
+    chunk_rows: Option<u64>,
+    force: bool,
+) -> PyResult<String> {
+    let filters = parse_json(filters_json, "filters")?;
+    let input = py
+        .allow_threads(|| h5lake_columnar::ParquetInput::open(&srcs))
+        .map_err(|e| parquet_err(e.into()))?;
+    let segments: Vec<String> = name
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
+    if segments.is_empty() {
+        return Err(PyValueError::new_err("the dataset needs a name"));
+    }
+    let mode = if force {
+        OpenMode::Truncate
+    } else {
+        OpenMode::CreateExclusive
+    };
+    let dom = py
+        .allow_threads(|| Domain::open_url_with(&dest, mode, &DomainOptions::default()))
+        .map_err(to_py_err)?;
+    let rows = input.num_rows();
+    let result = interruptible(
+        py,
+        || -> Result<u64, ParquetLoadError> {
+            let dtype = input.dtype();
+            let row_bytes = dtype.fixed_size().unwrap_or(64).max(1) as u64;
+            let chunk = chunk_rows
+                .unwrap_or((16 << 20) / row_bytes)
+                .clamp(1, rows.max(1));
+            let mut cprops = serde_json::json!({
+                "layout": {"class": "H5D_CHUNKED", "dims": [chunk]},
+                "h5lake": {"chunkFormat": "parquet"},
+            });
+            if filters.as_array().is_some_and(|f| !f.is_empty()) {
+                cprops["filters"] = filters.clone();
+            }
+            let id = dom.create_dataset(
+                dtype.to_json(),
+                serde_json::json!({"class": "H5S_SIMPLE", "dims": [rows], "maxdims": ["H5S_UNLIMITED"]}),
+                cprops,
+            )?;
+            if !input.arrow_types().is_empty() {
+                dom.attr_create(
+                    &id,
+                    "arrow_types",
+                    serde_json::json!({
+                        "type": {"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8",
+                                 "strPad": "H5T_STR_NULLTERM", "length": "H5T_VARIABLE"},
+                        "shape": {"class": "H5S_SCALAR"},
+                        "value": serde_json::Value::Object(input.arrow_types().clone()).to_string(),
+                    }),
+                    false,
+                )?;
+            }
+            let mut parent = dom.root_id().to_string();
+            for seg in &segments[..segments.len() - 1] {
+                let g = dom.create_group(serde_json::json!({}))?;
+                dom.link_create(
+                    &parent,
+                    seg,
+                    serde_json::json!({"class": "H5L_TYPE_HARD", "id": g}),
+                )?;
+                parent = g;
+            }
+            // Rows go in whole chunks where they can: each chunk object is
+            // then written once.
+            let variable = dtype.fixed_size().is_none();
+            let mut pending: Vec<u8> = Vec::new();
+            let mut pending_rows = 0u64;
+            let mut at = 0u64;
+            let flush = |buf: &[u8], n: u64, at: &mut u64| -> Result<(), ParquetLoadError> {
+                if n == 0 {
+                    return Ok(());
+                }
+                let sel = h5lake_types::Selection::from_slices(&[(*at, n, 1)]);
+                if variable {
+                    let items = h5lake_types::record::split_elements(dtype, buf, n as usize)
+                        .map_err(|e| ParquetLoadError::Store(e.into()))?;
+                    dom.write_vlen(&id, &sel, &items)?;
+                } else {
+                    dom.write(&id, &sel, buf)?;
+                }
+                *at += n;
+                Ok(())
+            };
+            input.for_each_batch(|buf, n| {
+                pending.extend_from_slice(buf);
+                pending_rows += n as u64;
+                if pending_rows >= chunk {
+                    let whole = pending_rows / chunk * chunk;
+                    let cut = if variable {
+                        let mut pos = 0;
+                        for _ in 0..whole {
+                            pos += h5lake_types::record::record_len(dtype, &pending, pos)?;
+                        }
+                        pos
+                    } else {
+                        (whole * row_bytes) as usize
+                    };
+                    flush(&pending[..cut], whole, &mut at).map_err(|e| match e {
+                        ParquetLoadError::Input(e) => e,
+                        ParquetLoadError::Store(e) => h5lake_columnar::ColumnarError::Corrupt(
+                            format!("writing the store: {e}"),
+                        ),
+                    })?;
+                    pending.drain(..cut);
+                    pending_rows -= whole;
+                }
+                Ok(())
+            })?;
+            flush(&pending, pending_rows, &mut at)?;
+            dom.link_create(
+                &parent,
+                &segments[segments.len() - 1],
+                serde_json::json!({"class": "H5L_TYPE_HARD", "id": id}),
+            )?;
+            Ok(at)
+        },
+        parquet_err,
+    );
+    match result {
+        Ok(written) => Ok(serde_json::json!({
+            "datasets": 1, "rows": written, "files": srcs.len(),
+            "arrow_types": serde_json::Value::Object(input.arrow_types().clone()),
+            "skipped": [], "skipped_objects": [],
+        })
+        .to_string()),
+        Err(e) => {
+            // nothing half-made: the store this load made goes
+            let _ = py.allow_threads(|| dom.delete_domain());
+            Err(e)
+        }
+    }
+}
+
 fn skipped_texts(items: &[h5lake_hdf5::Skipped]) -> Vec<String> {
     items.iter().map(ToString::to_string).collect()
 }
@@ -840,6 +1020,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(domain_exists, m)?)?;
     m.add_function(wrap_pyfunction!(delete_domain, m)?)?;
     m.add_function(wrap_pyfunction!(serve, m)?)?;
+    m.add_function(wrap_pyfunction!(load_parquet, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

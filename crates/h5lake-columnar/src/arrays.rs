@@ -3,12 +3,13 @@
 use std::sync::Arc;
 
 use arrow_array::{
-    make_array, Array, ArrayRef, FixedSizeBinaryArray, FixedSizeListArray, StructArray,
+    make_array, Array, ArrayRef, BinaryArray, FixedSizeBinaryArray, FixedSizeListArray, ListArray,
+    StringArray, StructArray,
 };
-use arrow_buffer::Buffer;
+use arrow_buffer::{Buffer, OffsetBuffer};
 use arrow_data::ArrayData;
 use arrow_schema::{DataType, Field, Fields};
-use h5lake_types::{ByteOrder, Datatype};
+use h5lake_types::{ByteOrder, CharSet, Datatype};
 
 use crate::{ColumnarError, Result};
 
@@ -69,7 +70,8 @@ fn width(n: usize) -> Result<i32> {
 fn unsupported(dt: &Datatype) -> ColumnarError {
     ColumnarError::Unsupported(format!(
         "a member of type {} in a columnar dataset (not yet: variable-length strings and \
-         sequences, region references, integers other than 8 to 64 bits)",
+         sequences inside nested compounds or arrays, sequences of variable-length elements, \
+         region references, integers other than 8 to 64 bits)",
         dt.to_json()
     ))
 }
@@ -271,6 +273,113 @@ pub(crate) fn from_array(
                 out[i * size..(i + 1) * size].fill(0);
             }
         }
+    }
+    Ok(())
+}
+
+/// The Arrow type of a member of the top-level compound: as
+/// [`arrow_type`], and variable-length strings and sequences of fixed-size
+/// elements (which nested compounds and arrays cannot hold yet).
+pub(crate) fn member_type(dt: &Datatype) -> Result<DataType> {
+    Ok(match dt {
+        Datatype::String {
+            length: None,
+            charset,
+            ..
+        } => match charset {
+            CharSet::Utf8 => DataType::Utf8,
+            CharSet::Ascii => DataType::Binary,
+        },
+        Datatype::Vlen { base } if base.fixed_size().is_some() => {
+            DataType::List(Arc::new(Field::new("item", arrow_type(base)?, false)))
+        }
+        _ => arrow_type(dt)?,
+    })
+}
+
+/// Whether `dt` is a variable-length member a columnar compound holds at its
+/// top level.
+pub(crate) fn is_vlen_member(dt: &Datatype) -> bool {
+    matches!(dt, Datatype::String { length: None, .. })
+        || matches!(dt, Datatype::Vlen { base } if base.fixed_size().is_some())
+}
+
+/// The Arrow array of a variable-length member, given each row's part in
+/// HSDS's serialized form (a 4-byte count and the bytes).
+pub(crate) fn vlen_column(dt: &Datatype, parts: &[&[u8]]) -> Result<ArrayRef> {
+    let bodies: Vec<&[u8]> = parts.iter().map(|p| p.get(4..).unwrap_or(&[])).collect();
+    match dt {
+        Datatype::String {
+            charset: CharSet::Utf8,
+            ..
+        } => {
+            let texts = bodies
+                .iter()
+                .map(|b| {
+                    std::str::from_utf8(b).map_err(|_| {
+                        ColumnarError::Unsupported(
+                            "a UTF-8 string member holding bytes that are not UTF-8".into(),
+                        )
+                    })
+                })
+                .collect::<Result<Vec<&str>>>()?;
+            Ok(Arc::new(StringArray::from(texts)))
+        }
+        Datatype::String { .. } => Ok(Arc::new(BinaryArray::from(bodies))),
+        Datatype::Vlen { base } => {
+            let es = base.fixed_size().unwrap_or(0).max(1);
+            let lens: Vec<usize> = bodies.iter().map(|b| b.len() / es).collect();
+            let values = bodies.concat();
+            let child = to_array(base, &values, values.len() / es)?;
+            let DataType::List(field) = member_type(dt)? else {
+                unreachable!("sequences are lists")
+            };
+            Ok(Arc::new(ListArray::try_new(
+                field,
+                OffsetBuffer::from_lengths(lens),
+                child,
+                None,
+            )?))
+        }
+        _ => Err(unsupported(dt)),
+    }
+}
+
+/// Row `i` of a variable-length member's column, serialized (a 4-byte
+/// count and the bytes); a null is `fill` (the member's serialized fill).
+pub(crate) fn vlen_part(
+    dt: &Datatype,
+    arr: &dyn Array,
+    i: usize,
+    fill: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    if arr.is_null(i) {
+        out.extend_from_slice(if fill.len() >= 4 { fill } else { &[0, 0, 0, 0] });
+        return Ok(());
+    }
+    let mut counted = |body: &[u8]| {
+        out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        out.extend_from_slice(body);
+    };
+    if let Some(s) = arr.as_any().downcast_ref::<StringArray>() {
+        counted(s.value(i).as_bytes());
+    } else if let Some(b) = arr.as_any().downcast_ref::<BinaryArray>() {
+        counted(b.value(i));
+    } else if let (Datatype::Vlen { base }, Some(l)) =
+        (dt, arr.as_any().downcast_ref::<ListArray>())
+    {
+        let items = l.value(i);
+        let es = base.fixed_size().unwrap_or(0);
+        let mut body = vec![0u8; items.len() * es];
+        from_array(base, items.as_ref(), &mut body, &[])?;
+        counted(&body);
+    } else {
+        return Err(ColumnarError::Corrupt(format!(
+            "a column of Arrow type {} for member type {}",
+            arr.data_type(),
+            dt.to_json()
+        )));
     }
     Ok(())
 }

@@ -14,6 +14,8 @@ pub enum ColumnarError {
     Parquet(#[from] parquet::errors::ParquetError),
     #[error("arrow: {0}")]
     Arrow(#[from] arrow_schema::ArrowError),
+    #[error("corrupt columnar chunk: {0}")]
+    Types(#[from] h5lake_types::TypeError),
 }
 
 pub type Result<T> = std::result::Result<T, ColumnarError>;

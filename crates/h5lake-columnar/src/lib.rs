@@ -12,6 +12,7 @@
 
 mod arrays;
 mod error;
+mod input;
 
 use std::sync::Arc;
 
@@ -26,6 +27,7 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use serde_json::Value;
 
 pub use error::{ColumnarError, Result};
+pub use input::ParquetInput;
 
 /// The Parquet codec a columnar dataset's chunks are compressed with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,7 +109,7 @@ pub fn arrow_schema(dtype: &Datatype) -> Result<Schema> {
     };
     let fields: Vec<Field> = fields
         .iter()
-        .map(|f| Ok(Field::new(&f.name, arrays::arrow_type(&f.dtype)?, false)))
+        .map(|f| Ok(Field::new(&f.name, arrays::member_type(&f.dtype)?, false)))
         .collect::<Result<_>>()?;
     Ok(Schema::new(fields))
 }
@@ -133,23 +135,57 @@ pub fn encode_chunk(
     compression: Compression,
 ) -> Result<Vec<u8>> {
     let schema = Arc::new(arrow_schema(dtype)?);
-    let size = dtype.fixed_size().unwrap_or(0);
-    if raw.len() != n * size {
-        return Err(ColumnarError::Corrupt(format!(
-            "a chunk of {n} elements of {size} bytes holds {} bytes",
-            raw.len()
-        )));
-    }
     let Datatype::Compound { fields, .. } = dtype else {
         unreachable!("arrow_schema accepts compounds only")
     };
-    let columns = fields
-        .iter()
-        .map(|f| {
-            let member = arrays::gather(raw, size, f.offset, f.dtype.fixed_size().unwrap_or(0), n);
-            arrays::to_array(&f.dtype, &member, n)
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let columns = match dtype.fixed_size() {
+        Some(size) => {
+            if raw.len() != n * size {
+                return Err(ColumnarError::Corrupt(format!(
+                    "a chunk of {n} elements of {size} bytes holds {} bytes",
+                    raw.len()
+                )));
+            }
+            fields
+                .iter()
+                .map(|f| {
+                    let w = f.dtype.fixed_size().unwrap_or(0);
+                    arrays::to_array(&f.dtype, &arrays::gather(raw, size, f.offset, w, n), n)
+                })
+                .collect::<Result<Vec<_>>>()?
+        }
+        None => {
+            // Records of variable length: each member's part of each row.
+            let records = h5lake_types::record::split_elements(dtype, raw, n)?;
+            if records.len() != n {
+                return Err(ColumnarError::Corrupt(format!(
+                    "a chunk of {} records, expected {n}",
+                    records.len()
+                )));
+            }
+            let mut parts: Vec<Vec<&[u8]>> = vec![Vec::with_capacity(n); fields.len()];
+            for rec in &records {
+                let mut pos = 0;
+                for (k, f) in fields.iter().enumerate() {
+                    let len = h5lake_types::record::record_len(&f.dtype, rec, pos)?;
+                    parts[k].push(&rec[pos..pos + len]);
+                    pos += len;
+                }
+            }
+            fields
+                .iter()
+                .zip(&parts)
+                .map(|(f, p)| {
+                    if arrays::is_vlen_member(&f.dtype) {
+                        arrays::vlen_column(&f.dtype, p)
+                    } else {
+                        arrays::to_array(&f.dtype, &p.concat(), n)
+                    }
+                })
+                .collect::<Result<Vec<_>>>()?
+        }
+    };
+    let raw_len = raw.len();
     let batch = RecordBatch::try_new(schema.clone(), columns)?;
     let props = WriterProperties::builder()
         .set_compression(compression.parquet()?)
@@ -157,7 +193,7 @@ pub fn encode_chunk(
         .set_max_row_group_bytes(None)
         .set_statistics_enabled(EnabledStatistics::Page)
         .build();
-    let mut out = Vec::with_capacity(raw.len() / 2 + 1024);
+    let mut out = Vec::with_capacity(raw_len / 2 + 1024);
     let mut w = ArrowWriter::try_new(&mut out, schema, Some(props))?;
     w.write(&batch)?;
     w.close()?;
@@ -171,13 +207,28 @@ pub fn encode_chunk(
 /// # Errors
 /// Bytes that are not a Parquet object of this type and length.
 pub fn decode_chunk(dtype: &Datatype, stored: Bytes, n: usize, fill: &[u8]) -> Result<Vec<u8>> {
-    let size = dtype.fixed_size().unwrap_or(0);
     let Datatype::Compound { fields, .. } = dtype else {
         return Err(ColumnarError::Unsupported(format!(
             "a columnar chunk of type {}",
             dtype.to_json()
         )));
     };
+    let mut out = Vec::with_capacity(n * dtype.fixed_size().unwrap_or(16));
+    let mut rows = 0;
+    for batch in read_batches(stored, n, fields.len())? {
+        rows += batch.num_rows();
+        batch_rows(dtype, &batch, fill, &mut out)?;
+    }
+    if rows != n {
+        return Err(ColumnarError::Corrupt(format!(
+            "a columnar chunk yielded {rows} rows, expected {n}"
+        )));
+    }
+    Ok(out)
+}
+
+/// The record batches of a stored chunk of `n` rows and `columns` columns.
+fn read_batches(stored: Bytes, n: usize, columns: usize) -> Result<Vec<RecordBatch>> {
     let builder = ParquetRecordBatchReaderBuilder::try_new(stored)?;
     let total = builder.metadata().file_metadata().num_rows();
     if usize::try_from(total).ok() != Some(n) {
@@ -185,43 +236,88 @@ pub fn decode_chunk(dtype: &Datatype, stored: Bytes, n: usize, fill: &[u8]) -> R
             "a columnar chunk of {total} rows, expected {n}"
         )));
     }
-    let mask = ProjectionMask::all();
-    let reader = builder
-        .with_projection(mask)
+    let batches = builder
+        .with_projection(ProjectionMask::all())
         .with_batch_size(n.max(1))
-        .build()?;
-    let mut out = vec![0u8; n * size];
-    let mut row = 0usize;
-    for batch in reader {
-        let batch = batch?;
-        let rows = batch.num_rows();
-        if batch.num_columns() != fields.len() {
-            return Err(ColumnarError::Corrupt(format!(
-                "a columnar chunk of {} columns, expected {}",
-                batch.num_columns(),
-                fields.len()
-            )));
-        }
+        .build()?
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    if let Some(b) = batches.iter().find(|b| b.num_columns() != columns) {
+        return Err(ColumnarError::Corrupt(format!(
+            "a columnar chunk of {} columns, expected {columns}",
+            b.num_columns()
+        )));
+    }
+    Ok(batches)
+}
+
+/// Appends the rows of `batch` (one column per member of the compound
+/// `dtype`, of the Arrow types [`arrow_schema`] gives) to `out` in HSDS's
+/// row layout: packed elements, or serialized records when members are of
+/// variable length. A null reads as the member's part of `fill` (one
+/// element of `dtype`; zero or empty when `fill` is empty).
+///
+/// # Errors
+/// Columns of other types than the members'.
+pub fn batch_rows(
+    dtype: &Datatype,
+    batch: &RecordBatch,
+    fill: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let Datatype::Compound { fields, .. } = dtype else {
+        return Err(ColumnarError::Unsupported(format!(
+            "rows of type {}",
+            dtype.to_json()
+        )));
+    };
+    let rows = batch.num_rows();
+    if let Some(size) = dtype.fixed_size() {
+        let at = out.len();
+        out.resize(at + rows * size, 0);
         for (f, col) in fields.iter().zip(batch.columns()) {
             let fs = f.dtype.fixed_size().unwrap_or(0);
             let mut member = vec![0u8; rows * fs];
             let fill_member = fill.get(f.offset..f.offset + fs).unwrap_or(&[]);
             arrays::from_array(&f.dtype, col.as_ref(), &mut member, fill_member)?;
-            arrays::scatter(
-                &member,
-                &mut out[row * size..(row + rows) * size],
-                size,
-                f.offset,
-                fs,
-                rows,
-            );
+            arrays::scatter(&member, &mut out[at..], size, f.offset, fs, rows);
         }
-        row += rows;
+        return Ok(());
     }
-    if row != n {
-        return Err(ColumnarError::Corrupt(format!(
-            "a columnar chunk yielded {row} rows, expected {n}"
-        )));
+    // Each member's part of the fill record (a null reads as it).
+    let mut fill_parts: Vec<&[u8]> = Vec::with_capacity(fields.len());
+    let mut pos = 0;
+    for f in fields {
+        let len = h5lake_types::record::record_len(&f.dtype, fill, pos).unwrap_or(0);
+        fill_parts.push(fill.get(pos..pos + len).unwrap_or(&[]));
+        pos += len;
     }
-    Ok(out)
+    // Fixed-size members decoded whole, then interleaved row by row.
+    let fixed: Vec<Option<Vec<u8>>> = fields
+        .iter()
+        .zip(batch.columns())
+        .zip(&fill_parts)
+        .map(|((f, col), fp)| {
+            if arrays::is_vlen_member(&f.dtype) {
+                return Ok(None);
+            }
+            let w = f.dtype.fixed_size().unwrap_or(0);
+            let mut member = vec![0u8; rows * w];
+            arrays::from_array(&f.dtype, col.as_ref(), &mut member, fp)?;
+            Ok(Some(member))
+        })
+        .collect::<Result<_>>()?;
+    for i in 0..rows {
+        for (k, f) in fields.iter().enumerate() {
+            match &fixed[k] {
+                Some(member) => {
+                    let w = f.dtype.fixed_size().unwrap_or(0);
+                    out.extend_from_slice(&member[i * w..(i + 1) * w]);
+                }
+                None => {
+                    arrays::vlen_part(&f.dtype, batch.column(k).as_ref(), i, fill_parts[k], out)?
+                }
+            }
+        }
+    }
+    Ok(())
 }

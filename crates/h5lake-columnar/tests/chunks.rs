@@ -64,8 +64,9 @@ fn bad_input_is_refused_by_name() {
     .unwrap_err();
     assert!(err.to_string().contains("parquet"), "{err}");
     let vlen = Datatype::from_json(&json!({"class": "H5T_COMPOUND", "fields": [
-        {"name": "s", "type": {"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8",
-                               "strPad": "H5T_STR_NULLTERM", "length": "H5T_VARIABLE"}}]}))
+        {"name": "inner", "type": {"class": "H5T_COMPOUND", "fields": [
+            {"name": "s", "type": {"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8",
+                                   "strPad": "H5T_STR_NULLTERM", "length": "H5T_VARIABLE"}}]}}]}))
     .unwrap();
     let err = h5lake_columnar::check_type(&vlen).unwrap_err();
     assert!(err.to_string().contains("variable-length"), "{err}");
@@ -78,4 +79,36 @@ fn bad_input_is_refused_by_name() {
         err.to_string().contains("gzip, zstd, lz4 or snappy"),
         "{err}"
     );
+}
+
+#[test]
+fn variable_length_members_round_trip() {
+    let dt = Datatype::from_json(&json!({"class": "H5T_COMPOUND", "fields": [
+        {"name": "id", "type": "H5T_STD_I32LE"},
+        {"name": "name", "type": {"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8",
+                                  "strPad": "H5T_STR_NULLTERM", "length": "H5T_VARIABLE"}},
+        {"name": "raw", "type": {"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII",
+                                 "strPad": "H5T_STR_NULLTERM", "length": "H5T_VARIABLE"}},
+        {"name": "hits", "type": {"class": "H5T_VLEN", "base": "H5T_IEEE_F64BE"}}
+    ]}))
+    .unwrap();
+    let n = 50;
+    let mut raw = Vec::new();
+    for i in 0..n {
+        raw.extend_from_slice(&(i as i32).to_le_bytes());
+        let name = "é".repeat(i % 4);
+        raw.extend_from_slice(&(name.len() as u32).to_le_bytes());
+        raw.extend_from_slice(name.as_bytes());
+        let bytes: Vec<u8> = (0..i % 3).map(|k| 200 + k as u8).collect();
+        raw.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+        raw.extend_from_slice(&bytes);
+        let hits: Vec<u8> = (0..i % 5)
+            .flat_map(|k| (k as f64 * 1.5).to_be_bytes())
+            .collect();
+        raw.extend_from_slice(&(hits.len() as u32).to_le_bytes());
+        raw.extend_from_slice(&hits);
+    }
+    let stored = encode_chunk(&dt, &raw, n, Compression::Zstd(1)).unwrap();
+    let back = decode_chunk(&dt, Bytes::from(stored), n, &[]).unwrap();
+    assert_eq!(back, raw);
 }

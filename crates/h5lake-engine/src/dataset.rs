@@ -763,15 +763,7 @@ impl Domain {
                                 unsafe { proj.copy(src, s, ptr, d, 1) };
                             }
                         };
-                        self.with_task_chunk(
-                            m,
-                            &key,
-                            fetched,
-                            use_cache,
-                            &fill_chunk,
-                            None,
-                            gather,
-                        )
+                        self.with_task_chunk(m, &key, fetched, use_cache, &fill_chunk, None, gather)
                     },
                 )
             }

@@ -28,7 +28,14 @@ def _column(pa, a):
         children = [_column(pa, np.ascontiguousarray(a[name])) for name in dt.names]
         return pa.StructArray.from_arrays(children, names=list(dt.names))
     if dt.kind == "O":
-        return pa.array(list(a))
+        from .h5t import check_vlen_dtype
+        base = check_vlen_dtype(dt)
+        if base is str:                 # UTF-8 text: Arrow strings
+            return pa.array([x.decode("utf-8") if isinstance(x, bytes) else x for x in a],
+                            pa.string())
+        if base is bytes:
+            return pa.array([bytes(x) for x in a], pa.binary())
+        return pa.array([np.asarray(x).tolist() for x in a])
     if not dt.isnative:                 # Arrow is little-endian
         a = a.astype(dt.newbyteorder("="))
     return pa.array(np.ascontiguousarray(a))

@@ -30,9 +30,43 @@ def _checked(what, dest, report, skip_unsupported):
     return report
 
 
+def parquet_sources(src):
+    """The Parquet files ``src`` names, in order — a ``.parquet`` file, a
+    directory of them, a glob pattern, or a list of any of those — or
+    ``None`` when ``src`` names no Parquet input (an HDF5 file)."""
+    import glob
+    import re
+    if isinstance(src, (list, tuple)):
+        files = [f for s in src for f in (parquet_sources(s) or [os.fspath(s)])]
+        return files
+    src = os.fspath(src)
+
+    def natural(name):
+        return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+    if os.path.isdir(src) and not os.path.exists(os.path.join(src, ".domain.json")):
+        files = sorted(glob.glob(os.path.join(src, "*.parquet")), key=natural)
+        return files or None
+    if any(c in src for c in "*?[") and not os.path.exists(src):
+        files = sorted(glob.glob(src), key=natural)
+        if not files:
+            raise FileNotFoundError(2, f"no files match {src}")
+        return files
+    if src.endswith((".parquet", ".parq", ".pq")):
+        return [src]
+    return None
+
+
 def load(src, dest, *, link=False, hyperchunk=None, keep_chunks=False, force=False,
-         progress=False, skip_unsupported=False):
+         progress=False, skip_unsupported=False, name=None, chunks=None, compression=None):
     """Load the HDF5 file ``src`` into a new h5lake store at ``dest``.
+
+    ``src`` may also be Parquet: a ``.parquet`` file, a directory of them,
+    a glob pattern or a list, read in that order (a directory or pattern in
+    natural sort order of the names) as one 1-D columnar compound dataset
+    named ``name`` (default: the first file's stem), with ``chunks`` rows per
+    chunk and ``compression`` ("gzip", "zstd", "lz4"). Every column's type is
+    checked before anything is written; one with no HDF5 form (maps, unions,
+    decimals) fails the load naming the column, and nothing is written.
 
     ``link=True`` copies only metadata: datasets point at the byte ranges of
     their chunks inside ``src``, which must then stay where it is.
@@ -50,6 +84,27 @@ def load(src, dest, *, link=False, hyperchunk=None, keep_chunks=False, force=Fal
     :class:`IncompleteConversion` (carrying the report) unless
     ``skip_unsupported=True``.
     """
+    files = parquet_sources(src)
+    if files is not None:
+        if link:
+            raise NotImplementedError("loading Parquet files with link=True is not supported yet; "
+                                      "load a copy (the default)")
+        for f in files:
+            if not os.path.isfile(f):
+                raise FileNotFoundError(2, f"no such Parquet file: {f}")
+        if name is None:
+            name = os.path.splitext(os.path.basename(files[0]))[0]
+        from . import filters
+        import numpy as np
+        dcpl = filters.generate_dcpl((1,), np.dtype("u1"), (1,), compression, None, None, None,
+                                     None, None, None, False)
+        report = json.loads(_core.load_parquet(
+            [os.fspath(f) for f in files], os.fspath(dest), name,
+            json.dumps(dcpl.get("filters", [])), None if chunks is None else int(chunks),
+            bool(force)))
+        report.update(groups=name.strip("/").count("/") + 1, attributes=len(report["arrow_types"]) > 0,
+                      links=name.strip("/").count("/") + 1, bytes=0, chunks=0)
+        return report
     if hyperchunk is not None and int(hyperchunk) < 0:
         raise ValueError("hyperchunk must be a size in bytes (0 turns it off)")
     report = _core.load_hdf5(os.fspath(src), os.fspath(dest), bool(link),
