@@ -602,7 +602,7 @@ def test_load_and_get_pass_their_options(capsys, monkeypatch):
     report["skipped"] = []
     assert run(capsys, "get", "-q", "out.h5l", "back.h5")[0] == 0
     converted = dict(skip_unsupported=True)
-    no_parquet = dict(name=None, chunks=None, compression=None)
+    no_parquet = dict(name=None, chunks=None, compression=None, columnar=False)
     assert calls == [
         ("load", ("in.h5", "out.h5l"), dict(link=True, hyperchunk=4 << 20, keep_chunks=False, force=True, progress=True, **converted, **no_parquet)),
         ("load", ("in.h5", "out.h5l"), dict(link=False, hyperchunk=None, keep_chunks=False, force=False, progress=False, **converted, **no_parquet)),

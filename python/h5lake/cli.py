@@ -116,7 +116,7 @@ def _load(args):
         args.src, args.dest, link=args.link, hyperchunk=args.hyperchunk,
         keep_chunks=args.keep_chunks, force=args.force, progress=not args.quiet,
         skip_unsupported=True, name=args.name, chunks=args.chunks,
-        compression=args.compression))
+        compression=args.compression, columnar=args.columnar))
 
 
 def _get(args):
@@ -273,6 +273,9 @@ def build_parser():
     p.add_argument("--hyperchunk", type=parse_size, metavar="SIZE",
                    help="link mode: read adjacent chunks together, about SIZE bytes at a time "
                         "(default 4M; 0 = one chunk at a time)")
+    p.add_argument("--columnar", action="store_true",
+                   help="HDF5 file: store compound datasets columnar (each chunk one Parquet "
+                        "object that DuckDB, Polars and pyarrow read)")
     p.add_argument("--name", help="Parquet: the dataset's path in the store (default: the first "
                                   "file's name without its extension)")
     p.add_argument("--chunks", type=int, metavar="ROWS",

@@ -312,7 +312,7 @@ fn hdf5_err(e: Hdf5Error) -> PyErr {
 
 /// Loads an HDF5 file into a new h5lake store; returns the report as JSON.
 #[pyfunction]
-#[pyo3(signature = (src, dest, link=false, hyperchunk=None, force=false, progress=false, keep_chunks=false))]
+#[pyo3(signature = (src, dest, link=false, hyperchunk=None, force=false, progress=false, keep_chunks=false, columnar=false))]
 #[allow(clippy::too_many_arguments)]
 fn load_hdf5(
     py: Python<'_>,
@@ -323,6 +323,7 @@ fn load_hdf5(
     force: bool,
     progress: bool,
     keep_chunks: bool,
+    columnar: bool,
 ) -> PyResult<String> {
     let opts = h5lake_hdf5::LoadOptions {
         link,
@@ -330,6 +331,7 @@ fn load_hdf5(
         keep_chunks,
         force,
         progress,
+        columnar,
     };
     let r = interruptible(py, || h5lake_hdf5::load(&src, &dest, &opts), hdf5_err)?;
     Ok(serde_json::json!({
@@ -636,10 +638,7 @@ fn serve(
     cfg.hdf5_linker = Some(h5lake_server::Hdf5Linker(Arc::new(|src, dest| {
         let opts = h5lake_hdf5::LoadOptions {
             link: true,
-            hyperchunk: None,
-            keep_chunks: false,
-            force: false,
-            progress: false,
+            ..Default::default()
         };
         let report = h5lake_hdf5::load(src, dest, &opts).map_err(|e| e.to_string())?;
         // Served all the same: what the file holds that h5lake cannot read

@@ -281,7 +281,13 @@ impl ParquetInput {
                 })?;
                 let batch = self.cast(&batch)?;
                 buf.clear();
-                crate::batch_rows(&self.dtype, &batch, &[], &mut buf)?;
+                crate::batch_rows(
+                    &self.dtype,
+                    batch.columns(),
+                    batch.num_rows(),
+                    &[],
+                    &mut buf,
+                )?;
                 f(&buf, batch.num_rows())?;
             }
         }

@@ -16,7 +16,7 @@ mod input;
 
 use std::sync::Arc;
 
-use arrow_array::RecordBatch;
+use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{Field, Schema};
 use bytes::Bytes;
 use h5lake_types::Datatype;
@@ -213,54 +213,78 @@ pub fn decode_chunk(dtype: &Datatype, stored: Bytes, n: usize, fill: &[u8]) -> R
             dtype.to_json()
         )));
     };
+    let builder = ParquetRecordBatchReaderBuilder::try_new(stored)?;
+    let total = builder.metadata().file_metadata().num_rows();
+    // A table's last chunk holds only its rows; the rest reads as fill.
+    let stored_rows = usize::try_from(total)
+        .ok()
+        .filter(|&t| t <= n)
+        .ok_or_else(|| {
+            ColumnarError::Corrupt(format!(
+                "a columnar chunk of {total} rows, expected at most {n}"
+            ))
+        })?;
+    // Only the columns of `dtype`'s members are decoded (a read of some
+    // members of the dataset's type passes just those).
+    let file_schema = builder.schema().clone();
+    let missing =
+        |name: &str| ColumnarError::Corrupt(format!("a columnar chunk without column {name:?}"));
+    let mut roots = fields
+        .iter()
+        .map(|f| file_schema.index_of(&f.name).map_err(|_| missing(&f.name)))
+        .collect::<Result<Vec<_>>>()?;
+    roots.sort_unstable();
+    roots.dedup();
+    let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
+    let reader = builder
+        .with_projection(mask)
+        .with_batch_size(n.max(1))
+        .build()?;
     let mut out = Vec::with_capacity(n * dtype.fixed_size().unwrap_or(16));
     let mut rows = 0;
-    for batch in read_batches(stored, n, fields.len())? {
+    for batch in reader {
+        let batch = batch?;
+        let columns = fields
+            .iter()
+            .map(|f| {
+                batch
+                    .column_by_name(&f.name)
+                    .cloned()
+                    .ok_or_else(|| missing(&f.name))
+            })
+            .collect::<Result<Vec<_>>>()?;
         rows += batch.num_rows();
-        batch_rows(dtype, &batch, fill, &mut out)?;
+        batch_rows(dtype, &columns, batch.num_rows(), fill, &mut out)?;
     }
-    if rows != n {
+    if rows != stored_rows {
         return Err(ColumnarError::Corrupt(format!(
-            "a columnar chunk yielded {rows} rows, expected {n}"
+            "a columnar chunk yielded {rows} rows, expected {stored_rows}"
         )));
+    }
+    let filler: Vec<u8> = match dtype.fixed_size() {
+        Some(size) if fill.len() == size => fill.to_vec(),
+        Some(size) => vec![0; size],
+        None if !fill.is_empty() => fill.to_vec(),
+        None => h5lake_types::record::empty_record(dtype),
+    };
+    for _ in rows..n {
+        out.extend_from_slice(&filler);
     }
     Ok(out)
 }
 
-/// The record batches of a stored chunk of `n` rows and `columns` columns.
-fn read_batches(stored: Bytes, n: usize, columns: usize) -> Result<Vec<RecordBatch>> {
-    let builder = ParquetRecordBatchReaderBuilder::try_new(stored)?;
-    let total = builder.metadata().file_metadata().num_rows();
-    if usize::try_from(total).ok() != Some(n) {
-        return Err(ColumnarError::Corrupt(format!(
-            "a columnar chunk of {total} rows, expected {n}"
-        )));
-    }
-    let batches = builder
-        .with_projection(ProjectionMask::all())
-        .with_batch_size(n.max(1))
-        .build()?
-        .collect::<std::result::Result<Vec<_>, _>>()?;
-    if let Some(b) = batches.iter().find(|b| b.num_columns() != columns) {
-        return Err(ColumnarError::Corrupt(format!(
-            "a columnar chunk of {} columns, expected {columns}",
-            b.num_columns()
-        )));
-    }
-    Ok(batches)
-}
-
-/// Appends the rows of `batch` (one column per member of the compound
-/// `dtype`, of the Arrow types [`arrow_schema`] gives) to `out` in HSDS's
-/// row layout: packed elements, or serialized records when members are of
-/// variable length. A null reads as the member's part of `fill` (one
-/// element of `dtype`; zero or empty when `fill` is empty).
+/// Appends `rows` rows of `columns` (one per member of the compound
+/// `dtype`, in its order, of the Arrow types [`arrow_schema`] gives) to
+/// `out` in HSDS's row layout: packed elements, or serialized records when
+/// members are of variable length. A null reads as the member's part of
+/// `fill` (one element of `dtype`; zero or empty when `fill` is empty).
 ///
 /// # Errors
 /// Columns of other types than the members'.
 pub fn batch_rows(
     dtype: &Datatype,
-    batch: &RecordBatch,
+    columns: &[ArrayRef],
+    rows: usize,
     fill: &[u8],
     out: &mut Vec<u8>,
 ) -> Result<()> {
@@ -270,11 +294,17 @@ pub fn batch_rows(
             dtype.to_json()
         )));
     };
-    let rows = batch.num_rows();
+    if columns.len() != fields.len() {
+        return Err(ColumnarError::Corrupt(format!(
+            "{} columns for {} members",
+            columns.len(),
+            fields.len()
+        )));
+    }
     if let Some(size) = dtype.fixed_size() {
         let at = out.len();
         out.resize(at + rows * size, 0);
-        for (f, col) in fields.iter().zip(batch.columns()) {
+        for (f, col) in fields.iter().zip(columns) {
             let fs = f.dtype.fixed_size().unwrap_or(0);
             let mut member = vec![0u8; rows * fs];
             let fill_member = fill.get(f.offset..f.offset + fs).unwrap_or(&[]);
@@ -294,7 +324,7 @@ pub fn batch_rows(
     // Fixed-size members decoded whole, then interleaved row by row.
     let fixed: Vec<Option<Vec<u8>>> = fields
         .iter()
-        .zip(batch.columns())
+        .zip(columns)
         .zip(&fill_parts)
         .map(|((f, col), fp)| {
             if arrays::is_vlen_member(&f.dtype) {
@@ -313,9 +343,7 @@ pub fn batch_rows(
                     let w = f.dtype.fixed_size().unwrap_or(0);
                     out.extend_from_slice(&member[i * w..(i + 1) * w]);
                 }
-                None => {
-                    arrays::vlen_part(&f.dtype, batch.column(k).as_ref(), i, fill_parts[k], out)?
-                }
+                None => arrays::vlen_part(&f.dtype, columns[k].as_ref(), i, fill_parts[k], out)?,
             }
         }
     }

@@ -53,8 +53,15 @@ fn bad_input_is_refused_by_name() {
     let raw = sample(&dt, 4);
     assert!(encode_chunk(&dt, &raw[1..], 4, Compression::None).is_err());
     let stored = encode_chunk(&dt, &raw, 4, Compression::None).unwrap();
-    let err = decode_chunk(&dt, Bytes::from(stored.clone()), 5, &[]).unwrap_err();
-    assert!(err.to_string().contains("4 rows, expected 5"), "{err}");
+    // fewer rows than the chunk: the rest reads as fill
+    let padded = decode_chunk(&dt, Bytes::from(stored.clone()), 6, &[]).unwrap();
+    assert_eq!(&padded[..raw.len()], &raw[..]);
+    assert!(padded[raw.len()..].iter().all(|&b| b == 0) && padded.len() == raw.len() / 4 * 6);
+    let err = decode_chunk(&dt, Bytes::from(stored.clone()), 3, &[]).unwrap_err();
+    assert!(
+        err.to_string().contains("4 rows, expected at most 3"),
+        "{err}"
+    );
     let err = decode_chunk(
         &dt,
         Bytes::from(stored[..stored.len() / 2].to_vec()),

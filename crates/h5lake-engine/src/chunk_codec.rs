@@ -28,11 +28,18 @@ pub trait ChunkCodec: Send + Sync + fmt::Debug {
     /// # Errors
     /// A stored object that is not such a chunk.
     fn decode(&self, stored: &[u8], raw_len: Option<usize>) -> Result<Vec<u8>>;
-    /// The object to store for a chunk.
+    /// The object to store for a chunk, of which the first `live` elements
+    /// lie in the dataset's extent (all of them but in a 1-D dataset's last
+    /// chunk).
     ///
     /// # Errors
     /// A chunk this codec cannot store.
-    fn encode(&self, raw: Vec<u8>) -> Result<Vec<u8>>;
+    fn encode(&self, raw: Vec<u8>, live: usize) -> Result<Vec<u8>>;
+    /// The columnar codec, when this is one (its chunks can be read in part,
+    /// some columns at a time).
+    fn as_columnar(&self) -> Option<&Columnar> {
+        None
+    }
 }
 
 /// HSDS's chunks: row layout through the filter pipeline.
@@ -62,7 +69,7 @@ impl ChunkCodec for Filtered {
             .decode_as(stored, self.filter_elem_size, raw_len, self.format)?)
     }
 
-    fn encode(&self, raw: Vec<u8>) -> Result<Vec<u8>> {
+    fn encode(&self, raw: Vec<u8>, _live: usize) -> Result<Vec<u8>> {
         Ok(self
             .pipeline
             .encode_as(raw, self.filter_elem_size, self.format)?)
@@ -98,11 +105,27 @@ impl ChunkCodec for Columnar {
         )?)
     }
 
-    fn encode(&self, raw: Vec<u8>) -> Result<Vec<u8>> {
+    fn as_columnar(&self) -> Option<&Columnar> {
+        Some(self)
+    }
+
+    /// Only the rows in the dataset's extent are stored: the Parquet object
+    /// of a table's last chunk holds its rows and no padding, so that other
+    /// tools reading it see the table's rows only. Decoding pads with fill.
+    fn encode(&self, raw: Vec<u8>, live: usize) -> Result<Vec<u8>> {
+        let live = live.min(self.elems);
+        let rows = match self.dtype.fixed_size() {
+            Some(size) => raw.get(..live * size).unwrap_or(&raw).to_vec(),
+            None if live < self.elems => {
+                let items = h5lake_types::record::split_elements(&self.dtype, &raw, live)?;
+                h5lake_types::record::join_elements(&self.dtype, &items)
+            }
+            None => raw,
+        };
         Ok(h5lake_columnar::encode_chunk(
             &self.dtype,
-            &raw,
-            self.elems,
+            &rows,
+            live,
             self.compression,
         )?)
     }

@@ -227,9 +227,57 @@ impl DatasetMeta {
         self.codec.is_identity()
     }
 
+    /// The dataset as if its type held only the members `names` (in that
+    /// order, packed): what a read of those members of a columnar dataset
+    /// decodes.
+    fn projected(&self, names: &[String]) -> Result<DatasetMeta> {
+        let Datatype::Compound { fields, .. } = &self.dtype else {
+            return Err(EngineError::WrongType(
+                "field names only apply to compound types".into(),
+            ));
+        };
+        let mut members = Vec::with_capacity(names.len());
+        let mut fill = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            if names[..i].contains(name) {
+                return Err(EngineError::Invalid(format!(
+                    "field {name:?} requested twice"
+                )));
+            }
+            let f = fields.iter().find(|f| &f.name == name).ok_or_else(|| {
+                EngineError::Invalid(format!("no field {name:?} in the compound type"))
+            })?;
+            let w = f.dtype.fixed_size().ok_or_else(|| {
+                EngineError::WrongType(format!(
+                    "field {name:?} is of variable length: read it with read_vlen"
+                ))
+            })?;
+            fill.extend_from_slice(self.fill.get(f.offset..f.offset + w).unwrap_or(&vec![0; w]));
+            members.push(json!({"name": name, "type": f.dtype.to_json()}));
+        }
+        let dtype = Datatype::from_json(&json!({"class": "H5T_COMPOUND", "fields": members}))?;
+        let Some(columnar) = self.codec.as_columnar() else {
+            return Err(EngineError::Invalid("not a columnar dataset".into()));
+        };
+        let codec = Arc::new(Columnar {
+            dtype: dtype.clone(),
+            compression: columnar.compression,
+            elems: columnar.elems,
+            fill: fill.clone(),
+        });
+        Ok(DatasetMeta {
+            dtype,
+            committed_type: None,
+            laid_out: None,
+            fill,
+            codec,
+            ..self.clone()
+        })
+    }
+
     /// Whether chunks are Parquet objects (the columnar layout).
     pub fn is_columnar(&self) -> bool {
-        self.codec.name() == crate::chunk_codec::PARQUET
+        self.codec.as_columnar().is_some()
     }
 
     fn decode(&self, stored: Bytes) -> Result<Bytes> {
@@ -248,8 +296,27 @@ impl DatasetMeta {
         Ok(raw)
     }
 
-    fn encode(&self, raw: Vec<u8>) -> Result<Vec<u8>> {
-        self.codec.encode(raw)
+    /// The object to store for the chunk at `key`.
+    fn encode(&self, raw: Vec<u8>, key: &str) -> Result<Vec<u8>> {
+        self.codec.encode(raw, self.live_elems(key))
+    }
+
+    /// The elements of the chunk at `key` that lie in the dataset's extent
+    /// when they are its leading ones (a 1-D dataset's last chunk); all of
+    /// them otherwise.
+    fn live_elems(&self, key: &str) -> usize {
+        let n = self.chunk_elems();
+        if self.dims.len() != 1 {
+            return n;
+        }
+        let Some(coords) = key
+            .get(self.prefix.len()..)
+            .and_then(|k| parse_chunk_name(k, 1))
+        else {
+            return n;
+        };
+        let start = coords[0].saturating_mul(self.chunk[0]);
+        (self.dims[0].saturating_sub(start).min(self.chunk[0]) as usize).min(n)
     }
 
     /// Whether reading or writing `bytes` of this dataset is small work
@@ -683,6 +750,12 @@ impl Domain {
         out: &mut [u8],
         bypass_cache: bool,
     ) -> Result<()> {
+        if let (Some(names), true) = (fields, m.is_columnar()) {
+            // Some members of a columnar dataset: only their columns are
+            // decoded, into elements of just those members. Such partial
+            // chunks never enter the cache, which holds whole ones.
+            return self.read_with(&m.projected(names)?, sel, None, out, true);
+        }
         let sel = &*Self::normalize(m, sel);
         if m.dtype.is_variable() {
             return Err(EngineError::WrongType(
@@ -943,7 +1016,7 @@ impl Domain {
                 for &(s, d) in pairs {
                     elems[s as usize] = values[d as usize].clone();
                 }
-                let enc = m.encode(h5lake_types::record::join_elements(&m.dtype, &elems))?;
+                let enc = m.encode(h5lake_types::record::join_elements(&m.dtype, &elems), &key)?;
                 let outcome = match &cur {
                     Some(v) => store.put_if_version(&key, &enc, &v.version)?,
                     None => store.put_if_absent(&key, &enc)?,
@@ -1062,7 +1135,15 @@ impl Domain {
                 .zip(&m.chunk)
                 .zip(new_dims)
                 .any(|((l, k), n)| l + k > *n);
-            if !cut || m.dtype.is_variable() {
+            if !cut {
+                return Ok(());
+            }
+            if m.dtype.is_variable() {
+                // A columnar chunk is stored again, holding just the rows
+                // left in the extent (what other tools read of it).
+                if m.is_columnar() {
+                    return self.modify_chunk(&m, key, false, |_| Ok(()));
+                }
                 return Ok(());
             }
             // Reset the part of this chunk that fell outside the extent.
@@ -1109,7 +1190,11 @@ impl Domain {
             )));
         }
         let key = m.key(coords);
-        let stored = if encode { m.encode(bytes)? } else { bytes };
+        let stored = if encode {
+            m.encode(bytes, &key)?
+        } else {
+            bytes
+        };
         match self.store().put_if_absent(&key, &stored)? {
             PutOutcome::Written(_) => Ok(()),
             PutOutcome::Conflict => Err(EngineError::AlreadyExists(format!(
@@ -1558,7 +1643,7 @@ impl Domain {
         if full {
             let mut buf = m.fill_chunk();
             apply(&mut buf)?;
-            store.put(key, &m.encode(buf)?)?;
+            store.put(key, &m.encode(buf, key)?)?;
             self.cache.remove(key);
             return Ok(());
         }
@@ -1575,7 +1660,7 @@ impl Domain {
                 None => (None, m.fill_chunk()),
             };
             apply(&mut buf)?;
-            let enc = m.encode(buf)?;
+            let enc = m.encode(buf, key)?;
             let outcome = match &cur {
                 Some(v) if v.0 != LINKED_VERSION => store.put_if_version(key, &enc, v)?,
                 // A linked chunk's first write creates its chunk object.

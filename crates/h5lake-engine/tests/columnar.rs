@@ -76,6 +76,34 @@ fn columnar_reads_and_writes_as_row_layout_does() {
                 assert_eq!(read(&dom, &row, &rsel), read(&dom, &col, &rsel));
             }
         }
+        // some members: only their columns are decoded, in the order asked
+        for names in [vec!["id"], vec!["v", "x"], vec!["tag", "id", "x", "v"]] {
+            let names: Vec<String> = names.into_iter().map(String::from).collect();
+            let sel = Selection::from_slices(&[(2, 15, 1), (1, 8, 1)]);
+            let size: usize = names
+                .iter()
+                .map(|n| match n.as_str() {
+                    "x" | "v" => 4,
+                    "id" => 8,
+                    _ => 3,
+                })
+                .sum();
+            let mut a = vec![0u8; 15 * 8 * size];
+            let mut b = a.clone();
+            dom.read_fields(&row, &sel, Some(&names), &mut a).unwrap();
+            dom.read_fields(&col, &sel, Some(&names), &mut b).unwrap();
+            assert_eq!(a, b, "{names:?}");
+        }
+        let mut out = vec![0u8; 8];
+        let err = dom
+            .read_fields(
+                &col,
+                &Selection::from_slices(&[(0, 1, 1), (0, 1, 1)]),
+                Some(&["nope".into()]),
+                &mut out,
+            )
+            .unwrap_err();
+        assert!(err.to_string().contains("no field \"nope\""), "{err}");
         // resize keeps what is there, and new rows read as the fill value
         dom.resize(&row, &[30, 10]).unwrap();
         dom.resize(&col, &[30, 10]).unwrap();

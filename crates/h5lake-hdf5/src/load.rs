@@ -62,7 +62,14 @@ pub struct LoadOptions {
     pub force: bool,
     /// Draw a progress bar on stderr.
     pub progress: bool,
+    /// Copy mode: store compound datasets of fixed-size members columnar
+    /// (each chunk one Parquet object; contiguous ones chunked by rows).
+    pub columnar: bool,
 }
+
+/// Rows per chunk of a contiguous compound dataset stored columnar: about
+/// this many bytes.
+const COLUMNAR_CHUNK_BYTES: u64 = 16 << 20;
 
 /// What a load did.
 #[derive(Clone, Debug, Default)]
@@ -836,9 +843,47 @@ impl Loader<'_> {
         self.report.datasets += 1;
         let es = dt.fixed_size().unwrap_or(0);
         let linkable = self.opts.link && !converted && repack.is_none() && es > 0;
+        // Columnar: a compound whose members Parquet columns hold, copied
+        // (never linked), chunked; the source's compressor kept where
+        // Parquet has it (gzip, zstd, lz4), other filters left to Parquet's
+        // own encodings.
+        let columnar = self.opts.columnar
+            && !self.opts.link
+            && matches!(dt, Datatype::Compound { .. })
+            && !dims.is_empty()
+            && h5lake_columnar::check_type(&dt).is_ok();
+        let chunk_dims = if columnar {
+            let mut c = chunk_dims.unwrap_or_else(|| {
+                let rows = (COLUMNAR_CHUNK_BYTES / (es.max(1) as u64)).max(1);
+                let mut c = dims.clone();
+                c[0] = c[0].clamp(1, rows);
+                c.iter_mut().skip(1).for_each(|d| *d = (*d).max(1));
+                c
+            });
+            c.iter_mut().for_each(|d| *d = (*d).max(1));
+            cprops["h5lake"] = json!({"chunkFormat": "parquet"});
+            if let Some(filters) = cprops.get("filters").and_then(Value::as_array) {
+                let kept: Vec<Value> = filters
+                    .iter()
+                    .filter(|f| {
+                        h5lake_columnar::Compression::from_filters(&json!([f]))
+                            .is_ok_and(|c| c != h5lake_columnar::Compression::None)
+                    })
+                    .cloned()
+                    .collect();
+                cprops["filters"] = json!(kept);
+            }
+            Some(c)
+        } else {
+            chunk_dims
+        };
 
         let id = if let Some(chunk) = chunk_dims {
-            let chunks = h5::stored_chunks(d, dims.len())?;
+            let chunks = if layout == H5D_layout_t::H5D_CHUNKED {
+                h5::stored_chunks(d, dims.len())?
+            } else {
+                Vec::new() // a contiguous compound stored columnar: copied by rows
+            };
             let masked = chunks.iter().any(|c| c.filter_mask != 0);
             if linkable && !masked {
                 check_decodable(&self.src, &pipeline, &chunks, &chunk, es, path)?;
@@ -848,10 +893,11 @@ impl Loader<'_> {
             } else {
                 cprops["layout"] = json!({"class": "H5D_CHUNKED", "dims": chunk});
                 let id = self.dom.create_dataset(tjson.clone(), shape, cprops)?;
-                if converted {
+                if converted || (columnar && layout != H5D_layout_t::H5D_CHUNKED) {
                     self.copy_values(d, path, &id, &dt, &tjson, &dims)?;
                 } else if !chunks.is_empty() {
                     let verbatim = self.opts.keep_chunks
+                        && !columnar
                         && repack.is_none()
                         && !masked
                         && !pipeline.is_empty();

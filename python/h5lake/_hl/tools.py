@@ -309,6 +309,8 @@ def _details(obj):
         else:
             nbytes = math.prod(chunks) * obj.dtype.itemsize
             lines.append(f"Chunks:     {{{', '.join(map(str, chunks))}}} {nbytes} bytes")
+        if obj.is_columnar:
+            lines.append("Layout:     columnar (each chunk one Parquet object, one column per member)")
         lines.append(f"Filters:    {_filters_text(obj)}")
         lines.append(f"Fill value: {_show(obj.fillvalue)}")
     for name, value in obj.attrs.items():

@@ -57,7 +57,8 @@ def parquet_sources(src):
 
 
 def load(src, dest, *, link=False, hyperchunk=None, keep_chunks=False, force=False,
-         progress=False, skip_unsupported=False, name=None, chunks=None, compression=None):
+         progress=False, skip_unsupported=False, name=None, chunks=None, compression=None,
+         columnar=False):
     """Load the HDF5 file ``src`` into a new h5lake store at ``dest``.
 
     ``src`` may also be Parquet: a ``.parquet`` file, a directory of them,
@@ -72,6 +73,8 @@ def load(src, dest, *, link=False, hyperchunk=None, keep_chunks=False, force=Fal
     their chunks inside ``src``, which must then stay where it is.
     ``hyperchunk`` (bytes; link mode) groups adjacent source chunks into
     logical chunks of about that size (default 4 MiB, 0 = off).
+    ``columnar=True`` (copy mode) stores compound datasets columnar, each
+    chunk one Parquet object (see ``create_dataset(layout="columnar")``).
     ``keep_chunks=True`` (copy mode) stores each chunk's bytes exactly as the
     file holds them instead of re-encoding them the way HSDS stores chunks:
     several times faster; h5lake reads the store, a real HSDS server cannot.
@@ -109,7 +112,7 @@ def load(src, dest, *, link=False, hyperchunk=None, keep_chunks=False, force=Fal
         raise ValueError("hyperchunk must be a size in bytes (0 turns it off)")
     report = _core.load_hdf5(os.fspath(src), os.fspath(dest), bool(link),
                              None if hyperchunk is None else int(hyperchunk),
-                             bool(force), bool(progress), bool(keep_chunks))
+                             bool(force), bool(progress), bool(keep_chunks), bool(columnar))
     return _checked(f"load of {os.fspath(src)}", dest, report, skip_unsupported)
 
 
