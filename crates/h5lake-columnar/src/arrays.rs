@@ -119,16 +119,48 @@ fn swap_each(bytes: &mut [u8], size: usize) {
     }
 }
 
+/// Runs `$body` with `$w` a constant for the common member widths, so that
+/// the per-row copies compile to single moves.
+macro_rules! by_width {
+    ($width:expr, $w:ident => $body:expr) => {
+        match $width {
+            1 => {
+                const $w: usize = 1;
+                $body
+            }
+            2 => {
+                const $w: usize = 2;
+                $body
+            }
+            4 => {
+                const $w: usize = 4;
+                $body
+            }
+            8 => {
+                const $w: usize = 8;
+                $body
+            }
+            _ => {
+                #[allow(non_snake_case)]
+                let $w = $width;
+                $body
+            }
+        }
+    };
+}
+
 /// The `width` bytes at `offset` of each of `n` records of `stride` bytes,
 /// one after another.
 pub(crate) fn gather(raw: &[u8], stride: usize, offset: usize, width: usize, n: usize) -> Vec<u8> {
     if offset == 0 && width == stride {
         return raw[..n * stride].to_vec();
     }
-    let mut out = Vec::with_capacity(n * width);
-    for rec in raw.chunks_exact(stride).take(n) {
-        out.extend_from_slice(&rec[offset..offset + width]);
-    }
+    let mut out = vec![0u8; n * width];
+    by_width!(width, W => {
+        for (rec, o) in raw.chunks_exact(stride).zip(out.chunks_exact_mut(W.max(1))).take(n) {
+            o.copy_from_slice(&rec[offset..offset + W]);
+        }
+    });
     out
 }
 
@@ -145,13 +177,34 @@ pub(crate) fn scatter(
         out[..n * stride].copy_from_slice(&member[..n * stride]);
         return;
     }
-    for (rec, m) in out
-        .chunks_exact_mut(stride)
-        .zip(member.chunks_exact(width.max(1)))
-        .take(n)
-    {
-        rec[offset..offset + width].copy_from_slice(m);
+    by_width!(width, W => {
+        for (rec, m) in out.chunks_exact_mut(stride).zip(member.chunks_exact(W.max(1))).take(n) {
+            rec[offset..offset + W].copy_from_slice(m);
+        }
+    });
+}
+
+/// The bytes of the `arr.len()` values of a column of `dt` as they are laid
+/// out in row layout, when Arrow holds them so already (little-endian
+/// numbers without nulls): then they are scattered into rows straight
+/// from Arrow's buffer.
+pub(crate) fn plain_values<'a>(dt: &Datatype, arr: &'a dyn Array) -> Option<&'a [u8]> {
+    if arr.null_count() > 0 || big_endian_number(dt).is_some() || members(dt).is_some() {
+        return None;
     }
+    let size = dt.fixed_size()?;
+    let n = arr.len();
+    // numbers only (fixed-size bytes and lists go the general way)
+    let t = arrow_type(dt).ok()?;
+    if !t.is_primitive() || arr.data_type() != &t {
+        return None;
+    }
+    let data = arr.to_data();
+    let buf = data.buffers().first()?;
+    let start = data.offset() * size;
+    // SAFETY: the buffer lives as long as `arr` (its ArrayData shares it).
+    let bytes: &'a [u8] = unsafe { std::slice::from_raw_parts(buf.as_ptr(), buf.len()) };
+    bytes.get(start..start + n * size)
 }
 
 /// An Arrow array of the `n` elements of `dt` in `data` (row layout).

@@ -306,6 +306,10 @@ pub fn batch_rows(
         out.resize(at + rows * size, 0);
         for (f, col) in fields.iter().zip(columns) {
             let fs = f.dtype.fixed_size().unwrap_or(0);
+            if let Some(values) = arrays::plain_values(&f.dtype, col.as_ref()) {
+                arrays::scatter(values, &mut out[at..], size, f.offset, fs, rows);
+                continue;
+            }
             let mut member = vec![0u8; rows * fs];
             let fill_member = fill.get(f.offset..f.offset + fs).unwrap_or(&[]);
             arrays::from_array(&f.dtype, col.as_ref(), &mut member, fill_member)?;

@@ -214,28 +214,30 @@ route!(fn dataset_close(obj, dxpl: hid_t, req: Req) -> herr_t;
     fail -1; lake crate::dataset::close(obj, dxpl, req);
     native |u, v, f| closed(obj, f.H5VLdataset_close(u, v, dxpl, req)));
 
-/// The native objects under `count` datasets of one multi-dataset call;
-/// `None` when they are all a store's; an error when they are mixed.
-unsafe fn unders(
+/// Routes a multi-dataset call: to `lake` when every one of the `count`
+/// datasets is a store's, to `native` (given the native objects under
+/// them) when every one is native; mixed ones fail naming `what`.
+unsafe fn route_multi(
     count: usize,
     dset: *mut *mut c_void,
-) -> Result<Option<(Vec<*mut c_void>, hid_t)>, ()> {
+    what: &str,
+    lake: impl FnOnce() -> herr_t,
+    native: impl FnOnce(&sys::Hdf5Api, *mut *mut c_void, hid_t) -> herr_t,
+) -> herr_t {
     let objs = std::slice::from_raw_parts(dset, count);
-    let mut out = Vec::with_capacity(count);
+    let mut unders = Vec::with_capacity(count);
     let mut vol = -1;
     for &o in objs {
-        match target(o) {
-            Target::Lake => {}
-            Target::Native(u, v) => {
-                out.push(u);
-                vol = v;
-            }
+        if let Target::Native(u, v) = target(o) {
+            unders.push(u);
+            vol = v;
         }
     }
-    match out.len() {
-        0 => Ok(None),
-        n if n == count => Ok(Some((out, vol))),
-        _ => Err(()),
+    match (unders.len(), lib()) {
+        (0, _) => lake(),
+        (n, Some(f)) if n == count => native(f, unders.as_mut_ptr(), vol),
+        (n, None) if n == count => -1,
+        _ => mixed(what),
     }
 }
 
@@ -249,26 +251,13 @@ pub unsafe extern "C" fn dataset_read(
     buf: *mut *mut c_void,
     req: Req,
 ) -> herr_t {
-    match unders(count, dset) {
-        Ok(None) => {
-            crate::dataset::read(count, dset, mem_type, mem_space, file_space, dxpl, buf, req)
-        }
-        Ok(Some((mut u, v))) => match lib() {
-            Some(f) => f.H5VLdataset_read(
-                count,
-                u.as_mut_ptr(),
-                v,
-                mem_type,
-                mem_space,
-                file_space,
-                dxpl,
-                buf,
-                req,
-            ),
-            None => -1,
-        },
-        Err(()) => mixed("dataset read"),
-    }
+    route_multi(
+        count,
+        dset,
+        "dataset read",
+        || crate::dataset::read(count, dset, mem_type, mem_space, file_space, dxpl, buf, req),
+        |f, u, v| f.H5VLdataset_read(count, u, v, mem_type, mem_space, file_space, dxpl, buf, req),
+    )
 }
 
 pub unsafe extern "C" fn dataset_write(
@@ -281,26 +270,13 @@ pub unsafe extern "C" fn dataset_write(
     buf: *mut *const c_void,
     req: Req,
 ) -> herr_t {
-    match unders(count, dset) {
-        Ok(None) => {
-            crate::dataset::write(count, dset, mem_type, mem_space, file_space, dxpl, buf, req)
-        }
-        Ok(Some((mut u, v))) => match lib() {
-            Some(f) => f.H5VLdataset_write(
-                count,
-                u.as_mut_ptr(),
-                v,
-                mem_type,
-                mem_space,
-                file_space,
-                dxpl,
-                buf,
-                req,
-            ),
-            None => -1,
-        },
-        Err(()) => mixed("dataset write"),
-    }
+    route_multi(
+        count,
+        dset,
+        "dataset write",
+        || crate::dataset::write(count, dset, mem_type, mem_space, file_space, dxpl, buf, req),
+        |f, u, v| f.H5VLdataset_write(count, u, v, mem_type, mem_space, file_space, dxpl, buf, req),
+    )
 }
 
 // ---- committed datatypes ----
@@ -653,21 +629,28 @@ pub unsafe extern "C" fn link_create(
     }
 }
 
-/// The native objects under a source and a destination, either of which
-/// may be absent (the same location as the other); `None` when both are a
-/// store's; an error when they are mixed.
-unsafe fn pair(
+/// Routes a call on a source and a destination object, either of which
+/// may be absent (the same location as the other): to `lake` when both are
+/// a store's, to `native` (given the native objects under them) when both
+/// are native; one of each fails naming `what`.
+unsafe fn route_pair(
     a: *mut c_void,
     b: *mut c_void,
-) -> Result<Option<(*mut c_void, *mut c_void, hid_t)>, ()> {
-    let ta = if a.is_null() { None } else { Some(target(a)) };
-    let tb = if b.is_null() { None } else { Some(target(b)) };
-    match (ta, tb) {
-        (Some(Target::Native(x, v)), Some(Target::Native(y, _))) => Ok(Some((x, y, v))),
-        (Some(Target::Native(x, v)), None) => Ok(Some((x, null_mut(), v))),
-        (None, Some(Target::Native(y, v))) => Ok(Some((null_mut(), y, v))),
-        (Some(Target::Native(..)), _) | (_, Some(Target::Native(..))) => Err(()),
-        _ => Ok(None),
+    what: &str,
+    lake: impl FnOnce() -> herr_t,
+    native: impl FnOnce(&sys::Hdf5Api, *mut c_void, *mut c_void, hid_t) -> herr_t,
+) -> herr_t {
+    let side = |o: *mut c_void| if o.is_null() { None } else { Some(target(o)) };
+    let (x, y, vol) = match (side(a), side(b)) {
+        (Some(Target::Native(x, v)), Some(Target::Native(y, _))) => (x, y, v),
+        (Some(Target::Native(x, v)), None) => (x, null_mut(), v),
+        (None, Some(Target::Native(y, v))) => (null_mut(), y, v),
+        (Some(Target::Native(..)), _) | (_, Some(Target::Native(..))) => return mixed(what),
+        _ => return lake(),
+    };
+    match lib() {
+        Some(f) => native(f, x, y, vol),
+        None => -1,
     }
 }
 
@@ -681,14 +664,13 @@ pub unsafe extern "C" fn link_copy(
     dxpl: hid_t,
     req: Req,
 ) -> herr_t {
-    match pair(src, dst) {
-        Ok(None) => crate::link::copy(src, loc1, dst, loc2, lcpl, lapl, dxpl, req),
-        Ok(Some((s, d, v))) => match lib() {
-            Some(f) => f.H5VLlink_copy(s, loc1, d, loc2, v, lcpl, lapl, dxpl, req),
-            None => -1,
-        },
-        Err(()) => mixed("link copy"),
-    }
+    route_pair(
+        src,
+        dst,
+        "link copy",
+        || crate::link::copy(src, loc1, dst, loc2, lcpl, lapl, dxpl, req),
+        |f, s, d, v| f.H5VLlink_copy(s, loc1, d, loc2, v, lcpl, lapl, dxpl, req),
+    )
 }
 
 pub unsafe extern "C" fn link_move(
@@ -701,14 +683,13 @@ pub unsafe extern "C" fn link_move(
     dxpl: hid_t,
     req: Req,
 ) -> herr_t {
-    match pair(src, dst) {
-        Ok(None) => crate::link::move_(src, loc1, dst, loc2, lcpl, lapl, dxpl, req),
-        Ok(Some((s, d, v))) => match lib() {
-            Some(f) => f.H5VLlink_move(s, loc1, d, loc2, v, lcpl, lapl, dxpl, req),
-            None => -1,
-        },
-        Err(()) => mixed("link move"),
-    }
+    route_pair(
+        src,
+        dst,
+        "link move",
+        || crate::link::move_(src, loc1, dst, loc2, lcpl, lapl, dxpl, req),
+        |f, s, d, v| f.H5VLlink_move(s, loc1, d, loc2, v, lcpl, lapl, dxpl, req),
+    )
 }
 
 route!(fn link_get(obj, loc: Loc, args: *mut sys::H5VL_link_get_args_t, dxpl: hid_t, req: Req) -> herr_t;
@@ -748,18 +729,21 @@ pub unsafe extern "C" fn object_copy(
     dxpl: hid_t,
     req: Req,
 ) -> herr_t {
-    match pair(src, dst) {
-        Ok(None) => crate::copy::copy(
-            src, loc1, src_name, dst, loc2, dst_name, ocpypl, lcpl, dxpl, req,
-        ),
-        Ok(Some((s, d, v))) => match lib() {
-            Some(f) => f.H5VLobject_copy(
-                s, loc1, src_name, d, loc2, dst_name, v, ocpypl, lcpl, dxpl, req,
-            ),
-            None => -1,
+    route_pair(
+        src,
+        dst,
+        "object copy",
+        || {
+            crate::copy::copy(
+                src, loc1, src_name, dst, loc2, dst_name, ocpypl, lcpl, dxpl, req,
+            )
         },
-        Err(()) => mixed("object copy"),
-    }
+        |f, s, d, v| {
+            f.H5VLobject_copy(
+                s, loc1, src_name, d, loc2, dst_name, v, ocpypl, lcpl, dxpl, req,
+            )
+        },
+    )
 }
 
 // ---- introspection, blobs, tokens, the class-level optional call ----
