@@ -101,3 +101,31 @@ def test_what_cannot_be_loaded_is_named_and_nothing_is_written(tmp_path, capsys)
     assert rc == 2 and "junk.parquet is not a readable Parquet file" in capsys.readouterr().err
     assert not (tmp_path / "j.h5l").exists()
     assert sorted(os.listdir(tmp_path)) == ["a.parquet", "b.parquet", "junk.parquet", "map.parquet"]
+
+
+def test_parquet_out(tmp_path, capsys):
+    """`h5lake get STORE/dset out.parquet`: any dataset as one Parquet table
+    that pyarrow reads back with the values (and, for columns a Parquet
+    load kept as integers, the Arrow types) it came from."""
+    t = sample(700)
+    pq.write_table(t, tmp_path / "in.parquet")
+    h5lake.load(tmp_path / "in.parquet", tmp_path / "s.h5l", name="/g/t", chunks=200)
+    assert cli.main(["get", "-q", f"{tmp_path}/s.h5l/g/t", str(tmp_path / "out.parquet")]) == 0
+    back = pq.read_table(tmp_path / "out.parquet")
+    assert back.column_names == t.column_names
+    for col in ("i8", "u64", "f2", "f8", "ok", "name", "blob", "hits", "when", "day"):
+        assert back[col].to_pylist() == t[col].to_pylist(), col
+    assert back["when"].type == t["when"].type and back["day"].type == t["day"].type
+    assert back["pos"].to_pylist() == t["pos"].to_pylist()
+    assert back["vec"].to_pylist() == t["vec"].to_pylist()
+    assert back["cat"].to_pylist() == t["cat"].cast(pa.string()).to_pylist()
+    # a plain dataset is one column, "value"; a group is refused by name
+    with h5lake.File(tmp_path / "s.h5l", "a") as f:
+        f["plain"] = np.arange(12.0).reshape(3, 4)
+    h5lake.get(f"{tmp_path}/s.h5l/plain", tmp_path / "plain.parquet")
+    assert pq.read_table(tmp_path / "plain.parquet")["value"].to_pylist() == list(np.arange(12.0))
+    with pytest.raises(ValueError, match="not a dataset"):
+        h5lake.get(f"{tmp_path}/s.h5l/g", tmp_path / "g.parquet")
+    with pytest.raises(FileExistsError):
+        h5lake.get(f"{tmp_path}/s.h5l/plain", tmp_path / "plain.parquet")
+    assert not (tmp_path / "g.parquet").exists()

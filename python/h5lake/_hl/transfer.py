@@ -5,6 +5,8 @@ Ctrl-C stops it and nothing is left at the destination."""
 import json
 import os
 
+import numpy as np
+
 from .. import _core
 
 
@@ -30,6 +32,82 @@ def _checked(what, dest, report, skip_unsupported):
     return report
 
 
+PARQUET_ENDINGS = (".parquet", ".parq", ".pq")
+
+# Rows per slab of a Parquet export: about this many bytes.
+_PARQUET_SLAB_BYTES = 64 << 20
+
+
+def _arrow_type(pa, name):
+    """The Arrow type pyarrow names ``name`` (``timestamp[us, tz=UTC]``,
+    ``date32[day]``, ``time64[ns]``, ``duration[ms]``...)."""
+    import re
+    m = re.fullmatch(r"(\w+)\[(\w+)(?:, tz=(.+))?\]", name)
+    if not m:
+        raise ValueError(f"unknown Arrow type name {name!r} in arrow_types")
+    kind, unit, tz = m.groups()
+    if kind == "timestamp":
+        return pa.timestamp(unit, tz=tz)
+    makers = {"date32": lambda u: pa.date32(), "date64": lambda u: pa.date64(),
+              "time32": pa.time32, "time64": pa.time64, "duration": pa.duration}
+    if kind not in makers:
+        raise ValueError(f"unknown Arrow type name {name!r} in arrow_types")
+    return makers[kind](unit)
+
+
+def _get_parquet(src, dest, *, force, allow_local_links):
+    """See :func:`get` (a dataset to a Parquet file)."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError as e:     # pragma: no cover - depends on the installation
+        raise ImportError("writing Parquet needs pyarrow (pip install pyarrow)") from e
+    from . import table, tools
+    from .dataset import Dataset
+    from .files import File
+    dest = os.fspath(dest)
+    if os.path.exists(dest) and not force:
+        raise FileExistsError(17, f"{dest} exists (pass force=True, CLI -f, to replace it)")
+    root, inner = tools.split_path(src)
+    opts = {"allow_local_links": True} if allow_local_links and tools.is_url(root) else {}
+    with File(root, "r", **opts) as f:
+        obj = f[inner] if inner else f
+        if not isinstance(obj, Dataset):
+            raise ValueError(f"{os.fspath(src)} is not a dataset: a Parquet file holds one table "
+                             "(name a dataset, store/path/to/dataset)")
+        kinds = {}
+        if "arrow_types" in obj.attrs:
+            kinds = {k: _arrow_type(pa, v) for k, v in json.loads(obj.attrs["arrow_types"]).items()}
+        rows = obj.shape[0] if obj.shape else 1
+        per = max(1, _PARQUET_SLAB_BYTES // max(1, obj.dtype.itemsize * max(1, obj.size // max(rows, 1))))
+        tmp = f"{dest}.tmp-{os.getpid()}"
+        writer = None
+        written = 0
+        try:
+            for start in range(0, max(rows, 1), per):
+                sel = None if not obj.shape else np.s_[start:start + per]
+                t = table.to_arrow(obj, sel)
+                for name, kind in kinds.items():
+                    if name in t.column_names:
+                        i = t.column_names.index(name)
+                        t = t.set_column(i, pa.field(name, kind), t.column(i).cast(kind))
+                if writer is None:
+                    writer = pq.ParquetWriter(tmp, t.schema, compression="zstd")
+                writer.write_table(t)
+                written += t.num_rows
+            if writer is not None:
+                writer.close()
+                writer = None
+            os.replace(tmp, dest)
+        finally:
+            if writer is not None:
+                writer.close()
+            if os.path.exists(tmp):
+                os.remove(tmp)
+    return {"groups": 0, "datasets": 1, "attributes": 0, "links": 0, "rows": written,
+            "bytes": os.path.getsize(dest), "skipped": [], "skipped_objects": []}
+
+
 def parquet_sources(src):
     """The Parquet files ``src`` names, in order — a ``.parquet`` file, a
     directory of them, a glob pattern, or a list of any of those — or
@@ -51,7 +129,7 @@ def parquet_sources(src):
         if not files:
             raise FileNotFoundError(2, f"no files match {src}")
         return files
-    if src.endswith((".parquet", ".parq", ".pq")):
+    if src.endswith(PARQUET_ENDINGS):
         return [src]
     return None
 
@@ -119,13 +197,20 @@ def load(src, dest, *, link=False, hyperchunk=None, keep_chunks=False, force=Fal
 def get(src, dest, *, force=False, progress=False, allow_local_links=None,
         skip_unsupported=False):
     """Write the h5lake store ``src`` out as the HDF5 file ``dest`` (which
-    h5py and the HDF5 tools read). An existing ``dest`` is replaced only with
+    h5py and the HDF5 tools read). With ``dest`` a ``.parquet`` file,
+    ``src`` names a dataset in a store (``store/path/to/dset``), written as
+    one Parquet table (needs pyarrow): a compound's members are the columns
+    (anything else is one column, ``value``), rows in C order, and columns a
+    Parquet load kept as integers (``arrow_types``) get their Arrow type
+    back. An existing ``dest`` is replaced only with
     ``force=True``. A store in a bucket may follow links to local files
     only with ``allow_local_links=True`` (default: ``H5LAKE_ALLOW_LOCAL_LINKS=1``).
     Returns a report like :func:`load`'s, and raises
     :class:`IncompleteConversion` as it does."""
     if allow_local_links is None:
         allow_local_links = os.environ.get("H5LAKE_ALLOW_LOCAL_LINKS") == "1"
+    if os.fspath(dest).endswith(PARQUET_ENDINGS):
+        return _get_parquet(src, dest, force=force, allow_local_links=allow_local_links)
     report = _core.get_hdf5(os.fspath(src), os.fspath(dest), bool(force), bool(progress),
                             bool(allow_local_links))
     return _checked(f"get of {os.fspath(src)}", dest, report, skip_unsupported)
