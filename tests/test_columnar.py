@@ -232,3 +232,25 @@ def test_hdf5_compound_datasets_load_columnar(tmp_path):
     with h5py.File(tmp_path / "back.h5", "r") as b, h5py.File(src, "r") as h:
         for name in ("chunked", "contiguous", "strings", "plain"):
             np.testing.assert_array_equal(b[name][...], h[name][...])
+
+
+def test_a_group_of_columns_as_a_table(tmp_path):
+    """The column-group pattern (AnnData's obs, one 1-D dataset per column)
+    converts as a compound dataset does."""
+    with h5lake.File(tmp_path / "s.h5l", "w") as f:
+        g = f.create_group("obs")
+        g["n"] = np.arange(5)
+        g["x"] = np.linspace(0, 1, 5)
+        g["label"] = np.array(["a", "bb", "c", "d", "e"], dtype=h5py.string_dtype())
+        t = g.to_arrow()
+        assert t.column_names == ["label", "n", "x"]
+        assert t["label"].to_pylist() == ["a", "bb", "c", "d", "e"]
+        assert g.to_arrow(np.s_[1:3], names=["x", "n"]).to_pydict() == {"x": [0.25, 0.5], "n": [1, 2]}
+        assert list(g.to_pandas()["n"]) == [0, 1, 2, 3, 4]
+        g["short"] = np.arange(3)
+        with pytest.raises(ValueError, match="one length"):
+            g.to_arrow()
+        assert f["obs/label"].to_arrow()["value"].to_pylist() == ["a", "bb", "c", "d", "e"]
+        g["grid"] = np.zeros((5, 2))
+        with pytest.raises(ValueError, match="not a 1-D dataset"):
+            g.to_arrow(names=["n", "grid"])

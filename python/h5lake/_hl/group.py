@@ -304,6 +304,24 @@ class Group(HLObject, MutableMapping):
             raise TypeError("Incompatible object (%s) already exists" % grp.__class__.__name__)
         return grp
 
+    def to_arrow(self, sel=None, names=None):
+        """The group as a table (the column-group pattern of AnnData and
+        HDF5's column-oriented layouts): its 1-D datasets of equal length
+        ``names`` (default: all of them, in the group's order) are the
+        columns, ``sel`` (an index expression) the rows. A ``pyarrow.Table``;
+        ValueError for members of other shapes."""
+        from . import table
+        return table.group_to_arrow(self, sel, names)
+
+    def to_pandas(self, sel=None, names=None):
+        """:meth:`to_arrow` as a ``pandas.DataFrame``."""
+        return self.to_arrow(sel, names).to_pandas()
+
+    def to_polars(self, sel=None, names=None):
+        """:meth:`to_arrow` as a ``polars.DataFrame``."""
+        import polars
+        return polars.from_arrow(self.to_arrow(sel, names))
+
     def create_dataset(self, name, shape=None, dtype=None, data=None, **kwds):
         """Create a new dataset (see h5py's Group.create_dataset).
 

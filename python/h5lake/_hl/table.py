@@ -51,5 +51,30 @@ def to_arrow(dset, sel=None, fields=None):
     data = np.asarray(data)
     flat = data.reshape(-1)
     if flat.dtype.names is None:
+        if src.dtype.kind == "O":        # keep what kind of strings they are
+            flat = flat.astype(src.dtype)
         return pa.table({"value": _column(pa, flat)})
     return pa.table({name: _column(pa, np.ascontiguousarray(flat[name])) for name in flat.dtype.names})
+
+
+def group_to_arrow(group, sel=None, names=None):
+    """See :meth:`h5lake.Group.to_arrow`."""
+    from .dataset import Dataset
+    pa = _pa()
+    if names is None:
+        names = [k for k in group if isinstance(group.get(k), Dataset)]
+    columns, length = {}, None
+    for name in names:
+        d = group[name]
+        if not isinstance(d, Dataset) or d.ndim != 1:
+            raise ValueError(f"{group.name}/{name} is not a 1-D dataset: a group's table has "
+                             "one 1-D dataset per column")
+        if length is not None and d.shape[0] != length:
+            raise ValueError(f"{group.name}/{name} has {d.shape[0]} rows, the others {length}: "
+                             "the columns of a table have one length")
+        length = d.shape[0]
+        data = np.asarray(d[()] if sel is None else d[sel]).reshape(-1)
+        if d.dtype.kind == "O":          # keep what kind of strings they are
+            data = data.astype(d.dtype)
+        columns[name] = _column(pa, data)
+    return pa.table(columns)
