@@ -275,7 +275,8 @@ def build_parser():
                         "(default 4M; 0 = one chunk at a time)")
     p.add_argument("--columnar", action="store_true",
                    help="HDF5 file: store compound datasets columnar (each chunk one Parquet "
-                        "object that DuckDB, Polars and pyarrow read)")
+                        "object that DuckDB, Polars and pyarrow read; gzip, zstd and lz4 are kept "
+                        "as Parquet's codecs, other filters are not carried over)")
     p.add_argument("--name", help="Parquet: the dataset's path in the store (default: the first "
                                   "file's name without its extension)")
     p.add_argument("--chunks", type=int, metavar="ROWS",

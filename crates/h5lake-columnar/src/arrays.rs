@@ -188,12 +188,11 @@ pub(crate) fn scatter(
 /// out in row layout, when Arrow holds them so already (little-endian
 /// numbers without nulls): then they are scattered into rows straight
 /// from Arrow's buffer.
-pub(crate) fn plain_values<'a>(dt: &Datatype, arr: &'a dyn Array) -> Option<&'a [u8]> {
+pub(crate) fn plain_values(dt: &Datatype, arr: &dyn Array) -> Option<Buffer> {
     if arr.null_count() > 0 || big_endian_number(dt).is_some() || members(dt).is_some() {
         return None;
     }
     let size = dt.fixed_size()?;
-    let n = arr.len();
     // numbers only (fixed-size bytes and lists go the general way)
     let t = arrow_type(dt).ok()?;
     if !t.is_primitive() || arr.data_type() != &t {
@@ -201,10 +200,8 @@ pub(crate) fn plain_values<'a>(dt: &Datatype, arr: &'a dyn Array) -> Option<&'a 
     }
     let data = arr.to_data();
     let buf = data.buffers().first()?;
-    let start = data.offset() * size;
-    // SAFETY: the buffer lives as long as `arr` (its ArrayData shares it).
-    let bytes: &'a [u8] = unsafe { std::slice::from_raw_parts(buf.as_ptr(), buf.len()) };
-    bytes.get(start..start + n * size)
+    let (start, len) = (data.offset() * size, arr.len() * size);
+    (start + len <= buf.len()).then(|| buf.slice_with_length(start, len))
 }
 
 /// An Arrow array of the `n` elements of `dt` in `data` (row layout).

@@ -307,7 +307,7 @@ pub fn batch_rows(
         for (f, col) in fields.iter().zip(columns) {
             let fs = f.dtype.fixed_size().unwrap_or(0);
             if let Some(values) = arrays::plain_values(&f.dtype, col.as_ref()) {
-                arrays::scatter(values, &mut out[at..], size, f.offset, fs, rows);
+                arrays::scatter(&values, &mut out[at..], size, f.offset, fs, rows);
                 continue;
             }
             let mut member = vec![0u8; rows * fs];

@@ -252,7 +252,10 @@ impl DatasetMeta {
                     "field {name:?} is of variable length: read it with read_vlen"
                 ))
             })?;
-            fill.extend_from_slice(self.fill.get(f.offset..f.offset + w).unwrap_or(&vec![0; w]));
+            match self.fill.get(f.offset..f.offset + w) {
+                Some(part) => fill.extend_from_slice(part),
+                None => fill.resize(fill.len() + w, 0),
+            }
             members.push(json!({"name": name, "type": f.dtype.to_json()}));
         }
         let dtype = Datatype::from_json(&json!({"class": "H5T_COMPOUND", "fields": members}))?;

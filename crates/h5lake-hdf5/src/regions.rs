@@ -17,17 +17,6 @@ pub(crate) fn selection_json(space: hdf5_sys::h5i::hid_t) -> Result<Value> {
         what,
     )?)
     .unwrap_or(0);
-    let groups = |flat: Vec<u64>, per: usize| -> Vec<Value> {
-        flat.chunks(per.max(1))
-            .map(|c| {
-                if per == 2 * rank {
-                    json!([&c[..rank], &c[rank..]])
-                } else {
-                    json!(c)
-                }
-            })
-            .collect()
-    };
     Ok(match lib(|| unsafe { h5s::H5Sget_select_type(space) }) {
         H5S_sel_type::H5S_SEL_NONE => json!({"select_type": "H5S_SEL_NONE", "selection": []}),
         H5S_sel_type::H5S_SEL_ALL => json!({"select_type": "H5S_SEL_ALL"}),
@@ -43,7 +32,7 @@ pub(crate) fn selection_json(space: hdf5_sys::h5i::hid_t) -> Result<Value> {
                 }),
                 what,
             )?;
-            json!({"select_type": "H5S_SEL_POINTS", "selection": groups(flat, rank)})
+            h5lake_types::region_points_json(&flat, rank)
         }
         H5S_sel_type::H5S_SEL_HYPERSLABS => {
             let n = check(
@@ -57,7 +46,7 @@ pub(crate) fn selection_json(space: hdf5_sys::h5i::hid_t) -> Result<Value> {
                 }),
                 what,
             )?;
-            json!({"select_type": "H5S_SEL_HYPERSLABS", "selection": groups(flat, 2 * rank)})
+            h5lake_types::region_blocks_json(&flat, rank)
         }
         _ => {
             return Err(Hdf5Error::Library(

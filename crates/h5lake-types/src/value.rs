@@ -793,6 +793,28 @@ pub fn region_ref_bytes(v: &Value) -> Result<Vec<u8>> {
     Ok(out.to_string().into_bytes())
 }
 
+/// h5json's form of a point selection: `flat` holds the points'
+/// coordinates one after another, `rank` each (as HDF5's
+/// `H5Sget_select_elem_pointlist` gives them).
+pub fn region_points_json(flat: &[u64], rank: usize) -> Value {
+    let points: Vec<Value> = flat
+        .chunks(rank.max(1))
+        .map(|c| serde_json::json!(c))
+        .collect();
+    serde_json::json!({"select_type": "H5S_SEL_POINTS", "selection": points})
+}
+
+/// h5json's form of a hyperslab selection given block by block: each
+/// block's first corner, then its last (inclusive), `rank` coordinates each
+/// (as HDF5's `H5Sget_select_hyper_blocklist` gives them).
+pub fn region_blocks_json(flat: &[u64], rank: usize) -> Value {
+    let blocks: Vec<Value> = flat
+        .chunks((2 * rank).max(1))
+        .map(|c| serde_json::json!([&c[..rank.min(c.len())], &c[rank.min(c.len())..]]))
+        .collect();
+    serde_json::json!({"select_type": "H5S_SEL_HYPERSLABS", "selection": blocks})
+}
+
 /// The JSON object of one stored region reference (`null` when empty).
 ///
 /// # Errors

@@ -116,17 +116,6 @@ pub unsafe fn selection_of(api: &Api, space: hid_t) -> Result<Value> {
         "H5Sget_simple_extent_ndims",
     )?)
     .unwrap_or(0);
-    let pairs = |flat: Vec<u64>, per: usize| -> Vec<Value> {
-        flat.chunks(per.max(1))
-            .map(|c| {
-                if per == 2 * rank {
-                    json!([&c[..rank], &c[rank..]])
-                } else {
-                    json!(c)
-                }
-            })
-            .collect()
-    };
     Ok(match f.H5Sget_select_type(space) {
         sys::H5S_sel_type_H5S_SEL_NONE => json!({"select_type": "H5S_SEL_NONE", "selection": []}),
         sys::H5S_sel_type_H5S_SEL_ALL => json!({"select_type": "H5S_SEL_ALL"}),
@@ -140,7 +129,7 @@ pub unsafe fn selection_of(api: &Api, space: hid_t) -> Result<Value> {
                 f.H5Sget_select_elem_pointlist(space, 0, n as u64, flat.as_mut_ptr()),
                 "H5Sget_select_elem_pointlist",
             )?;
-            json!({"select_type": "H5S_SEL_POINTS", "selection": pairs(flat, rank)})
+            h5lake_types::region_points_json(&flat, rank)
         }
         sys::H5S_sel_type_H5S_SEL_HYPERSLABS => {
             let n = check(
@@ -170,7 +159,7 @@ pub unsafe fn selection_of(api: &Api, space: hid_t) -> Result<Value> {
                     f.H5Sget_select_hyper_blocklist(space, 0, n as u64, flat.as_mut_ptr()),
                     "H5Sget_select_hyper_blocklist",
                 )?;
-                json!({"select_type": "H5S_SEL_HYPERSLABS", "selection": pairs(flat, 2 * rank)})
+                h5lake_types::region_blocks_json(&flat, rank)
             }
         }
         _ => {

@@ -183,8 +183,9 @@ def load(src, dest, *, link=False, hyperchunk=None, keep_chunks=False, force=Fal
             [os.fspath(f) for f in files], os.fspath(dest), name,
             json.dumps(dcpl.get("filters", [])), None if chunks is None else int(chunks),
             bool(force)))
-        report.update(groups=name.strip("/").count("/") + 1, attributes=len(report["arrow_types"]) > 0,
-                      links=name.strip("/").count("/") + 1, bytes=0, chunks=0)
+        depth = name.strip("/").count("/") + 1      # the dataset and the groups above it
+        report.update(groups=depth - 1, attributes=int(bool(report["arrow_types"])),
+                      links=depth, bytes=0, chunks=0)
         return report
     if hyperchunk is not None and int(hyperchunk) < 0:
         raise ValueError("hyperchunk must be a size in bytes (0 turns it off)")
