@@ -164,6 +164,43 @@ pub(crate) fn gather(raw: &[u8], stride: usize, offset: usize, width: usize, n: 
     out
 }
 
+/// Rows a pass over the members takes: a block of input small enough to
+/// stay in cache while each member takes its part of every row.
+const BLOCK_BYTES: usize = 64 << 10;
+
+/// [`gather`] of several members at once (`places`: (offset, width) of
+/// each), block of rows by block of rows, so that the rows are read from
+/// memory once, not once a member.
+pub(crate) fn gather_members(
+    raw: &[u8],
+    stride: usize,
+    places: &[(usize, usize)],
+    n: usize,
+) -> Vec<Vec<u8>> {
+    let mut out: Vec<Vec<u8>> = places
+        .iter()
+        .map(|&(_, w)| Vec::with_capacity(n * w))
+        .collect();
+    if stride == 0 {
+        return out;
+    }
+    let block = (BLOCK_BYTES / stride).max(1);
+    let mut r0 = 0;
+    while r0 < n {
+        let r1 = (r0 + block).min(n);
+        let rows = &raw[r0 * stride..r1 * stride];
+        for (&(offset, width), member) in places.iter().zip(out.iter_mut()) {
+            by_width!(width, W => {
+                for rec in rows.chunks_exact(stride) {
+                    member.extend_from_slice(&rec[offset..offset + W]);
+                }
+            });
+        }
+        r0 = r1;
+    }
+    out
+}
+
 /// The inverse of [`gather`].
 pub(crate) fn scatter(
     member: &[u8],
@@ -204,6 +241,31 @@ pub(crate) fn plain_values(dt: &Datatype, arr: &dyn Array) -> Option<Buffer> {
     (start + len <= buf.len()).then(|| buf.slice_with_length(start, len))
 }
 
+/// [`to_array`] taking the member's bytes: numbers and fixed-size bytes
+/// become the array's buffer without a copy.
+pub(crate) fn to_array_owned(dt: &Datatype, mut data: Vec<u8>, n: usize) -> Result<ArrayRef> {
+    let size = dt.fixed_size().unwrap_or(0);
+    if members(dt).is_some() || matches!(dt, Datatype::Array { .. }) || data.len() != n * size {
+        return to_array(dt, &data, n);
+    }
+    let t = arrow_type(dt)?;
+    if let DataType::FixedSizeBinary(w) = t {
+        return Ok(Arc::new(FixedSizeBinaryArray::try_new(
+            w,
+            Buffer::from_vec(data),
+            None,
+        )?));
+    }
+    if let Some(s) = big_endian_number(dt) {
+        swap_each(&mut data, s);
+    }
+    let d = ArrayData::builder(t)
+        .len(n)
+        .add_buffer(Buffer::from_vec(data))
+        .build()?;
+    Ok(make_array(d))
+}
+
 /// An Arrow array of the `n` elements of `dt` in `data` (row layout).
 pub(crate) fn to_array(dt: &Datatype, data: &[u8], n: usize) -> Result<ArrayRef> {
     let size = dt.fixed_size().unwrap_or(0);
@@ -231,22 +293,7 @@ pub(crate) fn to_array(dt: &Datatype, data: &[u8], n: usize) -> Result<ArrayRef>
                 field, k, child, None,
             )?))
         }
-        _ => {
-            let t = arrow_type(dt)?;
-            if let DataType::FixedSizeBinary(w) = t {
-                let buf = Buffer::from_vec(data[..n * size].to_vec());
-                return Ok(Arc::new(FixedSizeBinaryArray::try_new(w, buf, None)?));
-            }
-            let mut bytes = data[..n * size].to_vec();
-            if let Some(s) = big_endian_number(dt) {
-                swap_each(&mut bytes, s);
-            }
-            let d = ArrayData::builder(t)
-                .len(n)
-                .add_buffer(Buffer::from_vec(bytes))
-                .build()?;
-            Ok(make_array(d))
-        }
+        _ => to_array_owned(dt, data[..n * size].to_vec(), n),
     }
 }
 

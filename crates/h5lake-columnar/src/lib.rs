@@ -13,6 +13,7 @@
 mod arrays;
 mod error;
 mod input;
+mod read;
 
 use std::sync::Arc;
 
@@ -24,10 +25,12 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::basic::{GzipLevel, ZstdLevel};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::schema::types::ColumnPath;
 use serde_json::Value;
 
 pub use error::{ColumnarError, Result};
 pub use input::ParquetInput;
+pub use read::{Footer, FooterRead, Parts, TAIL_BYTES};
 
 /// The Parquet codec a columnar dataset's chunks are compressed with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -146,12 +149,14 @@ pub fn encode_chunk(
                     raw.len()
                 )));
             }
+            let places: Vec<(usize, usize)> = fields
+                .iter()
+                .map(|f| (f.offset, f.dtype.fixed_size().unwrap_or(0)))
+                .collect();
             fields
                 .iter()
-                .map(|f| {
-                    let w = f.dtype.fixed_size().unwrap_or(0);
-                    arrays::to_array(&f.dtype, &arrays::gather(raw, size, f.offset, w, n), n)
-                })
+                .zip(arrays::gather_members(raw, size, &places, n))
+                .map(|(f, member)| arrays::to_array_owned(&f.dtype, member, n))
                 .collect::<Result<Vec<_>>>()?
         }
         None => {
@@ -187,17 +192,38 @@ pub fn encode_chunk(
     };
     let raw_len = raw.len();
     let batch = RecordBatch::try_new(schema.clone(), columns)?;
-    let props = WriterProperties::builder()
+    let mut props = WriterProperties::builder();
+    // Numbers are stored plain, as an HDF5 chunk holds them: readers copy
+    // them out of the pages without decoding, and a dictionary seldom
+    // pays for measured values (the codec still compresses repeats).
+    for f in fields {
+        if is_number(&f.dtype) {
+            props =
+                props.set_column_dictionary_enabled(ColumnPath::new(vec![f.name.clone()]), false);
+        }
+    }
+    let props = props
         .set_compression(compression.parquet()?)
         .set_max_row_group_row_count(Some(n.max(1)))
         .set_max_row_group_bytes(None)
         .set_statistics_enabled(EnabledStatistics::Page)
         .build();
-    let mut out = Vec::with_capacity(raw_len / 2 + 1024);
+    // Room for the chunk stored as it is: growing the buffer would copy it.
+    let mut out = Vec::with_capacity(raw_len + (64 << 10));
     let mut w = ArrowWriter::try_new(&mut out, schema, Some(props))?;
     w.write(&batch)?;
     w.close()?;
     Ok(out)
+}
+
+fn is_number(dt: &Datatype) -> bool {
+    matches!(
+        dt,
+        Datatype::Integer { .. }
+            | Datatype::Float { .. }
+            | Datatype::Bitfield { .. }
+            | Datatype::Enum { .. }
+    )
 }
 
 /// The `n` elements of `dtype`, in row layout, of the Parquet object
@@ -207,6 +233,12 @@ pub fn encode_chunk(
 /// # Errors
 /// Bytes that are not a Parquet object of this type and length.
 pub fn decode_chunk(dtype: &Datatype, stored: Bytes, n: usize, fill: &[u8]) -> Result<Vec<u8>> {
+    if let Some(size) = dtype.fixed_size() {
+        let footer = Footer::of_whole(&stored)?;
+        let mut out = vec![0u8; n * size];
+        footer.decode_into(dtype, &Parts::whole(stored), n, fill, &mut out)?;
+        return Ok(out);
+    }
     let Datatype::Compound { fields, .. } = dtype else {
         return Err(ColumnarError::Unsupported(format!(
             "a columnar chunk of type {}",
@@ -240,7 +272,7 @@ pub fn decode_chunk(dtype: &Datatype, stored: Bytes, n: usize, fill: &[u8]) -> R
         .with_projection(mask)
         .with_batch_size(n.max(1))
         .build()?;
-    let mut out = Vec::with_capacity(n * dtype.fixed_size().unwrap_or(16));
+    let mut out = Vec::with_capacity(n * 16);
     let mut rows = 0;
     for batch in reader {
         let batch = batch?;
@@ -261,16 +293,38 @@ pub fn decode_chunk(dtype: &Datatype, stored: Bytes, n: usize, fill: &[u8]) -> R
             "a columnar chunk yielded {rows} rows, expected {stored_rows}"
         )));
     }
-    let filler: Vec<u8> = match dtype.fixed_size() {
-        Some(size) if fill.len() == size => fill.to_vec(),
-        Some(size) => vec![0; size],
-        None if !fill.is_empty() => fill.to_vec(),
-        None => h5lake_types::record::empty_record(dtype),
+    let filler: Vec<u8> = if fill.is_empty() {
+        h5lake_types::record::empty_record(dtype)
+    } else {
+        fill.to_vec()
     };
     for _ in rows..n {
         out.extend_from_slice(&filler);
     }
     Ok(out)
+}
+
+/// Writes `rows` values of `col` (member `f`'s column) into the member's
+/// place in each of the first `rows` elements of `out` (row layout,
+/// `size` bytes an element); a null reads as the member's part of `fill`.
+pub(crate) fn member_rows(
+    f: &h5lake_types::Field,
+    col: &dyn arrow_array::Array,
+    rows: usize,
+    fill: &[u8],
+    out: &mut [u8],
+    size: usize,
+) -> Result<()> {
+    let fs = f.dtype.fixed_size().unwrap_or(0);
+    if let Some(values) = arrays::plain_values(&f.dtype, col) {
+        arrays::scatter(&values, out, size, f.offset, fs, rows);
+        return Ok(());
+    }
+    let mut member = vec![0u8; rows * fs];
+    let fill_member = fill.get(f.offset..f.offset + fs).unwrap_or(&[]);
+    arrays::from_array(&f.dtype, col, &mut member, fill_member)?;
+    arrays::scatter(&member, out, size, f.offset, fs, rows);
+    Ok(())
 }
 
 /// Appends `rows` rows of `columns` (one per member of the compound
@@ -305,15 +359,7 @@ pub fn batch_rows(
         let at = out.len();
         out.resize(at + rows * size, 0);
         for (f, col) in fields.iter().zip(columns) {
-            let fs = f.dtype.fixed_size().unwrap_or(0);
-            if let Some(values) = arrays::plain_values(&f.dtype, col.as_ref()) {
-                arrays::scatter(&values, &mut out[at..], size, f.offset, fs, rows);
-                continue;
-            }
-            let mut member = vec![0u8; rows * fs];
-            let fill_member = fill.get(f.offset..f.offset + fs).unwrap_or(&[]);
-            arrays::from_array(&f.dtype, col.as_ref(), &mut member, fill_member)?;
-            arrays::scatter(&member, &mut out[at..], size, f.offset, fs, rows);
+            member_rows(f, col.as_ref(), rows, fill, &mut out[at..], size)?;
         }
         return Ok(());
     }

@@ -119,3 +119,132 @@ fn variable_length_members_round_trip() {
     let back = decode_chunk(&dt, Bytes::from(stored), n, &[]).unwrap();
     assert_eq!(back, raw);
 }
+
+/// A read of some members fetches the footer and those members' columns
+/// only, and decodes them in place; a column that was not fetched is an
+/// error, never made-up values.
+#[test]
+fn members_decode_from_their_column_ranges_only() {
+    use h5lake_columnar::{Footer, FooterRead, Parts};
+    let dt = table_type();
+    // Enough rows for several data pages per column.
+    let n = 300_000;
+    let raw = sample(&dt, n);
+    let stored = Bytes::from(encode_chunk(&dt, &raw, n, Compression::Zstd(1)).unwrap());
+    let len = stored.len() as u64;
+    // A tail too short for the footer asks for the footer's range.
+    let footer = match Footer::from_tail(len, &stored[stored.len() - 16..]).unwrap() {
+        FooterRead::Need(r) => {
+            Footer::parse(len, &stored[r.start as usize..r.end as usize]).unwrap()
+        }
+        FooterRead::Parsed(_) => panic!("a 16-byte tail cannot hold the footer"),
+    };
+    assert_eq!(footer.rows(), n as i64);
+    let size = dt.fixed_size().unwrap();
+    for names in [
+        vec!["f8be", "i8"],
+        vec!["inner", "s"],
+        vec!["arr"],
+        vec!["u64"],
+    ] {
+        let Datatype::Compound { fields, .. } = &dt else {
+            unreachable!()
+        };
+        let picked: Vec<_> = names
+            .iter()
+            .map(|n| fields.iter().find(|f| f.name == *n).unwrap())
+            .collect();
+        let proj = Datatype::from_json(&json!({"class": "H5T_COMPOUND", "fields":
+            picked.iter().map(|f| json!({"name": f.name, "type": f.dtype.to_json()})).collect::<Vec<_>>()}))
+        .unwrap();
+        let ranges = footer.ranges(&proj).unwrap();
+        let fetched: u64 = ranges.iter().map(|r| r.end - r.start).sum();
+        assert!(fetched < len / 2, "{names:?}: {fetched} of {len} bytes");
+        let parts = Parts::new(
+            len,
+            ranges
+                .iter()
+                .map(|r| (r.start, stored.slice(r.start as usize..r.end as usize)))
+                .collect(),
+        );
+        let psize = proj.fixed_size().unwrap();
+        let mut out = vec![0xAAu8; n * psize];
+        footer.decode_into(&proj, &parts, n, &[], &mut out).unwrap();
+        for row in [0, 1, n / 2, n - 1] {
+            let mut at = 0;
+            for f in &picked {
+                let w = f.dtype.fixed_size().unwrap();
+                assert_eq!(
+                    &out[row * psize + at..row * psize + at + w],
+                    &raw[row * size + f.offset..row * size + f.offset + w],
+                    "{names:?} row {row} member {}",
+                    f.name
+                );
+                at += w;
+            }
+        }
+        // Without the columns' bytes there is nothing to decode.
+        let err = footer
+            .decode_into(&proj, &Parts::new(len, vec![]), n, &[], &mut out)
+            .unwrap_err();
+        assert!(err.to_string().contains("not read"), "{err}");
+    }
+}
+
+/// Parquet written by other tools: nullable columns (a null reads as the
+/// fill value), dictionary-encoded pages, several row groups, rows fewer
+/// than the chunk (the rest is fill).
+#[test]
+fn other_writers_columns_decode_with_nulls_as_fill() {
+    use arrow_array::{Float64Array, Int32Array, RecordBatch};
+    use arrow_schema::{DataType, Field, Schema};
+    use h5lake_columnar::{Footer, Parts};
+    use parquet::arrow::ArrowWriter;
+    use parquet::file::properties::WriterProperties;
+    use std::sync::Arc;
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("x", DataType::Float64, true),
+        Field::new("id", DataType::Int32, false),
+    ]));
+    let rows: usize = 5000;
+    let x: Float64Array = (0..rows)
+        .map(|i| (i % 7 != 0).then_some(i as f64 * 0.5))
+        .collect();
+    let id: Int32Array = (0..rows).map(|i| (i % 3) as i32).collect();
+    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(x), Arc::new(id)]).unwrap();
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(1500))
+        .set_dictionary_enabled(true)
+        .build();
+    let mut file = Vec::new();
+    let mut w = ArrowWriter::try_new(&mut file, schema, Some(props)).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    let dt = Datatype::from_json(&json!({"class": "H5T_COMPOUND", "fields": [
+        {"name": "id", "type": "H5T_STD_I32LE"},
+        {"name": "x", "type": "H5T_IEEE_F64LE"}]}))
+    .unwrap();
+    let mut fill = (-1i32).to_le_bytes().to_vec();
+    fill.extend_from_slice(&f64::NAN.to_le_bytes());
+    let n = rows + 10;
+    let mut out = vec![0u8; n * 12];
+    let footer = Footer::of_whole(&file).unwrap();
+    footer
+        .decode_into(&dt, &Parts::whole(Bytes::from(file)), n, &fill, &mut out)
+        .unwrap();
+    for i in 0..n {
+        let id = i32::from_le_bytes(out[i * 12..i * 12 + 4].try_into().unwrap());
+        let x = f64::from_le_bytes(out[i * 12 + 4..i * 12 + 12].try_into().unwrap());
+        if i >= rows {
+            assert_eq!(id, -1);
+            assert!(x.is_nan());
+            continue;
+        }
+        assert_eq!(id, (i % 3) as i32, "row {i}");
+        if i % 7 == 0 {
+            assert!(x.is_nan(), "row {i}: a null reads as the fill value");
+        } else {
+            assert_eq!(x, i as f64 * 0.5, "row {i}");
+        }
+    }
+}

@@ -8,6 +8,7 @@
 //! - [`Columnar`]: one Parquet object per chunk (`"h5lake": {"chunkFormat":
 //!   "parquet"}`), one column per member of the compound type.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use h5lake_codecs::{ChunkFormat, Pipeline};
@@ -34,7 +35,7 @@ pub trait ChunkCodec: Send + Sync + fmt::Debug {
     ///
     /// # Errors
     /// A chunk this codec cannot store.
-    fn encode(&self, raw: Vec<u8>, live: usize) -> Result<Vec<u8>>;
+    fn encode(&self, raw: Cow<'_, [u8]>, live: usize) -> Result<Vec<u8>>;
     /// The columnar codec, when this is one (its chunks can be read in part,
     /// some columns at a time).
     fn as_columnar(&self) -> Option<&Columnar> {
@@ -69,10 +70,10 @@ impl ChunkCodec for Filtered {
             .decode_as(stored, self.filter_elem_size, raw_len, self.format)?)
     }
 
-    fn encode(&self, raw: Vec<u8>, _live: usize) -> Result<Vec<u8>> {
+    fn encode(&self, raw: Cow<'_, [u8]>, _live: usize) -> Result<Vec<u8>> {
         Ok(self
             .pipeline
-            .encode_as(raw, self.filter_elem_size, self.format)?)
+            .encode_as(raw.into_owned(), self.filter_elem_size, self.format)?)
     }
 }
 
@@ -85,6 +86,9 @@ pub struct Columnar {
     pub elems: usize,
     /// One element of fill value: what a null reads as.
     pub fill: Vec<u8>,
+    /// Whether `dtype` holds only some of the stored columns (a read of
+    /// some members): chunks are then read column by column, never whole.
+    pub some_columns: bool,
 }
 
 impl ChunkCodec for Columnar {
@@ -112,13 +116,19 @@ impl ChunkCodec for Columnar {
     /// Only the rows in the dataset's extent are stored: the Parquet object
     /// of a table's last chunk holds its rows and no padding, so that other
     /// tools reading it see the table's rows only. Decoding pads with fill.
-    fn encode(&self, raw: Vec<u8>, live: usize) -> Result<Vec<u8>> {
+    fn encode(&self, raw: Cow<'_, [u8]>, live: usize) -> Result<Vec<u8>> {
         let live = live.min(self.elems);
-        let rows = match self.dtype.fixed_size() {
-            Some(size) => raw.get(..live * size).unwrap_or(&raw).to_vec(),
+        let rows: Cow<'_, [u8]> = match self.dtype.fixed_size() {
+            Some(size) => match raw {
+                Cow::Borrowed(r) => Cow::Borrowed(r.get(..live * size).unwrap_or(r)),
+                Cow::Owned(mut r) => {
+                    r.truncate(live * size);
+                    Cow::Owned(r)
+                }
+            },
             None if live < self.elems => {
                 let items = h5lake_types::record::split_elements(&self.dtype, &raw, live)?;
-                h5lake_types::record::join_elements(&self.dtype, &items)
+                Cow::Owned(h5lake_types::record::join_elements(&self.dtype, &items))
             }
             None => raw,
         };

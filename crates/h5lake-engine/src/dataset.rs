@@ -23,7 +23,9 @@ use crate::chunk_codec::{ChunkCodec, Columnar, Filtered};
 use crate::domain::{backoff, Domain};
 use crate::ids;
 use crate::linked::{LinkIndex, LinkedLayout};
-use crate::planner::{contiguous_source, plan_points, strides, walk, DimPart, OrthoPlan};
+use crate::planner::{
+    contiguous_run, contiguous_source, plan_points, strides, walk, DimPart, OrthoPlan,
+};
 use crate::{EngineError, Result};
 
 /// Contiguous datasets up to this size are stored as one chunk covering the
@@ -163,6 +165,7 @@ impl DatasetMeta {
                     elems: chunk.iter().product::<u64>() as usize,
                     fill: fill.clone(),
                     dtype: dtype.clone(),
+                    some_columns: false,
                 })
             } else {
                 Arc::new(Filtered {
@@ -267,6 +270,7 @@ impl DatasetMeta {
             compression: columnar.compression,
             elems: columnar.elems,
             fill: fill.clone(),
+            some_columns: true,
         });
         Ok(DatasetMeta {
             dtype,
@@ -300,8 +304,8 @@ impl DatasetMeta {
     }
 
     /// The object to store for the chunk at `key`.
-    fn encode(&self, raw: Vec<u8>, key: &str) -> Result<Vec<u8>> {
-        self.codec.encode(raw, self.live_elems(key))
+    fn encode<'a>(&self, raw: impl Into<std::borrow::Cow<'a, [u8]>>, key: &str) -> Result<Vec<u8>> {
+        self.codec.encode(raw.into(), self.live_elems(key))
     }
 
     /// The elements of the chunk at `key` that lie in the dataset's extent
@@ -782,6 +786,10 @@ impl Domain {
                 // check is a `stat` of the same file), so the cache is not
                 // consulted or filled for it.
                 let direct = m.stored_as_raw() && proj.is_identity() && m.link.is_none();
+                // Columnar chunks decode straight into the output (only the
+                // columns asked for are read); partly selected ones go
+                // through the cache when it can hold the read.
+                let columnar = m.is_columnar() && proj.is_identity() && m.link.is_none();
                 let chunk_key = |i: usize| {
                     let coords: Vec<u64> = plan.chunk(i).iter().map(|p| p.chunk).collect();
                     m.key(&coords)
@@ -809,6 +817,23 @@ impl Domain {
                                 proj.copy(src, s, ptr, d, n)
                             });
                         };
+                        let whole = m.covers_whole_chunk(&parts);
+                        if columnar && (whole || !use_cache) {
+                            let run = contiguous_run(&parts, &cs, &os)
+                                .filter(|&(_, len)| whole && len as usize == m.chunk_elems());
+                            let es = m.elem_size();
+                            // SAFETY: the run is this task's own output elements, inside
+                            // the validated buffer.
+                            let into = run.map(|(d0, len)| unsafe {
+                                std::slice::from_raw_parts_mut(
+                                    ptr.at(d0 as usize * es),
+                                    len as usize * es,
+                                )
+                            });
+                            if self.with_columnar_chunk(m, &key, fetched.as_ref(), into, scatter)? {
+                                return Ok(());
+                            }
+                        }
                         self.with_task_chunk(
                             m,
                             &key,
@@ -879,12 +904,16 @@ impl Domain {
                 for_each_task(plan.num_chunks(), inline, |i| -> Result<()> {
                     let parts = plan.chunk(i);
                     let coords: Vec<u64> = parts.iter().map(|p| p.chunk).collect();
-                    if m.stored_as_raw() && m.covers_whole_chunk(&parts) {
+                    if m.covers_whole_chunk(&parts) {
                         if let Some(src) = contiguous_source(&parts, &cs, &os, es, data) {
-                            // The chunk's stored bytes are already laid out in
-                            // the caller's buffer: store them from there.
+                            // The chunk is already laid out in the caller's
+                            // buffer: stored (or encoded) from there.
                             let key = m.key(&coords);
-                            self.store().put(&key, src)?;
+                            if m.stored_as_raw() {
+                                self.store().put(&key, src)?;
+                            } else {
+                                self.store().put(&key, &m.encode(src, &key)?)?;
+                            }
                             self.cache.remove(&key);
                             return Ok(());
                         }
@@ -1438,7 +1467,10 @@ impl Domain {
         task: impl Fn(usize, Option<Option<Versioned>>) -> Result<()> + Sync + Send,
     ) -> Result<()> {
         let store = self.store();
-        if n <= 1 || !store.prefers_batching() {
+        // Some columns of columnar chunks: each task reads just their byte
+        // ranges (ranged GETs), rather than whole objects fetched ahead.
+        let some_columns = m.codec.as_columnar().is_some_and(|c| c.some_columns);
+        if n <= 1 || !store.prefers_batching() || some_columns {
             return for_each_task(n, inline, |i| task(i, None));
         }
         // Bounded so that a sparse selection over many big chunks does not
@@ -1536,6 +1568,105 @@ impl Domain {
             self.cache.insert(key, stored.version, data.clone());
         }
         Ok(data)
+    }
+
+    /// Decodes the columnar chunk at `key` (`fetched` as for
+    /// [`Domain::with_task_chunk`]) reading only the columns of `m.dtype`'s
+    /// members: into `into` (the whole chunk's place in the caller's
+    /// buffer) when given, else into a per-thread buffer `f` is run on.
+    /// `Ok(false)` when no chunk object is stored (nothing called).
+    fn with_columnar_chunk(
+        &self,
+        m: &DatasetMeta,
+        key: &str,
+        fetched: Option<&Option<Versioned>>,
+        into: Option<&mut [u8]>,
+        f: impl FnOnce(&[u8]),
+    ) -> Result<bool> {
+        let n = m.chunk_elems();
+        let decode = |dst: &mut [u8]| -> Result<bool> {
+            match fetched {
+                Some(None) => Ok(false),
+                Some(Some(v)) => {
+                    let footer = h5lake_columnar::Footer::of_whole(&v.data)?;
+                    let parts = h5lake_columnar::Parts::whole(v.data.clone());
+                    footer.decode_into(&m.dtype, &parts, n, &m.fill, dst)?;
+                    Ok(true)
+                }
+                None => self.read_columnar_into(m, key, dst),
+            }
+        };
+        if let Some(dst) = into {
+            return decode(dst);
+        }
+        thread_local! {
+            static ROWS: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        // Reused from chunk to chunk: every byte is written by the decode.
+        let mut buf = ROWS.with(|c| std::mem::take(&mut *c.borrow_mut()));
+        buf.resize(n * m.elem_size(), 0);
+        let decoded = decode(&mut buf);
+        if let Ok(true) = decoded {
+            f(&buf);
+        }
+        ROWS.with(|c| *c.borrow_mut() = buf);
+        decoded
+    }
+
+    /// Reads the stored columnar chunk at `key` into `dst`: its footer,
+    /// then the byte ranges of the columns of `m.dtype`'s members, all of
+    /// one version of the object (read again when it is replaced in
+    /// between). `Ok(false)`: not stored.
+    fn read_columnar_into(&self, m: &DatasetMeta, key: &str, dst: &mut [u8]) -> Result<bool> {
+        use h5lake_columnar::{Footer, FooterRead, Parts, TAIL_BYTES};
+        let store = self.store();
+        let mut attempts = 0;
+        loop {
+            let mut read = || -> Result<bool> {
+                let Some(obj) = store.open_object(key, TAIL_BYTES)? else {
+                    return Ok(false);
+                };
+                let (len, tail) = (obj.len(), obj.tail().clone());
+                let footer = match Footer::from_tail(len, &tail)? {
+                    FooterRead::Parsed(f) => f,
+                    FooterRead::Need(r) => Footer::parse(len, &obj.read_ranges(&[r])?[0])?,
+                };
+                let ranges = footer.ranges(&m.dtype)?;
+                let tail_at = len - tail.len() as u64;
+                // What the tail already holds is not read again.
+                let wanted: Vec<_> = ranges.into_iter().filter(|r| r.start < tail_at).collect();
+                thread_local! {
+                    static COLUMNS: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+                }
+                // One buffer per thread for the columns' bytes, reused from
+                // chunk to chunk (fresh memory costs a page fault a page).
+                let mut buf = COLUMNS.with(|c| std::mem::take(&mut *c.borrow_mut()));
+                obj.read_ranges_into(&wanted, &mut buf)?;
+                let whole = bytes::Bytes::from(buf);
+                let mut parts: Vec<(u64, bytes::Bytes)> = Vec::with_capacity(wanted.len() + 1);
+                let mut at = 0;
+                for r in &wanted {
+                    let n = (r.end - r.start) as usize;
+                    parts.push((r.start, whole.slice(at..at + n)));
+                    at += n;
+                }
+                parts.push((tail_at, tail));
+                let parts = Parts::new(len, parts);
+                let decoded = footer.decode_into(&m.dtype, &parts, m.chunk_elems(), &m.fill, dst);
+                drop(parts);
+                if let Ok(back) = whole.try_into_mut() {
+                    COLUMNS.with(|c| *c.borrow_mut() = Vec::from(back));
+                }
+                decoded?;
+                Ok(true)
+            };
+            match read() {
+                Err(EngineError::Store(h5lake_store::StoreError::Changed(_))) if attempts < 8 => {
+                    attempts += 1;
+                }
+                r => return r,
+            }
+        }
     }
 
     /// Reads a wholly selected, unfiltered chunk with one scattered read

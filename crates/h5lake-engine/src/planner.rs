@@ -193,6 +193,19 @@ pub fn contiguous_source<'a>(
     es: usize,
     buf: &'a [u8],
 ) -> Option<&'a [u8]> {
+    let (d0, len) = contiguous_run(parts, chunk_strides, out_strides)?;
+    let (start, bytes) = (d0 as usize * es, len as usize * es);
+    (start + bytes <= buf.len()).then(|| &buf[start..start + bytes])
+}
+
+/// Where a chunk's selected elements lie in the output when they are its
+/// first elements, in order, and one run of the output: (first output
+/// element, number of elements).
+pub fn contiguous_run(
+    parts: &[&DimPart],
+    chunk_strides: &[u64],
+    out_strides: &[u64],
+) -> Option<(u64, u64)> {
     let mut run: Option<(u64, u64)> = None; // (first output element, elements so far)
     let mut contiguous = true;
     walk(
@@ -210,9 +223,7 @@ pub fn contiguous_source<'a>(
             }
         },
     );
-    let (d0, len) = run?;
-    let (start, bytes) = (d0 as usize * es, len as usize * es);
-    (contiguous && start + bytes <= buf.len()).then(|| &buf[start..start + bytes])
+    run.filter(|_| contiguous)
 }
 
 /// Points grouped by chunk: chunk coordinates → (chunk-local element index,

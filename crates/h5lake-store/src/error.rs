@@ -19,6 +19,10 @@ pub enum StoreError {
     NotFound(String),
     #[error("permission denied: {0}")]
     PermissionDenied(String),
+    /// An object opened to be read in parts was replaced in between (its
+    /// reader opens it again).
+    #[error("{0} changed while it was read")]
+    Changed(String),
     /// A store URL or its configuration (environment) is unusable; the
     /// message says what to set.
     #[error("cannot use {url}: {reason}")]

@@ -67,6 +67,92 @@ pub enum PutOutcome {
     Conflict,
 }
 
+/// One version of an object, read in parts: what a reader needs when where
+/// to read depends on what it read first (a Parquet footer, then the
+/// columns it names). Every part comes from the version opened, or the read
+/// fails with [`StoreError::Changed`] (the caller opens it again).
+pub trait OpenObject: Send + Sync {
+    /// The object's length in bytes.
+    fn len(&self) -> u64;
+    /// Whether the object is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The version opened.
+    fn version(&self) -> &Version;
+    /// The last bytes of the object (as many as asked for at open, fewer
+    /// when the object is shorter), read with the open itself.
+    fn tail(&self) -> &Bytes;
+    /// The bytes of each range (clipped at the object's end), in order.
+    ///
+    /// # Errors
+    /// [`StoreError::Changed`] when the object was replaced since it was
+    /// opened; I/O trouble.
+    fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>>;
+
+    /// As [`OpenObject::read_ranges`], the bytes of the ranges one after
+    /// another in `buf` (replacing its contents, reusing its allocation),
+    /// so that a reader going from object to object does not fault in
+    /// fresh memory for each.
+    ///
+    /// # Errors
+    /// As [`OpenObject::read_ranges`].
+    fn read_ranges_into(&self, ranges: &[Range<u64>], buf: &mut Vec<u8>) -> Result<()> {
+        let parts = self.read_ranges(ranges)?;
+        buf.clear();
+        for p in parts {
+            buf.extend_from_slice(&p);
+        }
+        Ok(())
+    }
+}
+
+/// An object held whole in memory, as an [`OpenObject`].
+pub struct WholeObject {
+    data: Bytes,
+    version: Version,
+    tail: Bytes,
+}
+
+impl WholeObject {
+    /// `data` as an open object whose tail is its last `tail` bytes.
+    pub fn new(data: Bytes, version: Version, tail: u64) -> Self {
+        let from = data
+            .len()
+            .saturating_sub(usize::try_from(tail).unwrap_or(usize::MAX));
+        Self {
+            tail: data.slice(from..),
+            data,
+            version,
+        }
+    }
+}
+
+impl OpenObject for WholeObject {
+    fn len(&self) -> u64 {
+        self.data.len() as u64
+    }
+
+    fn version(&self) -> &Version {
+        &self.version
+    }
+
+    fn tail(&self) -> &Bytes {
+        &self.tail
+    }
+
+    fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        let len = self.data.len() as u64;
+        Ok(ranges
+            .iter()
+            .map(|r| {
+                let (start, end) = (r.start.min(len), r.end.min(len).max(r.start.min(len)));
+                self.data.slice(start as usize..end as usize)
+            })
+            .collect())
+    }
+}
+
 /// Reading keys.
 pub trait ReadableStore: Send + Sync {
     /// The whole object, or `None` if the key does not exist.
@@ -166,6 +252,19 @@ pub trait ReadableStore: Send + Sync {
     /// I/O trouble other than "not found".
     fn get_ranges(&self, key: &str, ranges: &[Range<u64>]) -> Result<Option<Vec<Bytes>>> {
         get_ranges_one_by_one(self, key, ranges)
+    }
+
+    /// Opens the current version of an object to read it in parts, reading
+    /// its last `tail` bytes at once; `None` if missing. The default reads
+    /// the whole object; backends that read ranges cheaply read only what
+    /// is asked for.
+    ///
+    /// # Errors
+    /// I/O trouble other than "not found".
+    fn open_object(&self, key: &str, tail: u64) -> Result<Option<Box<dyn OpenObject + '_>>> {
+        Ok(self.get_versioned(key)?.map(|v| {
+            Box::new(WholeObject::new(v.data, v.version, tail)) as Box<dyn OpenObject + '_>
+        }))
     }
 
     /// Whether callers should gather reads into [`ReadableStore::get_many`] /

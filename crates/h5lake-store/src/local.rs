@@ -57,6 +57,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
+use std::ops::Range;
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -68,8 +69,8 @@ use rand::Rng;
 mod journal;
 
 use crate::{
-    check_patch, validate_key, validate_prefix, ListableStore, PutOutcome, ReadableStore, Result,
-    Store, StoreError, Version, Versioned, WritableStore,
+    check_patch, validate_key, validate_prefix, ListableStore, OpenObject, PutOutcome,
+    ReadableStore, Result, Store, StoreError, Version, Versioned, WritableStore,
 };
 
 const TMP_PREFIX: &str = ".h5lake-tmp-";
@@ -598,6 +599,24 @@ impl ReadableStore for LocalStore {
         Ok(Some(Bytes::from(buf)))
     }
 
+    fn open_object(&self, key: &str, tail: u64) -> Result<Option<Box<dyn OpenObject + '_>>> {
+        let Some((file, meta)) = self.open_key(key)? else {
+            return Ok(None);
+        };
+        // Every part is read from this descriptor: a put replaces the file
+        // by renaming another over it, so what was opened stays readable.
+        let object = LocalObject {
+            path: self.path_of(key),
+            len: meta.len(),
+            version: version_of(&meta),
+            tail: Bytes::new(),
+            file,
+        };
+        let start = object.len.saturating_sub(tail);
+        let tail = object.pread(start..object.len)?;
+        Ok(Some(Box::new(LocalObject { tail, ..object })))
+    }
+
     fn exists(&self, key: &str) -> Result<bool> {
         Self::check_key(key)?;
         let path = self.path_of(key);
@@ -925,6 +944,86 @@ fn fill_temp(file: &mut File, data: &[u8], sync: bool) -> io::Result<Version> {
         file.sync_all()?;
     }
     Ok(version_of(&file.metadata()?))
+}
+
+/// An object file opened to be read in parts.
+struct LocalObject {
+    file: File,
+    path: PathBuf,
+    len: u64,
+    version: Version,
+    tail: Bytes,
+}
+
+impl LocalObject {
+    fn clip(&self, range: &Range<u64>) -> Range<u64> {
+        let start = range.start.min(self.len);
+        start..range.end.min(self.len).max(start)
+    }
+
+    fn pread(&self, range: Range<u64>) -> Result<Bytes> {
+        let range = self.clip(&range);
+        let mut buf = vec![0u8; (range.end - range.start) as usize];
+        let filled = self.pread_into(range.start, &mut buf)?;
+        buf.truncate(filled);
+        Ok(Bytes::from(buf))
+    }
+
+    /// Fills `buf` from `start` on; fewer bytes only at the file's end.
+    fn pread_into(&self, start: u64, buf: &mut [u8]) -> Result<usize> {
+        let mut filled = 0;
+        while filled < buf.len() {
+            match self.file.read_at(&mut buf[filled..], start + filled as u64) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(io_err(&self.path, e)),
+            }
+        }
+        Ok(filled)
+    }
+}
+
+impl OpenObject for LocalObject {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn version(&self) -> &Version {
+        &self.version
+    }
+
+    fn tail(&self) -> &Bytes {
+        &self.tail
+    }
+
+    fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        ranges.iter().map(|r| self.pread(r.clone())).collect()
+    }
+
+    fn read_ranges_into(&self, ranges: &[Range<u64>], buf: &mut Vec<u8>) -> Result<()> {
+        let clipped: Vec<Range<u64>> = ranges.iter().map(|r| self.clip(r)).collect();
+        let total: u64 = clipped.iter().map(|r| r.end - r.start).sum();
+        let total = usize::try_from(total).map_err(|_| {
+            io_err(
+                &self.path,
+                io::Error::new(io::ErrorKind::OutOfMemory, "ranges too large"),
+            )
+        })?;
+        // Only growth is zeroed: the old bytes are overwritten by the reads.
+        buf.resize(total.max(buf.len()), 0);
+        buf.truncate(total);
+        let mut at = 0;
+        for r in clipped {
+            let n = (r.end - r.start) as usize;
+            let filled = self.pread_into(r.start, &mut buf[at..at + n])?;
+            if filled != n {
+                return Err(StoreError::Changed(self.path.display().to_string()));
+            }
+            at += n;
+        }
+        Ok(())
+    }
 }
 
 fn version_of(m: &fs::Metadata) -> Version {

@@ -47,8 +47,8 @@ use object_store::{
 };
 
 use crate::{
-    validate_key, validate_prefix, ListableStore, PutOutcome, ReadableStore, Result, Store,
-    StoreError, Version, Versioned, WritableStore,
+    validate_key, validate_prefix, ListableStore, OpenObject, PutOutcome, ReadableStore, Result,
+    Store, StoreError, Version, Versioned, WritableStore,
 };
 
 /// Requests in flight at once for batched reads and bulk deletes: enough to
@@ -606,8 +606,130 @@ impl ReadableStore for S3Store {
         }
     }
 
+    fn open_object(&self, key: &str, tail: u64) -> Result<Option<Box<dyn OpenObject + '_>>> {
+        // One request: the last bytes, with the object's size and ETag.
+        let opts = GetOptions {
+            range: (tail > 0).then_some(GetRange::Suffix(tail)),
+            ..Default::default()
+        };
+        let got = match self.get_opts(key, opts) {
+            Ok(got) => got,
+            // An empty object has no suffix to give (416).
+            Err(e) => match self.head(key)? {
+                None => None,
+                Some((version, 0)) => Some((Bytes::new(), version, 0)),
+                Some(_) => return Err(e),
+            },
+        };
+        Ok(got.map(|(tail, version, len)| {
+            Box::new(S3Object {
+                store: self,
+                key: key.to_string(),
+                len,
+                version,
+                tail,
+            }) as Box<dyn OpenObject + '_>
+        }))
+    }
+
     fn prefers_batching(&self) -> bool {
         true
+    }
+}
+
+/// An object read in parts: every ranged GET names the ETag opened
+/// (`If-Match`), so a replaced object fails the read instead of mixing
+/// versions.
+struct S3Object<'a> {
+    store: &'a S3Store,
+    key: String,
+    len: u64,
+    version: Version,
+    tail: Bytes,
+}
+
+/// Ranges closer than this are fetched as one request: a round trip costs
+/// more than reading the bytes between them.
+const COALESCE_GAP: u64 = 1 << 20;
+
+impl OpenObject for S3Object<'_> {
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn version(&self) -> &Version {
+        &self.version
+    }
+
+    fn tail(&self) -> &Bytes {
+        &self.tail
+    }
+
+    fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        let clip =
+            |r: &Range<u64>| r.start.min(self.len)..r.end.min(self.len).max(r.start.min(self.len));
+        let mut wanted: Vec<Range<u64>> =
+            ranges.iter().map(clip).filter(|r| !r.is_empty()).collect();
+        wanted.sort_by_key(|r| r.start);
+        let mut merged: Vec<Range<u64>> = Vec::new();
+        for r in wanted {
+            match merged.last_mut() {
+                Some(m) if r.start <= m.end.saturating_add(COALESCE_GAP) => {
+                    m.end = m.end.max(r.end)
+                }
+                _ => merged.push(r),
+            }
+        }
+        let path = self.store.path(&self.key)?;
+        let s3 = self.store.s3.clone();
+        let etag = self.version.0.clone();
+        let requests = merged.clone();
+        let fetched = run(async move {
+            let mut out: Vec<Option<std::result::Result<Bytes, object_store::Error>>> =
+                (0..requests.len()).map(|_| None).collect();
+            let mut fetches = stream::iter(requests.into_iter().enumerate())
+                .map(|(i, range)| {
+                    let (s3, path, etag) = (s3.clone(), path.clone(), etag.clone());
+                    async move {
+                        let got = async {
+                            let opts = GetOptions {
+                                range: Some(GetRange::Bounded(range)),
+                                if_match: Some(etag),
+                                ..Default::default()
+                            };
+                            s3.get_opts(&path, opts).await?.bytes().await
+                        };
+                        (i, got.await)
+                    }
+                })
+                .buffer_unordered(IN_FLIGHT);
+            while let Some((i, r)) = fetches.next().await {
+                out[i] = Some(r);
+            }
+            out
+        });
+        let mut parts = Vec::with_capacity(merged.len());
+        for r in fetched {
+            match r.expect("every fetch reports") {
+                Ok(b) => parts.push(b),
+                Err(
+                    object_store::Error::Precondition { .. } | object_store::Error::NotFound { .. },
+                ) => return Err(StoreError::Changed(self.store.url_of(&self.key))),
+                Err(e) => return Err(self.store.error(&self.key, e)),
+            }
+        }
+        Ok(ranges
+            .iter()
+            .map(|r| {
+                let r = clip(r);
+                if r.is_empty() {
+                    return Bytes::new();
+                }
+                let k = merged.partition_point(|m| m.end < r.end);
+                let (m, b) = (&merged[k], &parts[k]);
+                b.slice((r.start - m.start) as usize..(r.end - m.start) as usize)
+            })
+            .collect())
     }
 }
 

@@ -41,6 +41,10 @@ pub fn cases<S: Store>() -> Vec<(&'static str, Case<S>)> {
         ("get_scattered_fills_runs", get_scattered_fills_runs::<S>),
         ("get_many", get_many::<S>),
         ("get_ranges", get_ranges::<S>),
+        (
+            "open_object_reads_one_version",
+            open_object_reads_one_version::<S>,
+        ),
         ("delete", delete::<S>),
         ("delete_prefix", delete_prefix::<S>),
         ("list_prefix", list_prefix::<S>),
@@ -70,7 +74,7 @@ macro_rules! store_test_suite {
         $crate::store_test_suite!(@cases $make;
             get_missing, roundtrip, overwrite, get_range, exists, put_if_absent_twice,
             put_if_version, versions_track_writes, get_into_replaces_buffer,
-            get_scattered_fills_runs, get_many, get_ranges, delete, delete_prefix, list_prefix, list_dir, list_sizes,
+            get_scattered_fills_runs, get_many, get_ranges, open_object_reads_one_version, delete, delete_prefix, list_prefix, list_dir, list_sizes,
             invalid_keys, concurrent_increments, concurrent_put_if_absent, concurrent_churn,
             patch, concurrent_patches);
     };
@@ -332,6 +336,52 @@ pub fn get_ranges<S: Store>(s: &S) {
         .unwrap()
         .is_none());
     assert!(s.get_ranges("gr", &[]).unwrap().unwrap().is_empty());
+}
+
+/// An opened object gives its tail, its length and ranges of the version
+/// opened; once replaced, a backend either still reads the old version or
+/// says it changed — never the new bytes under the old version.
+pub fn open_object_reads_one_version<S: Store>(s: &S) {
+    let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+    let version = s.put("oo", &data).unwrap();
+    assert!(s.open_object("oo-missing", 16).unwrap().is_none());
+    let obj = s.open_object("oo", 1000).unwrap().unwrap();
+    assert_eq!(obj.len(), 200_000);
+    assert_eq!(obj.version(), &version);
+    assert_eq!(obj.tail().as_ref(), &data[199_000..]);
+    let ranges = [
+        150_000..150_010,
+        0..4,
+        2..9,
+        5..5,
+        199_995..200_100,
+        300_000..300_001,
+    ];
+    let got = obj.read_ranges(&ranges).unwrap();
+    assert_eq!(got.len(), ranges.len());
+    for (r, g) in ranges.iter().zip(&got) {
+        let (lo, hi) = (r.start.min(200_000) as usize, r.end.min(200_000) as usize);
+        assert_eq!(g.as_ref(), &data[lo..hi.max(lo)], "{r:?}");
+    }
+    let mut buf = vec![7u8; 3];
+    obj.read_ranges_into(&ranges, &mut buf).unwrap();
+    let joined: Vec<u8> = got.iter().flat_map(|g| g.iter().copied()).collect();
+    assert_eq!(buf, joined);
+    // A tail longer than the object is the whole object.
+    s.put("oo-small", b"abc").unwrap();
+    let small = s.open_object("oo-small", 1 << 16).unwrap().unwrap();
+    assert_eq!((small.len(), small.tail().as_ref()), (3, &b"abc"[..]));
+    s.put("oo-empty", b"").unwrap();
+    let empty = s.open_object("oo-empty", 8).unwrap().unwrap();
+    assert_eq!((empty.len(), empty.tail().len()), (0, 0));
+
+    let other: Vec<u8> = data.iter().map(|b| b.wrapping_add(1)).collect();
+    s.put("oo", &other).unwrap();
+    match obj.read_ranges(&[0..4]) {
+        Ok(parts) => assert_eq!(parts[0].as_ref(), &data[..4]),
+        Err(StoreError::Changed(_)) => {}
+        Err(e) => panic!("reading a replaced object: {e}"),
+    }
 }
 
 /// Deleting is idempotent and leaves neighbours alone.

@@ -1,0 +1,567 @@
+//! Reading a columnar chunk in parts: the footer first, then only the byte
+//! ranges of the columns a read needs, decoded straight into the caller's
+//! rows.
+//!
+//! Columns of plain fixed-width values (what h5lake writes for numbers,
+//! fixed strings and opaque members) are copied from their data pages into
+//! the rows as they are, with no Arrow array in between; every other column
+//! (dictionary pages, nulls, nested and list members) goes through Arrow's
+//! reader over the same fetched ranges.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use bytes::{Buf, Bytes};
+use h5lake_types::{Datatype, Field};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+};
+use parquet::arrow::ProjectionMask;
+use parquet::basic::{Encoding, Type as PhysicalType};
+use parquet::column::page::{Page, PageReader};
+use parquet::errors::ParquetError;
+use parquet::file::metadata::{FooterTail, ParquetMetaData, ParquetMetaDataReader};
+use parquet::file::reader::{ChunkReader, Length};
+use parquet::file::serialized_reader::SerializedPageReader;
+use parquet::schema::types::ColumnDescriptor;
+
+use crate::arrays;
+use crate::{ColumnarError, Result};
+
+/// How many last bytes of a chunk object to read first: enough for the
+/// footer of any chunk h5lake writes, so that a read takes two requests
+/// (the tail, then the columns).
+pub const TAIL_BYTES: u64 = 64 << 10;
+
+/// Byte ranges of an object this close are read as one.
+const MERGE_GAP: u64 = 8 << 10;
+
+/// A chunk object's footer (its Parquet metadata).
+#[derive(Clone, Debug)]
+pub struct Footer {
+    meta: Arc<ParquetMetaData>,
+}
+
+/// What the tail of an object gave.
+#[derive(Debug)]
+pub enum FooterRead {
+    Parsed(Footer),
+    /// The footer is longer than the tail: read this range of the object
+    /// and give it to [`Footer::parse`].
+    Need(Range<u64>),
+}
+
+const FOOTER_TAIL: usize = 8;
+
+impl Footer {
+    /// The footer of an object of `len` bytes whose last bytes are `tail`.
+    ///
+    /// # Errors
+    /// An object that is not a Parquet file.
+    pub fn from_tail(len: u64, tail: &[u8]) -> Result<FooterRead> {
+        if len < 12 || tail.len() < FOOTER_TAIL || tail.len() as u64 > len {
+            return Err(ColumnarError::Corrupt(format!(
+                "a columnar chunk of {len} bytes is not a Parquet object"
+            )));
+        }
+        let last: &[u8; FOOTER_TAIL] = tail[tail.len() - FOOTER_TAIL..]
+            .try_into()
+            .expect("eight bytes");
+        let ft = FooterTail::try_new(last)?;
+        if ft.is_encrypted_footer() {
+            return Err(ColumnarError::Unsupported(
+                "an encrypted Parquet footer".into(),
+            ));
+        }
+        let need = ft.metadata_length() as u64 + FOOTER_TAIL as u64;
+        if need + 4 > len {
+            return Err(ColumnarError::Corrupt(format!(
+                "a Parquet footer of {need} bytes in an object of {len}"
+            )));
+        }
+        if need <= tail.len() as u64 {
+            let at = tail.len() - need as usize;
+            return Ok(FooterRead::Parsed(Self::parse(
+                len,
+                &tail[at..tail.len() - FOOTER_TAIL],
+            )?));
+        }
+        Ok(FooterRead::Need(len - need..len - FOOTER_TAIL as u64))
+    }
+
+    /// The footer from its metadata bytes (the range [`FooterRead::Need`]
+    /// names) of an object of `len` bytes.
+    ///
+    /// # Errors
+    /// Bytes that are not Parquet metadata.
+    pub fn parse(len: u64, metadata: &[u8]) -> Result<Self> {
+        let meta = ParquetMetaDataReader::decode_metadata(metadata)?;
+        for rg in meta.row_groups() {
+            for col in rg.columns() {
+                let (start, n) = col.byte_range();
+                if start.checked_add(n).is_none_or(|end| end > len) {
+                    return Err(ColumnarError::Corrupt(format!(
+                        "a Parquet column chunk at {start}+{n} in an object of {len} bytes"
+                    )));
+                }
+            }
+        }
+        Ok(Self {
+            meta: Arc::new(meta),
+        })
+    }
+
+    /// The footer of a whole object.
+    ///
+    /// # Errors
+    /// As [`Footer::from_tail`].
+    pub fn of_whole(data: &[u8]) -> Result<Self> {
+        let len = data.len() as u64;
+        match Self::from_tail(len, data)? {
+            FooterRead::Parsed(f) => Ok(f),
+            FooterRead::Need(r) => Self::parse(len, &data[r.start as usize..r.end as usize]),
+        }
+    }
+
+    /// The rows stored.
+    pub fn rows(&self) -> i64 {
+        self.meta.file_metadata().num_rows()
+    }
+
+    /// The root column of each member of `dtype` (a compound), by name.
+    fn roots(&self, fields: &[Field]) -> Result<Vec<usize>> {
+        let schema = self.meta.file_metadata().schema_descr();
+        let top = schema.root_schema().get_fields();
+        fields
+            .iter()
+            .map(|f| {
+                top.iter().position(|t| t.name() == f.name).ok_or_else(|| {
+                    ColumnarError::Corrupt(format!("a columnar chunk without column {:?}", f.name))
+                })
+            })
+            .collect()
+    }
+
+    /// The byte ranges of the object that hold the columns of `dtype`'s
+    /// members (sorted, nearby ones merged): all a read of those members
+    /// needs besides the footer.
+    ///
+    /// # Errors
+    /// A member without a column.
+    pub fn ranges(&self, dtype: &Datatype) -> Result<Vec<Range<u64>>> {
+        let fields = compound_fields(dtype)?;
+        let roots = self.roots(fields)?;
+        let schema = self.meta.file_metadata().schema_descr();
+        let mut ranges: Vec<Range<u64>> = Vec::new();
+        for rg in self.meta.row_groups() {
+            for (leaf, col) in rg.columns().iter().enumerate() {
+                if roots.contains(&schema.get_column_root_idx(leaf)) {
+                    let (start, n) = col.byte_range();
+                    ranges.push(start..start + n);
+                }
+            }
+        }
+        ranges.sort_by_key(|r| r.start);
+        let mut merged: Vec<Range<u64>> = Vec::with_capacity(ranges.len());
+        for r in ranges {
+            match merged.last_mut() {
+                Some(m) if r.start <= m.end + MERGE_GAP => m.end = m.end.max(r.end),
+                _ => merged.push(r),
+            }
+        }
+        Ok(merged)
+    }
+
+    /// Decodes the members of `dtype` (a compound of fixed size, each
+    /// member a column of the object) into `dst`: `n` elements in row
+    /// layout, of which the object holds the first [`Footer::rows`]; the
+    /// rest, and nulls, read as `fill` (one element of `dtype`; zero bytes
+    /// when empty). `parts` must hold the [`Footer::ranges`] of `dtype`.
+    ///
+    /// # Errors
+    /// A chunk of other rows or columns than `dtype` and `n` say; ranges
+    /// missing from `parts`.
+    pub fn decode_into(
+        &self,
+        dtype: &Datatype,
+        parts: &Parts,
+        n: usize,
+        fill: &[u8],
+        dst: &mut [u8],
+    ) -> Result<()> {
+        let fields = compound_fields(dtype)?;
+        let size = dtype.fixed_size().ok_or_else(|| {
+            ColumnarError::Unsupported("decoding variable-length records in place".into())
+        })?;
+        if dst.len() != n * size {
+            return Err(ColumnarError::Corrupt(format!(
+                "{} bytes for {n} elements of {size}",
+                dst.len()
+            )));
+        }
+        let stored = usize::try_from(self.rows())
+            .ok()
+            .filter(|&r| r <= n)
+            .ok_or_else(|| {
+                ColumnarError::Corrupt(format!(
+                    "a columnar chunk of {} rows, expected at most {n}",
+                    self.rows()
+                ))
+            })?;
+        let roots = self.roots(fields)?;
+        let schema = self.meta.file_metadata().schema_descr();
+        let reader = Arc::new(parts.clone());
+        let mut plain = Vec::new();
+        let mut by_arrow = Vec::new();
+        for (k, f) in fields.iter().enumerate() {
+            let leaves: Vec<usize> = (0..schema.num_columns())
+                .filter(|&l| schema.get_column_root_idx(l) == roots[k])
+                .collect();
+            let copy = match leaves.as_slice() {
+                [leaf] => PlainCopy::of(&f.dtype, &schema.column(*leaf)),
+                _ => None,
+            };
+            let pages = match copy {
+                Some(copy) => self.plain_pages(&reader, leaves[0], copy, stored)?,
+                None => None,
+            };
+            match (copy, pages) {
+                (Some(copy), Some(pages)) => plain.push(PlainColumn {
+                    copy,
+                    offset: f.offset,
+                    pages,
+                }),
+                _ => by_arrow.push(k),
+            }
+        }
+        interleave(&plain, &mut dst[..stored * size], size);
+        if !by_arrow.is_empty() {
+            self.decode_by_arrow(fields, &roots, &by_arrow, parts, size, stored, fill, dst)?;
+        }
+        fill_rows(&mut dst[stored * size..], fill, size);
+        Ok(())
+    }
+
+    /// The data pages of column `leaf` as (first row, values) when every
+    /// one holds plain values (`None` otherwise: the column is decoded
+    /// another way). Uncompressed pages are slices of `reader`'s bytes.
+    fn plain_pages(
+        &self,
+        reader: &Arc<Parts>,
+        leaf: usize,
+        p: PlainCopy,
+        stored: usize,
+    ) -> Result<Option<Vec<(usize, Bytes)>>> {
+        let mut row = 0usize;
+        let mut out = Vec::new();
+        for rg in self.meta.row_groups() {
+            let col = rg.column(leaf);
+            let rg_rows = usize::try_from(rg.num_rows()).unwrap_or(usize::MAX);
+            let mut pages = SerializedPageReader::new(reader.clone(), col, rg_rows, None)?;
+            let rg_end = row.saturating_add(rg_rows);
+            while let Some(page) = pages.get_next_page()? {
+                let (values, count) = match page {
+                    Page::DataPage {
+                        buf,
+                        num_values,
+                        encoding: Encoding::PLAIN,
+                        ..
+                    } => (buf, num_values as usize),
+                    Page::DataPageV2 {
+                        buf,
+                        num_values,
+                        encoding: Encoding::PLAIN,
+                        num_nulls: 0,
+                        def_levels_byte_len,
+                        rep_levels_byte_len,
+                        ..
+                    } => {
+                        let levels = (def_levels_byte_len + rep_levels_byte_len) as usize;
+                        (buf.slice(levels.min(buf.len())..), num_values as usize)
+                    }
+                    _ => return Ok(None),
+                };
+                let end = row.checked_add(count).filter(|&e| e <= rg_end.min(stored));
+                let bytes = count.checked_mul(p.phys);
+                let (Some(end), Some(bytes)) = (end, bytes) else {
+                    return Err(ColumnarError::Corrupt(format!(
+                        "a Parquet page of {count} values past the chunk's {stored} rows"
+                    )));
+                };
+                if values.len() < bytes {
+                    return Err(ColumnarError::Corrupt(format!(
+                        "a Parquet page of {count} values holds {} bytes",
+                        values.len()
+                    )));
+                }
+                if count > 0 {
+                    out.push((row, values.slice(..bytes)));
+                }
+                row = end;
+            }
+            if row != rg_end {
+                return Err(ColumnarError::Corrupt(format!(
+                    "a Parquet column chunk of {row} values in a row group of {rg_end}"
+                )));
+            }
+        }
+        if row != stored {
+            return Err(ColumnarError::Corrupt(format!(
+                "a columnar chunk yielded {row} rows, expected {stored}"
+            )));
+        }
+        Ok(Some(out))
+    }
+
+    /// Decodes the members `which` (indices into `fields`) with Arrow's
+    /// reader into `dst`'s rows.
+    #[allow(clippy::too_many_arguments)]
+    fn decode_by_arrow(
+        &self,
+        fields: &[Field],
+        roots: &[usize],
+        which: &[usize],
+        parts: &Parts,
+        size: usize,
+        stored: usize,
+        fill: &[u8],
+        dst: &mut [u8],
+    ) -> Result<()> {
+        let meta = ArrowReaderMetadata::try_new(self.meta.clone(), ArrowReaderOptions::new())?;
+        let mut wanted: Vec<usize> = which.iter().map(|&k| roots[k]).collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let mask = ProjectionMask::roots(meta.parquet_schema(), wanted);
+        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(parts.clone(), meta)
+            .with_projection(mask)
+            .with_batch_size(stored.max(1))
+            .build()?;
+        let mut row = 0usize;
+        for batch in reader {
+            let batch = batch?;
+            let rows = batch.num_rows();
+            if row + rows > stored {
+                return Err(ColumnarError::Corrupt(format!(
+                    "a columnar chunk of more than {stored} rows"
+                )));
+            }
+            for &k in which {
+                let f = &fields[k];
+                let col = batch.column_by_name(&f.name).ok_or_else(|| {
+                    ColumnarError::Corrupt(format!("a columnar chunk without column {:?}", f.name))
+                })?;
+                crate::member_rows(f, col.as_ref(), rows, fill, &mut dst[row * size..], size)?;
+            }
+            row += rows;
+        }
+        if row != stored {
+            return Err(ColumnarError::Corrupt(format!(
+                "a columnar chunk yielded {row} rows, expected {stored}"
+            )));
+        }
+        Ok(())
+    }
+}
+
+fn compound_fields(dtype: &Datatype) -> Result<&[Field]> {
+    match dtype {
+        Datatype::Compound { fields, .. } => Ok(fields),
+        _ => Err(ColumnarError::Unsupported(format!(
+            "a columnar chunk of type {}",
+            dtype.to_json()
+        ))),
+    }
+}
+
+/// One member's plain values, page by page: (first row, values).
+struct PlainColumn {
+    copy: PlainCopy,
+    offset: usize,
+    pages: Vec<(usize, Bytes)>,
+}
+
+/// Rows of output written per pass over the columns: a block small enough
+/// to stay in the core's cache while every column writes its part of each
+/// row, so that the output is written to memory once, not once a column.
+const BLOCK_BYTES: usize = 64 << 10;
+
+/// Writes the values of `columns` into `rows` (elements of `size` bytes,
+/// as many as each column's pages hold), block of rows by block of rows.
+fn interleave(columns: &[PlainColumn], rows: &mut [u8], size: usize) {
+    if columns.is_empty() || size == 0 {
+        return;
+    }
+    let n = rows.len() / size;
+    let block = (BLOCK_BYTES / size).max(1);
+    let mut cursors = vec![0usize; columns.len()];
+    let mut r0 = 0;
+    while r0 < n {
+        let r1 = (r0 + block).min(n);
+        for (c, cur) in columns.iter().zip(cursors.iter_mut()) {
+            let mut row = r0;
+            while row < r1 {
+                let Some((first, values)) = c.pages.get(*cur) else {
+                    break;
+                };
+                let count = values.len() / c.copy.phys;
+                if row >= first + count {
+                    *cur += 1;
+                    continue;
+                }
+                let upto = r1.min(first + count);
+                let from = (row - first) * c.copy.phys;
+                c.copy.copy(
+                    &values[from..(upto - first) * c.copy.phys],
+                    &mut rows[row * size..upto * size],
+                    size,
+                    c.offset,
+                    upto - row,
+                );
+                row = upto;
+            }
+        }
+        r0 = r1;
+    }
+}
+
+/// Writes `fill` (one element; zero bytes when empty) into each element of
+/// `rows`.
+pub(crate) fn fill_rows(rows: &mut [u8], fill: &[u8], size: usize) {
+    if fill.len() != size || fill.iter().all(|&b| b == 0) {
+        rows.fill(0);
+    } else {
+        for r in rows.chunks_exact_mut(size) {
+            r.copy_from_slice(fill);
+        }
+    }
+}
+
+/// A member whose column holds plain values that become the member's
+/// bytes by a copy: `phys` bytes a value (Parquet's physical width), of
+/// which the member keeps the first `width` (integers narrower than 32
+/// bits), byte-swapped for a big-endian member.
+#[derive(Clone, Copy, Debug)]
+struct PlainCopy {
+    phys: usize,
+    width: usize,
+    swap: bool,
+}
+
+impl PlainCopy {
+    fn of(dt: &Datatype, col: &ColumnDescriptor) -> Option<Self> {
+        if col.max_def_level() != 0 || col.max_rep_level() != 0 {
+            return None;
+        }
+        let width = dt.fixed_size()?;
+        let (number, swap) = match dt {
+            Datatype::Integer { order, .. }
+            | Datatype::Float { order, .. }
+            | Datatype::Bitfield { order, .. } => (true, *order == h5lake_types::ByteOrder::Big),
+            Datatype::Enum { base, .. } => return Self::of(base, col),
+            Datatype::String {
+                length: Some(_), ..
+            }
+            | Datatype::Opaque { .. }
+            | Datatype::Reference { .. }
+            | Datatype::CustomFloat { .. } => (false, false),
+            _ => return None,
+        };
+        let phys = match col.physical_type() {
+            PhysicalType::INT32 | PhysicalType::FLOAT => 4,
+            PhysicalType::INT64 | PhysicalType::DOUBLE => 8,
+            PhysicalType::FIXED_LEN_BYTE_ARRAY => usize::try_from(col.type_length()).ok()?,
+            _ => return None,
+        };
+        let narrowed = number
+            && col.physical_type() == PhysicalType::INT32
+            && matches!(dt, Datatype::Integer { .. } | Datatype::Bitfield { .. })
+            && width < phys;
+        (width == phys || narrowed).then_some(Self { phys, width, swap })
+    }
+
+    /// Copies `count` values into the member at `offset` of each row.
+    fn copy(&self, values: &[u8], rows: &mut [u8], stride: usize, offset: usize, count: usize) {
+        if self.phys == self.width {
+            arrays::scatter(values, rows, stride, offset, self.width, count);
+        } else {
+            let w = self.width;
+            for (rec, v) in rows
+                .chunks_exact_mut(stride)
+                .zip(values.chunks_exact(self.phys))
+            {
+                rec[offset..offset + w].copy_from_slice(&v[..w]);
+            }
+        }
+        if self.swap && self.width > 1 {
+            for rec in rows.chunks_exact_mut(stride).take(count) {
+                rec[offset..offset + self.width].reverse();
+            }
+        }
+    }
+}
+
+/// The parts of an object that were read, as Parquet's reader asks for
+/// them: byte ranges by their offset in the object.
+#[derive(Clone, Debug, Default)]
+pub struct Parts {
+    len: u64,
+    parts: Vec<(u64, Bytes)>,
+}
+
+impl Parts {
+    /// `parts` ((offset, bytes) pairs) of an object of `len` bytes.
+    pub fn new(len: u64, mut parts: Vec<(u64, Bytes)>) -> Self {
+        parts.sort_by_key(|(at, _)| *at);
+        Self { len, parts }
+    }
+
+    /// A whole object.
+    pub fn whole(data: Bytes) -> Self {
+        Self {
+            len: data.len() as u64,
+            parts: vec![(0, data)],
+        }
+    }
+
+    /// The bytes `start..start + len`, from the one part that holds them.
+    fn slice(&self, start: u64, len: u64) -> std::result::Result<Bytes, ParquetError> {
+        let k = self.parts.partition_point(|(at, _)| *at <= start);
+        let end = start.checked_add(len);
+        k.checked_sub(1)
+            .map(|k| &self.parts[k])
+            .and_then(|(at, b)| {
+                let from = start - at;
+                (end? <= at + b.len() as u64).then(|| b.slice(from as usize..(from + len) as usize))
+            })
+            .ok_or_else(|| {
+                ParquetError::General(format!(
+                    "bytes {start}+{len} of the chunk object were not read"
+                ))
+            })
+    }
+}
+
+impl Length for Parts {
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+impl ChunkReader for Parts {
+    type T = bytes::buf::Reader<Bytes>;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        let k = self.parts.partition_point(|(at, _)| *at <= start);
+        let Some((at, b)) = k.checked_sub(1).map(|k| &self.parts[k]) else {
+            return Err(ParquetError::General(format!(
+                "byte {start} of the chunk object was not read"
+            )));
+        };
+        let rest = (at + b.len() as u64).saturating_sub(start);
+        Ok(self.slice(start, rest)?.reader())
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        self.slice(start, length as u64)
+    }
+}
