@@ -66,8 +66,9 @@ def test_one_file_and_many(tmp_path):
         import json
         kinds = json.loads(d.attrs["arrow_types"])
         # pyarrow's names of the types kept as their integer storage
-        assert kinds == {"when": str(t["when"].type), "day": str(t["day"].type)} \
-            == {"when": "timestamp[us]", "day": "date32[day]"}
+        assert kinds == {"when": str(t["when"].type), "day": str(t["day"].type),
+                         "code": str(t["code"].type)} \
+            == {"when": "timestamp[us]", "day": "date32[day]", "code": "fixed_size_binary[4]"}
         # its chunks are Parquet again, for DuckDB and friends
         back = pq.read_table(d.parquet_files())
         assert back["name"].to_pylist()[:1000] == t["name"].to_pylist()

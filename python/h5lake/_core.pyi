@@ -137,6 +137,9 @@ class RawFile:
     def stored_sizes(self) -> list[tuple[str, int]]:
         """``(key, size)`` of every stored object of the domain (its
         ``.domain.json`` and everything under its ``db/`` prefix)."""
+    def dataset_extend_rows(self, dset_id: str, n: int) -> int:
+        """Grows a 1-D dataset by ``n`` rows at once (concurrent callers get
+        disjoint rows); returns the first new row."""
     def dataset_chunk_count(self, dset_id: str) -> int:
         """Number of stored chunk objects."""
     def dataset_chunk_objects(self, dset_id: str) -> list[str]:
@@ -176,3 +179,24 @@ def load_parquet(
     one 1-D columnar compound dataset ``name``; returns the report as JSON.
     ValueError (nothing written) for a column type with no HDF5 form or files
     of different schemas; OSError for unreadable files."""
+
+def table_type(schema: object) -> tuple[str, str]:
+    """The compound type (HSDS JSON) a table of the Arrow schema ``schema``
+    (anything with ``__arrow_c_schema__``) is stored as, and the Arrow types
+    of the columns kept as their integer storage (JSON). ValueError naming
+    the column for a type with no HDF5 form."""
+
+def table_read(
+    file: RawFile, dset_id: str, start: int, stop: int, fields: list[str] | None = None,
+    as_stored: list[str] = [],
+) -> object:
+    """Rows ``start:stop`` of the members ``fields`` of a 1-D columnar dataset
+    as an ``arrow_array_stream`` PyCapsule (nulls kept; h5py's booleans as
+    booleans, fixed-length strings without their padding)."""
+
+def table_write(file: RawFile, dset_id: str, data: object, at: int | None = None) -> int:
+    """Writes the record batches of ``data`` (anything with
+    ``__arrow_c_stream__``) to a 1-D columnar dataset from row ``at`` on,
+    or appends them (``at`` None; the dataset grows atomically by each group
+    of rows). Columns must be the dataset's members by name and in order;
+    nulls are kept. Returns the rows written."""

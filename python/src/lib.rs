@@ -980,6 +980,11 @@ impl RawFile {
         self.run(py, |d| d.resize(dset_id, &dims))
     }
 
+    /// Grows a 1-D dataset by `n` rows at once; returns the first new row.
+    fn dataset_extend_rows(&self, py: Python<'_>, dset_id: &str, n: u64) -> PyResult<u64> {
+        self.run(py, |d| d.extend_rows(dset_id, n))
+    }
+
     fn dataset_chunk_count(&self, py: Python<'_>, dset_id: &str) -> PyResult<usize> {
         self.run(py, |d| d.chunk_count(dset_id))
     }
@@ -1010,6 +1015,8 @@ fn delete_domain(py: Python<'_>, url: &str) -> PyResult<()> {
     .map_err(to_py_err)
 }
 
+mod arrow;
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RawFile>()?;
@@ -1020,6 +1027,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(delete_domain, m)?)?;
     m.add_function(wrap_pyfunction!(serve, m)?)?;
     m.add_function(wrap_pyfunction!(load_parquet, m)?)?;
+    m.add_function(wrap_pyfunction!(arrow::table_type, m)?)?;
+    m.add_function(wrap_pyfunction!(arrow::table_read, m)?)?;
+    m.add_function(wrap_pyfunction!(arrow::table_write, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

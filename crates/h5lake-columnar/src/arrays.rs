@@ -45,19 +45,19 @@ pub(crate) fn arrow_type(dt: &Datatype) -> Result<DataType> {
         Datatype::Array { base, dims } => {
             let k = dims.iter().product::<u64>();
             DataType::FixedSizeList(
-                Arc::new(Field::new("item", arrow_type(base)?, false)),
+                Arc::new(Field::new("item", arrow_type(base)?, true)),
                 width(usize::try_from(k).map_err(|_| unsupported(dt))?)?,
             )
         }
         Datatype::Compound { fields, .. } => DataType::Struct(
             fields
                 .iter()
-                .map(|f| Ok(Field::new(&f.name, arrow_type(&f.dtype)?, false)))
+                .map(|f| Ok(Field::new(&f.name, arrow_type(&f.dtype)?, true)))
                 .collect::<Result<Fields>>()?,
         ),
         Datatype::Complex { part } => DataType::Struct(Fields::from(vec![
-            Field::new("r", arrow_type(part)?, false),
-            Field::new("i", arrow_type(part)?, false),
+            Field::new("r", arrow_type(part)?, true),
+            Field::new("i", arrow_type(part)?, true),
         ])),
         _ => return Err(unsupported(dt)),
     })
@@ -245,6 +245,10 @@ pub(crate) fn plain_values(dt: &Datatype, arr: &dyn Array) -> Option<Buffer> {
 /// become the array's buffer without a copy.
 pub(crate) fn to_array_owned(dt: &Datatype, mut data: Vec<u8>, n: usize) -> Result<ArrayRef> {
     let size = dt.fixed_size().unwrap_or(0);
+    if n == 0 {
+        // (An empty Vec's dangling pointer is not aligned for Arrow.)
+        return Ok(arrow_array::new_empty_array(&arrow_type(dt)?));
+    }
     if members(dt).is_some() || matches!(dt, Datatype::Array { .. }) || data.len() != n * size {
         return to_array(dt, &data, n);
     }
@@ -388,7 +392,7 @@ pub(crate) fn member_type(dt: &Datatype) -> Result<DataType> {
             CharSet::Ascii => DataType::Binary,
         },
         Datatype::Vlen { base } if base.fixed_size().is_some() => {
-            DataType::List(Arc::new(Field::new("item", arrow_type(base)?, false)))
+            DataType::List(Arc::new(Field::new("item", arrow_type(base)?, true)))
         }
         _ => arrow_type(dt)?,
     })

@@ -30,12 +30,126 @@ const BATCH_ROWS: usize = 65_536;
 /// Parquet files to read as one table.
 pub struct ParquetInput {
     files: Vec<PathBuf>,
+    table: TableSchema,
+    rows: u64,
+}
+
+/// How a table of some Arrow schema is held as a compound dataset.
+#[derive(Clone, Debug)]
+pub struct TableSchema {
     dtype: Datatype,
-    /// The schema rows are cast to before conversion (the members' own
-    /// Arrow types).
+    /// The schema batches are cast to (the members' own Arrow types; every
+    /// column nullable).
     target: SchemaRef,
     arrow_types: Map<String, Value>,
-    rows: u64,
+}
+
+impl TableSchema {
+    /// The compound type of a table of `schema` (one member per column).
+    ///
+    /// # Errors
+    /// No columns; a column type with no HDF5 form (named).
+    pub fn of(schema: &Schema) -> Result<Self> {
+        let mut notes = Map::new();
+        let members = schema
+            .fields()
+            .iter()
+            .map(|f| {
+                Ok((
+                    f.name().clone(),
+                    map_type(f.name(), f.data_type(), true, &mut notes)?,
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        if members.is_empty() {
+            return Err(ColumnarError::Unsupported("a table without columns".into()));
+        }
+        let mut table = Self::for_dtype(&compound(members)?)?;
+        table.arrow_types = notes;
+        Ok(table)
+    }
+
+    /// The table a dataset of the compound `dtype` holds.
+    ///
+    /// # Errors
+    /// A type with no columnar form.
+    pub fn for_dtype(dtype: &Datatype) -> Result<Self> {
+        let Datatype::Compound { fields, .. } = dtype else {
+            return Err(ColumnarError::Unsupported(format!(
+                "a table of type {} (tables are compound datasets)",
+                dtype.to_json()
+            )));
+        };
+        let target = Arc::new(Schema::new(
+            fields
+                .iter()
+                .map(|f| Ok(Field::new(&f.name, member_type(&f.dtype)?, true)))
+                .collect::<Result<Vec<_>>>()?,
+        ));
+        Ok(Self {
+            dtype: dtype.clone(),
+            target,
+            arrow_types: Map::new(),
+        })
+    }
+
+    /// The compound type of the rows.
+    pub fn dtype(&self) -> &Datatype {
+        &self.dtype
+    }
+
+    /// The schema of the batches [`TableSchema::cast`] gives.
+    pub fn target(&self) -> &SchemaRef {
+        &self.target
+    }
+
+    /// The Arrow types of the columns held as their integer storage
+    /// (timestamps, dates, times, durations), by column name.
+    pub fn arrow_types(&self) -> &Map<String, Value> {
+        &self.arrow_types
+    }
+
+    /// `batch` with each column cast to its member's Arrow type. Its
+    /// columns must be the members, by name and in order.
+    ///
+    /// # Errors
+    /// Other columns than the members; values that do not fit.
+    pub fn cast(&self, batch: &RecordBatch) -> Result<RecordBatch> {
+        let names: Vec<&String> = batch
+            .schema_ref()
+            .fields()
+            .iter()
+            .map(|f| f.name())
+            .collect();
+        let members: Vec<&String> = self.target.fields().iter().map(|f| f.name()).collect();
+        if names != members {
+            return Err(ColumnarError::Unsupported(format!(
+                "columns {names:?} do not match the table's {members:?}"
+            )));
+        }
+        let columns = batch
+            .columns()
+            .iter()
+            .zip(self.target.fields())
+            .map(|(c, f)| -> Result<ArrayRef> {
+                if c.data_type() == f.data_type() {
+                    Ok(c.clone())
+                } else {
+                    // to the member's own type: a timestamp to its Int64
+                    // storage, a dictionary decoded, large offsets to small
+                    arrow_cast::cast(c, f.data_type()).map_err(|e| {
+                        ColumnarError::Unsupported(format!(
+                            "column {:?} of type {} cannot be stored as {}: {e}",
+                            f.name(),
+                            c.data_type(),
+                            f.data_type()
+                        ))
+                    })
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(RecordBatch::try_new(self.target.clone(), columns)?)
+    }
 }
 
 fn schema_of(path: &Path) -> Result<(SchemaRef, u64)> {
@@ -106,11 +220,16 @@ fn map_type(
                 pad: StrPad::NullTerm,
             }
         }
-        DataType::FixedSizeBinary(n) => Datatype::String {
-            length: Some(usize::try_from(*n).map_err(|_| refuse())?),
-            charset: CharSet::Ascii,
-            pad: StrPad::NullPad,
-        },
+        DataType::FixedSizeBinary(n) => {
+            // Read back as h5py's byte strings (padding cut) unless the
+            // table says it was fixed-size binary.
+            note(notes);
+            Datatype::String {
+                length: Some(usize::try_from(*n).map_err(|_| refuse())?),
+                charset: CharSet::Ascii,
+                pad: StrPad::NullPad,
+            }
+        }
         DataType::Timestamp(..)
         | DataType::Date64
         | DataType::Time64(_)
@@ -171,6 +290,7 @@ fn type_name(t: &DataType) -> String {
         DataType::Time32(u) => format!("time32[{}]", unit(u)),
         DataType::Time64(u) => format!("time64[{}]", unit(u)),
         DataType::Duration(u) => format!("duration[{}]", unit(u)),
+        DataType::FixedSizeBinary(n) => format!("fixed_size_binary[{n}]"),
         other => other.to_string(),
     }
 }
@@ -208,45 +328,22 @@ impl ParquetInput {
             }
             rows += n;
         }
-        let mut notes = Map::new();
-        let members = schema
-            .fields()
-            .iter()
-            .map(|f| {
-                Ok((
-                    f.name().clone(),
-                    map_type(f.name(), f.data_type(), true, &mut notes)?,
-                ))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        if members.is_empty() {
-            return Err(ColumnarError::Unsupported(format!(
-                "{} has no columns",
-                first.display()
-            )));
-        }
-        let dtype = compound(members)?;
-        let Datatype::Compound { fields, .. } = &dtype else {
-            unreachable!("a compound")
-        };
-        let target = Arc::new(Schema::new(
-            fields
-                .iter()
-                .map(|f| Ok(Field::new(&f.name, member_type(&f.dtype)?, true)))
-                .collect::<Result<Vec<_>>>()?,
-        ));
+        let table = TableSchema::of(&schema).map_err(|e| match e {
+            ColumnarError::Unsupported(m) if m == "a table without columns" => {
+                ColumnarError::Unsupported(format!("{} has no columns", first.display()))
+            }
+            e => e,
+        })?;
         Ok(ParquetInput {
             files: files.to_vec(),
-            dtype,
-            target,
-            arrow_types: notes,
+            table,
             rows,
         })
     }
 
     /// The compound type of the rows.
     pub fn dtype(&self) -> &Datatype {
-        &self.dtype
+        self.table.dtype()
     }
 
     /// Rows in all the files.
@@ -257,7 +354,7 @@ impl ParquetInput {
     /// The Arrow types of the columns h5lake holds as their integer storage
     /// (timestamps, dates, times, durations), by column name.
     pub fn arrow_types(&self) -> &Map<String, Value> {
-        &self.arrow_types
+        self.table.arrow_types()
     }
 
     /// Calls `f` with the rows of every file, in order, a batch at a time,
@@ -279,10 +376,10 @@ impl ParquetInput {
                 let batch = batch.map_err(|e| {
                     ColumnarError::Corrupt(format!("reading {}: {e}", path.display()))
                 })?;
-                let batch = self.cast(&batch)?;
+                let batch = self.table.cast(&batch)?;
                 buf.clear();
                 crate::batch_rows(
-                    &self.dtype,
+                    self.table.dtype(),
                     batch.columns(),
                     batch.num_rows(),
                     &[],
@@ -292,24 +389,5 @@ impl ParquetInput {
             }
         }
         Ok(())
-    }
-
-    /// `batch` with each column cast to its member's Arrow type.
-    fn cast(&self, batch: &RecordBatch) -> Result<RecordBatch> {
-        let columns = batch
-            .columns()
-            .iter()
-            .zip(self.target.fields())
-            .map(|(c, f)| -> Result<ArrayRef> {
-                if c.data_type() == f.data_type() {
-                    Ok(c.clone())
-                } else {
-                    // to the member's own type: a timestamp to its Int64
-                    // storage, a dictionary decoded, large offsets to small
-                    Ok(arrow_cast::cast(c, f.data_type())?)
-                }
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Ok(RecordBatch::try_new(self.target.clone(), columns)?)
     }
 }

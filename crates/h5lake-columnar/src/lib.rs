@@ -14,6 +14,7 @@ mod arrays;
 mod error;
 mod input;
 mod read;
+mod table;
 
 use std::sync::Arc;
 
@@ -29,8 +30,9 @@ use parquet::schema::types::ColumnPath;
 use serde_json::Value;
 
 pub use error::{ColumnarError, Result};
-pub use input::ParquetInput;
+pub use input::{ParquetInput, TableSchema};
 pub use read::{Footer, FooterRead, Parts, TAIL_BYTES};
+pub use table::{conform, fill_batch, present, table_schema};
 
 /// The Parquet codec a columnar dataset's chunks are compressed with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -137,6 +139,15 @@ pub fn encode_chunk(
     n: usize,
     compression: Compression,
 ) -> Result<Vec<u8>> {
+    encode_batch(&rows_to_batch(dtype, raw, n)?, compression)
+}
+
+/// The `n` elements of `dtype` in `raw` (row layout) as a record batch of
+/// [`arrow_schema`]'s columns.
+///
+/// # Errors
+/// As [`encode_chunk`].
+pub fn rows_to_batch(dtype: &Datatype, raw: &[u8], n: usize) -> Result<RecordBatch> {
     let schema = Arc::new(arrow_schema(dtype)?);
     let Datatype::Compound { fields, .. } = dtype else {
         unreachable!("arrow_schema accepts compounds only")
@@ -190,16 +201,28 @@ pub fn encode_chunk(
                 .collect::<Result<Vec<_>>>()?
         }
     };
-    let raw_len = raw.len();
-    let batch = RecordBatch::try_new(schema.clone(), columns)?;
+    Ok(RecordBatch::try_new_with_options(
+        schema,
+        columns,
+        &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)),
+    )?)
+}
+
+/// The Parquet object of one chunk given as a record batch (one row
+/// group; nulls kept).
+///
+/// # Errors
+/// Columns Parquet cannot hold.
+pub fn encode_batch(batch: &RecordBatch, compression: Compression) -> Result<Vec<u8>> {
+    let n = batch.num_rows();
     let mut props = WriterProperties::builder();
     // Numbers are stored plain, as an HDF5 chunk holds them: readers copy
     // them out of the pages without decoding, and a dictionary seldom
     // pays for measured values (the codec still compresses repeats).
-    for f in fields {
-        if is_number(&f.dtype) {
+    for f in batch.schema().fields() {
+        if f.data_type().is_primitive() {
             props =
-                props.set_column_dictionary_enabled(ColumnPath::new(vec![f.name.clone()]), false);
+                props.set_column_dictionary_enabled(ColumnPath::new(vec![f.name().clone()]), false);
         }
     }
     let props = props
@@ -209,21 +232,11 @@ pub fn encode_chunk(
         .set_statistics_enabled(EnabledStatistics::Page)
         .build();
     // Room for the chunk stored as it is: growing the buffer would copy it.
-    let mut out = Vec::with_capacity(raw_len + (64 << 10));
-    let mut w = ArrowWriter::try_new(&mut out, schema, Some(props))?;
-    w.write(&batch)?;
+    let mut out = Vec::with_capacity(batch.get_array_memory_size() + (64 << 10));
+    let mut w = ArrowWriter::try_new(&mut out, batch.schema(), Some(props))?;
+    w.write(batch)?;
     w.close()?;
     Ok(out)
-}
-
-fn is_number(dt: &Datatype) -> bool {
-    matches!(
-        dt,
-        Datatype::Integer { .. }
-            | Datatype::Float { .. }
-            | Datatype::Bitfield { .. }
-            | Datatype::Enum { .. }
-    )
 }
 
 /// The `n` elements of `dtype`, in row layout, of the Parquet object

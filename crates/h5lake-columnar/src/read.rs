@@ -11,10 +11,12 @@
 use std::ops::Range;
 use std::sync::Arc;
 
+use arrow_array::{RecordBatch, RecordBatchReader};
 use bytes::{Buf, Bytes};
 use h5lake_types::{Datatype, Field};
 use parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
+    RowSelector,
 };
 use parquet::arrow::ProjectionMask;
 use parquet::basic::{Encoding, Type as PhysicalType};
@@ -218,7 +220,7 @@ impl Footer {
                 .filter(|&l| schema.get_column_root_idx(l) == roots[k])
                 .collect();
             let copy = match leaves.as_slice() {
-                [leaf] => PlainCopy::of(&f.dtype, &schema.column(*leaf)),
+                [leaf] if self.no_nulls(*leaf) => PlainCopy::of(&f.dtype, &schema.column(*leaf)),
                 _ => None,
             };
             let pages = match copy {
@@ -242,6 +244,19 @@ impl Footer {
         Ok(())
     }
 
+    /// Whether column `leaf` holds no nulls in any row group (by its
+    /// statistics; a required column never does).
+    fn no_nulls(&self, leaf: usize) -> bool {
+        let schema = self.meta.file_metadata().schema_descr();
+        schema.column(leaf).max_def_level() == 0
+            || self.meta.row_groups().iter().all(|rg| {
+                rg.column(leaf)
+                    .statistics()
+                    .and_then(|st| st.null_count_opt())
+                    == Some(0)
+            })
+    }
+
     /// The data pages of column `leaf` as (first row, values) when every
     /// one holds plain values (`None` otherwise: the column is decoded
     /// another way). Uncompressed pages are slices of `reader`'s bytes.
@@ -252,6 +267,13 @@ impl Footer {
         p: PlainCopy,
         stored: usize,
     ) -> Result<Option<Vec<(usize, Bytes)>>> {
+        let nullable = self
+            .meta
+            .file_metadata()
+            .schema_descr()
+            .column(leaf)
+            .max_def_level()
+            > 0;
         let mut row = 0usize;
         let mut out = Vec::new();
         for rg in self.meta.row_groups() {
@@ -265,8 +287,21 @@ impl Footer {
                         buf,
                         num_values,
                         encoding: Encoding::PLAIN,
+                        def_level_encoding,
                         ..
-                    } => (buf, num_values as usize),
+                    } => {
+                        // A nullable column without nulls: its definition
+                        // levels (all 1) come first, after their length.
+                        let levels = if nullable {
+                            if def_level_encoding != Encoding::RLE || buf.len() < 4 {
+                                return Ok(None);
+                            }
+                            4 + u32::from_le_bytes(buf[..4].try_into().expect("4 bytes")) as usize
+                        } else {
+                            0
+                        };
+                        (buf.slice(levels.min(buf.len())..), num_values as usize)
+                    }
                     Page::DataPageV2 {
                         buf,
                         num_values,
@@ -311,6 +346,65 @@ impl Footer {
             )));
         }
         Ok(Some(out))
+    }
+
+    /// Rows `rows` (clipped at the rows stored) of the columns of
+    /// `dtype`'s members (a compound), as one record batch of the columns'
+    /// stored types, in `dtype`'s order; nulls kept. `parts` must hold the
+    /// [`Footer::ranges`] of `dtype`.
+    ///
+    /// # Errors
+    /// A member without a column; ranges missing from `parts`.
+    pub fn read_batch(
+        &self,
+        dtype: &Datatype,
+        parts: &Parts,
+        rows: Range<usize>,
+    ) -> Result<RecordBatch> {
+        let fields = compound_fields(dtype)?;
+        let roots = self.roots(fields)?;
+        let stored = usize::try_from(self.rows()).unwrap_or(0);
+        let (lo, hi) = (rows.start.min(stored), rows.end.min(stored));
+        let meta = ArrowReaderMetadata::try_new(self.meta.clone(), ArrowReaderOptions::new())?;
+        let mut wanted = roots.clone();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let mask = ProjectionMask::roots(meta.parquet_schema(), wanted);
+        let selection = RowSelection::from(vec![
+            RowSelector::skip(lo),
+            RowSelector::select(hi - lo),
+            RowSelector::skip(stored - hi),
+        ]);
+        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(parts.clone(), meta)
+            .with_projection(mask)
+            .with_row_selection(selection)
+            .with_batch_size((hi - lo).max(1))
+            .build()?;
+        let schema = reader.schema();
+        let batches = reader.collect::<std::result::Result<Vec<_>, _>>()?;
+        let batch = arrow_select::concat::concat_batches(&schema, &batches)?;
+        if batch.num_rows() != hi - lo {
+            return Err(ColumnarError::Corrupt(format!(
+                "a columnar chunk gave {} rows of {}..{}",
+                batch.num_rows(),
+                lo,
+                hi
+            )));
+        }
+        let mut out_fields = Vec::with_capacity(fields.len());
+        let mut columns = Vec::with_capacity(fields.len());
+        for f in fields {
+            let (i, field) = schema.column_with_name(&f.name).ok_or_else(|| {
+                ColumnarError::Corrupt(format!("a columnar chunk without column {:?}", f.name))
+            })?;
+            out_fields.push(field.clone());
+            columns.push(batch.column(i).clone());
+        }
+        Ok(RecordBatch::try_new_with_options(
+            Arc::new(arrow_schema::Schema::new(out_fields)),
+            columns,
+            &arrow_array::RecordBatchOptions::new().with_row_count(Some(hi - lo)),
+        )?)
     }
 
     /// Decodes the members `which` (indices into `fields`) with Arrow's
@@ -448,8 +542,10 @@ struct PlainCopy {
 }
 
 impl PlainCopy {
+    /// (A nullable column may be copied when it holds no nulls: the
+    /// caller checks.)
     fn of(dt: &Datatype, col: &ColumnDescriptor) -> Option<Self> {
-        if col.max_def_level() != 0 || col.max_rep_level() != 0 {
+        if col.max_def_level() > 1 || col.max_rep_level() != 0 {
             return None;
         }
         let width = dt.fixed_size()?;

@@ -201,7 +201,7 @@ impl DatasetMeta {
         self.chunk.iter().product::<u64>() as usize
     }
 
-    fn key(&self, coords: &[u64]) -> String {
+    pub(crate) fn key(&self, coords: &[u64]) -> String {
         ids::chunk_key(&self.prefix, coords)
     }
 
@@ -1872,7 +1872,7 @@ fn for_each_task(
 /// inherits the pool without its threads, and work handed to it would wait
 /// forever; so each process makes its own, and a child leaks the parent's
 /// copy (dropping it would wait for threads that do not exist there).
-fn chunk_pool() -> &'static rayon::ThreadPool {
+pub(crate) fn chunk_pool() -> &'static rayon::ThreadPool {
     type Owned = Option<(u32, &'static rayon::ThreadPool)>;
     static POOL: std::sync::Mutex<Owned> = std::sync::Mutex::new(None);
     let pid = std::process::id();

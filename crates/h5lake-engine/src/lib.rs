@@ -17,6 +17,7 @@ pub mod json;
 pub mod link_policy;
 pub mod linked;
 pub mod planner;
+pub mod table;
 
 pub use dataset::DatasetMeta;
 pub use domain::{Domain, DomainOptions, OpenMode};

@@ -823,6 +823,17 @@ class Dataset(HLObject):
         from . import table
         return table.to_arrow(self, sel, fields)
 
+    def append(self, data):
+        """Appends rows to this 1-D resizable dataset and returns how many:
+        ``data`` is a table (``pyarrow.Table``, ``RecordBatch``,
+        ``RecordBatchReader``, ``pandas.DataFrame``, Polars, anything with
+        ``__arrow_c_stream__``) whose columns are the members, by name and in
+        order, or an array of the dataset's type. The dataset grows by the
+        rows at once, so concurrent appenders never overwrite each other;
+        a columnar dataset keeps the table's nulls."""
+        from . import table
+        return table.append(self, data)
+
     def to_pandas(self, sel=None, fields=None):
         """:meth:`to_arrow` as a ``pandas.DataFrame``."""
         return self.to_arrow(sel, fields).to_pandas()

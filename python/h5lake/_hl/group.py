@@ -327,8 +327,12 @@ class Group(HLObject, MutableMapping):
 
         ``name`` None makes an anonymous (unlinked) dataset.
         """
-        from . import dataset
+        from . import dataset, table
         self._fs.check_writable(ValueError, "Unable to create dataset")
+        src = table.arrow_source(data) if data is not None else None
+        if src is not None:
+            # A table (pyarrow, pandas, Polars, any Arrow stream): columnar.
+            return table.create_table(self, name, src, shape=shape, dtype=dtype, **kwds)
         plan = dataset.prepare_dset(shape=shape, dtype=dtype, data=data, **kwds)
         if name is None:
             return plan.create(self, None)

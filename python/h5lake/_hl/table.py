@@ -46,6 +46,14 @@ def to_arrow(dset, sel=None, fields=None):
     pa = _pa()
     if isinstance(fields, str):
         fields = [fields]
+    rows = _rows(dset, sel) if dset.ndim == 1 and dset.is_columnar else None
+    if rows is not None:
+        # Straight from the chunks' columns, nulls kept, no copy on the way.
+        from .. import _core
+        cap = _core.table_read(dset._fs.raw, dset._oid, rows[0], rows[1],
+                               None if fields is None else list(fields),
+                               list(_arrow_types(pa, dset)))
+        return _with_arrow_types(pa, dset, pa.RecordBatchReader.from_stream(_Stream(cap)).read_all())
     src = dset.fields(fields) if fields is not None else dset
     data = src[()] if sel is None else src[sel]
     data = np.asarray(data)
@@ -54,7 +62,8 @@ def to_arrow(dset, sel=None, fields=None):
         if src.dtype.kind == "O":        # keep what kind of strings they are
             flat = flat.astype(src.dtype)
         return pa.table({"value": _column(pa, flat)})
-    return pa.table({name: _column(pa, np.ascontiguousarray(flat[name])) for name in flat.dtype.names})
+    t = pa.table({name: _column(pa, np.ascontiguousarray(flat[name])) for name in flat.dtype.names})
+    return _with_arrow_types(pa, dset, t)
 
 
 def group_to_arrow(group, sel=None, names=None):
@@ -78,3 +87,169 @@ def group_to_arrow(group, sel=None, names=None):
             data = data.astype(d.dtype)
         columns[name] = _column(pa, data)
     return pa.table(columns)
+
+
+class _Stream:
+    """An Arrow stream capsule as an object with ``__arrow_c_stream__`` (what
+    ``pyarrow.RecordBatchReader.from_stream`` takes)."""
+
+    def __init__(self, capsule):
+        self._capsule = capsule
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        capsule, self._capsule = self._capsule, None
+        if capsule is None:
+            raise ValueError("the Arrow stream was already read")
+        return capsule
+
+
+def _rows(dset, sel):
+    """``(start, stop)`` when ``sel`` selects a run of rows of a 1-D dataset
+    (None, ``...``, ``()`` or a slice with step 1); else None."""
+    n = dset.shape[0]
+    if sel is None or sel is Ellipsis or (isinstance(sel, tuple) and sel in ((), (Ellipsis,))):
+        return 0, n
+    if isinstance(sel, tuple) and len(sel) == 1:
+        sel = sel[0]
+    if isinstance(sel, slice) and sel.step in (None, 1):
+        start, stop, _ = sel.indices(n)
+        return start, max(start, stop)
+    return None
+
+
+def _arrow_types(pa, dset):
+    """The Arrow types (by column) a Parquet load kept as integers."""
+    if "arrow_types" not in dset.attrs:
+        return {}
+    import json
+    from .transfer import _arrow_type
+    return {k: _arrow_type(pa, v) for k, v in json.loads(dset.attrs["arrow_types"]).items()}
+
+
+def _with_arrow_types(pa, dset, t):
+    for name, kind in _arrow_types(pa, dset).items():
+        if name in t.column_names:
+            i = t.column_names.index(name)
+            col = t.column(i)
+            if pa.types.is_fixed_size_binary(kind) and not pa.types.is_fixed_size_binary(col.type):
+                # NumPy cut the padding of these byte strings: put it back.
+                col = pa.array([None if v is None else v.ljust(kind.byte_width, b"\0")
+                                for v in col.to_pylist()], kind)
+            t = t.set_column(i, pa.field(name, kind), col.cast(kind))
+    return t
+
+
+def arrow_source(data):
+    """``data`` as a ``pyarrow.Table`` or ``RecordBatchReader`` when it is a
+    table (pyarrow, pandas, Polars, or anything with ``__arrow_c_stream__``);
+    None for anything else (arrays, lists, …)."""
+    mod = type(data).__module__.split(".")[0]
+    if mod == "pyarrow" or hasattr(data, "__arrow_c_stream__"):
+        pa = _pa()
+        if isinstance(data, (pa.Table, pa.RecordBatchReader)):
+            return data
+        if isinstance(data, pa.RecordBatch):
+            return pa.Table.from_batches([data])
+        if hasattr(data, "__arrow_c_stream__"):
+            return pa.RecordBatchReader.from_stream(data)
+        return None
+    if mod == "pandas" and type(data).__name__ == "DataFrame":
+        return _pa().Table.from_pandas(data, preserve_index=False)
+    return None
+
+
+def _chunk_rows(dtype, rows):
+    """Rows per chunk for a table: about 16 MiB of rows, at most the table."""
+    per = max(1, (16 << 20) // max(1, dtype.itemsize if dtype.kind != "O" else 64))
+    return max(1, min(per, rows)) if rows else per
+
+
+def create_table(group, name, src, *, chunks=None, maxshape=(None,), compression=None,
+                 compression_opts=None, fillvalue=None, **kwds):
+    """See :meth:`h5lake.Group.create_dataset` with a table as ``data``."""
+    import json
+    from .. import _core
+    from .h5t import hsds_to_dtype
+    pa = _pa()
+    layout = kwds.pop("layout", "columnar")
+    if layout != "columnar":
+        raise ValueError("a table given as data is stored columnar (layout='columnar')")
+    for k in ("shape", "dtype"):
+        if kwds.get(k) is not None:
+            raise TypeError(f"{k} comes from the table's schema: do not pass it with a table")
+        kwds.pop(k, None)
+    if kwds:
+        raise TypeError("unexpected arguments for a table: " + ", ".join(sorted(kwds)))
+    type_json, arrow_types = _core.table_type(src.schema)
+    dtype = hsds_to_dtype(json.loads(type_json))
+    rows = src.num_rows if isinstance(src, pa.Table) else 0
+    if isinstance(chunks, int):
+        chunks = (chunks,)
+    if chunks is None or chunks is True:
+        chunks = (_chunk_rows(dtype, rows if rows else 1 << 30),)
+    if maxshape is not None and not isinstance(maxshape, tuple):
+        maxshape = (maxshape,)
+    if isinstance(src, pa.RecordBatchReader) and maxshape != (None,):
+        raise ValueError("a stream of record batches makes a resizable table (maxshape=(None,))")
+    dset = group.create_dataset(name, shape=(rows,), dtype=dtype, chunks=chunks, maxshape=maxshape,
+                                layout="columnar", compression=compression,
+                                compression_opts=compression_opts, fillvalue=fillvalue)
+    try:
+        if json.loads(arrow_types):
+            dset.attrs["arrow_types"] = arrow_types
+        if isinstance(src, pa.Table):
+            _core.table_write(dset._fs.raw, dset._oid, src, 0)
+        else:
+            _core.table_write(dset._fs.raw, dset._oid, src, None)
+    except BaseException:
+        # Nothing half-made is left behind.
+        if name is not None and name in group:
+            del group[name]
+        raise
+    finally:
+        dset._fs.forget(dset._oid)
+    return dset
+
+
+def append(dset, data):
+    """See :meth:`h5lake.Dataset.append`."""
+    from .. import _core
+    if dset.ndim != 1 or dset.chunks is None:
+        raise TypeError(f"{dset.name}: rows are appended to a resizable 1-D dataset")
+    dset._fs.check_writable(OSError, "Unable to append to the dataset")
+    src = arrow_source(data)
+    kinds = _arrow_types(_pa(), dset) if src is not None else {}
+    if kinds:
+        # Columns kept as integers take the table's values in their unit.
+        pa = _pa()
+        t = src if isinstance(src, pa.Table) else src.read_all()
+        for name, kind in kinds.items():
+            if name in t.column_names:
+                i = t.column_names.index(name)
+                t = t.set_column(i, pa.field(name, kind), t.column(i).cast(kind))
+        src = t
+    try:
+        if src is not None and dset.is_columnar:
+            return _core.table_write(dset._fs.raw, dset._oid, src, None)
+        if src is not None:
+            if dset.dtype.names is None:
+                raise TypeError(f"{dset.name}: a table is appended to a compound dataset")
+            t = src if isinstance(src, _pa().Table) else src.read_all()
+            missing = [n for n in dset.dtype.names if n not in t.column_names]
+            if missing or len(t.column_names) != len(dset.dtype.names):
+                raise ValueError(f"columns {t.column_names} do not match the members "
+                                 f"{list(dset.dtype.names)} of {dset.name}")
+            rows = np.zeros(t.num_rows, dset.dtype)
+            for n in dset.dtype.names:
+                rows[n] = t.column(n).to_numpy(zero_copy_only=False)
+        else:
+            rows = np.asarray(data, dtype=dset.dtype)
+            if rows.ndim == 0:
+                rows = rows.reshape(1)
+        start = dset._fs.raw.dataset_extend_rows(dset._oid, len(rows))
+        dset._fs.forget(dset._oid)
+        if len(rows):
+            dset[start:start + len(rows)] = rows
+        return len(rows)
+    finally:
+        dset._fs.forget(dset._oid)

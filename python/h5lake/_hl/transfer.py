@@ -46,6 +46,8 @@ def _arrow_type(pa, name):
     if not m:
         raise ValueError(f"unknown Arrow type name {name!r} in arrow_types")
     kind, unit, tz = m.groups()
+    if kind == "fixed_size_binary":
+        return pa.binary(int(unit))
     if kind == "timestamp":
         return pa.timestamp(unit, tz=tz)
     makers = {"date32": lambda u: pa.date32(), "date64": lambda u: pa.date64(),

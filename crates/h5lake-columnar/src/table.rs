@@ -1,0 +1,137 @@
+//! Columnar datasets as Arrow tables: batches of fill value, batches made
+//! uniform across chunks, and values shown as h5py shows them.
+
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, BinaryArray, FixedSizeBinaryArray, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use h5lake_types::Datatype;
+
+use crate::arrays::member_type;
+use crate::{rows_to_batch, ColumnarError, Result};
+
+/// `n` rows of `fill` (one element of the compound `dtype`; zero bytes or
+/// empty records when empty), as a batch of [`crate::arrow_schema`].
+///
+/// # Errors
+/// A type with no columnar form.
+pub fn fill_batch(dtype: &Datatype, fill: &[u8], n: usize) -> Result<RecordBatch> {
+    let one: Vec<u8> = match dtype.fixed_size() {
+        Some(size) if fill.len() == size => fill.to_vec(),
+        Some(size) => vec![0; size],
+        None if !fill.is_empty() => fill.to_vec(),
+        None => h5lake_types::record::empty_record(dtype),
+    };
+    rows_to_batch(dtype, &one.repeat(n), n)
+}
+
+/// The schema every batch of a table of `dtype` is given: the members'
+/// Arrow types, every column nullable (a chunk may hold nulls).
+///
+/// # Errors
+/// A type with no columnar form.
+pub fn table_schema(dtype: &Datatype) -> Result<SchemaRef> {
+    let Datatype::Compound { fields, .. } = dtype else {
+        return Err(ColumnarError::Unsupported(format!(
+            "a table of type {}",
+            dtype.to_json()
+        )));
+    };
+    Ok(Arc::new(Schema::new(
+        fields
+            .iter()
+            .map(|f| Ok(Field::new(&f.name, member_type(&f.dtype)?, true)))
+            .collect::<Result<Vec<_>>>()?,
+    )))
+}
+
+/// `batch` (columns of `schema`'s names, in order) with `schema`'s column
+/// types, cast where a chunk stored them otherwise.
+///
+/// # Errors
+/// Columns missing or of types that do not cast.
+pub fn conform(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
+    let columns = schema
+        .fields()
+        .iter()
+        .map(|f| {
+            let c = batch.column_by_name(f.name()).ok_or_else(|| {
+                ColumnarError::Corrupt(format!("a columnar chunk without column {:?}", f.name()))
+            })?;
+            if c.data_type() == f.data_type() {
+                Ok(c.clone())
+            } else {
+                Ok(arrow_cast::cast(c, f.data_type())?)
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(RecordBatch::try_new_with_options(
+        schema.clone(),
+        columns,
+        &arrow_array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
+    )?)
+}
+
+/// Whether `dt` is h5py's boolean: an enum of a 1-byte integer with just
+/// FALSE = 0 and TRUE = 1.
+fn is_h5py_bool(dt: &Datatype) -> bool {
+    match dt {
+        Datatype::Enum { base, mapping } => {
+            base.fixed_size() == Some(1)
+                && mapping.len() == 2
+                && mapping.iter().any(|(n, v)| n == "FALSE" && *v == 0)
+                && mapping.iter().any(|(n, v)| n == "TRUE" && *v == 1)
+        }
+        _ => false,
+    }
+}
+
+/// The columns of `batch` (the members of the compound `dtype` it names)
+/// as h5py shows their values: h5py's booleans as booleans, fixed-length
+/// strings as byte strings without their padding (NumPy's `S` type).
+///
+/// # Errors
+/// A column that does not cast.
+pub fn present(dtype: &Datatype, batch: &RecordBatch) -> Result<RecordBatch> {
+    let Datatype::Compound { fields, .. } = dtype else {
+        return Ok(batch.clone());
+    };
+    let mut out_fields = Vec::with_capacity(batch.num_columns());
+    let mut columns = Vec::with_capacity(batch.num_columns());
+    for (field, col) in batch.schema_ref().fields().iter().zip(batch.columns()) {
+        let member = fields.iter().find(|f| &f.name == field.name());
+        let col: ArrayRef = match member.map(|m| &m.dtype) {
+            Some(dt) if is_h5py_bool(dt) => arrow_cast::cast(col, &DataType::Boolean)?,
+            Some(Datatype::String {
+                length: Some(_), ..
+            }) if matches!(col.data_type(), DataType::FixedSizeBinary(_)) => unpadded(col.as_ref()),
+            _ => col.clone(),
+        };
+        out_fields.push(Field::new(field.name(), col.data_type().clone(), true));
+        columns.push(col);
+    }
+    Ok(RecordBatch::try_new_with_options(
+        Arc::new(Schema::new(out_fields)),
+        columns,
+        &arrow_array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
+    )?)
+}
+
+/// Fixed-length strings as variable-length bytes, their trailing NULs cut
+/// as NumPy does (space padding is kept, as NumPy keeps it).
+fn unpadded(col: &dyn Array) -> ArrayRef {
+    let fixed = col
+        .as_any()
+        .downcast_ref::<FixedSizeBinaryArray>()
+        .expect("a fixed-size binary column");
+    let values: BinaryArray = (0..fixed.len())
+        .map(|i| {
+            fixed.is_valid(i).then(|| {
+                let v = fixed.value(i);
+                let end = v.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
+                &v[..end]
+            })
+        })
+        .collect();
+    Arc::new(values)
+}

@@ -1,0 +1,181 @@
+"""Tables in and out through Arrow (issue 20): ``create_dataset(data=<table>)``
+from pyarrow, pandas, Polars and record batch streams, ``append``, and
+``to_arrow`` straight from the chunks' columns — nulls kept, agreeing with
+the HDF5-shaped reads and with what other tools read of the chunk files."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import h5lake
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+
+def sample_table(n=50, seed=0):
+    rng = np.random.default_rng(seed)
+    mask = rng.random(n) < 0.2
+    return pa.table({
+        "f64": pa.array(rng.standard_normal(n), mask=mask),
+        "i32": pa.array(rng.integers(-100, 100, n, dtype=np.int32)),
+        "u8": pa.array(rng.integers(0, 255, n, dtype=np.uint8), mask=mask[::-1].copy()),
+        "flag": pa.array([None if i % 11 == 0 else bool(i % 2) for i in range(n)]),
+        "name": pa.array([None if i % 7 == 0 else f"row {i}" for i in range(n)]),
+        "blob": pa.array([bytes([i % 256]) * (i % 4) for i in range(n)], pa.binary()),
+        "code": pa.array([b"%03d" % (i % 1000) for i in range(n)], pa.binary(3)),
+        "when": pa.array(np.arange(n) * 1000, pa.timestamp("ms", tz="UTC")),
+        "day": pa.array(np.arange(n, dtype=np.int32), pa.date32()),
+        "pos": pa.array([{"a": i, "b": float(i) / 2} for i in range(n)],
+                        pa.struct([("a", pa.int16()), ("b", pa.float32())])),
+        "vec": pa.array([[i, i + 1, i + 2] for i in range(n)], pa.list_(pa.int64(), 3)),
+        "hits": pa.array([list(range(i % 5)) for i in range(n)], pa.list_(pa.int32())),
+        "cat": pa.array([["x", "y", "z"][i % 3] for i in range(n)]).dictionary_encode(),
+    })
+
+
+def expected(t):
+    """``t`` as h5lake gives it back: dictionary columns decoded."""
+    cols = []
+    for c in t.columns:
+        cols.append(c.cast(c.type.value_type) if pa.types.is_dictionary(c.type) else c)
+    return pa.table(cols, names=t.column_names)
+
+
+def same(got, want):
+    assert got.column_names == want.column_names
+    for name in want.column_names:
+        g, w = got.column(name).combine_chunks(), want.column(name).combine_chunks()
+        assert g.type == w.type, (name, g.type, w.type)
+        assert g.to_pylist() == w.to_pylist(), name
+
+
+@pytest.mark.parametrize("compression", [None, "zstd"])
+def test_table_in_and_out_with_nulls(tmp_path, compression):
+    t = sample_table(50)
+    with h5lake.File(tmp_path / "s.h5l", "w") as f:
+        d = f.create_dataset("t", data=t, chunks=(16,), compression=compression)
+        assert d.is_columnar and d.shape == (50,) and d.maxshape == (None,)
+        same(d.to_arrow(), expected(t))
+        same(d.to_arrow(np.s_[5:37]), expected(t.slice(5, 32)))
+        same(d.to_arrow(fields=["name", "f64"]), expected(t.select(["name", "f64"])))
+        # HDF5-shaped reads: a null reads as the fill value (zero, empty).
+        rows = d[...]
+        f64 = t.column("f64").to_numpy(zero_copy_only=False)
+        np.testing.assert_array_equal(rows["f64"], np.where(np.isnan(f64), 0, f64))
+        assert rows["name"][7] in (b"", "")
+        assert rows["name"][8] in (b"row 8", "row 8")
+        np.testing.assert_array_equal(rows["i32"], t.column("i32").to_numpy())
+        # The chunk files hold the nulls too, as other tools read them.
+        files = d.parquet_files()
+        back = pa.concat_tables([pq.read_table(p) for p in files])
+        assert back.num_rows == 50
+        assert back.column("f64").null_count == t.column("f64").null_count
+        assert back.column("name").to_pylist() == t.column("name").to_pylist()
+    with h5lake.File(tmp_path / "s.h5l", "r") as f:      # the same after reopening
+        same(f["t"].to_arrow(), expected(t))
+
+
+def test_to_arrow_from_columns_equals_the_row_path(tmp_path):
+    """For a table made through HDF5 calls, to_arrow from the columns gives
+    what converting the NumPy rows gives."""
+    dt = np.dtype([("x", "<f4"), ("y", ">f8"), ("id", "<i8"), ("flag", "?"), ("tag", "S4"),
+                   ("v", "<u2", (2, 3)), ("inner", [("a", "<i2"), ("b", "<f2")])])
+    a = np.zeros(100, dt)
+    a["x"] = np.arange(100) / 3
+    a["y"] = -np.arange(100)
+    a["id"] = np.arange(100) * 7
+    a["flag"] = np.arange(100) % 3 == 0
+    a["tag"] = [b"t%d" % (i % 13) for i in range(100)]
+    a["v"] = np.arange(600).reshape(100, 2, 3)
+    a["inner"]["a"] = np.arange(100) - 50
+    a["inner"]["b"] = np.arange(100) / 4
+    with h5lake.File(tmp_path / "s.h5l", "w") as f:
+        d = f.create_dataset("t", data=a, chunks=(30,), layout="columnar", maxshape=(None,))
+        d.resize((110,))                      # rows never written: fill value
+        fast = d.to_arrow()
+        slow = d.to_arrow(np.arange(110))     # an index list takes the row path
+        same(fast, slow)
+        same(d.to_arrow(np.s_[10:95], fields="tag"), d.to_arrow(np.arange(10, 95), fields="tag"))
+
+
+def test_streams_pandas_and_polars(tmp_path):
+    pd = pytest.importorskip("pandas")
+    pl = pytest.importorskip("polars")
+    t = sample_table(40).drop_columns(["cat"])
+    batches = t.to_batches(max_chunksize=7)
+    reader = pa.RecordBatchReader.from_batches(t.schema, iter(batches))
+    df = pd.DataFrame({"a": np.arange(10.0), "b": [f"s{i}" for i in range(10)]})
+    with h5lake.File(tmp_path / "s.h5l", "w") as f:
+        r = f.create_dataset("from_reader", data=reader, chunks=(16,))
+        assert r.shape == (40,)
+        same(r.to_arrow(), t)
+        p = f.create_dataset("from_pandas", data=df)
+        assert p.to_pandas().equals(df)
+        q = f.create_dataset("from_polars", data=pl.from_pandas(df))
+        assert q.to_polars().equals(pl.from_pandas(df))
+
+
+def test_append(tmp_path):
+    pd = pytest.importorskip("pandas")
+    t = sample_table(30)
+    with h5lake.File(tmp_path / "s.h5l", "w") as f:
+        d = f.create_dataset("t", data=t.slice(0, 10), chunks=(8,))
+        assert d.append(t.slice(10, 15)) == 15
+        assert d.append(pa.RecordBatchReader.from_batches(t.schema, t.slice(25).to_batches(2))) == 5
+        assert d.shape == (30,)
+        same(d.to_arrow(), expected(t))
+        # Timestamps given in another unit land in the table's own.
+        small = pd.DataFrame({"x": [1.0], "when": pd.to_datetime(["2021-05-01T00:00:00Z"])})
+        e = f.create_dataset("e", data=pa.table({"x": [0.5], "when": pa.array([0], pa.timestamp("ms"))}))
+        e.append(pa.Table.from_pandas(small, preserve_index=False).cast(
+            pa.schema([("x", pa.float64()), ("when", pa.timestamp("ns"))])))
+        assert e.to_arrow().column("when").to_pylist()[1].year == 2021
+        # Columns that are not the members: refused, nothing written.
+        with pytest.raises((ValueError, TypeError), match="columns"):
+            d.append(pa.table({"nope": [1]}))
+        assert d.shape == (30,)
+        # Row layout compound datasets and NumPy rows append too.
+        rows = np.zeros(3, [("i", "<i4"), ("x", "<f8")])
+        rows["i"] = [1, 2, 3]
+        g = f.create_dataset("g", data=rows, maxshape=(None,), chunks=(2,))
+        assert g.append(pa.table({"i": pa.array([4], pa.int32()), "x": [0.25]})) == 1
+        assert g.append(rows[:2]) == 2
+        np.testing.assert_array_equal(g["i"], [1, 2, 3, 4, 1, 2])
+        with pytest.raises(TypeError):
+            f.create_dataset("fixed", data=rows).append(rows)
+
+
+def test_concurrent_appends_lose_nothing(tmp_path):
+    path = tmp_path / "s.h5l"
+    with h5lake.File(path, "w") as f:
+        f.create_dataset("t", data=pa.table({"w": pa.array([], pa.int32()), "i": pa.array([], pa.int64())}),
+                         chunks=(10,))
+
+    def work(w):
+        with h5lake.File(path, "a") as f:
+            d = f["t"]
+            for k in range(6):
+                d.append(pa.table({"w": pa.array([w] * 3, pa.int32()),
+                                   "i": pa.array([k * 3, k * 3 + 1, k * 3 + 2])}))
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    with h5lake.File(path, "r") as f:
+        got = f["t"].to_arrow().to_pylist()
+    assert len(got) == 4 * 6 * 3
+    assert sorted((r["w"], r["i"]) for r in got) == sorted((w, i) for w in range(4) for i in range(18))
+
+
+def test_what_a_table_cannot_hold_is_refused(tmp_path):
+    with h5lake.File(tmp_path / "s.h5l", "w") as f:
+        with pytest.raises(ValueError, match="m"):
+            f.create_dataset("m", data=pa.table({"m": pa.array([{"a": 1}], pa.map_(pa.string(), pa.int32()))}))
+        assert "m" not in f
+        with pytest.raises(TypeError, match="shape"):
+            f.create_dataset("s", data=pa.table({"a": [1]}), shape=(5,))
+        assert "s" not in f
