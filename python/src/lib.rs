@@ -371,6 +371,121 @@ fn parquet_err(e: ParquetLoadError) -> PyErr {
     }
 }
 
+/// Records which members hold Arrow types as their integers (the
+/// `arrow_types` attribute of a table loaded from Parquet).
+fn note_arrow_types(
+    dom: &Domain,
+    id: &str,
+    types: &serde_json::Map<String, Value>,
+) -> Result<(), EngineError> {
+    if types.is_empty() {
+        return Ok(());
+    }
+    dom.attr_create(
+        id,
+        "arrow_types",
+        serde_json::json!({
+            "type": {"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8",
+                     "strPad": "H5T_STR_NULLTERM", "length": "H5T_VARIABLE"},
+            "shape": {"class": "H5S_SCALAR"},
+            "value": Value::Object(types.clone()).to_string(),
+        }),
+        false,
+    )
+}
+
+/// Makes the groups `segments` (a path below the root, in a new store)
+/// and returns the id of the last (the root's without segments).
+fn make_groups(dom: &Domain, segments: &[String]) -> Result<String, EngineError> {
+    let mut parent = dom.root_id().to_string();
+    for seg in segments {
+        let g = dom.create_group(serde_json::json!({}))?;
+        dom.link_create(
+            &parent,
+            seg,
+            serde_json::json!({"class": "H5L_TYPE_HARD", "id": g}),
+        )?;
+        parent = g;
+    }
+    Ok(parent)
+}
+
+/// The path segments of a dataset name.
+fn name_segments(name: &str) -> PyResult<Vec<String>> {
+    let segments: Vec<String> = name
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
+    if segments.is_empty() {
+        return Err(PyValueError::new_err("the dataset needs a name"));
+    }
+    Ok(segments)
+}
+
+/// Links Parquet files (local paths or `s3://` URLs; one schema, in the
+/// order given) into a new store at `dest` as one 1-D compound dataset at
+/// `name` whose rows are theirs, read where they are: nothing is copied
+/// (`chunk_rows`: rows per chunk, default the first row group's). Every
+/// footer is read and every column mapped before anything is written.
+/// Returns the report as JSON.
+#[pyfunction]
+#[pyo3(signature = (srcs, dest, name, chunk_rows=None, force=false))]
+fn link_parquet(
+    py: Python<'_>,
+    srcs: Vec<String>,
+    dest: String,
+    name: String,
+    chunk_rows: Option<u64>,
+    force: bool,
+) -> PyResult<String> {
+    let segments = name_segments(&name)?;
+    let mode = if force {
+        OpenMode::Truncate
+    } else {
+        OpenMode::CreateExclusive
+    };
+    // Every footer is read (under the policy the new store will have)
+    // before the store is made, so that a bad input leaves nothing behind.
+    let opts = DomainOptions::default();
+    let policy = h5lake_engine::LinkPolicy::for_store_at(&dest, opts.allow_local_links);
+    let plan = py
+        .allow_threads(|| h5lake_engine::parquet_link::plan_parquet_link(&srcs, policy))
+        .map_err(to_py_err)?;
+    let dom = py
+        .allow_threads(|| Domain::open_url_with(&dest, mode, &opts))
+        .map_err(to_py_err)?;
+    let result = py.allow_threads(|| -> Result<(), EngineError> {
+        let rows = plan.rows;
+        let chunk = chunk_rows.unwrap_or(plan.group_rows).clamp(1, rows.max(1));
+        let id = dom.create_dataset(
+            plan.table.dtype().to_json(),
+            serde_json::json!({"class": "H5S_SIMPLE", "dims": [rows], "maxdims": [rows]}),
+            serde_json::json!({
+                "layout": {"class": "H5D_CHUNKED", "dims": [chunk]},
+                "h5lake": {"chunkFormat": "parquet", "parquetSource": plan.source},
+            }),
+        )?;
+        note_arrow_types(&dom, &id, plan.table.arrow_types())?;
+        let parent = make_groups(&dom, &segments[..segments.len() - 1])?;
+        dom.link_create(
+            &parent,
+            &segments[segments.len() - 1],
+            serde_json::json!({"class": "H5L_TYPE_HARD", "id": id}),
+        )
+    });
+    if let Err(e) = result {
+        let _ = py.allow_threads(|| dom.delete_domain());
+        return Err(to_py_err(e));
+    }
+    Ok(serde_json::json!({
+        "datasets": 1, "rows": plan.rows, "files": srcs.len(), "linked_datasets": 1,
+        "arrow_types": Value::Object(plan.table.arrow_types().clone()),
+        "skipped": [], "skipped_objects": [],
+    })
+    .to_string())
+}
+
 /// Loads Parquet files (one schema, in the order given) into a new store at
 /// `dest` as one 1-D columnar compound dataset at `name` (`filters_json`:
 /// its compression; `chunk_rows`: rows per chunk, default about 16 MiB of
@@ -391,14 +506,7 @@ fn load_parquet(
     let input = py
         .allow_threads(|| h5lake_columnar::ParquetInput::open(&srcs))
         .map_err(|e| parquet_err(e.into()))?;
-    let segments: Vec<String> = name
-        .split('/')
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect();
-    if segments.is_empty() {
-        return Err(PyValueError::new_err("the dataset needs a name"));
-    }
+    let segments = name_segments(&name)?;
     let mode = if force {
         OpenMode::Truncate
     } else {
@@ -428,29 +536,8 @@ fn load_parquet(
                 serde_json::json!({"class": "H5S_SIMPLE", "dims": [rows], "maxdims": ["H5S_UNLIMITED"]}),
                 cprops,
             )?;
-            if !input.arrow_types().is_empty() {
-                dom.attr_create(
-                    &id,
-                    "arrow_types",
-                    serde_json::json!({
-                        "type": {"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8",
-                                 "strPad": "H5T_STR_NULLTERM", "length": "H5T_VARIABLE"},
-                        "shape": {"class": "H5S_SCALAR"},
-                        "value": serde_json::Value::Object(input.arrow_types().clone()).to_string(),
-                    }),
-                    false,
-                )?;
-            }
-            let mut parent = dom.root_id().to_string();
-            for seg in &segments[..segments.len() - 1] {
-                let g = dom.create_group(serde_json::json!({}))?;
-                dom.link_create(
-                    &parent,
-                    seg,
-                    serde_json::json!({"class": "H5L_TYPE_HARD", "id": g}),
-                )?;
-                parent = g;
-            }
+            note_arrow_types(&dom, &id, input.arrow_types())?;
+            let parent = make_groups(&dom, &segments[..segments.len() - 1])?;
             // Rows go in whole chunks where they can: each chunk object is
             // then written once.
             let variable = dtype.fixed_size().is_none();
@@ -1027,6 +1114,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(delete_domain, m)?)?;
     m.add_function(wrap_pyfunction!(serve, m)?)?;
     m.add_function(wrap_pyfunction!(load_parquet, m)?)?;
+    m.add_function(wrap_pyfunction!(link_parquet, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::table_type, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::table_read, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::table_write, m)?)?;

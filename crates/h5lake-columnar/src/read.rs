@@ -151,11 +151,55 @@ impl Footer {
     /// # Errors
     /// A member without a column.
     pub fn ranges(&self, dtype: &Datatype) -> Result<Vec<Range<u64>>> {
+        self.ranges_in(dtype, None)
+    }
+
+    /// As [`Footer::ranges`], of row group `rg` only.
+    ///
+    /// # Errors
+    /// As [`Footer::ranges`]; no such row group.
+    pub fn row_group_ranges(&self, dtype: &Datatype, rg: usize) -> Result<Vec<Range<u64>>> {
+        self.check_row_group(rg)?;
+        self.ranges_in(dtype, Some(rg))
+    }
+
+    fn check_row_group(&self, rg: usize) -> Result<()> {
+        if rg >= self.meta.num_row_groups() {
+            return Err(ColumnarError::Corrupt(format!(
+                "row group {rg} of a Parquet file of {}",
+                self.meta.num_row_groups()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The rows of each row group.
+    pub fn row_group_rows(&self) -> Vec<u64> {
+        self.meta
+            .row_groups()
+            .iter()
+            .map(|rg| u64::try_from(rg.num_rows()).unwrap_or(0))
+            .collect()
+    }
+
+    /// The Arrow schema the file's columns read as.
+    ///
+    /// # Errors
+    /// A Parquet schema Arrow cannot read.
+    pub fn arrow_schema(&self) -> Result<arrow_schema::SchemaRef> {
+        let meta = ArrowReaderMetadata::try_new(self.meta.clone(), ArrowReaderOptions::new())?;
+        Ok(meta.schema().clone())
+    }
+
+    fn ranges_in(&self, dtype: &Datatype, only: Option<usize>) -> Result<Vec<Range<u64>>> {
         let fields = compound_fields(dtype)?;
         let roots = self.roots(fields)?;
         let schema = self.meta.file_metadata().schema_descr();
         let mut ranges: Vec<Range<u64>> = Vec::new();
-        for rg in self.meta.row_groups() {
+        for (i, rg) in self.meta.row_groups().iter().enumerate() {
+            if only.is_some_and(|o| o != i) {
+                continue;
+            }
             for (leaf, col) in rg.columns().iter().enumerate() {
                 if roots.contains(&schema.get_column_root_idx(leaf)) {
                     let (start, n) = col.byte_range();
@@ -361,9 +405,39 @@ impl Footer {
         parts: &Parts,
         rows: Range<usize>,
     ) -> Result<RecordBatch> {
+        self.read_batch_in(dtype, parts, None, rows)
+    }
+
+    /// As [`Footer::read_batch`], rows `rows` of row group `rg` (rows
+    /// counted from the row group's first); `parts` must hold the
+    /// [`Footer::row_group_ranges`] of `dtype` and `rg`.
+    ///
+    /// # Errors
+    /// As [`Footer::read_batch`]; no such row group.
+    pub fn read_row_group(
+        &self,
+        dtype: &Datatype,
+        parts: &Parts,
+        rg: usize,
+        rows: Range<usize>,
+    ) -> Result<RecordBatch> {
+        self.check_row_group(rg)?;
+        self.read_batch_in(dtype, parts, Some(rg), rows)
+    }
+
+    fn read_batch_in(
+        &self,
+        dtype: &Datatype,
+        parts: &Parts,
+        rg: Option<usize>,
+        rows: Range<usize>,
+    ) -> Result<RecordBatch> {
         let fields = compound_fields(dtype)?;
         let roots = self.roots(fields)?;
-        let stored = usize::try_from(self.rows()).unwrap_or(0);
+        let stored = match rg {
+            Some(rg) => usize::try_from(self.meta.row_group(rg).num_rows()).unwrap_or(0),
+            None => usize::try_from(self.rows()).unwrap_or(0),
+        };
         let (lo, hi) = (rows.start.min(stored), rows.end.min(stored));
         let meta = ArrowReaderMetadata::try_new(self.meta.clone(), ArrowReaderOptions::new())?;
         let mut wanted = roots.clone();
@@ -375,11 +449,14 @@ impl Footer {
             RowSelector::select(hi - lo),
             RowSelector::skip(stored - hi),
         ]);
-        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(parts.clone(), meta)
+        let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(parts.clone(), meta)
             .with_projection(mask)
             .with_row_selection(selection)
-            .with_batch_size((hi - lo).max(1))
-            .build()?;
+            .with_batch_size((hi - lo).max(1));
+        if let Some(rg) = rg {
+            builder = builder.with_row_groups(vec![rg]);
+        }
+        let reader = builder.build()?;
         let schema = reader.schema();
         let batches = reader.collect::<std::result::Result<Vec<_>, _>>()?;
         let batch = arrow_select::concat::concat_batches(&schema, &batches)?;

@@ -126,6 +126,19 @@ impl DatasetMeta {
         } else {
             (dims.iter().map(|&d| d.max(1)).collect(), false, None)
         };
+        // Rows of Parquet files, linked: chunked as the document says, read
+        // from the files.
+        let link = match crate::parquet_link::ParquetSource::of_doc(doc)? {
+            Some(source) if link.is_none() && dims.len() == 1 && chunk.len() == 1 => {
+                Some(Arc::new(LinkedLayout::parquet(source, &chunk)))
+            }
+            Some(_) => {
+                return Err(EngineError::Corrupt(format!(
+                    "{id}: a dataset linked to Parquet files is 1-D and chunked"
+                )))
+            }
+            None => link,
+        };
         let filters = cprops.get("filters").unwrap_or(&Value::Null);
         let pipeline = if crate::chunk_codec::format_name(doc) == Some(crate::chunk_codec::PARQUET)
         {
@@ -280,6 +293,26 @@ impl DatasetMeta {
             codec,
             ..self.clone()
         })
+    }
+
+    /// Refuses writes of data to a dataset whose values are those of
+    /// linked Parquet files.
+    ///
+    /// # Errors
+    /// [`EngineError::ReadOnly`] for such a dataset.
+    pub fn check_data_writable(&self) -> Result<()> {
+        if self
+            .link
+            .as_ref()
+            .is_some_and(|l| l.parquet_source().is_some())
+        {
+            return Err(EngineError::ReadOnly(format!(
+                "{} is linked to Parquet files and read-only (its values are theirs); load the \
+                 files without --link/link=True to get a dataset you can write",
+                self.id
+            )));
+        }
+        Ok(())
     }
 
     /// Whether chunks are Parquet objects (the columnar layout).
@@ -639,6 +672,13 @@ impl Domain {
             }
         }
         crate::chunk_codec::check_new(&doc, &dtype, &cprops, class == "H5D_CHUNKED")?;
+        crate::parquet_link::check_new(
+            &self.linked_files,
+            &doc,
+            &dims,
+            &maxdims,
+            class == "H5D_CHUNKED",
+        )?;
         if crate::chunk_codec::format_name(&doc) != Some(crate::chunk_codec::PARQUET) {
             Pipeline::from_hsds_json(cprops.get("filters").unwrap_or(&Value::Null))
                 .map_err(bad_filters)?;
@@ -887,6 +927,7 @@ impl Domain {
     /// As [`Domain::write`].
     pub fn write_with(&self, m: &DatasetMeta, sel: &Selection, data: &[u8]) -> Result<()> {
         self.check_writable()?;
+        m.check_data_writable()?;
         let sel = &*Self::normalize(m, sel);
         if m.dtype.is_variable() {
             return Err(EngineError::WrongType(
@@ -1020,6 +1061,7 @@ impl Domain {
     pub fn write_vlen(&self, id: &str, sel: &Selection, values: &[Vec<u8>]) -> Result<()> {
         self.check_writable()?;
         let m = self.dataset_meta(id)?;
+        m.check_data_writable()?;
         let sel = &*Self::normalize(&m, sel);
         if !m.dtype.is_variable() {
             return Err(EngineError::WrongType(
@@ -1259,12 +1301,16 @@ impl Domain {
 
     /// Where each stored chunk object of a dataset is — a local path or an
     /// `s3://` URL — in the order of the chunks' coordinates. For a
-    /// columnar dataset these are Parquet files other tools read directly.
+    /// columnar dataset these are Parquet files other tools read directly;
+    /// for one linked to Parquet files, those files (as they were linked).
     ///
     /// # Errors
     /// Unknown dataset; I/O trouble.
     pub fn chunk_objects(&self, id: &str) -> Result<Vec<String>> {
         let m = self.dataset_meta(id)?;
+        if let Some(source) = m.link.as_ref().and_then(|l| l.parquet_source()) {
+            return Ok(source.uris().map(str::to_string).collect());
+        }
         let base = self.store().location();
         let sep = if base.ends_with('/') { "" } else { "/" };
         let mut keys: Vec<(Vec<u64>, String)> = self

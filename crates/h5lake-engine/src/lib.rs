@@ -16,6 +16,7 @@ pub mod ids;
 pub mod json;
 pub mod link_policy;
 pub mod linked;
+pub mod parquet_link;
 pub mod planner;
 pub mod table;
 

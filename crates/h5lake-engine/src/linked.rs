@@ -26,6 +26,7 @@ use serde_json::Value;
 use crate::dataset::DatasetMeta;
 use crate::domain::Domain;
 use crate::link_policy::{LinkPolicy, LinkTarget};
+use crate::parquet_link::{ParquetFiles, ParquetSource};
 use crate::planner::strides;
 use crate::{EngineError, Result};
 
@@ -53,6 +54,8 @@ pub(crate) enum LinkIndex {
     /// chunk and shaped like the grid of source chunks (HSDS's format): a
     /// hyper-chunk's entries are the records of the source chunks it groups.
     Table { table_id: String },
+    /// Row groups of Parquet files (see [`crate::parquet_link`]).
+    Parquet(Arc<ParquetSource>),
 }
 
 /// The link-mode part of a dataset's layout.
@@ -93,6 +96,24 @@ pub fn contiguous_chunk_dims(dims: &[u64], elem_size: u64, target: u64) -> Vec<u
 }
 
 impl LinkedLayout {
+    /// The link of a dataset whose rows are those of Parquet files, in
+    /// chunks of `chunk`.
+    pub(crate) fn parquet(source: ParquetSource, chunk: &[u64]) -> Self {
+        LinkedLayout {
+            file_uri: source.files[0].uri.clone(),
+            index: LinkIndex::Parquet(Arc::new(source)),
+            sub_chunk: chunk.to_vec(),
+        }
+    }
+
+    /// The Parquet files the dataset's rows are, when it is linked to such.
+    pub fn parquet_source(&self) -> Option<&ParquetSource> {
+        match &self.index {
+            LinkIndex::Parquet(s) => Some(s),
+            _ => None,
+        }
+    }
+
     /// Parses a link-mode layout; `Ok(None)` for other layout classes.
     ///
     /// # Errors
@@ -215,6 +236,8 @@ impl LinkedLayout {
 /// Open source files, shared by every dataset of a domain.
 pub(crate) struct LinkedFiles {
     open: Mutex<HashMap<String, Arc<File>>>,
+    /// Footers and buckets of linked Parquet files.
+    pub(crate) parquet: ParquetFiles,
     /// What the domain's documents may make us open.
     pub(crate) policy: LinkPolicy,
     /// Where relative `file_uri`s start (HSDS's `root_dir`: the directory
@@ -226,6 +249,7 @@ impl LinkedFiles {
     pub(crate) fn new(policy: LinkPolicy, root_dir: Option<std::path::PathBuf>) -> Self {
         LinkedFiles {
             open: Mutex::default(),
+            parquet: ParquetFiles::default(),
             policy,
             root_dir,
         }
@@ -236,7 +260,12 @@ impl LinkedFiles {
         self.policy.check(uri, self.root_dir.as_deref()).map(|_| ())
     }
 
-    fn get(&self, uri: &str) -> Result<Arc<File>> {
+    /// Where `uri` leads, checked against the policy.
+    pub(crate) fn target(&self, uri: &str) -> Result<LinkTarget> {
+        self.policy.check(uri, self.root_dir.as_deref())
+    }
+
+    pub(crate) fn get(&self, uri: &str) -> Result<Arc<File>> {
         let path = match self.policy.check(uri, self.root_dir.as_deref())? {
             LinkTarget::Local(p) => p,
             LinkTarget::Object { .. } => {
@@ -315,7 +344,7 @@ impl Domain {
         let n: u64 = link.subs_per_chunk(&m.chunk).iter().product();
         let valid = |(o, s): (u64, u64)| (s > 0).then_some((o, s));
         match &link.index {
-            LinkIndex::Contiguous { .. } => Ok(Vec::new()),
+            LinkIndex::Contiguous { .. } | LinkIndex::Parquet(_) => Ok(Vec::new()),
             LinkIndex::Inline(map) => Ok(vec![map.get(coords).and_then(|&p| valid(p))]),
             LinkIndex::Table { table_id } => {
                 let t = self.dataset_meta(table_id)?;
@@ -382,6 +411,9 @@ impl Domain {
         link: &LinkedLayout,
         coords: &[u64],
     ) -> Result<Option<Vec<u8>>> {
+        if let LinkIndex::Parquet(source) = &link.index {
+            return self.parquet_chunk(m, source, coords[0]);
+        }
         if let LinkIndex::Contiguous { offset, size } = link.index {
             let file = self.linked_files.get(&link.file_uri)?;
             return self

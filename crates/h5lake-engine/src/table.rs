@@ -76,6 +76,12 @@ impl Domain {
         k: u64,
         rows: Range<usize>,
     ) -> Result<RecordBatch> {
+        if let Some(source) = m.link.as_ref().and_then(|l| l.parquet_source()) {
+            let c = m.chunk[0];
+            let (lo, hi) = (k * c + rows.start as u64, k * c + rows.end as u64);
+            let batches = self.parquet_batches(m, source, dtype, lo..hi)?;
+            return Ok(h5lake_columnar::concat_batches(schema, &batches)?);
+        }
         let key = m.key(&[k]);
         let stored = match self.stored_batch(&key, dtype, rows.clone())? {
             Some(b) => conform(&b, schema)?,
@@ -88,10 +94,7 @@ impl Domain {
         // Rows the chunk object does not hold (a chunk never written, or
         // rows past the end of a table's last chunk when it grew).
         let fill = conform(&fill_batch(&m.dtype, &m.fill, missing)?, schema)?;
-        Ok(
-            arrow_select::concat::concat_batches(schema, [&stored, &fill])
-                .map_err(h5lake_columnar::ColumnarError::from)?,
-        )
+        Ok(h5lake_columnar::concat_batches(schema, &[stored, fill])?)
     }
 
     /// The stored rows `rows` (clipped at those stored) of the members of
@@ -146,6 +149,7 @@ impl Domain {
         self.check_writable()?;
         let m = self.dataset(id)?;
         let m = table_meta(&m)?;
+        m.check_data_writable()?;
         let n = batch.num_rows() as u64;
         if at.checked_add(n).is_none_or(|end| end > m.dims[0]) {
             return Err(EngineError::Invalid(format!(
@@ -218,8 +222,7 @@ impl Domain {
             if held.num_rows() > end {
                 pieces.push(held.slice(end, held.num_rows() - end));
             }
-            let merged = arrow_select::concat::concat_batches(schema, &pieces)
-                .map_err(h5lake_columnar::ColumnarError::from)?;
+            let merged = h5lake_columnar::concat_batches(schema, &pieces)?;
             let enc = encode_batch(&merged, compression)?;
             let outcome = match &current {
                 Some(v) => store.put_if_version(&key, &enc, &v.version)?,
@@ -242,6 +245,7 @@ impl Domain {
     /// Not a resizable 1-D dataset; more rows than its maximum.
     pub fn extend_rows(&self, id: &str, n: u64) -> Result<u64> {
         let m = self.dataset_meta(id)?;
+        m.check_data_writable()?;
         if m.dims.len() != 1 || !m.chunked {
             return Err(EngineError::WrongType(
                 "rows are appended to a chunked 1-D dataset".into(),
@@ -265,7 +269,11 @@ impl Domain {
 
 /// The dataset as a table: 1-D and columnar.
 fn table_meta(m: &DatasetMeta) -> Result<&DatasetMeta> {
-    if m.dims.len() != 1 || !m.is_columnar() || m.link.is_some() {
+    let hdf5_link = m
+        .link
+        .as_ref()
+        .is_some_and(|l| l.parquet_source().is_none());
+    if m.dims.len() != 1 || !m.is_columnar() || hdf5_link {
         return Err(EngineError::WrongType(
             "Arrow tables are 1-D columnar datasets".into(),
         ));

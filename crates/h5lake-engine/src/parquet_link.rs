@@ -1,0 +1,466 @@
+//! Datasets linked to Parquet files (`h5lake load --link data.parquet`):
+//! a 1-D compound dataset whose rows are the rows of one or more Parquet
+//! files, row group after row group, read where they lie (local files by
+//! `pread`, `s3://` objects by ranged GETs) — nothing is copied.
+//!
+//! The dataset document keeps HSDS's chunked layout (rows per chunk) and
+//! names the files under h5lake's own key:
+//! `"h5lake": {"chunkFormat": "parquet", "parquetSource": {"files":
+//! [{"uri": …, "size": …, "rowGroups": [rows, …]}, …]}}`. Chunk `k` holds
+//! rows `k*C .. (k+1)*C` of the files' rows taken in order; when every row
+//! group holds `C` rows each chunk is one row group, otherwise a chunk is
+//! put together from the parts of the row groups it spans. A read of some
+//! members fetches only those columns' byte ranges of those row groups.
+//!
+//! Such a dataset is read-only: its values are the files' (which stay the
+//! source of truth for other tools too, through `parquet_files()`).
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::os::unix::fs::FileExt;
+use std::sync::{Arc, Mutex};
+
+use arrow_array::RecordBatch;
+use bytes::Bytes;
+use h5lake_columnar::{conform, table_schema, Footer, FooterRead, Parts, TableSchema, TAIL_BYTES};
+use h5lake_store::{ReadableStore, S3Config, S3Store};
+use h5lake_types::Datatype;
+use serde_json::{json, Value};
+
+use crate::dataset::DatasetMeta;
+use crate::link_policy::{LinkPolicy, LinkTarget};
+use crate::linked::LinkedFiles;
+use crate::{Domain, EngineError, Result};
+
+/// Parquet footers kept parsed, per domain.
+const MAX_CACHED_FOOTERS: usize = 256;
+
+/// One source file.
+#[derive(Clone, Debug)]
+pub(crate) struct SourceFile {
+    pub(crate) uri: String,
+    /// Its length when linked: a file of another length was replaced.
+    size: u64,
+}
+
+/// One row group, where it sits in the dataset's rows.
+#[derive(Clone, Debug)]
+struct Group {
+    first: u64,
+    rows: u64,
+    file: usize,
+    index: usize,
+}
+
+/// The files a Parquet-linked dataset reads, and their row groups in row
+/// order.
+#[derive(Clone, Debug)]
+pub struct ParquetSource {
+    pub(crate) files: Vec<SourceFile>,
+    groups: Vec<Group>,
+    rows: u64,
+}
+
+impl ParquetSource {
+    /// The source a dataset document names (`/h5lake/parquetSource`), if
+    /// any.
+    ///
+    /// # Errors
+    /// A malformed source description.
+    pub(crate) fn of_doc(doc: &Value) -> Result<Option<Self>> {
+        let Some(v) = doc.pointer("/h5lake/parquetSource") else {
+            return Ok(None);
+        };
+        let bad = |what: &str| EngineError::Corrupt(format!("parquetSource: {what}"));
+        let files = v
+            .get("files")
+            .and_then(Value::as_array)
+            .filter(|f| !f.is_empty())
+            .ok_or_else(|| bad("needs a list of files"))?;
+        let mut source = ParquetSource {
+            files: Vec::with_capacity(files.len()),
+            groups: Vec::new(),
+            rows: 0,
+        };
+        for (i, f) in files.iter().enumerate() {
+            let uri = f.get("uri").and_then(Value::as_str);
+            let size = f.get("size").and_then(Value::as_u64);
+            let groups = f.get("rowGroups").and_then(Value::as_array);
+            let (Some(uri), Some(size), Some(groups)) = (uri, size, groups) else {
+                return Err(bad("each file needs uri, size and rowGroups"));
+            };
+            source.files.push(SourceFile {
+                uri: uri.to_string(),
+                size,
+            });
+            for (index, g) in groups.iter().enumerate() {
+                let rows = g
+                    .as_u64()
+                    .ok_or_else(|| bad("row group sizes are counts"))?;
+                if rows == 0 {
+                    continue;
+                }
+                source.groups.push(Group {
+                    first: source.rows,
+                    rows,
+                    file: i,
+                    index,
+                });
+                source.rows = source
+                    .rows
+                    .checked_add(rows)
+                    .ok_or_else(|| bad("more rows than fit a dataset"))?;
+            }
+        }
+        Ok(Some(source))
+    }
+
+    /// Rows in all the files.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// The files' URIs, in order.
+    pub fn uris(&self) -> impl Iterator<Item = &str> {
+        self.files.iter().map(|f| f.uri.as_str())
+    }
+
+    /// The row groups that hold `rows`, each with the part of its own rows
+    /// (counted from its first) that lies in `rows`.
+    fn pieces(&self, rows: Range<u64>) -> Vec<(&Group, Range<usize>)> {
+        let at = self
+            .groups
+            .partition_point(|g| g.first + g.rows <= rows.start);
+        self.groups[at..]
+            .iter()
+            .take_while(|g| g.first < rows.end)
+            .map(|g| {
+                let lo = rows.start.max(g.first) - g.first;
+                let hi = rows.end.min(g.first + g.rows) - g.first;
+                (g, lo as usize..hi as usize)
+            })
+            .collect()
+    }
+}
+
+/// What Parquet files hold together, ready to be linked as one dataset.
+pub struct ParquetLinkPlan {
+    /// How their rows are held (the compound type, Arrow types kept by
+    /// name).
+    pub table: TableSchema,
+    pub rows: u64,
+    /// Rows of the first row group: the chunk size that makes each row
+    /// group one chunk when the files' row groups are of one size.
+    pub group_rows: u64,
+    /// The document's `parquetSource`.
+    pub source: Value,
+}
+
+/// Open source files for Parquet links: footers parsed once (per length
+/// and version of the file), buckets connected once.
+#[derive(Default)]
+pub(crate) struct ParquetFiles {
+    footers: Mutex<HashMap<String, (String, Footer)>>,
+    buckets: Mutex<HashMap<String, Arc<S3Store>>>,
+}
+
+impl ParquetFiles {
+    fn cached(&self, uri: &str, version: &str) -> Option<Footer> {
+        let footers = self.footers.lock().unwrap_or_else(|e| e.into_inner());
+        footers
+            .get(uri)
+            .filter(|(v, _)| v == version)
+            .map(|(_, f)| f.clone())
+    }
+
+    fn keep(&self, uri: &str, version: String, footer: &Footer) {
+        let mut footers = self.footers.lock().unwrap_or_else(|e| e.into_inner());
+        if footers.len() >= MAX_CACHED_FOOTERS {
+            footers.clear();
+        }
+        footers.insert(uri.to_string(), (version, footer.clone()));
+    }
+
+    fn bucket(&self, bucket: &str) -> Result<Arc<S3Store>> {
+        let mut open = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = open.get(bucket) {
+            return Ok(s.clone());
+        }
+        let store = Arc::new(S3Store::open_with(
+            &format!("s3://{bucket}"),
+            &S3Config::from_env(),
+            true,
+        )?);
+        open.insert(bucket.to_string(), store.clone());
+        Ok(store)
+    }
+}
+
+/// Reads byte ranges of one version of a source file.
+type RangeReader<'a> = dyn Fn(&[Range<u64>]) -> Result<Vec<Bytes>> + 'a;
+
+/// The footer of a file (parsed from its tail, or the cache) and a reader
+/// of its byte ranges, handed to `f` with the file's length.
+///
+/// `expect`: the file's length when it was linked (`None`: any).
+fn with_source<T>(
+    linked: &LinkedFiles,
+    uri: &str,
+    expect: Option<u64>,
+    f: impl FnOnce(&Footer, u64, &RangeReader<'_>) -> Result<T>,
+) -> Result<T> {
+    let changed = |len: u64| {
+        EngineError::Corrupt(format!(
+            "linked Parquet file {uri} is {len} bytes, not the {} it was when linked: it was \
+             replaced or changed; link it again",
+            expect.unwrap_or(0)
+        ))
+    };
+    let footer_of = |len: u64, tail: &[u8], read: &RangeReader<'_>| -> Result<Footer> {
+        let wrap = |e: h5lake_columnar::ColumnarError| {
+            EngineError::Invalid(format!("{uri} is not a readable Parquet file: {e}"))
+        };
+        match Footer::from_tail(len, tail).map_err(wrap)? {
+            FooterRead::Parsed(f) => Ok(f),
+            FooterRead::Need(r) => Footer::parse(len, &read(&[r])?[0]).map_err(wrap),
+        }
+    };
+    match linked.target(uri)? {
+        LinkTarget::Local(path) => {
+            let file = linked.get(uri)?;
+            let meta = file.metadata().map_err(|e| {
+                EngineError::NotFound(format!("linked Parquet file {}: {e}", path.display()))
+            })?;
+            let len = meta.len();
+            if expect.is_some_and(|n| n != len) {
+                return Err(changed(len));
+            }
+            let modified = meta
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos());
+            let read = |ranges: &[Range<u64>]| -> Result<Vec<Bytes>> {
+                ranges
+                    .iter()
+                    .map(|r| {
+                        let end = r.end.min(len);
+                        let mut buf = vec![0u8; end.saturating_sub(r.start) as usize];
+                        file.read_exact_at(&mut buf, r.start).map_err(|e| {
+                            EngineError::Corrupt(format!(
+                                "linked Parquet file {uri}: cannot read bytes {}..{end} ({e})",
+                                r.start
+                            ))
+                        })?;
+                        Ok(Bytes::from(buf))
+                    })
+                    .collect()
+            };
+            let version = format!("{len}:{modified}");
+            let footer = match linked.parquet.cached(uri, &version) {
+                Some(f) => f,
+                None => {
+                    let tail = read(&[len.saturating_sub(TAIL_BYTES)..len])?.remove(0);
+                    let f = footer_of(len, &tail, &read)?;
+                    linked.parquet.keep(uri, version, &f);
+                    f
+                }
+            };
+            f(&footer, len, &read)
+        }
+        LinkTarget::Object { bucket, key } => {
+            let store = linked.parquet.bucket(&bucket)?;
+            let obj = store.open_object(&key, TAIL_BYTES)?.ok_or_else(|| {
+                EngineError::NotFound(format!("linked Parquet file {uri} does not exist"))
+            })?;
+            let len = obj.len();
+            if expect.is_some_and(|n| n != len) {
+                return Err(changed(len));
+            }
+            let read =
+                |ranges: &[Range<u64>]| -> Result<Vec<Bytes>> { Ok(obj.read_ranges(ranges)?) };
+            let version = obj.version().0.clone();
+            let footer = match linked.parquet.cached(uri, &version) {
+                Some(f) => f,
+                None => {
+                    let f = footer_of(len, obj.tail(), &read)?;
+                    linked.parquet.keep(uri, version, &f);
+                    f
+                }
+            };
+            f(&footer, len, &read)
+        }
+    }
+}
+
+/// Reads the footers of Parquet files (local paths or `s3://` URLs, in
+/// that order), checks they share one schema h5lake can hold, and returns
+/// what linking them as one dataset of a store whose links `policy` rules
+/// takes. Nothing is written.
+///
+/// # Errors
+/// No files; a file that is missing, not Parquet, or refused by the link
+/// policy; files of different schemas; a column type with no HDF5 form
+/// (named).
+pub fn plan_parquet_link(uris: &[String], policy: LinkPolicy) -> Result<ParquetLinkPlan> {
+    let linked = LinkedFiles::new(policy, None);
+    let Some(first) = uris.first() else {
+        return Err(EngineError::Invalid("no Parquet files given".into()));
+    };
+    let mut schema = None;
+    let mut files = Vec::with_capacity(uris.len());
+    let mut rows = 0u64;
+    let mut group_rows = 0;
+    for uri in uris {
+        let (s, len, groups) = with_source(&linked, uri, None, |footer, len, _| {
+            Ok((footer.arrow_schema()?, len, footer.row_group_rows()))
+        })?;
+        match &schema {
+            None => schema = Some(s),
+            Some(first_schema) if first_schema.fields() != s.fields() => {
+                return Err(EngineError::Invalid(format!(
+                    "{uri} has another schema than {first} (files linked as one dataset \
+                     share one): {s} vs {first_schema}"
+                )))
+            }
+            Some(_) => {}
+        }
+        if group_rows == 0 {
+            group_rows = groups.iter().copied().find(|&n| n > 0).unwrap_or(0);
+        }
+        rows = groups
+            .iter()
+            .try_fold(rows, |a, &n| a.checked_add(n))
+            .ok_or_else(|| EngineError::Invalid("more rows than fit a dataset".into()))?;
+        files.push(json!({"uri": uri, "size": len, "rowGroups": groups}));
+    }
+    let schema = schema.expect("at least one file");
+    let table = TableSchema::of(&schema).map_err(|e| match e {
+        h5lake_columnar::ColumnarError::Unsupported(m) if m == "a table without columns" => {
+            EngineError::Invalid(format!("{first} has no columns"))
+        }
+        e => e.into(),
+    })?;
+    Ok(ParquetLinkPlan {
+        table,
+        rows,
+        group_rows: group_rows.max(1),
+        source: json!({ "files": files }),
+    })
+}
+
+impl Domain {
+    /// Rows `rows` of a Parquet-linked dataset, the members of `dtype`
+    /// (those of `m` or some of them), as batches of the members' Arrow
+    /// types (nulls kept), one per row group they span.
+    pub(crate) fn parquet_batches(
+        &self,
+        m: &DatasetMeta,
+        src: &ParquetSource,
+        dtype: &Datatype,
+        rows: Range<u64>,
+    ) -> Result<Vec<RecordBatch>> {
+        let schema = table_schema(dtype)?;
+        src.pieces(rows)
+            .into_iter()
+            .map(|(g, part)| {
+                let file = &src.files[g.file];
+                let batch = with_source(
+                    &self.linked_files,
+                    &file.uri,
+                    Some(file.size),
+                    |footer, len, read| {
+                        let ranges = footer.row_group_ranges(dtype, g.index)?;
+                        let got = read(&ranges)?;
+                        let parts =
+                            Parts::new(len, ranges.iter().map(|r| r.start).zip(got).collect());
+                        Ok(footer.read_row_group(dtype, &parts, g.index, part.clone())?)
+                    },
+                )
+                .map_err(|e| match e {
+                    EngineError::Corrupt(msg) if !msg.contains(&file.uri) => {
+                        EngineError::Corrupt(format!("{} (linked by {}): {msg}", file.uri, m.id))
+                    }
+                    e => e,
+                })?;
+                Ok(conform(&batch, &schema)?)
+            })
+            .collect()
+    }
+
+    /// Chunk `k` of a Parquet-linked dataset in HSDS's row layout (of
+    /// `m.dtype`, which may hold only some members); `None` past its rows.
+    pub(crate) fn parquet_chunk(
+        &self,
+        m: &DatasetMeta,
+        src: &ParquetSource,
+        k: u64,
+    ) -> Result<Option<Vec<u8>>> {
+        let c = m.chunk[0];
+        let lo = k.saturating_mul(c);
+        let hi = lo.saturating_add(c).min(m.dims[0]).min(src.rows);
+        if lo >= hi {
+            return Ok(None);
+        }
+        let mut out = Vec::with_capacity(c as usize * m.dtype.fixed_size().unwrap_or(16));
+        for batch in self.parquet_batches(m, src, &m.dtype, lo..hi)? {
+            h5lake_columnar::batch_rows(
+                &m.dtype,
+                batch.columns(),
+                batch.num_rows(),
+                &m.fill,
+                &mut out,
+            )?;
+        }
+        // The last chunk's rows past the end read as fill, as any chunk's.
+        let fill = if m.fill.is_empty() {
+            h5lake_types::record::empty_record(&m.dtype)
+        } else {
+            m.fill.clone()
+        };
+        for _ in hi - lo..c {
+            out.extend_from_slice(&fill);
+        }
+        Ok(Some(out))
+    }
+}
+
+/// Checks a new dataset that names Parquet files to link: a 1-D,
+/// fixed-extent, chunked compound whose rows are the files', every file
+/// within the link policy.
+pub(crate) fn check_new(
+    linked: &LinkedFiles,
+    doc: &Value,
+    dims: &[u64],
+    maxdims: &[u64],
+    chunked: bool,
+) -> Result<()> {
+    let source = ParquetSource::of_doc(doc).map_err(|e| match e {
+        EngineError::Corrupt(m) => EngineError::Invalid(m),
+        e => e,
+    })?;
+    let Some(source) = source else {
+        return Ok(());
+    };
+    if crate::chunk_codec::format_name(doc) != Some(crate::chunk_codec::PARQUET) {
+        return Err(EngineError::Invalid(
+            "a dataset linked to Parquet files has chunkFormat \"parquet\"".into(),
+        ));
+    }
+    if dims.len() != 1 || !chunked || maxdims != dims {
+        return Err(EngineError::Invalid(
+            "a dataset linked to Parquet files is 1-D, chunked and of fixed extent".into(),
+        ));
+    }
+    if source.rows() != dims[0] {
+        return Err(EngineError::Invalid(format!(
+            "the linked Parquet files hold {} rows, the dataset {}",
+            source.rows(),
+            dims[0]
+        )));
+    }
+    for uri in source.uris() {
+        linked.check(uri)?;
+    }
+    Ok(())
+}
