@@ -1,6 +1,7 @@
 """The ``h5lake`` command line: ``ls``, ``info``, ``diff``, ``rm``, ``cp``,
 ``mv`` over stores and the objects in them, ``load`` (HDF5 file -> store),
-``get`` (store -> HDF5 file) and ``serve`` (the HSDS REST API).
+``get`` (store -> HDF5 file, or a dataset -> Parquet file) and ``serve`` (the
+HSDS REST API).
 
 Exit status: 0 on success (and for ``diff``, when equal), 1 when ``diff``
 finds differences, 2 on any error (h5diff's convention), 3 when ``load`` or
@@ -120,8 +121,10 @@ def _load(args):
 
 
 def _get(args):
+    fmt = {"format": args.format} if args.format else {}
     return _convert("get", args, lambda: h5lake.get(
-        args.src, args.dest, force=args.force, progress=not args.quiet, skip_unsupported=True))
+        args.src, args.dest, force=args.force, progress=not args.quiet, skip_unsupported=True,
+        **fmt))
 
 
 def _convert(cmd, args, run):
@@ -290,10 +293,18 @@ def build_parser():
     _quiet(p)
     _skip_unsupported(p)
 
-    p = _command(commands, "get", _get, "write an h5lake store out as an HDF5 file",
-                 "h5lake get run.h5l run.h5")
-    p.add_argument("src", metavar="STORE", help="the store to read")
-    p.add_argument("dest", metavar="HDF5_FILE", help="the HDF5 file to create")
+    p = _command(commands, "get", _get,
+                 "write an h5lake store out as an HDF5 file, or a dataset as a Parquet file",
+                 "h5lake get run.h5l run.h5\n"
+                 "  h5lake get events.h5l/events events.parquet\n"
+                 "  h5lake get --format parquet events.h5l/events events.out")
+    p.add_argument("src", metavar="STORE",
+                   help="the store to read (Parquet: store/path/to/dataset, one dataset)")
+    p.add_argument("dest", metavar="FILE",
+                   help="the file to create: HDF5, or Parquet when named .parquet, .parq or .pq")
+    p.add_argument("--format", type=str.lower, choices=["parquet", "hdf5", "h5"],
+                   help="what to write (default: by FILE's extension, HDF5 unless .parquet, "
+                        ".parq or .pq); it must not contradict the extension")
     _force(p, "file")
     _local_links(p)
     _skip_unsupported(p)

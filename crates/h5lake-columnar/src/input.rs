@@ -8,17 +8,24 @@
 //! their integer storage, their Arrow type kept by name
 //! ([`ParquetInput::arrow_types`]); dictionary columns decoded; structs as
 //! nested compounds; lists as variable-length sequences; fixed-size lists
-//! as array members. Anything else (maps, unions, decimals, …) is refused
-//! by column name before anything is read.
+//! as array members; decimals of precision up to 18 (a column's own, not
+//! inside a struct or list) as their unscaled integers (`decimal32` as
+//! int32, the others as int64), their Arrow type kept by name. Anything
+//! else (maps, unions, decimals of precision above 18, …) is refused by
+//! column name before anything is read.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{
+    Decimal128Type, Decimal256Type, Decimal32Type, Decimal64Type, Int32Type, Int64Type,
+};
+use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use h5lake_types::{ByteOrder, CharSet, Datatype, StrPad};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
 use serde_json::{json, Map, Value};
 
 use crate::arrays::member_type;
@@ -104,13 +111,16 @@ impl TableSchema {
     }
 
     /// The Arrow types of the columns held as their integer storage
-    /// (timestamps, dates, times, durations), by column name.
+    /// (timestamps, dates, times, durations, decimals), by column name.
     pub fn arrow_types(&self) -> &Map<String, Value> {
         &self.arrow_types
     }
 
     /// `batch` with each column cast to its member's Arrow type. Its
-    /// columns must be the members, by name and in order.
+    /// columns must be the members, by name and in order. A decimal column
+    /// gives its unscaled integers (`123.45` of `decimal128(10, 2)` is
+    /// 12345), as [`TableSchema::of`] maps it; its scale is the caller's to
+    /// keep (`arrow_types`).
     ///
     /// # Errors
     /// Other columns than the members; values that do not fit.
@@ -134,6 +144,8 @@ impl TableSchema {
             .map(|(c, f)| -> Result<ArrayRef> {
                 if c.data_type() == f.data_type() {
                     Ok(c.clone())
+                } else if is_decimal(c.data_type()) {
+                    unscaled(f.name(), c, f.data_type())
                 } else {
                     // to the member's own type: a timestamp to its Int64
                     // storage, a dictionary decoded, large offsets to small
@@ -185,7 +197,7 @@ fn map_type(
     let refuse = || {
         ColumnarError::Unsupported(format!(
             "column {name:?}: Arrow type {t} has no HDF5 form in h5lake (maps, unions, \
-             decimals, intervals and lists inside lists or structs are not loaded)"
+             intervals and lists inside lists or structs are not loaded)"
         ))
     };
     let note = |notes: &mut Map<String, Value>| {
@@ -241,6 +253,17 @@ fn map_type(
             note(notes);
             integer(4, true)
         }
+        DataType::Decimal32(..)
+        | DataType::Decimal64(..)
+        | DataType::Decimal128(..)
+        | DataType::Decimal256(..) => {
+            decimal_storage(name, t, top)?;
+            note(notes);
+            match t {
+                DataType::Decimal32(..) => integer(4, true),
+                _ => integer(8, true),
+            }
+        }
         DataType::Dictionary(_, values) => map_type(name, values, top, notes)?,
         DataType::Struct(fields) => compound(
             fields
@@ -271,6 +294,142 @@ fn map_type(
     })
 }
 
+/// `schema` with its dictionary-of-decimal columns made plain decimal
+/// columns; `None` when it has none.
+pub(crate) fn undictionaried_decimals(schema: &SchemaRef) -> Option<SchemaRef> {
+    let plain = |f: &Arc<Field>| match f.data_type() {
+        DataType::Dictionary(_, values) if is_decimal(values) => Some(Arc::new(
+            f.as_ref().clone().with_data_type(values.as_ref().clone()),
+        )),
+        _ => None,
+    };
+    if !schema.fields().iter().any(|f| plain(f).is_some()) {
+        return None;
+    }
+    let fields: Vec<Arc<Field>> = schema
+        .fields()
+        .iter()
+        .map(|f| plain(f).unwrap_or_else(|| f.clone()))
+        .collect();
+    Some(Arc::new(Schema::new_with_metadata(
+        fields,
+        schema.metadata().clone(),
+    )))
+}
+
+/// Largest decimal precision whose unscaled values fit an int64.
+const MAX_DECIMAL_PRECISION: u8 = 18;
+
+pub(crate) fn is_decimal(t: &DataType) -> bool {
+    match t {
+        DataType::Decimal32(..)
+        | DataType::Decimal64(..)
+        | DataType::Decimal128(..)
+        | DataType::Decimal256(..) => true,
+        DataType::Dictionary(_, values) => is_decimal(values),
+        _ => false,
+    }
+}
+
+/// Checks that a decimal column of type `t` can be held as its unscaled
+/// integers: precision at most 18 (they fit an int64), a table's own
+/// column (its Arrow type is kept by column name).
+fn decimal_storage(name: &str, t: &DataType, top: bool) -> Result<()> {
+    let (DataType::Decimal32(p, _)
+    | DataType::Decimal64(p, _)
+    | DataType::Decimal128(p, _)
+    | DataType::Decimal256(p, _)) = t
+    else {
+        return Ok(());
+    };
+    let pa = type_name(t);
+    let smaller = match t {
+        DataType::Decimal256(_, s) | DataType::Decimal128(_, s) => {
+            format!("pa.decimal128({MAX_DECIMAL_PRECISION}, {s})")
+        }
+        _ => String::new(),
+    };
+    if *p > MAX_DECIMAL_PRECISION {
+        return Err(ColumnarError::Unsupported(format!(
+            "column {name:?}: Arrow type {pa} has no HDF5 form in h5lake: decimals are held as \
+             their unscaled integers, and those of precision {p} need more than 64 bits (HDF5 \
+             tools and NumPy have no 128-bit integer); decimals of precision up to \
+             {MAX_DECIMAL_PRECISION} are loaded. Cast the column in pyarrow first: to \
+             {smaller} (exact if its values fit), to pa.float64() (approximate) or to \
+             pa.string() (exact, as text)"
+        )));
+    }
+    if !top {
+        return Err(ColumnarError::Unsupported(format!(
+            "column {name:?}: Arrow type {pa} inside a struct or list is not loaded (decimals \
+             are loaded as a table's own columns); cast it in pyarrow to pa.float64() or \
+             pa.string(), or make it a column of its own"
+        )));
+    }
+    Ok(())
+}
+
+/// The unscaled integers of the decimal column `c` (of a type
+/// [`decimal_storage`] accepts; a dictionary of decimals is decoded
+/// first), as the integer type `to`; nulls stay null.
+pub(crate) fn unscaled(name: &str, c: &ArrayRef, to: &DataType) -> Result<ArrayRef> {
+    let too_big = |v: &dyn std::fmt::Display| {
+        ColumnarError::Unsupported(format!(
+            "column {name:?} of type {}: unscaled value {v} does not fit an int64 (a value \
+             beyond the type's precision)",
+            type_name(c.data_type())
+        ))
+    };
+    let ints: ArrayRef = match c.data_type() {
+        DataType::Dictionary(_, values) => {
+            let decoded = arrow_cast::cast(c, values)?;
+            return unscaled(name, &decoded, to);
+        }
+        DataType::Decimal32(..) => Arc::new(
+            c.as_primitive::<Decimal32Type>()
+                .reinterpret_cast::<Int32Type>(),
+        ),
+        DataType::Decimal64(..) => Arc::new(
+            c.as_primitive::<Decimal64Type>()
+                .reinterpret_cast::<Int64Type>(),
+        ),
+        DataType::Decimal128(..) => Arc::new(
+            c.as_primitive::<Decimal128Type>()
+                .try_unary::<_, Int64Type, _>(|v| i64::try_from(v).map_err(|_| too_big(&v)))?,
+        ),
+        DataType::Decimal256(..) => Arc::new(
+            c.as_primitive::<Decimal256Type>()
+                .try_unary::<_, Int64Type, _>(|v| {
+                    v.to_i128()
+                        .and_then(|x| i64::try_from(x).ok())
+                        .ok_or_else(|| too_big(&v))
+                })?,
+        ),
+        other => {
+            return Err(ColumnarError::Unsupported(format!(
+                "column {name:?} of type {other} is not a decimal"
+            )))
+        }
+    };
+    if ints.data_type() == to {
+        return Ok(ints);
+    }
+    let cast = arrow_cast::cast_with_options(
+        &ints,
+        to,
+        &arrow_cast::CastOptions {
+            safe: false,
+            ..Default::default()
+        },
+    );
+    cast.map_err(|e| {
+        ColumnarError::Unsupported(format!(
+            "column {name:?} of type {}: its unscaled integers cannot be stored as {to}: {e}",
+            type_name(c.data_type())
+        ))
+    })
+}
+
 /// The name pyarrow gives a temporal type (`timestamp[us, tz=UTC]`,
 /// `date32[day]`, `duration[ns]`, …): what a column kept as its integer
 /// storage was, so that it can be made that type again.
@@ -291,6 +450,10 @@ fn type_name(t: &DataType) -> String {
         DataType::Time64(u) => format!("time64[{}]", unit(u)),
         DataType::Duration(u) => format!("duration[{}]", unit(u)),
         DataType::FixedSizeBinary(n) => format!("fixed_size_binary[{n}]"),
+        DataType::Decimal32(p, s) => format!("decimal32({p}, {s})"),
+        DataType::Decimal64(p, s) => format!("decimal64({p}, {s})"),
+        DataType::Decimal128(p, s) => format!("decimal128({p}, {s})"),
+        DataType::Decimal256(p, s) => format!("decimal256({p}, {s})"),
         other => other.to_string(),
     }
 }
@@ -352,7 +515,7 @@ impl ParquetInput {
     }
 
     /// The Arrow types of the columns h5lake holds as their integer storage
-    /// (timestamps, dates, times, durations), by column name.
+    /// (timestamps, dates, times, durations, decimals), by column name.
     pub fn arrow_types(&self) -> &Map<String, Value> {
         self.table.arrow_types()
     }
@@ -369,9 +532,19 @@ impl ParquetInput {
             let file = File::open(path).map_err(|e| {
                 ColumnarError::Unsupported(format!("cannot open {}: {e}", path.display()))
             })?;
-            let reader = ParquetRecordBatchReaderBuilder::try_new(file)?
-                .with_batch_size(BATCH_ROWS)
-                .build()?;
+            let mut builder = ParquetRecordBatchReaderBuilder::try_new(file)?;
+            if let Some(schema) = undictionaried_decimals(builder.schema()) {
+                // Arrow's reader does not make dictionaries of decimals:
+                // read the values.
+                let file = File::open(path).map_err(|e| {
+                    ColumnarError::Unsupported(format!("cannot open {}: {e}", path.display()))
+                })?;
+                builder = ParquetRecordBatchReaderBuilder::try_new_with_options(
+                    file,
+                    ArrowReaderOptions::new().with_schema(schema),
+                )?;
+            }
+            let reader = builder.with_batch_size(BATCH_ROWS).build()?;
             for batch in reader {
                 let batch = batch.map_err(|e| {
                     ColumnarError::Corrupt(format!("reading {}: {e}", path.display()))
@@ -389,5 +562,153 @@ impl ParquetInput {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{
+        Decimal128Array, Decimal256Array, Decimal32Array, Decimal64Array, DictionaryArray,
+        Int64Array,
+    };
+    use arrow_buffer::i256;
+
+    fn member_types(t: &TableSchema) -> Vec<(String, usize)> {
+        let Datatype::Compound { fields, .. } = t.dtype() else {
+            panic!("not a compound")
+        };
+        fields
+            .iter()
+            .map(|f| match f.dtype {
+                Datatype::Integer {
+                    size, signed: true, ..
+                } => (f.name.clone(), size),
+                ref other => panic!("{} is {}", f.name, other.to_json()),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn decimals_are_their_unscaled_integers_with_their_type_kept() {
+        let d128 = Decimal128Array::from(vec![Some(12_345), None, Some(-99_999_999_999)])
+            .with_precision_and_scale(18, 2)
+            .unwrap();
+        let d32 = Decimal32Array::from(vec![Some(-5), Some(7), None])
+            .with_precision_and_scale(5, 1)
+            .unwrap();
+        let d64 = Decimal64Array::from(vec![None, Some(1), Some(-1)])
+            .with_precision_and_scale(12, 0)
+            .unwrap();
+        let d256 = Decimal256Array::from(vec![Some(i256::from_i128(-3)), None, Some(i256::ONE)])
+            .with_precision_and_scale(10, -2)
+            .unwrap();
+        let dict = DictionaryArray::<Int32Type>::try_new(
+            vec![1, 0, 1].into(),
+            Arc::new(
+                Decimal128Array::from(vec![100, -250])
+                    .with_precision_and_scale(9, 3)
+                    .unwrap(),
+            ),
+        )
+        .unwrap();
+        let batch = RecordBatch::try_from_iter(vec![
+            ("d128", Arc::new(d128) as ArrayRef),
+            ("d32", Arc::new(d32) as ArrayRef),
+            ("d64", Arc::new(d64) as ArrayRef),
+            ("d256", Arc::new(d256) as ArrayRef),
+            ("dict", Arc::new(dict) as ArrayRef),
+        ])
+        .unwrap();
+        let table = TableSchema::of(batch.schema_ref()).unwrap();
+        assert_eq!(
+            member_types(&table),
+            [
+                ("d128", 8),
+                ("d32", 4),
+                ("d64", 8),
+                ("d256", 8),
+                ("dict", 8)
+            ]
+            .map(|(n, s)| (n.to_string(), s))
+        );
+        assert_eq!(
+            Value::Object(table.arrow_types().clone()),
+            json!({"d128": "decimal128(18, 2)", "d32": "decimal32(5, 1)",
+                   "d64": "decimal64(12, 0)", "d256": "decimal256(10, -2)",
+                   "dict": "decimal128(9, 3)"})
+        );
+        let cast = table.cast(&batch).unwrap();
+        let ints = |i: usize| -> Vec<Option<i64>> {
+            let c = arrow_cast::cast(cast.column(i), &DataType::Int64).unwrap();
+            c.as_primitive::<Int64Type>().iter().collect()
+        };
+        assert_eq!(ints(0), [Some(12_345), None, Some(-99_999_999_999)]);
+        assert_eq!(cast.column(1).data_type(), &DataType::Int32);
+        assert_eq!(ints(1), [Some(-5), Some(7), None]);
+        assert_eq!(ints(2), [None, Some(1), Some(-1)]);
+        assert_eq!(ints(3), [Some(-3), None, Some(1)]);
+        assert_eq!(ints(4), [Some(-250), Some(100), Some(-250)]);
+        // HSDS's rows: a null is zero.
+        let mut rows = Vec::new();
+        crate::batch_rows(table.dtype(), cast.columns(), 3, &[], &mut rows).unwrap();
+        assert_eq!(&rows[..8], &12_345i64.to_le_bytes());
+        assert_eq!(&rows[36..44], &[0; 8]);
+    }
+
+    #[test]
+    fn a_value_beyond_the_precision_is_refused_not_wrapped() {
+        // Arrow does not check values against the precision when it makes
+        // an array; the cast does.
+        let big = Decimal128Array::from(vec![i128::from(i64::MAX) + 1])
+            .with_precision_and_scale(18, 0)
+            .unwrap();
+        let batch = RecordBatch::try_from_iter(vec![("x", Arc::new(big) as ArrayRef)]).unwrap();
+        let table = TableSchema::of(batch.schema_ref()).unwrap();
+        let e = table.cast(&batch).unwrap_err().to_string();
+        assert!(e.contains("\"x\"") && e.contains("does not fit"), "{e}");
+        // A table of plain integers takes a decimal's unscaled integers.
+        let ints =
+            TableSchema::of(&Schema::new(vec![Field::new("x", DataType::Int64, true)])).unwrap();
+        let small = Decimal128Array::from(vec![Some(-7), None])
+            .with_precision_and_scale(4, 1)
+            .unwrap();
+        let batch = RecordBatch::try_from_iter(vec![("x", Arc::new(small) as ArrayRef)]).unwrap();
+        let got = ints.cast(&batch).unwrap();
+        let got: &Int64Array = got.column(0).as_primitive();
+        assert_eq!(got.iter().collect::<Vec<_>>(), [Some(-7), None]);
+    }
+
+    #[test]
+    fn wide_or_nested_decimals_are_refused_by_name_with_advice() {
+        for t in [DataType::Decimal128(19, 2), DataType::Decimal256(40, 0)] {
+            let s = Schema::new(vec![Field::new("amount", t, true)]);
+            let e = TableSchema::of(&s).unwrap_err().to_string();
+            assert!(e.contains("\"amount\"") && e.contains("precision"), "{e}");
+            assert!(
+                e.contains("pa.float64()") && e.contains("pa.decimal128(18"),
+                "{e}"
+            );
+        }
+        let inner =
+            DataType::Struct(vec![Field::new("d", DataType::Decimal128(5, 2), true)].into());
+        let s = Schema::new(vec![Field::new("s", inner, true)]);
+        let e = TableSchema::of(&s).unwrap_err().to_string();
+        assert!(
+            e.contains("\"s.d\"") && e.contains("inside a struct or list"),
+            "{e}"
+        );
+        let list = DataType::List(Arc::new(Field::new(
+            "item",
+            DataType::Decimal64(5, 2),
+            true,
+        )));
+        let e = TableSchema::of(&Schema::new(vec![Field::new("l", list, true)]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("\"l\"") && e.contains("inside a struct or list"),
+            "{e}"
+        );
     }
 }

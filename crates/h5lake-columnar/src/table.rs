@@ -46,7 +46,8 @@ pub fn table_schema(dtype: &Datatype) -> Result<SchemaRef> {
 }
 
 /// `batch` (columns of `schema`'s names, in order) with `schema`'s column
-/// types, cast where a chunk stored them otherwise.
+/// types, cast where a chunk stored them otherwise (a decimal column, as a
+/// linked Parquet file holds it, gives its unscaled integers).
 ///
 /// # Errors
 /// Columns missing or of types that do not cast.
@@ -60,6 +61,8 @@ pub fn conform(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
             })?;
             if c.data_type() == f.data_type() {
                 Ok(c.clone())
+            } else if crate::input::is_decimal(c.data_type()) {
+                crate::input::unscaled(f.name(), c, f.data_type())
             } else {
                 Ok(arrow_cast::cast(c, f.data_type())?)
             }
@@ -134,4 +137,31 @@ fn unpadded(col: &dyn Array) -> ArrayRef {
         })
         .collect();
     Arc::new(values)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+    use arrow_array::Decimal128Array;
+
+    #[test]
+    fn conform_gives_a_decimal_column_as_its_unscaled_integers() {
+        let d = Decimal128Array::from(vec![Some(-12_345), None, Some(7)])
+            .with_precision_and_scale(10, 2)
+            .unwrap();
+        let batch = RecordBatch::try_from_iter(vec![("price", Arc::new(d) as ArrayRef)]).unwrap();
+        let schema = Arc::new(Schema::new(vec![Field::new(
+            "price",
+            DataType::Int64,
+            true,
+        )]));
+        let got = conform(&batch, &schema).unwrap();
+        let got = got.column(0).as_primitive::<Int64Type>();
+        assert_eq!(
+            got.iter().collect::<Vec<_>>(),
+            [Some(-12_345), None, Some(7)]
+        );
+    }
 }

@@ -130,12 +130,84 @@ def _with_arrow_types(pa, dset, t):
     for name, kind in _arrow_types(pa, dset).items():
         if name in t.column_names:
             i = t.column_names.index(name)
-            col = t.column(i)
-            if pa.types.is_fixed_size_binary(kind) and not pa.types.is_fixed_size_binary(col.type):
-                # NumPy cut the padding of these byte strings: put it back.
-                col = pa.array([None if v is None else v.ljust(kind.byte_width, b"\0")
-                                for v in col.to_pylist()], kind)
-            t = t.set_column(i, pa.field(name, kind), col.cast(kind))
+            t = t.set_column(i, pa.field(name, kind), as_arrow_type(pa, t.column(i), kind))
+    return t
+
+
+def as_arrow_type(pa, col, kind):
+    """The column ``col`` (as h5lake holds it) as the Arrow type ``kind`` a
+    Parquet load or a table noted in ``arrow_types``."""
+    if pa.types.is_fixed_size_binary(kind) and not pa.types.is_fixed_size_binary(col.type):
+        # NumPy cut the padding of these byte strings: put it back.
+        col = pa.array([None if v is None else v.ljust(kind.byte_width, b"\0")
+                        for v in col.to_pylist()], kind)
+    if pa.types.is_decimal(kind) and pa.types.is_integer(col.type):
+        # The unscaled integers: 12345 of decimal128(10, 2) is 123.45 (a
+        # cast would make it 12345.00).
+        if isinstance(col, pa.ChunkedArray):
+            return pa.chunked_array([_decimal_of_unscaled(pa, c, kind) for c in col.chunks], kind)
+        return _decimal_of_unscaled(pa, col, kind)
+    return col.cast(kind)
+
+
+def _decimal_of_unscaled(pa, arr, kind):
+    """The decimal array of type ``kind`` whose unscaled integers are the
+    integer array ``arr``; nulls stay null."""
+    n = len(arr)
+    vals = np.asarray(arr.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    width = kind.byte_width
+    if width <= 8:
+        data = vals.astype("<i4" if width == 4 else "<i8")
+    else:
+        # little-endian words, the high ones the sign's
+        data = np.empty((n, width // 8), "<i8")
+        data[:, 0] = vals
+        data[:, 1:] = (vals >> 63)[:, None]
+    validity = None
+    if arr.null_count:
+        valid = arr.is_valid().to_numpy(zero_copy_only=False)
+        validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(kind, n, [validity, pa.py_buffer(data.tobytes())],
+                                 null_count=arr.null_count)
+
+
+def unscaled(pa, col):
+    """The unscaled integers (int64) of the decimal column ``col`` of
+    precision up to 18; nulls stay null."""
+    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+    out = []
+    for c in chunks:
+        width = c.type.byte_width
+        words = max(1, width // 8)
+        raw = np.frombuffer(c.buffers()[1], "<i4" if width == 4 else "<i8",
+                            count=(c.offset + len(c)) * words)
+        vals = raw.reshape(-1, words)[c.offset:, 0].astype(np.int64)
+        mask = None if not c.null_count else ~c.is_valid().to_numpy(zero_copy_only=False)
+        out.append(pa.array(vals, pa.int64(), mask=mask))
+    return pa.chunked_array(out, pa.int64())
+
+
+def _to_members(pa, dset, src, kinds):
+    """The table ``src`` ready for ``dset``'s members: columns noted in
+    ``arrow_types`` cast to their type (timestamps given in another unit
+    land in the table's own, decimals rescaled to its scale); decimal
+    columns of no noted decimal type cast by value to the member's number
+    type (never their unscaled integers taken as values)."""
+    decimals = [f.name for f in src.schema if pa.types.is_decimal(f.type)
+                and not pa.types.is_decimal(kinds.get(f.name, pa.null()))]
+    if not kinds and not decimals:
+        return src
+    t = src if isinstance(src, pa.Table) else src.read_all()
+    for name, kind in kinds.items():
+        if name in t.column_names:
+            i = t.column_names.index(name)
+            t = t.set_column(i, pa.field(name, kind), t.column(i).cast(kind))
+    names = dset.dtype.names or ()
+    for name in decimals:
+        if name in names and dset.dtype[name].kind in "iuf" and not dset.dtype[name].shape:
+            i = t.column_names.index(name)
+            kind = pa.from_numpy_dtype(dset.dtype[name].newbyteorder("="))
+            t = t.set_column(i, pa.field(name, kind), t.column(i).cast(kind))
     return t
 
 
@@ -218,16 +290,9 @@ def append(dset, data):
         raise TypeError(f"{dset.name}: rows are appended to a resizable 1-D dataset")
     dset._fs.check_writable(OSError, "Unable to append to the dataset")
     src = arrow_source(data)
-    kinds = _arrow_types(_pa(), dset) if src is not None else {}
-    if kinds:
+    if src is not None:
         # Columns kept as integers take the table's values in their unit.
-        pa = _pa()
-        t = src if isinstance(src, pa.Table) else src.read_all()
-        for name, kind in kinds.items():
-            if name in t.column_names:
-                i = t.column_names.index(name)
-                t = t.set_column(i, pa.field(name, kind), t.column(i).cast(kind))
-        src = t
+        src = _to_members(_pa(), dset, src, _arrow_types(_pa(), dset))
     try:
         if src is not None and dset.is_columnar:
             return _core.table_write(dset._fs.raw, dset._oid, src, None)
@@ -241,7 +306,10 @@ def append(dset, data):
                                  f"{list(dset.dtype.names)} of {dset.name}")
             rows = np.zeros(t.num_rows, dset.dtype)
             for n in dset.dtype.names:
-                rows[n] = t.column(n).to_numpy(zero_copy_only=False)
+                col = t.column(n)
+                if _pa().types.is_decimal(col.type):     # held as its unscaled integers
+                    col = unscaled(_pa(), col).fill_null(0)
+                rows[n] = col.to_numpy(zero_copy_only=False)
         else:
             rows = np.asarray(data, dtype=dset.dtype)
             if rows.ndim == 0:

@@ -38,10 +38,25 @@ PARQUET_ENDINGS = (".parquet", ".parq", ".pq")
 _PARQUET_SLAB_BYTES = 64 << 20
 
 
+# Files ``get`` writes as HDF5 by their name (any other name is HDF5 too,
+# unless ``format="parquet"``).
+HDF5_ENDINGS = (".h5", ".hdf5", ".hdf", ".he5", ".nc", ".nc4")
+
+# The formats ``get`` writes, by the names ``format=`` takes.
+_FORMATS = {"parquet": "parquet", "hdf5": "hdf5", "h5": "hdf5"}
+
+
 def _arrow_type(pa, name):
     """The Arrow type pyarrow names ``name`` (``timestamp[us, tz=UTC]``,
-    ``date32[day]``, ``time64[ns]``, ``duration[ms]``...)."""
+    ``date32[day]``, ``time64[ns]``, ``duration[ms]``, ``decimal128(10, 2)``...)."""
     import re
+    d = re.fullmatch(r"(decimal32|decimal64|decimal128|decimal256)\((\d+), (-?\d+)\)", name)
+    if d:
+        make = getattr(pa, d.group(1), None)
+        if make is None:     # pragma: no cover - depends on the pyarrow version
+            raise ValueError(f"Arrow type {name} (in arrow_types) needs a newer pyarrow "
+                             f"(pyarrow {pa.__version__} has no {d.group(1)})")
+        return make(int(d.group(2)), int(d.group(3)))
     m = re.fullmatch(r"(\w+)\[(\w+)(?:, tz=(.+))?\]", name)
     if not m:
         raise ValueError(f"unknown Arrow type name {name!r} in arrow_types")
@@ -92,7 +107,8 @@ def _get_parquet(src, dest, *, force, allow_local_links):
                 for name, kind in kinds.items():
                     if name in t.column_names:
                         i = t.column_names.index(name)
-                        t = t.set_column(i, pa.field(name, kind), t.column(i).cast(kind))
+                        t = t.set_column(i, pa.field(name, kind),
+                                         table.as_arrow_type(pa, t.column(i), kind))
                 if writer is None:
                     writer = pq.ParquetWriter(tmp, t.schema, compression="zstd")
                 writer.write_table(t)
@@ -147,7 +163,11 @@ def load(src, dest, *, link=False, hyperchunk=None, keep_chunks=False, force=Fal
     named ``name`` (default: the first file's stem), with ``chunks`` rows per
     chunk and ``compression`` ("gzip", "zstd", "lz4"). Every column's type is
     checked before anything is written; one with no HDF5 form (maps, unions,
-    decimals) fails the load naming the column, and nothing is written.
+    decimals of precision above 18) fails the load naming the column, and
+    nothing is written. Temporal and decimal columns are held as their
+    integers (a decimal's unscaled ones), their Arrow types kept in the
+    dataset's ``arrow_types`` attribute; ``to_arrow`` and ``get`` give them
+    back.
 
     ``link=True`` copies only metadata: datasets point at the byte ranges of
     their chunks inside ``src``, which must then stay where it is.
@@ -197,22 +217,48 @@ def load(src, dest, *, link=False, hyperchunk=None, keep_chunks=False, force=Fal
     return _checked(f"load of {os.fspath(src)}", dest, report, skip_unsupported)
 
 
+def _get_format(dest, format):
+    """``"parquet"`` or ``"hdf5"``: what ``get`` writes to ``dest`` — the
+    ``format`` asked for (checked against the name's extension), else what
+    the extension says (``.parquet``, ``.parq``, ``.pq``: Parquet; anything
+    else HDF5)."""
+    by_name = "parquet" if dest.lower().endswith(PARQUET_ENDINGS) else \
+        "hdf5" if dest.lower().endswith(HDF5_ENDINGS) else None
+    if format is None:
+        return by_name or "hdf5"
+    fmt = _FORMATS.get(str(format).lower())
+    if fmt is None:
+        raise ValueError(f"unknown format {format!r}: get writes parquet or hdf5 (also h5)")
+    if by_name is not None and by_name != fmt:
+        raise ValueError(f"{dest} is named as a{'n HDF5' if by_name == 'hdf5' else ' Parquet'} "
+                         f"file but the format asked for is {fmt}: name it "
+                         f"{os.path.splitext(os.path.basename(dest))[0]}"
+                         f"{'.parquet' if fmt == 'parquet' else '.h5'}, or leave the format "
+                         "out to go by the name")
+    return fmt
+
+
 def get(src, dest, *, force=False, progress=False, allow_local_links=None,
-        skip_unsupported=False):
+        skip_unsupported=False, format=None):
     """Write the h5lake store ``src`` out as the HDF5 file ``dest`` (which
-    h5py and the HDF5 tools read). With ``dest`` a ``.parquet`` file,
+    h5py and the HDF5 tools read). With ``dest`` a ``.parquet`` file (or
+    ``format="parquet"``, whatever ``dest`` is named),
     ``src`` names a dataset in a store (``store/path/to/dset``), written as
     one Parquet table (needs pyarrow): a compound's members are the columns
     (anything else is one column, ``value``), rows in C order, and columns a
-    Parquet load kept as integers (``arrow_types``) get their Arrow type
-    back. An existing ``dest`` is replaced only with
+    Parquet load kept as integers (``arrow_types``: temporal types, decimals)
+    get their Arrow type back. ``format`` is ``"parquet"`` or ``"hdf5"``
+    (``"h5"``); default: by the extension of ``dest``, HDF5 unless it is
+    ``.parquet``, ``.parq`` or ``.pq``. A format that contradicts the
+    extension (``format="parquet"`` for ``out.h5``) raises ValueError.
+    An existing ``dest`` is replaced only with
     ``force=True``. A store in a bucket may follow links to local files
     only with ``allow_local_links=True`` (default: ``H5LAKE_ALLOW_LOCAL_LINKS=1``).
     Returns a report like :func:`load`'s, and raises
     :class:`IncompleteConversion` as it does."""
     if allow_local_links is None:
         allow_local_links = os.environ.get("H5LAKE_ALLOW_LOCAL_LINKS") == "1"
-    if os.fspath(dest).endswith(PARQUET_ENDINGS):
+    if _get_format(os.fspath(dest), format) == "parquet":
         return _get_parquet(src, dest, force=force, allow_local_links=allow_local_links)
     report = _core.get_hdf5(os.fspath(src), os.fspath(dest), bool(force), bool(progress),
                             bool(allow_local_links))
