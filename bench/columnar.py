@@ -141,6 +141,8 @@ def main():
     ap.add_argument("--chunk", type=int, default=1 << 20, help="rows per chunk / row group")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--out", default=os.path.join(HERE, "RESULTS-columnar.md"))
+    ap.add_argument("--load-gib", type=float, default=1.0,
+                    help="size of the 8-file Parquet set the load is timed on (0: skip)")
     args = ap.parse_args()
     n, chunk, runs = args.particles, args.chunk, args.runs
     dropper = CacheDropper(True)
@@ -203,16 +205,74 @@ def main():
                 else:
                     check(got, rec, FIELDS)
                 extra[label] = (t_ours, t_theirs)
+        loads = load_set(tmp, args.load_gib, runs, dropper) if args.load_gib > 0 else {}
         sizes = {c: base.du(os.path.join(tmp, p)) for c, p in (
             ("h5py compound", "c.h5"), ("h5py 8 datasets", "8.h5"), ("h5lake row", "row.h5l"),
             ("h5lake columnar", "col.h5l"), ("h5lake columnar zstd", "colz.h5l"),
             ("parquet", "t.parquet"), ("parquet zstd", "tz.parquet"))}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    write_report(args, rows, extra, sizes, dropper)
+    write_report(args, rows, extra, sizes, dropper, loads)
 
 
-def write_report(args, rows, extra, sizes, dropper):
+def load_set(tmp, gib, runs, dropper):
+    """Parquet files in: 8 files written by pyarrow (row groups of 1 Mi
+    rows), loaded with ``--link`` and by copy, against pyarrow reading them
+    and writing them again. Every load is checked against the files."""
+    per = int(gib * 2**30 / 32 / 8)
+    src = os.path.join(tmp, "set")
+    os.mkdir(src)
+    first = None
+    for i in range(8):
+        t = pa.table(make_particles(per, seed=10 + i))
+        if first is None:
+            first = t
+        pq.write_table(t, os.path.join(src, f"part-{i}.parquet"), row_group_size=1 << 20,
+                       compression="none")
+    nbytes = sum(os.path.getsize(os.path.join(src, f)) for f in os.listdir(src))
+    log(f"Parquet set: 8 files, {nbytes / 2**30:.2f} GiB")
+
+    def link():
+        dest = os.path.join(tmp, "linked.h5l")
+        shutil.rmtree(dest, ignore_errors=True)
+        h5lake.load(src, dest, link=True, name="p")
+        return dest
+
+    def copy():
+        dest = os.path.join(tmp, "copied.h5l")
+        shutil.rmtree(dest, ignore_errors=True)
+        h5lake.load(src, dest, name="p", chunks=1 << 20)
+        return dest
+
+    def rewrite():
+        out = os.path.join(tmp, "rewritten")
+        shutil.rmtree(out, ignore_errors=True)
+        os.mkdir(out)
+        for f in sorted(os.listdir(src)):
+            pq.write_table(pq.read_table(os.path.join(src, f)), os.path.join(out, f),
+                           row_group_size=1 << 20, compression="none")
+        return out
+
+    out = {}
+    for label, fn in (("load --link", link), ("load (copy)", copy),
+                      ("pyarrow read_table + write_table", rewrite)):
+        t, dest = median_time(fn, runs, dropper, False)
+        out[label] = t
+        if dest.endswith(".h5l"):
+            with h5lake.File(dest, "r") as f:
+                d = f["p"]
+                if d.shape != (8 * per,):
+                    raise SystemExit(f"MISMATCH: {label} made {d.shape} rows")
+                got = d.fields(["x", "id2"])[: first.num_rows]
+                if not (np.array_equal(got["x"], first["x"].to_numpy())
+                        and np.array_equal(got["id2"], first["id2"].to_numpy())):
+                    raise SystemExit(f"MISMATCH in the rows of {label}")
+    out["size"] = nbytes
+    shutil.rmtree(src, ignore_errors=True)
+    return out
+
+
+def write_report(args, rows, extra, sizes, dropper, loads):
     ops = [k for k in next(iter(rows.values()))]
     lines = ["# Columnar tables: h5lake against h5py and Parquet", "",
              f"{datetime.date.today()}, {platform.node()}: {base.cpu_model()}, {os.cpu_count()} cores, "
@@ -250,6 +310,14 @@ def write_report(args, rows, extra, sizes, dropper):
               f"- write, columnar vs h5py compound: {ref['write'] / col['write']:.2f}×; vs pyarrow: none "
               f"{pqn['write'] / col['write']:.2f}×, zstd {pqz['write'] / colz['write']:.2f}× "
               "(targets ≥ 1.5 and ≥ 1)", ""]
+    if loads:
+        lines += [f"Parquet in: 8 files of {loads['size'] / 2**30:.2f} GiB in all (pyarrow, row groups "
+                  "of 1 Mi rows, no compression); seconds, median, cold cache where it can be dropped:", "",
+                  "| operation | s |", "|---|---:|"]
+        lines += [f"| {k} | {v:.3f} |" for k, v in loads.items() if k != "size"]
+        lines += ["", f"- load --link: {loads['load --link']:.3f} s (target < 1 s)",
+                  f"- copy load vs pyarrow read + write of the same files: "
+                  f"{loads['pyarrow read_table + write_table'] / loads['load (copy)']:.2f}× (target ≥ 1)", ""]
     with open(args.out, "w") as f:
         f.write("\n".join(lines))
     print("\n".join(lines))

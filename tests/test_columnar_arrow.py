@@ -179,3 +179,49 @@ def test_what_a_table_cannot_hold_is_refused(tmp_path):
         with pytest.raises(TypeError, match="shape"):
             f.create_dataset("s", data=pa.table({"a": [1]}), shape=(5,))
         assert "s" not in f
+
+
+def test_the_server_streams_arrow(tmp_path):
+    """``Accept: application/vnd.apache.arrow.stream`` on a value read gives
+    an Arrow IPC stream of the selection (``select=``, ``fields=``): a run
+    of rows of a columnar table with its nulls; any other selection or
+    dataset from its elements."""
+    from servers import Server
+    t = sample_table(300).drop_columns(["cat"])
+    root = tmp_path / "root"
+    root.mkdir()
+    with h5lake.File(root / "t.h5l", "w") as f:
+        d = f.create_dataset("t", data=t, chunks=(64,))
+        rows = np.zeros(50, [("a", "<i4"), ("b", ">f8"), ("tag", "S3")])
+        rows["a"] = np.arange(50)
+        rows["b"] = np.arange(50) / 4
+        rows["tag"] = [b"k%d" % (i % 10) for i in range(50)]
+        r = f.create_dataset("rows", data=rows, chunks=(16,))
+        plain = f.create_dataset("plain", data=np.arange(24.0).reshape(4, 6))
+        ids = {"t": d._oid, "rows": r._oid, "plain": plain._oid}
+    s = Server(root)
+    arrow = {"Accept": "application/vnd.apache.arrow.stream"}
+
+    def get(name, **params):
+        status, hdrs, body = s.request("GET", f"/datasets/{ids[name]}/value",
+                                       params={"domain": "/t.h5l", **params}, headers=arrow, raw=True)
+        assert status == 200, body
+        assert hdrs["Content-Type"] == "application/vnd.apache.arrow.stream"
+        return pa.ipc.open_stream(body).read_all()
+
+    try:
+        same(get("t"), t)
+        same(get("t", select="[10:250]"), t.slice(10, 240))
+        same(get("t", select="[10:250]", fields="name:f64"), t.slice(10, 240).select(["name", "f64"]))
+        got = get("t", select="[0:300:7]", fields="i32")     # not a run: from the elements
+        assert got.column("i32").to_pylist() == t.column("i32").to_pylist()[::7]
+        got = get("rows", select="[3:40]")
+        assert got.column("a").to_pylist() == list(range(3, 40))
+        assert got.column("b").to_pylist() == [i / 4 for i in range(3, 40)]
+        assert got.column("tag").to_pylist() == [b"k%d" % (i % 10) for i in range(3, 40)]
+        got = get("plain", select="[1:3,2:5]")
+        assert got.column_names == ["value"]
+        assert got.column("value").to_pylist() == [8.0, 9.0, 10.0, 14.0, 15.0, 16.0]
+        assert get("t", select="[5:5]").num_rows == 0
+    finally:
+        s.stop()

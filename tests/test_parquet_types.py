@@ -48,9 +48,9 @@ def unscaled(col):
 
 
 def filled(t):
-    """``t`` as a Parquet load keeps it: like every column type's, a
-    decimal's nulls are stored as the fill value (zero); tables written
-    through Arrow (``create_dataset(data=...)``) keep them as nulls."""
+    """``t`` as the HDF5-shaped path gives it (``to_arrow`` of a selection
+    that is not a run of rows goes through NumPy): a decimal's nulls read
+    as the fill value (zero)."""
     cols = [c.fill_null(pa.scalar(decimal.Decimal(0), c.type)).cast(c.type)
             if pa.types.is_decimal(c.type) else c for c in t.columns]
     return pa.table(cols, names=t.column_names)
@@ -86,17 +86,16 @@ def test_decimals_load_as_unscaled_integers_and_come_back(tmp_path):
             assert d.dtype[name] == np.dtype("<i8"), name
             assert v[name].tolist() == unscaled(t[name]), name
         np.testing.assert_array_equal(d.fields("price")[10:20], unscaled(t["price"])[10:20])
-        # Arrow: the decimals (a null loaded as the fill value, as other
-        # columns' are)
-        same(d.to_arrow(), filled(t))
-        same(d.to_arrow(np.s_[250:777]), filled(t.slice(250, 527)))
-        same(d.to_arrow(fields=["wide", "id"]), filled(t.select(["wide", "id"])))
+        # Arrow: the decimals, nulls kept
+        same(d.to_arrow(), t)
+        same(d.to_arrow(np.s_[250:777]), t.slice(250, 527))
+        same(d.to_arrow(fields=["wide", "id"]), t.select(["wide", "id"]))
         # the row path (an index list) agrees
         same(d.to_arrow(np.arange(0, 1000, 3)), filled(t.take(list(range(0, 1000, 3)))))
-        assert d.to_pandas().equals(filled(t).to_pandas())
-    # out as Parquet: the source, types included
+        assert d.to_pandas().equals(t.to_pandas())
+    # out as Parquet: the source, types and nulls included
     assert cli.main(["get", "-q", f"{tmp_path}/s.h5l/d", str(tmp_path / "out.parquet")]) == 0
-    same(pq.read_table(tmp_path / "out.parquet"), filled(t))
+    same(pq.read_table(tmp_path / "out.parquet"), t)
     # without nulls, exactly the source
     exact = decimal_table(300, nulls=False)
     pq.write_table(exact, tmp_path / "e.parquet", row_group_size=70)
@@ -114,7 +113,7 @@ def test_many_files_and_a_dictionary_of_decimals(tmp_path):
     h5lake.load(str(tmp_path / "part-*.parquet"), tmp_path / "s.h5l", name="all", chunks=128)
     whole = pa.concat_tables(parts)
     with h5lake.File(tmp_path / "s.h5l", "r") as f:
-        same(f["all"].to_arrow(), filled(whole))
+        same(f["all"].to_arrow(), whole)
     codes = pa.array([dec(k % 3 * 250 - 250, 2) for k in range(30)], pa.decimal128(5, 2))
     t = pa.table({"code": codes.dictionary_encode()})
     pq.write_table(t, tmp_path / "dict.parquet")
@@ -143,10 +142,10 @@ def test_decimal32_and_decimal64(tmp_path):
         assert d["d32"].tolist() == [-12345, 0, 99999]
         # the types the file was written with (pyarrow itself reads them
         # back as decimal128 unless told otherwise)
-        same(d.to_arrow(), filled(t))
+        same(d.to_arrow(), t)
     h5lake.get(f"{tmp_path}/s.h5l/small", tmp_path / "out.parquet")
     back = pq.read_table(tmp_path / "out.parquet")
-    assert back["d32"].to_pylist() == filled(t)["d32"].to_pylist()
+    assert back["d32"].to_pylist() == t["d32"].to_pylist()
     # straight from Arrow too, decimal32 as int32
     with h5lake.File(tmp_path / "t.h5l", "w") as f:
         d = f.create_dataset("t", data=t)
@@ -227,7 +226,7 @@ def test_wide_decimals_are_refused_by_name(tmp_path, capsys, kind):
     pq.write_table(t2, tmp_path / "fits.parquet")
     h5lake.load(tmp_path / "fits.parquet", tmp_path / "fits.h5l")
     with h5lake.File(tmp_path / "fits.h5l", "r") as f:
-        same(f["fits"].to_arrow(), filled(t2))
+        same(f["fits"].to_arrow(), t2)
 
 
 def test_nested_decimals_are_refused_by_name(tmp_path):
@@ -247,10 +246,10 @@ def test_get_format(tmp_path, capsys):
     # a name without .parquet: --format says what to write
     for out in ("table.out", "table"):
         assert cli.main(["get", "-q", "--format", "parquet", src, str(tmp_path / out)]) == 0
-        same(pq.read_table(tmp_path / out), filled(t))
+        same(pq.read_table(tmp_path / out), t)
     assert cli.main(["get", "-q", "--format", "PARQUET", src, str(tmp_path / "x.parquet")]) == 0
     h5lake.get(src, tmp_path / "api.bin", format="parquet")
-    same(pq.read_table(tmp_path / "api.bin"), filled(t))
+    same(pq.read_table(tmp_path / "api.bin"), t)
     # --format hdf5 (or h5): the whole store as an HDF5 file, any name
     for fmt, out in (("hdf5", "whole.h5"), ("h5", "whole.data")):
         assert cli.main(["get", "-q", "--format", fmt, f"{tmp_path}/s.h5l", str(tmp_path / out)]) == 0
@@ -280,7 +279,7 @@ def test_decimals_stored_either_way_and_linked(tmp_path, as_integer):
                    store_decimal_as_integer=as_integer)
     h5lake.load(tmp_path / "d.parquet", tmp_path / "copy.h5l", chunks=128)
     with h5lake.File(tmp_path / "copy.h5l", "r") as f:
-        same(f["d"].to_arrow(), filled(t))
+        same(f["d"].to_arrow(), t)
     from h5lake import _core
     if not hasattr(_core, "link_parquet"):
         return

@@ -272,7 +272,9 @@ def build_parser():
                         "quoted glob pattern (one columnar dataset, files in natural order)")
     p.add_argument("dest", metavar="STORE", help="the store directory to create")
     p.add_argument("--link", action="store_true",
-                   help="refer to the HDF5 file's data instead of copying it (the file must stay in place)")
+                   help="refer to the file's data instead of copying it (the file must stay in "
+                        "place); Parquet: the dataset reads the files' row groups where they lie "
+                        "(local or s3://), read-only")
     p.add_argument("--hyperchunk", type=parse_size, metavar="SIZE",
                    help="link mode: read adjacent chunks together, about SIZE bytes at a time "
                         "(default 4M; 0 = one chunk at a time)")
@@ -283,7 +285,8 @@ def build_parser():
     p.add_argument("--name", help="Parquet: the dataset's path in the store (default: the first "
                                   "file's name without its extension)")
     p.add_argument("--chunks", type=int, metavar="ROWS",
-                   help="Parquet: rows per chunk (default: about 16 MiB of rows)")
+                   help="Parquet: rows per chunk (default: about 16 MiB of rows; with --link, "
+                        "the first row group's rows)")
     p.add_argument("--compression", choices=["gzip", "zstd", "lz4"],
                    help="Parquet: how the dataset's chunks are compressed (default: none)")
     p.add_argument("--keep-chunks", action="store_true",

@@ -135,60 +135,12 @@ pub(crate) fn table_write(
     let reader = import_stream(data)?;
     file.run(py, move |d| {
         let m = d.dataset(dset_id)?;
-        let chunk = m.chunk.first().copied().unwrap_or(1).max(1);
-        let mut next = at.unwrap_or(m.dims.first().copied().unwrap_or(0));
         // Checked before anything is written: the columns are the members.
         let table = h5lake_columnar::TableSchema::for_dtype(&m.dtype)?;
         table.cast(&RecordBatch::new_empty(reader.schema()))?;
-        let schema = table.target().clone();
-        let mut pending: Vec<RecordBatch> = Vec::new();
-        let mut pending_rows = 0u64;
-        let mut written = 0u64;
-        // Writes the pending rows where they go; returns the row after them.
-        let flush = |pending: &mut Vec<RecordBatch>, rows: u64, next: u64| {
-            if rows == 0 {
-                return Ok(next);
-            }
-            let batch = arrow_select_concat(&schema, pending)?;
-            pending.clear();
-            let start = match at {
-                Some(_) => next,
-                None => d.extend_rows(dset_id, rows)?,
-            };
-            d.write_arrow(dset_id, start, &batch)?;
-            Ok::<u64, EngineError>(start + rows)
-        };
-        for batch in reader {
-            let batch = batch
-                .map_err(|e| EngineError::Invalid(format!("reading the Arrow stream: {e}")))?;
-            // Cast before the rows are placed (a value that does not fit
-            // fails here, not after the table grew).
-            let mut batch = table.cast(&batch)?;
-            while batch.num_rows() > 0 {
-                // Up to the next chunk boundary, so that chunks are written
-                // whole.
-                let room = chunk - (next + pending_rows) % chunk;
-                let take = room.min(batch.num_rows() as u64);
-                pending.push(batch.slice(0, take as usize));
-                pending_rows += take;
-                batch = batch.slice(take as usize, batch.num_rows() - take as usize);
-                if (next + pending_rows) % chunk == 0 {
-                    next = flush(&mut pending, pending_rows, next)?;
-                    written += pending_rows;
-                    pending_rows = 0;
-                }
-            }
-        }
-        flush(&mut pending, pending_rows, next)?;
-        written += pending_rows;
-        Ok(written)
+        let batches = reader.map(|b| {
+            b.map_err(|e| EngineError::Invalid(format!("reading the Arrow stream: {e}")))
+        });
+        d.write_batches(dset_id, batches, at)
     })
-}
-
-fn arrow_select_concat(
-    schema: &SchemaRef,
-    batches: &[RecordBatch],
-) -> h5lake_engine::Result<RecordBatch> {
-    arrow_select::concat::concat_batches(schema, batches)
-        .map_err(|e| EngineError::from(h5lake_columnar::ColumnarError::from(e)))
 }

@@ -538,53 +538,22 @@ fn load_parquet(
             )?;
             note_arrow_types(&dom, &id, input.arrow_types())?;
             let parent = make_groups(&dom, &segments[..segments.len() - 1])?;
-            // Rows go in whole chunks where they can: each chunk object is
-            // then written once.
-            let variable = dtype.fixed_size().is_none();
-            let mut pending: Vec<u8> = Vec::new();
-            let mut pending_rows = 0u64;
-            let mut at = 0u64;
-            let flush = |buf: &[u8], n: u64, at: &mut u64| -> Result<(), ParquetLoadError> {
-                if n == 0 {
-                    return Ok(());
-                }
-                let sel = h5lake_types::Selection::from_slices(&[(*at, n, 1)]);
-                if variable {
-                    let items = h5lake_types::record::split_elements(dtype, buf, n as usize)
-                        .map_err(|e| ParquetLoadError::Store(e.into()))?;
-                    dom.write_vlen(&id, &sel, &items)?;
-                } else {
-                    dom.write(&id, &sel, buf)?;
-                }
-                *at += n;
-                Ok(())
-            };
-            input.for_each_batch(|buf, n| {
-                pending.extend_from_slice(buf);
-                pending_rows += n as u64;
-                if pending_rows >= chunk {
-                    let whole = pending_rows / chunk * chunk;
-                    let cut = if variable {
-                        let mut pos = 0;
-                        for _ in 0..whole {
-                            pos += h5lake_types::record::record_len(dtype, &pending, pos)?;
-                        }
-                        pos
-                    } else {
-                        (whole * row_bytes) as usize
-                    };
-                    flush(&pending[..cut], whole, &mut at).map_err(|e| match e {
-                        ParquetLoadError::Input(e) => e,
-                        ParquetLoadError::Store(e) => h5lake_columnar::ColumnarError::Corrupt(
-                            format!("writing the store: {e}"),
-                        ),
-                    })?;
-                    pending.drain(..cut);
-                    pending_rows -= whole;
-                }
-                Ok(())
-            })?;
-            flush(&pending, pending_rows, &mut at)?;
+            // Whole chunks at a time, nulls kept (they read as the fill
+            // value through HDF5-shaped reads, as nulls through to_arrow).
+            // An input error stays an input error (ValueError, nothing kept).
+            let mut bad_input = None;
+            let batches = input.record_batches().map(|b| {
+                b.map_err(|e| {
+                    let msg = e.to_string();
+                    bad_input = Some(e);
+                    EngineError::Invalid(msg)
+                })
+            });
+            let written = dom.write_batches(&id, batches, Some(0));
+            if let Some(e) = bad_input {
+                return Err(ParquetLoadError::Input(e));
+            }
+            let at = written?;
             dom.link_create(
                 &parent,
                 &segments[segments.len() - 1],

@@ -528,40 +528,65 @@ impl ParquetInput {
     /// A file that cannot be read; what `f` returns.
     pub fn for_each_batch(&self, mut f: impl FnMut(&[u8], usize) -> Result<()>) -> Result<()> {
         let mut buf = Vec::new();
-        for path in &self.files {
-            let file = File::open(path).map_err(|e| {
-                ColumnarError::Unsupported(format!("cannot open {}: {e}", path.display()))
-            })?;
-            let mut builder = ParquetRecordBatchReaderBuilder::try_new(file)?;
-            if let Some(schema) = undictionaried_decimals(builder.schema()) {
-                // Arrow's reader does not make dictionaries of decimals:
-                // read the values.
-                let file = File::open(path).map_err(|e| {
-                    ColumnarError::Unsupported(format!("cannot open {}: {e}", path.display()))
-                })?;
-                builder = ParquetRecordBatchReaderBuilder::try_new_with_options(
-                    file,
-                    ArrowReaderOptions::new().with_schema(schema),
-                )?;
-            }
-            let reader = builder.with_batch_size(BATCH_ROWS).build()?;
-            for batch in reader {
+        self.for_each_record_batch(|batch| {
+            buf.clear();
+            crate::batch_rows(
+                self.table.dtype(),
+                batch.columns(),
+                batch.num_rows(),
+                &[],
+                &mut buf,
+            )?;
+            f(&buf, batch.num_rows())
+        })
+    }
+
+    /// Calls `f` with the rows of every file, in order, a record batch at
+    /// a time, cast to the members' Arrow types (nulls kept; see
+    /// [`TableSchema::cast`]).
+    ///
+    /// # Errors
+    /// A file that cannot be read; what `f` returns.
+    pub fn for_each_record_batch(
+        &self,
+        mut f: impl FnMut(RecordBatch) -> Result<()>,
+    ) -> Result<()> {
+        self.record_batches().try_for_each(|b| f(b?))
+    }
+
+    /// The rows of every file, in order, a record batch at a time, cast to
+    /// the members' Arrow types (nulls kept; see [`TableSchema::cast`]).
+    pub fn record_batches(&self) -> impl Iterator<Item = Result<RecordBatch>> + '_ {
+        self.files.iter().flat_map(move |path| {
+            let reader = match Self::reader(path) {
+                Ok(r) => r,
+                Err(e) => return Box::new(std::iter::once(Err(e))) as Box<dyn Iterator<Item = _>>,
+            };
+            Box::new(reader.map(move |batch| {
                 let batch = batch.map_err(|e| {
                     ColumnarError::Corrupt(format!("reading {}: {e}", path.display()))
                 })?;
-                let batch = self.table.cast(&batch)?;
-                buf.clear();
-                crate::batch_rows(
-                    self.table.dtype(),
-                    batch.columns(),
-                    batch.num_rows(),
-                    &[],
-                    &mut buf,
-                )?;
-                f(&buf, batch.num_rows())?;
-            }
+                self.table.cast(&batch)
+            }))
+        })
+    }
+
+    fn reader(path: &Path) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader> {
+        let open = || {
+            File::open(path).map_err(|e| {
+                ColumnarError::Unsupported(format!("cannot open {}: {e}", path.display()))
+            })
+        };
+        let mut builder = ParquetRecordBatchReaderBuilder::try_new(open()?)?;
+        if let Some(schema) = undictionaried_decimals(builder.schema()) {
+            // Arrow's reader does not make dictionaries of decimals: read
+            // the values.
+            builder = ParquetRecordBatchReaderBuilder::try_new_with_options(
+                open()?,
+                ArrowReaderOptions::new().with_schema(schema),
+            )?;
         }
-        Ok(())
+        Ok(builder.with_batch_size(BATCH_ROWS).build()?)
     }
 }
 

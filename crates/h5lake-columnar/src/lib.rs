@@ -11,6 +11,7 @@
 //! to Arrow's.
 
 mod arrays;
+mod arrow_types;
 mod error;
 mod input;
 mod read;
@@ -29,6 +30,7 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 use serde_json::Value;
 
+pub use arrow_types::{parse_type_name, restore_arrow_types};
 pub use error::{ColumnarError, Result};
 pub use input::{ParquetInput, TableSchema};
 pub use read::{Footer, FooterRead, Parts, TAIL_BYTES};
@@ -206,6 +208,14 @@ pub fn rows_to_batch(dtype: &Datatype, raw: &[u8], n: usize) -> Result<RecordBat
         columns,
         &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)),
     )?)
+}
+
+/// Record batches of one schema as one batch.
+///
+/// # Errors
+/// Batches of another schema.
+pub fn concat_batches(schema: &arrow_schema::SchemaRef, batches: &[RecordBatch]) -> Result<RecordBatch> {
+    Ok(arrow_select::concat::concat_batches(schema, batches)?)
 }
 
 /// The Parquet object of one chunk given as a record batch (one row

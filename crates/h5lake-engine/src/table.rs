@@ -176,6 +176,67 @@ impl Domain {
         })
     }
 
+    /// Writes `batches` (columns: the members, by name and in order) to
+    /// the 1-D columnar dataset `id`: from row `at` on (inside the
+    /// extent), or appended when `at` is `None` (the dataset grows by each
+    /// group of rows as it is written, atomically, so concurrent appenders
+    /// never overlap). Rows are gathered into whole chunks before they are
+    /// written, so that each chunk object is written once and memory stays
+    /// bounded by a chunk. Nulls are kept. Returns the rows written.
+    ///
+    /// # Errors
+    /// As [`Domain::write_arrow`]; what `batches` yields.
+    pub fn write_batches(
+        &self,
+        id: &str,
+        batches: impl IntoIterator<Item = Result<RecordBatch>>,
+        at: Option<u64>,
+    ) -> Result<u64> {
+        let m = self.dataset(id)?;
+        let chunk = m.chunk.first().copied().unwrap_or(1).max(1);
+        let mut next = at.unwrap_or(m.dims.first().copied().unwrap_or(0));
+        let table = TableSchema::for_dtype(&m.dtype)?;
+        let schema = table.target().clone();
+        let mut pending: Vec<RecordBatch> = Vec::new();
+        let mut pending_rows = 0u64;
+        let mut written = 0u64;
+        // Writes the pending rows where they go; returns the row after them.
+        let flush = |pending: &mut Vec<RecordBatch>, rows: u64, next: u64| {
+            if rows == 0 {
+                return Ok(next);
+            }
+            let batch = h5lake_columnar::concat_batches(&schema, pending)?;
+            pending.clear();
+            let start = match at {
+                Some(_) => next,
+                None => self.extend_rows(id, rows)?,
+            };
+            self.write_arrow(id, start, &batch)?;
+            Ok::<u64, EngineError>(start + rows)
+        };
+        for batch in batches {
+            // Cast before the rows are placed (a value that does not fit
+            // fails here, not after the table grew).
+            let mut batch = table.cast(&batch?)?;
+            while batch.num_rows() > 0 {
+                // Up to the next chunk boundary, so that chunks are
+                // written whole.
+                let room = chunk - (next + pending_rows) % chunk;
+                let take = room.min(batch.num_rows() as u64);
+                pending.push(batch.slice(0, take as usize));
+                pending_rows += take;
+                batch = batch.slice(take as usize, batch.num_rows() - take as usize);
+                if (next + pending_rows) % chunk == 0 {
+                    next = flush(&mut pending, pending_rows, next)?;
+                    written += pending_rows;
+                    pending_rows = 0;
+                }
+            }
+        }
+        flush(&mut pending, pending_rows, next)?;
+        Ok(written + pending_rows)
+    }
+
     /// Stores `part` as rows `from..` of chunk `k`.
     fn put_rows(
         &self,

@@ -225,6 +225,15 @@ impl Ctx {
             .is_some_and(|v| v.contains("application/octet-stream"))
     }
 
+    /// Whether the client wants an Arrow IPC stream
+    /// (`Accept: application/vnd.apache.arrow.stream`).
+    pub fn wants_arrow(&self) -> bool {
+        self.headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains(crate::values::ARROW_STREAM))
+    }
+
     /// Whether the body is binary (`Content-Type: application/octet-stream`).
     pub fn sends_binary(&self) -> bool {
         self.headers

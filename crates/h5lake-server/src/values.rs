@@ -292,7 +292,7 @@ fn sel_dims(m: &DatasetMeta) -> Vec<u64> {
 
 /// The type of what a read with `fields` returns: the named members, packed
 /// in the order given.
-fn projected_type(t: &Datatype, fields: Option<&[String]>) -> Result<Datatype> {
+fn projected_type(t: &Datatype, fields: Option<&[String]>, vlen_ok: bool) -> Result<Datatype> {
     let Some(names) = fields else {
         return Ok(t.clone());
     };
@@ -304,6 +304,7 @@ fn projected_type(t: &Datatype, fields: Option<&[String]>) -> Result<Datatype> {
     let mut seen = std::collections::HashSet::with_capacity(names.len());
     let mut out = Vec::with_capacity(names.len());
     let mut offset = 0;
+    let mut variable = false;
     for n in names {
         let f = by_name
             .get(n.as_str())
@@ -311,16 +312,30 @@ fn projected_type(t: &Datatype, fields: Option<&[String]>) -> Result<Datatype> {
         if !seen.insert(n.as_str()) {
             return Err(bad(format!("field {n:?} is named twice")));
         }
-        let size = f
-            .dtype
-            .fixed_size()
-            .ok_or_else(|| bad("variable-length fields"))?;
+        let size = match f.dtype.fixed_size() {
+            Some(size) => size,
+            None if vlen_ok => {
+                variable = true;
+                0
+            }
+            None => return Err(bad("variable-length fields")),
+        };
         out.push(Field {
             name: f.name.clone(),
             dtype: f.dtype.clone(),
             offset,
         });
         offset += size;
+    }
+    if variable {
+        // The layout of a compound with variable-length members.
+        let members: Vec<Value> = out
+            .iter()
+            .map(|f| json!({"name": f.name, "type": f.dtype.to_json()}))
+            .collect();
+        return Ok(Datatype::from_json(
+            &json!({"class": "H5T_COMPOUND", "fields": members}),
+        )?);
     }
     Ok(Datatype::Compound {
         fields: out,
@@ -385,7 +400,10 @@ fn plan(
         sel.validate(&meta.dims)?;
     }
     let fields = parse_fields(ctx.param("fields"))?;
-    let wire = projected_type(&meta.dtype, fields.as_deref())?;
+    // Arrow answers of rows carry variable-length members too (their
+    // columns are read as they are); other answers hold fixed-size ones.
+    let vlen_ok = action == Action::Read && ctx.wants_arrow();
+    let wire = projected_type(&meta.dtype, fields.as_deref(), vlen_ok)?;
     let query = match ctx.param("query") {
         Some(q) if action == Action::Read => Some(Query::parse(q, &meta.dtype)?),
         Some(_) => {
@@ -630,6 +648,12 @@ fn json_value_rsp(
 
 /// Answers a read: JSON, or binary (streamed in slabs when big).
 fn respond(app: &App, ctx: &Ctx, p: Plan) -> Result<Response> {
+    if ctx.wants_arrow() {
+        if p.query.is_some() {
+            return Err(bad("queries are answered as JSON or binary, not as Arrow"));
+        }
+        return respond_arrow(app, p);
+    }
     if p.query.is_some() {
         return respond_query(app, ctx, &p);
     }
@@ -733,6 +757,142 @@ fn respond(app: &App, ctx: &Ctx, p: Plan) -> Result<Response> {
             (header::CONTENT_TYPE, "application/octet-stream".to_string()),
             (header::CONTENT_LENGTH, total.to_string()),
         ],
+        Body::from_stream(stream),
+    )
+        .into_response())
+}
+
+/// The media type of an Arrow IPC stream.
+pub(crate) const ARROW_STREAM: &str = "application/vnd.apache.arrow.stream";
+
+/// Rows an Arrow answer holds in one record batch, for variable-length
+/// rows whose size is not known up front.
+const ARROW_VLEN_ROW_BYTES: usize = 64;
+
+/// Answers a read as an Arrow IPC stream, one record batch a slab (a
+/// compound's members are the columns; any other type is one column,
+/// `value`; rows in C order of the selected elements). A run of rows of
+/// a 1-D columnar table comes from its chunks' columns as they are, nulls
+/// kept; any other selection from its elements.
+fn respond_arrow(app: &App, p: Plan) -> Result<Response> {
+    let run = match &p.sel {
+        Selection::Orthogonal(s) if p.meta.is_columnar() && p.meta.dims.len() == 1 => match s.as_slice() {
+            [DimSel::Slice { start, count, step: 1 }] => Some(*start..start + count),
+            _ => None,
+        },
+        _ => None,
+    };
+    let table = match &p.wire {
+        t @ Datatype::Compound { .. } => t.clone(),
+        t => Datatype::from_json(&json!({"class": "H5T_COMPOUND",
+                                          "fields": [{"name": "value", "type": t.to_json()}]}))?,
+    };
+    let arrow = |e: h5lake_columnar::ColumnarError| ServerError::from(h5lake_engine::EngineError::from(e));
+    let ipc = |e: arrow_schema::ArrowError| ServerError::Internal(format!("writing the Arrow stream: {e}"));
+    let row_bytes = p.wire.fixed_size().unwrap_or(ARROW_VLEN_ROW_BYTES).max(1);
+    // The answer as a list of parts, each read and sent in turn.
+    enum Part {
+        Rows(std::ops::Range<u64>),
+        Elements(Selection, usize),
+    }
+    let parts: Vec<Part> = match &run {
+        Some(r) => {
+            let per = (app.cfg.slab_bytes / row_bytes).max(1) as u64;
+            (r.start..r.end.max(r.start))
+                .step_by(per as usize)
+                .map(|s| Part::Rows(s..(s + per).min(r.end)))
+                .collect()
+        }
+        None if p.wire.fixed_size().is_none() => {
+            return Err(bad(
+                "variable-length values are answered as Arrow for runs of rows of a 1-D columnar                  dataset only",
+            ))
+        }
+        None => slabs(&p, app.cfg.slab_bytes)?
+            .into_iter()
+            .map(|(s, n)| Part::Elements(s, n))
+            .collect(),
+    };
+    let biggest = parts
+        .iter()
+        .map(|part| match part {
+            Part::Rows(r) => (r.end - r.start) as usize * row_bytes,
+            Part::Elements(_, n) => *n,
+        })
+        .max()
+        .unwrap_or(0);
+    // A slab read, its batch and its encoding, one being sent.
+    let held = app
+        .budget
+        .reserve_blocking(biggest.saturating_mul(4), "this Arrow answer")?;
+    // What an answer of no rows holds: the schema.
+    let empty = h5lake_columnar::rows_to_batch(&table, &[], 0)
+        .and_then(|b| h5lake_columnar::present(&table, &b))
+        .map_err(arrow)?;
+    let fields = p.fields.clone();
+    // Columns a Parquet load or an Arrow table keeps in another form get
+    // their Arrow types back, as `to_arrow()` gives them.
+    let kept: serde_json::Map<String, Value> = p
+        .dom
+        .attr_get(&p.id, "arrow_types")
+        .ok()
+        .and_then(|a| a.get("value").and_then(Value::as_str).map(str::to_string))
+        .and_then(|v| serde_json::from_str(&v).ok())
+        .unwrap_or_default();
+    let empty = h5lake_columnar::restore_arrow_types(&empty, &kept).map_err(arrow)?;
+    let read = move |part: &Part| -> Result<arrow_array::RecordBatch> {
+        let batch = match part {
+            Part::Rows(r) => {
+                let (schema, batches) = p.dom.read_arrow(&p.id, r.clone(), fields.as_deref())?;
+                h5lake_columnar::concat_batches(&schema, &batches).map_err(arrow)?
+            }
+            Part::Elements(sel, n) => {
+                let mut buf = vec![0u8; *n];
+                p.dom.read_with(&p.meta, sel, fields.as_deref(), &mut buf, false)?;
+                let rows = sel.num_elements() as usize;
+                h5lake_columnar::rows_to_batch(&table, &buf, rows).map_err(arrow)?
+            }
+        };
+        h5lake_columnar::present(&table, &batch)
+            .and_then(|b| h5lake_columnar::restore_arrow_types(&b, &kept))
+            .map_err(arrow)
+    };
+    // The schema comes with the first batch.
+    let first = match parts.first() {
+        Some(part) => read(part)?,
+        None => empty,
+    };
+    let mut writer =
+        arrow_ipc::writer::StreamWriter::try_new(Vec::new(), &first.schema()).map_err(ipc)?;
+    writer.write(&first).map_err(ipc)?;
+    let head = Bytes::from(std::mem::take(writer.get_mut()));
+    let (tx, rx) = tokio::sync::mpsc::channel::<std::result::Result<Bytes, std::io::Error>>(1);
+    tokio::task::spawn_blocking(move || {
+        let _held = held;
+        if tx.blocking_send(Ok(head)).is_err() {
+            return;
+        }
+        for part in parts.iter().skip(1) {
+            let msg = read(part)
+                .and_then(|b| writer.write(&b).map_err(ipc))
+                .map(|()| Bytes::from(std::mem::take(writer.get_mut())))
+                .map_err(|e| std::io::Error::other(e.to_string()));
+            let failed = msg.is_err();
+            if tx.blocking_send(msg).is_err() || failed {
+                return;
+            }
+        }
+        let end = writer
+            .finish()
+            .map(|()| Bytes::from(std::mem::take(writer.get_mut())))
+            .map_err(|e| std::io::Error::other(e.to_string()));
+        let _ = tx.blocking_send(end);
+    });
+    let stream =
+        futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|x| (x, rx)) });
+    Ok((
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, ARROW_STREAM.to_string())],
         Body::from_stream(stream),
     )
         .into_response())

@@ -149,6 +149,9 @@ def parquet_sources(src):
         return files
     if src.endswith(PARQUET_ENDINGS):
         return [src]
+    if src.startswith("s3://"):
+        raise ValueError(f"{src}: an s3:// source names Parquet objects (*.parquet, "
+                         "loaded with link=True)")
     return None
 
 
@@ -170,7 +173,11 @@ def load(src, dest, *, link=False, hyperchunk=None, keep_chunks=False, force=Fal
     back.
 
     ``link=True`` copies only metadata: datasets point at the byte ranges of
-    their chunks inside ``src``, which must then stay where it is.
+    their chunks inside ``src``, which must then stay where it is. For
+    Parquet (local paths or ``s3://`` URLs) the dataset's rows are read from
+    the files' row groups where they lie (only the columns a read asks
+    for); ``chunks`` defaults to the first row group's rows, and the
+    dataset is read-only.
     ``hyperchunk`` (bytes; link mode) groups adjacent source chunks into
     logical chunks of about that size (default 4 MiB, 0 = off).
     ``columnar=True`` (copy mode) stores compound datasets columnar, each
@@ -189,14 +196,21 @@ def load(src, dest, *, link=False, hyperchunk=None, keep_chunks=False, force=Fal
     """
     files = parquet_sources(src)
     if files is not None:
-        if link:
-            raise NotImplementedError("loading Parquet files with link=True is not supported yet; "
-                                      "load a copy (the default)")
         for f in files:
-            if not os.path.isfile(f):
+            if not f.startswith("s3://") and not os.path.isfile(f):
                 raise FileNotFoundError(2, f"no such Parquet file: {f}")
         if name is None:
-            name = os.path.splitext(os.path.basename(files[0]))[0]
+            name = os.path.splitext(os.path.basename(files[0].rstrip("/")))[0]
+        if link:
+            if compression is not None:
+                raise ValueError("link=True keeps the files' own compression: drop compression=")
+            report = json.loads(_core.link_parquet(
+                [f if f.startswith("s3://") else os.path.abspath(f) for f in files],
+                os.fspath(dest), name, None if chunks is None else int(chunks), bool(force)))
+            depth = name.strip("/").count("/") + 1
+            report.update(groups=depth - 1, attributes=int(bool(report["arrow_types"])),
+                          links=depth, bytes=0, chunks=0)
+            return report
         from . import filters
         import numpy as np
         dcpl = filters.generate_dcpl((1,), np.dtype("u1"), (1,), compression, None, None, None,
