@@ -206,3 +206,23 @@ def test_s3_sources(tmp_path, files, s3_bucket, s3_root):
         assert same(d[...], c["t"][...])
         assert d.fields(["f8"])[1000:1300].tolist() == c["t"].fields(["f8"])[1000:1300].tolist()
         assert d.to_arrow(fields=["name"]).column("name").to_pylist() == table.column("name").to_pylist()
+
+
+def test_linked_decimals_and_dictionaries(tmp_path):
+    """Decimal columns (plain and dictionary-encoded) read through a link
+    as through a copy: unscaled integers in HDF5-shaped reads, decimals with
+    their nulls from to_arrow."""
+    import decimal
+    vals = [None if i % 5 == 0 else decimal.Decimal(i * 7 - 300).scaleb(-2) for i in range(60)]
+    t = pa.table({"price": pa.array(vals, pa.decimal128(9, 2)),
+                  "code": pa.array([decimal.Decimal(i % 3).scaleb(-1) for i in range(60)],
+                                   pa.decimal128(4, 1)).dictionary_encode()})
+    pq.write_table(t, tmp_path / "d.parquet", row_group_size=25)
+    h5lake.load(tmp_path / "d.parquet", tmp_path / "l.h5l", link=True)
+    h5lake.load(tmp_path / "d.parquet", tmp_path / "c.h5l")
+    with h5lake.File(tmp_path / "l.h5l", "r") as fl, h5lake.File(tmp_path / "c.h5l", "r") as fc:
+        assert same(fl["d"][...], fc["d"][...])
+        got = fl["d"].to_arrow()
+        assert got.column("price").to_pylist() == vals
+        assert got.column("price").type == pa.decimal128(9, 2)
+        assert got.column("code").to_pylist() == t.column("code").cast(pa.decimal128(4, 1)).to_pylist()

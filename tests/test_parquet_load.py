@@ -130,3 +130,21 @@ def test_parquet_out(tmp_path, capsys):
     with pytest.raises(FileExistsError):
         h5lake.get(f"{tmp_path}/s.h5l/plain", tmp_path / "plain.parquet")
     assert not (tmp_path / "g.parquet").exists()
+
+
+def test_temporal_values_inside_lists_and_structs_come_back_as_integers(tmp_path):
+    """Only top-level columns get their Arrow type back from arrow_types;
+    a timestamp inside a list or struct reads as its integer (README)."""
+    t = pa.table({
+        "l": pa.array([[1000, 2000], []], pa.list_(pa.timestamp("ms"))),
+        "s": pa.array([{"t": 5}, {"t": 6}], pa.struct([("t", pa.timestamp("ms"))])),
+        "top": pa.array([7, 8], pa.timestamp("us")),
+    })
+    pq.write_table(t, tmp_path / "n.parquet")
+    h5lake.load(tmp_path / "n.parquet", tmp_path / "n.h5l")
+    with h5lake.File(tmp_path / "n.h5l", "r") as f:
+        got = f["n"].to_arrow()
+        assert got.column("top").type == pa.timestamp("us")
+        assert got.column("top").to_pylist() == t.column("top").to_pylist()
+        assert got.column("l").to_pylist() == [[1000, 2000], []]
+        assert got.column("s").to_pylist() == [{"t": 5}, {"t": 6}]

@@ -278,7 +278,8 @@ fn map_type(
                 .collect::<Result<Vec<_>>>()?,
         )?,
         DataType::List(item) | DataType::LargeList(item) | DataType::ListView(item) if top => {
-            let base = map_type(name, item.data_type(), false, notes)?;
+            // Items are noted as `name[]`: the column itself is a list.
+            let base = map_type(&format!("{name}[]"), item.data_type(), false, notes)?;
             if base.fixed_size().is_none() {
                 return Err(refuse());
             }
@@ -287,7 +288,7 @@ fn map_type(
             }
         }
         DataType::FixedSizeList(item, k) => Datatype::Array {
-            base: Box::new(map_type(name, item.data_type(), false, notes)?),
+            base: Box::new(map_type(&format!("{name}[]"), item.data_type(), false, notes)?),
             dims: vec![u64::try_from(*k).map_err(|_| refuse())?],
         },
         _ => return Err(refuse()),
@@ -732,7 +733,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("\"l\"") && e.contains("inside a struct or list"),
+            e.contains("\"l[]\"") && e.contains("inside a struct or list"),
             "{e}"
         );
     }

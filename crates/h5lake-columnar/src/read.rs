@@ -44,6 +44,21 @@ pub struct Footer {
     meta: Arc<ParquetMetaData>,
 }
 
+impl Footer {
+    /// How Arrow's reader reads this file: dictionaries of decimals (which
+    /// it cannot make) as plain decimals.
+    fn reader_meta(&self) -> Result<ArrowReaderMetadata> {
+        let meta = ArrowReaderMetadata::try_new(self.meta.clone(), ArrowReaderOptions::new())?;
+        match crate::input::undictionaried_decimals(meta.schema()) {
+            Some(schema) => Ok(ArrowReaderMetadata::try_new(
+                self.meta.clone(),
+                ArrowReaderOptions::new().with_schema(schema),
+            )?),
+            None => Ok(meta),
+        }
+    }
+}
+
 /// What the tail of an object gave.
 #[derive(Debug)]
 pub enum FooterRead {
@@ -187,7 +202,7 @@ impl Footer {
     /// # Errors
     /// A Parquet schema Arrow cannot read.
     pub fn arrow_schema(&self) -> Result<arrow_schema::SchemaRef> {
-        let meta = ArrowReaderMetadata::try_new(self.meta.clone(), ArrowReaderOptions::new())?;
+        let meta = self.reader_meta()?;
         Ok(meta.schema().clone())
     }
 
@@ -439,7 +454,7 @@ impl Footer {
             None => usize::try_from(self.rows()).unwrap_or(0),
         };
         let (lo, hi) = (rows.start.min(stored), rows.end.min(stored));
-        let meta = ArrowReaderMetadata::try_new(self.meta.clone(), ArrowReaderOptions::new())?;
+        let meta = self.reader_meta()?;
         let mut wanted = roots.clone();
         wanted.sort_unstable();
         wanted.dedup();
@@ -498,7 +513,7 @@ impl Footer {
         fill: &[u8],
         dst: &mut [u8],
     ) -> Result<()> {
-        let meta = ArrowReaderMetadata::try_new(self.meta.clone(), ArrowReaderOptions::new())?;
+        let meta = self.reader_meta()?;
         let mut wanted: Vec<usize> = which.iter().map(|&k| roots[k]).collect();
         wanted.sort_unstable();
         wanted.dedup();
