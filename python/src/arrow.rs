@@ -138,9 +138,8 @@ pub(crate) fn table_write(
         // Checked before anything is written: the columns are the members.
         let table = h5lake_columnar::TableSchema::for_dtype(&m.dtype)?;
         table.cast(&RecordBatch::new_empty(reader.schema()))?;
-        let batches = reader.map(|b| {
-            b.map_err(|e| EngineError::Invalid(format!("reading the Arrow stream: {e}")))
-        });
+        let batches = reader
+            .map(|b| b.map_err(|e| EngineError::Invalid(format!("reading the Arrow stream: {e}"))));
         d.write_batches(dset_id, batches, at)
     })
 }

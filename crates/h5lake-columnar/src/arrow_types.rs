@@ -8,8 +8,8 @@
 use std::sync::Arc;
 
 use arrow_array::{
-    Array, ArrayRef, BinaryArray, Decimal128Array, Decimal256Array, Decimal32Array,
-    Decimal64Array, FixedSizeBinaryArray, Int64Array, RecordBatch,
+    Array, ArrayRef, BinaryArray, Decimal128Array, Decimal256Array, Decimal32Array, Decimal64Array,
+    FixedSizeBinaryArray, Int64Array, RecordBatch,
 };
 use arrow_buffer::i256;
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
@@ -170,15 +170,39 @@ mod tests {
     fn names_parse_as_pyarrow_prints_them() {
         assert_eq!(
             parse_type_name("timestamp[ms, tz=UTC]"),
-            Some(DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())))
+            Some(DataType::Timestamp(
+                TimeUnit::Millisecond,
+                Some("UTC".into())
+            ))
         );
         assert_eq!(parse_type_name("date32[day]"), Some(DataType::Date32));
-        assert_eq!(parse_type_name("time64[ns]"), Some(DataType::Time64(TimeUnit::Nanosecond)));
-        assert_eq!(parse_type_name("duration[s]"), Some(DataType::Duration(TimeUnit::Second)));
-        assert_eq!(parse_type_name("fixed_size_binary[3]"), Some(DataType::FixedSizeBinary(3)));
-        assert_eq!(parse_type_name("decimal128(10, 2)"), Some(DataType::Decimal128(10, 2)));
-        assert_eq!(parse_type_name("decimal64(18, -3)"), Some(DataType::Decimal64(18, -3)));
-        for bad in ["timestamp[fortnight]", "map<string, int64>", "decimal128(10)", "int64", ""] {
+        assert_eq!(
+            parse_type_name("time64[ns]"),
+            Some(DataType::Time64(TimeUnit::Nanosecond))
+        );
+        assert_eq!(
+            parse_type_name("duration[s]"),
+            Some(DataType::Duration(TimeUnit::Second))
+        );
+        assert_eq!(
+            parse_type_name("fixed_size_binary[3]"),
+            Some(DataType::FixedSizeBinary(3))
+        );
+        assert_eq!(
+            parse_type_name("decimal128(10, 2)"),
+            Some(DataType::Decimal128(10, 2))
+        );
+        assert_eq!(
+            parse_type_name("decimal64(18, -3)"),
+            Some(DataType::Decimal64(18, -3))
+        );
+        for bad in [
+            "timestamp[fortnight]",
+            "map<string, int64>",
+            "decimal128(10)",
+            "int64",
+            "",
+        ] {
             assert_eq!(parse_type_name(bad), None, "{bad}");
         }
     }
@@ -186,22 +210,56 @@ mod tests {
     #[test]
     fn columns_get_their_types_back_with_nulls() {
         let batch = RecordBatch::try_from_iter(vec![
-            ("when", Arc::new(Int64Array::from(vec![Some(1000), None])) as ArrayRef),
-            ("day", Arc::new(Int32Array::from(vec![Some(3), Some(4)])) as ArrayRef),
-            ("code", Arc::new(BinaryArray::from(vec![Some(&b"a"[..]), Some(&b"abc"[..])])) as ArrayRef),
-            ("cents", Arc::new(Int64Array::from(vec![Some(-12345), None])) as ArrayRef),
-            ("other", Arc::new(Int64Array::from(vec![Some(7), Some(8)])) as ArrayRef),
+            (
+                "when",
+                Arc::new(Int64Array::from(vec![Some(1000), None])) as ArrayRef,
+            ),
+            (
+                "day",
+                Arc::new(Int32Array::from(vec![Some(3), Some(4)])) as ArrayRef,
+            ),
+            (
+                "code",
+                Arc::new(BinaryArray::from(vec![Some(&b"a"[..]), Some(&b"abc"[..])])) as ArrayRef,
+            ),
+            (
+                "cents",
+                Arc::new(Int64Array::from(vec![Some(-12345), None])) as ArrayRef,
+            ),
+            (
+                "other",
+                Arc::new(Int64Array::from(vec![Some(7), Some(8)])) as ArrayRef,
+            ),
         ])
         .unwrap();
         let types = json!({"when": "timestamp[ms]", "day": "date32[day]",
                            "code": "fixed_size_binary[3]", "cents": "decimal128(10, 2)"});
         let got = restore_arrow_types(&batch, types.as_object().unwrap()).unwrap();
-        let when = got.column(0).as_any().downcast_ref::<TimestampMillisecondArray>().unwrap();
+        let when = got
+            .column(0)
+            .as_any()
+            .downcast_ref::<TimestampMillisecondArray>()
+            .unwrap();
         assert_eq!((when.value(0), when.is_null(1)), (1000, true));
-        assert_eq!(got.column(1).as_any().downcast_ref::<Date32Array>().unwrap().value(1), 4);
-        let code = got.column(2).as_any().downcast_ref::<FixedSizeBinaryArray>().unwrap();
+        assert_eq!(
+            got.column(1)
+                .as_any()
+                .downcast_ref::<Date32Array>()
+                .unwrap()
+                .value(1),
+            4
+        );
+        let code = got
+            .column(2)
+            .as_any()
+            .downcast_ref::<FixedSizeBinaryArray>()
+            .unwrap();
         assert_eq!((code.value(0), code.value(1)), (&b"a\0\0"[..], &b"abc"[..]));
-        let cents = got.column(3).as_any().downcast_ref::<Decimal128Array>().unwrap();
+        let cents = got
+            .column(3)
+            .as_any()
+            .downcast_ref::<Decimal128Array>()
+            .unwrap();
         assert_eq!(cents.value_as_string(0), "-123.45");
         assert!(cents.is_null(1));
         assert_eq!(got.schema().field(4).data_type(), &DataType::Int64);

@@ -288,7 +288,12 @@ fn map_type(
             }
         }
         DataType::FixedSizeList(item, k) => Datatype::Array {
-            base: Box::new(map_type(&format!("{name}[]"), item.data_type(), false, notes)?),
+            base: Box::new(map_type(
+                &format!("{name}[]"),
+                item.data_type(),
+                false,
+                notes,
+            )?),
             dims: vec![u64::try_from(*k).map_err(|_| refuse())?],
         },
         _ => return Err(refuse()),

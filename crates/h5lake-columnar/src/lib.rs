@@ -214,7 +214,10 @@ pub fn rows_to_batch(dtype: &Datatype, raw: &[u8], n: usize) -> Result<RecordBat
 ///
 /// # Errors
 /// Batches of another schema.
-pub fn concat_batches(schema: &arrow_schema::SchemaRef, batches: &[RecordBatch]) -> Result<RecordBatch> {
+pub fn concat_batches(
+    schema: &arrow_schema::SchemaRef,
+    batches: &[RecordBatch],
+) -> Result<RecordBatch> {
     Ok(arrow_select::concat::concat_batches(schema, batches)?)
 }
 

@@ -69,6 +69,35 @@ pub struct DatasetMeta {
     pub(crate) prefix: String,
 }
 
+/// The members `names` of the compound `dtype`, in that order.
+///
+/// # Errors
+/// Not a compound; a name that is no member, or named twice.
+pub(crate) fn named_members<'a>(
+    dtype: &'a Datatype,
+    names: &[String],
+) -> Result<Vec<&'a h5lake_types::Field>> {
+    let Datatype::Compound { fields, .. } = dtype else {
+        return Err(EngineError::WrongType(
+            "field names only apply to compound types".into(),
+        ));
+    };
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            if names[..i].contains(name) {
+                return Err(EngineError::Invalid(format!(
+                    "field {name:?} requested twice"
+                )));
+            }
+            fields.iter().find(|f| &f.name == name).ok_or_else(|| {
+                EngineError::Invalid(format!("no field {name:?} in the compound type"))
+            })
+        })
+        .collect()
+}
+
 impl DatasetMeta {
     /// Parses a dataset document.
     ///
@@ -247,22 +276,10 @@ impl DatasetMeta {
     /// order, packed): what a read of those members of a columnar dataset
     /// decodes.
     fn projected(&self, names: &[String]) -> Result<DatasetMeta> {
-        let Datatype::Compound { fields, .. } = &self.dtype else {
-            return Err(EngineError::WrongType(
-                "field names only apply to compound types".into(),
-            ));
-        };
         let mut members = Vec::with_capacity(names.len());
         let mut fill = Vec::new();
-        for (i, name) in names.iter().enumerate() {
-            if names[..i].contains(name) {
-                return Err(EngineError::Invalid(format!(
-                    "field {name:?} requested twice"
-                )));
-            }
-            let f = fields.iter().find(|f| &f.name == name).ok_or_else(|| {
-                EngineError::Invalid(format!("no field {name:?} in the compound type"))
-            })?;
+        for f in named_members(&self.dtype, names)? {
+            let name = &f.name;
             let w = f.dtype.fixed_size().ok_or_else(|| {
                 EngineError::WrongType(format!(
                     "field {name:?} is of variable length: read it with read_vlen"

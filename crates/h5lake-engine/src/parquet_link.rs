@@ -260,7 +260,8 @@ fn with_source<T>(
             let footer = match linked.parquet.cached(uri, &version) {
                 Some(f) => f,
                 None => {
-                    let tail = read(&[len.saturating_sub(TAIL_BYTES)..len])?.remove(0);
+                    let tail_range = len.saturating_sub(TAIL_BYTES)..len;
+                    let tail = read(std::slice::from_ref(&tail_range))?.remove(0);
                     let f = footer_of(len, &tail, &read)?;
                     linked.parquet.keep(uri, version, &f);
                     f

@@ -348,23 +348,10 @@ fn members(dtype: &Datatype, names: Option<&[String]>) -> Result<Datatype> {
     let Some(names) = names else {
         return Ok(dtype.clone());
     };
-    let Datatype::Compound { fields, .. } = dtype else {
-        return Err(EngineError::WrongType(
-            "field names only apply to compound types".into(),
-        ));
-    };
-    let mut picked = Vec::with_capacity(names.len());
-    for (i, name) in names.iter().enumerate() {
-        if names[..i].contains(name) {
-            return Err(EngineError::Invalid(format!(
-                "field {name:?} requested twice"
-            )));
-        }
-        let f = fields.iter().find(|f| &f.name == name).ok_or_else(|| {
-            EngineError::Invalid(format!("no field {name:?} in the compound type"))
-        })?;
-        picked.push(json!({"name": name, "type": f.dtype.to_json()}));
-    }
+    let picked: Vec<_> = crate::dataset::named_members(dtype, names)?
+        .into_iter()
+        .map(|f| json!({"name": f.name, "type": f.dtype.to_json()}))
+        .collect();
     Ok(Datatype::from_json(
         &json!({"class": "H5T_COMPOUND", "fields": picked}),
     )?)

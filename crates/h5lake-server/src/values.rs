@@ -776,10 +776,16 @@ const ARROW_VLEN_ROW_BYTES: usize = 64;
 /// kept; any other selection from its elements.
 fn respond_arrow(app: &App, p: Plan) -> Result<Response> {
     let run = match &p.sel {
-        Selection::Orthogonal(s) if p.meta.is_columnar() && p.meta.dims.len() == 1 => match s.as_slice() {
-            [DimSel::Slice { start, count, step: 1 }] => Some(*start..start + count),
-            _ => None,
-        },
+        Selection::Orthogonal(s) if p.meta.is_columnar() && p.meta.dims.len() == 1 => {
+            match s.as_slice() {
+                [DimSel::Slice {
+                    start,
+                    count,
+                    step: 1,
+                }] => Some(*start..start + count),
+                _ => None,
+            }
+        }
         _ => None,
     };
     let table = match &p.wire {
@@ -787,8 +793,11 @@ fn respond_arrow(app: &App, p: Plan) -> Result<Response> {
         t => Datatype::from_json(&json!({"class": "H5T_COMPOUND",
                                           "fields": [{"name": "value", "type": t.to_json()}]}))?,
     };
-    let arrow = |e: h5lake_columnar::ColumnarError| ServerError::from(h5lake_engine::EngineError::from(e));
-    let ipc = |e: arrow_schema::ArrowError| ServerError::Internal(format!("writing the Arrow stream: {e}"));
+    let arrow =
+        |e: h5lake_columnar::ColumnarError| ServerError::from(h5lake_engine::EngineError::from(e));
+    let ipc = |e: arrow_schema::ArrowError| {
+        ServerError::Internal(format!("writing the Arrow stream: {e}"))
+    };
     let row_bytes = p.wire.fixed_size().unwrap_or(ARROW_VLEN_ROW_BYTES).max(1);
     // The answer as a list of parts, each read and sent in turn.
     enum Part {
@@ -848,7 +857,8 @@ fn respond_arrow(app: &App, p: Plan) -> Result<Response> {
             }
             Part::Elements(sel, n) => {
                 let mut buf = vec![0u8; *n];
-                p.dom.read_with(&p.meta, sel, fields.as_deref(), &mut buf, false)?;
+                p.dom
+                    .read_with(&p.meta, sel, fields.as_deref(), &mut buf, false)?;
                 let rows = sel.num_elements() as usize;
                 h5lake_columnar::rows_to_batch(&table, &buf, rows).map_err(arrow)?
             }
