@@ -31,14 +31,15 @@ def plugin_dir(tmp_path_factory):
     return str(d)
 
 
-def run_h5py(code, path, plugin_dir=None):
+def run_h5py(code, path, plugin_dir=None, connector="h5lake"):
     """Runs ``code`` (h5py, ``p`` = the file name) in a fresh interpreter —
-    through the connector when ``plugin_dir`` is given — and returns what
-    it printed as JSON."""
+    through the connector when ``plugin_dir`` is given, configured as
+    ``connector`` (HDF5_VOL_CONNECTOR) — and returns what it printed as
+    JSON."""
     env = dict(os.environ)
     env.pop("HDF5_VOL_CONNECTOR", None)
     if plugin_dir:
-        env.update(HDF5_PLUGIN_PATH=plugin_dir, HDF5_VOL_CONNECTOR="h5lake")
+        env.update(HDF5_PLUGIN_PATH=plugin_dir, HDF5_VOL_CONNECTOR=connector)
     prog = "import json, numpy as np, h5py\np = %r\nout = {}\n%s\nprint(json.dumps(out))\n" % (
         path, textwrap.dedent(code))
     r = subprocess.run([sys.executable, "-c", prog], env=env, capture_output=True, text=True, timeout=120)

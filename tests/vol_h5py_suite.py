@@ -4,8 +4,13 @@ of the pass counts and of every test that passes natively but fails through
 the connector, with the first line of its error.
 
     python3 tests/vol_h5py_suite.py [--plugin-dir DIR] [--out tests/H5PY-SUITE.md] [-k EXPR]
+                                    [--connector "h5lake layout=columnar" --out REPORT.md]
 
 Without --plugin-dir the connector is built (cargo build -p h5lake-vol).
+--connector sets HDF5_VOL_CONNECTOR for the run through the connector (the
+connector's name and its settings; default "h5lake"). The report of another
+setting than the default goes where --out says (never over the committed
+tests/H5PY-SUITE.md, which is the default setting's).
 """
 
 import argparse
@@ -130,6 +135,12 @@ def run_suite(env, workdir, extra):
     return results
 
 
+def shown(path):
+    """``path`` relative to the repository when inside it."""
+    rel = os.path.relpath(os.path.abspath(path), ROOT)
+    return path if rel.startswith(os.pardir) else rel
+
+
 def h5py_version():
     import h5py
     return h5py.__version__
@@ -138,15 +149,27 @@ def h5py_version():
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--plugin-dir")
-    ap.add_argument("--out", default=os.path.join(ROOT, "tests", "H5PY-SUITE.md"))
+    ap.add_argument("--out", default=None,
+                    help="the report (default tests/H5PY-SUITE.md, for the default --connector only)")
+    ap.add_argument("--connector", default="h5lake",
+                    help="HDF5_VOL_CONNECTOR for the connector's run: its name and settings, "
+                         "e.g. \"h5lake layout=columnar\" (default: h5lake)")
     ap.add_argument("-k", default=None, help="only tests matching this pytest -k expression")
     args = ap.parse_args()
+    if args.connector.split()[:1] != ["h5lake"]:
+        ap.error("--connector names the h5lake connector first: \"h5lake [SETTINGS]\"")
+    default_setting = args.connector.strip() == "h5lake"
+    if args.out is None:
+        if not default_setting:
+            ap.error("--out is needed with --connector %r (tests/H5PY-SUITE.md is the default "
+                     "setting's report)" % args.connector)
+        args.out = os.path.join(ROOT, "tests", "H5PY-SUITE.md")
     extra = ["-k", args.k] if args.k else []
 
     plugin_dir = args.plugin_dir or build_plugin(tempfile.mkdtemp(prefix="h5lake-vol-"))
     base = {k: v for k, v in os.environ.items() if k not in ("HDF5_VOL_CONNECTOR", "HDF5_PLUGIN_PATH")}
     native = run_suite(base, tempfile.mkdtemp(), extra)
-    vol = run_suite(dict(base, HDF5_PLUGIN_PATH=plugin_dir, HDF5_VOL_CONNECTOR="h5lake"),
+    vol = run_suite(dict(base, HDF5_PLUGIN_PATH=plugin_dir, HDF5_VOL_CONNECTOR=args.connector),
                     tempfile.mkdtemp(), extra)
 
     def count(res):
@@ -171,8 +194,11 @@ def main():
     rest = passed_natively - len(excluded)
     lines = ["# h5py's test suite through the h5lake VOL connector", "",
              "h5py's own tests (`python -m pytest --pyargs h5py`, h5py %s with its bundled HDF5), run on "
-             "native HDF5 and with `HDF5_VOL_CONNECTOR=h5lake`, each test class in a process of its own. "
-             "Command: `python3 tests/vol_h5py_suite.py`." % h5py_version(), "",
+             "native HDF5 and with `HDF5_VOL_CONNECTOR=%s`, each test class in a process of its own. "
+             "Command: `python3 tests/vol_h5py_suite.py%s`." % (
+                 h5py_version(), args.connector if default_setting else '"%s"' % args.connector,
+                 "" if default_setting else ' --connector "%s" --out %s' % (
+                     args.connector, shown(args.out))), "",
              "| run | passed | failed | errors | skipped |", "|---|---:|---:|---:|---:|"]
     for name, c in (("native HDF5", cn), ("h5lake connector", cv)):
         lines.append("| %s | %d | %d | %d | %d |" % (name, c["passed"], c["failed"], c["error"], c["skipped"]))

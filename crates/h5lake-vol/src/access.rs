@@ -31,6 +31,9 @@ pub struct Access {
     /// Every write to a store is already one its readers see whole or not
     /// at all (see h5lake-store), which is what SWMR asks of a writer.
     pub swmr_write: bool,
+    /// How compound datasets created through the file are laid out (the
+    /// connector's info string, `layout=`; see [`crate::info`]).
+    pub layout: crate::info::Layout,
 }
 
 impl Default for Access {
@@ -40,6 +43,7 @@ impl Default for Access {
             locking: (true, true),
             swmr_read: false,
             swmr_write: false,
+            layout: crate::info::Layout::Row,
         }
     }
 }
@@ -130,6 +134,9 @@ impl ExtOpen {
             locking: self.locking.unwrap_or(parent.locking),
             swmr_read: self.swmr_read.unwrap_or(parent.swmr_read),
             swmr_write: false,
+            // A store reached through an external link is written as the
+            // linking file is.
+            layout: parent.layout,
         }
     }
 }

@@ -41,9 +41,28 @@ impl Copier<'_> {
         }
         let doc = src.get_doc(id)?;
         let props = || {
-            doc.get("creationProperties")
+            let mut p = doc
+                .get("creationProperties")
                 .cloned()
-                .unwrap_or_else(|| json!({}))
+                .unwrap_or_else(|| json!({}));
+            // A dataset's own settings of h5lake's go with it, as HDF5's
+            // copy keeps a dataset's layout: its chunk format (columnar),
+            // and that its chunks are hidden under a contiguous layout.
+            let own: serde_json::Map<String, Value> = doc
+                .get("h5lake")
+                .and_then(Value::as_object)
+                .filter(|_| id.starts_with("d-"))
+                .map(|o| {
+                    o.iter()
+                        .filter(|(k, _)| matches!(k.as_str(), "chunkFormat" | "layout"))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            if !own.is_empty() {
+                p["h5lake"] = Value::Object(own);
+            }
+            p
         };
         let new = match id.as_bytes().first() {
             Some(b'd') => {

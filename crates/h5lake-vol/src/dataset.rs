@@ -178,6 +178,89 @@ fn dcpl_json(api: &Api, dcpl: hid_t, type_id: hid_t, dt: &Datatype) -> Result<Va
     Ok(cp)
 }
 
+/// With the connector set to `layout=columnar` (see [`crate::info`]):
+/// marks the creation properties `cp` of a new dataset of type `dt` and
+/// shape `space` columnar (each chunk one Parquet object) where it can be.
+///
+/// - A chunked compound dataset keeps its chunks.
+/// - A contiguous (or compact) one is given the chunks h5py would pick for
+///   `chunks=True` (as the Python API does for `layout="columnar"`), but is
+///   still reported as contiguous, as h5lake does for large contiguous
+///   datasets: a program sees the layout it asked for.
+/// - What the columnar layout cannot hold stays in row layout rather than
+///   failing: types other than compounds, compounds with a member type
+///   the columnar codec has no column for, filters other than a compressor
+///   Parquet has (gzip, zstd, lz4) and shuffle, and datasets with nothing
+///   to chunk (scalar, null or empty dataspaces).
+fn columnar_props(dt: &Datatype, type_size: usize, space: &Value, cp: &mut Value) {
+    if !matches!(dt, Datatype::Compound { .. }) || h5lake_columnar::check_type(dt).is_err() {
+        return;
+    }
+    if h5lake_columnar::Compression::from_filters(cp.get("filters").unwrap_or(&Value::Null))
+        .is_err()
+    {
+        return;
+    }
+    let chunked = cp.pointer("/layout/class").and_then(Value::as_str) == Some("H5D_CHUNKED");
+    if chunked {
+        cp["h5lake"] = json!({"chunkFormat": h5lake_engine::chunk_codec::PARQUET});
+        return;
+    }
+    if space.get("class").and_then(Value::as_str) != Some("H5S_SIMPLE")
+        || space.get("maxdims").is_some()
+    {
+        // (a resizable contiguous dataset fails in the engine, as in HDF5)
+        return;
+    }
+    let dims: Vec<u64> = space
+        .get("dims")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_u64).collect())
+        .unwrap_or_default();
+    if dims.is_empty() || dims.contains(&0) {
+        return;
+    }
+    cp["layout"] = json!({"class": "H5D_CHUNKED", "dims": guess_chunk(&dims, type_size)});
+    cp["h5lake"] = json!({
+        "chunkFormat": h5lake_engine::chunk_codec::PARQUET,
+        // reported as the contiguous layout it was created with
+        "layout": "H5D_CONTIGUOUS",
+    });
+}
+
+/// h5py's chunk shape heuristic (`h5py._hl.filters.guess_chunk`, as the
+/// Python API's `guess_chunk`): a target chunk size of 16 KiB times
+/// 2**log10(dataset size in MiB), within 8 KiB..1 MiB; axes halved in
+/// turn, first axis first, until the chunk is under the target or within
+/// 50% of it, and below 1 MiB.
+pub fn guess_chunk(dims: &[u64], type_size: usize) -> Vec<u64> {
+    const BASE: f64 = 16.0 * 1024.0;
+    const MIN: f64 = 8.0 * 1024.0;
+    const MAX: f64 = 1024.0 * 1024.0;
+    let mut c: Vec<f64> = dims
+        .iter()
+        .map(|&d| if d == 0 { 1024.0 } else { d as f64 })
+        .collect();
+    if c.is_empty() {
+        return Vec::new();
+    }
+    let size = type_size.max(1) as f64;
+    let count = |c: &[f64]| c.iter().product::<f64>();
+    let target = (BASE * 2f64.powf((count(&c) * size / MAX).log10())).clamp(MIN, MAX);
+    let mut axis = 0;
+    loop {
+        let bytes = count(&c) * size;
+        let small = bytes < target || (bytes - target).abs() / target < 0.5;
+        if (small && bytes < MAX) || count(&c) <= 1.0 {
+            break;
+        }
+        let i = axis % c.len();
+        c[i] = (c[i] / 2.0).ceil();
+        axis += 1;
+    }
+    c.iter().map(|&d| d as u64).collect()
+}
+
 /// HDF5's fill times and their names in HSDS creation properties.
 const FILL_TIMES: [(sys::H5D_fill_time_t, &str); 3] = [
     (
@@ -267,12 +350,15 @@ pub unsafe extern "C" fn create(
         let o = Obj::from_ptr(obj)?;
         crate::storage::check_dcpl(api, dcpl)?;
         let dt = from_hdf5(api, type_id)?;
+        let layout = crate::access::of(&o.dom).layout;
         let create = || -> Result<String> {
-            Ok(o.dom.create_dataset(
-                crate::datatype::type_json(api, o, type_id, &dt),
-                space_json(api, space_id)?,
-                dcpl_json(api, dcpl, type_id, &dt)?,
-            )?)
+            let space = space_json(api, space_id)?;
+            let mut cp = dcpl_json(api, dcpl, type_id, &dt)?;
+            if layout == crate::info::Layout::Columnar {
+                columnar_props(&dt, api.f.H5Tget_size(type_id), &space, &mut cp);
+            }
+            Ok(o.dom
+                .create_dataset(crate::datatype::type_json(api, o, type_id, &dt), space, cp)?)
         };
         if name.is_null() {
             // H5Dcreate_anon: linked later (H5Olink / H5Lcreate_hard), if at all.
@@ -888,4 +974,64 @@ unsafe fn set_filter(
         ),
     };
     check(status, "adding a filter to the creation property list").map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guess_chunk_is_h5pys() {
+        // Values of h5py's guess_chunk(shape, None, typesize).
+        assert_eq!(guess_chunk(&[100], 16), vec![100]);
+        assert_eq!(guess_chunk(&[1_000_000], 32), vec![1954]);
+        assert_eq!(guess_chunk(&[16_000_000], 32), vec![3907]);
+        assert_eq!(guess_chunk(&[100, 100], 8), vec![25, 50]);
+        assert_eq!(guess_chunk(&[10, 20, 30], 12), vec![5, 10, 15]);
+        assert_eq!(guess_chunk(&[3, 1000], 100), vec![1, 125]);
+    }
+
+    fn compound() -> Datatype {
+        Datatype::from_json(&json!({"class": "H5T_COMPOUND", "fields": [
+            {"name": "a", "type": "H5T_STD_I32LE"}, {"name": "b", "type": "H5T_IEEE_F64LE"}]}))
+        .unwrap()
+    }
+
+    #[test]
+    fn columnar_props_marks_compounds_only() {
+        let space = json!({"class": "H5S_SIMPLE", "dims": [1000]});
+        // contiguous: chunked as h5py would, reported contiguous
+        let mut cp = json!({});
+        columnar_props(&compound(), 12, &space, &mut cp);
+        assert_eq!(cp["h5lake"]["chunkFormat"], "parquet");
+        assert_eq!(cp["h5lake"]["layout"], "H5D_CONTIGUOUS");
+        assert_eq!(cp["layout"]["dims"], json!(guess_chunk(&[1000], 12)));
+        // chunked: kept
+        let mut cp = json!({"layout": {"class": "H5D_CHUNKED", "dims": [10]},
+                            "filters": [{"class": "H5Z_FILTER_DEFLATE", "id": 1, "level": 4}]});
+        columnar_props(&compound(), 12, &space, &mut cp);
+        assert_eq!(cp["h5lake"], json!({"chunkFormat": "parquet"}));
+        assert_eq!(cp["layout"]["dims"], json!([10]));
+        // stays row layout: not a compound, a filter Parquet lacks, a
+        // scalar or empty dataspace
+        let plain = Datatype::from_json(&json!("H5T_STD_I32LE")).unwrap();
+        for (dt, space, mut cp) in [
+            (plain, space.clone(), json!({})),
+            (
+                compound(),
+                space.clone(),
+                json!({"layout": {"class": "H5D_CHUNKED", "dims": [10]},
+                       "filters": [{"class": "H5Z_FILTER_FLETCHER32", "id": 3}]}),
+            ),
+            (compound(), json!({"class": "H5S_SCALAR"}), json!({})),
+            (
+                compound(),
+                json!({"class": "H5S_SIMPLE", "dims": [0]}),
+                json!({}),
+            ),
+        ] {
+            columnar_props(&dt, 12, &space, &mut cp);
+            assert!(cp.get("h5lake").is_none(), "{cp}");
+        }
+    }
 }

@@ -26,6 +26,8 @@ pub unsafe extern "C" fn create(
     guard("file create", null_mut(), || {
         let api = h5().map_err(VolError::Library)?;
         let placement = crate::storage::check_fapl(api, fapl, true, true)?;
+        // Before anything is made: a bad connector setting fails the call.
+        let access = opened_with(api, fapl, flags)?;
         let mode = if flags & ACC_TRUNC != 0 {
             OpenMode::Truncate
         } else {
@@ -38,7 +40,7 @@ pub unsafe extern "C" fn create(
             crate::objects::open_domain_with(c_str(name)?, mode, props)
                 .map_err(VolError::for_file)?
         };
-        crate::access::record(&dom, opened_with(api, fapl, flags));
+        crate::access::record(&dom, access);
         Ok(Obj::boxed(dom, Kind::File, "/".into()))
     })
 }
@@ -53,25 +55,32 @@ pub unsafe extern "C" fn open(
     guard("file open", null_mut(), || {
         let api = h5().map_err(VolError::Library)?;
         crate::storage::check_fapl(api, fapl, false, flags & ACC_RDWR != 0)?;
+        let access = opened_with(api, fapl, flags)?;
         let mode = if flags & ACC_RDWR != 0 {
             OpenMode::ReadWrite
         } else {
             OpenMode::Read
         };
         let dom = open_domain(c_str(name)?, mode).map_err(VolError::for_file)?;
-        crate::access::record(&dom, opened_with(api, fapl, flags));
+        crate::access::record(&dom, access);
         Ok(Obj::boxed(dom, Kind::File, "/".into()))
     })
 }
 
-/// What a file open or create asked for, to report back.
-fn opened_with(api: &crate::api::Api, fapl: hid_t, flags: u32) -> crate::access::Access {
+/// What a file open or create asked for, to report back, and the
+/// connector's settings its access list gives (see [`crate::info`]).
+fn opened_with(
+    api: &crate::api::Api,
+    fapl: hid_t,
+    flags: u32,
+) -> Result<crate::access::Access, VolError> {
     let default = crate::access::Access::default();
-    crate::access::Access {
+    Ok(crate::access::Access {
         locking: crate::access::locking_of(api, fapl).unwrap_or(default.locking),
         swmr_read: flags & crate::access::ACC_SWMR_READ != 0,
         swmr_write: flags & crate::access::ACC_SWMR_WRITE != 0,
-    }
+        layout: crate::info::of_fapl(api, fapl)?.layout,
+    })
 }
 
 pub unsafe extern "C" fn get(
@@ -115,6 +124,13 @@ pub unsafe extern "C" fn get(
                 check(
                     api.f.H5Pset_file_locking(fapl, use_locking, ignore),
                     "H5Pset_file_locking",
+                )?;
+                crate::info::set_on_fapl(
+                    api,
+                    fapl,
+                    crate::info::Settings {
+                        layout: crate::access::of(&o.dom).layout,
+                    },
                 )?;
                 if crate::storage::scratch_name(&o.dom).is_some() {
                     // an in-memory file: the core driver, no backing store

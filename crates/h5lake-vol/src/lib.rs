@@ -21,6 +21,7 @@ pub mod dataset;
 pub mod datatype;
 pub mod error;
 pub mod file;
+pub mod info;
 pub mod link;
 pub mod memory;
 pub mod native;
@@ -97,14 +98,7 @@ pub static CLASS: Class = Class(sys::H5VL_class_t {
     cap_flags: CAP_FLAGS,
     initialize: Some(initialize),
     terminate: Some(terminate),
-    info_cls: sys::H5VL_info_class_t {
-        size: 0,
-        copy: None,
-        cmp: None,
-        free: None,
-        to_str: None,
-        from_str: None,
-    },
+    info_cls: info::CLASS,
     wrap_cls: sys::H5VL_wrap_class_t {
         get_object: Some(native::get_object),
         get_wrap_ctx: Some(native::get_wrap_ctx),

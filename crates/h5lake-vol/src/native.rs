@@ -350,6 +350,9 @@ pub unsafe extern "C" fn file_create(
     if !is_native_name(name, fapl) {
         return crate::file::create(name, flags, fcpl, fapl, dxpl, req);
     }
+    if !crate::info::fapl_ok(fapl, "file create") {
+        return null_mut();
+    }
     let Some(f) = lib() else { return null_mut() };
     let nfapl = native_fapl(f, fapl);
     if nfapl < 0 {
@@ -369,6 +372,9 @@ pub unsafe extern "C" fn file_open(
 ) -> *mut c_void {
     if !is_native_name(name, fapl) {
         return crate::file::open(name, flags, fapl, dxpl, req);
+    }
+    if !crate::info::fapl_ok(fapl, "file open") {
+        return null_mut();
     }
     let Some(f) = lib() else { return null_mut() };
     let nfapl = native_fapl(f, fapl);
