@@ -1966,7 +1966,10 @@ fn new_chunk_pool() -> rayon::ThreadPool {
         .expect("creating the chunk thread pool")
 }
 
-fn hidden_chunks(dims: &[u64], esize: u64) -> Vec<u64> {
+/// The chunks a contiguous dataset too big for one chunk object is stored
+/// in (about 2 MiB each, halving the longest dimension first); it is still
+/// reported as contiguous.
+pub fn hidden_chunks(dims: &[u64], esize: u64) -> Vec<u64> {
     let mut c: Vec<u64> = dims.iter().map(|&d| d.max(1)).collect();
     while c.iter().product::<u64>() * esize > HIDDEN_CHUNK_BYTES {
         let (i, _) = c

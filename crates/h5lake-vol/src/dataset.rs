@@ -183,10 +183,11 @@ fn dcpl_json(api: &Api, dcpl: hid_t, type_id: hid_t, dt: &Datatype) -> Result<Va
 /// shape `space` columnar (each chunk one Parquet object) where it can be.
 ///
 /// - A chunked compound dataset keeps its chunks.
-/// - A contiguous (or compact) one is given the chunks h5py would pick for
-///   `chunks=True` (as the Python API does for `layout="columnar"`), but is
-///   still reported as contiguous, as h5lake does for large contiguous
-///   datasets: a program sees the layout it asked for.
+/// - A contiguous (or compact) one is stored in the hidden chunks h5lake
+///   gives large contiguous datasets (about 2 MiB each: a table of 16 M
+///   rows of 32 bytes is ~250 Parquet files, not thousands of tiny ones),
+///   and is still reported as contiguous: a program sees the layout it
+///   asked for.
 /// - What the columnar layout cannot hold stays in row layout rather than
 ///   failing: types other than compounds, compounds with a member type
 ///   the columnar codec has no column for, filters other than a compressor
@@ -220,45 +221,13 @@ fn columnar_props(dt: &Datatype, type_size: usize, space: &Value, cp: &mut Value
     if dims.is_empty() || dims.contains(&0) {
         return;
     }
-    cp["layout"] = json!({"class": "H5D_CHUNKED", "dims": guess_chunk(&dims, type_size)});
+    cp["layout"] = json!({"class": "H5D_CHUNKED",
+                          "dims": h5lake_engine::dataset::hidden_chunks(&dims, type_size as u64)});
     cp["h5lake"] = json!({
         "chunkFormat": h5lake_engine::chunk_codec::PARQUET,
         // reported as the contiguous layout it was created with
         "layout": "H5D_CONTIGUOUS",
     });
-}
-
-/// h5py's chunk shape heuristic (`h5py._hl.filters.guess_chunk`, as the
-/// Python API's `guess_chunk`): a target chunk size of 16 KiB times
-/// 2**log10(dataset size in MiB), within 8 KiB..1 MiB; axes halved in
-/// turn, first axis first, until the chunk is under the target or within
-/// 50% of it, and below 1 MiB.
-pub fn guess_chunk(dims: &[u64], type_size: usize) -> Vec<u64> {
-    const BASE: f64 = 16.0 * 1024.0;
-    const MIN: f64 = 8.0 * 1024.0;
-    const MAX: f64 = 1024.0 * 1024.0;
-    let mut c: Vec<f64> = dims
-        .iter()
-        .map(|&d| if d == 0 { 1024.0 } else { d as f64 })
-        .collect();
-    if c.is_empty() {
-        return Vec::new();
-    }
-    let size = type_size.max(1) as f64;
-    let count = |c: &[f64]| c.iter().product::<f64>();
-    let target = (BASE * 2f64.powf((count(&c) * size / MAX).log10())).clamp(MIN, MAX);
-    let mut axis = 0;
-    loop {
-        let bytes = count(&c) * size;
-        let small = bytes < target || (bytes - target).abs() / target < 0.5;
-        if (small && bytes < MAX) || count(&c) <= 1.0 {
-            break;
-        }
-        let i = axis % c.len();
-        c[i] = (c[i] / 2.0).ceil();
-        axis += 1;
-    }
-    c.iter().map(|&d| d as u64).collect()
 }
 
 /// HDF5's fill times and their names in HSDS creation properties.
@@ -980,17 +949,6 @@ unsafe fn set_filter(
 mod tests {
     use super::*;
 
-    #[test]
-    fn guess_chunk_is_h5pys() {
-        // Values of h5py's guess_chunk(shape, None, typesize).
-        assert_eq!(guess_chunk(&[100], 16), vec![100]);
-        assert_eq!(guess_chunk(&[1_000_000], 32), vec![1954]);
-        assert_eq!(guess_chunk(&[16_000_000], 32), vec![3907]);
-        assert_eq!(guess_chunk(&[100, 100], 8), vec![25, 50]);
-        assert_eq!(guess_chunk(&[10, 20, 30], 12), vec![5, 10, 15]);
-        assert_eq!(guess_chunk(&[3, 1000], 100), vec![1, 125]);
-    }
-
     fn compound() -> Datatype {
         Datatype::from_json(&json!({"class": "H5T_COMPOUND", "fields": [
             {"name": "a", "type": "H5T_STD_I32LE"}, {"name": "b", "type": "H5T_IEEE_F64LE"}]}))
@@ -1000,12 +958,16 @@ mod tests {
     #[test]
     fn columnar_props_marks_compounds_only() {
         let space = json!({"class": "H5S_SIMPLE", "dims": [1000]});
-        // contiguous: chunked as h5py would, reported contiguous
+        // contiguous: in hidden chunks of about 2 MiB, reported contiguous
         let mut cp = json!({});
         columnar_props(&compound(), 12, &space, &mut cp);
         assert_eq!(cp["h5lake"]["chunkFormat"], "parquet");
         assert_eq!(cp["h5lake"]["layout"], "H5D_CONTIGUOUS");
-        assert_eq!(cp["layout"]["dims"], json!(guess_chunk(&[1000], 12)));
+        assert_eq!(cp["layout"]["dims"], json!([1000]));
+        let big = json!({"class": "H5S_SIMPLE", "dims": [16_000_000]});
+        let mut cp = json!({});
+        columnar_props(&compound(), 32, &big, &mut cp);
+        assert_eq!(cp["layout"]["dims"], json!([62_500]));
         // chunked: kept
         let mut cp = json!({"layout": {"class": "H5D_CHUNKED", "dims": [10]},
                             "filters": [{"class": "H5Z_FILTER_DEFLATE", "id": 1, "level": 4}]});
