@@ -162,6 +162,46 @@ def test_allowed_links_read_their_file(server, outside):
     assert st == 200 and v["value"] == list(range(32))
 
 
+def parquet_linked(uri, rows, size=32):
+    return {"type": {"class": "H5T_COMPOUND", "fields": [{"name": "a", "type": "H5T_STD_I64LE"}]},
+            "shape": [rows],
+            "creationProperties": {
+                "layout": {"class": "H5D_CHUNKED", "dims": [rows]},
+                "h5lake": {"chunkFormat": "parquet", "parquetSource": {
+                    "files": [{"uri": uri, "size": size, "rowGroups": [rows]}]}}}}
+
+
+def test_parquet_links_follow_the_same_policy(server, closed_server, outside):
+    """A dataset linked to Parquet files names paths too: outside the link
+    roots it is refused before anything is stored; inside, it reads the
+    file's rows."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    pa = pytest.importorskip("pyarrow")
+    for s in (server, closed_server):
+        d, _ = new_domain(s, BOB)
+        for uri in (s.passwd, "/etc/passwd", str(outside / "secret.txt"),
+                    str(outside / "shared" / "sneaky.bin"), "s3://somebucket/t.parquet"):
+            refused_unchanged(s, "POST", "/datasets", parquet_linked(uri, 4), {"domain": d}, BOB,
+                              (400, 403))
+    good = outside / "shared" / "t.parquet"
+    pq.write_table(pa.table({"a": pa.array(range(10), pa.int64())}), good)
+    d, _ = new_domain(server, BOB)
+    body = parquet_linked(str(good), 10, size=os.path.getsize(good))
+    # rows that are not the file's are refused too
+    bad = json.loads(json.dumps(body))
+    bad["shape"] = [11]
+    refused_unchanged(server, "POST", "/datasets", bad, {"domain": d}, BOB, (400,))
+    did = new_dataset(server, d, body)
+    st, _, v = server.request("GET", f"/datasets/{did}/value", params={"domain": d}, user=BOB)
+    assert st == 200 and [r[0] for r in v["value"]] == list(range(10)), v
+    # and it is read-only
+    st, _, rsp = server.request("PUT", f"/datasets/{did}/value", {"value": [[1]] * 10},
+                                params={"domain": d}, user=BOB)
+    assert 400 <= st < 500 and "read-only" in message(rsp), (st, rsp)
+    d_closed, _ = new_domain(closed_server, BOB)
+    refused_unchanged(closed_server, "POST", "/datasets", body, {"domain": d_closed}, BOB, (403,))
+
+
 def test_a_stored_document_pointing_outside_the_policy_reads_as_an_error(server, outside):
     """A store written by someone else (here: the h5lake API, which trusts
     its own user) names the secret; served, it must not read it."""
