@@ -67,7 +67,7 @@ def same(got, want):
     assert got.equals(want)
 
 
-def test_decimals_load_as_unscaled_integers_and_come_back(tmp_path):
+def test_decimals_load_as_unscaled_integers_and_come_back(tmp_path, monkeypatch):
     t = decimal_table(1000)
     assert t["price"].null_count > 0
     pq.write_table(t, tmp_path / "d.parquet", row_group_size=137)   # several row groups
@@ -91,7 +91,14 @@ def test_decimals_load_as_unscaled_integers_and_come_back(tmp_path):
         same(d.to_arrow(np.s_[250:777]), t.slice(250, 527))
         same(d.to_arrow(fields=["wide", "id"]), t.select(["wide", "id"]))
         # the row path (an index list) agrees
-        same(d.to_arrow(np.arange(0, 1000, 3)), filled(t.take(list(range(0, 1000, 3)))))
+        same(d.to_arrow(np.arange(0, 1000, 3)), t.take(list(range(0, 1000, 3))))
+        same(d.to_arrow(np.s_[5:900:7]), t.take(list(range(5, 900, 7))))
+        mask = np.arange(1000) % 4 == 1
+        same(d.to_arrow(mask), t.filter(pa.array(mask)))
+        # rows spread too thin go the h5py way: a null reads as the fill value
+        monkeypatch.setattr(h5lake._hl.table, "_SHORT_RUN", 0)
+        assert t["price"][10].as_py() is None
+        same(d.to_arrow([1, 10, 999]), filled(t.take([1, 10, 999])))
         assert d.to_pandas().equals(t.to_pandas())
     # out as Parquet: the source, types and nulls included
     assert cli.main(["get", "-q", f"{tmp_path}/s.h5l/d", str(tmp_path / "out.parquet")]) == 0

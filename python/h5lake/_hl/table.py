@@ -46,14 +46,17 @@ def to_arrow(dset, sel=None, fields=None):
     pa = _pa()
     if isinstance(fields, str):
         fields = [fields]
-    rows = _rows(dset, sel) if dset.ndim == 1 and dset.is_columnar else None
+    columnar = dset.ndim == 1 and dset.is_columnar
+    rows = _rows(dset, sel) if columnar else None
     if rows is not None:
-        # Straight from the chunks' columns, nulls kept, no copy on the way.
-        from .. import _core
-        cap = _core.table_read(dset._fs.raw, dset._oid, rows[0], rows[1],
-                               None if fields is None else list(fields),
-                               list(_arrow_types(pa, dset)))
-        return _with_arrow_types(pa, dset, pa.RecordBatchReader.from_stream(_Stream(cap)).read_all())
+        return _run(pa, dset, rows[0], rows[1], fields)
+    picked = _picked_rows(dset, sel) if columnar else None
+    if picked is not None:
+        # Rows here and there of a table: the run that holds them, then
+        # those rows of it (nulls and types kept as for a run).
+        lo = int(picked[0]) if len(picked) else 0
+        hi = int(picked[-1]) + 1 if len(picked) else 0
+        return _run(pa, dset, lo, hi, fields).take(pa.array(picked - lo))
     src = dset.fields(fields) if fields is not None else dset
     data = src[()] if sel is None else src[sel]
     data = np.asarray(data)
@@ -101,6 +104,55 @@ class _Stream:
         if capsule is None:
             raise ValueError("the Arrow stream was already read")
         return capsule
+
+
+def _run(pa, dset, start, stop, fields):
+    """Rows ``start:stop`` of a 1-D columnar dataset straight from the
+    chunks' columns, nulls kept, no copy on the way."""
+    from .. import _core
+    cap = _core.table_read(dset._fs.raw, dset._oid, start, stop,
+                           None if fields is None else list(fields),
+                           list(_arrow_types(pa, dset)))
+    return _with_arrow_types(pa, dset, pa.RecordBatchReader.from_stream(_Stream(cap)).read_all())
+
+
+# A selection of rows here and there is read as the run that holds them
+# when that run is at most this many times longer (or this short).
+_SPREAD = 8
+_SHORT_RUN = 1 << 16
+
+
+def _picked_rows(dset, sel):
+    """The rows (increasing, each once) a strided slice, an increasing
+    index list or a boolean mask picks from a 1-D dataset, when the run
+    holding them is not much longer than they are; else None (the
+    selection is read the h5py way)."""
+    n = dset.shape[0]
+    if isinstance(sel, tuple) and len(sel) == 1:
+        sel = sel[0]
+    if isinstance(sel, slice):
+        if sel.step is None or sel.step < 1:
+            return None
+        idx = np.arange(*sel.indices(n))
+    elif isinstance(sel, (list, np.ndarray)):
+        arr = np.asarray(sel)
+        if arr.ndim != 1:
+            return None
+        if arr.dtype == bool:
+            if len(arr) != n:
+                return None
+            idx = np.flatnonzero(arr)
+        elif arr.dtype.kind in "iu" and len(arr):
+            idx = arr.astype(np.int64)
+            if idx[0] < 0 or idx[-1] >= n or np.any(np.diff(idx) <= 0):
+                return None
+        else:
+            return None
+    else:
+        return None
+    if len(idx) and idx[-1] - idx[0] + 1 > max(_SPREAD * len(idx), _SHORT_RUN):
+        return None
+    return idx
 
 
 def _rows(dset, sel):
