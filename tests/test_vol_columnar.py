@@ -17,7 +17,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 
 COLUMNAR = "h5lake layout=columnar"
 
-TABLES = """
+TABLE_CODE = """
 row = np.dtype([("x", "<f4"), ("id", "<i8"), ("name", "S5"), ("v", "<f8", (2,))])
 def table(n, k=0):
     a = np.zeros(n, row)
@@ -26,6 +26,9 @@ def table(n, k=0):
     a["name"] = [b"r%d" % (i % 1000) for i in range(n)]
     a["v"] = np.stack([np.arange(n), -np.arange(n)], axis=1)
     return a
+"""
+
+TABLES = TABLE_CODE + """
 a = table(5000)
 with h5py.File(p, "w") as f:
     f["table"] = a                                    # contiguous, h5py's default
@@ -56,13 +59,10 @@ with h5py.File(p, "r") as f:
 
 
 def _table(n, k=0):
-    row = np.dtype([("x", "<f4"), ("id", "<i8"), ("name", "S5"), ("v", "<f8", (2,))])
-    a = np.zeros(n, row)
-    a["x"] = np.arange(n) * 0.5 + k
-    a["id"] = np.arange(n) * 3 + k
-    a["name"] = [b"r%d" % (i % 1000) for i in range(n)]
-    a["v"] = np.stack([np.arange(n), -np.arange(n)], axis=1)
-    return a
+    """The table the h5py program writes (the same code, run here)."""
+    ns = {"np": np}
+    exec(TABLE_CODE, ns)
+    return ns["table"](n, k)
 
 
 def _assert_parquet_equal(files, expected):
