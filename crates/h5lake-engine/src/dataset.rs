@@ -1703,22 +1703,30 @@ impl Domain {
                 }
                 // One buffer per thread for the columns' bytes, reused from
                 // chunk to chunk (fresh memory costs a page fault a page).
-                let mut buf = COLUMNS.with(|c| std::mem::take(&mut *c.borrow_mut()));
-                obj.read_ranges_into(&wanted, &mut buf)?;
-                let whole = bytes::Bytes::from(buf);
                 let mut parts: Vec<(u64, bytes::Bytes)> = Vec::with_capacity(wanted.len() + 1);
-                let mut at = 0;
-                for r in &wanted {
-                    let n = (r.end - r.start) as usize;
-                    parts.push((r.start, whole.slice(at..at + n)));
-                    at += n;
+                let mut whole = bytes::Bytes::new();
+                if let Some(mapped) = obj.map_ranges(&wanted)? {
+                    // In place, no copy out of the page cache.
+                    parts.extend(wanted.iter().map(|r| r.start).zip(mapped));
+                } else {
+                    let mut buf = COLUMNS.with(|c| std::mem::take(&mut *c.borrow_mut()));
+                    obj.read_ranges_into(&wanted, &mut buf)?;
+                    whole = bytes::Bytes::from(buf);
+                    let mut at = 0;
+                    for r in &wanted {
+                        let n = (r.end - r.start) as usize;
+                        parts.push((r.start, whole.slice(at..at + n)));
+                        at += n;
+                    }
                 }
                 parts.push((tail_at, tail));
                 let parts = Parts::new(len, parts);
                 let decoded = footer.decode_into(&m.dtype, &parts, m.chunk_elems(), &m.fill, dst);
                 drop(parts);
-                if let Ok(back) = whole.try_into_mut() {
-                    COLUMNS.with(|c| *c.borrow_mut() = Vec::from(back));
+                if let Ok(back) = whole.try_into_mut().map(Vec::from) {
+                    if back.capacity() > 0 {
+                        COLUMNS.with(|c| *c.borrow_mut() = back);
+                    }
                 }
                 decoded?;
                 Ok(true)

@@ -118,7 +118,10 @@ impl Domain {
                     FooterRead::Need(r) => Footer::parse(len, &obj.read_ranges(&[r])?[0])?,
                 };
                 let ranges = footer.ranges(dtype)?;
-                let got = obj.read_ranges(&ranges)?;
+                let got = match obj.map_ranges(&ranges)? {
+                    Some(mapped) => mapped,
+                    None => obj.read_ranges(&ranges)?,
+                };
                 let mut parts: Vec<_> = ranges.iter().map(|r| r.start).zip(got).collect();
                 parts.push((len - tail.len() as u64, tail));
                 Ok(Some(footer.read_batch(

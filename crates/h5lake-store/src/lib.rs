@@ -97,6 +97,16 @@ pub trait OpenObject: Send + Sync {
     ///
     /// # Errors
     /// As [`OpenObject::read_ranges`].
+    /// The bytes of each range without copying them, where the backend
+    /// can (a local file mapped into memory); `None` elsewhere (read them
+    /// with [`OpenObject::read_ranges_into`]).
+    ///
+    /// # Errors
+    /// As [`OpenObject::read_ranges`].
+    fn map_ranges(&self, _ranges: &[Range<u64>]) -> Result<Option<Vec<Bytes>>> {
+        Ok(None)
+    }
+
     fn read_ranges_into(&self, ranges: &[Range<u64>], buf: &mut Vec<u8>) -> Result<()> {
         let parts = self.read_ranges(ranges)?;
         buf.clear();

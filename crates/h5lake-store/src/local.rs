@@ -1001,6 +1001,32 @@ impl OpenObject for LocalObject {
         ranges.iter().map(|r| self.pread(r.clone())).collect()
     }
 
+    /// Maps each range of `ranges` of at least [`MIN_MAPPED_BYTES`] into
+    /// memory (pages stay in the page cache: no copy out of it) and reads
+    /// the smaller ones; `None` when all are small (the caller reads them
+    /// into a buffer it reuses). Each range is mapped on its own, so that
+    /// the columns between two wanted ones are never read in. Chunk
+    /// objects are replaced by rename, never truncated in place, so a
+    /// mapping stays whole.
+    fn map_ranges(&self, ranges: &[Range<u64>]) -> Result<Option<Vec<Bytes>>> {
+        let clipped: Vec<Range<u64>> = ranges.iter().map(|r| self.clip(r)).collect();
+        if clipped.iter().all(|r| r.end - r.start < MIN_MAPPED_BYTES) {
+            return Ok(None);
+        }
+        clipped
+            .into_iter()
+            .map(|r| {
+                if r.end - r.start >= MIN_MAPPED_BYTES {
+                    if let Some(map) = Mapping::new(&self.file, r.start, r.end - r.start) {
+                        return Ok(Bytes::from_owner(map));
+                    }
+                }
+                self.pread(r)
+            })
+            .collect::<Result<Vec<_>>>()
+            .map(Some)
+    }
+
     fn read_ranges_into(&self, ranges: &[Range<u64>], buf: &mut Vec<u8>) -> Result<()> {
         let clipped: Vec<Range<u64>> = ranges.iter().map(|r| self.clip(r)).collect();
         let total: u64 = clipped.iter().map(|r| r.end - r.start).sum();
@@ -1023,6 +1049,73 @@ impl OpenObject for LocalObject {
             at += n;
         }
         Ok(())
+    }
+}
+
+/// Ranges smaller than this are read, not mapped (a mapping costs system
+/// calls of its own).
+const MIN_MAPPED_BYTES: u64 = 1 << 20;
+
+/// Bytes `offset..offset + len` of a file mapped read-only.
+struct Mapping {
+    base: *mut libc::c_void,
+    map_len: usize,
+    skip: usize,
+    len: usize,
+}
+
+// SAFETY: the mapping is read-only and owned; nothing mutates it.
+unsafe impl Send for Mapping {}
+// SAFETY: as above.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// `None` when the system will not map it (the caller reads instead).
+    fn new(file: &File, offset: u64, len: u64) -> Option<Self> {
+        // SAFETY: sysconf has no preconditions.
+        let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).ok()?;
+        let start = offset / page * page;
+        let skip = usize::try_from(offset - start).ok()?;
+        let len = usize::try_from(len).ok()?;
+        let map_len = skip.checked_add(len)?;
+        // SAFETY: a fresh private read-only mapping of an open file; the
+        // arguments are checked above and the result is checked below.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE | libc::MAP_POPULATE,
+                file.as_raw_fd(),
+                libc::off_t::try_from(start).ok()?,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return None;
+        }
+        Some(Mapping {
+            base,
+            map_len,
+            skip,
+            len,
+        })
+    }
+}
+
+impl AsRef<[u8]> for Mapping {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: `base` maps `map_len` readable bytes for the mapping's
+        // life, of which these are the `len` after `skip`.
+        unsafe { std::slice::from_raw_parts(self.base.cast::<u8>().add(self.skip), self.len) }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly what `new` mapped, once.
+        unsafe {
+            libc::munmap(self.base, self.map_len);
+        }
     }
 }
 
