@@ -143,3 +143,35 @@ pub(crate) fn table_write(
         d.write_batches(dset_id, batches, at)
     })
 }
+
+/// `data` (anything with `__arrow_c_stream__`) with the columns
+/// `types_json` names (column → pyarrow type name: a dataset's
+/// `arrow_types`) given those Arrow types back; see
+/// [`h5lake_columnar::restore_arrow_types`].
+#[pyfunction]
+pub(crate) fn restore_arrow_types<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    types_json: &str,
+) -> PyResult<Bound<'py, PyCapsule>> {
+    let types = match serde_json::from_str(types_json) {
+        Ok(serde_json::Value::Object(m)) => m,
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "arrow_types must be a JSON object of column names to Arrow type names, not {types_json:?}"
+            )))
+        }
+    };
+    let reader = import_stream(data)?;
+    let empty = RecordBatch::new_empty(reader.schema());
+    let batches = reader
+        .map(|b| {
+            let b = b.map_err(|e| PyValueError::new_err(format!("reading the Arrow stream: {e}")))?;
+            h5lake_columnar::restore_arrow_types(&b, &types).map_err(columnar_err)
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let schema = h5lake_columnar::restore_arrow_types(&empty, &types)
+        .map_err(columnar_err)?
+        .schema();
+    export(py, schema, batches)
+}

@@ -1087,6 +1087,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(arrow::table_type, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::table_read, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::table_write, m)?)?;
+    m.add_function(wrap_pyfunction!(arrow::restore_arrow_types, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

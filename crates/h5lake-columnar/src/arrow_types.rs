@@ -87,11 +87,7 @@ pub fn restore_arrow_types(batch: &RecordBatch, types: &Map<String, Value>) -> R
         fields.push(Field::new(field.name(), to, true));
         columns.push(col);
     }
-    Ok(RecordBatch::try_new_with_options(
-        Arc::new(Schema::new(fields)),
-        columns,
-        &arrow_array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
-    )?)
+    crate::batch_with_rows(Arc::new(Schema::new(fields)), columns, batch.num_rows())
 }
 
 fn as_type(col: &ArrayRef, to: &DataType) -> Result<ArrayRef> {

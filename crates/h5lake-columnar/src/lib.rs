@@ -203,10 +203,22 @@ pub fn rows_to_batch(dtype: &Datatype, raw: &[u8], n: usize) -> Result<RecordBat
                 .collect::<Result<Vec<_>>>()?
         }
     };
+    batch_with_rows(schema, columns, n)
+}
+
+/// A batch of `rows` rows (the count kept when there are no columns).
+///
+/// # Errors
+/// Columns that do not match `schema` or `rows`.
+pub(crate) fn batch_with_rows(
+    schema: arrow_schema::SchemaRef,
+    columns: Vec<ArrayRef>,
+    rows: usize,
+) -> Result<RecordBatch> {
     Ok(RecordBatch::try_new_with_options(
         schema,
         columns,
-        &arrow_array::RecordBatchOptions::new().with_row_count(Some(n)),
+        &arrow_array::RecordBatchOptions::new().with_row_count(Some(rows)),
     )?)
 }
 

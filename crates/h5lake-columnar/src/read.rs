@@ -492,11 +492,11 @@ impl Footer {
             out_fields.push(field.clone());
             columns.push(batch.column(i).clone());
         }
-        Ok(RecordBatch::try_new_with_options(
+        crate::batch_with_rows(
             Arc::new(arrow_schema::Schema::new(out_fields)),
             columns,
-            &arrow_array::RecordBatchOptions::new().with_row_count(Some(hi - lo)),
-        )?)
+            hi - lo,
+        )
     }
 
     /// Decodes the members `which` (indices into `fields`) with Arrow's

@@ -68,11 +68,7 @@ pub fn conform(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
             }
         })
         .collect::<Result<Vec<_>>>()?;
-    Ok(RecordBatch::try_new_with_options(
-        schema.clone(),
-        columns,
-        &arrow_array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
-    )?)
+    crate::batch_with_rows(schema.clone(), columns, batch.num_rows())
 }
 
 /// Whether `dt` is h5py's boolean: an enum of a 1-byte integer with just
@@ -113,11 +109,7 @@ pub fn present(dtype: &Datatype, batch: &RecordBatch) -> Result<RecordBatch> {
         out_fields.push(Field::new(field.name(), col.data_type().clone(), true));
         columns.push(col);
     }
-    Ok(RecordBatch::try_new_with_options(
-        Arc::new(Schema::new(out_fields)),
-        columns,
-        &arrow_array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
-    )?)
+    crate::batch_with_rows(Arc::new(Schema::new(out_fields)), columns, batch.num_rows())
 }
 
 /// Fixed-length strings as variable-length bytes, their trailing NULs cut

@@ -179,48 +179,13 @@ def _arrow_types(pa, dset):
 
 
 def _with_arrow_types(pa, dset, t):
-    for name, kind in _arrow_types(pa, dset).items():
-        if name in t.column_names:
-            i = t.column_names.index(name)
-            t = t.set_column(i, pa.field(name, kind), as_arrow_type(pa, t.column(i), kind))
-    return t
-
-
-def as_arrow_type(pa, col, kind):
-    """The column ``col`` (as h5lake holds it) as the Arrow type ``kind`` a
-    Parquet load or a table noted in ``arrow_types``."""
-    if pa.types.is_fixed_size_binary(kind) and not pa.types.is_fixed_size_binary(col.type):
-        # NumPy cut the padding of these byte strings: put it back.
-        col = pa.array([None if v is None else v.ljust(kind.byte_width, b"\0")
-                        for v in col.to_pylist()], kind)
-    if pa.types.is_decimal(kind) and pa.types.is_integer(col.type):
-        # The unscaled integers: 12345 of decimal128(10, 2) is 123.45 (a
-        # cast would make it 12345.00).
-        if isinstance(col, pa.ChunkedArray):
-            return pa.chunked_array([_decimal_of_unscaled(pa, c, kind) for c in col.chunks], kind)
-        return _decimal_of_unscaled(pa, col, kind)
-    return col.cast(kind)
-
-
-def _decimal_of_unscaled(pa, arr, kind):
-    """The decimal array of type ``kind`` whose unscaled integers are the
-    integer array ``arr``; nulls stay null."""
-    n = len(arr)
-    vals = np.asarray(arr.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
-    width = kind.byte_width
-    if width <= 8:
-        data = vals.astype("<i4" if width == 4 else "<i8")
-    else:
-        # little-endian words, the high ones the sign's
-        data = np.empty((n, width // 8), "<i8")
-        data[:, 0] = vals
-        data[:, 1:] = (vals >> 63)[:, None]
-    validity = None
-    if arr.null_count:
-        valid = arr.is_valid().to_numpy(zero_copy_only=False)
-        validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
-    return pa.Array.from_buffers(kind, n, [validity, pa.py_buffer(data.tobytes())],
-                                 null_count=arr.null_count)
+    """``t`` with the columns the dataset's ``arrow_types`` names given
+    their Arrow types back (done in Rust, as the server does it)."""
+    if "arrow_types" not in dset.attrs:
+        return t
+    from .. import _core
+    cap = _core.restore_arrow_types(t, dset.attrs["arrow_types"])
+    return pa.RecordBatchReader.from_stream(_Stream(cap)).read_all()
 
 
 def unscaled(pa, col):

@@ -92,9 +92,6 @@ def _get_parquet(src, dest, *, force, allow_local_links):
         if not isinstance(obj, Dataset):
             raise ValueError(f"{os.fspath(src)} is not a dataset: a Parquet file holds one table "
                              "(name a dataset, store/path/to/dataset)")
-        kinds = {}
-        if "arrow_types" in obj.attrs:
-            kinds = {k: _arrow_type(pa, v) for k, v in json.loads(obj.attrs["arrow_types"]).items()}
         rows = obj.shape[0] if obj.shape else 1
         per = max(1, _PARQUET_SLAB_BYTES // max(1, obj.dtype.itemsize * max(1, obj.size // max(rows, 1))))
         tmp = f"{dest}.tmp-{os.getpid()}"
@@ -103,12 +100,7 @@ def _get_parquet(src, dest, *, force, allow_local_links):
         try:
             for start in range(0, max(rows, 1), per):
                 sel = None if not obj.shape else np.s_[start:start + per]
-                t = table.to_arrow(obj, sel)
-                for name, kind in kinds.items():
-                    if name in t.column_names:
-                        i = t.column_names.index(name)
-                        t = t.set_column(i, pa.field(name, kind),
-                                         table.as_arrow_type(pa, t.column(i), kind))
+                t = table.to_arrow(obj, sel)     # columns get their Arrow types back
                 if writer is None:
                     writer = pq.ParquetWriter(tmp, t.schema, compression="zstd")
                 writer.write_table(t)
