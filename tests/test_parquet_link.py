@@ -226,3 +226,24 @@ def test_linked_decimals_and_dictionaries(tmp_path):
         assert got.column("price").to_pylist() == vals
         assert got.column("price").type == pa.decimal128(9, 2)
         assert got.column("code").to_pylist() == t.column("code").cast(pa.decimal128(4, 1)).to_pylist()
+
+
+def test_options_of_the_other_kind_of_input_are_refused(tmp_path, files):
+    """load's options apply to HDF5 files or to Parquet files; given for the
+    other kind they fail by name (never silently ignored), nothing made."""
+    h5py = pytest.importorskip("h5py")
+    src, _ = files
+    for kw in ({"hyperchunk": 1 << 20}, {"keep_chunks": True}):
+        with pytest.raises(ValueError, match=next(iter(kw))):
+            h5lake.load(src, tmp_path / "p.h5l", link=True, **kw)
+        assert not (tmp_path / "p.h5l").exists()
+    with h5py.File(tmp_path / "f.h5", "w") as f:
+        f["x"] = np.arange(4)
+    for kw in ({"name": "x"}, {"chunks": 10}, {"compression": "zstd"}):
+        with pytest.raises(ValueError, match=next(iter(kw))):
+            h5lake.load(tmp_path / "f.h5", tmp_path / "h.h5l", **kw)
+        assert not (tmp_path / "h.h5l").exists()
+    r = subprocess.run([sys.executable, "-m", "h5lake", "load", "--keep-chunks", str(src),
+                        str(tmp_path / "c.h5l")], capture_output=True, text=True)
+    assert r.returncode == 2 and "keep_chunks" in r.stderr, (r.returncode, r.stderr)
+    assert not (tmp_path / "c.h5l").exists()

@@ -187,6 +187,16 @@ def load(src, dest, *, link=False, hyperchunk=None, keep_chunks=False, force=Fal
     ``skip_unsupported=True``.
     """
     files = parquet_sources(src)
+    # Options of one kind of input are refused for the other, never ignored.
+    given = {"hyperchunk": hyperchunk is not None, "keep_chunks": keep_chunks}
+    if files is None:
+        given = {"name": name is not None, "chunks": chunks is not None,
+                 "compression": compression is not None}
+    wrong = [k for k, v in given.items() if v]
+    if wrong:
+        kind = "HDF5 files" if files is not None else "Parquet files"
+        raise ValueError(f"{', '.join(wrong)} applies to {kind} only, and {os.fspath(src)} is "
+                         f"{'Parquet' if files is not None else 'not Parquet'}: drop it")
     if files is not None:
         for f in files:
             if not f.startswith("s3://") and not os.path.isfile(f):
