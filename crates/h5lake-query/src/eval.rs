@@ -1,0 +1,615 @@
+//! Evaluating an expression on the elements of a chunk, and deciding from
+//! a chunk's statistics whether any of its elements can match.
+
+use crate::expr::{ArOp, CmpOp, Func, Node};
+use crate::leaf::{Kind, Leaf};
+use crate::stats::{LeafStats, Num};
+
+/// A value of an expression over `n` elements: a column, or one value for
+/// all of them.
+#[derive(Clone, Debug)]
+pub enum Val {
+    Bools(Vec<bool>),
+    Ints(Vec<i128>),
+    Floats(Vec<f64>),
+    Bool(bool),
+    Int(i128),
+    Float(f64),
+}
+
+impl Val {
+    #[inline]
+    fn f(&self, i: usize) -> f64 {
+        match self {
+            Val::Floats(v) => v[i],
+            Val::Ints(v) => v[i] as f64,
+            Val::Bools(v) => f64::from(u8::from(v[i])),
+            Val::Float(f) => *f,
+            Val::Int(x) => *x as f64,
+            Val::Bool(b) => f64::from(u8::from(*b)),
+        }
+    }
+
+    #[inline]
+    fn i(&self, i: usize) -> i128 {
+        match self {
+            Val::Ints(v) => v[i],
+            Val::Bools(v) => i128::from(v[i]),
+            Val::Int(x) => *x,
+            Val::Bool(b) => i128::from(*b),
+            Val::Floats(v) => v[i] as i128,
+            Val::Float(f) => *f as i128,
+        }
+    }
+
+    #[inline]
+    fn b(&self, i: usize) -> bool {
+        match self {
+            Val::Bools(v) => v[i],
+            Val::Bool(b) => *b,
+            other => other.f(i) != 0.0,
+        }
+    }
+
+    fn is_float(&self) -> bool {
+        matches!(self, Val::Floats(_) | Val::Float(_))
+    }
+
+    fn is_scalar(&self) -> bool {
+        matches!(self, Val::Bool(_) | Val::Int(_) | Val::Float(_))
+    }
+
+    /// As a mask of `n` elements.
+    pub fn into_mask(self, n: usize) -> Vec<bool> {
+        match self {
+            Val::Bools(v) => v,
+            other => (0..n).map(|i| other.b(if other.is_scalar() { 0 } else { i })).collect(),
+        }
+    }
+
+    /// Element `i` as a number (floats as floats).
+    pub fn num(&self, i: usize) -> Num {
+        let i = if self.is_scalar() { 0 } else { i };
+        if self.is_float() {
+            Num::Float(self.f(i))
+        } else {
+            Num::Int(self.i(i))
+        }
+    }
+}
+
+/// The elements an expression is evaluated on: `runs` ((first, count)
+/// pairs) of the elements of `data` (elements of `size` bytes).
+#[derive(Clone, Copy)]
+pub struct Rows<'a> {
+    pub data: &'a [u8],
+    pub size: usize,
+    pub runs: &'a [(usize, usize)],
+}
+
+impl Rows<'_> {
+    pub fn len(&self) -> usize {
+        self.runs.iter().map(|r| r.1).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn each(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        self.runs.iter().flat_map(move |&(first, count)| {
+            self.data[first * self.size..(first + count) * self.size].chunks_exact(self.size)
+        })
+    }
+
+    fn column(&self, leaf: &Leaf) -> Val {
+        match leaf.kind {
+            Kind::Float { .. } => Val::Floats(self.each().map(|e| leaf.float_at(e)).collect()),
+            Kind::Bool => Val::Bools(self.each().map(|e| e[leaf.offset] != 0).collect()),
+            Kind::Int { .. } => Val::Ints(self.each().map(|e| leaf.int_at(e).unwrap_or(0)).collect()),
+        }
+    }
+}
+
+/// Evaluates `node` on `rows`.
+pub fn eval(node: &Node, leaves: &[Leaf], rows: Rows<'_>) -> Val {
+    let n = rows.len();
+    match node {
+        Node::Lit(Num::Int(i)) => Val::Int(*i),
+        Node::Lit(Num::Float(f)) => Val::Float(*f),
+        Node::BoolLit(b) => Val::Bool(*b),
+        Node::Leaf(i, _) => rows.column(&leaves[*i]),
+        Node::Neg(a) => {
+            let a = eval(a, leaves, rows);
+            map1(&a, n, |x| -x, |x| x.wrapping_neg())
+        }
+        Node::Not(a) => {
+            let a = eval(a, leaves, rows);
+            bools(&a, n, |v, i| !v.b(i))
+        }
+        Node::Func(f, a) => {
+            let a = eval(a, leaves, rows);
+            match f {
+                Func::Abs => map1(&a, n, f64::abs, i128::wrapping_abs),
+                Func::Sqrt => floats(&a, n, |v, i| v.f(i).sqrt()),
+                Func::Log => floats(&a, n, |v, i| v.f(i).ln()),
+                Func::Exp => floats(&a, n, |v, i| v.f(i).exp()),
+            }
+        }
+        Node::And(a, b) => {
+            let (a, b) = (eval(a, leaves, rows), eval(b, leaves, rows));
+            bools2(&a, &b, n, |x, y, i| x.b(i) && y.b(i))
+        }
+        Node::Or(a, b) => {
+            let (a, b) = (eval(a, leaves, rows), eval(b, leaves, rows));
+            bools2(&a, &b, n, |x, y, i| x.b(i) || y.b(i))
+        }
+        Node::Cmp(op, a, b) => {
+            let (a, b) = (eval(a, leaves, rows), eval(b, leaves, rows));
+            let op = *op;
+            if a.is_float() || b.is_float() {
+                bools2(&a, &b, n, move |x, y, i| cmp(op, x.f(i), y.f(i)))
+            } else {
+                bools2(&a, &b, n, move |x, y, i| cmp(op, x.i(i), y.i(i)))
+            }
+        }
+        Node::Arith(op, a, b, ty) => {
+            let (a, b) = (eval(a, leaves, rows), eval(b, leaves, rows));
+            let op = *op;
+            if *ty == crate::expr::Ty::Float {
+                floats2(&a, &b, n, move |x, y| float_op(op, x, y))
+            } else {
+                ints2(&a, &b, n, move |x, y| int_op(op, x, y))
+            }
+        }
+    }
+}
+
+#[inline]
+fn cmp<T: PartialOrd>(op: CmpOp, a: T, b: T) -> bool {
+    match op {
+        CmpOp::Lt => a < b,
+        CmpOp::Le => a <= b,
+        CmpOp::Gt => a > b,
+        CmpOp::Ge => a >= b,
+        CmpOp::Eq => a == b,
+        CmpOp::Ne => a != b,
+    }
+}
+
+fn float_op(op: ArOp, a: f64, b: f64) -> f64 {
+    match op {
+        ArOp::Add => a + b,
+        ArOp::Sub => a - b,
+        ArOp::Mul => a * b,
+        ArOp::Div => a / b,
+        // Python's: the result takes the divisor's sign.
+        ArOp::Mod => {
+            let r = a % b;
+            if r != 0.0 && (r < 0.0) != (b < 0.0) {
+                r + b
+            } else {
+                r
+            }
+        }
+        ArOp::Pow => a.powf(b),
+    }
+}
+
+fn int_op(op: ArOp, a: i128, b: i128) -> i128 {
+    match op {
+        ArOp::Add => a.wrapping_add(b),
+        ArOp::Sub => a.wrapping_sub(b),
+        ArOp::Mul => a.wrapping_mul(b),
+        // (Division is always a float: see `arith`.)
+        ArOp::Div => 0,
+        // numpy gives 0 for x % 0.
+        ArOp::Mod if b == 0 => 0,
+        ArOp::Mod => a.rem_euclid(b) + if b < 0 && a.rem_euclid(b) != 0 { b } else { 0 },
+        ArOp::Pow if b < 0 => 0,
+        ArOp::Pow => a.wrapping_pow(u32::try_from(b).unwrap_or(u32::MAX)),
+    }
+}
+
+fn map1(a: &Val, n: usize, f: impl Fn(f64) -> f64, g: impl Fn(i128) -> i128) -> Val {
+    match a {
+        Val::Float(x) => Val::Float(f(*x)),
+        Val::Int(x) => Val::Int(g(*x)),
+        Val::Bool(b) => Val::Int(g(i128::from(*b))),
+        Val::Floats(v) => Val::Floats(v.iter().map(|&x| f(x)).collect()),
+        other => Val::Ints((0..n).map(|i| g(other.i(i))).collect()),
+    }
+}
+
+fn floats(a: &Val, n: usize, f: impl Fn(&Val, usize) -> f64) -> Val {
+    if a.is_scalar() {
+        return Val::Float(f(a, 0));
+    }
+    Val::Floats((0..n).map(|i| f(a, i)).collect())
+}
+
+fn bools(a: &Val, n: usize, f: impl Fn(&Val, usize) -> bool) -> Val {
+    if a.is_scalar() {
+        return Val::Bool(f(a, 0));
+    }
+    Val::Bools((0..n).map(|i| f(a, i)).collect())
+}
+
+/// Applies `f` element by element to two values, either of which may be
+/// one value for all elements.
+fn pairwise<T>(a: &Val, b: &Val, n: usize, f: impl Fn(&Val, &Val, usize, usize) -> T) -> Option<Vec<T>> {
+    match (a.is_scalar(), b.is_scalar()) {
+        (true, true) => None,
+        (true, false) => Some((0..n).map(|i| f(a, b, 0, i)).collect()),
+        (false, true) => Some((0..n).map(|i| f(a, b, i, 0)).collect()),
+        (false, false) => Some((0..n).map(|i| f(a, b, i, i)).collect()),
+    }
+}
+
+fn bools2(a: &Val, b: &Val, n: usize, f: impl Fn(&Val, &Val, usize) -> bool) -> Val {
+    // (Comparisons take one index for both sides: spread scalars first.)
+    match pairwise(a, b, n, |x, y, i, j| {
+        let (x, y) = (spread(x, i), spread(y, j));
+        f(&x, &y, 0)
+    }) {
+        None => Val::Bool(f(a, b, 0)),
+        Some(v) => Val::Bools(v),
+    }
+}
+
+/// Element `i` of `v` as a one-value [`Val`].
+#[inline]
+fn spread(v: &Val, i: usize) -> Val {
+    match v {
+        Val::Floats(x) => Val::Float(x[i]),
+        Val::Ints(x) => Val::Int(x[i]),
+        Val::Bools(x) => Val::Bool(x[i]),
+        s => s.clone(),
+    }
+}
+
+fn floats2(a: &Val, b: &Val, n: usize, f: impl Fn(f64, f64) -> f64) -> Val {
+    match pairwise(a, b, n, |x, y, i, j| f(x.f(i), y.f(j))) {
+        None => Val::Float(f(a.f(0), b.f(0))),
+        Some(v) => Val::Floats(v),
+    }
+}
+
+fn ints2(a: &Val, b: &Val, n: usize, f: impl Fn(i128, i128) -> i128) -> Val {
+    match pairwise(a, b, n, |x, y, i, j| f(x.i(i), y.i(j))) {
+        None => Val::Int(f(a.i(0), b.i(0))),
+        Some(v) => Val::Ints(v),
+    }
+}
+
+/// What statistics say an expression's values can be over a chunk.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Bound {
+    /// Every value other than NaN lies in `lo..=hi` (`lo > hi`: there is
+    /// none); `nan`: some may be NaN.
+    Num { lo: f64, hi: f64, nan: bool },
+    /// Whether some element can be true, and whether some can be false.
+    Truth { t: bool, f: bool },
+}
+
+const ANY: Bound = Bound::Num {
+    lo: f64::NEG_INFINITY,
+    hi: f64::INFINITY,
+    nan: true,
+};
+
+fn down(x: f64) -> f64 {
+    if x.is_nan() || x == f64::NEG_INFINITY {
+        return x;
+    }
+    if x == 0.0 {
+        return -f64::from_bits(1);
+    }
+    let b = x.to_bits();
+    f64::from_bits(if x > 0.0 { b - 1 } else { b + 1 })
+}
+
+fn up(x: f64) -> f64 {
+    -down(-x)
+}
+
+/// `x` as floats below and above it (exact when it is one).
+fn int_bounds(x: i128) -> (f64, f64) {
+    let f = x as f64;
+    if f as i128 == x && f.is_finite() {
+        (f, f)
+    } else {
+        (down(f), up(f))
+    }
+}
+
+fn num_bounds(lo: Option<Num>, hi: Option<Num>) -> (f64, f64) {
+    let l = match lo {
+        Some(Num::Int(i)) => int_bounds(i).0,
+        Some(Num::Float(f)) => f,
+        None => f64::INFINITY,
+    };
+    let h = match hi {
+        Some(Num::Int(i)) => int_bounds(i).1,
+        Some(Num::Float(f)) => f,
+        None => f64::NEG_INFINITY,
+    };
+    (l, h)
+}
+
+/// Bounds of `node` over a chunk whose leaves have `stats` (`None`: no
+/// statistics for that leaf, anything is possible).
+pub fn bound(node: &Node, leaves: &[Leaf], stats: &[Option<&LeafStats>]) -> Bound {
+    match node {
+        Node::Lit(Num::Int(i)) => {
+            let (lo, hi) = int_bounds(*i);
+            Bound::Num { lo, hi, nan: false }
+        }
+        Node::Lit(Num::Float(f)) if f.is_nan() => Bound::Num {
+            lo: f64::INFINITY,
+            hi: f64::NEG_INFINITY,
+            nan: true,
+        },
+        Node::Lit(Num::Float(f)) => Bound::Num {
+            lo: *f,
+            hi: *f,
+            nan: false,
+        },
+        Node::BoolLit(b) => Bound::Truth { t: *b, f: !*b },
+        Node::Leaf(i, _) => {
+            let Some(s) = stats.get(*i).copied().flatten() else {
+                return if leaves[*i].kind == Kind::Bool {
+                    Bound::Truth { t: true, f: true }
+                } else {
+                    ANY
+                };
+            };
+            let (lo, hi) = num_bounds(s.min, s.max);
+            if leaves[*i].kind == Kind::Bool {
+                return Bound::Truth {
+                    t: hi >= 1.0,
+                    f: lo <= 0.0,
+                };
+            }
+            Bound::Num {
+                lo,
+                hi,
+                nan: s.nan_count > 0,
+            }
+        }
+        Node::Not(a) => match bound(a, leaves, stats) {
+            Bound::Truth { t, f } => Bound::Truth { t: f, f: t },
+            _ => Bound::Truth { t: true, f: true },
+        },
+        Node::And(a, b) => {
+            let (ta, fa) = truth(bound(a, leaves, stats));
+            let (tb, fb) = truth(bound(b, leaves, stats));
+            Bound::Truth {
+                t: ta && tb,
+                f: fa || fb,
+            }
+        }
+        Node::Or(a, b) => {
+            let (ta, fa) = truth(bound(a, leaves, stats));
+            let (tb, fb) = truth(bound(b, leaves, stats));
+            Bound::Truth {
+                t: ta || tb,
+                f: fa && fb,
+            }
+        }
+        Node::Cmp(op, a, b) => {
+            let (al, ah, an) = numeric(bound(a, leaves, stats));
+            let (bl, bh, bn) = numeric(bound(b, leaves, stats));
+            let nan = an || bn;
+            if al > ah || bl > bh {
+                // One side holds nothing but NaN (or nothing at all).
+                return Bound::Truth {
+                    t: *op == CmpOp::Ne && nan,
+                    f: *op != CmpOp::Ne && nan,
+                };
+            }
+            let single = al == ah && bl == bh && al == bl;
+            let overlap = al <= bh && bl <= ah;
+            let (t, f) = match op {
+                CmpOp::Lt => (al < bh, ah >= bl),
+                CmpOp::Le => (al <= bh, ah > bl),
+                CmpOp::Gt => (ah > bl, al <= bh),
+                CmpOp::Ge => (ah >= bl, al < bh),
+                CmpOp::Eq => (overlap, !single),
+                CmpOp::Ne => (!single, overlap),
+            };
+            // A NaN compares false, except under !=.
+            if *op == CmpOp::Ne {
+                Bound::Truth { t: t || nan, f }
+            } else {
+                Bound::Truth { t, f: f || nan }
+            }
+        }
+        Node::Neg(a) => {
+            let (lo, hi, nan) = numeric(bound(a, leaves, stats));
+            Bound::Num { lo: -hi, hi: -lo, nan }
+        }
+        Node::Func(f, a) => {
+            let (lo, hi, nan) = numeric(bound(a, leaves, stats));
+            if lo > hi {
+                return Bound::Num { lo, hi, nan };
+            }
+            match f {
+                Func::Abs if lo >= 0.0 => Bound::Num { lo, hi, nan },
+                Func::Abs if hi <= 0.0 => Bound::Num { lo: -hi, hi: -lo, nan },
+                Func::Abs => Bound::Num {
+                    lo: 0.0,
+                    hi: hi.max(-lo),
+                    nan,
+                },
+                Func::Sqrt => monotone(lo.max(0.0), hi, nan || lo < 0.0, f64::sqrt),
+                Func::Log => monotone(lo.max(0.0), hi, nan || lo < 0.0, f64::ln),
+                Func::Exp => monotone(lo, hi, nan, f64::exp),
+            }
+        }
+        Node::Arith(op, a, b, _) => {
+            let (al, ah, an) = numeric(bound(a, leaves, stats));
+            let (bl, bh, bn) = numeric(bound(b, leaves, stats));
+            if al > ah || bl > bh {
+                return Bound::Num {
+                    lo: f64::INFINITY,
+                    hi: f64::NEG_INFINITY,
+                    nan: an || bn,
+                };
+            }
+            let corners = |f: fn(f64, f64) -> f64| {
+                let c = [f(al, bl), f(al, bh), f(ah, bl), f(ah, bh)];
+                if c.iter().any(|x| x.is_nan()) {
+                    return ANY;
+                }
+                let lo = c.iter().copied().fold(f64::INFINITY, f64::min);
+                let hi = c.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                Bound::Num {
+                    lo: down(lo),
+                    hi: up(hi),
+                    nan: an || bn,
+                }
+            };
+            match op {
+                ArOp::Add => corners(|x, y| x + y),
+                ArOp::Sub => corners(|x, y| x - y),
+                ArOp::Mul => corners(|x, y| x * y),
+                ArOp::Div if bl <= 0.0 && bh >= 0.0 => ANY,
+                ArOp::Div => corners(|x, y| x / y),
+                ArOp::Mod | ArOp::Pow => ANY,
+            }
+        }
+    }
+}
+
+fn monotone(lo: f64, hi: f64, nan: bool, f: fn(f64) -> f64) -> Bound {
+    if lo > hi {
+        return Bound::Num { lo, hi, nan };
+    }
+    Bound::Num {
+        lo: down(f(lo)),
+        hi: up(f(hi)),
+        nan,
+    }
+}
+
+fn truth(b: Bound) -> (bool, bool) {
+    match b {
+        Bound::Truth { t, f } => (t, f),
+        // A number used as a condition: anything.
+        Bound::Num { .. } => (true, true),
+    }
+}
+
+fn numeric(b: Bound) -> (f64, f64, bool) {
+    match b {
+        Bound::Num { lo, hi, nan } => (lo, hi, nan),
+        Bound::Truth { t, f } => (if f { 0.0 } else { 1.0 }, if t { 1.0 } else { 0.0 }, false),
+    }
+}
+
+/// Whether some element of a chunk with these statistics can satisfy the
+/// condition `node`.
+pub fn may_match(node: &Node, leaves: &[Leaf], stats: &[Option<&LeafStats>]) -> bool {
+    truth(bound(node, leaves, stats)).0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::parse_condition;
+    use crate::leaf::leaves;
+    use crate::stats::compute;
+    use h5lake_types::Datatype;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn dtype() -> Datatype {
+        Datatype::from_json(&json!({"class": "H5T_COMPOUND", "fields": [
+            {"name": "t", "type": {"class": "H5T_INTEGER", "base": "H5T_STD_I64LE"}},
+            {"name": "x", "type": {"class": "H5T_FLOAT", "base": "H5T_IEEE_F32LE"}},
+            {"name": "u", "type": {"class": "H5T_INTEGER", "base": "H5T_STD_U8BE"}},
+        ]}))
+        .unwrap()
+    }
+
+    fn rows_of(vals: &[(i64, f32, u8)]) -> Vec<u8> {
+        vals.iter()
+            .flat_map(|(t, x, u)| {
+                let mut e = t.to_le_bytes().to_vec();
+                e.extend(x.to_le_bytes());
+                e.push(*u);
+                e
+            })
+            .collect()
+    }
+
+    const EXPRS: [&str; 10] = [
+        "t > 5",
+        "(x > 0.5) & (t < 1000)",
+        "x * 2 - 1 >= t",
+        "~(u == 3) | (x != x)",
+        "abs(x) < 0.25",
+        "sqrt(u) > 2",
+        "t / (u + 1) > 3",
+        "exp(x) <= 2 | log(u) > 1",
+        "-t < -10 and not (x < 0)",
+        "t % 7 == 3",
+    ];
+
+    proptest! {
+        #[test]
+        fn pruning_never_drops_a_match(
+            vals in prop::collection::vec(
+                (-50i64..50, prop_oneof![Just(f32::NAN), -2.0f32..2.0], 0u8..10), 1..40),
+            k in 0usize..EXPRS.len(),
+        ) {
+            let l = leaves(&dtype());
+            let data = rows_of(&vals);
+            let runs = [(0, vals.len())];
+            let rows = Rows { data: &data, size: 13, runs: &runs };
+            let node = parse_condition(EXPRS[k], &l).unwrap();
+            let mask = eval(&node, &l, rows).into_mask(vals.len());
+            // Against a plain evaluation, element by element.
+            for (i, &(t, x, u)) in vals.iter().enumerate() {
+                let x = f64::from(x);
+                let (t, u) = (t as f64, f64::from(u));
+                let want = match k {
+                    0 => t > 5.0,
+                    1 => x > 0.5 && t < 1000.0,
+                    2 => x * 2.0 - 1.0 >= t,
+                    3 => u != 3.0 || x.is_nan(),
+                    4 => x.abs() < 0.25,
+                    5 => u.sqrt() > 2.0,
+                    6 => t / (u + 1.0) > 3.0,
+                    7 => x.exp() <= 2.0 || u.ln() > 1.0,
+                    8 => -t < -10.0 && (x >= 0.0 || x.is_nan()),
+                    _ => (t as i64).rem_euclid(7) == 3,
+                };
+                prop_assert_eq!(mask[i], want, "element {} of {}", i, EXPRS[k]);
+            }
+            let stats = compute(&l, &data, 13, &runs);
+            let refs: Vec<Option<&LeafStats>> = stats.iter().map(Some).collect();
+            if mask.iter().any(|&m| m) {
+                prop_assert!(may_match(&node, &l, &refs));
+            }
+        }
+    }
+
+    #[test]
+    fn statistics_rule_chunks_out() {
+        let l = leaves(&dtype());
+        let data = rows_of(&[(10, 0.5, 1), (20, 0.75, 2)]);
+        let stats = compute(&l, &data, 13, &[(0, 2)]);
+        let refs: Vec<Option<&LeafStats>> = stats.iter().map(Some).collect();
+        let m = |e: &str| may_match(&parse_condition(e, &l).unwrap(), &l, &refs);
+        assert!(!m("t > 20"));
+        assert!(m("t >= 20"));
+        assert!(!m("(x > 0.9) | (u == 0)"));
+        assert!(m("~(t == 10)"));
+        assert!(!m("t * 2 > 100"));
+        assert!(m("t * 2 > 30"));
+        let none: Vec<Option<&LeafStats>> = vec![None; 3];
+        assert!(may_match(&parse_condition("t > 20", &l).unwrap(), &l, &none));
+    }
+}

@@ -1,0 +1,610 @@
+//! The expression language of queries and chunk functions: numbers,
+//! field names (dotted for nested compounds), `+ - * / % **`, comparisons
+//! (chained as in Python: `0 < x <= 5`), `& | ~` (also `and or not`),
+//! `abs sqrt log exp`. Comparisons bind tighter than `&` and `|`, so
+//! `x > 0 & y < 1` means what it reads as; the parenthesised form numexpr
+//! and PyTables need means the same.
+
+use crate::error::{QueryError, Result};
+use crate::leaf::{Kind, Leaf};
+use crate::stats::Num;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ty {
+    Bool,
+    Int,
+    Float,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+    Pow,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmpOp {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Func {
+    Abs,
+    Sqrt,
+    Log,
+    Exp,
+}
+
+/// The reductions a chunk function ends in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reduction {
+    Min,
+    Max,
+    Sum,
+    Mean,
+    Count,
+    Any,
+    All,
+}
+
+/// A checked expression tree.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Node {
+    Lit(Num),
+    BoolLit(bool),
+    /// A leaf, by index into the dataset's leaves.
+    Leaf(usize, Ty),
+    Neg(Box<Node>),
+    Not(Box<Node>),
+    Arith(ArOp, Box<Node>, Box<Node>, Ty),
+    Cmp(CmpOp, Box<Node>, Box<Node>),
+    And(Box<Node>, Box<Node>),
+    Or(Box<Node>, Box<Node>),
+    Func(Func, Box<Node>),
+}
+
+impl Node {
+    pub fn ty(&self) -> Ty {
+        match self {
+            Node::Lit(Num::Int(_)) => Ty::Int,
+            Node::Lit(Num::Float(_)) => Ty::Float,
+            Node::BoolLit(_) | Node::Not(_) | Node::Cmp(..) | Node::And(..) | Node::Or(..) => {
+                Ty::Bool
+            }
+            Node::Leaf(_, t) | Node::Arith(.., t) => *t,
+            Node::Neg(a) => match a.ty() {
+                Ty::Float => Ty::Float,
+                _ => Ty::Int,
+            },
+            Node::Func(Func::Abs, a) => match a.ty() {
+                Ty::Float => Ty::Float,
+                _ => Ty::Int,
+            },
+            Node::Func(..) => Ty::Float,
+        }
+    }
+
+    /// The leaves the expression reads, each once, in index order.
+    pub fn leaves_used(&self) -> Vec<usize> {
+        let mut out = Vec::new();
+        self.visit(&mut |n| {
+            if let Node::Leaf(i, _) = n {
+                out.push(*i);
+            }
+        });
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    fn visit(&self, f: &mut impl FnMut(&Node)) {
+        f(self);
+        match self {
+            Node::Neg(a) | Node::Not(a) | Node::Func(_, a) => a.visit(f),
+            Node::Arith(_, a, b, _) | Node::Cmp(_, a, b) | Node::And(a, b) | Node::Or(a, b) => {
+                a.visit(f);
+                b.visit(f);
+            }
+            _ => {}
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Tok {
+    Int(i128),
+    Float(f64),
+    Name(String),
+    Op(&'static str),
+    End,
+}
+
+fn lex(text: &str) -> Result<Vec<(Tok, usize)>> {
+    const OPS: [&str; 19] = [
+        "**", "<=", ">=", "==", "!=", "<", ">", "+", "-", "*", "/", "%", "&", "|", "~", "(", ")",
+        ",", "!",
+    ];
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c.is_whitespace() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        if c.is_ascii_digit() || (c == '.' && chars.get(i + 1).is_some_and(char::is_ascii_digit)) {
+            let mut float = false;
+            while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '.' || chars[i] == '_') {
+                float |= chars[i] == '.';
+                i += 1;
+            }
+            if i < chars.len() && (chars[i] == 'e' || chars[i] == 'E') {
+                let mut j = i + 1;
+                if j < chars.len() && (chars[j] == '+' || chars[j] == '-') {
+                    j += 1;
+                }
+                if j < chars.len() && chars[j].is_ascii_digit() {
+                    float = true;
+                    i = j;
+                    while i < chars.len() && chars[i].is_ascii_digit() {
+                        i += 1;
+                    }
+                }
+            }
+            let s: String = chars[start..i].iter().filter(|&&c| c != '_').collect();
+            let bad = || QueryError::Syntax {
+                pos: start,
+                msg: format!("{s:?} is not a number"),
+            };
+            out.push((
+                if float {
+                    Tok::Float(s.parse().map_err(|_| bad())?)
+                } else {
+                    Tok::Int(s.parse().map_err(|_| bad())?)
+                },
+                start,
+            ));
+            continue;
+        }
+        if c.is_alphabetic() || c == '_' {
+            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_' || chars[i] == '.') {
+                i += 1;
+            }
+            out.push((Tok::Name(chars[start..i].iter().collect()), start));
+            continue;
+        }
+        if c == '`' {
+            // `odd name` quotes a field whose name is not an identifier.
+            let close = chars[i + 1..].iter().position(|&c| c == '`').ok_or(QueryError::Syntax {
+                pos: start,
+                msg: "unclosed ` quote".into(),
+            })?;
+            out.push((Tok::Name(chars[i + 1..i + 1 + close].iter().collect()), start));
+            i += close + 2;
+            continue;
+        }
+        let rest: String = chars[i..(i + 2).min(chars.len())].iter().collect();
+        let Some(op) = OPS.iter().find(|op| rest.starts_with(**op)) else {
+            return Err(QueryError::Syntax {
+                pos: start,
+                msg: format!("unexpected character {c:?}"),
+            });
+        };
+        i += op.chars().count();
+        out.push((Tok::Op(op), start));
+    }
+    out.push((Tok::End, chars.len()));
+    Ok(out)
+}
+
+/// A parse in progress over a token list, resolving names against the
+/// dataset's leaves.
+struct Parser<'a> {
+    toks: Vec<(Tok, usize)>,
+    at: usize,
+    leaves: &'a [Leaf],
+    /// Whether a reduction may start here (the top of a chunk function).
+    reduction: Option<(Reduction, usize)>,
+}
+
+/// Parses a condition (a query): an expression that is true or false.
+///
+/// # Errors
+/// [`QueryError::Syntax`] or [`QueryError::Invalid`], with the position.
+pub fn parse_condition(text: &str, leaves: &[Leaf]) -> Result<Node> {
+    let node = parse_expr(text, leaves)?;
+    if node.ty() != Ty::Bool {
+        return Err(QueryError::Invalid {
+            pos: 0,
+            msg: format!("{text:?} is a number, not a condition (write, say, `{text} > 0`)"),
+        });
+    }
+    Ok(node)
+}
+
+/// Parses an expression of any type.
+///
+/// # Errors
+/// As [`parse_condition`].
+pub fn parse_expr(text: &str, leaves: &[Leaf]) -> Result<Node> {
+    let mut p = Parser {
+        toks: lex(text)?,
+        at: 0,
+        leaves,
+        reduction: None,
+    };
+    let node = p.or()?;
+    p.expect_end()?;
+    Ok(node)
+}
+
+/// Parses `reduction(expression)`, the form of a chunk function.
+///
+/// # Errors
+/// As [`parse_condition`]; an expression that is not one reduction.
+pub fn parse_reduction(text: &str, leaves: &[Leaf]) -> Result<(Reduction, Node)> {
+    let mut p = Parser {
+        toks: lex(text)?,
+        at: 0,
+        leaves,
+        reduction: None,
+    };
+    let pos = p.pos();
+    let red = match &p.toks[0].0 {
+        Tok::Name(n) => reduction_named(n),
+        _ => None,
+    };
+    let (Some(red), Tok::Op("(")) = (red, &p.toks[1].0) else {
+        return Err(QueryError::Syntax {
+            pos,
+            msg: "a chunk function is one of min, max, sum, mean, count, any, all applied to an \
+                  expression, e.g. max(abs(height))"
+                .into(),
+        });
+    };
+    p.reduction = Some((red, pos));
+    p.at = 2;
+    let inner = p.or()?;
+    p.expect(")")?;
+    p.expect_end()?;
+    let want_bool = matches!(red, Reduction::Any | Reduction::All);
+    if want_bool && inner.ty() != Ty::Bool {
+        return Err(QueryError::Invalid {
+            pos: p.toks[2].1,
+            msg: "any() and all() take a condition".into(),
+        });
+    }
+    Ok((red, inner))
+}
+
+fn reduction_named(n: &str) -> Option<Reduction> {
+    Some(match n {
+        "min" => Reduction::Min,
+        "max" => Reduction::Max,
+        "sum" => Reduction::Sum,
+        "mean" => Reduction::Mean,
+        "count" => Reduction::Count,
+        "any" => Reduction::Any,
+        "all" => Reduction::All,
+        _ => return None,
+    })
+}
+
+impl Parser<'_> {
+    fn peek(&self) -> &Tok {
+        &self.toks[self.at].0
+    }
+
+    fn pos(&self) -> usize {
+        self.toks[self.at].1
+    }
+
+    fn eat(&mut self, op: &str) -> bool {
+        let hit = match self.peek() {
+            Tok::Op(o) => *o == op,
+            Tok::Name(n) => n == op,
+            _ => false,
+        };
+        if hit {
+            self.at += 1;
+        }
+        hit
+    }
+
+    fn expect(&mut self, op: &str) -> Result<()> {
+        if self.eat(op) {
+            return Ok(());
+        }
+        Err(QueryError::Syntax {
+            pos: self.pos(),
+            msg: format!("expected {op:?}"),
+        })
+    }
+
+    fn expect_end(&self) -> Result<()> {
+        match self.peek() {
+            Tok::End => Ok(()),
+            _ => Err(QueryError::Syntax {
+                pos: self.pos(),
+                msg: "unexpected text after the end of the expression".into(),
+            }),
+        }
+    }
+
+    fn want_bool(&self, n: &Node, pos: usize, what: &str) -> Result<()> {
+        if n.ty() == Ty::Bool {
+            return Ok(());
+        }
+        Err(QueryError::Invalid {
+            pos,
+            msg: format!("{what} takes conditions (comparisons), not numbers"),
+        })
+    }
+
+    fn or(&mut self) -> Result<Node> {
+        let pos = self.pos();
+        let mut a = self.and()?;
+        loop {
+            if !(self.eat("|") || self.eat("or")) {
+                return Ok(a);
+            }
+            self.want_bool(&a, pos, "|")?;
+            let p = self.pos();
+            let b = self.and()?;
+            self.want_bool(&b, p, "|")?;
+            a = Node::Or(Box::new(a), Box::new(b));
+        }
+    }
+
+    fn and(&mut self) -> Result<Node> {
+        let pos = self.pos();
+        let mut a = self.not()?;
+        loop {
+            if !(self.eat("&") || self.eat("and")) {
+                return Ok(a);
+            }
+            self.want_bool(&a, pos, "&")?;
+            let p = self.pos();
+            let b = self.not()?;
+            self.want_bool(&b, p, "&")?;
+            a = Node::And(Box::new(a), Box::new(b));
+        }
+    }
+
+    fn not(&mut self) -> Result<Node> {
+        let pos = self.pos();
+        if self.eat("~") || self.eat("not") || self.eat("!") {
+            let a = self.not()?;
+            self.want_bool(&a, pos, "~")?;
+            return Ok(Node::Not(Box::new(a)));
+        }
+        self.cmp()
+    }
+
+    fn cmp(&mut self) -> Result<Node> {
+        let mut left = self.sum()?;
+        let mut out: Option<Node> = None;
+        loop {
+            let op = match self.peek() {
+                Tok::Op("<") => CmpOp::Lt,
+                Tok::Op("<=") => CmpOp::Le,
+                Tok::Op(">") => CmpOp::Gt,
+                Tok::Op(">=") => CmpOp::Ge,
+                Tok::Op("==") => CmpOp::Eq,
+                Tok::Op("!=") => CmpOp::Ne,
+                _ => return Ok(out.unwrap_or(left)),
+            };
+            self.at += 1;
+            let right = self.sum()?;
+            let c = Node::Cmp(op, Box::new(left), Box::new(right.clone()));
+            out = Some(match out {
+                None => c,
+                Some(prev) => Node::And(Box::new(prev), Box::new(c)),
+            });
+            left = right;
+        }
+    }
+
+    fn sum(&mut self) -> Result<Node> {
+        let mut a = self.prod()?;
+        loop {
+            let op = match self.peek() {
+                Tok::Op("+") => ArOp::Add,
+                Tok::Op("-") => ArOp::Sub,
+                _ => return Ok(a),
+            };
+            self.at += 1;
+            let b = self.prod()?;
+            a = arith(op, a, b)?;
+        }
+    }
+
+    fn prod(&mut self) -> Result<Node> {
+        let mut a = self.unary()?;
+        loop {
+            let op = match self.peek() {
+                Tok::Op("*") => ArOp::Mul,
+                Tok::Op("/") => ArOp::Div,
+                Tok::Op("%") => ArOp::Mod,
+                _ => return Ok(a),
+            };
+            self.at += 1;
+            let b = self.unary()?;
+            a = arith(op, a, b)?;
+        }
+    }
+
+    fn unary(&mut self) -> Result<Node> {
+        if self.eat("-") {
+            let a = self.unary()?;
+            return Ok(match a {
+                Node::Lit(Num::Int(i)) => Node::Lit(Num::Int(-i)),
+                Node::Lit(Num::Float(f)) => Node::Lit(Num::Float(-f)),
+                a => Node::Neg(Box::new(a)),
+            });
+        }
+        if self.eat("+") {
+            let a = self.unary()?;
+            return Ok(a);
+        }
+        self.power()
+    }
+
+    fn power(&mut self) -> Result<Node> {
+        let a = self.primary()?;
+        if self.eat("**") {
+            let b = self.unary()?;
+            return arith(ArOp::Pow, a, b);
+        }
+        Ok(a)
+    }
+
+    fn primary(&mut self) -> Result<Node> {
+        let pos = self.pos();
+        let tok = self.peek().clone();
+        self.at += 1;
+        match tok {
+            Tok::Int(i) => Ok(Node::Lit(Num::Int(i))),
+            Tok::Float(f) => Ok(Node::Lit(Num::Float(f))),
+            Tok::Op("(") => {
+                let e = self.or()?;
+                self.expect(")")?;
+                Ok(e)
+            }
+            Tok::Name(n) if self.eat("(") => {
+                let f = match n.as_str() {
+                    "abs" => Func::Abs,
+                    "sqrt" => Func::Sqrt,
+                    "log" => Func::Log,
+                    "exp" => Func::Exp,
+                    other if reduction_named(other).is_some() => {
+                        return Err(QueryError::Invalid {
+                            pos,
+                            msg: match self.reduction {
+                                Some(_) => format!("{other}() inside another reduction"),
+                                None => format!(
+                                    "{other}() reduces a chunk; conditions compare single \
+                                     elements (reductions belong in chunk functions)"
+                                ),
+                            },
+                        })
+                    }
+                    other => {
+                        return Err(QueryError::Invalid {
+                            pos,
+                            msg: format!("unknown function {other:?} (there are abs, sqrt, log, exp)"),
+                        })
+                    }
+                };
+                let a = self.or()?;
+                self.expect(")")?;
+                Ok(Node::Func(f, Box::new(a)))
+            }
+            Tok::Name(n) => match n.as_str() {
+                "True" | "true" => Ok(Node::BoolLit(true)),
+                "False" | "false" => Ok(Node::BoolLit(false)),
+                "inf" => Ok(Node::Lit(Num::Float(f64::INFINITY))),
+                "nan" => Ok(Node::Lit(Num::Float(f64::NAN))),
+                _ => {
+                    let i = self.leaves.iter().position(|l| l.name == n).ok_or_else(|| {
+                        let names: Vec<&str> = self.leaves.iter().map(|l| l.name.as_str()).collect();
+                        QueryError::Invalid {
+                            pos,
+                            msg: if names.is_empty() {
+                                format!("no field {n:?}: this dataset has no numeric fields")
+                            } else {
+                                format!("no field {n:?}; the fields are {}", names.join(", "))
+                            },
+                        }
+                    })?;
+                    let ty = match self.leaves[i].kind {
+                        Kind::Bool => Ty::Bool,
+                        Kind::Int { .. } => Ty::Int,
+                        Kind::Float { .. } => Ty::Float,
+                    };
+                    Ok(Node::Leaf(i, ty))
+                }
+            },
+            Tok::End => Err(QueryError::Syntax {
+                pos,
+                msg: "the expression ends too soon".into(),
+            }),
+            Tok::Op(o) => Err(QueryError::Syntax {
+                pos,
+                msg: format!("unexpected {o:?}"),
+            }),
+        }
+    }
+}
+
+/// Booleans (numpy bool fields, comparisons) count as 0 and 1 in
+/// arithmetic and comparisons, as in numpy.
+fn arith(op: ArOp, a: Node, b: Node) -> Result<Node> {
+    let float = a.ty() == Ty::Float || b.ty() == Ty::Float || op == ArOp::Div;
+    let ty = if float { Ty::Float } else { Ty::Int };
+    Ok(Node::Arith(op, Box::new(a), Box::new(b), ty))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::leaf::leaves;
+    use h5lake_types::Datatype;
+    use serde_json::json;
+
+    pub(crate) fn table() -> Vec<Leaf> {
+        let t = json!({"class": "H5T_COMPOUND", "fields": [
+            {"name": "t", "type": {"class": "H5T_INTEGER", "base": "H5T_STD_I64LE"}},
+            {"name": "x", "type": {"class": "H5T_FLOAT", "base": "H5T_IEEE_F32LE"}},
+        ]});
+        leaves(&Datatype::from_json(&t).unwrap())
+    }
+
+    #[test]
+    fn errors_say_where() {
+        let l = table();
+        let e = parse_condition("(x > 1) & (y < 2)", &l).unwrap_err();
+        assert!(matches!(e, QueryError::Invalid { pos: 11, .. }), "{e}");
+        assert!(e.to_string().contains("t, x"), "{e}");
+        let e = parse_condition("x > ", &l).unwrap_err();
+        assert!(matches!(e, QueryError::Syntax { pos: 4, .. }), "{e}");
+        let e = parse_condition("x + 1", &l).unwrap_err();
+        assert!(matches!(e, QueryError::Invalid { .. }), "{e}");
+        let e = parse_condition("x > 1 & t", &l).unwrap_err();
+        assert!(matches!(e, QueryError::Invalid { pos: 8, .. }), "{e}");
+        let e = parse_condition("x $ 1", &l).unwrap_err();
+        assert!(matches!(e, QueryError::Syntax { pos: 2, .. }), "{e}");
+    }
+
+    #[test]
+    fn comparisons_chain_and_bind_tighter_than_and() {
+        let l = table();
+        let a = parse_condition("0 < x <= 5 & t == 3", &l).unwrap();
+        let b = parse_condition("((0 < x) & (x <= 5)) & (t == 3)", &l).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(parse_condition("(x > 1) and not (t < 0)", &l).unwrap().leaves_used(), vec![0, 1]);
+    }
+
+    #[test]
+    fn reductions_only_at_the_top_of_a_function() {
+        let l = table();
+        let (r, n) = parse_reduction("max(abs(x))", &l).unwrap();
+        assert_eq!(r, Reduction::Max);
+        assert_eq!(n.ty(), Ty::Float);
+        assert!(parse_reduction("max(x) + 1", &l).is_err());
+        assert!(parse_reduction("max(min(x))", &l).is_err());
+        assert!(parse_condition("max(x) > 1", &l).is_err());
+        assert!(parse_reduction("any(x)", &l).is_err());
+    }
+}

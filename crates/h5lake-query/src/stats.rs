@@ -1,0 +1,461 @@
+//! Statistics of a chunk's elements, per numeric leaf: count, NaN count,
+//! bounds and sum — computed as the chunk is written, kept beside it, and
+//! merged into statistics of selections and whole datasets.
+
+use serde_json::{json, Map, Value};
+
+use crate::error::{QueryError, Result};
+use crate::leaf::{Kind, Leaf};
+
+/// A number as statistics keep it: integers exactly, floats as f64.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Num {
+    Int(i128),
+    Float(f64),
+}
+
+impl Num {
+    /// The value as a float (integers rounded to nearest).
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Num::Int(i) => i as f64,
+            Num::Float(f) => f,
+        }
+    }
+
+    fn to_json(self) -> Value {
+        match self {
+            Num::Int(i) => match (i64::try_from(i), u64::try_from(i)) {
+                (Ok(v), _) => json!(v),
+                (_, Ok(v)) => json!(v),
+                _ => json!(i.to_string()),
+            },
+            Num::Float(f) if f.is_finite() => json!(f),
+            Num::Float(f) if f.is_nan() => json!("nan"),
+            Num::Float(f) if f > 0.0 => json!("inf"),
+            Num::Float(_) => json!("-inf"),
+        }
+    }
+
+    fn from_json(v: &Value, float: bool) -> Result<Num> {
+        let bad = || QueryError::Corrupt(format!("not a number: {v}"));
+        if float {
+            return Ok(Num::Float(match v {
+                Value::String(s) => match s.as_str() {
+                    "nan" => f64::NAN,
+                    "inf" => f64::INFINITY,
+                    "-inf" => f64::NEG_INFINITY,
+                    _ => return Err(bad()),
+                },
+                v => v.as_f64().ok_or_else(bad)?,
+            }));
+        }
+        Ok(Num::Int(match v {
+            Value::String(s) => s.parse().map_err(|_| bad())?,
+            v => v
+                .as_i64()
+                .map(i128::from)
+                .or_else(|| v.as_u64().map(i128::from))
+                .ok_or_else(bad)?,
+        }))
+    }
+}
+
+/// Statistics of one leaf over some elements.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LeafStats {
+    /// Elements counted (NaNs included).
+    pub count: u64,
+    /// How many of them are NaN (floats only).
+    pub nan_count: u64,
+    /// Smallest and largest value other than NaN; `None` when every
+    /// element is NaN, or there are none.
+    pub min: Option<Num>,
+    pub max: Option<Num>,
+    /// Sum of the values other than NaN.
+    pub sum: Num,
+}
+
+impl LeafStats {
+    /// Statistics of no elements, for a leaf of floats or not.
+    pub fn empty(float: bool) -> Self {
+        Self {
+            count: 0,
+            nan_count: 0,
+            min: None,
+            max: None,
+            sum: if float { Num::Float(0.0) } else { Num::Int(0) },
+        }
+    }
+
+    /// Statistics of `n` elements that all hold `leaf`'s value in `elem`
+    /// (a fill value).
+    pub fn repeated(leaf: &Leaf, elem: &[u8], n: u64) -> Self {
+        let mut s = Self::empty(leaf.is_float());
+        if n == 0 {
+            return s;
+        }
+        s.count = n;
+        match leaf.int_at(elem) {
+            Some(i) => {
+                s.min = Some(Num::Int(i));
+                s.max = Some(Num::Int(i));
+                s.sum = Num::Int(i * i128::from(n));
+            }
+            None => {
+                let f = leaf.float_at(elem);
+                if f.is_nan() {
+                    s.nan_count = n;
+                } else {
+                    s.min = Some(Num::Float(f));
+                    s.max = Some(Num::Float(f));
+                    s.sum = Num::Float(f * n as f64);
+                }
+            }
+        }
+        s
+    }
+
+    /// Adds the statistics of other elements of the same leaf.
+    pub fn merge(&mut self, o: &LeafStats) {
+        self.count += o.count;
+        self.nan_count += o.nan_count;
+        self.min = pick(self.min, o.min, true);
+        self.max = pick(self.max, o.max, false);
+        self.sum = match (self.sum, o.sum) {
+            (Num::Int(a), Num::Int(b)) => Num::Int(a.saturating_add(b)),
+            (a, b) => Num::Float(a.as_f64() + b.as_f64()),
+        };
+    }
+
+    /// The mean of the values other than NaN.
+    pub fn mean(&self) -> Option<f64> {
+        let n = self.count - self.nan_count;
+        (n > 0).then(|| self.sum.as_f64() / n as f64)
+    }
+
+    fn to_json(&self) -> Value {
+        let opt = |n: Option<Num>| n.map_or(Value::Null, Num::to_json);
+        json!({
+            "count": self.count,
+            "nan_count": self.nan_count,
+            "min": opt(self.min),
+            "max": opt(self.max),
+            "sum": self.sum.to_json(),
+        })
+    }
+
+    fn from_json(v: &Value, float: bool) -> Result<Self> {
+        let bad = || QueryError::Corrupt(format!("leaf statistics {v}"));
+        let count = |k: &str| v.get(k).and_then(Value::as_u64).ok_or_else(bad);
+        let opt = |k: &str| match v.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(x) => Num::from_json(x, float).map(Some),
+        };
+        Ok(Self {
+            count: count("count")?,
+            nan_count: count("nan_count")?,
+            min: opt("min")?,
+            max: opt("max")?,
+            sum: Num::from_json(v.get("sum").ok_or_else(bad)?, float)?,
+        })
+    }
+}
+
+fn pick(a: Option<Num>, b: Option<Num>, smaller: bool) -> Option<Num> {
+    match (a, b) {
+        (None, x) | (x, None) => x,
+        (Some(x), Some(y)) => {
+            let x_first = match (x, y) {
+                (Num::Int(p), Num::Int(q)) => p <= q,
+                (p, q) => p.as_f64() <= q.as_f64(),
+            };
+            Some(if x_first == smaller { x } else { y })
+        }
+    }
+}
+
+/// Elements per block of a statistics pass: every leaf reads a block
+/// while it is still in the core's cache.
+const BLOCK_BYTES: usize = 64 << 10;
+
+/// Statistics of every leaf over the elements of `data` (elements of
+/// `size` bytes) in `runs` ((first element, count) pairs).
+pub fn compute(leaves: &[Leaf], data: &[u8], size: usize, runs: &[(usize, usize)]) -> Vec<LeafStats> {
+    let mut acc: Vec<Acc> = leaves.iter().map(|l| Acc::new(l.is_float())).collect();
+    if size == 0 {
+        return acc.into_iter().map(Acc::finish).collect();
+    }
+    let block = (BLOCK_BYTES / size).max(1);
+    for &(first, count) in runs {
+        let mut at = first;
+        let end = first + count;
+        while at < end {
+            let upto = (at + block).min(end);
+            let bytes = &data[at * size..upto * size];
+            for (leaf, a) in leaves.iter().zip(acc.iter_mut()) {
+                a.scan(leaf, bytes, size);
+            }
+            at = upto;
+        }
+    }
+    acc.into_iter().map(Acc::finish).collect()
+}
+
+enum Acc {
+    Int { n: u64, min: i128, max: i128, sum: i128 },
+    Float { n: u64, nan: u64, min: f64, max: f64, sum: f64 },
+}
+
+macro_rules! scan_ints {
+    ($bytes:expr, $size:expr, $off:expr, $t:ty, $big:expr, $min:expr, $max:expr, $sum:expr) => {{
+        const W: usize = std::mem::size_of::<$t>();
+        let (mut lo, mut hi, mut s) = (<$t>::MAX, <$t>::MIN, 0i128);
+        for e in $bytes.chunks_exact($size) {
+            let mut a = [0u8; W];
+            a.copy_from_slice(&e[$off..$off + W]);
+            let v = if $big { <$t>::from_be_bytes(a) } else { <$t>::from_le_bytes(a) };
+            lo = lo.min(v);
+            hi = hi.max(v);
+            s += v as i128;
+        }
+        if !$bytes.is_empty() {
+            *$min = (*$min).min(lo as i128);
+            *$max = (*$max).max(hi as i128);
+        }
+        *$sum = $sum.saturating_add(s);
+    }};
+}
+
+macro_rules! scan_floats {
+    ($bytes:expr, $size:expr, $off:expr, $t:ty, $big:expr, $nan:expr, $min:expr, $max:expr, $sum:expr) => {{
+        const W: usize = std::mem::size_of::<$t>();
+        let (mut lo, mut hi, mut s, mut nans) = (<$t>::INFINITY, <$t>::NEG_INFINITY, 0f64, 0u64);
+        for e in $bytes.chunks_exact($size) {
+            let mut a = [0u8; W];
+            a.copy_from_slice(&e[$off..$off + W]);
+            let v = if $big { <$t>::from_be_bytes(a) } else { <$t>::from_le_bytes(a) };
+            if v.is_nan() {
+                nans += 1;
+                continue;
+            }
+            lo = lo.min(v);
+            hi = hi.max(v);
+            s += v as f64;
+        }
+        *$nan += nans;
+        *$min = (*$min).min(lo as f64);
+        *$max = (*$max).max(hi as f64);
+        *$sum += s;
+    }};
+}
+
+impl Acc {
+    fn new(float: bool) -> Self {
+        if float {
+            Acc::Float {
+                n: 0,
+                nan: 0,
+                min: f64::INFINITY,
+                max: f64::NEG_INFINITY,
+                sum: 0.0,
+            }
+        } else {
+            Acc::Int {
+                n: 0,
+                min: i128::MAX,
+                max: i128::MIN,
+                sum: 0,
+            }
+        }
+    }
+
+    fn scan(&mut self, leaf: &Leaf, bytes: &[u8], size: usize) {
+        let off = leaf.offset;
+        let count = (bytes.len() / size) as u64;
+        match (self, leaf.kind) {
+            (Acc::Int { n, min, max, sum }, Kind::Bool) => {
+                *n += count;
+                let trues = bytes.chunks_exact(size).filter(|e| e[off] != 0).count() as i128;
+                if count > 0 {
+                    *min = (*min).min(i128::from(trues == count as i128));
+                    *max = (*max).max(i128::from(trues > 0));
+                }
+                *sum += trues;
+            }
+            (Acc::Int { n, min, max, sum }, Kind::Int { size: w, signed, big }) => {
+                *n += count;
+                match (w, signed) {
+                    (1, true) => scan_ints!(bytes, size, off, i8, big, min, max, sum),
+                    (1, false) => scan_ints!(bytes, size, off, u8, big, min, max, sum),
+                    (2, true) => scan_ints!(bytes, size, off, i16, big, min, max, sum),
+                    (2, false) => scan_ints!(bytes, size, off, u16, big, min, max, sum),
+                    (4, true) => scan_ints!(bytes, size, off, i32, big, min, max, sum),
+                    (4, false) => scan_ints!(bytes, size, off, u32, big, min, max, sum),
+                    (8, true) => scan_ints!(bytes, size, off, i64, big, min, max, sum),
+                    _ => scan_ints!(bytes, size, off, u64, big, min, max, sum),
+                }
+            }
+            (Acc::Float { n, nan, min, max, sum }, Kind::Float { size: w, big }) => {
+                *n += count;
+                match w {
+                    4 => scan_floats!(bytes, size, off, f32, big, nan, min, max, sum),
+                    8 => scan_floats!(bytes, size, off, f64, big, nan, min, max, sum),
+                    _ => {
+                        for e in bytes.chunks_exact(size) {
+                            let v = leaf.float_at(e);
+                            if v.is_nan() {
+                                *nan += 1;
+                            } else {
+                                *min = min.min(v);
+                                *max = max.max(v);
+                                *sum += v;
+                            }
+                        }
+                    }
+                }
+            }
+            _ => unreachable!("an accumulator is made for its leaf's kind"),
+        }
+    }
+
+    fn finish(self) -> LeafStats {
+        match self {
+            Acc::Int { n, min, max, sum } => LeafStats {
+                count: n,
+                nan_count: 0,
+                min: (n > 0).then_some(Num::Int(min)),
+                max: (n > 0).then_some(Num::Int(max)),
+                sum: Num::Int(sum),
+            },
+            Acc::Float { n, nan, min, max, sum } => LeafStats {
+                count: n,
+                nan_count: nan,
+                min: (n > nan).then_some(Num::Float(min)),
+                max: (n > nan).then_some(Num::Float(max)),
+                sum: Num::Float(sum),
+            },
+        }
+    }
+}
+
+/// What is kept beside a chunk: the statistics of its elements inside the
+/// dataset's extent, the version of the chunk object they describe, and
+/// the extent they were taken over (`live`: how many of the chunk's
+/// indices along each dimension were inside it). A record whose version or
+/// extent is not the chunk's current one describes other data and is not
+/// used.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChunkRecord {
+    pub version: String,
+    pub live: Vec<u64>,
+    /// Per leaf, in the order of the dataset's leaves.
+    pub leaves: Vec<LeafStats>,
+    /// Per chunk function, in the order they were declared.
+    pub functions: Vec<crate::functions::FnState>,
+}
+
+impl ChunkRecord {
+    /// The record as stored (JSON, leaves and functions by name).
+    pub fn to_bytes(&self, leaves: &[Leaf], functions: &[crate::functions::ChunkFunction]) -> Vec<u8> {
+        let mut fields = Map::new();
+        for (l, s) in leaves.iter().zip(&self.leaves) {
+            fields.insert(l.name.clone(), s.to_json());
+        }
+        let mut fns = Map::new();
+        for (f, s) in functions.iter().zip(&self.functions) {
+            fns.insert(f.name.clone(), s.to_json());
+        }
+        serde_json::to_vec(&json!({
+            "version": self.version,
+            "live": self.live,
+            "fields": fields,
+            "functions": fns,
+        }))
+        .expect("statistics serialize")
+    }
+
+    /// Reads a stored record for a dataset of `leaves` and `functions`;
+    /// a record that lacks one of them (written before it was declared)
+    /// is an error, which callers treat as no record.
+    ///
+    /// # Errors
+    /// Not a record of these leaves and functions.
+    pub fn from_bytes(
+        bytes: &[u8],
+        leaves: &[Leaf],
+        functions: &[crate::functions::ChunkFunction],
+    ) -> Result<Self> {
+        let v: Value = serde_json::from_slice(bytes)
+            .map_err(|e| QueryError::Corrupt(format!("statistics record: {e}")))?;
+        let bad = |what: &str| QueryError::Corrupt(format!("statistics record without {what}"));
+        let version = v.get("version").and_then(Value::as_str).ok_or_else(|| bad("version"))?;
+        let live = v
+            .get("live")
+            .and_then(Value::as_array)
+            .and_then(|a| a.iter().map(Value::as_u64).collect::<Option<Vec<u64>>>())
+            .ok_or_else(|| bad("extent"))?;
+        let fields = v.get("fields").ok_or_else(|| bad("fields"))?;
+        let leaf_stats = leaves
+            .iter()
+            .map(|l| {
+                LeafStats::from_json(fields.get(&l.name).ok_or_else(|| bad(&l.name))?, l.is_float())
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let fns = v.get("functions").ok_or_else(|| bad("functions"))?;
+        let functions = functions
+            .iter()
+            .map(|f| f.state_from_json(fns.get(&f.name).ok_or_else(|| bad(&f.name))?))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self {
+            version: version.to_string(),
+            live,
+            leaves: leaf_stats,
+            functions,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::leaf::leaves;
+    use h5lake_types::Datatype;
+
+    fn f32le() -> Datatype {
+        Datatype::from_json(&json!({"class": "H5T_FLOAT", "base": "H5T_IEEE_F32LE"})).unwrap()
+    }
+
+    #[test]
+    fn floats_skip_nans_and_count_them() {
+        let ls = leaves(&f32le());
+        let vals = [1.5f32, f32::NAN, -3.0, 7.25];
+        let data: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let s = &compute(&ls, &data, 4, &[(0, 4)])[0];
+        assert_eq!((s.count, s.nan_count), (4, 1));
+        assert_eq!(s.min, Some(Num::Float(-3.0)));
+        assert_eq!(s.max, Some(Num::Float(7.25)));
+        assert_eq!(s.sum, Num::Float(5.75));
+        let only_first_two = &compute(&ls, &data, 4, &[(0, 2)])[0];
+        assert_eq!(only_first_two.max, Some(Num::Float(1.5)));
+    }
+
+    #[test]
+    fn records_round_trip() {
+        let ls = leaves(&f32le());
+        let rec = ChunkRecord {
+            version: "v1".into(),
+            live: vec![3],
+            leaves: vec![LeafStats {
+                count: 3,
+                nan_count: 0,
+                min: Some(Num::Float(f64::NEG_INFINITY)),
+                max: Some(Num::Float(2.0)),
+                sum: Num::Float(f64::NEG_INFINITY),
+            }],
+            functions: vec![],
+        };
+        let back = ChunkRecord::from_bytes(&rec.to_bytes(&ls, &[]), &ls, &[]).unwrap();
+        assert_eq!(back, rec);
+    }
+}
