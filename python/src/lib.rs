@@ -1045,6 +1045,50 @@ impl RawFile {
         self.run(py, |d| d.chunk_count(dset_id))
     }
 
+    /// The elements of `region` (`[lo, hi)` per dimension; everything by
+    /// default) where `condition` holds, in C order: their coordinates
+    /// (little-endian u64, rank per match), their bytes, and how many
+    /// chunks were read and skipped by their statistics.
+    #[pyo3(signature = (dset_id, condition, region = None))]
+    fn dataset_query<'py>(
+        &self,
+        py: Python<'py>,
+        dset_id: &str,
+        condition: &str,
+        region: Option<Vec<(u64, u64)>>,
+    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, usize, usize)> {
+        let found = self.run(py, |d| d.query(dset_id, condition, region.as_ref()))?;
+        let coords: Vec<u8> = found.coords.iter().flat_map(|c| c.to_le_bytes()).collect();
+        Ok((
+            PyBytes::new(py, &coords),
+            PyBytes::new(py, &found.elements),
+            found.chunks_read,
+            found.chunks_skipped,
+        ))
+    }
+
+    /// Statistics over `region` (everything by default), as JSON.
+    #[pyo3(signature = (dset_id, region = None))]
+    fn dataset_aggregate(
+        &self,
+        py: Python<'_>,
+        dset_id: &str,
+        region: Option<Vec<(u64, u64)>>,
+    ) -> PyResult<String> {
+        self.run(py, |d| {
+            let (plan, agg) = d.aggregate(dset_id, region.as_ref())?;
+            Ok(h5lake_engine::stats::aggregate_json(&plan, &agg).to_string())
+        })
+    }
+
+    /// Every stored chunk's statistics, as JSON.
+    fn dataset_chunk_stats(&self, py: Python<'_>, dset_id: &str) -> PyResult<String> {
+        self.run(py, |d| {
+            let (m, plan, chunks) = d.chunk_stats(dset_id)?;
+            Ok(h5lake_engine::stats::chunk_stats_json(&plan, &m, &chunks).to_string())
+        })
+    }
+
     /// Local paths or `s3://` URLs of the dataset's chunk objects.
     fn dataset_chunk_objects(&self, py: Python<'_>, dset_id: &str) -> PyResult<Vec<String>> {
         self.run(py, |d| d.chunk_objects(dset_id))

@@ -67,6 +67,8 @@ pub struct DatasetMeta {
     /// How chunk objects hold their chunks (see [`crate::chunk_codec`]).
     pub codec: Arc<dyn ChunkCodec>,
     pub(crate) prefix: String,
+    /// The statistics kept per chunk (see [`crate::stats`]); `None`: none.
+    pub stats: Option<Arc<crate::stats::StatsPlan>>,
 }
 
 /// The members `names` of the compound `dtype`, in that order.
@@ -217,6 +219,7 @@ impl DatasetMeta {
                 })
             };
         let prefix = ids::object_prefix(id)?;
+        let stats = crate::stats::StatsPlan::of_doc(doc, &dtype)?;
         Ok(DatasetMeta {
             id: id.to_string(),
             dtype,
@@ -232,14 +235,15 @@ impl DatasetMeta {
             link,
             codec,
             prefix,
+            stats,
         })
     }
 
-    fn elem_size(&self) -> usize {
+    pub(crate) fn elem_size(&self) -> usize {
         self.dtype.fixed_size().unwrap_or(0)
     }
 
-    fn chunk_elems(&self) -> usize {
+    pub(crate) fn chunk_elems(&self) -> usize {
         self.chunk.iter().product::<u64>() as usize
     }
 
@@ -689,6 +693,9 @@ impl Domain {
             }
         }
         crate::chunk_codec::check_new(&doc, &dtype, &cprops, class == "H5D_CHUNKED")?;
+        // Chunk functions are checked now, so that a bad one is refused
+        // with its position before anything is stored.
+        crate::stats::StatsPlan::of_doc(&doc, &dtype)?;
         crate::parquet_link::check_new(
             &self.linked_files,
             &doc,
@@ -967,13 +974,14 @@ impl Domain {
                             // The chunk is already laid out in the caller's
                             // buffer: stored (or encoded) from there.
                             let key = m.key(&coords);
-                            if m.stored_as_raw() {
-                                self.store().put(&key, src)?;
+                            let rec = self.prepare_stats(m, &coords, src);
+                            let v = if m.stored_as_raw() {
+                                self.store().put(&key, src)?
                             } else {
-                                self.store().put(&key, &m.encode(src, &key)?)?;
-                            }
+                                self.store().put(&key, &m.encode(src, &key)?)?
+                            };
                             self.cache.remove(&key);
-                            return Ok(());
+                            return self.store_stats(m, &coords, rec, &v);
                         }
                     }
                     let gather = |buf: &mut Vec<u8>| {
@@ -1281,13 +1289,18 @@ impl Domain {
             )));
         }
         let key = m.key(coords);
+        let rec = if encode {
+            self.prepare_stats(m, coords, &bytes)
+        } else {
+            None
+        };
         let stored = if encode {
             m.encode(bytes, &key)?
         } else {
             bytes
         };
         match self.store().put_if_absent(&key, &stored)? {
-            PutOutcome::Written(_) => Ok(()),
+            PutOutcome::Written(v) => self.store_stats(m, coords, rec, &v),
             PutOutcome::Conflict => Err(EngineError::AlreadyExists(format!(
                 "chunk {key} already exists"
             ))),
@@ -1373,7 +1386,7 @@ impl Domain {
     /// off (a streaming read bigger than the cache) the cache is neither
     /// consulted nor filled, so a big scan does not evict what small reads
     /// keep coming back to.
-    fn load_chunk_versioned(
+    pub(crate) fn load_chunk_versioned(
         &self,
         m: &DatasetMeta,
         key: &str,
@@ -1845,12 +1858,17 @@ impl Domain {
         mut apply: impl FnMut(&mut Vec<u8>) -> Result<()>,
     ) -> Result<()> {
         let store = self.store();
+        let coords = key
+            .get(m.prefix.len()..)
+            .and_then(|k| parse_chunk_name(k, m.dims.len()))
+            .unwrap_or_default();
         if full {
             let mut buf = m.fill_chunk();
             apply(&mut buf)?;
-            store.put(key, &m.encode(buf, key)?)?;
+            let rec = self.prepare_stats(m, &coords, &buf);
+            let v = store.put(key, &m.encode(buf, key)?)?;
             self.cache.remove(key);
-            return Ok(());
+            return self.store_stats(m, &coords, rec, &v);
         }
         for attempt in 0u32.. {
             let (cur, mut buf) = match self.load_chunk_versioned(m, key, true)? {
@@ -1865,6 +1883,7 @@ impl Domain {
                 None => (None, m.fill_chunk()),
             };
             apply(&mut buf)?;
+            let rec = self.prepare_stats(m, &coords, &buf);
             let enc = m.encode(buf, key)?;
             let outcome = match &cur {
                 Some(v) if v.0 != LINKED_VERSION => store.put_if_version(key, &enc, v)?,
@@ -1877,12 +1896,12 @@ impl Domain {
                 // so the next small write or read of this chunk skips the
                 // store read (the version check still guards it).
                 PutOutcome::Written(v) if m.stored_as_raw() && self.cache.enabled() => {
-                    self.cache.insert(key, v, Bytes::from(enc));
-                    return Ok(());
+                    self.cache.insert(key, v.clone(), Bytes::from(enc));
+                    return self.store_stats(m, &coords, rec, &v);
                 }
-                PutOutcome::Written(_) => {
+                PutOutcome::Written(v) => {
                     self.cache.remove(key);
-                    return Ok(());
+                    return self.store_stats(m, &coords, rec, &v);
                 }
                 PutOutcome::Conflict => self.cache.remove(key),
             }
@@ -1915,7 +1934,7 @@ pub(crate) const LINKED_VERSION: &str = "linked";
 /// the calling thread when there is only one, or a few that the caller says
 /// are small (`inline`): waking the pool's threads, which then spin a while
 /// before they sleep again, costs more than a few small reads or edits.
-fn for_each_task(
+pub(crate) fn for_each_task(
     n: usize,
     inline: bool,
     f: impl Fn(usize) -> Result<()> + Sync + Send,

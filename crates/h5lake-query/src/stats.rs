@@ -134,7 +134,10 @@ impl LeafStats {
         (n > 0).then(|| self.sum.as_f64() / n as f64)
     }
 
-    fn to_json(&self) -> Value {
+    /// As stored: `count`, `nan_count`, `min`, `max` (null when there
+    /// is no value but NaN), `sum`; non-finite floats as "inf", "-inf",
+    /// "nan", integers beyond 64 bits as strings.
+    pub fn to_json(&self) -> Value {
         let opt = |n: Option<Num>| n.map_or(Value::Null, Num::to_json);
         json!({
             "count": self.count,

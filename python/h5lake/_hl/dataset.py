@@ -80,7 +80,7 @@ def prepare_dset(shape=None, dtype=None, data=None, chunks=None, compression=Non
                  fillvalue=None, scaleoffset=None, track_times=False, external=None,
                  track_order=None, dcpl=None, dapl=None, efile_prefix=None,
                  virtual_prefix=None, allow_unknown_filter=False, rdcc_nslots=None,
-                 rdcc_nbytes=None, rdcc_w0=None, *, fill_time=None, layout=None):
+                 rdcc_nbytes=None, rdcc_w0=None, *, fill_time=None, layout=None, stats=None):
     """Validate create_dataset arguments (h5py's make_new_dset rules) and
     convert the data; returns a :class:`_DsetPlan`.
 
@@ -153,6 +153,10 @@ def prepare_dset(shape=None, dtype=None, data=None, chunks=None, compression=Non
                                           shuffle, fletcher32, maxshape, scaleoffset, fillvalue,
                                           track_times)
         props["h5lake"] = {"chunkFormat": "parquet"}
+    from .query import stats_setting
+    setting = stats_setting(stats)
+    if setting is not None:
+        props.setdefault("h5lake", {})["stats"] = setting
     if track_order:
         props["CreateOrder"] = 1
     if fill_time is not None:
@@ -833,6 +837,73 @@ class Dataset(HLObject):
         a columnar dataset keeps the table's nulls."""
         from . import table
         return table.append(self, data)
+
+    # -- statistics and queries (see query.py) -------------------------------
+    def stats(self, sel=None, field=None):
+        """Statistics kept per chunk. Without arguments: a ``pyarrow.Table``
+        with a row per stored chunk (coordinates, extent, and per numeric
+        field its min, max, count, NaN count and sum; each chunk function's
+        value). With ``sel`` (a box of slices) or ``field``: the statistics
+        over that selection, from the records of the chunks it covers whole
+        and the data of those it covers in part — for one field a dict
+        (``count nan_count min max sum mean``; min/max/sum/mean skip NaN),
+        otherwise ``{"fields": {...}, "functions": {...}, ...}``."""
+        from . import query
+        if sel is None and field is None:
+            return query.chunk_table(self)
+        agg = query.aggregate(self, sel)
+        if field is None:
+            return agg
+        name = query._leaf(self, field)
+        if name not in agg["fields"]:
+            raise ValueError(f"no numeric field {name!r}; the numeric fields are "
+                             f"{', '.join(agg['fields']) or 'none'}")
+        return agg["fields"][name]
+
+    def min(self, field=None, sel=None):
+        """Smallest value of ``field`` over ``sel`` (everything by default),
+        from statistics where chunks are covered whole; NaN if any value is
+        NaN (as ``numpy.min``)."""
+        from . import query
+        return query.field_stat(self, "min", field, sel)
+
+    def max(self, field=None, sel=None):
+        """Largest value of ``field`` over ``sel`` (see :meth:`min`)."""
+        from . import query
+        return query.field_stat(self, "max", field, sel)
+
+    def sum(self, field=None, sel=None):
+        """Sum of ``field`` over ``sel`` (see :meth:`min`)."""
+        from . import query
+        return query.field_stat(self, "sum", field, sel)
+
+    def mean(self, field=None, sel=None):
+        """Mean of ``field`` over ``sel`` (see :meth:`min`)."""
+        from . import query
+        return query.field_stat(self, "mean", field, sel)
+
+    def count(self, field=None, sel=None):
+        """Number of values of ``field`` in ``sel`` other than NaN."""
+        from . import query
+        return query.field_stat(self, "count", field, sel)
+
+    def read_where(self, condition, fields=None, sel=None):
+        """The elements where ``condition`` holds (PyTables' name), in C
+        order, as an array of the dataset's type (or of ``fields``). Only
+        chunks whose statistics allow a match are read."""
+        from . import query
+        return query.read_where(self, condition, fields, sel)
+
+    def get_where_list(self, condition, sel=None):
+        """Coordinates of the elements where ``condition`` holds: row
+        numbers for a 1-D dataset, an ``(n, rank)`` array otherwise."""
+        from . import query
+        return query.get_where_list(self, condition, sel)
+
+    def where(self, condition, sel=None):
+        """Iterator over the elements where ``condition`` holds, in C order."""
+        from . import query
+        return query.where(self, condition, sel)
 
     def to_pandas(self, sel=None, fields=None):
         """:meth:`to_arrow` as a ``pandas.DataFrame``."""

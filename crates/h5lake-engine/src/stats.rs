@@ -1,0 +1,701 @@
+//! Per-chunk statistics kept beside the chunks, and the queries and
+//! aggregates they answer (the storage side of `h5lake-query`).
+//!
+//! Where: the record of chunk `i_j` of a dataset is the object
+//! `<dataset prefix>.h5lake/stats/i_j`, under the dataset's own prefix so
+//! that deleting the dataset (by h5lake or by HSDS, which removes the
+//! prefix) takes it along, and at a depth HSDS's key parser rejects, so
+//! HSDS's chunk listings and scans skip it.
+//!
+//! Why a record can be trusted: it names the version of the chunk object
+//! it was computed from and the extent it was computed over. A writer
+//! stores the chunk, then the record of exactly what it stored. A reader
+//! uses a record only when both still match the chunk; otherwise (a crash
+//! between the two puts, two writers whose records landed in the other
+//! order, an in-place patch, a resize, a chunk HSDS wrote) it recomputes
+//! the record from the chunk and stores it back unless a writer got there
+//! first. So statistics can be missing or stale, and then cost a read, but
+//! a query never trusts bounds that do not cover the chunk.
+
+use std::sync::{Arc, Mutex};
+
+use h5lake_query::{eval, expr, leaves, ChunkFunction, ChunkRecord, FnState, Leaf, LeafStats};
+use h5lake_store::{PutOutcome, Version};
+use h5lake_types::Datatype;
+use serde_json::Value;
+
+use crate::dataset::{for_each_task, DatasetMeta};
+use crate::domain::Domain;
+use crate::error::{EngineError, Result};
+
+/// Where records live, under a dataset's prefix.
+const STATS_DIR: &str = ".h5lake/stats/";
+
+/// What statistics a dataset keeps: its numeric leaves, and the chunk
+/// functions declared at creation.
+#[derive(Debug)]
+pub struct StatsPlan {
+    pub leaves: Vec<Leaf>,
+    pub functions: Vec<ChunkFunction>,
+}
+
+impl From<h5lake_query::QueryError> for EngineError {
+    fn from(e: h5lake_query::QueryError) -> Self {
+        match e {
+            h5lake_query::QueryError::Corrupt(m) => EngineError::Corrupt(m),
+            other => EngineError::Invalid(other.to_string()),
+        }
+    }
+}
+
+impl StatsPlan {
+    /// The plan a dataset document declares under `h5lake.stats`: absent
+    /// or `true` — statistics of every numeric leaf; `false` — none; an
+    /// object `{"functions": {name: expression}}` — those chunk functions
+    /// too. `None` when there is nothing to keep.
+    ///
+    /// # Errors
+    /// A malformed setting; a function that does not parse.
+    pub fn of_doc(doc: &Value, dtype: &Datatype) -> Result<Option<Arc<Self>>> {
+        let setting = doc.pointer("/h5lake/stats");
+        if matches!(setting, Some(Value::Bool(false))) || dtype.fixed_size().is_none() {
+            return Ok(None);
+        }
+        let leaves = leaves(dtype);
+        let mut functions = Vec::new();
+        match setting {
+            None | Some(Value::Bool(true)) => {}
+            Some(Value::Object(o)) => {
+                if let Some(k) = o.keys().find(|k| *k != "functions") {
+                    return Err(EngineError::Invalid(format!(
+                        "unknown statistics setting {k:?} (there is \"functions\")"
+                    )));
+                }
+                let fns = match o.get("functions") {
+                    None => None,
+                    Some(Value::Object(f)) => Some(f),
+                    Some(_) => {
+                        return Err(EngineError::Invalid(
+                            "statistics \"functions\" maps names to expressions".into(),
+                        ))
+                    }
+                };
+                for (name, text) in fns.into_iter().flatten() {
+                    let text = text.as_str().ok_or_else(|| {
+                        EngineError::Invalid(format!("chunk function {name:?} is not a string"))
+                    })?;
+                    functions.push(ChunkFunction::parse(name, text, &leaves)?);
+                }
+            }
+            Some(other) => {
+                return Err(EngineError::Invalid(format!(
+                    "stats is true, false, or {{\"functions\": {{…}}}}, not {other}"
+                )))
+            }
+        }
+        if leaves.is_empty() && functions.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Arc::new(Self { leaves, functions })))
+    }
+
+    /// A record of the elements of `raw` (a decoded chunk) inside the
+    /// extent, for chunk version `version`.
+    fn record(&self, m: &DatasetMeta, coords: &[u64], raw: &[u8], version: &str) -> ChunkRecord {
+        let live = live(m, coords);
+        let runs = h5lake_query::live_runs(&m.chunk, &live);
+        let size = m.elem_size();
+        let rows = eval::Rows {
+            data: raw,
+            size,
+            runs: &runs,
+        };
+        ChunkRecord {
+            version: version.to_string(),
+            live,
+            leaves: h5lake_query::stats::compute(&self.leaves, raw, size, &runs),
+            functions: self
+                .functions
+                .iter()
+                .map(|f| f.compute(&self.leaves, rows))
+                .collect(),
+        }
+    }
+}
+
+/// How many of a chunk's indices along each dimension lie inside the
+/// dataset's extent.
+fn live(m: &DatasetMeta, coords: &[u64]) -> Vec<u64> {
+    coords
+        .iter()
+        .zip(&m.chunk)
+        .zip(&m.dims)
+        .map(|((&c, &n), &d)| d.saturating_sub(c.saturating_mul(n)).min(n))
+        .collect()
+}
+
+fn stats_key(m: &DatasetMeta, coords: &[u64]) -> String {
+    crate::ids::chunk_key(&format!("{}{STATS_DIR}", m.prefix), coords)
+}
+
+/// A box of a dataset: `[lo, hi)` along each dimension.
+pub type Region = Vec<(u64, u64)>;
+
+/// Statistics over a selection, per leaf and per chunk function, with how
+/// much data was read to get them.
+#[derive(Debug)]
+pub struct Aggregate {
+    pub leaves: Vec<LeafStats>,
+    pub functions: Vec<FnState>,
+    /// Chunks whose data had to be read (partly covered, or without a
+    /// record that still describes them).
+    pub chunks_read: usize,
+    /// Chunks answered from their records alone.
+    pub chunks_from_stats: usize,
+}
+
+/// One stored chunk's statistics, for the per-chunk table.
+#[derive(Debug)]
+pub struct ChunkStats {
+    pub coords: Vec<u64>,
+    pub record: ChunkRecord,
+}
+
+/// The elements a query matched, in C order of their coordinates.
+#[derive(Debug, Default)]
+pub struct QueryMatches {
+    /// `rank` coordinates per match.
+    pub coords: Vec<u64>,
+    /// One element (the dataset's type) per match.
+    pub elements: Vec<u8>,
+    pub chunks_read: usize,
+    pub chunks_skipped: usize,
+}
+
+impl Domain {
+    /// The record of a chunk about to be written as `raw` (decoded
+    /// bytes), to be stored with [`Domain::store_stats`] once the chunk
+    /// is; `None` for datasets without statistics.
+    pub(crate) fn prepare_stats(
+        &self,
+        m: &DatasetMeta,
+        coords: &[u64],
+        raw: &[u8],
+    ) -> Option<ChunkRecord> {
+        let plan = m.stats.as_ref()?;
+        (raw.len() == m.chunk_elems() * m.elem_size()).then(|| plan.record(m, coords, raw, ""))
+    }
+
+    /// Stores `rec` as the record of the chunk at `coords`, now at
+    /// `version`.
+    ///
+    /// # Errors
+    /// I/O trouble storing the record.
+    pub(crate) fn store_stats(
+        &self,
+        m: &DatasetMeta,
+        coords: &[u64],
+        rec: Option<ChunkRecord>,
+        version: &Version,
+    ) -> Result<()> {
+        let (Some(plan), Some(mut rec)) = (&m.stats, rec) else {
+            return Ok(());
+        };
+        rec.version.clone_from(&version.0);
+        self.store()
+            .put(&stats_key(m, coords), &rec.to_bytes(&plan.leaves, &plan.functions))?;
+        Ok(())
+    }
+
+    /// The record of a stored chunk that describes it as it is now,
+    /// recomputed (and stored back) when the kept one does not. `None`:
+    /// the chunk is not stored.
+    fn current_record(
+        &self,
+        m: &DatasetMeta,
+        plan: &StatsPlan,
+        coords: &[u64],
+    ) -> Result<Option<(ChunkRecord, bool)>> {
+        let store = self.store();
+        let key = m.key(coords);
+        let skey = stats_key(m, coords);
+        let kept = store.get_versioned(&skey)?;
+        let Some(current) = store.version(&key)? else {
+            return Ok(None);
+        };
+        let want_live = live(m, coords);
+        if let Some(k) = &kept {
+            if let Ok(rec) = ChunkRecord::from_bytes(&k.data, &plan.leaves, &plan.functions) {
+                if rec.version == current.0 && rec.live == want_live {
+                    return Ok(Some((rec, false)));
+                }
+            }
+        }
+        let Some((version, data)) = self.load_chunk_versioned(m, &key, false)? else {
+            return Ok(None);
+        };
+        let rec = plan.record(m, coords, &data, &version.0);
+        if self.check_writable().is_ok() {
+            let bytes = rec.to_bytes(&plan.leaves, &plan.functions);
+            // A writer that stored a newer record meanwhile wins.
+            let _: PutOutcome = match &kept {
+                Some(k) => store.put_if_version(&skey, &bytes, &k.version)?,
+                None => store.put_if_absent(&skey, &bytes)?,
+            };
+        }
+        Ok(Some((rec, true)))
+    }
+
+    /// The record of chunk `coords` as it is now (with whether its data
+    /// was read to get it); `None` when the chunk holds no data.
+    fn record_for(
+        &self,
+        m: &DatasetMeta,
+        plan: &StatsPlan,
+        coords: &[u64],
+    ) -> Result<Option<(ChunkRecord, bool)>> {
+        if m.link.is_some() {
+            return Ok(self.linked_record(m, plan, coords)?.map(|r| (r, true)));
+        }
+        self.current_record(m, plan, coords)
+    }
+
+    /// Every stored chunk's statistics, in chunk order.
+    ///
+    /// # Errors
+    /// Unknown dataset; a dataset without statistics; I/O trouble.
+    pub fn chunk_stats(&self, id: &str) -> Result<(Arc<DatasetMeta>, Arc<StatsPlan>, Vec<ChunkStats>)> {
+        let m = self.dataset(id)?;
+        let plan = plan_of(&m)?;
+        let coords = self.chunks_with_data(&m)?;
+        let out = Mutex::new(Vec::with_capacity(coords.len()));
+        for_each_task(coords.len(), false, |i| {
+            let Some((rec, _)) = self.record_for(&m, &plan, &coords[i])? else {
+                return Ok(());
+            };
+            out.lock().unwrap_or_else(|e| e.into_inner()).push(ChunkStats {
+                coords: coords[i].clone(),
+                record: rec,
+            });
+            Ok(())
+        })?;
+        let mut out = out.into_inner().unwrap_or_else(|e| e.into_inner());
+        out.sort_by(|a, b| a.coords.cmp(&b.coords));
+        Ok((m, plan, out))
+    }
+
+    /// A record computed from a chunk of a linked dataset (kept nowhere:
+    /// its source file is not ours to version).
+    fn linked_record(
+        &self,
+        m: &DatasetMeta,
+        plan: &StatsPlan,
+        coords: &[u64],
+    ) -> Result<Option<ChunkRecord>> {
+        if m.link.is_none() {
+            return Ok(None);
+        }
+        Ok(self
+            .load_chunk_versioned(m, &m.key(coords), false)?
+            .map(|(v, data)| plan.record(m, coords, &data, &v.0)))
+    }
+
+    /// The chunks that may hold data: the stored ones, or for a linked
+    /// dataset every chunk of the extent.
+    fn chunks_with_data(&self, m: &DatasetMeta) -> Result<Vec<Vec<u64>>> {
+        if m.link.is_some() {
+            let full: Region = m.dims.iter().map(|&d| (0, d)).collect();
+            return Ok(grid(m, &full));
+        }
+        Ok(self
+            .stored_chunks(&m.id)?
+            .into_iter()
+            .map(|(c, _)| c)
+            .filter(|c| live(m, c).iter().all(|&l| l > 0))
+            .collect())
+    }
+
+    /// Statistics of the elements in `region` (the whole extent when
+    /// `None`): chunks wholly inside it from their records, the others by
+    /// reading them; elements of chunks never written count as the fill
+    /// value.
+    ///
+    /// # Errors
+    /// Unknown dataset; a type without numbers; a region outside the
+    /// extent; I/O trouble.
+    pub fn aggregate(&self, id: &str, region: Option<&Region>) -> Result<(Arc<StatsPlan>, Aggregate)> {
+        let m = self.dataset(id)?;
+        let plan = match &m.stats {
+            Some(p) => p.clone(),
+            None => adhoc_plan(&m)?,
+        };
+        let region = check_region(&m, region)?;
+        let total: u64 = region.iter().map(|(a, b)| b - a).product();
+        let chunks: Vec<Vec<u64>> = self
+            .chunks_with_data(&m)?
+            .into_iter()
+            .filter(|c| !overlap(&m, c, &region).iter().any(|(a, b)| a >= b))
+            .collect();
+        let acc = Mutex::new((
+            plan.leaves.iter().map(|l| LeafStats::empty(l.is_float())).collect::<Vec<_>>(),
+            plan.functions.iter().map(ChunkFunction::empty).collect::<Vec<_>>(),
+            0u64,
+            0usize,
+            0usize,
+        ));
+        let keeps = m.stats.is_some();
+        for_each_task(chunks.len(), false, |i| {
+            let c = &chunks[i];
+            let ov = overlap(&m, c, &region);
+            let lv = live(&m, c);
+            let whole = ov.iter().zip(&lv).all(|((a, b), l)| a == &0 && b == l);
+            let (leaf_stats, fn_states, n, read) = if whole && keeps {
+                match self.record_for(&m, &plan, c)? {
+                    Some((r, read)) => {
+                        let n = r.leaves.first().map_or_else(|| lv.iter().product(), |s| s.count);
+                        (r.leaves, r.functions, n, read)
+                    }
+                    None => return Ok(()),
+                }
+            } else {
+                let Some((_, data)) = self.load_chunk_versioned(&m, &m.key(c), false)? else {
+                    return Ok(());
+                };
+                let runs = box_runs(&m.chunk, &ov);
+                let rows = eval::Rows {
+                    data: &data,
+                    size: m.elem_size(),
+                    runs: &runs,
+                };
+                let n = rows.len() as u64;
+                (
+                    h5lake_query::stats::compute(&plan.leaves, &data, m.elem_size(), &runs),
+                    plan.functions.iter().map(|f| f.compute(&plan.leaves, rows)).collect(),
+                    n,
+                    true,
+                )
+            };
+            let mut a = acc.lock().unwrap_or_else(|e| e.into_inner());
+            for (dst, s) in a.0.iter_mut().zip(&leaf_stats) {
+                dst.merge(s);
+            }
+            for ((dst, s), f) in a.1.iter_mut().zip(&fn_states).zip(&plan.functions) {
+                f.merge(dst, s);
+            }
+            a.2 += n;
+            if read {
+                a.3 += 1;
+            } else {
+                a.4 += 1;
+            }
+            Ok(())
+        })?;
+        let (mut leaf_stats, mut fn_states, covered, read, from_stats) =
+            acc.into_inner().unwrap_or_else(|e| e.into_inner());
+        let unwritten = total.saturating_sub(covered);
+        if unwritten > 0 {
+            for (dst, l) in leaf_stats.iter_mut().zip(&plan.leaves) {
+                dst.merge(&LeafStats::repeated(l, &m.fill, unwritten));
+            }
+            for (dst, f) in fn_states.iter_mut().zip(&plan.functions) {
+                f.merge(dst, &f.repeated(&plan.leaves, &m.fill, unwritten));
+            }
+        }
+        Ok((
+            plan,
+            Aggregate {
+                leaves: leaf_stats,
+                functions: fn_states,
+                chunks_read: read,
+                chunks_from_stats: from_stats,
+            },
+        ))
+    }
+
+    /// The elements of `region` (the whole extent when `None`) for which
+    /// `condition` holds, in C order; at most `limit` of them. Chunks
+    /// whose statistics rule the condition out are not read.
+    ///
+    /// # Errors
+    /// Unknown dataset; a bad condition (with its position); I/O trouble.
+    pub fn query(
+        &self,
+        id: &str,
+        condition: &str,
+        region: Option<&Region>,
+    ) -> Result<QueryMatches> {
+        let m = self.dataset(id)?;
+        let plan = match &m.stats {
+            Some(p) => p.clone(),
+            None => adhoc_plan(&m)?,
+        };
+        let node = expr::parse_condition(condition, &plan.leaves)?;
+        let region = check_region(&m, region)?;
+        let size = m.elem_size();
+        // Elements never written read as the fill value: if it matches,
+        // every chunk of the region may hold matches.
+        let one = [(0usize, 1usize)];
+        let fill_matches = eval::eval(
+            &node,
+            &plan.leaves,
+            eval::Rows {
+                data: &m.fill,
+                size,
+                runs: &one,
+            },
+        )
+        .into_mask(1)[0];
+        let chunks = if fill_matches {
+            grid(&m, &region)
+        } else {
+            self.chunks_with_data(&m)?
+                .into_iter()
+                .filter(|c| !overlap(&m, c, &region).iter().any(|(a, b)| a >= b))
+                .collect()
+        };
+        let keeps = m.stats.is_some();
+        let found = Mutex::new((Vec::new(), 0usize, 0usize));
+        let strides = dims_strides(&m.dims);
+        for_each_task(chunks.len(), false, |i| {
+            let c = &chunks[i];
+            if keeps {
+                if let Some((rec, _)) = self.record_for(&m, &plan, c)? {
+                    let refs: Vec<Option<&LeafStats>> = rec.leaves.iter().map(Some).collect();
+                    if !eval::may_match(&node, &plan.leaves, &refs) {
+                        found.lock().unwrap_or_else(|e| e.into_inner()).2 += 1;
+                        return Ok(());
+                    }
+                }
+            }
+            let data = match self.load_chunk_versioned(&m, &m.key(c), false)? {
+                Some((_, d)) => d,
+                None if fill_matches => bytes::Bytes::from(m.fill_chunk()),
+                None => return Ok(()),
+            };
+            let ov = overlap(&m, c, &region);
+            let runs = box_runs(&m.chunk, &ov);
+            let rows = eval::Rows {
+                data: &data,
+                size,
+                runs: &runs,
+            };
+            let mask = eval::eval(&node, &plan.leaves, rows).into_mask(rows.len());
+            let origin: Vec<u64> = c.iter().zip(&m.chunk).map(|(a, b)| a * b).collect();
+            let mut hits: Vec<(u64, Vec<u8>)> = Vec::new();
+            let mut k = 0;
+            for &(first, count) in &runs {
+                for j in 0..count {
+                    if mask[k + j] {
+                        let e = first + j;
+                        let g = global_index(e as u64, &m.chunk, &origin, &strides);
+                        hits.push((g, data[e * size..(e + 1) * size].to_vec()));
+                    }
+                }
+                k += count;
+            }
+            let mut f = found.lock().unwrap_or_else(|e| e.into_inner());
+            f.0.push(hits);
+            f.1 += 1;
+            Ok(())
+        })?;
+        let (groups, read, skipped) = found.into_inner().unwrap_or_else(|e| e.into_inner());
+        let mut all: Vec<(u64, Vec<u8>)> = groups.into_iter().flatten().collect();
+        all.sort_unstable_by_key(|(g, _)| *g);
+        let mut out = QueryMatches {
+            chunks_read: read,
+            chunks_skipped: skipped,
+            ..Default::default()
+        };
+        out.elements.reserve(all.len() * size);
+        for (g, e) in all {
+            out.coords.extend(unravel(g, &m.dims));
+            out.elements.extend_from_slice(&e);
+        }
+        Ok(out)
+    }
+}
+
+/// The plan of a dataset that keeps no statistics: its leaves, for
+/// queries and aggregates that read everything.
+fn adhoc_plan(m: &DatasetMeta) -> Result<Arc<StatsPlan>> {
+    if m.dtype.fixed_size().is_none() {
+        return Err(EngineError::WrongType(
+            "queries and statistics need a fixed-size type".into(),
+        ));
+    }
+    Ok(Arc::new(StatsPlan {
+        leaves: leaves(&m.dtype),
+        functions: Vec::new(),
+    }))
+}
+
+fn plan_of(m: &DatasetMeta) -> Result<Arc<StatsPlan>> {
+    m.stats.clone().ok_or_else(|| {
+        EngineError::WrongType(format!(
+            "dataset {} keeps no statistics (created with stats=False, or of a type without numbers)",
+            m.id
+        ))
+    })
+}
+
+/// `region` checked against the extent, or the whole extent.
+fn check_region(m: &DatasetMeta, region: Option<&Region>) -> Result<Region> {
+    let Some(r) = region else {
+        return Ok(m.dims.iter().map(|&d| (0, d)).collect());
+    };
+    if r.len() != m.dims.len() || r.iter().zip(&m.dims).any(|((a, b), &d)| a > b || *b > d) {
+        return Err(EngineError::Invalid(format!(
+            "selection {r:?} is not inside the extent {:?}",
+            m.dims
+        )));
+    }
+    Ok(r.clone())
+}
+
+/// The chunk-local box of chunk `c` that is inside both `region` and the
+/// extent.
+fn overlap(m: &DatasetMeta, c: &[u64], region: &Region) -> Region {
+    c.iter()
+        .zip(&m.chunk)
+        .zip(region)
+        .map(|((&ci, &n), &(lo, hi))| {
+            let start = ci * n;
+            let a = lo.max(start) - start;
+            let b = hi.min(start + n).saturating_sub(start);
+            (a.min(b), b)
+        })
+        .collect()
+}
+
+/// Every chunk that overlaps `region`.
+fn grid(m: &DatasetMeta, region: &Region) -> Vec<Vec<u64>> {
+    if region.iter().any(|(a, b)| a >= b) {
+        return Vec::new();
+    }
+    let ranges: Vec<(u64, u64)> = region
+        .iter()
+        .zip(&m.chunk)
+        .map(|(&(a, b), &n)| (a / n, (b - 1) / n + 1))
+        .collect();
+    let mut out = Vec::new();
+    let mut idx: Vec<u64> = ranges.iter().map(|r| r.0).collect();
+    if idx.is_empty() {
+        return vec![Vec::new()];
+    }
+    loop {
+        out.push(idx.clone());
+        let mut d = idx.len();
+        loop {
+            if d == 0 {
+                return out;
+            }
+            d -= 1;
+            idx[d] += 1;
+            if idx[d] < ranges[d].1 {
+                break;
+            }
+            idx[d] = ranges[d].0;
+        }
+    }
+}
+
+/// The runs of a chunk (dimensions `chunk`) inside the chunk-local box `b`.
+fn box_runs(chunk: &[u64], b: &Region) -> Vec<(usize, usize)> {
+    let lo: Vec<u64> = b.iter().map(|r| r.0).collect();
+    let count: Vec<u64> = b.iter().map(|r| r.1 - r.0).collect();
+    let strides = dims_strides(chunk);
+    let offset: u64 = lo.iter().zip(&strides).map(|(a, s)| a * s).sum();
+    h5lake_query::live_runs(chunk, &count)
+        .into_iter()
+        .map(|(start, n)| (start + offset as usize, n))
+        .collect()
+}
+
+fn dims_strides(dims: &[u64]) -> Vec<u64> {
+    let mut s = vec![1u64; dims.len()];
+    for d in (0..dims.len().saturating_sub(1)).rev() {
+        s[d] = s[d + 1] * dims[d + 1].max(1);
+    }
+    s
+}
+
+/// The dataset-wide C-order index of element `e` of the chunk at `origin`.
+fn global_index(e: u64, chunk: &[u64], origin: &[u64], strides: &[u64]) -> u64 {
+    let mut rest = e;
+    let mut g = 0;
+    for d in (0..chunk.len()).rev() {
+        let i = rest % chunk[d];
+        rest /= chunk[d];
+        g += (origin[d] + i) * strides[d];
+    }
+    g
+}
+
+fn unravel(mut g: u64, dims: &[u64]) -> Vec<u64> {
+    let mut out = vec![0; dims.len()];
+    for d in (0..dims.len()).rev() {
+        out[d] = g % dims[d].max(1);
+        g /= dims[d].max(1);
+    }
+    out
+}
+
+/// An aggregate as JSON: per field its statistics (`count`, `nan_count`,
+/// `min`, `max`, `sum`, `mean`), per chunk function its value, and how
+/// many chunks were read or answered from statistics.
+pub fn aggregate_json(plan: &StatsPlan, a: &Aggregate) -> Value {
+    let mut fields = serde_json::Map::new();
+    for (l, s) in plan.leaves.iter().zip(&a.leaves) {
+        let mut v = s.to_json();
+        v["mean"] = s.mean().map_or(Value::Null, |x| {
+            if x.is_finite() {
+                serde_json::json!(x)
+            } else {
+                serde_json::json!(if x.is_nan() { "nan" } else if x > 0.0 { "inf" } else { "-inf" })
+            }
+        });
+        fields.insert(l.name.clone(), v);
+    }
+    let mut fns = serde_json::Map::new();
+    for (f, s) in plan.functions.iter().zip(&a.functions) {
+        fns.insert(f.name.clone(), f.value(s));
+    }
+    serde_json::json!({
+        "fields": fields,
+        "functions": fns,
+        "chunks_read": a.chunks_read,
+        "chunks_from_stats": a.chunks_from_stats,
+    })
+}
+
+/// The per-chunk table as JSON: for each stored chunk its coordinates,
+/// first element and extent, per field its statistics, per chunk function
+/// its value.
+pub fn chunk_stats_json(plan: &StatsPlan, m: &DatasetMeta, chunks: &[ChunkStats]) -> Value {
+    let rows: Vec<Value> = chunks
+        .iter()
+        .map(|c| {
+            let mut fields = serde_json::Map::new();
+            for (l, s) in plan.leaves.iter().zip(&c.record.leaves) {
+                fields.insert(l.name.clone(), s.to_json());
+            }
+            let mut fns = serde_json::Map::new();
+            for (f, s) in plan.functions.iter().zip(&c.record.functions) {
+                fns.insert(f.name.clone(), f.value(s));
+            }
+            let start: Vec<u64> = c.coords.iter().zip(&m.chunk).map(|(a, b)| a * b).collect();
+            serde_json::json!({
+                "chunk": c.coords,
+                "start": start,
+                "shape": c.record.live,
+                "fields": fields,
+                "functions": fns,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "fields": plan.leaves.iter().map(|l| l.name.clone()).collect::<Vec<_>>(),
+        "functions": plan.functions.iter().map(|f| serde_json::json!({"name": f.name, "expression": f.text})).collect::<Vec<_>>(),
+        "chunks": rows,
+    })
+}

@@ -1,0 +1,229 @@
+"""Statistics kept per chunk, and queries answered with them
+(``Dataset.stats``, ``min``/``max``/``sum``/``count``/``mean``,
+``read_where``, ``get_where_list``, ``where``).
+
+The engine keeps, beside every chunk it writes, the count, NaN count,
+bounds and sum of each numeric field (and the values of the dataset's
+chunk functions). A query reads only the chunks whose statistics say they
+can hold a match; an aggregate over whole chunks reads no data at all.
+Conditions are expressions over the fields, written as in PyTables /
+numexpr: ``(x > 0.5) & (id1 < 1000)``; comparisons also chain
+(``0 < x <= 1``) and bind tighter than ``&``/``|``. A dataset that is not
+a compound names its elements ``value``."""
+
+import json
+import math
+
+import numpy as np
+
+from . import selections as sel
+
+
+def stats_setting(stats):
+    """The ``h5lake.stats`` creation setting for ``create_dataset(stats=...)``:
+    None/True (the default: statistics of every numeric field), False (none),
+    or a dict of chunk functions ``{name: "max(abs(height))"}``."""
+    if stats is None or stats is True:
+        return None
+    if stats is False:
+        return False
+    if isinstance(stats, dict):
+        for k, v in stats.items():
+            if not isinstance(k, str) or not isinstance(v, str):
+                raise TypeError("stats maps function names (str) to expressions (str), "
+                                f"e.g. {{'max_wave': 'max(abs(height))'}}; got {k!r}: {v!r}")
+        return {"functions": dict(stats)}
+    raise TypeError(f"stats must be True, False or a dict of chunk functions, not {stats!r}")
+
+
+def region(dset, selection):
+    """``[lo, hi)`` per dimension for a selection of slices (step 1) and
+    integers; None for everything."""
+    if selection is None or selection is Ellipsis or selection == ():
+        return None
+    shape = dset.shape
+    if not isinstance(selection, tuple):
+        selection = (selection,)
+    if any(s is Ellipsis for s in selection):
+        i = next(k for k, s in enumerate(selection) if s is Ellipsis)
+        fill = (slice(None),) * (len(shape) - len(selection) + 1)
+        selection = selection[:i] + fill + selection[i + 1:]
+    if len(selection) > len(shape):
+        raise ValueError(f"selection {selection!r} has more dimensions than the dataset's {len(shape)}")
+    selection = selection + (slice(None),) * (len(shape) - len(selection))
+    out = []
+    for s, n in zip(selection, shape):
+        if isinstance(s, slice):
+            lo, hi, step = s.indices(n)
+            if step != 1:
+                raise ValueError("a query's selection is a box: slices without a step, and integers")
+            out.append((lo, max(lo, hi)))
+        elif isinstance(s, (int, np.integer)) and not isinstance(s, bool):
+            i = int(s) + (n if s < 0 else 0)
+            if not 0 <= i < n:
+                raise IndexError(f"index {int(s)} is out of range for a dimension of {n}")
+            out.append((i, i + 1))
+        else:
+            raise ValueError("a query's selection is a box: slices without a step, and integers; "
+                             f"not {s!r}")
+    return out
+
+
+def _number(v):
+    if isinstance(v, str):
+        return {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}.get(v, None) \
+            if v in ("inf", "-inf", "nan") else int(v)
+    return v
+
+
+def _fields_json(doc):
+    return {name: {k: _number(v) for k, v in s.items()} for name, s in doc.items()}
+
+
+def aggregate(dset, selection=None):
+    """Statistics of the selection: ``{"fields": {name: {count, nan_count,
+    min, max, sum, mean}}, "functions": {name: value}, "chunks_read": n,
+    "chunks_from_stats": n}``."""
+    dset._fs.check()
+    doc = json.loads(dset._fs.raw.dataset_aggregate(dset._oid, region(dset, selection)))
+    doc["fields"] = _fields_json(doc["fields"])
+    doc["functions"] = {k: _number(v) for k, v in doc["functions"].items()}
+    return doc
+
+
+def chunk_table(dset):
+    """The per-chunk statistics as a ``pyarrow.Table``: a row per stored
+    chunk with its coordinates (``chunk``), first element (``start``) and
+    extent (``shape``), then per field ``<field>.min``, ``.max``,
+    ``.count``, ``.nan_count``, ``.sum``, then each chunk function."""
+    import pyarrow as pa
+    dset._fs.check()
+    doc = json.loads(dset._fs.raw.dataset_chunk_stats(dset._oid))
+    rows = doc["chunks"]
+    dt = dset.dtype
+    cols = {
+        "chunk": pa.array([r["chunk"] for r in rows], pa.list_(pa.int64())),
+        "start": pa.array([r["start"] for r in rows], pa.list_(pa.int64())),
+        "shape": pa.array([r["shape"] for r in rows], pa.list_(pa.int64())),
+    }
+    for name in doc["fields"]:
+        kind = _leaf_dtype(dt, name)
+        bound_type = pa.float64() if kind.kind == "f" else (
+            pa.bool_() if kind.kind == "b" else
+            (pa.uint64() if kind.kind == "u" else pa.int64()))
+        if kind.kind == "b":
+            conv = lambda v: None if v is None else bool(v)  # noqa: E731
+        else:
+            conv = _number
+        for stat, typ in (("min", bound_type), ("max", bound_type), ("count", pa.int64()),
+                          ("nan_count", pa.int64()),
+                          ("sum", pa.float64() if kind.kind == "f" else pa.int64())):
+            vals = [r["fields"][name][stat] for r in rows]
+            vals = [conv(v) if stat in ("min", "max") else _number(v) for v in vals]
+            cols[f"{name}.{stat}"] = pa.array(vals, typ)
+    for f in doc["functions"]:
+        cols[f["name"]] = pa.array([_number(r["functions"][f["name"]]) for r in rows])
+    return pa.table(cols)
+
+
+def _leaf_dtype(dt, name):
+    if dt.names is None:
+        return dt.base
+    for part in name.split("."):
+        dt = dt[part]
+    return dt.base
+
+
+def _leaf(dset, field):
+    dt = dset.dtype
+    if field is None:
+        if dt.names is not None:
+            raise ValueError(f"{dset.name} is a compound dataset: name the field, "
+                             f"one of {', '.join(_numeric_names(dt))}")
+        return "value"
+    if dt.names is None:
+        raise ValueError(f"{dset.name} has no fields (its elements are named 'value' in conditions)")
+    return field
+
+
+def _numeric_names(dt, prefix=""):
+    out = []
+    for n in dt.names:
+        sub = dt[n]
+        if sub.names is not None:
+            out += _numeric_names(sub, prefix + n + ".")
+        elif sub.kind in "biuf" and sub.shape == ():
+            out.append(prefix + n)
+    return out
+
+
+def field_stat(dset, stat, field=None, selection=None):
+    """One statistic of one field over a selection, with numpy's meaning:
+    ``min``/``max``/``sum``/``mean`` are NaN when a NaN is among the values
+    (numpy's ``nanmin`` etc. are ``stats(...)["min"]``); ``count`` is the
+    number of values other than NaN."""
+    name = _leaf(dset, field)
+    fields = aggregate(dset, selection)["fields"]
+    if name not in fields:
+        raise ValueError(f"no numeric field {name!r}; the numeric fields are "
+                         f"{', '.join(fields) or 'none'}")
+    s = fields[name]
+    if stat == "count":
+        return s["count"] - s["nan_count"]
+    if s["count"] == 0:
+        if stat == "sum":
+            return 0
+        raise ValueError(f"{stat}() of an empty selection")
+    if s["nan_count"]:
+        return math.nan
+    kind = _leaf_dtype(dset.dtype, name)
+    v = s[stat]
+    if stat in ("min", "max"):
+        return kind.type(v) if kind.kind != "b" else np.bool_(v)
+    return v
+
+
+def _found(dset, condition, selection):
+    dset._fs.check()
+    if not isinstance(condition, str):
+        raise TypeError(f"a condition is a string such as '(x > 0.5) & (id < 10)', not {condition!r}")
+    coords, elems, read, skipped = dset._fs.raw.dataset_query(
+        dset._oid, condition, region(dset, selection))
+    rank = len(dset.shape)
+    coords = np.frombuffer(coords, dtype="<u8").astype(np.int64).reshape(-1, rank)
+    stored = dset._stored
+    values = np.frombuffer(elems, dtype=stored)
+    if stored != dset.dtype:
+        values = values.astype(dset.dtype)
+    else:
+        values = values.copy()
+    dset._last_query = {"chunks_read": read, "chunks_skipped": skipped}
+    return coords, values
+
+
+def read_where(dset, condition, fields=None, selection=None):
+    coords, values = _found(dset, condition, selection)
+    if fields is None:
+        return values
+    names = [fields] if isinstance(fields, str) else list(fields)
+    if dset.dtype.names is None:
+        raise ValueError(f"{dset.name} has no fields")
+    for n in names:
+        if n not in dset.dtype.names:
+            raise ValueError(f"no field {n!r}; the fields are {', '.join(dset.dtype.names)}")
+    if isinstance(fields, str):
+        return values[fields].copy()
+    out = np.empty(len(values), dtype=[(n, dset.dtype[n]) for n in names])
+    for n in names:
+        out[n] = values[n]
+    return out
+
+
+def get_where_list(dset, condition, selection=None):
+    coords, _ = _found(dset, condition, selection)
+    return coords[:, 0].copy() if coords.shape[1] == 1 else coords
+
+
+def where(dset, condition, selection=None):
+    _, values = _found(dset, condition, selection)
+    return iter(values)

@@ -1,0 +1,319 @@
+"""Per-chunk statistics, chunk functions, and queries that skip chunks
+(issue 21): every answer equals numpy over a full read, whatever the
+chunking, layout, selection, or state the statistics were left in."""
+
+import glob
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import h5lake
+
+TABLE = np.dtype([("t", "<i8"), ("sensor", "<i4"), ("value", "<f4"), ("flag", "u1")])
+
+CONDITIONS = [
+    ("t > 50", lambda a: a["t"] > 50),
+    ("(t >= 10) & (t < 20)", lambda a: (a["t"] >= 10) & (a["t"] < 20)),
+    ("value > 1.5", lambda a: a["value"] > 1.5),
+    ("(sensor == 3) | (flag != 0)", lambda a: (a["sensor"] == 3) | (a["flag"] != 0)),
+    ("~(value < 0) & (sensor < 5)", lambda a: ~(a["value"] < 0) & (a["sensor"] < 5)),
+    ("abs(value) * 2 > t / 10", lambda a: np.abs(a["value"].astype("f8")) * 2 > a["t"] / 10),
+    ("0 < sensor <= 4", lambda a: (a["sensor"] > 0) & (a["sensor"] <= 4)),
+    ("value != value", lambda a: np.isnan(a["value"])),
+    ("t % 7 == 3", lambda a: a["t"] % 7 == 3),
+]
+
+
+def make_table(n, seed=0, nans=True):
+    rng = np.random.default_rng(seed)
+    a = np.zeros(n, TABLE)
+    a["t"] = np.arange(n) + rng.integers(0, 3, n)
+    a["sensor"] = rng.integers(0, 10, n)
+    a["value"] = rng.normal(size=n).astype("f4")
+    if nans and n:
+        a["value"][rng.integers(0, n, max(1, n // 20))] = np.nan
+    a["flag"] = rng.integers(0, 2, n)
+    return a
+
+
+def same(got, want):
+    """Equal element by element, NaNs included (compared as stored bytes)."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype, got.shape, want.shape)
+    assert got.tobytes() == want.tobytes(), (got, want)
+
+
+def chunk_records(path):
+    return sorted(glob.glob(os.path.join(path, "**", ".h5lake", "stats", "*"), recursive=True))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.integers(1, 300), chunk=st.integers(1, 64), k=st.integers(0, len(CONDITIONS) - 1),
+       columnar=st.booleans(), lo=st.integers(0, 300), span=st.integers(0, 300),
+       seed=st.integers(0, 5))
+def test_queries_equal_numpy(tmp_path_factory, n, chunk, k, columnar, lo, span, seed):
+    path = str(tmp_path_factory.mktemp("q") / "q.h5l")
+    a = make_table(n, seed)
+    with h5lake.File(path, "w") as f:
+        d = f.create_dataset("t", data=a, chunks=(chunk,), maxshape=(None,),
+                             layout="columnar" if columnar else None)
+        text, fn = CONDITIONS[k]
+        mask = fn(a)
+        got = d.read_where(text)
+        same(got, a[mask])
+        np.testing.assert_array_equal(d.get_where_list(text), np.nonzero(mask)[0])
+        same(np.array(list(d.where(text)), dtype=TABLE), a[mask])
+        # Over a box of rows.
+        lo = min(lo, n)
+        hi = min(n, lo + span)
+        sub = a[lo:hi]
+        same(d.read_where(text, sel=np.s_[lo:hi]), sub[fn(sub)])
+        np.testing.assert_array_equal(d.get_where_list(text, sel=np.s_[lo:hi]),
+                                      lo + np.nonzero(fn(sub))[0])
+        # Aggregates equal numpy's, from statistics or data.
+        for field in ("t", "sensor", "flag"):
+            assert d.min(field) == a[field].min()
+            assert d.max(field) == a[field].max()
+            assert d.sum(field) == int(a[field].astype(np.int64).sum())
+            if hi > lo:
+                assert d.max(field, sel=np.s_[lo:hi]) == sub[field].max()
+        s = d.stats(field="value")
+        finite = a["value"][~np.isnan(a["value"])]
+        assert s["nan_count"] == int(np.isnan(a["value"]).sum())
+        if len(finite):
+            assert s["min"] == finite.min() and s["max"] == finite.max()
+            assert math.isclose(s["sum"], float(finite.astype("f8").sum()), rel_tol=1e-9, abs_tol=1e-9)
+        assert math.isnan(d.max("value")) == bool(np.isnan(a["value"]).any())
+
+
+def test_statistics_skip_chunks_and_answer_aggregates_without_reading(tmp_path):
+    path = str(tmp_path / "s.h5l")
+    a = make_table(10_000, nans=False)
+    with h5lake.File(path, "w") as f:
+        d = f.create_dataset("t", data=a, chunks=(1000,))
+    assert len(chunk_records(path)) == 10
+    with h5lake.File(path, "r") as f:
+        d = f["t"]
+        got = d.read_where("(t >= 4000) & (t < 4010)")
+        np.testing.assert_array_equal(got, a[(a["t"] >= 4000) & (a["t"] < 4010)])
+        # t rises with the row: one chunk (two at a boundary) can match.
+        assert d._last_query["chunks_read"] <= 2
+        assert d._last_query["chunks_skipped"] >= 8
+        agg = d.stats(sel=np.s_[:])
+        assert agg["chunks_read"] == 0 and agg["chunks_from_stats"] == 10
+        assert d.max("value") == a["value"].max()
+        # A box that cuts chunks reads only the two cut ones.
+        agg = d.stats(sel=np.s_[500:5500])
+        assert agg["chunks_read"] == 2 and agg["chunks_from_stats"] == 4
+        assert agg["fields"]["t"]["max"] == a["t"][500:5500].max()
+        table = d.stats()
+        assert table.num_rows == 10
+        assert table.column("t.max").to_pylist() == [int(a["t"][i:i + 1000].max()) for i in range(0, 10_000, 1000)]
+        assert table.column("start").to_pylist() == [[i] for i in range(0, 10_000, 1000)]
+
+
+def test_unwritten_chunks_count_as_the_fill_value(tmp_path):
+    with h5lake.File(str(tmp_path / "f.h5l"), "w") as f:
+        d = f.create_dataset("x", shape=(100, 100), dtype="f8", chunks=(10, 10), fillvalue=-1.0)
+        d[20:30, 40:45] = 7.0
+        full = d[...]
+        assert d.min() == full.min() == -1.0
+        assert d.max() == 7.0
+        assert d.sum() == full.sum()
+        assert d.count() == 10_000
+        np.testing.assert_array_equal(d.get_where_list("value > 0"), np.argwhere(full > 0))
+        np.testing.assert_array_equal(d.get_where_list("value < 0", sel=np.s_[15:35, 38:47]),
+                                      np.argwhere(full[15:35, 38:47] < 0) + [15, 38])
+        np.testing.assert_array_equal(d.read_where("value == -1")[:5], [-1.0] * 5)
+        assert len(d.read_where("value == -1")) == 10_000 - 50
+
+
+def test_records_that_no_longer_describe_a_chunk_are_not_trusted(tmp_path):
+    path = str(tmp_path / "r.h5l")
+    a = np.arange(1000, dtype="i4")
+    with h5lake.File(path, "w") as f:
+        d = f.create_dataset("x", data=a, chunks=(100,), maxshape=(None,))
+        # Overwrite smaller, in part (an in-place edit) and whole.
+        d[5:7] = [-50, -60]
+        d[100:200] = np.arange(100, dtype="i4") - 1000
+        assert d.min() == -1000
+        np.testing.assert_array_equal(d.get_where_list("value < -40"),
+                                      np.r_[5, 6, 100:200])
+        # Shrink, then grow again: the edge chunk's old elements are gone.
+        d.resize((950,))
+        assert d.max() == 949
+        d.resize((1000,))
+        assert d.max() == d[...].max()
+        np.testing.assert_array_equal(d.read_where("value > 948"), d[...][d[...] > 948])
+    # A record replaced by one with too-narrow bounds, as a crash between
+    # the chunk's write and its record's could leave: the version it names
+    # is not the chunk's, so it is recomputed.
+    rec_path = [p for p in chunk_records(path) if p.endswith("/3")][0]
+    rec = json.load(open(rec_path))
+    rec["fields"]["value"]["max"] = -1
+    rec["fields"]["value"]["min"] = -2
+    rec["version"] = "0-0-0-0"
+    json.dump(rec, open(rec_path, "w"))
+    # And one removed.
+    os.remove([p for p in chunk_records(path) if p.endswith("/4")][0])
+    with h5lake.File(path, "r") as f:
+        d = f["x"]
+        np.testing.assert_array_equal(d.get_where_list("(value >= 300) & (value < 302)"), [300, 301])
+        assert d.stats(sel=np.s_[:])["chunks_read"] == 2
+        np.testing.assert_array_equal(d.get_where_list("value == 450"), [450])
+    with h5lake.File(path, "r+") as f:
+        # A writable open stores the recomputed records back.
+        f["x"].max()
+        assert f["x"].stats(sel=np.s_[:])["chunks_read"] == 0
+
+
+WRITER = r"""
+import sys, numpy as np, h5lake
+path, k = sys.argv[1], int(sys.argv[2])
+with h5lake.File(path, "r+") as f:
+    d = f["x"]
+    for rep in range(20):
+        # Each writer owns every 4th element of each chunk: all writers
+        # edit the same chunks at once.
+        d[k::4] = np.full(len(range(k, 400, 4)), k * 1000 + rep, dtype="i8")
+"""
+
+
+def test_concurrent_writers_to_the_same_chunks_leave_exact_statistics(tmp_path):
+    path = str(tmp_path / "c.h5l")
+    with h5lake.File(path, "w") as f:
+        f.create_dataset("x", shape=(400,), dtype="i8", chunks=(100,))
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, path, str(k)]) for k in range(4)]
+    for p in procs:
+        assert p.wait(timeout=120) == 0
+    with h5lake.File(path, "r") as f:
+        d = f["x"]
+        full = d[...]
+        assert set(np.unique(full)) == {k * 1000 + 19 for k in range(4)}
+        assert d.min() == full.min() and d.max() == full.max() and d.sum() == full.sum()
+        for k in range(4):
+            np.testing.assert_array_equal(d.get_where_list(f"value == {k * 1000 + 19}"),
+                                          np.arange(k, 400, 4))
+        table = d.stats()
+        for i in range(4):
+            assert table.column("value.max")[i].as_py() == full[i * 100:(i + 1) * 100].max()
+
+
+def test_chunk_functions(tmp_path):
+    rng = np.random.default_rng(1)
+    dt = np.dtype([("height", "f4"), ("temp", "f4"), ("px", "f4"), ("py", "f4"), ("ok", "?")])
+    a = np.zeros(5000, dt)
+    for k in ("height", "temp", "px", "py"):
+        a[k] = rng.normal(300, 20, 5000) if k == "temp" else rng.normal(size=5000)
+    a["ok"] = rng.random(5000) > 0.1
+    fns = {"max_wave": "max(abs(height))", "n_hot": "sum(temp > 300)",
+           "mean_e": "mean(px*px + py*py)", "n_ok": "count(ok)", "all_ok": "all(ok)",
+           "any_cold": "any(temp < 200)", "lowest": "min(height)"}
+    with h5lake.File(str(tmp_path / "f.h5l"), "w") as f:
+        d = f.create_dataset("w", data=a, chunks=(1000,), stats=fns)
+        agg = d.stats(sel=np.s_[:])
+        assert agg["chunks_read"] == 0
+        v = agg["functions"]
+        assert v["max_wave"] == pytest.approx(np.abs(a["height"]).max())
+        assert v["n_hot"] == int((a["temp"] > 300).sum())
+        e = a["px"].astype("f8") ** 2 + a["py"].astype("f8") ** 2
+        assert v["mean_e"] == pytest.approx(e.mean(), rel=1e-9)
+        assert v["n_ok"] == int(a["ok"].sum())
+        assert v["all_ok"] is False and v["any_cold"] == bool((a["temp"] < 200).any())
+        assert v["lowest"] == pytest.approx(a["height"].min())
+        # Per chunk, and over a box that cuts chunks.
+        table = d.stats()
+        assert table.column("n_hot").to_pylist() == [int((a["temp"][i:i + 1000] > 300).sum())
+                                                      for i in range(0, 5000, 1000)]
+        part = d.stats(sel=np.s_[1500:3500])["functions"]
+        assert part["n_hot"] == int((a["temp"][1500:3500] > 300).sum())
+        # Bool fields in conditions.
+        np.testing.assert_array_equal(d.get_where_list("ok & (height > 2)"),
+                                      np.nonzero(a["ok"] & (a["height"] > 2))[0])
+
+
+@pytest.mark.parametrize("fns, where", [
+    ({"bad": "max(abs(height)"}, "position 15"),
+    ({"bad": "max(nope)"}, "no field 'nope'".replace("'", '"')),
+    ({"bad": "height + 1"}, "position 0"),
+    ({"bad": "max(min(height))"}, "inside another reduction"),
+    ({"height": "max(height)"}, "name of a field"),
+])
+def test_bad_chunk_functions_are_refused_at_create(tmp_path, fns, where):
+    with h5lake.File(str(tmp_path / "f.h5l"), "w") as f:
+        with pytest.raises(ValueError, match=where):
+            f.create_dataset("w", shape=(10,), dtype=[("height", "f4")], stats=fns)
+        assert "w" not in f
+        with pytest.raises(TypeError):
+            f.create_dataset("v", shape=(10,), dtype="f4", stats="yes")
+
+
+def test_bad_conditions_say_where_and_write_nothing(tmp_path):
+    path = str(tmp_path / "b.h5l")
+    a = make_table(100)
+    with h5lake.File(path, "w") as f:
+        f.create_dataset("t", data=a, chunks=(10,))
+    before = {p: os.stat(p).st_mtime_ns for p in glob.glob(path + "/**", recursive=True)}
+    with h5lake.File(path, "r") as f:
+        d = f["t"]
+        with pytest.raises(ValueError, match=r'no field "x".*position 0'):
+            d.read_where("x > 1")
+        with pytest.raises(ValueError, match="position 4"):
+            d.read_where("t > )")
+        with pytest.raises(ValueError, match="not a condition"):
+            d.read_where("t + 1")
+        with pytest.raises(ValueError, match="position 10"):
+            d.get_where_list("(t > 1) & sensor")
+        with pytest.raises(ValueError, match="box"):
+            d.read_where("t > 1", sel=np.s_[::2])
+        with pytest.raises(ValueError, match="name the field"):
+            d.max()
+    after = {p: os.stat(p).st_mtime_ns for p in glob.glob(path + "/**", recursive=True)}
+    assert before == after
+
+
+def test_stats_false_keeps_none_and_queries_stay_exact(tmp_path):
+    path = str(tmp_path / "n.h5l")
+    a = make_table(1000)
+    with h5lake.File(path, "w") as f:
+        d = f.create_dataset("t", data=a, chunks=(100,), stats=False)
+        assert chunk_records(path) == []
+        same(d.read_where("sensor == 2"), a[a["sensor"] == 2])
+        assert d.max("t") == a["t"].max()
+        assert d.stats(sel=np.s_[:])["chunks_read"] == 10
+        with pytest.raises(TypeError, match="no statistics"):
+            d.stats()
+
+
+def test_nested_fields_and_n_d(tmp_path):
+    dt = np.dtype([("pos", [("x", "<f8"), ("y", ">i2")]), ("id", "<u8")])
+    a = np.zeros((20, 30), dt)
+    a["pos"]["x"] = np.arange(600).reshape(20, 30) / 7
+    a["pos"]["y"] = np.arange(600).reshape(20, 30) % 13
+    a["id"] = np.uint64(2**63) + np.arange(600, dtype=np.uint64).reshape(20, 30)
+    with h5lake.File(str(tmp_path / "n.h5l"), "w") as f:
+        d = f.create_dataset("p", data=a, chunks=(7, 8))
+        mask = (a["pos"]["x"] > 50) & (a["pos"]["y"] < 4)
+        np.testing.assert_array_equal(d.get_where_list("(pos.x > 50) & (pos.y < 4)"), np.argwhere(mask))
+        np.testing.assert_array_equal(d.read_where("(pos.x > 50) & (pos.y < 4)"), a[mask])
+        assert d.max("id") == a["id"].max() and d.min("id") == 2**63
+        np.testing.assert_array_equal(d.get_where_list(f"id == {2**63 + 599}"), [[19, 29]])
+        assert d.max("pos.y", sel=np.s_[3:9, 2:20]) == a["pos"]["y"][3:9, 2:20].max()
+
+
+def test_statistics_on_s3(s3_root):
+    a = make_table(2000, nans=False)
+    with h5lake.File(s3_root + "/s.h5l", "w") as f:
+        d = f.create_dataset("t", data=a, chunks=(500,))
+        np.testing.assert_array_equal(d.read_where("(t >= 600) & (t < 700)"),
+                                      a[(a["t"] >= 600) & (a["t"] < 700)])
+        assert d._last_query["chunks_skipped"] >= 2
+        assert d.stats(sel=np.s_[:])["chunks_read"] == 0
+        assert d.max("t") == a["t"].max()
