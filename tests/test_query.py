@@ -317,3 +317,104 @@ def test_statistics_on_s3(s3_root):
         assert d._last_query["chunks_skipped"] >= 2
         assert d.stats(sel=np.s_[:])["chunks_read"] == 0
         assert d.max("t") == a["t"].max()
+
+
+def test_h5pyd_read_where_through_the_server(tmp_path):
+    """h5pyd's Table.read_where against h5lake serve equals numpy on the
+    same data; the server answers it from the chunks that can match, and
+    serves the statistics at /datasets/<id>/stats."""
+    h5pyd = pytest.importorskip("h5pyd")
+    from servers import Server
+    user, pw = "test_user1", "test"
+    s = Server(tmp_path / "bucket")
+    try:
+        assert s.request("PUT", "/", {"folder": 1}, params={"domain": "/home/"})[0] == 201
+        assert s.request("PUT", "/", {"folder": 1, "owner": user},
+                         params={"domain": f"/home/{user}/"})[0] == 201
+        domain = f"/home/{user}/q.h5"
+        a = make_table(20_000, nans=False)
+        with h5pyd.File(domain, "w", endpoint=s.endpoint, username=user, password=pw) as f:
+            f.create_table("t", data=a, dtype=TABLE, chunks=(2000,))
+        with h5pyd.File(domain, "r", endpoint=s.endpoint, username=user, password=pw) as f:
+            t = f["t"]
+            for text, fn in CONDITIONS[:7]:
+                got = np.array(list(t.read_where(text)), dtype=TABLE)
+                same(got, a[fn(a)])
+            got = np.array(list(t.read_where("(t >= 5000) & (t < 5100)", limit=7)), dtype=TABLE)
+            same(got, a[(a["t"] >= 5000) & (a["t"] < 5100)][:7])
+            did = t.id.id
+        status, _, rsp = s.request("GET", f"/datasets/{did}/stats", user=user,
+                                   params={"domain": domain})
+        assert status == 200, rsp
+        assert rsp["total"]["fields"]["t"]["max"] == int(a["t"].max())
+        assert rsp["total"]["fields"]["sensor"]["sum"] == int(a["sensor"].sum())
+        assert [c["fields"]["t"]["min"] for c in rsp["chunks"]] == \
+            [int(a["t"][i:i + 2000].min()) for i in range(0, 20_000, 2000)]
+        # A selective query reads a chunk or two of ten: the records of all
+        # ten are current after the first request, so the answer comes from them.
+        assert rsp["total"]["chunks_read"] + rsp["total"]["chunks_from_stats"] == 10
+        status, _, rsp = s.request("GET", f"/datasets/{did}/value", user=user, params={
+            "domain": domain, "query": "(t > 100) & (t < 105)", "select": "[0:20000]"})
+        assert status == 200 and rsp["index"] == list(np.nonzero((a["t"] > 100) & (a["t"] < 105))[0])
+        # Bad conditions are 400s; stats of a missing dataset a 404.
+        for bad in ["t >", "nope > 1", "t + 1"]:
+            assert s.request("GET", f"/datasets/{did}/value", user=user,
+                             params={"domain": domain, "query": bad})[0] == 400, bad
+        assert s.request("GET", f"/datasets/{did}/stats", user=None, params={"domain": domain})[0] == 401
+        assert s.request("GET", f"/datasets/{did}/stats", user="test_user2", params={"domain": domain})[0] == 403
+    finally:
+        s.stop()
+
+
+def _cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "h5lake", *args], capture_output=True,
+                          text=True, timeout=300, cwd=cwd)
+
+
+def test_the_command_line(tmp_path):
+    import h5py
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+    a = make_table(5000, nans=False)
+    with h5py.File(tmp_path / "run.h5", "w") as f:
+        f.create_dataset("events", data=a, chunks=(500,))
+    # Linked: the data stays in the file; its chunks have no records yet.
+    r = _cli("load", "--link", "--hyperchunk", "0", "-q", str(tmp_path / "run.h5"),
+             str(tmp_path / "run.h5l"))
+    assert r.returncode == 0, r.stderr
+    store = tmp_path / "run.h5l"
+    assert chunk_records(str(store)) == []
+    r = _cli("stats", "--build", str(store))
+    assert r.returncode == 0, r.stderr
+    assert "10 computed" in r.stderr
+    assert len(chunk_records(str(store))) == 10
+    r = _cli("stats", "--build", "-q", str(store / "events"))
+    assert r.returncode == 0 and r.stderr == ""
+    with h5lake.File(str(store), "r") as f:
+        assert f["events"].stats(sel=np.s_[:])["chunks_read"] == 0
+    r = _cli("stats", "--json", str(store / "events"))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["total"]["fields"]["t"]["max"] == int(a["t"].max())
+    assert [c["t.min"] for c in doc["chunks"]] == [int(a["t"][i:i + 500].min()) for i in range(0, 5000, 500)]
+    want = a[(a["t"] > 1000) & (a["sensor"] == 7)]
+    r = _cli("query", str(store / "events"), "(t > 1000) & (sensor == 7)", "--fields", "t,value",
+             "-o", str(tmp_path / "hits.parquet"))
+    assert r.returncode == 0, r.stderr
+    t = pq.read_table(tmp_path / "hits.parquet")
+    assert t.column_names == ["t", "value"]
+    np.testing.assert_array_equal(t.column("t").to_numpy(), want["t"])
+    r = _cli("query", "-q", "--coords", str(store / "events"), "(t > 1000) & (sensor == 7)")
+    assert r.returncode == 0, r.stderr
+    import io
+    rows = pcsv.read_csv(io.BytesIO(r.stdout.encode()))
+    np.testing.assert_array_equal(rows.column("dim0").to_numpy(),
+                                  np.nonzero((a["t"] > 1000) & (a["sensor"] == 7))[0])
+    for bad, msg in [(["query", str(store / "events"), "t >> 1"], "position"),
+                     (["query", str(store / "events"), "nope > 1"], 'no field "nope"'),
+                     (["query", str(store), "t > 1"], "name a dataset"),
+                     (["query", str(store / "events"), "t > 1", "-o", str(tmp_path / "x.txt")], ".parquet or .csv"),
+                     (["stats", str(tmp_path / "missing.h5l")], "no such")]:
+        r = _cli(*bad)
+        assert r.returncode == 2 and msg in r.stderr, (bad, r.stderr)
+    assert not (tmp_path / "x.txt").exists()

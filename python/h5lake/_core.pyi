@@ -145,6 +145,19 @@ class RawFile:
     def dataset_chunk_objects(self, dset_id: str) -> list[str]:
         """Local paths or ``s3://`` URLs of the stored chunk objects, in
         chunk order (Parquet files for a columnar dataset)."""
+    def dataset_query(
+        self, dset_id: str, condition: str, region: list[tuple[int, int]] | None = None
+    ) -> tuple[bytes, bytes, int, int]:
+        """Elements of ``region`` (``[lo, hi)`` per dimension) where
+        ``condition`` holds, in C order: coordinates (little-endian u64,
+        rank per match), element bytes, chunks read, chunks skipped."""
+    def dataset_aggregate(self, dset_id: str, region: list[tuple[int, int]] | None = None) -> str:
+        """Statistics over ``region`` as JSON: fields, functions, chunks read
+        and answered from statistics."""
+    def dataset_chunk_stats(self, dset_id: str) -> str:
+        """Every stored chunk's statistics record, as JSON."""
+    def dataset_build_stats(self, ids: list[str], progress: bool) -> tuple[int, int]:
+        """Computes and keeps missing or stale statistics: (chunks, computed)."""
 
 def domain_exists(url: str) -> bool:
     """Whether ``url`` (a local path or ``s3://bucket/path``) names an existing domain."""

@@ -1,7 +1,8 @@
 """The ``h5lake`` command line: ``ls``, ``info``, ``diff``, ``rm``, ``cp``,
 ``mv`` over stores and the objects in them, ``load`` (HDF5 file -> store),
-``get`` (store -> HDF5 file, or a dataset -> Parquet file) and ``serve`` (the
-HSDS REST API).
+``get`` (store -> HDF5 file, or a dataset -> Parquet file), ``stats`` and
+``query`` (per-chunk statistics, and conditions answered with them) and
+``serve`` (the HSDS REST API).
 
 Exit status: 0 on success (and for ``diff``, when equal), 1 when ``diff``
 finds differences, 2 on any error (h5diff's convention), 3 when ``load`` or
@@ -20,6 +21,8 @@ import re
 import signal
 import sys
 
+import numpy as np
+
 import h5lake
 
 _ERRORS = (OSError, KeyError, ValueError, TypeError, RuntimeError)
@@ -36,6 +39,13 @@ def parse_size(text):
         raise argparse.ArgumentTypeError(
             f"invalid size {text!r}: give a number of bytes, optionally with K, M or G (e.g. 4M)")
     return size
+
+
+def parse_size_or_zero(text):
+    """As :func:`parse_size`, also taking 0 (for options where 0 means off)."""
+    if text.strip() in ("0", "0b", "0B"):
+        return 0
+    return parse_size(text)
 
 
 def _human(nbytes):
@@ -105,6 +115,112 @@ def _cp(args):
 
 def _mv(args):
     h5lake.mv(args.src, args.dst)
+    return 0
+
+
+def _dataset_in(path, mode):
+    """The store (open in ``mode``) and the dataset ``path`` names in it."""
+    from ._hl.tools import split_path
+    root, inner = split_path(path)
+    f = h5lake.File(root, mode)
+    if not inner:
+        return f, None
+    obj = f[inner]
+    if not isinstance(obj, h5lake.Dataset):
+        f.close()
+        raise TypeError(f"{path}: {obj.name} is not a dataset")
+    return f, obj
+
+
+def _numeric_datasets(f):
+    found = []
+
+    def visit(_name, obj):
+        if isinstance(obj, h5lake.Dataset) and obj.dtype.kind in "biufV" and obj.shape:
+            found.append(obj)
+    f.visititems(visit)
+    return found
+
+
+def _stats(args):
+    if args.build:
+        return _build_stats(args)
+    f, dset = _dataset_in(args.path, "r")
+    with f:
+        if dset is None:
+            raise TypeError(f"{args.path}: name a dataset (store/path/to/dataset)")
+        table = dset.stats()
+        total = dset.stats(sel=Ellipsis)
+        if args.json:
+            print(json.dumps({"chunks": table.to_pylist(), "total": total}, indent=2, default=str))
+            return 0
+        names = [c for c in table.column_names if c not in ("chunk",)]
+        print("\t".join(["chunk"] + names))
+        for row in table.to_pylist():
+            print("\t".join(str(row[c]) for c in ["chunk"] + names))
+        print()
+        for name, s in total["fields"].items():
+            print(f"{name}: " + ", ".join(f"{k} {v}" for k, v in s.items()))
+        for name, v in total["functions"].items():
+            print(f"{name}: {v}")
+        print(f"({total['chunks_from_stats']} chunks answered from statistics, "
+              f"{total['chunks_read']} read)", file=sys.stderr)
+    return 0
+
+
+def _build_stats(args):
+    f, dset = _dataset_in(args.path, "r+")
+    with f:
+        if dset is not None:
+            targets = [dset]
+        else:
+            targets = [d for d in _numeric_datasets(f)
+                       if (d._doc.get("h5lake") or {}).get("stats") is not False]
+        chunks, computed = f._fs.raw.dataset_build_stats([d._oid for d in targets],
+                                                         not args.quiet)
+        if not args.quiet:
+            print(f"h5lake stats: {len(targets)} dataset{'s' if len(targets) != 1 else ''}, "
+                  f"{chunks} chunks: {computed} computed, {chunks - computed} already current",
+                  file=sys.stderr)
+    return 0
+
+
+def _query(args):
+    f, dset = _dataset_in(args.path, "r")
+    with f:
+        if dset is None:
+            raise TypeError(f"{args.path}: name a dataset (store/path/to/dataset)")
+        fields = args.fields.split(",") if args.fields else None
+        found = dset.read_where(args.expression, fields=fields)
+        coords = dset.get_where_list(args.expression) if args.coords else None
+    import pyarrow as pa
+    from ._hl.table import _column
+    columns = {}
+    if coords is not None:
+        coords = np.asarray(coords).reshape(len(found), -1)
+        for i in range(coords.shape[1]):
+            columns[f"dim{i}"] = coords[:, i]
+    if found.dtype.names is None:
+        columns["value"] = found
+    else:
+        for name in found.dtype.names:
+            columns[name] = found[name]
+    t = pa.table({k: _column(pa, np.ascontiguousarray(v)) for k, v in columns.items()})
+    out = args.output
+    if out is None or out == "-":
+        import pyarrow.csv as pcsv
+        pcsv.write_csv(t, sys.stdout.buffer)
+    elif out.lower().endswith((".parquet", ".parq", ".pq")):
+        import pyarrow.parquet as pq
+        pq.write_table(t, out)
+    elif out.lower().endswith(".csv"):
+        import pyarrow.csv as pcsv
+        pcsv.write_csv(t, out)
+    else:
+        raise ValueError(f"{out}: write .parquet or .csv (or - for CSV on stdout)")
+    if not args.quiet:
+        print(f"h5lake query: {len(found)} matching element{'s' if len(found) != 1 else ''}"
+              + ("" if out in (None, "-") else f" written to {out}"), file=sys.stderr)
     return 0
 
 
@@ -275,7 +391,7 @@ def build_parser():
                    help="refer to the file's data instead of copying it (the file must stay in "
                         "place); Parquet: the dataset reads the files' row groups where they lie "
                         "(local or s3://), read-only")
-    p.add_argument("--hyperchunk", type=parse_size, metavar="SIZE",
+    p.add_argument("--hyperchunk", type=parse_size_or_zero, metavar="SIZE",
                    help="link mode: read adjacent chunks together, about SIZE bytes at a time "
                         "(default 4M; 0 = one chunk at a time)")
     p.add_argument("--columnar", action="store_true",
@@ -311,6 +427,31 @@ def build_parser():
     _force(p, "file")
     _local_links(p)
     _skip_unsupported(p)
+    _quiet(p)
+
+    p = _command(commands, "stats", _stats,
+                 "show a dataset's per-chunk statistics and totals, or build missing ones",
+                 "h5lake stats run.h5l/events\n"
+                 "  h5lake stats --build run.h5l")
+    p.add_argument("path", metavar="PATH", help="store/path/to/dataset (with --build, a store too)")
+    p.add_argument("--json", action="store_true", help="print the table and totals as JSON")
+    p.add_argument("--build", action="store_true",
+                   help="compute and keep the statistics of chunks that have none (data written "
+                        "before statistics, by HSDS, or loaded with --link)")
+    _quiet(p)
+
+    p = _command(commands, "query", _query,
+                 "print or save the elements of a dataset where a condition holds, reading only "
+                 "the chunks whose statistics allow a match",
+                 "h5lake query run.h5l/events '(t > 1000) & (sensor == 7)' --fields t,value -o hits.parquet")
+    p.add_argument("path", metavar="PATH", help="store/path/to/dataset")
+    p.add_argument("expression", metavar="EXPR",
+                   help="a condition over the fields, e.g. '(x > 0.5) & (id < 100)' "
+                        "(a non-compound dataset's elements are named value)")
+    p.add_argument("--fields", metavar="A,B", help="only these fields (default: all)")
+    p.add_argument("--coords", action="store_true", help="also output each match's coordinates")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write FILE.parquet or FILE.csv (default: CSV on stdout)")
     _quiet(p)
 
     p = _command(commands, "serve", _serve,

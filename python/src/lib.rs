@@ -35,7 +35,9 @@ fn to_py_err(e: EngineError) -> PyErr {
         EngineError::LinkRefused(_) => PyPermissionError::new_err(msg),
         EngineError::Interrupted => PyKeyboardInterrupt::new_err(msg),
         EngineError::StoreNotFound(_) => PyFileNotFoundError::new_err((2, msg)),
-        EngineError::AlreadyExists(_) | EngineError::Invalid(_) => PyValueError::new_err(msg),
+        EngineError::AlreadyExists(_) | EngineError::Invalid(_) | EngineError::TooLarge(_) => {
+            PyValueError::new_err(msg)
+        }
         EngineError::StoreExists(_) => PyFileExistsError::new_err((17, msg)),
         EngineError::WrongType(_) => PyTypeError::new_err(msg),
         EngineError::Types(TE::InvalidType(_) | TE::UnsupportedType(_)) => {
@@ -1057,7 +1059,14 @@ impl RawFile {
         condition: &str,
         region: Option<Vec<(u64, u64)>>,
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, usize, usize)> {
-        let found = self.run(py, |d| d.query(dset_id, condition, region.as_ref()))?;
+        let found = self.run(py, |d| {
+            d.query(
+                dset_id,
+                condition,
+                region.as_ref(),
+                h5lake_engine::stats::QueryLimits::default(),
+            )
+        })?;
         let coords: Vec<u8> = found.coords.iter().flat_map(|c| c.to_le_bytes()).collect();
         Ok((
             PyBytes::new(py, &coords),
@@ -1079,6 +1088,17 @@ impl RawFile {
             let (plan, agg) = d.aggregate(dset_id, region.as_ref())?;
             Ok(h5lake_engine::stats::aggregate_json(&plan, &agg).to_string())
         })
+    }
+
+    /// Computes and keeps missing or stale statistics of the datasets
+    /// `ids` (progress bar on stderr when `progress`): (chunks, computed).
+    fn dataset_build_stats(
+        &self,
+        py: Python<'_>,
+        ids: Vec<String>,
+        progress: bool,
+    ) -> PyResult<(usize, usize)> {
+        self.run(py, |d| d.build_stats(&ids, progress))
     }
 
     /// Every stored chunk's statistics, as JSON.

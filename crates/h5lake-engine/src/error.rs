@@ -33,6 +33,10 @@ pub enum EngineError {
     /// Writing to a store opened read-only.
     #[error("{0}")]
     ReadOnly(String),
+    /// An answer bigger than the caller allowed (a query matching more
+    /// than its byte limit; HTTP 413).
+    #[error("{0}")]
+    TooLarge(String),
     /// A stored document or chunk that cannot be understood.
     #[error("corrupt store: {0}")]
     Corrupt(String),

@@ -161,6 +161,20 @@ pub struct ChunkStats {
     pub record: ChunkRecord,
 }
 
+/// Bounds on a query's answer.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct QueryLimits {
+    /// Stop after this many matches (the first ones in C order).
+    pub max_matches: Option<usize>,
+    /// Fail with [`EngineError::TooLarge`] rather than hold more than
+    /// this many bytes of matches.
+    pub max_bytes: Option<usize>,
+}
+
+/// Chunks a query reads at once; with a match limit on a 1-D dataset it
+/// stops after the first batch that reaches it.
+const QUERY_BATCH: usize = 32;
+
 /// The elements a query matched, in C order of their coordinates.
 #[derive(Debug, Default)]
 pub struct QueryMatches {
@@ -220,8 +234,13 @@ impl Domain {
         let key = m.key(coords);
         let skey = stats_key(m, coords);
         let kept = store.get_versioned(&skey)?;
-        let Some(current) = store.version(&key)? else {
-            return Ok(None);
+        // A chunk of a linked dataset that was never written through
+        // h5lake lies in its source file: its record stands while no
+        // chunk object replaces it.
+        let current = match store.version(&key)? {
+            Some(v) => v,
+            None if m.link.is_some() => Version(crate::dataset::LINKED_VERSION.into()),
+            None => return Ok(None),
         };
         let want_live = live(m, coords);
         if let Some(k) = &kept {
@@ -246,20 +265,6 @@ impl Domain {
         Ok(Some((rec, true)))
     }
 
-    /// The record of chunk `coords` as it is now (with whether its data
-    /// was read to get it); `None` when the chunk holds no data.
-    fn record_for(
-        &self,
-        m: &DatasetMeta,
-        plan: &StatsPlan,
-        coords: &[u64],
-    ) -> Result<Option<(ChunkRecord, bool)>> {
-        if m.link.is_some() {
-            return Ok(self.linked_record(m, plan, coords)?.map(|r| (r, true)));
-        }
-        self.current_record(m, plan, coords)
-    }
-
     /// Every stored chunk's statistics, in chunk order.
     ///
     /// # Errors
@@ -270,7 +275,7 @@ impl Domain {
         let coords = self.chunks_with_data(&m)?;
         let out = Mutex::new(Vec::with_capacity(coords.len()));
         for_each_task(coords.len(), false, |i| {
-            let Some((rec, _)) = self.record_for(&m, &plan, &coords[i])? else {
+            let Some((rec, _)) = self.current_record(&m, &plan, &coords[i])? else {
                 return Ok(());
             };
             out.lock().unwrap_or_else(|e| e.into_inner()).push(ChunkStats {
@@ -284,20 +289,50 @@ impl Domain {
         Ok((m, plan, out))
     }
 
-    /// A record computed from a chunk of a linked dataset (kept nowhere:
-    /// its source file is not ours to version).
-    fn linked_record(
-        &self,
-        m: &DatasetMeta,
-        plan: &StatsPlan,
-        coords: &[u64],
-    ) -> Result<Option<ChunkRecord>> {
-        if m.link.is_none() {
-            return Ok(None);
+    /// Makes the records of `ids`' chunks current: computes (in
+    /// parallel) and stores those missing or stale — data written before
+    /// statistics, by HSDS, or linked from a file — with a progress bar
+    /// over the chunks when `progress`. Returns (chunks seen, records
+    /// computed).
+    ///
+    /// # Errors
+    /// Unknown dataset; one without statistics; a read-only store; I/O
+    /// trouble.
+    pub fn build_stats(&self, ids: &[String], progress: bool) -> Result<(usize, usize)> {
+        self.check_writable()?;
+        let mut work = Vec::new();
+        for id in ids {
+            let m = self.dataset(id)?;
+            let plan = plan_of(&m)?;
+            for c in self.chunks_with_data(&m)? {
+                work.push((m.clone(), plan.clone(), c));
+            }
         }
-        Ok(self
-            .load_chunk_versioned(m, &m.key(coords), false)?
-            .map(|(v, data)| plan.record(m, coords, &data, &v.0)))
+        let bar = if progress {
+            let bar = indicatif::ProgressBar::new(work.len() as u64);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{msg} [{bar:30}] {pos}/{len} chunks {per_sec} eta {eta}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+                .progress_chars("=> "),
+            );
+            bar.set_message("statistics");
+            bar
+        } else {
+            indicatif::ProgressBar::hidden()
+        };
+        let computed = std::sync::atomic::AtomicUsize::new(0);
+        for_each_task(work.len(), false, |i| {
+            let (m, plan, c) = &work[i];
+            if let Some((_, true)) = self.current_record(m, plan, c)? {
+                computed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            bar.inc(1);
+            Ok(())
+        })?;
+        bar.finish_and_clear();
+        Ok((work.len(), computed.into_inner()))
     }
 
     /// The chunks that may hold data: the stored ones, or for a linked
@@ -305,7 +340,7 @@ impl Domain {
     fn chunks_with_data(&self, m: &DatasetMeta) -> Result<Vec<Vec<u64>>> {
         if m.link.is_some() {
             let full: Region = m.dims.iter().map(|&d| (0, d)).collect();
-            return Ok(grid(m, &full));
+            return Ok(Grid::new(m, &full).all());
         }
         Ok(self
             .stored_chunks(&m.id)?
@@ -350,7 +385,7 @@ impl Domain {
             let lv = live(&m, c);
             let whole = ov.iter().zip(&lv).all(|((a, b), l)| a == &0 && b == l);
             let (leaf_stats, fn_states, n, read) = if whole && keeps {
-                match self.record_for(&m, &plan, c)? {
+                match self.current_record(&m, &plan, c)? {
                     Some((r, read)) => {
                         let n = r.leaves.first().map_or_else(|| lv.iter().product(), |s| s.count);
                         (r.leaves, r.functions, n, read)
@@ -423,6 +458,7 @@ impl Domain {
         id: &str,
         condition: &str,
         region: Option<&Region>,
+        limits: QueryLimits,
     ) -> Result<QueryMatches> {
         let m = self.dataset(id)?;
         let plan = match &m.stats {
@@ -446,20 +482,29 @@ impl Domain {
         )
         .into_mask(1)[0];
         let chunks = if fill_matches {
-            grid(&m, &region)
+            Chunks::Grid(Grid::new(&m, &region))
         } else {
-            self.chunks_with_data(&m)?
-                .into_iter()
-                .filter(|c| !overlap(&m, c, &region).iter().any(|(a, b)| a >= b))
-                .collect()
+            Chunks::Listed(
+                self.chunks_with_data(&m)?
+                    .into_iter()
+                    .filter(|c| !overlap(&m, c, &region).iter().any(|(a, b)| a >= b))
+                    .collect(),
+            )
         };
         let keeps = m.stats.is_some();
         let found = Mutex::new((Vec::new(), 0usize, 0usize));
         let strides = dims_strides(&m.dims);
-        for_each_task(chunks.len(), false, |i| {
-            let c = &chunks[i];
+        let held = std::sync::atomic::AtomicUsize::new(0);
+        let matched = std::sync::atomic::AtomicUsize::new(0);
+        let per_match = size + 8 * m.dims.len();
+        // In C order chunk by chunk only along one dimension: there the
+        // first batches hold the first matches.
+        let early_stop = m.dims.len() == 1 && limits.max_matches.is_some();
+        let batch = if early_stop { QUERY_BATCH } else { chunks.len().max(1) };
+        let task = |i: usize| -> Result<()> {
+            let c = &chunks.get(i);
             if keeps {
-                if let Some((rec, _)) = self.record_for(&m, &plan, c)? {
+                if let Some((rec, _)) = self.current_record(&m, &plan, c)? {
                     let refs: Vec<Option<&LeafStats>> = rec.leaves.iter().map(Some).collect();
                     if !eval::may_match(&node, &plan.leaves, &refs) {
                         found.lock().unwrap_or_else(|e| e.into_inner()).2 += 1;
@@ -493,14 +538,40 @@ impl Domain {
                 }
                 k += count;
             }
+            let bytes = hits.len() * per_match;
+            let total = held.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed) + bytes;
+            if let Some(max) = limits.max_bytes {
+                // (With a match limit, only what can be part of the answer counts.)
+                let keep = limits.max_matches.map_or(total, |n| total.min(n * per_match));
+                if keep > max {
+                    return Err(EngineError::TooLarge(format!(
+                        "the query matches more than {max} bytes; narrow the selection or the condition, or set a limit"
+                    )));
+                }
+            }
+            matched.fetch_add(hits.len(), std::sync::atomic::Ordering::Relaxed);
             let mut f = found.lock().unwrap_or_else(|e| e.into_inner());
             f.0.push(hits);
             f.1 += 1;
             Ok(())
-        })?;
+        };
+        for start in (0..chunks.len()).step_by(batch) {
+            let end = (start + batch).min(chunks.len());
+            for_each_task(end - start, false, |i| task(start + i))?;
+            if early_stop
+                && limits
+                    .max_matches
+                    .is_some_and(|n| matched.load(std::sync::atomic::Ordering::Relaxed) >= n)
+            {
+                break;
+            }
+        }
         let (groups, read, skipped) = found.into_inner().unwrap_or_else(|e| e.into_inner());
         let mut all: Vec<(u64, Vec<u8>)> = groups.into_iter().flatten().collect();
         all.sort_unstable_by_key(|(g, _)| *g);
+        if let Some(n) = limits.max_matches {
+            all.truncate(n);
+        }
         let mut out = QueryMatches {
             chunks_read: read,
             chunks_skipped: skipped,
@@ -513,6 +584,17 @@ impl Domain {
         }
         Ok(out)
     }
+}
+
+/// Whether `condition` is in the expression language over `m`'s fields
+/// (what [`Domain::query`] answers), so a front end with a wider dialect
+/// of its own knows which to use.
+pub fn understands(m: &DatasetMeta, condition: &str) -> bool {
+    let leaves = match &m.stats {
+        Some(p) => std::borrow::Cow::Borrowed(&p.leaves),
+        None => std::borrow::Cow::Owned(leaves(&m.dtype)),
+    };
+    m.dtype.fixed_size().is_some() && expr::parse_condition(condition, &leaves).is_ok()
 }
 
 /// The plan of a dataset that keeps no statistics: its leaves, for
@@ -567,35 +649,68 @@ fn overlap(m: &DatasetMeta, c: &[u64], region: &Region) -> Region {
         .collect()
 }
 
-/// Every chunk that overlaps `region`.
-fn grid(m: &DatasetMeta, region: &Region) -> Vec<Vec<u64>> {
-    if region.iter().any(|(a, b)| a >= b) {
-        return Vec::new();
-    }
-    let ranges: Vec<(u64, u64)> = region
-        .iter()
-        .zip(&m.chunk)
-        .map(|(&(a, b), &n)| (a / n, (b - 1) / n + 1))
-        .collect();
-    let mut out = Vec::new();
-    let mut idx: Vec<u64> = ranges.iter().map(|r| r.0).collect();
-    if idx.is_empty() {
-        return vec![Vec::new()];
-    }
-    loop {
-        out.push(idx.clone());
-        let mut d = idx.len();
-        loop {
-            if d == 0 {
-                return out;
-            }
-            d -= 1;
-            idx[d] += 1;
-            if idx[d] < ranges[d].1 {
-                break;
-            }
-            idx[d] = ranges[d].0;
+/// Chunks to visit: a list, or every chunk overlapping a region (not
+/// held as a list: a sparse dataset's region can span very many).
+enum Chunks {
+    Listed(Vec<Vec<u64>>),
+    Grid(Grid),
+}
+
+impl Chunks {
+    fn len(&self) -> usize {
+        match self {
+            Chunks::Listed(l) => l.len(),
+            Chunks::Grid(g) => g.len,
         }
+    }
+
+    fn get(&self, i: usize) -> Vec<u64> {
+        match self {
+            Chunks::Listed(l) => l[i].clone(),
+            Chunks::Grid(g) => g.get(i),
+        }
+    }
+}
+
+/// The chunks overlapping a region, numbered in C order.
+struct Grid {
+    /// Per dimension, the first chunk index and how many.
+    ranges: Vec<(u64, u64)>,
+    len: usize,
+}
+
+impl Grid {
+    fn new(m: &DatasetMeta, region: &Region) -> Self {
+        if region.iter().any(|(a, b)| a >= b) {
+            return Self {
+                ranges: Vec::new(),
+                len: 0,
+            };
+        }
+        let ranges: Vec<(u64, u64)> = region
+            .iter()
+            .zip(&m.chunk)
+            .map(|(&(a, b), &n)| (a / n, (b - 1) / n + 1 - a / n))
+            .collect();
+        let len = ranges
+            .iter()
+            .try_fold(1usize, |acc, r| acc.checked_mul(usize::try_from(r.1).ok()?))
+            .unwrap_or(usize::MAX);
+        Self { ranges, len }
+    }
+
+    fn get(&self, mut i: usize) -> Vec<u64> {
+        let mut out = vec![0; self.ranges.len()];
+        for d in (0..self.ranges.len()).rev() {
+            let n = self.ranges[d].1 as usize;
+            out[d] = self.ranges[d].0 + (i % n) as u64;
+            i /= n;
+        }
+        out
+    }
+
+    fn all(&self) -> Vec<Vec<u64>> {
+        (0..self.len).map(|i| self.get(i)).collect()
     }
 }
 

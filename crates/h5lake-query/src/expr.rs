@@ -128,6 +128,13 @@ enum Tok {
     End,
 }
 
+/// Most tokens in an expression, and deepest nesting (parentheses,
+/// function calls, unary operators): parsing, evaluating and dropping a
+/// tree recurse, so a hostile expression must not be able to exhaust the
+/// stack.
+pub const MAX_TOKENS: usize = 1024;
+pub const MAX_DEPTH: usize = 64;
+
 fn lex(text: &str) -> Result<Vec<(Tok, usize)>> {
     const OPS: [&str; 19] = [
         "**", "<=", ">=", "==", "!=", "<", ">", "+", "-", "*", "/", "%", "&", "|", "~", "(", ")",
@@ -204,6 +211,12 @@ fn lex(text: &str) -> Result<Vec<(Tok, usize)>> {
         i += op.chars().count();
         out.push((Tok::Op(op), start));
     }
+    if out.len() > MAX_TOKENS {
+        return Err(QueryError::Syntax {
+            pos: out[MAX_TOKENS].1,
+            msg: format!("expression too long: at most {MAX_TOKENS} names, numbers and operators"),
+        });
+    }
     out.push((Tok::End, chars.len()));
     Ok(out)
 }
@@ -216,6 +229,7 @@ struct Parser<'a> {
     leaves: &'a [Leaf],
     /// Whether a reduction may start here (the top of a chunk function).
     reduction: Option<(Reduction, usize)>,
+    depth: usize,
 }
 
 /// Parses a condition (a query): an expression that is true or false.
@@ -243,6 +257,7 @@ pub fn parse_expr(text: &str, leaves: &[Leaf]) -> Result<Node> {
         at: 0,
         leaves,
         reduction: None,
+        depth: 0,
     };
     let node = p.or()?;
     p.expect_end()?;
@@ -259,6 +274,7 @@ pub fn parse_reduction(text: &str, leaves: &[Leaf]) -> Result<(Reduction, Node)>
         at: 0,
         leaves,
         reduction: None,
+        depth: 0,
     };
     let pos = p.pos();
     let red = match &p.toks[0].0 {
@@ -302,6 +318,18 @@ fn reduction_named(n: &str) -> Option<Reduction> {
 }
 
 impl Parser<'_> {
+    /// Enters one more level of nesting.
+    fn deeper(&mut self) -> Result<()> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(QueryError::Syntax {
+                pos: self.pos(),
+                msg: format!("expression nested too deeply (at most {MAX_DEPTH} levels)"),
+            });
+        }
+        Ok(())
+    }
+
     fn peek(&self) -> &Tok {
         &self.toks[self.at].0
     }
@@ -385,7 +413,9 @@ impl Parser<'_> {
     fn not(&mut self) -> Result<Node> {
         let pos = self.pos();
         if self.eat("~") || self.eat("not") || self.eat("!") {
+            self.deeper()?;
             let a = self.not()?;
+            self.depth -= 1;
             self.want_bool(&a, pos, "~")?;
             return Ok(Node::Not(Box::new(a)));
         }
@@ -447,7 +477,9 @@ impl Parser<'_> {
 
     fn unary(&mut self) -> Result<Node> {
         if self.eat("-") {
+            self.deeper()?;
             let a = self.unary()?;
+            self.depth -= 1;
             return Ok(match a {
                 Node::Lit(Num::Int(i)) => Node::Lit(Num::Int(-i)),
                 Node::Lit(Num::Float(f)) => Node::Lit(Num::Float(-f)),
@@ -455,7 +487,9 @@ impl Parser<'_> {
             });
         }
         if self.eat("+") {
+            self.deeper()?;
             let a = self.unary()?;
+            self.depth -= 1;
             return Ok(a);
         }
         self.power()
@@ -478,8 +512,10 @@ impl Parser<'_> {
             Tok::Int(i) => Ok(Node::Lit(Num::Int(i))),
             Tok::Float(f) => Ok(Node::Lit(Num::Float(f))),
             Tok::Op("(") => {
+                self.deeper()?;
                 let e = self.or()?;
                 self.expect(")")?;
+                self.depth -= 1;
                 Ok(e)
             }
             Tok::Name(n) if self.eat("(") => {
@@ -507,8 +543,10 @@ impl Parser<'_> {
                         })
                     }
                 };
+                self.deeper()?;
                 let a = self.or()?;
                 self.expect(")")?;
+                self.depth -= 1;
                 Ok(Node::Func(f, Box::new(a)))
             }
             Tok::Name(n) => match n.as_str() {
@@ -594,6 +632,19 @@ mod tests {
         let b = parse_condition("((0 < x) & (x <= 5)) & (t == 3)", &l).unwrap();
         assert_eq!(a, b);
         assert_eq!(parse_condition("(x > 1) and not (t < 0)", &l).unwrap().leaves_used(), vec![0, 1]);
+    }
+
+    #[test]
+    fn hostile_expressions_are_refused_not_recursed_into() {
+        let l = table();
+        let deep = format!("{}x > 1{}", "(".repeat(100_000), ")".repeat(100_000));
+        assert!(parse_condition(&deep, &l).is_err());
+        let nots = format!("{}(x > 1)", "~".repeat(100_000));
+        assert!(parse_condition(&nots, &l).is_err());
+        let long = vec!["x > 1"; 2000].join(" | ");
+        assert!(parse_condition(&long, &l).is_err());
+        let ok = vec!["x > 1"; 200].join(" | ");
+        assert!(parse_condition(&ok, &l).is_ok());
     }
 
     #[test]

@@ -85,6 +85,7 @@ impl ServerError {
                 | EngineError::NotAStore(_)
                 | EngineError::Types(_) => StatusCode::BAD_REQUEST,
                 EngineError::ReadOnly(_) | EngineError::LinkRefused(_) => StatusCode::FORBIDDEN,
+                EngineError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
                 EngineError::Store(StoreError::InvalidKey { .. }) => StatusCode::BAD_REQUEST,
                 _ => StatusCode::INTERNAL_SERVER_ERROR,
             },

@@ -545,6 +545,37 @@ pub(crate) async fn get_shape(
     .await
 }
 
+/// h5lake's own: a dataset's statistics — per stored chunk (`chunks`) and
+/// over the whole dataset (`total`, from the chunks' records, reading only
+/// chunks whose records are stale).
+pub(crate) async fn get_stats(
+    State(app): AppState,
+    ctx: Ctx,
+    Path(id): Path<String>,
+) -> Result<Response> {
+    check_id(&id, "datasets")?;
+    blocking(move || {
+        let dom = open_domain(&app, &ctx, Action::Read)?;
+        let (plan, agg) = dom.aggregate(&id, None)?;
+        let total = h5lake_engine::stats::aggregate_json(&plan, &agg);
+        // Each chunk's row holds a few values per field: bounded like any
+        // JSON answer.
+        let per_chunk = 8 + 6 * plan.leaves.len() + plan.functions.len();
+        if dom.chunk_count(&id)?.saturating_mul(per_chunk) > app.cfg.max_json_elements {
+            return Err(ServerError::TooLarge(
+                "the dataset has too many chunks to list their statistics in one answer".into(),
+            ));
+        }
+        let chunks = match dom.chunk_stats(&id) {
+            Ok((m, plan, c)) => h5lake_engine::stats::chunk_stats_json(&plan, &m, &c)["chunks"].take(),
+            Err(h5lake_engine::EngineError::WrongType(_)) => json!([]),
+            Err(e) => return Err(e.into()),
+        };
+        ok(json!({"chunks": chunks, "total": total, "hrefs": []}))
+    })
+    .await
+}
+
 pub(crate) async fn put_shape(
     State(app): AppState,
     ctx: Ctx,

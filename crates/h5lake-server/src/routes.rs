@@ -75,6 +75,7 @@ pub(crate) fn router(app: Arc<App>) -> Router {
             get(objects::get_shape).put(objects::put_shape),
         )
         .route("/datasets/{id}/type", get(objects::get_type))
+        .route("/datasets/{id}/stats", get(objects::get_stats))
         .route(
             "/datasets/{id}/value",
             get(values::get_value)

@@ -343,6 +343,14 @@ fn projected_type(t: &Datatype, fields: Option<&[String]>, vlen_ok: bool) -> Res
     })
 }
 
+/// A `query=`: in the engine's expression language (answered with
+/// statistics), or in the rest of HSDS's dialect (strings, upper-case
+/// operators), answered by a scan.
+enum PlanQuery {
+    Engine(String),
+    Scan(Query),
+}
+
 /// What a value request selects and how.
 struct Plan {
     dom: Arc<Domain>,
@@ -353,7 +361,7 @@ struct Plan {
     /// Type of the elements on the wire.
     wire: Datatype,
     /// Only the elements matching this are answered (`query=`).
-    query: Option<Query>,
+    query: Option<PlanQuery>,
     /// The server's memory budget, for what the plan's steps hold.
     memory: Arc<crate::budget::Budget>,
 }
@@ -405,7 +413,13 @@ fn plan(
     let vlen_ok = action == Action::Read && ctx.wants_arrow();
     let wire = projected_type(&meta.dtype, fields.as_deref(), vlen_ok)?;
     let query = match ctx.param("query") {
-        Some(q) if action == Action::Read => Some(Query::parse(q, &meta.dtype)?),
+        Some(q) if action == Action::Read && h5lake_engine::stats::understands(&meta, q) => {
+            if !matches!(meta.dtype, Datatype::Compound { .. }) {
+                return Err(bad("queries need a compound (table) dataset"));
+            }
+            Some(PlanQuery::Engine(q.to_string()))
+        }
+        Some(q) if action == Action::Read => Some(PlanQuery::Scan(Query::parse(q, &meta.dtype)?)),
         Some(_) => {
             return Err(ServerError::NotImplemented(
                 "query updates are not supported by h5lake serve".into(),
@@ -938,7 +952,6 @@ fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
             .collect(),
         _ => vec![(0, es)],
     };
-    let rows = (app.cfg.slab_bytes / es.max(1)).max(1) as u64;
     // What the answer may grow to (its bytes, the index, the JSON made of
     // them) and one slab being scanned.
     let _held = app.budget.reserve_blocking(
@@ -949,6 +962,83 @@ fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
     )?;
     let mut out = Vec::new();
     let mut index = Vec::new();
+    match q {
+        PlanQuery::Engine(text) => {
+            // The box around the selection, answered chunk by chunk
+            // (skipping the chunks whose statistics rule the condition
+            // out); rows between a strided or listed selection's are
+            // dropped after.
+            let (lo, hi, dense) = match &sels[0] {
+                DimSel::Slice { count: 0, .. } => (0, 0, true),
+                DimSel::Slice { start, count, step } => {
+                    (*start, start + (count - 1) * step + 1, *step == 1)
+                }
+                DimSel::Indices(ix) if ix.is_empty() => (0, 0, true),
+                DimSel::Indices(ix) => (ix[0], ix[ix.len() - 1] + 1, false),
+            };
+            let picked = |i: u64| match &sels[0] {
+                DimSel::Slice { start, step, .. } => (i - start) % step == 0,
+                DimSel::Indices(ix) => ix.binary_search(&i).is_ok(),
+            };
+            let found = p.dom.query(
+                &p.meta.id,
+                text,
+                Some(&vec![(lo, hi)]),
+                h5lake_engine::stats::QueryLimits {
+                    max_matches: (dense && limit != usize::MAX).then_some(limit),
+                    max_bytes: Some(app.cfg.max_json_response_bytes),
+                },
+            )?;
+            for (row, &i) in found.elements.chunks(es.max(1)).zip(&found.coords) {
+                if index.len() >= limit {
+                    break;
+                }
+                if dense || picked(i) {
+                    for &(off, len) in &picks {
+                        out.extend_from_slice(&row[off..off + len]);
+                    }
+                    index.push(i);
+                }
+            }
+            let json_values = (index.len() as u64 + 1)
+                .saturating_mul(json_values_per_element(&p.wire).saturating_add(1));
+            if out.len() > app.cfg.max_json_response_bytes
+                || (!ctx.wants_binary() && json_values > app.cfg.max_json_elements as u64)
+            {
+                return Err(ServerError::TooLarge(
+                    "the query matches too much for one answer; narrow the select range or set Limit".into(),
+                ));
+            }
+        }
+        PlanQuery::Scan(q) => scan_query(app, ctx, p, q, sels, limit, &picks, &mut out, &mut index)?,
+    }
+    if ctx.wants_binary() {
+        return Ok(binary_rsp(out));
+    }
+    let value = fixed_to_json(&p.wire, &out, &[index.len() as u64])?;
+    Ok(json_rsp(
+        StatusCode::OK,
+        json!({"value": value, "index": index, "hrefs": []}),
+    ))
+}
+
+/// Answers a query in HSDS's dialect (strings, upper-case operators) the
+/// engine's expressions do not cover, by reading the selection slab by
+/// slab and testing each row.
+#[allow(clippy::too_many_arguments)]
+fn scan_query(
+    app: &App,
+    ctx: &Ctx,
+    p: &Plan,
+    q: &Query,
+    sels: &[DimSel],
+    limit: usize,
+    picks: &[(usize, usize)],
+    out: &mut Vec<u8>,
+    index: &mut Vec<u64>,
+) -> Result<()> {
+    let es = p.meta.dtype.fixed_size().unwrap_or(0);
+    let rows = (app.cfg.slab_bytes / es.max(1)).max(1) as u64;
     'slabs: for piece in split_rows(sels, rows, p.meta.chunk.first().copied().unwrap_or(1)) {
         let idx: Vec<u64> = match &piece[0] {
             DimSel::Slice { start, count, step } => (0..*count).map(|k| start + k * step).collect(),
@@ -962,7 +1052,7 @@ fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
                 break 'slabs;
             }
             if q.matches(row)? {
-                for &(off, len) in &picks {
+                for &(off, len) in picks {
                     out.extend_from_slice(&row[off..off + len]);
                 }
                 index.push(i);
@@ -978,14 +1068,7 @@ fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
             }
         }
     }
-    if ctx.wants_binary() {
-        return Ok(binary_rsp(out));
-    }
-    let value = fixed_to_json(&p.wire, &out, &[index.len() as u64])?;
-    Ok(json_rsp(
-        StatusCode::OK,
-        json!({"value": value, "index": index, "hrefs": []}),
-    ))
+    Ok(())
 }
 
 pub(crate) async fn get_value(
