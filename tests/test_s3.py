@@ -178,7 +178,10 @@ def test_load_and_get_through_s3(s3_root, tmp_path):
     keys_before = bucket_keys(bucket, prefix)
     assert keys_before == [f"{prefix}/loaded.h5/.domain.json"]   # no leftover .partial- domain
     old_db = f"db/{domain_doc(url)['root'][2:19]}/"
-    assert len(bucket_keys(bucket, old_db)) == 1 + 2 + 8   # root, group, dataset + 8 chunks
+    keys = bucket_keys(bucket, old_db)
+    records = [k for k in keys if "/.h5lake/stats/" in k]
+    assert len(keys) - len(records) == 1 + 2 + 8   # root, group, dataset + 8 chunks
+    assert len(records) == 8                        # and each chunk's statistics
     with pytest.raises(FileExistsError):
         h5lake.load(src, url)
     with pytest.raises(OSError, match="--link"):

@@ -104,11 +104,95 @@ impl Rows<'_> {
 
     fn column(&self, leaf: &Leaf) -> Val {
         match leaf.kind {
-            Kind::Float { .. } => Val::Floats(self.each().map(|e| leaf.float_at(e)).collect()),
-            Kind::Bool => Val::Bools(self.each().map(|e| e[leaf.offset] != 0).collect()),
-            Kind::Int { .. } => Val::Ints(self.each().map(|e| leaf.int_at(e).unwrap_or(0)).collect()),
+            Kind::Float { .. } => Val::Floats(map_values(leaf, *self, |i| i as f64, |f| f)),
+            Kind::Bool => Val::Bools(map_values(leaf, *self, |i| i != 0, |f| f != 0.0)),
+            Kind::Int { .. } => Val::Ints(map_values(leaf, *self, |i| i, |f| f as i128)),
         }
     }
+}
+
+/// `leaf`'s value in each element of `rows`, through `int` (integers,
+/// bools as 0/1) or `float`: one loop per stored type, so that reading a
+/// column is a typed strided load, not a dispatch per element.
+fn map_values<R>(
+    leaf: &Leaf,
+    rows: Rows<'_>,
+    int: impl Fn(i128) -> R,
+    float: impl Fn(f64) -> R,
+) -> Vec<R> {
+    let mut out = Vec::with_capacity(rows.len());
+    let (off, size) = (leaf.offset, rows.size);
+    macro_rules! go {
+        ($t:ty, $big:expr, $conv:expr) => {{
+            const W: usize = std::mem::size_of::<$t>();
+            for &(first, count) in rows.runs {
+                let bytes = &rows.data[first * size..(first + count) * size];
+                out.extend(bytes.chunks_exact(size).map(|e| {
+                    let mut a = [0u8; W];
+                    a.copy_from_slice(&e[off..off + W]);
+                    let v = if $big { <$t>::from_be_bytes(a) } else { <$t>::from_le_bytes(a) };
+                    $conv(v)
+                }));
+            }
+        }};
+    }
+    match leaf.kind {
+        Kind::Bool => go!(u8, false, |v: u8| int(i128::from(v != 0))),
+        Kind::Int { size: 1, signed: true, big } => go!(i8, big, |v: i8| int(v.into())),
+        Kind::Int { size: 1, big, .. } => go!(u8, big, |v: u8| int(v.into())),
+        Kind::Int { size: 2, signed: true, big } => go!(i16, big, |v: i16| int(v.into())),
+        Kind::Int { size: 2, big, .. } => go!(u16, big, |v: u16| int(v.into())),
+        Kind::Int { size: 4, signed: true, big } => go!(i32, big, |v: i32| int(v.into())),
+        Kind::Int { size: 4, big, .. } => go!(u32, big, |v: u32| int(v.into())),
+        Kind::Int { size: 8, signed: true, big } => go!(i64, big, |v: i64| int(v.into())),
+        Kind::Int { big, .. } => go!(u64, big, |v: u64| int(v.into())),
+        Kind::Float { size: 4, big } => go!(f32, big, |v: f32| float(v.into())),
+        Kind::Float { size: 8, big } => go!(f64, big, |v: f64| float(v)),
+        Kind::Float { .. } => out.extend(rows.each().map(|e| float(leaf.float_at(e)))),
+    }
+    out
+}
+
+/// A comparison of a leaf with a number, straight from the elements'
+/// bytes (the common case of a query: `t >= 1000`); `None` for others.
+fn compare_leaf(op: CmpOp, a: &Node, b: &Node, leaves: &[Leaf], rows: Rows<'_>) -> Option<Val> {
+    let (i, lit, op) = match (a, b) {
+        (Node::Leaf(i, _), Node::Lit(x)) => (*i, *x, op),
+        (Node::Lit(x), Node::Leaf(i, _)) => (
+            *i,
+            *x,
+            match op {
+                CmpOp::Lt => CmpOp::Gt,
+                CmpOp::Le => CmpOp::Ge,
+                CmpOp::Gt => CmpOp::Lt,
+                CmpOp::Ge => CmpOp::Le,
+                same => same,
+            },
+        ),
+        _ => return None,
+    };
+    let leaf = &leaves[i];
+    macro_rules! by_op {
+        ($int:expr, $float:expr, $x:expr, $y:expr) => {
+            match op {
+                CmpOp::Lt => map_values(leaf, rows, |v| $int(v) < $x, |v| $float(v) < $y),
+                CmpOp::Le => map_values(leaf, rows, |v| $int(v) <= $x, |v| $float(v) <= $y),
+                CmpOp::Gt => map_values(leaf, rows, |v| $int(v) > $x, |v| $float(v) > $y),
+                CmpOp::Ge => map_values(leaf, rows, |v| $int(v) >= $x, |v| $float(v) >= $y),
+                CmpOp::Eq => map_values(leaf, rows, |v| $int(v) == $x, |v| $float(v) == $y),
+                CmpOp::Ne => map_values(leaf, rows, |v| $int(v) != $x, |v| $float(v) != $y),
+            }
+        };
+    }
+    // As the general path: floats when either side is one, else exact.
+    Some(Val::Bools(match lit {
+        Num::Float(x) => by_op!(|v: i128| v as f64, |v: f64| v, x, x),
+        Num::Int(x) if leaf.is_float() => {
+            let y = x as f64;
+            by_op!(|v: i128| v as f64, |v: f64| v, y, y)
+        }
+        Num::Int(x) => by_op!(|v: i128| v, |v: f64| v as i128, x, x),
+    }))
 }
 
 /// Evaluates `node` on `rows`.
@@ -123,10 +207,13 @@ pub fn eval(node: &Node, leaves: &[Leaf], rows: Rows<'_>) -> Val {
             let a = eval(a, leaves, rows);
             map1(&a, n, |x| -x, |x| x.wrapping_neg())
         }
-        Node::Not(a) => {
-            let a = eval(a, leaves, rows);
-            bools(&a, n, |v, i| !v.b(i))
-        }
+        Node::Not(a) => match eval(a, leaves, rows) {
+            Val::Bools(mut v) => {
+                v.iter_mut().for_each(|b| *b = !*b);
+                Val::Bools(v)
+            }
+            a => bools(&a, n, |v, i| !v.b(i)),
+        },
         Node::Func(f, a) => {
             let a = eval(a, leaves, rows);
             match f {
@@ -138,13 +225,16 @@ pub fn eval(node: &Node, leaves: &[Leaf], rows: Rows<'_>) -> Val {
         }
         Node::And(a, b) => {
             let (a, b) = (eval(a, leaves, rows), eval(b, leaves, rows));
-            bools2(&a, &b, n, |x, y, i| x.b(i) && y.b(i))
+            logic(a, b, n, |x, y| x && y)
         }
         Node::Or(a, b) => {
             let (a, b) = (eval(a, leaves, rows), eval(b, leaves, rows));
-            bools2(&a, &b, n, |x, y, i| x.b(i) || y.b(i))
+            logic(a, b, n, |x, y| x || y)
         }
         Node::Cmp(op, a, b) => {
+            if let Some(v) = compare_leaf(*op, a, b, leaves, rows) {
+                return v;
+            }
             let (a, b) = (eval(a, leaves, rows), eval(b, leaves, rows));
             let op = *op;
             if a.is_float() || b.is_float() {
@@ -218,6 +308,17 @@ fn map1(a: &Val, n: usize, f: impl Fn(f64) -> f64, g: impl Fn(i128) -> i128) -> 
         Val::Bool(b) => Val::Int(g(i128::from(*b))),
         Val::Floats(v) => Val::Floats(v.iter().map(|&x| f(x)).collect()),
         other => Val::Ints((0..n).map(|i| g(other.i(i))).collect()),
+    }
+}
+
+/// `&` or `|` of two conditions, in place when both are columns.
+fn logic(a: Val, b: Val, n: usize, f: impl Fn(bool, bool) -> bool) -> Val {
+    match (a, b) {
+        (Val::Bools(mut x), Val::Bools(y)) => {
+            x.iter_mut().zip(&y).for_each(|(p, q)| *p = f(*p, *q));
+            Val::Bools(x)
+        }
+        (a, b) => bools2(&a, &b, n, |x, y, i| f(x.b(i), y.b(i))),
     }
 }
 

@@ -383,6 +383,11 @@ def ls(path, group="/", recursive=False, verbose=False):
 # info
 # ---------------------------------------------------------------------------
 
+# Where a dataset's per-chunk statistics records live, below its prefix
+# (metadata, not chunks).
+_STATS_DIR = "/.h5lake/"
+
+
 def _store_bytes(root, f):
     """Sizes of the store's files (of an S3 domain's objects, listed
     through the open file ``f``): metadata documents vs chunk objects."""
@@ -390,7 +395,8 @@ def _store_bytes(root, f):
     if is_url(root):
         for key, size in f._fs.raw.stored_sizes():
             sizes["stored_bytes"] += size
-            if key.startswith("db/") and posixpath.basename(key) not in _METADATA_FILES:
+            if key.startswith("db/") and posixpath.basename(key) not in _METADATA_FILES \
+                    and _STATS_DIR not in key:
                 sizes["chunk_bytes"] += size
                 sizes["chunks"] += 1
             else:
@@ -398,7 +404,8 @@ def _store_bytes(root, f):
         return sizes
     db = os.path.join(root, "db")
     for dirpath, _dirs, files in os.walk(root):
-        in_db = dirpath == db or dirpath.startswith(db + os.sep)
+        in_db = (dirpath == db or dirpath.startswith(db + os.sep)) and \
+            _STATS_DIR not in dirpath.replace(os.sep, "/") + "/"
         for name in files:
             size = os.path.getsize(os.path.join(dirpath, name))
             sizes["stored_bytes"] += size
