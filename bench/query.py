@@ -164,7 +164,9 @@ def main():
         src = f"read_parquet('{p('t.parquet')}')"
 
         def duck(where):
-            return con.sql(f"SELECT * FROM {src} WHERE {where}").arrow()
+            out = con.sql(f"SELECT * FROM {src} WHERE {where}").arrow()
+            # (DuckDB 2 answers a RecordBatchReader, earlier ones a Table.)
+            return out.read_all() if hasattr(out, "read_all") else out
 
         def duck_check(tbl, want, what):
             got = np.empty(tbl.num_rows, DT)

@@ -210,46 +210,80 @@ enum Acc {
     Float { n: u64, nan: u64, min: f64, max: f64, sum: f64 },
 }
 
+/// Bounds and sum of one integer member over the elements of `bytes`,
+/// four elements at a time with independent accumulators (so that the
+/// comparisons of one element do not wait for the previous one's).
 macro_rules! scan_ints {
     ($bytes:expr, $size:expr, $off:expr, $t:ty, $big:expr, $min:expr, $max:expr, $sum:expr) => {{
         const W: usize = std::mem::size_of::<$t>();
-        let (mut lo, mut hi, mut s) = (<$t>::MAX, <$t>::MIN, 0i128);
-        for e in $bytes.chunks_exact($size) {
+        let read = |e: &[u8]| -> $t {
             let mut a = [0u8; W];
             a.copy_from_slice(&e[$off..$off + W]);
-            let v = if $big { <$t>::from_be_bytes(a) } else { <$t>::from_le_bytes(a) };
-            lo = lo.min(v);
-            hi = hi.max(v);
-            s += v as i128;
+            if $big { <$t>::from_be_bytes(a) } else { <$t>::from_le_bytes(a) }
+        };
+        let mut lo = [<$t>::MAX; 4];
+        let mut hi = [<$t>::MIN; 4];
+        let mut s = [0i128; 4];
+        let quads = $bytes.chunks_exact(4 * $size);
+        let rest = quads.remainder();
+        for q in quads {
+            for k in 0..4 {
+                let v = read(&q[k * $size..]);
+                lo[k] = lo[k].min(v);
+                hi[k] = hi[k].max(v);
+                s[k] += v as i128;
+            }
+        }
+        for e in rest.chunks_exact($size) {
+            let v = read(e);
+            lo[0] = lo[0].min(v);
+            hi[0] = hi[0].max(v);
+            s[0] += v as i128;
         }
         if !$bytes.is_empty() {
-            *$min = (*$min).min(lo as i128);
-            *$max = (*$max).max(hi as i128);
+            *$min = (*$min).min(lo.into_iter().min().unwrap_or(<$t>::MAX) as i128);
+            *$max = (*$max).max(hi.into_iter().max().unwrap_or(<$t>::MIN) as i128);
         }
-        *$sum = $sum.saturating_add(s);
+        *$sum = $sum.saturating_add(s.iter().sum::<i128>());
     }};
 }
 
+/// As `scan_ints!` for a float member: NaNs counted and left out.
 macro_rules! scan_floats {
     ($bytes:expr, $size:expr, $off:expr, $t:ty, $big:expr, $nan:expr, $min:expr, $max:expr, $sum:expr) => {{
         const W: usize = std::mem::size_of::<$t>();
-        let (mut lo, mut hi, mut s, mut nans) = (<$t>::INFINITY, <$t>::NEG_INFINITY, 0f64, 0u64);
-        for e in $bytes.chunks_exact($size) {
+        let read = |e: &[u8]| -> $t {
             let mut a = [0u8; W];
             a.copy_from_slice(&e[$off..$off + W]);
-            let v = if $big { <$t>::from_be_bytes(a) } else { <$t>::from_le_bytes(a) };
-            if v.is_nan() {
-                nans += 1;
-                continue;
+            if $big { <$t>::from_be_bytes(a) } else { <$t>::from_le_bytes(a) }
+        };
+        let mut lo = [<$t>::INFINITY; 4];
+        let mut hi = [<$t>::NEG_INFINITY; 4];
+        let mut s = [0f64; 4];
+        let mut nans = [0u64; 4];
+        // Branch-free: comparisons with NaN are false, so NaNs leave the
+        // bounds alone; they add nothing to the sum.
+        let mut step = |k: usize, v: $t| {
+            let nan = v.is_nan();
+            nans[k] += u64::from(nan);
+            lo[k] = if v < lo[k] { v } else { lo[k] };
+            hi[k] = if v > hi[k] { v } else { hi[k] };
+            s[k] += if nan { 0.0 } else { v as f64 };
+        };
+        let quads = $bytes.chunks_exact(4 * $size);
+        let rest = quads.remainder();
+        for q in quads {
+            for k in 0..4 {
+                step(k, read(&q[k * $size..]));
             }
-            lo = lo.min(v);
-            hi = hi.max(v);
-            s += v as f64;
         }
-        *$nan += nans;
-        *$min = (*$min).min(lo as f64);
-        *$max = (*$max).max(hi as f64);
-        *$sum += s;
+        for e in rest.chunks_exact($size) {
+            step(0, read(e));
+        }
+        *$nan += nans.iter().sum::<u64>();
+        *$min = (*$min).min(lo.into_iter().fold(<$t>::INFINITY, <$t>::min) as f64);
+        *$max = (*$max).max(hi.into_iter().fold(<$t>::NEG_INFINITY, <$t>::max) as f64);
+        *$sum += s.iter().sum::<f64>();
     }};
 }
 
@@ -441,6 +475,47 @@ mod tests {
         assert_eq!(s.sum, Num::Float(5.75));
         let only_first_two = &compute(&ls, &data, 4, &[(0, 2)])[0];
         assert_eq!(only_first_two.max, Some(Num::Float(1.5)));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn computed_statistics_equal_a_plain_pass(
+            vals in proptest::collection::vec(
+                (proptest::prelude::any::<i16>(), proptest::prelude::any::<u64>(),
+                 proptest::prop_oneof![proptest::strategy::Just(f64::NAN), -1e6f64..1e6]), 0..50),
+            from in 0usize..50,
+        ) {
+            let t = Datatype::from_json(&json!({"class": "H5T_COMPOUND", "fields": [
+                {"name": "a", "type": {"class": "H5T_INTEGER", "base": "H5T_STD_I16BE"}},
+                {"name": "b", "type": {"class": "H5T_INTEGER", "base": "H5T_STD_U64LE"}},
+                {"name": "c", "type": {"class": "H5T_FLOAT", "base": "H5T_IEEE_F64LE"}},
+            ]})).unwrap();
+            let ls = leaves(&t);
+            let data: Vec<u8> = vals.iter().flat_map(|(a, b, c)| {
+                let mut e = a.to_be_bytes().to_vec();
+                e.extend(b.to_le_bytes());
+                e.extend(c.to_le_bytes());
+                e
+            }).collect();
+            let from = from.min(vals.len());
+            let got = compute(&ls, &data, 18, &[(from, vals.len() - from)]);
+            let part = &vals[from..];
+            let n = part.len() as u64;
+            let ints = |f: &dyn Fn(&(i16, u64, f64)) -> i128| {
+                let v: Vec<i128> = part.iter().map(f).collect();
+                (v.iter().min().copied().map(Num::Int), v.iter().max().copied().map(Num::Int), Num::Int(v.iter().sum()))
+            };
+            let (lo, hi, sum) = ints(&|x| i128::from(x.0));
+            proptest::prop_assert_eq!(&got[0], &LeafStats { count: n, nan_count: 0, min: lo, max: hi, sum });
+            let (lo, hi, sum) = ints(&|x| i128::from(x.1));
+            proptest::prop_assert_eq!(&got[1], &LeafStats { count: n, nan_count: 0, min: lo, max: hi, sum });
+            let fin: Vec<f64> = part.iter().map(|x| x.2).filter(|v| !v.is_nan()).collect();
+            proptest::prop_assert_eq!(got[2].nan_count, n - fin.len() as u64);
+            proptest::prop_assert_eq!(got[2].min, fin.iter().copied().reduce(f64::min).map(Num::Float));
+            proptest::prop_assert_eq!(got[2].max, fin.iter().copied().reduce(f64::max).map(Num::Float));
+            let want: f64 = fin.iter().sum();
+            proptest::prop_assert!((got[2].sum.as_f64() - want).abs() <= 1e-6 * want.abs().max(1.0));
+        }
     }
 
     #[test]
