@@ -210,81 +210,151 @@ enum Acc {
     Float { n: u64, nan: u64, min: f64, max: f64, sum: f64 },
 }
 
-/// Bounds and sum of one integer member over the elements of `bytes`,
-/// four elements at a time with independent accumulators (so that the
-/// comparisons of one element do not wait for the previous one's).
-macro_rules! scan_ints {
-    ($bytes:expr, $size:expr, $off:expr, $t:ty, $big:expr, $min:expr, $max:expr, $sum:expr) => {{
-        const W: usize = std::mem::size_of::<$t>();
-        let read = |e: &[u8]| -> $t {
-            let mut a = [0u8; W];
-            a.copy_from_slice(&e[$off..$off + W]);
-            if $big { <$t>::from_be_bytes(a) } else { <$t>::from_le_bytes(a) }
-        };
-        let mut lo = [<$t>::MAX; 4];
-        let mut hi = [<$t>::MIN; 4];
-        let mut s = [0i128; 4];
-        let quads = $bytes.chunks_exact(4 * $size);
-        let rest = quads.remainder();
-        for q in quads {
-            for k in 0..4 {
-                let v = read(&q[k * $size..]);
-                lo[k] = lo[k].min(v);
-                hi[k] = hi[k].max(v);
-                s[k] += v as i128;
-            }
-        }
-        for e in rest.chunks_exact($size) {
-            let v = read(e);
-            lo[0] = lo[0].min(v);
-            hi[0] = hi[0].max(v);
-            s[0] += v as i128;
-        }
-        if !$bytes.is_empty() {
-            *$min = (*$min).min(lo.into_iter().min().unwrap_or(<$t>::MAX) as i128);
-            *$max = (*$max).max(hi.into_iter().max().unwrap_or(<$t>::MIN) as i128);
-        }
-        *$sum = $sum.saturating_add(s.iter().sum::<i128>());
-    }};
+/// Values of one member gathered per block: the strided loads happen
+/// once, into a small array the reductions then run over in vector
+/// registers.
+const LANES: usize = 512;
+
+/// A number type a member is stored as.
+trait Lane: Copy + PartialOrd + Default {
+    const W: usize;
+    /// The smallest and largest values (infinities for floats).
+    const LO: Self;
+    const HI: Self;
+    fn read(b: &[u8], big: bool) -> Self;
 }
 
-/// As `scan_ints!` for a float member: NaNs counted and left out.
-macro_rules! scan_floats {
-    ($bytes:expr, $size:expr, $off:expr, $t:ty, $big:expr, $nan:expr, $min:expr, $max:expr, $sum:expr) => {{
-        const W: usize = std::mem::size_of::<$t>();
-        let read = |e: &[u8]| -> $t {
-            let mut a = [0u8; W];
-            a.copy_from_slice(&e[$off..$off + W]);
-            if $big { <$t>::from_be_bytes(a) } else { <$t>::from_le_bytes(a) }
-        };
-        let mut lo = [<$t>::INFINITY; 4];
-        let mut hi = [<$t>::NEG_INFINITY; 4];
-        let mut s = [0f64; 4];
-        let mut nans = [0u64; 4];
-        // Branch-free: comparisons with NaN are false, so NaNs leave the
-        // bounds alone; they add nothing to the sum.
-        let mut step = |k: usize, v: $t| {
-            let nan = v.is_nan();
-            nans[k] += u64::from(nan);
-            lo[k] = if v < lo[k] { v } else { lo[k] };
-            hi[k] = if v > hi[k] { v } else { hi[k] };
-            s[k] += if nan { 0.0 } else { v as f64 };
-        };
-        let quads = $bytes.chunks_exact(4 * $size);
-        let rest = quads.remainder();
-        for q in quads {
-            for k in 0..4 {
-                step(k, read(&q[k * $size..]));
+macro_rules! lanes {
+    ($($t:ty: $lo:expr, $hi:expr);*) => {$(
+        impl Lane for $t {
+            const W: usize = std::mem::size_of::<$t>();
+            const LO: Self = $lo;
+            const HI: Self = $hi;
+            #[inline(always)]
+            fn read(b: &[u8], big: bool) -> Self {
+                let mut a = [0u8; std::mem::size_of::<$t>()];
+                a.copy_from_slice(&b[..Self::W]);
+                if big { <$t>::from_be_bytes(a) } else { <$t>::from_le_bytes(a) }
             }
         }
-        for e in rest.chunks_exact($size) {
-            step(0, read(e));
+    )*};
+}
+
+lanes!(i8: i8::MIN, i8::MAX; u8: 0, u8::MAX; i16: i16::MIN, i16::MAX; u16: 0, u16::MAX;
+       i32: i32::MIN, i32::MAX; u32: 0, u32::MAX; i64: i64::MIN, i64::MAX; u64: 0, u64::MAX;
+       f32: f32::NEG_INFINITY, f32::INFINITY; f64: f64::NEG_INFINITY, f64::INFINITY);
+
+/// Runs `f` on the member at `off` of the elements (`size` bytes each) of
+/// `bytes`, block by block of at most [`LANES`] values.
+#[inline(always)]
+fn gathered<T: Lane>(bytes: &[u8], size: usize, off: usize, big: bool, mut f: impl FnMut(&[T])) {
+    let mut buf = [T::default(); LANES];
+    for block in bytes.chunks(size * LANES) {
+        let n = block.len() / size;
+        for (slot, e) in buf.iter_mut().zip(block.chunks_exact(size)) {
+            *slot = T::read(&e[off..], big);
         }
-        *$nan += nans.iter().sum::<u64>();
-        *$min = (*$min).min(lo.into_iter().fold(<$t>::INFINITY, <$t>::min) as f64);
-        *$max = (*$max).max(hi.into_iter().fold(<$t>::NEG_INFINITY, <$t>::max) as f64);
-        *$sum += s.iter().sum::<f64>();
-    }};
+        f(&buf[..n]);
+    }
+}
+
+/// Smallest and largest of `vals` (NaNs never win a comparison), eight
+/// lanes at a time.
+#[inline(always)]
+fn bounds<T: Lane>(vals: &[T]) -> (T, T) {
+    let mut lo = [T::HI; 8];
+    let mut hi = [T::LO; 8];
+    let quads = vals.chunks_exact(8);
+    let rest = quads.remainder();
+    for c in quads {
+        for k in 0..8 {
+            lo[k] = if c[k] < lo[k] { c[k] } else { lo[k] };
+            hi[k] = if c[k] > hi[k] { c[k] } else { hi[k] };
+        }
+    }
+    for &v in rest {
+        lo[0] = if v < lo[0] { v } else { lo[0] };
+        hi[0] = if v > hi[0] { v } else { hi[0] };
+    }
+    let l = lo.into_iter().fold(T::HI, |a, v| if v < a { v } else { a });
+    let h = hi.into_iter().fold(T::LO, |a, v| if v > a { v } else { a });
+    (l, h)
+}
+
+/// Bounds and sum of an integer member of at most 32 bits (sums of a
+/// block fit an i64).
+fn scan_small_ints<T: Lane + Into<i64> + Into<i128>>(
+    bytes: &[u8],
+    size: usize,
+    off: usize,
+    big: bool,
+    (min, max, sum): (&mut i128, &mut i128, &mut i128),
+) {
+    gathered::<T>(bytes, size, off, big, |vals| {
+        if vals.is_empty() {
+            return;
+        }
+        let (l, h) = bounds(vals);
+        *min = (*min).min(l.into());
+        *max = (*max).max(h.into());
+        let s: i64 = vals.iter().map(|&v| Into::<i64>::into(v)).sum();
+        *sum = sum.saturating_add(i128::from(s));
+    });
+}
+
+/// As [`scan_small_ints`] for 64-bit members (summed in i128).
+fn scan_wide_ints<T: Lane + Into<i128>>(
+    bytes: &[u8],
+    size: usize,
+    off: usize,
+    big: bool,
+    (min, max, sum): (&mut i128, &mut i128, &mut i128),
+) {
+    gathered::<T>(bytes, size, off, big, |vals| {
+        if vals.is_empty() {
+            return;
+        }
+        let (l, h) = bounds(vals);
+        *min = (*min).min(l.into());
+        *max = (*max).max(h.into());
+        let s: i128 = vals.iter().map(|&v| Into::<i128>::into(v)).sum();
+        *sum = sum.saturating_add(s);
+    });
+}
+
+/// Bounds, NaN count and sum (NaNs left out) of a float member.
+fn scan_floats<T: Lane + Into<f64>>(
+    bytes: &[u8],
+    size: usize,
+    off: usize,
+    big: bool,
+    (nan, min, max, sum): (&mut u64, &mut f64, &mut f64, &mut f64),
+) {
+    gathered::<T>(bytes, size, off, big, |vals| {
+        let (l, h) = bounds(vals);
+        *min = min.min(l.into());
+        *max = max.max(h.into());
+        let mut s = [0f64; 8];
+        let mut nans = [0u64; 8];
+        let quads = vals.chunks_exact(8);
+        let rest = quads.remainder();
+        for c in quads {
+            for k in 0..8 {
+                let v: f64 = c[k].into();
+                let is_nan = v.is_nan();
+                nans[k] += u64::from(is_nan);
+                s[k] += if is_nan { 0.0 } else { v };
+            }
+        }
+        for &v in rest {
+            let v: f64 = v.into();
+            let is_nan = v.is_nan();
+            nans[0] += u64::from(is_nan);
+            s[0] += if is_nan { 0.0 } else { v };
+        }
+        *nan += nans.iter().sum::<u64>();
+        *sum += s.iter().sum::<f64>();
+    });
 }
 
 impl Acc {
@@ -322,31 +392,33 @@ impl Acc {
             }
             (Acc::Int { n, min, max, sum }, Kind::Int { size: w, signed, big }) => {
                 *n += count;
+                let acc = (min, max, sum);
                 match (w, signed) {
-                    (1, true) => scan_ints!(bytes, size, off, i8, big, min, max, sum),
-                    (1, false) => scan_ints!(bytes, size, off, u8, big, min, max, sum),
-                    (2, true) => scan_ints!(bytes, size, off, i16, big, min, max, sum),
-                    (2, false) => scan_ints!(bytes, size, off, u16, big, min, max, sum),
-                    (4, true) => scan_ints!(bytes, size, off, i32, big, min, max, sum),
-                    (4, false) => scan_ints!(bytes, size, off, u32, big, min, max, sum),
-                    (8, true) => scan_ints!(bytes, size, off, i64, big, min, max, sum),
-                    _ => scan_ints!(bytes, size, off, u64, big, min, max, sum),
+                    (1, true) => scan_small_ints::<i8>(bytes, size, off, big, acc),
+                    (1, false) => scan_small_ints::<u8>(bytes, size, off, big, acc),
+                    (2, true) => scan_small_ints::<i16>(bytes, size, off, big, acc),
+                    (2, false) => scan_small_ints::<u16>(bytes, size, off, big, acc),
+                    (4, true) => scan_small_ints::<i32>(bytes, size, off, big, acc),
+                    (4, false) => scan_small_ints::<u32>(bytes, size, off, big, acc),
+                    (8, true) => scan_wide_ints::<i64>(bytes, size, off, big, acc),
+                    _ => scan_wide_ints::<u64>(bytes, size, off, big, acc),
                 }
             }
             (Acc::Float { n, nan, min, max, sum }, Kind::Float { size: w, big }) => {
                 *n += count;
+                let acc = (nan, min, max, sum);
                 match w {
-                    4 => scan_floats!(bytes, size, off, f32, big, nan, min, max, sum),
-                    8 => scan_floats!(bytes, size, off, f64, big, nan, min, max, sum),
+                    4 => scan_floats::<f32>(bytes, size, off, big, acc),
+                    8 => scan_floats::<f64>(bytes, size, off, big, acc),
                     _ => {
                         for e in bytes.chunks_exact(size) {
                             let v = leaf.float_at(e);
                             if v.is_nan() {
-                                *nan += 1;
+                                *acc.0 += 1;
                             } else {
-                                *min = min.min(v);
-                                *max = max.max(v);
-                                *sum += v;
+                                *acc.1 = acc.1.min(v);
+                                *acc.2 = acc.2.max(v);
+                                *acc.3 += v;
                             }
                         }
                     }
