@@ -185,24 +185,50 @@ const BLOCK_BYTES: usize = 64 << 10;
 /// Statistics of every leaf over the elements of `data` (elements of
 /// `size` bytes) in `runs` ((first element, count) pairs).
 pub fn compute(leaves: &[Leaf], data: &[u8], size: usize, runs: &[(usize, usize)]) -> Vec<LeafStats> {
-    let mut acc: Vec<Acc> = leaves.iter().map(|l| Acc::new(l.is_float())).collect();
-    if size == 0 {
-        return acc.into_iter().map(Acc::finish).collect();
-    }
-    let block = (BLOCK_BYTES / size).max(1);
-    for &(first, count) in runs {
-        let mut at = first;
-        let end = first + count;
-        while at < end {
-            let upto = (at + block).min(end);
-            let bytes = &data[at * size..upto * size];
-            for (leaf, a) in leaves.iter().zip(acc.iter_mut()) {
-                a.scan(leaf, bytes, size);
-            }
-            at = upto;
+    let mut acc = Accumulator::new(leaves, size);
+    if size > 0 {
+        for &(first, count) in runs {
+            acc.add(&data[first * size..(first + count) * size]);
         }
     }
-    acc.into_iter().map(Acc::finish).collect()
+    acc.finish()
+}
+
+/// Statistics built up from elements handed over a block at a time.
+pub struct Accumulator<'a> {
+    leaves: &'a [Leaf],
+    size: usize,
+    acc: Vec<Acc>,
+}
+
+impl<'a> Accumulator<'a> {
+    /// Statistics of no elements yet, of elements of `size` bytes.
+    pub fn new(leaves: &'a [Leaf], size: usize) -> Self {
+        Self {
+            leaves,
+            size,
+            acc: leaves.iter().map(|l| Acc::new(l.is_float())).collect(),
+        }
+    }
+
+    /// Adds the elements of `bytes` (whole elements), a cache-sized block
+    /// at a time so that every leaf reads a block while it is in cache.
+    pub fn add(&mut self, bytes: &[u8]) {
+        if self.size == 0 {
+            return;
+        }
+        let block = (BLOCK_BYTES / self.size).max(1) * self.size;
+        for b in bytes.chunks(block) {
+            for (leaf, a) in self.leaves.iter().zip(self.acc.iter_mut()) {
+                a.scan(leaf, b, self.size);
+            }
+        }
+    }
+
+    /// The statistics of everything added.
+    pub fn finish(self) -> Vec<LeafStats> {
+        self.acc.into_iter().map(Acc::finish).collect()
+    }
 }
 
 enum Acc {
