@@ -247,7 +247,8 @@ trait Lane: Copy + PartialOrd + Default {
     /// The smallest and largest values (infinities for floats).
     const LO: Self;
     const HI: Self;
-    fn read(b: &[u8], big: bool) -> Self;
+    /// The value with its bytes in the other order.
+    fn swapped(self) -> Self;
 }
 
 macro_rules! lanes {
@@ -257,10 +258,10 @@ macro_rules! lanes {
             const LO: Self = $lo;
             const HI: Self = $hi;
             #[inline(always)]
-            fn read(b: &[u8], big: bool) -> Self {
-                let mut a = [0u8; std::mem::size_of::<$t>()];
-                a.copy_from_slice(&b[..Self::W]);
-                if big { <$t>::from_be_bytes(a) } else { <$t>::from_le_bytes(a) }
+            fn swapped(self) -> Self {
+                let mut a = self.to_ne_bytes();
+                a.reverse();
+                <$t>::from_ne_bytes(a)
             }
         }
     )*};
@@ -275,10 +276,21 @@ lanes!(i8: i8::MIN, i8::MAX; u8: 0, u8::MAX; i16: i16::MIN, i16::MAX; u16: 0, u1
 #[inline(always)]
 fn gathered<T: Lane>(bytes: &[u8], size: usize, off: usize, big: bool, mut f: impl FnMut(&[T])) {
     let mut buf = [T::default(); LANES];
+    assert!(off + T::W <= size, "a member lies inside its element");
     for block in bytes.chunks(size * LANES) {
         let n = block.len() / size;
-        for (slot, e) in buf.iter_mut().zip(block.chunks_exact(size)) {
-            *slot = T::read(&e[off..], big);
+        let base = block.as_ptr();
+        for (i, slot) in buf[..n].iter_mut().enumerate() {
+            // SAFETY: element i (< n) spans block[i * size..(i + 1) * size]
+            // and the member lies inside it (checked above); the read is
+            // unaligned-safe and T is a plain number for any bit pattern.
+            *slot = unsafe { base.add(i * size + off).cast::<T>().read_unaligned() };
+        }
+        // (Read in the machine's order; stored in the other one: swap.)
+        if big == cfg!(target_endian = "little") {
+            for v in &mut buf[..n] {
+                *v = v.swapped();
+            }
         }
         f(&buf[..n]);
     }
