@@ -418,3 +418,46 @@ def test_the_command_line(tmp_path):
         r = _cli(*bad)
         assert r.returncode == 2 and msg in r.stderr, (bad, r.stderr)
     assert not (tmp_path / "x.txt").exists()
+
+
+KILLED_WRITER = r"""
+import sys, numpy as np, h5lake
+path = sys.argv[1]
+rng = np.random.default_rng(int(sys.argv[2]))
+with h5lake.File(path, "r+") as f:
+    d = f["x"]
+    i = 0
+    while True:
+        # Whole chunks, parts of chunks, values far outside earlier ranges.
+        lo = int(rng.integers(0, 900))
+        hi = lo + int(rng.integers(1, 300))
+        d[lo:min(hi, 1000)] = rng.normal(0, 10 ** (i % 6), min(hi, 1000) - lo)
+        i += 1
+        print(i, flush=True)
+"""
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_kill9_mid_write_leaves_statistics_that_cover_the_data(tmp_path, seed):
+    import signal
+    path = str(tmp_path / "k.h5l")
+    with h5lake.File(path, "w") as f:
+        f.create_dataset("x", shape=(1000,), dtype="f8", chunks=(100,))
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, path, str(seed)],
+                            stdout=subprocess.PIPE, text=True)
+    for _ in range(20 + 15 * seed):
+        assert proc.stdout.readline(), "the writer died on its own"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    with h5lake.File(path, "r") as f:
+        d = f["x"]
+        full = d[...]
+        assert d.min() == full.min() and d.max() == full.max()
+        for cut in (-100.0, 0.0, 3.0, 1e4):
+            np.testing.assert_array_equal(d.get_where_list(f"value > {cut}"),
+                                          np.nonzero(full > cut)[0])
+        table = d.stats()
+        for row in table.to_pylist():
+            lo = row["start"][0]
+            part = full[lo:lo + 100]
+            assert row["value.min"] <= part.min() and row["value.max"] >= part.max()
