@@ -461,3 +461,25 @@ def test_kill9_mid_write_leaves_statistics_that_cover_the_data(tmp_path, seed):
             lo = row["start"][0]
             part = full[lo:lo + 100]
             assert row["value.min"] <= part.min() and row["value.max"] >= part.max()
+
+
+def test_to_arrow_where(tmp_path):
+    import pyarrow as pa
+    a = make_table(3000, nans=False)
+    with h5lake.File(str(tmp_path / "a.h5l"), "w") as f:
+        d = f.create_dataset("t", data=a, chunks=(500,))
+        mask = (a["sensor"] == 3) & (a["t"] > 100)
+        t = d.to_arrow(where="(sensor == 3) & (t > 100)", fields=["t", "value"])
+        assert t.column_names == ["t", "value"]
+        np.testing.assert_array_equal(t.column("t").to_numpy(), a["t"][mask])
+        np.testing.assert_array_equal(d.to_pandas(where="sensor == 3", sel=np.s_[1000:2000])["t"],
+                                      a["t"][1000:2000][a["sensor"][1000:2000] == 3])
+        # A columnar table keeps its nulls and Arrow types.
+        tbl = pa.table({"x": pa.array([1, None, 3, 4, None, 6], pa.int32()),
+                        "y": pa.array([0.5, 1.5, None, 3.5, 4.5, 5.5])})
+        c = f.create_dataset("c", data=tbl, chunks=(2,))
+        got = c.to_arrow(where="y > 1")
+        assert got.schema == tbl.schema
+        assert got.to_pylist() == [{"x": None, "y": 1.5}, {"x": 4, "y": 3.5},
+                                   {"x": None, "y": 4.5}, {"x": 6, "y": 5.5}]
+        assert c.to_arrow(where="x > 100").num_rows == 0

@@ -819,13 +819,15 @@ class Dataset(HLObject):
             raise TypeError(f"{self.name} is not a columnar dataset (create it with layout='columnar')")
         return self._fs.raw.dataset_chunk_objects(self._oid)
 
-    def to_arrow(self, sel=None, fields=None):
+    def to_arrow(self, sel=None, fields=None, where=None):
         """The selection ``sel`` (an index expression, default everything)
         of the members ``fields`` (default all) as a ``pyarrow.Table``: one
         column per member for a compound dataset, one column ``value`` for
-        any other; rows in C order of the selected elements."""
+        any other; rows in C order of the selected elements. With ``where``
+        (a condition, as for :meth:`read_where`; ``sel`` then a box), only
+        the elements where it holds, from the chunks that can hold them."""
         from . import table
-        return table.to_arrow(self, sel, fields)
+        return table.to_arrow(self, sel, fields, where)
 
     def append(self, data):
         """Appends rows to this 1-D resizable dataset and returns how many:
@@ -905,14 +907,14 @@ class Dataset(HLObject):
         from . import query
         return query.where(self, condition, sel)
 
-    def to_pandas(self, sel=None, fields=None):
+    def to_pandas(self, sel=None, fields=None, where=None):
         """:meth:`to_arrow` as a ``pandas.DataFrame``."""
-        return self.to_arrow(sel, fields).to_pandas()
+        return self.to_arrow(sel, fields, where).to_pandas()
 
-    def to_polars(self, sel=None, fields=None):
+    def to_polars(self, sel=None, fields=None, where=None):
         """:meth:`to_arrow` as a ``polars.DataFrame``."""
         import polars
-        return polars.from_arrow(self.to_arrow(sel, fields))
+        return polars.from_arrow(self.to_arrow(sel, fields, where))
 
     @property
     def fillvalue(self):

@@ -41,29 +41,46 @@ def _column(pa, a):
     return pa.array(np.ascontiguousarray(a))
 
 
-def to_arrow(dset, sel=None, fields=None):
+def to_arrow(dset, sel=None, fields=None, where=None):
     """See :meth:`h5lake.Dataset.to_arrow`."""
     pa = _pa()
     if isinstance(fields, str):
         fields = [fields]
     columnar = dset.ndim == 1 and dset.is_columnar
+    if where is not None:
+        from . import query
+        if not columnar:
+            return _records_to_arrow(pa, dset, dset.dtype if fields is None
+                                     else dset.fields(fields).dtype,
+                                     query.read_where(dset, where, fields, sel))
+        picked = query.get_where_list(dset, where, sel)
+        return _take_rows(pa, dset, picked, fields)
     rows = _rows(dset, sel) if columnar else None
     if rows is not None:
         return _run(pa, dset, rows[0], rows[1], fields)
     picked = _picked_rows(dset, sel) if columnar else None
     if picked is not None:
-        # Rows here and there of a table: the run that holds them, then
-        # those rows of it (nulls and types kept as for a run).
-        lo = int(picked[0]) if len(picked) else 0
-        hi = int(picked[-1]) + 1 if len(picked) else 0
-        return _run(pa, dset, lo, hi, fields).take(pa.array(picked - lo))
+        return _take_rows(pa, dset, picked, fields)
     src = dset.fields(fields) if fields is not None else dset
     data = src[()] if sel is None else src[sel]
-    data = np.asarray(data)
+    return _records_to_arrow(pa, dset, src.dtype, np.asarray(data))
+
+
+def _take_rows(pa, dset, picked, fields):
+    """Rows here and there of a columnar table: the run that holds them,
+    then those rows of it (nulls and types kept as for a run)."""
+    lo = int(picked[0]) if len(picked) else 0
+    hi = int(picked[-1]) + 1 if len(picked) else 0
+    return _run(pa, dset, lo, hi, fields).take(pa.array(np.asarray(picked) - lo))
+
+
+def _records_to_arrow(pa, dset, src_dtype, data):
+    """A table of the elements ``data`` (any shape, flattened) of ``dset``
+    (or of a view of its fields, of type ``src_dtype``)."""
     flat = data.reshape(-1)
     if flat.dtype.names is None:
-        if src.dtype.kind == "O":        # keep what kind of strings they are
-            flat = flat.astype(src.dtype)
+        if src_dtype.kind == "O":        # keep what kind of strings they are
+            flat = flat.astype(src_dtype)
         return pa.table({"value": _column(pa, flat)})
     t = pa.table({name: _column(pa, np.ascontiguousarray(flat[name])) for name in flat.dtype.names})
     return _with_arrow_types(pa, dset, t)
