@@ -483,3 +483,13 @@ def test_to_arrow_where(tmp_path):
         assert got.to_pylist() == [{"x": None, "y": 1.5}, {"x": 4, "y": 3.5},
                                    {"x": None, "y": 4.5}, {"x": 6, "y": 5.5}]
         assert c.to_arrow(where="x > 100").num_rows == 0
+        # Chunks written from Arrow get their records as they are written.
+        agg = c.stats(sel=np.s_[:])
+        assert agg["chunks_read"] == 0 and agg["chunks_from_stats"] == 3
+        assert agg["fields"]["x"]["max"] == 6 and agg["fields"]["y"]["min"] == 0.0   # a null reads as 0
+        big = pa.table({"v": pa.array(np.arange(10_000, dtype="i8"))})
+        e = f.create_dataset("e", data=big, chunks=(1000,), maxshape=(None,))
+        e.append(pa.table({"v": pa.array(np.arange(500, dtype="i8") + 10_000)}))
+        agg = e.stats(sel=np.s_[:])
+        assert agg["fields"]["v"]["max"] == 10_499 and agg["fields"]["v"]["count"] == 10_500
+        assert agg["chunks_from_stats"] >= 10

@@ -350,7 +350,7 @@ impl DatasetMeta {
         Ok(Bytes::from(self.decode_stored(&stored)?))
     }
 
-    fn decode_stored(&self, stored: &[u8]) -> Result<Vec<u8>> {
+    pub(crate) fn decode_stored(&self, stored: &[u8]) -> Result<Vec<u8>> {
         let expected = self.chunk_elems() * self.elem_size();
         let raw = self.codec.decode(stored, Some(expected))?;
         self.check_decoded_len(raw.len())?;

@@ -240,6 +240,24 @@ impl Domain {
         Ok(written + pending_rows)
     }
 
+    /// Stores the statistics record of chunk `k`, just written as the
+    /// Parquet object `enc` (now at `version`), from its rows as a read
+    /// decodes them (nulls as the fill value, as reads show them).
+    fn record_encoded(
+        &self,
+        m: &DatasetMeta,
+        k: u64,
+        enc: &[u8],
+        version: &h5lake_store::Version,
+    ) -> Result<()> {
+        if m.stats.is_none() {
+            return Ok(());
+        }
+        let raw = m.decode_stored(enc)?;
+        let rec = self.prepare_stats(m, &[k], &raw);
+        self.store_stats(m, &[k], rec, version)
+    }
+
     /// Stores `part` as rows `from..` of chunk `k`.
     fn put_rows(
         &self,
@@ -258,9 +276,10 @@ impl Domain {
         let store = self.store();
         let chunk_rows = m.chunk[0] as usize;
         if from == 0 && part.num_rows() == chunk_rows {
-            store.put(&key, &encode_batch(part, compression)?)?;
+            let enc = encode_batch(part, compression)?;
+            let v = store.put(&key, &enc)?;
             self.cache.remove(&key);
-            return Ok(());
+            return self.record_encoded(m, k, &enc, &v);
         }
         let schema = table.target();
         for attempt in 0u32.. {
@@ -293,8 +312,8 @@ impl Domain {
                 None => store.put_if_absent(&key, &enc)?,
             };
             self.cache.remove(&key);
-            if let PutOutcome::Written(_) = outcome {
-                return Ok(());
+            if let PutOutcome::Written(v) = outcome {
+                return self.record_encoded(m, k, &enc, &v);
             }
             backoff(attempt);
         }
