@@ -37,6 +37,7 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 
 import duckdb  # noqa: E402
@@ -46,6 +47,7 @@ import pyarrow.parquet as pq  # noqa: E402
 import tables  # noqa: E402
 
 import h5lake  # noqa: E402
+from run import du  # noqa: E402
 
 DT = np.dtype([("t", "<i8"), ("sensor", "<i4"), ("value", "<f4"), ("flag", "u1")])
 
@@ -265,12 +267,6 @@ def hsds_queries(a, chunk, runs, tmp, res):
         return f"failed: {type(e).__name__}: {str(e)[:120]}"
     finally:
         srv.stop()
-
-
-def du(path):
-    if os.path.isfile(path):
-        return os.path.getsize(path)
-    return sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(path) for f in fs)
 
 
 def write_report(args, res, sizes, hsds_note, started, n_range, n_value):

@@ -18,6 +18,7 @@ pub mod link_policy;
 pub mod linked;
 pub mod parquet_link;
 pub mod planner;
+pub mod progress;
 pub mod stats;
 pub mod table;
 

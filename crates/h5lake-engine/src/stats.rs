@@ -308,20 +308,12 @@ impl Domain {
                 work.push((m.clone(), plan.clone(), c));
             }
         }
-        let bar = if progress {
-            let bar = indicatif::ProgressBar::new(work.len() as u64);
-            bar.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "{msg} [{bar:30}] {pos}/{len} chunks {per_sec} eta {eta}",
-                )
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-                .progress_chars("=> "),
-            );
-            bar.set_message("statistics");
-            bar
-        } else {
-            indicatif::ProgressBar::hidden()
-        };
+        let bar = crate::progress::bar(
+            progress,
+            work.len() as u64,
+            "statistics",
+            "{pos}/{len} chunks {per_sec}",
+        );
         let computed = std::sync::atomic::AtomicUsize::new(0);
         for_each_task(work.len(), false, |i| {
             let (m, plan, c) = &work[i];

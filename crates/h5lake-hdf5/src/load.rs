@@ -1111,7 +1111,12 @@ impl Loader<'_> {
                 }
             }
         }
-        let bar = progress_bar(self.opts.progress, total);
+        let bar = h5lake_engine::progress::bar(
+            self.opts.progress,
+            total,
+            "loading",
+            "{bytes}/{total_bytes} {bytes_per_sec}",
+        );
         let copied = AtomicU64::new(0);
         let chunks_done = AtomicU64::new(0);
         let pool = rayon::ThreadPoolBuilder::new()
@@ -1256,22 +1261,6 @@ fn io_threads() -> usize {
         .and_then(|v| v.parse().ok())
         .filter(|&n: &usize| n > 0)
         .unwrap_or((cores * 4).clamp(8, 64))
-}
-
-fn progress_bar(show: bool, total: u64) -> indicatif::ProgressBar {
-    if !show {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new(total);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-        .progress_chars("=> "),
-    );
-    bar.set_message("loading");
-    bar
 }
 
 /// One source chunk: read, decode (skipping the filters its mask says were

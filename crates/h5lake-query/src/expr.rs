@@ -381,32 +381,32 @@ impl Parser<'_> {
     }
 
     fn or(&mut self) -> Result<Node> {
-        let pos = self.pos();
-        let mut a = self.and()?;
-        loop {
-            if !(self.eat("|") || self.eat("or")) {
-                return Ok(a);
-            }
-            self.want_bool(&a, pos, "|")?;
-            let p = self.pos();
-            let b = self.and()?;
-            self.want_bool(&b, p, "|")?;
-            a = Node::Or(Box::new(a), Box::new(b));
-        }
+        self.chain(["|", "or"], Self::and, Node::Or)
     }
 
     fn and(&mut self) -> Result<Node> {
+        self.chain(["&", "and"], Self::not, Node::And)
+    }
+
+    /// Operands of `next` joined by either spelling of a logical operator
+    /// (left-associative); both sides must be conditions.
+    fn chain(
+        &mut self,
+        ops: [&str; 2],
+        next: fn(&mut Self) -> Result<Node>,
+        join: fn(Box<Node>, Box<Node>) -> Node,
+    ) -> Result<Node> {
         let pos = self.pos();
-        let mut a = self.not()?;
+        let mut a = next(self)?;
         loop {
-            if !(self.eat("&") || self.eat("and")) {
+            if !(self.eat(ops[0]) || self.eat(ops[1])) {
                 return Ok(a);
             }
-            self.want_bool(&a, pos, "&")?;
+            self.want_bool(&a, pos, ops[0])?;
             let p = self.pos();
-            let b = self.not()?;
-            self.want_bool(&b, p, "&")?;
-            a = Node::And(Box::new(a), Box::new(b));
+            let b = next(self)?;
+            self.want_bool(&b, p, ops[0])?;
+            a = join(Box::new(a), Box::new(b));
         }
     }
 
@@ -447,30 +447,30 @@ impl Parser<'_> {
     }
 
     fn sum(&mut self) -> Result<Node> {
-        let mut a = self.prod()?;
-        loop {
-            let op = match self.peek() {
-                Tok::Op("+") => ArOp::Add,
-                Tok::Op("-") => ArOp::Sub,
-                _ => return Ok(a),
-            };
-            self.at += 1;
-            let b = self.prod()?;
-            a = arith(op, a, b)?;
-        }
+        self.arithmetic(&[("+", ArOp::Add), ("-", ArOp::Sub)], Self::prod)
     }
 
     fn prod(&mut self) -> Result<Node> {
-        let mut a = self.unary()?;
+        self.arithmetic(&[("*", ArOp::Mul), ("/", ArOp::Div), ("%", ArOp::Mod)], Self::unary)
+    }
+
+    /// Operands of `next` joined by the operators `ops`, left-associative.
+    fn arithmetic(
+        &mut self,
+        ops: &[(&str, ArOp)],
+        next: fn(&mut Self) -> Result<Node>,
+    ) -> Result<Node> {
+        let mut a = next(self)?;
         loop {
             let op = match self.peek() {
-                Tok::Op("*") => ArOp::Mul,
-                Tok::Op("/") => ArOp::Div,
-                Tok::Op("%") => ArOp::Mod,
-                _ => return Ok(a),
+                Tok::Op(o) => ops.iter().find(|(name, _)| name == o).map(|(_, op)| *op),
+                _ => None,
+            };
+            let Some(op) = op else {
+                return Ok(a);
             };
             self.at += 1;
-            let b = self.unary()?;
+            let b = next(self)?;
             a = arith(op, a, b)?;
         }
     }

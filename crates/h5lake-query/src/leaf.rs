@@ -83,22 +83,9 @@ pub(crate) fn read_int(b: &[u8], size: usize, signed: bool, big: bool) -> i128 {
 #[inline]
 pub(crate) fn read_float(b: &[u8], size: usize, big: bool) -> f64 {
     match size {
-        2 => half_to_f64(u16::from_le_bytes(arr(b, big))),
+        2 => h5lake_types::f16_to_f64(u16::from_le_bytes(arr(b, big))),
         4 => f64::from(f32::from_le_bytes(arr(b, big))),
         _ => f64::from_le_bytes(arr(b, big)),
-    }
-}
-
-/// IEEE binary16 to f64 (every half value is exact in f64).
-fn half_to_f64(h: u16) -> f64 {
-    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
-    let exp = i32::from((h >> 10) & 0x1f);
-    let frac = f64::from(h & 0x3ff);
-    match exp {
-        0 => sign * frac * 2f64.powi(-24),
-        31 if frac == 0.0 => sign * f64::INFINITY,
-        31 => f64::NAN,
-        e => sign * (1.0 + frac / 1024.0) * 2f64.powi(e - 15),
     }
 }
 
@@ -239,14 +226,5 @@ mod tests {
             vec![(0, 8), (12, 8)]
         );
         assert_eq!(live_runs(&[10], &[7]), vec![(0, 7)]);
-    }
-
-    #[test]
-    fn halves_decode() {
-        assert_eq!(half_to_f64(0x3c00), 1.0);
-        assert_eq!(half_to_f64(0xc000), -2.0);
-        assert!(half_to_f64(0x7e00).is_nan());
-        assert_eq!(half_to_f64(0x7c00), f64::INFINITY);
-        assert_eq!(half_to_f64(0x0001), 2f64.powi(-24));
     }
 }

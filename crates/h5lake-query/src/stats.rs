@@ -319,13 +319,14 @@ fn bounds<T: Lane>(vals: &[T]) -> (T, T) {
     (l, h)
 }
 
-/// Bounds and sum of an integer member of at most 32 bits (sums of a
-/// block fit an i64).
-fn scan_small_ints<T: Lane + Into<i64> + Into<i128>>(
+/// Bounds and sum of an integer member (`block_sum` adds up one block:
+/// in i64 for members of up to 32 bits, whose sums of a block fit it).
+fn scan_ints<T: Lane + Into<i128>>(
     bytes: &[u8],
     size: usize,
     off: usize,
     big: bool,
+    block_sum: fn(&[T]) -> i128,
     (min, max, sum): (&mut i128, &mut i128, &mut i128),
 ) {
     gathered::<T>(bytes, size, off, big, |vals| {
@@ -335,29 +336,16 @@ fn scan_small_ints<T: Lane + Into<i64> + Into<i128>>(
         let (l, h) = bounds(vals);
         *min = (*min).min(l.into());
         *max = (*max).max(h.into());
-        let s: i64 = vals.iter().map(|&v| Into::<i64>::into(v)).sum();
-        *sum = sum.saturating_add(i128::from(s));
+        *sum = sum.saturating_add(block_sum(vals));
     });
 }
 
-/// As [`scan_small_ints`] for 64-bit members (summed in i128).
-fn scan_wide_ints<T: Lane + Into<i128>>(
-    bytes: &[u8],
-    size: usize,
-    off: usize,
-    big: bool,
-    (min, max, sum): (&mut i128, &mut i128, &mut i128),
-) {
-    gathered::<T>(bytes, size, off, big, |vals| {
-        if vals.is_empty() {
-            return;
-        }
-        let (l, h) = bounds(vals);
-        *min = (*min).min(l.into());
-        *max = (*max).max(h.into());
-        let s: i128 = vals.iter().map(|&v| Into::<i128>::into(v)).sum();
-        *sum = sum.saturating_add(s);
-    });
+fn sum_small<T: Copy + Into<i64>>(vals: &[T]) -> i128 {
+    i128::from(vals.iter().map(|&v| Into::<i64>::into(v)).sum::<i64>())
+}
+
+fn sum_wide<T: Copy + Into<i128>>(vals: &[T]) -> i128 {
+    vals.iter().map(|&v| Into::<i128>::into(v)).sum()
 }
 
 /// Bounds, NaN count and sum (NaNs left out) of a float member.
@@ -432,14 +420,14 @@ impl Acc {
                 *n += count;
                 let acc = (min, max, sum);
                 match (w, signed) {
-                    (1, true) => scan_small_ints::<i8>(bytes, size, off, big, acc),
-                    (1, false) => scan_small_ints::<u8>(bytes, size, off, big, acc),
-                    (2, true) => scan_small_ints::<i16>(bytes, size, off, big, acc),
-                    (2, false) => scan_small_ints::<u16>(bytes, size, off, big, acc),
-                    (4, true) => scan_small_ints::<i32>(bytes, size, off, big, acc),
-                    (4, false) => scan_small_ints::<u32>(bytes, size, off, big, acc),
-                    (8, true) => scan_wide_ints::<i64>(bytes, size, off, big, acc),
-                    _ => scan_wide_ints::<u64>(bytes, size, off, big, acc),
+                    (1, true) => scan_ints::<i8>(bytes, size, off, big, sum_small, acc),
+                    (1, false) => scan_ints::<u8>(bytes, size, off, big, sum_small, acc),
+                    (2, true) => scan_ints::<i16>(bytes, size, off, big, sum_small, acc),
+                    (2, false) => scan_ints::<u16>(bytes, size, off, big, sum_small, acc),
+                    (4, true) => scan_ints::<i32>(bytes, size, off, big, sum_small, acc),
+                    (4, false) => scan_ints::<u32>(bytes, size, off, big, sum_small, acc),
+                    (8, true) => scan_ints::<i64>(bytes, size, off, big, sum_wide, acc),
+                    _ => scan_ints::<u64>(bytes, size, off, big, sum_wide, acc),
                 }
             }
             (Acc::Float { n, nan, min, max, sum }, Kind::Float { size: w, big }) => {

@@ -1000,15 +1000,7 @@ fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
                     index.push(i);
                 }
             }
-            let json_values = (index.len() as u64 + 1)
-                .saturating_mul(json_values_per_element(&p.wire).saturating_add(1));
-            if out.len() > app.cfg.max_json_response_bytes
-                || (!ctx.wants_binary() && json_values > app.cfg.max_json_elements as u64)
-            {
-                return Err(ServerError::TooLarge(
-                    "the query matches too much for one answer; narrow the select range or set Limit".into(),
-                ));
-            }
+            check_answer_size(app, ctx, p, out.len(), index.len())?;
         }
         PlanQuery::Scan(q) => scan_query(app, ctx, p, q, sels, limit, &picks, &mut out, &mut index)?,
     }
@@ -1020,6 +1012,22 @@ fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
         StatusCode::OK,
         json!({"value": value, "index": index, "hrefs": []}),
     ))
+}
+
+/// Refuses a query answer of `bytes` bytes and `matches` elements that
+/// is more than one answer may hold.
+fn check_answer_size(app: &App, ctx: &Ctx, p: &Plan, bytes: usize, matches: usize) -> Result<()> {
+    let json_values = (matches as u64 + 1)
+        .saturating_mul(json_values_per_element(&p.wire).saturating_add(1));
+    if bytes > app.cfg.max_json_response_bytes
+        || (!ctx.wants_binary() && json_values > app.cfg.max_json_elements as u64)
+    {
+        return Err(ServerError::TooLarge(
+            "the query matches too much for one answer; narrow the select range or set Limit"
+                .into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Answers a query in HSDS's dialect (strings, upper-case operators) the
@@ -1056,15 +1064,7 @@ fn scan_query(
                     out.extend_from_slice(&row[off..off + len]);
                 }
                 index.push(i);
-                let json_values = (index.len() as u64 + 1)
-                    .saturating_mul(json_values_per_element(&p.wire).saturating_add(1));
-                if out.len() > app.cfg.max_json_response_bytes
-                    || (!ctx.wants_binary() && json_values > app.cfg.max_json_elements as u64)
-                {
-                    return Err(ServerError::TooLarge(
-                        "the query matches too much for one answer; narrow the select range or set Limit".into(),
-                    ));
-                }
+                check_answer_size(app, ctx, p, out.len(), index.len())?;
             }
         }
     }

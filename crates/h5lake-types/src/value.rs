@@ -309,7 +309,8 @@ fn get_int(b: &[u8], signed: bool, order: ByteOrder) -> i128 {
     }
 }
 
-fn f16_to_f64(h: u16) -> f64 {
+/// IEEE binary16 to f64 (every half value is exact in f64).
+pub fn f16_to_f64(h: u16) -> f64 {
     let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
     let exp = i32::from((h >> 10) & 0x1f);
     let mant = f64::from(h & 0x3ff);
