@@ -518,19 +518,21 @@ impl Domain {
             };
             let mask = eval::eval(&node, &plan.leaves, rows).into_mask(rows.len());
             let origin: Vec<u64> = c.iter().zip(&m.chunk).map(|(a, b)| a * b).collect();
-            let mut hits: Vec<(u64, Vec<u8>)> = Vec::new();
+            // The chunk's matches: their dataset-wide C-order indexes
+            // (ascending within the chunk) and their elements.
+            let mut hits = Hits::default();
             let mut k = 0;
             for &(first, count) in &runs {
                 for j in 0..count {
                     if mask[k + j] {
                         let e = first + j;
-                        let g = global_index(e as u64, &m.chunk, &origin, &strides);
-                        hits.push((g, data[e * size..(e + 1) * size].to_vec()));
+                        hits.index.push(global_index(e as u64, &m.chunk, &origin, &strides));
+                        hits.elements.extend_from_slice(&data[e * size..(e + 1) * size]);
                     }
                 }
                 k += count;
             }
-            let bytes = hits.len() * per_match;
+            let bytes = hits.index.len() * per_match;
             let total = held.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed) + bytes;
             if let Some(max) = limits.max_bytes {
                 // (With a match limit, only what can be part of the answer counts.)
@@ -541,7 +543,7 @@ impl Domain {
                     )));
                 }
             }
-            matched.fetch_add(hits.len(), std::sync::atomic::Ordering::Relaxed);
+            matched.fetch_add(hits.index.len(), std::sync::atomic::Ordering::Relaxed);
             let mut f = found.lock().unwrap_or_else(|e| e.into_inner());
             f.0.push(hits);
             f.1 += 1;
@@ -558,24 +560,55 @@ impl Domain {
                 break;
             }
         }
-        let (groups, read, skipped) = found.into_inner().unwrap_or_else(|e| e.into_inner());
-        let mut all: Vec<(u64, Vec<u8>)> = groups.into_iter().flatten().collect();
-        all.sort_unstable_by_key(|(g, _)| *g);
-        if let Some(n) = limits.max_matches {
-            all.truncate(n);
+        let (mut groups, read, skipped) = found.into_inner().unwrap_or_else(|e| e.into_inner());
+        groups.retain(|h: &Hits| !h.index.is_empty());
+        // Along one dimension the chunks' matches do not interleave: the
+        // groups in order of their first index are the answer in order.
+        // Otherwise (rows of an N-D dataset cross chunks) sort matches.
+        let mut order: Vec<(u64, usize, usize)> = Vec::new();
+        if m.dims.len() == 1 {
+            groups.sort_unstable_by_key(|h| h.index[0]);
+        } else {
+            for (gi, h) in groups.iter().enumerate() {
+                order.extend(h.index.iter().enumerate().map(|(j, &g)| (g, gi, j)));
+            }
+            order.sort_unstable();
         }
+        let total: usize = groups.iter().map(|h| h.index.len()).sum();
+        let n = limits.max_matches.map_or(total, |n| n.min(total));
         let mut out = QueryMatches {
             chunks_read: read,
             chunks_skipped: skipped,
             ..Default::default()
         };
-        out.elements.reserve(all.len() * size);
-        for (g, e) in all {
+        out.elements.reserve(n * size);
+        out.coords.reserve(n * m.dims.len());
+        let mut emit = |g: u64, e: &[u8]| {
             out.coords.extend(unravel(g, &m.dims));
-            out.elements.extend_from_slice(&e);
+            out.elements.extend_from_slice(e);
+        };
+        if m.dims.len() == 1 {
+            for (g, e) in groups
+                .iter()
+                .flat_map(|h| h.index.iter().copied().zip(h.elements.chunks_exact(size.max(1))))
+                .take(n)
+            {
+                emit(g, e);
+            }
+        } else {
+            for &(g, gi, j) in order.iter().take(n) {
+                emit(g, &groups[gi].elements[j * size..(j + 1) * size]);
+            }
         }
         Ok(out)
     }
+}
+
+/// One chunk's matches.
+#[derive(Default)]
+struct Hits {
+    index: Vec<u64>,
+    elements: Vec<u8>,
 }
 
 /// Whether `condition` is in the expression language over `m`'s fields
