@@ -516,3 +516,16 @@ def test_to_arrow_where(tmp_path):
         agg = e.stats(sel=np.s_[:])
         assert agg["fields"]["v"]["max"] == 10_499 and agg["fields"]["v"]["count"] == 10_500
         assert agg["chunks_from_stats"] >= 10
+
+
+def test_scalar_and_empty_datasets(tmp_path):
+    with h5lake.File(str(tmp_path / "s.h5l"), "w") as f:
+        d = f.create_dataset("s", data=np.float64(3.5))
+        assert d.max() == d.min() == 3.5 and d.count() == 1
+        np.testing.assert_array_equal(d.read_where("value > 1"), [3.5])
+        assert d.get_where_list("value > 1").shape == (1, 0)
+        assert len(d.read_where("value > 4")) == 0
+        e = f.create_dataset("e", shape=(0,), dtype="i4", chunks=(10,), maxshape=(None,))
+        assert len(e.read_where("value > 1")) == 0 and e.count() == 0 and e.sum() == 0
+        with pytest.raises(ValueError, match="empty"):
+            e.max()

@@ -190,9 +190,12 @@ def _found(dset, condition, selection):
     coords, elems, read, skipped = dset._fs.raw.dataset_query(
         dset._oid, condition, region(dset, selection))
     rank = len(dset.shape)
-    coords = np.frombuffer(coords, dtype="<u8").astype(np.int64).reshape(-1, rank)
     stored = dset._stored
     values = np.frombuffer(elems, dtype=stored)
+    flat = np.frombuffer(coords, dtype="<u8").astype(np.int64)
+    # (The engine holds a scalar as one element of a 1-D extent.)
+    per = len(flat) // len(values) if len(values) else rank
+    coords = flat.reshape(len(values), per)[:, :rank]
     if stored != dset.dtype:
         values = values.astype(dset.dtype)
     else:
