@@ -414,9 +414,6 @@ fn plan(
     let wire = projected_type(&meta.dtype, fields.as_deref(), vlen_ok)?;
     let query = match ctx.param("query") {
         Some(q) if action == Action::Read && h5lake_engine::stats::understands(&meta, q) => {
-            if !matches!(meta.dtype, Datatype::Compound { .. }) {
-                return Err(bad("queries need a compound (table) dataset"));
-            }
             Some(PlanQuery::Engine(q.to_string()))
         }
         Some(q) if action == Action::Read => Some(PlanQuery::Scan(Query::parse(q, &meta.dtype)?)),
@@ -930,8 +927,12 @@ fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
     let Selection::Orthogonal(sels) = &p.sel else {
         return Err(bad("queries take a select range, not points"));
     };
-    if sels.len() != 1 {
-        return Err(bad("queries need a one-dimensional (table) dataset"));
+    let rank = sels.len();
+    if rank == 0 || (rank != 1 && matches!(q, PlanQuery::Scan(_))) {
+        return Err(bad(
+            "this query needs a one-dimensional (table) dataset (conditions in h5lake's \
+             expression language, without string literals, also work on N-D datasets)",
+        ));
     }
     let limit = match ctx.param("Limit") {
         None => usize::MAX,
@@ -942,14 +943,15 @@ fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
         },
     };
     let es = p.meta.dtype.fixed_size().unwrap_or(0);
-    let Datatype::Compound { fields: all, .. } = &p.meta.dtype else {
-        return Err(bad("queries need a compound (table) dataset"));
-    };
-    let picks: Vec<(usize, usize)> = match &p.wire {
-        Datatype::Compound { fields: wire, .. } if p.fields.is_some() => field_places(all, wire)
-            .into_iter()
-            .map(|(stored, _, len)| (stored, len))
-            .collect(),
+    let picks: Vec<(usize, usize)> = match (&p.meta.dtype, &p.wire) {
+        (Datatype::Compound { fields: all, .. }, Datatype::Compound { fields: wire, .. })
+            if p.fields.is_some() =>
+        {
+            field_places(all, wire)
+                .into_iter()
+                .map(|(stored, _, len)| (stored, len))
+                .collect()
+        }
         _ => vec![(0, es)],
     };
     // What the answer may grow to (its bytes, the index, the JSON made of
@@ -966,41 +968,36 @@ fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
         PlanQuery::Engine(text) => {
             // The box around the selection, answered chunk by chunk
             // (skipping the chunks whose statistics rule the condition
-            // out); rows between a strided or listed selection's are
+            // out); elements between a strided or listed selection's are
             // dropped after.
-            let (lo, hi, dense) = match &sels[0] {
-                DimSel::Slice { count: 0, .. } => (0, 0, true),
-                DimSel::Slice { start, count, step } => {
-                    (*start, start + (count - 1) * step + 1, *step == 1)
-                }
-                DimSel::Indices(ix) if ix.is_empty() => (0, 0, true),
-                DimSel::Indices(ix) => (ix[0], ix[ix.len() - 1] + 1, false),
-            };
-            let picked = |i: u64| match &sels[0] {
-                DimSel::Slice { start, step, .. } => (i - start) % step == 0,
-                DimSel::Indices(ix) => ix.binary_search(&i).is_ok(),
-            };
+            let region: Vec<(u64, u64)> = sels.iter().map(bounding).collect();
+            let dense = sels.iter().all(|d| match d {
+                DimSel::Slice { step, count, .. } => *step == 1 || *count <= 1,
+                DimSel::Indices(ix) => ix.is_empty(),
+            });
             let found = p.dom.query(
                 &p.meta.id,
                 text,
-                Some(&vec![(lo, hi)]),
+                Some(&region),
                 h5lake_engine::stats::QueryLimits {
                     max_matches: (dense && limit != usize::MAX).then_some(limit),
                     max_bytes: Some(app.cfg.max_json_response_bytes),
                 },
             )?;
-            for (row, &i) in found.elements.chunks(es.max(1)).zip(&found.coords) {
-                if index.len() >= limit {
+            let mut matched = 0;
+            for (row, at) in found.elements.chunks(es.max(1)).zip(found.coords.chunks(rank)) {
+                if matched >= limit {
                     break;
                 }
-                if dense || picked(i) {
+                if dense || sels.iter().zip(at).all(|(d, &i)| picked(d, i)) {
                     for &(off, len) in &picks {
                         out.extend_from_slice(&row[off..off + len]);
                     }
-                    index.push(i);
+                    index.extend_from_slice(at);
+                    matched += 1;
                 }
             }
-            check_answer_size(app, ctx, p, out.len(), index.len())?;
+            check_answer_size(app, ctx, p, out.len(), matched)?;
         }
         PlanQuery::Scan(q) => scan_query(app, ctx, p, q, sels, limit, &picks, &mut out, &mut index)?,
     }
@@ -1011,11 +1008,37 @@ fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
     if ctx.wants_binary() && !index.is_empty() {
         return Ok(binary_rsp(out));
     }
-    let value = fixed_to_json(&p.wire, &out, &[index.len() as u64])?;
+    let matched = index.len() / rank;
+    let value = fixed_to_json(&p.wire, &out, &[matched as u64])?;
+    // HSDS's index is a row number per match; of an N-D dataset, each
+    // match's coordinates.
+    let index = if rank == 1 {
+        json!(index)
+    } else {
+        json!(index.chunks(rank).collect::<Vec<_>>())
+    };
     Ok(json_rsp(
         StatusCode::OK,
         json!({"value": value, "index": index, "hrefs": []}),
     ))
+}
+
+/// `[lo, hi)` around the indices `d` selects along its dimension.
+fn bounding(d: &DimSel) -> (u64, u64) {
+    match d {
+        DimSel::Slice { count: 0, .. } => (0, 0),
+        DimSel::Slice { start, count, step } => (*start, start + (count - 1) * step + 1),
+        DimSel::Indices(ix) if ix.is_empty() => (0, 0),
+        DimSel::Indices(ix) => (ix[0], ix[ix.len() - 1] + 1),
+    }
+}
+
+/// Whether `d` selects index `i` (inside its bounding range).
+fn picked(d: &DimSel, i: u64) -> bool {
+    match d {
+        DimSel::Slice { start, step, .. } => (i - start) % step == 0,
+        DimSel::Indices(ix) => ix.binary_search(&i).is_ok(),
+    }
 }
 
 /// Refuses a query answer of `bytes` bytes and `matches` elements that
