@@ -1085,3 +1085,24 @@ def test_h5py_through_the_connector_on_s3(plugin_dir, tmp_path, s3_root):
     with h5lake.File(url, "r") as f:
         np.testing.assert_array_equal(f["g/d"][...], np.array(native["all"], dtype="f4"))
         assert f["g/d"].chunks == (2, 5)
+
+
+def test_statistics_are_kept_for_what_hdf5_programs_write(plugin_dir, tmp_path):
+    """Chunks written through HDF5 calls get their statistics records as
+    they are written: queries and aggregates on the store need no scan."""
+    path = tmp_path / "stats.h5l"
+    run_h5py("""
+with h5py.File(p, "w") as f:
+    d = f.create_dataset("x", shape=(1000,), dtype=[("t", "<i8"), ("v", "<f4")], chunks=(100,))
+    a = np.zeros(1000, d.dtype)
+    a["t"] = np.arange(1000)
+    a["v"] = np.sin(np.arange(1000))
+    d[...] = a
+""", str(path), plugin_dir)
+    with h5lake.File(path, "r") as f:
+        d = f["x"]
+        agg = d.stats(sel=np.s_[:])
+        assert agg["chunks_read"] == 0 and agg["chunks_from_stats"] == 10
+        assert agg["fields"]["t"]["max"] == 999
+        np.testing.assert_array_equal(d.get_where_list("(t >= 250) & (t < 260)"), np.arange(250, 260))
+        assert d._last_query["chunks_read"] == 1
