@@ -546,3 +546,22 @@ def test_scalar_and_empty_datasets(tmp_path):
         assert len(e.read_where("value > 1")) == 0 and e.count() == 0 and e.sum() == 0
         with pytest.raises(ValueError, match="empty"):
             e.max()
+
+
+def test_text_fields_in_conditions(tmp_path):
+    dt = np.dtype([("station", "S4"), ("temp", "<f4")])
+    a = np.zeros(1000, dt)
+    a["station"] = [b"KSEA" if i % 3 == 0 else b"KPD" for i in range(1000)]
+    a["temp"] = np.arange(1000) / 10
+    with h5lake.File(str(tmp_path / "t.h5l"), "w") as f:
+        d = f.create_dataset("w", data=a, chunks=(100,))
+        same(d.read_where("(station == b'KSEA') & (temp > 50)"),
+             a[(a["station"] == b"KSEA") & (a["temp"] > 50)])
+        same(d.read_where("station != 'KSEA' AND temp < 1"), a[(a["station"] != b"KSEA") & (a["temp"] < 1)])
+        with pytest.raises(ValueError, match="compares text with a number"):
+            d.read_where("station > 1")
+        with pytest.raises(TypeError, match="text"):
+            d.max("station")
+        table = d.stats()
+        assert table.column("station.count").to_pylist() == [100] * 10
+        assert d.max("temp") == a["temp"].max()

@@ -611,15 +611,19 @@ struct Hits {
     elements: Vec<u8>,
 }
 
-/// Whether `condition` is in the expression language over `m`'s fields
-/// (what [`Domain::query`] answers), so a front end with a wider dialect
-/// of its own knows which to use.
-pub fn understands(m: &DatasetMeta, condition: &str) -> bool {
-    let leaves = match &m.stats {
-        Some(p) => std::borrow::Cow::Borrowed(&p.leaves),
-        None => std::borrow::Cow::Owned(leaves(&m.dtype)),
+/// Checks that `condition` is a condition over `m`'s fields (what
+/// [`Domain::query`] answers), before any data is read.
+///
+/// # Errors
+/// A bad condition, with its position; a type that holds no fields to
+/// compare.
+pub fn check_condition(m: &DatasetMeta, condition: &str) -> Result<()> {
+    let plan = match &m.stats {
+        Some(p) => p.clone(),
+        None => adhoc_plan(m)?,
     };
-    m.dtype.fixed_size().is_some() && expr::parse_condition(condition, &leaves).is_ok()
+    expr::parse_condition(condition, &plan.leaves)?;
+    Ok(())
 }
 
 /// The plan of a dataset that keeps no statistics: its leaves, for

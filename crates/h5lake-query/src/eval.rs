@@ -12,9 +12,12 @@ pub enum Val {
     Bools(Vec<bool>),
     Ints(Vec<i128>),
     Floats(Vec<f64>),
+    /// Text values (up to their first NUL); only ever compared.
+    Texts(Vec<Vec<u8>>),
     Bool(bool),
     Int(i128),
     Float(f64),
+    Text(Vec<u8>),
 }
 
 impl Val {
@@ -27,6 +30,8 @@ impl Val {
             Val::Float(f) => *f,
             Val::Int(x) => *x as f64,
             Val::Bool(b) => f64::from(u8::from(*b)),
+            // (Text is only compared as text: the parser sees to that.)
+            Val::Texts(_) | Val::Text(_) => f64::NAN,
         }
     }
 
@@ -39,6 +44,7 @@ impl Val {
             Val::Bool(b) => i128::from(*b),
             Val::Floats(v) => v[i] as i128,
             Val::Float(f) => *f as i128,
+            Val::Texts(_) | Val::Text(_) => 0,
         }
     }
 
@@ -56,7 +62,21 @@ impl Val {
     }
 
     fn is_scalar(&self) -> bool {
-        matches!(self, Val::Bool(_) | Val::Int(_) | Val::Float(_))
+        matches!(self, Val::Bool(_) | Val::Int(_) | Val::Float(_) | Val::Text(_))
+    }
+
+    fn is_text(&self) -> bool {
+        matches!(self, Val::Texts(_) | Val::Text(_))
+    }
+
+    /// Element `i` as text.
+    #[inline]
+    fn t(&self, i: usize) -> &[u8] {
+        match self {
+            Val::Texts(v) => &v[i],
+            Val::Text(t) => t,
+            _ => &[],
+        }
     }
 
     /// As a mask of `n` elements.
@@ -104,6 +124,11 @@ impl Rows<'_> {
 
     fn column(&self, leaf: &Leaf) -> Val {
         match leaf.kind {
+            Kind::Text { .. } => Val::Texts(
+                self.each()
+                    .map(|e| leaf.text_at(e).unwrap_or_default().to_vec())
+                    .collect(),
+            ),
             Kind::Float { .. } => Val::Floats(map_values(leaf, *self, |i| i as f64, |f| f)),
             Kind::Bool => Val::Bools(map_values(leaf, *self, |i| i != 0, |f| f != 0.0)),
             Kind::Int { .. } => Val::Ints(map_values(leaf, *self, |i| i, |f| f as i128)),
@@ -149,6 +174,7 @@ fn map_values<R>(
         Kind::Float { size: 4, big } => go!(f32, big, |v: f32| float(v.into())),
         Kind::Float { size: 8, big } => go!(f64, big, |v: f64| float(v)),
         Kind::Float { .. } => out.extend(rows.each().map(|e| float(leaf.float_at(e)))),
+        Kind::Text { .. } => unreachable!("text is read by Rows::column, never as a number"),
     }
     out
 }
@@ -202,6 +228,7 @@ pub fn eval(node: &Node, leaves: &[Leaf], rows: Rows<'_>) -> Val {
         Node::Lit(Num::Int(i)) => Val::Int(*i),
         Node::Lit(Num::Float(f)) => Val::Float(*f),
         Node::BoolLit(b) => Val::Bool(*b),
+        Node::Text(t) => Val::Text(t.clone()),
         Node::Leaf(i, _) => rows.column(&leaves[*i]),
         Node::Neg(a) => {
             let a = eval(a, leaves, rows);
@@ -237,6 +264,13 @@ pub fn eval(node: &Node, leaves: &[Leaf], rows: Rows<'_>) -> Val {
             }
             let (a, b) = (eval(a, leaves, rows), eval(b, leaves, rows));
             let op = *op;
+            if a.is_text() || b.is_text() {
+                let at = |v: &Val, i: usize| if v.is_scalar() { 0 } else { i };
+                if a.is_scalar() && b.is_scalar() {
+                    return Val::Bool(cmp(op, a.t(0), b.t(0)));
+                }
+                return Val::Bools((0..n).map(|i| cmp(op, a.t(at(&a, i)), b.t(at(&b, i)))).collect());
+            }
             if a.is_float() || b.is_float() {
                 bools2(&a, &b, n, move |x, y, i| cmp(op, x.f(i), y.f(i)))
             } else {
@@ -365,6 +399,7 @@ fn spread(v: &Val, i: usize) -> Val {
         Val::Floats(x) => Val::Float(x[i]),
         Val::Ints(x) => Val::Int(x[i]),
         Val::Bools(x) => Val::Bool(x[i]),
+        Val::Texts(x) => Val::Text(x[i].clone()),
         s => s.clone(),
     }
 }
@@ -457,6 +492,8 @@ pub fn bound(node: &Node, leaves: &[Leaf], stats: &[Option<&LeafStats>]) -> Boun
             nan: false,
         },
         Node::BoolLit(b) => Bound::Truth { t: *b, f: !*b },
+        // No bounds are kept for text.
+        Node::Text(_) => ANY,
         Node::Leaf(i, _) => {
             let Some(s) = stats.get(*i).copied().flatten() else {
                 return if leaves[*i].kind == Kind::Bool {
@@ -498,6 +535,7 @@ pub fn bound(node: &Node, leaves: &[Leaf], stats: &[Option<&LeafStats>]) -> Boun
                 f: fa && fb,
             }
         }
+        Node::Cmp(_, a, _) if a.ty() == crate::expr::Ty::Text => Bound::Truth { t: true, f: true },
         Node::Cmp(op, a, b) => {
             let (al, ah, an) = numeric(bound(a, leaves, stats));
             let (bl, bh, bn) = numeric(bound(b, leaves, stats));
@@ -695,6 +733,37 @@ mod tests {
                 prop_assert!(may_match(&node, &l, &refs));
             }
         }
+    }
+
+    #[test]
+    fn text_compares_up_to_its_first_nul() {
+        let t = Datatype::from_json(&json!({"class": "H5T_COMPOUND", "fields": [
+            {"name": "n", "type": "H5T_STD_I32LE"},
+            {"name": "station", "type": {"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII",
+                                          "strPad": "H5T_STR_NULLPAD", "length": 4}}]}))
+        .unwrap();
+        let l = leaves(&t);
+        let mut data = Vec::new();
+        for (n, st) in [(3i32, &b"KSEA"[..]), (4, b"KPD\0"), (3, b"AB\0\0")] {
+            data.extend(n.to_le_bytes());
+            data.extend(st);
+        }
+        let runs = [(0, 3)];
+        let rows = Rows { data: &data, size: 8, runs: &runs };
+        let m = |e: &str| eval(&parse_condition(e, &l).unwrap(), &l, rows).into_mask(3);
+        assert_eq!(m("station == b'KSEA'"), [true, false, false]);
+        assert_eq!(m("'KPD' == station"), [false, true, false]);
+        assert_eq!(m("station < \"KPE\""), [false, true, true]);
+        assert_eq!(m("(n >= 3) AND NOT (n > 3) AND station != 'AB'"), [true, false, false]);
+        assert_eq!(m("n == 3 or FALSE"), [true, false, true]);
+        for bad in ["station > 1", "station + 1", "abs(station) > 0", "-station == 'x'", "station"] {
+            assert!(parse_condition(bad, &l).is_err(), "{bad}");
+        }
+        let stats = compute(&l, &data, 8, &runs);
+        assert_eq!(stats[1].count, 3);
+        let refs: Vec<Option<&LeafStats>> = stats.iter().map(Some).collect();
+        assert!(may_match(&parse_condition("station == 'ZZZ'", &l).unwrap(), &l, &refs));
+        assert!(!may_match(&parse_condition("(station == 'ZZZ') & (n > 4)", &l).unwrap(), &l, &refs));
     }
 
     #[test]

@@ -14,6 +14,8 @@ pub enum Ty {
     Bool,
     Int,
     Float,
+    /// Fixed-length text or bytes: compared, never computed with.
+    Text,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,6 +63,8 @@ pub enum Reduction {
 pub enum Node {
     Lit(Num),
     BoolLit(bool),
+    /// A text literal (`b'KSEA'`, `'KSEA'`), as bytes.
+    Text(Vec<u8>),
     /// A leaf, by index into the dataset's leaves.
     Leaf(usize, Ty),
     Neg(Box<Node>),
@@ -77,6 +81,7 @@ impl Node {
         match self {
             Node::Lit(Num::Int(_)) => Ty::Int,
             Node::Lit(Num::Float(_)) => Ty::Float,
+            Node::Text(_) => Ty::Text,
             Node::BoolLit(_) | Node::Not(_) | Node::Cmp(..) | Node::And(..) | Node::Or(..) => {
                 Ty::Bool
             }
@@ -123,6 +128,7 @@ impl Node {
 enum Tok {
     Int(i128),
     Float(f64),
+    Text(Vec<u8>),
     Name(String),
     Op(&'static str),
     End,
@@ -182,6 +188,23 @@ fn lex(text: &str) -> Result<Vec<(Tok, usize)>> {
                 },
                 start,
             ));
+            continue;
+        }
+        let quoted_at = match (c, chars.get(i + 1)) {
+            ('b' | 'B', Some('\'' | '"')) => Some(i + 1),
+            ('\'' | '"', _) => Some(i),
+            _ => None,
+        };
+        if let Some(q) = quoted_at {
+            // A text literal: b'…', '…' (or with double quotes), no escapes.
+            let quote = chars[q];
+            let close = chars[q + 1..].iter().position(|&c| c == quote).ok_or(QueryError::Syntax {
+                pos: start,
+                msg: "unclosed text literal".into(),
+            })?;
+            let text: String = chars[q + 1..q + 1 + close].iter().collect();
+            out.push((Tok::Text(text.into_bytes()), start));
+            i = q + close + 2;
             continue;
         }
         if c.is_alphabetic() || c == '_' {
@@ -294,6 +317,7 @@ pub fn parse_reduction(text: &str, leaves: &[Leaf]) -> Result<(Reduction, Node)>
     let inner = p.or()?;
     p.expect(")")?;
     p.expect_end()?;
+    no_text(&inner, p.toks[2].1)?;
     let want_bool = matches!(red, Reduction::Any | Reduction::All);
     if want_bool && inner.ty() != Ty::Bool {
         return Err(QueryError::Invalid {
@@ -341,7 +365,8 @@ impl Parser<'_> {
     fn eat(&mut self, op: &str) -> bool {
         let hit = match self.peek() {
             Tok::Op(o) => *o == op,
-            Tok::Name(n) => n == op,
+            // (The word operators in any case: HSDS's queries write AND.)
+            Tok::Name(n) => n.eq_ignore_ascii_case(op),
             _ => false,
         };
         if hit {
@@ -435,8 +460,15 @@ impl Parser<'_> {
                 Tok::Op("!=") => CmpOp::Ne,
                 _ => return Ok(out.unwrap_or(left)),
             };
+            let pos = self.pos();
             self.at += 1;
             let right = self.sum()?;
+            if (left.ty() == Ty::Text) != (right.ty() == Ty::Text) {
+                return Err(QueryError::Invalid {
+                    pos,
+                    msg: "compares text with a number".into(),
+                });
+            }
             let c = Node::Cmp(op, Box::new(left), Box::new(right.clone()));
             out = Some(match out {
                 None => c,
@@ -469,17 +501,20 @@ impl Parser<'_> {
             let Some(op) = op else {
                 return Ok(a);
             };
+            let pos = self.pos();
             self.at += 1;
             let b = next(self)?;
-            a = arith(op, a, b)?;
+            a = arith(op, a, b, pos)?;
         }
     }
 
     fn unary(&mut self) -> Result<Node> {
+        let pos = self.pos();
         if self.eat("-") {
             self.deeper()?;
             let a = self.unary()?;
             self.depth -= 1;
+            no_text(&a, pos)?;
             return Ok(match a {
                 Node::Lit(Num::Int(i)) => Node::Lit(Num::Int(-i)),
                 Node::Lit(Num::Float(f)) => Node::Lit(Num::Float(-f)),
@@ -490,6 +525,7 @@ impl Parser<'_> {
             self.deeper()?;
             let a = self.unary()?;
             self.depth -= 1;
+            no_text(&a, pos)?;
             return Ok(a);
         }
         self.power()
@@ -497,9 +533,10 @@ impl Parser<'_> {
 
     fn power(&mut self) -> Result<Node> {
         let a = self.primary()?;
+        let pos = self.pos();
         if self.eat("**") {
             let b = self.unary()?;
-            return arith(ArOp::Pow, a, b);
+            return arith(ArOp::Pow, a, b, pos);
         }
         Ok(a)
     }
@@ -510,6 +547,7 @@ impl Parser<'_> {
         self.at += 1;
         match tok {
             Tok::Int(i) => Ok(Node::Lit(Num::Int(i))),
+            Tok::Text(t) => Ok(Node::Text(t)),
             Tok::Float(f) => Ok(Node::Lit(Num::Float(f))),
             Tok::Op("(") => {
                 self.deeper()?;
@@ -547,11 +585,12 @@ impl Parser<'_> {
                 let a = self.or()?;
                 self.expect(")")?;
                 self.depth -= 1;
+                no_text(&a, pos)?;
                 Ok(Node::Func(f, Box::new(a)))
             }
-            Tok::Name(n) => match n.as_str() {
-                "True" | "true" => Ok(Node::BoolLit(true)),
-                "False" | "false" => Ok(Node::BoolLit(false)),
+            Tok::Name(n) => match n.to_ascii_lowercase().as_str() {
+                "true" => Ok(Node::BoolLit(true)),
+                "false" => Ok(Node::BoolLit(false)),
                 "inf" => Ok(Node::Lit(Num::Float(f64::INFINITY))),
                 "nan" => Ok(Node::Lit(Num::Float(f64::NAN))),
                 _ => {
@@ -570,6 +609,7 @@ impl Parser<'_> {
                         Kind::Bool => Ty::Bool,
                         Kind::Int { .. } => Ty::Int,
                         Kind::Float { .. } => Ty::Float,
+                        Kind::Text { .. } => Ty::Text,
                     };
                     Ok(Node::Leaf(i, ty))
                 }
@@ -586,9 +626,25 @@ impl Parser<'_> {
     }
 }
 
+fn no_text(n: &Node, pos: usize) -> Result<()> {
+    if n.ty() == Ty::Text {
+        return Err(QueryError::Invalid {
+            pos,
+            msg: "text cannot be computed with, only compared".into(),
+        });
+    }
+    Ok(())
+}
+
 /// Booleans (numpy bool fields, comparisons) count as 0 and 1 in
 /// arithmetic and comparisons, as in numpy.
-fn arith(op: ArOp, a: Node, b: Node) -> Result<Node> {
+fn arith(op: ArOp, a: Node, b: Node, pos: usize) -> Result<Node> {
+    if a.ty() == Ty::Text || b.ty() == Ty::Text {
+        return Err(QueryError::Invalid {
+            pos,
+            msg: "text cannot be computed with, only compared".into(),
+        });
+    }
     let float = a.ty() == Ty::Float || b.ty() == Ty::Float || op == ArOp::Div;
     let ty = if float { Ty::Float } else { Ty::Int };
     Ok(Node::Arith(op, Box::new(a), Box::new(b), ty))

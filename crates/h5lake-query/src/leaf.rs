@@ -11,6 +11,10 @@ pub enum Kind {
     /// numpy's `bool` (an enum of FALSE/TRUE over a 1-byte integer, as h5py
     /// writes it): reads as 0/1, compares and combines as a condition.
     Bool,
+    /// Fixed-length text or bytes (strings, opaque values) of `len` bytes:
+    /// compared with text literals, up to the first NUL (as numpy's `S`
+    /// type and HSDS compare them). No bounds are kept for them.
+    Text { len: usize },
 }
 
 /// A number-valued member of an element: a field of a compound (nested
@@ -28,6 +32,21 @@ pub struct Leaf {
 pub const VALUE_NAME: &str = "value";
 
 impl Leaf {
+    /// Whether values of this leaf are text.
+    pub fn is_text(&self) -> bool {
+        matches!(self.kind, Kind::Text { .. })
+    }
+
+    /// The leaf's text in `elem`, up to its first NUL; `None` for numbers.
+    #[inline]
+    pub fn text_at<'e>(&self, elem: &'e [u8]) -> Option<&'e [u8]> {
+        let Kind::Text { len } = self.kind else {
+            return None;
+        };
+        let b = &elem[self.offset..self.offset + len];
+        Some(&b[..b.iter().position(|&c| c == 0).unwrap_or(len)])
+    }
+
     /// Whether values of this leaf are floats.
     pub fn is_float(&self) -> bool {
         matches!(self.kind, Kind::Float { .. })
@@ -41,7 +60,7 @@ impl Leaf {
         Some(match self.kind {
             Kind::Bool => i128::from(b[0] != 0),
             Kind::Int { size, signed, big } => read_int(b, size, signed, big),
-            Kind::Float { .. } => return None,
+            Kind::Float { .. } | Kind::Text { .. } => return None,
         })
     }
 
@@ -89,10 +108,11 @@ pub(crate) fn read_float(b: &[u8], size: usize, big: bool) -> f64 {
     }
 }
 
-/// The numeric leaves of `dtype`, in member order: integers, IEEE floats
-/// (16, 32 and 64 bits), bit fields, enums (by their integer values; numpy's
-/// bool as [`Kind::Bool`]) and the members of compounds, nested ones with
-/// dotted names. Strings, arrays, opaque values and references have none.
+/// The leaves of `dtype`, in member order: integers, IEEE floats (16, 32
+/// and 64 bits), bit fields, enums (by their integer values; numpy's bool
+/// as [`Kind::Bool`]), fixed-length strings and opaque values (as
+/// [`Kind::Text`]), and the members of compounds, nested ones with dotted
+/// names. Arrays, references and variable-length values have none.
 pub fn leaves(dtype: &Datatype) -> Vec<Leaf> {
     let mut out = Vec::new();
     match dtype {
@@ -150,6 +170,10 @@ fn kind_of(dtype: &Datatype) -> Option<Kind> {
             size: *size,
             big: big(order),
         }),
+        Datatype::String {
+            length: Some(len), ..
+        }
+        | Datatype::Opaque { size: len, .. } => Some(Kind::Text { len: *len }),
         Datatype::Enum { base, mapping } => {
             let is_bool = base.fixed_size() == Some(1)
                 && mapping.len() == 2

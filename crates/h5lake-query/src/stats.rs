@@ -96,6 +96,9 @@ impl LeafStats {
             return s;
         }
         s.count = n;
+        if leaf.is_text() {
+            return s;
+        }
         match leaf.int_at(elem) {
             Some(i) => {
                 s.min = Some(Num::Int(i));
@@ -207,7 +210,7 @@ impl<'a> Accumulator<'a> {
         Self {
             leaves,
             size,
-            acc: leaves.iter().map(|l| Acc::new(l.is_float())).collect(),
+            acc: leaves.iter().map(Acc::new).collect(),
         }
     }
 
@@ -234,6 +237,8 @@ impl<'a> Accumulator<'a> {
 enum Acc {
     Int { n: u64, min: i128, max: i128, sum: i128 },
     Float { n: u64, nan: u64, min: f64, max: f64, sum: f64 },
+    /// Text: counted only.
+    Text { n: u64 },
 }
 
 /// Values of one member gathered per block: the strided loads happen
@@ -384,8 +389,10 @@ fn scan_floats<T: Lane + Into<f64>>(
 }
 
 impl Acc {
-    fn new(float: bool) -> Self {
-        if float {
+    fn new(leaf: &Leaf) -> Self {
+        if leaf.is_text() {
+            Acc::Text { n: 0 }
+        } else if leaf.is_float() {
             Acc::Float {
                 n: 0,
                 nan: 0,
@@ -450,6 +457,7 @@ impl Acc {
                     }
                 }
             }
+            (Acc::Text { n }, Kind::Text { .. }) => *n += count,
             _ => unreachable!("an accumulator is made for its leaf's kind"),
         }
     }
@@ -462,6 +470,10 @@ impl Acc {
                 min: (n > 0).then_some(Num::Int(min)),
                 max: (n > 0).then_some(Num::Int(max)),
                 sum: Num::Int(sum),
+            },
+            Acc::Text { n } => LeafStats {
+                count: n,
+                ..LeafStats::empty(false)
             },
             Acc::Float { n, nan, min, max, sum } => LeafStats {
                 count: n,

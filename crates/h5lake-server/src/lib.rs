@@ -17,7 +17,6 @@ mod error;
 mod objects;
 mod place;
 mod pool;
-mod query;
 mod request;
 mod routes;
 mod values;

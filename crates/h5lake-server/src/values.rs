@@ -29,7 +29,6 @@ use crate::domains::open_domain;
 use crate::error::{Result, ServerError};
 use crate::objects::{resolve_type, Coll};
 use crate::pool::{Pooled, SlabPool};
-use crate::query::Query;
 use crate::request::{
     parse_fields, parse_select, points_from_bytes, points_from_json, select_from_body, shape_json,
 };
@@ -343,14 +342,6 @@ fn projected_type(t: &Datatype, fields: Option<&[String]>, vlen_ok: bool) -> Res
     })
 }
 
-/// A `query=`: in the engine's expression language (answered with
-/// statistics), or in the rest of HSDS's dialect (strings, upper-case
-/// operators), answered by a scan.
-enum PlanQuery {
-    Engine(String),
-    Scan(Query),
-}
-
 /// What a value request selects and how.
 struct Plan {
     dom: Arc<Domain>,
@@ -360,8 +351,9 @@ struct Plan {
     fields: Option<Vec<String>>,
     /// Type of the elements on the wire.
     wire: Datatype,
-    /// Only the elements matching this are answered (`query=`).
-    query: Option<PlanQuery>,
+    /// Only the elements where this condition holds are answered
+    /// (`query=`, in h5lake's expression language: see h5lake-query).
+    query: Option<String>,
     /// The server's memory budget, for what the plan's steps hold.
     memory: Arc<crate::budget::Budget>,
 }
@@ -413,10 +405,11 @@ fn plan(
     let vlen_ok = action == Action::Read && ctx.wants_arrow();
     let wire = projected_type(&meta.dtype, fields.as_deref(), vlen_ok)?;
     let query = match ctx.param("query") {
-        Some(q) if action == Action::Read && h5lake_engine::stats::understands(&meta, q) => {
-            Some(PlanQuery::Engine(q.to_string()))
+        Some(q) if action == Action::Read => {
+            h5lake_engine::stats::check_condition(&meta, q)
+                .map_err(|e| bad(format!("invalid query: {e}")))?;
+            Some(q.to_string())
         }
-        Some(q) if action == Action::Read => Some(PlanQuery::Scan(Query::parse(q, &meta.dtype)?)),
         Some(_) => {
             return Err(ServerError::NotImplemented(
                 "query updates are not supported by h5lake serve".into(),
@@ -923,16 +916,13 @@ fn respond_arrow(app: &App, p: Plan) -> Result<Response> {
 /// order (at most `Limit` of them), read slab by slab; JSON answers also
 /// carry their `index`.
 fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
-    let q = p.query.as_ref().expect("a query plan");
+    let text = p.query.as_deref().expect("a query plan");
     let Selection::Orthogonal(sels) = &p.sel else {
         return Err(bad("queries take a select range, not points"));
     };
     let rank = sels.len();
-    if rank == 0 || (rank != 1 && matches!(q, PlanQuery::Scan(_))) {
-        return Err(bad(
-            "this query needs a one-dimensional (table) dataset (conditions in h5lake's \
-             expression language, without string literals, also work on N-D datasets)",
-        ));
+    if rank == 0 {
+        return Err(bad("queries need a dataset with dimensions"));
     }
     let limit = match ctx.param("Limit") {
         None => usize::MAX,
@@ -964,43 +954,38 @@ fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
     )?;
     let mut out = Vec::new();
     let mut index = Vec::new();
-    match q {
-        PlanQuery::Engine(text) => {
-            // The box around the selection, answered chunk by chunk
-            // (skipping the chunks whose statistics rule the condition
-            // out); elements between a strided or listed selection's are
-            // dropped after.
-            let region: Vec<(u64, u64)> = sels.iter().map(bounding).collect();
-            let dense = sels.iter().all(|d| match d {
-                DimSel::Slice { step, count, .. } => *step == 1 || *count <= 1,
-                DimSel::Indices(ix) => ix.is_empty(),
-            });
-            let found = p.dom.query(
-                &p.meta.id,
-                text,
-                Some(&region),
-                h5lake_engine::stats::QueryLimits {
-                    max_matches: (dense && limit != usize::MAX).then_some(limit),
-                    max_bytes: Some(app.cfg.max_json_response_bytes),
-                },
-            )?;
-            let mut matched = 0;
-            for (row, at) in found.elements.chunks(es.max(1)).zip(found.coords.chunks(rank)) {
-                if matched >= limit {
-                    break;
-                }
-                if dense || sels.iter().zip(at).all(|(d, &i)| picked(d, i)) {
-                    for &(off, len) in &picks {
-                        out.extend_from_slice(&row[off..off + len]);
-                    }
-                    index.extend_from_slice(at);
-                    matched += 1;
-                }
-            }
-            check_answer_size(app, ctx, p, out.len(), matched)?;
+    // The box around the selection, answered chunk by chunk
+    // (skipping the chunks whose statistics rule the condition
+    // out); elements between a strided or listed selection's are
+    // dropped after.
+    let region: Vec<(u64, u64)> = sels.iter().map(bounding).collect();
+    let dense = sels.iter().all(|d| match d {
+        DimSel::Slice { step, count, .. } => *step == 1 || *count <= 1,
+        DimSel::Indices(ix) => ix.is_empty(),
+    });
+    let found = p.dom.query(
+        &p.meta.id,
+        text,
+        Some(&region),
+        h5lake_engine::stats::QueryLimits {
+            max_matches: (dense && limit != usize::MAX).then_some(limit),
+            max_bytes: Some(app.cfg.max_json_response_bytes),
+        },
+    )?;
+    let mut matched = 0;
+    for (row, at) in found.elements.chunks(es.max(1)).zip(found.coords.chunks(rank)) {
+        if matched >= limit {
+            break;
         }
-        PlanQuery::Scan(q) => scan_query(app, ctx, p, q, sels, limit, &picks, &mut out, &mut index)?,
+        if dense || sels.iter().zip(at).all(|(d, &i)| picked(d, i)) {
+            for &(off, len) in &picks {
+                out.extend_from_slice(&row[off..off + len]);
+            }
+            index.extend_from_slice(at);
+            matched += 1;
+        }
     }
+    check_answer_size(app, ctx, p, out.len(), matched)?;
     // No match is answered as JSON even when bytes were asked for: h5pyd
     // (1.0) takes an empty binary body for a failed read, so its
     // read_where over a table broke at the first stretch of rows without
@@ -1053,47 +1038,6 @@ fn check_answer_size(app: &App, ctx: &Ctx, p: &Plan, bytes: usize, matches: usiz
             "the query matches too much for one answer; narrow the select range or set Limit"
                 .into(),
         ));
-    }
-    Ok(())
-}
-
-/// Answers a query in HSDS's dialect (strings, upper-case operators) the
-/// engine's expressions do not cover, by reading the selection slab by
-/// slab and testing each row.
-#[allow(clippy::too_many_arguments)]
-fn scan_query(
-    app: &App,
-    ctx: &Ctx,
-    p: &Plan,
-    q: &Query,
-    sels: &[DimSel],
-    limit: usize,
-    picks: &[(usize, usize)],
-    out: &mut Vec<u8>,
-    index: &mut Vec<u64>,
-) -> Result<()> {
-    let es = p.meta.dtype.fixed_size().unwrap_or(0);
-    let rows = (app.cfg.slab_bytes / es.max(1)).max(1) as u64;
-    'slabs: for piece in split_rows(sels, rows, p.meta.chunk.first().copied().unwrap_or(1)) {
-        let idx: Vec<u64> = match &piece[0] {
-            DimSel::Slice { start, count, step } => (0..*count).map(|k| start + k * step).collect(),
-            DimSel::Indices(ix) => ix.clone(),
-        };
-        let sel = Selection::Orthogonal(piece);
-        let mut buf = vec![0u8; idx.len() * es];
-        p.dom.read_with(&p.meta, &sel, None, &mut buf, false)?;
-        for (row, &i) in buf.chunks(es.max(1)).zip(&idx) {
-            if index.len() >= limit {
-                break 'slabs;
-            }
-            if q.matches(row)? {
-                for &(off, len) in picks {
-                    out.extend_from_slice(&row[off..off + len]);
-                }
-                index.push(i);
-                check_answer_size(app, ctx, p, out.len(), index.len())?;
-            }
-        }
     }
     Ok(())
 }

@@ -108,6 +108,10 @@ def chunk_table(dset):
     }
     for name in doc["fields"]:
         kind = _leaf_dtype(dt, name)
+        if kind.kind not in "biuf":
+            # Text fields can be compared in conditions; only counted here.
+            cols[f"{name}.count"] = pa.array([r["fields"][name]["count"] for r in rows], pa.int64())
+            continue
         bound_type = pa.float64() if kind.kind == "f" else (
             pa.bool_() if kind.kind == "b" else
             (pa.uint64() if kind.kind == "u" else pa.int64()))
@@ -168,6 +172,9 @@ def field_stat(dset, stat, field=None, selection=None):
         raise ValueError(f"no numeric field {name!r}; the numeric fields are "
                          f"{', '.join(fields) or 'none'}")
     s = fields[name]
+    kind = _leaf_dtype(dset.dtype, name)
+    if kind.kind not in "biuf":
+        raise TypeError(f"{name!r} is text, not a number: {stat}() needs a numeric field")
     if stat == "count":
         return s["count"] - s["nan_count"]
     if s["count"] == 0:
@@ -176,7 +183,6 @@ def field_stat(dset, stat, field=None, selection=None):
         raise ValueError(f"{stat}() of an empty selection")
     if s["nan_count"]:
         return math.nan
-    kind = _leaf_dtype(dset.dtype, name)
     v = s[stat]
     if stat in ("min", "max"):
         return kind.type(v) if kind.kind != "b" else np.bool_(v)
