@@ -275,13 +275,7 @@ pub fn parse_condition(text: &str, leaves: &[Leaf]) -> Result<Node> {
 /// # Errors
 /// As [`parse_condition`].
 pub fn parse_expr(text: &str, leaves: &[Leaf]) -> Result<Node> {
-    let mut p = Parser {
-        toks: lex(text)?,
-        at: 0,
-        leaves,
-        reduction: None,
-        depth: 0,
-    };
+    let mut p = Parser::new(text, leaves)?;
     let node = p.or()?;
     p.expect_end()?;
     Ok(node)
@@ -292,13 +286,7 @@ pub fn parse_expr(text: &str, leaves: &[Leaf]) -> Result<Node> {
 /// # Errors
 /// As [`parse_condition`]; an expression that is not one reduction.
 pub fn parse_reduction(text: &str, leaves: &[Leaf]) -> Result<(Reduction, Node)> {
-    let mut p = Parser {
-        toks: lex(text)?,
-        at: 0,
-        leaves,
-        reduction: None,
-        depth: 0,
-    };
+    let mut p = Parser::new(text, leaves)?;
     let pos = p.pos();
     let red = match &p.toks[0].0 {
         Tok::Name(n) => reduction_named(n),
@@ -341,7 +329,17 @@ fn reduction_named(n: &str) -> Option<Reduction> {
     })
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
+    fn new(text: &str, leaves: &'a [Leaf]) -> Result<Self> {
+        Ok(Self {
+            toks: lex(text)?,
+            at: 0,
+            leaves,
+            reduction: None,
+            depth: 0,
+        })
+    }
+
     /// Enters one more level of nesting.
     fn deeper(&mut self) -> Result<()> {
         self.depth += 1;
