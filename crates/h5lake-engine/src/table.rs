@@ -240,20 +240,41 @@ impl Domain {
         Ok(written + pending_rows)
     }
 
-    /// Stores the statistics record of chunk `k`, just written as the
-    /// Parquet object `enc` (now at `version`), from its rows as a read
-    /// decodes them (nulls as the fill value, as reads show them).
-    fn record_encoded(
+    /// Stores the statistics record of chunk `k`, just written (now at
+    /// `version`) from the rows of `batch` as the Parquet object `enc`:
+    /// its rows as a read decodes them (nulls as the fill value, rows past
+    /// the batch as the fill value), taken from the batch itself rather
+    /// than by decoding the object again.
+    fn record_written(
         &self,
         m: &DatasetMeta,
         k: u64,
+        batch: &RecordBatch,
         enc: &[u8],
         version: &h5lake_store::Version,
     ) -> Result<()> {
         if m.stats.is_none() {
             return Ok(());
         }
-        let raw = m.decode_stored(enc)?;
+        let whole = m.chunk_elems() * m.elem_size();
+        let mut raw = Vec::with_capacity(whole);
+        let raw = match h5lake_columnar::batch_rows(
+            &m.dtype,
+            batch.columns(),
+            batch.num_rows(),
+            &m.fill,
+            &mut raw,
+        ) {
+            Ok(()) => {
+                while raw.len() < whole && !m.fill.is_empty() {
+                    raw.extend_from_slice(&m.fill);
+                }
+                raw
+            }
+            // (A batch whose columns are not the members' own Arrow types:
+            // the stored object says what a read sees.)
+            Err(_) => m.decode_stored(enc)?,
+        };
         let rec = self.prepare_stats(m, &[k], &raw);
         self.store_stats(m, &[k], rec, version)
     }
@@ -279,7 +300,7 @@ impl Domain {
             let enc = encode_batch(part, compression)?;
             let v = store.put(&key, &enc)?;
             self.cache.remove(&key);
-            return self.record_encoded(m, k, &enc, &v);
+            return self.record_written(m, k, part, &enc, &v);
         }
         let schema = table.target();
         for attempt in 0u32.. {
@@ -313,7 +334,7 @@ impl Domain {
             };
             self.cache.remove(&key);
             if let PutOutcome::Written(v) = outcome {
-                return self.record_encoded(m, k, &enc, &v);
+                return self.record_written(m, k, &merged, &enc, &v);
             }
             backoff(attempt);
         }
