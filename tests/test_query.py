@@ -430,6 +430,13 @@ def test_the_command_line(tmp_path):
     assert len(chunk_records(str(store))) == 10
     r = _cli("stats", "--build", "-q", str(store / "events"))
     assert r.returncode == 0 and r.stderr == ""
+    # A dataset that keeps no statistics is named, not passed over in silence.
+    with h5lake.File(str(store), "r+") as f:
+        f.create_dataset("plain", data=np.arange(10), stats=False)
+    r = _cli("stats", "--build", "-q", str(store))
+    assert r.returncode == 0 and "/plain: created with stats=False" in r.stderr
+    r = _cli("stats", "--build", "-q", str(store / "plain"))
+    assert r.returncode == 2 and "no statistics" in r.stderr
     with h5lake.File(str(store), "r") as f:
         assert f["events"].stats(sel=np.s_[:])["chunks_read"] == 0
     r = _cli("stats", "--json", str(store / "events"))

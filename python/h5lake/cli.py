@@ -174,8 +174,12 @@ def _build_stats(args):
         if dset is not None:
             targets = [dset]
         else:
-            targets = [d for d in _numeric_datasets(f)
-                       if (d._doc.get("h5lake") or {}).get("stats") is not False]
+            targets, off = [], []
+            for d in _numeric_datasets(f):
+                (off if (d._doc.get("h5lake") or {}).get("stats") is False else targets).append(d)
+            for d in off:
+                print(f"h5lake stats: {d.name}: created with stats=False, left without "
+                      "statistics", file=sys.stderr)
         chunks, computed = f._fs.raw.dataset_build_stats([d._oid for d in targets],
                                                          not args.quiet)
         if not args.quiet:
