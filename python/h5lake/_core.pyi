@@ -146,11 +146,16 @@ class RawFile:
         """Local paths or ``s3://`` URLs of the stored chunk objects, in
         chunk order (Parquet files for a columnar dataset)."""
     def dataset_query(
-        self, dset_id: str, condition: str, region: list[tuple[int, int]] | None = None
+        self,
+        dset_id: str,
+        condition: str,
+        region: list[tuple[int, int]] | None = None,
+        fields: list[str] | None = None,
     ) -> tuple[bytes, bytes, int, int]:
         """Elements of ``region`` (``[lo, hi)`` per dimension) where
         ``condition`` holds, in C order: coordinates (little-endian u64,
-        rank per match), element bytes, chunks read, chunks skipped."""
+        rank per match), element bytes (just ``fields``, packed, when
+        given), chunks read, chunks skipped."""
     def dataset_aggregate(self, dset_id: str, region: list[tuple[int, int]] | None = None) -> str:
         """Statistics over ``region`` as JSON: fields, functions, chunks read
         and answered from statistics."""

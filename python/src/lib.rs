@@ -1050,20 +1050,24 @@ impl RawFile {
     /// The elements of `region` (`[lo, hi)` per dimension; everything by
     /// default) where `condition` holds, in C order: their coordinates
     /// (little-endian u64, rank per match), their bytes, and how many
-    /// chunks were read and skipped by their statistics.
-    #[pyo3(signature = (dset_id, condition, region = None))]
+    /// chunks were read and skipped by their statistics. With `fields`,
+    /// each element holds just those members, packed (none: coordinates
+    /// only); a columnar dataset's other columns are then not read.
+    #[pyo3(signature = (dset_id, condition, region = None, fields = None))]
     fn dataset_query<'py>(
         &self,
         py: Python<'py>,
         dset_id: &str,
         condition: &str,
         region: Option<Vec<(u64, u64)>>,
+        fields: Option<Vec<String>>,
     ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, usize, usize)> {
         let found = self.run(py, |d| {
             d.query(
                 dset_id,
                 condition,
                 region.as_ref(),
+                fields.as_deref(),
                 h5lake_engine::stats::QueryLimits::default(),
             )
         })?;

@@ -279,7 +279,7 @@ impl DatasetMeta {
     /// The dataset as if its type held only the members `names` (in that
     /// order, packed): what a read of those members of a columnar dataset
     /// decodes.
-    fn projected(&self, names: &[String]) -> Result<DatasetMeta> {
+    pub(crate) fn projected(&self, names: &[String]) -> Result<DatasetMeta> {
         let mut members = Vec::with_capacity(names.len());
         let mut fill = Vec::new();
         for f in named_members(&self.dtype, names)? {
@@ -399,19 +399,26 @@ impl DatasetMeta {
 }
 
 /// Which bytes of each stored element go where in each output element.
-struct Projection {
+pub(crate) struct Projection {
     /// (offset in the stored element, length, offset in the output element).
     pieces: Vec<(usize, usize, usize)>,
     elem_size: usize,
-    out_size: usize,
+    pub(crate) out_size: usize,
 }
 
 impl Projection {
+    /// Appends the output element made of stored element `elem`.
+    pub(crate) fn append(&self, elem: &[u8], out: &mut Vec<u8>) {
+        for &(at, len, _) in &self.pieces {
+            out.extend_from_slice(&elem[at..at + len]);
+        }
+    }
+
     fn is_identity(&self) -> bool {
         matches!(self.pieces[..], [(0, len, 0)] if len == self.elem_size)
     }
 
-    fn new(dtype: &Datatype, fields: Option<&[String]>) -> Result<Self> {
+    pub(crate) fn new(dtype: &Datatype, fields: Option<&[String]>) -> Result<Self> {
         let elem_size = dtype.fixed_size().unwrap_or(0);
         let Some(names) = fields else {
             return Ok(Projection {
@@ -1651,7 +1658,7 @@ impl Domain {
     /// members: into `into` (the whole chunk's place in the caller's
     /// buffer) when given, else into a per-thread buffer `f` is run on.
     /// `Ok(false)` when no chunk object is stored (nothing called).
-    fn with_columnar_chunk(
+    pub(crate) fn with_columnar_chunk(
         &self,
         m: &DatasetMeta,
         key: &str,

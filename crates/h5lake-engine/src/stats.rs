@@ -24,7 +24,7 @@ use h5lake_store::{PutOutcome, Version};
 use h5lake_types::Datatype;
 use serde_json::Value;
 
-use crate::dataset::{for_each_task, DatasetMeta};
+use crate::dataset::{for_each_task, DatasetMeta, Projection};
 use crate::domain::Domain;
 use crate::error::{EngineError, Result};
 
@@ -450,6 +450,7 @@ impl Domain {
         id: &str,
         condition: &str,
         region: Option<&Region>,
+        fields: Option<&[String]>,
         limits: QueryLimits,
     ) -> Result<QueryMatches> {
         let m = self.dataset(id)?;
@@ -460,6 +461,8 @@ impl Domain {
         let node = expr::parse_condition(condition, &plan.leaves)?;
         let region = check_region(&m, region)?;
         let size = m.elem_size();
+        let scan = Scan::new(&m, &plan, &node, condition, fields)?;
+        let out_size = scan.out.out_size;
         // Elements never written read as the fill value: if it matches,
         // every chunk of the region may hold matches.
         let one = [(0usize, 1usize)];
@@ -488,7 +491,7 @@ impl Domain {
         let strides = dims_strides(&m.dims);
         let held = std::sync::atomic::AtomicUsize::new(0);
         let matched = std::sync::atomic::AtomicUsize::new(0);
-        let per_match = size + 8 * m.dims.len();
+        let per_match = out_size + 8 * m.dims.len();
         // In C order chunk by chunk only along one dimension: there the
         // first batches hold the first matches.
         let early_stop = m.dims.len() == 1 && limits.max_matches.is_some();
@@ -504,34 +507,49 @@ impl Domain {
                     }
                 }
             }
-            let data = match self.load_chunk_versioned(&m, &m.key(c), false)? {
-                Some((_, d)) => d,
-                None if fill_matches => bytes::Bytes::from(m.fill_chunk()),
-                None => return Ok(()),
-            };
             let ov = overlap(&m, c, &region);
             let runs = box_runs(&m.chunk, &ov);
-            let rows = eval::Rows {
-                data: &data,
-                size,
-                runs: &runs,
-            };
-            let mask = eval::eval(&node, &plan.leaves, rows).into_mask(rows.len());
             let origin: Vec<u64> = c.iter().zip(&m.chunk).map(|(a, b)| a * b).collect();
             // The chunk's matches: their dataset-wide C-order indexes
             // (ascending within the chunk) and their elements.
-            let mut hits = Hits::default();
-            let mut k = 0;
-            for &(first, count) in &runs {
-                for j in 0..count {
-                    if mask[k + j] {
-                        let e = first + j;
-                        hits.index.push(global_index(e as u64, &m.chunk, &origin, &strides));
-                        hits.elements.extend_from_slice(&data[e * size..(e + 1) * size]);
+            let hits_in = |data: &[u8]| -> Hits {
+                let rows = eval::Rows {
+                    data,
+                    size: scan.size,
+                    runs: &runs,
+                };
+                let mask = eval::eval(&scan.node, &scan.leaves, rows).into_mask(rows.len());
+                let mut hits = Hits::default();
+                let mut k = 0;
+                for &(first, count) in &runs {
+                    for j in 0..count {
+                        if mask[k + j] {
+                            let e = first + j;
+                            hits.index.push(global_index(e as u64, &m.chunk, &origin, &strides));
+                            scan.out.append(&data[e * scan.size..(e + 1) * scan.size], &mut hits.elements);
+                        }
                     }
+                    k += count;
                 }
-                k += count;
-            }
+                hits
+            };
+            let hits = if let Some(read) = &scan.columns {
+                // Only the columns the condition and the answer need.
+                let mut hits = None;
+                let stored =
+                    self.with_columnar_chunk(read, &m.key(c), None, None, |d| hits = Some(hits_in(d)))?;
+                match hits {
+                    Some(h) if stored => h,
+                    _ if fill_matches => hits_in(&read.fill_chunk()),
+                    _ => return Ok(()),
+                }
+            } else {
+                match self.load_chunk_versioned(&m, &m.key(c), false)? {
+                    Some((_, d)) => hits_in(&d),
+                    None if fill_matches => hits_in(&m.fill_chunk()),
+                    None => return Ok(()),
+                }
+            };
             let bytes = hits.index.len() * per_match;
             let total = held.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed) + bytes;
             if let Some(max) = limits.max_bytes {
@@ -581,26 +599,86 @@ impl Domain {
             chunks_skipped: skipped,
             ..Default::default()
         };
-        out.elements.reserve(n * size);
+        out.elements.reserve(n * out_size);
         out.coords.reserve(n * m.dims.len());
-        let mut emit = |g: u64, e: &[u8]| {
+        let mut emit = |g: u64, h: &Hits, j: usize| {
             out.coords.extend(unravel(g, &m.dims));
-            out.elements.extend_from_slice(e);
+            out.elements
+                .extend_from_slice(&h.elements[j * out_size..(j + 1) * out_size]);
         };
         if m.dims.len() == 1 {
-            for (g, e) in groups
+            for (h, j) in groups
                 .iter()
-                .flat_map(|h| h.index.iter().copied().zip(h.elements.chunks_exact(size.max(1))))
+                .flat_map(|h| (0..h.index.len()).map(move |j| (h, j)))
                 .take(n)
             {
-                emit(g, e);
+                emit(h.index[j], h, j);
             }
         } else {
             for &(g, gi, j) in order.iter().take(n) {
-                emit(g, &groups[gi].elements[j * size..(j + 1) * size]);
+                emit(g, &groups[gi], j);
             }
         }
         Ok(out)
+    }
+}
+
+/// What a query reads of each chunk and answers of each match.
+struct Scan {
+    /// Of a columnar dataset whose condition and answer need only some of
+    /// its members: the dataset as if it held just those (read instead).
+    columns: Option<DatasetMeta>,
+    /// The condition over the members read, their leaves, element size.
+    node: expr::Node,
+    leaves: Vec<Leaf>,
+    size: usize,
+    /// Which bytes of a read element make up an answered one.
+    out: Projection,
+}
+
+impl Scan {
+    fn new(
+        m: &DatasetMeta,
+        plan: &StatsPlan,
+        node: &expr::Node,
+        condition: &str,
+        fields: Option<&[String]>,
+    ) -> Result<Self> {
+        let whole = |out| Scan {
+            columns: None,
+            node: node.clone(),
+            leaves: plan.leaves.clone(),
+            size: m.elem_size(),
+            out,
+        };
+        let Datatype::Compound { fields: members, .. } = &m.dtype else {
+            return Ok(whole(Projection::new(&m.dtype, fields)?));
+        };
+        if !m.is_columnar() || m.link.is_some() {
+            return Ok(whole(Projection::new(&m.dtype, fields)?));
+        }
+        let used: Vec<usize> = node.leaves_used().iter().map(|&i| plan.leaves[i].offset).collect();
+        let names: Vec<String> = members
+            .iter()
+            .filter(|f| {
+                let end = f.offset + f.dtype.fixed_size().unwrap_or(0);
+                used.iter().any(|&o| (f.offset..end).contains(&o))
+                    || fields.is_none_or(|n| n.contains(&f.name))
+            })
+            .map(|f| f.name.clone())
+            .collect();
+        if names.len() == members.len() || names.is_empty() {
+            return Ok(whole(Projection::new(&m.dtype, fields)?));
+        }
+        let read = m.projected(&names)?;
+        let leaves = leaves(&read.dtype);
+        Ok(Scan {
+            node: expr::parse_condition(condition, &leaves)?,
+            leaves,
+            size: read.elem_size(),
+            out: Projection::new(&read.dtype, fields)?,
+            columns: Some(read),
+        })
     }
 }
 

@@ -933,16 +933,11 @@ fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
         },
     };
     let es = p.meta.dtype.fixed_size().unwrap_or(0);
-    let picks: Vec<(usize, usize)> = match (&p.meta.dtype, &p.wire) {
-        (Datatype::Compound { fields: all, .. }, Datatype::Compound { fields: wire, .. })
-            if p.fields.is_some() =>
-        {
-            field_places(all, wire)
-                .into_iter()
-                .map(|(stored, _, len)| (stored, len))
-                .collect()
-        }
-        _ => vec![(0, es)],
+    // The engine answers just the fields asked for (of a columnar dataset
+    // it reads only their columns and the condition's), packed in order.
+    let es = match p.fields {
+        Some(_) => p.wire.fixed_size().unwrap_or(0),
+        None => es,
     };
     // What the answer may grow to (its bytes, the index, the JSON made of
     // them) and one slab being scanned.
@@ -967,6 +962,7 @@ fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
         &p.meta.id,
         text,
         Some(&region),
+        p.fields.as_deref(),
         h5lake_engine::stats::QueryLimits {
             max_matches: (dense && limit != usize::MAX).then_some(limit),
             max_bytes: Some(app.cfg.max_json_response_bytes),
@@ -978,9 +974,7 @@ fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
             break;
         }
         if dense || sels.iter().zip(at).all(|(d, &i)| picked(d, i)) {
-            for &(off, len) in &picks {
-                out.extend_from_slice(&row[off..off + len]);
-            }
+            out.extend_from_slice(row);
             index.extend_from_slice(at);
             matched += 1;
         }

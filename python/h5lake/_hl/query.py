@@ -189,47 +189,51 @@ def field_stat(dset, stat, field=None, selection=None):
     return v
 
 
-def _found(dset, condition, selection):
+def _packed(dt, names):
+    """``dt`` holding just the members ``names``, packed in that order."""
+    return np.dtype([(n, dt.fields[n][0]) for n in names])
+
+
+def _found(dset, condition, selection, fields=None):
+    """(coordinates, values) of the matches; values hold just ``fields``
+    (a list of member names) when given, nothing when it is empty."""
     dset._fs.check()
     if not isinstance(condition, str):
         raise TypeError(f"a condition is a string such as '(x > 0.5) & (id < 10)', not {condition!r}")
     coords, elems, read, skipped = dset._fs.raw.dataset_query(
-        dset._oid, condition, region(dset, selection))
+        dset._oid, condition, region(dset, selection), fields)
     rank = len(dset.shape)
-    stored = dset._stored
-    values = np.frombuffer(elems, dtype=stored)
     flat = np.frombuffer(coords, dtype="<u8").astype(np.int64)
     # (The engine holds a scalar as one element of a 1-D extent.)
-    per = len(flat) // len(values) if len(values) else rank
-    coords = flat.reshape(len(values), per)[:, :rank]
-    if stored != dset.dtype:
-        values = values.astype(dset.dtype)
-    else:
-        values = values.copy()
+    coords = flat.reshape(-1, max(rank, 1))[:, :rank]
     dset._last_query = {"chunks_read": read, "chunks_skipped": skipped}
+    if fields is not None and not fields:
+        return coords, None
+    stored, want = dset._stored, dset.dtype
+    if fields is not None:
+        stored, want = _packed(stored, fields), _packed(want, fields)
+    values = np.frombuffer(elems, dtype=stored)
+    values = values.astype(want) if stored != want else values.copy()
     return coords, values
 
 
 def read_where(dset, condition, fields=None, selection=None):
-    coords, values = _found(dset, condition, selection)
     if fields is None:
-        return values
+        return _found(dset, condition, selection)[1]
     names = [fields] if isinstance(fields, str) else list(fields)
     if dset.dtype.names is None:
         raise ValueError(f"{dset.name} has no fields")
     for n in names:
         if n not in dset.dtype.names:
             raise ValueError(f"no field {n!r}; the fields are {', '.join(dset.dtype.names)}")
-    if isinstance(fields, str):
-        return values[fields].copy()
-    out = np.empty(len(values), dtype=[(n, dset.dtype[n]) for n in names])
-    for n in names:
-        out[n] = values[n]
-    return out
+    if len(set(names)) != len(names):
+        raise ValueError(f"a field is named twice in {names}")
+    values = _found(dset, condition, selection, names)[1]
+    return values[fields].copy() if isinstance(fields, str) else values
 
 
 def get_where_list(dset, condition, selection=None):
-    coords, _ = _found(dset, condition, selection)
+    coords, _ = _found(dset, condition, selection, [] if dset.dtype.names else None)
     return coords[:, 0].copy() if coords.shape[1] == 1 else coords
 
 
