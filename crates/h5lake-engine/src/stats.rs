@@ -663,7 +663,7 @@ impl Scan {
             .filter(|f| {
                 let end = f.offset + f.dtype.fixed_size().unwrap_or(0);
                 used.iter().any(|&o| (f.offset..end).contains(&o))
-                    || fields.is_none_or(|n| n.contains(&f.name))
+                    || fields.map_or(true, |n| n.contains(&f.name))
             })
             .map(|f| f.name.clone())
             .collect();
