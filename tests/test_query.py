@@ -621,3 +621,61 @@ def test_columnar_queries_read_only_the_columns_they_need(tmp_path):
             d.read_where("value > 0.5")
         with pytest.raises(OSError):
             d.read_where("sensor > 3", fields=["t"])
+
+
+def test_null_counts_of_columnar_chunks(tmp_path):
+    """Columnar chunks written from Arrow, recomputed from the stored
+    Parquet object, and linked from Parquet files all count their nulls
+    (nested members too); nulls read, and are bounded, as the fill value."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    rng = np.random.default_rng(3)
+    n = 1000
+    x = rng.integers(0, 100, n)
+    xn = rng.random(n) < 0.2
+    sn = rng.random(n) < 0.1
+    qn = rng.random(n) < 0.3
+    tbl = pa.table({
+        "x": pa.array(x, pa.int32(), mask=xn),
+        "s": pa.StructArray.from_arrays(
+            [pa.array(rng.random(n), mask=qn), pa.array(np.arange(n, dtype="i8"))], ["q", "k"],
+            mask=pa.array(sn)),
+    })
+
+    def want(lo, hi):
+        return {"x": int(xn[lo:hi].sum()), "s.q": int((sn | qn)[lo:hi].sum()),
+                "s.k": int(sn[lo:hi].sum())}
+
+    path = tmp_path / "n.h5l"
+    with h5lake.File(str(path), "w") as f:
+        d = f.create_dataset("t", data=tbl, chunks=(250,))
+        for row in d.stats().to_pylist():
+            lo = row["start"][0]
+            assert {k: row[f"{k}.null_count"] for k in ("x", "s.q", "s.k")} == want(lo, lo + 250)
+        agg = d.stats(sel=np.s_[:])
+        assert agg["chunks_read"] == 0
+        assert {k: agg["fields"][k]["null_count"] for k in ("x", "s.q", "s.k")} == want(0, n)
+        assert agg["fields"]["x"]["count"] == n and agg["fields"]["x"]["min"] == 0   # null reads as 0
+        assert d.stats(sel=np.s_[100:600], field="x")["null_count"] == int(xn[100:600].sum())
+        # Rows written through the HDF5-shaped API hold values: no nulls.
+        d[0:250] = d[0:250]
+        assert d.stats().to_pylist()[0]["x.null_count"] == 0
+    # Records gone: recomputed from each stored Parquet chunk's footer.
+    for rec in chunk_records(str(path)):
+        os.remove(rec)
+    with h5lake.File(str(path), "r") as f:
+        agg = f["t"].stats(sel=np.s_[:])
+        assert agg["chunks_read"] == 4
+        assert agg["fields"]["x"]["null_count"] == want(250, n)["x"]
+    # Linked from Parquet files: counted from the files' own rows.
+    src = tmp_path / "src.parquet"
+    pq.write_table(tbl, src, row_group_size=300)
+    h5lake.load(src, tmp_path / "l.h5l", link=True, name="t")
+    with h5lake.File(str(tmp_path / "l.h5l"), "r") as f:
+        d = f["t"]
+        agg = d.stats(sel=np.s_[:])
+        assert {k: agg["fields"][k]["null_count"] for k in ("x", "s.q", "s.k")} == want(0, n)
+        step = d.chunks[0]
+        for row in d.stats().to_pylist():
+            lo = row["start"][0]
+            assert row["x.null_count"] == want(lo, lo + step)["x"]

@@ -195,8 +195,13 @@ def _query(args):
         if dset is None:
             raise TypeError(f"{args.path}: name a dataset (store/path/to/dataset)")
         fields = args.fields.split(",") if args.fields else None
-        found = dset.read_where(args.expression, fields=fields)
-        coords = dset.get_where_list(args.expression) if args.coords else None
+        from ._hl import query
+        names = fields if fields is not None or dset.dtype.names is None else list(dset.dtype.names)
+        if fields is not None and dset.dtype.names is None:
+            raise ValueError(f"{dset.name} has no fields")
+        # One query for the matches and their coordinates.
+        coords, found = query._found(dset, args.expression, None, names)
+        coords = coords if args.coords else None
     import pyarrow as pa
     from ._hl.table import _column
     columns = {}

@@ -437,3 +437,67 @@ pub fn batch_rows(
     }
     Ok(())
 }
+
+/// For each leaf named (a path through struct columns, parts joined by
+/// `.`): how many of `batch`'s rows hold no value there — null, or inside
+/// a null struct. 0 for a name that is no column.
+pub fn null_counts(batch: &RecordBatch, names: &[&str]) -> Vec<u64> {
+    null_counts_in(batch, names, &[(0, batch.num_rows())])
+}
+
+/// As [`null_counts`], over the rows of `runs` ((first row, count)
+/// pairs; rows past the batch's end are not counted).
+pub fn null_counts_in(batch: &RecordBatch, names: &[&str], runs: &[(usize, usize)]) -> Vec<u64> {
+    use arrow_array::Array;
+    let rows = batch.num_rows();
+    let within = |nulls: &arrow_buffer::NullBuffer| -> u64 {
+        runs.iter()
+            .map(|&(first, count)| {
+                let (lo, hi) = (first.min(rows), first.saturating_add(count).min(rows));
+                nulls.slice(lo, hi - lo).null_count() as u64
+            })
+            .sum()
+    };
+    names
+        .iter()
+        .map(|name| {
+            let mut level: Vec<(&str, &ArrayRef)> = batch
+                .schema_ref()
+                .fields()
+                .iter()
+                .map(|f| f.name().as_str())
+                .zip(batch.columns())
+                .collect();
+            let mut rest: &str = name;
+            let mut nulls: Option<arrow_buffer::NullBuffer> = None;
+            loop {
+                // The longest member name the rest of the path starts with
+                // (member names may hold dots).
+                let Some((n, col)) = level
+                    .iter()
+                    .filter(|(n, _)| {
+                        rest == *n || (rest.starts_with(n) && rest.as_bytes().get(n.len()) == Some(&b'.'))
+                    })
+                    .max_by_key(|(n, _)| n.len())
+                    .copied()
+                else {
+                    return 0;
+                };
+                nulls = arrow_buffer::NullBuffer::union(nulls.as_ref(), col.logical_nulls().as_ref());
+                if rest.len() == n.len() {
+                    return nulls.as_ref().map_or(0, within);
+                }
+                rest = &rest[n.len() + 1..];
+                let Some(st) = col.as_any().downcast_ref::<arrow_array::StructArray>() else {
+                    return 0;
+                };
+                level = st
+                    .fields()
+                    .iter()
+                    .map(|f| f.name().as_str())
+                    .zip(st.columns())
+                    .collect();
+            }
+        })
+        .collect()
+}

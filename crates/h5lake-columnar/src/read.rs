@@ -145,6 +145,41 @@ impl Footer {
         self.meta.file_metadata().num_rows()
     }
 
+    /// For each leaf column named (its path, parts joined by `.`): how
+    /// many rows of the object hold no value there (null, or inside a
+    /// null struct), by the column statistics; 0 for a name with no
+    /// column.
+    ///
+    /// # Errors
+    /// A nullable column without a null count in its statistics.
+    pub fn null_counts(&self, names: &[&str]) -> Result<Vec<u64>> {
+        let schema = self.meta.file_metadata().schema_descr();
+        names
+            .iter()
+            .map(|name| {
+                let Some(leaf) = (0..schema.num_columns())
+                    .find(|&l| schema.column(l).path().parts().join(".") == *name)
+                else {
+                    return Ok(0);
+                };
+                if schema.column(leaf).max_def_level() == 0 {
+                    return Ok(0);
+                }
+                self.meta.row_groups().iter().try_fold(0u64, |n, rg| {
+                    rg.column(leaf)
+                        .statistics()
+                        .and_then(|st| st.null_count_opt())
+                        .map(|k| n + k)
+                        .ok_or_else(|| {
+                            ColumnarError::Corrupt(format!(
+                                "column {name:?} of a columnar chunk has no null count"
+                            ))
+                        })
+                })
+            })
+            .collect()
+    }
+
     /// The root column of each member of `dtype` (a compound), by name.
     fn roots(&self, fields: &[Field]) -> Result<Vec<usize>> {
         let schema = self.meta.file_metadata().schema_descr();

@@ -341,7 +341,7 @@ impl DatasetMeta {
         self.codec.as_columnar().is_some()
     }
 
-    fn decode(&self, stored: Bytes) -> Result<Bytes> {
+    pub(crate) fn decode(&self, stored: Bytes) -> Result<Bytes> {
         if self.stored_as_raw() {
             // Chunks stored as they are are used as read: no copy.
             self.check_decoded_len(stored.len())?;

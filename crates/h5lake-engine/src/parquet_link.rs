@@ -397,6 +397,21 @@ impl Domain {
         src: &ParquetSource,
         k: u64,
     ) -> Result<Option<Vec<u8>>> {
+        Ok(self.parquet_chunk_counting(m, src, k, &[], &[])?.map(|(rows, _)| rows))
+    }
+
+    /// As [`Domain::parquet_chunk`], with how many of the chunk's rows in
+    /// `runs` ((first, count) pairs) are null at each leaf `names` (see
+    /// [`h5lake_columnar::null_counts_in`]).
+    pub(crate) fn parquet_chunk_counting(
+        &self,
+        m: &DatasetMeta,
+        src: &ParquetSource,
+        k: u64,
+        names: &[&str],
+        runs: &[(usize, usize)],
+    ) -> Result<Option<(Vec<u8>, Vec<u64>)>> {
+        let mut nulls = vec![0u64; names.len()];
         let c = m.chunk[0];
         let lo = k.saturating_mul(c);
         let hi = lo.saturating_add(c).min(m.dims[0]).min(src.rows);
@@ -404,7 +419,25 @@ impl Domain {
             return Ok(None);
         }
         let mut out = Vec::with_capacity(c as usize * m.dtype.fixed_size().unwrap_or(16));
+        let mut at = 0usize;
         for batch in self.parquet_batches(m, src, &m.dtype, lo..hi)? {
+            if !names.is_empty() {
+                // The runs in this batch's rows.
+                let here: Vec<(usize, usize)> = runs
+                    .iter()
+                    .filter_map(|&(first, count)| {
+                        let (a, b) = (first.max(at), (first + count).min(at + batch.num_rows()));
+                        (a < b).then(|| (a - at, b - a))
+                    })
+                    .collect();
+                for (n, k) in nulls
+                    .iter_mut()
+                    .zip(h5lake_columnar::null_counts_in(&batch, names, &here))
+                {
+                    *n += k;
+                }
+            }
+            at += batch.num_rows();
             h5lake_columnar::batch_rows(
                 &m.dtype,
                 batch.columns(),
@@ -422,7 +455,7 @@ impl Domain {
         for _ in hi - lo..c {
             out.extend_from_slice(&fill);
         }
-        Ok(Some(out))
+        Ok(Some((out, nulls)))
     }
 }
 

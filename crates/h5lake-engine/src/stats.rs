@@ -99,6 +99,18 @@ impl StatsPlan {
         Ok(Some(Arc::new(Self { leaves, functions })))
     }
 
+    /// The leaves' names, in order.
+    pub(crate) fn leaf_names(&self) -> Vec<&str> {
+        self.leaves.iter().map(|l| l.name.as_str()).collect()
+    }
+
+    /// Puts each leaf's null count (in leaf order) into `rec`.
+    pub(crate) fn set_nulls(&self, rec: &mut ChunkRecord, nulls: &[u64]) {
+        for (s, &n) in rec.leaves.iter_mut().zip(nulls) {
+            s.null_count = n;
+        }
+    }
+
     /// A record of the elements of `raw` (a decoded chunk) inside the
     /// extent, for chunk version `version`.
     fn record(&self, m: &DatasetMeta, coords: &[u64], raw: &[u8], version: &str) -> ChunkRecord {
@@ -250,10 +262,13 @@ impl Domain {
                 }
             }
         }
-        let Some((version, data)) = self.load_chunk_versioned(m, &key, false)? else {
+        let Some((version, data, nulls)) = self.chunk_for_record(m, plan, &key, coords, None)? else {
             return Ok(None);
         };
-        let rec = plan.record(m, coords, &data, &version.0);
+        let mut rec = plan.record(m, coords, &data, &version.0);
+        if let Some(nulls) = nulls {
+            plan.set_nulls(&mut rec, &nulls);
+        }
         if self.check_writable().is_ok() {
             let bytes = rec.to_bytes(&plan.leaves, &plan.functions);
             // A writer that stored a newer record meanwhile wins.
@@ -263,6 +278,55 @@ impl Domain {
             };
         }
         Ok(Some((rec, true)))
+    }
+
+    /// A chunk to compute statistics of: its version, decoded bytes, and
+    /// (for a columnar chunk or one linked from Parquet files, which may
+    /// hold nulls) how many elements are null at each leaf, in all of the
+    /// chunk or in `runs` ((first, count) pairs of its elements).
+    fn chunk_for_record(
+        &self,
+        m: &DatasetMeta,
+        plan: &StatsPlan,
+        key: &str,
+        coords: &[u64],
+        runs: Option<&[(usize, usize)]>,
+    ) -> Result<Option<(Version, bytes::Bytes, Option<Vec<u64>>)>> {
+        let names = plan.leaf_names();
+        let all = [(0, m.chunk_elems())];
+        if m.is_columnar() {
+            if let Some(v) = self.store().get_versioned(key)? {
+                // The counts and the rows from the same bytes: of the whole
+                // chunk from its footer, of some rows from its columns.
+                let footer = h5lake_columnar::Footer::of_whole(&v.data)?;
+                let nulls = match runs {
+                    None => footer.null_counts(&names)?,
+                    Some(runs) => {
+                        let rows = usize::try_from(footer.rows()).unwrap_or(0);
+                        let parts = h5lake_columnar::Parts::whole(v.data.clone());
+                        let batch = footer.read_batch(&m.dtype, &parts, 0..rows)?;
+                        h5lake_columnar::null_counts_in(&batch, &names, runs)
+                    }
+                };
+                return Ok(Some((v.version, m.decode(v.data)?, Some(nulls))));
+            }
+        }
+        if let Some(src) = m.link.as_ref().and_then(|l| l.parquet_source()) {
+            if coords.len() == 1 && self.store().version(key)?.is_none() {
+                return Ok(self
+                    .parquet_chunk_counting(m, src, coords[0], &names, runs.unwrap_or(&all))?
+                    .map(|(rows, nulls)| {
+                        (
+                            Version(crate::dataset::LINKED_VERSION.into()),
+                            bytes::Bytes::from(rows),
+                            Some(nulls),
+                        )
+                    }));
+            }
+        }
+        Ok(self
+            .load_chunk_versioned(m, key, false)?
+            .map(|(v, d)| (v, d, None)))
     }
 
     /// Every stored chunk's statistics, in chunk order.
@@ -385,18 +449,23 @@ impl Domain {
                     None => return Ok(()),
                 }
             } else {
-                let Some((_, data)) = self.load_chunk_versioned(&m, &m.key(c), false)? else {
+                let runs = box_runs(&m.chunk, &ov);
+                let Some((_, data, nulls)) = self.chunk_for_record(&m, &plan, &m.key(c), c, Some(&runs))?
+                else {
                     return Ok(());
                 };
-                let runs = box_runs(&m.chunk, &ov);
                 let rows = eval::Rows {
                     data: &data,
                     size: m.elem_size(),
                     runs: &runs,
                 };
                 let n = rows.len() as u64;
+                let mut leaves = h5lake_query::stats::compute(&plan.leaves, &data, m.elem_size(), &runs);
+                for (s, k) in leaves.iter_mut().zip(nulls.unwrap_or_default()) {
+                    s.null_count = k;
+                }
                 (
-                    h5lake_query::stats::compute(&plan.leaves, &data, m.elem_size(), &runs),
+                    leaves,
                     plan.functions.iter().map(|f| f.compute(&plan.leaves, rows)).collect(),
                     n,
                     true,

@@ -68,6 +68,9 @@ pub struct LeafStats {
     pub count: u64,
     /// How many of them are NaN (floats only).
     pub nan_count: u64,
+    /// How many of them were null in the columnar chunk holding them
+    /// (they read, and are counted here, as the fill value).
+    pub null_count: u64,
     /// Smallest and largest value other than NaN; `None` when every
     /// element is NaN, or there are none.
     pub min: Option<Num>,
@@ -82,6 +85,7 @@ impl LeafStats {
         Self {
             count: 0,
             nan_count: 0,
+            null_count: 0,
             min: None,
             max: None,
             sum: if float { Num::Float(0.0) } else { Num::Int(0) },
@@ -123,6 +127,7 @@ impl LeafStats {
     pub fn merge(&mut self, o: &LeafStats) {
         self.count += o.count;
         self.nan_count += o.nan_count;
+        self.null_count += o.null_count;
         self.min = pick(self.min, o.min, true);
         self.max = pick(self.max, o.max, false);
         self.sum = match (self.sum, o.sum) {
@@ -137,7 +142,7 @@ impl LeafStats {
         (n > 0).then(|| self.sum.as_f64() / n as f64)
     }
 
-    /// As stored: `count`, `nan_count`, `min`, `max` (null when there
+    /// As stored: `count`, `nan_count`, `null_count`, `min`, `max` (null when there
     /// is no value but NaN), `sum`; non-finite floats as "inf", "-inf",
     /// "nan", integers beyond 64 bits as strings.
     pub fn to_json(&self) -> Value {
@@ -145,6 +150,7 @@ impl LeafStats {
         json!({
             "count": self.count,
             "nan_count": self.nan_count,
+            "null_count": self.null_count,
             "min": opt(self.min),
             "max": opt(self.max),
             "sum": self.sum.to_json(),
@@ -161,6 +167,8 @@ impl LeafStats {
         Ok(Self {
             count: count("count")?,
             nan_count: count("nan_count")?,
+            // (Records written before null counts were kept have none.)
+            null_count: v.get("null_count").map_or(Ok(0), |_| count("null_count"))?,
             min: opt("min")?,
             max: opt("max")?,
             sum: Num::from_json(v.get("sum").ok_or_else(bad)?, float)?,
@@ -467,6 +475,7 @@ impl Acc {
             Acc::Int { n, min, max, sum } => LeafStats {
                 count: n,
                 nan_count: 0,
+                null_count: 0,
                 min: (n > 0).then_some(Num::Int(min)),
                 max: (n > 0).then_some(Num::Int(max)),
                 sum: Num::Int(sum),
@@ -478,6 +487,7 @@ impl Acc {
             Acc::Float { n, nan, min, max, sum } => LeafStats {
                 count: n,
                 nan_count: nan,
+                null_count: 0,
                 min: (n > nan).then_some(Num::Float(min)),
                 max: (n > nan).then_some(Num::Float(max)),
                 sum: Num::Float(sum),
@@ -616,9 +626,9 @@ mod tests {
                 (v.iter().min().copied().map(Num::Int), v.iter().max().copied().map(Num::Int), Num::Int(v.iter().sum()))
             };
             let (lo, hi, sum) = ints(&|x| i128::from(x.0));
-            proptest::prop_assert_eq!(&got[0], &LeafStats { count: n, nan_count: 0, min: lo, max: hi, sum });
+            proptest::prop_assert_eq!(&got[0], &LeafStats { count: n, nan_count: 0, null_count: 0, min: lo, max: hi, sum });
             let (lo, hi, sum) = ints(&|x| i128::from(x.1));
-            proptest::prop_assert_eq!(&got[1], &LeafStats { count: n, nan_count: 0, min: lo, max: hi, sum });
+            proptest::prop_assert_eq!(&got[1], &LeafStats { count: n, nan_count: 0, null_count: 0, min: lo, max: hi, sum });
             let fin: Vec<f64> = part.iter().map(|x| x.2).filter(|v| !v.is_nan()).collect();
             proptest::prop_assert_eq!(got[2].nan_count, n - fin.len() as u64);
             proptest::prop_assert_eq!(got[2].min, fin.iter().copied().reduce(f64::min).map(Num::Float));
@@ -653,6 +663,7 @@ mod tests {
             leaves: vec![LeafStats {
                 count: 3,
                 nan_count: 0,
+                null_count: 2,
                 min: Some(Num::Float(f64::NEG_INFINITY)),
                 max: Some(Num::Float(2.0)),
                 sum: Num::Float(f64::NEG_INFINITY),

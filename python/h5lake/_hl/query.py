@@ -81,7 +81,7 @@ def _fields_json(doc):
 
 
 def aggregate(dset, selection=None):
-    """Statistics of the selection: ``{"fields": {name: {count, nan_count,
+    """Statistics of the selection: ``{"fields": {name: {count, nan_count, null_count,
     min, max, sum, mean}}, "functions": {name: value}, "chunks_read": n,
     "chunks_from_stats": n}``."""
     dset._fs.check()
@@ -95,7 +95,9 @@ def chunk_table(dset):
     """The per-chunk statistics as a ``pyarrow.Table``: a row per stored
     chunk with its coordinates (``chunk``), first element (``start``) and
     extent (``shape``), then per field ``<field>.min``, ``.max``,
-    ``.count``, ``.nan_count``, ``.sum``, then each chunk function."""
+    ``.count``, ``.nan_count``, ``.null_count`` (elements that were null in
+    a columnar chunk; they read as the fill value), ``.sum``, then each
+    chunk function."""
     import pyarrow as pa
     dset._fs.check()
     doc = json.loads(dset._fs.raw.dataset_chunk_stats(dset._oid))
@@ -110,7 +112,8 @@ def chunk_table(dset):
         kind = _leaf_dtype(dt, name)
         if kind.kind not in "biuf":
             # Text fields can be compared in conditions; only counted here.
-            cols[f"{name}.count"] = pa.array([r["fields"][name]["count"] for r in rows], pa.int64())
+            for stat in ("count", "null_count"):
+                cols[f"{name}.{stat}"] = pa.array([r["fields"][name][stat] for r in rows], pa.int64())
             continue
         bound_type = pa.float64() if kind.kind == "f" else (
             pa.bool_() if kind.kind == "b" else
@@ -120,7 +123,7 @@ def chunk_table(dset):
         else:
             conv = _number
         for stat, typ in (("min", bound_type), ("max", bound_type), ("count", pa.int64()),
-                          ("nan_count", pa.int64()),
+                          ("nan_count", pa.int64()), ("null_count", pa.int64()),
                           ("sum", pa.float64() if kind.kind == "f" else pa.int64())):
             vals = [r["fields"][name][stat] for r in rows]
             vals = [conv(v) if stat in ("min", "max") else _number(v) for v in vals]
