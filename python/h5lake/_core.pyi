@@ -156,6 +156,9 @@ class RawFile:
         ``condition`` holds, in C order: coordinates (little-endian u64,
         rank per match), element bytes (just ``fields``, packed, when
         given), chunks read, chunks skipped."""
+    def dataset_virtual_problems(self, dset_id: str) -> list[tuple[int, str | None, str, str]]:
+        """Why mappings of a virtual dataset read (partly) as fill: (mapping,
+        store or None for this one, source path, problem) each."""
     def dataset_aggregate(self, dset_id: str, region: list[tuple[int, int]] | None = None) -> str:
         """Statistics over ``region`` as JSON: fields, functions, chunks read
         and answered from statistics."""

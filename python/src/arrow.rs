@@ -166,7 +166,8 @@ pub(crate) fn restore_arrow_types<'py>(
     let empty = RecordBatch::new_empty(reader.schema());
     let batches = reader
         .map(|b| {
-            let b = b.map_err(|e| PyValueError::new_err(format!("reading the Arrow stream: {e}")))?;
+            let b =
+                b.map_err(|e| PyValueError::new_err(format!("reading the Arrow stream: {e}")))?;
             h5lake_columnar::restore_arrow_types(&b, &types).map_err(columnar_err)
         })
         .collect::<PyResult<Vec<_>>>()?;

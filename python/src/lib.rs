@@ -1080,6 +1080,21 @@ impl RawFile {
         ))
     }
 
+    /// Why mappings of a virtual dataset read (partly) as fill: (mapping,
+    /// store or None for this one, source path, problem) each.
+    fn dataset_virtual_problems(
+        &self,
+        py: Python<'_>,
+        dset_id: &str,
+    ) -> PyResult<Vec<(usize, Option<String>, String, String)>> {
+        self.run(py, |d| {
+            Ok(d.virtual_problems(dset_id)?
+                .into_iter()
+                .map(|p| (p.mapping, p.store, p.path, p.problem))
+                .collect())
+        })
+    }
+
     /// Statistics over `region` (everything by default), as JSON.
     #[pyo3(signature = (dset_id, region = None))]
     fn dataset_aggregate(

@@ -476,14 +476,16 @@ pub fn null_counts_in(batch: &RecordBatch, names: &[&str], runs: &[(usize, usize
                 let Some((n, col)) = level
                     .iter()
                     .filter(|(n, _)| {
-                        rest == *n || (rest.starts_with(n) && rest.as_bytes().get(n.len()) == Some(&b'.'))
+                        rest == *n
+                            || (rest.starts_with(n) && rest.as_bytes().get(n.len()) == Some(&b'.'))
                     })
                     .max_by_key(|(n, _)| n.len())
                     .copied()
                 else {
                     return 0;
                 };
-                nulls = arrow_buffer::NullBuffer::union(nulls.as_ref(), col.logical_nulls().as_ref());
+                nulls =
+                    arrow_buffer::NullBuffer::union(nulls.as_ref(), col.logical_nulls().as_ref());
                 if rest.len() == n.len() {
                     return nulls.as_ref().map_or(0, within);
                 }

@@ -69,6 +69,9 @@ pub struct DatasetMeta {
     pub(crate) prefix: String,
     /// The statistics kept per chunk (see [`crate::stats`]); `None`: none.
     pub stats: Option<Arc<crate::stats::StatsPlan>>,
+    /// Of a virtual dataset, where its elements come from (see
+    /// [`crate::virtual_ds`]).
+    pub virtual_map: Option<Arc<crate::virtual_ds::VirtualMap>>,
 }
 
 /// The members `names` of the compound `dtype`, in that order.
@@ -220,6 +223,7 @@ impl DatasetMeta {
             };
         let prefix = ids::object_prefix(id)?;
         let stats = crate::stats::StatsPlan::of_doc(doc, &dtype)?;
+        let virtual_map = crate::virtual_ds::VirtualMap::of_doc(doc, &dims)?;
         Ok(DatasetMeta {
             id: id.to_string(),
             dtype,
@@ -236,6 +240,7 @@ impl DatasetMeta {
             codec,
             prefix,
             stats,
+            virtual_map,
         })
     }
 
@@ -322,6 +327,12 @@ impl DatasetMeta {
     /// # Errors
     /// [`EngineError::ReadOnly`] for such a dataset.
     pub fn check_data_writable(&self) -> Result<()> {
+        if self.virtual_map.is_some() {
+            return Err(EngineError::ReadOnly(format!(
+                "{} is a virtual dataset: its elements are its sources'; write to the sources",
+                self.id
+            )));
+        }
         if self
             .link
             .as_ref()
@@ -513,14 +524,14 @@ unsafe fn gather<const W: usize>(
 /// Raw pointer into the caller's buffer, shared by chunk tasks that write
 /// disjoint elements of it.
 #[derive(Clone, Copy)]
-struct OutPtr(*mut u8);
+pub(crate) struct OutPtr(pub(crate) *mut u8);
 unsafe impl Send for OutPtr {}
 unsafe impl Sync for OutPtr {}
 
 impl OutPtr {
     /// The address `offset` bytes in. A method (rather than `.0`) so that
     /// closures capture the whole `Send` wrapper, not the raw pointer field.
-    fn at(self, offset: usize) -> *mut u8 {
+    pub(crate) fn at(self, offset: usize) -> *mut u8 {
         // SAFETY: callers stay inside the validated buffer.
         unsafe { self.0.add(offset) }
     }
@@ -700,6 +711,24 @@ impl Domain {
             }
         }
         crate::chunk_codec::check_new(&doc, &dtype, &cprops, class == "H5D_CHUNKED")?;
+        if doc.pointer("/h5lake/virtual").is_some() {
+            if dtype.fixed_size().is_none() || !matches!(shape, Shape::Simple { .. }) {
+                return Err(EngineError::Invalid(
+                    "a virtual dataset has a fixed-size type and a simple (non-scalar) shape"
+                        .into(),
+                ));
+            }
+            if class != "H5D_CONTIGUOUS"
+                || cprops
+                    .get("filters")
+                    .is_some_and(|f| f.as_array().is_some_and(|a| !a.is_empty()))
+            {
+                return Err(EngineError::Invalid(
+                    "a virtual dataset has no chunks or filters of its own".into(),
+                ));
+            }
+            self.check_new_virtual(&doc, &dims)?;
+        }
         // Chunk functions are checked now, so that a bad one is refused
         // with its position before anything is stored.
         crate::stats::StatsPlan::of_doc(&doc, &dtype)?;
@@ -828,6 +857,9 @@ impl Domain {
         out: &mut [u8],
         bypass_cache: bool,
     ) -> Result<()> {
+        if let Some(vm) = &m.virtual_map {
+            return self.read_virtual(m, vm, &Self::normalize(m, sel), fields, out);
+        }
         if let (Some(names), true) = (fields, m.is_columnar()) {
             // Some members of a columnar dataset: only their columns are
             // decoded, into elements of just those members. Such partial

@@ -236,6 +236,8 @@ pub struct Domain {
     /// a repeat lookup costs a version check (one `stat` locally) instead of
     /// a read and a JSON parse, and never returns a stale document.
     docs: DocCache,
+    /// Other stores opened for virtual datasets' sources.
+    pub(crate) virtual_stores: crate::virtual_ds::SourceStores,
 }
 
 /// See [`Domain::get_doc`]. Bounded: cleared when it grows past
@@ -428,6 +430,7 @@ impl Domain {
             location,
             linked_files,
             docs: DocCache::default(),
+            virtual_stores: Default::default(),
         };
         match (mode, existing) {
             (OpenMode::Read | OpenMode::ReadWrite | OpenMode::Append, Some(root)) => {

@@ -21,6 +21,7 @@ pub mod planner;
 pub mod progress;
 pub mod stats;
 pub mod table;
+pub mod virtual_ds;
 
 pub use dataset::DatasetMeta;
 pub use domain::{Domain, DomainOptions, OpenMode};

@@ -397,7 +397,9 @@ impl Domain {
         src: &ParquetSource,
         k: u64,
     ) -> Result<Option<Vec<u8>>> {
-        Ok(self.parquet_chunk_counting(m, src, k, &[], &[])?.map(|(rows, _)| rows))
+        Ok(self
+            .parquet_chunk_counting(m, src, k, &[], &[])?
+            .map(|(rows, _)| rows))
     }
 
     /// As [`Domain::parquet_chunk`], with how many of the chunk's rows in

@@ -9,9 +9,11 @@ pub fn bar(show: bool, total: u64, msg: &'static str, counts: &str) -> indicatif
     }
     let bar = indicatif::ProgressBar::new(total);
     bar.set_style(
-        indicatif::ProgressStyle::with_template(&format!("{{msg}} [{{bar:30}}] {counts} eta {{eta}}"))
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-            .progress_chars("=> "),
+        indicatif::ProgressStyle::with_template(&format!(
+            "{{msg}} [{{bar:30}}] {counts} eta {{eta}}"
+        ))
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> "),
     );
     bar.set_message(msg);
     bar

@@ -228,8 +228,10 @@ impl Domain {
             return Ok(());
         };
         rec.version.clone_from(&version.0);
-        self.store()
-            .put(&stats_key(m, coords), &rec.to_bytes(&plan.leaves, &plan.functions))?;
+        self.store().put(
+            &stats_key(m, coords),
+            &rec.to_bytes(&plan.leaves, &plan.functions),
+        )?;
         Ok(())
     }
 
@@ -262,7 +264,8 @@ impl Domain {
                 }
             }
         }
-        let Some((version, data, nulls)) = self.chunk_for_record(m, plan, &key, coords, None)? else {
+        let Some((version, data, nulls)) = self.chunk_for_record(m, plan, &key, coords, None)?
+        else {
             return Ok(None);
         };
         let mut rec = plan.record(m, coords, &data, &version.0);
@@ -333,8 +336,12 @@ impl Domain {
     ///
     /// # Errors
     /// Unknown dataset; a dataset without statistics; I/O trouble.
-    pub fn chunk_stats(&self, id: &str) -> Result<(Arc<DatasetMeta>, Arc<StatsPlan>, Vec<ChunkStats>)> {
+    pub fn chunk_stats(
+        &self,
+        id: &str,
+    ) -> Result<(Arc<DatasetMeta>, Arc<StatsPlan>, Vec<ChunkStats>)> {
         let m = self.dataset(id)?;
+        not_virtual(&m)?;
         let plan = plan_of(&m)?;
         let coords = self.chunks_with_data(&m)?;
         let out = Mutex::new(Vec::with_capacity(coords.len()));
@@ -342,10 +349,12 @@ impl Domain {
             let Some((rec, _)) = self.current_record(&m, &plan, &coords[i])? else {
                 return Ok(());
             };
-            out.lock().unwrap_or_else(|e| e.into_inner()).push(ChunkStats {
-                coords: coords[i].clone(),
-                record: rec,
-            });
+            out.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(ChunkStats {
+                    coords: coords[i].clone(),
+                    record: rec,
+                });
             Ok(())
         })?;
         let mut out = out.into_inner().unwrap_or_else(|e| e.into_inner());
@@ -367,6 +376,7 @@ impl Domain {
         let mut work = Vec::new();
         for id in ids {
             let m = self.dataset(id)?;
+            not_virtual(&m)?;
             let plan = plan_of(&m)?;
             for c in self.chunks_with_data(&m)? {
                 work.push((m.clone(), plan.clone(), c));
@@ -414,8 +424,13 @@ impl Domain {
     /// # Errors
     /// Unknown dataset; a type without numbers; a region outside the
     /// extent; I/O trouble.
-    pub fn aggregate(&self, id: &str, region: Option<&Region>) -> Result<(Arc<StatsPlan>, Aggregate)> {
+    pub fn aggregate(
+        &self,
+        id: &str,
+        region: Option<&Region>,
+    ) -> Result<(Arc<StatsPlan>, Aggregate)> {
         let m = self.dataset(id)?;
+        not_virtual(&m)?;
         let plan = match &m.stats {
             Some(p) => p.clone(),
             None => adhoc_plan(&m)?,
@@ -428,8 +443,14 @@ impl Domain {
             .filter(|c| !overlap(&m, c, &region).iter().any(|(a, b)| a >= b))
             .collect();
         let acc = Mutex::new((
-            plan.leaves.iter().map(|l| LeafStats::empty(l.is_float())).collect::<Vec<_>>(),
-            plan.functions.iter().map(ChunkFunction::empty).collect::<Vec<_>>(),
+            plan.leaves
+                .iter()
+                .map(|l| LeafStats::empty(l.is_float()))
+                .collect::<Vec<_>>(),
+            plan.functions
+                .iter()
+                .map(ChunkFunction::empty)
+                .collect::<Vec<_>>(),
             0u64,
             0usize,
             0usize,
@@ -443,14 +464,18 @@ impl Domain {
             let (leaf_stats, fn_states, n, read) = if whole && keeps {
                 match self.current_record(&m, &plan, c)? {
                     Some((r, read)) => {
-                        let n = r.leaves.first().map_or_else(|| lv.iter().product(), |s| s.count);
+                        let n = r
+                            .leaves
+                            .first()
+                            .map_or_else(|| lv.iter().product(), |s| s.count);
                         (r.leaves, r.functions, n, read)
                     }
                     None => return Ok(()),
                 }
             } else {
                 let runs = box_runs(&m.chunk, &ov);
-                let Some((_, data, nulls)) = self.chunk_for_record(&m, &plan, &m.key(c), c, Some(&runs))?
+                let Some((_, data, nulls)) =
+                    self.chunk_for_record(&m, &plan, &m.key(c), c, Some(&runs))?
                 else {
                     return Ok(());
                 };
@@ -460,13 +485,17 @@ impl Domain {
                     runs: &runs,
                 };
                 let n = rows.len() as u64;
-                let mut leaves = h5lake_query::stats::compute(&plan.leaves, &data, m.elem_size(), &runs);
+                let mut leaves =
+                    h5lake_query::stats::compute(&plan.leaves, &data, m.elem_size(), &runs);
                 for (s, k) in leaves.iter_mut().zip(nulls.unwrap_or_default()) {
                     s.null_count = k;
                 }
                 (
                     leaves,
-                    plan.functions.iter().map(|f| f.compute(&plan.leaves, rows)).collect(),
+                    plan.functions
+                        .iter()
+                        .map(|f| f.compute(&plan.leaves, rows))
+                        .collect(),
                     n,
                     true,
                 )
@@ -523,6 +552,7 @@ impl Domain {
         limits: QueryLimits,
     ) -> Result<QueryMatches> {
         let m = self.dataset(id)?;
+        not_virtual(&m)?;
         let plan = match &m.stats {
             Some(p) => p.clone(),
             None => adhoc_plan(&m)?,
@@ -564,7 +594,11 @@ impl Domain {
         // In C order chunk by chunk only along one dimension: there the
         // first batches hold the first matches.
         let early_stop = m.dims.len() == 1 && limits.max_matches.is_some();
-        let batch = if early_stop { QUERY_BATCH } else { chunks.len().max(1) };
+        let batch = if early_stop {
+            QUERY_BATCH
+        } else {
+            chunks.len().max(1)
+        };
         let task = |i: usize| -> Result<()> {
             let c = &chunks.get(i);
             if keeps {
@@ -594,8 +628,12 @@ impl Domain {
                     for j in 0..count {
                         if mask[k + j] {
                             let e = first + j;
-                            hits.index.push(global_index(e as u64, &m.chunk, &origin, &strides));
-                            scan.out.append(&data[e * scan.size..(e + 1) * scan.size], &mut hits.elements);
+                            hits.index
+                                .push(global_index(e as u64, &m.chunk, &origin, &strides));
+                            scan.out.append(
+                                &data[e * scan.size..(e + 1) * scan.size],
+                                &mut hits.elements,
+                            );
                         }
                     }
                     k += count;
@@ -605,8 +643,9 @@ impl Domain {
             let hits = if let Some(read) = &scan.columns {
                 // Only the columns the condition and the answer need.
                 let mut hits = None;
-                let stored =
-                    self.with_columnar_chunk(read, &m.key(c), None, None, |d| hits = Some(hits_in(d)))?;
+                let stored = self.with_columnar_chunk(read, &m.key(c), None, None, |d| {
+                    hits = Some(hits_in(d))
+                })?;
                 match hits {
                     Some(h) if stored => h,
                     _ if fill_matches => hits_in(&read.fill_chunk()),
@@ -623,7 +662,9 @@ impl Domain {
             let total = held.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed) + bytes;
             if let Some(max) = limits.max_bytes {
                 // (With a match limit, only what can be part of the answer counts.)
-                let keep = limits.max_matches.map_or(total, |n| total.min(n * per_match));
+                let keep = limits
+                    .max_matches
+                    .map_or(total, |n| total.min(n * per_match));
                 if keep > max {
                     return Err(EngineError::TooLarge(format!(
                         "the query matches more than {max} bytes; narrow the selection or the condition, or set a limit"
@@ -720,13 +761,20 @@ impl Scan {
             size: m.elem_size(),
             out,
         };
-        let Datatype::Compound { fields: members, .. } = &m.dtype else {
+        let Datatype::Compound {
+            fields: members, ..
+        } = &m.dtype
+        else {
             return Ok(whole(Projection::new(&m.dtype, fields)?));
         };
         if !m.is_columnar() || m.link.is_some() {
             return Ok(whole(Projection::new(&m.dtype, fields)?));
         }
-        let used: Vec<usize> = node.leaves_used().iter().map(|&i| plan.leaves[i].offset).collect();
+        let used: Vec<usize> = node
+            .leaves_used()
+            .iter()
+            .map(|&i| plan.leaves[i].offset)
+            .collect();
         let names: Vec<String> = members
             .iter()
             .filter(|f| {
@@ -749,6 +797,19 @@ impl Scan {
             columns: Some(read),
         })
     }
+}
+
+/// Statistics and queries are kept per stored chunk, which a virtual
+/// dataset has none of.
+fn not_virtual(m: &DatasetMeta) -> Result<()> {
+    if m.virtual_map.is_some() {
+        return Err(EngineError::WrongType(format!(
+            "{} is a virtual dataset: it keeps no statistics and answers no queries of its own \
+             (read it, or query its sources)",
+            m.id
+        )));
+    }
+    Ok(())
 }
 
 /// One chunk's matches.
@@ -942,7 +1003,13 @@ pub fn aggregate_json(plan: &StatsPlan, a: &Aggregate) -> Value {
             if x.is_finite() {
                 serde_json::json!(x)
             } else {
-                serde_json::json!(if x.is_nan() { "nan" } else if x > 0.0 { "inf" } else { "-inf" })
+                serde_json::json!(if x.is_nan() {
+                    "nan"
+                } else if x > 0.0 {
+                    "inf"
+                } else {
+                    "-inf"
+                })
             }
         });
         fields.insert(l.name.clone(), v);

@@ -277,7 +277,10 @@ impl Domain {
         };
         let mut rec = self.prepare_stats(m, &[k], &raw);
         if let (Some(rec), Some(plan)) = (&mut rec, &m.stats) {
-            plan.set_nulls(rec, &h5lake_columnar::null_counts(batch, &plan.leaf_names()));
+            plan.set_nulls(
+                rec,
+                &h5lake_columnar::null_counts(batch, &plan.leaf_names()),
+            );
         }
         self.store_stats(m, &[k], rec, version)
     }

@@ -62,7 +62,10 @@ impl Val {
     }
 
     fn is_scalar(&self) -> bool {
-        matches!(self, Val::Bool(_) | Val::Int(_) | Val::Float(_) | Val::Text(_))
+        matches!(
+            self,
+            Val::Bool(_) | Val::Int(_) | Val::Float(_) | Val::Text(_)
+        )
     }
 
     fn is_text(&self) -> bool {
@@ -83,7 +86,9 @@ impl Val {
     pub fn into_mask(self, n: usize) -> Vec<bool> {
         match self {
             Val::Bools(v) => v,
-            other => (0..n).map(|i| other.b(if other.is_scalar() { 0 } else { i })).collect(),
+            other => (0..n)
+                .map(|i| other.b(if other.is_scalar() { 0 } else { i }))
+                .collect(),
         }
     }
 
@@ -155,7 +160,11 @@ fn map_values<R>(
                 out.extend(bytes.chunks_exact(size).map(|e| {
                     let mut a = [0u8; W];
                     a.copy_from_slice(&e[off..off + W]);
-                    let v = if $big { <$t>::from_be_bytes(a) } else { <$t>::from_le_bytes(a) };
+                    let v = if $big {
+                        <$t>::from_be_bytes(a)
+                    } else {
+                        <$t>::from_le_bytes(a)
+                    };
                     $conv(v)
                 }));
             }
@@ -163,13 +172,29 @@ fn map_values<R>(
     }
     match leaf.kind {
         Kind::Bool => go!(u8, false, |v: u8| int(i128::from(v != 0))),
-        Kind::Int { size: 1, signed: true, big } => go!(i8, big, |v: i8| int(v.into())),
+        Kind::Int {
+            size: 1,
+            signed: true,
+            big,
+        } => go!(i8, big, |v: i8| int(v.into())),
         Kind::Int { size: 1, big, .. } => go!(u8, big, |v: u8| int(v.into())),
-        Kind::Int { size: 2, signed: true, big } => go!(i16, big, |v: i16| int(v.into())),
+        Kind::Int {
+            size: 2,
+            signed: true,
+            big,
+        } => go!(i16, big, |v: i16| int(v.into())),
         Kind::Int { size: 2, big, .. } => go!(u16, big, |v: u16| int(v.into())),
-        Kind::Int { size: 4, signed: true, big } => go!(i32, big, |v: i32| int(v.into())),
+        Kind::Int {
+            size: 4,
+            signed: true,
+            big,
+        } => go!(i32, big, |v: i32| int(v.into())),
         Kind::Int { size: 4, big, .. } => go!(u32, big, |v: u32| int(v.into())),
-        Kind::Int { size: 8, signed: true, big } => go!(i64, big, |v: i64| int(v.into())),
+        Kind::Int {
+            size: 8,
+            signed: true,
+            big,
+        } => go!(i64, big, |v: i64| int(v.into())),
         Kind::Int { big, .. } => go!(u64, big, |v: u64| int(v.into())),
         Kind::Float { size: 4, big } => go!(f32, big, |v: f32| float(v.into())),
         Kind::Float { size: 8, big } => go!(f64, big, |v: f64| float(v)),
@@ -269,7 +294,11 @@ pub fn eval(node: &Node, leaves: &[Leaf], rows: Rows<'_>) -> Val {
                 if a.is_scalar() && b.is_scalar() {
                     return Val::Bool(cmp(op, a.t(0), b.t(0)));
                 }
-                return Val::Bools((0..n).map(|i| cmp(op, a.t(at(&a, i)), b.t(at(&b, i)))).collect());
+                return Val::Bools(
+                    (0..n)
+                        .map(|i| cmp(op, a.t(at(&a, i)), b.t(at(&b, i))))
+                        .collect(),
+                );
             }
             if a.is_float() || b.is_float() {
                 bools2(&a, &b, n, move |x, y, i| cmp(op, x.f(i), y.f(i)))
@@ -372,7 +401,12 @@ fn bools(a: &Val, n: usize, f: impl Fn(&Val, usize) -> bool) -> Val {
 
 /// Applies `f` element by element to two values, either of which may be
 /// one value for all elements.
-fn pairwise<T>(a: &Val, b: &Val, n: usize, f: impl Fn(&Val, &Val, usize, usize) -> T) -> Option<Vec<T>> {
+fn pairwise<T>(
+    a: &Val,
+    b: &Val,
+    n: usize,
+    f: impl Fn(&Val, &Val, usize, usize) -> T,
+) -> Option<Vec<T>> {
     match (a.is_scalar(), b.is_scalar()) {
         (true, true) => None,
         (true, false) => Some((0..n).map(|i| f(a, b, 0, i)).collect()),
@@ -566,7 +600,11 @@ pub fn bound(node: &Node, leaves: &[Leaf], stats: &[Option<&LeafStats>]) -> Boun
         }
         Node::Neg(a) => {
             let (lo, hi, nan) = numeric(bound(a, leaves, stats));
-            Bound::Num { lo: -hi, hi: -lo, nan }
+            Bound::Num {
+                lo: -hi,
+                hi: -lo,
+                nan,
+            }
         }
         Node::Func(f, a) => {
             let (lo, hi, nan) = numeric(bound(a, leaves, stats));
@@ -575,7 +613,11 @@ pub fn bound(node: &Node, leaves: &[Leaf], stats: &[Option<&LeafStats>]) -> Boun
             }
             match f {
                 Func::Abs if lo >= 0.0 => Bound::Num { lo, hi, nan },
-                Func::Abs if hi <= 0.0 => Bound::Num { lo: -hi, hi: -lo, nan },
+                Func::Abs if hi <= 0.0 => Bound::Num {
+                    lo: -hi,
+                    hi: -lo,
+                    nan,
+                },
                 Func::Abs => Bound::Num {
                     lo: 0.0,
                     hi: hi.max(-lo),
@@ -749,21 +791,42 @@ mod tests {
             data.extend(st);
         }
         let runs = [(0, 3)];
-        let rows = Rows { data: &data, size: 8, runs: &runs };
+        let rows = Rows {
+            data: &data,
+            size: 8,
+            runs: &runs,
+        };
         let m = |e: &str| eval(&parse_condition(e, &l).unwrap(), &l, rows).into_mask(3);
         assert_eq!(m("station == b'KSEA'"), [true, false, false]);
         assert_eq!(m("'KPD' == station"), [false, true, false]);
         assert_eq!(m("station < \"KPE\""), [false, true, true]);
-        assert_eq!(m("(n >= 3) AND NOT (n > 3) AND station != 'AB'"), [true, false, false]);
+        assert_eq!(
+            m("(n >= 3) AND NOT (n > 3) AND station != 'AB'"),
+            [true, false, false]
+        );
         assert_eq!(m("n == 3 or FALSE"), [true, false, true]);
-        for bad in ["station > 1", "station + 1", "abs(station) > 0", "-station == 'x'", "station"] {
+        for bad in [
+            "station > 1",
+            "station + 1",
+            "abs(station) > 0",
+            "-station == 'x'",
+            "station",
+        ] {
             assert!(parse_condition(bad, &l).is_err(), "{bad}");
         }
         let stats = compute(&l, &data, 8, &runs);
         assert_eq!(stats[1].count, 3);
         let refs: Vec<Option<&LeafStats>> = stats.iter().map(Some).collect();
-        assert!(may_match(&parse_condition("station == 'ZZZ'", &l).unwrap(), &l, &refs));
-        assert!(!may_match(&parse_condition("(station == 'ZZZ') & (n > 4)", &l).unwrap(), &l, &refs));
+        assert!(may_match(
+            &parse_condition("station == 'ZZZ'", &l).unwrap(),
+            &l,
+            &refs
+        ));
+        assert!(!may_match(
+            &parse_condition("(station == 'ZZZ') & (n > 4)", &l).unwrap(),
+            &l,
+            &refs
+        ));
     }
 
     #[test]
@@ -780,6 +843,10 @@ mod tests {
         assert!(!m("t * 2 > 100"));
         assert!(m("t * 2 > 30"));
         let none: Vec<Option<&LeafStats>> = vec![None; 3];
-        assert!(may_match(&parse_condition("t > 20", &l).unwrap(), &l, &none));
+        assert!(may_match(
+            &parse_condition("t > 20", &l).unwrap(),
+            &l,
+            &none
+        ));
     }
 }

@@ -158,7 +158,9 @@ fn lex(text: &str) -> Result<Vec<(Tok, usize)>> {
         let start = i;
         if c.is_ascii_digit() || (c == '.' && chars.get(i + 1).is_some_and(char::is_ascii_digit)) {
             let mut float = false;
-            while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '.' || chars[i] == '_') {
+            while i < chars.len()
+                && (chars[i].is_ascii_digit() || chars[i] == '.' || chars[i] == '_')
+            {
                 float |= chars[i] == '.';
                 i += 1;
             }
@@ -198,17 +200,23 @@ fn lex(text: &str) -> Result<Vec<(Tok, usize)>> {
         if let Some(q) = quoted_at {
             // A text literal: b'…', '…' (or with double quotes), no escapes.
             let quote = chars[q];
-            let close = chars[q + 1..].iter().position(|&c| c == quote).ok_or(QueryError::Syntax {
-                pos: start,
-                msg: "unclosed text literal".into(),
-            })?;
+            let close =
+                chars[q + 1..]
+                    .iter()
+                    .position(|&c| c == quote)
+                    .ok_or(QueryError::Syntax {
+                        pos: start,
+                        msg: "unclosed text literal".into(),
+                    })?;
             let text: String = chars[q + 1..q + 1 + close].iter().collect();
             out.push((Tok::Text(text.into_bytes()), start));
             i = q + close + 2;
             continue;
         }
         if c.is_alphabetic() || c == '_' {
-            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_' || chars[i] == '.') {
+            while i < chars.len()
+                && (chars[i].is_alphanumeric() || chars[i] == '_' || chars[i] == '.')
+            {
                 i += 1;
             }
             out.push((Tok::Name(chars[start..i].iter().collect()), start));
@@ -216,11 +224,18 @@ fn lex(text: &str) -> Result<Vec<(Tok, usize)>> {
         }
         if c == '`' {
             // `odd name` quotes a field whose name is not an identifier.
-            let close = chars[i + 1..].iter().position(|&c| c == '`').ok_or(QueryError::Syntax {
-                pos: start,
-                msg: "unclosed ` quote".into(),
-            })?;
-            out.push((Tok::Name(chars[i + 1..i + 1 + close].iter().collect()), start));
+            let close =
+                chars[i + 1..]
+                    .iter()
+                    .position(|&c| c == '`')
+                    .ok_or(QueryError::Syntax {
+                        pos: start,
+                        msg: "unclosed ` quote".into(),
+                    })?;
+            out.push((
+                Tok::Name(chars[i + 1..i + 1 + close].iter().collect()),
+                start,
+            ));
             i += close + 2;
             continue;
         }
@@ -481,7 +496,10 @@ impl<'a> Parser<'a> {
     }
 
     fn prod(&mut self) -> Result<Node> {
-        self.arithmetic(&[("*", ArOp::Mul), ("/", ArOp::Div), ("%", ArOp::Mod)], Self::unary)
+        self.arithmetic(
+            &[("*", ArOp::Mul), ("/", ArOp::Div), ("%", ArOp::Mod)],
+            Self::unary,
+        )
     }
 
     /// Operands of `next` joined by the operators `ops`, left-associative.
@@ -575,7 +593,9 @@ impl<'a> Parser<'a> {
                     other => {
                         return Err(QueryError::Invalid {
                             pos,
-                            msg: format!("unknown function {other:?} (there are abs, sqrt, log, exp)"),
+                            msg: format!(
+                                "unknown function {other:?} (there are abs, sqrt, log, exp)"
+                            ),
                         })
                     }
                 };
@@ -592,17 +612,22 @@ impl<'a> Parser<'a> {
                 "inf" => Ok(Node::Lit(Num::Float(f64::INFINITY))),
                 "nan" => Ok(Node::Lit(Num::Float(f64::NAN))),
                 _ => {
-                    let i = self.leaves.iter().position(|l| l.name == n).ok_or_else(|| {
-                        let names: Vec<&str> = self.leaves.iter().map(|l| l.name.as_str()).collect();
-                        QueryError::Invalid {
-                            pos,
-                            msg: if names.is_empty() {
-                                format!("no field {n:?}: this dataset has no numeric fields")
-                            } else {
-                                format!("no field {n:?}; the fields are {}", names.join(", "))
-                            },
-                        }
-                    })?;
+                    let i = self
+                        .leaves
+                        .iter()
+                        .position(|l| l.name == n)
+                        .ok_or_else(|| {
+                            let names: Vec<&str> =
+                                self.leaves.iter().map(|l| l.name.as_str()).collect();
+                            QueryError::Invalid {
+                                pos,
+                                msg: if names.is_empty() {
+                                    format!("no field {n:?}: this dataset has no numeric fields")
+                                } else {
+                                    format!("no field {n:?}; the fields are {}", names.join(", "))
+                                },
+                            }
+                        })?;
                     let ty = match self.leaves[i].kind {
                         Kind::Bool => Ty::Bool,
                         Kind::Int { .. } => Ty::Int,
@@ -685,7 +710,12 @@ mod tests {
         let a = parse_condition("0 < x <= 5 & t == 3", &l).unwrap();
         let b = parse_condition("((0 < x) & (x <= 5)) & (t == 3)", &l).unwrap();
         assert_eq!(a, b);
-        assert_eq!(parse_condition("(x > 1) and not (t < 0)", &l).unwrap().leaves_used(), vec![0, 1]);
+        assert_eq!(
+            parse_condition("(x > 1) and not (t < 0)", &l)
+                .unwrap()
+                .leaves_used(),
+            vec![0, 1]
+        );
     }
 
     #[test]

@@ -28,7 +28,10 @@ pub enum FnState {
     Extreme(Option<Num>),
     Sum(Num),
     Count(u64),
-    Mean { sum: f64, count: u64 },
+    Mean {
+        sum: f64,
+        count: u64,
+    },
     Truth(bool),
 }
 
@@ -161,7 +164,11 @@ impl ChunkFunction {
                             (Num::Int(p), Num::Int(q)) => p <= q,
                             (p, q) => p.as_f64() <= q.as_f64(),
                         };
-                        Some(if x_le == (self.reduction == Reduction::Min) { x } else { y })
+                        Some(if x_le == (self.reduction == Reduction::Min) {
+                            x
+                        } else {
+                            y
+                        })
                     }
                 }
             }
@@ -177,7 +184,11 @@ impl ChunkFunction {
                 *count += c2;
             }
             (FnState::Truth(a), FnState::Truth(b)) => {
-                *a = if self.reduction == Reduction::Any { *a || *b } else { *a && *b }
+                *a = if self.reduction == Reduction::Any {
+                    *a || *b
+                } else {
+                    *a && *b
+                }
             }
             _ => {}
         }

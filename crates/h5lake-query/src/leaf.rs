@@ -6,15 +6,24 @@ use h5lake_types::{ByteOrder, Datatype};
 /// How a leaf's bytes read as a number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
-    Int { size: usize, signed: bool, big: bool },
-    Float { size: usize, big: bool },
+    Int {
+        size: usize,
+        signed: bool,
+        big: bool,
+    },
+    Float {
+        size: usize,
+        big: bool,
+    },
     /// numpy's `bool` (an enum of FALSE/TRUE over a 1-byte integer, as h5py
     /// writes it): reads as 0/1, compares and combines as a condition.
     Bool,
     /// Fixed-length text or bytes (strings, opaque values) of `len` bytes:
     /// compared with text literals, up to the first NUL (as numpy's `S`
     /// type and HSDS compare them). No bounds are kept for them.
-    Text { len: usize },
+    Text {
+        len: usize,
+    },
 }
 
 /// A number-valued member of an element: a field of a compound (nested
@@ -245,10 +254,7 @@ mod tests {
         assert_eq!(live_runs(&[4, 4], &[2, 4]), vec![(0, 8)]);
         assert_eq!(live_runs(&[4, 4], &[2, 3]), vec![(0, 3), (4, 3)]);
         assert_eq!(live_runs(&[4, 4], &[0, 3]), vec![]);
-        assert_eq!(
-            live_runs(&[2, 3, 4], &[2, 2, 4]),
-            vec![(0, 8), (12, 8)]
-        );
+        assert_eq!(live_runs(&[2, 3, 4], &[2, 2, 4]), vec![(0, 8), (12, 8)]);
         assert_eq!(live_runs(&[10], &[7]), vec![(0, 7)]);
     }
 }

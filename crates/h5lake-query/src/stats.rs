@@ -195,7 +195,12 @@ const BLOCK_BYTES: usize = 64 << 10;
 
 /// Statistics of every leaf over the elements of `data` (elements of
 /// `size` bytes) in `runs` ((first element, count) pairs).
-pub fn compute(leaves: &[Leaf], data: &[u8], size: usize, runs: &[(usize, usize)]) -> Vec<LeafStats> {
+pub fn compute(
+    leaves: &[Leaf],
+    data: &[u8],
+    size: usize,
+    runs: &[(usize, usize)],
+) -> Vec<LeafStats> {
     let mut acc = Accumulator::new(leaves, size);
     if size > 0 {
         for &(first, count) in runs {
@@ -243,8 +248,19 @@ impl<'a> Accumulator<'a> {
 }
 
 enum Acc {
-    Int { n: u64, min: i128, max: i128, sum: i128 },
-    Float { n: u64, nan: u64, min: f64, max: f64, sum: f64 },
+    Int {
+        n: u64,
+        min: i128,
+        max: i128,
+        sum: i128,
+    },
+    Float {
+        n: u64,
+        nan: u64,
+        min: f64,
+        max: f64,
+        sum: f64,
+    },
     /// Text: counted only.
     Text { n: u64 },
 }
@@ -431,7 +447,14 @@ impl Acc {
                 }
                 *sum += trues;
             }
-            (Acc::Int { n, min, max, sum }, Kind::Int { size: w, signed, big }) => {
+            (
+                Acc::Int { n, min, max, sum },
+                Kind::Int {
+                    size: w,
+                    signed,
+                    big,
+                },
+            ) => {
                 *n += count;
                 let acc = (min, max, sum);
                 match (w, signed) {
@@ -445,7 +468,16 @@ impl Acc {
                     _ => scan_ints::<u64>(bytes, size, off, big, sum_wide, acc),
                 }
             }
-            (Acc::Float { n, nan, min, max, sum }, Kind::Float { size: w, big }) => {
+            (
+                Acc::Float {
+                    n,
+                    nan,
+                    min,
+                    max,
+                    sum,
+                },
+                Kind::Float { size: w, big },
+            ) => {
                 *n += count;
                 let acc = (nan, min, max, sum);
                 match w {
@@ -484,7 +516,13 @@ impl Acc {
                 count: n,
                 ..LeafStats::empty(false)
             },
-            Acc::Float { n, nan, min, max, sum } => LeafStats {
+            Acc::Float {
+                n,
+                nan,
+                min,
+                max,
+                sum,
+            } => LeafStats {
                 count: n,
                 nan_count: nan,
                 null_count: 0,
@@ -514,7 +552,11 @@ pub struct ChunkRecord {
 
 impl ChunkRecord {
     /// The record as stored (JSON, leaves and functions by name).
-    pub fn to_bytes(&self, leaves: &[Leaf], functions: &[crate::functions::ChunkFunction]) -> Vec<u8> {
+    pub fn to_bytes(
+        &self,
+        leaves: &[Leaf],
+        functions: &[crate::functions::ChunkFunction],
+    ) -> Vec<u8> {
         let mut fields = Map::new();
         for (l, s) in leaves.iter().zip(&self.leaves) {
             fields.insert(l.name.clone(), s.to_json());
@@ -546,7 +588,10 @@ impl ChunkRecord {
         let v: Value = serde_json::from_slice(bytes)
             .map_err(|e| QueryError::Corrupt(format!("statistics record: {e}")))?;
         let bad = |what: &str| QueryError::Corrupt(format!("statistics record without {what}"));
-        let version = v.get("version").and_then(Value::as_str).ok_or_else(|| bad("version"))?;
+        let version = v
+            .get("version")
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad("version"))?;
         let live = v
             .get("live")
             .and_then(Value::as_array)
@@ -556,7 +601,10 @@ impl ChunkRecord {
         let leaf_stats = leaves
             .iter()
             .map(|l| {
-                LeafStats::from_json(fields.get(&l.name).ok_or_else(|| bad(&l.name))?, l.is_float())
+                LeafStats::from_json(
+                    fields.get(&l.name).ok_or_else(|| bad(&l.name))?,
+                    l.is_float(),
+                )
             })
             .collect::<Result<Vec<_>>>()?;
         let fns = v.get("functions").ok_or_else(|| bad("functions"))?;
@@ -641,7 +689,9 @@ mod tests {
     #[test]
     fn float_bounds_survive_the_record_exactly() {
         // (serde_json parses some floats 1 ulp off unless told to round-trip.)
-        let ls = leaves(&Datatype::from_json(&json!({"class": "H5T_FLOAT", "base": "H5T_IEEE_F64LE"})).unwrap());
+        let ls = leaves(
+            &Datatype::from_json(&json!({"class": "H5T_FLOAT", "base": "H5T_IEEE_F64LE"})).unwrap(),
+        );
         for x in [-220969.99801330006f64, 0.1 + 0.2, 1e-310, f64::MAX, -5e-324] {
             let rec = ChunkRecord {
                 version: "v".into(),

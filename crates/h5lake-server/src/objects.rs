@@ -567,7 +567,9 @@ pub(crate) async fn get_stats(
             ));
         }
         let chunks = match dom.chunk_stats(&id) {
-            Ok((m, plan, c)) => h5lake_engine::stats::chunk_stats_json(&plan, &m, &c)["chunks"].take(),
+            Ok((m, plan, c)) => {
+                h5lake_engine::stats::chunk_stats_json(&plan, &m, &c)["chunks"].take()
+            }
             Err(h5lake_engine::EngineError::WrongType(_)) => json!([]),
             Err(e) => return Err(e.into()),
         };

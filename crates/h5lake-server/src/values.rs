@@ -969,7 +969,11 @@ fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
         },
     )?;
     let mut matched = 0;
-    for (row, at) in found.elements.chunks(es.max(1)).zip(found.coords.chunks(rank)) {
+    for (row, at) in found
+        .elements
+        .chunks(es.max(1))
+        .zip(found.coords.chunks(rank))
+    {
         if matched >= limit {
             break;
         }
@@ -1023,8 +1027,8 @@ fn picked(d: &DimSel, i: u64) -> bool {
 /// Refuses a query answer of `bytes` bytes and `matches` elements that
 /// is more than one answer may hold.
 fn check_answer_size(app: &App, ctx: &Ctx, p: &Plan, bytes: usize, matches: usize) -> Result<()> {
-    let json_values = (matches as u64 + 1)
-        .saturating_mul(json_values_per_element(&p.wire).saturating_add(1));
+    let json_values =
+        (matches as u64 + 1).saturating_mul(json_values_per_element(&p.wire).saturating_add(1));
     if bytes > app.cfg.max_json_response_bytes
         || (!ctx.wants_binary() && json_values > app.cfg.max_json_elements as u64)
     {

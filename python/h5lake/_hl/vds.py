@@ -1,0 +1,227 @@
+"""Virtual datasets, as h5py makes them: ``VirtualSource``,
+``VirtualLayout`` and ``Group.create_virtual_dataset``.
+
+A mapping pairs a regular hyperslab of the virtual dataset with one of the
+same shape (dimensions of one index aside) in a source dataset — in the same
+store or in another h5lake store (a path or an ``s3://`` URL). The engine
+reads every source a selection touches at once; what no source covers, and
+what a missing or too-small source cannot give, reads as the fill value (a
+``VirtualSourceWarning`` names those sources).
+"""
+
+import os
+import warnings
+from collections import namedtuple
+
+import numpy as np
+
+from .base import is_url, product
+
+#: h5py's record of one mapping (``Dataset.virtual_sources()``).
+VDSmap = namedtuple("VDSmap", ("vspace", "file_name", "dset_name", "src_space"))
+
+
+class VirtualSourceWarning(UserWarning):
+    """Some sources of a virtual dataset are missing or smaller than the
+    part mapped from them: those elements read as the fill value."""
+
+
+class Hyperslab:
+    """A regular selection of a dataspace of ``shape``: per dimension
+    ``count`` indices from ``start``, ``stride`` apart (the part of h5py's
+    ``SpaceID`` a virtual mapping's selections answer)."""
+
+    def __init__(self, shape, runs):
+        self.shape = tuple(shape)
+        self.runs = tuple(tuple(int(x) for x in r) for r in runs)
+
+    def get_regular_hyperslab(self):
+        """(start, stride, count, block), as h5py's ``SpaceID`` gives them."""
+        start = tuple(r[0] for r in self.runs)
+        stride = tuple(r[1] for r in self.runs)
+        count = tuple(r[2] for r in self.runs)
+        return start, stride, count, (1,) * len(self.runs)
+
+    def get_select_bounds(self):
+        """The first and last selected index per dimension."""
+        return (tuple(r[0] for r in self.runs),
+                tuple(r[0] + (r[2] - 1) * r[1] for r in self.runs))
+
+    def get_select_npoints(self):
+        return product(r[2] for r in self.runs)
+
+    def __repr__(self):
+        return f"<Hyperslab {self.runs} of {self.shape}>"
+
+
+def _runs(key, shape):
+    """``[start, step, count]`` per dimension of ``shape`` that the index
+    expression ``key`` (ints, slices with positive steps, Ellipsis) selects."""
+    key = key if isinstance(key, tuple) else (key,)
+    if sum(k is Ellipsis for k in key) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if Ellipsis in key:
+        at = key.index(Ellipsis)
+        key = key[:at] + (slice(None),) * (len(shape) - len(key) + 1) + key[at + 1:]
+    if len(key) > len(shape):
+        raise IndexError(f"{len(key)} indices for a dataspace of rank {len(shape)}")
+    key = key + (slice(None),) * (len(shape) - len(key))
+    runs = []
+    for k, n in zip(key, shape):
+        if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+            i = int(k) + n if k < 0 else int(k)
+            if not 0 <= i < n:
+                raise IndexError(f"index {int(k)} out of range for a dimension of {n}")
+            runs.append([i, 1, 1])
+        elif isinstance(k, slice):
+            if k.step is not None and k.step < 1:
+                raise ValueError("virtual mappings take slices with a positive step")
+            start, stop, step = k.indices(n)
+            count = len(range(start, stop, step))
+            if count == 0:
+                raise ValueError(f"an empty selection ({k}) cannot be mapped")
+            runs.append([start, step, count])
+        else:
+            raise TypeError(f"virtual mappings are selected with ints and slices, not {k!r}")
+    return runs
+
+
+def _squeezed(runs):
+    return tuple(r[2] for r in runs if r[2] != 1)
+
+
+class VirtualSource:
+    """A source dataset of a virtual dataset: an h5lake ``Dataset``, or a
+    store (path or ``s3://`` URL; ``"."`` is the store of the virtual
+    dataset itself) with the dataset's ``name``, ``shape`` and ``dtype``.
+    Index it to map part of it (``vsource[0:50]``)."""
+
+    def __init__(self, path_or_dataset, name=None, shape=None, dtype=None, maxshape=None):
+        from .dataset import Dataset
+        if isinstance(path_or_dataset, Dataset):
+            d = path_or_dataset
+            if any(x is not None for x in (name, shape, dtype, maxshape)):
+                raise TypeError("name, shape, dtype and maxshape come from the dataset given")
+            self.path = d.file.filename
+            self._location = d._fs.abspath
+            self.name = d.name
+            self.shape = d.shape
+            self.dtype = d.dtype
+            self.maxshape = d.maxshape
+        else:
+            if name is None:
+                raise TypeError("the source dataset's name is required with a path")
+            if shape is None:
+                raise TypeError("the source dataset's shape is required with a path")
+            self.path = os.fspath(path_or_dataset)
+            self._location = None
+            self.name = name if name.startswith("/") else "/" + name
+            self.shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+            # (Informational, as in h5py: a read takes the source's own type.)
+            self.dtype = None if dtype is None else np.dtype(dtype)
+            self.maxshape = self.shape if maxshape is None else tuple(maxshape)
+        self.sel = _runs((), self.shape)
+
+    def __getitem__(self, key):
+        out = object.__new__(VirtualSource)
+        out.__dict__.update(self.__dict__)
+        out.sel = _runs(key, self.shape)
+        return out
+
+    def __repr__(self):
+        return f"<VirtualSource {self.name!r} in {self.path!r} {tuple(r[2] for r in self.sel)}>"
+
+
+class VirtualLayout:
+    """The shape, type and mappings of a virtual dataset to be made with
+    ``Group.create_virtual_dataset``: ``layout[sel] = vsource``."""
+
+    def __init__(self, shape, dtype, maxshape=None, filename=None):
+        self.shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+        self.dtype = np.dtype(dtype)
+        self.maxshape = self.shape if maxshape is None else tuple(maxshape)
+        self._filename = filename
+        self.sources = []
+
+    def __setitem__(self, key, source):
+        if not isinstance(source, VirtualSource):
+            raise TypeError(f"map a VirtualSource, not {type(source).__name__}")
+        dst = _runs(key, self.shape)
+        if _squeezed(dst) != _squeezed(source.sel):
+            raise ValueError(
+                f"the virtual selection {tuple(r[2] for r in dst)} and the source selection "
+                f"{tuple(r[2] for r in source.sel)} differ in shape")
+        self.sources.append((dst, source))
+
+
+def _store_of(source, here):
+    """The mapping's ``store``: None for the virtual dataset's own store,
+    else an absolute path or a URL."""
+    loc = source._location
+    if loc is None:
+        if source.path == ".":
+            return None
+        loc = source.path if is_url(source.path) else os.path.abspath(source.path)
+    if is_url(loc):
+        return None if loc == here else loc
+    loc = os.path.abspath(loc)
+    if not is_url(here) and os.path.abspath(here) == loc:
+        return None
+    return loc
+
+
+def create(group, name, layout, fillvalue=None):
+    """``Group.create_virtual_dataset``."""
+    from . import dataset
+    from .group import _dataset_parent_error
+    if not isinstance(layout, VirtualLayout):
+        raise TypeError(f"a virtual dataset is made from a VirtualLayout, not {type(layout).__name__}")
+    if tuple(layout.maxshape) != layout.shape:
+        raise NotImplementedError("virtual datasets with unlimited (or larger maximum) dimensions "
+                                  "are not supported by h5lake yet")
+    group._fs.check_writable(ValueError, "Unable to create dataset")
+    here = group._fs.abspath
+    mappings = []
+    for dst, src in layout.sources:
+        if src.dtype is not None and src.dtype != layout.dtype:
+            raise TypeError(f"source {src.name} in {src.path} holds {src.dtype}, the layout "
+                            f"{layout.dtype} (h5lake maps sources of the virtual dataset's type)")
+        mappings.append({"store": _store_of(src, here), "path": src.name,
+                         "src": src.sel, "dst": dst})
+    plan = dataset.prepare_dset(shape=layout.shape, dtype=layout.dtype, fillvalue=fillvalue)
+    plan.dcpl.setdefault("h5lake", {})["virtual"] = mappings
+    if name is None:
+        return plan.create(group, None)
+    ppath, base, parent = group._target_free(
+        name, ValueError, "Unable to create dataset (name already exists)",
+        nongroup=_dataset_parent_error)
+    parent = group._require_parent(ppath, parent)
+    return plan.create(parent, base)
+
+
+def mappings(dset):
+    """The stored mappings of a virtual dataset (an empty list otherwise)."""
+    return list((dset._doc.get("h5lake") or {}).get("virtual") or [])
+
+
+def virtual_sources(dset):
+    """``Dataset.virtual_sources()``: a ``VDSmap`` per mapping."""
+    out = []
+    for mp in mappings(dset):
+        src_shape = tuple(r[2] for r in mp["src"])
+        out.append(VDSmap(Hyperslab(dset.shape, mp["dst"]), mp["store"] or ".", mp["path"],
+                          Hyperslab(src_shape, mp["src"])))
+    return out
+
+
+def warn_problems(dset):
+    """Warns (once per dataset object) which sources read as fill."""
+    if getattr(dset, "_vds_checked", False):
+        return
+    dset._vds_checked = True
+    problems = dset._fs.raw.dataset_virtual_problems(dset._oid)
+    if problems:
+        shown = "; ".join(f"{store or '.'}:{path}: {why}" for _, store, path, why in problems[:5])
+        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+        warnings.warn(f"{dset.name}: {len(problems)} of {len(mappings(dset))} virtual sources read "
+                      f"(partly) as the fill value: {shown}{more}", VirtualSourceWarning, stacklevel=3)

@@ -1,0 +1,256 @@
+"""Virtual datasets (issue 22): h5py's VirtualLayout / VirtualSource /
+create_virtual_dataset, read in parallel from sources in the same store and
+in other stores, differential against h5py's virtual datasets over the same
+data in HDF5 files."""
+
+import os
+import shutil
+import warnings
+
+import h5py
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import h5lake
+
+
+def both(tmp, build):
+    """Runs ``build(mod, ext, root)`` for h5lake (stores) and h5py (HDF5
+    files) in sibling directories; returns the two virtual datasets, h5lake's
+    first."""
+    out = []
+    for mod, ext in ((h5lake, "h5l"), (h5py, "h5")):
+        root = tmp / ext
+        root.mkdir(exist_ok=True)
+        out.append(build(mod, ext, root))
+    return out
+
+
+def sources(mod, ext, root, n, shape, dtype="i8", seed=0):
+    rng = np.random.default_rng(seed)
+    data = []
+    for k in range(n):
+        a = rng.integers(-1000, 1000, shape).astype(dtype)
+        with mod.File(str(root / f"src{k}.{ext}"), "w") as f:
+            f.create_dataset("data", data=a, chunks=tuple(max(1, s // 3) for s in shape))
+        data.append(a)
+    return data
+
+
+SELECTIONS = [np.s_[...], np.s_[1:3, 5:50:3], np.s_[2], np.s_[:, 7], np.s_[[0, 2], 10:20],
+              np.s_[3, ::-1][:1], np.s_[-1, -5:], np.s_[1:4:2, 99]]
+
+
+def test_stacked_sources_in_other_stores_read_as_h5py_does(tmp_path):
+    def build(mod, ext, root):
+        sources(mod, ext, root, 4, (100,))
+        layout = mod.VirtualLayout(shape=(4, 100), dtype="i8")
+        for k in range(4):
+            layout[k] = mod.VirtualSource(str(root / f"src{k}.{ext}"), "data", shape=(100,))
+        f = mod.File(str(root / f"vds.{ext}"), "w")
+        f.create_virtual_dataset("vdata", layout, fillvalue=-5)
+        return f["vdata"]
+
+    a, b = both(tmp_path, build)
+    assert a.is_virtual and b.is_virtual
+    assert a.shape == b.shape and a.dtype == b.dtype and a.fillvalue == b.fillvalue
+    for s in SELECTIONS:
+        np.testing.assert_array_equal(a[s], b[s], err_msg=str(s))
+    maps = a.virtual_sources()
+    assert [m.dset_name for m in maps] == ["/data"] * 4
+    assert maps[2].vspace.get_regular_hyperslab() == b.virtual_sources()[2].vspace.get_regular_hyperslab()
+    out = np.zeros((2, 100), "i8")
+    a.read_direct(out, np.s_[1:3])
+    np.testing.assert_array_equal(out, b[1:3])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.integers(1, 4), length=st.integers(3, 40), gap=st.integers(0, 5),
+       step=st.integers(1, 3), same_store=st.booleans(), seed=st.integers(0, 3),
+       sel=st.tuples(st.integers(0, 200), st.integers(0, 200), st.integers(1, 4)),
+       points=st.lists(st.integers(0, 400), max_size=6, unique=True))
+def test_mappings_with_steps_gaps_and_partial_sources(tmp_path_factory, n, length, gap, step,
+                                                      same_store, seed, sel, points):
+    """Sources mapped with gaps between them (fill), every other element
+    (interleaved mappings), and only part of each source."""
+    tmp = tmp_path_factory.mktemp("v")
+    total = n * (length + gap) * step
+
+    def build(mod, ext, root):
+        rng = np.random.default_rng(seed)
+        vpath = str(root / f"vds.{ext}")
+        f = mod.File(vpath, "w")
+        layout = mod.VirtualLayout(shape=(total,), dtype="f4")
+        for k in range(n):
+            a = rng.random(length + 3).astype("f4")
+            if same_store:
+                f.create_dataset(f"s{k}", data=a, chunks=(4,))
+                src = mod.VirtualSource(".", f"s{k}", shape=a.shape)
+            else:
+                with mod.File(str(root / f"s{k}.{ext}"), "w") as g:
+                    g.create_dataset("d", data=a, chunks=(5,))
+                src = mod.VirtualSource(str(root / f"s{k}.{ext}"), "d", shape=a.shape)
+            first = k * (length + gap) * step
+            layout[first:first + length * step:step] = src[1:1 + length]
+        f.create_virtual_dataset("v", layout, fillvalue=np.float32(-1.5))
+        return f["v"]
+
+    a, b = both(tmp, build)
+    full = b[...]
+    np.testing.assert_array_equal(a[...], full)
+    lo, hi, st_ = sel
+    np.testing.assert_array_equal(a[lo:hi:st_], b[lo:hi:st_])
+    # (libhdf5 reads no point selections of a virtual dataset: compare with
+    # its full read.)
+    idx = sorted(p for p in points if p < total)
+    np.testing.assert_array_equal(a[idx], full[idx])
+    mask = np.zeros(total, bool)
+    mask[idx] = True
+    np.testing.assert_array_equal(a[mask], full[mask])
+
+
+def test_missing_and_truncated_sources_read_as_fill_and_are_named(tmp_path):
+    """64 sources, three of them missing or shorter than mapped: their parts
+    read as the fill value, as h5py reads missing ones, and a warning names
+    them. (libhdf5 fails the whole read over a source shorter than its
+    mapping; h5lake fills the rest, so h5py's copy of source 40 is whole.)"""
+    def build(mod, ext, root):
+        for k in range(64):
+            with mod.File(str(root / f"s{k}.{ext}"), "w") as f:
+                f["d"] = np.full(50 if k != 40 or mod is h5py else 20, k, "i4")
+        for k in (7, 23):
+            p = root / f"s{k}.{ext}"
+            shutil.rmtree(p) if p.is_dir() else os.remove(p)
+        layout = mod.VirtualLayout(shape=(64 * 50,), dtype="i4")
+        for k in range(64):
+            layout[k * 50:(k + 1) * 50] = mod.VirtualSource(str(root / f"s{k}.{ext}"), "d", shape=(50,))
+        f = mod.File(str(root / f"vds.{ext}"), "w")
+        f.create_virtual_dataset("v", layout, fillvalue=-1)
+        return f["v"]
+
+    a, b = both(tmp_path, build)
+    with pytest.warns(h5lake.VirtualSourceWarning) as w:
+        got = a[...]
+    want = b[...]
+    want[40 * 50 + 20:41 * 50] = -1
+    np.testing.assert_array_equal(got, want)
+    text = str(w[0].message)
+    assert "3 of 64" in text and "s7.h5l" in text and "s23.h5l" in text and "s40.h5l" in text
+    assert (got[7 * 50:8 * 50] == -1).all() and (got[40 * 50 + 20:41 * 50] == -1).all()
+
+
+def test_compound_fields_and_2d_blocks(tmp_path):
+    dt = np.dtype([("x", "<f8"), ("id", "<i4")])
+
+    def build(mod, ext, root):
+        f = mod.File(str(root / f"vds.{ext}"), "w")
+        layout = mod.VirtualLayout(shape=(6, 8), dtype=dt)
+        for k in range(4):
+            a = np.zeros((3, 4), dt)
+            a["x"] = np.arange(12).reshape(3, 4) + 100 * k
+            a["id"] = k
+            f.create_dataset(f"tile{k}", data=a)
+            layout[(k // 2) * 3:(k // 2) * 3 + 3, (k % 2) * 4:(k % 2) * 4 + 4] = \
+                mod.VirtualSource(f[f"tile{k}"])
+        f.create_virtual_dataset("mosaic", layout)
+        return f["mosaic"]
+
+    a, b = both(tmp_path, build)
+    np.testing.assert_array_equal(a[...], b[...])
+    np.testing.assert_array_equal(a["x"], b["x"])
+    np.testing.assert_array_equal(a[2:5, 3:6]["id"], b[2:5, 3:6]["id"])
+
+
+def test_bad_layouts_and_writes_are_refused(tmp_path):
+    with h5lake.File(str(tmp_path / "v.h5l"), "w") as f:
+        f["a"] = np.arange(10)
+        layout = h5lake.VirtualLayout(shape=(20,), dtype="i8")
+        with pytest.raises(ValueError, match="differ in shape"):
+            layout[0:5] = h5lake.VirtualSource(f["a"])
+        with pytest.raises(IndexError):
+            layout[30] = h5lake.VirtualSource(f["a"])[0]
+        layout[0:10] = h5lake.VirtualSource(f["a"])
+        v = f.create_virtual_dataset("v", layout, fillvalue=7)
+        np.testing.assert_array_equal(v[...], np.r_[np.arange(10), np.full(10, 7)])
+        assert f["a"].is_virtual is False
+        with pytest.raises(RuntimeError):
+            f["a"].virtual_sources()
+        with pytest.raises(OSError, match="virtual"):
+            v[0] = 1
+        with pytest.raises(TypeError):
+            v.resize((30,))
+        with pytest.raises(TypeError, match="virtual"):
+            v.read_where("value > 3")
+        # A source of another type than the layout's.
+        f["b"] = np.arange(10, dtype="f4")
+        bad = h5lake.VirtualLayout(shape=(10,), dtype="i8")
+        bad[:] = h5lake.VirtualSource(".", "b", shape=(10,))
+        w = f.create_virtual_dataset("w", bad)
+        with pytest.raises(TypeError, match="type"):
+            w[...]
+        with pytest.raises(NotImplementedError):
+            f.create_virtual_dataset("u", h5lake.VirtualLayout((10,), "i8", maxshape=(None,)))
+
+
+def test_virtual_datasets_on_s3(s3_root):
+    root = s3_root.rstrip("/")
+    data = []
+    for k in range(3):
+        with h5lake.File(f"{root}/src{k}.h5l", "w") as f:
+            f.create_dataset("d", data=np.arange(30) * (k + 1), chunks=(7,))
+        data.append(np.arange(30) * (k + 1))
+    layout = h5lake.VirtualLayout(shape=(3, 30), dtype="i8")
+    for k in range(3):
+        layout[k] = h5lake.VirtualSource(f"{root}/src{k}.h5l", "d", shape=(30,))
+    with h5lake.File(f"{root}/vds.h5l", "w") as f:
+        f.create_virtual_dataset("v", layout)
+    with h5lake.File(f"{root}/vds.h5l", "r") as f:
+        np.testing.assert_array_equal(f["v"][...], np.stack(data))
+        np.testing.assert_array_equal(f["v"][1:, 5:9], np.stack(data)[1:, 5:9])
+
+
+def test_the_server_reads_virtual_datasets_and_opens_no_store_a_client_names(tmp_path):
+    from servers import Server
+    user = "test_user1"
+    s = Server(tmp_path / "bucket")
+    try:
+        assert s.request("PUT", "/", {"folder": 1}, params={"domain": "/home/"})[0] == 201
+        assert s.request("PUT", "/", {"folder": 1, "owner": user},
+                         params={"domain": f"/home/{user}/"})[0] == 201
+        domain = f"/home/{user}/v.h5"
+        status, _, rsp = s.request("PUT", "/", {}, user=user, params={"domain": domain})
+        assert status == 201, rsp
+        root = rsp["root"]
+        i8 = {"class": "H5T_INTEGER", "base": "H5T_STD_I64LE"}
+        status, _, rsp = s.request("POST", "/datasets", {"type": i8, "shape": [10]}, user=user,
+                                   params={"domain": domain})
+        src = rsp["id"]
+        assert s.request("PUT", f"/datasets/{src}/value", {"value": list(range(10))}, user=user,
+                         params={"domain": domain})[0] == 200
+        assert s.request("PUT", f"/groups/{root}/links/src", {"id": src}, user=user,
+                         params={"domain": domain})[0] == 201
+
+        def virtual(store):
+            return {"type": i8, "shape": [12], "creationProperties": {"h5lake": {"virtual": [
+                {"store": store, "path": "/src", "src": [[0, 1, 10]], "dst": [[1, 1, 10]]}]},
+                "fillValue": -1}}
+
+        status, _, rsp = s.request("POST", "/datasets", virtual(None), user=user,
+                                   params={"domain": domain})
+        assert status == 201, rsp
+        vid = rsp["id"]
+        status, _, rsp = s.request("GET", f"/datasets/{vid}/value", user=user,
+                                   params={"domain": domain})
+        assert status == 200 and rsp["value"] == [-1] + list(range(10)) + [-1]
+        # A store the client names on the server's disk is refused, not opened.
+        other = tmp_path / "elsewhere.h5l"
+        with h5lake.File(str(other), "w") as f:
+            f["src"] = np.arange(10)
+        for store in (str(other), "/etc"):
+            status, _, rsp = s.request("POST", "/datasets", virtual(store), user=user,
+                                       params={"domain": domain})
+            assert status in (400, 403), (store, status, rsp)
+    finally:
+        s.stop()
