@@ -254,3 +254,74 @@ def test_the_server_reads_virtual_datasets_and_opens_no_store_a_client_names(tmp
             assert status in (400, 403), (store, status, rsp)
     finally:
         s.stop()
+
+
+def _runs_on_disk(root, sizes, cols=4, missing_in=()):
+    """HDF5 files run-<k>.h5 (gzip chunks) holding /entry/data of sizes[k] rows."""
+    parts = []
+    for k, n in enumerate(sizes):
+        a = np.arange(n * cols, dtype="f8").reshape(n, cols) + 1000 * k
+        with h5py.File(root / f"run-{k + 1}.h5", "w") as f:
+            if k in missing_in:
+                f.create_dataset("entry/other", data=a)
+            else:
+                f.create_dataset("entry/data", data=a, chunks=(max(1, n // 2), cols),
+                                 compression="gzip")
+        parts.append(a)
+    return parts
+
+
+def test_hdf5_files_as_sources_are_linked_not_copied(tmp_path):
+    sizes = [30, 7, 12, 40, 3, 25, 9, 11, 50, 2, 18]    # run-1 .. run-11
+    parts = _runs_on_disk(tmp_path, sizes)
+    store = tmp_path / "runs.h5l"
+    report = h5lake.concat(str(tmp_path / "run-*.h5"), str(store), path="/entry/data")
+    assert report["sources"] == 11 and report["missing"] == [] and report["shape"] == (sum(sizes), 4)
+    want = np.concatenate(parts)      # natural order: run-2 before run-10
+    with h5lake.File(str(store), "r") as f:
+        d = f["/entry/data"]
+        assert d.is_virtual
+        np.testing.assert_array_equal(d[...], want)
+        np.testing.assert_array_equal(d[25:140:3, 1:3], want[25:140:3, 1:3])
+        assert [m.file_name for m in d.virtual_sources()][:2] == [
+            str(tmp_path / "run-1.h5"), str(tmp_path / "run-2.h5")]
+    data_bytes = sum(os.path.getsize(tmp_path / f"run-{k + 1}.h5") for k in range(len(sizes)))
+    stored = sum(os.path.getsize(os.path.join(r, n)) for r, _, ns in os.walk(store) for n in ns)
+    assert stored < data_bytes, (stored, data_bytes)
+    # The same files through a VirtualLayout, against h5py's virtual dataset.
+    layout_a = h5lake.VirtualLayout(shape=(3, 12, 4), dtype="f8")
+    layout_b = h5py.VirtualLayout(shape=(3, 12, 4), dtype="f8")
+    for i, k in enumerate((0, 2, 3)):
+        for mod, layout in ((h5lake, layout_a), (h5py, layout_b)):
+            layout[i] = mod.VirtualSource(str(tmp_path / f"run-{k + 1}.h5"), "entry/data",
+                                          shape=(sizes[k], 4))[:12]
+    with h5lake.File(str(tmp_path / "v.h5l"), "w") as fa, h5py.File(tmp_path / "v.h5", "w") as fb:
+        a = fa.create_virtual_dataset("v", layout_a)
+        b = fb.create_virtual_dataset("v", layout_b)
+        np.testing.assert_array_equal(a[...], b[...])
+        np.testing.assert_array_equal(a[1:, 3:9:2, 2], b[1:, 3:9:2, 2])
+
+
+def test_load_link_concat_on_the_command_line(tmp_path):
+    import subprocess
+    import sys
+    sizes = [5, 8, 6]
+    parts = _runs_on_disk(tmp_path, sizes)
+    out = tmp_path / "runs.h5l"
+    r = subprocess.run([sys.executable, "-m", "h5lake", "load", "--link", "--concat", "/entry/data",
+                        str(tmp_path / "run-*.h5"), str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    with h5lake.File(str(out), "r") as f:
+        np.testing.assert_array_equal(f["entry/data"][...], np.concatenate(parts))
+    # A file without the dataset: its rows read as fill, the load says so
+    # and exits 3 (incomplete) unless that is accepted.
+    (tmp_path / "b").mkdir()
+    _runs_on_disk(tmp_path / "b", sizes, missing_in=(1,))
+    r = subprocess.run([sys.executable, "-m", "h5lake", "load", "--link", "--concat", "/entry/data",
+                        str(tmp_path / "b" / "run-*.h5"), str(tmp_path / "b.h5l")],
+                       capture_output=True, text=True)
+    assert r.returncode == 3 and "run-2.h5" in r.stderr, (r.returncode, r.stderr)
+    r = subprocess.run([sys.executable, "-m", "h5lake", "load", "--concat", "/entry/data",
+                        str(tmp_path / "run-*.h5"), str(tmp_path / "c.h5l")],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "--link" in r.stderr

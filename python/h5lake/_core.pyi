@@ -156,6 +156,9 @@ class RawFile:
         ``condition`` holds, in C order: coordinates (little-endian u64,
         rank per match), element bytes (just ``fields``, packed, when
         given), chunks read, chunks skipped."""
+    def link_hdf5_dataset(self, src: str, path: str) -> str:
+        """Links the dataset ``path`` of the HDF5 file ``src`` into this
+        store as an anonymous dataset (values left in the file); its id."""
     def dataset_virtual_problems(self, dset_id: str) -> list[tuple[int, str | None, str, str]]:
         """Why mappings of a virtual dataset read (partly) as fill: (mapping,
         store or None for this one, source path, problem) each."""
@@ -221,3 +224,10 @@ def table_write(file: RawFile, dset_id: str, data: object, at: int | None = None
     or appends them (``at`` None; the dataset grows atomically by each group
     of rows). Columns must be the dataset's members by name and in order;
     nulls are kept. Returns the rows written."""
+
+
+class ProgressBar:
+    """A progress bar on stderr, drawn as the Rust side draws its own."""
+    def __init__(self, total: int, label: str, unit: str) -> None: ...
+    def inc(self, n: int) -> None: ...
+    def finish(self) -> None: ...

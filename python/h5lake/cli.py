@@ -238,11 +238,43 @@ EXIT_INCOMPLETE = 3
 
 
 def _load(args):
+    if args.concat is not None:
+        return _load_concat(args)
+    if args.axis is not None:
+        raise ValueError("--axis goes with --concat")
     return _convert("load", args, lambda: h5lake.load(
         args.src, args.dest, link=args.link, hyperchunk=args.hyperchunk,
         keep_chunks=args.keep_chunks, force=args.force, progress=not args.quiet,
         skip_unsupported=True, name=args.name, chunks=args.chunks,
         compression=args.compression, columnar=args.columnar))
+
+
+def _load_concat(args):
+    """``load --link --concat PATH 'run-*.h5' STORE``: one virtual dataset
+    over dataset PATH of every file, end to end."""
+    if not args.link:
+        raise ValueError("--concat links the files (values stay in them): add --link")
+    others = [o for o, v in (("--columnar", args.columnar), ("--keep-chunks", args.keep_chunks),
+                             ("--name", args.name), ("--chunks", args.chunks),
+                             ("--compression", args.compression)) if v]
+    if others:
+        raise ValueError(f"{', '.join(others)} does not apply to --concat: drop it")
+    if os.path.exists(args.dest):
+        if not args.force:
+            raise FileExistsError(17, f"{args.dest} exists (pass --force to replace it)")
+        h5lake.rm(args.dest, recursive=True) if os.path.isdir(args.dest) else os.remove(args.dest)
+    report = h5lake.concat(args.src, args.dest, path=args.concat, axis=args.axis or 0,
+                           progress=not args.quiet)
+    for item in report["missing"]:
+        print(f"h5lake load: warning: reads as fill: {item}", file=sys.stderr)
+    if not args.quiet:
+        print(f"h5lake load: {args.dest}{report['name']}: {report['sources']} files as one "
+              f"virtual dataset of shape {report['shape']} ({report['dtype']})", file=sys.stderr)
+    if report["missing"] and not args.skip_unsupported:
+        print(f"h5lake load: incomplete: {len(report['missing'])} source(s) read as fill (listed "
+              "above). Pass --skip-unsupported to accept that.", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    return 0
 
 
 def _get(args):
@@ -391,6 +423,7 @@ def build_parser():
     p = _command(commands, "load", _load,
                  "load an HDF5 file, or Parquet files, into a new h5lake store",
                  "h5lake load --link --hyperchunk 4M run.h5 run.h5l\n"
+                 "  h5lake load --link --concat /entry/data 'run-*.h5' runs.h5l\n"
                  "  h5lake load --name events --compression zstd 'part-*.parquet' events.h5l")
     p.add_argument("src", metavar="FILE",
                    help="the HDF5 file to read; or a .parquet file, a directory of them or a "
@@ -417,6 +450,11 @@ def build_parser():
     p.add_argument("--keep-chunks", action="store_true",
                    help="copy chunk bytes as the file stores them (several times faster; "
                         "h5lake reads the store, a real HSDS server does not)")
+    p.add_argument("--concat", metavar="PATH",
+                   help="with --link and a quoted glob of HDF5 files (or stores): one virtual "
+                        "dataset PATH over dataset PATH of every file, end to end in natural "
+                        "order of the names")
+    p.add_argument("--axis", type=int, help="--concat: the axis to lay the files along (default 0)")
     _force(p, "store")
     _quiet(p)
     _skip_unsupported(p)

@@ -1080,6 +1080,13 @@ impl RawFile {
         ))
     }
 
+    /// Links the dataset at `path` of the HDF5 file `src` into this store
+    /// as an anonymous dataset (values left in the file); returns its id.
+    fn link_hdf5_dataset(&self, py: Python<'_>, src: PathBuf, path: &str) -> PyResult<String> {
+        let dom = self.dom()?;
+        interruptible(py, || h5lake_hdf5::link_dataset(&dom, &src, path), hdf5_err)
+    }
+
     /// Why mappings of a virtual dataset read (partly) as fill: (mapping,
     /// store or None for this one, source path, problem) each.
     fn dataset_virtual_problems(
@@ -1156,9 +1163,35 @@ fn delete_domain(py: Python<'_>, url: &str) -> PyResult<()> {
 
 mod arrow;
 
+/// A progress bar on stderr, drawn as the Rust side draws its own (for
+/// long work driven from Python, such as linking many files).
+#[pyclass]
+struct ProgressBar {
+    bar: indicatif::ProgressBar,
+}
+
+#[pymethods]
+impl ProgressBar {
+    #[new]
+    fn new(total: u64, label: String, unit: &str) -> Self {
+        let bar = h5lake_engine::progress::bar(true, total, "", &format!("{{pos}}/{{len}} {unit}"));
+        bar.set_message(label);
+        ProgressBar { bar }
+    }
+
+    fn inc(&self, n: u64) {
+        self.bar.inc(n);
+    }
+
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RawFile>()?;
+    m.add_class::<ProgressBar>()?;
     m.add_function(wrap_pyfunction!(load_hdf5, m)?)?;
     m.add_function(wrap_pyfunction!(get_hdf5, m)?)?;
     m.add_function(wrap_pyfunction!(is_hdf5, m)?)?;

@@ -59,10 +59,15 @@ impl Run {
 
 /// One mapping: the hyperslab `src` of the dataset at `path` in `store`
 /// (this store when `None`) is the hyperslab `dst` of the virtual dataset.
+/// A source in an HDF5 `file` is linked into this store when the mapping
+/// is made (an anonymous dataset, `id`; `None` if the file or dataset was
+/// missing then).
 #[derive(Clone, Debug)]
 pub struct Mapping {
     pub store: Option<String>,
     pub path: String,
+    pub file: Option<String>,
+    pub id: Option<String>,
     pub src: Vec<Run>,
     pub dst: Vec<Run>,
     /// For each virtual dimension, the source dimension it runs along
@@ -141,8 +146,23 @@ impl VirtualMap {
                     shape(&dst)
                 ))
             })?;
+            let text = |key: &str| -> Result<Option<String>> {
+                match mp.get(key) {
+                    None | Some(Value::Null) => Ok(None),
+                    Some(Value::String(s)) if !s.is_empty() => Ok(Some(s.clone())),
+                    Some(other) => Err(bad(format!("mapping {i}: {key} {other}"))),
+                }
+            };
+            let (file, id) = (text("file")?, text("id")?);
+            if id.is_some() && (file.is_none() || store.is_some()) {
+                return Err(bad(format!(
+                    "mapping {i}: an id names the link to an HDF5 file's dataset in this store"
+                )));
+            }
             mappings.push(Mapping {
                 store,
+                file,
+                id,
                 path: path.to_string(),
                 src,
                 dst,
@@ -170,6 +190,8 @@ impl VirtualMap {
                     json!({
                         "store": m.store,
                         "path": m.path,
+                        "file": m.file,
+                        "id": m.id,
                         "src": m.src.iter().map(|r| r.to_json()).collect::<Vec<_>>(),
                         "dst": m.dst.iter().map(|r| r.to_json()).collect::<Vec<_>>(),
                     })
@@ -431,9 +453,19 @@ impl Domain {
             }
         };
         let home = dom.as_deref().unwrap_or(self);
-        let Some(id) = home.resolve_path(&mp.path)? else {
-            *why = format!("no dataset {}", mp.path);
-            return Ok(None);
+        let id = match (&mp.file, &mp.id) {
+            (Some(file), None) => {
+                *why = format!("{file} had no dataset {} when the mapping was made", mp.path);
+                return Ok(None);
+            }
+            (Some(_), Some(id)) => id.clone(),
+            (None, _) => match home.resolve_path(&mp.path)? {
+                Some(id) => id,
+                None => {
+                    *why = format!("no dataset {}", mp.path);
+                    return Ok(None);
+                }
+            },
         };
         if dom.is_none() && id == m.id {
             return Err(EngineError::Invalid(format!(

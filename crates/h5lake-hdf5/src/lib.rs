@@ -20,7 +20,7 @@ mod source;
 mod types;
 
 pub use export::{get, GetOptions, GetReport};
-pub use load::{load, LoadOptions, LoadReport};
+pub use load::{link_dataset, load, LoadOptions, LoadReport};
 pub use skipped::Skipped;
 pub use source::is_hdf5;
 

@@ -122,6 +122,51 @@ pub fn load(src: &Path, dest: &Path, opts: &LoadOptions) -> Result<LoadReport> {
     }
 }
 
+/// Links the dataset at `path` of the HDF5 file `src` into the open domain
+/// `dom` as an anonymous dataset (named by no link; its metadata copied,
+/// its values left in the file, as `load --link` leaves them), for a
+/// virtual dataset to map. Returns the new dataset's id.
+///
+/// # Errors
+/// A file that is missing or not HDF5, no dataset at `path`, a dataset
+/// h5lake cannot link (its reason); store trouble.
+pub fn link_dataset(dom: &Domain, src: &Path, path: &str) -> Result<String> {
+    let file = source::open(src)?;
+    let src_abs = src.canonicalize()?;
+    let opts = LoadOptions {
+        link: true,
+        ..LoadOptions::default()
+    };
+    let mut loader = Loader {
+        dom,
+        file: file.id(),
+        uri: src_abs.to_string_lossy().into_owned(),
+        src: src_abs,
+        opts: &opts,
+        report: LoadReport::default(),
+        seen: HashMap::new(),
+        jobs: Vec::new(),
+        pending: Vec::new(),
+    };
+    let cpath = cstr(path)?;
+    let d = check_id(
+        lib(|| unsafe { hdf5_sys::h5d::H5Dopen2(file.id(), cpath.as_ptr(), H5P_DEFAULT) }),
+        &format!("opening dataset {path} of {}", src.display()),
+    )?;
+    let id = loader.dataset(d.id(), path)?.ok_or_else(|| {
+        Hdf5Error::Unsupported(
+            loader
+                .report
+                .skipped
+                .first()
+                .map_or_else(|| format!("{path} cannot be linked"), |s| s.to_string()),
+        )
+    })?;
+    loader.read_references()?;
+    loader.move_chunks()?;
+    Ok(id)
+}
+
 /// Loads the open file into `dom` (a fresh domain).
 fn load_into(
     dom: &Domain,

@@ -375,11 +375,114 @@ class HLObject:
     def __hash__(self):
         return hash(self._oid)
 
-    def __getnewargs__(self):
-        raise TypeError("h5lake objects cannot be pickled")
+    # -- pickling -------------------------------------------------------------
+    # A handle pickles as where its object is: (store location, object id,
+    # path, mode); unpickling opens the store afresh (each unpickled handle
+    # has its own, closed when the last handle of it goes). A read-only
+    # handle just pickles. A writable one refuses unless the user chose,
+    # with picklable(), what the receiver gets: write access should not
+    # reach another process by accident.
 
-    def __getstate__(self):
-        raise TypeError("h5lake objects cannot be pickled")
+    #: None: the default rule; False/True: set by :meth:`picklable`.
+    _pickle_writable = None
+
+    def picklable(self, writable=False):
+        """This object, as a handle that pickles (for ``multiprocessing``,
+        ``concurrent.futures.ProcessPoolExecutor``, ``pickle.dumps``).
+
+        Any h5lake object (File, Group, Dataset, Datatype) pickles as its
+        store's location (absolute path or ``s3://`` URL), its object id and
+        path; unpickling reopens the store in the receiving process, where
+        reading gives the same data. S3 credentials come from the receiver's
+        environment, as for any ``s3://`` open.
+
+        An object of a read-only file pickles as it is, read-only. An object
+        of a writable file (mode ``r+``, ``w``, ``a``, ...) refuses to pickle
+        (``TypeError``) unless passed through this method:
+        ``obj.picklable()`` pickles it read-only, and
+        ``obj.picklable(writable=True)`` pickles it writable (reopened in mode
+        ``r+`` -- never truncated). The handle returned is the same object
+        (``==`` it, usable like it); only its pickling differs.
+        """
+        self._fs.check()
+        _check_reopenable(self)
+        if writable and self._fs.mode == 'r':
+            raise ValueError(f"{_what(self)} is in a file opened read-only; it cannot be "
+                             "pickled writable (open the file with mode 'r+' for that)")
+        handle = object.__new__(type(self))
+        handle.__dict__.update(self.__dict__)
+        handle._pickle_writable = bool(writable)
+        return handle
+
+    def __reduce__(self):
+        return _unpickle, _pickle_args(self)
+
+    # copy.copy/deepcopy would otherwise reopen the store through
+    # __reduce__; as in h5py, a handle is not copied.
+    def __copy__(self):
+        raise TypeError("h5lake objects cannot be copied (open the object again, "
+                        "or pickle it to hand it to another process)")
+
+    def __deepcopy__(self, memo):
+        self.__copy__()
+
+
+def _what(obj):
+    """How an error names ``obj``: its class and path (a File: its store)."""
+    from .files import File
+    name = obj._fs.filename if isinstance(obj, File) else obj._given_name
+    name = '' if name is BY_REFERENCE or name is None else f" {name!r}"
+    return f"h5lake {type(obj).__name__}{name}"
+
+
+def _check_reopenable(obj):
+    if obj._fs.scratch is not None:
+        # An HDF5 file that an external link names is read through a
+        # temporary store that only this process has.
+        raise TypeError(f"cannot pickle {_what(obj)}: it is in the HDF5 file "
+                        f"{obj._fs.filename!r}, reached through an external link, which "
+                        "another process cannot reopen; pickle an object of an h5lake store")
+
+
+def _pickle_args(obj):
+    """What :func:`_unpickle` needs to open ``obj`` again (see HLObject.picklable)."""
+    fs = obj._fs
+    if not fs.valid:
+        raise TypeError(f"cannot pickle a closed {_what(obj)} (its file is closed)")
+    _check_reopenable(obj)
+    writable = obj._pickle_writable
+    if writable is None:
+        if fs.mode != 'r':
+            raise TypeError(
+                f"cannot pickle {_what(obj)}: its file is open for writing, and the "
+                f"receiving process would get write access to {fs.abspath}. Pickle "
+                "obj.picklable() to send it read-only, or obj.picklable(writable=True) "
+                "to send it writable")
+        writable = False
+    from .files import File
+    name = obj._given_name
+    by_reference = name is BY_REFERENCE
+    return (fs.abspath, obj._oid, None if by_reference else name, 'r+' if writable else 'r',
+            fs.allow_local_links, isinstance(obj, File), by_reference)
+
+
+def _unpickle(location, oid, name, mode, allow_local_links, is_file, by_reference):
+    """Reopen a pickled object: its store, then the object by id (ids
+    survive renames, and anonymous objects have no path)."""
+    from .files import File
+    from .group import _make_object
+
+    f = File(location, mode, allow_local_links=allow_local_links)
+    if is_file:
+        return f
+    fs = f._fs
+    try:
+        fs.doc(oid)
+    except KeyError:
+        f.close()
+        raise KeyError(f"Unable to unpickle object {name or oid}: it is no longer in "
+                       f"{location}") from None
+    return _make_object(fs, oid, BY_REFERENCE if by_reference else name)
 
 
 # ---------------------------------------------------------------------------

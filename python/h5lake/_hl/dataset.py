@@ -802,7 +802,17 @@ class Dataset(HLObject):
 
     @property
     def is_virtual(self):
-        return False
+        """Whether the elements are other datasets' (a virtual dataset)."""
+        return bool((self._doc.get("h5lake") or {}).get("virtual"))
+
+    def virtual_sources(self):
+        """The mappings of a virtual dataset, as h5py's ``VDSmap``
+        (vspace, file_name, dset_name, src_space); file_name ``"."`` is
+        this store. RuntimeError for a dataset that is not virtual."""
+        if not self.is_virtual:
+            raise RuntimeError("Not a virtual dataset")
+        from . import vds
+        return vds.virtual_sources(self)
 
     @property
     def is_columnar(self):
@@ -936,8 +946,11 @@ class Dataset(HLObject):
         return np.zeros((1,), dtype=dt)[0]
 
     @property
-    def dims(self):  # pragma: no cover - dimension scales live in dims.py (not yet)
-        raise NotImplementedError("dimension scales are not supported by h5lake yet")
+    def dims(self):
+        """The dimensions of this dataset: labels and attached dimension
+        scales (an h5py-like ``DimensionManager``, see dims.py)."""
+        from .dims import DimensionManager
+        return DimensionManager(self)
 
     # -- sizing -----------------------------------------------------------------
     def resize(self, size, axis=None):
@@ -1063,6 +1076,9 @@ class Dataset(HLObject):
 
     def _read_selection(self, selection, new_dtype):
         """ndarray of shape ``selection.array_shape`` (+ array-dtype axes)."""
+        if self.is_virtual:
+            from . import vds
+            vds.warn_problems(self)
         dtype = self.dtype
         raw = self._fs.raw
         ashape = tuple(selection.array_shape or ())
@@ -1327,6 +1343,9 @@ class Dataset(HLObject):
         if ssel.nselect == 0:
             return
         ssel.check_extent()
+        if self.is_virtual:
+            from . import vds
+            vds.warn_problems(self)
         target = self._direct_target(dest, ssel, dsel)
         if target is not None:
             # fast path: let the engine scatter straight into the caller's buffer
@@ -1399,8 +1418,17 @@ class Dataset(HLObject):
         self._fs.check()
         self._fs.raw.flush()
 
-    def make_scale(self, name=''):  # pragma: no cover
-        raise NotImplementedError("dimension scales are not supported by h5lake yet")
+    def make_scale(self, name=''):
+        """Make this dataset a dimension scale (named ``name``), to attach
+        to dimensions of other datasets: ``other.dims[0].attach_scale(ds)``."""
+        from . import dims
+        dims.set_scale(self, name)
+
+    @property
+    def is_scale(self):
+        """Whether this dataset is a dimension scale."""
+        from . import dims
+        return dims.is_scale(self)
 
     def __bool__(self):
         return self._fs.valid

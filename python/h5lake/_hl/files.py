@@ -38,6 +38,12 @@ class File(Group):
     mode: ``r`` read-only, file must exist (default); ``r+`` read/write, must
     exist; ``w`` create, truncate if exists; ``w-``/``x`` create, fail if
     exists; ``a`` read/write if exists, create otherwise.
+
+    Pickling (``multiprocessing``, ``ProcessPoolExecutor``): a File, Group or
+    Dataset of a read-only file pickles as (store location, object, mode)
+    and reopens read-only in the receiver. One of a writable file refuses
+    (``TypeError``); ``obj.picklable()`` sends it read-only and
+    ``obj.picklable(writable=True)`` writable (see ``HLObject.picklable``).
     """
 
     def __init__(self, name, mode='r', track_order=None, **kwds):

@@ -342,6 +342,13 @@ class Group(HLObject, MutableMapping):
         parent = self._require_parent(ppath, parent)
         return plan.create(parent, base)
 
+    def create_virtual_dataset(self, name, layout, fillvalue=None):
+        """Create a virtual dataset from a ``VirtualLayout`` (h5py's API):
+        its elements are read from the mapped sources, in this store or in
+        other h5lake stores; unmapped elements read as ``fillvalue``."""
+        from . import vds
+        return vds.create(self, name, layout, fillvalue)
+
     def require_dataset(self, name, shape, dtype, exact=False, **kwds):
         """Open a dataset, creating it if it doesn't exist (h5py's rules)."""
         from .dataset import Dataset

@@ -154,6 +154,40 @@ class VirtualLayout:
         self.sources.append((dst, source))
 
 
+_HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf", ".he5", ".nc", ".nc4")
+
+
+def _hdf5_file(source):
+    """The absolute path of ``source``'s HDF5 file, when it names one
+    (an existing HDF5 file, or a missing path with an HDF5 suffix)."""
+    from .transfer import is_hdf5
+    if source._location is not None or source.path == "." or is_url(source.path):
+        return None
+    path = os.path.abspath(source.path)
+    if os.path.isfile(path):
+        return path if is_hdf5(path) else None
+    return path if not os.path.exists(path) and path.lower().endswith(_HDF5_SUFFIXES) else None
+
+
+def _mapping(group, src, dst):
+    """The stored form of one mapping of ``src`` (a VirtualSource) to the
+    virtual selection ``dst``; an HDF5 file's dataset is linked into the
+    store first (metadata only)."""
+    here = group._fs.abspath
+    h5file = _hdf5_file(src)
+    if h5file is None:
+        return {"store": _store_of(src, here), "path": src.name, "src": src.sel, "dst": dst}
+    did = getattr(src, "_linked", None)
+    if did is None and os.path.isfile(h5file):
+        try:
+            did = group._fs.raw.link_hdf5_dataset(h5file, src.name)
+        except (KeyError, OSError, ValueError):
+            # No such dataset (or one that cannot be linked): it reads as
+            # fill, as a missing source does, and the warning names it.
+            did = None
+    return {"store": None, "file": h5file, "id": did, "path": src.name, "src": src.sel, "dst": dst}
+
+
 def _store_of(source, here):
     """The mapping's ``store``: None for the virtual dataset's own store,
     else an absolute path or a URL."""
@@ -180,14 +214,11 @@ def create(group, name, layout, fillvalue=None):
         raise NotImplementedError("virtual datasets with unlimited (or larger maximum) dimensions "
                                   "are not supported by h5lake yet")
     group._fs.check_writable(ValueError, "Unable to create dataset")
-    here = group._fs.abspath
-    mappings = []
     for dst, src in layout.sources:
         if src.dtype is not None and src.dtype != layout.dtype:
             raise TypeError(f"source {src.name} in {src.path} holds {src.dtype}, the layout "
                             f"{layout.dtype} (h5lake maps sources of the virtual dataset's type)")
-        mappings.append({"store": _store_of(src, here), "path": src.name,
-                         "src": src.sel, "dst": dst})
+    mappings = [_mapping(group, src, dst) for dst, src in layout.sources]
     plan = dataset.prepare_dset(shape=layout.shape, dtype=layout.dtype, fillvalue=fillvalue)
     plan.dcpl.setdefault("h5lake", {})["virtual"] = mappings
     if name is None:
@@ -209,8 +240,8 @@ def virtual_sources(dset):
     out = []
     for mp in mappings(dset):
         src_shape = tuple(r[2] for r in mp["src"])
-        out.append(VDSmap(Hyperslab(dset.shape, mp["dst"]), mp["store"] or ".", mp["path"],
-                          Hyperslab(src_shape, mp["src"])))
+        out.append(VDSmap(Hyperslab(dset.shape, mp["dst"]), mp.get("file") or mp["store"] or ".",
+                          mp["path"], Hyperslab(src_shape, mp["src"])))
     return out
 
 
@@ -225,3 +256,137 @@ def warn_problems(dset):
         more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
         warnings.warn(f"{dset.name}: {len(problems)} of {len(mappings(dset))} virtual sources read "
                       f"(partly) as the fill value: {shown}{more}", VirtualSourceWarning, stacklevel=3)
+
+
+def _natural_key(name):
+    """Sort key that orders run-2 before run-10."""
+    import re
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+
+
+def expand_sources(sources):
+    """A glob pattern (natural sort order of the names) or a list, as a list."""
+    import glob
+    if isinstance(sources, (str, os.PathLike)):
+        pattern = os.fspath(sources)
+        found = sorted(glob.glob(pattern), key=_natural_key)
+        if not found:
+            raise FileNotFoundError(2, f"no file matches {pattern}")
+        return found
+    return list(sources)
+
+
+def concat(sources, dest, axis=0, *, path=None, name=None, fillvalue=None, progress=False):
+    """One virtual dataset made of ``sources`` laid end to end along
+    ``axis``: h5lake datasets, or files (HDF5 files, linked; h5lake stores)
+    holding the dataset ``path``, as a list in the order given or a glob
+    pattern (natural sort order). ``dest`` is an open h5lake ``Group`` (the
+    dataset is made there as ``name``, default ``path``; returned) or a
+    store location (opened, or created; the report is returned). Every
+    source must have the same type and extent off ``axis``."""
+    from .base import HLObject
+    from .dataset import Dataset
+    from .files import File
+    items = expand_sources(sources)
+    if not items:
+        raise ValueError("nothing to concatenate")
+    name = name or path
+    if name is None:
+        if isinstance(items[0], Dataset):
+            name = items[0].name
+        else:
+            raise TypeError("name the dataset in each file with path=")
+    if isinstance(dest, HLObject):
+        return _concat_into(dest, name, items, axis, path, fillvalue, progress)
+    with File(os.fspath(dest), "a") as f, warnings.catch_warnings():
+        # (Reported here rather than warned.)
+        warnings.simplefilter("ignore", VirtualSourceWarning)
+        d = _concat_into(f, name, items, axis, path, fillvalue, progress)
+        problems = f._fs.raw.dataset_virtual_problems(d._oid)
+        return {"name": d.name, "shape": d.shape, "dtype": str(d.dtype), "sources": len(items),
+                "missing": d._left_out + [f"{store or '.'}:{p}: {why}"
+                                          for _, store, p, why in problems]}
+
+
+def _source_of(group, item, path):
+    """(VirtualSource, shape, dtype) of one item to concatenate."""
+    from .dataset import Dataset
+    if isinstance(item, Dataset):
+        return VirtualSource(item), item.shape, item.dtype
+    if path is None:
+        raise TypeError("name the dataset in each file with path=")
+    loc = os.fspath(item)
+    if not is_url(loc) and os.path.isfile(loc):
+        from .transfer import is_hdf5
+        if not is_hdf5(loc):
+            raise OSError(f"{loc} is neither an HDF5 file nor an h5lake store")
+        # Linked now, to learn its extent; the mapping then names the link.
+        try:
+            did = group._fs.raw.link_hdf5_dataset(os.path.abspath(loc), path)
+        except (KeyError, OSError, ValueError) as e:
+            raise _Unusable(f"{loc}:{path}: {e}") from None
+        d = Dataset(group._fs, did, None)
+        src = VirtualSource(os.path.abspath(loc), path, shape=d.shape, dtype=d.dtype)
+        src._linked = did
+        return src, d.shape, d.dtype
+    from .group import Group
+    try:
+        st = group._fs.open_external(loc)
+        d = Group(st, st.raw.root_id(), "/")[path]
+    except (KeyError, OSError) as e:
+        raise _Unusable(f"{loc}:{path}: {e}") from None
+    return VirtualSource(d), d.shape, d.dtype
+
+
+class _Unusable(Exception):
+    """A source to concatenate that has no such dataset (its extent is
+    unknown, so it is left out)."""
+
+
+def _concat_into(group, name, items, axis, path, fillvalue, progress):
+    from .. import _core
+    bar = _core.ProgressBar(len(items), "linking", "files") if progress else None
+    parts, used, left_out = [], [], []
+    try:
+        for item in items:
+            try:
+                parts.append(_source_of(group, item, path))
+                used.append(item)
+            except _Unusable as e:
+                left_out.append(str(e))
+            if bar is not None:
+                bar.inc(1)
+    finally:
+        if bar is not None:
+            bar.finish()
+    if left_out:
+        warnings.warn(f"{len(left_out)} of {len(items)} sources left out of the concatenation "
+                      f"(no such dataset): {'; '.join(left_out[:5])}", VirtualSourceWarning,
+                      stacklevel=3)
+    if not parts:
+        raise KeyError(f"no source holds {path}")
+    items = used
+    shape0, dtype = parts[0][1], parts[0][2]
+    rank = len(shape0)
+    if rank == 0:
+        raise ValueError("scalar datasets cannot be concatenated")
+    axis = axis + rank if axis < 0 else axis
+    if not 0 <= axis < rank:
+        raise ValueError(f"axis {axis} is out of range for datasets of rank {rank}")
+    for (src, shape, dt), item in zip(parts, items):
+        if dt != dtype:
+            raise TypeError(f"{item}: type {dt}, the first source's {dtype}")
+        if len(shape) != rank or any(a != b for k, (a, b) in enumerate(zip(shape, shape0)) if k != axis):
+            raise ValueError(f"{item}: extent {shape} does not match {shape0} off axis {axis}")
+    total = sum(shape[axis] for _, shape, _ in parts)
+    layout = VirtualLayout(tuple(total if k == axis else n for k, n in enumerate(shape0)), dtype)
+    at = 0
+    for src, shape, _ in parts:
+        if shape[axis] == 0:
+            continue
+        key = tuple(slice(at, at + shape[axis]) if k == axis else slice(None) for k in range(rank))
+        layout.sources.append((_runs(key, layout.shape), src))
+        at += shape[axis]
+    d = create(group, name, layout, fillvalue)
+    d._left_out = left_out
+    return d
