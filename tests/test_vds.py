@@ -325,3 +325,27 @@ def test_load_link_concat_on_the_command_line(tmp_path):
                         str(tmp_path / "run-*.h5"), str(tmp_path / "c.h5l")],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "--link" in r.stderr
+
+
+def test_concat_of_stores_and_of_datasets(tmp_path):
+    parts = []
+    for k in range(5):
+        a = np.arange(12 * (k + 1), dtype="i2").reshape(-1, 3, 4) + k
+        with h5lake.File(str(tmp_path / f"s{k}.h5l"), "w") as f:
+            f.create_dataset("g/x", data=a, chunks=(1, 3, 2))
+        parts.append(a)
+    report = h5lake.concat([str(tmp_path / f"s{k}.h5l") for k in range(5)], str(tmp_path / "all.h5l"),
+                           path="/g/x")
+    assert report["missing"] == [] and report["shape"] == (15, 3, 4)
+    with h5lake.File(str(tmp_path / "all.h5l"), "r") as f:
+        np.testing.assert_array_equal(f["g/x"][...], np.concatenate(parts))
+    # Open datasets, along another axis, into an open group.
+    files = [h5lake.File(str(tmp_path / f"s{k}.h5l"), "r") for k in (0, 0, 0)]
+    with h5lake.File(str(tmp_path / "b.h5l"), "w") as out:
+        d = h5lake.concat([f["g/x"] for f in files], out, axis=-1, name="wide")
+        np.testing.assert_array_equal(d[...], np.concatenate([parts[0]] * 3, axis=-1))
+        with pytest.raises(ValueError, match="off axis"):
+            h5lake.concat([files[0]["g/x"], h5lake.File(str(tmp_path / "s1.h5l"))["g/x"]], out,
+                          axis=2, name="bad")
+    for f in files:
+        f.close()

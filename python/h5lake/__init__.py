@@ -19,6 +19,15 @@ from ._hl.tools import ls, info, diff, rm, cp, mv
 from ._hl.transfer import load, get, is_hdf5, IncompleteConversion
 from ._hl.serve import serve
 from ._hl.vds import VirtualLayout, VirtualSource, VirtualSourceWarning, concat
+from ._hl.daskio import store_dask
+
+
+def to_h5lake(dataset, path, **kwargs):
+    """Write an xarray Dataset or DataTree into an h5lake store as netCDF-4
+    (see ``h5lake._hl.xarray_backend.to_h5lake``); imports xarray on use."""
+    from ._hl.xarray_backend import to_h5lake as write
+    return write(dataset, path, **kwargs)
+
 
 __all__ = [
     "File", "Group", "Dataset", "Datatype", "AttributeManager", "HLObject",
@@ -27,5 +36,6 @@ __all__ = [
     "check_dtype", "check_string_dtype", "check_vlen_dtype", "check_enum_dtype",
     "check_opaque_dtype", "check_ref_dtype", "string_info", "Reference", "ref_dtype",
     "ls", "info", "diff", "rm", "cp", "mv", "load", "get", "is_hdf5", "serve",
-    "IncompleteConversion", "VirtualLayout", "VirtualSource", "VirtualSourceWarning", "concat",
+    "IncompleteConversion", "VirtualLayout", "VirtualSource", "VirtualSourceWarning", "concat", "store_dask",
+    "to_h5lake",
 ]

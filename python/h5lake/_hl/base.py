@@ -473,16 +473,21 @@ def _unpickle(location, oid, name, mode, allow_local_links, is_file, by_referenc
     from .group import _make_object
 
     f = File(location, mode, allow_local_links=allow_local_links)
-    if is_file:
-        return f
-    fs = f._fs
-    try:
-        fs.doc(oid)
-    except KeyError:
-        f.close()
-        raise KeyError(f"Unable to unpickle object {name or oid}: it is no longer in "
-                       f"{location}") from None
-    return _make_object(fs, oid, BY_REFERENCE if by_reference else name)
+    obj = f
+    if not is_file:
+        fs = f._fs
+        try:
+            fs.doc(oid)
+        except KeyError:
+            f.close()
+            raise KeyError(f"Unable to unpickle object {name or oid}: it is no longer in "
+                           f"{location}") from None
+        obj = _make_object(fs, oid, BY_REFERENCE if by_reference else name)
+    if mode != 'r':
+        # Sent writable by choice: it may be passed on as it came (dask
+        # rebuilds and re-sends the objects of its graphs).
+        obj._pickle_writable = True
+    return obj
 
 
 # ---------------------------------------------------------------------------

@@ -829,6 +829,14 @@ class Dataset(HLObject):
             raise TypeError(f"{self.name} is not a columnar dataset (create it with layout='columnar')")
         return self._fs.raw.dataset_chunk_objects(self._oid)
 
+    def to_dask(self, chunks=None, name=None):
+        """This dataset as a lazy ``dask.array.Array``, in blocks of whole
+        storage chunks (``chunks`` to choose others). It works on
+        ``dask.distributed`` clusters: each worker reopens the store
+        read-only."""
+        from . import daskio
+        return daskio.to_dask(self, chunks, name)
+
     def to_arrow(self, sel=None, fields=None, where=None):
         """The selection ``sel`` (an index expression, default everything)
         of the members ``fields`` (default all) as a ``pyarrow.Table``: one

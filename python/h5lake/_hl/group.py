@@ -333,7 +333,11 @@ class Group(HLObject, MutableMapping):
         if src is not None:
             # A table (pyarrow, pandas, Polars, any Arrow stream): columnar.
             return table.create_table(self, name, src, shape=shape, dtype=dtype, **kwds)
-        plan = dataset.prepare_dset(shape=shape, dtype=dtype, data=data, **kwds)
+        return self._create_planned(dataset.prepare_dset(shape=shape, dtype=dtype, data=data,
+                                                         **kwds), name)
+
+    def _create_planned(self, plan, name):
+        """Makes the dataset ``plan`` describes at ``name`` (None: anonymous)."""
         if name is None:
             return plan.create(self, None)
         ppath, base, parent = self._target_free(

@@ -207,7 +207,6 @@ def _store_of(source, here):
 def create(group, name, layout, fillvalue=None):
     """``Group.create_virtual_dataset``."""
     from . import dataset
-    from .group import _dataset_parent_error
     if not isinstance(layout, VirtualLayout):
         raise TypeError(f"a virtual dataset is made from a VirtualLayout, not {type(layout).__name__}")
     if tuple(layout.maxshape) != layout.shape:
@@ -221,13 +220,7 @@ def create(group, name, layout, fillvalue=None):
     mappings = [_mapping(group, src, dst) for dst, src in layout.sources]
     plan = dataset.prepare_dset(shape=layout.shape, dtype=layout.dtype, fillvalue=fillvalue)
     plan.dcpl.setdefault("h5lake", {})["virtual"] = mappings
-    if name is None:
-        return plan.create(group, None)
-    ppath, base, parent = group._target_free(
-        name, ValueError, "Unable to create dataset (name already exists)",
-        nongroup=_dataset_parent_error)
-    parent = group._require_parent(ppath, parent)
-    return plan.create(parent, base)
+    return group._create_planned(plan, name)
 
 
 def mappings(dset):
@@ -332,7 +325,7 @@ def _source_of(group, item, path):
     from .group import Group
     try:
         st = group._fs.open_external(loc)
-        d = Group(st, st.raw.root_id(), "/")[path]
+        d = Group(st, st.root_id, "/")[path]
     except (KeyError, OSError) as e:
         raise _Unusable(f"{loc}:{path}: {e}") from None
     return VirtualSource(d), d.shape, d.dtype

@@ -1,0 +1,57 @@
+"""dask arrays over h5lake datasets, and dask arrays written into them.
+
+A dask graph holds the dataset object itself: it pickles as (store, object
+id, mode) and each worker process reopens the store once (see
+``HLObject.picklable``), so ``dask.distributed`` clusters read and write
+without anything of ours in the scheduler. Reads and writes of h5lake are
+thread- and process-safe (chunk writes are conditional puts), so no lock is
+taken: concurrent writes of blocks that share a storage chunk lose nothing.
+"""
+
+import numpy as np
+
+
+def _storage_chunks(dset):
+    """The chunks a dask array of ``dset`` is cut into by default: the
+    storage chunks, grown along the leading dimensions to about 64 MiB so
+    that small chunks do not make a task each."""
+    chunks = dset.chunks or dset.shape
+    target = 64 << 20
+    size = max(1, int(np.prod(chunks)) * dset.dtype.itemsize)
+    grown = list(chunks)
+    for axis in range(len(grown)):
+        if size >= target:
+            break
+        factor = max(1, min(target // size, -(-dset.shape[axis] // grown[axis])))
+        grown[axis] *= int(factor)
+        size *= int(factor)
+    return tuple(min(g, n) if n else 1 for g, n in zip(grown, dset.shape))
+
+
+def to_dask(dset, chunks=None, name=None):
+    """``dset`` as a ``dask.array.Array`` (lazy). ``chunks`` defaults to
+    whole storage chunks (grouped up to about 64 MiB per task)."""
+    import dask.array as da
+    if dset.dtype.hasobject:
+        raise TypeError(f"{dset.name}: variable-length values cannot be read into a dask array")
+    handle = dset if dset._fs.mode == "r" else dset.picklable()
+    if chunks is None:
+        chunks = _storage_chunks(dset)
+    if name is None:
+        # Same store, object and extent: same name (dask reuses results).
+        name = f"h5lake-{dset._fs.abspath}-{dset._oid}-{dset.shape}"
+    return da.from_array(handle, chunks=chunks, name=name, lock=False, asarray=True,
+                         fancy=False)
+
+
+def store_dask(array, dset, compute=True):
+    """Writes the dask array ``array`` into the h5lake dataset ``dset`` (of
+    the same shape), block by block, from wherever the blocks are computed
+    (threads, processes, a ``dask.distributed`` cluster). With
+    ``compute=False``, returns the delayed write instead."""
+    import dask.array as da
+    if tuple(array.shape) != tuple(dset.shape):
+        raise ValueError(f"a dask array of shape {array.shape} into {dset.name} of shape "
+                         f"{dset.shape}")
+    dset._fs.check_writable(ValueError, "Unable to write to the dataset")
+    return da.store(array, dset.picklable(writable=True), lock=False, compute=compute)

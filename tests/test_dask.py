@@ -1,0 +1,70 @@
+"""dask over h5lake (issue 22): dask.array.from_array and dset.to_dask on a
+dask.distributed cluster of worker processes, local and S3 stores; writes
+from many workers into one dataset with h5lake.store_dask."""
+
+import numpy as np
+import pytest
+
+import h5lake
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       host="127.0.0.1", dashboard_address=None)
+    c = distributed.Client(cluster)
+    try:
+        yield c
+    finally:
+        c.close()
+        cluster.close()
+
+
+def _data(shape=(600, 70), seed=0):
+    return np.random.default_rng(seed).integers(-1000, 1000, shape).astype("i8")
+
+
+@pytest.mark.parametrize("where", ["local", "s3"])
+def test_sums_on_a_cluster_of_processes_equal_numpy(client, tmp_path, request, where):
+    loc = str(tmp_path / "d.h5l") if where == "local" else request.getfixturevalue("s3_root") + "/d.h5l"
+    a = _data()
+    with h5lake.File(loc, "w") as f:
+        f.create_dataset("x", data=a, chunks=(64, 32))
+    if where == "s3":
+        # The workers were started before the test S3 server: give them its settings.
+        import os
+        env = {k: v for k, v in os.environ.items() if k.startswith("AWS_")}
+        client.run(lambda e: os.environ.update(e), env)
+    with h5lake.File(loc, "r") as f:
+        d = f["x"]
+        x = da.from_array(d, chunks=d.chunks)
+        assert x.sum().compute() == a.sum()
+        y = d.to_dask()
+        assert y.chunks[1] == (70,) or y.chunksize[1] % 32 == 0
+        np.testing.assert_array_equal(y[100:500:7, 3:60].compute(), a[100:500:7, 3:60])
+        assert (y.mean(axis=0).compute() == a.mean(axis=0)).all()
+    # A handle of a writable file reads through to_dask too (sent read-only).
+    with h5lake.File(loc, "r+") as f:
+        assert f["x"].to_dask(chunks=(100, 70)).max().compute() == a.max()
+
+
+def test_writes_from_many_workers_lose_nothing(client, tmp_path):
+    loc = str(tmp_path / "w.h5l")
+    a = _data((1000, 90), seed=1)
+    with h5lake.File(loc, "w") as f:
+        d = f.create_dataset("y", shape=a.shape, dtype=a.dtype, chunks=(64, 64), fillvalue=-1)
+        # Blocks that cut storage chunks in pieces: several workers write
+        # parts of the same chunks at once.
+        src = da.from_array(a, chunks=(45, 50))
+        h5lake.store_dask(src, d)
+    with h5lake.File(loc, "r") as f:
+        np.testing.assert_array_equal(f["y"][...], a)
+    with h5lake.File(loc, "r") as f:
+        with pytest.raises(ValueError):
+            h5lake.store_dask(src, f["y"])
+    with h5lake.File(loc, "a") as f:
+        with pytest.raises(ValueError, match="shape"):
+            h5lake.store_dask(da.zeros((3, 3), chunks=2), f["y"])
