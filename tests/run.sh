@@ -12,4 +12,8 @@ export CMAKE="${CMAKE:-$(python3 -c 'import cmake, os; print(os.path.join(cmake.
 python3 -m pip install -q --disable-pip-version-check ".[test]"
 cargo test --workspace --exclude h5lake-python
 # Run from tests/ so that `import h5lake` finds the installed package, not ./python.
-cd tests && python3 -m pytest -q -p no:cacheprovider .
+# xarray's netCDF4 engine loads netCDF-C with its own libhdf5: it gets a
+# process of its own, away from the other suites' HDF5 libraries (h5py's,
+# PyTables', the VOL connector's), which once crashed it mid-run.
+cd tests && python3 -m pytest -q -p no:cacheprovider --ignore=test_xarray.py .
+python3 -m pytest -q -p no:cacheprovider test_xarray.py

@@ -35,7 +35,9 @@ def test_readme_commands_run(tmp_path):
     import h5py
     import numpy as np
     block = re.search(r"```sh\n(h5lake load .*?)```", README.read_text(), flags=re.S).group(1)
-    commands = [line.split("#")[0].split() for line in block.splitlines() if line.strip()]
+    # (Shell lines: quotes group words, as the shell reads them.)
+    import shlex
+    commands = [shlex.split(line.split("#")[0]) for line in block.splitlines() if line.strip()]
     assert len(commands) >= 8 and all(c[0] == "h5lake" for c in commands)
     with h5py.File(tmp_path / "ATL03.h5", "w") as f:
         for beam in ("gt1l", "gt1r"):

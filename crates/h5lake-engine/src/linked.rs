@@ -551,10 +551,29 @@ impl Domain {
             ranges.push((start, len));
             dests.push(dst * es);
         }
-        let mut out = m.fill_chunk();
-        for (bytes, dst) in read_ranges(file, &ranges)?.iter().zip(dests) {
-            let dst = dst as usize;
-            out[dst..dst + bytes.len()].copy_from_slice(bytes);
+        // Straight from the file into the chunk, runs that continue each
+        // other in both read as one (a chunk of whole rows is one read).
+        let whole = ext == m.chunk;
+        let mut out = if whole {
+            vec![0; m.chunk_elems() * es as usize]
+        } else {
+            m.fill_chunk()
+        };
+        let mut runs: Vec<(u64, u64, u64)> = Vec::with_capacity(ranges.len());
+        for (&(start, len), &dst) in ranges.iter().zip(&dests) {
+            match runs.last_mut() {
+                Some((s, l, d)) if *s + *l == start && *d + *l == dst => *l += len,
+                _ => runs.push((start, len, dst)),
+            }
+        }
+        for (start, len, dst) in runs {
+            let (dst, len) = (dst as usize, len as usize);
+            file.read_exact_at(&mut out[dst..dst + len], start).map_err(|e| {
+                EngineError::Corrupt(format!(
+                    "linked file: cannot read bytes {start}..{} ({e}); was the file changed or truncated?",
+                    start + len as u64
+                ))
+            })?;
         }
         Ok(out)
     }
