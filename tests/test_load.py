@@ -596,3 +596,29 @@ def test_ls_lists_an_hdf5_file(tmp_path, everything, capsys):
     assert main(["ls", "-r", everything + "/grp"]) == 0
     out = capsys.readouterr().out
     assert "gzip" in out and "Dataset {37, 53}" in out and "sub" in out
+
+
+@pytest.mark.parametrize("link", [False, True], ids=["copy", "link"])
+def test_creation_order_is_kept(tmp_path, link):
+    """Groups and datasets whose file tracks creation order (h5py's
+    track_order, netCDF-4) list links and attributes in that order after a
+    load; others in name order, as h5py lists them."""
+    src = tmp_path / "o.h5"
+    with h5py.File(src, "w", track_order=True) as f:
+        for name in ("zeta", "alpha", "mid"):
+            f[name] = np.arange(3)
+        g = f.create_group("plain", track_order=False)
+        for name in ("b", "a"):
+            g[name] = 1
+        d = f.create_dataset("attrs", data=[1], track_order=True)
+        for name in ("z", "a", "m"):
+            d.attrs[name] = 1
+        for name in ("z", "a"):
+            f.attrs[name] = 1
+    with h5py.File(src, "r") as f:
+        want = (list(f), list(f["plain"]), list(f["attrs"].attrs), list(f.attrs))
+    h5lake.load(src, tmp_path / "o.h5l", link=link)
+    with h5lake.File(tmp_path / "o.h5l", "r") as f:
+        got = (list(f), list(f["plain"]), list(f["attrs"].attrs), list(f.attrs))
+    assert got == want
+    assert want[0][:3] == ["zeta", "alpha", "mid"] and want[1] == ["a", "b"]

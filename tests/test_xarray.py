@@ -198,11 +198,6 @@ def test_group_copied_to_another_store_says_why_it_cannot_open(nc_file, tmp_path
         xr.open_dataset(tmp_path / "other.h5l", engine=ENGINE, group="g/sub")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "h5lake load drops the file's link creation order (netCDF-4 groups track it): "
-    "h5py.File('t.h5','w',track_order=True) with links b then a, loaded with h5lake.load, "
-    "lists [a, b] (h5py lists [b, a]) and the root group's creationProperties lack "
-    "CreateOrder; so variables come back in name order"))
 def test_loaded_variables_keep_file_order(tmp_path):
     nc = write_nc(tmp_path / "o.nc", "netcdf4")
     h5lake.load(str(nc), str(tmp_path / "o.h5l"))

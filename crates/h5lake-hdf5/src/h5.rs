@@ -86,11 +86,16 @@ unsafe extern "C" fn collect_name<I>(
 
 /// Names of the links of a group, in name order (h5py's iteration order).
 pub(crate) fn link_names(group: hid_t) -> Result<Vec<String>> {
+    let index = if tracks_creation_order(group, true)? {
+        H5_index_t::H5_INDEX_CRT_ORDER
+    } else {
+        H5_index_t::H5_INDEX_NAME
+    };
     let mut names: Vec<String> = Vec::new();
     let status = lib(|| unsafe {
         hdf5_sys::h5l::H5Literate2(
             group,
-            H5_index_t::H5_INDEX_NAME,
+            index,
             H5_iter_order_t::H5_ITER_INC,
             std::ptr::null_mut(),
             Some(collect_name),
@@ -99,6 +104,32 @@ pub(crate) fn link_names(group: hid_t) -> Result<Vec<String>> {
     });
     check(status, "listing the links of a group")?;
     Ok(names)
+}
+
+/// Whether a group keeps the creation order of its links (`links`) or a
+/// dataset that of its attributes — h5py's `track_order`, HSDS's
+/// `CreateOrder`.
+pub(crate) fn tracks_creation_order(obj: hid_t, links: bool) -> Result<bool> {
+    let plist = check_id(
+        lib(|| unsafe {
+            if links {
+                hdf5_sys::h5g::H5Gget_create_plist(obj)
+            } else {
+                hdf5_sys::h5d::H5Dget_create_plist(obj)
+            }
+        }),
+        "reading creation properties",
+    )?;
+    let mut flags: std::os::raw::c_uint = 0;
+    let status = lib(|| unsafe {
+        if links {
+            hdf5_sys::h5p::H5Pget_link_creation_order(plist.id(), &mut flags)
+        } else {
+            hdf5_sys::h5p::H5Pget_attr_creation_order(plist.id(), &mut flags)
+        }
+    });
+    check(status, "reading the creation order setting")?;
+    Ok(flags & hdf5_sys::h5p::H5P_CRT_ORDER_TRACKED != 0)
 }
 
 /// Names of the attributes of an object, in creation order when the file

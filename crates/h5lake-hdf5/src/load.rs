@@ -726,9 +726,18 @@ impl Loader<'_> {
             links.insert(name, link);
             self.report.links += 1;
         }
+        // Listed in creation order where the file keeps it (above), and
+        // marked so that h5lake keeps listing them that way.
+        let ordered = h5::tracks_creation_order(gid, true)?;
         self.dom.update_doc(id, |doc| {
             doc["links"] = Value::Object(links.clone());
             doc["attributes"] = Value::Object(attrs.clone());
+            if ordered {
+                if !doc.get("creationProperties").is_some_and(Value::is_object) {
+                    doc["creationProperties"] = json!({});
+                }
+                doc["creationProperties"]["CreateOrder"] = json!(1);
+            }
             Ok(())
         })?;
         Ok(())
@@ -852,6 +861,10 @@ impl Loader<'_> {
         let mut cprops = json!({});
         if !filters.is_empty() {
             cprops["filters"] = pipeline.to_hsds_json();
+        }
+        if h5::tracks_creation_order(d, false)? {
+            // (Its attributes, in creation order: kept so.)
+            cprops["CreateOrder"] = json!(1);
         }
         let mut refs = RefReader::new(self.file, &self.seen);
         let fill = fill_value_json(dcpl.id(), &dt, &tjson, &mut |c, r| refs.stored(c, r))?;
