@@ -321,6 +321,11 @@ def test_load_link_concat_on_the_command_line(tmp_path):
                         str(tmp_path / "b" / "run-*.h5"), str(tmp_path / "b.h5l")],
                        capture_output=True, text=True)
     assert r.returncode == 3 and "run-2.h5" in r.stderr, (r.returncode, r.stderr)
+    # From Python, the same gap is a warning naming the file.
+    with pytest.warns(h5lake.VirtualSourceWarning, match="run-2.h5"):
+        report = h5lake.concat(str(tmp_path / "b" / "run-*.h5"), str(tmp_path / "b2.h5l"),
+                               path="/entry/data")
+    assert len(report["missing"]) == 1
     r = subprocess.run([sys.executable, "-m", "h5lake", "load", "--concat", "/entry/data",
                         str(tmp_path / "run-*.h5"), str(tmp_path / "c.h5l")],
                        capture_output=True, text=True)

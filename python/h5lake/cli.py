@@ -263,8 +263,12 @@ def _load_concat(args):
         if not args.force:
             raise FileExistsError(17, f"{args.dest} exists (pass --force to replace it)")
         h5lake.rm(args.dest, recursive=True) if os.path.isdir(args.dest) else os.remove(args.dest)
-    report = h5lake.concat(args.src, args.dest, path=args.concat, axis=args.axis or 0,
-                           progress=not args.quiet)
+    import warnings
+    with warnings.catch_warnings():
+        # (Named below, one line each.)
+        warnings.simplefilter("ignore", h5lake.VirtualSourceWarning)
+        report = h5lake.concat(args.src, args.dest, path=args.concat, axis=args.axis or 0,
+                               progress=not args.quiet)
     for item in report["missing"]:
         print(f"h5lake load: warning: reads as fill: {item}", file=sys.stderr)
     if not args.quiet:

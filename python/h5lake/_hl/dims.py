@@ -254,7 +254,7 @@ def _check_pair(dset, scale, what):
 def _check_index(dset, idx, rank, what):
     if idx >= rank:
         raise RuntimeError(f"Unable to {what} (dimension {idx} out of range for "
-                           f"a dataset of rank {_rank(dset)})")
+                           f"a dataset of rank {rank})")
 
 
 def attach_scale(dset, scale, idx):
@@ -338,9 +338,7 @@ def num_scales(dset, idx):
     """H5DSget_num_scales."""
     dset._fs.check()
     rank = _rank(dset)
-    if idx >= rank:
-        raise RuntimeError(f"Unable to count dimension scales (dimension {idx} out of range "
-                           f"for a dataset of rank {rank})")
+    _check_index(dset, idx, rank, "count dimension scales")
     rows = _dimension_list(dset, rank)
     return 0 if rows is None else len(rows[idx])
 
@@ -384,9 +382,7 @@ def get_label(dset, idx):
     """H5DSget_label, as bytes (``b''`` when unset)."""
     dset._fs.check()
     rank = _rank(dset)
-    if idx >= rank:
-        raise RuntimeError(f"Unable to get the dimension label (dimension {idx} out of range "
-                           f"for a dataset of rank {rank})")
+    _check_index(dset, idx, rank, "get the dimension label")
     doc = _attr(dset, "DIMENSION_LABELS")
     if doc is None:
         return b""
@@ -404,9 +400,7 @@ def set_label(dset, idx, label):
     what = "set the dimension label"
     _writable(dset, what)
     rank = _rank(dset)
-    if idx >= rank:
-        raise RuntimeError(f"Unable to {what} (dimension {idx} out of range for a dataset "
-                           f"of rank {rank})")
+    _check_index(dset, idx, rank, what)
     doc = _attr(dset, "DIMENSION_LABELS")
     labels = [b""] * rank
     type_doc = _LABELS_TYPE

@@ -291,14 +291,19 @@ def concat(sources, dest, axis=0, *, path=None, name=None, fillvalue=None, progr
             raise TypeError("name the dataset in each file with path=")
     if isinstance(dest, HLObject):
         return _concat_into(dest, name, items, axis, path, fillvalue, progress)
-    with File(os.fspath(dest), "a") as f, warnings.catch_warnings():
-        # (Reported here rather than warned.)
-        warnings.simplefilter("ignore", VirtualSourceWarning)
-        d = _concat_into(f, name, items, axis, path, fillvalue, progress)
+    with File(os.fspath(dest), "a") as f:
+        with warnings.catch_warnings():
+            # (One warning below names every gap, left out or short.)
+            warnings.simplefilter("ignore", VirtualSourceWarning)
+            d = _concat_into(f, name, items, axis, path, fillvalue, progress)
         problems = f._fs.raw.dataset_virtual_problems(d._oid)
+        missing = d._left_out + [f"{store or '.'}:{p}: {why}" for _, store, p, why in problems]
+        if missing:
+            warnings.warn(f"{len(missing)} of {len(items)} sources are missing from "
+                          f"{os.fspath(dest)}{d.name} (their part reads as the fill value): "
+                          f"{'; '.join(missing[:5])}", VirtualSourceWarning, stacklevel=2)
         return {"name": d.name, "shape": d.shape, "dtype": str(d.dtype), "sources": len(items),
-                "missing": d._left_out + [f"{store or '.'}:{p}: {why}"
-                                          for _, store, p, why in problems]}
+                "missing": missing}
 
 
 def _source_of(group, item, path):
