@@ -44,8 +44,6 @@ NATIVE_FORMAT = [
     ("test_file2.TestFileMetaBlockSize", "the native metadata block size"),
     ("test_file_alignment", "native file-space alignment"),
     ("test_h5f.TestCacheConfig", "the metadata cache configuration of a native file"),
-    ("test_highlevel_vds", "virtual datasets are a native layout"),
-    ("test_lowlevel_vds", "virtual datasets are a native layout"),
     ("test_dataset.TestVirtualPrefix", "virtual datasets are a native layout"),
     ("test_dataset.TestExternal", "external raw storage is a native layout"),
     ("test_base::test_is_hdf5", "h5py.is_hdf5 asks HDF5 only about a regular file (os.path.isfile); a store is a directory"),

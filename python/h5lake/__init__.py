@@ -18,7 +18,7 @@ from ._hl.base import HLObject
 from ._hl.tools import ls, info, diff, rm, cp, mv
 from ._hl.transfer import load, get, is_hdf5, IncompleteConversion
 from ._hl.serve import serve
-from ._hl.vds import VirtualLayout, VirtualSource, VirtualSourceWarning, concat
+from ._hl.vds import UNLIMITED, VirtualLayout, VirtualSource, VirtualSourceWarning, concat
 from ._hl.daskio import store_dask
 
 
@@ -36,6 +36,6 @@ __all__ = [
     "check_dtype", "check_string_dtype", "check_vlen_dtype", "check_enum_dtype",
     "check_opaque_dtype", "check_ref_dtype", "string_info", "Reference", "ref_dtype",
     "ls", "info", "diff", "rm", "cp", "mv", "load", "get", "is_hdf5", "serve",
-    "IncompleteConversion", "VirtualLayout", "VirtualSource", "VirtualSourceWarning", "concat", "store_dask",
+    "IncompleteConversion", "UNLIMITED", "VirtualLayout", "VirtualSource", "VirtualSourceWarning", "concat", "store_dask",
     "to_h5lake",
 ]

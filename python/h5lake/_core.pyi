@@ -159,6 +159,10 @@ class RawFile:
     def link_hdf5_dataset(self, src: str, path: str) -> str:
         """Links the dataset ``path`` of the HDF5 file ``src`` into this
         store as an anonymous dataset (values left in the file); its id."""
+    def link_parquet_dataset(self, srcs: list[str]) -> str:
+        """Links the Parquet files ``srcs`` (one schema) into this store as
+        one anonymous 1-D columnar dataset (rows left in the files); its id."""
+    def dataset_dims(self, dset_id: str) -> list[int]: ...
     def dataset_virtual_problems(self, dset_id: str) -> list[tuple[int, str | None, str, str]]:
         """Why mappings of a virtual dataset read (partly) as fill: (mapping,
         store or None for this one, source path, problem) each."""

@@ -334,6 +334,8 @@ def _summarize(cmd, args, report, extra):
     (stderr, so that stdout stays clean for scripts)."""
     for item in report["skipped"]:
         print(f"h5lake {cmd}: warning: not copied: {item}", file=sys.stderr)
+    for note in report.get("notes", ()):
+        print(f"h5lake {cmd}: note: {note}", file=sys.stderr)
     if not args.quiet:
         print(f"h5lake {cmd}: {args.dest}: {report['groups']} groups, {report['datasets']} datasets, "
               f"{report['attributes']} attributes, {report['links']} links; {extra}"

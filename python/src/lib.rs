@@ -373,29 +373,6 @@ fn parquet_err(e: ParquetLoadError) -> PyErr {
     }
 }
 
-/// Records which members hold Arrow types as their integers (the
-/// `arrow_types` attribute of a table loaded from Parquet).
-fn note_arrow_types(
-    dom: &Domain,
-    id: &str,
-    types: &serde_json::Map<String, Value>,
-) -> Result<(), EngineError> {
-    if types.is_empty() {
-        return Ok(());
-    }
-    dom.attr_create(
-        id,
-        "arrow_types",
-        serde_json::json!({
-            "type": {"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8",
-                     "strPad": "H5T_STR_NULLTERM", "length": "H5T_VARIABLE"},
-            "shape": {"class": "H5S_SCALAR"},
-            "value": Value::Object(types.clone()).to_string(),
-        }),
-        false,
-    )
-}
-
 /// Makes the groups `segments` (a path below the root, in a new store)
 /// and returns the id of the last (the root's without segments).
 fn make_groups(dom: &Domain, segments: &[String]) -> Result<String, EngineError> {
@@ -458,17 +435,7 @@ fn link_parquet(
         .allow_threads(|| Domain::open_url_with(&dest, mode, &opts))
         .map_err(to_py_err)?;
     let result = py.allow_threads(|| -> Result<(), EngineError> {
-        let rows = plan.rows;
-        let chunk = chunk_rows.unwrap_or(plan.group_rows).clamp(1, rows.max(1));
-        let id = dom.create_dataset(
-            plan.table.dtype().to_json(),
-            serde_json::json!({"class": "H5S_SIMPLE", "dims": [rows], "maxdims": [rows]}),
-            serde_json::json!({
-                "layout": {"class": "H5D_CHUNKED", "dims": [chunk]},
-                "h5lake": {"chunkFormat": "parquet", "parquetSource": plan.source},
-            }),
-        )?;
-        note_arrow_types(&dom, &id, plan.table.arrow_types())?;
+        let id = dom.link_parquet_dataset(&plan, chunk_rows)?;
         let parent = make_groups(&dom, &segments[..segments.len() - 1])?;
         dom.link_create(
             &parent,
@@ -538,7 +505,7 @@ fn load_parquet(
                 serde_json::json!({"class": "H5S_SIMPLE", "dims": [rows], "maxdims": ["H5S_UNLIMITED"]}),
                 cprops,
             )?;
-            note_arrow_types(&dom, &id, input.arrow_types())?;
+            dom.note_arrow_types(&id, input.arrow_types())?;
             let parent = make_groups(&dom, &segments[..segments.len() - 1])?;
             // Whole chunks at a time, nulls kept (they read as the fill
             // value through HDF5-shaped reads, as nulls through to_arrow).
@@ -619,6 +586,7 @@ fn get_hdf5(
         "groups": r.groups, "datasets": r.datasets, "datatypes": r.datatypes,
         "attributes": r.attributes, "links": r.links, "chunks": r.chunks,
         "bytes": r.bytes, "skipped": skipped_texts(&r.skipped), "skipped_objects": skipped_json(&r.skipped),
+        "notes": r.notes,
     })
     .to_string())
 }
@@ -1085,6 +1053,27 @@ impl RawFile {
     fn link_hdf5_dataset(&self, py: Python<'_>, src: PathBuf, path: &str) -> PyResult<String> {
         let dom = self.dom()?;
         interruptible(py, || h5lake_hdf5::link_dataset(&dom, &src, path), hdf5_err)
+    }
+
+    /// Links the Parquet files `srcs` (local paths or `s3://` URLs, one
+    /// schema) into this store as one anonymous 1-D columnar dataset (rows
+    /// left in the files); returns its id.
+    fn link_parquet_dataset(&self, py: Python<'_>, srcs: Vec<String>) -> PyResult<String> {
+        let dom = self.dom()?;
+        py.allow_threads(|| {
+            let plan = h5lake_engine::parquet_link::plan_parquet_link(
+                &srcs,
+                dom.link_policy().clone(),
+            )?;
+            dom.link_parquet_dataset(&plan, None)
+        })
+        .map_err(to_py_err)
+    }
+
+    /// The dataset's current extent: of a virtual dataset with unlimited
+    /// mappings, as its sources' extents make it now.
+    fn dataset_dims(&self, py: Python<'_>, dset_id: &str) -> PyResult<Vec<u64>> {
+        self.run(py, |d| Ok(d.dataset(dset_id)?.dims.clone()))
     }
 
     /// Why mappings of a virtual dataset read (partly) as fill: (mapping,

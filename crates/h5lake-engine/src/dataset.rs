@@ -643,7 +643,10 @@ impl Domain {
                 }
             }
             "H5D_CONTIGUOUS" | "H5D_COMPACT" => {
-                if maxdims != dims {
+                // (A virtual dataset's maximum extent is kept as HDF5 keeps
+                // it; its mappings, not chunks, say where elements are.)
+                let is_virtual = cprops.pointer("/h5lake/virtual").is_some();
+                if maxdims != dims && !is_virtual {
                     return Err(EngineError::Invalid(
                         "a resizable dataset (maxshape) must be chunked".into(),
                     ));
@@ -762,6 +765,20 @@ impl Domain {
     /// # Errors
     /// Unknown id; not a dataset.
     pub fn dataset(&self, id: &str) -> Result<Arc<DatasetMeta>> {
+        let m = self.stored_dataset(id)?;
+        match &m.virtual_map {
+            Some(vm) if vm.unlimited => Ok(Arc::new(self.live_virtual(&m, vm)?)),
+            _ => Ok(m),
+        }
+    }
+
+    /// The dataset as its document describes it: of a virtual dataset
+    /// with unlimited mappings, the extent and mappings as stored, not as
+    /// its sources' extents make them now ([`Domain::dataset`]).
+    ///
+    /// # Errors
+    /// Unknown id; not a dataset.
+    pub fn stored_dataset(&self, id: &str) -> Result<Arc<DatasetMeta>> {
         if !id.starts_with("d-") {
             return Err(EngineError::WrongType(format!(
                 "object {id} is not a dataset"

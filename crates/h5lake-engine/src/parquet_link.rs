@@ -351,6 +351,54 @@ pub fn plan_parquet_link(uris: &[String], policy: LinkPolicy) -> Result<ParquetL
 }
 
 impl Domain {
+    /// Links the Parquet files `plan` read as one anonymous (unlinked) 1-D
+    /// columnar dataset, read-only, of `chunk_rows` rows per chunk (default:
+    /// the first row group's); Arrow types with no HDF5 form of their own
+    /// are noted in its `arrow_types` attribute. Returns its id.
+    ///
+    /// # Errors
+    /// A read-only domain; store trouble.
+    pub fn link_parquet_dataset(
+        &self,
+        plan: &ParquetLinkPlan,
+        chunk_rows: Option<u64>,
+    ) -> Result<String> {
+        let rows = plan.rows;
+        let chunk = chunk_rows.unwrap_or(plan.group_rows).clamp(1, rows.max(1));
+        let id = self.create_dataset(
+            plan.table.dtype().to_json(),
+            json!({"class": "H5S_SIMPLE", "dims": [rows], "maxdims": [rows]}),
+            json!({
+                "layout": {"class": "H5D_CHUNKED", "dims": [chunk]},
+                "h5lake": {"chunkFormat": "parquet", "parquetSource": plan.source},
+            }),
+        )?;
+        self.note_arrow_types(&id, plan.table.arrow_types())?;
+        Ok(id)
+    }
+
+    /// Keeps the Arrow types `types` (by column) of the dataset `id` in its
+    /// `arrow_types` attribute, for `to_arrow` and `get` to give back.
+    ///
+    /// # Errors
+    /// Store trouble.
+    pub fn note_arrow_types(&self, id: &str, types: &serde_json::Map<String, Value>) -> Result<()> {
+        if types.is_empty() {
+            return Ok(());
+        }
+        self.attr_create(
+            id,
+            "arrow_types",
+            json!({
+                "type": {"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8",
+                         "strPad": "H5T_STR_NULLTERM", "length": "H5T_VARIABLE"},
+                "shape": {"class": "H5S_SCALAR"},
+                "value": Value::Object(types.clone()).to_string(),
+            }),
+            false,
+        )
+    }
+
     /// Rows `rows` of a Parquet-linked dataset, the members of `dtype`
     /// (those of `m` or some of them), as batches of the members' Arrow
     /// types (nulls kept), one per row group they span.

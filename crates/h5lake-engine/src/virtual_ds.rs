@@ -16,6 +16,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use h5lake_types::convert::NumericConversion;
 use h5lake_types::{DimSel, Selection};
 use serde_json::{json, Value};
 
@@ -30,31 +31,252 @@ const VIRTUAL_KEY: &str = "/h5lake/virtual";
 /// read one after another (overlapping ones must be, later ones winning).
 const MAX_OVERLAP_CHECK: usize = 2048;
 
-/// A regular hyperslab along one dimension: `count` indices from `start`,
-/// `step` apart.
+/// A regular hyperslab along one dimension, as HDF5 defines one: `count`
+/// blocks of `block` consecutive indices, the first at `start`, each
+/// `step` after the one before. Its elements are numbered block by block.
+/// Kept normalised: `block > 1` only where blocks have gaps between them
+/// (`count > 1`, `step > block`); other runs have `block == 1`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Run {
     pub start: u64,
     pub step: u64,
     pub count: u64,
+    pub block: u64,
 }
 
 impl Run {
+    /// The count of an unlimited run (HDF5's `H5S_UNLIMITED`): blocks
+    /// without end, as many of them as the source's extent holds.
+    pub const UNLIMITED: u64 = u64::MAX;
+
+    /// The normalised run of HDF5's (start, stride, count, block); `None`
+    /// for an empty, overlapping or overflowing one. `count` may be
+    /// [`Run::UNLIMITED`].
+    pub fn new(start: u64, step: u64, count: u64, block: u64) -> Option<Run> {
+        // (One block's stride means nothing.)
+        let step = if count == 1 { 1 } else { step };
+        if step < 1 || count < 1 || block < 1 || (count > 1 && step < block) {
+            return None;
+        }
+        if count == Self::UNLIMITED {
+            let contiguous = step == block;
+            return Some(Run {
+                start,
+                step: if contiguous { 1 } else { step },
+                count,
+                block: if contiguous { 1 } else { block },
+            });
+        }
+        start.checked_add((count - 1).checked_mul(step)?.checked_add(block - 1)?)?;
+        Some(if block == 1 {
+            Run { start, step, count, block }
+        } else if count == 1 || step == block {
+            Run { start, step: 1, count: count.checked_mul(block)?, block: 1 }
+        } else {
+            Run { start, step, count, block }
+        })
+    }
+
+    /// Whether it runs on without end (see [`Run::UNLIMITED`]).
+    pub fn is_unlimited(&self) -> bool {
+        self.count == Self::UNLIMITED
+    }
+
+    /// How many indices it holds (`u64::MAX` when unlimited).
+    pub fn len(&self) -> u64 {
+        self.count.saturating_mul(self.block)
+    }
+
     fn last(&self) -> u64 {
-        self.start + (self.count - 1) * self.step
+        self.start + (self.count - 1) * self.step + self.block - 1
     }
 
-    fn of_json(v: &Value) -> Option<Run> {
-        let a = v.as_array().filter(|a| a.len() == 3)?;
-        let (start, step, count) = (a[0].as_u64()?, a[1].as_u64()?, a[2].as_u64()?);
-        let run = Run { start, step, count };
-        (step >= 1 && count >= 1 && start.checked_add((count - 1).checked_mul(step)?).is_some())
-            .then_some(run)
+    /// The `k`-th index it holds.
+    fn coord(&self, k: u64) -> u64 {
+        self.start + (k / self.block) * self.step + k % self.block
     }
 
-    fn to_json(self) -> Value {
-        json!([self.start, self.step, self.count])
+    /// Which of its indices `x` is, if it is one.
+    fn index_of(&self, x: u64) -> Option<u64> {
+        let off = x.checked_sub(self.start)?;
+        let (i, b) = (off / self.step, off % self.step);
+        (i < self.count && b < self.block).then_some(i * self.block + b)
     }
+
+    /// How many of its indices lie below `extent` (for an unlimited run,
+    /// those a source of that extent holds).
+    fn len_below(&self, extent: u64) -> u64 {
+        if extent <= self.start {
+            return 0;
+        }
+        let whole = if extent - self.start >= self.block {
+            ((extent - self.start - self.block) / self.step + 1).min(self.count)
+        } else {
+            0
+        };
+        let next = self.start + whole * self.step;
+        let partial = if whole < self.count && next < extent {
+            (extent - next).min(self.block)
+        } else {
+            0
+        };
+        whole * self.block + partial
+    }
+
+    /// Its first `n` indices as runs, cut where a block of `self` or of
+    /// `other` ends so that the two sides' pieces pair up index for index.
+    /// Whole blocks of both sides come as one piece.
+    fn first(&self, other: &Run, n: u64) -> Vec<(Run, Run)> {
+        // (A contiguous run has no block edges to cut at.)
+        let period = |r: &Run| if r.step == r.block { 1 } else { r.block };
+        let (pa, pb) = (period(self), period(other));
+        let lcm = (pa / gcd(pa, pb)).saturating_mul(pb);
+        let whole = n / lcm * lcm;
+        let piece = |r: &Run, from: u64, len: u64| {
+            if r.step == r.block || r.block == 1 {
+                Run::new(r.coord(from), r.step, len, 1)
+            } else {
+                Run::new(r.coord(from), r.step, len / r.block, r.block)
+            }
+        };
+        let mut out = Vec::new();
+        if whole > 0 {
+            out.extend(piece(self, 0, whole).zip(piece(other, 0, whole)));
+        }
+        let edge = |r: &Run, k: u64| {
+            if r.step == r.block {
+                u64::MAX
+            } else {
+                (k / r.block + 1) * r.block
+            }
+        };
+        let mut k = whole;
+        while k < n {
+            let end = n.min(edge(self, k)).min(edge(other, k));
+            out.extend(
+                Run::new(self.coord(k), 1, end - k, 1)
+                    .zip(Run::new(other.coord(k), 1, end - k, 1)),
+            );
+            k = end;
+        }
+        out
+    }
+
+    /// The run of HDF5's `(start, stride, count, block)` along one
+    /// dimension of a regular hyperslab, where a count or a block may be
+    /// `H5S_UNLIMITED` (`u64::MAX`, [`Run::UNLIMITED`]); `None` for one of
+    /// no index (a mapping of nothing) or overlapping blocks.
+    pub fn from_hdf5(start: u64, stride: u64, count: u64, block: u64) -> Option<Run> {
+        match (count, block) {
+            // One block without end: indices without end.
+            (1, Self::UNLIMITED) => Run::new(start, 1, Self::UNLIMITED, 1),
+            (_, Self::UNLIMITED) => None,
+            _ => Run::new(start, stride, count, block),
+        }
+    }
+
+    /// HDF5's `(start, stride, count, block)` of it (`H5S_UNLIMITED` as the
+    /// count of an unlimited run).
+    pub fn to_hdf5(&self) -> [u64; 4] {
+        [self.start, self.step, self.count, self.block]
+    }
+
+    /// The extent a dataspace needs to hold it (of an unlimited run, its
+    /// first block).
+    pub fn reach(&self) -> u64 {
+        if self.is_unlimited() {
+            self.start + self.block
+        } else {
+            self.last() + 1
+        }
+    }
+
+    /// `[start, step, count]`, with the block as a fourth item when it is
+    /// not 1; a `null` count for an unlimited run.
+    pub fn of_json(v: &Value) -> Option<Run> {
+        let a = v.as_array().filter(|a| a.len() == 3 || a.len() == 4)?;
+        let block = match a.get(3) {
+            Some(b) => b.as_u64()?,
+            None => 1,
+        };
+        let count = match &a[2] {
+            Value::Null => Self::UNLIMITED,
+            c => c.as_u64().filter(|&c| c != Self::UNLIMITED)?,
+        };
+        Run::new(a[0].as_u64()?, a[1].as_u64()?, count, block)
+    }
+
+    /// As stored: `[start, step, count]`, or with the block.
+    pub fn to_json(self) -> Value {
+        let count = if self.is_unlimited() {
+            Value::Null
+        } else {
+            json!(self.count)
+        };
+        if self.block == 1 {
+            json!([self.start, self.step, count])
+        } else {
+            json!([self.start, self.step, count, self.block])
+        }
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// The stored runs of a source selection that is the whole source (HDF5's
+/// "all" selection, whose dataspace holds no extent): every index of the
+/// source's extent `dims` when known, else the virtual selection `dst`'s
+/// shape without its dimensions of one index (what HDF5 then requires the
+/// source to be).
+pub fn whole_source(dims: Option<&[u64]>, dst: &[Value]) -> Vec<Value> {
+    match dims {
+        Some(dims) => dims.iter().map(|&d| json!([0, 1, d])).collect(),
+        None => {
+            let runs: Vec<Run> = dst.iter().filter_map(Run::of_json).collect();
+            let mut out: Vec<Value> = runs
+                .iter()
+                .filter(|r| r.len() > 1)
+                .map(|r| json!([0, 1, r.len()]))
+                .collect();
+            if out.is_empty() {
+                out.push(json!([0, 1, 1]));
+            }
+            out
+        }
+    }
+}
+
+/// A source name as the layout stores it → the name: HDF5 reserves `%`
+/// (`%b` is a block number in unlimited mappings; `%%` a percent sign).
+pub fn source_name(name: &str) -> std::result::Result<String, String> {
+    let mut out = String::with_capacity(name.len());
+    let mut chars = name.chars();
+    while let Some(c) = chars.next() {
+        if c == '%' {
+            match chars.next() {
+                Some('%') => out.push('%'),
+                _ => {
+                    return Err(format!(
+                        "{name}: a printf-style source name (h5lake maps sources named one by one)"
+                    ))
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Ok(out)
+}
+
+/// A name → as the layout stores it.
+pub fn stored_source_name(name: &str) -> String {
+    name.replace('%', "%%")
 }
 
 /// One mapping: the hyperslab `src` of the dataset at `path` in `store`
@@ -73,6 +295,9 @@ pub struct Mapping {
     /// For each virtual dimension, the source dimension it runs along
     /// (`None` where the virtual run holds one index).
     pairs: Vec<Option<usize>>,
+    /// Of an unlimited mapping, its unlimited virtual and source
+    /// dimensions: it reaches as far along them as the source's extent.
+    unlimited: Option<(usize, usize)>,
 }
 
 /// The mappings of a virtual dataset.
@@ -81,6 +306,9 @@ pub struct VirtualMap {
     pub mappings: Vec<Mapping>,
     /// Whether no two mappings' boxes overlap (reads may then run at once).
     disjoint: bool,
+    /// Whether some mapping is unlimited: the extent then follows the
+    /// sources' extents, and reads take the map [`VirtualMap::resolve`]s to.
+    pub unlimited: bool,
 }
 
 impl VirtualMap {
@@ -107,8 +335,9 @@ impl VirtualMap {
                     .filter(|r| !r.is_empty())
                     .ok_or_else(|| {
                         bad(format!(
-                            "mapping {i}: {key} is a list of [start, step, count] per dimension \
-                             (step and count at least 1)"
+                            "mapping {i}: {key} is a list of [start, step, count] or \
+                             [start, step, count, block] per dimension (each at least 1; \
+                             blocks do not overlap)"
                         ))
                     })
             };
@@ -130,7 +359,38 @@ impl VirtualMap {
                     dims.len()
                 )));
             }
-            if let Some((d, r)) = dst.iter().enumerate().find(|(d, r)| r.last() >= dims[*d]) {
+            let unlimited_dim = |runs: &[Run], side: &str| -> Result<Option<usize>> {
+                let mut found = runs.iter().enumerate().filter(|(_, r)| r.is_unlimited());
+                let first = found.next().map(|(q, _)| q);
+                if found.next().is_some() {
+                    return Err(bad(format!(
+                        "mapping {i}: the {side} selection is unlimited along more than one \
+                         dimension"
+                    )));
+                }
+                Ok(first)
+            };
+            let unlimited = match (unlimited_dim(&dst, "virtual")?, unlimited_dim(&src, "source")?) {
+                (None, None) => None,
+                (Some(d), Some(q)) => Some((d, q)),
+                (Some(_), None) => {
+                    return Err(bad(format!(
+                        "mapping {i}: an unlimited virtual selection needs an unlimited source \
+                         selection (printf-style source names are not supported)"
+                    )))
+                }
+                (None, Some(_)) => {
+                    return Err(bad(format!(
+                        "mapping {i}: an unlimited source selection needs an unlimited virtual \
+                         selection"
+                    )))
+                }
+            };
+            if let Some((d, r)) = dst
+                .iter()
+                .enumerate()
+                .find(|(d, r)| !r.is_unlimited() && r.last() >= dims[*d])
+            {
                 return Err(bad(format!(
                     "mapping {i} reaches index {} of dimension {d}, of extent {}",
                     r.last(),
@@ -138,7 +398,7 @@ impl VirtualMap {
                 )));
             }
             let pairs = pair_dims(&src, &dst).ok_or_else(|| {
-                let shape = |r: &[Run]| r.iter().map(|r| r.count).collect::<Vec<_>>();
+                let shape = |r: &[Run]| r.iter().map(Run::len).collect::<Vec<_>>();
                 bad(format!(
                     "mapping {i}: the source selection {:?} and the virtual selection {:?} \
                      differ in shape (dimensions of one index aside)",
@@ -167,9 +427,16 @@ impl VirtualMap {
                 src,
                 dst,
                 pairs,
+                unlimited,
             });
         }
-        let disjoint = mappings.len() <= MAX_OVERLAP_CHECK
+        Ok(Some(Arc::new(VirtualMap::new(mappings))))
+    }
+
+    fn new(mappings: Vec<Mapping>) -> Self {
+        let unlimited = mappings.iter().any(|m| m.unlimited.is_some());
+        let disjoint = !unlimited
+            && mappings.len() <= MAX_OVERLAP_CHECK
             && mappings.iter().enumerate().all(|(i, a)| {
                 mappings[i + 1..].iter().all(|b| {
                     a.dst
@@ -178,7 +445,55 @@ impl VirtualMap {
                         .any(|(x, y)| x.last() < y.start || y.last() < x.start)
                 })
             });
-        Ok(Some(Arc::new(VirtualMap { mappings, disjoint })))
+        VirtualMap {
+            mappings,
+            disjoint,
+            unlimited,
+        }
+    }
+
+    /// The extent and the bounded mappings of a map with unlimited ones,
+    /// given the extents of their sources (`None`: missing), as HDF5 makes
+    /// them under its default view (the last available element): an
+    /// unlimited mapping reaches as far as its source's extent holds
+    /// elements, and the virtual extent along an unlimited dimension is the
+    /// farthest such reach — but at least what the bounded mappings need.
+    /// Other dimensions keep `dims`.
+    pub fn resolve(&self, dims: &[u64], sources: &[Option<Vec<u64>>]) -> (Vec<u64>, VirtualMap) {
+        let mut need = vec![0u64; dims.len()];
+        let mut reach: Vec<Option<u64>> = vec![None; dims.len()];
+        let mut out = Vec::with_capacity(self.mappings.len());
+        for (i, mp) in self.mappings.iter().enumerate() {
+            for (d, r) in mp.dst.iter().enumerate() {
+                if !r.is_unlimited() {
+                    need[d] = need[d].max(r.last() + 1);
+                }
+            }
+            let Some((d, q)) = mp.unlimited else {
+                out.push(mp.clone());
+                continue;
+            };
+            let n = sources
+                .get(i)
+                .and_then(Option::as_ref)
+                .and_then(|s| s.get(q))
+                .map_or(0, |&e| mp.src[q].len_below(e));
+            let far = if n == 0 { 0 } else { mp.dst[d].coord(n - 1) + 1 };
+            reach[d] = Some(reach[d].map_or(far, |x| x.max(far)));
+            for (v, s) in mp.dst[d].first(&mp.src[q], n) {
+                let mut m = mp.clone();
+                m.dst[d] = v;
+                m.src[q] = s;
+                m.unlimited = None;
+                // (Equal lengths by construction: the pairing stands.)
+                m.pairs = pair_dims(&m.src, &m.dst).unwrap_or_else(|| mp.pairs.clone());
+                out.push(m);
+            }
+        }
+        let dims = (0..dims.len())
+            .map(|d| reach[d].map_or(dims[d], |r| r.max(need[d])))
+            .collect();
+        (dims, VirtualMap::new(out))
     }
 
     /// The mappings as stored.
@@ -204,12 +519,12 @@ impl VirtualMap {
 /// Pairs the virtual dimensions of more than one index with the source's,
 /// in order; `None` when their counts differ.
 fn pair_dims(src: &[Run], dst: &[Run]) -> Option<Vec<Option<usize>>> {
-    let s: Vec<usize> = (0..src.len()).filter(|&q| src[q].count > 1).collect();
-    let d: Vec<usize> = (0..dst.len()).filter(|&q| dst[q].count > 1).collect();
+    let s: Vec<usize> = (0..src.len()).filter(|&q| src[q].len() > 1).collect();
+    let d: Vec<usize> = (0..dst.len()).filter(|&q| dst[q].len() > 1).collect();
     if s.len() != d.len()
         || s.iter()
             .zip(&d)
-            .any(|(&a, &b)| src[a].count != dst[b].count)
+            .any(|(&a, &b)| src[a].len() != dst[b].len())
     {
         return None;
     }
@@ -325,12 +640,10 @@ impl Hits {
 /// What one mapping serves of a selection `sel_d` of dimension `d`:
 /// `run` is the mapping's virtual run there, `src` its paired source run.
 fn dim_hits(sel_d: &DimSel, run: Run, src: Option<Run>) -> Option<Hits> {
-    let coord = |k: u64| src.map_or(0, |p| p.start + k * p.step);
-    let src_step = src.map_or(1, |p| p.step);
-    let index_of = |x: u64| -> Option<u64> {
-        let off = x.checked_sub(run.start)?;
-        (off % run.step == 0 && off / run.step < run.count).then_some(off / run.step)
-    };
+    let coord = |k: u64| src.map_or(0, |p| p.coord(k));
+    // (A source of gapped blocks has no single step: listed below.)
+    let src_step = src.map_or(Some(1), |p| (p.block == 1).then_some(p.step));
+    let index_of = |x: u64| run.index_of(x);
     let hits = match sel_d {
         DimSel::Slice { start, count, step } if *count > 0 => {
             let (s0, st, c) = (*start, *step, *count);
@@ -348,7 +661,7 @@ fn dim_hits(sel_d: &DimSel, run: Run, src: Option<Run>) -> Option<Hits> {
             if lo > hi {
                 return None;
             }
-            if run.step == 1 {
+            if let (1, 1, Some(src_step)) = (run.step, run.block, src_step) {
                 let k0 = s0 + lo * st - run.start;
                 Hits::Regular {
                     out: lo,
@@ -474,9 +787,10 @@ impl Domain {
             )));
         }
         let src = home.dataset(&id)?;
-        if src.dtype != m.dtype {
+        if src.dtype != m.dtype && NumericConversion::new(&src.dtype, &m.dtype).is_none() {
             return Err(EngineError::WrongType(format!(
-                "virtual dataset {}: source {} has type {}, the virtual dataset {}",
+                "virtual dataset {}: source {} has type {}, the virtual dataset {} \
+                 (h5lake converts between numeric types only)",
                 m.id,
                 mp.path,
                 src.dtype.to_json(),
@@ -502,7 +816,7 @@ impl Domain {
             .src
             .iter()
             .enumerate()
-            .find(|(q, r)| r.last() >= src.dims[*q])
+            .find(|(q, r)| !r.is_unlimited() && r.last() >= src.dims[*q])
         {
             *why = format!(
                 "{} has extent {} along dimension {q}, the mapping reads up to index {}",
@@ -581,7 +895,9 @@ impl Domain {
     /// Unknown or non-virtual dataset; sources that cannot be mapped at
     /// all (another type, refused by the link policy).
     pub fn virtual_problems(&self, id: &str) -> Result<Vec<SourceProblem>> {
-        let m = self.dataset(id)?;
+        // (The mappings as made, not as resolved: numbered as the user made
+        // them, and an unlimited one whose source is missing is named too.)
+        let m = self.stored_dataset(id)?;
         let vm = m
             .virtual_map
             .clone()
@@ -607,6 +923,37 @@ impl Domain {
         let mut found = found.into_inner().unwrap_or_else(|e| e.into_inner());
         found.sort_by_key(|p| p.mapping);
         Ok(found)
+    }
+
+    /// The dataset `m` (virtual, with unlimited mappings) as it stands
+    /// now: its extent and mappings resolved against its sources' current
+    /// extents.
+    ///
+    /// # Errors
+    /// Sources that cannot be mapped at all (another type, refused by the
+    /// link policy); I/O trouble.
+    pub(crate) fn live_virtual(&self, m: &DatasetMeta, vm: &VirtualMap) -> Result<DatasetMeta> {
+        let extents = Mutex::new(vec![None; vm.mappings.len()]);
+        let unlimited: Vec<usize> = (0..vm.mappings.len())
+            .filter(|&i| vm.mappings[i].unlimited.is_some())
+            .collect();
+        for_each_task(unlimited.len(), false, |k| {
+            let i = unlimited[k];
+            let mut why = String::new();
+            if let Some((_, src)) = self.virtual_source(m, &vm.mappings[i], &mut why)? {
+                extents.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(src.dims.clone());
+            }
+            Ok(())
+        })?;
+        let extents = extents.into_inner().unwrap_or_else(|e| e.into_inner());
+        let (dims, map) = vm.resolve(&m.dims, &extents);
+        let mut live = m.clone();
+        if let h5lake_types::Shape::Simple { dims: d, .. } = &mut live.shape {
+            d.clone_from(&dims);
+        }
+        live.dims = dims;
+        live.virtual_map = Some(Arc::new(map));
+        Ok(live)
     }
 
     /// Checks a new virtual dataset's mappings before it is stored: their
@@ -697,7 +1044,7 @@ impl Domain {
                     }
                 }
                 let unpaired_outside = mp.src.iter().enumerate().any(|(q, r)| {
-                    r.count == 1 && !mp.pairs.contains(&Some(q)) && r.start >= src.dims[q]
+                    r.len() == 1 && !mp.pairs.contains(&Some(q)) && r.start >= src.dims[q]
                 });
                 if unpaired_outside {
                     hits.iter_mut().for_each(|h| *h = h.clone().clip(0));
@@ -758,10 +1105,10 @@ impl Domain {
                 // mappings are disjoint, or parts run one at a time).
                 let dst =
                     unsafe { std::slice::from_raw_parts_mut(ptr.at(at as usize * es), bytes) };
-                return home.read_with(src, &src_sel, fields, dst, false);
+                return read_source(home, m, src, &src_sel, fields, dst);
             }
             let mut tmp = vec![0u8; bytes];
-            home.read_with(src, &src_sel, fields, &mut tmp, false)?;
+            read_source(home, m, src, &src_sel, fields, &mut tmp)?;
             scatter(&tmp, &p.hits, &strides, es, ptr);
             Ok(())
         };
@@ -799,10 +1146,7 @@ impl Domain {
                 let ks: Option<Vec<u64>> = pt
                     .iter()
                     .zip(&mp.dst)
-                    .map(|(&x, r)| {
-                        let off = x.checked_sub(r.start)?;
-                        (off % r.step == 0 && off / r.step < r.count).then_some(off / r.step)
-                    })
+                    .map(|(&x, r)| r.index_of(x))
                     .collect();
                 ks.map(|ks| (k, ks))
             });
@@ -815,7 +1159,7 @@ impl Domain {
                         .iter()
                         .position(|&x| x == Some(q))
                         .map_or(0, |d| ks[d]);
-                    per[k].1.push(r.start + j * r.step);
+                    per[k].1.push(r.coord(j));
                 }
             }
         }
@@ -846,7 +1190,9 @@ impl Domain {
                 .collect();
             let mut tmp = vec![0u8; inside.len() * es];
             let home = dom.as_deref().unwrap_or(self);
-            home.read_with(
+            read_source(
+                home,
+                m,
                 &src,
                 &Selection::Points {
                     rank: srank,
@@ -854,7 +1200,6 @@ impl Domain {
                 },
                 fields,
                 &mut tmp,
-                false,
             )?;
             for (t, &j) in inside.iter().enumerate() {
                 // SAFETY: output element outs[j] < n lies in `out`; each
@@ -870,6 +1215,29 @@ impl Domain {
             Ok(())
         })
     }
+}
+
+/// Reads `sel` of the source `src` (of `home`) into `out` as elements of
+/// the virtual dataset `m`'s type: converted, as HDF5 converts them, when
+/// the source is of another numeric type.
+fn read_source(
+    home: &Domain,
+    m: &DatasetMeta,
+    src: &DatasetMeta,
+    sel: &Selection,
+    fields: Option<&[String]>,
+    out: &mut [u8],
+) -> Result<()> {
+    if src.dtype == m.dtype {
+        return home.read_with(src, sel, fields, out, false);
+    }
+    let conv = NumericConversion::new(&src.dtype, &m.dtype).ok_or_else(|| {
+        EngineError::WrongType(format!("source {} cannot be converted", src.id))
+    })?;
+    let mut raw = vec![0u8; sel.num_elements() as usize * conv.from_size()];
+    home.read_with(src, sel, None, &mut raw, false)?;
+    conv.convert(&raw, out);
+    Ok(())
 }
 
 /// Where the elements `hits` select lie in one piece of the output, in the
@@ -958,7 +1326,7 @@ mod tests {
     use super::*;
 
     fn run(start: u64, step: u64, count: u64) -> Run {
-        Run { start, step, count }
+        Run::new(start, step, count, 1).unwrap()
     }
 
     #[test]
@@ -969,6 +1337,11 @@ mod tests {
             ((0, 30, 1), run(2, 3, 5), run(10, 1, 5)),
             ((5, 4, 2), run(2, 3, 5), run(10, 1, 5)),
             ((0, 3, 1), run(10, 1, 2), run(0, 1, 2)),
+            // Gapped blocks, on either side.
+            ((0, 40, 1), Run::new(1, 5, 4, 2).unwrap(), run(0, 1, 8)),
+            ((3, 12, 3), Run::new(1, 5, 4, 2).unwrap(), run(7, 3, 8)),
+            ((0, 9, 1), run(1, 1, 8), Run::new(0, 4, 4, 2).unwrap()),
+            ((2, 30, 1), Run::new(0, 4, 4, 3).unwrap(), Run::new(1, 5, 3, 4).unwrap()),
         ] {
             let s = DimSel::Slice {
                 start: sel.0,
@@ -979,9 +1352,14 @@ mod tests {
             let (mut out, mut src) = (vec![], vec![]);
             for i in 0..sel.1 {
                 let x = sel.0 + i * sel.2;
-                if x >= r.start && (x - r.start) % r.step == 0 && (x - r.start) / r.step < r.count {
+                // Element k of the run is the k-th index of its blocks.
+                let k = (0..r.count)
+                    .flat_map(|b| (0..r.block).map(move |j| r.start + b * r.step + j))
+                    .position(|y| y == x);
+                if let Some(k) = k {
+                    let k = k as u64;
                     out.push(i);
-                    src.push(p.start + (x - r.start) / r.step * p.step);
+                    src.push(p.start + (k / p.block) * p.step + k % p.block);
                 }
             }
             let want = (!out.is_empty()).then(|| Hits::compact(out, src));
@@ -1011,6 +1389,94 @@ mod tests {
             contiguous_block(&[h(1, 2), h(0, 4)], &shape, &strides),
             None
         );
+    }
+
+    #[test]
+    fn hdf5_runs_are_normalised() {
+        // One block, or blocks end to end, is one plain run.
+        assert_eq!(Run::new(3, 7, 1, 5), Some(run(3, 1, 5)));
+        assert_eq!(Run::new(3, 2, 4, 2), Some(run(3, 1, 8)));
+        let gapped = Run::new(3, 5, 4, 2).unwrap();
+        assert_eq!((gapped.len(), gapped.last()), (8, 19));
+        assert_eq!(Run::of_json(&gapped.to_json()), Some(gapped));
+        // Overlapping blocks and empty runs are not runs.
+        assert_eq!(Run::new(0, 1, 3, 2), None);
+        assert_eq!(Run::new(0, 1, 0, 1), None);
+        assert_eq!(Run::new(u64::MAX - 1, 1, 1, 3), None);
+    }
+
+    /// The indices of an unlimited run below `limit`, walked one by one.
+    fn walk(r: &Run, limit: u64) -> Vec<u64> {
+        (0..)
+            .map(|k| r.coord(k))
+            .take_while(|&x| x < limit)
+            .collect()
+    }
+
+    #[test]
+    fn unlimited_runs_resolve_element_for_element() {
+        let unlimited = |start, step, block| Run::new(start, step, Run::UNLIMITED, block).unwrap();
+        // Blocks end to end are one contiguous unlimited run.
+        assert_eq!(unlimited(2, 3, 3), unlimited(2, 1, 1));
+        let r = unlimited(1, 5, 2);
+        assert!(r.is_unlimited() && r.len() == u64::MAX);
+        assert_eq!(Run::of_json(&r.to_json()), Some(r));
+        assert_eq!(r.to_json(), json!([1, 5, null, 2]));
+        let runs = [
+            unlimited(0, 1, 1),
+            unlimited(3, 1, 1),
+            unlimited(1, 4, 1),
+            unlimited(1, 5, 2),
+            unlimited(0, 7, 3),
+            unlimited(2, 4, 3),
+        ];
+        for a in &runs {
+            for extent in 0..40 {
+                assert_eq!(a.len_below(extent), walk(a, extent).len() as u64, "{a:?} {extent}");
+            }
+            for b in &runs {
+                for n in 0..30 {
+                    let pieces = a.first(b, n);
+                    let got: Vec<(u64, u64)> = pieces
+                        .iter()
+                        .flat_map(|(p, q)| {
+                            assert_eq!(p.len(), q.len(), "{a:?} {b:?} {n}");
+                            (0..p.len()).map(|k| (p.coord(k), q.coord(k)))
+                        })
+                        .collect();
+                    let want: Vec<(u64, u64)> = (0..n).map(|k| (a.coord(k), b.coord(k))).collect();
+                    assert_eq!(got, want, "{a:?} {b:?} {n}");
+                    // Whole blocks of both come as one piece; the rest is
+                    // shorter than both blocks' least common multiple (6).
+                    assert!(pieces.len() <= 1 + 6, "{a:?} {b:?} {n}: {pieces:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn an_unlimited_extent_follows_the_sources() {
+        let doc = json!({"h5lake": {"virtual": [
+            {"path": "/a", "src": [[0, 1, null]], "dst": [[0, 2, null]]},
+            {"path": "/b", "src": [[2, 1, null]], "dst": [[1, 2, null]]},
+            {"path": "/c", "src": [[0, 1, 3]], "dst": [[20, 1, 3]]},
+        ]}});
+        let vm = VirtualMap::of_doc(&doc, &[23]).unwrap().unwrap();
+        assert!(vm.unlimited);
+        // /a holds 5, /b 10 (8 from index 2): interleaved, b reaches 2*7+1+1.
+        let (dims, map) = vm.resolve(&[23], &[Some(vec![5]), Some(vec![10]), Some(vec![3])]);
+        assert_eq!(dims, vec![23]);
+        assert!(!map.unlimited);
+        assert_eq!(map.mappings[0].dst, vec![Run::new(0, 2, 5, 1).unwrap()]);
+        assert_eq!(map.mappings[1].src, vec![Run::new(2, 1, 8, 1).unwrap()]);
+        let (dims, _) = vm.resolve(&[23], &[Some(vec![40]), None, Some(vec![3])]);
+        assert_eq!(dims, vec![79]);
+        // A missing source maps nothing; the bounded mapping still needs 23.
+        let (dims, map) = vm.resolve(&[23], &[None, None, None]);
+        assert_eq!((dims, map.mappings.len()), (vec![23], 1));
+        let bad = json!({"h5lake": {"virtual": [
+            {"path": "/a", "src": [[0, 1, 4]], "dst": [[0, 1, null]]}]}});
+        assert!(VirtualMap::of_doc(&bad, &[4]).is_err());
     }
 
     #[test]

@@ -38,6 +38,7 @@ use serde_json::Value;
 
 use crate::h5::{check, check_id, cstr, lib, Hid};
 use crate::memory::{converts, has_refs, no_refs, to_memory, MemBuf, RefConv, RefKind};
+use crate::virtual_layout;
 use crate::types::{self, Repack};
 use crate::{Hdf5Error, Result};
 
@@ -81,6 +82,10 @@ pub struct GetReport {
     /// `"path: reason"` for everything that could not be written (a
     /// region reference type, a dangling hard link, an unknown filter, ...).
     pub skipped: Vec<crate::Skipped>,
+    /// What was written otherwise than stored, nothing lost (a virtual
+    /// dataset whose sources an HDF5 file cannot name, written with its
+    /// values).
+    pub notes: Vec<String>,
 }
 
 /// Writes the h5lake store at `src` as a new HDF5 file at `dest`.
@@ -1009,6 +1014,21 @@ impl<'a> Exporter<'a> {
             .cloned()
             .unwrap_or(Value::Null);
         let layout = plan_layout(doc, &meta);
+        // A virtual dataset stays one where HDF5 can name its sources.
+        let mappings = match &meta.virtual_map {
+            Some(vm) => {
+                let m = hdf5_mappings(self.dom, &vm.to_json())?;
+                if m.is_none() {
+                    self.report.notes.push(format!(
+                        "{path}: a virtual dataset with sources an HDF5 file cannot name (in \
+                         other h5lake stores, or in HDF5 files no longer there): written with \
+                         its values"
+                    ));
+                }
+                m
+            }
+            None => None,
+        };
         // Data read through the engine needs a document the engine can parse
         // (it does not resolve a type given as a bare committed-type id).
         let reads_stored_chunks =
@@ -1020,6 +1040,14 @@ impl<'a> Exporter<'a> {
                     err => Err(err),
                 };
             }
+        }
+        let mut meta = meta;
+        if mappings.is_none() && meta.virtual_map.as_ref().is_some_and(|vm| vm.unlimited) {
+            // Written with its values, an unlimited virtual dataset has the
+            // extent its sources give it now.
+            let live = self.dom.dataset(id)?;
+            meta.dims.clone_from(&live.dims);
+            meta.shape = live.shape.clone();
         }
         let (space, _) = dataspace(&meta.shape)?;
 
@@ -1037,6 +1065,7 @@ impl<'a> Exporter<'a> {
             )?;
         }
         match &layout {
+            _ if mappings.is_some() => {}
             Layout::Compact => {
                 check(
                     lib(|| unsafe {
@@ -1063,6 +1092,9 @@ impl<'a> Exporter<'a> {
                 let chunk_bytes = chunk.iter().product::<u64>() * file_es as u64;
                 set_filters(dcpl.id(), &meta, file_es, chunk_bytes)?;
             }
+        }
+        if let Some(m) = &mappings {
+            virtual_layout::set_mappings(dcpl.id(), &meta.dims, m)?;
         }
         let filtered = matches!(layout, Layout::Chunked { .. }) && !meta.pipeline.is_empty();
         // Fill value (and when it is written), as the document says.
@@ -1113,7 +1145,10 @@ impl<'a> Exporter<'a> {
             Some("H5D_ALLOC_TIME_INCR") => Some(h5d::H5D_alloc_time_t::H5D_ALLOC_TIME_INCR),
             _ => None,
         };
-        if let (Some(at), false) = (alloc_time, matches!(layout, Layout::Compact)) {
+        if let (Some(at), false) = (
+            alloc_time,
+            matches!(layout, Layout::Compact) || mappings.is_some(),
+        ) {
             check(
                 lib(|| unsafe { h5p::H5Pset_alloc_time(dcpl.id(), at) }),
                 what,
@@ -1134,6 +1169,10 @@ impl<'a> Exporter<'a> {
             }),
             &format!("creating the dataset {path}"),
         )?;
+        if mappings.is_some() {
+            // (Its values are its sources'.)
+            return Ok(dset);
+        }
         if has_refs(&meta.dtype) {
             // Written once every object it may reference exists.
             self.deferred.push(Deferred::Values {
@@ -1181,6 +1220,45 @@ impl TypeHandle {
             TypeHandle::Borrowed(h) => *h,
         }
     }
+}
+
+/// The stored mappings of a virtual dataset as HDF5's, each with its
+/// source's extent where known; `None` when a source is in another h5lake
+/// store (an HDF5 file cannot name one) or in an HDF5 file no longer there.
+fn hdf5_mappings(
+    dom: &Domain,
+    stored: &Value,
+) -> Result<Option<Vec<(virtual_layout::RawMapping, Vec<u64>)>>> {
+    let mut out = Vec::new();
+    for mp in stored.as_array().into_iter().flatten() {
+        if !mp["store"].is_null() {
+            return Ok(None);
+        }
+        let path = mp["path"].as_str().unwrap_or("/").to_string();
+        let runs = |k: &str| mp[k].as_array().cloned().unwrap_or_default();
+        // Sources in this store are written to the same file ("."); those
+        // in HDF5 files stay there.
+        let (file, id) = match mp["file"].as_str() {
+            // (A file gone since: the values, copied or not, are written.)
+            Some(f) if !Path::new(f).is_file() => return Ok(None),
+            Some(f) => (f.to_string(), mp["id"].as_str().map(str::to_string)),
+            None => (".".to_string(), dom.resolve_path(&path)?),
+        };
+        let dims = match id {
+            Some(id) => dom.dataset_meta(&id).map(|m| m.dims.clone()).unwrap_or_default(),
+            None => Vec::new(),
+        };
+        out.push((
+            virtual_layout::RawMapping {
+                file,
+                dataset: path,
+                vsel: runs("dst"),
+                ssel: Some(runs("src")),
+            },
+            dims,
+        ));
+    }
+    Ok(Some(out))
 }
 
 /// How a dataset is laid out in the file.

@@ -18,6 +18,7 @@ mod regions;
 mod skipped;
 mod source;
 mod types;
+mod virtual_layout;
 
 pub use export::{get, GetOptions, GetReport};
 pub use load::{link_dataset, load, LoadOptions, LoadReport};

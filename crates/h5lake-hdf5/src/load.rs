@@ -35,6 +35,7 @@ use crate::attrs::{attribute_json, fill_value_json, read_values, shape_json, Val
 use crate::h5::{self, check, check_id, cstr, lib, Hid, StoredChunk};
 use crate::memory::{converts, has_refs, RefConv, RefKind};
 use crate::types::{from_hdf5, type_json, Repack, REF_BYTES};
+use crate::virtual_layout;
 use crate::{source, Hdf5Error, Result};
 
 /// Default size of a logical chunk in link mode (decoded bytes).
@@ -106,7 +107,7 @@ pub fn load(src: &Path, dest: &Path, opts: &LoadOptions) -> Result<LoadReport> {
     let tmp = temp_sibling(dest)?;
     let result = Domain::open_local(&tmp, OpenMode::Truncate)
         .map_err(Hdf5Error::from)
-        .and_then(|dom| load_into(&dom, &file, src_abs, uri, opts));
+        .and_then(|dom| load_into(&dom, &file, src_abs, uri, opts, Some(dest)));
     match result {
         Ok(report) => {
             if replace {
@@ -131,28 +132,37 @@ pub fn load(src: &Path, dest: &Path, opts: &LoadOptions) -> Result<LoadReport> {
 /// A file that is missing or not HDF5, no dataset at `path`, a dataset
 /// h5lake cannot link (its reason); store trouble.
 pub fn link_dataset(dom: &Domain, src: &Path, path: &str) -> Result<String> {
-    let file = source::open(src)?;
-    let src_abs = src.canonicalize()?;
     let opts = LoadOptions {
         link: true,
         ..LoadOptions::default()
     };
-    let mut loader = Loader {
-        dom,
-        file: file.id(),
-        uri: src_abs.to_string_lossy().into_owned(),
-        src: src_abs,
-        opts: &opts,
-        report: LoadReport::default(),
-        seen: HashMap::new(),
-        jobs: Vec::new(),
-        pending: Vec::new(),
-    };
+    let src_abs = src.canonicalize()?;
+    let uri = src_abs.to_string_lossy().into_owned();
+    Ok(add_dataset(dom, src, path, &opts, uri)?.0)
+}
+
+/// Loads the dataset at `path` of the HDF5 file `src` into `dom` as an
+/// anonymous dataset, linked or copied as `opts` say (a linked one names
+/// the file as `uri`). A dataset that is virtual itself is refused.
+fn add_dataset(
+    dom: &Domain,
+    src: &Path,
+    path: &str,
+    opts: &LoadOptions,
+    uri: String,
+) -> Result<(String, LoadReport)> {
+    let file = source::open(src)?;
+    let mut loader = Loader::new(dom, file.id(), src.canonicalize()?, uri, opts);
+    loader.nested = true;
     let cpath = cstr(path)?;
-    let d = check_id(
-        lib(|| unsafe { hdf5_sys::h5d::H5Dopen2(file.id(), cpath.as_ptr(), H5P_DEFAULT) }),
-        &format!("opening dataset {path} of {}", src.display()),
-    )?;
+    let d = lib(|| unsafe { hdf5_sys::h5d::H5Dopen2(file.id(), cpath.as_ptr(), H5P_DEFAULT) });
+    if d < 0 {
+        return Err(Hdf5Error::SourceNotFound(format!(
+            "{} has no dataset {path}",
+            src.display()
+        )));
+    }
+    let d = Hid(d);
     let id = loader.dataset(d.id(), path)?.ok_or_else(|| {
         Hdf5Error::Unsupported(
             loader
@@ -164,7 +174,7 @@ pub fn link_dataset(dom: &Domain, src: &Path, path: &str) -> Result<String> {
     })?;
     loader.read_references()?;
     loader.move_chunks()?;
-    Ok(id)
+    Ok((id, loader.report))
 }
 
 /// Loads the open file into `dom` (a fresh domain).
@@ -174,18 +184,10 @@ fn load_into(
     src: PathBuf,
     uri: String,
     opts: &LoadOptions,
+    dest: Option<&Path>,
 ) -> Result<LoadReport> {
-    let mut loader = Loader {
-        dom,
-        file: file.id(),
-        src,
-        uri,
-        opts,
-        report: LoadReport::default(),
-        seen: HashMap::new(),
-        jobs: Vec::new(),
-        pending: Vec::new(),
-    };
+    let mut loader = Loader::new(dom, file.id(), src, uri, opts);
+    loader.dest = dest.map(Path::to_path_buf);
     loader.run(file.id())?;
     Ok(loader.report)
 }
@@ -230,7 +232,7 @@ fn load_to_bucket(src: &Path, url: &str, opts: &LoadOptions) -> Result<LoadRepor
     let tmp_url = format!("{dir}/.{name}.partial-{}", std::process::id());
     let dom = Domain::open_url_with(&tmp_url, OpenMode::Truncate, &Default::default())?;
     let uri = src_abs.to_string_lossy().into_owned();
-    let result = load_into(&dom, &file, src_abs, uri, opts);
+    let result = load_into(&dom, &file, src_abs, uri, opts, None);
     match result {
         Ok(report) => {
             let store = dom.store().clone();
@@ -551,6 +553,34 @@ struct Loader<'a> {
     seen: HashMap<[u8; 16], String>,
     jobs: Vec<Job>,
     pending: Vec<Pending>,
+    /// The store being made, when it is a local path (linked datasets of
+    /// other files name them relative to it, as [`link_uri`] says).
+    dest: Option<PathBuf>,
+    /// Loading one dataset for a virtual dataset to map (so not a virtual
+    /// one: h5lake maps datasets that hold their values).
+    nested: bool,
+    /// Sources of virtual datasets in other files, loaded once each:
+    /// (file, dataset path) → the anonymous dataset (`None`: missing).
+    virtual_sources: HashMap<(PathBuf, String), Option<String>>,
+}
+
+impl<'a> Loader<'a> {
+    fn new(dom: &'a Domain, file: hid_t, src: PathBuf, uri: String, opts: &'a LoadOptions) -> Self {
+        Loader {
+            dom,
+            file,
+            src,
+            uri,
+            opts,
+            report: LoadReport::default(),
+            seen: HashMap::new(),
+            jobs: Vec::new(),
+            pending: Vec::new(),
+            dest: None,
+            nested: false,
+            virtual_sources: HashMap::new(),
+        }
+    }
 }
 
 fn token_of(obj: hid_t) -> Result<([u8; 16], H5O_type_t)> {
@@ -844,12 +874,6 @@ impl Loader<'_> {
             ));
             return Ok(None);
         }
-        if layout == H5D_layout_t::H5D_VIRTUAL {
-            self.report.skipped.push(skip(
-                "it is a virtual dataset, which h5lake cannot load yet".into(),
-            ));
-            return Ok(None);
-        }
         let filters = filter_entries(dcpl.id(), path)?;
         let pipeline = match Pipeline::from_hsds_json(&Value::Array(filters.clone())) {
             Ok(p) => p,
@@ -875,6 +899,15 @@ impl Loader<'_> {
         }
         if let Some(fill) = fill {
             cprops["fillValue"] = fill;
+        }
+        if layout == H5D_layout_t::H5D_VIRTUAL {
+            let attrs = self.attributes(d, path)?;
+            let Some(id) = self.virtual_dataset(dcpl.id(), path, &tjson, shape, cprops)? else {
+                return Ok(None);
+            };
+            self.report.datasets += 1;
+            self.set_attributes(&id, attrs)?;
+            return Ok(Some(id));
         }
         // Elements h5lake stores otherwise than the file: read through the
         // library, never copied or linked byte for byte.
@@ -1027,6 +1060,175 @@ impl Loader<'_> {
         };
         self.set_attributes(&id, attrs)?;
         Ok(Some(id))
+    }
+
+    /// Creates a virtual dataset with the mappings of `dcpl`: sources in
+    /// this file by path, sources in other files loaded (linked or copied,
+    /// as the whole load is) as anonymous datasets; a missing source is
+    /// named in the report and reads as fill, as in HDF5. `None` (named in
+    /// the report) when a mapping is of a kind h5lake cannot hold.
+    fn virtual_dataset(
+        &mut self,
+        dcpl: hid_t,
+        path: &str,
+        tjson: &Value,
+        shape: Value,
+        mut cprops: Value,
+    ) -> Result<Option<String>> {
+        let skip = |why: String| crate::Skipped::object(path, why);
+        if self.nested {
+            self.report.skipped.push(skip(
+                "it is a virtual dataset itself (h5lake maps sources that hold their values)"
+                    .into(),
+            ));
+            return Ok(None);
+        }
+        let raw = match virtual_layout::read_mappings(dcpl)? {
+            Ok(raw) => raw,
+            Err(why) => {
+                self.report.skipped.push(skip(format!(
+                    "a virtual dataset with {why}, which h5lake cannot load yet"
+                )));
+                return Ok(None);
+            }
+        };
+        let mut mappings = Vec::with_capacity(raw.len());
+        for m in raw {
+            let file = self.virtual_source_file(&m.file);
+            // A whole source is of the extent the source has now.
+            let whole = |dims: Option<Vec<u64>>| {
+                m.ssel.clone().unwrap_or_else(|| {
+                    h5lake_engine::virtual_ds::whole_source(dims.as_deref(), &m.vsel)
+                })
+            };
+            let entry = if file.as_deref() == Some(self.src.as_path()) {
+                let src = whole(self.own_extent(&m.dataset)?);
+                json!({"store": null, "path": m.dataset, "src": src, "dst": m.vsel})
+            } else {
+                let file = file.unwrap_or_else(|| self.relative_to_source(&m.file));
+                let id = self.virtual_source(&file, &m.dataset, path)?;
+                let dims = match &id {
+                    Some(id) => Some(self.dom.dataset_meta(id)?.dims.clone()),
+                    None => None,
+                };
+                json!({"store": null, "file": file, "id": id, "path": m.dataset,
+                       "src": whole(dims), "dst": m.vsel})
+            };
+            mappings.push(entry);
+        }
+        cprops["h5lake"] = json!({ "virtual": mappings });
+        match self.dom.create_dataset(tjson.clone(), shape, cprops) {
+            Ok(id) => Ok(Some(id)),
+            Err(h5lake_engine::EngineError::Invalid(why)) => {
+                self.report.skipped.push(skip(why));
+                Ok(None)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The file a virtual mapping names, found as libhdf5 finds it: `"."`
+    /// is this file; an absolute name is itself; a relative one is looked
+    /// for under `$HDF5_VDS_PREFIX`, beside this file, then in the working
+    /// directory. `None` when no such file exists.
+    fn virtual_source_file(&self, name: &str) -> Option<PathBuf> {
+        if name == "." {
+            return Some(self.src.clone());
+        }
+        let given = Path::new(name);
+        let mut tries = Vec::new();
+        if given.is_absolute() {
+            tries.push(given.to_path_buf());
+        } else {
+            if let Some(prefix) = std::env::var_os("HDF5_VDS_PREFIX").filter(|p| !p.is_empty()) {
+                tries.push(Path::new(&prefix).join(given));
+            }
+            tries.push(self.relative_to_source(name));
+            tries.push(given.to_path_buf());
+        }
+        tries
+            .into_iter()
+            .find(|p| p.is_file())
+            .and_then(|p| p.canonicalize().ok())
+    }
+
+    /// The extent of the dataset at `path` of this file, if there is one.
+    fn own_extent(&self, path: &str) -> Result<Option<Vec<u64>>> {
+        let cpath = cstr(path)?;
+        let d = lib(|| unsafe { hdf5_sys::h5d::H5Dopen2(self.file, cpath.as_ptr(), H5P_DEFAULT) });
+        if d < 0 {
+            return Ok(None);
+        }
+        let d = Hid(d);
+        let space = check_id(
+            lib(|| unsafe { H5Dget_space(d.id()) }),
+            "reading a dataset's shape",
+        )?;
+        Ok(Some(h5::space_dims(space.id())?.0))
+    }
+
+    /// `name` beside the source file.
+    fn relative_to_source(&self, name: &str) -> PathBuf {
+        self.src
+            .parent()
+            .map_or_else(|| PathBuf::from(name), |dir| dir.join(name))
+    }
+
+    /// The anonymous dataset holding the source `dataset` of the HDF5
+    /// `file` of a mapping of the virtual dataset at `vpath`, loaded on
+    /// first use; `None`, named in the report, when it cannot be.
+    fn virtual_source(&mut self, file: &Path, dataset: &str, vpath: &str) -> Result<Option<String>> {
+        let key = (file.to_path_buf(), dataset.to_string());
+        if let Some(id) = self.virtual_sources.get(&key) {
+            return Ok(id.clone());
+        }
+        let part = format!("virtual source {}:{dataset}", file.display());
+        let id = if !file.is_file() {
+            self.report.skipped.push(crate::Skipped::part(
+                vpath,
+                part,
+                "no such file (its part reads as the fill value)",
+            ));
+            None
+        } else {
+            let opts = LoadOptions {
+                progress: false,
+                ..self.opts.clone()
+            };
+            let uri = match &self.dest {
+                Some(dest) => link_uri(file, dest)?,
+                None => file.to_string_lossy().into_owned(),
+            };
+            match add_dataset(self.dom, file, dataset, &opts, uri) {
+                Ok((id, report)) => {
+                    self.report.linked_datasets += report.linked_datasets;
+                    self.report.chunks += report.chunks;
+                    self.report.bytes += report.bytes;
+                    self.report.skipped.extend(report.skipped.into_iter().map(|s| {
+                        crate::Skipped {
+                            path: format!("{}:{}", file.display(), s.path),
+                            ..s
+                        }
+                    }));
+                    Some(id)
+                }
+                Err(
+                    Hdf5Error::SourceNotFound(why)
+                    | Hdf5Error::Unsupported(why)
+                    | Hdf5Error::NotHdf5(why),
+                ) => {
+                    self.report.skipped.push(crate::Skipped::part(
+                        vpath,
+                        part,
+                        format!("{why} (its part reads as the fill value)"),
+                    ));
+                    None
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        self.virtual_sources.insert(key, id.clone());
+        Ok(id)
     }
 
     /// Creates a dataset whose chunks stay in the source file: the chunk

@@ -6,6 +6,7 @@
 //! compute with: element sizes, byte orders, field offsets and whether values
 //! are variable-length.
 
+pub mod convert;
 mod datatype;
 mod error;
 pub mod float;

@@ -52,7 +52,7 @@ fn put_int(out: &mut Vec<u8>, v: i128, size: usize, order: ByteOrder) {
     }
 }
 
-fn f16_bits(x: f32) -> u16 {
+pub(crate) fn f16_bits(x: f32) -> u16 {
     // Round-to-nearest-even conversion, enough for fill values.
     let bits = x.to_bits();
     let sign = ((bits >> 16) & 0x8000) as u16;

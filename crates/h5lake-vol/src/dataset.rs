@@ -320,10 +320,13 @@ pub unsafe extern "C" fn create(
         crate::storage::check_dcpl(api, dcpl)?;
         let dt = from_hdf5(api, type_id)?;
         let layout = crate::access::of(&o.dom).layout;
+        let mappings = crate::virtual_layout::mappings_of(api, dcpl, &o.dom)?;
         let create = || -> Result<String> {
             let space = space_json(api, space_id)?;
             let mut cp = dcpl_json(api, dcpl, type_id, &dt)?;
-            if layout == crate::info::Layout::Columnar {
+            if let Some(m) = &mappings {
+                cp["h5lake"] = json!({ "virtual": m });
+            } else if layout == crate::info::Layout::Columnar {
                 columnar_props(&dt, api.f.H5Tget_size(type_id), &space, &mut cp);
             }
             Ok(o.dom
@@ -765,6 +768,7 @@ fn dcpl_of(
                 check(status, "H5Pset_fill_value")?;
             }
         }
+        crate::virtual_layout::set_mappings(api, dcpl, dom, m)?;
         Ok(dcpl)
     }
 }

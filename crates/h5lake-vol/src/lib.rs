@@ -34,6 +34,7 @@ pub mod storage;
 pub mod sys;
 pub mod token;
 pub mod types;
+pub mod virtual_layout;
 
 use std::ffi::c_void;
 

@@ -727,7 +727,17 @@ class Dataset(HLObject):
             return None
         if cls == 'H5S_SCALAR':
             return ()
+        if self._unlimited_virtual:
+            return tuple(self._fs.raw.dataset_dims(self._oid))
         return tuple(int(x) for x in shp['dims'])
+
+    @property
+    def _unlimited_virtual(self):
+        u = self.__dict__.get('_unlimited_virtual_cache')
+        if u is None:
+            from . import vds
+            u = self.__dict__['_unlimited_virtual_cache'] = vds.is_unlimited(self)
+        return u
 
     @shape.setter
     def shape(self, shape):
@@ -803,7 +813,7 @@ class Dataset(HLObject):
     @property
     def is_virtual(self):
         """Whether the elements are other datasets' (a virtual dataset)."""
-        return bool((self._doc.get("h5lake") or {}).get("virtual"))
+        return "virtual" in (self._doc.get("h5lake") or {})
 
     def virtual_sources(self):
         """The mappings of a virtual dataset, as h5py's ``VDSmap``

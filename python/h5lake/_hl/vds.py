@@ -20,6 +20,9 @@ from .base import is_url, product
 #: h5py's record of one mapping (``Dataset.virtual_sources()``).
 VDSmap = namedtuple("VDSmap", ("vspace", "file_name", "dset_name", "src_space"))
 
+#: h5py's ``h5s.UNLIMITED``: a mapping's stop that follows the source's extent.
+UNLIMITED = 2**64 - 1
+
 
 class VirtualSourceWarning(UserWarning):
     """Some sources of a virtual dataset are missing or smaller than the
@@ -28,27 +31,27 @@ class VirtualSourceWarning(UserWarning):
 
 class Hyperslab:
     """A regular selection of a dataspace of ``shape``: per dimension
-    ``count`` indices from ``start``, ``stride`` apart (the part of h5py's
-    ``SpaceID`` a virtual mapping's selections answer)."""
+    ``count`` blocks of ``block`` indices, the first at ``start``, ``stride``
+    apart (the part of h5py's ``SpaceID`` a virtual mapping's selections
+    answer). ``runs`` holds ``[start, stride, count]`` or ``[start, stride,
+    count, block]`` per dimension, as stored."""
 
     def __init__(self, shape, runs):
         self.shape = tuple(shape)
-        self.runs = tuple(tuple(int(x) for x in r) for r in runs)
+        self.runs = tuple((int(r[0]), int(r[1]), UNLIMITED if r[2] is None else int(r[2]),
+                           int(r[3]) if len(r) > 3 else 1) for r in runs)
 
     def get_regular_hyperslab(self):
         """(start, stride, count, block), as h5py's ``SpaceID`` gives them."""
-        start = tuple(r[0] for r in self.runs)
-        stride = tuple(r[1] for r in self.runs)
-        count = tuple(r[2] for r in self.runs)
-        return start, stride, count, (1,) * len(self.runs)
+        return tuple(tuple(r[k] for r in self.runs) for k in range(4))
 
     def get_select_bounds(self):
         """The first and last selected index per dimension."""
         return (tuple(r[0] for r in self.runs),
-                tuple(r[0] + (r[2] - 1) * r[1] for r in self.runs))
+                tuple(r[0] + (r[2] - 1) * r[1] + r[3] - 1 for r in self.runs))
 
     def get_select_npoints(self):
-        return product(r[2] for r in self.runs)
+        return product(r[2] * r[3] for r in self.runs)
 
     def __repr__(self):
         return f"<Hyperslab {self.runs} of {self.shape}>"
@@ -77,6 +80,12 @@ def _runs(key, shape):
             if k.step is not None and k.step < 1:
                 raise ValueError("virtual mappings take slices with a positive step")
             start, stop, step = k.indices(n)
+            if k.stop is not None and k.stop >= UNLIMITED:
+                # As h5py: start and step as given, blocks without end.
+                if start >= n and n > 0:
+                    raise ValueError(f"an unlimited selection ({k}) starts past the extent {n}")
+                runs.append([start, step, None])
+                continue
             count = len(range(start, stop, step))
             if count == 0:
                 raise ValueError(f"an empty selection ({k}) cannot be mapped")
@@ -116,6 +125,7 @@ class VirtualSource:
             self.path = os.fspath(path_or_dataset)
             self._location = None
             self.name = name if name.startswith("/") else "/" + name
+            self._given_name = name
             self.shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
             # (Informational, as in h5py: a read takes the source's own type.)
             self.dtype = None if dtype is None else np.dtype(dtype)
@@ -169,23 +179,48 @@ def _hdf5_file(source):
     return path if not os.path.exists(path) and path.lower().endswith(_HDF5_SUFFIXES) else None
 
 
+def _parquet_file(source):
+    """The absolute path (or URL) of ``source``'s Parquet file, when it
+    names one by its ending."""
+    from .transfer import PARQUET_ENDINGS
+    if source._location is not None or not source.path.lower().endswith(PARQUET_ENDINGS):
+        return None
+    return source.path if is_url(source.path) else os.path.abspath(source.path)
+
+
+def _link_file(group, path, name):
+    """The id of the dataset ``name`` of the HDF5 file, or of the table of
+    the Parquet file, at ``path``, linked into ``group``'s store as an
+    anonymous dataset (values left in the file)."""
+    from .transfer import PARQUET_ENDINGS
+    if path.lower().endswith(PARQUET_ENDINGS):
+        return group._fs.raw.link_parquet_dataset([path])
+    return group._fs.raw.link_hdf5_dataset(path, name)
+
+
 def _mapping(group, src, dst):
     """The stored form of one mapping of ``src`` (a VirtualSource) to the
-    virtual selection ``dst``; an HDF5 file's dataset is linked into the
-    store first (metadata only)."""
+    virtual selection ``dst``; an HDF5 file's dataset or a Parquet file's
+    table is linked into the store first (metadata only)."""
     here = group._fs.abspath
-    h5file = _hdf5_file(src)
-    if h5file is None:
-        return {"store": _store_of(src, here), "path": src.name, "src": src.sel, "dst": dst}
+    file = _hdf5_file(src) or _parquet_file(src)
+    given = getattr(src, "_given_name", src.name)
+    # (The name as given, when not absolute, is what virtual_sources() gives
+    # back, as in h5py.)
+    named = {} if given == src.name else {"name": given}
+    if file is None:
+        return {"store": _store_of(src, here), "path": src.name, "src": src.sel, "dst": dst,
+                **named}
     did = getattr(src, "_linked", None)
-    if did is None and os.path.isfile(h5file):
+    if did is None and (is_url(file) or os.path.isfile(file)):
         try:
-            did = group._fs.raw.link_hdf5_dataset(h5file, src.name)
+            did = _link_file(group, file, src.name)
         except (KeyError, OSError, ValueError):
             # No such dataset (or one that cannot be linked): it reads as
             # fill, as a missing source does, and the warning names it.
             did = None
-    return {"store": None, "file": h5file, "id": did, "path": src.name, "src": src.sel, "dst": dst}
+    return {"store": None, "file": file, "id": did, "path": src.name, "src": src.sel, "dst": dst,
+            **named}
 
 
 def _store_of(source, here):
@@ -204,21 +239,27 @@ def _store_of(source, here):
     return loc
 
 
+def _numeric(dt):
+    """Whether a source of type ``dt`` converts as HDF5 converts numbers."""
+    return dt.kind in "iuf" and dt.names is None and dt.shape == ()
+
+
 def create(group, name, layout, fillvalue=None):
     """``Group.create_virtual_dataset``."""
     from . import dataset
     if not isinstance(layout, VirtualLayout):
         raise TypeError(f"a virtual dataset is made from a VirtualLayout, not {type(layout).__name__}")
-    if tuple(layout.maxshape) != layout.shape:
-        raise NotImplementedError("virtual datasets with unlimited (or larger maximum) dimensions "
-                                  "are not supported by h5lake yet")
     group._fs.check_writable(ValueError, "Unable to create dataset")
     for dst, src in layout.sources:
-        if src.dtype is not None and src.dtype != layout.dtype:
+        if src.dtype is not None and src.dtype != layout.dtype and not (
+                _numeric(src.dtype) and _numeric(layout.dtype)):
             raise TypeError(f"source {src.name} in {src.path} holds {src.dtype}, the layout "
-                            f"{layout.dtype} (h5lake maps sources of the virtual dataset's type)")
+                            f"{layout.dtype} (h5lake converts sources between numeric types only)")
     mappings = [_mapping(group, src, dst) for dst, src in layout.sources]
     plan = dataset.prepare_dset(shape=layout.shape, dtype=layout.dtype, fillvalue=fillvalue)
+    if tuple(layout.maxshape) != layout.shape:
+        # (Kept as HDF5 keeps it; the mappings stay those given.)
+        plan.maxshape = tuple(layout.maxshape)
     plan.dcpl.setdefault("h5lake", {})["virtual"] = mappings
     return group._create_planned(plan, name)
 
@@ -228,13 +269,20 @@ def mappings(dset):
     return list((dset._doc.get("h5lake") or {}).get("virtual") or [])
 
 
+def is_unlimited(dset):
+    """Whether some mapping reaches as far as its source's extent (the
+    extent then follows the sources')."""
+    return any(r[2] is None for mp in mappings(dset) for r in mp["dst"])
+
+
 def virtual_sources(dset):
     """``Dataset.virtual_sources()``: a ``VDSmap`` per mapping."""
     out = []
     for mp in mappings(dset):
-        src_shape = tuple(r[2] for r in mp["src"])
+        src_shape = tuple(UNLIMITED if r[2] is None else r[2] * (r[3] if len(r) > 3 else 1)
+                          for r in mp["src"])
         out.append(VDSmap(Hyperslab(dset.shape, mp["dst"]), mp.get("file") or mp["store"] or ".",
-                          mp["path"], Hyperslab(src_shape, mp["src"])))
+                          mp.get("name") or mp["path"], Hyperslab(src_shape, mp["src"])))
     return out
 
 
@@ -272,7 +320,8 @@ def expand_sources(sources):
 def concat(sources, dest, axis=0, *, path=None, name=None, fillvalue=None, progress=False):
     """One virtual dataset made of ``sources`` laid end to end along
     ``axis``: h5lake datasets, or files (HDF5 files, linked; h5lake stores)
-    holding the dataset ``path``, as a list in the order given or a glob
+    holding the dataset ``path``, or Parquet files (their tables, linked:
+    one 1-D compound dataset), as a list in the order given or a glob
     pattern (natural sort order). ``dest`` is an open h5lake ``Group`` (the
     dataset is made there as ``name``, default ``path``; returned) or a
     store location (opened, or created; the report is returned). Every
@@ -283,10 +332,18 @@ def concat(sources, dest, axis=0, *, path=None, name=None, fillvalue=None, progr
     items = expand_sources(sources)
     if not items:
         raise ValueError("nothing to concatenate")
-    name = name or path
+    # (A Parquet file holds one table: no path to name; the dataset is
+    # named after the first file unless named.)
+    parquet = all(isinstance(i, (str, os.PathLike)) and
+                  os.fspath(i).lower().endswith(_parquet_endings()) for i in items)
+    if parquet:
+        path = path or "/"
+    name = name or (None if parquet else path)
     if name is None:
         if isinstance(items[0], Dataset):
             name = items[0].name
+        elif parquet:
+            name = os.path.splitext(os.path.basename(os.fspath(items[0]).rstrip("/")))[0]
         else:
             raise TypeError("name the dataset in each file with path=")
     if isinstance(dest, HLObject):
@@ -314,17 +371,19 @@ def _source_of(group, item, path):
     if path is None:
         raise TypeError("name the dataset in each file with path=")
     loc = os.fspath(item)
-    if not is_url(loc) and os.path.isfile(loc):
-        from .transfer import is_hdf5
-        if not is_hdf5(loc):
-            raise OSError(f"{loc} is neither an HDF5 file nor an h5lake store")
+    from .transfer import PARQUET_ENDINGS, is_hdf5
+    parquet = loc.lower().endswith(PARQUET_ENDINGS)
+    if parquet or (not is_url(loc) and os.path.isfile(loc)):
+        if not parquet and not is_hdf5(loc):
+            raise OSError(f"{loc} is neither an HDF5 file, a Parquet file nor an h5lake store")
         # Linked now, to learn its extent; the mapping then names the link.
+        loc = loc if is_url(loc) else os.path.abspath(loc)
         try:
-            did = group._fs.raw.link_hdf5_dataset(os.path.abspath(loc), path)
+            did = _link_file(group, loc, path)
         except (KeyError, OSError, ValueError) as e:
             raise _Unusable(f"{loc}:{path}: {e}") from None
         d = Dataset(group._fs, did, None)
-        src = VirtualSource(os.path.abspath(loc), path, shape=d.shape, dtype=d.dtype)
+        src = VirtualSource(loc, path, shape=d.shape, dtype=d.dtype)
         src._linked = did
         return src, d.shape, d.dtype
     from .group import Group
@@ -334,6 +393,11 @@ def _source_of(group, item, path):
     except (KeyError, OSError) as e:
         raise _Unusable(f"{loc}:{path}: {e}") from None
     return VirtualSource(d), d.shape, d.dtype
+
+
+def _parquet_endings():
+    from .transfer import PARQUET_ENDINGS
+    return PARQUET_ENDINGS
 
 
 class _Unusable(Exception):

@@ -1,0 +1,237 @@
+//! HDF5's virtual layout in and out: the mappings of a virtual dataset's
+//! creation properties read as h5lake's (`h5lake.virtual` in the dataset
+//! document, see `h5lake_engine::virtual_ds`), and written back.
+//!
+//! A mapping pairs a selection of the virtual dataset with a selection of
+//! a source dataset named by file and path (`"."`: the file itself). h5lake
+//! maps regular hyperslabs, HDF5's `(start, stride, count, block)` per
+//! dimension, unlimited ones among them; point selections, irregular
+//! hyperslabs and printf-style source names are named as not supported.
+
+use std::ffi::{c_char, CString};
+
+use hdf5_sys::h5::hsize_t;
+use hdf5_sys::h5i::hid_t;
+use hdf5_sys::h5s::{self, H5S_sel_type};
+use h5lake_engine::virtual_ds::{source_name, stored_source_name, Run};
+use serde_json::{json, Value};
+
+use crate::h5::{check, check_id, lib, space_dims, Hid};
+use crate::{Hdf5Error, Result};
+
+/// One mapping of an HDF5 virtual dataset.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct RawMapping {
+    /// The source file as the layout names it (`"."`: the same file).
+    pub file: String,
+    /// The source dataset's path in it.
+    pub dataset: String,
+    /// Selections of the virtual and source datasets: `[start, stride,
+    /// count]` or `[start, stride, count, block]` per dimension; `None`
+    /// for the whole source (whatever its extent).
+    pub vsel: Vec<Value>,
+    pub ssel: Option<Vec<Value>>,
+}
+
+/// The mappings of the virtual dataset with creation properties `dcpl`;
+/// `Ok(Err(why))` when one of them is of a kind h5lake cannot map.
+pub(crate) fn read_mappings(dcpl: hid_t) -> Result<std::result::Result<Vec<RawMapping>, String>> {
+    let mut n: usize = 0;
+    check(
+        lib(|| unsafe { hdf5_sys::h5p::H5Pget_virtual_count(dcpl, &mut n) }),
+        "reading the virtual dataset's mappings",
+    )?;
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let what = "reading a virtual mapping";
+        let vspace = check_id(
+            lib(|| unsafe { hdf5_sys::h5p::H5Pget_virtual_vspace(dcpl, i) }),
+            what,
+        )?;
+        let sspace = check_id(
+            lib(|| unsafe { hdf5_sys::h5p::H5Pget_virtual_srcspace(dcpl, i) }),
+            what,
+        )?;
+        let file = string_of(|buf, len| unsafe {
+            hdf5_sys::h5p::H5Pget_virtual_filename(dcpl, i, buf, len)
+        })?;
+        let dataset = string_of(|buf, len| unsafe {
+            hdf5_sys::h5p::H5Pget_virtual_dsetname(dcpl, i, buf, len)
+        })?;
+        let (vsel, ssel) = match (selection(vspace.id())?, selection(sspace.id())?) {
+            (Sel::Runs(v), Sel::Runs(s)) => (v, Some(s)),
+            (Sel::Runs(v), Sel::Whole) => (v, None),
+            // A mapping of nothing adds nothing.
+            (Sel::Nothing, _) | (_, Sel::Nothing) => continue,
+            (Sel::Whole, _) => {
+                return Ok(Err(format!("mapping {i}: a virtual selection of no extent")))
+            }
+            (Sel::Unsupported(why), _) => {
+                return Ok(Err(format!("mapping {i} (virtual side): {why}")))
+            }
+            (_, Sel::Unsupported(why)) => {
+                return Ok(Err(format!("mapping {i} ({file}:{dataset}): {why}")))
+            }
+        };
+        let (file, dataset) = match (source_name(&file), source_name(&dataset)) {
+            (Ok(f), Ok(d)) => (f, d),
+            (Err(why), _) | (_, Err(why)) => return Ok(Err(format!("mapping {i}: {why}"))),
+        };
+        let dataset = if dataset.starts_with('/') {
+            dataset
+        } else {
+            format!("/{dataset}")
+        };
+        out.push(RawMapping {
+            file,
+            dataset,
+            vsel,
+            ssel,
+        });
+    }
+    Ok(Ok(out))
+}
+
+/// Adds `mappings` to the dataset creation properties `dcpl` of a virtual
+/// dataset of extent `dims`; each source is of extent `src_dims` (as far
+/// as known: a selection past it reads as fill, as in HDF5).
+pub(crate) fn set_mappings(dcpl: hid_t, dims: &[u64], mappings: &[(RawMapping, Vec<u64>)]) -> Result<()> {
+    for (m, src_dims) in mappings {
+        let vspace = hyperslab_space(dims, dims, &m.vsel)?;
+        // The source's extent: at least what the selection reaches (HDF5
+        // checks the selection against it).
+        let ssel = m.ssel.clone().unwrap_or_default();
+        let reach: Vec<u64> = ssel
+            .iter()
+            .zip(src_dims.iter().chain(std::iter::repeat(&0)))
+            .map(|(r, &d)| d.max(Run::of_json(r).map_or(1, |r| r.reach())))
+            .collect();
+        let sspace = hyperslab_space(&reach, &reach, &ssel)?;
+        let file = CString::new(stored_source_name(&m.file))
+            .map_err(|_| Hdf5Error::Unsupported(format!("file name {:?}", m.file)))?;
+        let dset = CString::new(stored_source_name(&m.dataset))
+            .map_err(|_| Hdf5Error::Unsupported(format!("dataset name {:?}", m.dataset)))?;
+        check(
+            lib(|| unsafe {
+                hdf5_sys::h5p::H5Pset_virtual(
+                    dcpl,
+                    vspace.id(),
+                    file.as_ptr(),
+                    dset.as_ptr(),
+                    sspace.id(),
+                )
+            }),
+            "adding a virtual mapping",
+        )?;
+    }
+    Ok(())
+}
+
+/// A dataspace of extent `dims` with the hyperslab `runs` selected.
+fn hyperslab_space(dims: &[u64], maxdims: &[u64], runs: &[Value]) -> Result<Hid> {
+    let space = check_id(
+        lib(|| unsafe {
+            h5s::H5Screate_simple(dims.len() as i32, dims.as_ptr(), maxdims.as_ptr())
+        }),
+        "creating a dataspace",
+    )?;
+    let runs: Vec<[hsize_t; 4]> = runs
+        .iter()
+        .map(|r| Run::of_json(r).map(|r| r.to_hdf5()))
+        .collect::<Option<_>>()
+        .ok_or_else(|| Hdf5Error::Unsupported(format!("a stored virtual selection {runs:?}")))?;
+    let part = |k: usize| -> Vec<hsize_t> { runs.iter().map(|r| r[k]).collect() };
+    let (start, stride, count, block) = (part(0), part(1), part(2), part(3));
+    check(
+        lib(|| unsafe {
+            h5s::H5Sselect_hyperslab(
+                space.id(),
+                h5s::H5S_seloper_t::H5S_SELECT_SET,
+                start.as_ptr(),
+                stride.as_ptr(),
+                count.as_ptr(),
+                block.as_ptr(),
+            )
+        }),
+        "selecting a virtual mapping's hyperslab",
+    )?;
+    Ok(space)
+}
+
+enum Sel {
+    Runs(Vec<Value>),
+    /// Everything, of an extent the dataspace does not hold.
+    Whole,
+    Nothing,
+    Unsupported(String),
+}
+
+/// The selection of `space` as stored runs.
+fn selection(space: hid_t) -> Result<Sel> {
+    let (dims, _) = space_dims(space)?;
+    let kind = lib(|| unsafe { h5s::H5Sget_select_type(space) });
+    match kind {
+        // (A source's "all" is kept without the extent it will have.)
+        H5S_sel_type::H5S_SEL_ALL if dims.is_empty() => Ok(Sel::Whole),
+        H5S_sel_type::H5S_SEL_ALL => {
+            if dims.contains(&0) {
+                return Ok(Sel::Nothing);
+            }
+            Ok(Sel::Runs(dims.iter().map(|&d| json!([0, 1, d])).collect()))
+        }
+        H5S_sel_type::H5S_SEL_NONE => Ok(Sel::Nothing),
+        H5S_sel_type::H5S_SEL_POINTS => Ok(Sel::Unsupported(
+            "a point selection (h5lake maps regular hyperslabs)".into(),
+        )),
+        H5S_sel_type::H5S_SEL_HYPERSLABS => {
+            let regular = check(
+                lib(|| unsafe { h5s::H5Sis_regular_hyperslab(space) }),
+                "reading a virtual mapping's selection",
+            )?;
+            if regular == 0 {
+                return Ok(Sel::Unsupported(
+                    "an irregular hyperslab (h5lake maps regular ones)".into(),
+                ));
+            }
+            let rank = dims.len();
+            let (mut start, mut stride, mut count, mut block) =
+                (vec![0; rank], vec![0; rank], vec![0; rank], vec![0; rank]);
+            check(
+                lib(|| unsafe {
+                    h5s::H5Sget_regular_hyperslab(
+                        space,
+                        start.as_mut_ptr(),
+                        stride.as_mut_ptr(),
+                        count.as_mut_ptr(),
+                        block.as_mut_ptr(),
+                    )
+                }),
+                "reading a virtual mapping's selection",
+            )?;
+            if count.contains(&0) || block.contains(&0) {
+                return Ok(Sel::Nothing);
+            }
+            (0..rank)
+                .map(|d| Run::from_hdf5(start[d], stride[d], count[d], block[d]).map(Run::to_json))
+                .collect::<Option<Vec<_>>>()
+                .map_or_else(
+                    || Ok(Sel::Unsupported("an overlapping or overflowing hyperslab".into())),
+                    |runs| Ok(Sel::Runs(runs)),
+                )
+        }
+        _ => Ok(Sel::Unsupported("a selection HDF5 could not describe".into())),
+    }
+}
+
+/// A string the library writes into a buffer, asked for its length first.
+fn string_of(get: impl Fn(*mut c_char, usize) -> isize) -> Result<String> {
+    let what = "reading a virtual mapping's source name";
+    let n = check(lib(|| get(std::ptr::null_mut(), 0)) as i64, what)? as usize;
+    let mut buf = vec![0u8; n + 1];
+    check(lib(|| get(buf.as_mut_ptr().cast(), n + 1)) as i64, what)?;
+    buf.truncate(n);
+    String::from_utf8(buf).map_err(|_| {
+        Hdf5Error::Unsupported("a virtual source named in bytes that are not UTF-8".into())
+    })
+}
+

@@ -1,0 +1,285 @@
+//! Virtual datasets through the connector: the mappings a program puts on
+//! a creation list (`H5Pset_virtual`, h5py's `create_virtual_dataset`) are
+//! stored as h5lake's (`h5lake.virtual`, read by the engine), and given
+//! back on the creation list a program asks of the dataset.
+//!
+//! A source file is another store (every file a program names through the
+//! connector is one): named as the program named it, found as libhdf5
+//! finds it — absolute, or beside the virtual dataset's store — and `"."`,
+//! or the store itself by name, is the store of the virtual dataset.
+
+use std::ffi::{c_char, CString};
+use std::path::{Path, PathBuf};
+
+use h5lake_engine::virtual_ds::{source_name, stored_source_name, whole_source, Run};
+use h5lake_engine::{DatasetMeta, Domain, DomainOptions, OpenMode};
+use serde_json::{json, Value};
+
+use crate::api::Api;
+use crate::error::{check, Result, VolError};
+use crate::sys::{self, hid_t};
+
+/// The mappings on the creation list `dcpl`, as stored (`None`: not a
+/// virtual layout).
+///
+/// # Errors
+/// Mappings h5lake cannot hold, named: point selections, irregular
+/// hyperslabs, printf-style source names.
+pub unsafe fn mappings_of(api: &Api, dcpl: hid_t, dom: &Domain) -> Result<Option<Value>> {
+    let f = &api.f;
+    if dcpl <= 0 || f.H5Pget_layout(dcpl) != sys::H5D_layout_t_H5D_VIRTUAL {
+        return Ok(None);
+    }
+    let mut n = 0usize;
+    check(
+        f.H5Pget_virtual_count(dcpl, &mut n),
+        "H5Pget_virtual_count",
+    )?;
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let vspace = Space(check(
+            f.H5Pget_virtual_vspace(dcpl, i),
+            "H5Pget_virtual_vspace",
+        )?);
+        let sspace = Space(check(
+            f.H5Pget_virtual_srcspace(dcpl, i),
+            "H5Pget_virtual_srcspace",
+        )?);
+        let file = name_of(|b, l| f.H5Pget_virtual_filename(dcpl, i, b, l))?;
+        let given = name_of(|b, l| f.H5Pget_virtual_dsetname(dcpl, i, b, l))?;
+        let dset = if given.starts_with('/') {
+            given.clone()
+        } else {
+            format!("/{given}")
+        };
+        let store = store_of(dom, &file);
+        let dst = match runs(api, vspace.0, i)? {
+            Sel::Runs(r) => r,
+            Sel::Nothing => continue, // a mapping of nothing
+            Sel::Whole => {
+                return Err(VolError::Unsupported(format!(
+                    "virtual mapping {i}: a virtual selection of no extent"
+                )))
+            }
+        };
+        let src = match runs(api, sspace.0, i)? {
+            Sel::Runs(r) => r,
+            Sel::Nothing => continue,
+            // The whole source, of the extent it has now.
+            Sel::Whole => whole_source(source_extent(dom, store.as_str(), &dset).as_deref(), &dst),
+        };
+        let mut mapping = json!({
+            "store": store,
+            "path": dset,
+            "src": src,
+            "dst": dst,
+        });
+        if given != dset {
+            // (Given back as the program named it, as HDF5 does.)
+            mapping["name"] = json!(given);
+        }
+        out.push(mapping);
+    }
+    Ok(Some(Value::Array(out)))
+}
+
+/// Adds the mappings of the virtual dataset `m` of `dom` to the creation
+/// list `dcpl` (the layout becomes virtual, mappings or not): unlimited
+/// ones as made, not as the sources' extents resolve them now.
+pub unsafe fn set_mappings(api: &Api, dcpl: hid_t, dom: &Domain, m: &DatasetMeta) -> Result<()> {
+    if m.virtual_map.is_none() {
+        return Ok(());
+    }
+    let doc = dom.get_doc(&m.id)?;
+    let Some(list) = doc.pointer("/h5lake/virtual").and_then(Value::as_array) else {
+        return Ok(());
+    };
+    let f = &api.f;
+    check(
+        f.H5Pset_layout(dcpl, sys::H5D_layout_t_H5D_VIRTUAL),
+        "H5Pset_layout",
+    )?;
+    for mp in list {
+        let runs = |k: &str| mp[k].as_array().cloned().unwrap_or_default();
+        let (dst, src) = (runs("dst"), runs("src"));
+        let vspace = hyperslab_space(api, &m.dims, &dst)?;
+        // (The source's extent is not known without opening it: the
+        // selection's reach stands in for it.)
+        let reach: Vec<u64> = src
+            .iter()
+            .map(|r| Run::of_json(r).map_or(1, |r| r.reach()))
+            .collect();
+        let sspace = hyperslab_space(api, &reach, &src)?;
+        let file = match (mp["store"].as_str(), mp["file"].as_str()) {
+            (Some(store), _) => store.to_string(),
+            (None, Some(file)) => file.to_string(),
+            (None, None) => ".".to_string(),
+        };
+        let cstring = |s: &str| {
+            CString::new(stored_source_name(s))
+                .map_err(|_| VolError::Invalid(format!("a name with a NUL byte: {s:?}")))
+        };
+        let name = mp["name"].as_str().or(mp["path"].as_str()).unwrap_or("/");
+        let (file, dset) = (cstring(&file)?, cstring(name)?);
+        check(
+            f.H5Pset_virtual(dcpl, vspace.0, file.as_ptr(), dset.as_ptr(), sspace.0),
+            "H5Pset_virtual",
+        )?;
+    }
+    Ok(())
+}
+
+/// A dataspace id closed on drop.
+struct Space(hid_t);
+
+impl Drop for Space {
+    fn drop(&mut self) {
+        if let Ok(api) = crate::api::h5() {
+            // SAFETY: a dataspace this module opened.
+            unsafe { api.f.H5Sclose(self.0) };
+        }
+    }
+}
+
+/// A dataspace of extent `dims` with the stored hyperslab `runs` selected.
+unsafe fn hyperslab_space(api: &Api, dims: &[u64], runs: &[Value]) -> Result<Space> {
+    let f = &api.f;
+    let space = Space(check(
+        f.H5Screate_simple(dims.len() as i32, dims.as_ptr(), dims.as_ptr()),
+        "H5Screate_simple",
+    )?);
+    let runs: Vec<[u64; 4]> = runs
+        .iter()
+        .map(|r| Run::of_json(r).map(|r| r.to_hdf5()))
+        .collect::<Option<_>>()
+        .ok_or_else(|| VolError::Invalid(format!("a stored virtual selection {runs:?}")))?;
+    let part = |k: usize| -> Vec<u64> { runs.iter().map(|r| r[k]).collect() };
+    let (start, stride, count, block) = (part(0), part(1), part(2), part(3));
+    check(
+        f.H5Sselect_hyperslab(
+            space.0,
+            sys::H5S_seloper_t_H5S_SELECT_SET,
+            start.as_ptr(),
+            stride.as_ptr(),
+            count.as_ptr(),
+            block.as_ptr(),
+        ),
+        "H5Sselect_hyperslab",
+    )?;
+    Ok(space)
+}
+
+/// The extent of the dataset at `path` of the store `store` (this one if
+/// `None`), when there is one to be found.
+fn source_extent(dom: &Domain, store: Option<&str>, path: &str) -> Option<Vec<u64>> {
+    let other;
+    let home = match store {
+        None => dom,
+        Some(loc) => {
+            other = Domain::open_url_with(loc, OpenMode::Read, &DomainOptions::default()).ok()?;
+            &other
+        }
+    };
+    let id = home.resolve_path(path).ok()??;
+    Some(home.dataset(&id).ok()?.dims.clone())
+}
+
+enum Sel {
+    Runs(Vec<Value>),
+    Nothing,
+    /// Everything, of an extent the dataspace does not hold.
+    Whole,
+}
+
+/// The selection of mapping `i`'s dataspace `space` as stored runs.
+unsafe fn runs(api: &Api, space: hid_t, i: usize) -> Result<Sel> {
+    let f = &api.f;
+    let rank = check(
+        f.H5Sget_simple_extent_ndims(space),
+        "H5Sget_simple_extent_ndims",
+    )? as usize;
+    let mut dims = vec![0u64; rank];
+    check(
+        f.H5Sget_simple_extent_dims(space, dims.as_mut_ptr(), std::ptr::null_mut()),
+        "H5Sget_simple_extent_dims",
+    )?;
+    let refuse = |what: &str| {
+        VolError::Unsupported(format!(
+            "virtual mapping {i}: {what} (h5lake maps regular hyperslabs)"
+        ))
+    };
+    match f.H5Sget_select_type(space) {
+        sys::H5S_sel_type_H5S_SEL_ALL if rank == 0 => Ok(Sel::Whole),
+        sys::H5S_sel_type_H5S_SEL_ALL if dims.iter().all(|&d| d > 0) => Ok(Sel::Runs(
+            dims.iter().map(|&d| json!([0, 1, d])).collect(),
+        )),
+        sys::H5S_sel_type_H5S_SEL_ALL | sys::H5S_sel_type_H5S_SEL_NONE => Ok(Sel::Nothing),
+        sys::H5S_sel_type_H5S_SEL_HYPERSLABS => {
+            let Some([start, stride, count, block]) =
+                crate::selection::regular_hyperslab(api, space, rank)?
+            else {
+                return Err(refuse("an irregular hyperslab"));
+            };
+            if count.contains(&0) || block.contains(&0) {
+                return Ok(Sel::Nothing);
+            }
+            (0..rank)
+                .map(|d| Run::from_hdf5(start[d], stride[d], count[d], block[d]).map(Run::to_json))
+                .collect::<Option<Vec<_>>>()
+                .map(Sel::Runs)
+                .ok_or_else(|| refuse("an overlapping hyperslab"))
+        }
+        _ => Err(refuse("a point selection")),
+    }
+}
+
+/// A name the library writes into a buffer, asked for its length first.
+unsafe fn name_of(get: impl Fn(*mut c_char, usize) -> isize) -> Result<String> {
+    let n = get(std::ptr::null_mut(), 0);
+    if n < 0 {
+        return Err(VolError::Hdf5("reading a virtual mapping's source name".into()));
+    }
+    let mut buf = vec![0u8; n as usize + 1];
+    if get(buf.as_mut_ptr().cast(), buf.len()) < 0 {
+        return Err(VolError::Hdf5("reading a virtual mapping's source name".into()));
+    }
+    buf.truncate(n as usize);
+    let name = String::from_utf8(buf)
+        .map_err(|_| VolError::Unsupported("a virtual source named in non-UTF-8 bytes".into()))?;
+    source_name(&name).map_err(VolError::Unsupported)
+}
+
+/// The mapping's `store` for the source file `name`: null for the store
+/// of the virtual dataset itself, else the other store's location.
+fn store_of(dom: &Domain, name: &str) -> Value {
+    if name == "." {
+        return Value::Null;
+    }
+    let here = dom.location();
+    if let Some((dir, _)) = here.strip_prefix("s3://").and(here.rsplit_once('/')) {
+        if name.starts_with("s3://") {
+            return if name == here { Value::Null } else { json!(name) };
+        }
+        let there = format!("{dir}/{}", name.trim_start_matches("./"));
+        return if there == here { Value::Null } else { json!(there) };
+    }
+    let given = Path::new(name);
+    let there: PathBuf = if given.is_absolute() {
+        given.to_path_buf()
+    } else {
+        Path::new(here)
+            .parent()
+            .map_or_else(|| given.to_path_buf(), |dir| dir.join(given))
+    };
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    };
+    if same(&there, Path::new(here)) {
+        return Value::Null;
+    }
+    // Absolute, so that the mapping does not depend on the working
+    // directory of whoever reads it.
+    let there = std::path::absolute(&there).unwrap_or(there);
+    json!(there.to_string_lossy())
+}

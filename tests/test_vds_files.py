@@ -1,0 +1,265 @@
+"""HDF5 virtual datasets through `h5lake load` and `h5lake get` (issue 22):
+a VDS written by libhdf5 (h5py) loads as a virtual dataset — its sources
+in the same file by path, those in other files linked or copied as the load
+is — and `get` writes it back as a real HDF5 VDS. Compared element for
+element with what libhdf5 reads from the original file."""
+
+import os
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+import pytest
+
+import h5lake
+
+N = 40
+
+
+def _hyperslab(space, start, stride, count, block):
+    space.select_hyperslab(tuple(start), tuple(count), tuple(stride), tuple(block))
+    return space
+
+
+def write_vds(root, missing=False):
+    """A file holding a VDS over a dataset of its own (mapped with gapped
+    blocks), two datasets in other files (one of them 2-D, mapped by a
+    column) and, with ``missing``, a file that does not exist."""
+    rng = np.random.default_rng(1)
+    own = rng.integers(-500, 500, 2 * N).astype("i4")
+    ext = [rng.integers(-500, 500, N).astype("i4"), rng.integers(-500, 500, (N, 3)).astype("i4")]
+    with h5py.File(root / "a.h5", "w") as f:
+        f.create_dataset("b.h5", data=ext[0])  # a dataset named like a file, for confusion
+    with h5py.File(root / "b.h5", "w") as f:
+        f.create_dataset("x/data", data=ext[0], chunks=(7,), compression="gzip")
+    with h5py.File(root / "c.h5", "w") as f:
+        f.create_dataset("data", data=ext[1])
+    with h5py.File(root / "vds.h5", "w") as f:
+        f.create_dataset("own", data=own)
+        f.attrs["title"] = "virtual"
+        layout = h5py.VirtualLayout(shape=(4, N), dtype="i4")
+        layout[0] = h5py.VirtualSource(".", "own", shape=(2 * N,))[::2]
+        layout[1] = h5py.VirtualSource("b.h5", "/x/data", shape=(N,))
+        layout[2, : N // 2] = h5py.VirtualSource(str(root / "c.h5"), "data", shape=(N, 3))[: N // 2, 1]
+        if missing:
+            layout[3] = h5py.VirtualSource("gone.h5", "data", shape=(N,))
+        d = f.create_virtual_dataset("vdata", layout, fillvalue=-7)
+        d.attrs["units"] = "counts"
+        # Gapped blocks on both sides, through the low-level API: blocks of
+        # 3 every 5 of the virtual row 3 from blocks of 3 every 4 of own.
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        vspace = _hyperslab(h5py.h5s.create_simple((N,)), (1,), (5,), (7,), (3,))
+        sspace = _hyperslab(h5py.h5s.create_simple((2 * N,)), (2,), (4,), (7,), (3,))
+        dcpl.set_virtual(vspace, b".", b"/own", sspace)
+        dcpl.set_fill_value(np.array(-9, "i4"))
+        h5py.h5d.create(f.id, b"blocks", h5py.h5t.STD_I32LE, h5py.h5s.create_simple((N,)),
+                        dcpl=dcpl)
+    return root / "vds.h5"
+
+
+def _same_values(store, h5file, names=("vdata", "blocks", "own")):
+    with h5lake.File(str(store), "r") as f, h5py.File(h5file, "r") as g:
+        for name in names:
+            assert f[name].is_virtual == g[name].is_virtual, name
+            assert f[name].fillvalue == g[name].fillvalue, name
+            np.testing.assert_array_equal(f[name][...], g[name][...], err_msg=name)
+            for s in (np.s_[1:3, 5:30:3], np.s_[3], np.s_[:, 11], np.s_[[0, 2, 3], 9:17]):
+                if f[name].ndim == 2:
+                    np.testing.assert_array_equal(f[name][s], g[name][s], err_msg=f"{name} {s}")
+
+
+@pytest.mark.parametrize("link", [False, True])
+def test_load_keeps_virtual_datasets_of_hdf5_files(tmp_path, link):
+    src = write_vds(tmp_path)
+    store = tmp_path / "vds.h5l"
+    report = h5lake.load(str(src), str(store), link=link)
+    assert report["skipped"] == []
+    _same_values(store, src)
+    with h5lake.File(str(store), "r") as f:
+        d = f["vdata"]
+        assert d.attrs["units"] == "counts" and f.attrs["title"] == "virtual"
+        files = [m.file_name for m in d.virtual_sources()]
+        assert files[0] == "." and files[1] == str(tmp_path / "b.h5")
+        assert [m.dset_name for m in d.virtual_sources()] == ["/own", "/x/data", "/data"]
+        # The gapped blocks are kept as HDF5 states them.
+        (m,) = f["blocks"].virtual_sources()
+        assert m.vspace.get_regular_hyperslab() == ((1,), (5,), (7,), (3,))
+        assert m.src_space.get_regular_hyperslab() == ((2,), (4,), (7,), (3,))
+    # Copied sources no longer need their files; linked ones do.
+    os.rename(tmp_path / "b.h5", tmp_path / "b.moved")
+    with h5lake.File(str(store), "r") as f:
+        if link:
+            with pytest.raises(OSError):
+                f["vdata"][1]
+        else:
+            os.rename(tmp_path / "b.moved", tmp_path / "b.h5")
+            want = f["vdata"][...]
+            os.rename(tmp_path / "b.h5", tmp_path / "b.moved")
+            np.testing.assert_array_equal(f["vdata"][...], want)
+
+
+def test_get_writes_virtual_datasets_back_as_hdf5_ones(tmp_path):
+    src = write_vds(tmp_path)
+    store = tmp_path / "vds.h5l"
+    h5lake.load(str(src), str(store), link=True)
+    out = tmp_path / "out" / "back.h5"
+    out.parent.mkdir()
+    report = h5lake.get(str(store), str(out))
+    assert report["skipped"] == [] and report["notes"] == []
+    _same_values(store, out)
+    with h5py.File(out, "r") as g:
+        maps = g["vdata"].virtual_sources()
+        assert [m.file_name for m in maps] == [".", str(tmp_path / "b.h5"), str(tmp_path / "c.h5")]
+        (m,) = g["blocks"].virtual_sources()
+        assert m.vspace.get_regular_hyperslab() == ((1,), (5,), (7,), (3,))
+        assert g["vdata"].attrs["units"] == "counts"
+
+
+def test_missing_sources_are_named_and_read_as_fill(tmp_path):
+    src = write_vds(tmp_path, missing=True)
+    store = tmp_path / "vds.h5l"
+    with pytest.raises(h5lake.IncompleteConversion, match="gone.h5"):
+        h5lake.load(str(src), str(store))
+    # Accepted, the rest is there and the gap reads as HDF5 reads it.
+    report = h5lake.load(str(src), str(store), force=True, skip_unsupported=True)
+    assert len(report["skipped"]) == 1 and "no such file" in report["skipped"][0]
+    with pytest.warns(h5lake.VirtualSourceWarning, match="gone.h5"):
+        _same_values(store, src, names=("vdata",))
+    r = subprocess.run([sys.executable, "-m", "h5lake", "load", str(src), str(tmp_path / "cli.h5l")],
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "gone.h5" in r.stderr
+
+
+def test_mappings_h5lake_cannot_hold_are_named(tmp_path):
+    src = tmp_path / "irregular.h5"
+    with h5py.File(src, "w") as f:
+        f.create_dataset("own", data=np.arange(10, dtype="i4"))
+        f.create_dataset("plain", data=np.arange(3))
+        # A union of two hyperslabs (HDF5 maps it; h5lake maps regular ones).
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        vspace = h5py.h5s.create_simple((10,))
+        vspace.select_hyperslab((0,), (2,))
+        vspace.select_hyperslab((5,), (3,), op=h5py.h5s.SELECT_OR)
+        sspace = h5py.h5s.create_simple((10,))
+        sspace.select_hyperslab((0,), (5,))
+        dcpl.set_virtual(vspace, b".", b"own", sspace)
+        h5py.h5d.create(f.id, b"irregular", h5py.h5t.STD_I32LE, h5py.h5s.create_simple((10,)),
+                        dcpl=dcpl)
+        # A printf-style source name (%b: the block number): blocks of 5
+        # without end, each the whole of one file's "own".
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        vspace = _unlimited(h5py.h5s.create_simple((10,), (h5py.h5s.UNLIMITED,)), 0, 5, 5)
+        dcpl.set_virtual(vspace, b"part-%b.h5", b"own", h5py.h5s.create_simple((5,)))
+        h5py.h5d.create(f.id, b"printf", h5py.h5t.STD_I32LE,
+                        h5py.h5s.create_simple((10,), (h5py.h5s.UNLIMITED,)), dcpl=dcpl)
+    store = tmp_path / "p.h5l"
+    report = h5lake.load(str(src), str(store), skip_unsupported=True)
+    why = sorted(report["skipped"])
+    assert why[0].startswith("/irregular:") and "irregular hyperslab" in why[0]
+    assert why[1].startswith("/printf:") and "printf-style" in why[1]
+    with h5lake.File(str(store), "r") as f:
+        assert "irregular" not in f and "printf" not in f
+        assert list(f["plain"][...]) == [0, 1, 2]
+
+
+def _unlimited(space, start, stride, block):
+    return _hyperslab(space, (start,), (stride,), (h5py.h5s.UNLIMITED,), (block,))
+
+
+def write_unlimited_vds(root):
+    """A file with a VDS of unlimited mappings (through h5py's low-level
+    API): gapped blocks of the file's own resizable dataset ``own``, and a
+    resizable dataset of another file, interleaved with them."""
+    with h5py.File(root / "other.h5", "w") as f:
+        f.create_dataset("data", data=np.arange(100, 111, dtype="i4"), maxshape=(None,),
+                         chunks=(4,))
+    with h5py.File(root / "grow.h5", "w") as f:
+        f.create_dataset("own", data=-np.arange(1, 14, dtype="i4"), maxshape=(None,), chunks=(5,))
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        u = h5py.h5s.UNLIMITED
+        # Blocks of 2 every 5 in the VDS from blocks of 3 every 4 of own.
+        dcpl.set_virtual(_unlimited(h5py.h5s.create_simple((1,), (u,)), 0, 5, 2), b".", b"/own",
+                         _unlimited(h5py.h5s.create_simple((13,), (u,)), 1, 4, 3))
+        # One element every 5 (from index 3) from all of other.h5's data.
+        dcpl.set_virtual(_unlimited(h5py.h5s.create_simple((1,), (u,)), 3, 5, 1), b"other.h5",
+                         b"/data", _unlimited(h5py.h5s.create_simple((11,), (u,)), 0, 1, 1))
+        dcpl.set_fill_value(np.array(7, "i4"))
+        h5py.h5d.create(f.id, b"vds", h5py.h5t.STD_I32LE, h5py.h5s.create_simple((1,), (u,)),
+                        dcpl=dcpl)
+    return root / "grow.h5"
+
+
+def _grow(f, name, n):
+    d = f[name]
+    old = d.shape[0]
+    d.resize((n,))
+    if n > old:
+        d[old:] = np.arange(1000 + old, 1000 + n, dtype="i4")
+
+
+@pytest.mark.parametrize("link", [False, True])
+def test_unlimited_mappings_load_follow_their_sources_and_come_back(tmp_path, link):
+    src = write_unlimited_vds(tmp_path)
+    with h5py.File(src, "r") as g:
+        want = g["vds"][...]
+        assert len(want) > 1
+    store = tmp_path / "grow.h5l"
+    report = h5lake.load(str(src), str(store), link=link)
+    assert report["skipped"] == []
+    with h5lake.File(str(store), "r") as f:
+        d = f["vds"]
+        assert d.maxshape == (None,) and d.shape == want.shape
+        np.testing.assert_array_equal(d[...], want)
+        np.testing.assert_array_equal(d[3:40:4], want[3:40:4])
+        m = d.virtual_sources()[0]
+        assert m.vspace.get_regular_hyperslab() == ((0,), (5,), (h5lake.UNLIMITED,), (2,))
+    # The same growth and shrinkage of the store's own source and of the
+    # HDF5 file's: the extent follows, as libhdf5's does. (A linked dataset
+    # keeps the extent it was linked with: it cannot be resized.)
+    for n in () if link else (14, 15, 30, 8, 1, 23):
+        with h5py.File(src, "a") as g:
+            _grow(g, "own", n)
+            want = g["vds"][...]
+        with h5lake.File(str(store), "a") as f:
+            _grow(f, "own", n)
+            d = f["vds"]
+            assert d.shape == want.shape, n
+            np.testing.assert_array_equal(d[...], want, err_msg=str(n))
+    # And back to HDF5: a VDS with the same unlimited mappings.
+    out = tmp_path / "back" / "grow.h5"
+    out.parent.mkdir()
+    report = h5lake.get(str(store), str(out))
+    assert report["skipped"] == [] and report["notes"] == []
+    with h5py.File(out, "r") as g:
+        assert g["vds"].is_virtual and g["vds"].maxshape == (None,)
+        np.testing.assert_array_equal(g["vds"][...], want)
+        counts = [m.vspace.get_regular_hyperslab()[2] for m in g["vds"].virtual_sources()]
+        assert counts == [(h5py.h5s.UNLIMITED,)] * 2
+
+
+def test_get_of_a_virtual_dataset_over_other_stores_writes_its_values(tmp_path):
+    with h5lake.File(str(tmp_path / "src.h5l"), "w") as f:
+        f["data"] = np.arange(12.0)
+    with h5lake.File(str(tmp_path / "v.h5l"), "w") as f:
+        f["here"] = np.arange(5.0)
+        layout = h5lake.VirtualLayout(shape=(17,), dtype="f8")
+        layout[:12] = h5lake.VirtualSource(str(tmp_path / "src.h5l"), "data", shape=(12,))
+        layout[12:] = h5lake.VirtualSource(".", "here", shape=(5,))
+        f.create_virtual_dataset("v", layout)
+    report = h5lake.get(str(tmp_path / "v.h5l"), str(tmp_path / "v.h5"))
+    assert report["skipped"] == []
+    (note,) = report["notes"]
+    assert note.startswith("/v:") and "written with its values" in note
+    with h5py.File(tmp_path / "v.h5", "r") as g:
+        assert not g["v"].is_virtual
+        np.testing.assert_array_equal(g["v"][...], np.r_[np.arange(12.0), np.arange(5.0)])
+    # Sources in the store itself only: a real VDS over the written file.
+    with h5lake.File(str(tmp_path / "v.h5l"), "a") as f:
+        layout = h5lake.VirtualLayout(shape=(10,), dtype="f8")
+        layout[::2] = h5lake.VirtualSource(".", "here", shape=(5,))
+        f.create_virtual_dataset("w", layout, fillvalue=0.5)
+    h5lake.get(str(tmp_path / "v.h5l"), str(tmp_path / "w.h5"))
+    with h5py.File(tmp_path / "w.h5", "r") as g:
+        assert g["w"].is_virtual
+        np.testing.assert_array_equal(g["w"][...], [0, .5, 1, .5, 2, .5, 3, .5, 4, .5])
