@@ -25,10 +25,11 @@ def files(tmp_path):
     a, b = tmp_path / "a.h5", tmp_path / "b.h5"
     with h5py.File(a, "w") as f:
         f["k"] = np.arange(4)
-        # a virtual dataset: a layout h5lake's HDF5 loader cannot read yet
-        layout = h5py.VirtualLayout(shape=(4,), dtype="i8")
-        layout[:] = h5py.VirtualSource(f["k"])
-        f.create_virtual_dataset("t", layout)
+        # values in a raw file beside it (external storage): a layout
+        # h5lake's HDF5 loader cannot read yet
+        raw = tmp_path / "t.raw"
+        raw.write_bytes(np.arange(4, dtype="<i8").tobytes())
+        f.create_dataset("t", (4,), "<i8", external=[(str(raw), 0, 32)])
         f["k"].attrs["fine"] = 1
     with h5py.File(b, "w") as f:
         f["k"] = np.arange(4)
@@ -186,7 +187,7 @@ def test_external_links_to_hdf5_files_are_followed(tmp_path, capsys):
 
 
 def test_an_external_link_into_a_partly_readable_file_says_so(files, tmp_path):
-    a, _ = files                                   # its /t is a virtual dataset
+    a, _ = files                                   # its /t is an external-storage dataset
     with h5lake.File(tmp_path / "ext.h5l", "w") as f:
         f["ext"] = h5lake.ExternalLink(str(a), "/")
         with pytest.warns(RuntimeWarning, match="/t"):

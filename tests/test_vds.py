@@ -240,6 +240,43 @@ def test_sources_of_other_numeric_types_convert_as_in_hdf5(tmp_path):
         assert f["as_i8"][0, 3] == 0 and np.isnan(f["as_f4"][0, 3])
 
 
+def test_relative_sources_are_found_as_libhdf5_finds_them(tmp_path, monkeypatch):
+    # Sources named by relative paths are kept so and found when read:
+    # under $HDF5_VDS_PREFIX, else beside the store; so a directory of
+    # stores moves whole, and a source made later is read once it exists.
+    d = tmp_path / "a"
+    d.mkdir()
+    for k in range(2):
+        with h5lake.File(str(d / f"s{k}.h5l"), "w") as f:
+            f["x"] = np.arange(5) + 10 * k
+    monkeypatch.chdir(d)
+    with h5lake.File("v.h5l", "w") as f:
+        layout = h5lake.VirtualLayout((3, 5), "i8")
+        for k, name in enumerate(["s0.h5l", "./s1.h5l", "later.h5l"]):
+            layout[k] = h5lake.VirtualSource(name, "x", shape=(5,))
+        f.create_virtual_dataset("v", layout, fillvalue=-1)
+        assert [m.file_name for m in f["v"].virtual_sources()] == ["s0.h5l", "./s1.h5l", "later.h5l"]
+    monkeypatch.chdir(tmp_path)
+    shutil.move(str(d), str(tmp_path / "b"))
+    want = np.array([np.arange(5), np.arange(5) + 10, np.full(5, -1)])
+    with h5lake.File(str(tmp_path / "b" / "v.h5l"), "r") as f:
+        with pytest.warns(h5lake.VirtualSourceWarning, match="later.h5l"):
+            np.testing.assert_array_equal(f["v"][...], want)
+    with h5lake.File(str(tmp_path / "b" / "later.h5l"), "w") as f:
+        f["x"] = np.arange(5) * 7
+    want[2] = np.arange(5) * 7
+    with h5lake.File(str(tmp_path / "b" / "v.h5l"), "r") as f:
+        np.testing.assert_array_equal(f["v"][...], want)
+    # A directory of $HDF5_VDS_PREFIX holding the source comes first.
+    (tmp_path / "prefix").mkdir()
+    with h5lake.File(str(tmp_path / "prefix" / "s0.h5l"), "w") as f:
+        f["x"] = -np.arange(5)
+    monkeypatch.setenv("HDF5_VDS_PREFIX", f"{tmp_path / 'none'}:{tmp_path / 'prefix'}")
+    want[0] = -np.arange(5)
+    with h5lake.File(str(tmp_path / "b" / "v.h5l"), "r") as f:
+        np.testing.assert_array_equal(f["v"][...], want)
+
+
 def test_unlimited_axis_as_in_h5pys_own_test(tmp_path):
     # h5py's VDSUnlimitedTestCase, with the store copied as h5py copies its
     # file; run on h5py too, so the two must agree step by step.

@@ -728,7 +728,8 @@ impl Domain {
     ) -> Result<Option<Source>> {
         let dom = match &mp.store {
             None => None,
-            Some(loc) => {
+            Some(given) => {
+                let loc = &self.source_location(given);
                 let open = self
                     .virtual_stores
                     .0
@@ -752,7 +753,7 @@ impl Domain {
                                     .0
                                     .lock()
                                     .unwrap_or_else(|e| e.into_inner())
-                                    .insert(loc.clone(), d.clone());
+                                    .insert(loc.to_string(), d.clone());
                                 Some(d)
                             }
                             Err(EngineError::StoreNotFound(e) | EngineError::NotAStore(e)) => {
@@ -826,6 +827,41 @@ impl Domain {
             );
         }
         Ok(Some((dom, src)))
+    }
+
+    /// Where the store a mapping names is, found as libhdf5 finds a
+    /// virtual dataset's source file (less the working directory, which a
+    /// server's is not the user's): a URL or an absolute path as it is; a
+    /// relative path under a directory of `$HDF5_VDS_PREFIX` (`:`-separated)
+    /// holding it, else beside this store — so that a directory of stores
+    /// mapped by relative names can be moved whole.
+    pub fn source_location(&self, given: &str) -> String {
+        if given.starts_with("s3://") || std::path::Path::new(given).is_absolute() {
+            return given.to_string();
+        }
+        let here = self.location();
+        let rel = given.trim_start_matches("./");
+        if here.starts_with("s3://") {
+            return match here.trim_end_matches('/').rsplit_once('/') {
+                Some((dir, _)) => format!("{dir}/{rel}"),
+                None => given.to_string(),
+            };
+        }
+        if let Some(prefix) = std::env::var_os("HDF5_VDS_PREFIX") {
+            let found = std::env::split_paths(&prefix)
+                .filter(|p| !p.as_os_str().is_empty())
+                .map(|p| p.join(rel))
+                .find(|p| p.exists());
+            if let Some(p) = found {
+                return p.to_string_lossy().into_owned();
+            }
+        }
+        let here = std::path::Path::new(here.trim_end_matches('/'));
+        let here = std::path::absolute(here).unwrap_or_else(|_| here.to_path_buf());
+        here.parent()
+            .map_or_else(|| rel.into(), |dir| dir.join(rel))
+            .to_string_lossy()
+            .into_owned()
     }
 
     /// The id of the object at the absolute `path`, following hard and
@@ -963,7 +999,7 @@ impl Domain {
         if let Some(vm) = VirtualMap::of_doc(doc, dims)? {
             for mp in &vm.mappings {
                 if let Some(loc) = &mp.store {
-                    self.link_policy().check(loc, None)?;
+                    self.link_policy().check(&self.source_location(loc), None)?;
                 }
             }
         }

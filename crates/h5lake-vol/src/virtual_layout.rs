@@ -4,9 +4,10 @@
 //! back on the creation list a program asks of the dataset.
 //!
 //! A source file is another store (every file a program names through the
-//! connector is one): named as the program named it, found as libhdf5
-//! finds it — absolute, or beside the virtual dataset's store — and `"."`,
-//! or the store itself by name, is the store of the virtual dataset.
+//! connector is one): named as the program named it, found when read as
+//! libhdf5 finds it — absolute, under `$HDF5_VDS_PREFIX`, or beside the
+//! virtual dataset's store — and `"."`, or the store itself by name, is the
+//! store of the virtual dataset.
 
 use std::ffi::{c_char, CString};
 use std::path::{Path, PathBuf};
@@ -176,7 +177,8 @@ fn source_extent(dom: &Domain, store: Option<&str>, path: &str) -> Option<Vec<u6
     let home = match store {
         None => dom,
         Some(loc) => {
-            other = Domain::open_url_with(loc, OpenMode::Read, &DomainOptions::default()).ok()?;
+            let loc = dom.source_location(loc);
+            other = Domain::open_url_with(&loc, OpenMode::Read, &DomainOptions::default()).ok()?;
             &other
         }
     };
@@ -278,8 +280,10 @@ fn store_of(dom: &Domain, name: &str) -> Value {
     if same(&there, Path::new(here)) {
         return Value::Null;
     }
-    // Absolute, so that the mapping does not depend on the working
-    // directory of whoever reads it.
-    let there = std::path::absolute(&there).unwrap_or(there);
+    if !given.is_absolute() {
+        // Kept as named: found when read (under $HDF5_VDS_PREFIX, else
+        // beside the store), so the stores can move together.
+        return json!(name);
+    }
     json!(there.to_string_lossy())
 }

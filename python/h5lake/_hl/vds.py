@@ -225,11 +225,19 @@ def _mapping(group, src, dst):
 
 def _store_of(source, here):
     """The mapping's ``store``: None for the virtual dataset's own store,
-    else an absolute path or a URL."""
+    else a URL or a path — relative, as given, when it names a store beside
+    this one or none yet (found when read, as libhdf5 finds a source file:
+    under ``$HDF5_VDS_PREFIX``, else beside the store), else absolute."""
     loc = source._location
     if loc is None:
         if source.path == ".":
             return None
+        if not is_url(source.path) and not os.path.isabs(source.path) and not is_url(here):
+            beside = os.path.join(os.path.dirname(os.path.abspath(here)), source.path)
+            if os.path.abspath(beside) == os.path.abspath(here):
+                return None
+            if os.path.exists(beside) or not os.path.exists(source.path):
+                return source.path
         loc = source.path if is_url(source.path) else os.path.abspath(source.path)
     if is_url(loc):
         return None if loc == here else loc
