@@ -489,7 +489,7 @@ def test_raw_api(server, domain):
         np.testing.assert_array_equal(f["d"][...], [[0, 7, 8], [1, 1, 1], [2, 2, 2], [3, 3, 3], [0, 0, 0], [0, 0, 0]])
         np.testing.assert_array_equal(f["g"].attrs["a"], [1.5, 2.5])
     assert req("DELETE", "/")[0] == 200
-    assert req("GET", "/")[0] == 404
+    assert req("GET", "/")[0] == 410            # gone, as HSDS says of what it deleted
     assert not os.path.exists(os.path.join(server.root, domain.lstrip("/")))
 
 

@@ -870,7 +870,20 @@ impl Domain {
     /// # Errors
     /// I/O trouble; an external link on the way (not followed here).
     pub fn resolve_path(&self, path: &str) -> Result<Option<String>> {
-        let mut id = self.root_id().to_string();
+        self.resolve_path_from(self.root_id(), path)
+    }
+
+    /// The id of the object at `path`, absolute or relative to the group
+    /// `start`, following hard and soft links; `None` when nothing is there.
+    ///
+    /// # Errors
+    /// I/O trouble; an external link on the way (not followed here).
+    pub fn resolve_path_from(&self, start: &str, path: &str) -> Result<Option<String>> {
+        let mut id = if path.starts_with('/') {
+            self.root_id().to_string()
+        } else {
+            start.to_string()
+        };
         let mut parts: Vec<String> = path
             .split('/')
             .filter(|p| !p.is_empty())
@@ -915,8 +928,7 @@ impl Domain {
                 }
                 _ => {
                     return Err(EngineError::Invalid(format!(
-                        "{path}: an external link on the way to a virtual dataset's source \
-                         (name the other store in the mapping instead)"
+                        "{path}: an external link on the way (not followed here)"
                     )))
                 }
             }

@@ -436,7 +436,7 @@ impl Drop for Slot {
 async fn refuse(mut tcp: TcpStream, why: &'static str) {
     let body = serde_json::json!({"status": 503, "error": why, "message": why}).to_string();
     let answer = format!(
-        "HTTP/1.1 503 {why}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+        "HTTP/1.1 503 {why}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: {}\r\n\
          connection: close\r\nretry-after: 1\r\n\r\n{body}",
         body.len()
     );

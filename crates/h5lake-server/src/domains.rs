@@ -237,6 +237,10 @@ pub(crate) async fn get_domain(State(app): AppState, ctx: Ctx) -> Result<Respons
                 "use GET /domains to list the top level".into(),
             ));
         }
+        if let Some(path) = ctx.param("h5path") {
+            // (The object at that path, as HSDS answers it.)
+            return crate::objects::object_by_path(&app, &ctx, path, None);
+        }
         let doc = domain_doc(&app, &domain)?;
         acl_check(&doc, Action::Read, &ctx.user, &app.cfg.admin_user)?;
         let mut out = domain_response(&domain, &doc);
@@ -543,6 +547,7 @@ pub(crate) async fn delete_domain(State(app): AppState, ctx: Ctx) -> Result<Resp
                 place.store.delete(&key)?;
             }
         }
+        app.gone.note(crate::gone::Deleted::Domain(&domain));
         ok(json!({"domain": domain}))
     })
     .await

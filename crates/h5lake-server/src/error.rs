@@ -20,6 +20,9 @@ pub enum ServerError {
     Forbidden(String),
     #[error("{0}")]
     NotFound(String),
+    /// Deleted through this server (see [`crate::gone`]).
+    #[error("{0}")]
+    Gone(String),
     /// The name, object or domain exists already.
     #[error("{0}")]
     Conflict(String),
@@ -70,6 +73,7 @@ impl ServerError {
             ServerError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ServerError::Forbidden(_) => StatusCode::FORBIDDEN,
             ServerError::NotFound(_) => StatusCode::NOT_FOUND,
+            ServerError::Gone(_) => StatusCode::GONE,
             ServerError::Conflict(_) => StatusCode::CONFLICT,
             ServerError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ServerError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -111,7 +115,7 @@ impl IntoResponse for ServerError {
         let mut rsp = (status, body.to_string()).into_response();
         rsp.headers_mut().insert(
             header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
+            HeaderValue::from_static(crate::routes::JSON_CONTENT_TYPE),
         );
         if status == StatusCode::UNAUTHORIZED {
             rsp.headers_mut().insert(

@@ -14,6 +14,7 @@ mod budget;
 mod conn;
 mod domains;
 mod error;
+mod gone;
 mod objects;
 mod place;
 mod pool;
@@ -143,6 +144,8 @@ pub(crate) struct App {
     pub budget: Arc<budget::Budget>,
     /// The store of each domain (see [`place`]).
     pub places: place::Places,
+    /// What was deleted through this server, for 410 answers (see [`gone`]).
+    pub gone: gone::Tombstones,
 }
 
 impl App {
@@ -218,6 +221,7 @@ impl Server {
             link_base,
             budget,
             places,
+            gone: gone::Tombstones::default(),
         });
         Ok(Server { listener, app })
     }

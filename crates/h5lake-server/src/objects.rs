@@ -14,6 +14,7 @@ use crate::auth::Action;
 use crate::domains::{glob_match, open_domain};
 use crate::error::{Result, ServerError};
 use crate::request::{shape_json, type_json};
+use crate::gone::Deleted;
 use crate::routes::{blocking, created, json_body, ok, AppState, Ctx, Gate};
 use crate::values;
 use crate::App;
@@ -104,9 +105,23 @@ fn with_wire_value(attr: &mut Value) {
     }
 }
 
+/// Why `id` names no object: 404 for an object id of a layout other than
+/// this store's (HSDS's older ids: `g-` and a plain UUID), which is well
+/// formed but cannot be here; 400 for anything else.
+pub(crate) fn bad_id(id: &str) -> ServerError {
+    let plain_uuid = matches!(id.get(..2), Some("g-" | "d-" | "t-"))
+        && id[2..].split('-').map(str::len).eq([8, 4, 4, 4, 12])
+        && id[2..].chars().all(|c| c == '-' || c.is_ascii_hexdigit());
+    if plain_uuid {
+        ServerError::NotFound(format!("no object {id}"))
+    } else {
+        ServerError::BadRequest(format!("Invalid object id: {id}"))
+    }
+}
+
 /// Checks that the id in the URL is well formed and of the URL's collection.
 pub(crate) fn check_id(id: &str, coll: &str) -> Result<()> {
-    ids::parse_id(id).map_err(|_| ServerError::BadRequest(format!("Invalid object id: {id}")))?;
+    ids::parse_id(id).map_err(|_| bad_id(id))?;
     if collection_of(id) != coll {
         return Err(ServerError::BadRequest(format!("{id} is not in /{coll}")));
     }
@@ -149,12 +164,57 @@ pub(crate) async fn get_object(
             ctx.flag("include_links"),
             ctx.flag("include_attrs"),
         );
-        if ctx.flag("getalias") && id == dom.root_id() {
-            out["alias"] = json!(["/"]);
+        if ctx.flag("getalias") {
+            out["alias"] = json!(aliases(&dom, &id)?);
+        }
+        if ctx.flag("verbose") && coll == "datasets" {
+            // (HSDS's summary of what the dataset holds: its chunk objects
+            // and their stored bytes.)
+            let chunks = dom.stored_chunks(&id)?;
+            out["num_chunks"] = json!(chunks.len());
+            out["allocated_size"] = json!(chunks.iter().map(|(_, n)| n).sum::<u64>());
         }
         ok(out)
     })
     .await
+}
+
+/// Most groups searched for the paths of an object (`getalias`).
+const MAX_ALIAS_GROUPS: usize = 10_000;
+
+/// The paths by hard links from the root group to `id` (HSDS's `alias`:
+/// none for an object no link reaches), each group visited once.
+fn aliases(dom: &h5lake_engine::Domain, id: &str) -> Result<Vec<String>> {
+    let root = dom.root_id().to_string();
+    if id == root {
+        return Ok(vec!["/".into()]);
+    }
+    let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::from([root.clone()]);
+    let mut queue = std::collections::VecDeque::from([(root, String::new())]);
+    while let Some((gid, path)) = queue.pop_front() {
+        if seen.len() > MAX_ALIAS_GROUPS {
+            break;
+        }
+        let doc = dom.get_doc(&gid)?;
+        let Some(links) = doc.get("links").and_then(Value::as_object) else {
+            continue;
+        };
+        for (name, link) in links {
+            let Some(target) = link.get("id").and_then(Value::as_str) else {
+                continue;
+            };
+            let here = format!("{path}/{name}");
+            if target == id {
+                out.push(here.clone());
+            }
+            if target.starts_with("g-") && seen.insert(target.to_string()) {
+                queue.push_back((target.to_string(), here));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
 }
 
 pub(crate) async fn delete_object(
@@ -173,6 +233,7 @@ pub(crate) async fn delete_object(
         }
         dom.get_doc(&id)?;
         dom.delete_object(&id)?;
+        app.gone.note(Deleted::Object(&id));
         ok(json!({}))
     })
     .await
@@ -210,16 +271,61 @@ pub(crate) fn list_collection(app: &App, ctx: &Ctx, letter: &str, key: &str) -> 
     ok(json!({key: list, "hrefs": []}))
 }
 
+/// The object at the request's `h5path` (absolute, or relative to the
+/// group `grpid`), following hard and soft links, as `GET /groups/{id}`
+/// answers it; `kind` (`"g"`, `"d"`, `"t"`) when it must be of one kind.
+pub(crate) fn object_by_path(app: &App, ctx: &Ctx, path: &str, kind: Option<&str>) -> Result<Response> {
+    let dom = open_domain(app, ctx, Action::Read)?;
+    let start = match ctx.param("grpid").or_else(|| ctx.param("parent_id")) {
+        Some(g) => {
+            check_id(g, "groups")?;
+            g.to_string()
+        }
+        None if path.starts_with('/') => dom.root_id().to_string(),
+        None => {
+            return Err(ServerError::BadRequest(format!(
+                "h5path {path:?} is relative: give grpid, the group it starts from"
+            )))
+        }
+    };
+    let id = dom
+        .resolve_path_from(&start, path)?
+        .filter(|id| kind.is_none_or(|k| id.starts_with(k)))
+        .ok_or_else(|| ServerError::NotFound(format!("no such object at h5path {path:?}")))?;
+    let doc = dom.get_doc(&id)?;
+    let mut out = object_json(
+        &doc,
+        dom.location(),
+        ctx.flag("include_links"),
+        ctx.flag("include_attrs"),
+    );
+    out["class"] = json!(match &id[..1] {
+        "g" => "group",
+        "d" => "dataset",
+        _ => "datatype",
+    });
+    ok(out)
+}
+
+/// `GET /groups` (and the other collections): the object at `h5path` when
+/// one is asked for, else the list.
+fn list_or_find(app: &App, ctx: &Ctx, letter: &str, key: &str) -> Result<Response> {
+    match ctx.param("h5path") {
+        Some(path) => object_by_path(app, ctx, path, Some(&format!("{letter}-"))),
+        None => list_collection(app, ctx, letter, key),
+    }
+}
+
 pub(crate) async fn list_groups(State(app): AppState, ctx: Ctx) -> Result<Response> {
-    blocking(move || list_collection(&app, &ctx, "g", "groups")).await
+    blocking(move || list_or_find(&app, &ctx, "g", "groups")).await
 }
 
 pub(crate) async fn list_datasets(State(app): AppState, ctx: Ctx) -> Result<Response> {
-    blocking(move || list_collection(&app, &ctx, "d", "datasets")).await
+    blocking(move || list_or_find(&app, &ctx, "d", "datasets")).await
 }
 
 pub(crate) async fn list_datatypes(State(app): AppState, ctx: Ctx) -> Result<Response> {
-    blocking(move || list_collection(&app, &ctx, "t", "datatypes")).await
+    blocking(move || list_or_find(&app, &ctx, "t", "datatypes")).await
 }
 
 /// A type given by reference to a committed datatype (`"t-…"`) becomes that
@@ -297,6 +403,7 @@ pub(crate) fn create_item(
     dom: &Domain,
     coll: &str,
     item: &Value,
+    implicit: bool,
 ) -> Result<(Value, Option<(String, String)>)> {
     let body = object_body(item)?;
     let link = match body.get("link") {
@@ -317,7 +424,7 @@ pub(crate) fn create_item(
                 .get("parent_id")
                 .and_then(Value::as_str)
                 .unwrap_or(dom.root_id());
-            let (parent, name) = resolve_parent(dom, parent, path)?;
+            let (parent, name) = resolve_parent(dom, parent, path, implicit)?;
             Some((parent, name))
         }
         (None, None) => None,
@@ -427,8 +534,14 @@ pub(crate) fn create_item(
 }
 
 /// The group that `path` (relative to `start`, or absolute) names the last
-/// component in, and that component.
-pub(crate) fn resolve_parent(dom: &Domain, start: &str, path: &str) -> Result<(String, String)> {
+/// component in, and that component; with `implicit` (HSDS's `implicit=1`),
+/// groups missing on the way are made and linked.
+pub(crate) fn resolve_parent(
+    dom: &Domain,
+    start: &str,
+    path: &str,
+    implicit: bool,
+) -> Result<(String, String)> {
     let mut cur = if path.starts_with('/') {
         dom.root_id().to_string()
     } else {
@@ -439,9 +552,23 @@ pub(crate) fn resolve_parent(dom: &Domain, start: &str, path: &str) -> Result<(S
         .split_last()
         .ok_or_else(|| ServerError::BadRequest(format!("invalid h5path {path:?}")))?;
     for p in dirs {
-        let link = dom
-            .link_get(&cur, p)
-            .map_err(|_| ServerError::NotFound(format!("no group at {p:?} in h5path {path:?}")))?;
+        let link = match dom.link_get(&cur, p) {
+            Ok(l) => l,
+            Err(h5lake_engine::EngineError::NotFound(_)) if implicit => {
+                let gid = dom.create_group(json!({}))?;
+                let link = json!({"class": "H5L_TYPE_HARD", "id": gid});
+                if let Err(e) = dom.link_create(&cur, p, link.clone()) {
+                    let _ = dom.delete_object(&gid);
+                    return Err(e.into());
+                }
+                link
+            }
+            Err(_) => {
+                return Err(ServerError::NotFound(format!(
+                    "no group at {p:?} in h5path {path:?}"
+                )))
+            }
+        };
         cur = link
             .get("id")
             .and_then(Value::as_str)
@@ -478,7 +605,7 @@ pub(crate) async fn post_objects(
         let mut linked = 0;
         let made = (|| -> Result<()> {
             for item in &items {
-                let (obj, link) = create_item(&dom, coll, item)?;
+                let (obj, link) = create_item(&dom, coll, item, ctx.flag("implicit"))?;
                 if let Some((parent, name)) = link {
                     let target = json!({"class": "H5L_TYPE_HARD", "id": obj["id"]});
                     match links.iter_mut().find(|(p, _)| *p == parent) {
@@ -578,6 +705,26 @@ pub(crate) async fn get_stats(
     .await
 }
 
+/// A new extent past the dataset's maximum conflicts with the dataset as
+/// made (409, as HSDS answers it).
+fn check_maxdims(m: &h5lake_engine::DatasetMeta, dims: &[u64]) -> Result<()> {
+    if let h5lake_types::Shape::Simple {
+        maxdims: Some(max), ..
+    } = &m.shape
+    {
+        let past = dims
+            .iter()
+            .zip(max)
+            .any(|(&d, &x)| x != h5lake_types::UNLIMITED && d > x);
+        if past {
+            return Err(ServerError::Conflict(format!(
+                "the new extent {dims:?} passes the maximum {max:?}"
+            )));
+        }
+    }
+    Ok(())
+}
+
 pub(crate) async fn put_shape(
     State(app): AppState,
     ctx: Ctx,
@@ -613,6 +760,7 @@ pub(crate) async fn put_shape(
                 .checked_add(n)
                 .ok_or_else(|| ServerError::BadRequest("extent overflows".into()))?;
             check_elements(&d)?;
+            check_maxdims(&m, &d)?;
             // The engine re-applies the growth to the current shape: with
             // concurrent extends, each gets rows of its own.
             dom.extend(&id, dim, n)?
@@ -642,6 +790,7 @@ pub(crate) async fn put_shape(
                 )));
             }
             check_elements(&new_dims)?;
+            check_maxdims(&m, &new_dims)?;
             dom.resize(&id, &new_dims)?;
             (m.dims.clone(), new_dims)
         } else {
@@ -701,8 +850,7 @@ pub(crate) async fn get_type(
 pub(crate) fn link_from_request(v: &Value) -> Result<Value> {
     let s = |k: &str| v.get(k).and_then(Value::as_str);
     let mut link = if let Some(id) = s("id") {
-        ids::parse_id(id)
-            .map_err(|_| ServerError::BadRequest(format!("invalid link target id {id}")))?;
+        ids::parse_id(id).map_err(|_| bad_id(id))?;
         json!({"class": "H5L_TYPE_HARD", "id": id})
     } else if let (Some(path), Some(domain)) = (s("h5path"), s("h5domain").or_else(|| s("file"))) {
         json!({"class": "H5L_TYPE_EXTERNAL", "h5path": path, "h5domain": domain})
@@ -836,6 +984,7 @@ pub(crate) async fn delete_link(
     blocking(move || {
         let dom = open_domain(&app, &ctx, Action::Delete)?;
         dom.link_delete(&id, &name)?;
+        app.gone.note(Deleted::Member(&id, "links", &name));
         ok(json!({"hrefs": []}))
     })
     .await
@@ -989,6 +1138,9 @@ pub(crate) async fn delete_links(
     blocking(move || {
         let dom = open_domain(&app, &ctx, Action::Delete)?;
         dom.links_delete(&id, &names)?;
+        for name in &names {
+            app.gone.note(Deleted::Member(&id, "links", name));
+        }
         ok(json!({}))
     })
     .await
@@ -1002,6 +1154,7 @@ pub(crate) fn attr_item(name: &str, attr: &Value, with_data: bool) -> Value {
         "type": attr.get("type").cloned().unwrap_or(Value::Null),
         "shape": attr.get("shape").cloned().unwrap_or(Value::Null),
         "created": attr.get("created").cloned().unwrap_or(json!(0)),
+        "href": format!("attributes/{}", percent_encoding::utf8_percent_encode(name, percent_encoding::NON_ALPHANUMERIC)),
         "hrefs": [],
     });
     if with_data {
@@ -1065,6 +1218,15 @@ pub(crate) async fn get_attr(
         let data = ctx.param("IncludeData").is_none() || ctx.flag("IncludeData");
         let mut item = attr_item(&name, &attr, data);
         item["lastModified"] = item["created"].clone();
+        // (HSDS's three: the attribute, its owner, the root group.)
+        let domain = ctx.domain()?;
+        let q = format!("?domain={domain}");
+        item["hrefs"] = json!([
+            {"rel": "self", "href": format!("/{coll}/{id}/attributes/{}{q}",
+                percent_encoding::utf8_percent_encode(&name, percent_encoding::NON_ALPHANUMERIC))},
+            {"rel": "owner", "href": format!("/{coll}/{id}{q}")},
+            {"rel": "root", "href": format!("/groups/{}{q}", dom.root_id())},
+        ]);
         ok(item)
     })
     .await
@@ -1086,8 +1248,21 @@ pub(crate) async fn put_attr(
         let replace =
             ctx.flag("replace") || body.get("replace").and_then(Value::as_bool) == Some(true);
         let attr = values::attr_from_request(&dom, &body)?;
-        dom.attr_create(&id, &name, attr, replace)?;
-        created(json!({"hrefs": []}))
+        // (HSDS answers 201 for a new attribute, 200 for one replaced or
+        // sent again unchanged.)
+        let existed = replace && dom.attr_get(&id, &name).is_ok();
+        match dom.attr_create(&id, &name, attr.clone(), replace) {
+            Ok(()) if existed => ok(json!({"hrefs": []})),
+            Ok(()) => created(json!({"hrefs": []})),
+            Err(h5lake_engine::EngineError::AlreadyExists(e)) => {
+                if same_attr(&dom.attr_get(&id, &name)?, &attr) {
+                    ok(json!({"hrefs": []}))
+                } else {
+                    Err(h5lake_engine::EngineError::AlreadyExists(e).into())
+                }
+            }
+            Err(e) => Err(e.into()),
+        }
     })
     .await
 }
@@ -1102,6 +1277,7 @@ pub(crate) async fn delete_attr(
     blocking(move || {
         let dom = open_domain(&app, &ctx, Action::Delete)?;
         dom.attr_delete(&id, &name)?;
+        app.gone.note(Deleted::Member(&id, "attributes", &name));
         ok(json!({"hrefs": []}))
     })
     .await
@@ -1135,6 +1311,7 @@ pub(crate) async fn put_attrs(
             },
             |v| values::attrs_from_request(&dom, v),
         )?;
+        let mut made = false;
         for (oid, items) in per_obj {
             // Clients re-send attributes they already stored (h5pyd does on
             // its first flush after opening with 'a'): an identical one is
@@ -1154,15 +1331,21 @@ pub(crate) async fn put_attrs(
                 .collect();
             if !items.is_empty() {
                 dom.attrs_create(&oid, items, replace)?;
+                made = true;
             }
         }
-        created(json!({}))
+        // (Nothing new: 200, as HSDS answers a repeated request.)
+        if made {
+            created(json!({}))
+        } else {
+            ok(json!({}))
+        }
     })
     .await
 }
 
 pub(crate) fn same_attr(a: &Value, b: &Value) -> bool {
-    ["type", "shape", "value"]
+    ["type", "shape", "value", "encoding"]
         .iter()
         .all(|k| a.get(k) == b.get(k))
 }
@@ -1244,6 +1427,9 @@ pub(crate) async fn delete_attrs(
     blocking(move || {
         let dom = open_domain(&app, &ctx, Action::Delete)?;
         dom.attrs_delete(&id, &names)?;
+        for name in &names {
+            app.gone.note(Deleted::Member(&id, "attributes", name));
+        }
         ok(json!({}))
     })
     .await

@@ -45,6 +45,7 @@ pub(crate) fn router(app: Arc<App>) -> Router {
             "/groups",
             get(objects::list_groups).post(objects::post_groups),
         )
+        .route("/groups/", get(objects::list_groups))
         .route(
             "/groups/{id}",
             get(objects::get_object).delete(objects::delete_object),
@@ -66,6 +67,7 @@ pub(crate) fn router(app: Arc<App>) -> Router {
             "/datasets",
             get(objects::list_datasets).post(objects::post_datasets),
         )
+        .route("/datasets/", get(objects::list_datasets))
         .route(
             "/datasets/{id}",
             get(objects::get_object).delete(objects::delete_object),
@@ -86,6 +88,7 @@ pub(crate) fn router(app: Arc<App>) -> Router {
             "/datatypes",
             get(objects::list_datatypes).post(objects::post_datatypes),
         )
+        .route("/datatypes/", get(objects::list_datatypes))
         .route(
             "/datatypes/{id}",
             get(objects::get_object).delete(objects::delete_object),
@@ -114,6 +117,10 @@ pub(crate) fn router(app: Arc<App>) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             app.clone(),
             crate::budget::hold_body_memory,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            crate::gone::gone_for_deleted,
         ))
         .layer(axum::extract::DefaultBodyLimit::disable())
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(|_| {
@@ -377,10 +384,13 @@ pub(crate) fn stalled(e: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
+/// The content type of JSON answers, as HSDS sends it.
+pub(crate) const JSON_CONTENT_TYPE: &str = "application/json; charset=utf-8";
+
 pub(crate) fn json_rsp(status: StatusCode, v: Value) -> Response {
     (
         status,
-        [(header::CONTENT_TYPE, "application/json")],
+        [(header::CONTENT_TYPE, JSON_CONTENT_TYPE)],
         v.to_string(),
     )
         .into_response()

@@ -32,7 +32,7 @@ use crate::pool::{Pooled, SlabPool};
 use crate::request::{
     parse_fields, parse_select, points_from_bytes, points_from_json, select_from_body, shape_json,
 };
-use crate::routes::{blocking, json_body, json_rsp, read_body, Ctx, Gate};
+use crate::routes::{blocking, json_body, json_rsp, read_body, Ctx, Gate, JSON_CONTENT_TYPE};
 use crate::App;
 
 fn bad(msg: impl Into<String>) -> ServerError {
@@ -193,6 +193,9 @@ pub(crate) async fn get_attr_value(
     blocking(move || {
         let dom = open_domain(&app, &ctx, Action::Read)?;
         let attr = dom.attr_get(&id, &name)?;
+        if attr.pointer("/shape/class").and_then(Value::as_str) == Some("H5S_NULL") {
+            return Err(bad("the attribute has a null dataspace: it holds no value"));
+        }
         let value = attr.get("value").cloned().unwrap_or(Value::Null);
         if ctx.wants_binary() {
             let dt = Datatype::from_json(&attr["type"])?;
@@ -375,6 +378,59 @@ impl Plan {
             s => s.out_shape(),
         }
     }
+}
+
+/// HSDS's `append` (a query parameter, or a key of a JSON body): how many
+/// rows the value adds along `append_dim` (default 0).
+fn append_of(ctx: &Ctx, body: Option<&Value>) -> Result<Option<(u64, usize)>> {
+    let get = |k: &str| -> Result<Option<u64>> {
+        match (body.and_then(|b| b.get(k)), ctx.param(k)) {
+            (Some(v), _) => v
+                .as_u64()
+                .map(Some)
+                .ok_or_else(|| bad(format!("{k} must be a non-negative integer"))),
+            (None, Some(p)) => p
+                .parse()
+                .map(Some)
+                .map_err(|_| bad(format!("{k} must be a non-negative integer"))),
+            (None, None) => Ok(None),
+        }
+    };
+    let Some(n) = get("append")? else {
+        return Ok(None);
+    };
+    if n == 0 {
+        return Err(bad("append must add at least one row"));
+    }
+    Ok(Some((n, get("append_dim")?.unwrap_or(0) as usize)))
+}
+
+/// Extends the dataset by `n` along `dim` (409 past its maximum extent) and
+/// gives the selection of the rows added, for the value to fill.
+fn append_rows(app: &App, ctx: &Ctx, id: &str, n: u64, dim: usize) -> Result<String> {
+    check_obj(id, "datasets")?;
+    let dom = open_domain(app, ctx, Action::Update)?;
+    let m = dom.dataset(id)?;
+    if let Shape::Simple { maxdims: Some(max), .. } = &m.shape {
+        let past = max.get(dim).is_some_and(|&x| {
+            x != h5lake_types::UNLIMITED && m.dims[dim].saturating_add(n) > x
+        });
+        if past {
+            return Err(ServerError::Conflict(format!(
+                "appending {n} rows along dimension {dim} passes its maximum extent {max:?}"
+            )));
+        }
+    }
+    // (The engine adds the rows to the extent as it is when it commits:
+    // concurrent appends each get rows of their own.)
+    let (old, new) = dom.extend(id, dim, n)?;
+    let parts: Vec<String> = old
+        .iter()
+        .zip(&new)
+        .enumerate()
+        .map(|(d, (o, x))| if d == dim { format!("{o}:{x}") } else { format!("0:{x}") })
+        .collect();
+    Ok(format!("[{}]", parts.join(",")))
 }
 
 fn plan(
@@ -644,7 +700,7 @@ fn json_value_rsp(
         futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|x| (x, rx)) });
     Ok((
         StatusCode::OK,
-        [(header::CONTENT_TYPE, "application/json")],
+        [(header::CONTENT_TYPE, JSON_CONTENT_TYPE)],
         Body::from_stream(stream),
     )
         .into_response())
@@ -1263,7 +1319,10 @@ pub(crate) async fn put_value(
             .await?
             .ok_or_else(|| bad("request has no body"))?;
         return blocking(move || {
-            let select = select_from_body(&body)?;
+            let select = match append_of(&ctx, Some(&body))? {
+                Some((n, dim)) => Some(append_rows(&app, &ctx, &id, n, dim)?),
+                None => select_from_body(&body)?,
+            };
             let p = plan(&app, &ctx, &id, Action::Update, None, select)?;
             let dims = sel_dims(&p.meta);
             let sel = match body.get("points") {
@@ -1295,7 +1354,12 @@ pub(crate) async fn put_value(
                         let v = body
                             .get("value")
                             .ok_or_else(|| bad("request has no value"))?;
-                        json_to_fixed(&p.wire, &block, v)?
+                        // The unit to repeat, shaped as the selection's
+                        // trailing dimensions or as a flat list (HSDS takes
+                        // `[42]` for one element).
+                        let n: u64 = block.iter().product();
+                        json_to_fixed(&p.wire, &block, v)
+                            .or_else(|e| json_to_fixed(&p.wire, &[n], v).map_err(|_| e))?
                     }
                 };
                 write_broadcast(&p, &data, count, app.cfg.slab_bytes)?;
@@ -1323,11 +1387,18 @@ pub(crate) async fn put_value(
         })
         .await;
     }
-    let (p, ctx) = if app.answers_inline() {
+    let (p, ctx) = if app.answers_inline() && append_of(&ctx, None)?.is_none() {
         (plan(&app, &ctx, &id, Action::Update, None, None)?, ctx)
     } else {
         let app = app.clone();
-        blocking(move || Ok((plan(&app, &ctx, &id, Action::Update, None, None)?, ctx))).await?
+        blocking(move || {
+            let select = match append_of(&ctx, None)? {
+                Some((n, dim)) => Some(append_rows(&app, &ctx, &id, n, dim)?),
+                None => None,
+            };
+            Ok((plan(&app, &ctx, &id, Action::Update, None, select)?, ctx))
+        })
+        .await?
     };
     if app.answers_inline()
         && content_length(&ctx).is_some_and(|n| n <= INLINE_BYTES)

@@ -1,0 +1,150 @@
+"""What HSDS clients rely on of the REST API, beyond h5pyd's everyday calls
+(issue 23): each behaviour HSDS's own integration tests found missing,
+written down here as a test of its own."""
+
+import json
+
+import numpy as np
+import pytest
+
+from servers import Server
+
+USER = "test_user1"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    s = Server(tmp_path_factory.mktemp("srv") / "bucket")
+    assert s.request("PUT", "/", {"folder": 1}, params={"domain": "/home/"})[0] == 201
+    assert s.request("PUT", "/", {"folder": 1, "owner": USER},
+                     params={"domain": f"/home/{USER}/"})[0] == 201
+    yield s
+    s.stop()
+
+
+_counter = iter(range(10**6))
+
+
+@pytest.fixture
+def api(server):
+    """``call(method, path, body=None, **params)`` on a fresh domain of
+    test_user1: (status, body); ``call.root`` is its root group."""
+    domain = f"/home/{USER}/s{next(_counter)}.h5"
+
+    def call(method, path, body=None, headers=None, **params):
+        status, hdrs, out = server.request(method, path, body, user=USER, headers=headers,
+                                           params={"domain": domain, **params})
+        call.headers = hdrs
+        return status, out
+
+    status, out = call("PUT", "/")
+    assert status == 201
+    call.root = out["root"]
+    call.domain = domain
+    return call
+
+
+def test_json_answers_say_their_charset(api):
+    assert api("GET", "/")[0] == 200
+    assert api.headers["Content-Type"] == "application/json; charset=utf-8"
+
+
+def test_deleted_things_are_gone_not_missing(api):
+    s, g = api("POST", "/groups")
+    gid = g["id"]
+    assert api("PUT", f"/groups/{api.root}/links/a", {"id": gid})[0] == 201
+    assert api("PUT", f"/groups/{gid}/attributes/x", {"type": "H5T_STD_I32LE", "value": 1})[0] == 201
+    # A link or attribute deleted: 410; one never made: 404.
+    assert api("DELETE", f"/groups/{api.root}/links/a")[0] == 200
+    assert api("GET", f"/groups/{api.root}/links/a")[0] == 410
+    assert api("GET", f"/groups/{api.root}/links/never")[0] == 404
+    assert api("DELETE", f"/groups/{gid}/attributes", attr_names="x")[0] == 200
+    assert api("GET", f"/groups/{gid}/attributes/x")[0] == 410
+    # Made again, it is there; a write naming it is no read of the deleted.
+    assert api("PUT", f"/groups/{api.root}/links/a", {"id": gid})[0] == 201
+    assert api("GET", f"/groups/{api.root}/links/a")[0] == 200
+    assert api("DELETE", f"/groups/{gid}")[0] == 200
+    assert api("GET", f"/groups/{gid}")[0] == 410
+    assert api("DELETE", "/")[0] == 200
+    assert api("GET", "/")[0] == 410
+
+
+def test_ids_of_another_layout_are_not_found_and_garbage_is_bad(api):
+    assert api("GET", "/groups/foobar")[0] == 400
+    assert api("GET", "/groups/g-1b4e28ba-2fa1-11d2-883f-0016d3cca427")[0] == 404
+    assert api("PUT", f"/groups/{api.root}/links/x",
+               {"id": "g-1b4e28ba-2fa1-11d2-883f-0016d3cca427"})[0] == 404
+
+
+def test_objects_are_found_by_h5path(api):
+    s, d = api("POST", "/datasets", {"type": "H5T_STD_I32LE", "shape": [3],
+                                     "h5path": "/g1/d", })
+    assert s == 404                                   # no /g1 yet
+    s, d = api("POST", "/datasets", {"type": "H5T_STD_I32LE", "shape": [3], "h5path": "/g1/d"},
+               implicit=1)
+    assert s == 201
+    s, g1 = api("GET", "/groups/", h5path="/g1")
+    assert s == 200 and g1["linkCount"] == 1
+    assert api("GET", "/datasets/", h5path="/g1/d")[1]["id"] == d["id"]
+    assert api("GET", "/datasets", h5path="d", grpid=g1["id"])[1]["id"] == d["id"]
+    assert api("GET", "/", h5path="d", parent_id=g1["id"])[1]["class"] == "dataset"
+    s, root = api("GET", "/", h5path="/")
+    assert root["id"] == api.root and root["class"] == "group"
+    assert api("GET", "/datasets/", h5path="/g1")[0] == 404      # a group, not a dataset
+    assert api("GET", "/datasets/", h5path="d")[0] == 400        # relative, from where?
+    assert api("GET", "/datasets/", h5path="/g1/nope")[0] == 404
+    # Soft links are followed on the way.
+    assert api("PUT", f"/groups/{api.root}/links/soft", {"h5path": "/g1"})[0] == 201
+    assert api("GET", "/datasets/", h5path="/soft/d")[1]["id"] == d["id"]
+    # Where an object is, by its paths.
+    assert api("GET", f"/datasets/{d['id']}", getalias=1)[1]["alias"] == ["/g1/d"]
+    assert api("GET", f"/groups/{api.root}", getalias=1)[1]["alias"] == ["/"]
+    s, anon = api("POST", "/groups")
+    assert api("GET", f"/groups/{anon['id']}", getalias=1)[1]["alias"] == []
+
+
+def test_attributes_sent_again_are_ok_not_conflicts(api):
+    a = {"type": "H5T_STD_I32LE", "shape": [2], "value": [1, 2]}
+    path = f"/groups/{api.root}/attributes/a"
+    assert api("PUT", path, a)[0] == 201
+    assert api("PUT", path, a)[0] == 200                 # the same again
+    assert api("PUT", path, dict(a, value=[3, 4]))[0] == 409
+    assert api("PUT", path, dict(a, value=[3, 4]), replace=1)[0] == 200
+    assert api("GET", path)[1]["value"] == [3, 4]
+    s, out = api("GET", path)
+    assert [h["rel"] for h in out["hrefs"]] == ["self", "owner", "root"]
+    batch = {"attributes": {"b": a, "c": a}}
+    assert api("PUT", f"/groups/{api.root}/attributes", batch)[0] == 201
+    assert api("PUT", f"/groups/{api.root}/attributes", batch)[0] == 200
+    listed = api("GET", f"/groups/{api.root}/attributes")[1]["attributes"]
+    assert all("href" in item for item in listed)
+    # A null dataspace holds no value to read.
+    assert api("PUT", f"/groups/{api.root}/attributes/n",
+               {"type": "H5T_STD_I32LE", "shape": "H5S_NULL"})[0] == 201
+    assert api("GET", f"/groups/{api.root}/attributes/n/value")[0] == 400
+
+
+def test_extents_past_the_maximum_conflict_and_append_adds_rows(api):
+    s, d = api("POST", "/datasets", {"type": "H5T_STD_I32LE", "shape": [5], "maxdims": [8]})
+    did = d["id"]
+    assert api("PUT", f"/datasets/{did}/shape", {"shape": [9]})[0] == 409
+    assert api("PUT", f"/datasets/{did}/shape", {"extend": 4})[0] == 409
+    assert api("PUT", f"/datasets/{did}/value", {"value": [1, 2, 3], "append": 3})[0] == 200
+    assert api("GET", f"/datasets/{did}/shape")[1]["shape"]["dims"] == [8]
+    assert api("GET", f"/datasets/{did}/value")[1]["value"] == [0, 0, 0, 0, 0, 1, 2, 3]
+    assert api("PUT", f"/datasets/{did}/value", {"value": [4], "append": 1})[0] == 409
+    # Unlimited (maxdims 0, as HSDS spells it), binary, along a chosen axis.
+    s, u = api("POST", "/datasets", {"type": "H5T_STD_I32LE", "shape": [2, 0], "maxdims": [2, 0]})
+    body = np.arange(6, dtype="<i4").tobytes()
+    assert api("PUT", f"/datasets/{u['id']}/value", body, append=3, append_dim=1,
+               headers={"Content-Type": "application/octet-stream"})[0] == 200
+    assert api("GET", f"/datasets/{u['id']}/value")[1]["value"] == [[0, 1, 2], [3, 4, 5]]
+
+
+def test_one_element_broadcasts_and_verbose_counts_chunks(api):
+    s, d = api("POST", "/datasets", {"type": "H5T_STD_I32LE", "shape": [10]})
+    did = d["id"]
+    assert api("PUT", f"/datasets/{did}/value", {"value": [42]}, element_count=1)[0] == 200
+    assert api("GET", f"/datasets/{did}/value")[1]["value"] == [42] * 10
+    out = api("GET", f"/datasets/{did}", verbose=1)[1]
+    assert out["num_chunks"] == 1 and out["allocated_size"] == 40
