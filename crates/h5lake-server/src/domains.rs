@@ -229,7 +229,26 @@ pub(crate) fn domain_response(domain: &str, doc: &Value) -> Value {
     out
 }
 
+/// The answer to a domain or folder just made: as a `GET` answers it, with
+/// its ACLs (the caller owns it) and, asked with `getdnids`, the nodes that
+/// serve it (this server is one).
+fn created_response(ctx: &Ctx, domain: &str, doc: &Value) -> Value {
+    let mut out = domain_response(domain, doc);
+    out["acls"] = doc.get("acls").cloned().unwrap_or(json!({}));
+    if ctx.flag("getdnids") {
+        out["dn_ids"] = json!(["dn-h5lake"]);
+    }
+    out
+}
+
 pub(crate) async fn get_domain(State(app): AppState, ctx: Ctx) -> Result<Response> {
+    let named = ctx.param("domain").is_some()
+        || ctx.param("host").is_some()
+        || ctx.headers.contains_key("x-hdf-domain");
+    if !named {
+        // (No domain: the top level's domains, as HSDS answers.)
+        return get_domains(State(app), ctx).await;
+    }
     blocking(move || {
         let domain = ctx.domain()?;
         if domain == "/" {
@@ -426,7 +445,7 @@ pub(crate) async fn put_domain(State(app): AppState, ctx: Ctx, body: Body) -> Re
             let t = h5lake_engine::domain::now();
             let doc = json!({"owner": owner, "acls": acls, "created": t, "lastModified": t});
             return match place.store.put_if_absent(&key, doc.to_string().as_bytes())? {
-                PutOutcome::Written(_) => created(domain_response(&domain, &doc)),
+                PutOutcome::Written(_) => created(created_response(&ctx, &domain, &doc)),
                 PutOutcome::Conflict => Err(ServerError::Conflict(format!("domain {domain} already exists"))),
             };
         }
@@ -473,7 +492,7 @@ pub(crate) async fn put_domain(State(app): AppState, ctx: Ctx, body: Body) -> Re
             Ok(())
         })?;
         let _ = dom;
-        created(domain_response(&domain, &doc))
+        created(created_response(&ctx, &domain, &doc))
     })
     .await
 }

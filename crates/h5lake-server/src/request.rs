@@ -219,7 +219,33 @@ pub fn select_from_body(body: &Value) -> Result<Option<String>> {
     if let Some(s) = body.get("select") {
         return match s {
             Value::String(s) => Ok(Some(s.clone())),
-            _ => Err(bad("select must be a string")),
+            // Per dimension: an index, or a list of coordinates (HSDS's
+            // JSON form of the same selection).
+            Value::Array(dims) => {
+                let part = |d: &Value| -> Result<String> {
+                    match d {
+                        Value::Number(n) => n
+                            .as_u64()
+                            .map(|i| i.to_string())
+                            .ok_or_else(|| bad(format!("invalid index {n} in select"))),
+                        Value::Array(coords) => {
+                            let c: Vec<String> = coords
+                                .iter()
+                                .map(|x| {
+                                    x.as_u64()
+                                        .map(|i| i.to_string())
+                                        .ok_or_else(|| bad(format!("invalid coordinate {x} in select")))
+                                })
+                                .collect::<Result<_>>()?;
+                            Ok(format!("[{}]", c.join(",")))
+                        }
+                        other => Err(bad(format!("invalid select entry {other}"))),
+                    }
+                };
+                let parts: Vec<String> = dims.iter().map(part).collect::<Result<_>>()?;
+                Ok(Some(format!("[{}]", parts.join(","))))
+            }
+            _ => Err(bad("select must be a string or a list")),
         };
     }
     let Some(start) = body.get("start") else {

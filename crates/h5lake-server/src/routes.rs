@@ -222,6 +222,15 @@ impl Ctx {
                     .map(str::to_string)
             })
             .ok_or_else(|| ServerError::BadRequest("no domain given (use ?domain=/path)".into()))?;
+        if let Some(b) = self.param("bucket") {
+            // (The server has one root; a bucket named is at least a name.)
+            let valid = (3..=63).contains(&b.len())
+                && b.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.');
+            if !valid {
+                return Err(ServerError::BadRequest(format!("invalid bucket name {b:?}")));
+            }
+        }
         domain_path(&raw)
     }
 

@@ -1379,7 +1379,11 @@ pub(crate) async fn put_value(
                     p.dom
                         .write_vlen(&p.id, &sel, &json_to_vlen(&p.meta.dtype, &shape, v)?)?;
                 } else {
-                    let data = json_to_fixed(&p.wire, &shape, v)?;
+                    // (A flat list of as many elements fills the selection
+                    // in C order, as HSDS takes it.)
+                    let n: u64 = shape.iter().product();
+                    let data = json_to_fixed(&p.wire, &shape, v)
+                        .or_else(|e| json_to_fixed(&p.wire, &[n], v).map_err(|_| e))?;
                     write_slab(&p, &sel, &data)?;
                 }
             }
