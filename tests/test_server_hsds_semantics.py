@@ -148,3 +148,27 @@ def test_one_element_broadcasts_and_verbose_counts_chunks(api):
     assert api("GET", f"/datasets/{did}/value")[1]["value"] == [42] * 10
     out = api("GET", f"/datasets/{did}", verbose=1)[1]
     assert out["num_chunks"] == 1 and out["allocated_size"] == 40
+
+
+def test_selections_and_values_in_hsds_json_forms(api):
+    s, d = api("POST", "/datasets", {"type": "H5T_STD_I32LE", "shape": [6, 8]})
+    did = d["id"]
+    # A flat list fills an N-d selection in C order.
+    body = {"start": [0, 1], "stop": [4, 8], "step": [2, 3], "value": [1, 2, 3, 4, 5, 6]}
+    assert api("PUT", f"/datasets/{did}/value", body)[0] == 200
+    got = np.array(api("GET", f"/datasets/{did}/value")[1]["value"])
+    assert got[0:4:2, 1:8:3].tolist() == [[1, 2, 3], [4, 5, 6]]
+    # select as a JSON list: coordinates per dimension, or an index (which,
+    # as in HSDS's select strings, keeps its dimension).
+    s, out = api("POST", f"/datasets/{did}/value", {"select": [[0, 2], 4]})
+    assert s == 200 and out["value"] == [[2], [5]]
+    assert out == api("GET", f"/datasets/{did}/value", select="[[0,2],4]")[1]
+
+
+def test_domain_answers(server, api):
+    s, out = api("PUT", "/", domain=api.domain + "x", getdnids=1)
+    assert s == 201 and "acls" in out and len(out["dn_ids"]) >= 1
+    # No domain: the top level's domains.
+    status, _, top = server.request("GET", "/", user=USER)
+    assert status == 200 and any(d["name"] == "/home" for d in top["domains"])
+    assert api("GET", "/", bucket="bad/bucket")[0] == 400
