@@ -121,6 +121,18 @@ class Server:
                 stream.close()
 
 
+def with_homes(root, *owners, **kw):
+    """A started ``Server`` over ``root`` with HSDS's ``/home/`` folder and
+    a ``/home/<owner>/`` folder for each owner (made by admin)."""
+    s = Server(root, **kw)
+    assert s.request("PUT", "/", {"folder": 1}, params={"domain": "/home/"})[0] == 201
+    for owner in owners:
+        status = s.request("PUT", "/", {"folder": 1, "owner": owner},
+                           params={"domain": f"/home/{owner}/"})[0]
+        assert status == 201
+    return s
+
+
 @contextlib.contextmanager
 def running(root, count=1, **kw):
     """``count`` servers on one store directory; yields their endpoints."""

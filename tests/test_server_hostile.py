@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import h5lake
-from servers import USERS, Server
+from servers import USERS, Server, with_homes
 
 ALICE, BOB = "test_user1", "test_user2"
 BUDGET_MB = 256
@@ -75,10 +75,7 @@ def server(outside):
 def closed_server(tmp_path_factory):
     """A server with the default link policy: no link roots at all."""
     top = tmp_path_factory.mktemp("closed")
-    s = Server(top / "bucket")
-    assert s.request("PUT", "/", {"folder": 1}, params={"domain": "/home/"})[0] == 201
-    assert s.request("PUT", "/", {"folder": 1, "owner": BOB},
-                     params={"domain": f"/home/{BOB}/"})[0] == 201
+    s = with_homes(top / "bucket", BOB)
     yield s
     s.stop()
 

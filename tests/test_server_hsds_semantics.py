@@ -7,17 +7,14 @@ import json
 import numpy as np
 import pytest
 
-from servers import Server
+from servers import with_homes
 
 USER = "test_user1"
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    s = Server(tmp_path_factory.mktemp("srv") / "bucket")
-    assert s.request("PUT", "/", {"folder": 1}, params={"domain": "/home/"})[0] == 201
-    assert s.request("PUT", "/", {"folder": 1, "owner": USER},
-                     params={"domain": f"/home/{USER}/"})[0] == 201
+    s = with_homes(tmp_path_factory.mktemp("srv") / "bucket", USER)
     yield s
     s.stop()
 
@@ -93,9 +90,10 @@ def test_objects_are_found_by_h5path(api):
     assert api("GET", "/datasets/", h5path="/g1")[0] == 404      # a group, not a dataset
     assert api("GET", "/datasets/", h5path="d")[0] == 400        # relative, from where?
     assert api("GET", "/datasets/", h5path="/g1/nope")[0] == 404
-    # Soft links are followed on the way.
+    # Soft links are followed on the way when asked to (else 400).
     assert api("PUT", f"/groups/{api.root}/links/soft", {"h5path": "/g1"})[0] == 201
-    assert api("GET", "/datasets/", h5path="/soft/d")[1]["id"] == d["id"]
+    assert api("GET", "/datasets/", h5path="/soft/d")[0] == 400
+    assert api("GET", "/datasets/", h5path="/soft/d", follow_soft_links=1)[1]["id"] == d["id"]
     # Where an object is, by its paths.
     assert api("GET", f"/datasets/{d['id']}", getalias=1)[1]["alias"] == ["/g1/d"]
     assert api("GET", f"/groups/{api.root}", getalias=1)[1]["alias"] == ["/"]
@@ -141,6 +139,16 @@ def test_extents_past_the_maximum_conflict_and_append_adds_rows(api):
     assert api("GET", f"/datasets/{u['id']}/value")[1]["value"] == [[0, 1, 2], [3, 4, 5]]
 
 
+def test_a_maximum_extent_given_makes_a_dataset_that_shrinks_and_grows_back(api):
+    s, d = api("POST", "/datasets", {"type": "H5T_STD_I32LE", "shape": 10, "maxdims": 10,
+                                     "creationProperties": {"fillValue": 42}})
+    did = d["id"]
+    assert api("PUT", f"/datasets/{did}/value", {"value": list(range(10))})[0] == 200
+    assert api("PUT", f"/datasets/{did}/shape", {"shape": 5})[0] == 201
+    assert api("PUT", f"/datasets/{did}/shape", {"shape": 10})[0] == 201
+    assert api("GET", f"/datasets/{did}/value")[1]["value"] == [0, 1, 2, 3, 4] + [42] * 5
+
+
 def test_one_element_broadcasts_and_verbose_counts_chunks(api):
     s, d = api("POST", "/datasets", {"type": "H5T_STD_I32LE", "shape": [10]})
     did = d["id"]
@@ -172,3 +180,28 @@ def test_domain_answers(server, api):
     status, _, top = server.request("GET", "/", user=USER)
     assert status == 200 and any(d["name"] == "/home" for d in top["domains"])
     assert api("GET", "/", bucket="bad/bucket")[0] == 400
+
+
+def test_links_of_several_groups_in_one_request(api):
+    s, g = api("POST", "/groups", {"link": {"id": api.root, "name": "g"}})
+    for gid in (api.root, g["id"]):
+        assert api("PUT", f"/groups/{gid}/links/l1", {"h5path": "/x"})[0] == 201
+        assert api("PUT", f"/groups/{gid}/links/l2", {"h5path": "/y"})[0] == 201
+    s, out = api("POST", f"/groups/{api.root}/links", {"grp_ids": [api.root, g["id"]],
+                                                       "titles": ["l1", "g"]})
+    assert s == 200
+    assert [l["title"] for l in out["links"][api.root]] == ["l1", "g"]
+    assert [l["title"] for l in out["links"][g["id"]]] == ["l1"]
+    listed = api("GET", f"/groups/{api.root}/links")[1]["links"]
+    hard = [l for l in listed if l["class"] == "H5L_TYPE_HARD"]
+    assert hard[0]["href"] == f"/groups/{g['id']}" and hard[0]["collection"] == "groups"
+
+
+def test_link_paging_markers_and_domain_details(api):
+    for name in ("a", "b", "c"):
+        assert api("PUT", f"/groups/{api.root}/links/{name}", {"h5path": "/x"})[0] == 201
+    got = api("GET", f"/groups/{api.root}/links", Marker="a", Limit=1)[1]["links"]
+    assert [l["title"] for l in got] == ["b"]
+    assert api("GET", f"/groups/{api.root}/links", Marker="nope")[0] == 404
+    out = api("GET", "/", getdnids=1)[1]
+    assert out["dn_ids"] and {"lz4hc", "zstd", "gzip", "blosclz", "lz4"} <= set(out["compressors"])

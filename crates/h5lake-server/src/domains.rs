@@ -208,7 +208,7 @@ pub(crate) async fn about(State(app): AppState, ctx: Ctx) -> Result<Response> {
     }))
 }
 
-const COMPRESSORS: [&str; 6] = ["deflate", "gzip", "lz4", "lzf", "zstd", "blosclz"];
+const COMPRESSORS: [&str; 7] = ["deflate", "gzip", "lz4", "lz4hc", "lzf", "zstd", "blosclz"];
 
 pub(crate) fn domain_response(domain: &str, doc: &Value) -> Value {
     let mut out = json!({
@@ -229,6 +229,9 @@ pub(crate) fn domain_response(domain: &str, doc: &Value) -> Value {
     out
 }
 
+/// The one node serving (HSDS lists its data nodes as `dn_ids`).
+const DN_ID: &str = "dn-h5lake";
+
 /// The answer to a domain or folder just made: as a `GET` answers it, with
 /// its ACLs (the caller owns it) and, asked with `getdnids`, the nodes that
 /// serve it (this server is one).
@@ -236,7 +239,7 @@ fn created_response(ctx: &Ctx, domain: &str, doc: &Value) -> Value {
     let mut out = domain_response(domain, doc);
     out["acls"] = doc.get("acls").cloned().unwrap_or(json!({}));
     if ctx.flag("getdnids") {
-        out["dn_ids"] = json!(["dn-h5lake"]);
+        out["dn_ids"] = json!([DN_ID]);
     }
     out
 }
@@ -263,6 +266,9 @@ pub(crate) async fn get_domain(State(app): AppState, ctx: Ctx) -> Result<Respons
         let doc = domain_doc(&app, &domain)?;
         acl_check(&doc, Action::Read, &ctx.user, &app.cfg.admin_user)?;
         let mut out = domain_response(&domain, &doc);
+        if ctx.flag("getdnids") {
+            out["dn_ids"] = json!([DN_ID]);
+        }
         if let Some(root) = doc.get("root").and_then(Value::as_str) {
             let store = app.places.place(&domain)?.store;
             if ctx.flag("verbose") {

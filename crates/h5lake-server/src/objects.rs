@@ -157,13 +157,7 @@ pub(crate) async fn get_object(
     check_id(&id, coll)?;
     blocking(move || {
         let dom = open_domain(&app, &ctx, Action::Read)?;
-        let doc = dom.get_doc(&id)?;
-        let mut out = object_json(
-            &doc,
-            dom.location(),
-            ctx.flag("include_links"),
-            ctx.flag("include_attrs"),
-        );
+        let mut out = object_answer(&dom, &ctx, &id)?;
         if ctx.flag("getalias") {
             out["alias"] = json!(aliases(&dom, &id)?);
         }
@@ -271,6 +265,74 @@ pub(crate) fn list_collection(app: &App, ctx: &Ctx, letter: &str, key: &str) -> 
     ok(json!({key: list, "hrefs": []}))
 }
 
+/// An object as `GET /groups/{id}` answers it: with its links and
+/// attributes when the request asks (`include_links`, `include_attrs`).
+fn object_answer(dom: &Domain, ctx: &Ctx, id: &str) -> Result<Value> {
+    let doc = dom.get_doc(id)?;
+    Ok(object_json(
+        &doc,
+        dom.location(),
+        ctx.flag("include_links"),
+        ctx.flag("include_attrs"),
+    ))
+}
+
+/// Most soft links one path walk follows (a cycle of them ends there).
+const MAX_SOFT_HOPS: usize = 40;
+
+/// The id at `path` (absolute, or relative to the group `start`) by hard
+/// links, and soft links when `follow_soft` (HSDS's `follow_soft_links`);
+/// `None` when a name on the way is missing. A soft link not to be
+/// followed, or an external link, on the way is 400, as in HSDS.
+fn walk_path(dom: &Domain, start: &str, path: &str, follow_soft: bool) -> Result<Option<String>> {
+    let mut id = if path.starts_with('/') {
+        dom.root_id().to_string()
+    } else {
+        start.to_string()
+    };
+    let mut todo: Vec<String> = path.split('/').filter(|p| !p.is_empty()).rev().map(str::to_string).collect();
+    let mut hops = 0;
+    while let Some(name) = todo.pop() {
+        if !id.starts_with("g-") {
+            return Ok(None);
+        }
+        let link = match dom.link_get(&id, &name) {
+            Ok(l) => l,
+            Err(h5lake_engine::EngineError::NotFound(_)) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        match link.get("class").and_then(Value::as_str) {
+            Some("H5L_TYPE_HARD") => {
+                id = link.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+            }
+            Some("H5L_TYPE_SOFT") if follow_soft => {
+                hops += 1;
+                let target = link.get("h5path").and_then(Value::as_str).unwrap_or_default();
+                if hops > MAX_SOFT_HOPS {
+                    return Err(ServerError::BadRequest(format!(
+                        "h5path {path:?}: more than {MAX_SOFT_HOPS} soft links on the way"
+                    )));
+                }
+                if target.starts_with('/') {
+                    id = dom.root_id().to_string();
+                }
+                todo.extend(target.split('/').filter(|p| !p.is_empty()).rev().map(str::to_string));
+            }
+            Some("H5L_TYPE_SOFT") => {
+                return Err(ServerError::BadRequest(format!(
+                    "h5path {path:?}: {name:?} is a soft link (ask with follow_soft_links=1)"
+                )))
+            }
+            _ => {
+                return Err(ServerError::BadRequest(format!(
+                    "h5path {path:?}: {name:?} is an external link (not followed by this server)"
+                )))
+            }
+        }
+    }
+    Ok(Some(id))
+}
+
 /// The object at the request's `h5path` (absolute, or relative to the
 /// group `grpid`), following hard and soft links, as `GET /groups/{id}`
 /// answers it; `kind` (`"g"`, `"d"`, `"t"`) when it must be of one kind.
@@ -288,17 +350,10 @@ pub(crate) fn object_by_path(app: &App, ctx: &Ctx, path: &str, kind: Option<&str
             )))
         }
     };
-    let id = dom
-        .resolve_path_from(&start, path)?
-        .filter(|id| kind.is_none_or(|k| id.starts_with(k)))
+    let id = walk_path(&dom, &start, path, ctx.flag("follow_soft_links"))?
+        .filter(|id| kind.map_or(true, |k| id.starts_with(k)))
         .ok_or_else(|| ServerError::NotFound(format!("no such object at h5path {path:?}")))?;
-    let doc = dom.get_doc(&id)?;
-    let mut out = object_json(
-        &doc,
-        dom.location(),
-        ctx.flag("include_links"),
-        ctx.flag("include_attrs"),
-    );
+    let mut out = object_answer(&dom, ctx, &id)?;
     out["class"] = json!(match &id[..1] {
         "g" => "group",
         "d" => "dataset",
@@ -480,9 +535,12 @@ pub(crate) fn create_item(
                 .get("filters")
                 .and_then(Value::as_array)
                 .is_some_and(|f| !f.is_empty());
-            let resizable = shape
-                .get("maxdims")
-                .is_some_and(|m| Some(m) != shape.get("dims"));
+            // (A maximum extent given at all, even the extent itself, asks
+            // for a dataset HSDS can shrink and grow back: chunked.)
+            let resizable = body.get("maxdims").is_some()
+                || shape
+                    .get("maxdims")
+                    .is_some_and(|m| Some(m) != shape.get("dims"));
             if cprops.get("layout").is_none() && (filtered || resizable) {
                 let dims: Vec<u64> = shape["dims"]
                     .as_array()
@@ -891,6 +949,7 @@ pub(crate) fn link_item(name: &str, link: &Value) -> Value {
     item["title"] = json!(name);
     if let Some(id) = link.get("id").and_then(Value::as_str) {
         item["collection"] = json!(collection_of(id));
+        item["href"] = json!(format!("/{}/{id}", collection_of(id)));
     }
     item
 }
@@ -913,9 +972,16 @@ pub(crate) async fn get_links(
         if !ctx.flag("CreateOrder") {
             links.sort_by(|a, b| a.0.cmp(&b.0));
         }
-        let start = marker
-            .and_then(|m| links.iter().position(|(n, _)| n == m).map(|p| p + 1))
-            .unwrap_or(0);
+        // (A marker names a link to start after: one that is not there is
+        // 404, as in HSDS.)
+        let start = match marker {
+            None => 0,
+            Some(m) => links
+                .iter()
+                .position(|(n, _)| n == m)
+                .map(|p| p + 1)
+                .ok_or_else(|| ServerError::NotFound(format!("marker {m:?}: no such link")))?,
+        };
         let items: Vec<Value> = links[start.min(links.len())..]
             .iter()
             .filter(|(n, _)| pattern.map_or(true, |p| glob_match(p, n)))
@@ -1089,24 +1155,52 @@ pub(crate) async fn post_links(
         ),
         Some(_) => return Err(ServerError::BadRequest("titles must be a list".into())),
     };
+    let groups: Option<Vec<String>> = match body.get("grp_ids") {
+        None => None,
+        Some(Value::Array(a)) => Some(
+            a.iter()
+                .map(|g| {
+                    let g = g
+                        .as_str()
+                        .ok_or_else(|| ServerError::BadRequest("grp_ids must hold ids".into()))?;
+                    check_id(g, "groups")?;
+                    Ok(g.to_string())
+                })
+                .collect::<Result<_>>()?,
+        ),
+        Some(_) => return Err(ServerError::BadRequest("grp_ids must be a list".into())),
+    };
     blocking(move || {
         let dom = open_domain(&app, &ctx, Action::Read)?;
-        let links = dom.links(&id)?;
-        let items: Vec<Value> = match titles {
-            None => links.iter().map(|(n, l)| link_item(n, l)).collect(),
-            Some(t) => {
-                let mut out = Vec::new();
-                for name in &t {
-                    let (n, l) = links
-                        .iter()
-                        .find(|(n, _)| n == name)
-                        .ok_or_else(|| ServerError::NotFound(format!("link {name:?} not found")))?;
-                    out.push(link_item(n, l));
+        // The links of one group: all, or those named (a name missing is
+        // 404 for one group; of several groups, each gives what it has).
+        let of = |gid: &str, strict: bool| -> Result<Vec<Value>> {
+            let links = dom.links(gid)?;
+            let Some(t) = &titles else {
+                return Ok(links.iter().map(|(n, l)| link_item(n, l)).collect());
+            };
+            let mut out = Vec::new();
+            for name in t {
+                match links.iter().find(|(n, _)| n == name) {
+                    Some((n, l)) => out.push(link_item(n, l)),
+                    None if strict => {
+                        return Err(ServerError::NotFound(format!("link {name:?} not found")))
+                    }
+                    None => {}
                 }
-                out
             }
+            Ok(out)
         };
-        ok(json!({"links": items}))
+        match &groups {
+            None => ok(json!({"links": of(&id, true)?})),
+            Some(gids) => {
+                let mut out = serde_json::Map::new();
+                for g in gids {
+                    out.insert(g.clone(), json!(of(g, false)?));
+                }
+                ok(json!({"links": out}))
+            }
+        }
     })
     .await
 }

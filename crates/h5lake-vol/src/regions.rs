@@ -219,23 +219,8 @@ pub unsafe fn apply(api: &Api, space: hid_t, sel: &Value) -> Result<()> {
         }
         Some("H5S_SEL_HYPERSLABS") if sel.get("selection").is_none() => {
             let part = |k: &str| coords(sel.get(k).ok_or_else(bad)?);
-            let (start, stride, count, block) = (
-                part("start")?,
-                part("stride")?,
-                part("count")?,
-                part("block")?,
-            );
-            check(
-                f.H5Sselect_hyperslab(
-                    space,
-                    sys::H5S_seloper_t_H5S_SELECT_SET,
-                    start.as_ptr(),
-                    stride.as_ptr(),
-                    count.as_ptr(),
-                    block.as_ptr(),
-                ),
-                "H5Sselect_hyperslab",
-            )?;
+            let parts = [part("start")?, part("stride")?, part("count")?, part("block")?];
+            crate::selection::set_regular_hyperslab(api, space, &parts)?;
         }
         Some("H5S_SEL_HYPERSLABS") => {
             check(f.H5Sselect_none(space), "H5Sselect_none")?;

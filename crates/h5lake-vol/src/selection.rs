@@ -77,6 +77,27 @@ fn every_element(api: &Api, space: hid_t, dims: &[u64]) -> Result<Selection> {
     Ok(Selection::Points { rank, coords })
 }
 
+/// Selects in `space` the regular hyperslab `[start, stride, count,
+/// block]` (each one value per dimension), replacing its selection.
+///
+/// # Safety
+/// `space` is a dataspace id of that many dimensions.
+pub unsafe fn set_regular_hyperslab(api: &Api, space: hid_t, parts: &[Vec<u64>; 4]) -> Result<()> {
+    let [start, stride, count, block] = parts;
+    check(
+        api.f.H5Sselect_hyperslab(
+            space,
+            sys::H5S_seloper_t_H5S_SELECT_SET,
+            start.as_ptr(),
+            stride.as_ptr(),
+            count.as_ptr(),
+            block.as_ptr(),
+        ),
+        "H5Sselect_hyperslab",
+    )?;
+    Ok(())
+}
+
 /// `[start, stride, count, block]` of `space`'s hyperslab selection (of
 /// `rank` dimensions), if it is a regular one.
 ///

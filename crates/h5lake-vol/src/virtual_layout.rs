@@ -155,18 +155,7 @@ unsafe fn hyperslab_space(api: &Api, dims: &[u64], runs: &[Value]) -> Result<Spa
         .collect::<Option<_>>()
         .ok_or_else(|| VolError::Invalid(format!("a stored virtual selection {runs:?}")))?;
     let part = |k: usize| -> Vec<u64> { runs.iter().map(|r| r[k]).collect() };
-    let (start, stride, count, block) = (part(0), part(1), part(2), part(3));
-    check(
-        f.H5Sselect_hyperslab(
-            space.0,
-            sys::H5S_seloper_t_H5S_SELECT_SET,
-            start.as_ptr(),
-            stride.as_ptr(),
-            count.as_ptr(),
-            block.as_ptr(),
-        ),
-        "H5Sselect_hyperslab",
-    )?;
+    crate::selection::set_regular_hyperslab(api, space.0, &[part(0), part(1), part(2), part(3)])?;
     Ok(space)
 }
 
