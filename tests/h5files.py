@@ -92,14 +92,44 @@ def write_everything(path):
 
 
 def write_unsupported_filter(path):
-    """A file with a bitshuffle-compressed dataset (an hdf5plugin filter
-    h5lake has no codec for)."""
+    """A file with a bzip2-compressed dataset (an hdf5plugin filter h5lake
+    has no codec for)."""
     import hdf5plugin
     with h5py.File(path, "w") as f:
         f.create_dataset("ok", data=np.arange(10))
-        f.create_dataset("bitshuffled", data=np.arange(1000), chunks=(100,),
-                         **hdf5plugin.Bitshuffle())
+        f.create_dataset("bzipped", data=np.arange(1000), chunks=(100,),
+                         **hdf5plugin.BZip2())
     return path
+
+
+def write_bitshuffled(path):
+    """Datasets bit-shuffled by hdf5plugin's bitshuffle filter: LZ4, zstd
+    and none; default and chosen block sizes; sizes with partial blocks and
+    a tail of fewer than 8 elements; several element sizes and a compound.
+    Returns the values by dataset name."""
+    import hdf5plugin
+    rng = np.random.default_rng(5)
+    data = {}
+    with h5py.File(path, "w") as f:
+        for dtype in ("u1", "<i2", "<u4", ">i4", "<f8"):
+            a = (rng.normal(size=(203, 77)) * 1000).astype(dtype)
+            data[f"{dtype}_lz4"] = a
+            f.create_dataset(f"{dtype}_lz4", data=a, chunks=(50, 77),
+                             **hdf5plugin.Bitshuffle(cname="lz4"))
+        a = np.arange(10_007, dtype="f4") / 3
+        for cname in ("none", "lz4", "zstd"):
+            for nelems in (0, 256):
+                name = f"f4_{cname}_{nelems}"
+                data[name] = a
+                f.create_dataset(name, data=a, chunks=(3001,),
+                                 **hdf5plugin.Bitshuffle(nelems=nelems, cname=cname))
+        c = np.zeros(999, dtype=[("x", "<f4"), ("n", "<i2"), ("s", "S3")])
+        c["x"] = np.arange(999) / 7
+        c["n"] = np.arange(999)
+        c["s"] = [str(i).encode() for i in range(999)]
+        data["compound"] = c
+        f.create_dataset("compound", data=c, chunks=(333,), **hdf5plugin.Bitshuffle())
+    return data
 
 
 def write_many_small_chunks(path, n_datasets=6, rows=200_000, chunk=10_000):

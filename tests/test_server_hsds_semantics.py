@@ -205,3 +205,160 @@ def test_link_paging_markers_and_domain_details(api):
     assert api("GET", f"/groups/{api.root}/links", Marker="nope")[0] == 404
     out = api("GET", "/", getdnids=1)[1]
     assert out["dn_ids"] and {"lz4hc", "zstd", "gzip", "blosclz", "lz4"} <= set(out["compressors"])
+
+
+def test_non_finite_floats_as_hsds_writes_them(server, api):
+    """Bare NaN/Infinity (Python's json reads them), ``null`` with
+    ignore_nan=1, and a NaN fill value as the text "nan" there."""
+    assert api("PUT", f"/groups/{api.root}/attributes/a",
+               {"type": "H5T_IEEE_F32LE", "shape": 3, "value": ["NaN", 1.5, "-Infinity"]})[0] == 201
+    status, _, raw = server.request("GET", f"/groups/{api.root}/attributes/a", user=USER,
+                                    params={"domain": api.domain}, raw=True)
+    assert status == 200 and b"[NaN,1.5,-Infinity]" in raw
+    for suffix, params in (("/a", {}), ("/a/value", {}), ("", {"IncludeData": 1})):
+        s, out = api("GET", f"/groups/{api.root}/attributes{suffix}", **params)
+        value = out["attributes"][0]["value"] if "attributes" in out else out["value"]
+        assert np.isnan(value[0]) and value[1] == 1.5 and value[2] == -np.inf
+        s, out = api("GET", f"/groups/{api.root}/attributes{suffix}", ignore_nan=1, **params)
+        value = out["attributes"][0]["value"] if "attributes" in out else out["value"]
+        assert value == [None, 1.5, None]
+    # A string that reads "NaN" stays a string.
+    assert api("PUT", f"/groups/{api.root}/attributes/s", {"type": {
+        "class": "H5T_STRING", "charSet": "H5T_CSET_ASCII", "strPad": "H5T_STR_NULLPAD",
+        "length": 3}, "shape": 1, "value": ["NaN"]})[0] == 201
+    assert api("GET", f"/groups/{api.root}/attributes/s")[1]["value"] == ["NaN"]
+    s, d = api("POST", "/datasets", {"type": "H5T_IEEE_F64LE", "shape": [4],
+                                     "creationProperties": {"fillValue": "NaN"}})
+    out = api("GET", f"/datasets/{d['id']}")[1]
+    assert np.isnan(out["creationProperties"]["fillValue"])
+    out = api("GET", f"/datasets/{d['id']}", ignore_nan=1)[1]
+    assert out["creationProperties"]["fillValue"] == "nan"
+    assert all(np.isnan(api("GET", f"/datasets/{d['id']}/value")[1]["value"]))
+    assert api("GET", f"/datasets/{d['id']}/value", ignore_nan=1)[1]["value"] == [None] * 4
+
+
+def test_fill_values_given_as_base64_bytes(api):
+    fill = np.float32(2.5).tobytes()
+    import base64
+    b64 = base64.b64encode(fill).decode()
+    s, d = api("POST", "/datasets", {"type": "H5T_IEEE_F32LE", "shape": [3], "creationProperties": {
+        "fillValue": b64, "fillValue_encoding": "base64"}})
+    assert s == 201
+    cp = api("GET", f"/datasets/{d['id']}")[1]["creationProperties"]
+    assert cp["fillValue"] == b64 and cp["fillValue_encoding"] == "base64"
+    assert api("GET", f"/datasets/{d['id']}/value")[1]["value"] == [2.5] * 3
+    bad = base64.b64encode(b"12345").decode()
+    assert api("POST", "/datasets", {"type": "H5T_IEEE_F32LE", "shape": [3], "creationProperties": {
+        "fillValue": bad, "fillValue_encoding": "base64"}})[0] == 400
+
+
+def test_attribute_values_as_base64_and_as_typed(api):
+    import base64
+    arr = np.array([2, 3, 5], np.int32)
+    assert api("PUT", f"/groups/{api.root}/attributes/i", {"type": "H5T_STD_I32LE", "shape": 3,
+               "value": base64.b64encode(arr.tobytes()).decode(), "encoding": "base64"})[0] == 201
+    out = api("GET", f"/groups/{api.root}/attributes/i")[1]
+    assert out["value"] == [2, 3, 5] and "encoding" not in out
+    out = api("GET", f"/groups/{api.root}/attributes/i", encoding="base64")[1]
+    assert out["encoding"] == "base64" and base64.b64decode(out["value"]) == arr.tobytes()
+    # Bytes that are not UTF-8 come back as base64 of the attribute's bytes.
+    t = {"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8", "strPad": "H5T_STR_NULLTERM",
+         "length": 2}
+    assert api("PUT", f"/groups/{api.root}/attributes/b", {"type": t,
+               "shape": {"class": "H5S_SCALAR"}})[0] == 201
+    assert api("PUT", f"/groups/{api.root}/attributes/b/value", b"\xfe\xff",
+               headers={"Content-Type": "application/octet-stream"})[0] == 200
+    out = api("GET", f"/groups/{api.root}/attributes/b")[1]
+    assert out["encoding"] == "base64" and out["value"] == "/v8="
+    # Single-precision values read back as typed, not widened.
+    assert api("PUT", f"/groups/{api.root}/attributes/c", {"type": {
+        "class": "H5T_COMPOUND", "fields": [{"name": "a", "type": "H5T_STD_I32LE"},
+                                            {"name": "b", "type": "H5T_IEEE_F32LE"}]},
+        "value": [42, 0.42]})[0] == 201
+    assert api("GET", f"/groups/{api.root}/attributes/c")[1]["value"] == [42, 0.42]
+
+
+def test_fixed_length_text_is_cut_to_its_length(api):
+    t = {"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII", "strPad": "H5T_STR_NULLPAD",
+         "length": 7}
+    s, d = api("POST", "/datasets", {"type": t, "shape": 3})
+    assert api("PUT", f"/datasets/{d['id']}/value", {"value": ["123456", "1234567",
+                                                                "123456789"]})[0] == 200
+    assert api("GET", f"/datasets/{d['id']}/value")[1]["value"] == ["123456", "1234567",
+                                                                    "1234567"]
+
+
+def test_linked_domains_share_a_root(server, api):
+    s, out = api("PUT", "/", {"linked_domain": api.domain}, domain=api.domain + ".link")
+    assert s == 201 and out["root"] == api.root
+    # Deleting the first with keep_root leaves the objects to the second.
+    assert api("DELETE", "/", {"keep_root": 1})[0] == 200
+    assert api("GET", f"/groups/{api.root}", domain=api.domain + ".link")[0] == 200
+    # Linking needs read access to the target.
+    server.request("PUT", "/", {"folder": 1, "owner": "test_user2"},
+                   params={"domain": "/home/test_user2/"})
+    status = server.request("PUT", "/", {"linked_domain": api.domain + ".link"},
+                            user="test_user2",
+                            params={"domain": "/home/test_user2/steal.h5"})[0]
+    assert status == 403
+    # A flush asked for node ids answers with them.
+    s, out = api("PUT", "/", flush=1, getdnids=1, domain=api.domain + ".link")
+    assert s == 200 and out["dn_ids"]
+
+
+def test_external_links_followed_when_asked(server, api):
+    s, other = api("PUT", "/", domain=api.domain + ".ext")
+    s, g = api("POST", "/groups", {"link": {"id": other["root"], "name": "g"}},
+               domain=api.domain + ".ext")
+    for name, domain in (("e", api.domain + ".ext"), ("f", "hdf5:/" + api.domain + ".ext")):
+        assert api("PUT", f"/groups/{api.root}/links/{name}",
+                   {"h5path": "/g", "h5domain": domain})[0] == 201
+        assert api("GET", "/", h5path=f"/{name}")[0] == 400
+        s, out = api("GET", "/", h5path=f"/{name}", follow_external_links=1)
+        assert s == 200 and out["id"] == g["id"] and out["domain"] == api.domain + ".ext"
+    # Only where the caller may read.
+    s = server.request("PUT", "/", params={"domain": "/home/private.h5"})[0]
+    assert s == 201
+    assert api("PUT", f"/groups/{api.root}/links/p", {"h5path": "/", "h5domain": "/home/private.h5"})[0] \
+        == 201
+    assert api("GET", "/", h5path="/p", follow_external_links=1)[0] == 403
+
+
+def test_links_listed_by_post_page_like_get(api):
+    for name in ("c", "a", "b"):
+        assert api("PUT", f"/groups/{api.root}/links/{name}", {"h5path": "/x"})[0] == 201
+    s, out = api("POST", f"/groups/{api.root}/links", {"grp_ids": [api.root]}, Limit=2)
+    assert [l["title"] for l in out["links"]] == ["a", "b"]
+    s, out = api("POST", f"/groups/{api.root}/links", {"grp_ids": [api.root]}, CreateOrder=1)
+    assert [l["title"] for l in out["links"]] == ["c", "a", "b"]
+
+
+def test_acl_entries_set_through_acls_name_their_domain(api):
+    assert api("PUT", "/acls/test_user2", {"read": True})[0] == 201
+    out = api("GET", "/acls/test_user2")[1]["acl"]
+    assert out["read"] is True and out["domain"] == api.domain
+    assert "domain" not in api("GET", f"/acls/{USER}")[1]["acl"]
+
+
+def test_bitshuffle_datasets(api):
+    for filters in ([{"class": "H5Z_FILTER_BITSHUFFLE", "id": 32008, "name": "bitshuffle"}],
+                    [{"class": "H5Z_FILTER_BITSHUFFLE", "id": 32008, "name": "bitshuffle"},
+                     {"class": "H5Z_FILTER_DEFLATE", "id": 1, "level": 5}]):
+        s, d = api("POST", "/datasets", {"type": "H5T_STD_I32LE", "shape": [100, 30],
+                                         "creationProperties": {"filters": filters}})
+        assert s == 201
+        values = (np.arange(3000, dtype=np.int32).reshape(100, 30) // 7).tolist()
+        assert api("PUT", f"/datasets/{d['id']}/value", {"value": values})[0] == 200
+        assert api("GET", f"/datasets/{d['id']}/value")[1]["value"] == values
+
+
+def test_fields_named_in_the_body_of_value_requests(api):
+    t = {"class": "H5T_COMPOUND", "fields": [{"name": n, "type": "H5T_STD_I32LE"}
+                                             for n in ("a", "b")]}
+    s, d = api("POST", "/datasets", {"type": t, "shape": 5})
+    # One member's values, given bare, in the body's `fields`.
+    assert api("PUT", f"/datasets/{d['id']}/value", {"value": [1, 2, 3, 4, 5], "fields": "b"})[0] == 200
+    s, out = api("POST", f"/datasets/{d['id']}/value", {"points": [1, 3], "fields": "b"})
+    assert s == 200 and out["value"] == [[2], [4]]
+    assert api("GET", f"/datasets/{d['id']}/value")[1]["value"] == [[0, i] for i in range(1, 6)]
+    assert api("PUT", f"/datasets/{d['id']}/value", {"value": [1], "fields": 3})[0] == 400

@@ -1061,10 +1061,8 @@ impl RawFile {
     fn link_parquet_dataset(&self, py: Python<'_>, srcs: Vec<String>) -> PyResult<String> {
         let dom = self.dom()?;
         py.allow_threads(|| {
-            let plan = h5lake_engine::parquet_link::plan_parquet_link(
-                &srcs,
-                dom.link_policy().clone(),
-            )?;
+            let plan =
+                h5lake_engine::parquet_link::plan_parquet_link(&srcs, dom.link_policy().clone())?;
             dom.link_parquet_dataset(&plan, None)
         })
         .map_err(to_py_err)

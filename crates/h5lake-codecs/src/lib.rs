@@ -12,6 +12,7 @@
 //! chunks from either writer.
 
 pub mod aec;
+pub mod bitshuffle;
 mod blosc;
 mod deflate;
 mod error;
@@ -94,6 +95,15 @@ pub enum Filter {
     /// szip (id 4), CCSDS adaptive entropy coding. `cd` is options mask,
     /// pixels per block, bits per pixel, pixels per scanline.
     Szip { cd: Vec<u32> },
+    /// Bitshuffle (id 32008): bits transposed in blocks of `block` elements
+    /// (0: the library's default), then each block compressed when
+    /// `compression` is [`bitshuffle::LZ4`] or [`bitshuffle::ZSTD`] (at
+    /// `level`). See [`bitshuffle`].
+    Bitshuffle {
+        block: u32,
+        compression: u32,
+        level: u32,
+    },
 }
 
 /// Which writer's byte layout a chunk follows.
@@ -123,7 +133,6 @@ const KNOWN_UNSUPPORTED: &[(u64, &str, &str)] = &[
     (filter_id::NBIT, "H5Z_FILTER_NBIT", "nbit"),
     (filter_id::SNAPPY, "H5Z_FILTER_SNAPPY", "snappy"),
     (filter_id::LZ4HC, "H5Z_FILTER_LZ4HC", "lz4hc"),
-    (filter_id::BITSHUFFLE, "H5Z_FILTER_BITSHUFFLE", "bitshuffle"),
 ];
 
 #[derive(Clone, Copy, PartialEq)]
@@ -137,6 +146,7 @@ enum Kind {
     Blosc,
     ScaleOffset,
     Szip,
+    Bitshuffle,
 }
 
 fn kind_from_id(id: u64) -> Option<Kind> {
@@ -150,6 +160,7 @@ fn kind_from_id(id: u64) -> Option<Kind> {
         filter_id::BLOSC => Kind::Blosc,
         filter_id::SCALEOFFSET => Kind::ScaleOffset,
         filter_id::SZIP => Kind::Szip,
+        filter_id::BITSHUFFLE => Kind::Bitshuffle,
         _ => return None,
     })
 }
@@ -165,6 +176,7 @@ fn kind_from_class(class: &str) -> Option<Kind> {
         "H5Z_FILTER_BLOSC" => Kind::Blosc,
         "H5Z_FILTER_SCALEOFFSET" => Kind::ScaleOffset,
         "H5Z_FILTER_SZIP" => Kind::Szip,
+        "H5Z_FILTER_BITSHUFFLE" => Kind::Bitshuffle,
         _ => return None,
     })
 }
@@ -180,6 +192,7 @@ fn kind_from_name(name: &str) -> Option<Kind> {
         "blosc" | "blosclz" => Kind::Blosc,
         "scaleoffset" => Kind::ScaleOffset,
         "szip" => Kind::Szip,
+        "bitshuffle" => Kind::Bitshuffle,
         _ => return None,
     })
 }
@@ -336,6 +349,62 @@ fn parse_entry(entry: &Value) -> Result<Filter> {
         Kind::Szip => Filter::Szip {
             cd: local_cd(obj, 4, "szip")?,
         },
+        Kind::Bitshuffle => parse_bitshuffle(obj, what)?,
+    })
+}
+
+/// A bitshuffle entry: the plugin's client data in `parameters` (as HDF5
+/// keeps it: the first three slots are the plugin's, then block size,
+/// compression and level, each 0 when missing), else `block_size` and
+/// `compression` (0, 2 = lz4, 3 = zstd; by name too) with `level`; without
+/// any, LZ4 in blocks of the default size, which is what HSDS's
+/// `bitshuffle` filter stores.
+fn parse_bitshuffle(obj: &Map<String, Value>, what: &str) -> Result<Filter> {
+    let cd = cd_values(obj, what)?;
+    let (block, compression, level) = if obj.get("parameters").is_some_and(|p| !p.is_null()) {
+        let at = |i: usize| cd.get(i).copied().unwrap_or(0);
+        (at(3), at(4), at(5))
+    } else {
+        let compression = match obj.get("compression") {
+            None | Some(Value::Null) => bitshuffle::LZ4,
+            Some(Value::String(s)) => match s.to_ascii_lowercase().as_str() {
+                "none" => bitshuffle::NONE,
+                "lz4" => bitshuffle::LZ4,
+                "zstd" => bitshuffle::ZSTD,
+                _ => {
+                    return Err(CodecError::Invalid(format!(
+                        "{what}: compression {s:?} is not none, lz4 or zstd"
+                    )))
+                }
+            },
+            Some(v) => as_u64(v)
+                .and_then(|c| u32::try_from(c).ok())
+                .ok_or_else(|| CodecError::Invalid(format!("{what}: bad compression {v}")))?,
+        };
+        let block = int_param(obj, &["block_size", "blocksize"], what)?.unwrap_or(0);
+        let level = int_param(obj, &["level"], what)?.unwrap_or(0);
+        (
+            u32::try_from(block)
+                .map_err(|_| CodecError::Invalid(format!("{what}: bad block size {block}")))?,
+            compression,
+            u32::try_from(level)
+                .map_err(|_| CodecError::Invalid(format!("{what}: bad level {level}")))?,
+        )
+    };
+    if block % 8 != 0 {
+        return Err(CodecError::Invalid(format!(
+            "{what}: block size {block} is not a multiple of 8 elements"
+        )));
+    }
+    if ![bitshuffle::NONE, bitshuffle::LZ4, bitshuffle::ZSTD].contains(&compression) {
+        return Err(CodecError::Unsupported(format!(
+            "bitshuffle compression {compression} (known: 0 none, 2 lz4, 3 zstd)"
+        )));
+    }
+    Ok(Filter::Bitshuffle {
+        block,
+        compression,
+        level,
     })
 }
 
@@ -579,6 +648,7 @@ pub fn hdf5_filter_json(id: u64, cd: &[u32], label: &str) -> Value {
         // Two values as H5Pset_* leave them, all of them after set_local:
         // either way [`complete_filters`] ends with the complete set.
         4 => Filter::Szip { cd: cd.to_vec() }.to_hsds_json(),
+        32008 => json!({"id": 32008, "name": "bitshuffle", "parameters": cd}),
         6 => Filter::ScaleOffset { cd: cd.to_vec() }.to_hsds_json(),
         _ => {
             let mut e = json!({"id": id});
@@ -651,6 +721,23 @@ impl Filter {
                 compressor.code(),
             ],
             Filter::ScaleOffset { cd } | Filter::Szip { cd } => cd.clone(),
+            Filter::Bitshuffle {
+                block,
+                compression,
+                level,
+            } => {
+                let mut cd = vec![
+                    bitshuffle::VERSION.0,
+                    bitshuffle::VERSION.1,
+                    elem_size as u32,
+                    *block,
+                    *compression,
+                ];
+                if *compression == bitshuffle::ZSTD {
+                    cd.push(*level);
+                }
+                cd
+            }
         }
     }
 
@@ -666,6 +753,7 @@ impl Filter {
             Filter::Blosc { .. } => filter_id::BLOSC,
             Filter::ScaleOffset { .. } => filter_id::SCALEOFFSET,
             Filter::Szip { .. } => filter_id::SZIP,
+            Filter::Bitshuffle { .. } => filter_id::BITSHUFFLE,
         }
     }
 
@@ -731,6 +819,19 @@ impl Filter {
                 }
                 e
             }
+            Filter::Bitshuffle {
+                block,
+                compression,
+                level,
+            } => {
+                let mut e = json!({"class": "H5Z_FILTER_BITSHUFFLE", "id": 32008,
+                                   "name": "bitshuffle", "block_size": block,
+                                   "compression": compression});
+                if *compression == bitshuffle::ZSTD {
+                    e["level"] = json!(level);
+                }
+                e
+            }
         }
     }
 
@@ -745,6 +846,7 @@ impl Filter {
             Filter::Blosc { .. } => "blosc",
             Filter::ScaleOffset { .. } => "scaleoffset",
             Filter::Szip { .. } => "szip",
+            Filter::Bitshuffle { .. } => "bitshuffle",
         }
     }
 
@@ -757,7 +859,7 @@ impl Filter {
                 | Filter::Lzf
                 | Filter::Blosc { .. }
                 | Filter::Szip { .. }
-        )
+        ) || matches!(self, Filter::Bitshuffle { compression, .. } if *compression != bitshuffle::NONE)
     }
 }
 
@@ -863,6 +965,20 @@ impl Pipeline {
                 } => blosc::compress(&data, elem_size, *compressor, *level, *shuffle)?,
                 Filter::ScaleOffset { cd } => scaleoffset::encode(&data, cd)?,
                 Filter::Szip { cd } => szip::encode(&data, cd)?,
+                Filter::Bitshuffle {
+                    block,
+                    compression,
+                    level,
+                } => {
+                    let block = match *block {
+                        0 => bitshuffle::default_block(elem_size),
+                        b => b as usize,
+                    };
+                    match *compression {
+                        bitshuffle::NONE => bitshuffle::shuffle(&data, elem_size, block)?,
+                        c => bitshuffle::compress(&data, elem_size, block, c, *level as i32)?,
+                    }
+                }
             };
         }
         Ok(data)
@@ -874,7 +990,10 @@ impl Pipeline {
         self.filters.iter().any(|f| {
             matches!(
                 f,
-                Filter::Lzf | Filter::Szip { .. } | Filter::ScaleOffset { .. }
+                Filter::Lzf
+                    | Filter::Szip { .. }
+                    | Filter::ScaleOffset { .. }
+                    | Filter::Bitshuffle { .. }
             )
         })
     }
@@ -1009,6 +1128,18 @@ impl Pipeline {
                 Filter::Lzf => Buf::Owned(lzf::decompress(data.as_slice(), hint)?),
                 Filter::ScaleOffset { cd } => Buf::Owned(scaleoffset::decode(data.as_slice(), cd)?),
                 Filter::Szip { cd } => Buf::Owned(szip::decode(data.as_slice(), cd)?),
+                Filter::Bitshuffle {
+                    block, compression, ..
+                } => Buf::Owned(match *compression {
+                    bitshuffle::NONE => {
+                        let block = match *block {
+                            0 => bitshuffle::default_block(elem_size),
+                            b => b as usize,
+                        };
+                        bitshuffle::unshuffle(data.as_slice(), elem_size, block)?
+                    }
+                    c => bitshuffle::decompress(data.as_slice(), elem_size, c)?,
+                }),
                 _ if blosc::is_frame(data.as_slice()) => {
                     blosc_frame_seen = true;
                     Buf::Owned(blosc::decompress(data.as_slice())?)

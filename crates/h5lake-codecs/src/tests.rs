@@ -100,7 +100,7 @@ fn blosc_parameters() {
 fn unknown_filters_are_named() {
     let cases = [
         (json!([{"class": "H5Z_FILTER_NBIT", "id": 5}]), "nbit"),
-        (json!([{"class": "H5Z_FILTER_BITSHUFFLE"}]), "bitshuffle"),
+        (json!([{"class": "H5Z_FILTER_SNAPPY"}]), "snappy"),
         (
             json!([{"class": "H5Z_FILTER_USER", "id": 32013, "name": "zfp"}]),
             "zfp",
@@ -401,4 +401,47 @@ fn adaptive_filters_are_completed_for_the_dataset() {
     assert!(complete_filters(&user, float, &[10, 30], &[0; 8]).is_err());
     let few = json!([{"class": "H5Z_FILTER_SZIP", "pixelsPerBlock": 32}]);
     assert!(complete_filters(&few, int32, &[2, 3], &[0; 4]).is_err());
+}
+
+#[test]
+fn bitshuffle_entries_and_round_trips() {
+    // HSDS's bare entry: LZ4, default blocks; an HDF5 file's client data.
+    let p = Pipeline::from_hsds_json(&json!([{"class": "H5Z_FILTER_BITSHUFFLE", "id": 32008,
+                                               "name": "bitshuffle"}]))
+    .unwrap();
+    assert_eq!(
+        p.filters,
+        vec![Filter::Bitshuffle {
+            block: 0,
+            compression: 2,
+            level: 0
+        }]
+    );
+    let p2 =
+        Pipeline::from_hsds_json(&json!([{"id": 32008, "parameters": [0, 5, 4, 256, 0]}])).unwrap();
+    assert_eq!(
+        p2.filters,
+        vec![Filter::Bitshuffle {
+            block: 256,
+            compression: 0,
+            level: 0
+        }]
+    );
+    // What to_hsds_json writes reads back the same.
+    for q in [&p, &p2] {
+        assert_eq!(&Pipeline::from_hsds_json(&q.to_hsds_json()).unwrap(), q);
+    }
+    assert_eq!(p.filters[0].hdf5_client_data(4, 4096), vec![0, 5, 4, 0, 2]);
+    let data: Vec<u8> = (0..4000u32).flat_map(|i| (i / 3).to_le_bytes()).collect();
+    for q in [p, p2] {
+        for format in [ChunkFormat::Hdf5, ChunkFormat::Hsds] {
+            let enc = q.encode_as(data.clone(), 4, format).unwrap();
+            assert_eq!(
+                q.decode_as(&enc, 4, Some(data.len()), format).unwrap(),
+                data
+            );
+        }
+    }
+    assert!(Pipeline::from_hsds_json(&json!([{"id": 32008, "block_size": 12}])).is_err());
+    assert!(Pipeline::from_hsds_json(&json!([{"id": 32008, "compression": 7}])).is_err());
 }

@@ -116,7 +116,7 @@ impl Footer {
         for rg in meta.row_groups() {
             for col in rg.columns() {
                 let (start, n) = col.byte_range();
-                if start.checked_add(n).is_none_or(|end| end > len) {
+                if start.checked_add(n).map_or(true, |end| end > len) {
                     return Err(ColumnarError::Corrupt(format!(
                         "a Parquet column chunk at {start}+{n} in an object of {len} bytes"
                     )));

@@ -13,7 +13,7 @@
 use bytes::Bytes;
 use h5lake_codecs::{ChunkFormat, ElementClass, ElementInfo, Pipeline};
 use h5lake_store::{PutOutcome, Version, Versioned};
-use h5lake_types::{json_to_element, ByteOrder, Datatype, Selection, Shape, UNLIMITED};
+use h5lake_types::{ByteOrder, Datatype, Selection, Shape, UNLIMITED};
 use rayon::prelude::*;
 use serde_json::{json, Value};
 
@@ -186,13 +186,16 @@ impl DatasetMeta {
         // HDF5's "fill time never": unwritten elements are undefined, not
         // the declared fill value; h5lake reads them as zero bytes.
         let never = cprops.get("fillTime").and_then(Value::as_str) == Some("H5D_FILL_TIME_NEVER");
-        let declared = cprops.get("fillValue").filter(|_| !never);
+        let declared = if never {
+            None
+        } else {
+            h5lake_types::declared_fill(&dtype, &cprops)?
+        };
         let fill = match (dtype.fixed_size(), declared) {
+            (_, Some(b)) => b,
             (None, None) if dtype.is_top_level_vlen() => Vec::new(),
             (None, None) => h5lake_types::record::empty_record(&dtype),
-            (None, Some(v)) => h5lake_types::vlen_element(&dtype, v)?,
-            (Some(n), None | Some(Value::Null)) => vec![0; n],
-            (Some(_), Some(v)) => json_to_element(&dtype, v)?,
+            (Some(n), None) => vec![0; n],
         };
         let format = match crate::chunk_codec::format_name(doc) {
             None | Some("hsds" | crate::chunk_codec::PARQUET) => ChunkFormat::Hsds,
@@ -591,13 +594,7 @@ impl Domain {
         if !cprops.is_object() {
             cprops = json!({});
         }
-        if let Some(fv) = cprops.get("fillValue").filter(|v| !v.is_null()) {
-            if dtype.fixed_size().is_some() {
-                json_to_element(&dtype, fv)?;
-            } else {
-                h5lake_types::vlen_element(&dtype, fv)?;
-            }
-        }
+        let declared_fill = h5lake_types::declared_fill(&dtype, &cprops)?;
         let dims = shape.dims();
         let maxdims = shape.maxdims();
         let class = cprops
@@ -633,8 +630,8 @@ impl Domain {
                     )));
                 }
                 if let Some(filters) = cprops.get("filters") {
-                    let fill = match cprops.get("fillValue").filter(|v| !v.is_null()) {
-                        Some(v) if dtype.fixed_size().is_some() => json_to_element(&dtype, v)?,
+                    let fill = match (&declared_fill, dtype.fixed_size()) {
+                        (Some(b), Some(_)) => b.clone(),
                         _ => vec![0; dtype.fixed_size().unwrap_or(0)],
                     };
                     cprops["filters"] =

@@ -69,11 +69,26 @@ impl Run {
         }
         start.checked_add((count - 1).checked_mul(step)?.checked_add(block - 1)?)?;
         Some(if block == 1 {
-            Run { start, step, count, block }
+            Run {
+                start,
+                step,
+                count,
+                block,
+            }
         } else if count == 1 || step == block {
-            Run { start, step: 1, count: count.checked_mul(block)?, block: 1 }
+            Run {
+                start,
+                step: 1,
+                count: count.checked_mul(block)?,
+                block: 1,
+            }
         } else {
-            Run { start, step, count, block }
+            Run {
+                start,
+                step,
+                count,
+                block,
+            }
         })
     }
 
@@ -153,10 +168,12 @@ impl Run {
         let mut k = whole;
         while k < n {
             let end = n.min(edge(self, k)).min(edge(other, k));
-            out.extend(
-                Run::new(self.coord(k), 1, end - k, 1)
-                    .zip(Run::new(other.coord(k), 1, end - k, 1)),
-            );
+            out.extend(Run::new(self.coord(k), 1, end - k, 1).zip(Run::new(
+                other.coord(k),
+                1,
+                end - k,
+                1,
+            )));
             k = end;
         }
         out
@@ -370,7 +387,10 @@ impl VirtualMap {
                 }
                 Ok(first)
             };
-            let unlimited = match (unlimited_dim(&dst, "virtual")?, unlimited_dim(&src, "source")?) {
+            let unlimited = match (
+                unlimited_dim(&dst, "virtual")?,
+                unlimited_dim(&src, "source")?,
+            ) {
                 (None, None) => None,
                 (Some(d), Some(q)) => Some((d, q)),
                 (Some(_), None) => {
@@ -478,7 +498,11 @@ impl VirtualMap {
                 .and_then(Option::as_ref)
                 .and_then(|s| s.get(q))
                 .map_or(0, |&e| mp.src[q].len_below(e));
-            let far = if n == 0 { 0 } else { mp.dst[d].coord(n - 1) + 1 };
+            let far = if n == 0 {
+                0
+            } else {
+                mp.dst[d].coord(n - 1) + 1
+            };
             reach[d] = Some(reach[d].map_or(far, |x| x.max(far)));
             for (v, s) in mp.dst[d].first(&mp.src[q], n) {
                 let mut m = mp.clone();
@@ -769,7 +793,10 @@ impl Domain {
         let home = dom.as_deref().unwrap_or(self);
         let id = match (&mp.file, &mp.id) {
             (Some(file), None) => {
-                *why = format!("{file} had no dataset {} when the mapping was made", mp.path);
+                *why = format!(
+                    "{file} had no dataset {} when the mapping was made",
+                    mp.path
+                );
                 return Ok(None);
             }
             (Some(_), Some(id)) => id.clone(),
@@ -1279,9 +1306,8 @@ fn read_source(
     if src.dtype == m.dtype {
         return home.read_with(src, sel, fields, out, false);
     }
-    let conv = NumericConversion::new(&src.dtype, &m.dtype).ok_or_else(|| {
-        EngineError::WrongType(format!("source {} cannot be converted", src.id))
-    })?;
+    let conv = NumericConversion::new(&src.dtype, &m.dtype)
+        .ok_or_else(|| EngineError::WrongType(format!("source {} cannot be converted", src.id)))?;
     let mut raw = vec![0u8; sel.num_elements() as usize * conv.from_size()];
     home.read_with(src, sel, None, &mut raw, false)?;
     conv.convert(&raw, out);
@@ -1389,7 +1415,11 @@ mod tests {
             ((0, 40, 1), Run::new(1, 5, 4, 2).unwrap(), run(0, 1, 8)),
             ((3, 12, 3), Run::new(1, 5, 4, 2).unwrap(), run(7, 3, 8)),
             ((0, 9, 1), run(1, 1, 8), Run::new(0, 4, 4, 2).unwrap()),
-            ((2, 30, 1), Run::new(0, 4, 4, 3).unwrap(), Run::new(1, 5, 3, 4).unwrap()),
+            (
+                (2, 30, 1),
+                Run::new(0, 4, 4, 3).unwrap(),
+                Run::new(1, 5, 3, 4).unwrap(),
+            ),
         ] {
             let s = DimSel::Slice {
                 start: sel.0,
@@ -1480,7 +1510,11 @@ mod tests {
         ];
         for a in &runs {
             for extent in 0..40 {
-                assert_eq!(a.len_below(extent), walk(a, extent).len() as u64, "{a:?} {extent}");
+                assert_eq!(
+                    a.len_below(extent),
+                    walk(a, extent).len() as u64,
+                    "{a:?} {extent}"
+                );
             }
             for b in &runs {
                 for n in 0..30 {

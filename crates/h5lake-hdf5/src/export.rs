@@ -28,7 +28,9 @@ use std::path::{Path, PathBuf};
 
 use h5lake_codecs::{ChunkFormat, CodecError, Filter};
 use h5lake_engine::{ids, DatasetMeta, Domain, EngineError, OpenMode};
-use h5lake_types::{json_to_element, Datatype, Selection, Shape, StrPad, UNLIMITED};
+use h5lake_types::{
+    element_to_json, json_to_element, Datatype, Selection, Shape, StrPad, UNLIMITED,
+};
 use hdf5_sys::h5::hsize_t;
 use hdf5_sys::h5i::hid_t;
 use hdf5_sys::{h5a, h5d, h5f, h5g, h5l, h5o, h5p, h5r, h5s, h5t};
@@ -38,8 +40,8 @@ use serde_json::Value;
 
 use crate::h5::{check, check_id, cstr, lib, Hid};
 use crate::memory::{converts, has_refs, no_refs, to_memory, MemBuf, RefConv, RefKind};
-use crate::virtual_layout;
 use crate::types::{self, Repack};
+use crate::virtual_layout;
 use crate::{Hdf5Error, Result};
 
 /// Largest slab read from the store and handed to `H5Dwrite` at once.
@@ -1098,7 +1100,14 @@ impl<'a> Exporter<'a> {
         }
         let filtered = matches!(layout, Layout::Chunked { .. }) && !meta.pipeline.is_empty();
         // Fill value (and when it is written), as the document says.
-        if let Some(fv) = cprops.get("fillValue").filter(|v| !v.is_null()) {
+        // A base64-encoded fill is the element's bytes: back to its JSON form.
+        let fill = match cprops.get("fillValue_encoding") {
+            Some(Value::Null) | None => cprops.get("fillValue").filter(|v| !v.is_null()).cloned(),
+            Some(_) => h5lake_types::declared_fill(&meta.dtype, &cprops)
+                .and_then(|b| b.map(|b| element_to_json(&meta.dtype, &b)).transpose())
+                .map_err(|e| Fail::Skip(e.to_string()))?,
+        };
+        if let Some(fv) = &fill {
             // References to objects created by now (a later one is null).
             let created = if has_refs(&meta.dtype) {
                 self.created.clone()
@@ -1245,7 +1254,10 @@ fn hdf5_mappings(
             None => (".".to_string(), dom.resolve_path(&path)?),
         };
         let dims = match id {
-            Some(id) => dom.dataset_meta(&id).map(|m| m.dims.clone()).unwrap_or_default(),
+            Some(id) => dom
+                .dataset_meta(&id)
+                .map(|m| m.dims.clone())
+                .unwrap_or_default(),
             None => Vec::new(),
         };
         out.push((

@@ -1177,7 +1177,12 @@ impl Loader<'_> {
     /// The anonymous dataset holding the source `dataset` of the HDF5
     /// `file` of a mapping of the virtual dataset at `vpath`, loaded on
     /// first use; `None`, named in the report, when it cannot be.
-    fn virtual_source(&mut self, file: &Path, dataset: &str, vpath: &str) -> Result<Option<String>> {
+    fn virtual_source(
+        &mut self,
+        file: &Path,
+        dataset: &str,
+        vpath: &str,
+    ) -> Result<Option<String>> {
         let key = (file.to_path_buf(), dataset.to_string());
         if let Some(id) = self.virtual_sources.get(&key) {
             return Ok(id.clone());
@@ -1204,12 +1209,12 @@ impl Loader<'_> {
                     self.report.linked_datasets += report.linked_datasets;
                     self.report.chunks += report.chunks;
                     self.report.bytes += report.bytes;
-                    self.report.skipped.extend(report.skipped.into_iter().map(|s| {
-                        crate::Skipped {
+                    self.report
+                        .skipped
+                        .extend(report.skipped.into_iter().map(|s| crate::Skipped {
                             path: format!("{}:{}", file.display(), s.path),
                             ..s
-                        }
-                    }));
+                        }));
                     Some(id)
                 }
                 Err(

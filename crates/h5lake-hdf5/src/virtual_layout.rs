@@ -10,10 +10,10 @@
 
 use std::ffi::{c_char, CString};
 
+use h5lake_engine::virtual_ds::{source_name, stored_source_name, Run};
 use hdf5_sys::h5::hsize_t;
 use hdf5_sys::h5i::hid_t;
 use hdf5_sys::h5s::{self, H5S_sel_type};
-use h5lake_engine::virtual_ds::{source_name, stored_source_name, Run};
 use serde_json::{json, Value};
 
 use crate::h5::{check, check_id, lib, space_dims, Hid};
@@ -64,7 +64,9 @@ pub(crate) fn read_mappings(dcpl: hid_t) -> Result<std::result::Result<Vec<RawMa
             // A mapping of nothing adds nothing.
             (Sel::Nothing, _) | (_, Sel::Nothing) => continue,
             (Sel::Whole, _) => {
-                return Ok(Err(format!("mapping {i}: a virtual selection of no extent")))
+                return Ok(Err(format!(
+                    "mapping {i}: a virtual selection of no extent"
+                )))
             }
             (Sel::Unsupported(why), _) => {
                 return Ok(Err(format!("mapping {i} (virtual side): {why}")))
@@ -95,7 +97,11 @@ pub(crate) fn read_mappings(dcpl: hid_t) -> Result<std::result::Result<Vec<RawMa
 /// Adds `mappings` to the dataset creation properties `dcpl` of a virtual
 /// dataset of extent `dims`; each source is of extent `src_dims` (as far
 /// as known: a selection past it reads as fill, as in HDF5).
-pub(crate) fn set_mappings(dcpl: hid_t, dims: &[u64], mappings: &[(RawMapping, Vec<u64>)]) -> Result<()> {
+pub(crate) fn set_mappings(
+    dcpl: hid_t,
+    dims: &[u64],
+    mappings: &[(RawMapping, Vec<u64>)],
+) -> Result<()> {
     for (m, src_dims) in mappings {
         let vspace = hyperslab_space(dims, dims, &m.vsel)?;
         // The source's extent: at least what the selection reaches (HDF5
@@ -215,11 +221,17 @@ fn selection(space: hid_t) -> Result<Sel> {
                 .map(|d| Run::from_hdf5(start[d], stride[d], count[d], block[d]).map(Run::to_json))
                 .collect::<Option<Vec<_>>>()
                 .map_or_else(
-                    || Ok(Sel::Unsupported("an overlapping or overflowing hyperslab".into())),
+                    || {
+                        Ok(Sel::Unsupported(
+                            "an overlapping or overflowing hyperslab".into(),
+                        ))
+                    },
                     |runs| Ok(Sel::Runs(runs)),
                 )
         }
-        _ => Ok(Sel::Unsupported("a selection HDF5 could not describe".into())),
+        _ => Ok(Sel::Unsupported(
+            "a selection HDF5 could not describe".into(),
+        )),
     }
 }
 
@@ -234,4 +246,3 @@ fn string_of(get: impl Fn(*mut c_char, usize) -> isize) -> Result<String> {
         Hdf5Error::Unsupported("a virtual source named in bytes that are not UTF-8".into())
     })
 }
-

@@ -100,9 +100,18 @@ impl OpenDomains {
 
 /// Opens the request's domain after checking `action` against its ACLs.
 pub(crate) fn open_domain(app: &App, ctx: &Ctx, action: Action) -> Result<Arc<Domain>> {
-    let domain = ctx.domain()?;
+    open_domain_named(app, &ctx.user, ctx.domain()?, action)
+}
+
+/// Opens `domain` for `user` after checking `action` against its ACLs.
+pub(crate) fn open_domain_named(
+    app: &App,
+    user: &str,
+    domain: String,
+    action: Action,
+) -> Result<Arc<Domain>> {
     let doc = domain_doc(app, &domain)?;
-    acl_check(&doc, action, &ctx.user, &app.cfg.admin_user)?;
+    acl_check(&doc, action, user, &app.cfg.admin_user)?;
     let Some(root) = doc.get("root").and_then(Value::as_str) else {
         return Err(ServerError::BadRequest(format!(
             "{domain} is a folder, not a domain"
@@ -396,6 +405,9 @@ pub(crate) async fn put_domain(State(app): AppState, ctx: Ctx, body: Body) -> Re
             // that the caller could have written.
             let doc = domain_doc(&app, &domain)?;
             acl_check(&doc, Action::Update, &ctx.user, admin)?;
+            if ctx.flag("getdnids") {
+                return ok(json!({"dn_ids": [DN_ID]}));
+            }
             return Ok(StatusCode::NO_CONTENT.into_response());
         }
         let owner = match body.get("owner") {
@@ -455,6 +467,9 @@ pub(crate) async fn put_domain(State(app): AppState, ctx: Ctx, body: Body) -> Re
                 PutOutcome::Conflict => Err(ServerError::Conflict(format!("domain {domain} already exists"))),
             };
         }
+        if let Some(target) = body.get("linked_domain") {
+            return link_domain(&app, &ctx, &domain, target, owner, acls);
+        }
         let root_id = match body.get("root_id") {
             None => None,
             Some(Value::String(r)) if ids::is_root_id(r) => Some(r.clone()),
@@ -503,6 +518,51 @@ pub(crate) async fn put_domain(State(app): AppState, ctx: Ctx, body: Body) -> Re
     .await
 }
 
+/// `PUT /` with `linked_domain`: a new domain whose root is that of an
+/// existing domain, so both name the same objects (HSDS's linked domains).
+/// The caller must be able to read the target.
+fn link_domain(
+    app: &App,
+    ctx: &Ctx,
+    domain: &str,
+    target: &Value,
+    owner: String,
+    acls: Map<String, Value>,
+) -> Result<Response> {
+    let target = target
+        .as_str()
+        .ok_or_else(|| ServerError::BadRequest("linked_domain must be a domain path".into()))?;
+    let target = crate::request::domain_path(target)?;
+    let tdoc = domain_doc(app, &target)?;
+    acl_check(&tdoc, Action::Read, &ctx.user, &app.cfg.admin_user)?;
+    let root = tdoc
+        .get("root")
+        .cloned()
+        .ok_or_else(|| ServerError::BadRequest(format!("{target} is a folder, not a domain")))?;
+    // Objects are found through the store their domain lives in.
+    let (here, there) = (app.places.place(domain)?, app.places.place(&target)?);
+    if !Arc::ptr_eq(&here.store, &there.store) {
+        return Err(ServerError::BadRequest(format!(
+            "{target} is in another store than {domain}: a linked domain must share its store"
+        )));
+    }
+    refuse_served_file(&here, domain)?;
+    let t = h5lake_engine::domain::now();
+    let mut doc = tdoc.clone();
+    doc["owner"] = json!(owner);
+    doc["acls"] = Value::Object(acls);
+    doc["created"] = json!(t);
+    doc["lastModified"] = json!(t);
+    doc["root"] = root;
+    let key = domain_key(&format!("/{}", here.path));
+    match here.store.put_if_absent(&key, doc.to_string().as_bytes())? {
+        PutOutcome::Written(_) => created(created_response(ctx, domain, &doc)),
+        PutOutcome::Conflict => Err(ServerError::Conflict(format!(
+            "domain {domain} already exists"
+        ))),
+    }
+}
+
 /// An HDF5 file served in place is read-only for everyone, the admin too:
 /// its domain cannot be deleted, re-permissioned or have domains made in it.
 fn refuse_served_file(place: &crate::place::Place, domain: &str) -> Result<()> {
@@ -543,8 +603,16 @@ pub(crate) fn update_domain_doc(
     }
 }
 
-pub(crate) async fn delete_domain(State(app): AppState, ctx: Ctx) -> Result<Response> {
+pub(crate) async fn delete_domain(State(app): AppState, ctx: Ctx, body: Body) -> Result<Response> {
+    let body = json_body(&app, &ctx, body, Gate::On(Action::Delete))
+        .await?
+        .unwrap_or(json!({}));
     blocking(move || {
+        // `keep_root`: the objects stay, for a domain linked to the same root.
+        let keep_root = ctx.flag("keep_root")
+            || body
+                .get("keep_root")
+                .is_some_and(|v| v.as_bool() == Some(true) || v.as_i64().is_some_and(|n| n != 0));
         let domain = ctx.domain()?;
         if domain == "/" {
             return Err(ServerError::Forbidden(
@@ -561,7 +629,9 @@ pub(crate) async fn delete_domain(State(app): AppState, ctx: Ctx) -> Result<Resp
                 // The document goes first: from then on the domain is gone
                 // for everyone, whatever happens to the objects.
                 place.store.delete(&key)?;
-                place.store.delete_prefix(&ids::domain_db_prefix(root)?)?;
+                if !keep_root {
+                    place.store.delete_prefix(&ids::domain_db_prefix(root)?)?;
+                }
             }
             None => {
                 if !list_children(&app, &domain)?.is_empty() {
@@ -742,7 +812,11 @@ pub(crate) async fn get_acl(
                 user.replace('~', "~0").replace('/', "~1")
             ))
             .ok_or_else(|| ServerError::NotFound(format!("no ACL for user {user}")))?;
-        ok(json!({"acl": acl_item(&user, acl), "hrefs": []}))
+        let mut item = acl_item(&user, acl);
+        if let Some(d) = acl.get("domain") {
+            item["domain"] = d.clone();
+        }
+        ok(json!({"acl": item, "hrefs": []}))
     })
     .await
 }
@@ -799,6 +873,9 @@ pub(crate) async fn put_acl(
                 let new = acl.get(a.key()).and_then(Value::as_bool).unwrap_or(cur);
                 entry[a.key()] = json!(new);
             }
+            // (HSDS marks an entry set through /acls with its domain, and
+            // shows the mark when the entry is read.)
+            entry["domain"] = json!(domain);
             Ok(())
         })?;
         created(json!({}))

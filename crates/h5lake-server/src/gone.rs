@@ -118,7 +118,11 @@ pub(crate) async fn gone_for_deleted(
     // was deleted, and one that re-creates it succeeds.)
     let asks = matches!(*req.method(), Method::GET | Method::HEAD | Method::DELETE);
     let keys = if asks {
-        keys_of(req.uri().path(), req.uri().query().unwrap_or(""), req.headers())
+        keys_of(
+            req.uri().path(),
+            req.uri().query().unwrap_or(""),
+            req.headers(),
+        )
     } else {
         Vec::new()
     };

@@ -15,6 +15,7 @@ mod conn;
 mod domains;
 mod error;
 mod gone;
+mod nonfinite;
 mod objects;
 mod place;
 mod pool;

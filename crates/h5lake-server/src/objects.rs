@@ -13,9 +13,9 @@ use serde_json::{json, Map, Value};
 use crate::auth::Action;
 use crate::domains::{glob_match, open_domain};
 use crate::error::{Result, ServerError};
-use crate::request::{shape_json, type_json};
 use crate::gone::Deleted;
-use crate::routes::{blocking, created, json_body, ok, AppState, Ctx, Gate};
+use crate::request::{shape_json, type_json};
+use crate::routes::{blocking, created, json_body, ok, ok_typed, AppState, Ctx, Gate};
 use crate::values;
 use crate::App;
 
@@ -86,7 +86,7 @@ pub(crate) fn object_json(doc: &Value, domain: &str, links: bool, attrs: bool) -
         let mut all = doc.get("attributes").cloned().unwrap_or(json!({}));
         if let Some(map) = all.as_object_mut() {
             for attr in map.values_mut() {
-                with_wire_value(attr);
+                with_wire_value(attr, false);
             }
         }
         out["attributes"] = all;
@@ -94,11 +94,33 @@ pub(crate) fn object_json(doc: &Value, domain: &str, links: bool, attrs: bool) -
     out
 }
 
-/// An attribute's value the way clients read it (see
-/// [`values::opaque_base64`]).
-fn with_wire_value(attr: &mut Value) {
-    if attr.get("encoding").is_none() {
-        if let Some(b64) = crate::values::opaque_base64(attr) {
+/// An attribute's value the way clients read it: as base64 of its bytes
+/// (with `"encoding": "base64"`) when asked to (`base64`), and always for
+/// opaque values and for fixed-length text that is not UTF-8, which have no
+/// plain JSON form a client could turn back into bytes.
+fn with_wire_value(attr: &mut Value, base64: bool) {
+    if attr.get("encoding").is_some() {
+        return;
+    }
+    let class = attr.pointer("/type/class").and_then(Value::as_str);
+    let bytes_in_json = |v: &Value| -> bool {
+        // (h5lake's own documents keep such text as {"base64": …}.)
+        fn any_object(v: &Value) -> bool {
+            match v {
+                Value::Object(_) => true,
+                Value::Array(a) => a.iter().any(any_object),
+                _ => false,
+            }
+        }
+        any_object(v)
+    };
+    let wire = base64
+        || class == Some("H5T_OPAQUE")
+        || (class == Some("H5T_STRING")
+            && attr.pointer("/type/length").is_some_and(Value::is_u64)
+            && attr.get("value").is_some_and(bytes_in_json));
+    if wire {
+        if let Some(b64) = crate::values::fixed_base64(attr) {
             attr["value"] = json!(b64);
             attr["encoding"] = json!("base64");
         }
@@ -168,7 +190,7 @@ pub(crate) async fn get_object(
             out["num_chunks"] = json!(chunks.len());
             out["allocated_size"] = json!(chunks.iter().map(|(_, n)| n).sum::<u64>());
         }
-        ok(out)
+        ok_typed(&ctx, out)
     })
     .await
 }
@@ -277,20 +299,38 @@ fn object_answer(dom: &Domain, ctx: &Ctx, id: &str) -> Result<Value> {
     ))
 }
 
-/// Most soft links one path walk follows (a cycle of them ends there).
-const MAX_SOFT_HOPS: usize = 40;
+/// Most soft and external links one path walk follows (a cycle of them
+/// ends there).
+const MAX_LINK_HOPS: usize = 40;
 
-/// The id at `path` (absolute, or relative to the group `start`) by hard
-/// links, and soft links when `follow_soft` (HSDS's `follow_soft_links`);
-/// `None` when a name on the way is missing. A soft link not to be
-/// followed, or an external link, on the way is 400, as in HSDS.
-fn walk_path(dom: &Domain, start: &str, path: &str, follow_soft: bool) -> Result<Option<String>> {
+/// The object at `path` (absolute, or relative to the group `start` of
+/// `dom`) by hard links, soft links when `follow_soft` (HSDS's
+/// `follow_soft_links`) and external links when `follow_external`
+/// (`follow_external_links`), with the domain it is in; `None` when a name
+/// on the way is missing. A link on the way not to be followed is 400, as
+/// in HSDS; an external link leads only where the caller may read.
+fn walk_path(
+    app: &App,
+    ctx: &Ctx,
+    mut dom: Arc<Domain>,
+    start: &str,
+    path: &str,
+    follow_soft: bool,
+    follow_external: bool,
+) -> Result<Option<(Arc<Domain>, String)>> {
+    let steps = |p: &str| -> Vec<String> {
+        p.split('/')
+            .filter(|p| !p.is_empty())
+            .rev()
+            .map(str::to_string)
+            .collect()
+    };
     let mut id = if path.starts_with('/') {
         dom.root_id().to_string()
     } else {
         start.to_string()
     };
-    let mut todo: Vec<String> = path.split('/').filter(|p| !p.is_empty()).rev().map(str::to_string).collect();
+    let mut todo = steps(path);
     let mut hops = 0;
     while let Some(name) = todo.pop() {
         if !id.starts_with("g-") {
@@ -301,42 +341,69 @@ fn walk_path(dom: &Domain, start: &str, path: &str, follow_soft: bool) -> Result
             Err(h5lake_engine::EngineError::NotFound(_)) => return Ok(None),
             Err(e) => return Err(e.into()),
         };
-        match link.get("class").and_then(Value::as_str) {
-            Some("H5L_TYPE_HARD") => {
-                id = link.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
-            }
+        let class = link.get("class").and_then(Value::as_str);
+        if class == Some("H5L_TYPE_HARD") {
+            id = link
+                .get("id")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            continue;
+        }
+        let target = link
+            .get("h5path")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        hops += 1;
+        if hops > MAX_LINK_HOPS {
+            return Err(ServerError::BadRequest(format!(
+                "h5path {path:?}: more than {MAX_LINK_HOPS} soft or external links on the way"
+            )));
+        }
+        match class {
             Some("H5L_TYPE_SOFT") if follow_soft => {
-                hops += 1;
-                let target = link.get("h5path").and_then(Value::as_str).unwrap_or_default();
-                if hops > MAX_SOFT_HOPS {
-                    return Err(ServerError::BadRequest(format!(
-                        "h5path {path:?}: more than {MAX_SOFT_HOPS} soft links on the way"
-                    )));
-                }
                 if target.starts_with('/') {
                     id = dom.root_id().to_string();
                 }
-                todo.extend(target.split('/').filter(|p| !p.is_empty()).rev().map(str::to_string));
+                todo.extend(steps(target));
             }
             Some("H5L_TYPE_SOFT") => {
                 return Err(ServerError::BadRequest(format!(
                     "h5path {path:?}: {name:?} is a soft link (ask with follow_soft_links=1)"
                 )))
             }
+            Some("H5L_TYPE_EXTERNAL") if follow_external => {
+                let file = link
+                    .get("h5domain")
+                    .or_else(|| link.get("file"))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                // (`hdf5://` names a domain of this server.)
+                let domain =
+                    crate::request::domain_path(file.strip_prefix("hdf5:/").unwrap_or(file))?;
+                dom = crate::domains::open_domain_named(app, &ctx.user, domain, Action::Read)?;
+                id = dom.root_id().to_string();
+                todo.extend(steps(target));
+            }
             _ => {
                 return Err(ServerError::BadRequest(format!(
-                    "h5path {path:?}: {name:?} is an external link (not followed by this server)"
-                )))
+                "h5path {path:?}: {name:?} is an external link (ask with follow_external_links=1)"
+            )))
             }
         }
     }
-    Ok(Some(id))
+    Ok(Some((dom, id)))
 }
 
 /// The object at the request's `h5path` (absolute, or relative to the
 /// group `grpid`), following hard and soft links, as `GET /groups/{id}`
 /// answers it; `kind` (`"g"`, `"d"`, `"t"`) when it must be of one kind.
-pub(crate) fn object_by_path(app: &App, ctx: &Ctx, path: &str, kind: Option<&str>) -> Result<Response> {
+pub(crate) fn object_by_path(
+    app: &App,
+    ctx: &Ctx,
+    path: &str,
+    kind: Option<&str>,
+) -> Result<Response> {
     let dom = open_domain(app, ctx, Action::Read)?;
     let start = match ctx.param("grpid").or_else(|| ctx.param("parent_id")) {
         Some(g) => {
@@ -350,16 +417,24 @@ pub(crate) fn object_by_path(app: &App, ctx: &Ctx, path: &str, kind: Option<&str
             )))
         }
     };
-    let id = walk_path(&dom, &start, path, ctx.flag("follow_soft_links"))?
-        .filter(|id| kind.map_or(true, |k| id.starts_with(k)))
-        .ok_or_else(|| ServerError::NotFound(format!("no such object at h5path {path:?}")))?;
+    let (dom, id) = walk_path(
+        app,
+        ctx,
+        dom,
+        &start,
+        path,
+        ctx.flag("follow_soft_links"),
+        ctx.flag("follow_external_links"),
+    )?
+    .filter(|(_, id)| kind.map_or(true, |k| id.starts_with(k)))
+    .ok_or_else(|| ServerError::NotFound(format!("no such object at h5path {path:?}")))?;
     let mut out = object_answer(&dom, ctx, &id)?;
     out["class"] = json!(match &id[..1] {
         "g" => "group",
         "d" => "dataset",
         _ => "datatype",
     });
-    ok(out)
+    ok_typed(ctx, out)
 }
 
 /// `GET /groups` (and the other collections): the object at `h5path` when
@@ -962,35 +1037,38 @@ pub(crate) async fn get_links(
     check_id(&id, "groups")?;
     blocking(move || {
         let dom = open_domain(&app, &ctx, Action::Read)?;
-        let limit = ctx
-            .param("Limit")
-            .and_then(|l| l.parse::<usize>().ok())
-            .unwrap_or(usize::MAX);
-        let marker = ctx.param("Marker");
-        let pattern = ctx.param("pattern");
-        let mut links = dom.links(&id)?;
-        if !ctx.flag("CreateOrder") {
-            links.sort_by(|a, b| a.0.cmp(&b.0));
-        }
-        // (A marker names a link to start after: one that is not there is
-        // 404, as in HSDS.)
-        let start = match marker {
-            None => 0,
-            Some(m) => links
-                .iter()
-                .position(|(n, _)| n == m)
-                .map(|p| p + 1)
-                .ok_or_else(|| ServerError::NotFound(format!("marker {m:?}: no such link")))?,
-        };
-        let items: Vec<Value> = links[start.min(links.len())..]
-            .iter()
-            .filter(|(n, _)| pattern.map_or(true, |p| glob_match(p, n)))
-            .take(limit)
-            .map(|(n, l)| link_item(n, l))
-            .collect();
+        let items = link_page(&ctx, dom.links(&id)?)?;
         ok(json!({"links": items, "hrefs": []}))
     })
     .await
+}
+
+/// The links a listing answers with, as the request asks: by name unless
+/// `CreateOrder`, those matching `pattern`, after the link named `Marker`
+/// (404 when there is none, as in HSDS), at most `Limit` of them.
+fn link_page(ctx: &Ctx, mut links: Vec<(String, Value)>) -> Result<Vec<Value>> {
+    let limit = ctx
+        .param("Limit")
+        .and_then(|l| l.parse::<usize>().ok())
+        .unwrap_or(usize::MAX);
+    let pattern = ctx.param("pattern");
+    if !ctx.flag("CreateOrder") {
+        links.sort_by(|a, b| a.0.cmp(&b.0));
+    }
+    let start = match ctx.param("Marker") {
+        None => 0,
+        Some(m) => links
+            .iter()
+            .position(|(n, _)| n == m)
+            .map(|p| p + 1)
+            .ok_or_else(|| ServerError::NotFound(format!("marker {m:?}: no such link")))?,
+    };
+    Ok(links[start.min(links.len())..]
+        .iter()
+        .filter(|(n, _)| pattern.map_or(true, |p| glob_match(p, n)))
+        .take(limit)
+        .map(|(n, l)| link_item(n, l))
+        .collect())
 }
 
 pub(crate) async fn get_link(
@@ -1174,11 +1252,15 @@ pub(crate) async fn post_links(
         let dom = open_domain(&app, &ctx, Action::Read)?;
         // The links of one group: all, or those named (a name missing is
         // 404 for one group; of several groups, each gives what it has).
+        let by_name = !ctx.flag("CreateOrder");
         let of = |gid: &str, strict: bool| -> Result<Vec<Value>> {
-            let links = dom.links(gid)?;
+            let mut links = dom.links(gid)?;
             let Some(t) = &titles else {
-                return Ok(links.iter().map(|(n, l)| link_item(n, l)).collect());
+                return link_page(&ctx, links);
             };
+            if by_name {
+                links.sort_by(|a, b| a.0.cmp(&b.0));
+            }
             let mut out = Vec::new();
             for name in t {
                 match links.iter().find(|(n, _)| n == name) {
@@ -1193,6 +1275,8 @@ pub(crate) async fn post_links(
         };
         match &groups {
             None => ok(json!({"links": of(&id, true)?})),
+            // (HSDS answers a list of one group as a request for that group.)
+            Some(gids) if gids.len() == 1 => ok(json!({"links": of(&gids[0], true)?})),
             Some(gids) => {
                 let mut out = serde_json::Map::new();
                 for g in gids {
@@ -1242,7 +1326,32 @@ pub(crate) async fn delete_links(
 
 // ---- attributes ------------------------------------------------------------
 
-pub(crate) fn attr_item(name: &str, attr: &Value, with_data: bool) -> Value {
+/// Whether, and how, attribute answers carry values.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AttrData {
+    Without,
+    Json,
+    /// `encoding=base64`: the bytes of each fixed-size value.
+    Base64,
+}
+
+impl AttrData {
+    /// What `ctx` asks for; `IncludeData` defaults to `default`.
+    pub(crate) fn of(ctx: &Ctx, default: bool) -> Self {
+        let include = if ctx.param("IncludeData").is_none() {
+            default
+        } else {
+            ctx.flag("IncludeData")
+        };
+        match (include, ctx.param("encoding")) {
+            (false, _) => Self::Without,
+            (true, Some("base64")) => Self::Base64,
+            (true, _) => Self::Json,
+        }
+    }
+}
+
+pub(crate) fn attr_item(name: &str, attr: &Value, data: AttrData) -> Value {
     let mut item = json!({
         "name": name,
         "type": attr.get("type").cloned().unwrap_or(Value::Null),
@@ -1251,12 +1360,12 @@ pub(crate) fn attr_item(name: &str, attr: &Value, with_data: bool) -> Value {
         "href": format!("attributes/{}", percent_encoding::utf8_percent_encode(name, percent_encoding::NON_ALPHANUMERIC)),
         "hrefs": [],
     });
-    if with_data {
+    if data != AttrData::Without {
         item["value"] = attr.get("value").cloned().unwrap_or(Value::Null);
         if let Some(e) = attr.get("encoding") {
             item["encoding"] = e.clone();
         }
-        with_wire_value(&mut item);
+        with_wire_value(&mut item, data == AttrData::Base64);
     }
     item
 }
@@ -1276,7 +1385,7 @@ pub(crate) async fn get_attrs(
             .and_then(|l| l.parse::<usize>().ok())
             .unwrap_or(usize::MAX);
         let marker = ctx.param("Marker");
-        let data = ctx.flag("IncludeData");
+        let data = AttrData::of(&ctx, false);
         let empty = Map::new();
         let attrs = doc
             .get("attributes")
@@ -1294,7 +1403,7 @@ pub(crate) async fn get_attrs(
             .take(limit)
             .map(|n| attr_item(n, &attrs[n.as_str()], data))
             .collect();
-        ok(json!({"attributes": items, "hrefs": []}))
+        ok_typed(&ctx, json!({"attributes": items, "hrefs": []}))
     })
     .await
 }
@@ -1309,7 +1418,7 @@ pub(crate) async fn get_attr(
     blocking(move || {
         let dom = open_domain(&app, &ctx, Action::Read)?;
         let attr = dom.attr_get(&id, &name)?;
-        let data = ctx.param("IncludeData").is_none() || ctx.flag("IncludeData");
+        let data = AttrData::of(&ctx, true);
         let mut item = attr_item(&name, &attr, data);
         item["lastModified"] = item["created"].clone();
         // (HSDS's three: the attribute, its owner, the root group.)
@@ -1321,7 +1430,7 @@ pub(crate) async fn get_attr(
             {"rel": "owner", "href": format!("/{coll}/{id}{q}")},
             {"rel": "root", "href": format!("/groups/{}{q}", dom.root_id())},
         ]);
-        ok(item)
+        ok_typed(&ctx, item)
     })
     .await
 }
@@ -1459,7 +1568,7 @@ pub(crate) async fn post_attrs(
         .unwrap_or(json!({}));
     blocking(move || {
         let dom = open_domain(&app, &ctx, Action::Read)?;
-        let data = ctx.param("IncludeData").is_none() || ctx.flag("IncludeData");
+        let data = AttrData::of(&ctx, true);
         let names: Option<Vec<String>> = match body.get("attr_names") {
             None => None,
             Some(Value::Array(a)) => Some(
@@ -1493,7 +1602,7 @@ pub(crate) async fn post_attrs(
             }
         };
         match body.get("obj_ids") {
-            None => ok(json!({"attributes": pick(&id)?})),
+            None => ok_typed(&ctx, json!({"attributes": pick(&id)?})),
             Some(Value::Array(a)) => {
                 let mut out = Map::new();
                 for oid in a {
@@ -1502,7 +1611,7 @@ pub(crate) async fn post_attrs(
                         .ok_or_else(|| ServerError::BadRequest("obj_ids must hold ids".into()))?;
                     out.insert(oid.to_string(), json!(pick(oid)?));
                 }
-                ok(json!({"attributes": out}))
+                ok_typed(&ctx, json!({"attributes": out}))
             }
             Some(_) => Err(ServerError::BadRequest("obj_ids must be a list".into())),
         }

@@ -232,9 +232,9 @@ pub fn select_from_body(body: &Value) -> Result<Option<String>> {
                             let c: Vec<String> = coords
                                 .iter()
                                 .map(|x| {
-                                    x.as_u64()
-                                        .map(|i| i.to_string())
-                                        .ok_or_else(|| bad(format!("invalid coordinate {x} in select")))
+                                    x.as_u64().map(|i| i.to_string()).ok_or_else(|| {
+                                        bad(format!("invalid coordinate {x} in select"))
+                                    })
                                 })
                                 .collect::<Result<_>>()?;
                             Ok(format!("[{}]", c.join(",")))

@@ -228,7 +228,9 @@ impl Ctx {
                 && b.chars()
                     .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.');
             if !valid {
-                return Err(ServerError::BadRequest(format!("invalid bucket name {b:?}")));
+                return Err(ServerError::BadRequest(format!(
+                    "invalid bucket name {b:?}"
+                )));
             }
         }
         domain_path(&raw)
@@ -403,6 +405,33 @@ pub(crate) fn json_rsp(status: StatusCode, v: Value) -> Response {
         v.to_string(),
     )
         .into_response()
+}
+
+/// A JSON answer holding typed values at `typed` (see [`crate::nonfinite`]).
+pub(crate) fn typed_rsp(
+    status: StatusCode,
+    v: &Value,
+    typed: &[crate::nonfinite::TypedAt],
+    nf: crate::nonfinite::NonFinite,
+) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, JSON_CONTENT_TYPE)],
+        crate::nonfinite::to_text(v, typed, nf),
+    )
+        .into_response()
+}
+
+/// An object or attribute answer: its values and fill value written as
+/// HSDS writes them, NaN and all.
+pub(crate) fn ok_typed(ctx: &Ctx, v: Value) -> Result<Response> {
+    let typed = crate::nonfinite::typed_in(&v);
+    Ok(typed_rsp(
+        StatusCode::OK,
+        &v,
+        &typed,
+        crate::nonfinite::NonFinite::of(ctx),
+    ))
 }
 
 pub(crate) fn ok(v: Value) -> Result<Response> {

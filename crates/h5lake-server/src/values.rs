@@ -18,8 +18,8 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use h5lake_engine::{DatasetMeta, Domain};
 use h5lake_types::{
-    fixed_to_json, json_to_fixed, json_to_vlen, nest, record, value_dims, vlen_to_json, Datatype,
-    DimSel, Field, Selection, Shape,
+    fixed_to_json, fixed_to_json_shortest, json_to_fixed, json_to_vlen, nest, record, value_dims,
+    vlen_to_json, Datatype, DimSel, Field, Selection, Shape,
 };
 use serde_json::{json, Value};
 
@@ -27,12 +27,15 @@ use crate::auth::Action;
 use crate::budget::JSON_VALUE_BYTES;
 use crate::domains::open_domain;
 use crate::error::{Result, ServerError};
+use crate::nonfinite::{NonFinite, TypedAt};
 use crate::objects::{resolve_type, Coll};
 use crate::pool::{Pooled, SlabPool};
 use crate::request::{
     parse_fields, parse_select, points_from_bytes, points_from_json, select_from_body, shape_json,
 };
-use crate::routes::{blocking, json_body, json_rsp, read_body, Ctx, Gate, JSON_CONTENT_TYPE};
+use crate::routes::{
+    blocking, json_body, json_rsp, read_body, typed_rsp, Ctx, Gate, JSON_CONTENT_TYPE,
+};
 use crate::App;
 
 fn bad(msg: impl Into<String>) -> ServerError {
@@ -41,14 +44,11 @@ fn bad(msg: impl Into<String>) -> ServerError {
 
 // ---- JSON <-> element bytes -------------------------------------------------
 
-/// An opaque attribute's value as base64 (with `"encoding": "base64"`), the
-/// form h5pyd writes and reads: opaque bytes have no plain JSON form a
-/// client could turn back into bytes. `None` for other types.
-pub(crate) fn opaque_base64(attr: &Value) -> Option<String> {
-    if attr.pointer("/type/class").and_then(Value::as_str) != Some("H5T_OPAQUE") {
-        return None;
-    }
+/// The bytes of a fixed-size attribute's value, in base64 (`None` for
+/// variable-length types and values that do not fit).
+pub(crate) fn fixed_base64(attr: &Value) -> Option<String> {
     let t = Datatype::from_json(&attr["type"]).ok()?;
+    t.fixed_size()?;
     let dims = value_dims(&Shape::from_json(&attr["shape"]).ok()?);
     let bytes = json_to_fixed(&t, &dims, attr.get("value")?).ok()?;
     Some(base64::engine::general_purpose::STANDARD.encode(bytes))
@@ -145,10 +145,10 @@ pub(crate) fn attr_from_request(dom: &Domain, body: &Value) -> Result<Value> {
                     data.len()
                 )));
             }
-            fixed_to_json(&dt, &data, &dims)?
+            fixed_to_json_shortest(&dt, &data, &dims)?
         }
         Some(v) if dt.fixed_size().is_some() => {
-            fixed_to_json(&dt, &json_to_fixed(&dt, &dims, v)?, &dims)?
+            fixed_to_json_shortest(&dt, &json_to_fixed(&dt, &dims, v)?, &dims)?
         }
         Some(v) => {
             json_to_vlen(&dt, &dims, v)?;
@@ -208,9 +208,12 @@ pub(crate) async fn get_attr_value(
             };
             return Ok(binary_rsp(bytes));
         }
-        Ok(json_rsp(
+        let typed: Vec<_> = TypedAt::attribute("/value", &attr).into_iter().collect();
+        Ok(typed_rsp(
             StatusCode::OK,
-            json!({"value": value, "hrefs": []}),
+            &json!({"value": value, "hrefs": []}),
+            &typed,
+            NonFinite::of(&ctx),
         ))
     })
     .await
@@ -411,10 +414,13 @@ fn append_rows(app: &App, ctx: &Ctx, id: &str, n: u64, dim: usize) -> Result<Str
     check_obj(id, "datasets")?;
     let dom = open_domain(app, ctx, Action::Update)?;
     let m = dom.dataset(id)?;
-    if let Shape::Simple { maxdims: Some(max), .. } = &m.shape {
-        let past = max.get(dim).is_some_and(|&x| {
-            x != h5lake_types::UNLIMITED && m.dims[dim].saturating_add(n) > x
-        });
+    if let Shape::Simple {
+        maxdims: Some(max), ..
+    } = &m.shape
+    {
+        let past = max
+            .get(dim)
+            .is_some_and(|&x| x != h5lake_types::UNLIMITED && m.dims[dim].saturating_add(n) > x);
         if past {
             return Err(ServerError::Conflict(format!(
                 "appending {n} rows along dimension {dim} passes its maximum extent {max:?}"
@@ -428,9 +434,24 @@ fn append_rows(app: &App, ctx: &Ctx, id: &str, n: u64, dim: usize) -> Result<Str
         .iter()
         .zip(&new)
         .enumerate()
-        .map(|(d, (o, x))| if d == dim { format!("{o}:{x}") } else { format!("0:{x}") })
+        .map(|(d, (o, x))| {
+            if d == dim {
+                format!("{o}:{x}")
+            } else {
+                format!("0:{x}")
+            }
+        })
         .collect();
     Ok(format!("[{}]", parts.join(",")))
+}
+
+/// The `fields` of a JSON body (HSDS takes them there as in the URL).
+fn fields_from_body(body: &Value) -> Result<Option<String>> {
+    match body.get("fields") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(bad("fields must be a string of names separated by ':'")),
+    }
 }
 
 fn plan(
@@ -440,6 +461,7 @@ fn plan(
     action: Action,
     body_sel: Option<Selection>,
     body_select: Option<String>,
+    body_fields: Option<String>,
 ) -> Result<Plan> {
     check_obj(id, "datasets")?;
     let dom = open_domain(app, ctx, action)?;
@@ -455,7 +477,7 @@ fn plan(
     if !dims.is_empty() {
         sel.validate(&meta.dims)?;
     }
-    let fields = parse_fields(ctx.param("fields"))?;
+    let fields = parse_fields(body_fields.as_deref().or(ctx.param("fields")))?;
     // Arrow answers of rows carry variable-length members too (their
     // columns are read as they are); other answers hold fixed-size ones.
     let vlen_ok = action == Action::Read && ctx.wants_arrow();
@@ -655,15 +677,18 @@ fn json_value_rsp(
     bytes: Pooled,
     shape: Vec<u64>,
     held: crate::budget::Reservation,
+    nf: NonFinite,
 ) -> Result<Response> {
     let rows = shape.first().copied().unwrap_or(0) as usize;
     let es = wire.fixed_size().unwrap_or(0);
     let row_bytes = es * shape.iter().skip(1).product::<u64>() as usize;
     if shape.is_empty() || (rows * row_bytes) <= JSON_STREAM_PIECE / 4 {
         let value = fixed_to_json(&wire, bytes.as_ref(), &shape)?;
-        return Ok(json_rsp(
+        return Ok(typed_rsp(
             StatusCode::OK,
-            json!({"value": value, "hrefs": []}),
+            &json!({"value": value, "hrefs": []}),
+            &[TypedAt::new("/value", wire, shape.len())],
+            nf,
         ));
     }
     let (tx, rx) = tokio::sync::mpsc::channel::<std::result::Result<Bytes, std::io::Error>>(1);
@@ -678,7 +703,7 @@ fn json_value_rsp(
             let row = &bytes.as_ref()[i * row_bytes..(i + 1) * row_bytes];
             let written = fixed_to_json(&wire, row, &shape[1..])
                 .map_err(|e| std::io::Error::other(e.to_string()))
-                .and_then(|v| serde_json::to_writer(&mut text, &v).map_err(std::io::Error::other));
+                .map(|v| crate::nonfinite::write_value(&wire, &v, shape.len() - 1, nf, &mut text));
             if let Err(e) = written {
                 let _ = tx.blocking_send(Err(e));
                 return;
@@ -757,9 +782,11 @@ fn respond(app: &App, ctx: &Ctx, p: Plan) -> Result<Response> {
             .iter()
             .map(|i| vlen_to_json(&p.meta.dtype, i).map_err(ServerError::from))
             .collect::<Result<_>>()?;
-        return Ok(json_rsp(
+        return Ok(typed_rsp(
             StatusCode::OK,
-            json!({"value": nest(flat, &shape), "hrefs": []}),
+            &json!({"value": nest(flat, &shape), "hrefs": []}),
+            &[TypedAt::new("/value", p.meta.dtype.clone(), shape.len())],
+            NonFinite::of(ctx),
         ));
     }
     let es = p.wire.fixed_size().unwrap_or(0) as u64;
@@ -777,7 +804,7 @@ fn respond(app: &App, ctx: &Ctx, p: Plan) -> Result<Response> {
             .budget
             .reserve_blocking(total as usize + JSON_STREAM_PIECE * 3, "this JSON answer")?;
         let bytes = read_fixed(&app.slabs, &p, &p.sel, total as usize, false)?;
-        return json_value_rsp(p.wire.clone(), bytes, shape, held);
+        return json_value_rsp(p.wire.clone(), bytes, shape, held, NonFinite::of(ctx));
     }
     if total <= app.cfg.slab_bytes as u64 {
         let _held = app
@@ -1056,9 +1083,11 @@ fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
     } else {
         json!(index.chunks(rank).collect::<Vec<_>>())
     };
-    Ok(json_rsp(
+    Ok(typed_rsp(
         StatusCode::OK,
-        json!({"value": value, "index": index, "hrefs": []}),
+        &json!({"value": value, "index": index, "hrefs": []}),
+        &[TypedAt::new("/value", p.wire.clone(), 1)],
+        NonFinite::of(ctx),
     ))
 }
 
@@ -1102,14 +1131,14 @@ pub(crate) async fn get_value(
     Path(id): Path<String>,
 ) -> Result<Response> {
     if app.answers_inline() {
-        let p = plan(&app, &ctx, &id, Action::Read, None, None)?;
+        let p = plan(&app, &ctx, &id, Action::Read, None, None, None)?;
         if p.is_small(INLINE_BYTES) {
             return respond(&app, &ctx, p);
         }
         return blocking(move || respond(&app, &ctx, p)).await;
     }
     blocking(move || {
-        let p = plan(&app, &ctx, &id, Action::Read, None, None)?;
+        let p = plan(&app, &ctx, &id, Action::Read, None, None, None)?;
         respond(&app, &ctx, p)
     })
     .await
@@ -1130,13 +1159,25 @@ pub(crate) async fn post_value(
     let binary = ctx.sends_binary();
     let data = read_body(&app, &ctx, body, Gate::On(Action::Read)).await?;
     blocking(move || {
-        let (points_json, select) = if binary {
-            (None, None)
+        let (points_json, select, fields) = if binary {
+            (None, None, None)
         } else {
             let v = crate::routes::parse_json_limited(&app, &data)?;
-            (v.get("points").cloned(), select_from_body(&v)?)
+            (
+                v.get("points").cloned(),
+                select_from_body(&v)?,
+                fields_from_body(&v)?,
+            )
         };
-        let pre = plan(&app, &ctx, &id, Action::Read, None, select.clone())?;
+        let pre = plan(
+            &app,
+            &ctx,
+            &id,
+            Action::Read,
+            None,
+            select.clone(),
+            fields.clone(),
+        )?;
         let dims = sel_dims(&pre.meta);
         let sel = if binary {
             Some(points_from_bytes(&data, &dims)?)
@@ -1323,7 +1364,15 @@ pub(crate) async fn put_value(
                 Some((n, dim)) => Some(append_rows(&app, &ctx, &id, n, dim)?),
                 None => select_from_body(&body)?,
             };
-            let p = plan(&app, &ctx, &id, Action::Update, None, select)?;
+            let p = plan(
+                &app,
+                &ctx,
+                &id,
+                Action::Update,
+                None,
+                select,
+                fields_from_body(&body)?,
+            )?;
             let dims = sel_dims(&p.meta);
             let sel = match body.get("points") {
                 Some(pts) => points_from_json(pts, &dims)?,
@@ -1392,7 +1441,10 @@ pub(crate) async fn put_value(
         .await;
     }
     let (p, ctx) = if app.answers_inline() && append_of(&ctx, None)?.is_none() {
-        (plan(&app, &ctx, &id, Action::Update, None, None)?, ctx)
+        (
+            plan(&app, &ctx, &id, Action::Update, None, None, None)?,
+            ctx,
+        )
     } else {
         let app = app.clone();
         blocking(move || {
@@ -1400,7 +1452,10 @@ pub(crate) async fn put_value(
                 Some((n, dim)) => Some(append_rows(&app, &ctx, &id, n, dim)?),
                 None => None,
             };
-            Ok((plan(&app, &ctx, &id, Action::Update, None, select)?, ctx))
+            Ok((
+                plan(&app, &ctx, &id, Action::Update, None, select, None)?,
+                ctx,
+            ))
         })
         .await?
     };

@@ -187,7 +187,10 @@ mod tests {
     #[test]
     fn integers_clamp_floats_truncate_and_byte_orders_swap() {
         let c = NumericConversion::new(&int(8, true), &int(1, false)).unwrap();
-        let input: Vec<u8> = [-5i64, 7, 300].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let input: Vec<u8> = [-5i64, 7, 300]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
         let mut out = [0u8; 3];
         c.convert(&input, &mut out);
         assert_eq!(out, [0, 7, 255]);

@@ -25,9 +25,10 @@ pub use limits::{
 pub use selection::{DimSel, Selection};
 pub use shape::{Shape, UNLIMITED};
 pub use value::{
-    bytes_of, bytes_to_json, element_to_json, f16_to_f64, fixed_to_json, json_elements,
-    json_to_element, json_to_fixed, json_to_vlen, nest, region_blocks_json, region_points_json,
-    region_ref_bytes, region_ref_json, value_dims, vlen_element, vlen_to_json,
+    bytes_of, bytes_to_json, declared_fill, element_to_json, f16_to_f64, fixed_to_json,
+    fixed_to_json_shortest, json_elements, json_to_element, json_to_fixed, json_to_vlen, nest,
+    region_blocks_json, region_points_json, region_ref_bytes, region_ref_json, value_dims,
+    vlen_element, vlen_to_json,
 };
 
 /// Result alias for this crate.

@@ -3,7 +3,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::limits::MAX_RANK;
-use crate::{ByteOrder, Datatype, Result, StrPad, TypeError};
+use crate::{ByteOrder, CharSet, Datatype, Result, StrPad, TypeError};
 
 /// Name-to-value lookups of the enums met while encoding values, each
 /// built the first time a name is looked up in that enum (keyed by the
@@ -172,13 +172,23 @@ pub(crate) fn encode<'t>(
             _ => encode(base, v, out, names)?,
         },
         Datatype::String {
-            length: Some(n), ..
+            length: Some(n),
+            charset,
+            ..
         } => {
             let s = bytes_of(v).ok_or_else(bad)?;
-            let s = s.as_slice();
-            if s.len() > *n {
-                return Err(bad());
+            // Longer text is cut to the type's length in bytes, as numpy
+            // (so h5py) cuts it; UTF-8 text at a character boundary, so
+            // that what is kept is still text.
+            let mut end = s.len().min(*n);
+            if *charset == CharSet::Utf8 && end < s.len() {
+                if let Ok(t) = std::str::from_utf8(&s) {
+                    while !t.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                }
             }
+            let s = &s[..end];
             out.extend_from_slice(s);
             out.resize(out.len() + n - s.len(), 0);
         }
@@ -199,6 +209,10 @@ pub(crate) fn encode<'t>(
                     encode(&f.dtype, m.get(&f.name).ok_or_else(bad)?, out, names)?;
                 }
             }
+            // A record of one member may be given as that member's value
+            // (as numpy and HSDS take it), where that cannot be mistaken
+            // for a list of members.
+            v if fields.len() == 1 && !v.is_array() => encode(&fields[0].dtype, v, out, names)?,
             _ => return Err(bad()),
         },
         Datatype::Array { base, dims } => {
@@ -340,6 +354,10 @@ pub(crate) fn float_json(x: f64) -> Value {
 /// # Errors
 /// Variable-length types, or `b` shorter than the element.
 pub fn element_to_json(t: &Datatype, b: &[u8]) -> Result<Value> {
+    element_json(t, b, false)
+}
+
+fn element_json(t: &Datatype, b: &[u8], short: bool) -> Result<Value> {
     let size = t.fixed_size().ok_or_else(|| {
         TypeError::UnsupportedType("JSON values of variable-length elements".into())
     })?;
@@ -352,7 +370,7 @@ pub fn element_to_json(t: &Datatype, b: &[u8]) -> Result<Value> {
     let b = &b[..size];
     Ok(match t {
         Datatype::Bitfield { .. } => {
-            return element_to_json(&t.bitfield_as_integer().expect("a bit field"), b)
+            return element_json(&t.bitfield_as_integer().expect("a bit field"), b, short)
         }
         Datatype::Integer { signed, order, .. } => {
             let v = get_int(b, *signed, *order);
@@ -370,13 +388,20 @@ pub fn element_to_json(t: &Datatype, b: &[u8]) -> Result<Value> {
             }
             let x = match size {
                 2 => f16_to_f64(u16::from_le_bytes([le[0], le[1]])),
-                4 => f64::from(f32::from_le_bytes(le[..4].try_into().expect("4 bytes"))),
+                4 => {
+                    let x = f32::from_le_bytes(le[..4].try_into().expect("4 bytes"));
+                    // The shortest decimal that reads back as this float.
+                    match short && x.is_finite() {
+                        true => x.to_string().parse().unwrap_or(f64::from(x)),
+                        false => f64::from(x),
+                    }
+                }
                 _ => f64::from_le_bytes(le[..8].try_into().expect("8 bytes")),
             };
             float_json(x)
         }
         Datatype::Enum { base, mapping } => {
-            let v = element_to_json(base, b)?;
+            let v = element_json(base, b, short)?;
             let is_bool = mapping.len() == 2
                 && mapping.iter().any(|(k, v)| k == "FALSE" && *v == 0)
                 && mapping.iter().any(|(k, v)| k == "TRUE" && *v == 1);
@@ -404,21 +429,21 @@ pub fn element_to_json(t: &Datatype, b: &[u8]) -> Result<Value> {
         Datatype::Compound { fields, .. } => Value::Array(
             fields
                 .iter()
-                .map(|f| element_to_json(&f.dtype, &b[f.offset..]))
+                .map(|f| element_json(&f.dtype, &b[f.offset..], short))
                 .collect::<Result<_>>()?,
         ),
         Datatype::Array { base, dims } => {
             let es = base.fixed_size().unwrap_or(0);
             let flat: Vec<Value> = (0..dims.iter().product::<u64>() as usize)
-                .map(|i| element_to_json(base, &b[i * es..]))
+                .map(|i| element_json(base, &b[i * es..], short))
                 .collect::<Result<_>>()?;
             nest(flat, dims)
         }
         Datatype::Complex { part } => {
             let half = size / 2;
             Value::Array(vec![
-                element_to_json(part, &b[..half])?,
-                element_to_json(part, &b[half..])?,
+                element_json(part, &b[..half], short)?,
+                element_json(part, &b[half..], short)?,
             ])
         }
         Datatype::String { length: None, .. }
@@ -607,13 +632,74 @@ pub fn json_to_fixed(t: &Datatype, dims: &[u64], v: &Value) -> Result<Vec<u8>> {
 /// # Errors
 /// As [`element_to_json`]; more than [`MAX_RANK`] dims.
 pub fn fixed_to_json(t: &Datatype, b: &[u8], dims: &[u64]) -> Result<Value> {
+    fixed_json(t, b, dims, false)
+}
+
+/// [`fixed_to_json`], with each single-precision float written as the
+/// shortest decimal that reads back to it (`0.42`, not
+/// `0.41999998688697815`): the form of values a person typed, which is how
+/// HSDS keeps attributes.
+///
+/// # Errors
+/// As [`fixed_to_json`].
+pub fn fixed_to_json_shortest(t: &Datatype, b: &[u8], dims: &[u64]) -> Result<Value> {
+    fixed_json(t, b, dims, true)
+}
+
+fn fixed_json(t: &Datatype, b: &[u8], dims: &[u64], short: bool) -> Result<Value> {
     check_rank(dims)?;
     let es = t.fixed_size().unwrap_or(1).max(1);
     let flat = b
         .chunks(es)
-        .map(|c| element_to_json(t, c))
+        .map(|c| element_json(t, c, short))
         .collect::<Result<Vec<_>>>()?;
     Ok(nest(flat, dims))
+}
+
+/// The fill value a dataset's creation properties declare, as the bytes of
+/// one element (`None` when none is declared). `fillValue` is the element in
+/// JSON, or, with `"fillValue_encoding": "base64"` beside it, the element's
+/// own bytes in base64: HSDS's form for fills JSON spells badly (a NaN with
+/// a payload, say).
+///
+/// # Errors
+/// A value that does not fit the type; base64 that is not one element.
+pub fn declared_fill(t: &Datatype, cprops: &Value) -> Result<Option<Vec<u8>>> {
+    use base64::Engine;
+    let Some(v) = cprops.get("fillValue").filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    match cprops.get("fillValue_encoding") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(e)) if e == "base64" => {
+            let size = t.fixed_size().ok_or_else(|| {
+                TypeError::InvalidValue("a base64 fillValue needs a fixed-size type".into())
+            })?;
+            let b = v
+                .as_str()
+                .and_then(|s| base64::engine::general_purpose::STANDARD.decode(s).ok())
+                .ok_or_else(|| {
+                    TypeError::InvalidValue(format!("fillValue {v} is not base64 text"))
+                })?;
+            if b.len() != size {
+                return Err(TypeError::InvalidValue(format!(
+                    "the base64 fillValue holds {} bytes; an element of the type has {size}",
+                    b.len()
+                )));
+            }
+            return Ok(Some(b));
+        }
+        Some(e) => {
+            return Err(TypeError::InvalidValue(format!(
+                "fillValue_encoding {e} is not known (only \"base64\")"
+            )))
+        }
+    }
+    Ok(Some(if t.fixed_size().is_some() {
+        json_to_element(t, v)?
+    } else {
+        vlen_element(t, v)?
+    }))
 }
 
 /// One variable-length element from JSON: text (or `{"base64": …}`) for
@@ -967,5 +1053,23 @@ mod whole_value_tests {
             vec![vec![1, 2]]
         );
         assert_eq!(vlen_to_json(&v, &[1, 2]).unwrap(), json!([1, 2]));
+    }
+}
+
+#[cfg(test)]
+mod cut_text {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn long_text_is_cut_to_the_type_length() {
+        let ascii = Datatype::from_json(&json!({"class": "H5T_STRING", "length": 3,
+            "charSet": "H5T_CSET_ASCII", "strPad": "H5T_STR_NULLPAD"})).unwrap();
+        assert_eq!(json_to_element(&ascii, &json!("abcdef")).unwrap(), b"abc");
+        // UTF-8: never half a character ("八" is three bytes).
+        let utf8 = Datatype::from_json(&json!({"class": "H5T_STRING", "length": 4,
+            "charSet": "H5T_CSET_UTF8", "strPad": "H5T_STR_NULLPAD"})).unwrap();
+        assert_eq!(json_to_element(&utf8, &json!("ab\u{516b}")).unwrap(), b"ab\0\0");
+        assert_eq!(json_to_element(&utf8, &json!("a\u{516b}")).unwrap(), "a\u{516b}".as_bytes());
     }
 }

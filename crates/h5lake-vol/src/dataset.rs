@@ -4,7 +4,7 @@ use std::ffi::{c_char, c_void};
 use std::ptr::null_mut;
 
 use h5lake_codecs::Filter;
-use h5lake_types::{element_to_json, json_to_element, vlen_element, vlen_to_json, Datatype, Shape};
+use h5lake_types::{element_to_json, vlen_to_json, Datatype, Shape};
 use serde_json::{json, Value};
 
 use crate::api::{h5, Api};
@@ -737,12 +737,12 @@ fn dcpl_of(
             check(f.H5Pset_fill_time(dcpl, *t), "H5Pset_fill_time")?;
         }
         // The declared fill value (which `m.fill` is not under "fill time never").
-        let declared = doc
-            .pointer("/creationProperties/fillValue")
-            .filter(|v| !v.is_null());
         let invalid = |e: h5lake_types::TypeError| VolError::Invalid(e.to_string());
-        if let (Some(fsize), Some(v)) = (m.dtype.fixed_size(), declared) {
-            let fill = json_to_element(&m.dtype, v).map_err(invalid)?;
+        let declared = match doc.get("creationProperties") {
+            Some(cprops) => h5lake_types::declared_fill(&m.dtype, cprops).map_err(invalid)?,
+            None => None,
+        };
+        if let (Some(fsize), Some(fill)) = (m.dtype.fixed_size(), &declared) {
             if fill.len() == fsize && fill.iter().any(|b| *b != 0) {
                 let t = to_hdf5(api, &m.dtype)?;
                 check(
@@ -750,8 +750,7 @@ fn dcpl_of(
                     "H5Pset_fill_value",
                 )?;
             }
-        } else if let Some(v) = declared.filter(|_| m.dtype.is_variable()) {
-            let fill = vlen_element(&m.dtype, v).map_err(invalid)?;
+        } else if let Some(fill) = declared.filter(|_| m.dtype.is_variable()) {
             let t = to_hdf5(api, &m.dtype)?;
             if let Ok(vm) = VarMem::of(api, &m.dtype, t.0) {
                 let mut mem = vm.to_memory(api, std::slice::from_ref(&fill))?;

@@ -219,7 +219,12 @@ pub unsafe fn apply(api: &Api, space: hid_t, sel: &Value) -> Result<()> {
         }
         Some("H5S_SEL_HYPERSLABS") if sel.get("selection").is_none() => {
             let part = |k: &str| coords(sel.get(k).ok_or_else(bad)?);
-            let parts = [part("start")?, part("stride")?, part("count")?, part("block")?];
+            let parts = [
+                part("start")?,
+                part("stride")?,
+                part("count")?,
+                part("block")?,
+            ];
             crate::selection::set_regular_hyperslab(api, space, &parts)?;
         }
         Some("H5S_SEL_HYPERSLABS") => {

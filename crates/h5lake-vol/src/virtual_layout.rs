@@ -32,10 +32,7 @@ pub unsafe fn mappings_of(api: &Api, dcpl: hid_t, dom: &Domain) -> Result<Option
         return Ok(None);
     }
     let mut n = 0usize;
-    check(
-        f.H5Pget_virtual_count(dcpl, &mut n),
-        "H5Pget_virtual_count",
-    )?;
+    check(f.H5Pget_virtual_count(dcpl, &mut n), "H5Pget_virtual_count")?;
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
         let vspace = Space(check(
@@ -201,9 +198,9 @@ unsafe fn runs(api: &Api, space: hid_t, i: usize) -> Result<Sel> {
     };
     match f.H5Sget_select_type(space) {
         sys::H5S_sel_type_H5S_SEL_ALL if rank == 0 => Ok(Sel::Whole),
-        sys::H5S_sel_type_H5S_SEL_ALL if dims.iter().all(|&d| d > 0) => Ok(Sel::Runs(
-            dims.iter().map(|&d| json!([0, 1, d])).collect(),
-        )),
+        sys::H5S_sel_type_H5S_SEL_ALL if dims.iter().all(|&d| d > 0) => {
+            Ok(Sel::Runs(dims.iter().map(|&d| json!([0, 1, d])).collect()))
+        }
         sys::H5S_sel_type_H5S_SEL_ALL | sys::H5S_sel_type_H5S_SEL_NONE => Ok(Sel::Nothing),
         sys::H5S_sel_type_H5S_SEL_HYPERSLABS => {
             let Some([start, stride, count, block]) =
@@ -228,11 +225,15 @@ unsafe fn runs(api: &Api, space: hid_t, i: usize) -> Result<Sel> {
 unsafe fn name_of(get: impl Fn(*mut c_char, usize) -> isize) -> Result<String> {
     let n = get(std::ptr::null_mut(), 0);
     if n < 0 {
-        return Err(VolError::Hdf5("reading a virtual mapping's source name".into()));
+        return Err(VolError::Hdf5(
+            "reading a virtual mapping's source name".into(),
+        ));
     }
     let mut buf = vec![0u8; n as usize + 1];
     if get(buf.as_mut_ptr().cast(), buf.len()) < 0 {
-        return Err(VolError::Hdf5("reading a virtual mapping's source name".into()));
+        return Err(VolError::Hdf5(
+            "reading a virtual mapping's source name".into(),
+        ));
     }
     buf.truncate(n as usize);
     let name = String::from_utf8(buf)
@@ -249,10 +250,18 @@ fn store_of(dom: &Domain, name: &str) -> Value {
     let here = dom.location();
     if let Some((dir, _)) = here.strip_prefix("s3://").and(here.rsplit_once('/')) {
         if name.starts_with("s3://") {
-            return if name == here { Value::Null } else { json!(name) };
+            return if name == here {
+                Value::Null
+            } else {
+                json!(name)
+            };
         }
         let there = format!("{dir}/{}", name.trim_start_matches("./"));
-        return if there == here { Value::Null } else { json!(there) };
+        return if there == here {
+            Value::Null
+        } else {
+            json!(there)
+        };
     }
     let given = Path::new(name);
     let there: PathBuf = if given.is_absolute() {

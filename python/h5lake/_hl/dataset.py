@@ -950,6 +950,10 @@ class Dataset(HLObject):
         dt = self.dtype
         cp = self._doc.get('creationProperties') or {}
         fv = cp.get('fillValue')
+        if fv is not None and cp.get('fillValue_encoding') == 'base64':
+            # HSDS's form: the element's own bytes.
+            import base64
+            return np.frombuffer(base64.b64decode(fv), dtype=dt)[0]
         if fv is not None:
             try:
                 arr = h5t.json_to_value(fv, dt, ())

@@ -43,7 +43,7 @@ BLOSC_COMPRESSORS = ("blosclz", "lz4", "lz4hc", "snappy", "zlib", "zstd")
 _LEGACY_GZIP = frozenset(range(10))
 
 # hdf5plugin-style registered filter ids accepted as ``compression=``
-_FILTER_IDS = {32015: "zstd", 32004: "lz4", 32001: "blosc", 32000: "lzf"}
+_FILTER_IDS = {32015: "zstd", 32004: "lz4", 32001: "blosc", 32000: "lzf", 32008: "bitshuffle"}
 
 _SHUFFLE = {"class": "H5Z_FILTER_SHUFFLE", "id": 2, "name": "shuffle"}
 _FLETCHER32 = {"class": "H5Z_FILTER_FLETCHER32", "id": 3, "name": "fletcher32"}
@@ -211,9 +211,32 @@ def _compression_filter(compression, opts):
         cname, level, shuffle = _blosc_opts(opts)
         return {"class": "H5Z_FILTER_BLOSC", "id": 32001, "name": "blosc",
                 "compressor": cname, "level": level, "shuffle": shuffle}
+    if compression == "bitshuffle":
+        return _bitshuffle_filter(opts)
     if isinstance(compression, int) and not isinstance(compression, bool):
         raise ValueError("Unknown compression filter number: %s" % compression)
     raise ValueError('Compression filter "%s" is unavailable' % (compression,))
+
+
+def _bitshuffle_filter(opts):
+    """The bitshuffle filter (32008) from its options as hdf5plugin and the
+    plugin take them: ``(block_size, compression[, level])`` (block size in
+    elements, 0 for the default; compression 0 none, 2 LZ4, 3 zstd), or the
+    plugin's full client data with three leading slots it fills itself."""
+    opts = tuple(int(o) for o in (opts or ()))
+    if len(opts) > 3:
+        opts = opts[3:]
+    block, comp, level = (opts + (0, 0, 0))[:3]
+    if block < 0 or block % 8:
+        raise ValueError("bitshuffle block size must be a multiple of 8 elements, not %d" % block)
+    if comp not in (0, 2, 3):
+        raise ValueError("bitshuffle compression must be 0 (none), 2 (lz4) or 3 (zstd), not %d"
+                         % comp)
+    entry = {"class": "H5Z_FILTER_BITSHUFFLE", "id": 32008, "name": "bitshuffle",
+             "block_size": block, "compression": comp}
+    if comp == 3:
+        entry["level"] = level
+    return entry
 
 
 def _chunk_tuple(chunks):
