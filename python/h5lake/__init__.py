@@ -20,6 +20,9 @@ from ._hl.transfer import load, get, is_hdf5, IncompleteConversion
 from ._hl.serve import serve
 from ._hl.vds import UNLIMITED, VirtualLayout, VirtualSource, VirtualSourceWarning, concat
 from ._hl.daskio import store_dask
+from ._hl.selections import MultiBlockSlice
+from . import h5a, h5ds, h5f, h5s, h5t, version
+from ._hl import filters
 
 
 def to_h5lake(dataset, path, **kwargs):
@@ -37,5 +40,5 @@ __all__ = [
     "check_opaque_dtype", "check_ref_dtype", "string_info", "Reference", "ref_dtype",
     "ls", "info", "diff", "rm", "cp", "mv", "load", "get", "is_hdf5", "serve",
     "IncompleteConversion", "UNLIMITED", "VirtualLayout", "VirtualSource", "VirtualSourceWarning", "concat", "store_dask",
-    "to_h5lake",
+    "to_h5lake", "MultiBlockSlice", "h5t", "version",
 ]

@@ -174,6 +174,12 @@ class RawFile:
     def dataset_build_stats(self, ids: list[str], progress: bool) -> tuple[int, int]:
         """Computes and keeps missing or stale statistics: (chunks, computed)."""
 
+def is_hdf5(path: str) -> bool:
+    """Whether the file at ``path`` carries the HDF5 signature."""
+
+def hdf5_version() -> tuple[int, int, int]:
+    """The version of the HDF5 library h5lake reads and writes files with."""
+
 def domain_exists(url: str) -> bool:
     """Whether ``url`` (a local path or ``s3://bucket/path``) names an existing domain."""
 

@@ -725,6 +725,12 @@ fn is_hdf5(path: PathBuf) -> bool {
     h5lake_hdf5::is_hdf5(&path)
 }
 
+/// The version of the HDF5 library h5lake reads and writes HDF5 files with.
+#[pyfunction]
+fn hdf5_version() -> (u32, u32, u32) {
+    h5lake_hdf5::hdf5_version()
+}
+
 #[pymethods]
 impl RawFile {
     #[new]
@@ -1182,6 +1188,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(load_hdf5, m)?)?;
     m.add_function(wrap_pyfunction!(get_hdf5, m)?)?;
     m.add_function(wrap_pyfunction!(is_hdf5, m)?)?;
+    m.add_function(wrap_pyfunction!(hdf5_version, m)?)?;
     m.add_function(wrap_pyfunction!(domain_exists, m)?)?;
     m.add_function(wrap_pyfunction!(delete_domain, m)?)?;
     m.add_function(wrap_pyfunction!(serve, m)?)?;

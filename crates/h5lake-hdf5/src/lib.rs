@@ -23,7 +23,7 @@ mod virtual_layout;
 pub use export::{get, GetOptions, GetReport};
 pub use load::{link_dataset, load, LoadOptions, LoadReport};
 pub use skipped::Skipped;
-pub use source::is_hdf5;
+pub use source::{hdf5_version, is_hdf5};
 
 use thiserror::Error;
 

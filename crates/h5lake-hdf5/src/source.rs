@@ -80,3 +80,12 @@ pub(crate) fn open(path: &Path) -> Result<Hid> {
         ))
     })
 }
+
+/// The version of the HDF5 library h5lake reads and writes HDF5 files with
+/// (`H5get_libversion`).
+pub fn hdf5_version() -> (u32, u32, u32) {
+    let (mut major, mut minor, mut release) = (0u32, 0u32, 0u32);
+    // (Cannot fail: it reports the library's compiled-in numbers.)
+    lib(|| unsafe { hdf5_sys::h5::H5get_libversion(&mut major, &mut minor, &mut release) });
+    (major, minor, release)
+}

@@ -50,8 +50,10 @@ class AttributeManager(MutableMapping):
         doc = self._get_doc(name)
         return h5t.attr_value_from_json(doc)
 
-    def get_id(self, name):  # pragma: no cover - low-level ids do not exist here
-        raise NotImplementedError("attribute ids are not available in h5lake")
+    def get_id(self, name):
+        """The attribute as h5py's low-level ``AttrID`` (see ``h5lake.h5a``)."""
+        from .. import h5a
+        return h5a.open(self._parent.id, name)
 
     def __setitem__(self, name, value):
         """Set (create or replace) an attribute; type and shape are guessed

@@ -285,6 +285,12 @@ class ObjectID:
     def __repr__(self):
         return f"<h5lake ObjectID {self._oid}>"
 
+    def get_type(self):
+        """The type of a dataset, attribute or committed type, as h5py's
+        type objects (see ``h5lake.h5t``)."""
+        from .. import h5t as public_h5t
+        return public_h5t._type_object(self._fs.doc(self._oid)["type"])
+
 
 #: The name of an object opened by reference: found when first asked for
 #: (a walk of the store), not on every dereference.
@@ -542,3 +548,23 @@ def array_for_new_object(data, specified_dtype=None):
 
 def is_empty(obj):
     return isinstance(obj, h5t.Empty)
+
+
+#: h5py's name for it here.
+Empty = h5t.Empty
+
+
+def is_empty_dataspace(obj):
+    """Whether a dataset or attribute (or its ``.id``) has a null dataspace:
+    no shape and no values (h5py's ``Empty``)."""
+    if isinstance(obj, ObjectID):
+        doc = obj._fs.doc(obj._oid)
+        return (doc.get("shape") or {}).get("class") == "H5S_NULL"
+    return getattr(obj, "shape", ()) is None
+
+
+def is_hdf5(fname):
+    """Whether ``fname`` is an h5lake store or an HDF5 file (h5py's
+    ``is_hdf5``: False for what does not exist)."""
+    from .transfer import is_hdf5 as check
+    return check(fname)

@@ -19,6 +19,7 @@ import warnings
 
 import numpy as np
 
+from ..h5py_warnings import H5pyDeprecationWarning
 from . import filters, h5t, records
 from . import selections as sel
 from .base import (ClosedRuntimeError, HLObject, array_for_new_object, find_item_type,
@@ -30,8 +31,9 @@ Empty = h5t.Empty
 _COPY_SLAB_BYTES = 64 * 1024 * 1024
 
 
-class H5LakeDeprecationWarning(UserWarning):
-    """Like h5py's H5pyDeprecationWarning."""
+class H5LakeDeprecationWarning(H5pyDeprecationWarning):
+    """h5lake's deprecations: an ``H5pyDeprecationWarning``, so filters
+    written for h5py's catch them too."""
 
 
 class _ResizeError(ValueError, RuntimeError):
@@ -677,9 +679,21 @@ def _numpy_index(selection):
     for d, (a, c, s) in enumerate(zip(selection.start, selection.count, selection.step)):
         if isinstance(selection, sel.FancySelection) and d == selection.axis:
             idx.append(selection.indices)
+        elif isinstance(selection, sel.ListSelection) and d in selection.lists:
+            idx.append(selection.lists[d])
         else:
             idx.append(slice(a, a + c * s, s) if c else slice(0, 0))
     return tuple(idx)
+
+
+class _DirectReader:
+    __slots__ = ("_dset",)
+
+    def __init__(self, dset):
+        self._dset = dset
+
+    def read(self, args):
+        return self._dset[args]
 
 
 # ---------------------------------------------------------------------------
@@ -943,6 +957,13 @@ class Dataset(HLObject):
         """:meth:`to_arrow` as a ``polars.DataFrame``."""
         import polars
         return polars.from_arrow(self.to_arrow(sel, fields, where))
+
+    @property
+    def _fast_reader(self):
+        """h5py's internal reader, which its own tests read through too:
+        h5lake has one read path, so ``_fast_reader.read(args)`` is
+        ``self[args]``."""
+        return _DirectReader(self)
 
     @property
     def fillvalue(self):
@@ -1387,7 +1408,8 @@ class Dataset(HLObject):
         than each slab selects such a run). ``None`` otherwise."""
         if (dest.dtype != self._stored or h5t.has_vlen(self.dtype)
                 or isinstance(ssel, sel.PointSelection)
-                or isinstance(dsel, (sel.PointSelection, sel.FancySelection))):
+                or isinstance(dsel, (sel.PointSelection, sel.FancySelection,
+                                     sel.ListSelection))):
             return None
         index = _numpy_index(dsel)
         view = dest[index] if index != () else dest

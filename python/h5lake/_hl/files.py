@@ -14,6 +14,11 @@ except ImportError as _e:  # extension not built: the pure-Python modules stay i
     _core = None
     _core_error = _e
 from .base import ClosedKeyError, ClosedRuntimeError, FileState, absolute_location
+
+#: Whether HDF5's direct I/O file driver is available (h5py's flag): h5lake
+#: stores are not files under a driver, and its HDF5 library is built
+#: without it.
+direct_vfd = False
 from .group import Group
 
 _MODES = ('r', 'r+', 'w', 'w-', 'x', 'a')

@@ -43,6 +43,12 @@ BLOSC_COMPRESSORS = ("blosclz", "lz4", "lz4hc", "snappy", "zlib", "zstd")
 _LEGACY_GZIP = frozenset(range(10))
 
 # hdf5plugin-style registered filter ids accepted as ``compression=``
+#: The filters h5py names that h5lake writes and reads (h5py's
+#: ``h5py.filters.encode``/``decode``); h5lake also has zstd, lz4, blosc
+#: and bitshuffle.
+encode = ("gzip", "szip", "lzf", "shuffle", "fletcher32", "scaleoffset")
+decode = encode
+
 _FILTER_IDS = {32015: "zstd", 32004: "lz4", 32001: "blosc", 32000: "lzf", 32008: "bitshuffle"}
 
 _SHUFFLE = {"class": "H5Z_FILTER_SHUFFLE", "id": 2, "name": "shuffle"}

@@ -150,6 +150,34 @@ class FancySelection(SimpleSelection):
         return val.reshape(self.expand_shape(val.shape))
 
 
+class ListSelection(SimpleSelection):
+    """Simple selection with some axes given as increasing index lists (the
+    blocks of ``MultiBlockSlice``s, and at most one fancy index list)."""
+
+    def __init__(self, shape, start, count, step, scalar, lists):
+        super().__init__(shape, start, count, step, scalar)
+        self.lists = lists
+
+    def check_extent(self, writing=False):
+        for axis, idx in self.lists.items():
+            if len(idx) and int(idx[-1]) >= self.shape[axis]:
+                raise OSError("Can't %s data (selection + offset not within extent for file "
+                              "dataspace)" % ('write' if writing else 'read'))
+
+    @property
+    def engine_sel(self):
+        return [self.lists[i] if i in self.lists else (int(a), int(c), int(s))
+                for i, (a, c, s) in enumerate(zip(self.start, self.count, self.step))]
+
+    def expand_shape(self, source_shape):
+        if tuple(source_shape) != tuple(self.array_shape):
+            raise TypeError("Broadcasting is not supported for complex selections")
+        return tuple(self.mshape)
+
+    def broadcast_value(self, val):
+        return val.reshape(self.expand_shape(val.shape))
+
+
 class PointSelection(Selection):
     """Point-wise selection from a boolean mask of the full shape."""
 
@@ -226,6 +254,50 @@ def _check_fancy(arr, length):
     return np.ascontiguousarray(idx)
 
 
+class MultiBlockSlice:
+    """A regular hyperslab along one axis, as h5py's ``MultiBlockSlice``:
+    ``count`` blocks of ``block`` elements, ``stride`` apart, from
+    ``start`` (``count=None``: as many whole blocks as fit). Selects the
+    blocks' elements in order: ``dset[MultiBlockSlice(1, 2, 5, 4)]`` reads
+    elements 1-4 and 6-9."""
+
+    def __init__(self, start=0, count=None, stride=1, block=1):
+        if start < 0:
+            raise ValueError("Start can't be negative")
+        if stride < 1 or block < 1 or (count is not None and count < 1):
+            raise ValueError("Stride, count and block can't be 0")
+        if block > stride:
+            raise ValueError("Blocks will overlap if block > stride")
+        self.start, self.count, self.stride, self.block = start, count, stride, block
+
+    def indices(self, length):
+        """``(start, stride, count, block)`` on an axis of ``length``
+        (ValueError when the blocks do not fit)."""
+        start, stride, block = self.start, self.stride, self.block
+        if self.count is None:
+            count = (length - start - block) // stride + 1
+            if count < 1:
+                raise ValueError("No full blocks can fit in axis of length %d" % length)
+        else:
+            count = self.count
+            end = start + stride * (count - 1) + block
+            if end > length:
+                raise ValueError("%d blocks of %d, %d apart from %d, end at %d, "
+                                 "past the axis of length %d"
+                                 % (count, block, stride, start, end, length))
+        return start, stride, count, block
+
+    def positions(self, length):
+        """The selected indices, increasing."""
+        start, stride, count, block = self.indices(length)
+        base = start + stride * np.arange(count, dtype=np.int64)
+        return (base[:, None] + np.arange(block, dtype=np.int64)).reshape(-1)
+
+    def __repr__(self):
+        return "%s(start=%s, count=%s, stride=%s, block=%s)" % (
+            type(self).__name__, self.start, self.count, self.stride, self.block)
+
+
 def select(shape, args):
     """Turn ``args`` (what ``__getitem__`` received, field names removed)
     into a Selection on a dataset of ``shape``."""
@@ -270,6 +342,7 @@ def select(shape, args):
     start, count, step, scalar = [], [], [], []
     fancy_axis = None
     fancy_idx = None
+    blocks = {}
     for dim, (arg, length) in enumerate(zip(args, shape)):
         if isinstance(arg, slice):
             if arg.step is not None:
@@ -296,6 +369,13 @@ def select(shape, args):
             count.append(1)
             step.append(1)
             scalar.append(True)
+        elif isinstance(arg, MultiBlockSlice):
+            idx = arg.positions(length)
+            blocks[dim] = idx
+            start.append(0)
+            count.append(len(idx))
+            step.append(1)
+            scalar.append(False)
         else:
             arr = _fancy_indices(arg, length, rank)
             if fancy_axis is not None:
@@ -307,6 +387,10 @@ def select(shape, args):
             step.append(1)
             scalar.append(False)
 
+    if blocks:
+        if fancy_axis is not None:
+            blocks[fancy_axis] = fancy_idx
+        return ListSelection(shape, start, count, step, scalar, blocks)
     if fancy_axis is not None:
         return FancySelection(shape, start, count, step, scalar, fancy_axis, fancy_idx)
     return SimpleSelection(shape, start, count, step, scalar)

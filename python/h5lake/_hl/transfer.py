@@ -282,5 +282,17 @@ def get(src, dest, *, force=False, progress=False, allow_local_links=None,
 
 
 def is_hdf5(path):
-    """Whether ``path`` is an HDF5 file (it carries the HDF5 signature)."""
-    return _core.is_hdf5(os.fspath(path))
+    """Whether ``path`` holds HDF5 data h5lake opens: an h5lake store (a
+    directory or ``s3://`` URL) or an HDF5 file (it carries the HDF5
+    signature). False for what does not exist, as h5py's ``is_hdf5``."""
+    path = os.fspath(path)
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if _core.is_hdf5(path):
+        return True
+    if "://" not in path and not os.path.isdir(path):
+        return False
+    try:
+        return _core.domain_exists(path)
+    except (OSError, ValueError):
+        return False

@@ -1,0 +1,137 @@
+"""The parts of h5py's public surface beyond File/Group/Dataset that real
+code reaches for (issue 24), each against h5py doing the same: type objects
+(``h5t``), ``MultiBlockSlice``, low-level attribute ids (``h5a``),
+dimension scales through ``h5ds``, dataspaces (``h5s``), ``is_hdf5``,
+``version``."""
+
+import numpy as np
+import pytest
+
+import h5lake
+
+h5py = pytest.importorskip("h5py")
+
+
+@pytest.fixture(params=["h5py", "h5lake"])
+def lib(request, tmp_path):
+    mod = h5py if request.param == "h5py" else h5lake
+    path = tmp_path / ("f.h5" if request.param == "h5py" else "f.h5l")
+    return mod, path
+
+
+def test_type_objects_describe_the_types_as_h5py_does(tmp_path):
+    for mod, path in ((h5py, tmp_path / "a.h5"), (h5lake, tmp_path / "a.h5l")):
+        with mod.File(path, "w") as f:
+            f.create_dataset("u", shape=(2,), dtype=mod.string_dtype("utf-8", 7))
+            f.create_dataset("v", shape=(2,), dtype=mod.string_dtype("ascii"))
+            f.create_dataset("c", shape=(2,), dtype=[("x", "<f4"), ("n", "<i2")])
+            f.create_dataset("e", shape=(2,), dtype=mod.enum_dtype({"a": 1, "b": 5}, "u1"))
+    got = {}
+    for mod, path in ((h5py, tmp_path / "a.h5"), (h5lake, tmp_path / "a.h5l")):
+        with mod.File(path, "r") as f:
+            u, v, c, e = (f[n].id.get_type() for n in "uvce")
+            got[mod.__name__] = (
+                type(u).__name__, u.get_class(), u.get_cset(), u.get_size(), u.is_variable_str(),
+                type(v).__name__, v.get_cset(), v.is_variable_str(),
+                type(c).__name__, c.get_nmembers(), c.get_member_name(1),
+                c.get_member_type(0).get_class(), c.get_member_offset(1),
+                type(e).__name__, e.get_nmembers(), e.get_member_value(1),
+            )
+    assert got["h5lake"] == got["h5py"]
+    for name in ("STD_I32LE", "IEEE_F64BE", "C_S1", "STD_B16LE"):
+        a, b = getattr(h5py.h5t, name), getattr(h5lake.h5t, name)
+        assert (a.get_class(), a.get_size(), a.dtype) == (b.get_class(), b.get_size(), b.dtype)
+    for dt in ("<i8", ">u2", "<f4", "S5", [("a", "<i4")], ("<f8", (2, 3)), "?"):
+        assert h5lake.h5t.py_create(dt).get_class() == h5py.h5t.py_create(dt).get_class(), dt
+    s = h5lake.h5t.C_S1.copy()
+    s.set_size(4)
+    s.set_cset(h5lake.h5t.CSET_UTF8)
+    assert s.get_size() == 4 and s.dtype == np.dtype("S4")
+    with pytest.raises(TypeError):
+        h5lake.h5t.C_S1.set_size(4)      # predefined types are read-only
+
+
+@pytest.mark.parametrize("mbs", [
+    dict(), dict(start=4), dict(count=7), dict(stride=2), dict(stride=2, block=2),
+    dict(stride=3, block=2), dict(start=1, count=2, stride=5, block=4),
+])
+def test_multi_block_slices_read_and_write_as_in_h5py(lib, mbs):
+    mod, path = lib
+    ref = np.arange(100).reshape(10, 10)
+    with mod.File(path, "w") as f:
+        d = f.create_dataset("d", data=ref)
+        m = mod.MultiBlockSlice(**mbs)
+        got = d[m]
+        got2 = d[m, mod.MultiBlockSlice(start=1, stride=4, block=2)]
+        d[m, 3] = -1
+        after = d[...]
+    with h5py.File(path.with_suffix(".ref.h5"), "w") as f:
+        e = f.create_dataset("d", data=ref)
+        m = h5py.MultiBlockSlice(**mbs)
+        assert np.array_equal(got, e[m])
+        assert np.array_equal(got2, e[m, h5py.MultiBlockSlice(start=1, stride=4, block=2)])
+        e[m, 3] = -1
+        assert np.array_equal(after, e[...])
+
+
+def test_multi_block_slices_refuse_what_h5py_refuses():
+    for kw in (dict(block=3), dict(stride=0, block=0), dict(start=-1), dict(count=0)):
+        with pytest.raises(ValueError):
+            h5lake.MultiBlockSlice(**kw).indices(10)
+    with pytest.raises(ValueError):
+        h5lake.MultiBlockSlice(count=11).indices(10)
+    with pytest.raises(ValueError):
+        h5lake.MultiBlockSlice(start=8, stride=4, block=3).indices(10)
+
+
+def test_attribute_ids_and_dataspaces(lib):
+    mod, path = lib
+    with mod.File(path, "w") as f:
+        f.attrs["s"] = "héllo"
+        f.attrs.create("e", data=mod.Empty("f4"))
+        f.attrs["a"] = np.arange(6.0).reshape(2, 3)
+        a = mod.h5a.open(f.id, b"a")
+        s = mod.h5a.open(f.id, b"s")
+        out = (a.name, a.shape, a.dtype, type(s.get_type()).__name__, s.get_type().get_cset(),
+               mod.h5a.open(f.id, b"e").shape)
+    sp = mod.h5s.create_simple((3, 4), (mod.h5s.UNLIMITED, 4))
+    out += (sp.get_simple_extent_type(), sp.get_simple_extent_dims(),
+            sp.get_simple_extent_dims(maxdims=True)[1], mod.h5s.create(mod.h5s.NULL).get_simple_extent_type())
+    if mod is h5py:
+        pytest.h5py_attr_ids = out
+    else:
+        assert out == pytest.h5py_attr_ids
+
+
+def test_dimension_scales_through_h5ds(tmp_path):
+    with h5lake.File(tmp_path / "d.h5l", "w") as f:
+        data = f.create_dataset("data", shape=(4, 3), dtype="f4")
+        x = f.create_dataset("x", data=np.arange(3))
+        h5lake.h5ds.set_scale(x.id, b"x name")
+        h5lake.h5ds.attach_scale(data.id, x.id, 1)
+        h5lake.h5ds.set_label(data.id, 0, b"row")
+        assert h5lake.h5ds.is_scale(x.id) and not h5lake.h5ds.is_scale(data.id)
+        assert h5lake.h5ds.is_attached(data.id, x.id, 1)
+        assert not h5lake.h5ds.is_attached(data.id, x.id, 0)
+        assert h5lake.h5ds.get_num_scales(data.id, 1) == 1
+        assert h5lake.h5ds.get_label(data.id, 0) == b"row"
+        assert h5lake.h5ds.iterate(data.id, 1, h5lake.h5ds.get_scale_name) == b"x name"
+        # The same storage as dims: h5py reads the scale from the exported file.
+    h5lake.get(tmp_path / "d.h5l", tmp_path / "d.h5")
+    with h5py.File(tmp_path / "d.h5", "r") as f:
+        assert h5py.h5ds.is_attached(f["data"].id, f["x"].id, 1)
+        assert h5py.h5ds.get_label(f["data"].id, 0) == b"row"
+
+
+def test_is_hdf5_and_version(tmp_path):
+    with h5lake.File(tmp_path / "s.h5l", "w"):
+        pass
+    with h5py.File(tmp_path / "f.h5", "w"):
+        pass
+    (tmp_path / "t.txt").write_text("x")
+    assert h5lake.is_hdf5(tmp_path / "s.h5l") and h5lake.is_hdf5(tmp_path / "f.h5")
+    assert not h5lake.is_hdf5(tmp_path / "t.txt") and not h5lake.is_hdf5(tmp_path / "none")
+    assert not h5lake.is_hdf5(tmp_path)
+    assert len(h5lake.version.hdf5_version_tuple) == 3
+    assert h5lake.version.hdf5_version_tuple >= (1, 10, 0)
+    assert h5lake.version.version == h5lake.__version__
