@@ -107,27 +107,28 @@ fn check_block(block: usize) -> Result<usize> {
 /// Bit-shuffles `data` (elements of `es` bytes) in blocks of `block`
 /// elements, without compression.
 pub fn shuffle(data: &[u8], es: usize, block: usize) -> Result<Vec<u8>> {
-    let block = check_block(block)?;
-    let es = es.max(1);
-    let (bs, tail) = blocks(data.len() / es, block);
-    let mut out = vec![0u8; data.len()];
-    for (at, n) in bs {
-        let r = at * es..(at + n) * es;
-        transpose_block(&data[r.clone()], &mut out[r], n, es);
-    }
-    out[tail * es..].copy_from_slice(&data[tail * es..]);
-    Ok(out)
+    by_blocks(data, es, block, transpose_block)
 }
 
 /// Reverses [`shuffle`].
 pub fn unshuffle(data: &[u8], es: usize, block: usize) -> Result<Vec<u8>> {
+    by_blocks(data, es, block, untranspose_block)
+}
+
+/// `each` on every transposed block of `data`, the tail copied.
+fn by_blocks(
+    data: &[u8],
+    es: usize,
+    block: usize,
+    each: fn(&[u8], &mut [u8], usize, usize),
+) -> Result<Vec<u8>> {
     let block = check_block(block)?;
     let es = es.max(1);
     let (bs, tail) = blocks(data.len() / es, block);
     let mut out = vec![0u8; data.len()];
     for (at, n) in bs {
         let r = at * es..(at + n) * es;
-        untranspose_block(&data[r.clone()], &mut out[r], n, es);
+        each(&data[r.clone()], &mut out[r], n, es);
     }
     out[tail * es..].copy_from_slice(&data[tail * es..]);
     Ok(out)

@@ -1064,12 +1064,20 @@ mod cut_text {
     #[test]
     fn long_text_is_cut_to_the_type_length() {
         let ascii = Datatype::from_json(&json!({"class": "H5T_STRING", "length": 3,
-            "charSet": "H5T_CSET_ASCII", "strPad": "H5T_STR_NULLPAD"})).unwrap();
+            "charSet": "H5T_CSET_ASCII", "strPad": "H5T_STR_NULLPAD"}))
+        .unwrap();
         assert_eq!(json_to_element(&ascii, &json!("abcdef")).unwrap(), b"abc");
         // UTF-8: never half a character ("八" is three bytes).
         let utf8 = Datatype::from_json(&json!({"class": "H5T_STRING", "length": 4,
-            "charSet": "H5T_CSET_UTF8", "strPad": "H5T_STR_NULLPAD"})).unwrap();
-        assert_eq!(json_to_element(&utf8, &json!("ab\u{516b}")).unwrap(), b"ab\0\0");
-        assert_eq!(json_to_element(&utf8, &json!("a\u{516b}")).unwrap(), "a\u{516b}".as_bytes());
+            "charSet": "H5T_CSET_UTF8", "strPad": "H5T_STR_NULLPAD"}))
+        .unwrap();
+        assert_eq!(
+            json_to_element(&utf8, &json!("ab\u{516b}")).unwrap(),
+            b"ab\0\0"
+        );
+        assert_eq!(
+            json_to_element(&utf8, &json!("a\u{516b}")).unwrap(),
+            "a\u{516b}".as_bytes()
+        );
     }
 }

@@ -113,7 +113,20 @@ class SimpleSelection(Selection):
         return val
 
 
-class FancySelection(SimpleSelection):
+class _IndexListSelection(SimpleSelection):
+    """A simple selection with index lists on some axes: no broadcasting."""
+
+    def expand_shape(self, source_shape):
+        if tuple(source_shape) != tuple(self.array_shape):
+            # h5py tolerates extra leading length-1 axes only for simple selections
+            raise TypeError("Broadcasting is not supported for complex selections")
+        return tuple(self.mshape)
+
+    def broadcast_value(self, val):
+        return val.reshape(self.expand_shape(val.shape))
+
+
+class FancySelection(_IndexListSelection):
     """Simple selection with one axis given as a list of increasing indices."""
 
     def __init__(self, shape, start, count, step, scalar, axis, indices):
@@ -140,17 +153,8 @@ class FancySelection(SimpleSelection):
                 sel.append((int(a), int(c), int(s)))
         return sel
 
-    def expand_shape(self, source_shape):
-        if tuple(source_shape) != tuple(self.array_shape):
-            # h5py tolerates extra leading length-1 axes only for simple selections
-            raise TypeError("Broadcasting is not supported for complex selections")
-        return tuple(self.mshape)
 
-    def broadcast_value(self, val):
-        return val.reshape(self.expand_shape(val.shape))
-
-
-class ListSelection(SimpleSelection):
+class ListSelection(_IndexListSelection):
     """Simple selection with some axes given as increasing index lists (the
     blocks of ``MultiBlockSlice``s, and at most one fancy index list)."""
 
@@ -168,14 +172,6 @@ class ListSelection(SimpleSelection):
     def engine_sel(self):
         return [self.lists[i] if i in self.lists else (int(a), int(c), int(s))
                 for i, (a, c, s) in enumerate(zip(self.start, self.count, self.step))]
-
-    def expand_shape(self, source_shape):
-        if tuple(source_shape) != tuple(self.array_shape):
-            raise TypeError("Broadcasting is not supported for complex selections")
-        return tuple(self.mshape)
-
-    def broadcast_value(self, val):
-        return val.reshape(self.expand_shape(val.shape))
 
 
 class PointSelection(Selection):
