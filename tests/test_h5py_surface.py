@@ -135,3 +135,16 @@ def test_is_hdf5_and_version(tmp_path):
     assert len(h5lake.version.hdf5_version_tuple) == 3
     assert h5lake.version.hdf5_version_tuple >= (1, 10, 0)
     assert h5lake.version.version == h5lake.__version__
+
+
+def test_variable_length_reads_carry_the_vlen_dtype(lib):
+    """h5py 3 returns object arrays whose dtype is the dataset's (with its
+    vlen metadata), for sequences and strings alike."""
+    mod, path = lib
+    with mod.File(path, "w") as f:
+        v = f.create_dataset("v", (3,), dtype=mod.vlen_dtype("i4"))
+        v[0] = np.arange(3)
+        s = f.create_dataset("s", (2,), dtype=mod.string_dtype())
+        s[0] = "x"
+        got = (v[...].dtype.metadata, v[1:].dtype.metadata, s[...].dtype.metadata)
+    assert got == ({"vlen": np.dtype("int32")},) * 2 + ({"vlen": str},)

@@ -260,9 +260,10 @@ def _encode_vlen(val, dtype):
 
 
 def _decode_vlen(values, dtype, shape):
-    """List of bytes from the engine -> object array as h5py returns it."""
+    """List of bytes from the engine -> object array as h5py returns it
+    (its dtype the dataset's, vlen metadata and all, as h5py 3's reads)."""
     kind = _vlen_kind(dtype)
-    arr = np.empty(len(values), dtype=object)
+    arr = np.empty(len(values), dtype=dtype)
     if kind == 'str':
         arr[:] = values if values else []
     else:
