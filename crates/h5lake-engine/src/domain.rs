@@ -696,18 +696,22 @@ impl Domain {
         self.check_same_domain(id)?;
         let key = ids::doc_key(id)?;
         for attempt in 0u32.. {
-            let cur = self
-                .store
-                .get_versioned(&key)?
-                .ok_or_else(|| EngineError::NotFound(format!("object {id} not found")))?;
-            let mut doc = parse_doc(&cur.data, &key)?;
+            // The parsed document of the version the store has now (from the
+            // cache when it is the one this domain last wrote or read): the
+            // conditional put below is what makes the change safe.
+            let (version, cur) = self.doc_versioned(id)?;
+            let mut doc = (*cur).clone();
+            drop(cur);
             let out = f(&mut doc)?;
             doc["lastModified"] = json!(now());
             match self
                 .store
-                .put_if_version(&key, &to_bytes(&doc), &cur.version)?
+                .put_if_version(&key, &to_bytes(&doc), &version)?
             {
-                PutOutcome::Written(_) => return Ok(out),
+                PutOutcome::Written(written) => {
+                    DocCache::put(&self.docs.docs, id, written, Arc::new(doc));
+                    return Ok(out);
+                }
                 PutOutcome::Conflict => backoff(attempt),
             }
         }
