@@ -97,6 +97,8 @@ class RawFile:
         The engine adds ``created``."""
     def link_get(self, group_id: str, name: str) -> str: ...
     def link_delete(self, group_id: str, name: str) -> None: ...
+    def link_rename(self, group_id: str, old: str, new: str) -> None:
+        """Renames a link within its group, in one document update."""
     def links(self, group_id: str) -> list[tuple[str, str]]:
         """(name, link JSON) pairs in creation order."""
     def link_names(self, group_id: str) -> list[str]:

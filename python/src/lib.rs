@@ -872,6 +872,10 @@ impl RawFile {
         self.run(py, |d| d.link_delete(group_id, name))
     }
 
+    fn link_rename(&self, py: Python<'_>, group_id: &str, old: &str, new: &str) -> PyResult<()> {
+        self.run(py, |d| d.link_rename(group_id, old, new))
+    }
+
     fn links(&self, py: Python<'_>, group_id: &str) -> PyResult<Vec<(String, String)>> {
         let l = self.run(py, |d| d.links(group_id))?;
         Ok(l.into_iter().map(|(k, v)| (k, v.to_string())).collect())

@@ -704,10 +704,7 @@ impl Domain {
             drop(cur);
             let out = f(&mut doc)?;
             doc["lastModified"] = json!(now());
-            match self
-                .store
-                .put_if_version(&key, &to_bytes(&doc), &version)?
-            {
+            match self.store.put_if_version(&key, &to_bytes(&doc), &version)? {
                 PutOutcome::Written(written) => {
                     DocCache::put(&self.docs.docs, id, written, Arc::new(doc));
                     return Ok(out);
@@ -899,6 +896,36 @@ impl Domain {
                 }
                 links.insert(name.clone(), link.clone());
             }
+            Ok(())
+        })
+    }
+
+    /// Renames a link within its group in one document update (HDF5's
+    /// `H5Lmove` inside a group): atomic, and the object it leads to is
+    /// never without a link. The link is made anew, so it takes the last
+    /// place in creation order and a new creation time.
+    ///
+    /// # Errors
+    /// [`EngineError::NotFound`] without a link `old`;
+    /// [`EngineError::AlreadyExists`] when `new` is taken; a bad name.
+    pub fn link_rename(&self, group_id: &str, old: &str, new: &str) -> Result<()> {
+        check_name(new, "link")?;
+        if old == new {
+            return self.link_get(group_id, old).map(drop);
+        }
+        let t = now();
+        self.update_doc(group_id, |doc| {
+            let links = member_map(doc, "links", group_id)?;
+            if links.contains_key(new) {
+                return Err(EngineError::AlreadyExists(format!(
+                    "Unable to move link (name already exists): {new:?}"
+                )));
+            }
+            let mut link = links.shift_remove(old).ok_or_else(|| {
+                EngineError::NotFound(format!("Unable to move link {old:?} (no such link)"))
+            })?;
+            link["created"] = json!(t);
+            links.insert(new.to_string(), link);
             Ok(())
         })
     }

@@ -551,6 +551,9 @@ class Group(HLObject, MutableMapping):
         parent = self._require_parent(ppath, parent)
         if parent._fs is not sfs:
             raise ValueError("Unable to move link (moving links across files is not allowed)")
+        if parent._oid == sgid:
+            sfs.raw.link_rename(sgid, sname, base)
+            return
         sfs.raw.link_create(parent._oid, base, json.dumps(_clean_link(link)))
         sfs.raw.link_delete(sgid, sname)
 
