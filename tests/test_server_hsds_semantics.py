@@ -362,3 +362,18 @@ def test_fields_named_in_the_body_of_value_requests(api):
     assert s == 200 and out["value"] == [[2], [4]]
     assert api("GET", f"/datasets/{d['id']}/value")[1]["value"] == [[0, i] for i in range(1, 6)]
     assert api("PUT", f"/datasets/{d['id']}/value", {"value": [1], "fields": 3})[0] == 400
+
+
+def test_soft_links_relative_and_cyclic_in_h5path_walks(api):
+    s, g = api("POST", "/groups", {"link": {"id": api.root, "name": "g"}})
+    s, d = api("POST", "/datasets", {"type": "H5T_STD_I32LE", "shape": [2],
+                                     "link": {"id": g["id"], "name": "d"}})
+    # A relative target is read from the group holding the link.
+    assert api("PUT", f"/groups/{g['id']}/links/rel", {"h5path": "d"})[0] == 201
+    s, out = api("GET", "/", h5path="/g/rel", follow_soft_links=1)
+    assert s == 200 and out["id"] == d["id"]
+    # A cycle of soft links is a 400 that says so, not a hang or a 500.
+    assert api("PUT", f"/groups/{api.root}/links/a", {"h5path": "/b"})[0] == 201
+    assert api("PUT", f"/groups/{api.root}/links/b", {"h5path": "/a"})[0] == 201
+    s, out = api("GET", "/", h5path="/a/x", follow_soft_links=1)
+    assert s == 400 and "cycle" in json.dumps(out)

@@ -55,6 +55,30 @@ impl OpenMode {
     }
 }
 
+/// Most soft links one path walk follows: a cycle of them ends there.
+const MAX_SOFT_LINKS: usize = 40;
+
+/// Where a walk along an h5path ends (see [`Domain::walk_path`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PathEnd {
+    /// The object at the path.
+    Found(String),
+    /// A name on the way is missing (or names no group).
+    Missing,
+    /// A soft link (named) that the walk was not to follow.
+    SoftLink(String),
+    /// An external link (`name`) to `target` in the file or domain `file`;
+    /// `rest` is the part of the path after it.
+    ExternalLink {
+        name: String,
+        file: String,
+        target: String,
+        rest: String,
+    },
+    /// More soft links on the way than a walk follows (a cycle).
+    TooManyLinks,
+}
+
 /// Options for opening a domain.
 #[derive(Clone, Debug)]
 pub struct DomainOptions {
@@ -898,6 +922,71 @@ impl Domain {
             }
             Ok(())
         })
+    }
+
+    /// Walks `path` (absolute, or relative to the group `start`) along hard
+    /// links, and soft links when `follow_soft` (a relative target from the
+    /// group holding the link), to where it ends: the object, a missing
+    /// name, a soft link not to be followed, an external link (for the
+    /// caller to follow or refuse), or a cycle of soft links.
+    ///
+    /// # Errors
+    /// I/O trouble; an unknown start group.
+    pub fn walk_path(&self, start: &str, path: &str, follow_soft: bool) -> Result<PathEnd> {
+        let steps = |p: &str| -> Vec<String> {
+            p.split('/')
+                .filter(|p| !p.is_empty())
+                .rev()
+                .map(str::to_string)
+                .collect()
+        };
+        let mut id = if path.starts_with('/') {
+            self.root_id().to_string()
+        } else {
+            start.to_string()
+        };
+        let mut todo = steps(path);
+        let mut hops = 0;
+        while let Some(name) = todo.pop() {
+            if !id.starts_with("g-") {
+                return Ok(PathEnd::Missing);
+            }
+            let link = match self.link_get(&id, &name) {
+                Ok(l) => l,
+                Err(EngineError::NotFound(_)) => return Ok(PathEnd::Missing),
+                Err(e) => return Err(e),
+            };
+            let text = |k: &str| link.get(k).and_then(Value::as_str).unwrap_or_default();
+            match text("class") {
+                "H5L_TYPE_HARD" => id = text("id").to_string(),
+                "H5L_TYPE_SOFT" if follow_soft => {
+                    hops += 1;
+                    if hops > MAX_SOFT_LINKS {
+                        return Ok(PathEnd::TooManyLinks);
+                    }
+                    let target = text("h5path");
+                    if target.starts_with('/') {
+                        id = self.root_id().to_string();
+                    }
+                    todo.extend(steps(target));
+                }
+                "H5L_TYPE_SOFT" => return Ok(PathEnd::SoftLink(name)),
+                _ => {
+                    let file = match text("h5domain") {
+                        "" => text("file"),
+                        f => f,
+                    };
+                    let rest: Vec<&str> = todo.iter().rev().map(String::as_str).collect();
+                    return Ok(PathEnd::ExternalLink {
+                        file: file.to_string(),
+                        target: text("h5path").to_string(),
+                        rest: rest.join("/"),
+                        name,
+                    });
+                }
+            }
+        }
+        Ok(PathEnd::Found(id))
     }
 
     /// Renames a link within its group in one document update (HDF5's

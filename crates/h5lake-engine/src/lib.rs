@@ -24,7 +24,7 @@ pub mod table;
 pub mod virtual_ds;
 
 pub use dataset::DatasetMeta;
-pub use domain::{Domain, DomainOptions, OpenMode};
+pub use domain::{Domain, DomainOptions, OpenMode, PathEnd};
 pub use error::{EngineError, Result};
 pub use h5lake_types::{DimSel, Selection};
 pub use link_policy::LinkPolicy;

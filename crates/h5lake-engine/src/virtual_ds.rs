@@ -901,66 +901,19 @@ impl Domain {
     }
 
     /// The id of the object at `path`, absolute or relative to the group
-    /// `start`, following hard and soft links; `None` when nothing is there.
+    /// `start`, following hard and soft links; `None` when nothing is there
+    /// (a cycle of soft links included).
     ///
     /// # Errors
     /// I/O trouble; an external link on the way (not followed here).
     pub fn resolve_path_from(&self, start: &str, path: &str) -> Result<Option<String>> {
-        let mut id = if path.starts_with('/') {
-            self.root_id().to_string()
-        } else {
-            start.to_string()
-        };
-        let mut parts: Vec<String> = path
-            .split('/')
-            .filter(|p| !p.is_empty())
-            .map(str::to_string)
-            .collect();
-        parts.reverse();
-        let mut hops = 0;
-        while let Some(name) = parts.pop() {
-            if !id.starts_with("g-") {
-                return Ok(None);
-            }
-            let link = match self.link_get(&id, &name) {
-                Ok(l) => l,
-                Err(EngineError::NotFound(_)) => return Ok(None),
-                Err(e) => return Err(e),
-            };
-            match link.get("class").and_then(Value::as_str) {
-                Some("H5L_TYPE_HARD") => {
-                    id = link
-                        .get("id")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string();
-                }
-                Some("H5L_TYPE_SOFT") => {
-                    hops += 1;
-                    let target = link
-                        .get("h5path")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default();
-                    if hops > 40 || !target.starts_with('/') {
-                        return Ok(None);
-                    }
-                    id = self.root_id().to_string();
-                    parts.extend(
-                        target
-                            .split('/')
-                            .filter(|p| !p.is_empty())
-                            .rev()
-                            .map(str::to_string),
-                    );
-                }
-                _ => {
-                    return Err(EngineError::Invalid(format!(
-                        "{path}: an external link on the way (not followed here)"
-                    )))
-                }
-            }
+        match self.walk_path(start, path, true)? {
+            crate::PathEnd::Found(id) => Ok(Some(id)),
+            crate::PathEnd::ExternalLink { .. } => Err(EngineError::Invalid(format!(
+                "{path}: an external link on the way (not followed here)"
+            ))),
+            _ => Ok(None),
         }
-        Ok(Some(id))
     }
 
     /// Why mappings of the virtual dataset `id` read (partly) as fill:

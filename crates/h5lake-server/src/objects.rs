@@ -299,9 +299,9 @@ fn object_answer(dom: &Domain, ctx: &Ctx, id: &str) -> Result<Value> {
     ))
 }
 
-/// Most soft and external links one path walk follows (a cycle of them
-/// ends there).
-const MAX_LINK_HOPS: usize = 40;
+/// Most external links one path walk follows (a cycle of them ends there;
+/// the engine bounds soft links within each domain).
+const MAX_EXTERNAL_HOPS: usize = 40;
 
 /// The object at `path` (absolute, or relative to the group `start` of
 /// `dom`) by hard links, soft links when `follow_soft` (HSDS's
@@ -318,81 +318,42 @@ fn walk_path(
     follow_soft: bool,
     follow_external: bool,
 ) -> Result<Option<(Arc<Domain>, String)>> {
-    let steps = |p: &str| -> Vec<String> {
-        p.split('/')
-            .filter(|p| !p.is_empty())
-            .rev()
-            .map(str::to_string)
-            .collect()
-    };
-    let mut id = if path.starts_with('/') {
-        dom.root_id().to_string()
-    } else {
-        start.to_string()
-    };
-    let mut todo = steps(path);
-    let mut hops = 0;
-    while let Some(name) = todo.pop() {
-        if !id.starts_with("g-") {
-            return Ok(None);
-        }
-        let link = match dom.link_get(&id, &name) {
-            Ok(l) => l,
-            Err(h5lake_engine::EngineError::NotFound(_)) => return Ok(None),
-            Err(e) => return Err(e.into()),
-        };
-        let class = link.get("class").and_then(Value::as_str);
-        if class == Some("H5L_TYPE_HARD") {
-            id = link
-                .get("id")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
-            continue;
-        }
-        let target = link
-            .get("h5path")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        hops += 1;
-        if hops > MAX_LINK_HOPS {
-            return Err(ServerError::BadRequest(format!(
-                "h5path {path:?}: more than {MAX_LINK_HOPS} soft or external links on the way"
-            )));
-        }
-        match class {
-            Some("H5L_TYPE_SOFT") if follow_soft => {
-                if target.starts_with('/') {
-                    id = dom.root_id().to_string();
-                }
-                todo.extend(steps(target));
+    use h5lake_engine::PathEnd;
+    let (mut start, mut rest) = (start.to_string(), path.to_string());
+    for _ in 0..=MAX_EXTERNAL_HOPS {
+        match dom.walk_path(&start, &rest, follow_soft)? {
+            PathEnd::Found(id) => return Ok(Some((dom, id))),
+            PathEnd::Missing => return Ok(None),
+            PathEnd::TooManyLinks => {
+                return Err(ServerError::BadRequest(format!(
+                    "h5path {path:?}: a cycle of soft links on the way"
+                )))
             }
-            Some("H5L_TYPE_SOFT") => {
+            PathEnd::SoftLink(name) => {
                 return Err(ServerError::BadRequest(format!(
                     "h5path {path:?}: {name:?} is a soft link (ask with follow_soft_links=1)"
                 )))
             }
-            Some("H5L_TYPE_EXTERNAL") if follow_external => {
-                let file = link
-                    .get("h5domain")
-                    .or_else(|| link.get("file"))
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
+            PathEnd::ExternalLink { name, .. } if !follow_external => {
+                return Err(ServerError::BadRequest(format!(
+                    "h5path {path:?}: {name:?} is an external link (ask with follow_external_links=1)"
+                )))
+            }
+            PathEnd::ExternalLink {
+                file, target, rest: after, ..
+            } => {
                 // (`hdf5://` names a domain of this server.)
                 let domain =
-                    crate::request::domain_path(file.strip_prefix("hdf5:/").unwrap_or(file))?;
+                    crate::request::domain_path(file.strip_prefix("hdf5:/").unwrap_or(&file))?;
                 dom = crate::domains::open_domain_named(app, &ctx.user, domain, Action::Read)?;
-                id = dom.root_id().to_string();
-                todo.extend(steps(target));
-            }
-            _ => {
-                return Err(ServerError::BadRequest(format!(
-                "h5path {path:?}: {name:?} is an external link (ask with follow_external_links=1)"
-            )))
+                start = dom.root_id().to_string();
+                rest = format!("/{target}/{after}");
             }
         }
     }
-    Ok(Some((dom, id)))
+    Err(ServerError::BadRequest(format!(
+        "h5path {path:?}: more than {MAX_EXTERNAL_HOPS} external links on the way"
+    )))
 }
 
 /// The object at the request's `h5path` (absolute, or relative to the
