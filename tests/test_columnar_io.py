@@ -204,7 +204,7 @@ CHILD = textwrap.dedent("""
     import numpy as np
     import h5lake
     dt = np.dtype([("i", "<i8"), ("x", "<f8"), ("s", "S6")])
-    f = h5lake.File(sys.argv[1], "a")
+    f = h5lake.File(sys.argv[1], "a", durable=True)
     t = f.require_dataset("t", (0,), dt, maxshape=(None,), chunks=(7,), layout="columnar",
                           compression="zstd")
     print("ready", flush=True)

@@ -1,4 +1,6 @@
-"""Nothing acknowledged is lost: a child process writes to a store through
+"""Nothing acknowledged is lost with ``durable=True`` (each call's change is
+in the store when it returns; the default mode, durable at flush/close, is
+tested in test_durability.py): a child process writes to a store through
 h5lake (dataset rows into fixed and growing datasets, groups, attributes),
 printing an acknowledgement after each call returns; the parent SIGKILLs it
 after N acknowledgements. The store must then open read-only with every
@@ -25,7 +27,7 @@ CHILD = textwrap.dedent("""
     import h5lake
 
     path, W, CAP = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    f = h5lake.File(path, "a")
+    f = h5lake.File(path, "a", durable=True)
     rows = f.require_dataset("rows", (CAP, W), "i8", chunks=(4, W), fillvalue=-1)
     if "log" not in f:
         f.create_dataset("log", (0,), "f8", maxshape=(None,), chunks=(5,),

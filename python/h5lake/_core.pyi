@@ -39,8 +39,14 @@ class RawFile:
         root_creation_props_json: str = "{}",
         chunk_cache_bytes: int | None = None,
         allow_local_links: bool = False,
+        durable: bool = False,
     ) -> None:
         """Open or create the store (a domain) at ``path`` with h5py's mode semantics.
+
+        Metadata changes and small chunks of new datasets are kept in memory
+        until ``flush()``/``close()`` (shared with every other handle this
+        process has on the same store); ``durable=True`` writes each change
+        before its call returns.
 
         ``path`` is a local path or ``s3://bucket/path/name.h5`` (the HSDS
         domain ``path/name.h5`` in that bucket; S3 settings come from the
@@ -62,8 +68,12 @@ class RawFile:
     def readonly(self) -> bool: ...
     @property
     def closed(self) -> bool: ...
-    def close(self) -> None: ...
-    def flush(self) -> None: ...
+    def close(self) -> None:
+        """Write what is pending and let go of the store (raises if the write fails)."""
+    def flush(self) -> None:
+        """Write what is pending to the store."""
+    @property
+    def durable(self) -> bool: ...
     def domain_json(self) -> str:
         """The ``.domain.json`` document."""
 

@@ -15,7 +15,7 @@ use std::sync::{Arc, RwLock};
 /// [`RawFile::run_interruptible`]).
 const INTERRUPTIBLE_BYTES: usize = 16 << 20;
 
-use h5lake_engine::{Domain, DomainOptions, EngineError, OpenMode};
+use h5lake_engine::{Domain, DomainOptions, Durability, EngineError, OpenMode};
 use h5lake_hdf5::Hdf5Error;
 use h5lake_types::{DimSel, Selection};
 use pyo3::exceptions::{
@@ -734,7 +734,7 @@ fn hdf5_version() -> (u32, u32, u32) {
 #[pymethods]
 impl RawFile {
     #[new]
-    #[pyo3(signature = (path, mode, root_creation_props_json = "{}", chunk_cache_bytes = None, allow_local_links = false))]
+    #[pyo3(signature = (path, mode, root_creation_props_json = "{}", chunk_cache_bytes = None, allow_local_links = false, durable = false))]
     fn new(
         py: Python<'_>,
         path: PathBuf,
@@ -742,10 +742,16 @@ impl RawFile {
         root_creation_props_json: &str,
         chunk_cache_bytes: Option<usize>,
         allow_local_links: bool,
+        durable: bool,
     ) -> PyResult<Self> {
         let m = OpenMode::parse(mode).map_err(to_py_err)?;
         let mut opts = DomainOptions {
             root_creation_props: parse_json(root_creation_props_json, "root creation properties")?,
+            durability: if durable {
+                Durability::EachCall
+            } else {
+                Durability::AtFlush
+            },
             ..DomainOptions::default()
         };
         opts.allow_local_links |= allow_local_links;
@@ -788,13 +794,27 @@ impl RawFile {
         self.dom.read().expect("lock poisoned").is_none()
     }
 
-    fn close(&self) {
-        self.dom.write().expect("lock poisoned").take();
+    /// Writes pending changes and lets the domain go; raises (and stays
+    /// closed) if the changes could not be written.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let dom = self.dom.write().expect("lock poisoned").take();
+        match dom {
+            Some(dom) => py.allow_threads(|| dom.flush()).map_err(to_py_err),
+            None => Ok(()),
+        }
     }
 
-    /// Every write is durable when it returns; nothing is buffered.
-    fn flush(&self) -> PyResult<()> {
-        self.dom().map(|_| ())
+    /// Makes every change so far durable (a no-op for `durable=True`
+    /// handles, whose changes are durable when each call returns).
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        let dom = self.dom()?;
+        py.allow_threads(|| dom.flush()).map_err(to_py_err)
+    }
+
+    /// Whether each change is durable when its call returns.
+    #[getter]
+    fn durable(&self) -> PyResult<bool> {
+        Ok(self.dom()?.durability() == Durability::EachCall)
     }
 
     /// `(key, size)` of every stored object of the domain.

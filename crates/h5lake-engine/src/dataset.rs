@@ -1390,6 +1390,9 @@ impl Domain {
     /// # Errors
     /// Unknown dataset; I/O trouble.
     pub fn chunk_objects(&self, id: &str) -> Result<Vec<String>> {
+        // Other programs read these objects from the store: pending ones
+        // must be there.
+        self.flush()?;
         let m = self.dataset_meta(id)?;
         if let Some(source) = m.link.as_ref().and_then(|l| l.parquet_source()) {
             return Ok(source.uris().map(str::to_string).collect());

@@ -4,7 +4,10 @@
 //! Every metadata change is a read-modify-write of one JSON document guarded
 //! by the store's conditional put: a writer that lost a race re-reads and
 //! re-applies its change, so concurrent writers (threads, processes, servers)
-//! never lose each other's links or attributes.
+//! never lose each other's links or attributes. With
+//! [`Durability::AtFlush`] the changes collect in the domain's
+//! [`crate::journal`] and are committed together (merged with other
+//! writers' changes the same way) at [`Domain::flush`].
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,6 +18,8 @@ use serde_json::{json, Map, Value};
 
 use crate::cache::{ChunkCache, DEFAULT_CACHE_BYTES};
 use crate::ids::{self, ObjKind};
+pub use crate::journal::Durability;
+use crate::journal::{Journal, PendingLookup};
 use crate::json::parse_doc;
 use crate::link_policy::LinkPolicy;
 use crate::{EngineError, Result};
@@ -104,6 +109,9 @@ pub struct DomainOptions {
     /// Where relative `file_uri`s start (HSDS's `root_dir`); `None` is the
     /// directory holding a local store's bucket.
     pub link_base: Option<PathBuf>,
+    /// When metadata changes reach the store: at once (the default), or
+    /// together at [`Domain::flush`].
+    pub durability: Durability,
 }
 
 impl Default for DomainOptions {
@@ -116,6 +124,7 @@ impl Default for DomainOptions {
             link_policy: None,
             allow_local_links: std::env::var("H5LAKE_ALLOW_LOCAL_LINKS").is_ok_and(|v| v == "1"),
             link_base: None,
+            durability: Durability::EachCall,
         }
     }
 }
@@ -262,6 +271,8 @@ pub struct Domain {
     docs: DocCache,
     /// Other stores opened for virtual datasets' sources.
     pub(crate) virtual_stores: crate::virtual_ds::SourceStores,
+    /// Pending metadata ([`Durability::AtFlush`]); `store` reads through it.
+    journal: Option<Arc<Journal>>,
 }
 
 /// See [`Domain::get_doc`]. Bounded: cleared when it grows past
@@ -299,6 +310,19 @@ impl DocCache {
             map.clear();
         }
         map.insert(id.to_string(), (version, value));
+    }
+}
+
+impl Drop for Domain {
+    /// Pending changes are committed when the last handle goes, as closing
+    /// an HDF5 file flushes it. A failure here has no caller to tell: it is
+    /// printed.
+    fn drop(&mut self) {
+        if self.journal.is_some() && !self.readonly {
+            if let Err(e) = self.flush() {
+                eprintln!("h5lake: could not write pending changes to {}: {e}", self.location);
+            }
+        }
     }
 }
 
@@ -455,11 +479,25 @@ impl Domain {
             linked_files,
             docs: DocCache::default(),
             virtual_stores: Default::default(),
+            journal: None,
+        };
+        let journaled = opts.durability == Durability::AtFlush;
+        let attach = move |mut dom: Domain| -> Result<Domain> {
+            if journaled {
+                let j = Journal::shared(dom.store.clone(), &dom.root_id);
+                dom.store = j.clone();
+                dom.journal = Some(j);
+            } else if let Some(j) = Journal::existing(&*dom.store, &dom.root_id) {
+                // This process has changes pending on the domain (an open
+                // File): a handle that reads the store itself sees them.
+                j.commit()?;
+            }
+            Ok(dom)
         };
         match (mode, existing) {
             (OpenMode::Read | OpenMode::ReadWrite | OpenMode::Append, Some(root)) => {
                 dom.root_id = root;
-                Ok(dom)
+                attach(dom)
             }
             (OpenMode::Read | OpenMode::ReadWrite, None) => Err(EngineError::StoreNotFound(format!(
                 "Unable to open file: no h5lake store at {} (use mode 'w' or 'a' to create one)",
@@ -473,11 +511,11 @@ impl Domain {
                 dom.store.delete(&dom.domain_key)?;
                 dom.store.delete_prefix(&ids::domain_db_prefix(&root)?)?;
                 dom.create(opts)?;
-                Ok(dom)
+                attach(dom)
             }
             (_, None) => {
                 dom.create(opts)?;
-                Ok(dom)
+                attach(dom)
             }
         }
     }
@@ -537,6 +575,9 @@ impl Domain {
     /// A read-only domain; I/O trouble.
     pub fn delete_domain(self) -> Result<()> {
         self.check_writable()?;
+        if let Some(j) = &self.journal {
+            j.discard();
+        }
         self.store
             .delete_prefix(&ids::domain_db_prefix(&self.root_id)?)?;
         self.store.delete(&self.domain_key)?;
@@ -555,6 +596,7 @@ impl Domain {
     /// or one appeared or changed meanwhile; I/O trouble.
     pub fn publish_as(self, name: &str, replace: bool) -> Result<Option<String>> {
         self.check_writable()?;
+        self.flush()?;
         let doc = to_bytes(&self.domain_doc()?);
         let own_path = self
             .domain_key
@@ -684,6 +726,19 @@ impl Domain {
     /// the store confirms that version is current.
     fn doc_versioned(&self, id: &str) -> Result<(Version, Arc<Value>)> {
         self.check_same_domain(id)?;
+        let not_found = || EngineError::NotFound(format!("object {id} not found"));
+        if let Some(j) = &self.journal {
+            match j.pending_doc(id, ids::object_prefix(id).ok().as_deref()) {
+                PendingLookup::Found(v, doc) => return Ok((v, doc)),
+                PendingLookup::Deleted => return Err(not_found()),
+                PendingLookup::NotPending => {}
+            }
+        }
+        self.stored_doc(id)
+    }
+
+    /// [`Domain::doc_versioned`] from the store (through the cache).
+    fn stored_doc(&self, id: &str) -> Result<(Version, Arc<Value>)> {
         let key = ids::doc_key(id)?;
         let not_found = || EngineError::NotFound(format!("object {id} not found"));
         let version = self.store.version(&key)?.ok_or_else(not_found)?;
@@ -711,7 +766,9 @@ impl Domain {
     }
 
     /// Applies `f` to the object's document and commits it with a conditional
-    /// put, re-reading and re-applying on conflict. `f` may run several times.
+    /// put, re-reading and re-applying on conflict. `f` may run several times,
+    /// and must leave the document as it found it when it fails (with
+    /// [`Durability::AtFlush`] it edits the pending document in place).
     ///
     /// # Errors
     /// Whatever `f` returns; unknown ids; I/O trouble.
@@ -719,6 +776,16 @@ impl Domain {
         self.check_writable()?;
         self.check_same_domain(id)?;
         let key = ids::doc_key(id)?;
+        if let Some(j) = &self.journal {
+            let prefix = ids::object_prefix(id).ok();
+            let out = j.edit(id, &key, prefix.as_deref(), || self.stored_doc(id), |doc| {
+                let out = f(doc)?;
+                doc["lastModified"] = json!(now());
+                Ok(out)
+            })?;
+            self.commit_if_over_budget()?;
+            return Ok(out);
+        }
         for attempt in 0u32.. {
             // The parsed document of the version the store has now (from the
             // cache when it is the one this domain last wrote or read): the
@@ -771,8 +838,49 @@ impl Domain {
         if doc.get("attributes").is_none() {
             doc["attributes"] = json!({});
         }
-        self.put_new(&ids::doc_key(&id)?, &doc)?;
+        let key = ids::doc_key(&id)?;
+        if let Some(j) = &self.journal {
+            j.create(&id, key, ids::object_prefix(&id)?, doc);
+            self.commit_if_over_budget()?;
+        } else {
+            self.put_new(&key, &doc)?;
+        }
         Ok(id)
+    }
+
+    /// Makes every pending metadata change durable (see
+    /// [`Durability::AtFlush`]); nothing to do for a domain whose changes
+    /// are durable at once.
+    ///
+    /// # Errors
+    /// I/O trouble (what was not written stays pending, and the next flush
+    /// tries again); a link name another writer made too.
+    pub fn flush(&self) -> Result<()> {
+        let Some(j) = &self.journal else {
+            return Ok(());
+        };
+        for (id, version, doc) in j.commit()? {
+            if ids::parse_id(&id).is_ok() {
+                DocCache::put(&self.docs.docs, &id, version, doc);
+            }
+        }
+        Ok(())
+    }
+
+    /// When metadata changes become durable.
+    pub fn durability(&self) -> Durability {
+        if self.journal.is_some() {
+            Durability::AtFlush
+        } else {
+            Durability::EachCall
+        }
+    }
+
+    fn commit_if_over_budget(&self) -> Result<()> {
+        match &self.journal {
+            Some(j) if j.over_budget() => self.flush(),
+            _ => Ok(()),
+        }
     }
 
     /// Creates an unlinked group.
@@ -909,15 +1017,15 @@ impl Domain {
         }
         self.update_doc(group_id, |doc| {
             let links = member_map(doc, "links", group_id)?;
-            for (name, link) in &checked {
-                if links.contains_key(name) {
-                    if !replace {
-                        return Err(EngineError::AlreadyExists(format!(
-                            "Unable to create link (name already exists): {name:?}"
-                        )));
-                    }
-                    links.shift_remove(name);
+            if !replace {
+                if let Some((name, _)) = checked.iter().find(|(n, _)| links.contains_key(n)) {
+                    return Err(EngineError::AlreadyExists(format!(
+                        "Unable to create link (name already exists): {name:?}"
+                    )));
                 }
+            }
+            for (name, link) in &checked {
+                links.shift_remove(name);
                 links.insert(name.clone(), link.clone());
             }
             Ok(())
@@ -1049,11 +1157,16 @@ impl Domain {
     pub fn links_delete(&self, group_id: &str, names: &[String]) -> Result<()> {
         let targets = self.update_doc(group_id, |doc| {
             let links = member_map(doc, "links", group_id)?;
+            if let Some(name) = names.iter().find(|n| !links.contains_key(*n)) {
+                return Err(EngineError::NotFound(format!(
+                    "Unable to delete link {name:?} (no such link)"
+                )));
+            }
             let mut targets = Vec::new();
             for name in names {
-                let link = links.shift_remove(name).ok_or_else(|| {
-                    EngineError::NotFound(format!("Unable to delete link {name:?} (no such link)"))
-                })?;
+                let Some(link) = links.shift_remove(name) else {
+                    continue;
+                };
                 if let Some(id) = hard_link_target(&link) {
                     targets.push(id.to_string());
                 }
@@ -1205,15 +1318,15 @@ impl Domain {
         }
         self.update_doc(obj_id, |doc| {
             let attrs = member_map(doc, "attributes", obj_id)?;
-            for (name, attr) in &checked {
-                if attrs.contains_key(name) {
-                    if !overwrite {
-                        return Err(EngineError::AlreadyExists(format!(
-                            "Unable to create attribute (name already exists): {name:?}"
-                        )));
-                    }
-                    attrs.shift_remove(name);
+            if !overwrite {
+                if let Some((name, _)) = checked.iter().find(|(n, _)| attrs.contains_key(n)) {
+                    return Err(EngineError::AlreadyExists(format!(
+                        "Unable to create attribute (name already exists): {name:?}"
+                    )));
                 }
+            }
+            for (name, attr) in &checked {
+                attrs.shift_remove(name);
                 attrs.insert(name.clone(), attr.clone());
             }
             Ok(())
@@ -1252,12 +1365,13 @@ impl Domain {
     pub fn attrs_delete(&self, obj_id: &str, names: &[String]) -> Result<()> {
         self.update_doc(obj_id, |doc| {
             let attrs = member_map(doc, "attributes", obj_id)?;
+            if let Some(name) = names.iter().find(|n| !attrs.contains_key(*n)) {
+                return Err(EngineError::NotFound(format!(
+                    "Can't delete attribute (can't locate attribute: {name:?})"
+                )));
+            }
             for name in names {
-                attrs.shift_remove(name).ok_or_else(|| {
-                    EngineError::NotFound(format!(
-                        "Can't delete attribute (can't locate attribute: {name:?})"
-                    ))
-                })?;
+                attrs.shift_remove(name);
             }
             Ok(())
         })

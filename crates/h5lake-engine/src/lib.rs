@@ -13,6 +13,7 @@ pub mod dataset;
 pub mod domain;
 mod error;
 pub mod ids;
+mod journal;
 pub mod json;
 pub mod link_policy;
 pub mod linked;
@@ -24,7 +25,7 @@ pub mod table;
 pub mod virtual_ds;
 
 pub use dataset::DatasetMeta;
-pub use domain::{Domain, DomainOptions, OpenMode, PathEnd};
+pub use domain::{Domain, DomainOptions, Durability, OpenMode, PathEnd};
 pub use error::{EngineError, Result};
 pub use h5lake_types::{DimSel, Selection};
 pub use link_policy::LinkPolicy;

@@ -146,6 +146,25 @@ fn live(m: &DatasetMeta, coords: &[u64]) -> Vec<u64> {
         .collect()
 }
 
+/// Whether a key is a chunk's statistics record.
+pub(crate) fn is_record_key(key: &str) -> bool {
+    key.contains("/.h5lake/stats/")
+}
+
+/// A record naming a chunk version in `versions` (pending versions of
+/// chunks just written to the store) rewritten to name the version the
+/// store gave the chunk, so that it stays trusted; `None` when it names
+/// none of them.
+pub(crate) fn relabel_record(
+    bytes: &[u8],
+    versions: &std::collections::HashMap<String, Version>,
+) -> Option<Vec<u8>> {
+    let mut v: Value = serde_json::from_slice(bytes).ok()?;
+    let new = versions.get(v.get("version")?.as_str()?)?;
+    v["version"] = Value::String(new.0.clone());
+    serde_json::to_vec(&v).ok()
+}
+
 fn stats_key(m: &DatasetMeta, coords: &[u64]) -> String {
     crate::ids::chunk_key(&format!("{}{STATS_DIR}", m.prefix), coords)
 }

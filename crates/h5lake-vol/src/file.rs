@@ -268,8 +268,7 @@ pub unsafe extern "C" fn specific(
     guard("file specific", -1, || {
         let a = &mut *args;
         match a.op_type {
-            // Writes are in the store when they return.
-            sys::H5VL_file_specific_t_H5VL_FILE_FLUSH => {}
+            sys::H5VL_file_specific_t_H5VL_FILE_FLUSH => Obj::from_ptr(obj)?.dom.flush()?,
             sys::H5VL_file_specific_t_H5VL_FILE_IS_ACCESSIBLE => {
                 let name = c_str(a.args.is_accessible.filename)?;
                 *a.args.is_accessible.accessible = open_domain(name, OpenMode::Read).is_ok();
@@ -302,8 +301,16 @@ pub unsafe extern "C" fn close(
     _dxpl: hid_t,
     _req: *mut *mut c_void,
 ) -> sys::herr_t {
+    // H5Fclose writes what is pending, as HDF5 flushes a file it closes
+    // (objects still open keep the domain; its last one commits the rest).
+    let flushed = guard("file close", -1, || {
+        if crate::native::is_lake(obj) {
+            Obj::from_ptr(obj)?.dom.flush()?;
+        }
+        Ok(0)
+    });
     Obj::free(obj);
-    0
+    flushed
 }
 
 pub unsafe extern "C" fn group_create(

@@ -125,8 +125,16 @@ pub fn open_domain(name: &str, mode: OpenMode) -> Result<Arc<Domain>> {
 /// [`open_domain`], giving the root group's creation properties when the
 /// domain is created.
 pub fn open_domain_with(name: &str, mode: OpenMode, root_props: Value) -> Result<Arc<Domain>> {
+    // Metadata is written at H5Fflush/H5Fclose, as HDF5 writes its
+    // metadata cache; H5LAKE_DURABLE=1 writes each change at once.
+    let durability = if std::env::var("H5LAKE_DURABLE").is_ok_and(|v| v == "1") {
+        h5lake_engine::Durability::EachCall
+    } else {
+        h5lake_engine::Durability::AtFlush
+    };
     let opts = h5lake_engine::DomainOptions {
         root_creation_props: root_props,
+        durability,
         ..Default::default()
     };
     let dom = if name.contains("://") {

@@ -131,12 +131,12 @@ class FileState:
         self.docs.clear()
         self.ordered.clear()
         try:
+            # Writes what is pending; a failure is the caller's to know.
             self.raw.close()
-        except Exception:  # pragma: no cover - closing must be idempotent
-            pass
-        if self.scratch is not None:
-            self.scratch.cleanup()
-            self.scratch = None
+        finally:
+            if self.scratch is not None:
+                self.scratch.cleanup()
+                self.scratch = None
 
     # -- external links -------------------------------------------------------
     def open_external(self, filename):
@@ -421,7 +421,12 @@ class HLObject:
         return handle
 
     def __reduce__(self):
-        return _unpickle, _pickle_args(self)
+        args = _pickle_args(self)
+        # The receiver reopens the store: what this process has pending
+        # must be in it.
+        if self._fs.mode != 'r':
+            self._fs.raw.flush()
+        return _unpickle, args
 
     # copy.copy/deepcopy would otherwise reopen the store through
     # __reduce__; as in h5py, a handle is not copied.

@@ -5,8 +5,10 @@ root group of it."""
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import weakref
 
 try:
     from .. import _core
@@ -28,6 +30,7 @@ _MODES = ('r', 'r+', 'w', 'w-', 'x', 'a')
 _ACCEPTED_KWDS = frozenset((
     'rdcc_nbytes',  # the decoded-chunk cache budget, as in h5py
     'allow_local_links',  # h5lake's: a store in a bucket may link to local files
+    'durable',  # h5lake's: each change durable when its call returns
 ))
 _IGNORED_KWDS = frozenset((
     'driver', 'libver', 'userblock_size', 'swmr', 'rdcc_nslots',
@@ -43,6 +46,15 @@ class File(Group):
     mode: ``r`` read-only, file must exist (default); ``r+`` read/write, must
     exist; ``w`` create, truncate if exists; ``w-``/``x`` create, fail if
     exists; ``a`` read/write if exists, create otherwise.
+
+    Durability: changes to groups, attributes and small datasets are kept
+    in memory and written to the store together at ``flush()``, ``close()``
+    (also when the program exits or the handle is collected), or when
+    pending changes pass 64 MiB or 50,000 objects -- as HDF5 keeps its
+    metadata cache. A crash (kill -9, power loss) loses what was not
+    flushed and never leaves the store half-written. ``durable=True`` (or
+    ``H5LAKE_DURABLE=1``) makes each change durable before its call
+    returns instead, at the cost of speed.
 
     Pickling (``multiprocessing``, ``ProcessPoolExecutor``): a File, Group or
     Dataset of a read-only file pickles as (store location, object, mode)
@@ -73,10 +85,14 @@ class File(Group):
         cache = kwds.get('rdcc_nbytes')
         allow_local = bool(kwds.get('allow_local_links',
                                     os.environ.get('H5LAKE_ALLOW_LOCAL_LINKS') == '1'))
+        durable = kwds.get('durable')
+        if durable is None:
+            durable = os.environ.get('H5LAKE_DURABLE') == '1'
         raw = _core.RawFile(name, mode, json.dumps(root_props), None if cache is None else int(cache),
-                            allow_local)
+                            allow_local, bool(durable))
         fs = FileState(raw, name, absolute_location(name), 'r' if raw.readonly else 'r+',
                        allow_local_links=allow_local)
+        _OPEN.add(fs)
         Group.__init__(self, fs, raw.root_id, '/')
 
     @classmethod
@@ -141,8 +157,15 @@ class File(Group):
         """Close the file; every object opened from it becomes invalid."""
         self._fs.close()
 
+    @property
+    def durable(self):
+        """Whether each change is durable when its call returns (``durable=True``)
+        rather than at ``flush()``/``close()``."""
+        self._fs.check()
+        return self._fs.raw.durable
+
     def flush(self):
-        """Make all changes durable."""
+        """Make all changes durable (write what is pending to the store)."""
         self._fs.check(ClosedRuntimeError)
         self._fs.raw.flush()
 
@@ -157,3 +180,18 @@ class File(Group):
         if not self._fs.valid:
             return '<Closed HDF5 file>'
         return '<HDF5 file "%s" (mode %s)>' % (os.path.basename(self.filename.rstrip('/')), self.mode)
+
+
+#: Every open file's state, closed (so written) when the program exits, as
+#: h5py closes its files.
+_OPEN = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all():
+    for fs in list(_OPEN):
+        try:
+            fs.close()
+        except Exception as e:  # noqa: BLE001 - nobody else is left to tell
+            import sys
+            print(f"h5lake: could not write pending changes to {fs.filename}: {e}", file=sys.stderr)

@@ -1,0 +1,1107 @@
+//! Deferred metadata: what a domain opened with [`Durability::AtFlush`]
+//! changes stays in memory until the domain is flushed (or closed, or the
+//! pending changes pass a budget), then goes to the store in one commit.
+//!
+//! A metadata change made durable on its own costs a document rewrite and a
+//! file replace (or an S3 PUT); a group of many members made that cost grow
+//! with every member. Here a change edits the parsed document in place, and
+//! the commit writes each changed document once.
+//!
+//! The journal is also the domain's view of the store ([`Store`] is
+//! implemented over the store underneath): reads see the pending state,
+//! so a program sees its own changes at once. Other processes see them
+//! after the commit, as with an HDF5 file before `flush()`.
+//!
+//! What is kept here:
+//! - new objects' documents, and every small object written under a new
+//!   object's key prefix (chunks, statistics): no one else knows a new
+//!   object's id, so nothing can conflict with them;
+//! - edits of existing documents, each with the version and content it
+//!   started from;
+//! - deletions of existing objects.
+//!
+//! Everything else (chunks of existing datasets, big chunks) is written at
+//! once, after any pending edit of the same object's document, so that a
+//! chunk never lands beyond an extent the store does not have yet.
+//!
+//! The commit's order keeps a crash at any moment harmless: small objects
+//! under new prefixes, then new documents (a group only with links to
+//! objects already written; the rest of its links follow as an edit), then
+//! edits of existing documents, then deletions. A link never leads to an
+//! object that is not in the store, and an object is removed only after the
+//! links to it are. An edit that meets another writer's change (its
+//! conditional put fails) is merged member by member with what the store
+//! has now (three-way, against the version it started from), so that
+//! nothing either writer did is lost; the same link name made by both is
+//! reported, not overwritten.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use bytes::Bytes;
+use h5lake_store::{
+    ListableStore, OpenObject, PutOutcome, ReadableStore, Store, StoreError, Version, Versioned,
+    WholeObject, WritableStore,
+};
+use rayon::prelude::*;
+use serde_json::{Map, Value};
+
+use crate::domain::to_bytes;
+use crate::json::parse_doc;
+use crate::{EngineError, Result};
+
+/// When a domain's metadata changes become durable.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// Each change is in the store before the call returns (what the REST
+    /// server and the loaders use).
+    #[default]
+    EachCall,
+    /// Changes are kept in memory and committed together at `flush()`,
+    /// `close()`, or when pending changes pass the journal's budget (what
+    /// h5py does with an HDF5 file's metadata cache).
+    AtFlush,
+}
+
+/// Objects written under a new prefix at most this big are kept until the
+/// commit; bigger ones go to the store at once.
+const SMALL_OBJECT: usize = 256 << 10;
+/// Pending small objects past this many bytes start a commit.
+const BLOB_BUDGET: usize = 64 << 20;
+/// Pending documents past this many start a commit.
+const DOC_BUDGET: usize = 50_000;
+
+static NEXT_VERSION: AtomicU64 = AtomicU64::new(1);
+
+/// A version tag for pending state: unique in the process, never equal to
+/// a store's.
+fn pending_version() -> Version {
+    Version(format!(
+        "journal-{}",
+        NEXT_VERSION.fetch_add(1, Ordering::Relaxed)
+    ))
+}
+
+/// The key prefix of the object a key belongs to (`db/<domain>/<kind>/<id>/`),
+/// if it belongs to one (the root group's keys do not: its document sits at
+/// the domain's top).
+fn object_prefix_of(key: &str) -> Option<&str> {
+    let b = key.as_bytes();
+    // db/ + 17 + / + kind + / + 18 + /
+    const LEN: usize = 3 + 17 + 1 + 1 + 1 + 18 + 1;
+    (key.len() >= LEN
+        && key.starts_with("db/")
+        && b[20] == b'/'
+        && matches!(b[21], b'g' | b'd' | b't')
+        && b[22] == b'/'
+        && b[LEN - 1] == b'/')
+        .then(|| &key[..LEN])
+}
+
+/// The document key of the object whose key prefix is `prefix`.
+fn doc_key_under(prefix: &str) -> String {
+    let name = match prefix.as_bytes().get(21) {
+        Some(b'd') => ".dataset.json",
+        Some(b't') => ".datatype.json",
+        _ => ".group.json",
+    };
+    format!("{prefix}{name}")
+}
+
+struct PendingDoc {
+    key: String,
+    doc: Arc<Value>,
+    version: Version,
+    /// The store's version and content this edit started from; `None` for
+    /// an object created since the last commit.
+    base: Option<(Version, Arc<Value>)>,
+    kind: char,
+}
+
+#[derive(Default)]
+struct State {
+    /// Pending documents by object id.
+    docs: HashMap<String, PendingDoc>,
+    /// Their store keys, to serve reads of the keys themselves.
+    doc_ids: HashMap<String, String>,
+    /// Key prefixes of objects created since the last commit.
+    new_prefixes: HashSet<String>,
+    /// New prefixes some object was written under directly (too big to keep).
+    direct: HashSet<String>,
+    /// Small objects under new prefixes.
+    blobs: BTreeMap<String, (Bytes, Version)>,
+    blob_bytes: usize,
+    /// Existing objects deleted, by key prefix, in order.
+    deleted: Vec<String>,
+    deleted_set: HashSet<String>,
+}
+
+impl State {
+    fn is_empty(&self) -> bool {
+        self.docs.is_empty() && self.blobs.is_empty() && self.deleted.is_empty()
+    }
+
+    fn is_new(&self, prefix: &str) -> bool {
+        self.new_prefixes.contains(prefix)
+    }
+}
+
+/// What a read of a key finds in the journal.
+enum Found {
+    /// The key's bytes and version, held here.
+    Here(Bytes, Version),
+    /// The key is gone (its object was deleted, or it was never written
+    /// under a new prefix).
+    Absent,
+    /// Ask the store.
+    Store,
+}
+
+/// What [`Journal::pending_doc`] finds.
+pub(crate) enum PendingLookup {
+    Found(Version, Arc<Value>),
+    Deleted,
+    NotPending,
+}
+
+/// A document the commit wrote, for the domain's cache.
+pub(crate) type Written = (String, Version, Arc<Value>);
+
+/// Journals by store location and root group: every handle a process has
+/// on one domain shares one, as HDF5 shares one file's cache between the
+/// handles a process opens on it.
+static OPEN: Mutex<Option<HashMap<String, Weak<Journal>>>> = Mutex::new(None);
+
+pub(crate) struct Journal {
+    inner: Arc<dyn Store>,
+    state: Mutex<State>,
+}
+
+impl Journal {
+    /// The journal of the domain with root `root_id` in `inner`, shared with
+    /// the process's other handles on it.
+    pub(crate) fn shared(inner: Arc<dyn Store>, root_id: &str) -> Arc<Journal> {
+        let key = format!("{}\u{0}{root_id}", inner.location());
+        let mut open = OPEN.lock().unwrap_or_else(|e| e.into_inner());
+        let open = open.get_or_insert_with(HashMap::new);
+        if let Some(j) = open.get(&key).and_then(Weak::upgrade) {
+            return j;
+        }
+        open.retain(|_, w| w.strong_count() > 0);
+        let j = Arc::new(Journal {
+            inner,
+            state: Mutex::default(),
+        });
+        open.insert(key, Arc::downgrade(&j));
+        j
+    }
+
+    /// The journal other handles of this process keep on the domain, if any.
+    pub(crate) fn existing(inner: &dyn Store, root_id: &str) -> Option<Arc<Journal>> {
+        let key = format!("{}\u{0}{root_id}", inner.location());
+        let open = OPEN.lock().unwrap_or_else(|e| e.into_inner());
+        open.as_ref()?.get(&key).and_then(Weak::upgrade)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The pending document of an object, if it has one.
+    pub(crate) fn pending_doc(&self, id: &str, prefix: Option<&str>) -> PendingLookup {
+        let st = self.lock();
+        if let Some(d) = st.docs.get(id) {
+            return PendingLookup::Found(d.version.clone(), d.doc.clone());
+        }
+        match prefix {
+            Some(p) if st.deleted_set.contains(p) => PendingLookup::Deleted,
+            _ => PendingLookup::NotPending,
+        }
+    }
+
+    /// Records a new object's document.
+    pub(crate) fn create(&self, id: &str, key: String, prefix: String, doc: Value) {
+        let mut st = self.lock();
+        st.doc_ids.insert(key.clone(), id.to_string());
+        st.new_prefixes.insert(prefix);
+        st.docs.insert(
+            id.to_string(),
+            PendingDoc {
+                key,
+                doc: Arc::new(doc),
+                version: pending_version(),
+                base: None,
+                kind: id.chars().next().unwrap_or('g'),
+            },
+        );
+    }
+
+    /// Applies `f` to the object's pending document, starting one from
+    /// `base` (the store's version) when it has none. `f` must leave the
+    /// document as it was when it fails.
+    pub(crate) fn edit<T>(
+        &self,
+        id: &str,
+        key: &str,
+        prefix: Option<&str>,
+        base: impl FnOnce() -> Result<(Version, Arc<Value>)>,
+        f: impl FnOnce(&mut Value) -> Result<T>,
+    ) -> Result<T> {
+        {
+            let mut st = self.lock();
+            if let Some(d) = st.docs.get_mut(id) {
+                let out = f(Arc::make_mut(&mut d.doc))?;
+                d.version = pending_version();
+                return Ok(out);
+            }
+            if prefix.is_some_and(|p| st.deleted_set.contains(p)) {
+                return Err(EngineError::NotFound(format!("object {id} not found")));
+            }
+        }
+        // Read outside the lock: other handles keep working meanwhile.
+        let (version, doc) = base()?;
+        let mut st = self.lock();
+        let d = st.docs.entry(id.to_string()).or_insert_with(|| PendingDoc {
+            key: key.to_string(),
+            doc: doc.clone(),
+            version: pending_version(),
+            base: Some((version, doc)),
+            kind: id.chars().next().unwrap_or('g'),
+        });
+        let out = f(Arc::make_mut(&mut d.doc));
+        d.version = pending_version();
+        st.doc_ids.insert(key.to_string(), id.to_string());
+        out
+    }
+
+    /// Whether pending changes have passed the budget.
+    pub(crate) fn over_budget(&self) -> bool {
+        let st = self.lock();
+        st.blob_bytes > BLOB_BUDGET || st.docs.len() > DOC_BUDGET
+    }
+
+    /// Forgets everything pending (the domain is being deleted).
+    pub(crate) fn discard(&self) {
+        *self.lock() = State::default();
+    }
+
+    fn find(&self, key: &str) -> Found {
+        let st = self.lock();
+        if st.is_empty() && st.new_prefixes.is_empty() {
+            return Found::Store;
+        }
+        if let Some(id) = st.doc_ids.get(key) {
+            let d = &st.docs[id];
+            return Found::Here(Bytes::from(to_bytes(&d.doc)), d.version.clone());
+        }
+        if let Some((b, v)) = st.blobs.get(key) {
+            return Found::Here(b.clone(), v.clone());
+        }
+        match object_prefix_of(key) {
+            Some(p) if st.deleted_set.contains(p) => Found::Absent,
+            Some(p) if st.is_new(p) && !st.direct.contains(p) => Found::Absent,
+            _ => Found::Store,
+        }
+    }
+
+    /// Writes every pending change to the store (see the module docs for
+    /// the order). Returns the documents written. What was written leaves
+    /// the journal as it goes, so a failed commit can be retried.
+    ///
+    /// # Errors
+    /// I/O trouble (what was not written stays pending); a link name made
+    /// both here and by another writer since ([`EngineError::AlreadyExists`],
+    /// after everything else was written: the other writer's link stays).
+    pub(crate) fn commit(&self) -> Result<Vec<Written>> {
+        let mut st = self.lock();
+        if st.is_empty() {
+            st.new_prefixes.clear();
+            st.direct.clear();
+            return Ok(Vec::new());
+        }
+        let inner = &self.inner;
+        self.forget_unlinked_new(&mut st)?;
+        // 1. Small objects under new prefixes: chunks, then the statistics
+        // records naming them, relabelled with the versions the store gave
+        // the chunks.
+        let (records, chunks): (Vec<_>, Vec<_>) = st
+            .blobs
+            .iter()
+            .map(|(k, (b, v))| (k, b, v))
+            .partition(|(k, _, _)| crate::stats::is_record_key(k));
+        let versions: HashMap<String, Version> = chunks
+            .par_iter()
+            .map(|(k, b, v)| inner.put(k, b).map(|new| (v.0.clone(), new)))
+            .collect::<h5lake_store::Result<_>>()?;
+        records.par_iter().try_for_each(|(k, b, _)| {
+            match crate::stats::relabel_record(b, &versions) {
+                Some(relabelled) => inner.put(k, &relabelled),
+                None => inner.put(k, b),
+            }
+            .map(drop)
+        })?;
+        st.blobs.clear();
+        st.blob_bytes = 0;
+        let news: Vec<String> = st.new_prefixes.drain().collect();
+        st.direct.extend(news);
+
+        // 2. New documents: datatypes, then datasets (they may name a new
+        // datatype), then groups, newest first (members are usually made
+        // after the group holding them), each group with only the links
+        // whose objects are in the store already.
+        let mut new_ids: Vec<(char, String)> = st
+            .docs
+            .iter()
+            .filter(|(_, d)| d.base.is_none())
+            .map(|(id, d)| (d.kind, id.clone()))
+            .collect();
+        let rank = |k: char| match k {
+            't' => 0,
+            'd' => 1,
+            _ => 2,
+        };
+        new_ids.sort_by(|a, b| {
+            rank(a.0).cmp(&rank(b.0)).then_with(|| {
+                let created = |id: &str| {
+                    st.docs[id]
+                        .doc
+                        .get("created")
+                        .and_then(Value::as_f64)
+                        .unwrap_or(0.0)
+                };
+                created(&b.1).total_cmp(&created(&a.1))
+            })
+        });
+        let mut unwritten: HashSet<String> = new_ids.iter().map(|(_, id)| id.clone()).collect();
+        let mut written: Vec<Written> = Vec::new();
+        let (leaves, groups): (Vec<_>, Vec<_>) = new_ids.into_iter().partition(|(k, _)| *k != 'g');
+        for kind in ['t', 'd'] {
+            let batch: Vec<&String> = leaves.iter().filter(|(k, _)| *k == kind).map(|(_, id)| id).collect();
+            let done: Vec<Result<(String, Version)>> = batch
+                .par_iter()
+                .map(|id| {
+                    let d = &st.docs[*id];
+                    put_new(&**inner, &d.key, &d.doc).map(|v| ((*id).clone(), v))
+                })
+                .collect();
+            for r in done {
+                let (id, v) = r?;
+                unwritten.remove(&id);
+                let d = st.docs.remove(&id).expect("pending");
+                st.doc_ids.remove(&d.key);
+                written.push((id, v, d.doc));
+            }
+        }
+        // Groups in rounds: each round those whose links lead only to
+        // objects written already, together; when none is ready (groups
+        // linking each other), all that are left, without those links.
+        let mut groups: Vec<String> = groups.into_iter().map(|(_, id)| id).collect();
+        while !groups.is_empty() {
+            let (ready, rest): (Vec<String>, Vec<String>) = groups
+                .iter()
+                .cloned()
+                .partition(|id| !links_to_any(&st.docs[id].doc, &unwritten));
+            let round = if ready.is_empty() { rest.clone() } else { ready };
+            let done: Vec<Result<(String, Version, Option<Value>)>> = round
+                .par_iter()
+                .map(|id| {
+                    let d = &st.docs[id];
+                    let stripped = without_links_to(&d.doc, &unwritten);
+                    put_new(&**inner, &d.key, stripped.as_ref().unwrap_or(&d.doc))
+                        .map(|v| (id.clone(), v, stripped))
+                })
+                .collect();
+            for r in done {
+                let (id, v, stripped) = r?;
+                unwritten.remove(&id);
+                match stripped {
+                    // The rest of its links go in as an edit, below.
+                    Some(s) => {
+                        st.docs.get_mut(&id).expect("pending").base = Some((v, Arc::new(s)));
+                    }
+                    None => {
+                        let d = st.docs.remove(&id).expect("pending");
+                        st.doc_ids.remove(&d.key);
+                        written.push((id, v, d.doc));
+                    }
+                }
+            }
+            groups.retain(|id| unwritten.contains(id));
+        }
+
+        // 3. Edits of documents the store has, merged on conflict.
+        let mut clashes = Vec::new();
+        let edited: Vec<String> = st.docs.keys().cloned().collect();
+        for id in edited {
+            let d = st.docs.get(&id).expect("pending");
+            let (v, doc) = write_edit(&**inner, &id, d, &mut clashes)?;
+            let d = st.docs.remove(&id).expect("pending");
+            st.doc_ids.remove(&d.key);
+            if let Some(v) = v {
+                written.push((id, v, doc));
+            }
+        }
+
+        // 4. Deletions, once no link leads to the objects.
+        while let Some(prefix) = st.deleted.first().cloned() {
+            inner.delete_prefix(&prefix)?;
+            st.deleted.remove(0);
+            st.deleted_set.remove(&prefix);
+        }
+        st.direct.clear();
+        if clashes.is_empty() {
+            Ok(written)
+        } else {
+            Err(EngineError::AlreadyExists(clashes.join("; ")))
+        }
+    }
+
+    /// Drops new objects that lost their last link before ever reaching the
+    /// store (HDF5 frees an object with its last link): no pending document
+    /// links them, and no committed one can (they were never written).
+    fn forget_unlinked_new(&self, st: &mut State) -> Result<()> {
+        let unlinked: Vec<String> = st
+            .docs
+            .iter()
+            .filter(|(_, d)| {
+                d.base.is_none() && d.doc.pointer("/h5lake/unlinked") == Some(&Value::Bool(true))
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        if unlinked.is_empty() {
+            return Ok(());
+        }
+        let linked: HashSet<&str> = st
+            .docs
+            .values()
+            .filter_map(|d| d.doc.get("links").and_then(Value::as_object))
+            .flat_map(|links| links.values().filter_map(hard_target))
+            .collect();
+        let gone: Vec<String> = unlinked
+            .into_iter()
+            .filter(|id| !linked.contains(id.as_str()))
+            .collect();
+        for id in gone {
+            let d = st.docs.remove(&id).expect("pending");
+            st.doc_ids.remove(&d.key);
+            let prefix = d.key[..d.key.rfind('/').map_or(0, |i| i + 1)].to_string();
+            let keys: Vec<String> = st
+                .blobs
+                .range(prefix.clone()..)
+                .take_while(|(k, _)| k.starts_with(&prefix))
+                .map(|(k, _)| k.clone())
+                .collect();
+            for k in keys {
+                if let Some((old, _)) = st.blobs.remove(&k) {
+                    st.blob_bytes -= old.len();
+                }
+            }
+            st.new_prefixes.remove(&prefix);
+            if st.direct.remove(&prefix) {
+                self.inner.delete_prefix(&prefix)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Commits, from inside a store call.
+    fn commit_for_store(&self) -> h5lake_store::Result<()> {
+        self.commit().map(drop).map_err(|e| match e {
+            EngineError::Store(s) => s,
+            other => StoreError::Remote {
+                location: self.inner.location(),
+                hint: String::new(),
+                source: Box::new(other),
+            },
+        })
+    }
+
+    /// Writes the pending edit of the object owning `key` (if it has one)
+    /// before `key` itself is written to the store.
+    fn settle_owner(&self, key: &str) -> h5lake_store::Result<()> {
+        let Some(prefix) = object_prefix_of(key) else {
+            return Ok(());
+        };
+        let doc_key = doc_key_under(prefix);
+        if doc_key == key {
+            return Ok(());
+        }
+        let mut st = self.lock();
+        let Some(id) = st
+            .doc_ids
+            .get(&doc_key)
+            .filter(|id| st.docs.get(*id).is_some_and(|d| d.base.is_some()))
+            .cloned()
+        else {
+            return Ok(());
+        };
+        let mut clashes = Vec::new();
+        let d = st.docs.get(&id).expect("pending");
+        write_edit(&*self.inner, &id, d, &mut clashes).map_err(|e| match e {
+            EngineError::Store(s) => s,
+            other => StoreError::Remote {
+                location: self.inner.location(),
+                hint: String::new(),
+                source: Box::new(other),
+            },
+        })?;
+        let d = st.docs.remove(&id).expect("pending");
+        st.doc_ids.remove(&d.key);
+        Ok(())
+    }
+
+    /// Whether a write of `key` (of `len` bytes) is kept here.
+    fn keeps(st: &State, key: &str, len: usize) -> bool {
+        len <= SMALL_OBJECT && object_prefix_of(key).is_some_and(|p| st.is_new(p))
+    }
+
+    fn after_write(&self) -> h5lake_store::Result<()> {
+        if self.lock().blob_bytes > BLOB_BUDGET {
+            self.commit_for_store()?;
+        }
+        Ok(())
+    }
+
+    fn merged_keys(&self, prefix: &str, inner: Vec<String>) -> Vec<String> {
+        let st = self.lock();
+        let hidden = |k: &str| object_prefix_of(k).is_some_and(|p| st.deleted_set.contains(p));
+        let mut keys: Vec<String> = inner.into_iter().filter(|k| !hidden(k)).collect();
+        keys.extend(st.blobs.range(prefix.to_string()..).take_while(|(k, _)| k.starts_with(prefix)).map(|(k, _)| k.clone()));
+        keys.extend(
+            st.docs
+                .values()
+                .filter(|d| d.base.is_none() && d.key.starts_with(prefix))
+                .map(|d| d.key.clone()),
+        );
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+}
+
+fn put_new(inner: &dyn Store, key: &str, doc: &Value) -> Result<Version> {
+    match inner.put_if_absent(key, &to_bytes(doc))? {
+        PutOutcome::Written(v) => Ok(v),
+        PutOutcome::Conflict => Err(EngineError::Corrupt(format!(
+            "{key} exists already: two objects were given one id"
+        ))),
+    }
+}
+
+fn hard_target(l: &Value) -> Option<&str> {
+    (l.get("class").and_then(Value::as_str) == Some("H5L_TYPE_HARD"))
+        .then(|| l.get("id").and_then(Value::as_str))
+        .flatten()
+}
+
+/// Whether a group document has a hard link to one of `ids`.
+fn links_to_any(doc: &Value, ids: &HashSet<String>) -> bool {
+    doc.get("links")
+        .and_then(Value::as_object)
+        .is_some_and(|links| links.values().filter_map(hard_target).any(|t| ids.contains(t)))
+}
+
+/// The group document without hard links to `unwritten` objects, if it has any.
+fn without_links_to(doc: &Value, unwritten: &HashSet<String>) -> Option<Value> {
+    let links = doc.get("links")?.as_object()?;
+    let leads_out = |l: &Value| hard_target(l).is_some_and(|t| unwritten.contains(t));
+    if !links.values().any(leads_out) {
+        return None;
+    }
+    let mut out = doc.clone();
+    out["links"] = Value::Object(
+        links
+            .iter()
+            .filter(|(_, l)| !leads_out(l))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+    );
+    Some(out)
+}
+
+/// Writes one pending edit with a conditional put against the version it
+/// started from, merging with the store's version on conflict. `None` when
+/// the object was deleted by another writer meanwhile (said in `clashes`).
+fn write_edit(
+    inner: &dyn Store,
+    id: &str,
+    d: &PendingDoc,
+    clashes: &mut Vec<String>,
+) -> Result<(Option<Version>, Arc<Value>)> {
+    let (base_version, base) = d.base.as_ref().expect("an edit has a base");
+    let mut expected = base_version.clone();
+    let mut doc = d.doc.clone();
+    let mut found = Vec::new();
+    for attempt in 0u32.. {
+        match inner.put_if_version(&d.key, &to_bytes(&doc), &expected)? {
+            PutOutcome::Written(v) => {
+                clashes.extend(found.into_iter().map(|name| {
+                    format!(
+                        "Unable to create link (name already exists): {name:?} in {id} was \
+                         created by another writer too; theirs was kept"
+                    )
+                }));
+                return Ok((Some(v), doc));
+            }
+            PutOutcome::Conflict => {
+                let Some(theirs) = inner.get_versioned(&d.key)? else {
+                    clashes.push(format!(
+                        "object {id} was deleted by another writer; this handle's changes to it were not written"
+                    ));
+                    return Ok((None, doc));
+                };
+                let theirs_doc = parse_doc(&theirs.data, &d.key)?;
+                found.clear();
+                doc = Arc::new(merge(base, &d.doc, theirs_doc, &mut found));
+                expected = theirs.version;
+                crate::domain::backoff(attempt);
+            }
+        }
+    }
+    unreachable!("the retry loop only ends by returning")
+}
+
+/// Three-way merge of a document: what `ours` changed against `base`,
+/// applied to `theirs`. Links and attributes merge name by name (a name
+/// both sides created differently stays theirs and is reported for links;
+/// an attribute is ours, as writing one replaces it); other members are
+/// ours where we changed them.
+fn merge(base: &Value, ours: &Value, mut theirs: Value, clashes: &mut Vec<String>) -> Value {
+    let empty = Map::new();
+    let (Some(b), Some(o)) = (base.as_object(), ours.as_object()) else {
+        return ours.clone();
+    };
+    let Some(t) = theirs.as_object_mut() else {
+        return ours.clone();
+    };
+    for (k, ov) in o {
+        if k == "links" || k == "attributes" {
+            let bm = b.get(k).and_then(Value::as_object).unwrap_or(&empty);
+            let om = ov.as_object().unwrap_or(&empty);
+            let tm = t
+                .entry(k.clone())
+                .or_insert_with(|| Value::Object(Map::new()));
+            if !tm.is_object() {
+                *tm = Value::Object(Map::new());
+            }
+            let tm = tm.as_object_mut().expect("made an object");
+            for (name, v) in om {
+                match bm.get(name) {
+                    Some(bv) if bv == v => {}
+                    None if k == "links" && tm.get(name).is_some_and(|tv| tv != v) => {
+                        clashes.push(name.clone());
+                    }
+                    _ => {
+                        tm.insert(name.clone(), v.clone());
+                    }
+                }
+            }
+            for name in bm.keys() {
+                if !om.contains_key(name) {
+                    tm.shift_remove(name);
+                }
+            }
+        } else if b.get(k) != Some(ov) {
+            t.insert(k.clone(), ov.clone());
+        }
+    }
+    for k in b.keys() {
+        if !o.contains_key(k) {
+            t.remove(k);
+        }
+    }
+    theirs
+}
+
+fn whole(data: &Bytes, offset: u64, len: u64) -> Bytes {
+    let n = data.len() as u64;
+    let start = offset.min(n);
+    let end = offset.saturating_add(len).min(n);
+    data.slice(start as usize..end as usize)
+}
+
+impl ReadableStore for Journal {
+    fn get(&self, key: &str) -> h5lake_store::Result<Option<Bytes>> {
+        match self.find(key) {
+            Found::Here(b, _) => Ok(Some(b)),
+            Found::Absent => Ok(None),
+            Found::Store => self.inner.get(key),
+        }
+    }
+
+    fn get_versioned(&self, key: &str) -> h5lake_store::Result<Option<Versioned>> {
+        match self.find(key) {
+            Found::Here(data, version) => Ok(Some(Versioned { data, version })),
+            Found::Absent => Ok(None),
+            Found::Store => self.inner.get_versioned(key),
+        }
+    }
+
+    fn get_range(&self, key: &str, offset: u64, len: u64) -> h5lake_store::Result<Option<Bytes>> {
+        match self.find(key) {
+            Found::Here(b, _) => Ok(Some(whole(&b, offset, len))),
+            Found::Absent => Ok(None),
+            Found::Store => self.inner.get_range(key, offset, len),
+        }
+    }
+
+    fn exists(&self, key: &str) -> h5lake_store::Result<bool> {
+        match self.find(key) {
+            Found::Here(..) => Ok(true),
+            Found::Absent => Ok(false),
+            Found::Store => self.inner.exists(key),
+        }
+    }
+
+    fn get_into(&self, key: &str, buf: &mut Vec<u8>) -> h5lake_store::Result<Option<Version>> {
+        match self.find(key) {
+            Found::Here(b, v) => {
+                buf.clear();
+                buf.extend_from_slice(&b);
+                Ok(Some(v))
+            }
+            Found::Absent => Ok(None),
+            Found::Store => self.inner.get_into(key, buf),
+        }
+    }
+
+    fn get_scattered(
+        &self,
+        key: &str,
+        total_len: u64,
+        runs: &mut [(u64, &mut [u8])],
+    ) -> h5lake_store::Result<Option<bool>> {
+        match self.find(key) {
+            Found::Here(data, _) => {
+                if data.len() as u64 != total_len {
+                    return Ok(Some(false));
+                }
+                for (off, dst) in runs.iter_mut() {
+                    let off = *off as usize;
+                    dst.copy_from_slice(&data[off..off + dst.len()]);
+                }
+                Ok(Some(true))
+            }
+            Found::Absent => Ok(None),
+            Found::Store => self.inner.get_scattered(key, total_len, runs),
+        }
+    }
+
+    fn version(&self, key: &str) -> h5lake_store::Result<Option<Version>> {
+        match self.find(key) {
+            Found::Here(_, v) => Ok(Some(v)),
+            Found::Absent => Ok(None),
+            Found::Store => self.inner.version(key),
+        }
+    }
+
+    fn get_many(&self, keys: &[String]) -> h5lake_store::Result<Vec<Option<Versioned>>> {
+        let found: Vec<Found> = keys.iter().map(|k| self.find(k)).collect();
+        let ask: Vec<String> = keys
+            .iter()
+            .zip(&found)
+            .filter(|(_, f)| matches!(f, Found::Store))
+            .map(|(k, _)| k.clone())
+            .collect();
+        let mut from_store = self.inner.get_many(&ask)?.into_iter();
+        Ok(found
+            .into_iter()
+            .map(|f| match f {
+                Found::Here(data, version) => Some(Versioned { data, version }),
+                Found::Absent => None,
+                Found::Store => from_store.next().flatten(),
+            })
+            .collect())
+    }
+
+    fn get_ranges(&self, key: &str, ranges: &[Range<u64>]) -> h5lake_store::Result<Option<Vec<Bytes>>> {
+        match self.find(key) {
+            Found::Here(b, _) => Ok(Some(
+                ranges
+                    .iter()
+                    .map(|r| whole(&b, r.start, r.end.saturating_sub(r.start)))
+                    .collect(),
+            )),
+            Found::Absent => Ok(None),
+            Found::Store => self.inner.get_ranges(key, ranges),
+        }
+    }
+
+    fn open_object(&self, key: &str, tail: u64) -> h5lake_store::Result<Option<Box<dyn OpenObject + '_>>> {
+        match self.find(key) {
+            Found::Here(b, v) => Ok(Some(Box::new(WholeObject::new(b, v, tail)))),
+            Found::Absent => Ok(None),
+            Found::Store => self.inner.open_object(key, tail),
+        }
+    }
+
+    fn prefers_batching(&self) -> bool {
+        self.inner.prefers_batching()
+    }
+}
+
+impl WritableStore for Journal {
+    fn put(&self, key: &str, data: &[u8]) -> h5lake_store::Result<Version> {
+        {
+            let mut st = self.lock();
+            if Self::keeps(&st, key, data.len()) {
+                let v = pending_version();
+                st.blob_bytes += data.len();
+                if let Some((old, _)) = st.blobs.insert(key.to_string(), (Bytes::copy_from_slice(data), v.clone())) {
+                    st.blob_bytes -= old.len();
+                }
+                drop(st);
+                self.after_write()?;
+                return Ok(v);
+            }
+            if let Some(p) = object_prefix_of(key) {
+                if st.is_new(p) {
+                    let p = p.to_string();
+                    if let Some((old, _)) = st.blobs.remove(key) {
+                        st.blob_bytes -= old.len();
+                    }
+                    st.direct.insert(p);
+                }
+            }
+        }
+        self.settle_owner(key)?;
+        self.inner.put(key, data)
+    }
+
+    fn put_if_absent(&self, key: &str, data: &[u8]) -> h5lake_store::Result<PutOutcome> {
+        {
+            let mut st = self.lock();
+            if st.blobs.contains_key(key) || st.doc_ids.contains_key(key) {
+                return Ok(PutOutcome::Conflict);
+            }
+            let checked_store = object_prefix_of(key).is_some_and(|p| st.direct.contains(p));
+            if Self::keeps(&st, key, data.len()) && !checked_store {
+                let v = pending_version();
+                st.blob_bytes += data.len();
+                st.blobs.insert(key.to_string(), (Bytes::copy_from_slice(data), v.clone()));
+                drop(st);
+                self.after_write()?;
+                return Ok(PutOutcome::Written(v));
+            }
+            if let Some(p) = object_prefix_of(key) {
+                if st.is_new(p) {
+                    let p = p.to_string();
+                    st.direct.insert(p);
+                }
+            }
+        }
+        self.settle_owner(key)?;
+        self.inner.put_if_absent(key, data)
+    }
+
+    fn put_if_version(&self, key: &str, data: &[u8], expected: &Version) -> h5lake_store::Result<PutOutcome> {
+        {
+            let mut st = self.lock();
+            if let Some((_, v)) = st.blobs.get(key) {
+                if v != expected {
+                    return Ok(PutOutcome::Conflict);
+                }
+                if data.len() <= SMALL_OBJECT {
+                    let v = pending_version();
+                    let (old, _) = st
+                        .blobs
+                        .insert(key.to_string(), (Bytes::copy_from_slice(data), v.clone()))
+                        .expect("present");
+                    st.blob_bytes = st.blob_bytes + data.len() - old.len();
+                    drop(st);
+                    self.after_write()?;
+                    return Ok(PutOutcome::Written(v));
+                }
+                // Grown too big to keep: to the store, unconditionally (no
+                // one else can know this key).
+                let (old, _) = st.blobs.remove(key).expect("present");
+                st.blob_bytes -= old.len();
+                if let Some(p) = object_prefix_of(key) {
+                    let p = p.to_string();
+                    st.direct.insert(p);
+                }
+                drop(st);
+                return self.inner.put(key, data).map(PutOutcome::Written);
+            }
+            if st.doc_ids.contains_key(key) {
+                return Ok(PutOutcome::Conflict);
+            }
+            if let Some(p) = object_prefix_of(key) {
+                if st.is_new(p) && !st.direct.contains(p) {
+                    return Ok(PutOutcome::Conflict);
+                }
+            }
+        }
+        self.settle_owner(key)?;
+        self.inner.put_if_version(key, data, expected)
+    }
+
+    fn patch(&self, key: &str, len: u64, edits: &[(u64, &[u8])]) -> h5lake_store::Result<Option<Version>> {
+        {
+            let mut st = self.lock();
+            if let Some((data, _)) = st.blobs.get(key) {
+                h5lake_store::check_patch(key, len, edits)?;
+                if data.len() as u64 != len {
+                    return Ok(None);
+                }
+                let mut copy = data.to_vec();
+                for (off, e) in edits {
+                    copy[*off as usize..*off as usize + e.len()].copy_from_slice(e);
+                }
+                let v = pending_version();
+                st.blobs.insert(key.to_string(), (Bytes::from(copy), v.clone()));
+                return Ok(Some(v));
+            }
+            if st.doc_ids.contains_key(key) {
+                return Ok(None);
+            }
+        }
+        self.settle_owner(key)?;
+        self.inner.patch(key, len, edits)
+    }
+
+    fn delete(&self, key: &str) -> h5lake_store::Result<()> {
+        {
+            let mut st = self.lock();
+            if let Some((old, _)) = st.blobs.remove(key) {
+                st.blob_bytes -= old.len();
+            }
+            match object_prefix_of(key) {
+                Some(p) if st.is_new(p) && !st.direct.contains(p) => return Ok(()),
+                _ => {}
+            }
+        }
+        self.settle_owner(key)?;
+        self.inner.delete(key)
+    }
+
+    fn delete_prefix(&self, prefix: &str) -> h5lake_store::Result<()> {
+        let is_object = object_prefix_of(prefix).is_some_and(|p| p.len() == prefix.len());
+        if !is_object {
+            self.commit_for_store()?;
+            return self.inner.delete_prefix(prefix);
+        }
+        let mut st = self.lock();
+        if let Some(id) = st.doc_ids.remove(&doc_key_under(prefix)) {
+            st.docs.remove(&id);
+        }
+        let keys: Vec<String> = st
+            .blobs
+            .range(prefix.to_string()..)
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in keys {
+            if let Some((old, _)) = st.blobs.remove(&k) {
+                st.blob_bytes -= old.len();
+            }
+        }
+        if st.new_prefixes.remove(prefix) {
+            // Never in the store, except what went there directly.
+            if st.direct.remove(prefix) {
+                drop(st);
+                return self.inner.delete_prefix(prefix);
+            }
+            return Ok(());
+        }
+        if st.deleted_set.insert(prefix.to_string()) {
+            st.deleted.push(prefix.to_string());
+        }
+        Ok(())
+    }
+}
+
+impl ListableStore for Journal {
+    fn list_prefix(&self, prefix: &str) -> h5lake_store::Result<Vec<String>> {
+        let inner = self.inner.list_prefix(prefix)?;
+        Ok(self.merged_keys(prefix, inner))
+    }
+
+    fn list_dir(&self, prefix: &str) -> h5lake_store::Result<(Vec<String>, Vec<String>)> {
+        let (keys, dirs) = self.inner.list_dir(prefix)?;
+        let st = self.lock();
+        let hidden = |k: &str| object_prefix_of(k).is_some_and(|p| st.deleted_set.contains(p));
+        let mut keys: Vec<String> = keys.into_iter().filter(|k| !hidden(k)).collect();
+        let mut dirs: Vec<String> = dirs
+            .into_iter()
+            .filter(|d| !st.deleted_set.contains(d.as_str()))
+            .collect();
+        let pending = st
+            .blobs
+            .range(prefix.to_string()..)
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(k, _)| k.as_str())
+            .chain(
+                st.docs
+                    .values()
+                    .filter(|d| d.base.is_none() && d.key.starts_with(prefix))
+                    .map(|d| d.key.as_str()),
+            );
+        for k in pending {
+            let rest = &k[prefix.len()..];
+            match rest.find('/') {
+                Some(i) => dirs.push(k[..prefix.len() + i + 1].to_string()),
+                None => keys.push(k.to_string()),
+            }
+        }
+        keys.sort();
+        keys.dedup();
+        dirs.sort();
+        dirs.dedup();
+        Ok((keys, dirs))
+    }
+}
+
+impl Store for Journal {
+    fn location(&self) -> String {
+        self.inner.location()
+    }
+
+    fn list_sizes(&self, prefix: &str) -> h5lake_store::Result<Vec<(String, u64)>> {
+        let keys = self.list_prefix(prefix)?;
+        let mut out = Vec::with_capacity(keys.len());
+        let sizes: HashMap<String, u64> = self.inner.list_sizes(prefix)?.into_iter().collect();
+        for k in keys {
+            let size = match self.find(&k) {
+                Found::Here(b, _) => Some(b.len() as u64),
+                Found::Absent => None,
+                Found::Store => sizes.get(&k).copied(),
+            };
+            if let Some(s) = size {
+                out.push((k, s));
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn object_prefixes() {
+        let k = "db/e5c9a50a-2435de48/d/12ab-34cd56-78ef90/0_1";
+        assert_eq!(object_prefix_of(k), Some("db/e5c9a50a-2435de48/d/12ab-34cd56-78ef90/"));
+        assert_eq!(object_prefix_of("db/e5c9a50a-2435de48/.group.json"), None);
+        assert_eq!(object_prefix_of(".domain.json"), None);
+    }
+
+    #[test]
+    fn merge_keeps_both_writers_links_and_reports_a_shared_name() {
+        let base = json!({"links": {"a": {"id": 1}, "gone": {"id": 2}}, "attributes": {}, "x": 1});
+        let ours = json!({"links": {"a": {"id": 1}, "mine": {"id": 3}, "both": {"id": 4}}, "attributes": {"t": 1}, "x": 2});
+        let theirs = json!({"links": {"a": {"id": 1}, "gone": {"id": 2}, "theirs": {"id": 5}, "both": {"id": 6}}, "attributes": {"u": 2}, "x": 1});
+        let mut clashes = Vec::new();
+        let m = merge(&base, &ours, theirs, &mut clashes);
+        let names: Vec<&String> = m["links"].as_object().unwrap().keys().collect();
+        assert_eq!(names, ["a", "theirs", "both", "mine"]);
+        assert_eq!(m["links"]["both"]["id"], 6);
+        assert_eq!(clashes, ["both"]);
+        assert_eq!(m["attributes"], json!({"u": 2, "t": 1}));
+        assert_eq!(m["x"], 2);
+    }
+}

@@ -1,0 +1,250 @@
+//! Deferred metadata (`Durability::AtFlush`): changes are seen by their own
+//! domain at once, by the store only after `flush`, and merged with other
+//! writers' changes without losing any.
+
+use h5lake_engine::{Domain, DomainOptions, Durability, EngineError, OpenMode, Selection};
+use serde_json::json;
+
+fn deferred(path: &std::path::Path, mode: OpenMode) -> Domain {
+    let opts = DomainOptions {
+        durability: Durability::AtFlush,
+        ..DomainOptions::default()
+    };
+    Domain::open_local_with(path, mode, &opts).unwrap()
+}
+
+/// Whether the store on disk holds the object's document (what another
+/// process sees; a handle of this process would commit the pending
+/// changes when it opens).
+fn on_disk(path: &std::path::Path, id: &str) -> bool {
+    path.join(h5lake_engine::ids::doc_key(id).unwrap()).exists()
+}
+
+/// The link names of a group as the store on disk has them.
+fn links_on_disk(path: &std::path::Path, g: &str) -> Vec<String> {
+    let text = std::fs::read(path.join(h5lake_engine::ids::doc_key(g).unwrap())).unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&text).unwrap();
+    doc["links"].as_object().unwrap().keys().cloned().collect()
+}
+
+/// A handle that reads the store itself, committing what this process has
+/// pending on it first.
+fn direct(path: &std::path::Path) -> Domain {
+    Domain::open_local(path, OpenMode::ReadWrite).unwrap()
+}
+
+fn hard(id: &str) -> serde_json::Value {
+    json!({"class": "H5L_TYPE_HARD", "id": id})
+}
+
+fn names(dom: &Domain, g: &str) -> Vec<String> {
+    dom.link_names(g).unwrap()
+}
+
+#[test]
+fn pending_changes_are_seen_here_and_reach_the_store_at_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.h5l");
+    let dom = deferred(&p, OpenMode::Truncate);
+    let root = dom.root_id().to_string();
+    let g = dom.create_group(json!({})).unwrap();
+    dom.link_create(&root, "g", hard(&g)).unwrap();
+    let d = dom
+        .create_dataset(
+            json!({"class": "H5T_INTEGER", "base": "H5T_STD_I32LE"}),
+            json!({"class": "H5S_SIMPLE", "dims": [4]}),
+            json!({"layout": {"class": "H5D_CHUNKED", "dims": [4]}}),
+        )
+        .unwrap();
+    dom.link_create(&g, "d", hard(&d)).unwrap();
+    let data: Vec<u8> = [1i32, 2, 3, 4].iter().flat_map(|x| x.to_le_bytes()).collect();
+    dom.write(&d, &Selection::all(&[4]), &data).unwrap();
+    dom.attr_create(&g, "a", json!({"type": {"class": "H5T_INTEGER", "base": "H5T_STD_I64LE"}, "shape": {"class": "H5S_SCALAR"}, "value": 7}), false)
+        .unwrap();
+
+    // Seen here at once, data included.
+    let mut out = vec![0u8; 16];
+    dom.read(&d, &Selection::all(&[4]), &mut out).unwrap();
+    assert_eq!(out, data);
+    assert_eq!(dom.attr_get(&g, "a").unwrap()["value"], 7);
+
+    // Not in the store yet; no chunk or document file written.
+    assert!(links_on_disk(&p, &root).is_empty());
+    assert!(!on_disk(&p, &g) && !on_disk(&p, &d));
+
+    dom.flush().unwrap();
+    assert_eq!(links_on_disk(&p, &root), ["g"]);
+    let other = direct(&p);
+    assert_eq!(names(&other, &root), ["g"]);
+    assert_eq!(names(&other, &g), ["d"]);
+    let mut out = vec![0u8; 16];
+    other.read(&d, &Selection::all(&[4]), &mut out).unwrap();
+    assert_eq!(out, data);
+    assert_eq!(other.attr_get(&g, "a").unwrap()["value"], 7);
+}
+
+#[test]
+fn a_commit_merges_with_another_writers_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.h5l");
+    let setup = Domain::open_local(&p, OpenMode::Truncate).unwrap();
+    let root = setup.root_id().to_string();
+    let old = setup.create_group(json!({})).unwrap();
+    setup.link_create(&root, "old", hard(&old)).unwrap();
+    setup.link_create(&root, "keep", hard(&old)).unwrap();
+    drop(setup);
+
+    let dom = deferred(&p, OpenMode::ReadWrite);
+    let other = direct(&p);
+    for i in 0..20 {
+        let g = dom.create_group(json!({})).unwrap();
+        dom.link_create(&root, &format!("mine{i}"), hard(&g)).unwrap();
+        let h = other.create_group(json!({})).unwrap();
+        other.link_create(&root, &format!("theirs{i}"), hard(&h)).unwrap();
+    }
+    dom.link_delete(&root, "old").unwrap();
+    other.attr_create(&root, "t", json!({"type": {"class": "H5T_INTEGER", "base": "H5T_STD_I64LE"}, "shape": {"class": "H5S_SCALAR"}, "value": 1}), false).unwrap();
+    // The same new name on both sides: theirs stays, and the flush says so.
+    let mine = dom.create_group(json!({})).unwrap();
+    dom.link_create(&root, "both", hard(&mine)).unwrap();
+    let theirs = other.create_group(json!({})).unwrap();
+    other.link_create(&root, "both", hard(&theirs)).unwrap();
+
+    let err = dom.flush().unwrap_err();
+    assert!(matches!(err, EngineError::AlreadyExists(_)), "{err}");
+    assert!(err.to_string().contains("\"both\""), "{err}");
+
+    let seen = direct(&p);
+    let all = names(&seen, &root);
+    assert_eq!(all.len(), 1 + 40 + 1, "{all:?}");
+    assert!(!all.contains(&"old".to_string()));
+    for i in 0..20 {
+        assert!(all.contains(&format!("mine{i}")) && all.contains(&format!("theirs{i}")));
+    }
+    assert_eq!(seen.link_get(&root, "both").unwrap()["id"], theirs.as_str());
+    assert_eq!(seen.attr_get(&root, "t").unwrap()["value"], 1);
+    // Nothing is left pending after the report.
+    dom.flush().unwrap();
+}
+
+#[test]
+fn groups_linking_each_other_are_whole_after_the_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.h5l");
+    let dom = deferred(&p, OpenMode::Truncate);
+    let root = dom.root_id().to_string();
+    let a = dom.create_group(json!({})).unwrap();
+    let b = dom.create_group(json!({})).unwrap();
+    dom.link_create(&root, "a", hard(&a)).unwrap();
+    dom.link_create(&a, "b", hard(&b)).unwrap();
+    dom.link_create(&b, "back", hard(&a)).unwrap();
+    dom.flush().unwrap();
+    let seen = direct(&p);
+    assert_eq!(names(&seen, &a), ["b"]);
+    assert_eq!(names(&seen, &b), ["back"]);
+}
+
+#[test]
+fn deleting_objects_is_deferred_and_a_new_object_deleted_leaves_no_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.h5l");
+    let setup = Domain::open_local(&p, OpenMode::Truncate).unwrap();
+    let root = setup.root_id().to_string();
+    let old = setup.create_group(json!({})).unwrap();
+    setup.link_create(&root, "old", hard(&old)).unwrap();
+    drop(setup);
+
+    let dom = deferred(&p, OpenMode::ReadWrite);
+    let fresh = dom.create_group(json!({})).unwrap();
+    dom.delete_object(&fresh).unwrap();
+    dom.link_delete(&root, "old").unwrap();
+    dom.delete_object(&old).unwrap();
+    assert!(matches!(dom.get_doc(&old), Err(EngineError::NotFound(_))));
+    assert!(on_disk(&p, &old));
+    dom.flush().unwrap();
+    assert!(!on_disk(&p, &old));
+    let seen = direct(&p);
+    assert!(matches!(seen.get_doc(&old), Err(EngineError::NotFound(_))));
+    assert!(matches!(seen.get_doc(&fresh), Err(EngineError::NotFound(_))));
+    assert!(names(&seen, &root).is_empty());
+}
+
+#[test]
+fn handles_in_one_process_share_pending_changes_and_drop_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.h5l");
+    let dom = deferred(&p, OpenMode::Truncate);
+    let root = dom.root_id().to_string();
+    let g = dom.create_group(json!({})).unwrap();
+    dom.link_create(&root, "g", hard(&g)).unwrap();
+    let reader = deferred(&p, OpenMode::Read);
+    assert_eq!(names(&reader, &root), ["g"]);
+    drop(reader);
+    assert!(links_on_disk(&p, &root).is_empty());
+    drop(dom);
+    assert_eq!(links_on_disk(&p, &root), ["g"]);
+}
+
+#[test]
+fn a_failed_edit_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.h5l");
+    let dom = deferred(&p, OpenMode::Truncate);
+    let root = dom.root_id().to_string();
+    let g = dom.create_group(json!({})).unwrap();
+    dom.link_create(&root, "x", hard(&g)).unwrap();
+    let batch = vec![("y".to_string(), hard(&g)), ("x".to_string(), hard(&g))];
+    assert!(dom.links_create(&root, batch, false).is_err());
+    assert!(dom.links_delete(&root, &["x".to_string(), "nope".to_string()]).is_err());
+    assert_eq!(names(&dom, &root), ["x"]);
+}
+
+#[test]
+fn statistics_of_chunks_written_at_the_commit_stay_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.h5l");
+    let dom = deferred(&p, OpenMode::Truncate);
+    let d = dom
+        .create_dataset(
+            json!({"class": "H5T_FLOAT", "base": "H5T_IEEE_F64LE"}),
+            json!({"class": "H5S_SIMPLE", "dims": [8]}),
+            json!({"layout": {"class": "H5D_CHUNKED", "dims": [4]}}),
+        )
+        .unwrap();
+    let data: Vec<u8> = (0..8).flat_map(|x| f64::from(x).to_le_bytes()).collect();
+    dom.write(&d, &Selection::all(&[8]), &data).unwrap();
+    dom.flush().unwrap();
+    let (_, agg) = direct(&p).aggregate(&d, None).unwrap();
+    assert_eq!((agg.chunks_from_stats, agg.chunks_read), (2, 0));
+    assert_eq!(agg.leaves[0].count, 8);
+}
+
+#[test]
+fn a_new_group_unlinked_before_the_commit_is_not_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.h5l");
+    let dom = deferred(&p, OpenMode::Truncate);
+    let root = dom.root_id().to_string();
+    let kept = dom.create_group(json!({})).unwrap();
+    let gone = dom.create_group(json!({})).unwrap();
+    dom.link_create(&root, "kept", hard(&kept)).unwrap();
+    dom.link_create(&root, "gone", hard(&gone)).unwrap();
+    dom.link_create(&root, "moved", hard(&kept)).unwrap();
+    dom.link_delete(&root, "kept").unwrap();
+    dom.link_delete(&root, "gone").unwrap();
+    dom.flush().unwrap();
+    let seen = direct(&p);
+    assert!(seen.get_doc(&kept).is_ok());
+    assert!(matches!(seen.get_doc(&gone), Err(EngineError::NotFound(_))));
+}
+
+#[test]
+fn a_handle_that_reads_the_store_itself_sees_what_this_process_has_pending() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.h5l");
+    let dom = deferred(&p, OpenMode::Truncate);
+    let root = dom.root_id().to_string();
+    let g = dom.create_group(json!({})).unwrap();
+    dom.link_create(&root, "g", hard(&g)).unwrap();
+    assert_eq!(names(&direct(&p), &root), ["g"]);
+}

@@ -1,0 +1,154 @@
+"""What a crash can lose, and what it cannot break (issue 24).
+
+By default a File keeps metadata changes and small chunks of new datasets
+in memory and writes them at flush()/close() (and at exit). A writer killed
+with SIGKILL at any moment leaves a store that opens, whose every link
+leads to a whole object, holding everything made before its last flush.
+With durable=True everything a call returned from is in the store.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+import h5lake
+
+WRITER = textwrap.dedent("""
+    import sys, numpy as np, h5lake
+    path, durable, every = sys.argv[1], sys.argv[2] == "1", int(sys.argv[3])
+    f = h5lake.File(path, "a", durable=durable)
+    i = len(f)
+    while True:
+        g = f.create_group(f"g{i:06d}")
+        g.create_dataset("d", data=np.arange(i % 7 + 1))
+        g.attrs["i"] = i
+        f.attrs[f"a{i}"] = i
+        if durable:
+            print("made", i, flush=True)
+        elif (i + 1) % every == 0:
+            f.flush()
+            print("made", i, flush=True)
+        i += 1
+""")
+
+
+def _stored_docs(path):
+    """Every JSON document in the store, parsed (a half-written one fails)."""
+    docs = {}
+    for dirpath, _, files in os.walk(path):
+        for name in files:
+            if name.endswith(".json"):
+                with open(os.path.join(dirpath, name), "rb") as fh:
+                    docs[os.path.join(dirpath, name)] = json.load(fh)
+    return docs
+
+
+def _check_consistent(path, made):
+    """Opens the store as a new process would and walks it: every link
+    leads to an object that reads whole, and every group the writer
+    reported made holds all it was given. Returns the group numbers."""
+    _stored_docs(path)
+    with h5lake.File(path, "r") as f:
+        present = set()
+        for name in f:
+            g = f[name]
+            i = int(name[1:])
+            present.add(i)
+            for member in g.values():
+                member[()]
+            for key in g.attrs:
+                g.attrs[key]
+            if i in made:
+                assert g.attrs["i"] == i
+                np.testing.assert_array_equal(g["d"][()], np.arange(i % 7 + 1))
+                assert f.attrs[f"a{i}"] == i
+        return present
+
+
+def _run_and_kill(path, durable, every, after, delay):
+    p = subprocess.Popen([sys.executable, "-c", WRITER, path, "1" if durable else "0", str(every)],
+                         stdout=subprocess.PIPE, text=True)
+    made = []
+    deadline = time.monotonic() + 60
+    try:
+        while len(made) < after and time.monotonic() < deadline:
+            line = p.stdout.readline()
+            if not line:
+                break
+            made.append(int(line.split()[1]))
+        time.sleep(delay)
+    finally:
+        p.send_signal(signal.SIGKILL)
+        rest, _ = p.communicate()
+    made += [int(l.split()[1]) for l in rest.splitlines() if l.startswith("made")]
+    assert made, "the writer made nothing before it was killed"
+    return made
+
+
+@pytest.mark.parametrize("durable", [False, True])
+def test_a_writer_killed_at_any_moment_leaves_a_consistent_store(tmp_path, durable):
+    path = str(tmp_path / "crash.h5l")
+    h5lake.File(path, "w").close()
+    made = set()
+    # Kills land at different points: during object creation, during a
+    # commit (with every=5 a commit takes a few milliseconds), after one.
+    rounds = 16
+    for round_ in range(rounds):
+        after, delay = 3 + (round_ * 7) % 29, 0.012 * round_ / rounds
+        made |= set(_run_and_kill(path, durable, 5, after, delay))
+        present = _check_consistent(path, made)
+        # Everything made before the last durable point is there...
+        assert made <= present, (round_, sorted(made - present)[:5])
+        # ...and nothing but what was made in order after it.
+        assert present == set(range(len(present)))
+
+
+def test_changes_reach_other_processes_at_flush(tmp_path):
+    path = str(tmp_path / "s.h5l")
+    count = [sys.executable, "-c", "import sys, h5lake; print(len(h5lake.File(sys.argv[1], 'r')))", path]
+    with h5lake.File(path, "w") as f:
+        assert not f.durable
+        for i in range(10):
+            f.create_group(f"g{i}")
+        assert len(f) == 10  # seen here at once
+        assert subprocess.run(count, capture_output=True, text=True, check=True).stdout.strip() == "0"
+        f.flush()
+        assert subprocess.run(count, capture_output=True, text=True, check=True).stdout.strip() == "10"
+
+
+def test_durable_handles_write_each_change_before_returning(tmp_path):
+    path = str(tmp_path / "s.h5l")
+    count = [sys.executable, "-c", "import sys, h5lake; print(len(h5lake.File(sys.argv[1], 'r')))", path]
+    with h5lake.File(path, "w", durable=True) as f:
+        assert f.durable
+        f.create_group("g")
+        assert subprocess.run(count, capture_output=True, text=True, check=True).stdout.strip() == "1"
+
+
+def test_pending_changes_are_written_when_the_program_exits_without_close(tmp_path):
+    path = str(tmp_path / "s.h5l")
+    code = ("import sys, numpy as np, h5lake\n"
+            "f = h5lake.File(sys.argv[1], 'w')\n"
+            "f['x'] = np.arange(5)\n"
+            "f.attrs['done'] = 1\n")
+    subprocess.run([sys.executable, "-c", code, path], check=True)
+    with h5lake.File(path, "r") as f:
+        np.testing.assert_array_equal(f["x"][()], np.arange(5))
+        assert f.attrs["done"] == 1
+
+
+def test_handles_of_one_process_see_each_others_pending_changes(tmp_path):
+    path = str(tmp_path / "s.h5l")
+    w = h5lake.File(path, "w")
+    w["x"] = np.arange(3)
+    r = h5lake.File(path, "r")
+    np.testing.assert_array_equal(r["x"][()], np.arange(3))
+    r.close()
+    w.close()
