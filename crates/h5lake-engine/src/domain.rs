@@ -1016,6 +1016,7 @@ impl Domain {
             checked.push((name, link));
         }
         self.update_doc(group_id, |doc| {
+            let ordered = keeps_creation_order(doc);
             let links = member_map(doc, "links", group_id)?;
             if !replace {
                 if let Some((name, _)) = checked.iter().find(|(n, _)| links.contains_key(n)) {
@@ -1025,7 +1026,7 @@ impl Domain {
                 }
             }
             for (name, link) in &checked {
-                links.shift_remove(name);
+                remove_member(links, name, ordered);
                 links.insert(name.clone(), link.clone());
             }
             Ok(())
@@ -1112,13 +1113,14 @@ impl Domain {
         }
         let t = now();
         self.update_doc(group_id, |doc| {
+            let ordered = keeps_creation_order(doc);
             let links = member_map(doc, "links", group_id)?;
             if links.contains_key(new) {
                 return Err(EngineError::AlreadyExists(format!(
                     "Unable to move link (name already exists): {new:?}"
                 )));
             }
-            let mut link = links.shift_remove(old).ok_or_else(|| {
+            let mut link = remove_member(links, old, ordered).ok_or_else(|| {
                 EngineError::NotFound(format!("Unable to move link {old:?} (no such link)"))
             })?;
             link["created"] = json!(t);
@@ -1156,6 +1158,7 @@ impl Domain {
     /// As [`Domain::link_delete`].
     pub fn links_delete(&self, group_id: &str, names: &[String]) -> Result<()> {
         let targets = self.update_doc(group_id, |doc| {
+            let ordered = keeps_creation_order(doc);
             let links = member_map(doc, "links", group_id)?;
             if let Some(name) = names.iter().find(|n| !links.contains_key(*n)) {
                 return Err(EngineError::NotFound(format!(
@@ -1164,7 +1167,7 @@ impl Domain {
             }
             let mut targets = Vec::new();
             for name in names {
-                let Some(link) = links.shift_remove(name) else {
+                let Some(link) = remove_member(links, name, ordered) else {
                     continue;
                 };
                 if let Some(id) = hard_link_target(&link) {
@@ -1317,6 +1320,7 @@ impl Domain {
             checked.push((name, attr));
         }
         self.update_doc(obj_id, |doc| {
+            let ordered = keeps_creation_order(doc);
             let attrs = member_map(doc, "attributes", obj_id)?;
             if !overwrite {
                 if let Some((name, _)) = checked.iter().find(|(n, _)| attrs.contains_key(n)) {
@@ -1326,7 +1330,7 @@ impl Domain {
                 }
             }
             for (name, attr) in &checked {
-                attrs.shift_remove(name);
+                remove_member(attrs, name, ordered);
                 attrs.insert(name.clone(), attr.clone());
             }
             Ok(())
@@ -1364,6 +1368,7 @@ impl Domain {
     /// As [`Domain::attr_delete`].
     pub fn attrs_delete(&self, obj_id: &str, names: &[String]) -> Result<()> {
         self.update_doc(obj_id, |doc| {
+            let ordered = keeps_creation_order(doc);
             let attrs = member_map(doc, "attributes", obj_id)?;
             if let Some(name) = names.iter().find(|n| !attrs.contains_key(*n)) {
                 return Err(EngineError::NotFound(format!(
@@ -1371,7 +1376,7 @@ impl Domain {
                 )));
             }
             for name in names {
-                attrs.shift_remove(name);
+                remove_member(attrs, name, ordered);
             }
             Ok(())
         })
@@ -1403,6 +1408,27 @@ pub(crate) fn backoff(attempt: u32) {
     let cap = 1u64 << attempt.min(10);
     let micros = rand::thread_rng().gen_range(0..cap * 50);
     std::thread::sleep(std::time::Duration::from_micros(micros));
+}
+
+/// Whether an object keeps its links and attributes in creation order
+/// (h5py's `track_order`): only then does their order in the document
+/// mean anything; otherwise they are listed by name.
+fn keeps_creation_order(doc: &Value) -> bool {
+    doc.get("creationProperties").is_some_and(|cp| {
+        ["CreateOrder", "track_order"]
+            .iter()
+            .any(|k| cp.get(*k).is_some_and(|v| v.as_bool() == Some(true) || v.as_u64().is_some_and(|n| n != 0)))
+    })
+}
+
+/// Removes a member, keeping the others' order when it means something
+/// (a shift, which costs the size of the map), or in constant time.
+fn remove_member(map: &mut Map<String, Value>, name: &str, ordered: bool) -> Option<Value> {
+    if ordered {
+        map.shift_remove(name)
+    } else {
+        map.swap_remove(name)
+    }
 }
 
 fn member_map<'a>(doc: &'a mut Value, key: &str, id: &str) -> Result<&'a mut Map<String, Value>> {

@@ -45,7 +45,6 @@ use h5lake_store::{
     ListableStore, OpenObject, PutOutcome, ReadableStore, Store, StoreError, Version, Versioned,
     WholeObject, WritableStore,
 };
-use rayon::prelude::*;
 use serde_json::{Map, Value};
 
 use crate::domain::to_bytes;
@@ -331,17 +330,19 @@ impl Journal {
             .iter()
             .map(|(k, (b, v))| (k, b, v))
             .partition(|(k, _, _)| crate::stats::is_record_key(k));
-        let versions: HashMap<String, Version> = chunks
-            .par_iter()
-            .map(|(k, b, v)| inner.put(k, b).map(|new| (v.0.clone(), new)))
-            .collect::<h5lake_store::Result<_>>()?;
-        records.par_iter().try_for_each(|(k, b, _)| {
+        let versions: HashMap<String, Version> =
+            in_parallel(&chunks, |(k, b, v)| inner.put(k, b).map(|new| (v.0.clone(), new)))
+                .into_iter()
+                .collect::<h5lake_store::Result<_>>()?;
+        in_parallel(&records, |(k, b, _)| {
             match crate::stats::relabel_record(b, &versions) {
                 Some(relabelled) => inner.put(k, &relabelled),
                 None => inner.put(k, b),
             }
             .map(drop)
-        })?;
+        })
+        .into_iter()
+        .collect::<h5lake_store::Result<()>>()?;
         st.blobs.clear();
         st.blob_bytes = 0;
         let news: Vec<String> = st.new_prefixes.drain().collect();
@@ -379,13 +380,10 @@ impl Journal {
         let (leaves, groups): (Vec<_>, Vec<_>) = new_ids.into_iter().partition(|(k, _)| *k != 'g');
         for kind in ['t', 'd'] {
             let batch: Vec<&String> = leaves.iter().filter(|(k, _)| *k == kind).map(|(_, id)| id).collect();
-            let done: Vec<Result<(String, Version)>> = batch
-                .par_iter()
-                .map(|id| {
-                    let d = &st.docs[*id];
-                    put_new(&**inner, &d.key, &d.doc).map(|v| ((*id).clone(), v))
-                })
-                .collect();
+            let done: Vec<Result<(String, Version)>> = in_parallel(&batch, |id| {
+                let d = &st.docs[*id];
+                put_new(&**inner, &d.key, &d.doc).map(|v| ((*id).clone(), v))
+            });
             for r in done {
                 let (id, v) = r?;
                 unwritten.remove(&id);
@@ -404,15 +402,12 @@ impl Journal {
                 .cloned()
                 .partition(|id| !links_to_any(&st.docs[id].doc, &unwritten));
             let round = if ready.is_empty() { rest.clone() } else { ready };
-            let done: Vec<Result<(String, Version, Option<Value>)>> = round
-                .par_iter()
-                .map(|id| {
-                    let d = &st.docs[id];
-                    let stripped = without_links_to(&d.doc, &unwritten);
-                    put_new(&**inner, &d.key, stripped.as_ref().unwrap_or(&d.doc))
-                        .map(|v| (id.clone(), v, stripped))
-                })
-                .collect();
+            let done: Vec<Result<(String, Version, Option<Value>)>> = in_parallel(&round, |id| {
+                let d = &st.docs[id];
+                let stripped = without_links_to(&d.doc, &unwritten);
+                put_new(&**inner, &d.key, stripped.as_ref().unwrap_or(&d.doc))
+                    .map(|v| (id.clone(), v, stripped))
+            });
             for r in done {
                 let (id, v, stripped) = r?;
                 unwritten.remove(&id);
@@ -579,6 +574,31 @@ impl Journal {
         keys.dedup();
         keys
     }
+}
+
+/// `f` of every item, on a few threads of its own. Not the engine's rayon
+/// pool: a commit can start inside a pool task (a write that passed the
+/// budget) while holding the journal's lock, and a pool thread waiting
+/// for its jobs would pick up another task that needs the lock.
+fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 16);
+    if items.len() < 8 {
+        return items.iter().map(f).collect();
+    }
+    let per = items.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items
+            .chunks(per)
+            .map(|part| {
+                let f = &f;
+                s.spawn(move || part.iter().map(f).collect::<Vec<R>>())
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("a commit thread panicked"))
+            .collect()
+    })
 }
 
 fn put_new(inner: &dyn Store, key: &str, doc: &Value) -> Result<Version> {

@@ -918,3 +918,28 @@ fn small_writes_edit_local_chunks_in_place() {
         assert_eq!(from_bytes(&out), model, "values of {id}");
     }
 }
+
+#[test]
+fn removing_a_link_keeps_creation_order_where_the_group_tracks_it() {
+    let dom = mem_domain();
+    let root = dom.root_id().to_string();
+    for (props, ordered) in [(json!({"CreateOrder": 1}), true), (json!({}), false)] {
+        let g = dom.create_group(props).unwrap();
+        for name in ["c", "a", "d", "b", "e"] {
+            dom.link_create(&g, name, json!({"class": "H5L_TYPE_SOFT", "h5path": "/x"}))
+                .unwrap();
+        }
+        dom.link_delete(&g, "c").unwrap();
+        dom.link_rename(&g, "a", "z").unwrap();
+        let names = dom.link_names(&g).unwrap();
+        if ordered {
+            assert_eq!(names, ["d", "b", "e", "z"]);
+        } else {
+            let mut sorted = names.clone();
+            sorted.sort();
+            assert_eq!(sorted, ["b", "d", "e", "z"]);
+        }
+        dom.link_create(&root, if ordered { "t" } else { "u" }, json!({"class": "H5L_TYPE_HARD", "id": g}))
+            .unwrap();
+    }
+}

@@ -1004,6 +1004,12 @@ pub(crate) async fn get_links(
     .await
 }
 
+/// When a link or attribute was made: creation order is this order (the
+/// document keeps members in it only for objects that track it).
+fn creation_time(member: &Value) -> f64 {
+    member.get("created").and_then(Value::as_f64).unwrap_or(0.0)
+}
+
 /// The links a listing answers with, as the request asks: by name unless
 /// `CreateOrder`, those matching `pattern`, after the link named `Marker`
 /// (404 when there is none, as in HSDS), at most `Limit` of them.
@@ -1013,7 +1019,9 @@ fn link_page(ctx: &Ctx, mut links: Vec<(String, Value)>) -> Result<Vec<Value>> {
         .and_then(|l| l.parse::<usize>().ok())
         .unwrap_or(usize::MAX);
     let pattern = ctx.param("pattern");
-    if !ctx.flag("CreateOrder") {
+    if ctx.flag("CreateOrder") {
+        links.sort_by(|a, b| creation_time(&a.1).total_cmp(&creation_time(&b.1)));
+    } else {
         links.sort_by(|a, b| a.0.cmp(&b.0));
     }
     let start = match ctx.param("Marker") {
@@ -1353,7 +1361,9 @@ pub(crate) async fn get_attrs(
             .and_then(Value::as_object)
             .unwrap_or(&empty);
         let mut names: Vec<&String> = attrs.keys().collect();
-        if !ctx.flag("CreateOrder") {
+        if ctx.flag("CreateOrder") {
+            names.sort_by(|a, b| creation_time(&attrs[a.as_str()]).total_cmp(&creation_time(&attrs[b.as_str()])));
+        } else {
             names.sort();
         }
         let start = marker

@@ -201,6 +201,11 @@ unsafe fn copy_or_move(
     if remove && sg == dg && sname == dname {
         return Ok(0);
     }
+    if remove && sg == dg && std::sync::Arc::ptr_eq(&sdom, &d.dom) {
+        // A rename within one group: one change of the group.
+        sdom.link_rename(&sg, &sname, &dname)?;
+        return Ok(0);
+    }
     create_link(d, &dg, &dname, link)?;
     if remove {
         sdom.link_delete(&sg, &sname)?;

@@ -137,6 +137,11 @@ def _dataset_parent_error(blocked, ppath):
     return ValueError("Unable to create group (message type not found: %r is not a group)" % ppath)
 
 
+def _plain(name):
+    """Whether a path names a member of the group itself (no walk needed)."""
+    return bool(name) and '/' not in name and name not in ('.', '..')
+
+
 class Group(HLObject, MutableMapping):
     """An HDF5 group: a dictionary of named links."""
 
@@ -495,6 +500,15 @@ class Group(HLObject, MutableMapping):
     def __delitem__(self, name):
         """Delete (unlink) an item; the object itself is left in the store."""
         self._fs.check_writable(ValueError, "Unable to delete link")
+        name = to_str_name(name)
+        if _plain(name):
+            # A member of this group: one call, no walk.
+            try:
+                self._fs.raw.link_delete(self._oid, name)
+                return
+            except KeyError:
+                raise KeyError("Couldn't delete link (callback link pointer is NULL "
+                               "(specified link may be '.' or not exist))") from None
         try:
             _, fs, gid, lname, _link, _g = self._walk(name, follow_last=False)
         except KeyError:
@@ -539,6 +553,16 @@ class Group(HLObject, MutableMapping):
         self._fs.check_writable(ValueError, "Unable to move link")
         if source == dest:
             return
+        source, dest = to_str_name(source), to_str_name(dest)
+        if _plain(source) and _plain(dest):
+            # Within this group: one call, no walk.
+            try:
+                self._fs.raw.link_rename(self._oid, source, dest)
+                return
+            except KeyError:
+                raise ValueError("Unable to move link (name doesn't exist)") from None
+            except ValueError:
+                raise ValueError("Unable to move link (an object with that name already exists)") from None
         try:
             _, sfs, sgid, sname, link, _g = self._walk(source, follow_last=False)
         except KeyError:

@@ -457,6 +457,11 @@ class H5LakeArrayWrapper(BackendArray):
         self._handle = None             # (root, dataset) of the last access
 
     def __getstate__(self):
+        # The receiver reopens the store: what this process has pending
+        # there (variables just defined) must be in it.
+        root = self.datastore._manager.acquire()
+        if root.mode != 'r':
+            root.flush()
         state = self.__dict__.copy()
         state["_handle"] = None         # an open handle is the receiver's to make
         return state
