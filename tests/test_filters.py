@@ -59,7 +59,8 @@ def h5py_outcome(f, shape, dtype, **kw):
     fv = d.fillvalue if d.shape is not None else None
     return ("ok", {"chunks": d.chunks, "compression": d.compression,
                    "compression_opts": d.compression_opts, "shuffle": d.shuffle,
-                   "fletcher32": d.fletcher32, "scaleoffset": d.scaleoffset}, fv)
+                   "fletcher32": d.fletcher32, "scaleoffset": d.scaleoffset,
+                   "filter_ids": list(d.filter_ids), "filter_names": list(d.filter_names)}, fv)
 
 
 def our_outcome(shape, dtype, **kw):
@@ -251,7 +252,8 @@ def test_scaleoffset_checks_the_dtype():
 def test_dcpl_properties_defaults_and_reports():
     assert filters.dcpl_properties({}) == {"chunks": None, "compression": None,
                                            "compression_opts": None, "shuffle": False,
-                                           "fletcher32": False, "scaleoffset": None}
+                                           "fletcher32": False, "scaleoffset": None,
+                                           "filter_ids": [], "filter_names": []}
     z = filters.dcpl_properties(filters.generate_dcpl((10,), "f4", compression="zstd",
                                                       compression_opts=11, shuffle=True))
     assert (z["compression"], z["compression_opts"], z["shuffle"], z["chunks"]) == \
@@ -277,7 +279,8 @@ def test_fixture_creation_properties(h5file):
             for p in FIXTURE.glob("db/*/d/*/.dataset.json")}
     frames = filters.dcpl_properties(docs["61fa-880598-32c3b3"]["creationProperties"])
     assert frames == {"chunks": (1, 32, 24), "compression": "gzip", "compression_opts": 6,
-                      "shuffle": True, "fletcher32": False, "scaleoffset": None}
+                      "shuffle": True, "fletcher32": False, "scaleoffset": None,
+                      "filter_ids": [2, 1], "filter_names": ["shuffle", "deflate"]}
     # our document for the same request is HSDS's, key for key
     ours = filters.generate_dcpl((5, 64, 48), "u2", chunks=(1, 32, 24), compression="gzip",
                                  compression_opts=6, shuffle=True)

@@ -172,3 +172,64 @@ def test_renaming_within_a_group_as_h5py(lib):
         pytest.h5py_rename = out
     else:
         assert out == pytest.h5py_rename
+
+
+def test_enum_members_read_back_in_h5pys_order(tmp_path):
+    mapping = {"b": 1, "a": 2, "c": 0}
+    got = {}
+    for mod, path in ((h5py, tmp_path / "e.h5"), (h5lake, tmp_path / "e.h5l")):
+        with mod.File(path, "w") as f:
+            dt = mod.enum_dtype(mapping, basetype="i1")
+            assert list(mod.check_enum_dtype(dt)) == list(mapping)   # as given, in memory
+            f.create_dataset("e", (2,), dtype=dt)
+            f.attrs.create("a", np.zeros(2, "i1"), dtype=dt)
+        with mod.File(path, "r") as f:
+            got[mod.__name__] = (list(mod.check_enum_dtype(f["e"].dtype)),
+                                 list(mod.check_enum_dtype(f.attrs.get_id("a").dtype)))
+    assert got["h5lake"] == got["h5py"]
+
+
+def test_filter_ids_and_names_as_h5py_reports_them(lib):
+    mod, path = lib
+    with mod.File(path, "w") as f:
+        d = f.create_dataset("d", shape=100, dtype="f4", fletcher32=True, shuffle=True,
+                             compression="gzip")
+        e = f.create_dataset("e", shape=100, dtype="f4", compression="lzf", shuffle=True)
+        assert d.filter_ids == (2, 1, 3) and d.filter_names == ("shuffle", "deflate", "fletcher32")
+        assert e.filter_ids == (2, 32000) and e.filter_names == ("shuffle", "lzf")
+        with pytest.raises(ValueError, match="Invalid filter"):
+            f.create_dataset("x", (2,), "f4", compression=-999)
+
+
+def test_low_level_creation_of_empty_attributes_and_datasets(lib):
+    mod, path = lib
+    with mod.File(path, "w") as f:
+        tid = mod.h5t.C_S1.copy()
+        tid.set_size(10)
+        mod.h5a.create(f.id, b"x", tid, mod.h5s.create(mod.h5s.NULL))
+        assert f.attrs["x"] == mod.Empty(np.dtype("S10"))
+        mod.h5a.create(f.id, b"z", mod.h5t.STD_I32LE, mod.h5s.create_simple((3,)))
+        np.testing.assert_array_equal(f.attrs["z"], np.zeros(3, "i4"))
+        dset = mod.Dataset(mod.h5d.create(f.id, b"d", tid, mod.h5s.create(mod.h5s.NULL)))
+        assert dset.shape is None and dset[()] == mod.Empty(np.dtype("S10"))
+        with pytest.raises(ValueError):
+            mod.Group(dset.id)
+        assert f._ipython_key_completions_() == ["d"]
+        assert f.attrs._ipython_key_completions_() == ["x", "z"]
+
+
+def test_external_links_opened_in_another_mode(lib, tmp_path):
+    mod, path = lib
+    ext = tmp_path / ("ext.h5" if mod is h5py else "ext.h5l")
+    with mod.File(ext, "w") as f:
+        f.create_group("group")
+    with mod.File(path, "w") as f:
+        f["link"] = mod.ExternalLink(str(ext), "/group")
+    with mod.File(path, "a") as f:
+        g = f.get("link", elink_mode="r")
+        assert g.file.mode == "r"
+        with pytest.raises(ValueError):
+            g["data"] = 1
+    with mod.File(path, "r") as f:
+        with pytest.raises(ValueError):
+            f.get("link", elink_mode="r+")

@@ -21,7 +21,7 @@ from ._hl.serve import serve
 from ._hl.vds import UNLIMITED, VirtualLayout, VirtualSource, VirtualSourceWarning, concat
 from ._hl.daskio import store_dask
 from ._hl.selections import MultiBlockSlice
-from . import h5a, h5ds, h5f, h5s, h5t, version
+from . import h5a, h5d, h5ds, h5f, h5s, h5t, version
 from ._hl import filters
 
 

@@ -1,6 +1,6 @@
 """Attributes as h5py's low-level ``h5a`` module reaches them: ``open`` an
 attribute of an object by name, giving an ``AttrID`` with its name, shape,
-type and value."""
+type and value; ``create`` one from a type object and a dataspace."""
 
 import json
 
@@ -60,3 +60,24 @@ def open(loc, name):
     attr = AttrID(oid._fs, oid._oid, name)
     attr._doc()
     return attr
+
+
+def create(loc, name, tid, space, acpl=None, aapl=None):
+    """Creates the attribute ``name`` of the object ``loc`` (an object or
+    its ``.id``) of type ``tid`` over ``space`` (``h5s.NULL`` makes an empty
+    one), its elements zero as HDF5 makes them; fails if it exists."""
+    import numpy as np
+    from . import h5s
+    from ._hl.h5t import attr_json
+    oid = getattr(loc, "id", loc)
+    oid._fs.check_writable(ValueError, "Unable to create attribute")
+    kind = space.get_simple_extent_type()
+    if kind == h5s.NULL:
+        doc = {"type": tid.hsds_json, "shape": {"class": "H5S_NULL"}, "value": None}
+    else:
+        shape = () if kind == h5s.SCALAR else tuple(space.get_simple_extent_dims())
+        doc = attr_json(np.zeros(shape, tid.dtype), tid.dtype)
+        doc["type"] = tid.hsds_json
+    name = to_str_name(name)
+    oid._fs.raw.attr_create(oid._oid, name, json.dumps(doc), False)
+    return AttrID(oid._fs, oid._oid, name)

@@ -1204,7 +1204,7 @@ impl Domain {
                 maxdims.len()
             )));
         }
-        self.update_doc(id, |doc| {
+        self.update_keys(id, &["shape"], |doc| {
             let old = Shape::from_json(&doc["shape"])?.dims();
             let mut new = old.clone();
             new[dim] = new[dim]
@@ -1257,7 +1257,7 @@ impl Domain {
                 maxdims.iter().map(|&d| if d == UNLIMITED { -1i128 } else { i128::from(d) }).collect::<Vec<_>>()
             )));
         }
-        let old = self.update_doc(id, |doc| {
+        let old = self.update_keys(id, &["shape"], |doc| {
             let old = Shape::from_json(&doc["shape"])?.dims();
             doc["shape"]["dims"] = json!(new_dims);
             Ok(old)

@@ -19,7 +19,7 @@ use serde_json::{json, Map, Value};
 use crate::cache::{ChunkCache, DEFAULT_CACHE_BYTES};
 use crate::ids::{self, ObjKind};
 pub use crate::journal::Durability;
-use crate::journal::{Journal, PendingLookup};
+use crate::journal::{Journal, PendingLookup, Touch};
 use crate::json::parse_doc;
 use crate::link_policy::LinkPolicy;
 use crate::{EngineError, Result};
@@ -297,6 +297,13 @@ impl DocCache {
         map.get(id)
             .filter(|(v, _)| v == version)
             .map(|(_, t)| t.clone())
+    }
+
+    fn forget<T>(
+        map: &std::sync::Mutex<std::collections::HashMap<String, (Version, Arc<T>)>>,
+        id: &str,
+    ) {
+        map.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
     }
 
     fn put<T>(
@@ -772,13 +779,52 @@ impl Domain {
     ///
     /// # Errors
     /// Whatever `f` returns; unknown ids; I/O trouble.
-    pub fn update_doc<T>(&self, id: &str, mut f: impl FnMut(&mut Value) -> Result<T>) -> Result<T> {
+    pub fn update_doc<T>(&self, id: &str, f: impl FnMut(&mut Value) -> Result<T>) -> Result<T> {
+        self.edit_doc(id, Touch::Unknown, f)
+    }
+
+    /// [`Domain::update_doc`] for a change of the named members of a
+    /// document's `links` or `attributes` only.
+    fn update_members<T>(
+        &self,
+        id: &str,
+        section: &'static str,
+        names: &[String],
+        f: impl FnMut(&mut Value) -> Result<T>,
+    ) -> Result<T> {
+        self.edit_doc(id, Touch::Members(section, names), f)
+    }
+
+    /// [`Domain::update_doc`] for a change of the named top-level keys of
+    /// a document only (say, `shape`).
+    pub(crate) fn update_keys<T>(
+        &self,
+        id: &str,
+        keys: &[&str],
+        f: impl FnMut(&mut Value) -> Result<T>,
+    ) -> Result<T> {
+        self.edit_doc(id, Touch::Keys(keys), f)
+    }
+
+    fn edit_doc<T>(
+        &self,
+        id: &str,
+        touch: Touch<'_>,
+        mut f: impl FnMut(&mut Value) -> Result<T>,
+    ) -> Result<T> {
         self.check_writable()?;
         self.check_same_domain(id)?;
         let key = ids::doc_key(id)?;
         if let Some(j) = &self.journal {
             let prefix = ids::object_prefix(id).ok();
-            let out = j.edit(id, &key, prefix.as_deref(), || self.stored_doc(id), |doc| {
+            let base = || {
+                // The journal edits this document in place from now on:
+                // the cache lets go of it, so that it is not copied.
+                let got = self.stored_doc(id)?;
+                DocCache::forget(&self.docs.docs, id);
+                Ok(got)
+            };
+            let out = j.edit(id, &key, prefix.as_deref(), touch, base, |doc| {
                 let out = f(doc)?;
                 doc["lastModified"] = json!(now());
                 Ok(out)
@@ -859,7 +905,10 @@ impl Domain {
         let Some(j) = &self.journal else {
             return Ok(());
         };
-        for (id, version, doc) in j.commit()? {
+        // The documents written, edits of existing ones last: those (a
+        // big group's, say) are kept parsed; a flood of new objects' is
+        // not let push them out of the cache.
+        for (id, version, doc) in j.commit()?.into_iter().rev().take(DocCache::MAX / 4) {
             if ids::parse_id(&id).is_ok() {
                 DocCache::put(&self.docs.docs, &id, version, doc);
             }
@@ -1015,7 +1064,8 @@ impl Domain {
             }
             checked.push((name, link));
         }
-        self.update_doc(group_id, |doc| {
+        let names: Vec<String> = checked.iter().map(|(n, _)| n.clone()).collect();
+        self.update_members(group_id, "links", &names, |doc| {
             let ordered = keeps_creation_order(doc);
             let links = member_map(doc, "links", group_id)?;
             if !replace {
@@ -1112,7 +1162,8 @@ impl Domain {
             return self.link_get(group_id, old).map(drop);
         }
         let t = now();
-        self.update_doc(group_id, |doc| {
+        let names = [old.to_string(), new.to_string()];
+        self.update_members(group_id, "links", &names, |doc| {
             let ordered = keeps_creation_order(doc);
             let links = member_map(doc, "links", group_id)?;
             if links.contains_key(new) {
@@ -1157,7 +1208,7 @@ impl Domain {
     /// # Errors
     /// As [`Domain::link_delete`].
     pub fn links_delete(&self, group_id: &str, names: &[String]) -> Result<()> {
-        let targets = self.update_doc(group_id, |doc| {
+        let targets = self.update_members(group_id, "links", names, |doc| {
             let ordered = keeps_creation_order(doc);
             let links = member_map(doc, "links", group_id)?;
             if let Some(name) = names.iter().find(|n| !links.contains_key(*n)) {
@@ -1191,7 +1242,7 @@ impl Domain {
         if ids::is_root_id(id) || self.check_same_domain(id).is_err() {
             return Ok(());
         }
-        match self.update_doc(id, |doc| {
+        match self.update_keys(id, &["h5lake"], |doc| {
             if !doc.get("h5lake").is_some_and(Value::is_object) {
                 doc["h5lake"] = json!({});
             }
@@ -1228,7 +1279,7 @@ impl Domain {
                 if t == id {
                     if !self.readonly() {
                         // Linked again (a move, a new hard link): forget the mark.
-                        self.update_doc(id, |doc| {
+                        self.update_keys(id, &["h5lake"], |doc| {
                             if let Some(m) = doc.get_mut("h5lake").and_then(Value::as_object_mut) {
                                 m.remove("unlinked");
                             }
@@ -1319,7 +1370,8 @@ impl Domain {
             }
             checked.push((name, attr));
         }
-        self.update_doc(obj_id, |doc| {
+        let names: Vec<String> = checked.iter().map(|(n, _)| n.clone()).collect();
+        self.update_members(obj_id, "attributes", &names, |doc| {
             let ordered = keeps_creation_order(doc);
             let attrs = member_map(doc, "attributes", obj_id)?;
             if !overwrite {
@@ -1367,7 +1419,7 @@ impl Domain {
     /// # Errors
     /// As [`Domain::attr_delete`].
     pub fn attrs_delete(&self, obj_id: &str, names: &[String]) -> Result<()> {
-        self.update_doc(obj_id, |doc| {
+        self.update_members(obj_id, "attributes", names, |doc| {
             let ordered = keeps_creation_order(doc);
             let attrs = member_map(doc, "attributes", obj_id)?;
             if let Some(name) = names.iter().find(|n| !attrs.contains_key(*n)) {

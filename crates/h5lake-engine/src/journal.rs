@@ -113,10 +113,70 @@ struct PendingDoc {
     key: String,
     doc: Arc<Value>,
     version: Version,
-    /// The store's version and content this edit started from; `None` for
-    /// an object created since the last commit.
-    base: Option<(Version, Arc<Value>)>,
+    /// What this edit started from; `None` for an object created since the
+    /// last commit.
+    base: Option<Base>,
     kind: char,
+}
+
+/// What an edit of a stored document started from, for merging it with
+/// another writer's change at the commit.
+enum Base {
+    /// The whole document as the store had it (an edit of unknown extent).
+    Snapshot(Version, Arc<Value>),
+    /// The store's version and what the edits touched: no copy of the
+    /// document, so that the first change of a big group after a commit
+    /// does not cost the group's size.
+    Touched(Version, Touched),
+}
+
+impl Base {
+    fn version(&self) -> &Version {
+        match self {
+            Base::Snapshot(v, _) | Base::Touched(v, _) => v,
+        }
+    }
+}
+
+/// The members (`links`/`attributes` names, in the order first touched,
+/// each with whether the stored document had it) and other top-level keys
+/// an edit changed.
+#[derive(Default)]
+pub(crate) struct Touched {
+    members: Vec<(&'static str, String, bool)>,
+    seen: HashSet<(&'static str, String)>,
+    keys: HashSet<String>,
+}
+
+impl Touched {
+    fn note(&mut self, doc: &Value, touch: &Touch<'_>) {
+        match touch {
+            Touch::Members(section, names) => {
+                for name in *names {
+                    if self.seen.insert((section, name.clone())) {
+                        let had = doc
+                            .get(*section)
+                            .and_then(Value::as_object)
+                            .is_some_and(|m| m.contains_key(name));
+                        self.members.push((section, name.clone(), had));
+                    }
+                }
+            }
+            Touch::Keys(keys) => self.keys.extend(keys.iter().map(|k| (*k).to_string())),
+            Touch::Unknown => {}
+        }
+    }
+}
+
+/// What an edit will change, so that the journal need not keep a copy of
+/// the document to merge it later.
+pub(crate) enum Touch<'a> {
+    /// These names of the `links` or `attributes` member.
+    Members(&'static str, &'a [String]),
+    /// These top-level keys.
+    Keys(&'a [&'a str]),
+    /// Anything.
+    Unknown,
 }
 
 #[derive(Default)]
@@ -238,37 +298,63 @@ impl Journal {
     }
 
     /// Applies `f` to the object's pending document, starting one from
-    /// `base` (the store's version) when it has none. `f` must leave the
-    /// document as it was when it fails.
+    /// `base` (the store's version) when it has none. `touch` says what `f`
+    /// changes. `f` must leave the document as it was when it fails.
     pub(crate) fn edit<T>(
         &self,
         id: &str,
         key: &str,
         prefix: Option<&str>,
+        touch: Touch<'_>,
         base: impl FnOnce() -> Result<(Version, Arc<Value>)>,
         f: impl FnOnce(&mut Value) -> Result<T>,
     ) -> Result<T> {
         {
             let mut st = self.lock();
-            if let Some(d) = st.docs.get_mut(id) {
-                let out = f(Arc::make_mut(&mut d.doc))?;
-                d.version = pending_version();
-                return Ok(out);
-            }
             if prefix.is_some_and(|p| st.deleted_set.contains(p)) {
                 return Err(EngineError::NotFound(format!("object {id} not found")));
+            }
+            if let Some(d) = st.docs.get_mut(id) {
+                let unknown_after_touched =
+                    matches!(touch, Touch::Unknown) && matches!(d.base, Some(Base::Touched(..)));
+                if !unknown_after_touched {
+                    if let Some(Base::Touched(_, t)) = &mut d.base {
+                        t.note(&d.doc, &touch);
+                    }
+                    let out = f(Arc::make_mut(&mut d.doc))?;
+                    d.version = pending_version();
+                    return Ok(out);
+                }
+                // An edit of unknown extent needs the whole stored document
+                // to merge with: write what is pending first.
+                let mut clashes = Vec::new();
+                write_edit(&*self.inner, id, d, &mut clashes)?;
+                let d = st.docs.remove(id).expect("pending");
+                st.doc_ids.remove(&d.key);
+                if !clashes.is_empty() {
+                    return Err(EngineError::AlreadyExists(clashes.join("; ")));
+                }
             }
         }
         // Read outside the lock: other handles keep working meanwhile.
         let (version, doc) = base()?;
         let mut st = self.lock();
-        let d = st.docs.entry(id.to_string()).or_insert_with(|| PendingDoc {
-            key: key.to_string(),
-            doc: doc.clone(),
-            version: pending_version(),
-            base: Some((version, doc)),
-            kind: id.chars().next().unwrap_or('g'),
+        let d = st.docs.entry(id.to_string()).or_insert_with(|| {
+            let base = match touch {
+                Touch::Unknown => Base::Snapshot(version, doc.clone()),
+                _ => Base::Touched(version, Touched::default()),
+            };
+            PendingDoc {
+                key: key.to_string(),
+                doc,
+                version: pending_version(),
+                base: Some(base),
+                kind: id.chars().next().unwrap_or('g'),
+            }
         });
+        if let Some(Base::Touched(_, t)) = &mut d.base {
+            t.note(&d.doc, &touch);
+        }
         let out = f(Arc::make_mut(&mut d.doc));
         d.version = pending_version();
         st.doc_ids.insert(key.to_string(), id.to_string());
@@ -414,7 +500,8 @@ impl Journal {
                 match stripped {
                     // The rest of its links go in as an edit, below.
                     Some(s) => {
-                        st.docs.get_mut(&id).expect("pending").base = Some((v, Arc::new(s)));
+                        st.docs.get_mut(&id).expect("pending").base =
+                            Some(Base::Snapshot(v, Arc::new(s)));
                     }
                     None => {
                         let d = st.docs.remove(&id).expect("pending");
@@ -650,8 +737,8 @@ fn write_edit(
     d: &PendingDoc,
     clashes: &mut Vec<String>,
 ) -> Result<(Option<Version>, Arc<Value>)> {
-    let (base_version, base) = d.base.as_ref().expect("an edit has a base");
-    let mut expected = base_version.clone();
+    let base = d.base.as_ref().expect("an edit has a base");
+    let mut expected = base.version().clone();
     let mut doc = d.doc.clone();
     let mut found = Vec::new();
     for attempt in 0u32.. {
@@ -674,7 +761,10 @@ fn write_edit(
                 };
                 let theirs_doc = parse_doc(&theirs.data, &d.key)?;
                 found.clear();
-                doc = Arc::new(merge(base, &d.doc, theirs_doc, &mut found));
+                doc = Arc::new(match base {
+                    Base::Snapshot(_, b) => merge(b, &d.doc, theirs_doc, &mut found),
+                    Base::Touched(_, t) => merge_touched(t, &d.doc, theirs_doc, &mut found),
+                });
                 expected = theirs.version;
                 crate::domain::backoff(attempt);
             }
@@ -730,6 +820,52 @@ fn merge(base: &Value, ours: &Value, mut theirs: Value, clashes: &mut Vec<String
     for k in b.keys() {
         if !o.contains_key(k) {
             t.remove(k);
+        }
+    }
+    theirs
+}
+
+/// What `ours` did to the members and keys in `touched`, applied to
+/// `theirs` (the store's document now). A link both made differently stays
+/// theirs and is reported.
+fn merge_touched(
+    touched: &Touched,
+    ours: &Value,
+    mut theirs: Value,
+    clashes: &mut Vec<String>,
+) -> Value {
+    let Some(t) = theirs.as_object_mut() else {
+        return ours.clone();
+    };
+    for (section, name, had) in &touched.members {
+        let mine = ours.get(*section).and_then(|m| m.get(name));
+        let tm = t
+            .entry(section.to_string())
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !tm.is_object() {
+            *tm = Value::Object(Map::new());
+        }
+        let tm = tm.as_object_mut().expect("made an object");
+        match mine {
+            Some(v) if *section == "links" && !had && tm.get(name).is_some_and(|tv| tv != v) => {
+                clashes.push(name.clone());
+            }
+            Some(v) => {
+                tm.insert(name.clone(), v.clone());
+            }
+            None => {
+                tm.shift_remove(name);
+            }
+        }
+    }
+    for key in touched.keys.iter().map(String::as_str).chain(["lastModified"]) {
+        match ours.get(key) {
+            Some(v) => {
+                t.insert(key.to_string(), v.clone());
+            }
+            None => {
+                t.remove(key);
+            }
         }
     }
     theirs

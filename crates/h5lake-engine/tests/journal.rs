@@ -248,3 +248,33 @@ fn a_handle_that_reads_the_store_itself_sees_what_this_process_has_pending() {
     dom.link_create(&root, "g", hard(&g)).unwrap();
     assert_eq!(names(&direct(&p), &root), ["g"]);
 }
+
+#[test]
+fn an_edit_of_unknown_extent_after_member_edits_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.h5l");
+    let setup = Domain::open_local(&p, OpenMode::Truncate).unwrap();
+    let root = setup.root_id().to_string();
+    drop(setup);
+    let dom = deferred(&p, OpenMode::ReadWrite);
+    let other = Domain::open_local(&p, OpenMode::ReadWrite).unwrap();
+    let g = dom.create_group(json!({})).unwrap();
+    dom.link_create(&root, "mine", hard(&g)).unwrap();
+    // Another writer changes the same document meanwhile.
+    let h = other.create_group(json!({})).unwrap();
+    other.link_create(&root, "theirs", hard(&h)).unwrap();
+    // A change the journal cannot name the extent of.
+    dom.update_doc(&root, |doc| {
+        doc["note"] = json!("x");
+        Ok(())
+    })
+    .unwrap();
+    dom.link_create(&root, "later", hard(&g)).unwrap();
+    dom.flush().unwrap();
+    let mut got = links_on_disk(&p, &root);
+    got.sort();
+    assert_eq!(got, ["later", "mine", "theirs"]);
+    let text = std::fs::read(p.join(h5lake_engine::ids::doc_key(&root).unwrap())).unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&text).unwrap();
+    assert_eq!(doc["note"], "x");
+}

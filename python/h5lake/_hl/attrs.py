@@ -71,6 +71,10 @@ class AttributeManager(MutableMapping):
     def __len__(self):
         return len(self._raw.attr_names(self._oid))
 
+    def _ipython_key_completions_(self):
+        """Names for IPython's completion of ``obj[...]``, sorted."""
+        return sorted(self.keys())
+
     def __iter__(self):
         yield from self._names()
 

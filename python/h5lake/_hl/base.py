@@ -139,32 +139,34 @@ class FileState:
                 self.scratch = None
 
     # -- external links -------------------------------------------------------
-    def open_external(self, filename):
-        """FileState of the store an external link points to (opened in this
-        file's mode, cached until this file closes).  KeyError if missing."""
+    def open_external(self, filename, mode=None):
+        """FileState of the store an external link points to (opened in
+        ``mode``, by default this file's; cached until this file closes).
+        KeyError if missing."""
         from .. import _core
 
         self.check()
+        mode = mode or self.mode
         path = resolve_location(self.abspath, filename)
-        if path == self.abspath:
+        if path == self.abspath and mode == self.mode:
             return self
         try:
             self.raw.check_link_target(path)
         except PermissionError as e:
             raise KeyError(f"Unable to open object (external link to {filename!r}: {e})") from None
-        st = self.externals.get(path)
+        st = self.externals.get((path, mode))
         if st is not None and st.valid:
             return st
         try:
             if not is_url(path) and os.path.isfile(path) and _core.is_hdf5(path):
                 st = _linked_hdf5(path, self.allow_local_links)
             else:
-                raw = _core.RawFile(path, self.mode, "{}", None, self.allow_local_links)
-                st = FileState(raw, path, path, self.mode,
+                raw = _core.RawFile(path, mode, "{}", None, self.allow_local_links)
+                st = FileState(raw, path, path, mode,
                                allow_local_links=self.allow_local_links)
         except (OSError, ValueError, RuntimeError) as e:
             raise KeyError(f"Unable to open object (can't open file {filename!r}: {e})") from None
-        self.externals[path] = st
+        self.externals[(path, mode)] = st
         return st
 
 
@@ -300,7 +302,17 @@ BY_REFERENCE = object()
 class HLObject:
     """Base of the named objects (h5py's ``HLObject``)."""
 
-    def __init__(self, fs, oid, name):
+    #: The kind of object ids this class binds ('g', 'd', 't'; None: any).
+    _ID_KIND = None
+
+    def __init__(self, fs, oid=None, name=None):
+        if oid is None and isinstance(fs, ObjectID):
+            # h5py's Group(gid) / Dataset(dsid): bind a low-level id.
+            bind = fs
+            if self._ID_KIND is not None and not bind._oid.startswith(self._ID_KIND + '-'):
+                raise ValueError("%s cannot be bound to the identifier of another kind "
+                                 "of object (%s)" % (type(self).__name__, bind._oid))
+            fs, oid, name = bind._fs, bind._oid, BY_REFERENCE
         self._fs = fs
         self._oid = oid
         self._given_name = name

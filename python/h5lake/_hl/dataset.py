@@ -30,6 +30,10 @@ Empty = h5t.Empty
 # Slab size used when copying whole datasets (Group.copy)
 _COPY_SLAB_BYTES = 64 * 1024 * 1024
 
+#: A bare 0-9 as ``compression=`` means gzip at that level (h5py's legacy
+#: rule, and its name for it).
+_LEGACY_GZIP_COMPRESSION_VALS = frozenset(range(10))
+
 
 class H5LakeDeprecationWarning(H5pyDeprecationWarning):
     """h5lake's deprecations: an ``H5pyDeprecationWarning``, so filters
@@ -704,6 +708,8 @@ class _DirectReader:
 class Dataset(HLObject):
     """An HDF5 dataset."""
 
+    _ID_KIND = 'd'
+
     # -- metadata ----------------------------------------------------------
     @property
     def _doc(self):
@@ -812,6 +818,17 @@ class Dataset(HLObject):
     @property
     def shuffle(self):
         return self._props['shuffle']
+
+    @property
+    def filter_ids(self):
+        """Numbers of the HDF5 filters of the dataset, in pipeline order."""
+        return tuple(self._props['filter_ids'])
+
+    @property
+    def filter_names(self):
+        """Names of the filters of the dataset, in pipeline order (HDF5's
+        names for its own: ``deflate`` for gzip)."""
+        return tuple(self._props['filter_names'])
 
     @property
     def fletcher32(self):

@@ -11,6 +11,8 @@ from .base import HLObject
 class Datatype(HLObject):
     """A datatype stored in the file as an object of its own."""
 
+    _ID_KIND = 't'
+
     @property
     def dtype(self):
         """The numpy dtype this named type describes."""

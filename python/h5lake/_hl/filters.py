@@ -39,9 +39,6 @@ DEFAULT_BLOSC = ("lz4", 5, 1)  # (compressor, level, shuffle)
 
 BLOSC_COMPRESSORS = ("blosclz", "lz4", "lz4hc", "snappy", "zlib", "zstd")
 
-# h5py accepts a bare 0-9 as ``compression=`` meaning gzip at that level.
-_LEGACY_GZIP = frozenset(range(10))
-
 # hdf5plugin-style registered filter ids accepted as ``compression=``
 #: The filters h5py names that h5lake writes and reads (h5py's
 #: ``h5py.filters.encode``/``decode``); h5lake also has zstd, lz4, blosc
@@ -49,7 +46,8 @@ _LEGACY_GZIP = frozenset(range(10))
 encode = ("gzip", "szip", "lzf", "shuffle", "fletcher32", "scaleoffset")
 decode = encode
 
-_FILTER_IDS = {32015: "zstd", 32004: "lz4", 32001: "blosc", 32000: "lzf", 32008: "bitshuffle"}
+_FILTER_IDS = {1: "gzip", 4: "szip", 32015: "zstd", 32004: "lz4", 32001: "blosc", 32000: "lzf",
+               32008: "bitshuffle"}
 
 _SHUFFLE = {"class": "H5Z_FILTER_SHUFFLE", "id": 2, "name": "shuffle"}
 _FLETCHER32 = {"class": "H5Z_FILTER_FLETCHER32", "id": 3, "name": "fletcher32"}
@@ -220,6 +218,9 @@ def _compression_filter(compression, opts):
     if compression == "bitshuffle":
         return _bitshuffle_filter(opts)
     if isinstance(compression, int) and not isinstance(compression, bool):
+        if not 0 <= compression <= 65535:
+            raise ValueError("Invalid filter identifier: %s (filter numbers are 0-65535)"
+                             % compression)
         raise ValueError("Unknown compression filter number: %s" % compression)
     raise ValueError('Compression filter "%s" is unavailable' % (compression,))
 
@@ -291,14 +292,21 @@ def generate_dcpl(shape, dtype, chunks=None, compression=None, compression_opts=
         if compression_opts is None:
             compression_opts = DEFAULT_GZIP
         compression = "gzip"
+    from . import dataset as _dataset  # h5py's switch lives there (tests patch it)
     if (not isinstance(compression, bool) and isinstance(compression, int)
-            and compression in _LEGACY_GZIP):
+            and compression in _dataset._LEGACY_GZIP_COMPRESSION_VALS):
         if compression_opts is not None:
             raise TypeError("Conflict in compression options")
         compression_opts = compression
         compression = "gzip"
-    if isinstance(compression, int) and compression in _FILTER_IDS:
+    if isinstance(compression, int) and not isinstance(compression, bool) \
+            and compression in _FILTER_IDS:
         compression = _FILTER_IDS[compression]
+        # A filter given by number takes its options as the filter's
+        # values (h5py passes them on as cd_values): one value is a level.
+        if isinstance(compression_opts, tuple) and len(compression_opts) == 1 \
+                and compression in ("gzip", "zstd"):
+            compression_opts = compression_opts[0]
 
     if shape is None or shape == ():
         kind = "Empty" if shape is None else "Scalar"
@@ -399,8 +407,17 @@ _COMPRESSION_BY_CLASS = {
     "H5Z_FILTER_SZIP": "szip",
 }
 _CLASS_BY_ID = {1: "H5Z_FILTER_DEFLATE", 2: "H5Z_FILTER_SHUFFLE", 3: "H5Z_FILTER_FLETCHER32",
-                4: "H5Z_FILTER_SZIP", 6: "H5Z_FILTER_SCALEOFFSET", 32000: "H5Z_FILTER_LZF",
-                32001: "H5Z_FILTER_BLOSC", 32004: "H5Z_FILTER_LZ4", 32015: "H5Z_FILTER_ZSTD"}
+                4: "H5Z_FILTER_SZIP", 5: "H5Z_FILTER_NBIT", 6: "H5Z_FILTER_SCALEOFFSET",
+                32000: "H5Z_FILTER_LZF", 32001: "H5Z_FILTER_BLOSC", 32004: "H5Z_FILTER_LZ4",
+                32008: "H5Z_FILTER_BITSHUFFLE", 32015: "H5Z_FILTER_ZSTD"}
+_ID_BY_CLASS = {c: i for i, c in _CLASS_BY_ID.items()}
+# The names HDF5 registers its own filters under (what h5py's filter_names
+# reports), and short names for the plugins'.
+_NAME_BY_CLASS = {"H5Z_FILTER_DEFLATE": "deflate", "H5Z_FILTER_SHUFFLE": "shuffle",
+                  "H5Z_FILTER_FLETCHER32": "fletcher32", "H5Z_FILTER_SZIP": "szip",
+                  "H5Z_FILTER_NBIT": "nbit", "H5Z_FILTER_SCALEOFFSET": "scaleoffset",
+                  "H5Z_FILTER_LZF": "lzf", "H5Z_FILTER_BLOSC": "blosc", "H5Z_FILTER_LZ4": "lz4",
+                  "H5Z_FILTER_BITSHUFFLE": "bitshuffle", "H5Z_FILTER_ZSTD": "zstd"}
 
 
 def _filter_class(f):
@@ -430,10 +447,15 @@ def dcpl_properties(creation_props):
         if dims is not None:
             chunks = tuple(int(d) for d in dims)
     out = {"chunks": chunks, "compression": None, "compression_opts": None,
-           "shuffle": False, "fletcher32": False, "scaleoffset": None}
+           "shuffle": False, "fletcher32": False, "scaleoffset": None,
+           "filter_ids": [], "filter_names": []}
     for f in cp.get("filters") or []:
         cls = _filter_class(f)
         fd = f if isinstance(f, dict) else {}
+        fid = fd.get("id", f if isinstance(f, int) else _ID_BY_CLASS.get(cls))
+        if fid is not None:
+            out["filter_ids"].append(int(fid))
+            out["filter_names"].append(_NAME_BY_CLASS.get(cls) or str(fd.get("name", fid)))
         if cls == "H5Z_FILTER_SHUFFLE":
             out["shuffle"] = True
         elif cls == "H5Z_FILTER_FLETCHER32":

@@ -145,10 +145,12 @@ def _plain(name):
 class Group(HLObject, MutableMapping):
     """An HDF5 group: a dictionary of named links."""
 
+    _ID_KIND = 'g'
+
     # ------------------------------------------------------------------
     # path resolution
     # ------------------------------------------------------------------
-    def _walk(self, path, follow_last=True, depth=0):
+    def _walk(self, path, follow_last=True, depth=0, elink_mode=None):
         """Resolve ``path`` from this group.
 
         Returns ``('obj', fs, oid, name)``; or, with ``follow_last=False``,
@@ -178,11 +180,11 @@ class Group(HLObject, MutableMapping):
                 raise KeyError("Unable to open object (component not found)") from None
             if last and not follow_last:
                 return ('link', fs, cur, part, link, curname)
-            fs, cur, curname = self._follow(fs, cur, curname, part, link, depth)
+            fs, cur, curname = self._follow(fs, cur, curname, part, link, depth, elink_mode)
         return ('obj', fs, cur, curname)
 
     @staticmethod
-    def _follow(fs, gid, gname, part, link, depth):
+    def _follow(fs, gid, gname, part, link, depth, elink_mode=None):
         cls = link.get('class')
         childname = None if gname is None else posixpath.join(gname, part)
         if cls == 'H5L_TYPE_HARD':
@@ -191,13 +193,15 @@ class Group(HLObject, MutableMapping):
             raise KeyError("Unable to open object (too many links)")
         if cls == 'H5L_TYPE_SOFT':
             try:
-                _, fs2, oid, _n = Group(fs, gid, gname)._walk(link['h5path'], True, depth + 1)
+                _, fs2, oid, _n = Group(fs, gid, gname)._walk(link['h5path'], True, depth + 1,
+                                                              elink_mode)
             except KeyError:
                 raise KeyError("Unable to open object (component not found)") from None
             return fs2, oid, childname
         if cls == 'H5L_TYPE_EXTERNAL':
-            efs = fs.open_external(link['h5domain'])
-            _, fs2, oid, name = Group(efs, efs.root_id, '/')._walk(link['h5path'], True, depth + 1)
+            efs = fs.open_external(link['h5domain'], elink_mode)
+            _, fs2, oid, name = Group(efs, efs.root_id, '/')._walk(link['h5path'], True, depth + 1,
+                                                                   elink_mode)
             return fs2, oid, name
         raise TypeError("Unknown link type")
 
@@ -425,9 +429,30 @@ class Group(HLObject, MutableMapping):
             raise KeyError("Unable to open object by token (%s)" % (e.args[0] if e.args else e)) from None
         return _make_object(fs, oid, '/' if oid == fs.root_id else BY_REFERENCE)
 
-    def get(self, name, default=None, getclass=False, getlink=False):
-        """Retrieve an item, its class, or the link itself (h5py's semantics)."""
+    def get(self, name, default=None, getclass=False, getlink=False,
+            elink_mode=None, elink_locking=None, elink_swmr=None):
+        """Retrieve an item, its class, or the link itself (h5py's semantics).
+
+        ``elink_mode`` ('r' or 'r+'; default this file's) is the mode the
+        stores external links lead to are opened in. ``elink_locking`` is
+        accepted and has no effect (stores have no file locks); SWMR
+        (``elink_swmr=True``) is not supported."""
+        if elink_mode not in (None, 'r', 'r+'):
+            raise ValueError("elink_mode must be 'r', 'r+' or None, not %r" % (elink_mode,))
+        if elink_mode == 'r+' and self._fs.mode == 'r':
+            raise ValueError("Unable to open external links read/write from a file opened "
+                             "read-only")
+        if elink_swmr:
+            raise ValueError("SWMR is not supported: h5lake stores have no SWMR mode")
+        if elink_locking not in (None, True, False, 'true', 'false', 'best-effort'):
+            raise ValueError("Unsupported locking value: %r" % (elink_locking,))
         if not (getclass or getlink):
+            if elink_mode is not None:
+                try:
+                    _, fs, oid, oname = self._walk(name, elink_mode=elink_mode)
+                except KeyError:
+                    return default
+                return _make_object(fs, oid, oname)
             try:
                 return self[name]
             except KeyError:
@@ -525,6 +550,10 @@ class Group(HLObject, MutableMapping):
 
     def __len__(self):
         return len(self._raw.link_names(self._oid))
+
+    def _ipython_key_completions_(self):
+        """Names for IPython's completion of ``obj[...]``, sorted."""
+        return sorted(self.keys())
 
     def __iter__(self):
         yield from self._link_names()

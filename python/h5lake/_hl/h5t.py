@@ -499,7 +499,9 @@ def hsds_to_dtype(t):
         mapping = _enum_mapping(t)
         if mapping == _BOOL_MAPPING and base.itemsize == 1:
             return np.dtype(np.bool_)
-        return enum_dtype(mapping, base)
+        # HDF5 keeps a stored enum's members sorted by name, and h5py reads
+        # them back in that order.
+        return enum_dtype(dict(sorted(mapping.items())), base)
 
     if cls == "H5T_OPAQUE":
         size = int(t["size"])

@@ -1,0 +1,28 @@
+"""Datasets as h5py's low-level ``h5d`` module makes them: ``create`` a
+dataset from a type object and a dataspace, giving its id (bind it with
+``h5lake.Dataset(dsid)``)."""
+
+from ._hl.base import to_str_name
+from . import h5s as _h5s
+
+
+def create(loc, name, tid, space, dcpl=None, lcpl=None, dapl=None):
+    """Creates the dataset ``name`` in the group ``loc`` (a group or its
+    ``.id``) of type ``tid`` (an ``h5t`` type object) over ``space`` (an
+    ``h5s`` dataspace; ``NULL`` makes an empty one) and returns its id."""
+    from ._hl.group import Group
+    from ._hl.base import ObjectID
+    group = Group(loc) if isinstance(loc, ObjectID) else loc
+    kind = space.get_simple_extent_type()
+    if kind == _h5s.NULL:
+        shape = None
+    elif kind == _h5s.SCALAR:
+        shape = ()
+    else:
+        shape = space.get_simple_extent_dims()
+        maxshape = tuple(None if m == _h5s.UNLIMITED else m
+                         for m in space.get_simple_extent_dims(maxdims=True))
+        if maxshape != tuple(shape):
+            return group.create_dataset(to_str_name(name), shape=shape, dtype=tid.dtype,
+                                        maxshape=maxshape).id
+    return group.create_dataset(to_str_name(name), shape=shape, dtype=tid.dtype).id
