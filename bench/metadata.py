@@ -34,6 +34,8 @@ import tempfile
 import textwrap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from vol import build_plugin  # noqa: E402  (the connector, built as bench/vol.py builds it)
 
 WORKER = textwrap.dedent('''
     import json, sys, time
@@ -109,14 +111,6 @@ KINDS = {
     "h5lake durable": ("h5lake", ".h5l", True, False),
     "h5py + connector": ("h5py", ".h5l", False, True),
 }
-
-
-def build_plugin():
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "h5lake-vol"], cwd=ROOT, check=True)
-    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
-    d = tempfile.mkdtemp(prefix="h5lake-vol-")
-    shutil.copy(os.path.join(target, "release", "libh5lake_vol.so"), d)
-    return d
 
 
 def measure(kind, path, what, size, ops, plugin_dir):

@@ -9,6 +9,7 @@ With durable=True everything a call returned from is in the store.
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -80,14 +81,16 @@ def _run_and_kill(path, durable, every, after, delay):
     try:
         while len(made) < after and time.monotonic() < deadline:
             line = p.stdout.readline()
-            if not line:
+            m = re.match(r"made (\d+)\n", line)
+            if not m:
                 break
-            made.append(int(line.split()[1]))
+            made.append(int(m.group(1)))
         time.sleep(delay)
     finally:
         p.send_signal(signal.SIGKILL)
         rest, _ = p.communicate()
-    made += [int(l.split()[1]) for l in rest.splitlines() if l.startswith("made")]
+    # Only whole lines count: the kill can cut the last one short.
+    made += [int(m.group(1)) for m in re.finditer(r"^made (\d+)\n", rest, re.M)]
     assert made, "the writer made nothing before it was killed"
     return made
 

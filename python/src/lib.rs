@@ -16,6 +16,9 @@ use std::sync::{Arc, RwLock};
 const INTERRUPTIBLE_BYTES: usize = 16 << 20;
 
 use h5lake_engine::{Domain, DomainOptions, Durability, EngineError, OpenMode};
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use h5lake_hdf5::Hdf5Error;
 use h5lake_types::{DimSel, Selection};
 use pyo3::exceptions::{

@@ -930,16 +930,7 @@ impl ReadableStore for Journal {
         runs: &mut [(u64, &mut [u8])],
     ) -> h5lake_store::Result<Option<bool>> {
         match self.find(key) {
-            Found::Here(data, _) => {
-                if data.len() as u64 != total_len {
-                    return Ok(Some(false));
-                }
-                for (off, dst) in runs.iter_mut() {
-                    let off = *off as usize;
-                    dst.copy_from_slice(&data[off..off + dst.len()]);
-                }
-                Ok(Some(true))
-            }
+            Found::Here(data, _) => Ok(Some(h5lake_store::scatter(&data, total_len, runs))),
             Found::Absent => Ok(None),
             Found::Store => self.inner.get_scattered(key, total_len, runs),
         }

@@ -33,6 +33,16 @@ fn direct(path: &std::path::Path) -> Domain {
     Domain::open_local(path, OpenMode::ReadWrite).unwrap()
 }
 
+/// A new store in a temporary directory, open with deferred metadata, and
+/// its root group's id.
+fn fresh() -> (tempfile::TempDir, std::path::PathBuf, Domain, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.h5l");
+    let dom = deferred(&p, OpenMode::Truncate);
+    let root = dom.root_id().to_string();
+    (dir, p, dom, root)
+}
+
 fn hard(id: &str) -> serde_json::Value {
     json!({"class": "H5L_TYPE_HARD", "id": id})
 }
@@ -43,10 +53,7 @@ fn names(dom: &Domain, g: &str) -> Vec<String> {
 
 #[test]
 fn pending_changes_are_seen_here_and_reach_the_store_at_flush() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("s.h5l");
-    let dom = deferred(&p, OpenMode::Truncate);
-    let root = dom.root_id().to_string();
+    let (_dir, p, dom, root) = fresh();
     let g = dom.create_group(json!({})).unwrap();
     dom.link_create(&root, "g", hard(&g)).unwrap();
     let d = dom
@@ -129,10 +136,7 @@ fn a_commit_merges_with_another_writers_changes() {
 
 #[test]
 fn groups_linking_each_other_are_whole_after_the_commit() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("s.h5l");
-    let dom = deferred(&p, OpenMode::Truncate);
-    let root = dom.root_id().to_string();
+    let (_dir, p, dom, root) = fresh();
     let a = dom.create_group(json!({})).unwrap();
     let b = dom.create_group(json!({})).unwrap();
     dom.link_create(&root, "a", hard(&a)).unwrap();
@@ -171,10 +175,7 @@ fn deleting_objects_is_deferred_and_a_new_object_deleted_leaves_no_trace() {
 
 #[test]
 fn handles_in_one_process_share_pending_changes_and_drop_commits() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("s.h5l");
-    let dom = deferred(&p, OpenMode::Truncate);
-    let root = dom.root_id().to_string();
+    let (_dir, p, dom, root) = fresh();
     let g = dom.create_group(json!({})).unwrap();
     dom.link_create(&root, "g", hard(&g)).unwrap();
     let reader = deferred(&p, OpenMode::Read);
@@ -187,10 +188,7 @@ fn handles_in_one_process_share_pending_changes_and_drop_commits() {
 
 #[test]
 fn a_failed_edit_changes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("s.h5l");
-    let dom = deferred(&p, OpenMode::Truncate);
-    let root = dom.root_id().to_string();
+    let (_dir, p, dom, root) = fresh();
     let g = dom.create_group(json!({})).unwrap();
     dom.link_create(&root, "x", hard(&g)).unwrap();
     let batch = vec![("y".to_string(), hard(&g)), ("x".to_string(), hard(&g))];
@@ -221,10 +219,7 @@ fn statistics_of_chunks_written_at_the_commit_stay_trusted() {
 
 #[test]
 fn a_new_group_unlinked_before_the_commit_is_not_written() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("s.h5l");
-    let dom = deferred(&p, OpenMode::Truncate);
-    let root = dom.root_id().to_string();
+    let (_dir, p, dom, root) = fresh();
     let kept = dom.create_group(json!({})).unwrap();
     let gone = dom.create_group(json!({})).unwrap();
     dom.link_create(&root, "kept", hard(&kept)).unwrap();
@@ -240,10 +235,7 @@ fn a_new_group_unlinked_before_the_commit_is_not_written() {
 
 #[test]
 fn a_handle_that_reads_the_store_itself_sees_what_this_process_has_pending() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("s.h5l");
-    let dom = deferred(&p, OpenMode::Truncate);
-    let root = dom.root_id().to_string();
+    let (_dir, p, dom, root) = fresh();
     let g = dom.create_group(json!({})).unwrap();
     dom.link_create(&root, "g", hard(&g)).unwrap();
     assert_eq!(names(&direct(&p), &root), ["g"]);

@@ -225,14 +225,7 @@ pub trait ReadableStore: Send + Sync {
         let Some(data) = self.get(key)? else {
             return Ok(None);
         };
-        if data.len() as u64 != total_len {
-            return Ok(Some(false));
-        }
-        for (off, dst) in runs.iter_mut() {
-            let off = *off as usize;
-            dst.copy_from_slice(&data[off..off + dst.len()]);
-        }
-        Ok(Some(true))
+        Ok(Some(scatter(&data, total_len, runs)))
     }
 
     /// The object's current version without its bytes (`None` if missing):
@@ -284,6 +277,20 @@ pub trait ReadableStore: Send + Sync {
     fn prefers_batching(&self) -> bool {
         false
     }
+}
+
+/// Copies a whole object held in memory into the runs of a
+/// [`ReadableStore::get_scattered`] read; false (nothing copied) when it is
+/// not `total_len` bytes long.
+pub fn scatter(data: &[u8], total_len: u64, runs: &mut [(u64, &mut [u8])]) -> bool {
+    if data.len() as u64 != total_len {
+        return false;
+    }
+    for (off, dst) in runs.iter_mut() {
+        let off = *off as usize;
+        dst.copy_from_slice(&data[off..off + dst.len()]);
+    }
+    true
 }
 
 /// [`ReadableStore::get_ranges`] as single `get_range` calls.
