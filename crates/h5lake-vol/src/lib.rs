@@ -12,6 +12,9 @@
 
 #![allow(clippy::missing_safety_doc)]
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub mod access;
 pub mod api;
 pub mod attr;
