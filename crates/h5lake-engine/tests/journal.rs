@@ -43,6 +43,18 @@ fn fresh() -> (tempfile::TempDir, std::path::PathBuf, Domain, String) {
     (dir, p, dom, root)
 }
 
+/// A store written with durable writes, holding a group linked as "old";
+/// its root group's id and the group's.
+fn stored_with_a_group() -> (tempfile::TempDir, std::path::PathBuf, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.h5l");
+    let setup = Domain::open_local(&p, OpenMode::Truncate).unwrap();
+    let root = setup.root_id().to_string();
+    let old = setup.create_group(json!({})).unwrap();
+    setup.link_create(&root, "old", hard(&old)).unwrap();
+    (dir, p, root, old)
+}
+
 fn hard(id: &str) -> serde_json::Value {
     json!({"class": "H5L_TYPE_HARD", "id": id})
 }
@@ -92,14 +104,11 @@ fn pending_changes_are_seen_here_and_reach_the_store_at_flush() {
 
 #[test]
 fn a_commit_merges_with_another_writers_changes() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("s.h5l");
-    let setup = Domain::open_local(&p, OpenMode::Truncate).unwrap();
-    let root = setup.root_id().to_string();
-    let old = setup.create_group(json!({})).unwrap();
-    setup.link_create(&root, "old", hard(&old)).unwrap();
-    setup.link_create(&root, "keep", hard(&old)).unwrap();
-    drop(setup);
+    let (_dir, p, root, old) = stored_with_a_group();
+    Domain::open_local(&p, OpenMode::ReadWrite)
+        .unwrap()
+        .link_create(&root, "keep", hard(&old))
+        .unwrap();
 
     let dom = deferred(&p, OpenMode::ReadWrite);
     let other = direct(&p);
@@ -150,13 +159,7 @@ fn groups_linking_each_other_are_whole_after_the_commit() {
 
 #[test]
 fn deleting_objects_is_deferred_and_a_new_object_deleted_leaves_no_trace() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("s.h5l");
-    let setup = Domain::open_local(&p, OpenMode::Truncate).unwrap();
-    let root = setup.root_id().to_string();
-    let old = setup.create_group(json!({})).unwrap();
-    setup.link_create(&root, "old", hard(&old)).unwrap();
-    drop(setup);
+    let (_dir, p, root, old) = stored_with_a_group();
 
     let dom = deferred(&p, OpenMode::ReadWrite);
     let fresh = dom.create_group(json!({})).unwrap();
@@ -188,7 +191,7 @@ fn handles_in_one_process_share_pending_changes_and_drop_commits() {
 
 #[test]
 fn a_failed_edit_changes_nothing() {
-    let (_dir, p, dom, root) = fresh();
+    let (_dir, _p, dom, root) = fresh();
     let g = dom.create_group(json!({})).unwrap();
     dom.link_create(&root, "x", hard(&g)).unwrap();
     let batch = vec![("y".to_string(), hard(&g)), ("x".to_string(), hard(&g))];
