@@ -149,23 +149,55 @@ pub(crate) struct Touched {
 }
 
 impl Touched {
-    fn note(&mut self, doc: &Value, touch: &Touch<'_>) {
-        match touch {
-            Touch::Members(section, names) => {
-                for name in *names {
-                    if self.seen.insert((section, name.clone())) {
-                        let had = doc
-                            .get(*section)
-                            .and_then(Value::as_object)
-                            .is_some_and(|m| m.contains_key(name));
-                        self.members.push((section, name.clone(), had));
-                    }
+    /// Applies `f` to `doc`, noting what `touch` names as changed (with
+    /// whether the document had each member before its first change) only
+    /// when `f` succeeds: a refused edit changed nothing, and must not
+    /// replace another writer's version of those members at the merge.
+    fn apply<T>(
+        &mut self,
+        doc: &mut Value,
+        touch: &Touch<'_>,
+        f: impl FnOnce(&mut Value) -> Result<T>,
+    ) -> Result<T> {
+        let mut first = Vec::new();
+        if let Touch::Members(section, names) = touch {
+            for name in *names {
+                if !self.seen.contains(&(*section, name.clone())) {
+                    let had = doc
+                        .get(*section)
+                        .and_then(Value::as_object)
+                        .is_some_and(|m| m.contains_key(name));
+                    first.push((*section, name.clone(), had));
                 }
             }
-            Touch::Keys(keys) => self.keys.extend(keys.iter().map(|k| (*k).to_string())),
-            Touch::Unknown => {}
         }
+        let out = f(doc)?;
+        for (section, name, had) in first {
+            if self.seen.insert((section, name.clone())) {
+                self.members.push((section, name, had));
+            }
+        }
+        if let Touch::Keys(keys) = touch {
+            self.keys.extend(keys.iter().map(|k| (*k).to_string()));
+        }
+        Ok(out)
     }
+}
+
+/// Applies `f` to a pending document, through its [`Touched`] record when
+/// it keeps one.
+fn apply_edit<T>(
+    d: &mut PendingDoc,
+    touch: &Touch<'_>,
+    f: impl FnOnce(&mut Value) -> Result<T>,
+) -> Result<T> {
+    let doc = Arc::make_mut(&mut d.doc);
+    let out = match &mut d.base {
+        Some(Base::Touched(_, t)) => t.apply(doc, touch, f),
+        _ => f(doc),
+    }?;
+    d.version = pending_version();
+    Ok(out)
 }
 
 /// What an edit will change, so that the journal need not keep a copy of
@@ -318,12 +350,7 @@ impl Journal {
                 let unknown_after_touched =
                     matches!(touch, Touch::Unknown) && matches!(d.base, Some(Base::Touched(..)));
                 if !unknown_after_touched {
-                    if let Some(Base::Touched(_, t)) = &mut d.base {
-                        t.note(&d.doc, &touch);
-                    }
-                    let out = f(Arc::make_mut(&mut d.doc))?;
-                    d.version = pending_version();
-                    return Ok(out);
+                    return apply_edit(d, &touch, f);
                 }
                 // An edit of unknown extent needs the whole stored document
                 // to merge with: write what is pending first.
@@ -352,11 +379,7 @@ impl Journal {
                 kind: id.chars().next().unwrap_or('g'),
             }
         });
-        if let Some(Base::Touched(_, t)) = &mut d.base {
-            t.note(&d.doc, &touch);
-        }
-        let out = f(Arc::make_mut(&mut d.doc));
-        d.version = pending_version();
+        let out = apply_edit(d, &touch, f);
         st.doc_ids.insert(key.to_string(), id.to_string());
         out
     }

@@ -273,3 +273,19 @@ fn an_edit_of_unknown_extent_after_member_edits_loses_nothing() {
     let doc: serde_json::Value = serde_json::from_slice(&text).unwrap();
     assert_eq!(doc["note"], "x");
 }
+
+#[test]
+fn a_failed_edit_does_not_count_as_a_change_at_the_merge() {
+    let (_dir, p, root, old) = stored_with_a_group();
+    let dom = deferred(&p, OpenMode::ReadWrite);
+    let other = Domain::open_local(&p, OpenMode::ReadWrite).unwrap();
+    let g = dom.create_group(json!({})).unwrap();
+    dom.link_create(&root, "mine", hard(&g)).unwrap();
+    // Refused here ("old" exists): nothing of this attempt may reach the store.
+    assert!(dom.link_create(&root, "old", hard(&g)).is_err());
+    // Meanwhile another writer removes "old".
+    other.link_delete(&root, "old").unwrap();
+    dom.flush().unwrap();
+    assert_eq!(links_on_disk(&p, &root), ["mine"]);
+    assert!(on_disk(&p, &old));
+}
