@@ -155,3 +155,20 @@ def test_handles_of_one_process_see_each_others_pending_changes(tmp_path):
     np.testing.assert_array_equal(r["x"][()], np.arange(3))
     r.close()
     w.close()
+
+
+def test_a_link_name_another_writer_made_meanwhile_is_reported_at_flush(tmp_path):
+    path = str(tmp_path / "s.h5l")
+    h5lake.File(path, "w").close()
+    f = h5lake.File(path, "a")
+    f.create_group("x")          # pending here
+    f.create_group("mine")
+    subprocess.run([sys.executable, "-c",
+                    "import sys, h5lake; h5lake.File(sys.argv[1], 'a', durable=True)"
+                    ".create_group('x').attrs['by'] = 'other'", path], check=True)
+    with pytest.raises(ValueError, match="'x'|\"x\""):
+        f.flush()
+    f.close()                    # nothing is left pending after the report
+    with h5lake.File(path, "r") as r:
+        assert sorted(r) == ["mine", "x"]
+        assert r["x"].attrs["by"] == "other"

@@ -51,8 +51,9 @@ class File(Group):
     in memory and written to the store together at ``flush()``, ``close()``
     (also when the program exits or the handle is collected), or when
     pending changes pass 64 MiB or 50,000 objects -- as HDF5 keeps its
-    metadata cache. A crash (kill -9, power loss) loses what was not
-    flushed and never leaves the store half-written. ``durable=True`` (or
+    metadata cache. A crash of the program (kill -9) loses what was not
+    flushed and never leaves the store inconsistent (the README says what
+    a power loss can do without fsync). ``durable=True`` (or
     ``H5LAKE_DURABLE=1``) makes each change durable before its call
     returns instead, at the cost of speed.
 
