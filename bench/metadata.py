@@ -131,6 +131,8 @@ def median_runs(kinds, what, size, ops, runs, scratch, plugin_dir):
         order = kinds[r % len(kinds):] + kinds[:r % len(kinds)]
         for kind in order:
             d = tempfile.mkdtemp(dir=scratch)
+            # No run inherits the writeback of the one before it.
+            os.sync()
             try:
                 path = os.path.join(d, "m" + KINDS[kind][1])
                 results[kind].append(measure(kind, path, what, size, ops, plugin_dir))
@@ -138,6 +140,13 @@ def median_runs(kinds, what, size, ops, runs, scratch, plugin_dir):
                 shutil.rmtree(d, ignore_errors=True)
     return {k: {m: statistics.median(r[m] for r in rs) for m in rs[0]}
             for k, rs in results.items()}
+
+
+def fs_type(path):
+    """The type of the filesystem holding `path`, as `df` names it."""
+    r = subprocess.run(["df", "--output=fstype", path], capture_output=True, text=True)
+    lines = r.stdout.split()
+    return lines[-1] if r.returncode == 0 and len(lines) > 1 else "an unknown filesystem"
 
 
 def fmt_time(s):
@@ -155,6 +164,7 @@ def main():
     args = ap.parse_args()
     plugin_dir = args.plugin_dir or build_plugin()
     scratch = tempfile.mkdtemp(prefix="h5lake-meta-", dir=args.tmp)
+    fs = fs_type(scratch)
     script_kinds = ["h5py", "h5lake", "h5lake durable", "h5py + connector"]
     grow_kinds = ["h5py", "h5lake", "h5py + connector"]
     try:
@@ -175,8 +185,9 @@ def main():
              "through the connector ≤ 2×.", "",
              "h5lake writes metadata changes and small chunks of new datasets at `flush()`/`close()` "
              "(as HDF5 writes its metadata cache); `durable=True` writes each before its call returns. "
-             "The close is where h5lake's writes happen: one file per object (group, dataset, chunk, "
-             "statistics record) against HDF5's one file.", "",
+             "The close is where h5lake's writes happen: a file per group and per dataset and one "
+             "per chunk (HSDS's layout), against HDF5's one file.", "",
+             f"Scratch directory on {fs}.", "",
              "## The issue's script (one file, in order)", "",
              "| step | " + " | ".join(script_kinds) + " | h5lake / h5py | durable / h5py | connector / h5py |",
              "|---|" + "---:|" * (len(script_kinds) + 3)]

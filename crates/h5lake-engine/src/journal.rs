@@ -439,19 +439,49 @@ impl Journal {
             .iter()
             .map(|(k, (b, v))| (k, b, v))
             .partition(|(k, _, _)| crate::stats::is_record_key(k));
-        let versions: HashMap<String, Version> =
-            in_parallel(&chunks, |(k, b, v)| inner.put(k, b).map(|new| (v.0.clone(), new)))
-                .into_iter()
-                .collect::<h5lake_store::Result<_>>()?;
-        in_parallel(&records, |(k, b, _)| {
-            match crate::stats::relabel_record(b, &versions) {
-                Some(relabelled) => inner.put(k, &relabelled),
-                None => inner.put(k, b),
-            }
-            .map(drop)
+        let fresh = |k: &str| object_prefix_of(k).is_some_and(|p| !st.direct.contains(p));
+        let versions: HashMap<String, Version> = in_parallel(&chunks, |(k, b, v)| {
+            put_blob(&**inner, k, b, fresh(k)).map(|new| (v.0.clone(), new))
         })
         .into_iter()
-        .collect::<h5lake_store::Result<()>>()?;
+        .collect::<h5lake_store::Result<_>>()?;
+        // The records of a new dataset's first chunks go into its document
+        // while they are few (see stats): one object fewer per chunk.
+        let mut in_doc: HashMap<String, Vec<(&String, Vec<u8>)>> = HashMap::new();
+        let mut as_objects = Vec::new();
+        let mut doc_bytes: HashMap<&str, usize> = HashMap::new();
+        for (k, b, _) in records {
+            let b = crate::stats::relabel_record(b, &versions).unwrap_or_else(|| b.to_vec());
+            let owner = object_prefix_of(k)
+                .filter(|_| fresh(k))
+                .and_then(|p| st.doc_ids.get(&doc_key_under(p)))
+                .filter(|id| st.docs.get(*id).is_some_and(|d| d.base.is_none()));
+            if let Some(id) = owner {
+                let used = doc_bytes.entry(id.as_str()).or_default();
+                if *used + b.len() <= crate::stats::IN_DOC_BUDGET {
+                    *used += b.len();
+                    in_doc.entry(id.clone()).or_default().push((k, b));
+                    continue;
+                }
+            }
+            as_objects.push((k, b));
+        }
+        in_parallel(&as_objects, |(k, b)| put_blob(&**inner, k, b, fresh(k)).map(drop))
+            .into_iter()
+            .collect::<h5lake_store::Result<()>>()?;
+        let in_doc: Vec<(String, Vec<(String, Vec<u8>)>)> = in_doc
+            .into_iter()
+            .map(|(id, recs)| (id, recs.into_iter().map(|(k, b)| (k.clone(), b)).collect()))
+            .collect();
+        for (id, recs) in in_doc {
+            let d = st.docs.get_mut(&id).expect("a pending new dataset");
+            let doc = Arc::make_mut(&mut d.doc);
+            for (k, b) in recs {
+                if !crate::stats::keep_in_doc(doc, &k, &b) {
+                    put_blob(&**inner, &k, &b, true)?;
+                }
+            }
+        }
         st.blobs.clear();
         st.blob_bytes = 0;
         let news: Vec<String> = st.new_prefixes.drain().collect();
@@ -711,12 +741,34 @@ fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec
     })
 }
 
+/// Writes a small object of a new object (a chunk or a statistics record)
+/// kept until the commit. `fresh`: nothing was written under its prefix
+/// before, so the cheap unpublished write serves; an object found there
+/// anyway is one an earlier, failed commit wrote, and is replaced.
+fn put_blob(inner: &dyn Store, key: &str, data: &[u8], fresh: bool) -> h5lake_store::Result<Version> {
+    if fresh {
+        if let PutOutcome::Written(v) = inner.put_fresh(key, data)? {
+            return Ok(v);
+        }
+    }
+    inner.put(key, data)
+}
+
+/// Writes a new object's document, which nothing links to yet. Atomically
+/// all the same (not [`WritableStore::put_fresh`]): tools that scan a store
+/// read every document they find, linked or not, and a kill must not leave
+/// a torn one for them.
 fn put_new(inner: &dyn Store, key: &str, doc: &Value) -> Result<Version> {
-    match inner.put_if_absent(key, &to_bytes(doc))? {
+    let bytes = to_bytes(doc);
+    match inner.put_if_absent(key, &bytes)? {
         PutOutcome::Written(v) => Ok(v),
-        PutOutcome::Conflict => Err(EngineError::Corrupt(format!(
-            "{key} exists already: two objects were given one id"
-        ))),
+        PutOutcome::Conflict => match inner.get_versioned(key)? {
+            // An earlier commit that failed part-way wrote it.
+            Some(found) if found.data.as_ref() == bytes.as_slice() => Ok(found.version),
+            _ => Err(EngineError::Corrupt(format!(
+                "{key} exists already: two objects were given one id"
+            ))),
+        },
     }
 }
 

@@ -7,6 +7,11 @@
 //! prefix) takes it along, and at a depth HSDS's key parser rejects, so
 //! HSDS's chunk listings and scans skip it.
 //!
+//! A dataset written whole before its first commit (the journal's case:
+//! many small datasets made at once) keeps its chunks' records in its own
+//! document instead, under `h5lake.chunk_stats`, which saves the store one
+//! object per chunk. A record object, when there is one, comes first.
+//!
 //! Why a record can be trusted: it names the version of the chunk object
 //! it was computed from and the extent it was computed over. A writer
 //! stores the chunk, then the record of exactly what it stored. A reader
@@ -17,6 +22,7 @@
 //! first. So statistics can be missing or stale, and then cost a read, but
 //! a query never trusts bounds that do not cover the chunk.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use h5lake_query::{eval, expr, leaves, ChunkFunction, ChunkRecord, FnState, Leaf, LeafStats};
@@ -30,6 +36,12 @@ use crate::error::{EngineError, Result};
 
 /// Where records live, under a dataset's prefix.
 const STATS_DIR: &str = ".h5lake/stats/";
+/// Where a dataset document keeps records of chunks written with it, by
+/// chunk name.
+const IN_DOC: &str = "chunk_stats";
+/// Records of one dataset kept in its document at most this big; more go
+/// to record objects.
+pub(crate) const IN_DOC_BUDGET: usize = 4096;
 
 /// What statistics a dataset keeps: its numeric leaves, and the chunk
 /// functions declared at creation.
@@ -37,6 +49,8 @@ const STATS_DIR: &str = ".h5lake/stats/";
 pub struct StatsPlan {
     pub leaves: Vec<Leaf>,
     pub functions: Vec<ChunkFunction>,
+    /// Records the document keeps, by chunk name (as stored).
+    in_doc: HashMap<String, Vec<u8>>,
 }
 
 impl From<h5lake_query::QueryError> for EngineError {
@@ -96,7 +110,17 @@ impl StatsPlan {
         if leaves.is_empty() && functions.is_empty() {
             return Ok(None);
         }
-        Ok(Some(Arc::new(Self { leaves, functions })))
+        let in_doc = doc
+            .get("h5lake")
+            .and_then(|h| h.get(IN_DOC))
+            .and_then(Value::as_object)
+            .map(|o| o.iter().map(|(k, v)| (k.clone(), crate::domain::to_bytes(v))).collect())
+            .unwrap_or_default();
+        Ok(Some(Arc::new(Self {
+            leaves,
+            functions,
+            in_doc,
+        })))
     }
 
     /// The leaves' names, in order.
@@ -149,6 +173,32 @@ fn live(m: &DatasetMeta, coords: &[u64]) -> Vec<u64> {
 /// Whether a key is a chunk's statistics record.
 pub(crate) fn is_record_key(key: &str) -> bool {
     key.contains("/.h5lake/stats/")
+}
+
+/// Puts the record stored under `record_key` into a new dataset's
+/// document (see the module docs); `false` when `record` is not JSON.
+pub(crate) fn keep_in_doc(doc: &mut Value, record_key: &str, record: &[u8]) -> bool {
+    let Ok(rec) = serde_json::from_slice::<Value>(record) else {
+        return false;
+    };
+    let Some(doc) = doc.as_object_mut() else {
+        return false;
+    };
+    let h5lake = doc
+        .entry("h5lake")
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    let Some(h5lake) = h5lake.as_object_mut() else {
+        return false;
+    };
+    let records = h5lake
+        .entry(IN_DOC)
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    let Some(records) = records.as_object_mut() else {
+        return false;
+    };
+    let name = record_key.rsplit('/').next().unwrap_or(record_key);
+    records.insert(name.to_string(), rec);
+    true
 }
 
 /// A record naming a chunk version in `versions` (pending versions of
@@ -276,8 +326,15 @@ impl Domain {
             None => return Ok(None),
         };
         let want_live = live(m, coords);
-        if let Some(k) = &kept {
-            if let Ok(rec) = ChunkRecord::from_bytes(&k.data, &plan.leaves, &plan.functions) {
+        let stored = match &kept {
+            Some(k) => Some(&k.data[..]),
+            None => plan
+                .in_doc
+                .get(skey.rsplit('/').next().unwrap_or_default())
+                .map(Vec::as_slice),
+        };
+        if let Some(bytes) = stored {
+            if let Ok(rec) = ChunkRecord::from_bytes(bytes, &plan.leaves, &plan.functions) {
                 if rec.version == current.0 && rec.live == want_live {
                     return Ok(Some((rec, false)));
                 }
@@ -864,6 +921,7 @@ fn adhoc_plan(m: &DatasetMeta) -> Result<Arc<StatsPlan>> {
     Ok(Arc::new(StatsPlan {
         leaves: leaves(&m.dtype),
         functions: Vec::new(),
+        in_doc: HashMap::new(),
     }))
 }
 

@@ -215,9 +215,48 @@ fn statistics_of_chunks_written_at_the_commit_stay_trusted() {
     let data: Vec<u8> = (0..8).flat_map(|x| f64::from(x).to_le_bytes()).collect();
     dom.write(&d, &Selection::all(&[8]), &data).unwrap();
     dom.flush().unwrap();
+    // The two records went into the dataset's document, not one object each.
+    let prefix = p.join(h5lake_engine::ids::doc_key(&d).unwrap()).parent().unwrap().to_path_buf();
+    assert!(!prefix.join(".h5lake").exists());
     let (_, agg) = direct(&p).aggregate(&d, None).unwrap();
     assert_eq!((agg.chunks_from_stats, agg.chunks_read), (2, 0));
     assert_eq!(agg.leaves[0].count, 8);
+    assert_eq!(agg.leaves[0].max.map(|n| n.as_f64()), Some(7.0));
+
+    // A chunk changed behind h5lake's back (as HSDS would write it): its
+    // record in the document no longer matches and is not trusted.
+    let changed: Vec<u8> = [0.0f64, 1.0, 2.0, 100.0].iter().flat_map(|x| x.to_le_bytes()).collect();
+    std::fs::write(prefix.join("0"), changed).unwrap();
+    let (_, agg) = direct(&p).aggregate(&d, None).unwrap();
+    assert_eq!((agg.chunks_from_stats, agg.chunks_read), (1, 1));
+    assert_eq!(agg.leaves[0].max.map(|n| n.as_f64()), Some(100.0));
+}
+
+#[test]
+fn statistics_of_many_new_chunks_spill_from_the_document_to_objects() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.h5l");
+    let dom = deferred(&p, OpenMode::Truncate);
+    let d = dom
+        .create_dataset(
+            json!({"class": "H5T_INTEGER", "base": "H5T_STD_I64LE"}),
+            json!({"class": "H5S_SIMPLE", "dims": [256]}),
+            json!({"layout": {"class": "H5D_CHUNKED", "dims": [2]}}),
+        )
+        .unwrap();
+    let data: Vec<u8> = (0..256i64).flat_map(|x| x.to_le_bytes()).collect();
+    dom.write(&d, &Selection::all(&[256]), &data).unwrap();
+    dom.flush().unwrap();
+    let prefix = p.join(h5lake_engine::ids::doc_key(&d).unwrap()).parent().unwrap().to_path_buf();
+    let objects = std::fs::read_dir(prefix.join(".h5lake/stats")).unwrap().count();
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(p.join(h5lake_engine::ids::doc_key(&d).unwrap())).unwrap()).unwrap();
+    let in_doc = doc["h5lake"]["chunk_stats"].as_object().unwrap().len();
+    assert!(in_doc > 0 && objects > 0, "{in_doc} in the document, {objects} objects");
+    assert_eq!(in_doc + objects, 128);
+    let (_, agg) = direct(&p).aggregate(&d, None).unwrap();
+    assert_eq!((agg.chunks_from_stats, agg.chunks_read), (128, 0));
+    assert_eq!(agg.leaves[0].sum.as_f64(), 255.0 * 128.0);
 }
 
 #[test]

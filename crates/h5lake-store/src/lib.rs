@@ -323,6 +323,19 @@ pub trait WritableStore: Send + Sync {
     /// I/O trouble; an invalid key.
     fn put_if_absent(&self, key: &str, data: &[u8]) -> Result<PutOutcome>;
 
+    /// Create the object only if the key does not exist yet, where no
+    /// reader looks for it until the caller says so (the keys of an object
+    /// nothing links to yet). Stores may skip what makes a write atomic to
+    /// readers: a crash can leave the object partly written, which is
+    /// harmless only because nothing refers to it. The default is
+    /// [`put_if_absent`](Self::put_if_absent).
+    ///
+    /// # Errors
+    /// I/O trouble; an invalid key.
+    fn put_fresh(&self, key: &str, data: &[u8]) -> Result<PutOutcome> {
+        self.put_if_absent(key, data)
+    }
+
     /// Replace the object only if its current version is `expected`.
     ///
     /// # Errors

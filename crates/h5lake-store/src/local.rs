@@ -246,40 +246,15 @@ impl LocalStore {
                 "{TMP_PREFIX}{:016x}{TMP_SUFFIX}",
                 rand::random::<u64>()
             ));
-            // The directory usually exists: try the file first and create
-            // the directory only when it is missing (saves a mkdir and a
-            // stat on every write).
-            let mut file = match OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .custom_flags(libc::O_CLOEXEC)
-                .open(&tmp)
-            {
+            let mut file = match create_new_in(dir, &tmp) {
                 Ok(f) => f,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    if let Err(e) = fs::create_dir_all(dir) {
-                        // A concurrent prune removed an ancestor mid-way
-                        // (NotFound), or removed the directory between
-                        // mkdir's EEXIST and its is-a-directory check
-                        // (AlreadyExists): try again.
-                        if !matches!(
-                            e.kind(),
-                            io::ErrorKind::NotFound | io::ErrorKind::AlreadyExists
-                        ) {
-                            return Err(io_err(dir, e));
-                        }
-                    }
-                    last_err = Some(e);
-                    continue;
-                }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                     last_err = Some(e);
                     continue;
                 }
                 Err(e) => return Err(io_err(&tmp, e)),
             };
-            let result = fill_temp(&mut file, data, self.options.sync);
-            return match result {
+            return match fill_temp(&mut file, data, self.options.sync) {
                 Ok(v) => Ok((tmp, v)),
                 Err(e) => {
                     let _ = fs::remove_file(&tmp);
@@ -661,6 +636,33 @@ impl WritableStore for LocalStore {
         })
     }
 
+    /// Written where it lies: no temp file, rename or directory lock.
+    /// Nothing looks for the key yet, so no reader can see it half written,
+    /// and a crash mid-way leaves an orphan as a crashed temp file would.
+    fn put_fresh(&self, key: &str, data: &[u8]) -> Result<PutOutcome> {
+        Self::check_key(key)?;
+        let dir = self.dir_of(key);
+        let target = self.path_of(key);
+        let mut file = match create_new_in(&dir, &target) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(PutOutcome::Conflict),
+            Err(e) => return Err(io_err(&target, e)),
+        };
+        let written = fill_temp(&mut file, data, self.options.sync).and_then(|v| {
+            if self.options.sync {
+                File::open(&dir)?.sync_all()?;
+            }
+            Ok(v)
+        });
+        match written {
+            Ok(v) => Ok(PutOutcome::Written(v)),
+            Err(e) => {
+                let _ = fs::remove_file(&target);
+                Err(io_err(&target, e))
+            }
+        }
+    }
+
     fn put_if_version(&self, key: &str, data: &[u8], expected: &Version) -> Result<PutOutcome> {
         Self::check_key(key)?;
         // Cheap early exit so that losers of a race do not write data only to
@@ -935,6 +937,41 @@ fn current_version(path: &Path) -> Result<Option<Version>> {
         Err(e) if is_missing(&e) => Ok(None),
         Err(e) => Err(io_err(path, e)),
     }
+}
+
+/// Creates `path` (in `dir`), which must not exist, making `dir` and its
+/// ancestors when they are missing. The directory usually exists: the file
+/// is tried first, which saves a mkdir and a stat on most writes.
+fn create_new_in(dir: &Path, path: &Path) -> io::Result<File> {
+    let open = || {
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(path)
+    };
+    let mut last_err = None;
+    for _ in 0..MAX_ATTEMPTS {
+        match open() {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                if let Err(e) = fs::create_dir_all(dir) {
+                    // A concurrent prune removed an ancestor mid-way
+                    // (NotFound), or removed the directory between mkdir's
+                    // EEXIST and its is-a-directory check (AlreadyExists):
+                    // try again.
+                    if !matches!(
+                        e.kind(),
+                        io::ErrorKind::NotFound | io::ErrorKind::AlreadyExists
+                    ) {
+                        return Err(e);
+                    }
+                }
+                last_err = Some(e);
+            }
+            other => return other,
+        }
+    }
+    Err(last_err.unwrap_or_else(|| io::Error::other("too many retries")))
 }
 
 fn fill_temp(file: &mut File, data: &[u8], sync: bool) -> io::Result<Version> {

@@ -35,6 +35,7 @@ pub fn cases<S: Store>() -> Vec<(&'static str, Case<S>)> {
         ("get_range", get_range::<S>),
         ("exists", exists::<S>),
         ("put_if_absent_twice", put_if_absent_twice::<S>),
+        ("put_fresh", put_fresh::<S>),
         ("put_if_version", put_if_version::<S>),
         ("versions_track_writes", versions_track_writes::<S>),
         ("get_into_replaces_buffer", get_into_replaces_buffer::<S>),
@@ -72,7 +73,7 @@ pub fn cases<S: Store>() -> Vec<(&'static str, Case<S>)> {
 macro_rules! store_test_suite {
     ($make:expr) => {
         $crate::store_test_suite!(@cases $make;
-            get_missing, roundtrip, overwrite, get_range, exists, put_if_absent_twice,
+            get_missing, roundtrip, overwrite, get_range, exists, put_if_absent_twice, put_fresh,
             put_if_version, versions_track_writes, get_into_replaces_buffer,
             get_scattered_fills_runs, get_many, get_ranges, open_object_reads_one_version, delete, delete_prefix, list_prefix, list_dir, list_sizes,
             invalid_keys, concurrent_increments, concurrent_put_if_absent, concurrent_churn,
@@ -180,6 +181,32 @@ pub fn put_if_absent_twice<S: Store>(s: &S) {
         vec!["p/once"],
         "a conflicting write leaves nothing behind"
     );
+}
+
+/// A fresh object is created once, under directories that do not exist
+/// yet, with the version reads report; a second one under the same key
+/// changes nothing.
+pub fn put_fresh<S: Store>(s: &S) {
+    let PutOutcome::Written(v) = s.put_fresh("f/new/obj/.doc", b"first").unwrap() else {
+        panic!("put_fresh of a new key must write")
+    };
+    let got = s.get_versioned("f/new/obj/.doc").unwrap().unwrap();
+    assert_eq!(got.data.as_ref(), b"first");
+    assert_eq!(got.version, v);
+    assert_eq!(
+        s.put_fresh("f/new/obj/.doc", b"second").unwrap(),
+        PutOutcome::Conflict
+    );
+    assert_eq!(
+        s.put_if_absent("f/new/obj/.doc", b"third").unwrap(),
+        PutOutcome::Conflict
+    );
+    let PutOutcome::Written(w) = s.put_fresh("f/new/obj/0", b"chunk").unwrap() else {
+        panic!("put_fresh beside an existing key must write")
+    };
+    assert_ne!(v, w);
+    assert_eq!(get(s, "f/new/obj/.doc").unwrap(), b"first");
+    assert_eq!(all_keys(s), vec!["f/new/obj/.doc", "f/new/obj/0"]);
 }
 
 /// Conditional replace succeeds only on the current version.
@@ -548,6 +575,10 @@ pub fn invalid_keys<S: Store>(s: &S) {
     for k in bad {
         let is_invalid = |r: crate::Result<()>| matches!(r, Err(StoreError::InvalidKey { .. }));
         assert!(is_invalid(s.get(k).map(|_| ())), "get {k:?}");
+        assert!(
+            is_invalid(s.put_fresh(k, b"evil").map(|_| ())),
+            "put_fresh {k:?}"
+        );
         assert!(
             is_invalid(s.get_versioned(k).map(|_| ())),
             "get_versioned {k:?}"
