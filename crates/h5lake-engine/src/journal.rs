@@ -24,6 +24,12 @@
 //! once, after any pending edit of the same object's document, so that a
 //! chunk never lands beyond an extent the store does not have yet.
 //!
+//! Chunks of new datasets also start for the store before the commit, on a
+//! thread of the journal's own, once enough are pending: nothing links to
+//! their objects yet, so writing them early changes nothing anyone can see,
+//! and the I/O overlaps the program's own work instead of adding to the
+//! commit. Their statistics records wait for the commit (see stats).
+//!
 //! The commit's order keeps a crash at any moment harmless: small objects
 //! under new prefixes, then new documents (a group only with links to
 //! objects already written; the rest of its links follow as an edit), then
@@ -38,7 +44,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 
 use bytes::Bytes;
 use h5lake_store::{
@@ -71,6 +77,9 @@ const SMALL_OBJECT: usize = 256 << 10;
 const BLOB_BUDGET: usize = 64 << 20;
 /// Pending documents past this many start a commit.
 const DOC_BUDGET: usize = 50_000;
+/// Chunks of new datasets kept since the last early batch that start the
+/// next one (see the module docs).
+const EARLY_BATCH: usize = 64;
 
 static NEXT_VERSION: AtomicU64 = AtomicU64::new(1);
 
@@ -227,6 +236,14 @@ struct State {
     /// Existing objects deleted, by key prefix, in order.
     deleted: Vec<String>,
     deleted_set: HashSet<String>,
+    /// An early batch of chunks is being written (the commit waits for it).
+    sending: bool,
+    /// Chunks kept since the last early batch started.
+    kept_since_batch: usize,
+    /// Versions the store gave chunks written early, by the pending
+    /// version they had here: their statistics records are relabelled with
+    /// them at the commit.
+    early: HashMap<String, Version>,
 }
 
 impl State {
@@ -268,6 +285,10 @@ static OPEN: Mutex<Option<HashMap<String, Weak<Journal>>>> = Mutex::new(None);
 pub(crate) struct Journal {
     inner: Arc<dyn Store>,
     state: Mutex<State>,
+    /// Signalled when an early batch ends.
+    batch_done: Condvar,
+    /// The journal itself, for the thread of an early batch.
+    me: Weak<Journal>,
 }
 
 impl Journal {
@@ -281,9 +302,11 @@ impl Journal {
             return j;
         }
         open.retain(|_, w| w.strong_count() > 0);
-        let j = Arc::new(Journal {
+        let j = Arc::new_cyclic(|me| Journal {
             inner,
             state: Mutex::default(),
+            batch_done: Condvar::new(),
+            me: me.clone(),
         });
         open.insert(key, Arc::downgrade(&j));
         j
@@ -392,7 +415,78 @@ impl Journal {
 
     /// Forgets everything pending (the domain is being deleted).
     pub(crate) fn discard(&self) {
-        *self.lock() = State::default();
+        let mut st = self.lock();
+        // An early batch in flight finds its chunks gone and removes them.
+        let sending = st.sending;
+        *st = State::default();
+        st.sending = sending;
+    }
+
+    /// Counts a chunk of a new dataset just kept, and starts an early batch
+    /// when enough have gathered and none is running.
+    fn kept_chunk(&self, st: &mut State, key: &str) {
+        if crate::stats::is_record_key(key) {
+            return;
+        }
+        st.kept_since_batch += 1;
+        if st.kept_since_batch < EARLY_BATCH || st.sending {
+            return;
+        }
+        let Some(me) = self.me.upgrade() else {
+            return;
+        };
+        st.kept_since_batch = 0;
+        st.sending = true;
+        let started = std::thread::Builder::new()
+            .name("h5lake-early-chunks".into())
+            .spawn(move || me.send_early());
+        if started.is_err() {
+            // No thread: the commit writes them, as without early batches.
+            st.sending = false;
+        }
+    }
+
+    /// Writes the chunks of new datasets pending now, then drops from the
+    /// journal those still as written (a chunk rewritten meanwhile stays,
+    /// to replace it at the commit; one deleted meanwhile is removed from
+    /// the store again). A write that fails leaves its chunk pending: the
+    /// commit tries again and reports the error.
+    fn send_early(&self) {
+        let batch: Vec<(String, Bytes, Version)> = self
+            .lock()
+            .blobs
+            .iter()
+            .filter(|(k, _)| !crate::stats::is_record_key(k))
+            .map(|(k, (b, v))| (k.clone(), b.clone(), v.clone()))
+            .collect();
+        let written: Vec<_> = batch
+            .iter()
+            .map(|(k, b, _)| put_blob(&*self.inner, k, b))
+            .collect();
+        let mut orphans = Vec::new();
+        {
+            let mut st = self.lock();
+            for ((key, _, pending), result) in batch.iter().zip(written) {
+                let Ok(version) = result else { continue };
+                let (Some(prefix), Some((_, now))) = (object_prefix_of(key), st.blobs.get(key)) else {
+                    orphans.push(key);
+                    continue;
+                };
+                if now == pending {
+                    let (old, _) = st.blobs.remove(key).expect("present");
+                    st.blob_bytes -= old.len();
+                }
+                let prefix = prefix.to_string();
+                st.direct.insert(prefix);
+                st.early.insert(pending.0.clone(), version);
+            }
+            st.sending = false;
+        }
+        self.batch_done.notify_all();
+        for key in orphans {
+            // Best effort: an orphan under an object nothing links to.
+            let _ = self.inner.delete(key);
+        }
     }
 
     fn find(&self, key: &str) -> Found {
@@ -424,6 +518,12 @@ impl Journal {
     /// after everything else was written: the other writer's link stays).
     pub(crate) fn commit(&self) -> Result<Vec<Written>> {
         let mut st = self.lock();
+        while st.sending {
+            st = self
+                .batch_done
+                .wait(st)
+                .unwrap_or_else(|e| e.into_inner());
+        }
         if st.is_empty() {
             st.new_prefixes.clear();
             st.direct.clear();
@@ -439,51 +539,48 @@ impl Journal {
             .iter()
             .map(|(k, (b, v))| (k, b, v))
             .partition(|(k, _, _)| crate::stats::is_record_key(k));
-        let fresh = |k: &str| object_prefix_of(k).is_some_and(|p| !st.direct.contains(p));
-        let versions: HashMap<String, Version> = in_parallel(&chunks, |(k, b, v)| {
-            put_blob(&**inner, k, b, fresh(k)).map(|new| (v.0.clone(), new))
+        let mut versions: HashMap<String, Version> = in_parallel(&chunks, |(k, b, v)| {
+            put_blob(&**inner, k, b).map(|new| (v.0.clone(), new))
         })
         .into_iter()
         .collect::<h5lake_store::Result<_>>()?;
+        versions.extend(st.early.iter().map(|(k, v)| (k.clone(), v.clone())));
         // The records of a new dataset's first chunks go into its document
         // while they are few (see stats): one object fewer per chunk.
-        let mut in_doc: HashMap<String, Vec<(&String, Vec<u8>)>> = HashMap::new();
+        let mut in_doc: HashMap<String, Vec<(String, Vec<u8>)>> = HashMap::new();
         let mut as_objects = Vec::new();
         let mut doc_bytes: HashMap<&str, usize> = HashMap::new();
         for (k, b, _) in records {
             let b = crate::stats::relabel_record(b, &versions).unwrap_or_else(|| b.to_vec());
             let owner = object_prefix_of(k)
-                .filter(|_| fresh(k))
                 .and_then(|p| st.doc_ids.get(&doc_key_under(p)))
                 .filter(|id| st.docs.get(*id).is_some_and(|d| d.base.is_none()));
             if let Some(id) = owner {
                 let used = doc_bytes.entry(id.as_str()).or_default();
                 if *used + b.len() <= crate::stats::IN_DOC_BUDGET {
                     *used += b.len();
-                    in_doc.entry(id.clone()).or_default().push((k, b));
+                    in_doc.entry(id.clone()).or_default().push((k.clone(), b));
                     continue;
                 }
             }
             as_objects.push((k, b));
         }
-        in_parallel(&as_objects, |(k, b)| put_blob(&**inner, k, b, fresh(k)).map(drop))
+        in_parallel(&as_objects, |(k, b)| put_blob(&**inner, k, b).map(drop))
             .into_iter()
             .collect::<h5lake_store::Result<()>>()?;
-        let in_doc: Vec<(String, Vec<(String, Vec<u8>)>)> = in_doc
-            .into_iter()
-            .map(|(id, recs)| (id, recs.into_iter().map(|(k, b)| (k.clone(), b)).collect()))
-            .collect();
         for (id, recs) in in_doc {
             let d = st.docs.get_mut(&id).expect("a pending new dataset");
             let doc = Arc::make_mut(&mut d.doc);
             for (k, b) in recs {
                 if !crate::stats::keep_in_doc(doc, &k, &b) {
-                    put_blob(&**inner, &k, &b, true)?;
+                    put_blob(&**inner, &k, &b)?;
                 }
             }
         }
         st.blobs.clear();
         st.blob_bytes = 0;
+        st.early.clear();
+        st.kept_since_batch = 0;
         let news: Vec<String> = st.new_prefixes.drain().collect();
         st.direct.extend(news);
 
@@ -742,16 +839,14 @@ fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec
 }
 
 /// Writes a small object of a new object (a chunk or a statistics record)
-/// kept until the commit. `fresh`: nothing was written under its prefix
-/// before, so the cheap unpublished write serves; an object found there
-/// anyway is one an earlier, failed commit wrote, and is replaced.
-fn put_blob(inner: &dyn Store, key: &str, data: &[u8], fresh: bool) -> h5lake_store::Result<Version> {
-    if fresh {
-        if let PutOutcome::Written(v) = inner.put_fresh(key, data)? {
-            return Ok(v);
-        }
+/// kept here. Nothing links to the object yet, so the cheap unpublished
+/// write serves; an object found under the key already (written early, or
+/// by an earlier commit that failed part-way) is replaced.
+fn put_blob(inner: &dyn Store, key: &str, data: &[u8]) -> h5lake_store::Result<Version> {
+    match inner.put_fresh(key, data)? {
+        PutOutcome::Written(v) => Ok(v),
+        PutOutcome::Conflict => inner.put(key, data),
     }
-    inner.put(key, data)
 }
 
 /// Writes a new object's document, which nothing links to yet. Atomically
@@ -1074,6 +1169,7 @@ impl WritableStore for Journal {
                 if let Some((old, _)) = st.blobs.insert(key.to_string(), (Bytes::copy_from_slice(data), v.clone())) {
                     st.blob_bytes -= old.len();
                 }
+                self.kept_chunk(&mut st, key);
                 drop(st);
                 self.after_write()?;
                 return Ok(v);
@@ -1103,6 +1199,7 @@ impl WritableStore for Journal {
                 let v = pending_version();
                 st.blob_bytes += data.len();
                 st.blobs.insert(key.to_string(), (Bytes::copy_from_slice(data), v.clone()));
+                self.kept_chunk(&mut st, key);
                 drop(st);
                 self.after_write()?;
                 return Ok(PutOutcome::Written(v));

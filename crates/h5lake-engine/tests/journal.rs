@@ -328,3 +328,93 @@ fn a_failed_edit_does_not_count_as_a_change_at_the_merge() {
     assert_eq!(links_on_disk(&p, &root), ["mine"]);
     assert!(on_disk(&p, &old));
 }
+
+/// `n` new one-chunk datasets of 4 int32 each, linked from the root as
+/// `d0`, `d1`, …, holding `i`, `i+1`, `i+2`, `i+3`; their ids.
+fn many_small_datasets(dom: &Domain, root: &str, n: usize) -> Vec<String> {
+    (0..n)
+        .map(|i| {
+            let d = dom
+                .create_dataset(
+                    json!({"class": "H5T_INTEGER", "base": "H5T_STD_I32LE"}),
+                    json!({"class": "H5S_SIMPLE", "dims": [4]}),
+                    json!({"layout": {"class": "H5D_CHUNKED", "dims": [4]}}),
+                )
+                .unwrap();
+            dom.link_create(root, &format!("d{i}"), hard(&d)).unwrap();
+            dom.write(&d, &Selection::all(&[4]), &ints(i as i32)).unwrap();
+            d
+        })
+        .collect()
+}
+
+fn ints(first: i32) -> Vec<u8> {
+    (first..first + 4).flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn read4(dom: &Domain, id: &str) -> Vec<u8> {
+    let mut out = vec![0u8; 16];
+    dom.read(id, &Selection::all(&[4]), &mut out).unwrap();
+    out
+}
+
+fn chunk_on_disk(p: &std::path::Path, id: &str) -> bool {
+    p.join(h5lake_engine::ids::doc_key(id).unwrap()).parent().unwrap().join("0").exists()
+}
+
+#[test]
+fn chunks_of_new_datasets_reach_the_store_early_and_nothing_else_does() {
+    let (_dir, p, dom, root) = fresh();
+    let ids = many_small_datasets(&dom, &root, 300);
+    // The early batches run on their own thread: wait for some chunks.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !ids.iter().any(|d| chunk_on_disk(&p, d)) {
+        assert!(std::time::Instant::now() < deadline, "no chunk was written early");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // Nothing links to them: no document is there yet.
+    assert!(ids.iter().all(|d| !on_disk(&p, d)));
+    assert!(links_on_disk(&p, &root).is_empty());
+    // Reads see every chunk, sent or not.
+    for (i, d) in ids.iter().enumerate() {
+        assert_eq!(read4(&dom, d), ints(i as i32));
+    }
+    // Rewritten and deleted after being sent: the store ends as the domain says.
+    let sent: Vec<usize> = (0..ids.len()).filter(|&i| chunk_on_disk(&p, &ids[i])).collect();
+    let (rewritten, removed) = (sent[0], sent[sent.len() - 1]);
+    assert_ne!(rewritten, removed);
+    dom.write(&ids[rewritten], &Selection::all(&[4]), &ints(-100)).unwrap();
+    dom.link_delete(&root, &format!("d{removed}")).unwrap();
+    dom.flush().unwrap();
+    let seen = direct(&p);
+    for (i, d) in ids.iter().enumerate() {
+        if i == removed {
+            assert!(!chunk_on_disk(&p, d), "the chunk of a dataset deleted before the commit stays");
+            continue;
+        }
+        let want = if i == rewritten { ints(-100) } else { ints(i as i32) };
+        assert_eq!(read4(&seen, d), want, "d{i}");
+        // The statistics records name the chunks' versions in the store.
+        let (_, agg) = seen.aggregate(d, None).unwrap();
+        assert_eq!((agg.chunks_from_stats, agg.chunks_read), (1, 0), "d{i}");
+    }
+    assert_eq!(links_on_disk(&p, &root).len(), ids.len() - 1);
+}
+
+#[test]
+fn chunks_rewritten_while_early_batches_run_keep_the_last_write() {
+    let (_dir, p, dom, root) = fresh();
+    let ids = many_small_datasets(&dom, &root, 200);
+    for round in 1..4 {
+        for (i, d) in ids.iter().enumerate() {
+            dom.write(d, &Selection::all(&[4]), &ints(1000 * round + i as i32)).unwrap();
+        }
+    }
+    dom.flush().unwrap();
+    let seen = direct(&p);
+    for (i, d) in ids.iter().enumerate() {
+        assert_eq!(read4(&seen, d), ints(3000 + i as i32), "d{i}");
+        let (_, agg) = seen.aggregate(d, None).unwrap();
+        assert_eq!(agg.leaves[0].min.map(|n| n.as_f64()), Some(f64::from(3000 + i as i32)));
+    }
+}
