@@ -172,3 +172,37 @@ def test_a_link_name_another_writer_made_meanwhile_is_reported_at_flush(tmp_path
     with h5lake.File(path, "r") as r:
         assert sorted(r) == ["mine", "x"]
         assert r["x"].attrs["by"] == "other"
+
+
+@pytest.mark.parametrize("where", ["local", "s3"])
+def test_many_small_datasets_rewritten_and_deleted_before_the_flush(tmp_path, request, where):
+    """Chunks of new datasets start for the store before the flush; what
+    the store holds after it is what the program last wrote."""
+    path = str(tmp_path / "many.h5l") if where == "local" else request.getfixturevalue("s3_root")
+    with h5lake.File(path, "w") as f:
+        for i in range(400):
+            f.create_dataset(f"d{i}", data=np.arange(i, i + 4))
+        for i in range(0, 400, 3):
+            f[f"d{i}"][...] = -np.arange(i, i + 4)
+        for i in range(1, 400, 7):
+            del f[f"d{i}"]
+        for i in range(400, 450):
+            f.create_dataset(f"d{i}", data=np.arange(i, i + 4))
+    with h5lake.File(path, "r") as f:
+        assert len(f) == 450 - len(range(1, 400, 7))
+        for i in range(450):
+            if i < 400 and i % 7 == 1:
+                assert f"d{i}" not in f
+                continue
+            want = -np.arange(i, i + 4) if i < 400 and i % 3 == 0 else np.arange(i, i + 4)
+            np.testing.assert_array_equal(f[f"d{i}"][()], want)
+            assert f[f"d{i}"].max() == want.max()
+    if where == "local":
+        # Deleted datasets left nothing behind, chunks sent early included.
+        import glob
+        assert len(glob.glob(os.path.join(path, "db", "*", "d", "*"))) == len(f_names(path))
+
+
+def f_names(path):
+    with h5lake.File(path, "r") as f:
+        return list(f)

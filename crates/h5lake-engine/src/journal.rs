@@ -80,6 +80,9 @@ const DOC_BUDGET: usize = 50_000;
 /// Chunks of new datasets kept since the last early batch that start the
 /// next one (see the module docs).
 const EARLY_BATCH: usize = 64;
+/// Chunks one early batch writes at most, so that a commit waiting for it
+/// never waits long.
+const EARLY_MAX: usize = 256;
 
 static NEXT_VERSION: AtomicU64 = AtomicU64::new(1);
 
@@ -457,12 +460,17 @@ impl Journal {
             .blobs
             .iter()
             .filter(|(k, _)| !crate::stats::is_record_key(k))
+            .take(EARLY_MAX)
             .map(|(k, (b, v))| (k.clone(), b.clone(), v.clone()))
             .collect();
-        let written: Vec<_> = batch
-            .iter()
-            .map(|(k, b, _)| put_blob(&*self.inner, k, b))
-            .collect();
+        let put = |(k, b, _): &(String, Bytes, Version)| put_blob(&*self.inner, k, b);
+        // One thread beside the program's own, unless each write waits on
+        // a round trip (S3): then a few at once.
+        let written: Vec<_> = if self.inner.prefers_batching() {
+            in_parallel(&batch, put)
+        } else {
+            batch.iter().map(put).collect()
+        };
         let mut orphans = Vec::new();
         {
             let mut st = self.lock();
