@@ -55,6 +55,21 @@ fn stored_with_a_group() -> (tempfile::TempDir, std::path::PathBuf, String, Stri
     (dir, p, root, old)
 }
 
+/// A new 1-D chunked dataset of `n` elements of `dtype` in chunks of `chunk`.
+fn chunked(dom: &Domain, dtype: serde_json::Value, n: u64, chunk: u64) -> String {
+    dom.create_dataset(
+        dtype,
+        json!({"class": "H5S_SIMPLE", "dims": [n]}),
+        json!({"layout": {"class": "H5D_CHUNKED", "dims": [chunk]}}),
+    )
+    .unwrap()
+}
+
+/// The directory holding an object's document and chunks.
+fn object_dir(p: &std::path::Path, id: &str) -> std::path::PathBuf {
+    p.join(h5lake_engine::ids::doc_key(id).unwrap()).parent().unwrap().to_path_buf()
+}
+
 fn hard(id: &str) -> serde_json::Value {
     json!({"class": "H5L_TYPE_HARD", "id": id})
 }
@@ -68,13 +83,7 @@ fn pending_changes_are_seen_here_and_reach_the_store_at_flush() {
     let (_dir, p, dom, root) = fresh();
     let g = dom.create_group(json!({})).unwrap();
     dom.link_create(&root, "g", hard(&g)).unwrap();
-    let d = dom
-        .create_dataset(
-            json!({"class": "H5T_INTEGER", "base": "H5T_STD_I32LE"}),
-            json!({"class": "H5S_SIMPLE", "dims": [4]}),
-            json!({"layout": {"class": "H5D_CHUNKED", "dims": [4]}}),
-        )
-        .unwrap();
+    let d = chunked(&dom, json!({"class": "H5T_INTEGER", "base": "H5T_STD_I32LE"}), 4, 4);
     dom.link_create(&g, "d", hard(&d)).unwrap();
     let data: Vec<u8> = [1i32, 2, 3, 4].iter().flat_map(|x| x.to_le_bytes()).collect();
     dom.write(&d, &Selection::all(&[4]), &data).unwrap();
@@ -202,21 +211,13 @@ fn a_failed_edit_changes_nothing() {
 
 #[test]
 fn statistics_of_chunks_written_at_the_commit_stay_trusted() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("s.h5l");
-    let dom = deferred(&p, OpenMode::Truncate);
-    let d = dom
-        .create_dataset(
-            json!({"class": "H5T_FLOAT", "base": "H5T_IEEE_F64LE"}),
-            json!({"class": "H5S_SIMPLE", "dims": [8]}),
-            json!({"layout": {"class": "H5D_CHUNKED", "dims": [4]}}),
-        )
-        .unwrap();
+    let (_dir, p, dom, _) = fresh();
+    let d = chunked(&dom, json!({"class": "H5T_FLOAT", "base": "H5T_IEEE_F64LE"}), 8, 4);
     let data: Vec<u8> = (0..8).flat_map(|x| f64::from(x).to_le_bytes()).collect();
     dom.write(&d, &Selection::all(&[8]), &data).unwrap();
     dom.flush().unwrap();
     // The two records went into the dataset's document, not one object each.
-    let prefix = p.join(h5lake_engine::ids::doc_key(&d).unwrap()).parent().unwrap().to_path_buf();
+    let prefix = object_dir(&p, &d);
     assert!(!prefix.join(".h5lake").exists());
     let (_, agg) = direct(&p).aggregate(&d, None).unwrap();
     assert_eq!((agg.chunks_from_stats, agg.chunks_read), (2, 0));
@@ -234,20 +235,12 @@ fn statistics_of_chunks_written_at_the_commit_stay_trusted() {
 
 #[test]
 fn statistics_of_many_new_chunks_spill_from_the_document_to_objects() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("s.h5l");
-    let dom = deferred(&p, OpenMode::Truncate);
-    let d = dom
-        .create_dataset(
-            json!({"class": "H5T_INTEGER", "base": "H5T_STD_I64LE"}),
-            json!({"class": "H5S_SIMPLE", "dims": [256]}),
-            json!({"layout": {"class": "H5D_CHUNKED", "dims": [2]}}),
-        )
-        .unwrap();
+    let (_dir, p, dom, _) = fresh();
+    let d = chunked(&dom, json!({"class": "H5T_INTEGER", "base": "H5T_STD_I64LE"}), 256, 2);
     let data: Vec<u8> = (0..256i64).flat_map(|x| x.to_le_bytes()).collect();
     dom.write(&d, &Selection::all(&[256]), &data).unwrap();
     dom.flush().unwrap();
-    let prefix = p.join(h5lake_engine::ids::doc_key(&d).unwrap()).parent().unwrap().to_path_buf();
+    let prefix = object_dir(&p, &d);
     let objects = std::fs::read_dir(prefix.join(".h5lake/stats")).unwrap().count();
     let doc: serde_json::Value =
         serde_json::from_slice(&std::fs::read(p.join(h5lake_engine::ids::doc_key(&d).unwrap())).unwrap()).unwrap();
@@ -334,13 +327,7 @@ fn a_failed_edit_does_not_count_as_a_change_at_the_merge() {
 fn many_small_datasets(dom: &Domain, root: &str, n: usize) -> Vec<String> {
     (0..n)
         .map(|i| {
-            let d = dom
-                .create_dataset(
-                    json!({"class": "H5T_INTEGER", "base": "H5T_STD_I32LE"}),
-                    json!({"class": "H5S_SIMPLE", "dims": [4]}),
-                    json!({"layout": {"class": "H5D_CHUNKED", "dims": [4]}}),
-                )
-                .unwrap();
+            let d = chunked(dom, json!({"class": "H5T_INTEGER", "base": "H5T_STD_I32LE"}), 4, 4);
             dom.link_create(root, &format!("d{i}"), hard(&d)).unwrap();
             dom.write(&d, &Selection::all(&[4]), &ints(i as i32)).unwrap();
             d
@@ -359,7 +346,7 @@ fn read4(dom: &Domain, id: &str) -> Vec<u8> {
 }
 
 fn chunk_on_disk(p: &std::path::Path, id: &str) -> bool {
-    p.join(h5lake_engine::ids::doc_key(id).unwrap()).parent().unwrap().join("0").exists()
+    object_dir(p, id).join("0").exists()
 }
 
 #[test]
