@@ -243,6 +243,8 @@ struct State {
     sending: bool,
     /// Chunks kept since the last early batch started.
     kept_since_batch: usize,
+    /// The keys the early batch in flight is writing.
+    in_flight: HashSet<String>,
     /// Versions the store gave chunks written early, by the pending
     /// version they had here: their statistics records are relabelled with
     /// them at the commit.
@@ -324,6 +326,21 @@ impl Journal {
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The lock, once no key `hit` picks is being written by an early
+    /// batch. What a write or delete of a key decides under this lock
+    /// cannot race with an early write of the same key: a later batch only
+    /// takes keys still pending here.
+    fn lock_landed(&self, hit: impl Fn(&str) -> bool) -> MutexGuard<'_, State> {
+        let mut st = self.lock();
+        while st.sending && st.in_flight.iter().any(|k| hit(k)) {
+            st = self
+                .batch_done
+                .wait(st)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+        st
     }
 
     /// The pending document of an object, if it has one.
@@ -421,8 +438,10 @@ impl Journal {
         let mut st = self.lock();
         // An early batch in flight finds its chunks gone and removes them.
         let sending = st.sending;
+        let in_flight = std::mem::take(&mut st.in_flight);
         *st = State::default();
         st.sending = sending;
+        st.in_flight = in_flight;
     }
 
     /// Counts a chunk of a new dataset just kept, and starts an early batch
@@ -451,18 +470,24 @@ impl Journal {
 
     /// Writes the chunks of new datasets pending now, then drops from the
     /// journal those still as written (a chunk rewritten meanwhile stays,
-    /// to replace it at the commit; one deleted meanwhile is removed from
-    /// the store again). A write that fails leaves its chunk pending: the
-    /// commit tries again and reports the error.
+    /// to replace it at the commit). Writes and deletes of a key in flight
+    /// wait for the batch ([`Journal::lock_landed`]), so only a journal
+    /// discarded meanwhile leaves chunks behind, which are removed again.
+    /// A write that fails leaves its chunk pending: the commit tries again
+    /// and reports the error.
     fn send_early(&self) {
-        let batch: Vec<(String, Bytes, Version)> = self
-            .lock()
-            .blobs
-            .iter()
-            .filter(|(k, _)| !crate::stats::is_record_key(k))
-            .take(EARLY_MAX)
-            .map(|(k, (b, v))| (k.clone(), b.clone(), v.clone()))
-            .collect();
+        let batch: Vec<(String, Bytes, Version)> = {
+            let mut st = self.lock();
+            let batch: Vec<_> = st
+                .blobs
+                .iter()
+                .filter(|(k, _)| !crate::stats::is_record_key(k))
+                .take(EARLY_MAX)
+                .map(|(k, (b, v))| (k.clone(), b.clone(), v.clone()))
+                .collect();
+            st.in_flight = batch.iter().map(|(k, _, _)| k.clone()).collect();
+            batch
+        };
         let put = |(k, b, _): &(String, Bytes, Version)| put_blob(&*self.inner, k, b);
         // One thread beside the program's own, unless each write waits on
         // a round trip (S3): then a few at once.
@@ -489,6 +514,7 @@ impl Journal {
                 st.early.insert(pending.0.clone(), version);
             }
             st.sending = false;
+            st.in_flight.clear();
         }
         self.batch_done.notify_all();
         for key in orphans {
@@ -798,7 +824,13 @@ impl Journal {
     }
 
     fn after_write(&self) -> h5lake_store::Result<()> {
-        if self.lock().blob_bytes > BLOB_BUDGET {
+        let over = {
+            let st = self.lock();
+            // Chunks written early leave the byte count; the versions kept
+            // for them count as documents do.
+            st.blob_bytes > BLOB_BUDGET || st.early.len() > DOC_BUDGET
+        };
+        if over {
             self.commit_for_store()?;
         }
         Ok(())
@@ -1170,7 +1202,7 @@ impl ReadableStore for Journal {
 impl WritableStore for Journal {
     fn put(&self, key: &str, data: &[u8]) -> h5lake_store::Result<Version> {
         {
-            let mut st = self.lock();
+            let mut st = self.lock_landed(|k| k == key);
             if Self::keeps(&st, key, data.len()) {
                 let v = pending_version();
                 st.blob_bytes += data.len();
@@ -1198,7 +1230,7 @@ impl WritableStore for Journal {
 
     fn put_if_absent(&self, key: &str, data: &[u8]) -> h5lake_store::Result<PutOutcome> {
         {
-            let mut st = self.lock();
+            let mut st = self.lock_landed(|k| k == key);
             if st.blobs.contains_key(key) || st.doc_ids.contains_key(key) {
                 return Ok(PutOutcome::Conflict);
             }
@@ -1225,7 +1257,7 @@ impl WritableStore for Journal {
 
     fn put_if_version(&self, key: &str, data: &[u8], expected: &Version) -> h5lake_store::Result<PutOutcome> {
         {
-            let mut st = self.lock();
+            let mut st = self.lock_landed(|k| k == key);
             if let Some((_, v)) = st.blobs.get(key) {
                 if v != expected {
                     return Ok(PutOutcome::Conflict);
@@ -1267,7 +1299,7 @@ impl WritableStore for Journal {
 
     fn patch(&self, key: &str, len: u64, edits: &[(u64, &[u8])]) -> h5lake_store::Result<Option<Version>> {
         {
-            let mut st = self.lock();
+            let mut st = self.lock_landed(|k| k == key);
             if let Some((data, _)) = st.blobs.get(key) {
                 h5lake_store::check_patch(key, len, edits)?;
                 if data.len() as u64 != len {
@@ -1291,7 +1323,7 @@ impl WritableStore for Journal {
 
     fn delete(&self, key: &str) -> h5lake_store::Result<()> {
         {
-            let mut st = self.lock();
+            let mut st = self.lock_landed(|k| k == key);
             if let Some((old, _)) = st.blobs.remove(key) {
                 st.blob_bytes -= old.len();
             }
@@ -1310,7 +1342,7 @@ impl WritableStore for Journal {
             self.commit_for_store()?;
             return self.inner.delete_prefix(prefix);
         }
-        let mut st = self.lock();
+        let mut st = self.lock_landed(|k| k.starts_with(prefix));
         if let Some(id) = st.doc_ids.remove(&doc_key_under(prefix)) {
             st.docs.remove(&id);
         }
