@@ -476,6 +476,19 @@ impl Journal {
     /// A write that fails leaves its chunk pending: the commit tries again
     /// and reports the error.
     fn send_early(&self) {
+        /// Tells the journal the batch ended, however it ends (a panic
+        /// included): commits and writes of its keys wait for that.
+        struct Ended<'a>(&'a Journal);
+        impl Drop for Ended<'_> {
+            fn drop(&mut self) {
+                let mut st = self.0.lock();
+                st.sending = false;
+                st.in_flight.clear();
+                drop(st);
+                self.0.batch_done.notify_all();
+            }
+        }
+        let _ended = Ended(self);
         let batch: Vec<(String, Bytes, Version)> = {
             let mut st = self.lock();
             let batch: Vec<_> = st
@@ -513,10 +526,7 @@ impl Journal {
                 st.direct.insert(prefix);
                 st.early.insert(pending.0.clone(), version);
             }
-            st.sending = false;
-            st.in_flight.clear();
         }
-        self.batch_done.notify_all();
         for key in orphans {
             // Best effort: an orphan under an object nothing links to.
             let _ = self.inner.delete(key);
