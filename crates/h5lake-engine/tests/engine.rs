@@ -1,7 +1,11 @@
 //! End-to-end engine tests on the memory and local backends: metadata,
 //! the chunked data path against a brute-force model, and concurrent writers.
 
+mod common;
+
 use std::sync::Arc;
+
+use common::TestStore;
 
 use h5lake_engine::{DimSel, Domain, EngineError, OpenMode, Selection};
 use h5lake_store::{MemoryStore, Store};
@@ -116,93 +120,14 @@ fn selections_match_a_dense_model_uncached_on_disk() {
     });
 }
 
-/// A memory store that asks for batched reads, as S3 does, and counts them.
-struct Batching {
-    inner: MemoryStore,
-    batches: std::sync::atomic::AtomicUsize,
-}
-
-impl h5lake_store::ReadableStore for Batching {
-    fn get(&self, key: &str) -> h5lake_store::Result<Option<bytes::Bytes>> {
-        self.inner.get(key)
-    }
-    fn get_versioned(&self, key: &str) -> h5lake_store::Result<Option<h5lake_store::Versioned>> {
-        self.inner.get_versioned(key)
-    }
-    fn get_range(
-        &self,
-        key: &str,
-        offset: u64,
-        len: u64,
-    ) -> h5lake_store::Result<Option<bytes::Bytes>> {
-        self.inner.get_range(key, offset, len)
-    }
-    fn get_many(
-        &self,
-        keys: &[String],
-    ) -> h5lake_store::Result<Vec<Option<h5lake_store::Versioned>>> {
-        self.batches
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.inner.get_many(keys)
-    }
-    fn prefers_batching(&self) -> bool {
-        true
-    }
-}
-
-impl h5lake_store::WritableStore for Batching {
-    fn put(&self, key: &str, data: &[u8]) -> h5lake_store::Result<h5lake_store::Version> {
-        self.inner.put(key, data)
-    }
-    fn put_if_absent(
-        &self,
-        key: &str,
-        data: &[u8],
-    ) -> h5lake_store::Result<h5lake_store::PutOutcome> {
-        self.inner.put_if_absent(key, data)
-    }
-    fn put_if_version(
-        &self,
-        key: &str,
-        data: &[u8],
-        expected: &h5lake_store::Version,
-    ) -> h5lake_store::Result<h5lake_store::PutOutcome> {
-        self.inner.put_if_version(key, data, expected)
-    }
-    fn delete(&self, key: &str) -> h5lake_store::Result<()> {
-        self.inner.delete(key)
-    }
-    fn delete_prefix(&self, prefix: &str) -> h5lake_store::Result<()> {
-        self.inner.delete_prefix(prefix)
-    }
-}
-
-impl h5lake_store::ListableStore for Batching {
-    fn list_prefix(&self, prefix: &str) -> h5lake_store::Result<Vec<String>> {
-        self.inner.list_prefix(prefix)
-    }
-    fn list_dir(&self, prefix: &str) -> h5lake_store::Result<(Vec<String>, Vec<String>)> {
-        self.inner.list_dir(prefix)
-    }
-}
-
-impl Store for Batching {
-    fn location(&self) -> String {
-        "batching-memory://".into()
-    }
-}
-
 /// The batched read path (what S3 uses) against the model, with the chunk
 /// cache on and off.
 #[test]
 fn selections_match_a_dense_model_batched() {
-    let stores: std::sync::Mutex<Vec<Arc<Batching>>> = Default::default();
+    let stores: std::sync::Mutex<Vec<Arc<TestStore>>> = Default::default();
     for cache in [h5lake_engine::DomainOptions::default().chunk_cache_bytes, 0] {
         check_against_dense_model(|| {
-            let store = Arc::new(Batching {
-                inner: MemoryStore::new(),
-                batches: Default::default(),
-            });
+            let store = Arc::new(TestStore::batching());
             stores.lock().unwrap().push(store.clone());
             let opts = h5lake_engine::DomainOptions {
                 chunk_cache_bytes: cache,
@@ -212,7 +137,7 @@ fn selections_match_a_dense_model_batched() {
         });
     }
     for s in stores.lock().unwrap().iter() {
-        assert!(s.batches.load(std::sync::atomic::Ordering::Relaxed) > 0);
+        assert!(s.batches() > 0);
     }
 }
 
@@ -405,12 +330,9 @@ fn bad_selections_and_buffers_are_rejected() {
 fn vlen_strings_round_trip() {
     check_vlen_strings(mem_domain());
     // The batched read path, with a never-written chunk (elements 6..8).
-    let store = Arc::new(Batching {
-        inner: MemoryStore::new(),
-        batches: Default::default(),
-    });
+    let store = Arc::new(TestStore::batching());
     check_vlen_strings(Domain::open(store.clone(), "", OpenMode::Truncate, "b".into()).unwrap());
-    assert!(store.batches.load(std::sync::atomic::Ordering::Relaxed) > 0);
+    assert!(store.batches() > 0);
 }
 
 fn check_vlen_strings(dom: Domain) {
@@ -673,10 +595,7 @@ fn compound_field_projection() {
 fn a_cancelled_call_stops_with_interrupted() {
     check_cancel(mem_domain());
     // The batched read path (S3's) honours the flag too.
-    let store = Arc::new(Batching {
-        inner: MemoryStore::new(),
-        batches: Default::default(),
-    });
+    let store = Arc::new(TestStore::batching());
     check_cancel(Domain::open(store, "", OpenMode::Truncate, "b".into()).unwrap());
 }
 

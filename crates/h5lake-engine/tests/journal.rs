@@ -2,6 +2,9 @@
 //! domain at once, by the store only after `flush`, and merged with other
 //! writers' changes without losing any.
 
+mod common;
+
+use common::TestStore;
 use h5lake_engine::{Domain, DomainOptions, Durability, EngineError, OpenMode, Selection};
 use serde_json::json;
 
@@ -406,68 +409,12 @@ fn chunks_rewritten_while_early_batches_run_keep_the_last_write() {
     }
 }
 
-/// A memory store whose unpublished writes (what early batches use) take
-/// a while, so that the program's own writes meet a batch in flight.
-struct SlowFresh(h5lake_store::MemoryStore);
-
-impl h5lake_store::ReadableStore for SlowFresh {
-    fn get(&self, key: &str) -> h5lake_store::Result<Option<bytes::Bytes>> {
-        self.0.get(key)
-    }
-    fn get_versioned(&self, key: &str) -> h5lake_store::Result<Option<h5lake_store::Versioned>> {
-        self.0.get_versioned(key)
-    }
-    fn get_range(&self, key: &str, offset: u64, len: u64) -> h5lake_store::Result<Option<bytes::Bytes>> {
-        self.0.get_range(key, offset, len)
-    }
-}
-
-impl h5lake_store::WritableStore for SlowFresh {
-    fn put(&self, key: &str, data: &[u8]) -> h5lake_store::Result<h5lake_store::Version> {
-        self.0.put(key, data)
-    }
-    fn put_if_absent(&self, key: &str, data: &[u8]) -> h5lake_store::Result<h5lake_store::PutOutcome> {
-        self.0.put_if_absent(key, data)
-    }
-    fn put_fresh(&self, key: &str, data: &[u8]) -> h5lake_store::Result<h5lake_store::PutOutcome> {
-        std::thread::sleep(std::time::Duration::from_millis(2));
-        self.0.put_fresh(key, data)
-    }
-    fn put_if_version(
-        &self,
-        key: &str,
-        data: &[u8],
-        expected: &h5lake_store::Version,
-    ) -> h5lake_store::Result<h5lake_store::PutOutcome> {
-        self.0.put_if_version(key, data, expected)
-    }
-    fn delete(&self, key: &str) -> h5lake_store::Result<()> {
-        self.0.delete(key)
-    }
-    fn delete_prefix(&self, prefix: &str) -> h5lake_store::Result<()> {
-        self.0.delete_prefix(prefix)
-    }
-}
-
-impl h5lake_store::ListableStore for SlowFresh {
-    fn list_prefix(&self, prefix: &str) -> h5lake_store::Result<Vec<String>> {
-        self.0.list_prefix(prefix)
-    }
-    fn list_dir(&self, prefix: &str) -> h5lake_store::Result<(Vec<String>, Vec<String>)> {
-        self.0.list_dir(prefix)
-    }
-}
-
-impl h5lake_store::Store for SlowFresh {
-    fn location(&self) -> String {
-        format!("slow-fresh:{:p}", self)
-    }
-}
-
 #[test]
 fn a_chunk_outgrowing_the_journal_while_its_early_batch_runs_keeps_the_last_write() {
+    // Unpublished writes are slow, so the program's own writes meet a
+    // batch in flight.
     let store: std::sync::Arc<dyn h5lake_store::Store> =
-        std::sync::Arc::new(SlowFresh(h5lake_store::MemoryStore::new()));
+        std::sync::Arc::new(TestStore::slow_fresh(std::time::Duration::from_millis(2)));
     let opts = DomainOptions {
         durability: Durability::AtFlush,
         ..DomainOptions::default()

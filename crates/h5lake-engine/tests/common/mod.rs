@@ -1,0 +1,104 @@
+//! A memory store for tests that behaves, in one respect, like another
+//! backend: batched reads as S3 asks for them, or slow unpublished writes.
+
+// Each test binary that includes this module uses a part of it.
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use h5lake_store::{
+    ListableStore, MemoryStore, PutOutcome, ReadableStore, Result, Store, Version, Versioned,
+    WritableStore,
+};
+
+#[derive(Default)]
+pub struct TestStore {
+    inner: MemoryStore,
+    /// Ask for batched reads, as S3 does.
+    batching: bool,
+    /// How long each unpublished write (`put_fresh`) takes.
+    fresh_delay: Duration,
+    /// Batched reads made.
+    batches: AtomicUsize,
+}
+
+impl TestStore {
+    /// One that asks for batched reads and counts them.
+    pub fn batching() -> Self {
+        Self {
+            batching: true,
+            ..Self::default()
+        }
+    }
+
+    /// One whose unpublished writes (what early chunk batches use) take
+    /// `delay` each.
+    pub fn slow_fresh(delay: Duration) -> Self {
+        Self {
+            fresh_delay: delay,
+            ..Self::default()
+        }
+    }
+
+    pub fn batches(&self) -> usize {
+        self.batches.load(Ordering::Relaxed)
+    }
+}
+
+impl ReadableStore for TestStore {
+    fn get(&self, key: &str) -> Result<Option<Bytes>> {
+        self.inner.get(key)
+    }
+    fn get_versioned(&self, key: &str) -> Result<Option<Versioned>> {
+        self.inner.get_versioned(key)
+    }
+    fn get_range(&self, key: &str, offset: u64, len: u64) -> Result<Option<Bytes>> {
+        self.inner.get_range(key, offset, len)
+    }
+    fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Versioned>>> {
+        self.batches.fetch_add(1, Ordering::Relaxed);
+        self.inner.get_many(keys)
+    }
+    fn prefers_batching(&self) -> bool {
+        self.batching
+    }
+}
+
+impl WritableStore for TestStore {
+    fn put(&self, key: &str, data: &[u8]) -> Result<Version> {
+        self.inner.put(key, data)
+    }
+    fn put_if_absent(&self, key: &str, data: &[u8]) -> Result<PutOutcome> {
+        self.inner.put_if_absent(key, data)
+    }
+    fn put_fresh(&self, key: &str, data: &[u8]) -> Result<PutOutcome> {
+        std::thread::sleep(self.fresh_delay);
+        self.inner.put_fresh(key, data)
+    }
+    fn put_if_version(&self, key: &str, data: &[u8], expected: &Version) -> Result<PutOutcome> {
+        self.inner.put_if_version(key, data, expected)
+    }
+    fn delete(&self, key: &str) -> Result<()> {
+        self.inner.delete(key)
+    }
+    fn delete_prefix(&self, prefix: &str) -> Result<()> {
+        self.inner.delete_prefix(prefix)
+    }
+}
+
+impl ListableStore for TestStore {
+    fn list_prefix(&self, prefix: &str) -> Result<Vec<String>> {
+        self.inner.list_prefix(prefix)
+    }
+    fn list_dir(&self, prefix: &str) -> Result<(Vec<String>, Vec<String>)> {
+        self.inner.list_dir(prefix)
+    }
+}
+
+impl Store for TestStore {
+    fn location(&self) -> String {
+        format!("test-memory://{:p}", self)
+    }
+}
