@@ -333,8 +333,13 @@ impl Journal {
     /// cannot race with an early write of the same key: a later batch only
     /// takes keys still pending here.
     fn lock_landed(&self, hit: impl Fn(&str) -> bool) -> MutexGuard<'_, State> {
+        self.lock_when(|st| !(st.sending && st.in_flight.iter().any(|k| hit(k))))
+    }
+
+    /// The lock, once `ready` holds (re-checked as each early batch ends).
+    fn lock_when(&self, ready: impl Fn(&State) -> bool) -> MutexGuard<'_, State> {
         let mut st = self.lock();
-        while st.sending && st.in_flight.iter().any(|k| hit(k)) {
+        while !ready(&st) {
             st = self
                 .batch_done
                 .wait(st)
@@ -561,13 +566,7 @@ impl Journal {
     /// both here and by another writer since ([`EngineError::AlreadyExists`],
     /// after everything else was written: the other writer's link stays).
     pub(crate) fn commit(&self) -> Result<Vec<Written>> {
-        let mut st = self.lock();
-        while st.sending {
-            st = self
-                .batch_done
-                .wait(st)
-                .unwrap_or_else(|e| e.into_inner());
-        }
+        let mut st = self.lock_when(|st| !st.sending);
         if st.is_empty() {
             st.new_prefixes.clear();
             st.direct.clear();

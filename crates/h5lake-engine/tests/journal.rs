@@ -461,3 +461,20 @@ fn a_chunk_outgrowing_the_journal_while_its_early_batch_runs_keeps_the_last_writ
         assert!(out == noise(i), "d{i} lost its last write");
     }
 }
+
+#[test]
+fn a_chunk_that_could_not_be_written_early_fails_the_flush_by_name() {
+    let store: std::sync::Arc<dyn h5lake_store::Store> = std::sync::Arc::new(TestStore::failing_fresh());
+    let opts = DomainOptions {
+        durability: Durability::AtFlush,
+        ..DomainOptions::default()
+    };
+    let dom = Domain::open_with(store, "", OpenMode::Truncate, "failing".into(), &opts).unwrap();
+    let root = dom.root_id().to_string();
+    // Enough chunks for early batches; every write of theirs fails.
+    many_small_datasets(&dom, &root, 200);
+    let err = dom.flush().expect_err("a chunk that never reached the store");
+    assert!(err.to_string().contains("no space left (test)"), "{err}");
+    // Still pending, and still readable here.
+    assert_eq!(names(&dom, &root).len(), 200);
+}

@@ -20,6 +20,8 @@ pub struct TestStore {
     batching: bool,
     /// How long each unpublished write (`put_fresh`) takes.
     fresh_delay: Duration,
+    /// Unpublished writes fail, as on a full disk.
+    fresh_fails: bool,
     /// Batched reads made.
     batches: AtomicUsize,
 }
@@ -38,6 +40,14 @@ impl TestStore {
     pub fn slow_fresh(delay: Duration) -> Self {
         Self {
             fresh_delay: delay,
+            ..Self::default()
+        }
+    }
+
+    /// One whose unpublished writes fail.
+    pub fn failing_fresh() -> Self {
+        Self {
+            fresh_fails: true,
             ..Self::default()
         }
     }
@@ -75,6 +85,12 @@ impl WritableStore for TestStore {
     }
     fn put_fresh(&self, key: &str, data: &[u8]) -> Result<PutOutcome> {
         std::thread::sleep(self.fresh_delay);
+        if self.fresh_fails {
+            return Err(h5lake_store::StoreError::Io {
+                path: key.to_string(),
+                source: std::io::Error::other("no space left (test)"),
+            });
+        }
         self.inner.put_fresh(key, data)
     }
     fn put_if_version(&self, key: &str, data: &[u8], expected: &Version) -> Result<PutOutcome> {
