@@ -3,6 +3,7 @@ from pyarrow, pandas, Polars and record batch streams, ``append``, and
 ``to_arrow`` straight from the chunks' columns — nulls kept, agreeing with
 the HDF5-shaped reads and with what other tools read of the chunk files."""
 
+import multiprocessing
 import threading
 
 import numpy as np
@@ -174,6 +175,70 @@ def test_concurrent_appends_lose_nothing(tmp_path):
         got = f["t"].to_arrow().to_pylist()
     assert len(got) == 4 * 6 * 3
     assert sorted((r["w"], r["i"]) for r in got) == sorted((w, i) for w in range(4) for i in range(18))
+
+
+def _append_rows_in_a_process(path, w, batches, ready, go):
+    import h5lake
+    import pyarrow as pa
+    with h5lake.File(path, "a") as f:
+        d = f["t"]
+        ready.release()
+        go.wait(60)
+        for k in range(batches):
+            d.append(pa.table({"w": pa.array([w] * 3, pa.int32()),
+                               "i": pa.array([k * 3, k * 3 + 1, k * 3 + 2])}))
+
+
+def test_appends_from_processes_lose_nothing(tmp_path):
+    """Each process keeps its metadata changes until it closes the file;
+    an append must still claim its rows in the store at once, or two
+    processes write the same rows and the later extent hides the other's."""
+    path = str(tmp_path / "s.h5l")
+    with h5lake.File(path, "w") as f:
+        f.create_dataset("t", data=pa.table({"w": pa.array([], pa.int32()), "i": pa.array([], pa.int64())}),
+                         chunks=(10,))
+    ctx = multiprocessing.get_context("spawn")
+    ready, go = ctx.Semaphore(0), ctx.Event()
+    procs = [ctx.Process(target=_append_rows_in_a_process, args=(path, w, 8, ready, go))
+             for w in range(3)]
+    for p in procs:
+        p.start()
+    for _ in procs:
+        assert ready.acquire(timeout=60)
+    go.set()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    with h5lake.File(path, "r") as f:
+        got = f["t"].to_arrow().to_pylist()
+    assert sorted((r["w"], r["i"]) for r in got) == sorted((w, i) for w in range(3) for i in range(24))
+
+
+def test_appends_claim_their_rows_in_the_store_at_once(tmp_path):
+    """Two handles on one store by two names keep their pending changes
+    apart, as two processes do: each append must still claim rows no
+    other writer has, in the store, before it writes them."""
+    path = tmp_path / "s.h5l"
+    with h5lake.File(path, "w") as f:
+        f.create_dataset("t", data=pa.table({"w": pa.array([], pa.int32())}), chunks=(10,))
+        f.create_dataset("r", shape=(0,), maxshape=(None,), dtype=[("w", "i4")], chunks=(10,))
+    (tmp_path / "alias.h5l").symlink_to(path)
+    a = h5lake.File(path, "a")
+    b = h5lake.File(tmp_path / "alias.h5l", "a")
+    for name in ("t", "r"):
+        # Each writer has a change of its own pending on the dataset.
+        a[name].attrs["a"] = 1
+        b[name].attrs["b"] = 2
+        for k in range(4):
+            for w, f in ((1, a), (2, b)):
+                rows = pa.table({"w": pa.array([w * 10 + k] * 3, pa.int32())})
+                f[name].append(rows if name == "t" else np.array([(w * 10 + k,)] * 3, f[name].dtype))
+    a.close()
+    b.close()
+    with h5lake.File(path, "r") as f:
+        for name in ("t", "r"):
+            assert sorted(f[name]["w"].tolist()) == sorted(w * 10 + k for w in (1, 2) for k in range(4) for _ in range(3))
+            assert dict(f[name].attrs) == {"a": 1, "b": 2}
 
 
 def test_what_a_table_cannot_hold_is_refused(tmp_path):

@@ -1204,7 +1204,7 @@ impl Domain {
                 maxdims.len()
             )));
         }
-        self.update_keys(id, &["shape"], |doc| {
+        self.update_keys_in_store(id, &["shape"], |doc| {
             let old = Shape::from_json(&doc["shape"])?.dims();
             let mut new = old.clone();
             new[dim] = new[dim]

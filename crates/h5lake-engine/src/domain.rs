@@ -327,7 +327,10 @@ impl Drop for Domain {
     fn drop(&mut self) {
         if self.journal.is_some() && !self.readonly {
             if let Err(e) = self.flush() {
-                eprintln!("h5lake: could not write pending changes to {}: {e}", self.location);
+                eprintln!(
+                    "h5lake: could not write pending changes to {}: {e}",
+                    self.location
+                );
             }
         }
     }
@@ -804,6 +807,35 @@ impl Domain {
         f: impl FnMut(&mut Value) -> Result<T>,
     ) -> Result<T> {
         self.edit_doc(id, Touch::Keys(keys), f)
+    }
+
+    /// [`Domain::update_keys`] for a change computed from what the store
+    /// holds that must reach it at once, whatever the domain's durability:
+    /// another writer may make the same change at the same moment (rows
+    /// claimed at a table's end), and a pending copy would let both claim
+    /// the same rows.
+    pub(crate) fn update_keys_in_store<T>(
+        &self,
+        id: &str,
+        keys: &[&str],
+        mut f: impl FnMut(&mut Value) -> Result<T>,
+    ) -> Result<T> {
+        let Some(j) = &self.journal else {
+            return self.update_keys(id, keys, f);
+        };
+        self.check_writable()?;
+        self.check_same_domain(id)?;
+        let key = ids::doc_key(id)?;
+        let prefix = ids::object_prefix(id).ok();
+        let (out, written) = j.edit_in_store(id, &key, prefix.as_deref(), |doc| {
+            let out = f(doc)?;
+            doc["lastModified"] = json!(now());
+            Ok(out)
+        })?;
+        if let Some((version, doc)) = written {
+            DocCache::put(&self.docs.docs, id, version, doc);
+        }
+        Ok(out)
     }
 
     fn edit_doc<T>(
@@ -1467,9 +1499,10 @@ pub(crate) fn backoff(attempt: u32) {
 /// mean anything; otherwise they are listed by name.
 fn keeps_creation_order(doc: &Value) -> bool {
     doc.get("creationProperties").is_some_and(|cp| {
-        ["CreateOrder", "track_order"]
-            .iter()
-            .any(|k| cp.get(*k).is_some_and(|v| v.as_bool() == Some(true) || v.as_u64().is_some_and(|n| n != 0)))
+        ["CreateOrder", "track_order"].iter().any(|k| {
+            cp.get(*k)
+                .is_some_and(|v| v.as_bool() == Some(true) || v.as_u64().is_some_and(|n| n != 0))
+        })
     })
 }
 

@@ -249,6 +249,9 @@ struct State {
     /// version they had here: their statistics records are relabelled with
     /// them at the commit.
     early: HashMap<String, Version>,
+    /// Counts the writes of documents to the store: an edit that read its
+    /// base from the store while one was written reads it again.
+    stored_docs: u64,
 }
 
 impl State {
@@ -340,10 +343,7 @@ impl Journal {
     fn lock_when(&self, ready: impl Fn(&State) -> bool) -> MutexGuard<'_, State> {
         let mut st = self.lock();
         while !ready(&st) {
-            st = self
-                .batch_done
-                .wait(st)
-                .unwrap_or_else(|e| e.into_inner());
+            st = self.batch_done.wait(st).unwrap_or_else(|e| e.into_inner());
         }
         st
     }
@@ -386,10 +386,10 @@ impl Journal {
         key: &str,
         prefix: Option<&str>,
         touch: Touch<'_>,
-        base: impl FnOnce() -> Result<(Version, Arc<Value>)>,
+        base: impl Fn() -> Result<(Version, Arc<Value>)>,
         f: impl FnOnce(&mut Value) -> Result<T>,
     ) -> Result<T> {
-        {
+        let mut seen = {
             let mut st = self.lock();
             if prefix.is_some_and(|p| st.deleted_set.contains(p)) {
                 return Err(EngineError::NotFound(format!("object {id} not found")));
@@ -402,18 +402,22 @@ impl Journal {
                 }
                 // An edit of unknown extent needs the whole stored document
                 // to merge with: write what is pending first.
-                let mut clashes = Vec::new();
-                write_edit(&*self.inner, id, d, &mut clashes)?;
-                let d = st.docs.remove(id).expect("pending");
-                st.doc_ids.remove(&d.key);
-                if !clashes.is_empty() {
-                    return Err(EngineError::AlreadyExists(clashes.join("; ")));
-                }
+                self.write_out(&mut st, id)?;
             }
-        }
-        // Read outside the lock: other handles keep working meanwhile.
-        let (version, doc) = base()?;
-        let mut st = self.lock();
+            st.stored_docs
+        };
+        // Read outside the lock: other handles keep working meanwhile. A
+        // document this journal wrote meanwhile (another handle's flush)
+        // may be newer than what was read: read again, or this edit would
+        // start from a version older than one this process made.
+        let (mut st, version, doc) = loop {
+            let (version, doc) = base()?;
+            let st = self.lock();
+            if st.docs.contains_key(id) || st.stored_docs == seen {
+                break (st, version, doc);
+            }
+            seen = st.stored_docs;
+        };
         let d = st.docs.entry(id.to_string()).or_insert_with(|| {
             let base = match touch {
                 Touch::Unknown => Base::Snapshot(version, doc.clone()),
@@ -430,6 +434,72 @@ impl Journal {
         let out = apply_edit(d, &touch, f);
         st.doc_ids.insert(key.to_string(), id.to_string());
         out
+    }
+
+    /// Applies `f` to the object's document in the store itself (a
+    /// conditional put, retried on conflict with `f` applied again), for a
+    /// change computed from what the document holds that another writer
+    /// may make at the same moment: rows claimed at a table's end. A
+    /// pending copy would let two writers claim the same rows. A new
+    /// object's pending document is changed here instead (no one else
+    /// knows it). A pending edit of the document is written first, so that
+    /// this journal's view of it is the store's.
+    ///
+    /// Returns `f`'s result and, when the store was written, the version
+    /// and document it holds now.
+    pub(crate) fn edit_in_store<T>(
+        &self,
+        id: &str,
+        key: &str,
+        prefix: Option<&str>,
+        mut f: impl FnMut(&mut Value) -> Result<T>,
+    ) -> Result<(T, Option<(Version, Arc<Value>)>)> {
+        // The lock is held throughout: no handle of this process starts an
+        // edit from the version being replaced.
+        let mut st = self.lock();
+        if prefix.is_some_and(|p| st.deleted_set.contains(p)) {
+            return Err(EngineError::NotFound(format!("object {id} not found")));
+        }
+        if let Some(d) = st.docs.get_mut(id) {
+            if d.base.is_none() {
+                return apply_edit(d, &Touch::Unknown, f).map(|out| (out, None));
+            }
+            self.write_out(&mut st, id)?;
+        }
+        for attempt in 0u32.. {
+            let cur = self
+                .inner
+                .get_versioned(key)?
+                .ok_or_else(|| EngineError::NotFound(format!("object {id} not found")))?;
+            let mut doc = parse_doc(&cur.data, key)?;
+            let out = f(&mut doc)?;
+            if let PutOutcome::Written(v) =
+                self.inner
+                    .put_if_version(key, &to_bytes(&doc), &cur.version)?
+            {
+                st.stored_docs += 1;
+                return Ok((out, Some((v, Arc::new(doc)))));
+            }
+            crate::domain::backoff(attempt);
+        }
+        unreachable!("the retry loop only ends by returning")
+    }
+
+    /// Writes the pending edit of `id` to the store (merged with what the
+    /// store has now) and forgets it; a link name another writer made too
+    /// is an error, after the write.
+    fn write_out(&self, st: &mut State, id: &str) -> Result<()> {
+        let mut clashes = Vec::new();
+        let d = st.docs.get(id).expect("pending");
+        write_edit(&*self.inner, id, d, &mut clashes)?;
+        let d = st.docs.remove(id).expect("pending");
+        st.doc_ids.remove(&d.key);
+        st.stored_docs += 1;
+        if clashes.is_empty() {
+            Ok(())
+        } else {
+            Err(EngineError::AlreadyExists(clashes.join("; ")))
+        }
     }
 
     /// Whether pending changes have passed the budget.
@@ -519,7 +589,8 @@ impl Journal {
             let mut st = self.lock();
             for ((key, _, pending), result) in batch.iter().zip(written) {
                 let Ok(version) = result else { continue };
-                let (Some(prefix), Some((_, now))) = (object_prefix_of(key), st.blobs.get(key)) else {
+                let (Some(prefix), Some((_, now))) = (object_prefix_of(key), st.blobs.get(key))
+                else {
                     orphans.push(key);
                     continue;
                 };
@@ -573,6 +644,7 @@ impl Journal {
             return Ok(Vec::new());
         }
         let inner = &self.inner;
+        st.stored_docs += 1;
         self.forget_unlinked_new(&mut st)?;
         // 1. Small objects under new prefixes: chunks, then the statistics
         // records naming them, relabelled with the versions the store gave
@@ -658,7 +730,11 @@ impl Journal {
         let mut written: Vec<Written> = Vec::new();
         let (leaves, groups): (Vec<_>, Vec<_>) = new_ids.into_iter().partition(|(k, _)| *k != 'g');
         for kind in ['t', 'd'] {
-            let batch: Vec<&String> = leaves.iter().filter(|(k, _)| *k == kind).map(|(_, id)| id).collect();
+            let batch: Vec<&String> = leaves
+                .iter()
+                .filter(|(k, _)| *k == kind)
+                .map(|(_, id)| id)
+                .collect();
             let done: Vec<Result<(String, Version)>> = in_parallel(&batch, |id| {
                 let d = &st.docs[*id];
                 put_new(&**inner, &d.key, &d.doc).map(|v| ((*id).clone(), v))
@@ -680,7 +756,11 @@ impl Journal {
                 .iter()
                 .cloned()
                 .partition(|id| !links_to_any(&st.docs[id].doc, &unwritten));
-            let round = if ready.is_empty() { rest.clone() } else { ready };
+            let round = if ready.is_empty() {
+                rest.clone()
+            } else {
+                ready
+            };
             let done: Vec<Result<(String, Version, Option<Value>)>> = in_parallel(&round, |id| {
                 let d = &st.docs[id];
                 let stripped = without_links_to(&d.doc, &unwritten);
@@ -782,15 +862,20 @@ impl Journal {
     }
 
     /// Commits, from inside a store call.
-    fn commit_for_store(&self) -> h5lake_store::Result<()> {
-        self.commit().map(drop).map_err(|e| match e {
+    /// An engine error where the store's trait wants a store error.
+    fn as_store_error(&self, e: EngineError) -> StoreError {
+        match e {
             EngineError::Store(s) => s,
             other => StoreError::Remote {
                 location: self.inner.location(),
                 hint: String::new(),
                 source: Box::new(other),
             },
-        })
+        }
+    }
+
+    fn commit_for_store(&self) -> h5lake_store::Result<()> {
+        self.commit().map(drop).map_err(|e| self.as_store_error(e))
     }
 
     /// Writes the pending edit of the object owning `key` (if it has one)
@@ -812,19 +897,8 @@ impl Journal {
         else {
             return Ok(());
         };
-        let mut clashes = Vec::new();
-        let d = st.docs.get(&id).expect("pending");
-        write_edit(&*self.inner, &id, d, &mut clashes).map_err(|e| match e {
-            EngineError::Store(s) => s,
-            other => StoreError::Remote {
-                location: self.inner.location(),
-                hint: String::new(),
-                source: Box::new(other),
-            },
-        })?;
-        let d = st.docs.remove(&id).expect("pending");
-        st.doc_ids.remove(&d.key);
-        Ok(())
+        self.write_out(&mut st, &id)
+            .map_err(|e| self.as_store_error(e))
     }
 
     /// Whether a write of `key` (of `len` bytes) is kept here.
@@ -849,7 +923,12 @@ impl Journal {
         let st = self.lock();
         let hidden = |k: &str| object_prefix_of(k).is_some_and(|p| st.deleted_set.contains(p));
         let mut keys: Vec<String> = inner.into_iter().filter(|k| !hidden(k)).collect();
-        keys.extend(st.blobs.range(prefix.to_string()..).take_while(|(k, _)| k.starts_with(prefix)).map(|(k, _)| k.clone()));
+        keys.extend(
+            st.blobs
+                .range(prefix.to_string()..)
+                .take_while(|(k, _)| k.starts_with(prefix))
+                .map(|(k, _)| k.clone()),
+        );
         keys.extend(
             st.docs
                 .values()
@@ -867,7 +946,9 @@ impl Journal {
 /// budget) while holding the journal's lock, and a pool thread waiting
 /// for its jobs would pick up another task that needs the lock.
 fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 16);
+    let threads = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .clamp(2, 16);
     if items.len() < 8 {
         return items.iter().map(f).collect();
     }
@@ -926,7 +1007,12 @@ fn hard_target(l: &Value) -> Option<&str> {
 fn links_to_any(doc: &Value, ids: &HashSet<String>) -> bool {
     doc.get("links")
         .and_then(Value::as_object)
-        .is_some_and(|links| links.values().filter_map(hard_target).any(|t| ids.contains(t)))
+        .is_some_and(|links| {
+            links
+                .values()
+                .filter_map(hard_target)
+                .any(|t| ids.contains(t))
+        })
 }
 
 /// The group document without hard links to `unwritten` objects, if it has any.
@@ -1077,7 +1163,12 @@ fn merge_touched(
             }
         }
     }
-    for key in touched.keys.iter().map(String::as_str).chain(["lastModified"]) {
+    for key in touched
+        .keys
+        .iter()
+        .map(String::as_str)
+        .chain(["lastModified"])
+    {
         match ours.get(key) {
             Some(v) => {
                 t.insert(key.to_string(), v.clone());
@@ -1182,7 +1273,11 @@ impl ReadableStore for Journal {
             .collect())
     }
 
-    fn get_ranges(&self, key: &str, ranges: &[Range<u64>]) -> h5lake_store::Result<Option<Vec<Bytes>>> {
+    fn get_ranges(
+        &self,
+        key: &str,
+        ranges: &[Range<u64>],
+    ) -> h5lake_store::Result<Option<Vec<Bytes>>> {
         match self.find(key) {
             Found::Here(b, _) => Ok(Some(
                 ranges
@@ -1195,7 +1290,11 @@ impl ReadableStore for Journal {
         }
     }
 
-    fn open_object(&self, key: &str, tail: u64) -> h5lake_store::Result<Option<Box<dyn OpenObject + '_>>> {
+    fn open_object(
+        &self,
+        key: &str,
+        tail: u64,
+    ) -> h5lake_store::Result<Option<Box<dyn OpenObject + '_>>> {
         match self.find(key) {
             Found::Here(b, v) => Ok(Some(Box::new(WholeObject::new(b, v, tail)))),
             Found::Absent => Ok(None),
@@ -1215,7 +1314,10 @@ impl WritableStore for Journal {
             if Self::keeps(&st, key, data.len()) {
                 let v = pending_version();
                 st.blob_bytes += data.len();
-                if let Some((old, _)) = st.blobs.insert(key.to_string(), (Bytes::copy_from_slice(data), v.clone())) {
+                if let Some((old, _)) = st
+                    .blobs
+                    .insert(key.to_string(), (Bytes::copy_from_slice(data), v.clone()))
+                {
                     st.blob_bytes -= old.len();
                 }
                 self.kept_chunk(&mut st, key);
@@ -1247,7 +1349,8 @@ impl WritableStore for Journal {
             if Self::keeps(&st, key, data.len()) && !checked_store {
                 let v = pending_version();
                 st.blob_bytes += data.len();
-                st.blobs.insert(key.to_string(), (Bytes::copy_from_slice(data), v.clone()));
+                st.blobs
+                    .insert(key.to_string(), (Bytes::copy_from_slice(data), v.clone()));
                 self.kept_chunk(&mut st, key);
                 drop(st);
                 self.after_write()?;
@@ -1264,7 +1367,12 @@ impl WritableStore for Journal {
         self.inner.put_if_absent(key, data)
     }
 
-    fn put_if_version(&self, key: &str, data: &[u8], expected: &Version) -> h5lake_store::Result<PutOutcome> {
+    fn put_if_version(
+        &self,
+        key: &str,
+        data: &[u8],
+        expected: &Version,
+    ) -> h5lake_store::Result<PutOutcome> {
         {
             let mut st = self.lock_landed(|k| k == key);
             if let Some((_, v)) = st.blobs.get(key) {
@@ -1306,7 +1414,12 @@ impl WritableStore for Journal {
         self.inner.put_if_version(key, data, expected)
     }
 
-    fn patch(&self, key: &str, len: u64, edits: &[(u64, &[u8])]) -> h5lake_store::Result<Option<Version>> {
+    fn patch(
+        &self,
+        key: &str,
+        len: u64,
+        edits: &[(u64, &[u8])],
+    ) -> h5lake_store::Result<Option<Version>> {
         {
             let mut st = self.lock_landed(|k| k == key);
             if let Some((data, _)) = st.blobs.get(key) {
@@ -1319,7 +1432,8 @@ impl WritableStore for Journal {
                     copy[*off as usize..*off as usize + e.len()].copy_from_slice(e);
                 }
                 let v = pending_version();
-                st.blobs.insert(key.to_string(), (Bytes::from(copy), v.clone()));
+                st.blobs
+                    .insert(key.to_string(), (Bytes::from(copy), v.clone()));
                 return Ok(Some(v));
             }
             if st.doc_ids.contains_key(key) {
@@ -1453,7 +1567,10 @@ mod tests {
     #[test]
     fn object_prefixes() {
         let k = "db/e5c9a50a-2435de48/d/12ab-34cd56-78ef90/0_1";
-        assert_eq!(object_prefix_of(k), Some("db/e5c9a50a-2435de48/d/12ab-34cd56-78ef90/"));
+        assert_eq!(
+            object_prefix_of(k),
+            Some("db/e5c9a50a-2435de48/d/12ab-34cd56-78ef90/")
+        );
         assert_eq!(object_prefix_of("db/e5c9a50a-2435de48/.group.json"), None);
         assert_eq!(object_prefix_of(".domain.json"), None);
     }

@@ -114,7 +114,11 @@ impl StatsPlan {
             .get("h5lake")
             .and_then(|h| h.get(IN_DOC))
             .and_then(Value::as_object)
-            .map(|o| o.iter().map(|(k, v)| (k.clone(), crate::domain::to_bytes(v))).collect())
+            .map(|o| {
+                o.iter()
+                    .map(|(k, v)| (k.clone(), crate::domain::to_bytes(v)))
+                    .collect()
+            })
             .unwrap_or_default();
         Ok(Some(Arc::new(Self {
             leaves,

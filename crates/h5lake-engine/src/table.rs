@@ -362,7 +362,7 @@ impl Domain {
             ));
         }
         let max = m.shape.maxdims()[0];
-        let at = self.update_keys(id, &["shape"], |doc| {
+        let at = self.update_keys_in_store(id, &["shape"], |doc| {
             let dims = h5lake_types::Shape::from_json(&doc["shape"])?.dims();
             let old = dims.first().copied().unwrap_or(0);
             let new = old.checked_add(n).filter(|&v| v <= max).ok_or_else(|| {

@@ -858,7 +858,11 @@ fn removing_a_link_keeps_creation_order_where_the_group_tracks_it() {
             sorted.sort();
             assert_eq!(sorted, ["b", "d", "e", "z"]);
         }
-        dom.link_create(&root, if ordered { "t" } else { "u" }, json!({"class": "H5L_TYPE_HARD", "id": g}))
-            .unwrap();
+        dom.link_create(
+            &root,
+            if ordered { "t" } else { "u" },
+            json!({"class": "H5L_TYPE_HARD", "id": g}),
+        )
+        .unwrap();
     }
 }

@@ -70,7 +70,10 @@ fn chunked(dom: &Domain, dtype: serde_json::Value, n: u64, chunk: u64) -> String
 
 /// The directory holding an object's document and chunks.
 fn object_dir(p: &std::path::Path, id: &str) -> std::path::PathBuf {
-    p.join(h5lake_engine::ids::doc_key(id).unwrap()).parent().unwrap().to_path_buf()
+    p.join(h5lake_engine::ids::doc_key(id).unwrap())
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 fn hard(id: &str) -> serde_json::Value {
@@ -86,9 +89,17 @@ fn pending_changes_are_seen_here_and_reach_the_store_at_flush() {
     let (_dir, p, dom, root) = fresh();
     let g = dom.create_group(json!({})).unwrap();
     dom.link_create(&root, "g", hard(&g)).unwrap();
-    let d = chunked(&dom, json!({"class": "H5T_INTEGER", "base": "H5T_STD_I32LE"}), 4, 4);
+    let d = chunked(
+        &dom,
+        json!({"class": "H5T_INTEGER", "base": "H5T_STD_I32LE"}),
+        4,
+        4,
+    );
     dom.link_create(&g, "d", hard(&d)).unwrap();
-    let data: Vec<u8> = [1i32, 2, 3, 4].iter().flat_map(|x| x.to_le_bytes()).collect();
+    let data: Vec<u8> = [1i32, 2, 3, 4]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
     dom.write(&d, &Selection::all(&[4]), &data).unwrap();
     dom.attr_create(&g, "a", json!({"type": {"class": "H5T_INTEGER", "base": "H5T_STD_I64LE"}, "shape": {"class": "H5S_SCALAR"}, "value": 7}), false)
         .unwrap();
@@ -126,9 +137,12 @@ fn a_commit_merges_with_another_writers_changes() {
     let other = direct(&p);
     for i in 0..20 {
         let g = dom.create_group(json!({})).unwrap();
-        dom.link_create(&root, &format!("mine{i}"), hard(&g)).unwrap();
+        dom.link_create(&root, &format!("mine{i}"), hard(&g))
+            .unwrap();
         let h = other.create_group(json!({})).unwrap();
-        other.link_create(&root, &format!("theirs{i}"), hard(&h)).unwrap();
+        other
+            .link_create(&root, &format!("theirs{i}"), hard(&h))
+            .unwrap();
     }
     dom.link_delete(&root, "old").unwrap();
     other.attr_create(&root, "t", json!({"type": {"class": "H5T_INTEGER", "base": "H5T_STD_I64LE"}, "shape": {"class": "H5S_SCALAR"}, "value": 1}), false).unwrap();
@@ -184,7 +198,10 @@ fn deleting_objects_is_deferred_and_a_new_object_deleted_leaves_no_trace() {
     assert!(!on_disk(&p, &old));
     let seen = direct(&p);
     assert!(matches!(seen.get_doc(&old), Err(EngineError::NotFound(_))));
-    assert!(matches!(seen.get_doc(&fresh), Err(EngineError::NotFound(_))));
+    assert!(matches!(
+        seen.get_doc(&fresh),
+        Err(EngineError::NotFound(_))
+    ));
     assert!(names(&seen, &root).is_empty());
 }
 
@@ -208,14 +225,21 @@ fn a_failed_edit_changes_nothing() {
     dom.link_create(&root, "x", hard(&g)).unwrap();
     let batch = vec![("y".to_string(), hard(&g)), ("x".to_string(), hard(&g))];
     assert!(dom.links_create(&root, batch, false).is_err());
-    assert!(dom.links_delete(&root, &["x".to_string(), "nope".to_string()]).is_err());
+    assert!(dom
+        .links_delete(&root, &["x".to_string(), "nope".to_string()])
+        .is_err());
     assert_eq!(names(&dom, &root), ["x"]);
 }
 
 #[test]
 fn statistics_of_chunks_written_at_the_commit_stay_trusted() {
     let (_dir, p, dom, _) = fresh();
-    let d = chunked(&dom, json!({"class": "H5T_FLOAT", "base": "H5T_IEEE_F64LE"}), 8, 4);
+    let d = chunked(
+        &dom,
+        json!({"class": "H5T_FLOAT", "base": "H5T_IEEE_F64LE"}),
+        8,
+        4,
+    );
     let data: Vec<u8> = (0..8).flat_map(|x| f64::from(x).to_le_bytes()).collect();
     dom.write(&d, &Selection::all(&[8]), &data).unwrap();
     dom.flush().unwrap();
@@ -229,7 +253,10 @@ fn statistics_of_chunks_written_at_the_commit_stay_trusted() {
 
     // A chunk changed behind h5lake's back (as HSDS would write it): its
     // record in the document no longer matches and is not trusted.
-    let changed: Vec<u8> = [0.0f64, 1.0, 2.0, 100.0].iter().flat_map(|x| x.to_le_bytes()).collect();
+    let changed: Vec<u8> = [0.0f64, 1.0, 2.0, 100.0]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
     std::fs::write(prefix.join("0"), changed).unwrap();
     let (_, agg) = direct(&p).aggregate(&d, None).unwrap();
     assert_eq!((agg.chunks_from_stats, agg.chunks_read), (1, 1));
@@ -239,16 +266,28 @@ fn statistics_of_chunks_written_at_the_commit_stay_trusted() {
 #[test]
 fn statistics_of_many_new_chunks_spill_from_the_document_to_objects() {
     let (_dir, p, dom, _) = fresh();
-    let d = chunked(&dom, json!({"class": "H5T_INTEGER", "base": "H5T_STD_I64LE"}), 256, 2);
+    let d = chunked(
+        &dom,
+        json!({"class": "H5T_INTEGER", "base": "H5T_STD_I64LE"}),
+        256,
+        2,
+    );
     let data: Vec<u8> = (0..256i64).flat_map(|x| x.to_le_bytes()).collect();
     dom.write(&d, &Selection::all(&[256]), &data).unwrap();
     dom.flush().unwrap();
     let prefix = object_dir(&p, &d);
-    let objects = std::fs::read_dir(prefix.join(".h5lake/stats")).unwrap().count();
-    let doc: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(p.join(h5lake_engine::ids::doc_key(&d).unwrap())).unwrap()).unwrap();
+    let objects = std::fs::read_dir(prefix.join(".h5lake/stats"))
+        .unwrap()
+        .count();
+    let doc: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(p.join(h5lake_engine::ids::doc_key(&d).unwrap())).unwrap(),
+    )
+    .unwrap();
     let in_doc = doc["h5lake"]["chunk_stats"].as_object().unwrap().len();
-    assert!(in_doc > 0 && objects > 0, "{in_doc} in the document, {objects} objects");
+    assert!(
+        in_doc > 0 && objects > 0,
+        "{in_doc} in the document, {objects} objects"
+    );
     assert_eq!(in_doc + objects, 128);
     let (_, agg) = direct(&p).aggregate(&d, None).unwrap();
     assert_eq!((agg.chunks_from_stats, agg.chunks_read), (128, 0));
@@ -330,9 +369,15 @@ fn a_failed_edit_does_not_count_as_a_change_at_the_merge() {
 fn many_small_datasets(dom: &Domain, root: &str, n: usize) -> Vec<String> {
     (0..n)
         .map(|i| {
-            let d = chunked(dom, json!({"class": "H5T_INTEGER", "base": "H5T_STD_I32LE"}), 4, 4);
+            let d = chunked(
+                dom,
+                json!({"class": "H5T_INTEGER", "base": "H5T_STD_I32LE"}),
+                4,
+                4,
+            );
             dom.link_create(root, &format!("d{i}"), hard(&d)).unwrap();
-            dom.write(&d, &Selection::all(&[4]), &ints(i as i32)).unwrap();
+            dom.write(&d, &Selection::all(&[4]), &ints(i as i32))
+                .unwrap();
             d
         })
         .collect()
@@ -359,7 +404,10 @@ fn chunks_of_new_datasets_reach_the_store_early_and_nothing_else_does() {
     // The early batches run on their own thread: wait for some chunks.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while ids.iter().filter(|d| chunk_on_disk(&p, d)).count() < 2 {
-        assert!(std::time::Instant::now() < deadline, "no chunk was written early");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no chunk was written early"
+        );
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     // Nothing links to them: no document is there yet.
@@ -370,19 +418,29 @@ fn chunks_of_new_datasets_reach_the_store_early_and_nothing_else_does() {
         assert_eq!(read4(&dom, d), ints(i as i32));
     }
     // Rewritten and deleted after being sent: the store ends as the domain says.
-    let sent: Vec<usize> = (0..ids.len()).filter(|&i| chunk_on_disk(&p, &ids[i])).collect();
+    let sent: Vec<usize> = (0..ids.len())
+        .filter(|&i| chunk_on_disk(&p, &ids[i]))
+        .collect();
     let (rewritten, removed) = (sent[0], sent[sent.len() - 1]);
     assert_ne!(rewritten, removed);
-    dom.write(&ids[rewritten], &Selection::all(&[4]), &ints(-100)).unwrap();
+    dom.write(&ids[rewritten], &Selection::all(&[4]), &ints(-100))
+        .unwrap();
     dom.link_delete(&root, &format!("d{removed}")).unwrap();
     dom.flush().unwrap();
     let seen = direct(&p);
     for (i, d) in ids.iter().enumerate() {
         if i == removed {
-            assert!(!chunk_on_disk(&p, d), "the chunk of a dataset deleted before the commit stays");
+            assert!(
+                !chunk_on_disk(&p, d),
+                "the chunk of a dataset deleted before the commit stays"
+            );
             continue;
         }
-        let want = if i == rewritten { ints(-100) } else { ints(i as i32) };
+        let want = if i == rewritten {
+            ints(-100)
+        } else {
+            ints(i as i32)
+        };
         assert_eq!(read4(&seen, d), want, "d{i}");
         // The statistics records name the chunks' versions in the store.
         let (_, agg) = seen.aggregate(d, None).unwrap();
@@ -397,7 +455,8 @@ fn chunks_rewritten_while_early_batches_run_keep_the_last_write() {
     let ids = many_small_datasets(&dom, &root, 200);
     for round in 1..4 {
         for (i, d) in ids.iter().enumerate() {
-            dom.write(d, &Selection::all(&[4]), &ints(1000 * round + i as i32)).unwrap();
+            dom.write(d, &Selection::all(&[4]), &ints(1000 * round + i as i32))
+                .unwrap();
         }
     }
     dom.flush().unwrap();
@@ -405,7 +464,10 @@ fn chunks_rewritten_while_early_batches_run_keep_the_last_write() {
     for (i, d) in ids.iter().enumerate() {
         assert_eq!(read4(&seen, d), ints(3000 + i as i32), "d{i}");
         let (_, agg) = seen.aggregate(d, None).unwrap();
-        assert_eq!(agg.leaves[0].min.map(|n| n.as_f64()), Some(f64::from(3000 + i as i32)));
+        assert_eq!(
+            agg.leaves[0].min.map(|n| n.as_f64()),
+            Some(f64::from(3000 + i as i32))
+        );
     }
 }
 
@@ -419,7 +481,8 @@ fn a_chunk_outgrowing_the_journal_while_its_early_batch_runs_keeps_the_last_writ
         durability: Durability::AtFlush,
         ..DomainOptions::default()
     };
-    let dom = Domain::open_with(store.clone(), "", OpenMode::Truncate, "slow".into(), &opts).unwrap();
+    let dom =
+        Domain::open_with(store.clone(), "", OpenMode::Truncate, "slow".into(), &opts).unwrap();
     let root = dom.root_id().to_string();
     // Zeros compress to a few hundred bytes (kept, then sent early); the
     // noise written next does not compress and goes to the store at once.
@@ -435,7 +498,8 @@ fn a_chunk_outgrowing_the_journal_while_its_early_batch_runs_keeps_the_last_writ
                 )
                 .unwrap();
             dom.link_create(&root, &format!("d{i}"), hard(&d)).unwrap();
-            dom.write(&d, &Selection::all(&[n]), &vec![0u8; n as usize * 4]).unwrap();
+            dom.write(&d, &Selection::all(&[n]), &vec![0u8; n as usize * 4])
+                .unwrap();
             d
         })
         .collect();
@@ -464,7 +528,8 @@ fn a_chunk_outgrowing_the_journal_while_its_early_batch_runs_keeps_the_last_writ
 
 #[test]
 fn a_chunk_that_could_not_be_written_early_fails_the_flush_by_name() {
-    let store: std::sync::Arc<dyn h5lake_store::Store> = std::sync::Arc::new(TestStore::failing_fresh());
+    let store: std::sync::Arc<dyn h5lake_store::Store> =
+        std::sync::Arc::new(TestStore::failing_fresh());
     let opts = DomainOptions {
         durability: Durability::AtFlush,
         ..DomainOptions::default()
@@ -473,8 +538,60 @@ fn a_chunk_that_could_not_be_written_early_fails_the_flush_by_name() {
     let root = dom.root_id().to_string();
     // Enough chunks for early batches; every write of theirs fails.
     many_small_datasets(&dom, &root, 200);
-    let err = dom.flush().expect_err("a chunk that never reached the store");
+    let err = dom
+        .flush()
+        .expect_err("a chunk that never reached the store");
     assert!(err.to_string().contains("no space left (test)"), "{err}");
     // Still pending, and still readable here.
     assert_eq!(names(&dom, &root).len(), 200);
+}
+
+/// A store holding a 1-D table of `i32` rows (unlimited, chunks of 10) made
+/// with durable writes; its root's id and the table's.
+fn stored_with_a_table() -> (tempfile::TempDir, std::path::PathBuf, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.h5l");
+    let setup = Domain::open_local(&p, OpenMode::Truncate).unwrap();
+    let root = setup.root_id().to_string();
+    let t = setup
+        .create_dataset(
+            json!({"class": "H5T_INTEGER", "base": "H5T_STD_I32LE"}),
+            json!({"class": "H5S_SIMPLE", "dims": [0], "maxdims": ["H5S_UNLIMITED"]}),
+            json!({"layout": {"class": "H5D_CHUNKED", "dims": [10]}}),
+        )
+        .unwrap();
+    setup.link_create(&root, "t", hard(&t)).unwrap();
+    (dir, p, t)
+}
+
+#[test]
+fn appends_of_writers_with_their_own_pending_changes_claim_distinct_rows() {
+    let (dir, p, t) = stored_with_a_table();
+    // The same store by another name has a journal of its own, as another
+    // process would.
+    let alias = dir.path().join("alias.h5l");
+    std::os::unix::fs::symlink(&p, &alias).unwrap();
+    let a = deferred(&p, OpenMode::ReadWrite);
+    let b = deferred(&alias, OpenMode::ReadWrite);
+    // Something of each writer's own pending on the table's document too.
+    let attr = |v: i64| json!({"type": {"class": "H5T_INTEGER", "base": "H5T_STD_I64LE"}, "shape": {"class": "H5S_SCALAR"}, "value": v});
+    a.attr_create(&t, "a", attr(1), false).unwrap();
+    b.attr_create(&t, "b", attr(2), false).unwrap();
+
+    let mut starts = vec![a.extend_rows(&t, 3).unwrap(), b.extend_rows(&t, 3).unwrap()];
+    starts.push(a.extend(&t, 0, 4).unwrap().0[0]);
+    starts.push(b.extend(&t, 0, 4).unwrap().0[0]);
+    starts.push(b.extend_rows(&t, 2).unwrap());
+    assert_eq!(starts, [0, 3, 6, 10, 14]);
+    // Each sees the rows it claimed at once (a write there is in the extent).
+    a.write(&t, &Selection::from_slices(&[(6, 4, 1)]), &[7u8; 16])
+        .unwrap();
+    assert_eq!(b.dataset(&t).unwrap().dims, [16]);
+
+    a.flush().unwrap();
+    b.flush().unwrap();
+    let seen = direct(&p);
+    assert_eq!(seen.dataset(&t).unwrap().dims, [16]);
+    assert_eq!(seen.attr_get(&t, "a").unwrap()["value"], 1);
+    assert_eq!(seen.attr_get(&t, "b").unwrap()["value"], 2);
 }

@@ -1362,7 +1362,9 @@ pub(crate) async fn get_attrs(
             .unwrap_or(&empty);
         let mut names: Vec<&String> = attrs.keys().collect();
         if ctx.flag("CreateOrder") {
-            names.sort_by(|a, b| creation_time(&attrs[a.as_str()]).total_cmp(&creation_time(&attrs[b.as_str()])));
+            names.sort_by(|a, b| {
+                creation_time(&attrs[a.as_str()]).total_cmp(&creation_time(&attrs[b.as_str()]))
+            });
         } else {
             names.sort();
         }
