@@ -249,9 +249,12 @@ struct State {
     /// version they had here: their statistics records are relabelled with
     /// them at the commit.
     early: HashMap<String, Version>,
-    /// Counts the writes of documents to the store: an edit that read its
-    /// base from the store while one was written reads it again.
-    stored_docs: u64,
+    /// Counts the moments pending state left for the store (documents
+    /// written, chunks of an early batch landed, a commit): a read of the
+    /// store merged with the pending state, made across one, could find a
+    /// key in neither, or an edit start from a version older than this
+    /// process made, so it is made again.
+    settled: u64,
 }
 
 impl State {
@@ -404,7 +407,7 @@ impl Journal {
                 // to merge with: write what is pending first.
                 self.write_out(&mut st, id)?;
             }
-            st.stored_docs
+            st.settled
         };
         // Read outside the lock: other handles keep working meanwhile. A
         // document this journal wrote meanwhile (another handle's flush)
@@ -413,10 +416,10 @@ impl Journal {
         let (mut st, version, doc) = loop {
             let (version, doc) = base()?;
             let st = self.lock();
-            if st.docs.contains_key(id) || st.stored_docs == seen {
+            if st.docs.contains_key(id) || st.settled == seen {
                 break (st, version, doc);
             }
-            seen = st.stored_docs;
+            seen = st.settled;
         };
         let d = st.docs.entry(id.to_string()).or_insert_with(|| {
             let base = match touch {
@@ -477,7 +480,7 @@ impl Journal {
                 self.inner
                     .put_if_version(key, &to_bytes(&doc), &cur.version)?
             {
-                st.stored_docs += 1;
+                st.settled += 1;
                 return Ok((out, Some((v, Arc::new(doc)))));
             }
             crate::domain::backoff(attempt);
@@ -494,7 +497,7 @@ impl Journal {
         write_edit(&*self.inner, id, d, &mut clashes)?;
         let d = st.docs.remove(id).expect("pending");
         st.doc_ids.remove(&d.key);
-        st.stored_docs += 1;
+        st.settled += 1;
         if clashes.is_empty() {
             Ok(())
         } else {
@@ -602,6 +605,7 @@ impl Journal {
                 st.direct.insert(prefix);
                 st.early.insert(pending.0.clone(), version);
             }
+            st.settled += 1;
         }
         for key in orphans {
             // Best effort: an orphan under an object nothing links to.
@@ -610,7 +614,10 @@ impl Journal {
     }
 
     fn find(&self, key: &str) -> Found {
-        let st = self.lock();
+        Self::found_in(&self.lock(), key)
+    }
+
+    fn found_in(st: &State, key: &str) -> Found {
         if st.is_empty() && st.new_prefixes.is_empty() {
             return Found::Store;
         }
@@ -644,7 +651,7 @@ impl Journal {
             return Ok(Vec::new());
         }
         let inner = &self.inner;
-        st.stored_docs += 1;
+        st.settled += 1;
         self.forget_unlinked_new(&mut st)?;
         // 1. Small objects under new prefixes: chunks, then the statistics
         // records naming them, relabelled with the versions the store gave
@@ -919,8 +926,7 @@ impl Journal {
         Ok(())
     }
 
-    fn merged_keys(&self, prefix: &str, inner: Vec<String>) -> Vec<String> {
-        let st = self.lock();
+    fn merged_keys(st: &State, prefix: &str, inner: Vec<String>) -> Vec<String> {
         let hidden = |k: &str| object_prefix_of(k).is_some_and(|p| st.deleted_set.contains(p));
         let mut keys: Vec<String> = inner.into_iter().filter(|k| !hidden(k)).collect();
         keys.extend(
@@ -1497,13 +1503,49 @@ impl WritableStore for Journal {
 
 impl ListableStore for Journal {
     fn list_prefix(&self, prefix: &str) -> h5lake_store::Result<Vec<String>> {
-        let inner = self.inner.list_prefix(prefix)?;
-        Ok(self.merged_keys(prefix, inner))
+        self.merged_read(
+            || self.inner.list_prefix(prefix),
+            |st, inner| Self::merged_keys(st, prefix, inner),
+        )
     }
 
     fn list_dir(&self, prefix: &str) -> h5lake_store::Result<(Vec<String>, Vec<String>)> {
-        let (keys, dirs) = self.inner.list_dir(prefix)?;
+        self.merged_read(
+            || self.inner.list_dir(prefix),
+            |st, (keys, dirs)| Self::merged_dir(st, prefix, keys, dirs),
+        )
+    }
+}
+
+impl Journal {
+    /// `read` of the store, merged by `merge` with the pending state. A
+    /// key that left the journal for the store while the store was read
+    /// would be in neither: then it is read again (and after a few tries,
+    /// with the journal locked, which holds every other handle up).
+    fn merged_read<T, U>(
+        &self,
+        read: impl Fn() -> h5lake_store::Result<T>,
+        merge: impl FnOnce(&State, T) -> U,
+    ) -> h5lake_store::Result<U> {
+        for _ in 0..8 {
+            let before = self.lock().settled;
+            let got = read()?;
+            let st = self.lock();
+            if st.settled == before {
+                return Ok(merge(&st, got));
+            }
+        }
         let st = self.lock();
+        let got = read()?;
+        Ok(merge(&st, got))
+    }
+
+    fn merged_dir(
+        st: &State,
+        prefix: &str,
+        keys: Vec<String>,
+        dirs: Vec<String>,
+    ) -> (Vec<String>, Vec<String>) {
         let hidden = |k: &str| object_prefix_of(k).is_some_and(|p| st.deleted_set.contains(p));
         let mut keys: Vec<String> = keys.into_iter().filter(|k| !hidden(k)).collect();
         let mut dirs: Vec<String> = dirs
@@ -1532,7 +1574,7 @@ impl ListableStore for Journal {
         keys.dedup();
         dirs.sort();
         dirs.dedup();
-        Ok((keys, dirs))
+        (keys, dirs)
     }
 }
 
@@ -1542,20 +1584,24 @@ impl Store for Journal {
     }
 
     fn list_sizes(&self, prefix: &str) -> h5lake_store::Result<Vec<(String, u64)>> {
-        let keys = self.list_prefix(prefix)?;
-        let mut out = Vec::with_capacity(keys.len());
-        let sizes: HashMap<String, u64> = self.inner.list_sizes(prefix)?.into_iter().collect();
-        for k in keys {
-            let size = match self.find(&k) {
-                Found::Here(b, _) => Some(b.len() as u64),
-                Found::Absent => None,
-                Found::Store => sizes.get(&k).copied(),
-            };
-            if let Some(s) = size {
-                out.push((k, s));
-            }
-        }
-        Ok(out)
+        self.merged_read(
+            || self.inner.list_sizes(prefix),
+            |st, stored| {
+                let keys =
+                    Self::merged_keys(st, prefix, stored.iter().map(|(k, _)| k.clone()).collect());
+                let sizes: HashMap<String, u64> = stored.into_iter().collect();
+                keys.into_iter()
+                    .filter_map(|k| {
+                        let size = match Self::found_in(st, &k) {
+                            Found::Here(b, _) => Some(b.len() as u64),
+                            Found::Absent => None,
+                            Found::Store => sizes.get(&k).copied(),
+                        };
+                        size.map(|s| (k, s))
+                    })
+                    .collect()
+            },
+        )
     }
 }
 

@@ -595,3 +595,31 @@ fn appends_of_writers_with_their_own_pending_changes_claim_distinct_rows() {
     assert_eq!(seen.attr_get(&t, "a").unwrap()["value"], 1);
     assert_eq!(seen.attr_get(&t, "b").unwrap()["value"], 2);
 }
+
+#[test]
+fn chunks_that_reach_the_store_while_a_listing_runs_are_listed() {
+    use std::time::Duration;
+    // One early batch of 64 chunks (5 ms a write, about 320 ms in all)
+    // lands while a listing (400 ms here, a slow S3 listing) runs: it read
+    // the store before the chunks were there and merges with the journal
+    // after they left it. A chunk in neither would read as missing.
+    let store: std::sync::Arc<dyn h5lake_store::Store> = std::sync::Arc::new(
+        TestStore::slow_fresh_and_lists(Duration::from_millis(5), Duration::from_millis(400)),
+    );
+    let opts = DomainOptions {
+        durability: Durability::AtFlush,
+        ..DomainOptions::default()
+    };
+    let dom = Domain::open_with(store, "", OpenMode::Truncate, "slow".into(), &opts).unwrap();
+    let root = dom.root_id().to_string();
+    let ids = many_small_datasets(&dom, &root, 64);
+    // The last chunk of the batch is written last, long after this
+    // listing read the store.
+    assert_eq!(
+        dom.chunk_count(&ids[63]).unwrap(),
+        1,
+        "a chunk that landed mid-listing"
+    );
+    assert_eq!(dom.chunk_count(&ids[0]).unwrap(), 1);
+    dom.flush().unwrap();
+}

@@ -22,6 +22,9 @@ pub struct TestStore {
     fresh_delay: Duration,
     /// Unpublished writes fail, as on a full disk.
     fresh_fails: bool,
+    /// How long a listing takes after it has read what the store holds
+    /// (what a listing of many keys on S3 costs).
+    list_delay: Duration,
     /// Batched reads made.
     batches: AtomicUsize,
 }
@@ -40,6 +43,16 @@ impl TestStore {
     pub fn slow_fresh(delay: Duration) -> Self {
         Self {
             fresh_delay: delay,
+            ..Self::default()
+        }
+    }
+
+    /// One whose unpublished writes take `fresh` each and whose listings
+    /// take `list` after they read the store.
+    pub fn slow_fresh_and_lists(fresh: Duration, list: Duration) -> Self {
+        Self {
+            fresh_delay: fresh,
+            list_delay: list,
             ..Self::default()
         }
     }
@@ -106,10 +119,14 @@ impl WritableStore for TestStore {
 
 impl ListableStore for TestStore {
     fn list_prefix(&self, prefix: &str) -> Result<Vec<String>> {
-        self.inner.list_prefix(prefix)
+        let got = self.inner.list_prefix(prefix);
+        std::thread::sleep(self.list_delay);
+        got
     }
     fn list_dir(&self, prefix: &str) -> Result<(Vec<String>, Vec<String>)> {
-        self.inner.list_dir(prefix)
+        let got = self.inner.list_dir(prefix);
+        std::thread::sleep(self.list_delay);
+        got
     }
 }
 
