@@ -285,10 +285,7 @@ impl Footer {
         fill: &[u8],
         dst: &mut [u8],
     ) -> Result<()> {
-        let fields = compound_fields(dtype)?;
-        let size = dtype.fixed_size().ok_or_else(|| {
-            ColumnarError::Unsupported("decoding variable-length records in place".into())
-        })?;
+        let size = record_size(dtype)?;
         if dst.len() != n * size {
             return Err(ColumnarError::Corrupt(format!(
                 "{} bytes for {n} elements of {size}",
@@ -304,6 +301,61 @@ impl Footer {
                     self.rows()
                 ))
             })?;
+        self.decode_span_into(
+            dtype,
+            parts,
+            None,
+            0..stored,
+            fill,
+            &mut dst[..stored * size],
+        )?;
+        fill_rows(&mut dst[stored * size..], fill, size);
+        Ok(())
+    }
+
+    /// As [`Footer::decode_into`], rows `rows` of row group `rg` (counted
+    /// from its first row) into `dst`, which holds exactly those rows:
+    /// what a file of many row groups, linked as a dataset, reads into a
+    /// chunk's place. `parts` must hold the [`Footer::row_group_ranges`]
+    /// of `dtype` and `rg`.
+    ///
+    /// # Errors
+    /// As [`Footer::decode_into`]; no such row group, or rows past its end.
+    pub fn decode_row_group_into(
+        &self,
+        dtype: &Datatype,
+        parts: &Parts,
+        rg: usize,
+        rows: Range<usize>,
+        fill: &[u8],
+        dst: &mut [u8],
+    ) -> Result<()> {
+        self.check_row_group(rg)?;
+        let size = record_size(dtype)?;
+        let in_group = usize::try_from(self.meta.row_group(rg).num_rows()).unwrap_or(0);
+        if rows.start > rows.end || rows.end > in_group || dst.len() != rows.len() * size {
+            return Err(ColumnarError::Corrupt(format!(
+                "rows {rows:?} of a row group of {in_group} into {} bytes of {size}-byte elements",
+                dst.len()
+            )));
+        }
+        self.decode_span_into(dtype, parts, Some(rg), rows, fill, dst)
+    }
+
+    /// Rows `rows` of row group `rg` (or of the whole object) into `dst`
+    /// (exactly those rows): plain columns without nulls copied from their
+    /// pages, the rest through Arrow.
+    fn decode_span_into(
+        &self,
+        dtype: &Datatype,
+        parts: &Parts,
+        rg: Option<usize>,
+        rows: Range<usize>,
+        fill: &[u8],
+        dst: &mut [u8],
+    ) -> Result<()> {
+        let fields = compound_fields(dtype)?;
+        let size = record_size(dtype)?;
         let roots = self.roots(fields)?;
         let schema = self.meta.file_metadata().schema_descr();
         let reader = Arc::new(parts.clone());
@@ -318,23 +370,22 @@ impl Footer {
                 _ => None,
             };
             let pages = match copy {
-                Some(copy) => self.plain_pages(&reader, leaves[0], copy, stored)?,
+                Some(copy) => self.plain_pages(&reader, leaves[0], copy, rg)?,
                 None => None,
             };
             match (copy, pages) {
                 (Some(copy), Some(pages)) => plain.push(PlainColumn {
                     copy,
                     offset: f.offset,
-                    pages,
+                    pages: clip_pages(pages, copy.phys, &rows),
                 }),
                 _ => by_arrow.push(k),
             }
         }
-        interleave(&plain, &mut dst[..stored * size], size);
+        interleave(&plain, dst, size);
         if !by_arrow.is_empty() {
-            self.decode_by_arrow(fields, &roots, &by_arrow, parts, size, stored, fill, dst)?;
+            self.decode_by_arrow(fields, &roots, &by_arrow, parts, rg, rows, fill, dst, size)?;
         }
-        fill_rows(&mut dst[stored * size..], fill, size);
         Ok(())
     }
 
@@ -359,8 +410,16 @@ impl Footer {
         reader: &Arc<Parts>,
         leaf: usize,
         p: PlainCopy,
-        stored: usize,
+        only: Option<usize>,
     ) -> Result<Option<Vec<(usize, Bytes)>>> {
+        let groups: Vec<_> = match only {
+            Some(rg) => vec![self.meta.row_group(rg)],
+            None => self.meta.row_groups().iter().collect(),
+        };
+        let stored: usize = groups
+            .iter()
+            .map(|rg| usize::try_from(rg.num_rows()).unwrap_or(usize::MAX))
+            .fold(0, usize::saturating_add);
         let nullable = self
             .meta
             .file_metadata()
@@ -370,7 +429,7 @@ impl Footer {
             > 0;
         let mut row = 0usize;
         let mut out = Vec::new();
-        for rg in self.meta.row_groups() {
+        for rg in groups {
             let col = rg.column(leaf);
             let rg_rows = usize::try_from(rg.num_rows()).unwrap_or(usize::MAX);
             let mut pages = SerializedPageReader::new(reader.clone(), col, rg_rows, None)?;
@@ -537,33 +596,51 @@ impl Footer {
     /// Decodes the members `which` (indices into `fields`) with Arrow's
     /// reader into `dst`'s rows.
     #[allow(clippy::too_many_arguments)]
+    /// Members `which` of rows `rows` of row group `rg` (or of the whole
+    /// object) into `dst` (exactly those rows), through Arrow.
+    #[allow(clippy::too_many_arguments)]
     fn decode_by_arrow(
         &self,
         fields: &[Field],
         roots: &[usize],
         which: &[usize],
         parts: &Parts,
-        size: usize,
-        stored: usize,
+        rg: Option<usize>,
+        rows: Range<usize>,
         fill: &[u8],
         dst: &mut [u8],
+        size: usize,
     ) -> Result<()> {
         let meta = self.reader_meta()?;
+        let stored = match rg {
+            Some(rg) => usize::try_from(self.meta.row_group(rg).num_rows()).unwrap_or(0),
+            None => usize::try_from(self.rows()).unwrap_or(0),
+        };
         let mut wanted: Vec<usize> = which.iter().map(|&k| roots[k]).collect();
         wanted.sort_unstable();
         wanted.dedup();
         let mask = ProjectionMask::roots(meta.parquet_schema(), wanted);
-        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(parts.clone(), meta)
+        let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(parts.clone(), meta)
             .with_projection(mask)
-            .with_batch_size(stored.max(1))
-            .build()?;
+            .with_batch_size(rows.len().max(1));
+        if let Some(rg) = rg {
+            builder = builder.with_row_groups(vec![rg]);
+        }
+        if rows != (0..stored) {
+            builder = builder.with_row_selection(RowSelection::from(vec![
+                RowSelector::skip(rows.start),
+                RowSelector::select(rows.len()),
+                RowSelector::skip(stored.saturating_sub(rows.end)),
+            ]));
+        }
         let mut row = 0usize;
-        for batch in reader {
+        for batch in builder.build()? {
             let batch = batch?;
-            let rows = batch.num_rows();
-            if row + rows > stored {
+            let n = batch.num_rows();
+            if row + n > rows.len() {
                 return Err(ColumnarError::Corrupt(format!(
-                    "a columnar chunk of more than {stored} rows"
+                    "a columnar chunk of more than {} rows",
+                    rows.len()
                 )));
             }
             for &k in which {
@@ -571,17 +648,46 @@ impl Footer {
                 let col = batch.column_by_name(&f.name).ok_or_else(|| {
                     ColumnarError::Corrupt(format!("a columnar chunk without column {:?}", f.name))
                 })?;
-                crate::member_rows(f, col.as_ref(), rows, fill, &mut dst[row * size..], size)?;
+                // Another writer's file may hold a member in another Arrow
+                // type (a decimal, a timestamp unit).
+                let to = crate::arrays::member_type(&f.dtype)?;
+                let col = crate::table::conform_column(&f.name, col, &to)?;
+                crate::member_rows(f, col.as_ref(), n, fill, &mut dst[row * size..], size)?;
             }
-            row += rows;
+            row += n;
         }
-        if row != stored {
+        if row != rows.len() {
             return Err(ColumnarError::Corrupt(format!(
-                "a columnar chunk yielded {row} rows, expected {stored}"
+                "a columnar chunk yielded {row} rows, expected {}",
+                rows.len()
             )));
         }
         Ok(())
     }
+}
+
+fn record_size(dtype: &Datatype) -> Result<usize> {
+    dtype.fixed_size().ok_or_else(|| {
+        ColumnarError::Unsupported("decoding variable-length records in place".into())
+    })
+}
+
+/// The parts of plain `pages` ((first row, values) of `phys` bytes each)
+/// in `rows`, their first rows counted from `rows.start`.
+fn clip_pages(pages: Vec<(usize, Bytes)>, phys: usize, rows: &Range<usize>) -> Vec<(usize, Bytes)> {
+    pages
+        .into_iter()
+        .filter_map(|(first, values)| {
+            let count = values.len() / phys;
+            let (a, b) = (first.max(rows.start), (first + count).min(rows.end));
+            (a < b).then(|| {
+                (
+                    a - rows.start,
+                    values.slice((a - first) * phys..(b - first) * phys),
+                )
+            })
+        })
+        .collect()
 }
 
 fn compound_fields(dtype: &Datatype) -> Result<&[Field]> {

@@ -59,16 +59,22 @@ pub fn conform(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
             let c = batch.column_by_name(f.name()).ok_or_else(|| {
                 ColumnarError::Corrupt(format!("a columnar chunk without column {:?}", f.name()))
             })?;
-            if c.data_type() == f.data_type() {
-                Ok(c.clone())
-            } else if crate::input::is_decimal(c.data_type()) {
-                crate::input::unscaled(f.name(), c, f.data_type())
-            } else {
-                Ok(arrow_cast::cast(c, f.data_type())?)
-            }
+            conform_column(f.name(), c, f.data_type())
         })
         .collect::<Result<Vec<_>>>()?;
     crate::batch_with_rows(schema.clone(), columns, batch.num_rows())
+}
+
+/// Column `c` (named `name`) as Arrow type `to`: itself when it is one,
+/// else cast (a decimal gives its unscaled integers).
+pub(crate) fn conform_column(name: &str, c: &ArrayRef, to: &DataType) -> Result<ArrayRef> {
+    if c.data_type() == to {
+        Ok(c.clone())
+    } else if crate::input::is_decimal(c.data_type()) {
+        crate::input::unscaled(name, c, to)
+    } else {
+        Ok(arrow_cast::cast(c, to)?)
+    }
 }
 
 /// Whether `dt` is h5py's boolean: an enum of a 1-byte integer with just

@@ -248,3 +248,86 @@ fn other_writers_columns_decode_with_nulls_as_fill() {
         }
     }
 }
+
+/// A row group of a file of several, or rows of it, into a buffer of just
+/// those rows: plain pages copied (several per row group), nullable and
+/// dictionary columns through Arrow.
+#[test]
+fn rows_of_one_row_group_decode_into_their_place() {
+    use arrow_array::{Float64Array, Int64Array, RecordBatch};
+    use arrow_schema::{DataType, Field, Schema};
+    use h5lake_columnar::{Footer, Parts};
+    use parquet::arrow::ArrowWriter;
+    use parquet::file::properties::WriterProperties;
+    use std::sync::Arc;
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("v", DataType::Int64, false),
+        Field::new("x", DataType::Float64, true),
+    ]));
+    let rows: usize = 50_000;
+    let v: Int64Array = (0..rows as i64).map(|i| i * 3 - 7).collect();
+    let x: Float64Array = (0..rows)
+        .map(|i| (i % 5 != 0).then_some(i as f64 / 4.0))
+        .collect();
+    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(v), Arc::new(x)]).unwrap();
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(20_000))
+        .set_data_page_row_count_limit(3_000)
+        .set_write_batch_size(1_000)
+        .set_column_dictionary_enabled("v".into(), false)
+        .build();
+    let mut file = Vec::new();
+    let mut w = ArrowWriter::try_new(&mut file, schema, Some(props)).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    let footer = Footer::of_whole(&file).unwrap();
+    assert_eq!(footer.row_group_rows(), [20_000, 20_000, 10_000]);
+    let parts = Parts::whole(Bytes::from(file));
+    let fill: Vec<u8> = [(-1i64).to_le_bytes(), f64::NAN.to_le_bytes()].concat();
+    let both = Datatype::from_json(&json!({"class": "H5T_COMPOUND", "fields": [
+        {"name": "v", "type": "H5T_STD_I64LE"},
+        {"name": "x", "type": "H5T_IEEE_F64LE"}]}))
+    .unwrap();
+    let only_v = Datatype::from_json(&json!({"class": "H5T_COMPOUND", "fields": [
+        {"name": "v", "type": "H5T_STD_I64LE"}]}))
+    .unwrap();
+    for (rg, span) in [
+        (0, 0..20_000),
+        (1, 2_999..17_001),
+        (2, 9_999..10_000),
+        (1, 5..5),
+    ] {
+        let first = rg * 20_000;
+        let mut out = vec![0xAAu8; span.len() * 16];
+        footer
+            .decode_row_group_into(&both, &parts, rg, span.clone(), &fill, &mut out)
+            .unwrap();
+        let mut just_v = vec![0xAAu8; span.len() * 8];
+        footer
+            .decode_row_group_into(&only_v, &parts, rg, span.clone(), &[], &mut just_v)
+            .unwrap();
+        for (k, i) in span.clone().enumerate() {
+            let row = first + i;
+            let v = i64::from_le_bytes(out[k * 16..k * 16 + 8].try_into().unwrap());
+            let x = f64::from_le_bytes(out[k * 16 + 8..k * 16 + 16].try_into().unwrap());
+            assert_eq!(v, row as i64 * 3 - 7, "row group {rg} row {i}");
+            assert_eq!(&just_v[k * 8..k * 8 + 8], &out[k * 16..k * 16 + 8]);
+            if row % 5 == 0 {
+                assert!(x.is_nan(), "row {row}: a null reads as the fill value");
+            } else {
+                assert_eq!(x, row as f64 / 4.0, "row {row}");
+            }
+        }
+    }
+    // Rows past the row group, or a buffer of another size, are refused.
+    let mut out = vec![0u8; 16 * 11];
+    assert!(footer
+        .decode_row_group_into(&both, &parts, 2, 9_990..10_001, &fill, &mut out)
+        .is_err());
+    assert!(footer
+        .decode_row_group_into(&both, &parts, 0, 0..10, &fill, &mut out)
+        .is_err());
+    assert!(footer
+        .decode_row_group_into(&both, &parts, 3, 0..11, &fill, &mut out)
+        .is_err());
+}

@@ -907,6 +907,12 @@ impl Domain {
                 // columns asked for are read); partly selected ones go
                 // through the cache when it can hold the read.
                 let columnar = m.is_columnar() && proj.is_identity() && m.link.is_none();
+                // So do the row groups of linked Parquet files.
+                let parquet = m
+                    .link
+                    .as_ref()
+                    .and_then(|l| l.parquet_source())
+                    .filter(|_| proj.is_identity());
                 let chunk_key = |i: usize| {
                     let coords: Vec<u64> = plan.chunk(i).iter().map(|p| p.chunk).collect();
                     m.key(&coords)
@@ -935,7 +941,7 @@ impl Domain {
                             });
                         };
                         let whole = m.covers_whole_chunk(&parts);
-                        if columnar && (whole || !use_cache) {
+                        if (columnar || parquet.is_some()) && (whole || !use_cache) {
                             let run = contiguous_run(&parts, &cs, &os)
                                 .filter(|&(_, len)| whole && len as usize == m.chunk_elems());
                             let es = m.elem_size();
@@ -947,7 +953,19 @@ impl Domain {
                                     len as usize * es,
                                 )
                             });
-                            if self.with_columnar_chunk(m, &key, fetched.as_ref(), into, scatter)? {
+                            let decoded = match parquet {
+                                Some(src) => decode_in_place(m, into, scatter, |dst| {
+                                    self.parquet_chunk_into(m, src, coords[0], dst)
+                                })?,
+                                None => self.with_columnar_chunk(
+                                    m,
+                                    &key,
+                                    fetched.as_ref(),
+                                    into,
+                                    scatter,
+                                )?,
+                            };
+                            if decoded {
                                 return Ok(());
                             }
                         }
@@ -1728,21 +1746,7 @@ impl Domain {
                 None => self.read_columnar_into(m, key, dst),
             }
         };
-        if let Some(dst) = into {
-            return decode(dst);
-        }
-        thread_local! {
-            static ROWS: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-        }
-        // Reused from chunk to chunk: every byte is written by the decode.
-        let mut buf = ROWS.with(|c| std::mem::take(&mut *c.borrow_mut()));
-        buf.resize(n * m.elem_size(), 0);
-        let decoded = decode(&mut buf);
-        if let Ok(true) = decoded {
-            f(&buf);
-        }
-        ROWS.with(|c| *c.borrow_mut() = buf);
-        decoded
+        decode_in_place(m, into, f, decode)
     }
 
     /// Reads the stored columnar chunk at `key` into `dst`: its footer,
@@ -2139,4 +2143,31 @@ fn parse_vlen_chunk(raw: &[u8], m: &DatasetMeta) -> Result<Vec<Vec<u8>>> {
         .map_err(|e| EngineError::Corrupt(format!("variable-length chunk of {}: {e}", m.id)))?;
     out.resize(n, m.fill.clone());
     Ok(out)
+}
+
+/// Runs `decode` (which writes a whole chunk of `m` in row layout, or
+/// returns `Ok(false)` having written nothing) into `into` (the chunk's
+/// place in the caller's buffer) when given, else into a per-thread
+/// buffer that `f` is then run on.
+fn decode_in_place(
+    m: &DatasetMeta,
+    into: Option<&mut [u8]>,
+    f: impl FnOnce(&[u8]),
+    decode: impl FnOnce(&mut [u8]) -> Result<bool>,
+) -> Result<bool> {
+    if let Some(dst) = into {
+        return decode(dst);
+    }
+    thread_local! {
+        static ROWS: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    // Reused from chunk to chunk: every byte is written by the decode.
+    let mut buf = ROWS.with(|c| std::mem::take(&mut *c.borrow_mut()));
+    buf.resize(m.chunk_elems() * m.elem_size(), 0);
+    let decoded = decode(&mut buf);
+    if let Ok(true) = decoded {
+        f(&buf);
+    }
+    ROWS.with(|c| *c.borrow_mut() = buf);
+    decoded
 }

@@ -197,6 +197,46 @@ impl ParquetFiles {
 }
 
 /// Reads byte ranges of one version of a source file.
+/// A read buffer that goes back to its thread's pool when dropped (on
+/// whichever thread drops it), so that the next read of about its size
+/// reuses pages already faulted in.
+struct PooledBuf(Vec<u8>);
+
+thread_local! {
+    static POOL: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl PooledBuf {
+    /// `len` bytes (their contents are whatever the pool held: to be
+    /// overwritten whole).
+    fn take(len: usize) -> Self {
+        let mut buf = POOL.with(|p| std::mem::take(&mut *p.borrow_mut()));
+        // Only growth is zeroed.
+        buf.resize(len.max(buf.len()), 0);
+        buf.truncate(len);
+        PooledBuf(buf)
+    }
+}
+
+impl AsRef<[u8]> for PooledBuf {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl Drop for PooledBuf {
+    fn drop(&mut self) {
+        let buf = std::mem::take(&mut self.0);
+        // `try_with`: during a thread's teardown the pool may be gone.
+        let _ = POOL.try_with(|p| {
+            let mut p = p.borrow_mut();
+            if buf.capacity() > p.capacity() {
+                *p = buf;
+            }
+        });
+    }
+}
+
 type RangeReader<'a> = dyn Fn(&[Range<u64>]) -> Result<Vec<Bytes>> + 'a;
 
 /// The footer of a file (parsed from its tail, or the cache) and a reader
@@ -240,21 +280,38 @@ fn with_source<T>(
                 .ok()
                 .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
                 .map_or(0, |d| d.as_nanos());
+            // Into one buffer of the thread's, back to it when the caller
+            // lets go of the bytes: fresh memory costs a page fault a page,
+            // on every chunk.
             let read = |ranges: &[Range<u64>]| -> Result<Vec<Bytes>> {
-                ranges
+                let clipped: Vec<Range<u64>> = ranges
                     .iter()
-                    .map(|r| {
-                        let end = r.end.min(len);
-                        let mut buf = vec![0u8; end.saturating_sub(r.start) as usize];
-                        file.read_exact_at(&mut buf, r.start).map_err(|e| {
+                    .map(|r| r.start.min(len)..r.end.min(len))
+                    .collect();
+                let total: u64 = clipped.iter().map(|r| r.end - r.start).sum();
+                let mut buf = PooledBuf::take(usize::try_from(total).unwrap_or(usize::MAX));
+                let mut at = 0usize;
+                for r in &clipped {
+                    let n = (r.end - r.start) as usize;
+                    file.read_exact_at(&mut buf.0[at..at + n], r.start)
+                        .map_err(|e| {
                             EngineError::Corrupt(format!(
-                                "linked Parquet file {uri}: cannot read bytes {}..{end} ({e})",
-                                r.start
+                                "linked Parquet file {uri}: cannot read bytes {}..{} ({e})",
+                                r.start, r.end
                             ))
                         })?;
-                        Ok(Bytes::from(buf))
+                    at += n;
+                }
+                let whole = Bytes::from_owner(buf);
+                let mut at = 0usize;
+                Ok(clipped
+                    .iter()
+                    .map(|r| {
+                        let n = (r.end - r.start) as usize;
+                        at += n;
+                        whole.slice(at - n..at)
                     })
-                    .collect()
+                    .collect())
             };
             let version = format!("{len}:{modified}");
             let footer = match linked.parquet.cached(uri, &version) {
@@ -426,15 +483,66 @@ impl Domain {
                         Ok(footer.read_row_group(dtype, &parts, g.index, part.clone())?)
                     },
                 )
-                .map_err(|e| match e {
-                    EngineError::Corrupt(msg) if !msg.contains(&file.uri) => {
-                        EngineError::Corrupt(format!("{} (linked by {}): {msg}", file.uri, m.id))
-                    }
-                    e => e,
-                })?;
+                .map_err(|e| naming_the_file(e, &file.uri, &m.id))?;
                 Ok(conform(&batch, &schema)?)
             })
             .collect()
+    }
+
+    /// Decodes chunk `k` of a Parquet-linked dataset (the members of
+    /// `m.dtype`, which may be some of the files' columns) into `dst`, the
+    /// chunk's place in row layout: each row group's column pages straight
+    /// into their rows, no batch in between; rows past the files' end as
+    /// the fill value. `Ok(false)` (nothing written) for a chunk wholly
+    /// past the files' rows.
+    pub(crate) fn parquet_chunk_into(
+        &self,
+        m: &DatasetMeta,
+        src: &ParquetSource,
+        k: u64,
+        dst: &mut [u8],
+    ) -> Result<bool> {
+        let c = m.chunk[0];
+        let lo = k.saturating_mul(c);
+        let hi = lo.saturating_add(c).min(m.dims[0]).min(src.rows);
+        if lo >= hi {
+            return Ok(false);
+        }
+        let es = m.elem_size();
+        let mut at = 0usize;
+        for (g, part) in src.pieces(lo..hi) {
+            let file = &src.files[g.file];
+            let place = &mut dst[at * es..(at + part.len()) * es];
+            with_source(
+                &self.linked_files,
+                &file.uri,
+                Some(file.size),
+                |footer, len, read| {
+                    let ranges = footer.row_group_ranges(&m.dtype, g.index)?;
+                    let got = read(&ranges)?;
+                    let parts = Parts::new(len, ranges.iter().map(|r| r.start).zip(got).collect());
+                    Ok(footer.decode_row_group_into(
+                        &m.dtype,
+                        &parts,
+                        g.index,
+                        part.clone(),
+                        &m.fill,
+                        place,
+                    )?)
+                },
+            )
+            .map_err(|e| naming_the_file(e, &file.uri, &m.id))?;
+            at += part.len();
+        }
+        let fill = if m.fill.is_empty() {
+            h5lake_types::record::empty_record(&m.dtype)
+        } else {
+            m.fill.clone()
+        };
+        for row in dst[at * es..].chunks_exact_mut(es) {
+            row.copy_from_slice(&fill);
+        }
+        Ok(true)
     }
 
     /// Chunk `k` of a Parquet-linked dataset in HSDS's row layout (of
@@ -506,6 +614,16 @@ impl Domain {
             out.extend_from_slice(&fill);
         }
         Ok(Some((out, nulls)))
+    }
+}
+
+/// A file's corruption said with the file's name and the dataset linking it.
+fn naming_the_file(e: EngineError, uri: &str, id: &str) -> EngineError {
+    match e {
+        EngineError::Corrupt(msg) if !msg.contains(uri) => {
+            EngineError::Corrupt(format!("{uri} (linked by {id}): {msg}"))
+        }
+        e => e,
     }
 }
 
