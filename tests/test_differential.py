@@ -239,6 +239,64 @@ def test_keys_order_len_iteration(pair):
     b(lambda s: s.f["g"]["b"][()])
 
 
+def test_mapping_views(pair):
+    """keys/values/items as h5py gives them: shown as a list, reversible,
+    a dangling link None among the values; '' is no member."""
+    b = pair.both
+
+    def build(s):
+        for n in ("a", "b", "c"):
+            s.f.create_group(n)
+        s.f["x"] = s.lib.SoftLink("/mongoose")
+        s.f.attrs["p"] = 1
+        s.f.attrs["q"] = 2
+    b(build)
+    b(lambda s: (str(s.f.keys()), repr(s.f.attrs.keys())))
+    b(lambda s: list(reversed(s.f.keys())))
+    b(lambda s: [None if v is None else v.name for v in s.f.values()])
+    b(lambda s: [None if v is None else v.name for v in reversed(s.f.values())])
+    b(lambda s: [(k, None if v is None else v.name) for k, v in s.f.items()])
+    b(lambda s: [(k, None if v is None else v.name) for k, v in reversed(s.f.items())])
+    b(lambda s: (s.f.get("a") in s.f.values(), None in s.f.values(), ("x", None) in s.f.items(),
+                 ("a", s.f.get("a")) in s.f.items(), ("nope", None) in s.f.items()))
+    b(lambda s: (list(s.f.attrs.values()), list(s.f.attrs.items()), ("p", 1) in s.f.attrs.items()))
+    b(lambda s: ("" in s.f, b"" in s.f, "." in s.f, "/" in s.f))
+
+
+def test_read_only_deletes_raise_key_error(pair):
+    b = pair.both
+
+    def build(s):
+        s.f.create_group("g")
+        s.f.attrs["a"] = 1
+        s.reopen("r")
+    b(build)
+    b(lambda s: s.f.__delitem__("g"), raises=KeyError)
+    b(lambda s: s.f.attrs.__delitem__("a"), raises=KeyError)
+    b(lambda s: ("g" in s.f, "a" in s.f.attrs))
+
+
+def test_anonymous_group(pair):
+    b = pair.both
+
+    def op(s):
+        g = s.f.create_group(None)
+        before = g.name
+        g.attrs["k"] = 3
+        g.create_group("sub")
+        s.f["named"] = g
+        return before, s.f["named"].name, s.f["named"].attrs["k"], list(s.f["named"])
+    b(op)
+    b(lambda s: s.f.create_group(None).parent, raises=ValueError)
+
+
+def test_a_number_is_no_compound_fill_value(pair):
+    dt = np.dtype([("a", "i4"), ("b", "f4")])
+    pair.both(lambda s: s.f.create_dataset("x", (4,), dtype=dt, fillvalue=42), raises=ValueError)
+    pair.both(lambda s: "x" in s.f)
+    pair.both(lambda s: s.f.create_dataset("y", (2,), dtype=dt, fillvalue=np.array((1, 2.5), dt))[...])
+
+
 def test_track_order(pair):
     b = pair.both
 

@@ -9,15 +9,14 @@ created with ``track_order=True``.
 from __future__ import annotations
 
 import json
-from collections.abc import MutableMapping
 
 import numpy as np
 
 from . import h5t
-from .base import ClosedKeyError, ClosedRuntimeError, product, to_str_name
+from .base import ClosedKeyError, ClosedRuntimeError, MutableMappingHDF5, product, to_str_name
 
 
-class AttributeManager(MutableMapping):
+class AttributeManager(MutableMappingHDF5):
     """Allows dictionary-style access to an HDF5 object's attributes."""
 
     def __init__(self, parent):
@@ -61,7 +60,8 @@ class AttributeManager(MutableMapping):
         self.create(name, data=value)
 
     def __delitem__(self, name):
-        self._fs.check_writable(OSError, "Unable to delete attribute")
+        # A read-only file: KeyError, as h5py gives.
+        self._fs.check_writable(KeyError, "Unable to delete attribute")
         name = to_str_name(name)
         try:
             self._raw.attr_delete(self._oid, name)
@@ -77,6 +77,9 @@ class AttributeManager(MutableMapping):
 
     def __iter__(self):
         yield from self._names()
+
+    def __reversed__(self):
+        yield from reversed(list(self._names()))
 
     def __contains__(self, name):
         try:

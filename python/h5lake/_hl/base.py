@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import posixpath
+from collections.abc import ItemsView, KeysView, Mapping, MutableMapping, ValuesView
 from functools import reduce
 from operator import mul
 
@@ -253,6 +254,66 @@ def join_name(base, name):
 # ---------------------------------------------------------------------------
 # object identity
 # ---------------------------------------------------------------------------
+
+# ---------------------------------------------------------------------------
+# dictionary views of groups and attributes, as h5py's: names shown as a
+# list, reversible, and a link that leads nowhere is None among the values
+# (what ``get`` gives), not an error halfway through a loop.
+# ---------------------------------------------------------------------------
+
+class KeysViewHDF5(KeysView):
+    def __str__(self):
+        return f"<KeysViewHDF5 {list(self)}>"
+
+    __repr__ = __str__
+
+    def __reversed__(self):
+        yield from reversed(self._mapping)
+
+
+class ValuesViewHDF5(ValuesView):
+    def __iter__(self):
+        for name in self._mapping:
+            yield self._mapping.get(name)
+
+    def __reversed__(self):
+        for name in reversed(self._mapping):
+            yield self._mapping.get(name)
+
+    def __contains__(self, value):
+        return any(v == value for v in self)
+
+
+class ItemsViewHDF5(ItemsView):
+    def __iter__(self):
+        for name in self._mapping:
+            yield name, self._mapping.get(name)
+
+    def __reversed__(self):
+        for name in reversed(self._mapping):
+            yield name, self._mapping.get(name)
+
+    def __contains__(self, item):
+        name, value = item
+        return name in self._mapping and self._mapping.get(name) == value
+
+
+class MappingHDF5(Mapping):
+    """``keys()``, ``values()`` and ``items()`` as h5py gives them."""
+
+    def keys(self):
+        return KeysViewHDF5(self)
+
+    def values(self):
+        return ValuesViewHDF5(self)
+
+    def items(self):
+        return ItemsViewHDF5(self)
+
+
+class MutableMappingHDF5(MappingHDF5, MutableMapping):
+    pass
+
 
 class ObjectID:
     """A stand-in for h5py's low-level ``ObjectID``: hashable, comparable,

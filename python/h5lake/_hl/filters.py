@@ -380,6 +380,14 @@ def _finish(props, dtype, fillvalue, track_times):
         props["fillValue"] = _fill_json(fillvalue, dtype)
 
 
+def _compound_value(value, dtype):
+    """Whether ``value`` is one element of a compound: a structured scalar
+    or array element, or a tuple of as many members."""
+    if isinstance(value, tuple):
+        return len(value) == len(dtype.names)
+    return getattr(np.asarray(value).dtype, "names", None) is not None
+
+
 def _fill_json(fillvalue, dtype):
     """JSON of the fill value converted to the dataset's dtype."""
     base = dtype.subdtype[0] if dtype.subdtype is not None else dtype
@@ -390,6 +398,11 @@ def _fill_json(fillvalue, dtype):
         arr = np.empty((), dtype=base)
         arr[()] = fillvalue
     else:
+        if dtype.names is not None and not _compound_value(fillvalue, dtype):
+            # NumPy would repeat a plain number into every member; HDF5 (and
+            # h5py) has no conversion from a number to a compound.
+            raise ValueError(f"Fill value {fillvalue!r} is not a value of the compound type "
+                             f"{dtype} (give a structured scalar or a tuple of its members)")
         arr = np.asarray(fillvalue, dtype=dtype)
         if dtype.subdtype is None and arr.shape != ():
             raise ValueError("Fill value must be a single element of the dataset's dtype")

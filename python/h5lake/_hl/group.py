@@ -15,12 +15,12 @@ from __future__ import annotations
 import json
 import os
 import posixpath
-from collections.abc import MutableMapping
 
 import numpy as np
 
 from . import h5t
-from .base import BY_REFERENCE, ClosedKeyError, ClosedRuntimeError, HLObject, join_name, to_str_name
+from .base import (BY_REFERENCE, ClosedKeyError, ClosedRuntimeError, HLObject, MutableMappingHDF5,
+                   join_name, to_str_name)
 
 _MAX_LINK_DEPTH = 32
 
@@ -142,7 +142,7 @@ def _plain(name):
     return bool(name) and '/' not in name and name not in ('.', '..')
 
 
-class Group(HLObject, MutableMapping):
+class Group(HLObject, MutableMappingHDF5):
     """An HDF5 group: a dictionary of named links."""
 
     _ID_KIND = 'g'
@@ -286,14 +286,17 @@ class Group(HLObject, MutableMapping):
     # creation
     # ------------------------------------------------------------------
     def create_group(self, name, track_order=None):
-        """Create and return a new subgroup (intermediate groups are created)."""
+        """Create and return a new subgroup (intermediate groups are created);
+        ``name`` None makes an anonymous (unlinked) group, as in h5py."""
         self._fs.check_writable(ValueError, "Unable to create group")
         if track_order not in (None, True, False):
             raise TypeError("track_order must be either True or False")
+        props = {"CreateOrder": 1} if track_order else {}
+        if name is None:
+            return Group(self._fs, self._fs.raw.create_group(json.dumps(props)), None)
         ppath, base, parent = self._target_free(
             name, ValueError, "Unable to create group (name already exists)")
         parent = self._require_parent(ppath, parent)
-        props = {"CreateOrder": 1} if track_order else {}
         raw = parent._fs.raw
         gid = raw.create_group(json.dumps(props))
         try:
@@ -524,7 +527,8 @@ class Group(HLObject, MutableMapping):
 
     def __delitem__(self, name):
         """Delete (unlink) an item; the object itself is left in the store."""
-        self._fs.check_writable(ValueError, "Unable to delete link")
+        # A read-only file: KeyError, as h5py gives.
+        self._fs.check_writable(KeyError, "Couldn't delete link")
         name = to_str_name(name)
         if _plain(name):
             # A member of this group: one call, no walk.
@@ -564,7 +568,7 @@ class Group(HLObject, MutableMapping):
 
     def __contains__(self, name):
         """Test if a member (link) exists; intermediate components must exist too."""
-        if not isinstance(name, (str, bytes)):
+        if not isinstance(name, (str, bytes)) or not name:
             return False
         if not self._fs.valid:
             return False
