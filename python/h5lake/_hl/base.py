@@ -404,9 +404,18 @@ class HLObject:
 
     @property
     def name(self):
-        """Path by which this object was opened (None if anonymous or closed)."""
+        """Path by which this object was opened (None if closed, or anonymous
+        and linked nowhere yet)."""
         if not self._fs.valid:
             return None
+        if self._given_name is None:
+            # An anonymous object is named once a group links it, as HDF5
+            # looks a path up for it.
+            from .group import path_to
+            found = path_to(self._fs, self._oid)
+            if found is not None:
+                self._given_name = found
+            return found
         return self._name
 
     @property
