@@ -297,8 +297,12 @@ def test_specific_json_forms():
     assert wide.itemsize == 4 and h5t.check_enum_dtype(wide) == {"FALSE": 0, "TRUE": 1}
     assert h5t.hsds_to_dtype({"class": "H5T_REFERENCE", "base": "H5T_STD_REF_OBJ"}) == h5t.ref_dtype
     assert h5t.dtype_to_hsds(h5t.ref_dtype) == {"class": "H5T_REFERENCE", "base": "H5T_STD_REF_OBJ"}
-    with pytest.raises(TypeError, match="Region references"):
-        h5t.hsds_to_dtype({"class": "H5T_REFERENCE", "base": "H5T_STD_REF_DSETREG"})
+    regions = {"class": "H5T_REFERENCE", "base": "H5T_STD_REF_DSETREG"}
+    assert h5t.hsds_to_dtype(regions) == h5t.regionref_dtype
+    assert h5t.check_ref_dtype(h5t.hsds_to_dtype(regions)) is h5t.RegionReference
+    assert h5t.dtype_to_hsds(h5t.regionref_dtype) == regions
+    with pytest.raises(TypeError, match="reference type"):
+        h5t.hsds_to_dtype({"class": "H5T_REFERENCE", "base": "H5T_STD_REF_NOPE"})
 
 
 def test_vlen_predicates():

@@ -8,6 +8,7 @@ from ._hl.h5t import (
     string_dtype, vlen_dtype, enum_dtype, opaque_dtype, special_dtype,
     check_dtype, check_string_dtype, check_vlen_dtype, check_enum_dtype,
     check_opaque_dtype, check_ref_dtype, string_info, Reference, ref_dtype,
+    RegionReference, regionref_dtype,
 )
 from ._hl.files import File
 from ._hl.group import Group, SoftLink, ExternalLink, HardLink
@@ -21,7 +22,7 @@ from ._hl.serve import serve
 from ._hl.vds import UNLIMITED, VirtualLayout, VirtualSource, VirtualSourceWarning, concat
 from ._hl.daskio import store_dask
 from ._hl.selections import MultiBlockSlice
-from . import h5a, h5d, h5ds, h5f, h5s, h5t, version
+from . import h5a, h5d, h5ds, h5f, h5r, h5s, h5t, version
 from ._hl import filters
 
 
@@ -38,6 +39,7 @@ __all__ = [
     "string_dtype", "vlen_dtype", "enum_dtype", "opaque_dtype", "special_dtype",
     "check_dtype", "check_string_dtype", "check_vlen_dtype", "check_enum_dtype",
     "check_opaque_dtype", "check_ref_dtype", "string_info", "Reference", "ref_dtype",
+    "RegionReference", "regionref_dtype",
     "ls", "info", "diff", "rm", "cp", "mv", "load", "get", "is_hdf5", "serve",
     "IncompleteConversion", "UNLIMITED", "VirtualLayout", "VirtualSource", "VirtualSourceWarning", "concat", "store_dask",
     "to_h5lake", "MultiBlockSlice", "h5t", "version",

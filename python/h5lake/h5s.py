@@ -28,12 +28,27 @@ SEL_ALL = 3
 
 
 class SpaceID:
-    """A dataspace: its class and, for a simple one, its extent."""
+    """A dataspace: its class, for a simple one its extent, and whether it
+    selects all of its elements or none (what a region reference made
+    with ``h5r.create`` takes)."""
 
     def __init__(self, cls, dims=(), maxdims=None):
         self._cls = cls
         self._dims = tuple(int(d) for d in dims)
         self._maxdims = self._dims if maxdims is None else tuple(int(d) for d in maxdims)
+        self._select = SEL_NONE if cls == NULL else SEL_ALL
+
+    def select_all(self):
+        self._select = SEL_ALL
+
+    def select_none(self):
+        self._select = SEL_NONE
+
+    def get_select_type(self):
+        return self._select
+
+    def get_select_npoints(self):
+        return self.get_simple_extent_npoints() if self._select == SEL_ALL else 0
 
     def get_simple_extent_type(self):
         return self._cls

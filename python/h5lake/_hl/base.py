@@ -614,6 +614,8 @@ def guess_dtype(data):
         return h5t.string_dtype()
     if item_type is h5t.Reference:
         return h5t.ref_dtype
+    if item_type is h5t.RegionReference:
+        return h5t.regionref_dtype
     return None
 
 

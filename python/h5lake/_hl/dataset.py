@@ -206,7 +206,10 @@ def _engine_buffer(arr, mshape, stored):
 
 
 def _vlen_kind(dtype):
-    """'str', 'bytes' or the base dtype for top-level vlen types, else None."""
+    """'str' (strings and bytes), 'regref' (region references, stored as
+    h5json's text) or the base dtype for top-level vlen types, else None."""
+    if h5t.is_regionref(dtype):
+        return 'regref'
     if not h5t.is_vlen(dtype):
         return None
     v = h5t.check_vlen_dtype(dtype)
@@ -221,7 +224,7 @@ def _uses_records(dtype):
     if dtype.names is not None:
         return h5t.has_vlen(dtype)
     kind = _vlen_kind(dtype)
-    return kind is not None and kind not in ('str', 'bytes') and h5t.has_vlen(kind)
+    return kind is not None and kind not in ('str', 'regref') and h5t.has_vlen(kind)
 
 
 def _encode_records(val, dtype):
@@ -254,6 +257,12 @@ def _encode_vlen(val, dtype):
                 out.append(x if isinstance(x, bytes) else str(x).encode('utf-8'))
             else:
                 raise TypeError("Can't implicitly convert non-string objects to strings")
+    elif kind == 'regref':
+        for x in val.reshape(-1):
+            if x is not None and not isinstance(x, h5t.RegionReference):
+                raise TypeError("Can't convert incompatible object to HDF5 region reference")
+            stored = x._stored() if x is not None else None
+            out.append(json.dumps(stored).encode('ascii') if stored is not None else b'')
     else:
         for x in val.reshape(-1):
             if x is None:
@@ -270,6 +279,9 @@ def _decode_vlen(values, dtype, shape):
     arr = np.empty(len(values), dtype=dtype)
     if kind == 'str':
         arr[:] = values if values else []
+    elif kind == 'regref':
+        for i, b in enumerate(values):
+            arr[i] = h5t.RegionReference._from_stored(bytes(b))
     else:
         for i, b in enumerate(values):
             arr[i] = np.frombuffer(b, dtype=kind).copy()
@@ -1083,6 +1095,13 @@ class Dataset(HLObject):
             encoding = info.encoding
         return AsStrView(self, encoding, errors=errors)
 
+    @property
+    def regionref(self):
+        """Region references to selections of this dataset:
+        ``dset.regionref[0:10, ::2]`` (h5py's); ``dset[ref]`` reads one."""
+        from .regions import RegionRefProxy
+        return RegionRefProxy(self)
+
     def fields(self, names, *, _prior_dtype=None):
         if _prior_dtype is None:
             _prior_dtype = self.dtype
@@ -1121,6 +1140,9 @@ class Dataset(HLObject):
                 args == () or (len(args) == 1 and args[0] is Ellipsis)):
             return np.zeros(shape, dtype=np.dtype(new_dtype.char) if native else new_dtype)
 
+        if len(args) == 1 and isinstance(args[0], h5t.RegionReference):
+            from . import regions
+            return regions.read(self, args[0], new_dtype)
         if shape == () and not (args == () or (len(args) == 1 and args[0] is Ellipsis)):
             raise ValueError("Illegal slicing argument for scalar dataspace")
         selection = sel.select(shape, args)
@@ -1253,7 +1275,7 @@ class Dataset(HLObject):
                 def encode(block):
                     return _encode_records(block, dtype)
             else:
-                if vkind == 'str':
+                if vkind in ('str', 'regref'):
                     val = np.asarray(val, dtype=object) if not (
                         isinstance(val, np.ndarray) and val.dtype.kind == 'O') else val
                 elif not (isinstance(val, np.ndarray) and val.dtype.kind == 'O'):

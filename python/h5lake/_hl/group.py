@@ -406,8 +406,8 @@ class Group(HLObject, MutableMappingHDF5):
     def __getitem__(self, name):
         """Open an object by (absolute or relative) path, or by object
         reference."""
-        from .h5t import Reference
-        if isinstance(name, Reference):
+        from .h5t import Reference, RegionReference
+        if isinstance(name, (Reference, RegionReference)):
             return self._deref(name)
         if not isinstance(name, (str, bytes)):
             raise TypeError("Accessing a group is done with bytes or str, not {}".format(type(name)))

@@ -33,6 +33,7 @@ import base64
 import binascii
 import codecs
 import collections
+import json
 import math
 import sys
 
@@ -43,6 +44,7 @@ __all__ = [
     "string_dtype", "vlen_dtype", "enum_dtype", "opaque_dtype", "special_dtype",
     "check_dtype", "check_string_dtype", "check_vlen_dtype", "check_enum_dtype",
     "check_opaque_dtype", "check_ref_dtype", "Reference", "ref_dtype",
+    "RegionReference", "regionref_dtype",
     "dtype_to_hsds", "hsds_to_dtype", "packed_dtype", "is_vlen", "has_vlen",
     "value_to_json", "json_to_value", "attr_json", "attr_value_from_json",
     "shape_json",
@@ -215,6 +217,62 @@ class Reference:
 #: h5py's ``ref_dtype``: object references, one per element.
 ref_dtype = np.dtype("O", metadata={"ref": Reference})
 
+
+class RegionReference:
+    """A dataset region reference (h5py's ``h5py.RegionReference``): a
+    dataset and a selection of its elements, made with
+    ``dset.regionref[...]`` and read with ``dset[ref]``; ``f[ref]`` is the
+    dataset. Stored as h5json (and HSDS) store them: the dataset's id and
+    the selection spelled out (``select_type`` and ``selection``)."""
+
+    __slots__ = ("_id", "_sel")
+
+    def __init__(self, oid=None, selection=None):
+        self._id = oid or None
+        # {"select_type": ..., "selection": ...} or the regular hyperslab's
+        # start/stride/count/block.
+        self._sel = dict(selection or {"select_type": "H5S_SEL_ALL"})
+
+    @property
+    def typecode(self):
+        return 1    # h5py's h5r.DATASET_REGION
+
+    def __bool__(self):
+        return self._id is not None
+
+    def _key(self):
+        return self._id, json.dumps(self._sel, sort_keys=True)
+
+    def __eq__(self, other):
+        return isinstance(other, RegionReference) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        return "<HDF5 region reference%s>" % ("" if self else " (null)")
+
+    def _stored(self):
+        """h5json's object (None for the null reference)."""
+        if self._id is None:
+            return None
+        return {"id": self._id, **self._sel}
+
+    @classmethod
+    def _from_stored(cls, value):
+        if isinstance(value, (bytes, str)):
+            value = json.loads(value) if value else None
+        if not value:
+            return cls()
+        if not isinstance(value, dict) or not str(value.get("id", "")).rsplit("/", 1)[-1].startswith("d-"):
+            raise TypeError("Can't convert %r to a region reference" % (value,))
+        sel = {k: v for k, v in value.items() if k != "id"}
+        return cls(str(value["id"]).rsplit("/", 1)[-1], sel)
+
+
+#: h5py's ``regionref_dtype``: region references, one per element.
+regionref_dtype = np.dtype("O", metadata={"ref": RegionReference})
+
 # HSDS stores an object reference as a NUL-padded id of this many bytes.
 _REF_BYTES = 48
 
@@ -226,6 +284,10 @@ def check_ref_dtype(dt):
 
 def is_ref(dt):
     return check_ref_dtype(dt) is Reference
+
+
+def is_regionref(dt):
+    return check_ref_dtype(dt) is RegionReference
 
 
 def refs_to_stored(values):
@@ -266,8 +328,8 @@ def check_dtype(**kwds):
 
 
 def special_dtype(**kwds):
-    """h5py's legacy constructor: ``vlen=base`` or ``enum=(base, mapping)``.
-    ``ref=`` is refused: h5lake has no reference types."""
+    """h5py's legacy constructor: ``vlen=base``, ``enum=(base, mapping)`` or
+    ``ref=Reference`` / ``ref=RegionReference``."""
     if len(kwds) != 1:
         raise TypeError("Exactly one keyword may be provided")
     name, val = kwds.popitem()
@@ -282,8 +344,9 @@ def special_dtype(**kwds):
     if name == "ref":
         if val is Reference:
             return ref_dtype
-        raise ValueError("Ref class must be Reference "
-                         "(region references are not supported by the h5lake API)")
+        if val is RegionReference:
+            return regionref_dtype
+        raise ValueError("Ref class must be Reference or RegionReference")
     raise TypeError('Unknown special type "%s"' % name)
 
 
@@ -372,8 +435,8 @@ def dtype_to_hsds(dt):
             return {"class": "H5T_VLEN", "base": dtype_to_hsds(base)}
         if meta.get("ref") is Reference:
             return {"class": "H5T_REFERENCE", "base": "H5T_STD_REF_OBJ"}
-        if "ref" in meta:
-            raise TypeError("Region references are not supported by the h5lake API")
+        if meta.get("ref") is RegionReference:
+            return {"class": "H5T_REFERENCE", "base": "H5T_STD_REF_DSETREG"}
         raise TypeError("Object dtype %r has no native HDF5 equivalent" % (dt,))
 
     if kind == "S":
@@ -531,8 +594,9 @@ def hsds_to_dtype(t):
     if cls == "H5T_REFERENCE":
         if t.get("base") == "H5T_STD_REF_OBJ":
             return ref_dtype
-        raise TypeError("Region references are not supported by the h5lake API "
-                        "(h5py reads them through the VOL connector)")
+        if t.get("base") == "H5T_STD_REF_DSETREG":
+            return regionref_dtype
+        raise TypeError("Unknown reference type %r" % (t.get("base"),))
     raise TypeError("Unknown HSDS type class: %r" % (cls,))
 
 
@@ -677,6 +741,10 @@ def _elem_to_json(x, dt):
         if x is not None and not isinstance(x, Reference):
             raise TypeError("Can't convert incompatible object to HDF5 object reference")
         return x._stored() if x is not None else ""
+    if is_regionref(dt):
+        if x is not None and not isinstance(x, RegionReference):
+            raise TypeError("Can't convert incompatible object to HDF5 region reference")
+        return x._stored() if x is not None else None
     if _meta(dt).get("h5py_opaque") or dt.kind == "V":
         return _bytes_to_json(np.asarray(x, dtype=dt).tobytes())
     kind = dt.kind
@@ -760,6 +828,8 @@ def _elem_from_json(v, dt):
         return json_to_value(v, base, shape)
     if is_ref(dt):
         return Reference._from_stored(v if v is not None else "")
+    if is_regionref(dt):
+        return RegionReference._from_stored(v)
     if _meta(dt).get("h5py_opaque") or dt.kind == "V":
         raw = _bytes_from_json(v).ljust(dt.itemsize, b"\0")[:dt.itemsize]
         return np.frombuffer(raw, dtype=dt)[0]
@@ -870,7 +940,8 @@ def _as_new_array(data, dtype):
         item = _find_item_type(data)
         as_dtype = (string_dtype() if item is str else
                     string_dtype("ascii") if item is bytes else
-                    ref_dtype if item is Reference else None)
+                    ref_dtype if item is Reference else
+                    regionref_dtype if item is RegionReference else None)
     arr = np.asarray(data, order="C", dtype=as_dtype)
     if as_dtype is not None:
         arr = arr.view(dtype=as_dtype)  # re-tag dtype metadata numpy kept off

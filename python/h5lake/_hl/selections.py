@@ -68,6 +68,16 @@ class ScalarSelection(Selection):
         return ()
 
 
+class NoSelection(Selection):
+    """None of a scalar dataset (a region reference that selects nothing
+    of one): reads as ``Empty``."""
+
+    def __init__(self):
+        self.shape = ()
+        self.mshape = (0,)
+        self.array_shape = None
+
+
 class SimpleSelection(Selection):
     """Regular hyperslab made of ints and slices."""
 
@@ -294,12 +304,19 @@ class MultiBlockSlice:
             type(self).__name__, self.start, self.count, self.stride, self.block)
 
 
-def select(shape, args):
+def select(shape, args, dataset=None):
     """Turn ``args`` (what ``__getitem__`` received, field names removed)
-    into a Selection on a dataset of ``shape``."""
+    into a Selection on a dataset of ``shape``; a region reference needs
+    the ``dataset`` it is applied to (h5py's signature)."""
     if not isinstance(args, tuple):
         args = (args,)
     shape = tuple(shape)
+    from .h5t import RegionReference
+    if len(args) == 1 and isinstance(args[0], RegionReference):
+        if dataset is None:
+            raise TypeError("Cannot apply a region reference without a dataset")
+        from .regions import selection_of
+        return selection_of(shape, args[0])
 
     if any(a is None for a in args):
         raise TypeError("Indexing with None (or np.newaxis) is not supported")

@@ -1,0 +1,34 @@
+"""References as h5py's low-level ``h5r`` module has them: the two
+reference classes, their type codes, and ``create``, which makes one from
+an object id and a path (and, for a region, a dataspace that selects all
+of the dataset or none of it)."""
+
+from ._hl.h5t import Reference, RegionReference
+
+OBJECT = 0
+DATASET_REGION = 1
+
+__all__ = ["Reference", "RegionReference", "OBJECT", "DATASET_REGION", "create"]
+
+
+def create(loc, name, ref_type, space=None):
+    """A reference to the object at ``name`` (``b'.'``: ``loc`` itself)
+    from the object id ``loc``; with ``DATASET_REGION``, to the elements of
+    that dataset ``space`` selects (which it needs, as in h5py)."""
+    from ._hl.base import BY_REFERENCE
+    from ._hl.group import _make_object
+    from . import h5s
+    name = name.decode("utf-8") if isinstance(name, bytes) else str(name)
+    obj = _make_object(loc._fs, loc._oid, BY_REFERENCE)
+    if name not in ("", "."):
+        obj = obj[name]
+    if ref_type == OBJECT:
+        return Reference(obj._oid)
+    if ref_type != DATASET_REGION:
+        raise ValueError("Unknown reference type %r (OBJECT or DATASET_REGION)" % (ref_type,))
+    if space is None:
+        raise ValueError("Dataspace required for region reference")
+    if not obj._oid.startswith("d-"):
+        raise TypeError("A region reference is made to a dataset")
+    none = space.get_select_type() == h5s.SEL_NONE
+    return RegionReference(obj._oid, {"select_type": "H5S_SEL_NONE" if none else "H5S_SEL_ALL"})
