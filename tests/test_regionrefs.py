@@ -140,3 +140,18 @@ def test_h5r_create_makes_what_h5py_makes(tmp_path):
                 f[lib.h5r.Reference()]
             got.append((nothing == lib.Empty(np.dtype("f4")), everything, whole.tolist(), obj))
         assert got[0] == got[1]
+
+
+def test_region_references_made_here_reach_hdf5_files(tmp_path):
+    """``h5lake get`` writes them as HDF5 region references h5py reads,
+    listed blocks, HDF5's regular form and points alike."""
+    store, out = tmp_path / "s.h5l", tmp_path / "out.h5"
+    sels = [np.s_[25:35, 10:100:5], np.s_[::2, ::2], DATA % 997 == 0]
+    with h5lake.File(store, "w") as f:
+        d = f.create_dataset("x", data=DATA)
+        f.create_dataset("refs", data=[d.regionref[s] for s in sels])
+    h5lake.get(str(store), str(out))
+    with h5py.File(out, "r") as f:
+        for ref, s in zip(f["refs"][...], sels):
+            got = f["x"][ref]
+            np.testing.assert_array_equal(got.reshape(-1), DATA[s].reshape(-1))
