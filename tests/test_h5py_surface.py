@@ -233,3 +233,26 @@ def test_external_links_opened_in_another_mode(lib, tmp_path):
     with mod.File(path, "r") as f:
         with pytest.raises(ValueError):
             f.get("link", elink_mode="r+")
+
+
+def test_h5z_names_filters_as_h5py_does(tmp_path):
+    """``h5z``'s constants are h5py's; ``filter_avail`` says yes to what
+    h5lake reads and writes itself (h5py's own filters and, without a
+    plugin, blosc, lz4, bitshuffle and zstd) and no to N-bit and unknown
+    ids; a dataset made with a filter number reports it."""
+    names = [n for n in dir(h5py.h5z) if n.isupper()]
+    assert {n: getattr(h5lake.h5z, n) for n in names} == {n: getattr(h5py.h5z, n) for n in names}
+    for fid in (1, 2, 3, 6, 32000):
+        assert h5lake.h5z.filter_avail(fid) and h5py.h5z.filter_avail(fid)
+    for fid in (32001, 32004, 32008, 32015):
+        assert h5lake.h5z.filter_avail(fid)
+        assert h5lake.h5z.get_filter_info(fid) == (h5lake.h5z.FILTER_CONFIG_ENCODE_ENABLED
+                                                   | h5lake.h5z.FILTER_CONFIG_DECODE_ENABLED)
+    assert not h5lake.h5z.filter_avail(h5lake.h5z.FILTER_NBIT)
+    assert not h5lake.h5z.filter_avail(307) and not h5py.h5z.filter_avail(307)
+    with pytest.raises(ValueError):
+        h5lake.h5z.get_filter_info(307)
+    with h5lake.File(tmp_path / "z.h5l", "w") as f:
+        d = f.create_dataset("d", (20,), "f4", chunks=(10,), shuffle=True,
+                             compression=h5lake.h5z.FILTER_LZF)
+        assert d.filter_ids == (h5lake.h5z.FILTER_SHUFFLE, h5lake.h5z.FILTER_LZF)
