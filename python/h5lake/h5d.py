@@ -2,8 +2,20 @@
 dataset from a type object and a dataspace, giving its id (bind it with
 ``h5lake.Dataset(dsid)``)."""
 
+from collections import namedtuple
+
 from ._hl.base import to_str_name
 from . import h5s as _h5s
+
+#: Where a chunk is stored (h5py's ``h5d.StoreInfo``): its first element's
+#: coordinates, the filters skipped for it, its byte offset and size. In
+#: h5lake a chunk is an object of its own, so its byte offset is 0.
+StoreInfo = namedtuple("StoreInfo", ["chunk_offset", "filter_mask", "byte_offset", "size"])
+
+# Fill times (H5D_fill_time_t), as h5py names them.
+FILL_TIME_ALLOC = 0
+FILL_TIME_NEVER = 1
+FILL_TIME_IFSET = 2
 
 
 def create(loc, name, tid, space, dcpl=None, lcpl=None, dapl=None):

@@ -1048,6 +1048,31 @@ impl RawFile {
         self.run(py, |d| d.chunk_count(dset_id))
     }
 
+    /// The dataset's chunk objects, in order of their coordinates: (chunk
+    /// coordinates, stored bytes) each (HDF5's chunk queries).
+    fn dataset_stored_chunks(
+        &self,
+        py: Python<'_>,
+        dset_id: &str,
+    ) -> PyResult<Vec<(Vec<u64>, u64)>> {
+        self.run(py, |d| {
+            h5lake_engine::check_own_chunks(&*d.dataset(dset_id)?, "list the chunks")?;
+            d.stored_chunks(dset_id)
+        })
+    }
+
+    /// The chunk object at chunk coordinates `coords` as stored (HDF5's
+    /// direct chunk read); None if never written.
+    fn dataset_stored_chunk<'py>(
+        &self,
+        py: Python<'py>,
+        dset_id: &str,
+        coords: Vec<u64>,
+    ) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let got = self.run(py, |d| d.stored_chunk(dset_id, &coords))?;
+        Ok(got.map(|b| PyBytes::new(py, &b)))
+    }
+
     /// The elements of `region` (`[lo, hi)` per dimension; everything by
     /// default) where `condition` holds, in C order: their coordinates
     /// (little-endian u64, rank per match), their bytes, and how many

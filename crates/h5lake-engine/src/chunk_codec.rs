@@ -41,6 +41,17 @@ pub trait ChunkCodec: Send + Sync + fmt::Debug {
     fn as_columnar(&self) -> Option<&Columnar> {
         None
     }
+    /// A stored chunk (`raw_len` bytes decoded) as HDF5's filter pipeline
+    /// makes it: what HDF5's direct chunk read gives.
+    ///
+    /// # Errors
+    /// A codec whose chunks have no such form; a damaged chunk.
+    fn hdf5_bytes(&self, _stored: bytes::Bytes, _raw_len: Option<usize>) -> Result<bytes::Bytes> {
+        Err(EngineError::WrongType(format!(
+            "{} chunks have no form of HDF5's filters",
+            self.name()
+        )))
+    }
 }
 
 /// HSDS's chunks: row layout through the filter pipeline.
@@ -74,6 +85,22 @@ impl ChunkCodec for Filtered {
         Ok(self
             .pipeline
             .encode_as(raw.into_owned(), self.filter_elem_size, self.format)?)
+    }
+
+    /// The object itself when it is in libhdf5's layout; a chunk kept in
+    /// HSDS's layout (compressed in a Blosc frame, or shuffle and checksum
+    /// left out) decoded and filtered again, libhdf5's way.
+    fn hdf5_bytes(&self, stored: bytes::Bytes, raw_len: Option<usize>) -> Result<bytes::Bytes> {
+        if self.pipeline.is_empty()
+            || self.format == ChunkFormat::Hdf5
+            || self.pipeline.keeps_hdf5_layout()
+        {
+            return Ok(stored);
+        }
+        let raw = self.decode(&stored, raw_len)?;
+        Ok(bytes::Bytes::from(
+            self.pipeline.encode(raw, self.filter_elem_size)?,
+        ))
     }
 }
 

@@ -1400,6 +1400,31 @@ impl Domain {
         Ok(out)
     }
 
+    /// The chunk at chunk coordinates `coords` as HDF5's filters make it,
+    /// what HDF5's direct chunk read gives: the chunk object itself when it
+    /// is kept in libhdf5's layout, else re-filtered (`None`: never
+    /// written).
+    ///
+    /// # Errors
+    /// A dataset whose chunks are not HDF5's filtered bytes in objects of
+    /// their own (linked to another file's chunks, or columnar: Parquet
+    /// objects), or not chunked; wrong coordinates; I/O trouble.
+    pub fn stored_chunk(&self, id: &str, coords: &[u64]) -> Result<Option<bytes::Bytes>> {
+        let m = self.dataset(id)?;
+        check_own_chunks(&m, "read a raw chunk")?;
+        if coords.len() != m.chunk.len() {
+            return Err(EngineError::Invalid(format!(
+                "chunk coordinates {coords:?} do not match the rank {}",
+                m.chunk.len()
+            )));
+        }
+        let Some(stored) = self.store().get(&m.key(coords))? else {
+            return Ok(None);
+        };
+        let raw_len = m.chunk_elems() * m.elem_size();
+        Ok(Some(m.codec.hdf5_bytes(stored, Some(raw_len))?))
+    }
+
     /// Where each stored chunk object of a dataset is — a local path or an
     /// `s3://` URL — in the order of the chunks' coordinates. For a
     /// columnar dataset these are Parquet files other tools read directly;
@@ -2170,4 +2195,25 @@ fn decode_in_place(
     }
     ROWS.with(|c| *c.borrow_mut() = buf);
     decoded
+}
+
+/// Refuses a dataset whose chunks are not HDF5's filtered bytes in
+/// objects of its own, for `what` (HDF5's chunk queries and direct reads).
+pub fn check_own_chunks(m: &DatasetMeta, what: &str) -> Result<()> {
+    if !m.chunked {
+        return Err(EngineError::WrongType(format!(
+            "cannot {what}: not a chunked dataset"
+        )));
+    }
+    if m.link.is_some() {
+        return Err(EngineError::WrongType(format!(
+            "cannot {what}: the dataset's chunks are in the file it is linked to, not in the              store (read the data, or `h5lake get` it to an HDF5 file)"
+        )));
+    }
+    if m.is_columnar() {
+        return Err(EngineError::WrongType(format!(
+            "cannot {what}: a columnar dataset's chunks are Parquet objects, not HDF5's              filtered bytes (parquet_files() names them)"
+        )));
+    }
+    Ok(())
 }

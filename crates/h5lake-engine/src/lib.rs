@@ -24,7 +24,7 @@ pub mod stats;
 pub mod table;
 pub mod virtual_ds;
 
-pub use dataset::DatasetMeta;
+pub use dataset::{check_own_chunks, DatasetMeta};
 pub use domain::{Domain, DomainOptions, Durability, OpenMode, PathEnd};
 pub use error::{EngineError, Result};
 pub use h5lake_types::{DimSel, Selection};

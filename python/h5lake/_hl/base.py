@@ -355,6 +355,89 @@ class ObjectID:
         return public_h5t._type_object(self._fs.doc(self._oid)["type"])
 
 
+class DatasetID(ObjectID):
+    """A dataset's id with HDF5's chunk queries and direct chunk read, as
+    h5py's ``DatasetID`` has them (what kerchunk and other indexers use).
+    Each chunk is an object of its own in h5lake: its byte offset is 0,
+    the start of that object, and its size the object's.
+    ``read_direct_chunk`` gives the chunk as HDF5's filters make it: the
+    object itself, or, for a compressed chunk kept in HSDS's layout (a
+    Blosc frame), the chunk filtered again libhdf5's way."""
+
+    __slots__ = ()
+
+    def _chunk_shape(self):
+        from .dataset import Dataset
+        chunks = Dataset(self).chunks
+        if chunks is None:
+            raise TypeError("not a chunked dataset")
+        return chunks
+
+    def _stored(self):
+        return self._fs.raw.dataset_stored_chunks(self._oid)
+
+    def _info(self, coords, size):
+        from ..h5d import StoreInfo
+        offset = tuple(int(c) * k for c, k in zip(coords, self._chunk_shape()))
+        return StoreInfo(offset, 0, 0, int(size))
+
+    def get_num_chunks(self, space=None):
+        """How many chunks are stored (``space`` is not supported)."""
+        if space is not None:
+            raise NotImplementedError("counting the chunks of a selection is not supported")
+        return len(self._stored())
+
+    def get_chunk_info(self, index, space=None):
+        """``StoreInfo`` of the ``index``-th stored chunk, in order of the
+        chunks' coordinates."""
+        if space is not None:
+            raise NotImplementedError("chunk info within a selection is not supported")
+        chunks = self._stored()
+        if not 0 <= index < len(chunks):
+            raise ValueError("Chunk index is out of range (chunk index is out of range)")
+        return self._info(*chunks[index])
+
+    def get_chunk_info_by_coord(self, chunk_offset):
+        """``StoreInfo`` of the chunk holding the element at
+        ``chunk_offset``; offset None and size 0 when it was never written."""
+        from ..h5d import StoreInfo
+        coords = tuple(int(o) // k for o, k in zip(chunk_offset, self._chunk_shape()))
+        for c, size in self._stored():
+            if tuple(c) == coords:
+                return StoreInfo(tuple(int(o) for o in chunk_offset), 0, 0, int(size))
+        return StoreInfo(None, 0, None, 0)
+
+    def chunk_iter(self, callback):
+        """Calls ``callback(StoreInfo)`` for every stored chunk, in order."""
+        for coords, size in self._stored():
+            callback(self._info(coords, size))
+
+    def get_storage_size(self):
+        """Bytes the stored chunks take."""
+        return sum(int(size) for _, size in self._stored())
+
+    def read_direct_chunk(self, offsets, dxpl=None, out=None):
+        """``(filter_mask, bytes)``: the chunk starting at element
+        ``offsets`` as stored, its filters' output (into ``out``, a
+        writable buffer, when given: then a memoryview of it)."""
+        shape = self._chunk_shape()
+        offsets = tuple(int(o) for o in offsets)
+        if len(offsets) != len(shape) or any(o % k for o, k in zip(offsets, shape)):
+            raise OSError("Can't read unprocessed chunk data (offset doesn't fall on "
+                          "chunks's boundary)")
+        data = self._fs.raw.dataset_stored_chunk(self._oid, [o // k for o, k in zip(offsets, shape)])
+        if data is None:
+            raise RuntimeError("Can't get storage size of chunk (chunk storage is not allocated)")
+        if out is None:
+            return 0, data
+        view = memoryview(out).cast("B")
+        if len(view) < len(data):
+            raise ValueError("Output buffer of %d bytes is too small for the chunk's %d"
+                             % (len(view), len(data)))
+        view[:len(data)] = data
+        return 0, view[:len(data)]
+
+
 #: The name of an object opened by reference: found when first asked for
 #: (a walk of the store), not on every dereference.
 BY_REFERENCE = object()

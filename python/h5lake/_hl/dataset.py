@@ -1096,6 +1096,13 @@ class Dataset(HLObject):
         return AsStrView(self, encoding, errors=errors)
 
     @property
+    def id(self):
+        """The dataset's id, with HDF5's chunk queries (``get_num_chunks``,
+        ``get_chunk_info``, ``chunk_iter``, ``read_direct_chunk``...)."""
+        from .base import DatasetID
+        return DatasetID(self._fs, self._oid)
+
+    @property
     def regionref(self):
         """Region references to selections of this dataset:
         ``dset.regionref[0:10, ::2]`` (h5py's); ``dset[ref]`` reads one."""
