@@ -313,3 +313,23 @@ def test_chunk_queries_refuse_what_has_no_chunk_objects_of_its_own(tmp_path):
             t.id.get_num_chunks()
         with pytest.raises(TypeError, match="Parquet"):
             t.id.read_direct_chunk((0,))
+
+
+def test_creation_property_lists_as_h5py(tmp_path):
+    """``dset.id.get_create_plist()``: layout, chunk shape, fill value and
+    fill time as h5py reports them for the same datasets."""
+    got = []
+    for mod, path in ((h5py, tmp_path / "p.h5"), (h5lake, tmp_path / "p.h5l")):
+        with mod.File(path, "w") as f:
+            out = []
+            for k, kw in enumerate([dict(fillvalue=4.0), dict(fillvalue=4.0, fill_time="never"),
+                                    dict(fillvalue=4.0, fill_time="alloc"),
+                                    dict(chunks=(2,), fill_time="ifset"), dict(compression="gzip")]):
+                pl = f.create_dataset(str(k), (10,), "f4", **kw).id.get_create_plist()
+                v = np.zeros((), "f8")
+                pl.get_fill_value(v)
+                layout = pl.get_layout()
+                out.append((pl.get_fill_time(), pl.fill_value_defined(), layout, float(v),
+                            pl.get_chunk() if layout == mod.h5d.CHUNKED else None))
+            got.append(out)
+    assert got[0] == got[1]

@@ -22,7 +22,7 @@ from ._hl.serve import serve
 from ._hl.vds import UNLIMITED, VirtualLayout, VirtualSource, VirtualSourceWarning, concat
 from ._hl.daskio import store_dask
 from ._hl.selections import MultiBlockSlice
-from . import h5a, h5d, h5ds, h5f, h5r, h5s, h5t, h5z, version
+from . import h5a, h5d, h5ds, h5f, h5p, h5r, h5s, h5t, h5z, version
 from ._hl import filters
 
 

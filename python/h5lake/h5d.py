@@ -12,10 +12,17 @@ from . import h5s as _h5s
 #: h5lake a chunk is an object of its own, so its byte offset is 0.
 StoreInfo = namedtuple("StoreInfo", ["chunk_offset", "filter_mask", "byte_offset", "size"])
 
-# Fill times (H5D_fill_time_t), as h5py names them.
+# Layouts, fill times and fill value states, as h5py names them.
+COMPACT = 0
+CONTIGUOUS = 1
+CHUNKED = 2
+VIRTUAL = 3
 FILL_TIME_ALLOC = 0
 FILL_TIME_NEVER = 1
 FILL_TIME_IFSET = 2
+FILL_VALUE_UNDEFINED = 0
+FILL_VALUE_DEFAULT = 1
+FILL_VALUE_USER_DEFINED = 2
 
 
 def create(loc, name, tid, space, dcpl=None, lcpl=None, dapl=None):

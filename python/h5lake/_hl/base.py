@@ -366,6 +366,13 @@ class DatasetID(ObjectID):
 
     __slots__ = ()
 
+    def get_create_plist(self):
+        """The dataset's creation properties (``h5p.PropDCID``): layout,
+        chunk shape, fill value and fill time."""
+        from ..h5p import PropDCID
+        from .dataset import Dataset
+        return PropDCID(Dataset(self))
+
     def _chunk_shape(self):
         from .dataset import Dataset
         chunks = Dataset(self).chunks
