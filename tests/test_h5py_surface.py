@@ -307,6 +307,16 @@ def test_chunk_queries_and_direct_chunk_reads_as_h5py(tmp_path):
 
 def test_chunk_queries_refuse_what_has_no_chunk_objects_of_its_own(tmp_path):
     pa = pytest.importorskip("pyarrow")
+    got = []
+    for mod, path in ((h5py, tmp_path / "f.h5"), (h5lake, tmp_path / "f.h5l")):
+        with mod.File(path, "w") as f:
+            flat = f.create_dataset("flat", data=[1, 2, 3]).id
+            for call in (flat.get_num_chunks, lambda: flat.get_chunk_info(0),
+                         lambda: flat.read_direct_chunk((0,))):
+                with pytest.raises(RuntimeError, match="not a chunked dataset") as e:
+                    call()
+                got.append(str(e.value))
+    assert got[:3] == got[3:]
     with h5lake.File(tmp_path / "s.h5l", "w") as f:
         t = f.create_dataset("t", data=pa.table({"a": [1, 2, 3]}))
         with pytest.raises(TypeError, match="Parquet"):

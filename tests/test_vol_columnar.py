@@ -217,3 +217,23 @@ def _run_without_connector(code, path, env_extra):
     r = subprocess.run([sys.executable, "-c", prog], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+CHUNK_QUERY = """
+with h5py.File(p, "w") as f:
+    f.create_dataset("t", data=np.zeros(8, [("a", "i4"), ("b", "f8")]), chunks=(4,))
+with h5py.File(p, "r") as f:
+    try:
+        out["n"] = f["t"].id.get_num_chunks()
+    except Exception as e:
+        out["n"] = [type(e).__name__, str(e)]
+"""
+
+
+def test_chunk_queries_on_columnar_chunks_fail_naming_why(plugin_dir, tmp_path):
+    """A columnar dataset's chunks are Parquet objects, no HDF5 chunks to
+    count or address: the query fails saying so, instead of answering
+    with sizes of objects no HDF5 reader could use."""
+    got = run_h5py(CHUNK_QUERY, str(tmp_path / "s.h5l"), plugin_dir, connector=COLUMNAR)
+    assert isinstance(got["n"], list), got
+    assert "Parquet" in got["n"][1] or "columnar" in got["n"][1], got

@@ -793,6 +793,9 @@ pub unsafe extern "C" fn optional(
             if !m.chunked {
                 return Err(VolError::BadType(format!("{what}: not a chunked dataset")));
             }
+            // Linked and columnar chunks are no HDF5 chunk objects of the
+            // store: refused by name rather than counted as none.
+            h5lake_engine::check_own_chunks(&m, what)?;
             Ok(o.dom.stored_chunks(id)?)
         };
         let offset_of = |coords: &[u64]| -> Vec<u64> {

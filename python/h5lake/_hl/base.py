@@ -373,14 +373,15 @@ class DatasetID(ObjectID):
         from .dataset import Dataset
         return PropDCID(Dataset(self))
 
-    def _chunk_shape(self):
+    def _chunk_shape(self, what="Can't get number of chunks"):
         from .dataset import Dataset
         chunks = Dataset(self).chunks
         if chunks is None:
-            raise TypeError("not a chunked dataset")
+            raise RuntimeError(f"{what} (not a chunked dataset)")
         return chunks
 
     def _stored(self):
+        self._chunk_shape()
         return self._fs.raw.dataset_stored_chunks(self._oid)
 
     def _info(self, coords, size):
@@ -427,7 +428,7 @@ class DatasetID(ObjectID):
         """``(filter_mask, bytes)``: the chunk starting at element
         ``offsets`` as stored, its filters' output (into ``out``, a
         writable buffer, when given: then a memoryview of it)."""
-        shape = self._chunk_shape()
+        shape = self._chunk_shape("Can't get storage size of chunk")
         offsets = tuple(int(o) for o in offsets)
         if len(offsets) != len(shape) or any(o % k for o, k in zip(offsets, shape)):
             raise OSError("Can't read unprocessed chunk data (offset doesn't fall on "
