@@ -77,6 +77,8 @@ class FileState:
         # A temporary store this state reads (an HDF5 file an external link
         # names, linked on the fly), removed when it closes.
         self.scratch = None
+        # Open for SWMR reading, or switched to SWMR writing.
+        self.swmr = False
 
     # -- validity -----------------------------------------------------------
     def check(self, exc=ClosedObjectError):

@@ -31,9 +31,10 @@ _ACCEPTED_KWDS = frozenset((
     'rdcc_nbytes',  # the decoded-chunk cache budget, as in h5py
     'allow_local_links',  # h5lake's: a store in a bucket may link to local files
     'durable',  # h5lake's: each change durable when its call returns
+    'swmr',  # SWMR reading (mode 'r'): swmr_mode reports it
 ))
 _IGNORED_KWDS = frozenset((
-    'driver', 'libver', 'userblock_size', 'swmr', 'rdcc_nslots',
+    'driver', 'libver', 'userblock_size', 'rdcc_nslots',
     'rdcc_w0', 'track_times', 'fs_strategy', 'fs_persist', 'fs_threshold',
     'fs_page_size', 'page_buf_size', 'min_meta_keep', 'min_raw_keep', 'locking',
     'alignment_threshold', 'alignment_interval', 'meta_block_size',
@@ -93,6 +94,9 @@ class File(Group):
                             allow_local, bool(durable))
         fs = FileState(raw, name, absolute_location(name), 'r' if raw.readonly else 'r+',
                        allow_local_links=allow_local)
+        # SWMR: a store's writes already reach its readers whole; a reader
+        # sees what a writer flushed once it refreshes its datasets.
+        fs.swmr = bool(kwds.get('swmr')) and mode == 'r'
         _OPEN.add(fs)
         Group.__init__(self, fs, raw.root_id, '/')
 
@@ -145,8 +149,22 @@ class File(Group):
 
     @property
     def swmr_mode(self):
+        """Whether the file is open for SWMR reading (``swmr=True``) or a
+        writer switched SWMR writing on."""
         self._fs.check()
-        return False
+        return self._fs.swmr
+
+    @swmr_mode.setter
+    def swmr_mode(self, value):
+        """Switches SWMR writing on (h5py's ``f.swmr_mode = True``): what is
+        pending is written, and from then on what the writer flushes
+        (``dset.flush()``, ``f.flush()``) readers see after ``refresh()``."""
+        self._fs.check()
+        if not value:
+            raise ValueError("It is not possible to forcibly switch SWMR mode off.")
+        self._fs.check_writable(ValueError, "Unable to start swmr writing")
+        self._fs.raw.flush()
+        self._fs.swmr = True
 
     @property
     def meta_block_size(self):
