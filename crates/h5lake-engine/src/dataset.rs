@@ -1796,20 +1796,14 @@ impl Domain {
                 let tail_at = len - tail.len() as u64;
                 // What the tail already holds is not read again.
                 let wanted: Vec<_> = ranges.into_iter().filter(|r| r.start < tail_at).collect();
-                thread_local! {
-                    static COLUMNS: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-                }
-                // One buffer per thread for the columns' bytes, reused from
-                // chunk to chunk (fresh memory costs a page fault a page).
                 let mut parts: Vec<(u64, bytes::Bytes)> = Vec::with_capacity(wanted.len() + 1);
-                let mut whole = bytes::Bytes::new();
                 if let Some(mapped) = obj.map_ranges(&wanted)? {
                     // In place, no copy out of the page cache.
                     parts.extend(wanted.iter().map(|r| r.start).zip(mapped));
                 } else {
-                    let mut buf = COLUMNS.with(|c| std::mem::take(&mut *c.borrow_mut()));
-                    obj.read_ranges_into(&wanted, &mut buf)?;
-                    whole = bytes::Bytes::from(buf);
+                    let mut buf = crate::pooled::PooledBuf::kept();
+                    obj.read_ranges_into(&wanted, &mut buf.0)?;
+                    let whole = bytes::Bytes::from_owner(buf);
                     let mut at = 0;
                     for r in &wanted {
                         let n = (r.end - r.start) as usize;
@@ -1819,14 +1813,7 @@ impl Domain {
                 }
                 parts.push((tail_at, tail));
                 let parts = Parts::new(len, parts);
-                let decoded = footer.decode_into(&m.dtype, &parts, m.chunk_elems(), &m.fill, dst);
-                drop(parts);
-                if let Ok(back) = whole.try_into_mut().map(Vec::from) {
-                    if back.capacity() > 0 {
-                        COLUMNS.with(|c| *c.borrow_mut() = back);
-                    }
-                }
-                decoded?;
+                footer.decode_into(&m.dtype, &parts, m.chunk_elems(), &m.fill, dst)?;
                 Ok(true)
             };
             match read() {
@@ -2207,12 +2194,14 @@ pub fn check_own_chunks(m: &DatasetMeta, what: &str) -> Result<()> {
     }
     if m.link.is_some() {
         return Err(EngineError::WrongType(format!(
-            "cannot {what}: the dataset's chunks are in the file it is linked to, not in the              store (read the data, or `h5lake get` it to an HDF5 file)"
+            "cannot {what}: the dataset's chunks are in the file it is linked to, not in the \
+             store (read the data, or `h5lake get` it to an HDF5 file)"
         )));
     }
     if m.is_columnar() {
         return Err(EngineError::WrongType(format!(
-            "cannot {what}: a columnar dataset's chunks are Parquet objects, not HDF5's              filtered bytes (parquet_files() names them)"
+            "cannot {what}: a columnar dataset's chunks are Parquet objects, not HDF5's \
+             filtered bytes (parquet_files() names them)"
         )));
     }
     Ok(())

@@ -868,7 +868,6 @@ impl Journal {
         Ok(())
     }
 
-    /// Commits, from inside a store call.
     /// An engine error where the store's trait wants a store error.
     fn as_store_error(&self, e: EngineError) -> StoreError {
         match e {
@@ -881,6 +880,7 @@ impl Journal {
         }
     }
 
+    /// Commits, from inside a store call.
     fn commit_for_store(&self) -> h5lake_store::Result<()> {
         self.commit().map(drop).map_err(|e| self.as_store_error(e))
     }

@@ -19,6 +19,7 @@ pub mod link_policy;
 pub mod linked;
 pub mod parquet_link;
 pub mod planner;
+mod pooled;
 pub mod progress;
 pub mod stats;
 pub mod table;

@@ -30,6 +30,7 @@ use serde_json::{json, Value};
 use crate::dataset::DatasetMeta;
 use crate::link_policy::{LinkPolicy, LinkTarget};
 use crate::linked::LinkedFiles;
+use crate::pooled::PooledBuf;
 use crate::{Domain, EngineError, Result};
 
 /// Parquet footers kept parsed, per domain.
@@ -197,46 +198,6 @@ impl ParquetFiles {
 }
 
 /// Reads byte ranges of one version of a source file.
-/// A read buffer that goes back to its thread's pool when dropped (on
-/// whichever thread drops it), so that the next read of about its size
-/// reuses pages already faulted in.
-struct PooledBuf(Vec<u8>);
-
-thread_local! {
-    static POOL: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-impl PooledBuf {
-    /// `len` bytes (their contents are whatever the pool held: to be
-    /// overwritten whole).
-    fn take(len: usize) -> Self {
-        let mut buf = POOL.with(|p| std::mem::take(&mut *p.borrow_mut()));
-        // Only growth is zeroed.
-        buf.resize(len.max(buf.len()), 0);
-        buf.truncate(len);
-        PooledBuf(buf)
-    }
-}
-
-impl AsRef<[u8]> for PooledBuf {
-    fn as_ref(&self) -> &[u8] {
-        &self.0
-    }
-}
-
-impl Drop for PooledBuf {
-    fn drop(&mut self) {
-        let buf = std::mem::take(&mut self.0);
-        // `try_with`: during a thread's teardown the pool may be gone.
-        let _ = POOL.try_with(|p| {
-            let mut p = p.borrow_mut();
-            if buf.capacity() > p.capacity() {
-                *p = buf;
-            }
-        });
-    }
-}
-
 type RangeReader<'a> = dyn Fn(&[Range<u64>]) -> Result<Vec<Bytes>> + 'a;
 
 /// The footer of a file (parsed from its tail, or the cache) and a reader
@@ -534,11 +495,7 @@ impl Domain {
             .map_err(|e| naming_the_file(e, &file.uri, &m.id))?;
             at += part.len();
         }
-        let fill = if m.fill.is_empty() {
-            h5lake_types::record::empty_record(&m.dtype)
-        } else {
-            m.fill.clone()
-        };
+        let fill = fill_element(m);
         for row in dst[at * es..].chunks_exact_mut(es) {
             row.copy_from_slice(&fill);
         }
@@ -605,15 +562,21 @@ impl Domain {
             )?;
         }
         // The last chunk's rows past the end read as fill, as any chunk's.
-        let fill = if m.fill.is_empty() {
-            h5lake_types::record::empty_record(&m.dtype)
-        } else {
-            m.fill.clone()
-        };
+        let fill = fill_element(m);
         for _ in hi - lo..c {
             out.extend_from_slice(&fill);
         }
         Ok(Some((out, nulls)))
+    }
+}
+
+/// One element of the dataset's fill value (zeros when it has none): what
+/// rows past the files' end read as.
+fn fill_element(m: &DatasetMeta) -> Vec<u8> {
+    if m.fill.is_empty() {
+        h5lake_types::record::empty_record(&m.dtype)
+    } else {
+        m.fill.clone()
     }
 }
 

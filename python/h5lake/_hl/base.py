@@ -386,10 +386,10 @@ class DatasetID(ObjectID):
         self._chunk_shape()
         return self._fs.raw.dataset_stored_chunks(self._oid)
 
-    def _info(self, coords, size):
+    @staticmethod
+    def _info(coords, size, shape):
         from ..h5d import StoreInfo
-        offset = tuple(int(c) * k for c, k in zip(coords, self._chunk_shape()))
-        return StoreInfo(offset, 0, 0, int(size))
+        return StoreInfo(tuple(int(c) * k for c, k in zip(coords, shape)), 0, 0, int(size))
 
     def get_num_chunks(self, space=None):
         """How many chunks are stored (``space`` is not supported)."""
@@ -405,7 +405,7 @@ class DatasetID(ObjectID):
         chunks = self._stored()
         if not 0 <= index < len(chunks):
             raise ValueError("Chunk index is out of range (chunk index is out of range)")
-        return self._info(*chunks[index])
+        return self._info(*chunks[index], self._chunk_shape())
 
     def get_chunk_info_by_coord(self, chunk_offset):
         """``StoreInfo`` of the chunk holding the element at
@@ -419,8 +419,9 @@ class DatasetID(ObjectID):
 
     def chunk_iter(self, callback):
         """Calls ``callback(StoreInfo)`` for every stored chunk, in order."""
+        shape = self._chunk_shape()
         for coords, size in self._stored():
-            callback(self._info(coords, size))
+            callback(self._info(coords, size, shape))
 
     def get_storage_size(self):
         """Bytes the stored chunks take."""
