@@ -384,6 +384,96 @@ def test_files_shipped_with_h5py(tmp_path):
                 _walk(h, l)
 
 
+# ---------------------------------------------------------------------------
+# HDF5 files opened in place: h5lake.File("data.h5") reads as h5py does
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("writer", ["everything", "variable_records", "padded_compounds",
+                                    "references"])
+def test_hdf5_files_open_in_place_as_h5py_reads_them(tmp_path, writer):
+    src = str(tmp_path / "f.h5")
+    getattr(h5files, f"write_{writer}")(src)
+    before = open(src, "rb").read()
+    with h5py.File(src, "r") as h, h5lake.File(src) as l:
+        assert l.mode == "r" and l.filename == src
+        _walk(h, l)
+    assert open(src, "rb").read() == before
+    assert os.listdir(tmp_path) == ["f.h5"]         # nothing written beside it
+
+
+def test_files_shipped_with_h5py_open_in_place():
+    files = glob.glob(os.path.join(os.path.dirname(h5py.__file__), "tests", "data_files", "*.h5"))
+    assert files
+    for src in files:
+        with h5py.File(src, "r") as h, h5lake.File(src, "r") as l:
+            _walk(h, l)
+
+
+def test_hdf5_files_open_read_only(tmp_path, everything):
+    """Every writing mode is refused, naming the way to a writable copy, and
+    leaves the file as it was; the read-only handle refuses changes as
+    h5py's does."""
+    before = open(everything, "rb").read()
+    for mode in ("r+", "a", "w", "w-", "x"):
+        with pytest.raises(OSError, match="read-only.*h5lake load"):
+            h5lake.File(everything, mode)
+    with h5lake.File(everything) as f:
+        with pytest.raises(ValueError, match="no write intent"):
+            f["new"] = 1
+        with pytest.raises((ValueError, OSError)):
+            f["contig"][0, 0] = 5
+        with pytest.raises((ValueError, OSError, KeyError)):
+            f.attrs["title"] = "changed"
+        assert f.attrs["title"] == "everything"
+    assert open(everything, "rb").read() == before
+
+
+def test_hdf5_file_opened_in_place_names_what_it_leaves_out(tmp_path):
+    pytest.importorskip("hdf5plugin")
+    src = h5files.write_unsupported_filter(str(tmp_path / "bz.h5"))
+    with pytest.warns(UserWarning, match="(?s)1 object.*bzipped.*bzip2"):
+        f = h5lake.File(src)
+    with f:
+        assert "bzipped" not in f
+        assert f["ok"][...].tolist() == list(range(10))
+
+
+def test_files_that_are_not_stores_or_hdf5(tmp_path, everything):
+    text = tmp_path / "notes.txt"
+    text.write_text("just text\n")
+    with pytest.raises(OSError, match="neither an h5lake store .* nor an HDF5 file"):
+        h5lake.File(text)
+    cut = tmp_path / "cut.h5"
+    cut.write_bytes(open(everything, "rb").read()[:3000])
+    with pytest.raises(OSError, match="truncated or damaged"):
+        h5lake.File(cut)
+
+
+def test_diff_follows_references_to_their_targets(tmp_path):
+    """Two loads of one file give different object ids: references are the
+    same when they lead to the same objects, and differ by where they lead."""
+    src = h5files.write_references(str(tmp_path / "refs.h5"))
+    h5lake.load(src, tmp_path / "a.h5l")
+    h5lake.load(src, tmp_path / "b.h5l")
+    assert h5lake.diff(str(tmp_path / "a.h5l"), str(tmp_path / "b.h5l")) == []
+    assert h5lake.diff(src, str(tmp_path / "a.h5l")) == []
+    other = str(tmp_path / "other.h5")
+    with h5py.File(other, "w") as f:
+        f["x"], f["y"] = np.arange(10), np.arange(3)
+        f["r"] = f["y"].ref
+        f.attrs["ra"] = f["y"].ref
+        f["rr"] = f["x"].regionref[2:6]
+    with h5py.File(str(tmp_path / "mine.h5"), "w") as f:
+        f["x"], f["y"] = np.arange(10), np.arange(3)
+        f["r"] = f["x"].ref
+        f.attrs["ra"] = f["x"].ref
+        f["rr"] = f["x"].regionref[2:5]
+    lines = h5lake.diff(str(tmp_path / "mine.h5"), other)
+    assert lines[:2] == ["attribute 'ra' of /: '/x' != '/y'",
+                         "dataset /r: 1 difference (first at (): '/x' != '/y')"]
+    assert len(lines) == 3 and lines[2].startswith("dataset /rr: 1 difference")
+
+
 def test_not_hdf5_truncated_and_missing(tmp_path, everything):
     text = tmp_path / "notes.h5"
     text.write_text("just text\n")

@@ -163,6 +163,12 @@ def test_loaded_file_opens_as_xarray_reads_it(nc_file, tmp_path, link, group):
     got.close()
 
 
+@pytest.mark.parametrize("group", [None, "g/sub"])
+def test_netcdf_file_opens_in_place(nc_file, group):
+    """engine="h5lake" on the netCDF-4 file itself (no load): read in place."""
+    assert_same_as_xarray(nc_file, nc_file, group).close()
+
+
 def test_cli_load(nc_file, tmp_path):
     store = tmp_path / "cli.h5l"
     done = subprocess.run([sys.executable, "-m", "h5lake", "load", "-q", str(nc_file), str(store)],
@@ -574,9 +580,9 @@ def test_to_h5lake_errors(tmp_path):
 
 def test_open_errors(tmp_path):
     ds = xr.Dataset({"v": (("t",), [1.0, 2.0])})
-    ds.to_netcdf(tmp_path / "f.nc")
-    with pytest.raises(OSError, match="h5lake.load"):
-        xr.open_dataset(tmp_path / "f.nc", engine=ENGINE)
+    (tmp_path / "f.txt").write_text("not netCDF\n")
+    with pytest.raises(OSError, match="neither an h5lake store .* nor an HDF5 file"):
+        xr.open_dataset(tmp_path / "f.txt", engine=ENGINE)
     h5lake.to_h5lake(ds, tmp_path / "s.h5l")
     with pytest.raises(OSError, match="group not found"):
         xr.open_dataset(tmp_path / "s.h5l", engine=ENGINE, group="nope")

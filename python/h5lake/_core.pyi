@@ -56,7 +56,16 @@ class RawFile:
         properties when the store is created (``{"CreateOrder": 1}`` for
         ``track_order``). ``chunk_cache_bytes`` sets the decoded-chunk cache
         budget (default 64 MiB; 0 disables it). Cached chunks are revalidated
-        against the store on every use, so other writers are always seen."""
+        against the store on every use, so other writers are always seen.
+
+        A local ``path`` that is an HDF5 file opens in place, read-only (any
+        other mode raises OSError): its metadata is loaded into memory and
+        its values are read from the file."""
+    @property
+    def skipped(self) -> list[tuple[str, str | None, str, str]]:
+        """What opening an HDF5 file in place left out: ``(path, part, reason,
+        sentence)`` for each object or part of one (``part`` None: the whole
+        object)."""
     def check_link_target(self, location: str) -> None:
         """PermissionError unless this store's link policy lets its links lead
         to ``location`` (a store path or URL; see the README's security section)."""

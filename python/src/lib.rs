@@ -157,9 +157,40 @@ struct RawFile {
     dom: RwLock<Option<Arc<Domain>>>,
     path: String,
     readonly: bool,
+    /// What opening an HDF5 file in place left out.
+    skipped: Vec<h5lake_hdf5::Skipped>,
 }
 
 impl RawFile {
+    /// An HDF5 file opened in place, read-only (h5py's default mode). h5lake
+    /// writes stores, not HDF5 files: every writing mode is refused rather
+    /// than turning the file into something else.
+    fn open_hdf5_file(
+        py: Python<'_>,
+        path: PathBuf,
+        mode: OpenMode,
+        chunk_cache_bytes: usize,
+    ) -> PyResult<Self> {
+        if mode != OpenMode::Read {
+            return Err(PyOSError::new_err(format!(
+                "{} is an HDF5 file: h5lake opens HDF5 files read-only (mode 'r'); to change it, \
+                 bring it into a store with `h5lake load {0} STORE` and open the store",
+                path.display()
+            )));
+        }
+        let (dom, report) = interruptible(
+            py,
+            || h5lake_hdf5::open_in_place(&path, chunk_cache_bytes),
+            hdf5_err,
+        )?;
+        Ok(RawFile {
+            dom: RwLock::new(Some(Arc::new(dom))),
+            path: path.to_string_lossy().into_owned(),
+            readonly: true,
+            skipped: report.skipped,
+        })
+    }
+
     fn dom(&self) -> PyResult<Arc<Domain>> {
         self.dom
             .read()
@@ -764,6 +795,9 @@ impl RawFile {
         // `s3://bucket/path` URLs, or local paths (kept as paths: a local
         // name need not be UTF-8).
         let url = path.to_str().filter(|p| p.contains("://"));
+        if url.is_none() && path.is_file() && h5lake_hdf5::is_hdf5(&path) {
+            return Self::open_hdf5_file(py, path, m, opts.chunk_cache_bytes);
+        }
         let dom = py
             .allow_threads(|| match url {
                 Some(url) => Domain::open_url_with(url, m, &opts),
@@ -774,7 +808,26 @@ impl RawFile {
             dom: RwLock::new(Some(Arc::new(dom))),
             path: path.to_string_lossy().into_owned(),
             readonly: m == OpenMode::Read,
+            skipped: Vec::new(),
         })
+    }
+
+    /// What opening an HDF5 file in place could not represent (empty for
+    /// stores), as `(path, part, reason, sentence)`; `part` is None when
+    /// the whole object was left out.
+    #[getter]
+    fn skipped(&self) -> Vec<(String, Option<String>, String, String)> {
+        self.skipped
+            .iter()
+            .map(|s| {
+                (
+                    s.path.clone(),
+                    s.part.clone(),
+                    s.reason.clone(),
+                    s.to_string(),
+                )
+            })
+            .collect()
     }
 
     #[getter]

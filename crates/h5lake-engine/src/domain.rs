@@ -169,7 +169,7 @@ pub fn resolve_local(path: &Path) -> Result<(PathBuf, String)> {
     })?;
     if abs.is_file() {
         return Err(EngineError::NotAStore(format!(
-            "{} is a file, not an h5lake store (h5lake stores are directories; to bring in an HDF5 file use `h5lake load`)",
+            "{} is a file, but neither an h5lake store (a directory) nor an HDF5 file",
             abs.display()
         )));
     }

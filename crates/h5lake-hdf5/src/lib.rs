@@ -21,7 +21,7 @@ mod types;
 mod virtual_layout;
 
 pub use export::{get, GetOptions, GetReport};
-pub use load::{link_dataset, load, LoadOptions, LoadReport};
+pub use load::{link_dataset, load, open_in_place, LoadOptions, LoadReport};
 pub use skipped::Skipped;
 pub use source::{hdf5_version, is_hdf5};
 

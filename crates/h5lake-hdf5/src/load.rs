@@ -177,6 +177,50 @@ fn add_dataset(
     Ok((id, loader.report))
 }
 
+/// An HDF5 file opened in place, read-only: its groups, attributes and
+/// dataset descriptions are loaded into a store held in memory, and its
+/// values stay in the file, read from it as `load --link` stores read them.
+/// This is what lets `h5lake.File("data.h5")` open a file as h5py does.
+/// Datasets a linked store cannot point at (converted types, compact
+/// layouts) have their values copied into memory.
+///
+/// The report's `skipped` names what could not be represented; the caller
+/// decides how loudly to say so.
+///
+/// # Errors
+/// A missing, non-HDF5 or damaged file; I/O trouble.
+pub fn open_in_place(src: &Path, chunk_cache_bytes: usize) -> Result<(Domain, LoadReport)> {
+    let file = source::open(src)?;
+    let src_abs = src.canonicalize()?;
+    let uri = src_abs.to_string_lossy().into_owned();
+    let store: std::sync::Arc<dyn h5lake_store::Store> =
+        std::sync::Arc::new(h5lake_store::MemoryStore::new());
+    let location = src.to_string_lossy().into_owned();
+    // The user named this file in their own process: its external links
+    // and virtual sources lead where the user's own reads may go.
+    let opts = h5lake_engine::DomainOptions {
+        link_policy: Some(h5lake_engine::LinkPolicy::trusting()),
+        chunk_cache_bytes,
+        ..Default::default()
+    };
+    let building = Domain::open_with(
+        store.clone(),
+        "",
+        OpenMode::Truncate,
+        location.clone(),
+        &opts,
+    )?;
+    let link = LoadOptions {
+        link: true,
+        ..LoadOptions::default()
+    };
+    let report = load_into(&building, &file, src_abs, uri, &link, None)?;
+    building.flush()?;
+    drop(building);
+    let dom = Domain::open_with(store, "", OpenMode::Read, location, &opts)?;
+    Ok((dom, report))
+}
+
 /// Loads the open file into `dom` (a fresh domain).
 fn load_into(
     dom: &Domain,

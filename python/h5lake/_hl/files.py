@@ -8,6 +8,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import warnings
 import weakref
 
 try:
@@ -43,6 +44,11 @@ _IGNORED_KWDS = frozenset((
 
 class File(Group):
     """An h5lake store opened like an HDF5 file.
+
+    An HDF5 file (``data.h5`` written by h5py or libhdf5) opens too, read-only
+    and in place: its structure is read into memory when it opens and its
+    values are read from the file when asked for. Writing modes are refused
+    for an HDF5 file; ``h5lake load`` brings one into a store.
 
     mode: ``r`` read-only, file must exist (default); ``r+`` read/write, must
     exist; ``w`` create, truncate if exists; ``w-``/``x`` create, fail if
@@ -92,6 +98,14 @@ class File(Group):
             durable = os.environ.get('H5LAKE_DURABLE') == '1'
         raw = _core.RawFile(name, mode, json.dumps(root_props), None if cache is None else int(cache),
                             allow_local, bool(durable))
+        skipped = raw.skipped
+        if skipped:
+            # An HDF5 file opened in place: name what it holds that h5lake
+            # could not open, rather than let it look absent.
+            warnings.warn("%s: %d object(s) of this HDF5 file cannot be opened with h5lake "
+                          "and are left out:\n  %s"
+                          % (name, len(skipped), "\n  ".join(s[3] for s in skipped)),
+                          UserWarning, stacklevel=2)
         fs = FileState(raw, name, absolute_location(name), 'r' if raw.readonly else 'r+',
                        allow_local_links=allow_local)
         # SWMR: a store's writes already reach its readers whole; a reader
@@ -99,6 +113,14 @@ class File(Group):
         fs.swmr = bool(kwds.get('swmr')) and mode == 'r'
         _OPEN.add(fs)
         Group.__init__(self, fs, raw.root_id, '/')
+
+    @property
+    def skipped_objects(self):
+        """For an HDF5 file opened in place: what h5lake could not open, as
+        ``{"path", "part", "reason"}`` dicts (``part`` None when the whole
+        object is left out); empty for a store."""
+        self._fs.check()
+        return [{"path": p, "part": part, "reason": why} for p, part, why, _ in self._fs.raw.skipped]
 
     @classmethod
     def _from_state(cls, fs):

@@ -18,7 +18,7 @@ import math
 import os
 import posixpath
 import shutil
-import tempfile
+import warnings
 
 import numpy as np
 
@@ -28,7 +28,7 @@ from .dataset import Dataset
 from .datatype import Datatype
 from .files import File
 from .group import ExternalLink, Group, HardLink, SoftLink
-from .transfer import is_hdf5, load
+from .transfer import is_hdf5
 
 try:
     from .. import _core
@@ -146,24 +146,16 @@ def _store_or_file(path):
 
 def _open_in(path, stack):
     """The object ``path`` names, kept open by ``stack``: in a store, or in
-    an HDF5 file loaded (linked, not copied) into a temporary store; and
-    the gaps of that load, ``{"path", "part", "reason"}`` for each object
-    or part of one the file holds and h5lake could not read (none for a
-    store), so that no tool passes over them in silence."""
+    an HDF5 file opened in place; and the gaps of that file,
+    ``{"path", "part", "reason"}`` for each object or part of one it holds
+    and h5lake could not read (none for a store), so that no tool passes
+    over them in silence."""
     root, inner = split_path(path, _store_or_file, "an h5lake store or HDF5 file")
-    gaps = []
-    if not is_store(root):
-        root, gaps = _linked_copy(root, stack)
-    return _lookup(stack.enter_context(File(root, "r")), inner, path), gaps
-
-
-def _linked_copy(h5file, stack):
-    """A temporary store linked to the HDF5 file ``h5file`` (kept by
-    ``stack``), and what of the file it could not hold."""
-    tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="h5lake-"))
-    store = os.path.join(tmp, os.path.basename(h5file) + ".h5l")
-    report = load(h5file, store, link=True, skip_unsupported=True)
-    return store, report["skipped_objects"]
+    with warnings.catch_warnings():
+        # what an HDF5 file opened in place leaves out is told as gaps
+        warnings.simplefilter("ignore", UserWarning)
+        f = stack.enter_context(File(root, "r"))
+    return _lookup(f, inner, path), f.skipped_objects
 
 
 def _below(gap_path, top, recursive):
@@ -425,16 +417,16 @@ def info(path):
     are those of every file in the store, including objects no link reaches
     any more (deleting a link leaves its object in place).
     """
-    with contextlib.ExitStack() as stack:
-        if is_hdf5_file(path):
-            store, gaps = _linked_copy(os.fspath(path), stack)
-            summary = _summary(store)
-            # The file's own bytes; its data is not in any store.
-            summary.update(store=os.path.abspath(path), stored_bytes=os.path.getsize(path),
-                           metadata_bytes=None, chunk_bytes=None, chunks=None,
-                           compression_ratio=None)
-            summary["not_readable"] = [gap_line(g) for g in gaps]
-            return summary
+    if is_hdf5_file(path):
+        with warnings.catch_warnings():
+            # what the file holds that h5lake cannot open is listed below
+            warnings.simplefilter("ignore", UserWarning)
+            summary = _summary(os.fspath(path))
+        # The file's own bytes; its data is not in any store.
+        summary.update(store=os.path.abspath(path), stored_bytes=os.path.getsize(path),
+                       metadata_bytes=None, chunk_bytes=None, chunks=None,
+                       compression_ratio=None)
+        return summary
     root, inner = split_path(path)
     if inner:
         raise ValueError(f"{path}: info describes a whole store; give the store path {root}")
@@ -489,6 +481,8 @@ def _summary(root):
             summary["stored_logical_bytes"] += stored
             summary["linked_bytes"] += linked
         summary.update(_store_bytes(root, f))
+        if f.skipped_objects:
+            summary["not_readable"] = [gap_line(g) for g in f.skipped_objects]
     return summary
 
 
@@ -571,6 +565,49 @@ def _value_difference(a, b, rtol, atol):
     if x.shape != y.shape:
         return f"shape {x.shape} != {y.shape}"
     return f"{_show(a)} != {_show(b)}" if _mismatch(x, y, rtol, atol).any() else None
+
+
+def _where_refs_lead(obj, values):
+    """``values`` with each object or region reference (also inside
+    variable-length sequences, as in ``DIMENSION_LIST``) replaced by what it
+    names in ``obj``'s file (the target's path, and a region's selection),
+    so that two stores whose references lead to the same places compare
+    equal although their object ids differ. Other values are returned as
+    they are."""
+    names = {}
+
+    def target(ref):
+        if not ref:
+            return None
+        if ref._id not in names:
+            names[ref._id] = obj.file[ref].name or f"<anonymous {ref._id.split('-')[0]}>"
+        if isinstance(ref, h5t.RegionReference):
+            return names[ref._id], json.dumps(ref._sel, sort_keys=True)
+        return names[ref._id]
+
+    def lead(v):
+        if isinstance(v, (h5t.Reference, h5t.RegionReference)):
+            return target(v)
+        if isinstance(v, np.void) and v.dtype.names and v.dtype.hasobject:
+            return tuple(lead(v[n]) for n in v.dtype.names)     # REFERENCE_LIST's rows
+        if not isinstance(v, np.ndarray):
+            return v
+        if v.dtype.names is not None:
+            if not v.dtype.hasobject:
+                return v
+            out = np.empty(v.shape, dtype=object)
+            for index, item in np.ndenumerate(v):
+                out[index] = lead(item)
+            return out
+        vlen = h5t.check_vlen_dtype(v.dtype)
+        if h5t.check_ref_dtype(v.dtype) is None and vlen in (None, str, bytes):
+            return v
+        out = np.empty(v.shape, dtype=object)
+        for index, item in np.ndenumerate(v):
+            out[index] = lead(item)
+        return out
+
+    return lead(values)
 
 
 def _read(dset, selection):
@@ -662,6 +699,9 @@ class _Differ:
                         "differs (as stored)"
                 else:
                     why = _value_difference(va, vb, self.rtol, self.atol)
+                    if why is not None:
+                        why = _value_difference(_where_refs_lead(a, va), _where_refs_lead(b, vb),
+                                                self.rtol, self.atol)
                 if why is not None:
                     self.out.append(f"{where}: {why}")
 
@@ -684,7 +724,8 @@ class _Differ:
         element_bytes = _VLEN_ELEMENT_BYTES if a.dtype.hasobject else a.dtype.itemsize
         count, listed = 0, []
         for selection in _slabs(a.shape, element_bytes, _SLAB_BYTES):
-            x, y = _read(a, selection), _read(b, selection)
+            x = _where_refs_lead(a, _read(a, selection))
+            y = _where_refs_lead(b, _read(b, selection))
             mask = _mismatch(x, y, self.rtol, self.atol)
             count += int(np.count_nonzero(mask))
             for local in _first_true(mask, wanted - len(listed)):

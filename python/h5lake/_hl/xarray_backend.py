@@ -525,10 +525,6 @@ class H5LakeArrayWrapper(BackendArray):
 
 def _open_file(path, mode, **kwargs):
     from .files import File
-    if mode == "r" and not _looks_like_store(path) and not str(path).startswith("s3://"):
-        if os.path.isfile(path):
-            raise OSError(f"{path} is a file, not an h5lake store: copy or link it into one "
-                          f"with h5lake.load({path!r}, 'STORE.h5l') (or 'h5lake load') first")
     return File(path, mode, track_order=True if mode != "r" else None, **kwargs)
 
 
