@@ -410,9 +410,18 @@ def dtype_to_hsds(dt):
     if dt.names is not None:
         if not dt.names:
             raise ValueError("Size must be positive (compound type has no fields)")
-        return {"class": "H5T_COMPOUND",
-                "fields": [{"name": n, "type": dtype_to_hsds(dt.fields[n][0])}
-                           for n in dt.names]}
+        out = {"class": "H5T_COMPOUND",
+               "fields": [{"name": n, "type": dtype_to_hsds(dt.fields[n][0])}
+                          for n in dt.names]}
+        if has_vlen(dt):
+            # read back in h5py's memory form, packed throughout
+            for f in out["fields"]:
+                _drop_layouts(f["type"])
+        else:
+            layout = _unpacked_layout(dt)
+            if layout is not None:
+                out["h5lake"] = layout
+        return out
 
     if dt.subdtype is not None:
         base, shape = dt.subdtype
@@ -511,7 +520,9 @@ def _enum_mapping(t):
 
 
 def hsds_to_dtype(t):
-    """numpy dtype (packed layout, h5py metadata restored) for HSDS type JSON.
+    """numpy dtype (h5py metadata restored) for HSDS type JSON: compounds
+    packed, or at the member offsets recorded under the type's ``h5lake``
+    key.
 
     Inverse of :func:`dtype_to_hsds`: vlen strings come back as
     ``string_dtype()``, enums as ``enum_dtype``, the FALSE/TRUE int8 enum as
@@ -589,6 +600,12 @@ def hsds_to_dtype(t):
             if (a == b and a.kind == "f" and (a.itemsize in (4, 8) or _is_long_double(a))
                     and not a.metadata and not b.metadata):
                 return np.dtype(a.byteorder.replace("=", "<") + "c%d" % (2 * a.itemsize))
+        laid = _laid_out(members, t.get("h5lake"))
+        if laid is not None:
+            return laid
+        if any(has_vlen(m) for _, m in members):
+            # h5py's memory form of the whole record: nested members packed too
+            members = [(n, packed_dtype(m)) for n, m in members]
         return _packed_compound(members)
 
     if cls == "H5T_REFERENCE":
@@ -598,6 +615,60 @@ def hsds_to_dtype(t):
             return regionref_dtype
         raise TypeError("Unknown reference type %r" % (t.get("base"),))
     raise TypeError("Unknown HSDS type class: %r" % (cls,))
+
+
+def _unpacked_layout(dt):
+    """``{"offsets": [...], "size": n}`` for a compound of fixed-size members
+    that is not packed in field order (padding, reordered offsets, a bigger
+    itemsize: numpy's ``align=True``, C structs); None otherwise. Chunks are
+    stored packed (HSDS's layout); this goes beside, under the type's
+    ``h5lake`` key, so that the dtype written is the dtype read back, as
+    h5py keeps HDF5's member offsets."""
+    offsets = [dt.fields[n][1] for n in dt.names]
+    packed, at = True, 0
+    for n, off in zip(dt.names, offsets):
+        packed &= off == at
+        at += dt.fields[n][0].itemsize
+    if packed and dt.itemsize == at:
+        return None
+    return {"offsets": offsets, "size": dt.itemsize}
+
+
+def _drop_layouts(t):
+    """Removes compound layouts from type JSON ``t`` and the types in it."""
+    if not isinstance(t, dict):
+        return
+    if t.get("class") == "H5T_COMPOUND":
+        t.pop("h5lake", None)
+        for f in t.get("fields", ()):
+            _drop_layouts(f.get("type"))
+    elif isinstance(t.get("base"), dict):
+        _drop_layouts(t["base"])
+
+
+def _laid_out(members, layout):
+    """The compound of ``members`` at the offsets and size ``layout`` records
+    (see :func:`_unpacked_layout`); None when there is none or it does not
+    fit the members (the layout is JSON any client may write)."""
+    if not isinstance(layout, dict) or any(has_vlen(m) for _, m in members):
+        return None
+    offsets, size = layout.get("offsets"), layout.get("size")
+    if not isinstance(offsets, list) or len(offsets) != len(members) or \
+            not isinstance(size, int) or isinstance(size, bool):
+        return None
+    spans = []
+    for off, (_, m) in zip(offsets, members):
+        if not isinstance(off, int) or isinstance(off, bool) or off < 0 or off + m.itemsize > size:
+            return None
+        spans.append((off, off + m.itemsize))
+    spans.sort()
+    if any(a[1] > b[0] for a, b in zip(spans, spans[1:])):
+        return None     # overlapping members
+    try:
+        return np.dtype({"names": [n for n, _ in members], "formats": [m for _, m in members],
+                         "offsets": offsets, "itemsize": size})
+    except (TypeError, ValueError):
+        return None
 
 
 def _packed_compound(members):
