@@ -233,6 +233,25 @@ impl<'a> Accumulator<'a> {
         if self.size == 0 {
             return;
         }
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked just above).
+            return unsafe { self.add_avx2(bytes) };
+        }
+        self.add_portable(bytes);
+    }
+
+    /// [`Accumulator::add`] compiled for AVX2: the gathers and reductions
+    /// are inlined here and vectorised four times as wide as the default
+    /// x86-64 build (SSE2) allows.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn add_avx2(&mut self, bytes: &[u8]) {
+        self.add_portable(bytes);
+    }
+
+    #[inline(always)]
+    fn add_portable(&mut self, bytes: &[u8]) {
         let block = (BLOCK_BYTES / self.size).max(1) * self.size;
         for b in bytes.chunks(block) {
             for (leaf, a) in self.leaves.iter().zip(self.acc.iter_mut()) {
@@ -350,34 +369,45 @@ fn bounds<T: Lane>(vals: &[T]) -> (T, T) {
 
 /// Bounds and sum of an integer member (`block_sum` adds up one block:
 /// in i64 for members of up to 32 bits, whose sums of a block fit it).
+#[inline(always)]
 fn scan_ints<T: Lane + Into<i128>>(
     bytes: &[u8],
     size: usize,
     off: usize,
     big: bool,
-    block_sum: fn(&[T]) -> i128,
+    block_sum: impl Fn(&[T]) -> i128,
     (min, max, sum): (&mut i128, &mut i128, &mut i128),
 ) {
-    gathered::<T>(bytes, size, off, big, |vals| {
-        if vals.is_empty() {
-            return;
-        }
-        let (l, h) = bounds(vals);
-        *min = (*min).min(l.into());
-        *max = (*max).max(h.into());
-        *sum = sum.saturating_add(block_sum(vals));
-    });
+    gathered::<T>(
+        bytes,
+        size,
+        off,
+        big,
+        #[inline(always)]
+        |vals| {
+            if vals.is_empty() {
+                return;
+            }
+            let (l, h) = bounds(vals);
+            *min = (*min).min(l.into());
+            *max = (*max).max(h.into());
+            *sum = sum.saturating_add(block_sum(vals));
+        },
+    );
 }
 
+#[inline(always)]
 fn sum_small<T: Copy + Into<i64>>(vals: &[T]) -> i128 {
     i128::from(vals.iter().map(|&v| Into::<i64>::into(v)).sum::<i64>())
 }
 
+#[inline(always)]
 fn sum_wide<T: Copy + Into<i128>>(vals: &[T]) -> i128 {
     vals.iter().map(|&v| Into::<i128>::into(v)).sum()
 }
 
 /// Bounds, NaN count and sum (NaNs left out) of a float member.
+#[inline(always)]
 fn scan_floats<T: Lane + Into<f64>>(
     bytes: &[u8],
     size: usize,
@@ -385,31 +415,38 @@ fn scan_floats<T: Lane + Into<f64>>(
     big: bool,
     (nan, min, max, sum): (&mut u64, &mut f64, &mut f64, &mut f64),
 ) {
-    gathered::<T>(bytes, size, off, big, |vals| {
-        let (l, h) = bounds(vals);
-        *min = min.min(l.into());
-        *max = max.max(h.into());
-        let mut s = [0f64; 8];
-        let mut nans = [0u64; 8];
-        let quads = vals.chunks_exact(8);
-        let rest = quads.remainder();
-        for c in quads {
-            for k in 0..8 {
-                let v: f64 = c[k].into();
-                let is_nan = v.is_nan();
-                nans[k] += u64::from(is_nan);
-                s[k] += if is_nan { 0.0 } else { v };
+    gathered::<T>(
+        bytes,
+        size,
+        off,
+        big,
+        #[inline(always)]
+        |vals| {
+            let (l, h) = bounds(vals);
+            *min = min.min(l.into());
+            *max = max.max(h.into());
+            let mut s = [0f64; 8];
+            let mut nans = [0u64; 8];
+            let quads = vals.chunks_exact(8);
+            let rest = quads.remainder();
+            for c in quads {
+                for k in 0..8 {
+                    let v: f64 = c[k].into();
+                    let is_nan = v.is_nan();
+                    nans[k] += u64::from(is_nan);
+                    s[k] += if is_nan { 0.0 } else { v };
+                }
             }
-        }
-        for &v in rest {
-            let v: f64 = v.into();
-            let is_nan = v.is_nan();
-            nans[0] += u64::from(is_nan);
-            s[0] += if is_nan { 0.0 } else { v };
-        }
-        *nan += nans.iter().sum::<u64>();
-        *sum += s.iter().sum::<f64>();
-    });
+            for &v in rest {
+                let v: f64 = v.into();
+                let is_nan = v.is_nan();
+                nans[0] += u64::from(is_nan);
+                s[0] += if is_nan { 0.0 } else { v };
+            }
+            *nan += nans.iter().sum::<u64>();
+            *sum += s.iter().sum::<f64>();
+        },
+    );
 }
 
 impl Acc {
@@ -434,6 +471,7 @@ impl Acc {
         }
     }
 
+    #[inline(always)]
     fn scan(&mut self, leaf: &Leaf, bytes: &[u8], size: usize) {
         let off = leaf.offset;
         let count = (bytes.len() / size) as u64;
@@ -667,6 +705,10 @@ mod tests {
             }).collect();
             let from = from.min(vals.len());
             let got = compute(&ls, &data, 18, &[(from, vals.len() - from)]);
+            // The build for CPUs without AVX2 gives the same answers.
+            let mut portable = Accumulator::new(&ls, 18);
+            portable.add_portable(&data[from * 18..]);
+            proptest::prop_assert_eq!(&portable.finish(), &got);
             let part = &vals[from..];
             let n = part.len() as u64;
             let ints = |f: &dyn Fn(&(i16, u64, f64)) -> i128| {
