@@ -190,9 +190,25 @@ def prepare_dset(shape=None, dtype=None, data=None, chunks=None, compression=Non
 # ---------------------------------------------------------------------------
 
 def _stored_dtype(dtype):
+    """The dtype of the bytes the engine reads and writes for ``dtype``:
+    compounds packed, object references (also as compound members) as
+    HSDS's NUL-padded ids."""
     if h5t.is_ref(dtype):
-        return np.dtype("S%d" % h5t._REF_BYTES)     # HSDS's NUL-padded ids
+        return np.dtype("S%d" % h5t._REF_BYTES)
+    if dtype.names is not None and _holds_refs(dtype):
+        return np.dtype([(n, _stored_dtype(dtype.fields[n][0])) for n in dtype.names])
+    if dtype.subdtype is not None and _holds_refs(dtype):
+        return np.dtype((_stored_dtype(dtype.subdtype[0]), dtype.subdtype[1]))
     return h5t.packed_dtype(dtype)
+
+
+def _holds_refs(dtype):
+    """Whether an object reference is a member of ``dtype`` (at any depth)."""
+    if h5t.is_ref(dtype):
+        return True
+    if dtype.names is not None:
+        return any(_holds_refs(dtype.fields[n][0]) for n in dtype.names)
+    return dtype.subdtype is not None and _holds_refs(dtype.subdtype[0])
 
 
 def _engine_buffer(arr, mshape, stored):
@@ -437,7 +453,11 @@ def _struct_to_stored(val, stored, what='write'):
         if n in val.dtype.names:
             fdt = stored.fields[n][0]
             v = val[n]
-            if fdt.subdtype is not None and v.dtype.subdtype is None and \
+            if h5t.is_ref(fdt) and v.dtype.kind == 'S':
+                out[n] = h5t.refs_from_stored(v)            # read: ids -> References
+            elif h5t.is_ref(v.dtype) and fdt.kind == 'S':
+                out[n] = h5t.refs_to_stored(v)              # write: References -> ids
+            elif fdt.subdtype is not None and v.dtype.subdtype is None and \
                     v.shape[v.ndim - len(fdt.shape):] == fdt.shape:
                 out[n] = _hdf5_cast(v, fdt.base, what)
             elif fdt.subdtype is None:
@@ -1016,7 +1036,11 @@ class Dataset(HLObject):
                 pass
         if h5t.is_vlen(dt):
             return b'' if _vlen_kind(dt) == 'str' else np.zeros((0,), dtype=_vlen_kind(dt))
-        return np.zeros((1,), dtype=dt)[0]
+        zero = np.zeros((1,), dtype=dt)
+        for n in dt.names or ():
+            if h5t.is_ref(dt.fields[n][0]):
+                zero[n] = None                  # h5py's default for a reference member
+        return zero[0]
 
     @property
     def dims(self):
