@@ -418,3 +418,40 @@ def test_compounds_with_a_reference_member_read_and_write_as_h5py(tmp_path):
     h5lake.get(tmp_path / "l.h5l", tmp_path / "back.h5")
     with h5py.File(tmp_path / "back.h5", "r") as f:
         assert [f[r].name if r else None for r in f["x"]["b"]] == ["/g", "/", None]
+
+
+def test_copy_expand_refs_copies_what_references_name(tmp_path):
+    """``copy(..., expand_refs=True)``: objects named by references (in
+    attributes, reference datasets, compound members, region references)
+    are copied too, once, and the copy's references lead to the copies,
+    linked at the destination's root as HDF5 links them; without the flag
+    references still lead to the originals."""
+    with h5lake.File(tmp_path / "a.h5l", "w") as f1, h5lake.File(tmp_path / "b.h5l", "w") as f2:
+        f1["foo"], f1["bar"], f1["g/x"] = [1, 2, 3], [4, 5, 6], [7]
+        f1["foo"].attrs["bar"] = f1["bar"].ref
+        f1["t/refs"] = np.array([f1["bar"].ref, f1["g"].ref, h5lake.Reference()], dtype=h5lake.ref_dtype)
+        dt = np.dtype([("a", "i4"), ("r", h5lake.ref_dtype)])
+        f1["t/table"] = np.array([(1, f1["bar"].ref), (2, f1["foo"].ref)], dt)
+        f1["t/regs"] = np.array([f1["bar"].regionref[1:3]], dtype=h5lake.regionref_dtype)
+        f1["t"].attrs["reg"] = f1["bar"].regionref[0:2]
+
+        f1.copy("foo", "baz", expand_refs=True)
+        target = f1[f1["baz"].attrs["bar"]]
+        assert target[...].tolist() == [4, 5, 6] and target.name != "/bar"
+        assert target.name.startswith("/~obj_pointed_by_")
+
+        f1.copy("t", f2, "t", expand_refs=True)
+        refs = f2["t/refs"][...]
+        assert f2[refs[0]][...].tolist() == [4, 5, 6] and list(f2[refs[1]]) == ["x"]
+        assert not refs[2]
+        table = f2["t/table"][...]
+        assert [f2[r][...].tolist() for r in table["r"]] == [[4, 5, 6], [1, 2, 3]]
+        assert f2[table["r"][0]] == f2[refs[0]]          # /bar copied once
+        reg = f2["t/regs"][0]
+        assert f2[reg][reg].tolist() == [5, 6]
+        reg = f2["t"].attrs["reg"]
+        assert f2[reg][reg].tolist() == [4, 5]
+        assert sorted(n for n in f2 if n.startswith("~obj_pointed_by_")) and len(f2) == 4
+
+        f1.copy("t/table", "plain")
+        assert [f1[r].name for r in f1["plain"]["r"]] == ["/bar", "/foo"]

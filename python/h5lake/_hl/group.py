@@ -647,7 +647,8 @@ class Group(HLObject, MutableMappingHDF5):
             dest_path, RuntimeError, "Unable to copy object (destination object already exists)")
         parent = dgrp._require_parent(ppath, parent)
         _copy_object(src, parent, base, shallow=shallow, expand_soft=expand_soft,
-                    expand_external=expand_external, without_attrs=without_attrs)
+                     expand_external=expand_external, expand_refs=expand_refs,
+                     without_attrs=without_attrs)
 
     # ------------------------------------------------------------------
     # visiting
@@ -748,17 +749,64 @@ class Group(HLObject, MutableMappingHDF5):
 # copying
 # ---------------------------------------------------------------------------
 
-def _copy_attrs(sfs, soid, dfs, doid):
+def _copy_attrs(sfs, soid, dfs, doid, remap=None):
     for aname in sfs.raw.attr_names(soid):
         doc = json.loads(sfs.raw.attr_get(soid, aname))
         doc.pop('created', None)
         doc.pop('name', None)
         doc.pop('href', None)
+        if remap is not None and 'value' in doc:
+            shape = doc.get('shape') or {}
+            depth = len(shape.get('dims') or ()) if shape.get('class') == 'H5S_SIMPLE' else 0
+            doc['value'] = _remap_json_refs(doc['type'], doc['value'], depth, remap)
         dfs.raw.attr_create(doid, aname, json.dumps(doc), True)
 
 
-def _copy_dataset_values(sfs, soid, dfs, doid, doc):
-    from .dataset import _COPY_SLAB_BYTES, _engine_buffer, _stored_dtype, _vlen_kind
+def _remap_json_refs(t, value, depth, remap):
+    """An attribute's JSON ``value`` (of type ``t``, ``depth`` dimensions
+    of nesting) with each object and region reference leading to the id
+    ``remap`` gives for the one it named."""
+    if depth:
+        return [_remap_json_refs(t, v, depth - 1, remap) for v in value]
+    if not isinstance(t, dict):
+        return value
+    cls = t.get('class')
+    if cls == 'H5T_REFERENCE':
+        if isinstance(value, str) and value:
+            collection, _, oid = value.rpartition('/')
+            return (collection + '/' if collection else '') + remap(oid)
+        if isinstance(value, dict) and value.get('id'):
+            collection, _, oid = str(value['id']).rpartition('/')
+            return dict(value, id=(collection + '/' if collection else '') + remap(oid))
+        return value
+    if cls == 'H5T_COMPOUND' and isinstance(value, list):
+        return [_remap_json_refs(f['type'], v, 0, remap) for f, v in zip(t['fields'], value)]
+    if cls == 'H5T_ARRAY':
+        return _remap_json_refs(t['base'], value, len(t.get('dims') or ()), remap)
+    if cls == 'H5T_VLEN' and isinstance(value, list):
+        return [_remap_json_refs(t['base'], v, 0, remap) for v in value]
+    return value
+
+
+def _remap_stored_refs(arr, dtype, remap):
+    """Rewrites in place, in ``arr`` (the engine's bytes of ``dtype``), each
+    object reference to lead to the id ``remap`` gives for the one it named."""
+    if dtype.subdtype is not None:
+        dtype = dtype.subdtype[0]           # numpy folds array members into the shape
+    if dtype.names is not None:
+        for n in dtype.names:
+            _remap_stored_refs(arr[n], dtype.fields[n][0], remap)
+    elif h5t.is_ref(dtype):
+        for index in np.ndindex(arr.shape):
+            ref = h5t.Reference._from_stored(bytes(arr[index]))
+            if ref:
+                arr[index] = h5t.refs_to_stored([h5t.Reference(remap(ref._id))])[0]
+
+
+def _copy_dataset_values(sfs, soid, dfs, doid, doc, remap=None):
+    """Copies a dataset's values; with ``remap``, the references among them
+    lead to the ids it gives instead."""
+    from .dataset import _COPY_SLAB_BYTES, _engine_buffer, _holds_refs, _stored_dtype, _vlen_kind
     shp = doc['shape']
     cls = shp.get('class')
     if cls == 'H5S_NULL':
@@ -768,13 +816,32 @@ def _copy_dataset_values(sfs, soid, dfs, doid, doc):
         return
     dtype = h5t.hsds_to_dtype(doc['type'])
     vlen = _vlen_kind(dtype) is not None
+    if remap is not None and not (h5t.is_regionref(dtype) or _holds_refs(dtype)):
+        remap = None
+    if remap is not None and vlen:
+        region = {"class": "H5T_REFERENCE", "base": "H5T_STD_REF_DSETREG"}
+
+        def read_vlen(selection):
+            return [json.dumps(_remap_json_refs(region, json.loads(v), 0, remap)).encode()
+                    if v else v for v in sfs.raw.dataset_read_vlen(soid, selection)]
+    else:
+        def read_vlen(selection):
+            return sfs.raw.dataset_read_vlen(soid, selection)
+
+    def read(selection, shape):
+        st = _stored_dtype(dtype)
+        arr = np.empty(shape, dtype=st)
+        buf = _engine_buffer(arr, shape, st)
+        sfs.raw.dataset_read(soid, selection, buf)
+        if remap is not None:
+            _remap_stored_refs(arr, dtype, remap)
+        return buf
+
     if not dims:
         if vlen:
-            dfs.raw.dataset_write_vlen(doid, [], sfs.raw.dataset_read_vlen(soid, []))
+            dfs.raw.dataset_write_vlen(doid, [], read_vlen([]))
         else:
-            buf = _engine_buffer(np.empty((), dtype=_stored_dtype(dtype)), (), _stored_dtype(dtype))
-            sfs.raw.dataset_read(soid, [], buf)
-            dfs.raw.dataset_write(doid, [], buf)
+            dfs.raw.dataset_write(doid, [], read([], ()))
         return
     # slabs along axis 0, aligned to chunks when chunked
     row = max(1, int(np.prod(dims[1:], dtype=np.int64)) * max(1, dtype.itemsize))
@@ -787,12 +854,9 @@ def _copy_dataset_values(sfs, soid, dfs, doid, doc):
         n = min(step, dims[0] - start)
         selection = [(start, n, 1)] + [(0, d, 1) for d in dims[1:]]
         if vlen:
-            dfs.raw.dataset_write_vlen(doid, selection, sfs.raw.dataset_read_vlen(soid, selection))
+            dfs.raw.dataset_write_vlen(doid, selection, read_vlen(selection))
         else:
-            st = _stored_dtype(dtype)
-            buf = _engine_buffer(np.empty([n] + dims[1:], dtype=st), [n] + dims[1:], st)
-            sfs.raw.dataset_read(soid, selection, buf)
-            dfs.raw.dataset_write(doid, selection, buf)
+            dfs.raw.dataset_write(doid, selection, read(selection, [n] + dims[1:]))
 
 
 def _copy_tree(sfs, soid, dfs, memo, opts, depth=0):
@@ -802,11 +866,20 @@ def _copy_tree(sfs, soid, dfs, memo, opts, depth=0):
     if key in memo:
         return memo[key]
     doc = json.loads(sfs.raw.get_doc(soid))
+    remap = None
+    if opts['expand_refs']:
+        # HDF5's expand_refs: what a reference names is copied too (once,
+        # unlinked unless the copy reaches it by a link), and the copy's
+        # references lead to the copies
+        def remap(oid):
+            new_id = _copy_tree(sfs, oid, dfs, memo, opts, depth + 1)
+            opts['pointed'].setdefault(new_id, None)
+            return new_id
     if soid.startswith('d-'):
         new = dfs.raw.create_dataset(json.dumps(doc['type']), json.dumps(doc['shape']),
                                      json.dumps(doc.get('creationProperties') or {}))
         memo[key] = new
-        _copy_dataset_values(sfs, soid, dfs, new, doc)
+        _copy_dataset_values(sfs, soid, dfs, new, doc, remap)
     elif soid.startswith('t-'):
         new = dfs.raw.create_datatype(json.dumps(doc['type']))
         memo[key] = new
@@ -820,6 +893,7 @@ def _copy_tree(sfs, soid, dfs, memo, opts, depth=0):
                 if cls == 'H5L_TYPE_HARD':
                     child = _copy_tree(sfs, link['id'], dfs, memo, opts, depth + 1)
                     dfs.raw.link_create(new, lname, _hard(child))
+                    opts['linked'].add(child)
                     continue
                 target = None
                 if (cls == 'H5L_TYPE_SOFT' and opts['expand_soft']) or \
@@ -832,17 +906,19 @@ def _copy_tree(sfs, soid, dfs, memo, opts, depth=0):
                 if target is not None:
                     child = _copy_tree(target[0], target[1], dfs, memo, opts, depth + 1)
                     dfs.raw.link_create(new, lname, _hard(child))
+                    opts['linked'].add(child)
                 else:
                     dfs.raw.link_create(new, lname, json.dumps(_clean_link(link)))
     if not opts['without_attrs']:
-        _copy_attrs(sfs, soid, dfs, new)
+        _copy_attrs(sfs, soid, dfs, new, remap)
     return new
 
 
 def _copy_object(src, parent, base, shallow=False, expand_soft=False,
-                 expand_external=False, without_attrs=False):
-    opts = dict(shallow=shallow, expand_soft=expand_soft,
-                expand_external=expand_external, without_attrs=without_attrs)
+                 expand_external=False, expand_refs=False, without_attrs=False):
+    opts = dict(shallow=shallow, expand_soft=expand_soft, expand_external=expand_external,
+                expand_refs=expand_refs, without_attrs=without_attrs,
+                pointed={}, linked=set())
     sfs, dfs = src._fs, parent._fs
     sfs.check()
     new = _copy_tree(sfs, src._oid, dfs, {}, opts)
@@ -851,3 +927,8 @@ def _copy_object(src, parent, base, shallow=False, expand_soft=False,
     except BaseException:
         dfs.raw.delete_object(new)
         raise
+    # As HDF5 does, what was copied only because a reference names it is
+    # linked at the destination's root, so the tree reaches it.
+    for oid in opts['pointed']:
+        if oid != new and oid not in opts['linked']:
+            dfs.raw.link_create(dfs.root_id, '~obj_pointed_by_' + oid, _hard(oid))
