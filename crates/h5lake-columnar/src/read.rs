@@ -23,6 +23,8 @@ use parquet::basic::{Encoding, Type as PhysicalType};
 use parquet::column::page::{Page, PageReader};
 use parquet::errors::ParquetError;
 use parquet::file::metadata::{FooterTail, ParquetMetaData, ParquetMetaDataReader};
+use parquet::file::page_index::index_reader::decode_offset_index;
+use parquet::file::page_index::offset_index::PageLocation;
 use parquet::file::reader::{ChunkReader, Length};
 use parquet::file::serialized_reader::SerializedPageReader;
 use parquet::schema::types::ColumnDescriptor;
@@ -204,6 +206,131 @@ impl Footer {
         self.ranges_in(dtype, None)
     }
 
+    /// The byte ranges a read of rows `rows` of `dtype`'s members needs
+    /// (sorted, nearby ones merged): of a member copied page by page, only
+    /// the pages that hold those rows, by the column's offset index, when
+    /// the object has one row group and `parts` (what was read of it so
+    /// far: its tail) holds the index; of any other member, its whole
+    /// column chunk.
+    ///
+    /// # Errors
+    /// A member without a column.
+    pub fn ranges_for_rows(
+        &self,
+        dtype: &Datatype,
+        parts: &Parts,
+        rows: Range<usize>,
+    ) -> Result<Vec<Range<u64>>> {
+        let fields = compound_fields(dtype)?;
+        let roots = self.roots(fields)?;
+        let schema = self.meta.file_metadata().schema_descr();
+        let mut ranges = Vec::new();
+        for (f, &root) in fields.iter().zip(&roots) {
+            let paged = self
+                .plain_leaf(f, root)
+                .and_then(|(leaf, _)| self.page_locations(parts, leaf));
+            if let Some(pages) = paged {
+                ranges.extend(pages_of_rows(&pages, &rows).map(|p| {
+                    let at = p.offset as u64;
+                    at..at + p.compressed_page_size as u64
+                }));
+                continue;
+            }
+            for rg in self.meta.row_groups() {
+                for (leaf, col) in rg.columns().iter().enumerate() {
+                    if schema.get_column_root_idx(leaf) == root {
+                        let (start, n) = col.byte_range();
+                        ranges.push(start..start + n);
+                    }
+                }
+            }
+        }
+        Ok(merge_ranges(ranges))
+    }
+
+    /// Rows `rows` of `dtype`'s members into `dst`, which holds exactly
+    /// those rows; rows past the stored ones, and nulls, read as `fill`.
+    /// `parts` must hold the [`Footer::ranges_for_rows`] of these rows.
+    ///
+    /// # Errors
+    /// As [`Footer::decode_into`].
+    pub fn decode_rows_into(
+        &self,
+        dtype: &Datatype,
+        parts: &Parts,
+        rows: Range<usize>,
+        fill: &[u8],
+        dst: &mut [u8],
+    ) -> Result<()> {
+        let size = record_size(dtype)?;
+        if rows.start > rows.end || dst.len() != rows.len() * size {
+            return Err(ColumnarError::Corrupt(format!(
+                "rows {rows:?} into {} bytes of {size}-byte elements",
+                dst.len()
+            )));
+        }
+        let stored = usize::try_from(self.rows()).unwrap_or(0);
+        let (a, b) = (rows.start.min(stored), rows.end.min(stored));
+        let (held, past) = dst.split_at_mut((b - a) * size);
+        self.decode_span_into(dtype, parts, None, a..b, fill, held)?;
+        fill_rows(past, fill, size);
+        Ok(())
+    }
+
+    /// The column of member `f` (column root `root`) and how its values are
+    /// copied, when it is one leaf of plain fixed-width values without
+    /// nulls: the members whose pages are copied into rows as they are.
+    fn plain_leaf(&self, f: &Field, root: usize) -> Option<(usize, PlainCopy)> {
+        let schema = self.meta.file_metadata().schema_descr();
+        let mut leaves =
+            (0..schema.num_columns()).filter(|&l| schema.get_column_root_idx(l) == root);
+        let (leaf, None) = (leaves.next()?, leaves.next()) else {
+            return None;
+        };
+        if !self.no_nulls(leaf) {
+            return None;
+        }
+        PlainCopy::of(&f.dtype, &schema.column(leaf)).map(|copy| (leaf, copy))
+    }
+
+    /// The pages of column `leaf`, from its offset index, when the object
+    /// has one row group, the column holds plain pages only (no dictionary)
+    /// and `parts` holds the index; `None` otherwise (the column is read
+    /// whole). The index is checked against the column chunk it describes.
+    fn page_locations(&self, parts: &Parts, leaf: usize) -> Option<Vec<PageLocation>> {
+        if self.meta.num_row_groups() != 1 {
+            return None;
+        }
+        let col = self.meta.row_group(0).column(leaf);
+        let plain = col
+            .encodings()
+            .all(|e| matches!(e, Encoding::PLAIN | Encoding::RLE));
+        if !plain || col.dictionary_page_offset().is_some() {
+            return None;
+        }
+        let at = u64::try_from(col.offset_index_offset()?).ok()?;
+        let len = u64::try_from(col.offset_index_length()?).ok()?;
+        let pages = decode_offset_index(&parts.slice(at, len).ok()?)
+            .ok()?
+            .page_locations()
+            .clone();
+        let (start, n) = col.byte_range();
+        let rows = self.meta.row_group(0).num_rows();
+        let inside = pages.iter().all(|p| {
+            p.compressed_page_size > 0
+                && u64::try_from(p.offset)
+                    .is_ok_and(|o| o >= start && o + p.compressed_page_size as u64 <= start + n)
+                && (0..rows).contains(&p.first_row_index)
+        });
+        let ordered = pages
+            .windows(2)
+            .all(|w| w[0].first_row_index < w[1].first_row_index && w[0].offset < w[1].offset);
+        let first = pages
+            .first()
+            .is_some_and(|p| p.first_row_index == 0 && p.offset as u64 == start);
+        (inside && ordered && first).then_some(pages)
+    }
+
     /// As [`Footer::ranges`], of row group `rg` only.
     ///
     /// # Errors
@@ -257,15 +384,7 @@ impl Footer {
                 }
             }
         }
-        ranges.sort_by_key(|r| r.start);
-        let mut merged: Vec<Range<u64>> = Vec::with_capacity(ranges.len());
-        for r in ranges {
-            match merged.last_mut() {
-                Some(m) if r.start <= m.end + MERGE_GAP => m.end = m.end.max(r.end),
-                _ => merged.push(r),
-            }
-        }
-        Ok(merged)
+        Ok(merge_ranges(ranges))
     }
 
     /// Decodes the members of `dtype` (a compound of fixed size, each
@@ -357,20 +476,21 @@ impl Footer {
         let fields = compound_fields(dtype)?;
         let size = record_size(dtype)?;
         let roots = self.roots(fields)?;
-        let schema = self.meta.file_metadata().schema_descr();
         let reader = Arc::new(parts.clone());
         let mut plain = Vec::new();
         let mut by_arrow = Vec::new();
         for (k, f) in fields.iter().enumerate() {
-            let leaves: Vec<usize> = (0..schema.num_columns())
-                .filter(|&l| schema.get_column_root_idx(l) == roots[k])
-                .collect();
-            let copy = match leaves.as_slice() {
-                [leaf] if self.no_nulls(*leaf) => PlainCopy::of(&f.dtype, &schema.column(*leaf)),
-                _ => None,
-            };
-            let pages = match copy {
-                Some(copy) => self.plain_pages(&reader, leaves[0], copy, rg)?,
+            let leaf = self.plain_leaf(f, roots[k]);
+            let copy = leaf.map(|(_, c)| c);
+            let pages = match leaf {
+                Some((leaf, copy)) => {
+                    match rg.is_none().then(|| self.page_locations(parts, leaf)) {
+                        Some(Some(locations)) => {
+                            self.paged_plain_pages(&reader, leaf, copy, locations, &rows)?
+                        }
+                        _ => self.plain_pages(&reader, leaf, copy, rg)?,
+                    }
+                }
                 None => None,
             };
             match (copy, pages) {
@@ -435,39 +555,8 @@ impl Footer {
             let mut pages = SerializedPageReader::new(reader.clone(), col, rg_rows, None)?;
             let rg_end = row.saturating_add(rg_rows);
             while let Some(page) = pages.get_next_page()? {
-                let (values, count) = match page {
-                    Page::DataPage {
-                        buf,
-                        num_values,
-                        encoding: Encoding::PLAIN,
-                        def_level_encoding,
-                        ..
-                    } => {
-                        // A nullable column without nulls: its definition
-                        // levels (all 1) come first, after their length.
-                        let levels = if nullable {
-                            if def_level_encoding != Encoding::RLE || buf.len() < 4 {
-                                return Ok(None);
-                            }
-                            4 + u32::from_le_bytes(buf[..4].try_into().expect("4 bytes")) as usize
-                        } else {
-                            0
-                        };
-                        (buf.slice(levels.min(buf.len())..), num_values as usize)
-                    }
-                    Page::DataPageV2 {
-                        buf,
-                        num_values,
-                        encoding: Encoding::PLAIN,
-                        num_nulls: 0,
-                        def_levels_byte_len,
-                        rep_levels_byte_len,
-                        ..
-                    } => {
-                        let levels = (def_levels_byte_len + rep_levels_byte_len) as usize;
-                        (buf.slice(levels.min(buf.len())..), num_values as usize)
-                    }
-                    _ => return Ok(None),
+                let Some((values, count)) = plain_values(page, nullable) else {
+                    return Ok(None);
                 };
                 let end = row.checked_add(count).filter(|&e| e <= rg_end.min(stored));
                 let bytes = count.checked_mul(p.phys);
@@ -497,6 +586,64 @@ impl Footer {
             return Err(ColumnarError::Corrupt(format!(
                 "a columnar chunk yielded {row} rows, expected {stored}"
             )));
+        }
+        Ok(Some(out))
+    }
+
+    /// As [`Footer::plain_pages`], of the object's one row group, reading
+    /// only the pages (at `locations`, from the offset index) that hold
+    /// rows of `rows`; the others are skipped unread.
+    fn paged_plain_pages(
+        &self,
+        reader: &Arc<Parts>,
+        leaf: usize,
+        p: PlainCopy,
+        locations: Vec<PageLocation>,
+        rows: &Range<usize>,
+    ) -> Result<Option<Vec<(usize, Bytes)>>> {
+        let rg = self.meta.row_group(0);
+        let stored = usize::try_from(rg.num_rows()).unwrap_or(0);
+        let nullable = self
+            .meta
+            .file_metadata()
+            .schema_descr()
+            .column(leaf)
+            .max_def_level()
+            > 0;
+        let firsts: Vec<usize> = locations
+            .iter()
+            .map(|l| l.first_row_index as usize)
+            .chain(std::iter::once(stored))
+            .collect();
+        let mut pages =
+            SerializedPageReader::new(reader.clone(), rg.column(leaf), stored, Some(locations))?;
+        let mut out = Vec::new();
+        for w in firsts.windows(2) {
+            let (first, end) = (w[0], w[1]);
+            if end <= rows.start || first >= rows.end {
+                pages.skip_next_page()?;
+                continue;
+            }
+            let Some(page) = pages.get_next_page()? else {
+                return Err(ColumnarError::Corrupt(
+                    "a Parquet column chunk with fewer pages than its offset index".into(),
+                ));
+            };
+            let Some((values, count)) = plain_values(page, nullable) else {
+                return Ok(None);
+            };
+            let bytes = count.checked_mul(p.phys);
+            match bytes {
+                Some(bytes) if count == end - first && values.len() >= bytes => {
+                    out.push((first, values.slice(..bytes)));
+                }
+                _ => {
+                    return Err(ColumnarError::Corrupt(format!(
+                        "a Parquet page of {count} values where its offset index has {} rows",
+                        end - first
+                    )))
+                }
+            }
         }
         Ok(Some(out))
     }
@@ -688,6 +835,73 @@ fn clip_pages(pages: Vec<(usize, Bytes)>, phys: usize, rows: &Range<usize>) -> V
             })
         })
         .collect()
+}
+
+/// The plain values of a data page and how many there are; `None` for
+/// any other page (the column is decoded another way).
+fn plain_values(page: Page, nullable: bool) -> Option<(Bytes, usize)> {
+    match page {
+        Page::DataPage {
+            buf,
+            num_values,
+            encoding: Encoding::PLAIN,
+            def_level_encoding,
+            ..
+        } => {
+            // A nullable column without nulls: its definition levels (all
+            // 1) come first, after their length.
+            let levels = if nullable {
+                if def_level_encoding != Encoding::RLE || buf.len() < 4 {
+                    return None;
+                }
+                4 + u32::from_le_bytes(buf[..4].try_into().expect("4 bytes")) as usize
+            } else {
+                0
+            };
+            Some((buf.slice(levels.min(buf.len())..), num_values as usize))
+        }
+        Page::DataPageV2 {
+            buf,
+            num_values,
+            encoding: Encoding::PLAIN,
+            num_nulls: 0,
+            def_levels_byte_len,
+            rep_levels_byte_len,
+            ..
+        } => {
+            let levels = (def_levels_byte_len + rep_levels_byte_len) as usize;
+            Some((buf.slice(levels.min(buf.len())..), num_values as usize))
+        }
+        _ => None,
+    }
+}
+
+/// The pages (of a column's offset index) that hold rows of `rows`.
+fn pages_of_rows<'a>(
+    pages: &'a [PageLocation],
+    rows: &'a Range<usize>,
+) -> impl Iterator<Item = &'a PageLocation> {
+    pages.iter().enumerate().filter_map(move |(i, p)| {
+        let first = p.first_row_index as usize;
+        let end = pages
+            .get(i + 1)
+            .map_or(usize::MAX, |n| n.first_row_index as usize);
+        (first < rows.end && end > rows.start).then_some(p)
+    })
+}
+
+/// `ranges` sorted, with those that overlap or lie within [`MERGE_GAP`]
+/// of each other made one.
+fn merge_ranges(mut ranges: Vec<Range<u64>>) -> Vec<Range<u64>> {
+    ranges.sort_by_key(|r| r.start);
+    let mut merged: Vec<Range<u64>> = Vec::with_capacity(ranges.len());
+    for r in ranges {
+        match merged.last_mut() {
+            Some(m) if r.start <= m.end + MERGE_GAP => m.end = m.end.max(r.end),
+            _ => merged.push(r),
+        }
+    }
+    merged
 }
 
 fn compound_fields(dtype: &Datatype) -> Result<&[Field]> {

@@ -941,6 +941,23 @@ impl Domain {
                             });
                         };
                         let whole = m.covers_whole_chunk(&parts);
+                        if columnar && !whole && fetched.is_none() {
+                            // A few rows of a chunk not in the cache: only the
+                            // pages that hold them are read.
+                            let span = element_span(&region, &m.chunk);
+                            if span.len() * FEW_ROWS <= m.chunk_elems()
+                                && self.cache.get(&key).is_none()
+                            {
+                                let es = m.elem_size();
+                                let decoded = decode_in_place(m, None, scatter, |buf| {
+                                    let dst = &mut buf[span.start * es..span.end * es];
+                                    self.read_columnar_rows_into(m, &key, Some(span.clone()), dst)
+                                })?;
+                                if decoded {
+                                    return Ok(());
+                                }
+                            }
+                        }
                         if (columnar || parquet.is_some()) && (whole || !use_cache) {
                             let run = contiguous_run(&parts, &cs, &os)
                                 .filter(|&(_, len)| whole && len as usize == m.chunk_elems());
@@ -1779,6 +1796,19 @@ impl Domain {
     /// one version of the object (read again when it is replaced in
     /// between). `Ok(false)`: not stored.
     fn read_columnar_into(&self, m: &DatasetMeta, key: &str, dst: &mut [u8]) -> Result<bool> {
+        self.read_columnar_rows_into(m, key, None, dst)
+    }
+
+    /// As [`Domain::read_columnar_into`], of the chunk's elements `rows`
+    /// only (C order; `dst` holds exactly those) when given: of each
+    /// member copied page by page, only the pages holding them are read.
+    fn read_columnar_rows_into(
+        &self,
+        m: &DatasetMeta,
+        key: &str,
+        rows: Option<std::ops::Range<usize>>,
+        dst: &mut [u8],
+    ) -> Result<bool> {
         use h5lake_columnar::{Footer, FooterRead, Parts, TAIL_BYTES};
         let store = self.store();
         let mut attempts = 0;
@@ -1792,8 +1822,14 @@ impl Domain {
                     FooterRead::Parsed(f) => f,
                     FooterRead::Need(r) => Footer::parse(len, &obj.read_ranges(&[r])?[0])?,
                 };
-                let ranges = footer.ranges(&m.dtype)?;
                 let tail_at = len - tail.len() as u64;
+                let ranges = match &rows {
+                    Some(rows) => {
+                        let known = Parts::new(len, vec![(tail_at, tail.clone())]);
+                        footer.ranges_for_rows(&m.dtype, &known, rows.clone())?
+                    }
+                    None => footer.ranges(&m.dtype)?,
+                };
                 // What the tail already holds is not read again.
                 let wanted: Vec<_> = ranges.into_iter().filter(|r| r.start < tail_at).collect();
                 let mut parts: Vec<(u64, bytes::Bytes)> = Vec::with_capacity(wanted.len() + 1);
@@ -1813,7 +1849,12 @@ impl Domain {
                 }
                 parts.push((tail_at, tail));
                 let parts = Parts::new(len, parts);
-                footer.decode_into(&m.dtype, &parts, m.chunk_elems(), &m.fill, dst)?;
+                match &rows {
+                    Some(rows) => {
+                        footer.decode_rows_into(&m.dtype, &parts, rows.clone(), &m.fill, dst)?
+                    }
+                    None => footer.decode_into(&m.dtype, &parts, m.chunk_elems(), &m.fill, dst)?,
+                }
                 Ok(true)
             };
             match read() {
@@ -2098,6 +2139,23 @@ fn region_span(m: &DatasetMeta, region: &[(u64, u64)]) -> (u64, u64) {
         .map(|((_, hi), s)| hi.saturating_sub(1) * s)
         .sum();
     (first * es, (last + 1).saturating_sub(first) * es)
+}
+
+/// A selection touching at most this share (1/`FEW_ROWS`) of a columnar
+/// chunk's elements reads only the pages holding them.
+const FEW_ROWS: usize = 4;
+
+/// The chunk-local elements (C order) from the first to the last of a
+/// chunk's `region` (per dimension, its `[lo, hi)`; see [`chunk_region`]).
+fn element_span(region: &[(u64, u64)], chunk: &[u64]) -> std::ops::Range<usize> {
+    let strides = strides(chunk);
+    let first: u64 = region.iter().zip(&strides).map(|((lo, _), s)| lo * s).sum();
+    let last: u64 = region
+        .iter()
+        .zip(&strides)
+        .map(|((_, hi), s)| hi.saturating_sub(1) * s)
+        .sum();
+    first as usize..last as usize + 1
 }
 
 fn chunk_region(parts: &[&DimPart]) -> Vec<(u64, u64)> {

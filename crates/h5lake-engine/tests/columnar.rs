@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+mod common;
+
 use h5lake_engine::{Domain, OpenMode, Selection};
 use h5lake_store::{MemoryStore, Store};
 use serde_json::{json, Value};
@@ -152,4 +154,54 @@ fn columnar_refuses_what_it_cannot_hold() {
         )
         .unwrap_err();
     assert!(err.to_string().contains("Parquet"), "{err}");
+}
+
+#[test]
+fn a_few_rows_read_only_the_pages_that_hold_them() {
+    // Two members of 12 bytes a row; chunks of 100,000 rows are about
+    // 1.2 MB, written in pages of at most 20,000 rows.
+    let store = Arc::new(common::TestStore::default());
+    let dom = Domain::open(store.clone(), "", OpenMode::Truncate, "mem".into()).unwrap();
+    let t = json!({"class": "H5T_COMPOUND", "fields": [
+        {"name": "x", "type": "H5T_IEEE_F64LE"}, {"name": "id", "type": "H5T_STD_I32LE"}]});
+    let id = dom
+        .create_dataset(
+            t,
+            json!({"class": "H5S_SIMPLE", "dims": [250_000]}),
+            json!({"layout": {"class": "H5D_CHUNKED", "dims": [100_000]},
+                   "h5lake": {"chunkFormat": "parquet"}}),
+        )
+        .unwrap();
+    let row = |i: usize| {
+        let mut r = (i as f64 / 2.0).to_le_bytes().to_vec();
+        r.extend((i as i32 * 3).to_le_bytes());
+        r
+    };
+    let all: Vec<u8> = (0..250_000).flat_map(row).collect();
+    dom.write(&id, &Selection::all(&[250_000]), &all).unwrap();
+    dom.flush().unwrap();
+    for (start, n) in [
+        (50_000usize, 10usize),
+        (119_990, 20),
+        (0, 1),
+        (99_999, 2),
+        (249_990, 10),
+        (210_000, 40_000),
+    ] {
+        let before = store.bytes_read();
+        let sel = Selection::Orthogonal(vec![h5lake_engine::DimSel::Slice {
+            start: start as u64,
+            count: n as u64,
+            step: 1,
+        }]);
+        let mut out = vec![0u8; n * 12];
+        dom.read(&id, &sel, &mut out).unwrap();
+        assert_eq!(out, all[start * 12..(start + n) * 12], "rows {start}+{n}");
+        let read = store.bytes_read() - before;
+        if n <= 40 {
+            // the tails (64 KiB each) and a page or two per member, not
+            // the chunk's 1.2 MB
+            assert!(read < 700_000, "rows {start}+{n}: {read} bytes read");
+        }
+    }
 }

@@ -90,13 +90,6 @@ pub trait OpenObject: Send + Sync {
     /// opened; I/O trouble.
     fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Bytes>>;
 
-    /// As [`OpenObject::read_ranges`], the bytes of the ranges one after
-    /// another in `buf` (replacing its contents, reusing its allocation),
-    /// so that a reader going from object to object does not fault in
-    /// fresh memory for each.
-    ///
-    /// # Errors
-    /// As [`OpenObject::read_ranges`].
     /// The bytes of each range without copying them, where the backend
     /// can (a local file mapped into memory); `None` elsewhere (read them
     /// with [`OpenObject::read_ranges_into`]).
@@ -107,6 +100,13 @@ pub trait OpenObject: Send + Sync {
         Ok(None)
     }
 
+    /// As [`OpenObject::read_ranges`], the bytes of the ranges one after
+    /// another in `buf` (replacing its contents, reusing its allocation),
+    /// so that a reader going from object to object does not fault in
+    /// fresh memory for each.
+    ///
+    /// # Errors
+    /// As [`OpenObject::read_ranges`].
     fn read_ranges_into(&self, ranges: &[Range<u64>], buf: &mut Vec<u8>) -> Result<()> {
         let parts = self.read_ranges(ranges)?;
         buf.clear();

@@ -5,12 +5,13 @@
 #![allow(dead_code)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use h5lake_store::{
-    ListableStore, MemoryStore, PutOutcome, ReadableStore, Result, Store, Version, Versioned,
-    WritableStore,
+    ListableStore, MemoryStore, OpenObject, PutOutcome, ReadableStore, Result, Store, Version,
+    Versioned, WholeObject, WritableStore,
 };
 
 #[derive(Default)]
@@ -27,6 +28,10 @@ pub struct TestStore {
     list_delay: Duration,
     /// Batched reads made.
     batches: AtomicUsize,
+    /// Bytes read from objects opened to be read in parts (tails included).
+    part_bytes: Arc<AtomicUsize>,
+    /// Bytes of whole objects read.
+    whole_bytes: AtomicUsize,
 }
 
 impl TestStore {
@@ -68,14 +73,52 @@ impl TestStore {
     pub fn batches(&self) -> usize {
         self.batches.load(Ordering::Relaxed)
     }
+
+    /// Bytes read so far: of objects opened to be read in parts, and of
+    /// whole objects.
+    pub fn bytes_read(&self) -> usize {
+        self.part_bytes.load(Ordering::Relaxed) + self.whole_bytes.load(Ordering::Relaxed)
+    }
+}
+
+/// An object read in parts, counting the bytes it hands out.
+struct Counted {
+    inner: WholeObject,
+    bytes: Arc<AtomicUsize>,
+}
+
+impl OpenObject for Counted {
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+    fn version(&self) -> &Version {
+        self.inner.version()
+    }
+    fn tail(&self) -> &Bytes {
+        self.inner.tail()
+    }
+    fn read_ranges(&self, ranges: &[std::ops::Range<u64>]) -> Result<Vec<Bytes>> {
+        let parts = self.inner.read_ranges(ranges)?;
+        let n: usize = parts.iter().map(Bytes::len).sum();
+        self.bytes.fetch_add(n, Ordering::Relaxed);
+        Ok(parts)
+    }
 }
 
 impl ReadableStore for TestStore {
     fn get(&self, key: &str) -> Result<Option<Bytes>> {
-        self.inner.get(key)
+        let got = self.inner.get(key)?;
+        if let Some(b) = &got {
+            self.whole_bytes.fetch_add(b.len(), Ordering::Relaxed);
+        }
+        Ok(got)
     }
     fn get_versioned(&self, key: &str) -> Result<Option<Versioned>> {
-        self.inner.get_versioned(key)
+        let got = self.inner.get_versioned(key)?;
+        if let Some(v) = &got {
+            self.whole_bytes.fetch_add(v.data.len(), Ordering::Relaxed);
+        }
+        Ok(got)
     }
     fn get_range(&self, key: &str, offset: u64, len: u64) -> Result<Option<Bytes>> {
         self.inner.get_range(key, offset, len)
@@ -86,6 +129,17 @@ impl ReadableStore for TestStore {
     }
     fn prefers_batching(&self) -> bool {
         self.batching
+    }
+    fn open_object(&self, key: &str, tail: u64) -> Result<Option<Box<dyn OpenObject + '_>>> {
+        Ok(self.inner.get_versioned(key)?.map(|v| {
+            let inner = WholeObject::new(v.data, v.version, tail);
+            self.part_bytes
+                .fetch_add(inner.tail().len(), Ordering::Relaxed);
+            Box::new(Counted {
+                inner,
+                bytes: self.part_bytes.clone(),
+            }) as Box<dyn OpenObject + '_>
+        }))
     }
 }
 
