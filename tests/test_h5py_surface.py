@@ -455,3 +455,41 @@ def test_copy_expand_refs_copies_what_references_name(tmp_path):
 
         f1.copy("t/table", "plain")
         assert [f1[r].name for r in f1["plain"]["r"]] == ["/bar", "/foo"]
+
+
+def test_file_like_objects_hold_hdf5_files_as_with_h5py(tmp_path):
+    """``File(BytesIO)`` (h5py's fileobj driver): what h5lake writes into a
+    file-like object is an HDF5 file h5py reads, and the other way round;
+    ``r+``/``a`` change it in place, ``flush()`` writes it out; an empty or
+    foreign object is refused as h5py refuses it."""
+    import io
+    import pickle
+
+    buf = io.BytesIO()
+    with h5lake.File(buf, "w") as f:
+        f["x"] = np.arange(5)
+        f.attrs["a"] = "hi"
+        assert f.driver == "fileobj" and f.mode == "r+"
+        f.flush()
+        with h5py.File(io.BytesIO(buf.getvalue()), "r") as h:
+            assert h["x"][...].tolist() == [0, 1, 2, 3, 4]
+        f["y"] = 1.5
+    with h5py.File(buf, "r") as h:
+        assert sorted(h) == ["x", "y"] and h.attrs["a"] == "hi"
+    with h5py.File(buf, "a") as h:
+        h["z"] = np.ones((2, 3))
+    with h5lake.File(buf, "r+") as f:
+        assert f["z"][...].sum() == 6
+        f["x"][0] = 9
+    with h5lake.File(buf) as f:
+        assert f.mode == "r" and f["x"][0] == 9
+        with pytest.raises(TypeError, match="file-like object"):
+            pickle.dumps(f["x"])
+    with h5py.File(buf, "r") as h:
+        assert h["x"][0] == 9
+    for data in (b"", b"not hdf5"):
+        with pytest.raises(OSError, match="file signature not found"):
+            h5lake.File(io.BytesIO(data), "r")
+    with pytest.raises(FileExistsError):
+        h5lake.File(buf, "w-")
+    assert list(tmp_path.iterdir()) == []

@@ -74,9 +74,13 @@ class FileState:
         # lead to other stores in buckets, but to local paths only when the
         # user said so (see the README's security section).
         self.allow_local_links = allow_local_links
-        # A temporary store this state reads (an HDF5 file an external link
-        # names, linked on the fly), removed when it closes.
+        # Temporary files this state reads and writes (the copy of a
+        # file-like object), removed when it closes; another process cannot
+        # reopen them.
         self.scratch = None
+        # Run when the state closes, after what was pending is written and
+        # before the scratch files go (a file-like object is written back).
+        self.on_close = None
         # Open for SWMR reading, or switched to SWMR writing.
         self.swmr = False
 
@@ -136,7 +140,10 @@ class FileState:
         try:
             # Writes what is pending; a failure is the caller's to know.
             self.raw.close()
+            if self.on_close is not None:
+                self.on_close()
         finally:
+            self.on_close = None
             if self.scratch is not None:
                 self.scratch.cleanup()
                 self.scratch = None
@@ -174,31 +181,18 @@ class FileState:
 
 
 def _linked_hdf5(path, allow_local_links):
-    """A read-only FileState over the HDF5 file ``path``: loaded in link
-    mode (metadata only; data read from the file in place) into a temporary
-    store that goes when the state closes. What h5lake cannot read of the
-    file is left out and read as missing."""
-    import tempfile
-
+    """A read-only FileState over the HDF5 file ``path``, opened in place.
+    What h5lake cannot read of the file is left out and read as missing."""
     from .. import _core
-    from .transfer import load
 
-    scratch = tempfile.TemporaryDirectory(prefix="h5lake-ext-")
-    try:
-        store = os.path.join(scratch.name, "linked.h5l")
-        report = load(path, store, link=True, skip_unsupported=True)
-        if report["skipped"]:
-            import warnings
-            warnings.warn(f"external link to {path}: h5lake cannot read part of the file, "
-                          f"which reads as missing: {'; '.join(report['skipped'])}",
-                          RuntimeWarning, stacklevel=4)
-        raw = _core.RawFile(store, "r", "{}", None, allow_local_links)
-    except BaseException:
-        scratch.cleanup()
-        raise
-    st = FileState(raw, path, path, 'r', allow_local_links=allow_local_links)
-    st.scratch = scratch
-    return st
+    raw = _core.RawFile(path, "r", "{}", None, allow_local_links)
+    skipped = raw.skipped
+    if skipped:
+        import warnings
+        warnings.warn(f"external link to {path}: h5lake cannot read part of the file, "
+                      f"which reads as missing: {'; '.join(s[3] for s in skipped)}",
+                      RuntimeWarning, stacklevel=4)
+    return FileState(raw, path, path, 'r', allow_local_links=allow_local_links)
 
 
 def is_url(location):
@@ -624,11 +618,9 @@ def _what(obj):
 
 def _check_reopenable(obj):
     if obj._fs.scratch is not None:
-        # An HDF5 file that an external link names is read through a
-        # temporary store that only this process has.
-        raise TypeError(f"cannot pickle {_what(obj)}: it is in the HDF5 file "
-                        f"{obj._fs.filename!r}, reached through an external link, which "
-                        "another process cannot reopen; pickle an object of an h5lake store")
+        # A file-like object's copy, which only this process has.
+        raise TypeError(f"cannot pickle {_what(obj)}: it is in a file-like object, which "
+                        "another process cannot reopen; pickle an object of a store or file")
 
 
 def _pickle_args(obj):

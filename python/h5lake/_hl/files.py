@@ -48,7 +48,10 @@ class File(Group):
     An HDF5 file (``data.h5`` written by h5py or libhdf5) opens too, read-only
     and in place: its structure is read into memory when it opens and its
     values are read from the file when asked for. Writing modes are refused
-    for an HDF5 file; ``h5lake load`` brings one into a store.
+    for an HDF5 file; ``h5lake load`` brings one into a store. A file-like
+    object holding an HDF5 file works in every mode (h5py's ``fileobj``
+    driver): it is copied to a temporary file as it opens, and what is
+    written goes back into it as an HDF5 file at ``flush()``/``close()``.
 
     mode: ``r`` read-only, file must exist (default); ``r+`` read/write, must
     exist; ``w`` create, truncate if exists; ``w-``/``x`` create, fail if
@@ -75,20 +78,22 @@ class File(Group):
         unknown = set(kwds) - _IGNORED_KWDS - _ACCEPTED_KWDS
         if unknown:
             raise TypeError("File() got an unexpected keyword argument %r" % sorted(unknown)[0])
-        if hasattr(name, 'read') and hasattr(name, 'seek'):
-            raise TypeError("h5lake stores are directories; file-like objects are not supported")
-        if isinstance(name, bytes):
-            name = name.decode('utf-8')
-        name = os.fspath(name)
         if mode is None:
             mode = 'r'
         if mode not in _MODES:
             raise ValueError("Invalid mode; must be one of r, r+, w, w-, x, a")
         if track_order not in (None, True, False):
             raise TypeError("track_order must be either True or False")
-
         if _core is None:
             raise ImportError("h5lake._core (the Rust extension) is not available: %s" % _core_error)
+        if hasattr(name, 'read') and hasattr(name, 'seek'):
+            fs = _fileobj_state(name, mode, track_order)
+            _OPEN.add(fs)
+            Group.__init__(self, fs, fs.raw.root_id, '/')
+            return
+        if isinstance(name, bytes):
+            name = name.decode('utf-8')
+        name = os.fspath(name)
         root_props = {'CreateOrder': 1} if track_order else {}
         cache = kwds.get('rdcc_nbytes')
         allow_local = bool(kwds.get('allow_local_links',
@@ -157,7 +162,7 @@ class File(Group):
     @property
     def driver(self):
         self._fs.check()
-        return 'h5lake'
+        return 'fileobj' if self._fs.scratch is not None else 'h5lake'
 
     @property
     def libver(self):
@@ -206,9 +211,12 @@ class File(Group):
         return self._fs.raw.durable
 
     def flush(self):
-        """Make all changes durable (write what is pending to the store)."""
+        """Make all changes durable (write what is pending to the store; a
+        file-like object gets the HDF5 file as it now is)."""
         self._fs.check(ClosedRuntimeError)
         self._fs.raw.flush()
+        if self._fs.on_close is not None:
+            self._fs.on_close()
 
     def __enter__(self):
         return self
@@ -221,6 +229,63 @@ class File(Group):
         if not self._fs.valid:
             return '<Closed HDF5 file>'
         return '<HDF5 file "%s" (mode %s)>' % (os.path.basename(self.filename.rstrip('/')), self.mode)
+
+
+def _fileobj_state(fileobj, mode, track_order):
+    """FileState of a file-like object holding an HDF5 file (h5py's
+    ``fileobj`` driver): its bytes are copied to a temporary file, read in
+    place for mode ``r``, else brought into a temporary store whose HDF5
+    export is written back to the object at ``flush()`` and ``close()``."""
+    import shutil
+    import tempfile
+
+    from .transfer import get, load
+
+    fileobj.seek(0)
+    data = fileobj.read()
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError("a file-like object for File must be opened in binary mode")
+    scratch = tempfile.TemporaryDirectory(prefix="h5lake-fileobj-")
+    try:
+        h5 = os.path.join(scratch.name, "file.h5")
+        store = os.path.join(scratch.name, "store.h5l")
+        if data:
+            with open(h5, "wb") as out:
+                out.write(data)
+        exists = bool(data)
+        if exists and not _core.is_hdf5(h5) or not exists and mode in ('r', 'r+'):
+            raise OSError("Unable to synchronously open file (file signature not found)")
+        if exists and mode in ('w-', 'x'):
+            raise FileExistsError(17, "Unable to synchronously create file (file exists)")
+        if mode == 'r':
+            raw = _core.RawFile(h5, 'r')
+        else:
+            if exists and mode in ('r+', 'a'):
+                load(h5, store)         # refuses (naming what) when it cannot hold it all
+                raw = _core.RawFile(store, 'r+')
+            else:
+                props = {'CreateOrder': 1} if track_order else {}
+                raw = _core.RawFile(store, 'w', json.dumps(props))
+    except BaseException:
+        scratch.cleanup()
+        raise
+    # named as h5py names it (the object's repr)
+    fs = FileState(raw, repr(fileobj), h5 if raw.readonly else store,
+                   'r' if raw.readonly else 'r+')
+    fs.scratch = scratch
+    if not raw.readonly:
+        def write_back():
+            out = os.path.join(scratch.name, "out.h5")
+            get(store, out, force=True)
+            fileobj.seek(0)
+            if hasattr(fileobj, 'truncate'):
+                fileobj.truncate()
+            with open(out, "rb") as src:
+                shutil.copyfileobj(src, fileobj)
+            if hasattr(fileobj, 'flush'):
+                fileobj.flush()
+        fs.on_close = write_back
+    return fs
 
 
 #: Every open file's state, closed (so written) when the program exits, as
