@@ -758,3 +758,37 @@ def test_bitshuffle_through_the_python_api(tmp_path):
     with h5py.File(tmp_path / "a.h5", "r") as f:
         np.testing.assert_array_equal(f["lz4"][...], a)
         np.testing.assert_array_equal(f["plain"][...], a)
+
+
+def test_chunk_queries_of_an_hdf5_file_opened_in_place_are_the_files(tmp_path):
+    """``dset.id``'s chunk queries on an HDF5 file opened in place answer
+    with the file's own chunks, byte offsets included (what kerchunk
+    indexes), for few chunks and for many (a chunk table), as h5py does."""
+    src = str(tmp_path / "chunks.h5")
+    with h5py.File(src, "w") as f:
+        f.create_dataset("few", shape=(100, 100), chunks=(10, 10), dtype="i4", compression="gzip")
+        f["few"][:50] = 1
+        many = f.create_dataset("many", shape=(120, 120), chunks=(4, 4), dtype="f8")
+        many[::3] = 2.5
+        f["contig"] = np.arange(10)
+    for name in ("few", "many"):
+        seen = []
+        for lib in (h5py, h5lake):
+            with lib.File(src, "r") as f:
+                d = f[name].id
+                n = d.get_num_chunks()
+                infos = [d.get_chunk_info(i) for i in range(n)]
+                walked = []
+                d.chunk_iter(walked.append)
+                assert walked == infos
+                seen.append((n, infos, d.get_chunk_info_by_coord(infos[-1].chunk_offset),
+                             d.get_storage_size(), d.read_direct_chunk(infos[1].chunk_offset)))
+        assert seen[0] == seen[1], name
+    with h5lake.File(src, "r") as f:
+        with pytest.raises(RuntimeError):
+            f["contig"].id.get_num_chunks()
+    # a store linked to the file keeps refusing: its chunks are another file's
+    h5lake.load(src, tmp_path / "linked.h5l", link=True)
+    with h5lake.File(tmp_path / "linked.h5l", "r") as f:
+        with pytest.raises(TypeError, match="linked to"):
+            f["few"].id.get_num_chunks()

@@ -133,6 +133,13 @@ class RawFile:
         """Names in creation order."""
 
     # --- dataset values ------------------------------------------------------
+    def dataset_stored_chunks(self, dset_id: str) -> list[tuple[list[int], int, int | None]]:
+        """HDF5's chunk queries: (chunk coordinates, stored size, byte offset)
+        per stored chunk, in order of coordinates; the byte offset is the
+        chunk's in an HDF5 file opened in place, None for a store's."""
+    def dataset_stored_chunk(self, dset_id: str, coords: Sequence[int]) -> bytes | None:
+        """HDF5's direct chunk read: the chunk at chunk coordinates
+        ``coords`` as its filters made it; None if never written."""
     def dataset_read(
         self, dset_id: str, selection: Selection, out: np.ndarray, fields: Sequence[str] | None = None
     ) -> None:

@@ -159,9 +159,24 @@ struct RawFile {
     readonly: bool,
     /// What opening an HDF5 file in place left out.
     skipped: Vec<h5lake_hdf5::Skipped>,
+    /// The HDF5 file (canonical path, as its linked datasets name it) this
+    /// opened in place; its datasets' chunks are that file's own.
+    in_place: Option<String>,
 }
 
 impl RawFile {
+    /// Whether dataset `dset_id` reads the chunks of the HDF5 file this
+    /// opened in place (so that HDF5's chunk queries answer with them).
+    fn is_in_place(&self, d: &Domain, dset_id: &str) -> h5lake_engine::Result<bool> {
+        let Some(file) = &self.in_place else {
+            return Ok(false);
+        };
+        Ok(d.dataset(dset_id)?
+            .link
+            .as_ref()
+            .is_some_and(|l| &l.file_uri == file))
+    }
+
     /// An HDF5 file opened in place, read-only (h5py's default mode). h5lake
     /// writes stores, not HDF5 files: every writing mode is refused rather
     /// than turning the file into something else.
@@ -183,11 +198,16 @@ impl RawFile {
             || h5lake_hdf5::open_in_place(&path, chunk_cache_bytes),
             hdf5_err,
         )?;
+        let in_place = path
+            .canonicalize()
+            .ok()
+            .map(|p| p.to_string_lossy().into_owned());
         Ok(RawFile {
             dom: RwLock::new(Some(Arc::new(dom))),
             path: path.to_string_lossy().into_owned(),
             readonly: true,
             skipped: report.skipped,
+            in_place,
         })
     }
 
@@ -809,6 +829,7 @@ impl RawFile {
             path: path.to_string_lossy().into_owned(),
             readonly: m == OpenMode::Read,
             skipped: Vec::new(),
+            in_place: None,
         })
     }
 
@@ -1101,28 +1122,46 @@ impl RawFile {
         self.run(py, |d| d.chunk_count(dset_id))
     }
 
-    /// The dataset's chunk objects, in order of their coordinates: (chunk
-    /// coordinates, stored bytes) each (HDF5's chunk queries).
+    /// The dataset's chunks, in order of their coordinates: (chunk
+    /// coordinates, stored bytes, byte offset) each (HDF5's chunk
+    /// queries). The byte offset is the chunk's in the HDF5 file opened in
+    /// place; a store's chunks are objects of their own (None).
     fn dataset_stored_chunks(
         &self,
         py: Python<'_>,
         dset_id: &str,
-    ) -> PyResult<Vec<(Vec<u64>, u64)>> {
+    ) -> PyResult<Vec<(Vec<u64>, u64, Option<u64>)>> {
         self.run(py, |d| {
+            if self.is_in_place(d, dset_id)? {
+                if let Some(chunks) = d.linked_source_chunks(dset_id)? {
+                    return Ok(chunks
+                        .into_iter()
+                        .map(|(c, o, s)| (c, s, Some(o)))
+                        .collect());
+                }
+            }
             h5lake_engine::check_own_chunks(&*d.dataset(dset_id)?, "list the chunks")?;
-            d.stored_chunks(dset_id)
+            Ok(d.stored_chunks(dset_id)?
+                .into_iter()
+                .map(|(c, s)| (c, s, None))
+                .collect())
         })
     }
 
-    /// The chunk object at chunk coordinates `coords` as stored (HDF5's
-    /// direct chunk read); None if never written.
+    /// The chunk at chunk coordinates `coords` as stored (HDF5's direct
+    /// chunk read); None if never written.
     fn dataset_stored_chunk<'py>(
         &self,
         py: Python<'py>,
         dset_id: &str,
         coords: Vec<u64>,
     ) -> PyResult<Option<Bound<'py, PyBytes>>> {
-        let got = self.run(py, |d| d.stored_chunk(dset_id, &coords))?;
+        let got = self.run(py, |d| {
+            if self.is_in_place(d, dset_id)? && d.linked_source_chunks(dset_id)?.is_some() {
+                return d.linked_source_chunk(dset_id, &coords);
+            }
+            d.stored_chunk(dset_id, &coords)
+        })?;
         Ok(got.map(|b| PyBytes::new(py, &b)))
     }
 

@@ -2245,15 +2245,15 @@ fn decode_in_place(
 /// Refuses a dataset whose chunks are not HDF5's filtered bytes in
 /// objects of its own, for `what` (HDF5's chunk queries and direct reads).
 pub fn check_own_chunks(m: &DatasetMeta, what: &str) -> Result<()> {
-    if !m.chunked {
-        return Err(EngineError::WrongType(format!(
-            "cannot {what}: not a chunked dataset"
-        )));
-    }
     if m.link.is_some() {
         return Err(EngineError::WrongType(format!(
             "cannot {what}: the dataset's chunks are in the file it is linked to, not in the \
-             store (read the data, or `h5lake get` it to an HDF5 file)"
+             store (read the data, open that file itself, or `h5lake get` it to an HDF5 file)"
+        )));
+    }
+    if !m.chunked {
+        return Err(EngineError::WrongType(format!(
+            "cannot {what}: not a chunked dataset"
         )));
     }
     if m.is_columnar() {

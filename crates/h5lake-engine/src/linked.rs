@@ -403,6 +403,78 @@ impl Domain {
         }
     }
 
+    /// The source chunks of a dataset linked to an HDF5 file's chunks, as
+    /// HDF5's chunk queries list them: (source chunk grid coordinates,
+    /// byte offset in the file, size), in order of coordinates, only those
+    /// the file allocated. `None` for a dataset linked otherwise (a
+    /// contiguous range, Parquet row groups) or not linked.
+    ///
+    /// # Errors
+    /// Unknown dataset; a damaged chunk table; I/O trouble.
+    pub fn linked_source_chunks(&self, id: &str) -> Result<Option<Vec<(Vec<u64>, u64, u64)>>> {
+        let m = self.dataset_meta(id)?;
+        let Some(link) = m.link.as_ref() else {
+            return Ok(None);
+        };
+        let mut out: Vec<(Vec<u64>, u64, u64)> = match &link.index {
+            LinkIndex::Contiguous { .. } | LinkIndex::Parquet(_) => return Ok(None),
+            LinkIndex::Inline(map) => map
+                .iter()
+                .filter(|(_, &(_, size))| size > 0)
+                .map(|(c, &(o, s))| (c.clone(), o, s))
+                .collect(),
+            LinkIndex::Table { table_id } => {
+                let t = self.dataset_meta(table_id)?;
+                if t.link.is_some()
+                    || t.dtype.fixed_size() != Some(12)
+                    || t.dims.len() != m.dims.len()
+                {
+                    return Err(EngineError::Corrupt(format!(
+                        "chunk table {table_id} must hold one {{offset: int64, size: int32}} record per source chunk, with the dataset's rank"
+                    )));
+                }
+                let n: u64 = t.dims.iter().product();
+                let mut buf = vec![0u8; n as usize * 12];
+                self.read(table_id, &Selection::all(&t.dims), &mut buf)?;
+                let ts = strides(&t.dims);
+                buf.chunks_exact(12)
+                    .enumerate()
+                    .filter_map(|(i, r)| {
+                        let o = u64::from_le_bytes(r[..8].try_into().expect("8 bytes"));
+                        let s = u64::from(u32::from_le_bytes(r[8..].try_into().expect("4 bytes")));
+                        let coords = (0..ts.len())
+                            .map(|d| (i as u64 / ts[d]) % t.dims[d])
+                            .collect();
+                        (s > 0).then_some((coords, o, s))
+                    })
+                    .collect()
+            }
+        };
+        out.sort_unstable();
+        Ok(Some(out))
+    }
+
+    /// The bytes of one source chunk of a dataset linked to an HDF5 file,
+    /// as the file holds them (its filters' output): HDF5's direct chunk
+    /// read. `None` when the file never allocated it.
+    ///
+    /// # Errors
+    /// As [`Domain::linked_source_chunks`]; the file cannot be read.
+    pub fn linked_source_chunk(&self, id: &str, coords: &[u64]) -> Result<Option<bytes::Bytes>> {
+        let Some(chunks) = self.linked_source_chunks(id)? else {
+            return Ok(None);
+        };
+        let Some((_, offset, size)) = chunks.into_iter().find(|(c, _, _)| c == coords) else {
+            return Ok(None);
+        };
+        let m = self.dataset_meta(id)?;
+        let link = m.link.as_ref().expect("linked (listed above)");
+        let file = self.linked_files.get(&link.file_uri)?;
+        Ok(read_ranges(&file, &[(offset, size)])?
+            .pop()
+            .map(bytes::Bytes::from))
+    }
+
     /// The decoded logical chunk `coords` of a linked dataset, `None` if the
     /// source holds none of it.
     pub(crate) fn linked_chunk(

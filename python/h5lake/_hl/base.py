@@ -381,9 +381,12 @@ class DatasetID(ObjectID):
         return self._fs.raw.dataset_stored_chunks(self._oid)
 
     @staticmethod
-    def _info(coords, size, shape):
+    def _info(coords, size, offset, shape):
+        """h5py's StoreInfo; the byte offset is 0 for a store's chunk (an
+        object of its own), the chunk's own in an HDF5 file opened in place."""
         from ..h5d import StoreInfo
-        return StoreInfo(tuple(int(c) * k for c, k in zip(coords, shape)), 0, 0, int(size))
+        return StoreInfo(tuple(int(c) * k for c, k in zip(coords, shape)), 0,
+                         0 if offset is None else int(offset), int(size))
 
     def get_num_chunks(self, space=None):
         """How many chunks are stored (``space`` is not supported)."""
@@ -406,20 +409,21 @@ class DatasetID(ObjectID):
         ``chunk_offset``; offset None and size 0 when it was never written."""
         from ..h5d import StoreInfo
         coords = tuple(int(o) // k for o, k in zip(chunk_offset, self._chunk_shape()))
-        for c, size in self._stored():
+        for c, size, offset in self._stored():
             if tuple(c) == coords:
-                return StoreInfo(tuple(int(o) for o in chunk_offset), 0, 0, int(size))
+                return StoreInfo(tuple(int(o) for o in chunk_offset), 0,
+                                 0 if offset is None else int(offset), int(size))
         return StoreInfo(None, 0, None, 0)
 
     def chunk_iter(self, callback):
         """Calls ``callback(StoreInfo)`` for every stored chunk, in order."""
         shape = self._chunk_shape()
-        for coords, size in self._stored():
-            callback(self._info(coords, size, shape))
+        for coords, size, offset in self._stored():
+            callback(self._info(coords, size, offset, shape))
 
     def get_storage_size(self):
         """Bytes the stored chunks take."""
-        return sum(int(size) for _, size in self._stored())
+        return sum(int(size) for _, size, _ in self._stored())
 
     def read_direct_chunk(self, offsets, dxpl=None, out=None):
         """``(filter_mask, bytes)``: the chunk starting at element
