@@ -153,6 +153,10 @@ fn vlen_write_bytes(values: &[Vec<u8>]) -> usize {
 
 /// An open h5lake store (an HSDS domain).
 #[pyclass(module = "h5lake._core", frozen)]
+/// (chunk coordinates, stored bytes, byte offset in an HDF5 file opened in
+/// place).
+type StoredChunk = (Vec<u64>, u64, Option<u64>);
+
 struct RawFile {
     dom: RwLock<Option<Arc<Domain>>>,
     path: String,
@@ -1130,7 +1134,7 @@ impl RawFile {
         &self,
         py: Python<'_>,
         dset_id: &str,
-    ) -> PyResult<Vec<(Vec<u64>, u64, Option<u64>)>> {
+    ) -> PyResult<Vec<StoredChunk>> {
         self.run(py, |d| {
             if self.is_in_place(d, dset_id)? {
                 if let Some(chunks) = d.linked_source_chunks(dset_id)? {

@@ -42,6 +42,10 @@ const MAX_OPEN_LINKED_FILES: usize = 64;
 /// thrown away: cheaper than another request).
 const COALESCE_GAP: u64 = 64 << 10;
 
+/// One chunk of an HDF5 file a dataset is linked to: its coordinates in
+/// the grid of the file's chunks, its byte offset in the file, its size.
+pub type SourceChunk = (Vec<u64>, u64, u64);
+
 /// Where a linked dataset's chunks are.
 #[derive(Clone, Debug)]
 pub(crate) enum LinkIndex {
@@ -411,12 +415,12 @@ impl Domain {
     ///
     /// # Errors
     /// Unknown dataset; a damaged chunk table; I/O trouble.
-    pub fn linked_source_chunks(&self, id: &str) -> Result<Option<Vec<(Vec<u64>, u64, u64)>>> {
+    pub fn linked_source_chunks(&self, id: &str) -> Result<Option<Vec<SourceChunk>>> {
         let m = self.dataset_meta(id)?;
         let Some(link) = m.link.as_ref() else {
             return Ok(None);
         };
-        let mut out: Vec<(Vec<u64>, u64, u64)> = match &link.index {
+        let mut out: Vec<SourceChunk> = match &link.index {
             LinkIndex::Contiguous { .. } | LinkIndex::Parquet(_) => return Ok(None),
             LinkIndex::Inline(map) => map
                 .iter()
