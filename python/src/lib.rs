@@ -151,12 +151,12 @@ fn vlen_write_bytes(values: &[Vec<u8>]) -> usize {
     values.iter().map(|v| v.len().saturating_add(16)).sum()
 }
 
-/// An open h5lake store (an HSDS domain).
-#[pyclass(module = "h5lake._core", frozen)]
 /// (chunk coordinates, stored bytes, byte offset in an HDF5 file opened in
 /// place).
 type StoredChunk = (Vec<u64>, u64, Option<u64>);
 
+/// An open h5lake store (an HSDS domain).
+#[pyclass(module = "h5lake._core", frozen)]
 struct RawFile {
     dom: RwLock<Option<Arc<Domain>>>,
     path: String,
@@ -1130,11 +1130,7 @@ impl RawFile {
     /// coordinates, stored bytes, byte offset) each (HDF5's chunk
     /// queries). The byte offset is the chunk's in the HDF5 file opened in
     /// place; a store's chunks are objects of their own (None).
-    fn dataset_stored_chunks(
-        &self,
-        py: Python<'_>,
-        dset_id: &str,
-    ) -> PyResult<Vec<StoredChunk>> {
+    fn dataset_stored_chunks(&self, py: Python<'_>, dset_id: &str) -> PyResult<Vec<StoredChunk>> {
         self.run(py, |d| {
             if self.is_in_place(d, dset_id)? {
                 if let Some(chunks) = d.linked_source_chunks(dset_id)? {

@@ -1395,6 +1395,22 @@ impl Domain {
         }
     }
 
+    /// The coordinates of the dataset's stored chunk objects, in order
+    /// (a listing only: no object's size is asked for).
+    ///
+    /// # Errors
+    /// I/O trouble.
+    pub(crate) fn stored_chunk_coords(&self, m: &DatasetMeta) -> Result<Vec<Vec<u64>>> {
+        let mut out: Vec<Vec<u64>> = self
+            .store()
+            .list_prefix(&m.prefix)?
+            .into_iter()
+            .filter_map(|k| parse_chunk_name(k.get(m.prefix.len()..)?, m.dims.len()))
+            .collect();
+        out.sort_unstable();
+        Ok(out)
+    }
+
     /// The chunks a dataset holds as objects of their own: chunk
     /// coordinates (in chunks, C order) and stored bytes. Chunks never
     /// written, and link-mode chunks still in their source file, are not

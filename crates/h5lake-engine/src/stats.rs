@@ -320,7 +320,6 @@ impl Domain {
         let store = self.store();
         let key = m.key(coords);
         let skey = stats_key(m, coords);
-        let kept = store.get_versioned(&skey)?;
         // A chunk of a linked dataset that was never written through
         // h5lake lies in its source file: its record stands while no
         // chunk object replaces it.
@@ -330,12 +329,21 @@ impl Domain {
             None => return Ok(None),
         };
         let want_live = live(m, coords);
+        let name = skey.rsplit('/').next().unwrap_or_default();
+        // A record in the dataset's document that describes the chunk as it
+        // is now is the chunk's statistics, whatever else is kept: no need
+        // to look for a record object.
+        if let Some(bytes) = plan.in_doc.get(name) {
+            if let Ok(rec) = ChunkRecord::from_bytes(bytes, &plan.leaves, &plan.functions) {
+                if rec.version == current.0 && rec.live == want_live {
+                    return Ok(Some((rec, false)));
+                }
+            }
+        }
+        let kept = store.get_versioned(&skey)?;
         let stored = match &kept {
             Some(k) => Some(&k.data[..]),
-            None => plan
-                .in_doc
-                .get(skey.rsplit('/').next().unwrap_or_default())
-                .map(Vec::as_slice),
+            None => plan.in_doc.get(name).map(Vec::as_slice),
         };
         if let Some(bytes) = stored {
             if let Ok(rec) = ChunkRecord::from_bytes(bytes, &plan.leaves, &plan.functions) {
@@ -489,9 +497,8 @@ impl Domain {
             return Ok(Grid::new(m, &full).all());
         }
         Ok(self
-            .stored_chunks(&m.id)?
+            .stored_chunk_coords(m)?
             .into_iter()
-            .map(|(c, _)| c)
             .filter(|c| live(m, c).iter().all(|&l| l > 0))
             .collect())
     }
