@@ -223,7 +223,6 @@ impl Footer {
     ) -> Result<Vec<Range<u64>>> {
         let fields = compound_fields(dtype)?;
         let roots = self.roots(fields)?;
-        let schema = self.meta.file_metadata().schema_descr();
         let mut ranges = Vec::new();
         for (f, &root) in fields.iter().zip(&roots) {
             let paged = self
@@ -236,16 +235,26 @@ impl Footer {
                 }));
                 continue;
             }
-            for rg in self.meta.row_groups() {
-                for (leaf, col) in rg.columns().iter().enumerate() {
-                    if schema.get_column_root_idx(leaf) == root {
-                        let (start, n) = col.byte_range();
-                        ranges.push(start..start + n);
-                    }
+            self.column_chunk_ranges(&[root], None, &mut ranges);
+        }
+        Ok(merge_ranges(ranges))
+    }
+
+    /// Pushes onto `out` the byte range of every column chunk under the
+    /// column roots `roots`, of row group `only` or of all.
+    fn column_chunk_ranges(&self, roots: &[usize], only: Option<usize>, out: &mut Vec<Range<u64>>) {
+        let schema = self.meta.file_metadata().schema_descr();
+        for (i, rg) in self.meta.row_groups().iter().enumerate() {
+            if only.is_some_and(|o| o != i) {
+                continue;
+            }
+            for (leaf, col) in rg.columns().iter().enumerate() {
+                if roots.contains(&schema.get_column_root_idx(leaf)) {
+                    let (start, n) = col.byte_range();
+                    out.push(start..start + n);
                 }
             }
         }
-        Ok(merge_ranges(ranges))
     }
 
     /// Rows `rows` of `dtype`'s members into `dst`, which holds exactly
@@ -371,19 +380,8 @@ impl Footer {
     fn ranges_in(&self, dtype: &Datatype, only: Option<usize>) -> Result<Vec<Range<u64>>> {
         let fields = compound_fields(dtype)?;
         let roots = self.roots(fields)?;
-        let schema = self.meta.file_metadata().schema_descr();
         let mut ranges: Vec<Range<u64>> = Vec::new();
-        for (i, rg) in self.meta.row_groups().iter().enumerate() {
-            if only.is_some_and(|o| o != i) {
-                continue;
-            }
-            for (leaf, col) in rg.columns().iter().enumerate() {
-                if roots.contains(&schema.get_column_root_idx(leaf)) {
-                    let (start, n) = col.byte_range();
-                    ranges.push(start..start + n);
-                }
-            }
-        }
+        self.column_chunk_ranges(&roots, only, &mut ranges);
         Ok(merge_ranges(ranges))
     }
 
