@@ -538,13 +538,7 @@ impl Footer {
             .iter()
             .map(|rg| usize::try_from(rg.num_rows()).unwrap_or(usize::MAX))
             .fold(0, usize::saturating_add);
-        let nullable = self
-            .meta
-            .file_metadata()
-            .schema_descr()
-            .column(leaf)
-            .max_def_level()
-            > 0;
+        let nullable = self.nullable(leaf);
         let mut row = 0usize;
         let mut out = Vec::new();
         for rg in groups {
@@ -588,6 +582,16 @@ impl Footer {
         Ok(Some(out))
     }
 
+    /// Whether column `leaf` may hold nulls (has definition levels).
+    fn nullable(&self, leaf: usize) -> bool {
+        self.meta
+            .file_metadata()
+            .schema_descr()
+            .column(leaf)
+            .max_def_level()
+            > 0
+    }
+
     /// As [`Footer::plain_pages`], of the object's one row group, reading
     /// only the pages (at `locations`, from the offset index) that hold
     /// rows of `rows`; the others are skipped unread.
@@ -601,13 +605,7 @@ impl Footer {
     ) -> Result<Option<Vec<(usize, Bytes)>>> {
         let rg = self.meta.row_group(0);
         let stored = usize::try_from(rg.num_rows()).unwrap_or(0);
-        let nullable = self
-            .meta
-            .file_metadata()
-            .schema_descr()
-            .column(leaf)
-            .max_def_level()
-            > 0;
+        let nullable = self.nullable(leaf);
         let firsts: Vec<usize> = locations
             .iter()
             .map(|l| l.first_row_index as usize)
