@@ -784,7 +784,14 @@ def test_chunk_queries_of_an_hdf5_file_opened_in_place_are_the_files(tmp_path):
                 seen.append((n, infos, d.get_chunk_info_by_coord(infos[-1].chunk_offset),
                              d.get_storage_size(), d.read_direct_chunk(infos[1].chunk_offset)))
         assert seen[0] == seen[1], name
+    with h5py.File(src, "a") as f:
+        f.create_dataset("unwritten", (10,), "f4")
+    for name in ("contig", "unwritten", "few"):      # contiguous: where its bytes are
+        with h5py.File(src, "r") as h, h5lake.File(src, "r") as f:
+            assert (f[name].id.get_offset(), f[name].id.get_storage_size()) == \
+                (h[name].id.get_offset(), h[name].id.get_storage_size()), name
     with h5lake.File(src, "r") as f:
+        assert f["contig"].id.get_offset() > 0
         with pytest.raises(RuntimeError):
             f["contig"].id.get_num_chunks()
     # a store linked to the file keeps refusing: its chunks are another file's

@@ -422,8 +422,38 @@ class DatasetID(ObjectID):
             callback(self._info(coords, size, offset, shape))
 
     def get_storage_size(self):
-        """Bytes the stored chunks take."""
+        """Bytes the stored chunks take; of a contiguous dataset of an HDF5
+        file opened in place, the bytes the file allocated to it (0 if
+        none)."""
+        contiguous = self._contiguous_in_file()
+        if contiguous is not None:
+            return contiguous[1]
         return sum(int(size) for _, size, _ in self._stored())
+
+    def get_offset(self):
+        """Byte offset of a contiguous dataset's values in the HDF5 file
+        opened in place (what kerchunk indexes); None for a chunked,
+        unallocated or compact dataset, and for any dataset of a store
+        (whose values are objects of their own, not bytes of one file)."""
+        contiguous = self._contiguous_in_file()
+        return None if contiguous is None or contiguous[1] == 0 else contiguous[0]
+
+    def _contiguous_in_file(self):
+        """(offset, size) of a contiguous dataset's values in the HDF5 file
+        opened in place ((None, 0) when the file allocated none); None for
+        every other dataset."""
+        from .dataset import Dataset
+        self._fs.check()
+        path = self._fs.raw.path
+        if not os.path.isfile(path) or Dataset(self).chunks is not None:
+            return None
+        layout = (Dataset(self)._doc.get('creationProperties') or {}).get('layout') or {}
+        if layout.get('class') == 'H5D_CONTIGUOUS_REF' and \
+                layout.get('file_uri') == os.path.realpath(path):
+            return int(layout['offset']), int(layout['size'])
+        if layout.get('class') == 'H5D_CONTIGUOUS':
+            return None, 0          # never written: the file holds no bytes of it
+        return None
 
     def read_direct_chunk(self, offsets, dxpl=None, out=None):
         """``(filter_mask, bytes)``: the chunk starting at element
