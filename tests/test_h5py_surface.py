@@ -492,4 +492,9 @@ def test_file_like_objects_hold_hdf5_files_as_with_h5py(tmp_path):
             h5lake.File(io.BytesIO(data), "r")
     with pytest.raises(FileExistsError):
         h5lake.File(buf, "w-")
+    junk = io.BytesIO(b"not hdf5")
+    with h5lake.File(junk, "w") as f:           # 'w' truncates whatever was there
+        f["v"] = [1, 2]
+    with h5py.File(junk, "r") as h:
+        assert h["v"][...].tolist() == [1, 2]
     assert list(tmp_path.iterdir()) == []

@@ -253,12 +253,18 @@ def _fileobj_state(fileobj, mode, track_order):
             with open(h5, "wb") as out:
                 out.write(data)
         exists = bool(data)
-        if exists and not _core.is_hdf5(h5) or not exists and mode in ('r', 'r+'):
-            raise OSError("Unable to synchronously open file (file signature not found)")
         if exists and mode in ('w-', 'x'):
             raise FileExistsError(17, "Unable to synchronously create file (file exists)")
+        reads = mode in ('r', 'r+') or mode == 'a' and exists     # 'w' truncates
+        if reads and not (exists and _core.is_hdf5(h5)):
+            raise OSError("Unable to synchronously open file (file signature not found)")
         if mode == 'r':
             raw = _core.RawFile(h5, 'r')
+            if raw.skipped:
+                warnings.warn("%r: %d object(s) of this HDF5 file cannot be opened with h5lake "
+                              "and are left out:\n  %s"
+                              % (fileobj, len(raw.skipped), "\n  ".join(s[3] for s in raw.skipped)),
+                              UserWarning, stacklevel=3)
         else:
             if exists and mode in ('r+', 'a'):
                 load(h5, store)         # refuses (naming what) when it cannot hold it all
