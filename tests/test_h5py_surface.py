@@ -498,3 +498,20 @@ def test_file_like_objects_hold_hdf5_files_as_with_h5py(tmp_path):
     with h5py.File(junk, "r") as h:
         assert h["v"][...].tolist() == [1, 2]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_storage_size_of_datasets_that_are_not_chunked(tmp_path):
+    """``dset.id.get_storage_size()`` answers for contiguous, unwritten and
+    scalar datasets as h5py does (a store's values are objects of their
+    own, so ``get_offset()`` is None there)."""
+    sizes = {}
+    for lib, path in ((h5py, tmp_path / "f.h5"), (h5lake, tmp_path / "f.h5l")):
+        with lib.File(path, "w") as f:
+            f["c"] = np.arange(100)
+            f.create_dataset("e", (10,), "f4")
+            f.create_dataset("ch", data=np.arange(100), chunks=(10,))
+            f["s"] = 5
+            sizes[lib] = [f[n].id.get_storage_size() for n in ("c", "e", "ch", "s")]
+            if lib is h5lake:
+                assert f["c"].id.get_offset() is None
+    assert sizes[h5lake] == sizes[h5py] == [800, 0, 800, 8]

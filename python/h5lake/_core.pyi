@@ -137,6 +137,8 @@ class RawFile:
         """HDF5's chunk queries: (chunk coordinates, stored size, byte offset)
         per stored chunk, in order of coordinates; the byte offset is the
         chunk's in an HDF5 file opened in place, None for a store's."""
+    def dataset_storage_size(self, dset_id: str) -> int:
+        """Bytes the dataset's own stored objects take (HDF5's storage size)."""
     def dataset_stored_chunk(self, dset_id: str, coords: Sequence[int]) -> bytes | None:
         """HDF5's direct chunk read: the chunk at chunk coordinates
         ``coords`` as its filters made it; None if never written."""

@@ -1148,6 +1148,18 @@ impl RawFile {
         })
     }
 
+    /// Bytes the dataset's own stored objects take, chunked or not (HDF5's
+    /// storage size); refused for a dataset whose values are in a file it
+    /// is linked to.
+    fn dataset_storage_size(&self, py: Python<'_>, dset_id: &str) -> PyResult<u64> {
+        self.run(py, |d| {
+            if d.dataset(dset_id)?.link.is_some() {
+                h5lake_engine::check_own_chunks(&*d.dataset(dset_id)?, "get the storage size")?;
+            }
+            Ok(d.stored_chunks(dset_id)?.into_iter().map(|(_, s)| s).sum())
+        })
+    }
+
     /// The chunk at chunk coordinates `coords` as stored (HDF5's direct
     /// chunk read); None if never written.
     fn dataset_stored_chunk<'py>(

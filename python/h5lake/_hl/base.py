@@ -422,13 +422,17 @@ class DatasetID(ObjectID):
             callback(self._info(coords, size, offset, shape))
 
     def get_storage_size(self):
-        """Bytes the stored chunks take; of a contiguous dataset of an HDF5
-        file opened in place, the bytes the file allocated to it (0 if
+        """Bytes the stored chunks take (of a dataset that is not chunked,
+        the objects that hold its values); of a contiguous dataset of an
+        HDF5 file opened in place, the bytes the file allocated to it (0 if
         none)."""
         contiguous = self._contiguous_in_file()
         if contiguous is not None:
             return contiguous[1]
-        return sum(int(size) for _, size, _ in self._stored())
+        from .dataset import Dataset
+        if Dataset(self).chunks is not None:
+            return sum(int(size) for _, size, _ in self._stored())
+        return self._fs.raw.dataset_storage_size(self._oid)
 
     def get_offset(self):
         """Byte offset of a contiguous dataset's values in the HDF5 file
