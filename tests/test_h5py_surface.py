@@ -387,10 +387,12 @@ def test_padded_compounds_come_back_as_written(tmp_path, dt, layout):
             results[lib] = (f["d"].dtype, f["d"][...], f["d"][2], f["e"][...], f["e"].fillvalue,
                             f.attrs["a"], f["t"].dtype)
     for h, l in zip(results[h5py], results[h5lake]):
-        assert h.dtype == l.dtype == dt if not isinstance(h, np.dtype) else h == l == dt
-        if not isinstance(h, np.dtype):
-            for name in dt.names:
-                np.testing.assert_array_equal(np.asarray(l[name]), np.asarray(h[name]))
+        if isinstance(h, np.dtype):
+            assert h == l == dt
+            continue
+        assert h.dtype == l.dtype == dt
+        for name in dt.names:
+            np.testing.assert_array_equal(np.asarray(l[name]), np.asarray(h[name]))
 
 
 def test_compounds_with_a_reference_member_read_and_write_as_h5py(tmp_path):
@@ -455,6 +457,18 @@ def test_copy_expand_refs_copies_what_references_name(tmp_path):
 
         f1.copy("t/table", "plain")
         assert [f1[r].name for r in f1["plain"]["r"]] == ["/bar", "/foo"]
+
+    # references the copy cannot follow are refused by name, never kept as is
+    src = str(tmp_path / "vrefs.h5")
+    with h5py.File(src, "w") as h:
+        h["x"] = [1]
+        seqs = h.create_dataset("seqs", (1,), dtype=h5py.vlen_dtype(h5py.ref_dtype))
+        seqs[0] = np.array([h["x"].ref], dtype=h5py.ref_dtype)
+    h5lake.load(src, tmp_path / "vrefs.h5l")
+    with h5lake.File(tmp_path / "vrefs.h5l", "r+") as f:
+        with pytest.raises(NotImplementedError, match="cannot follow the references"):
+            f.copy("seqs", "seqs2", expand_refs=True)
+        assert "seqs2" not in f
 
 
 def test_file_like_objects_hold_hdf5_files_as_with_h5py(tmp_path):

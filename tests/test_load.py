@@ -437,6 +437,10 @@ def test_hdf5_file_opened_in_place_names_what_it_leaves_out(tmp_path):
     with f:
         assert "bzipped" not in f
         assert f["ok"][...].tolist() == list(range(10))
+        assert [g["path"] for g in f.skipped_objects] == ["/bzipped"]
+    import io
+    with pytest.warns(UserWarning, match="(?s)1 object.*bzipped.*bzip2"):
+        h5lake.File(io.BytesIO(open(src, "rb").read())).close()     # a file-like object too
 
 
 def test_files_that_are_not_stores_or_hdf5(tmp_path, everything):

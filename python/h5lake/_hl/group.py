@@ -788,6 +788,28 @@ def _remap_json_refs(t, value, depth, remap):
     return value
 
 
+def _check_expandable(doc):
+    """Refuses, before anything is copied, a dataset whose references
+    ``expand_refs`` cannot follow (sequences of references, say): they are
+    never copied as if they had been expanded."""
+    from .dataset import _holds_refs
+    dtype = h5t.hsds_to_dtype(doc['type'])
+    if _type_has_refs(doc['type']) and not (h5t.is_regionref(dtype) or _holds_refs(dtype)):
+        raise NotImplementedError(
+            f"copy(expand_refs=True) cannot follow the references inside the values of "
+            f"type {json.dumps(doc['type'])}; copy without expand_refs")
+
+
+def _type_has_refs(t):
+    """Whether HSDS type JSON ``t`` holds a reference anywhere."""
+    if not isinstance(t, dict):
+        return False
+    if t.get('class') == 'H5T_REFERENCE':
+        return True
+    return any(_type_has_refs(f.get('type')) for f in t.get('fields') or ()) or \
+        _type_has_refs(t.get('base'))
+
+
 def _remap_stored_refs(arr, dtype, remap):
     """Rewrites in place, in ``arr`` (the engine's bytes of ``dtype``), each
     object reference to lead to the id ``remap`` gives for the one it named."""
@@ -876,6 +898,8 @@ def _copy_tree(sfs, soid, dfs, memo, opts, depth=0):
             opts['pointed'].setdefault(new_id, None)
             return new_id
     if soid.startswith('d-'):
+        if remap is not None:
+            _check_expandable(doc)
         new = dfs.raw.create_dataset(json.dumps(doc['type']), json.dumps(doc['shape']),
                                      json.dumps(doc.get('creationProperties') or {}))
         memo[key] = new
