@@ -77,6 +77,9 @@ const SMALL_OBJECT: usize = 256 << 10;
 const BLOB_BUDGET: usize = 64 << 20;
 /// Pending documents past this many start a commit.
 const DOC_BUDGET: usize = 50_000;
+/// Records written straight to the store that are summarised before the
+/// commit, so that a long run of writes holds few of them in memory.
+const RECORDS_OUT_MAX: usize = 4096;
 /// Chunks of new datasets kept since the last early batch that start the
 /// next one (see the module docs).
 const EARLY_BATCH: usize = 64;
@@ -249,6 +252,9 @@ struct State {
     /// version they had here: their statistics records are relabelled with
     /// them at the commit.
     early: HashMap<String, Version>,
+    /// Statistics records written to the store since the last commit (key,
+    /// bytes), for the commit to put into their summaries.
+    records_out: Vec<(String, Vec<u8>)>,
     /// Counts the moments pending state left for the store (documents
     /// written, chunks of an early batch landed, a commit): a read of the
     /// store merged with the pending state, made across one, could find a
@@ -648,6 +654,7 @@ impl Journal {
         if st.is_empty() {
             st.new_prefixes.clear();
             st.direct.clear();
+            self.summarise(&mut st, Vec::new())?;
             return Ok(Vec::new());
         }
         let inner = &self.inner;
@@ -690,12 +697,17 @@ impl Journal {
         in_parallel(&as_objects, |(k, b)| put_blob(&**inner, k, b).map(drop))
             .into_iter()
             .collect::<h5lake_store::Result<()>>()?;
+        let mut summarised: Vec<(String, Vec<u8>)> = as_objects
+            .into_iter()
+            .map(|(k, b)| (k.clone(), b))
+            .collect();
         for (id, recs) in in_doc {
             let d = st.docs.get_mut(&id).expect("a pending new dataset");
             let doc = Arc::make_mut(&mut d.doc);
             for (k, b) in recs {
                 if !crate::stats::keep_in_doc(doc, &k, &b) {
                     put_blob(&**inner, &k, &b)?;
+                    summarised.push((k, b));
                 }
             }
         }
@@ -813,11 +825,46 @@ impl Journal {
             st.deleted_set.remove(&prefix);
         }
         st.direct.clear();
+        self.summarise(&mut st, summarised)?;
         if clashes.is_empty() {
             Ok(written)
         } else {
             Err(EngineError::AlreadyExists(clashes.join("; ")))
         }
+    }
+
+    /// Puts `records` and those written to the store since the last commit
+    /// into their summaries (see stats), skipping datasets no longer in the
+    /// store.
+    fn summarise(&self, st: &mut State, mut records: Vec<(String, Vec<u8>)>) -> Result<()> {
+        records.append(&mut st.records_out);
+        if records.is_empty() {
+            return Ok(());
+        }
+        let inner = &*self.inner;
+        crate::stats::summarise(inner, &records, |prefix| {
+            inner.exists(&doc_key_under(prefix)).unwrap_or(false)
+        })?;
+        Ok(())
+    }
+
+    /// Notes a statistics record written to the store directly, for the
+    /// next commit's summaries; many of them are summarised at once.
+    fn wrote_record(&self, key: &str, data: &[u8]) -> h5lake_store::Result<()> {
+        if !crate::stats::is_record_key(key) {
+            return Ok(());
+        }
+        let mut st = self.lock();
+        st.records_out.push((key.to_string(), data.to_vec()));
+        if st.records_out.len() < RECORDS_OUT_MAX {
+            return Ok(());
+        }
+        let records = std::mem::take(&mut st.records_out);
+        drop(st);
+        let inner = &*self.inner;
+        crate::stats::summarise(inner, &records, |prefix| {
+            inner.exists(&doc_key_under(prefix)).unwrap_or(false)
+        })
     }
 
     /// Drops new objects that lost their last link before ever reaching the
@@ -1342,7 +1389,9 @@ impl WritableStore for Journal {
             }
         }
         self.settle_owner(key)?;
-        self.inner.put(key, data)
+        let v = self.inner.put(key, data)?;
+        self.wrote_record(key, data)?;
+        Ok(v)
     }
 
     fn put_if_absent(&self, key: &str, data: &[u8]) -> h5lake_store::Result<PutOutcome> {
@@ -1370,7 +1419,11 @@ impl WritableStore for Journal {
             }
         }
         self.settle_owner(key)?;
-        self.inner.put_if_absent(key, data)
+        let done = self.inner.put_if_absent(key, data)?;
+        if matches!(done, PutOutcome::Written(_)) {
+            self.wrote_record(key, data)?;
+        }
+        Ok(done)
     }
 
     fn put_if_version(
@@ -1417,7 +1470,11 @@ impl WritableStore for Journal {
             }
         }
         self.settle_owner(key)?;
-        self.inner.put_if_version(key, data, expected)
+        let done = self.inner.put_if_version(key, data, expected)?;
+        if matches!(done, PutOutcome::Written(_)) {
+            self.wrote_record(key, data)?;
+        }
+        Ok(done)
     }
 
     fn patch(

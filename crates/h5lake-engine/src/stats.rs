@@ -12,6 +12,16 @@
 //! document instead, under `h5lake.chunk_stats`, which saves the store one
 //! object per chunk. A record object, when there is one, comes first.
 //!
+//! Records of many chunks are also gathered into summaries,
+//! `<dataset prefix>.h5lake/summary/<k>`, one per run of 256 values of the
+//! first chunk coordinate (`k` = that coordinate / 256), so that a query or
+//! an aggregate reads one object per shard instead of one per chunk (on S3,
+//! one GET instead of hundreds). A summary is only a copy: each entry is
+//! trusted on the same terms as a record object (below), so one that is
+//! missing, stale or lost to a concurrent writer costs a read, never a
+//! wrong answer. Commits of deferred metadata bring the summaries of the
+//! records they wrote up to date; `build_stats` rebuilds them whole.
+//!
 //! Why a record can be trusted: it names the version of the chunk object
 //! it was computed from and the extent it was computed over. A writer
 //! stores the chunk, then the record of exactly what it stored. A reader
@@ -36,6 +46,14 @@ use crate::error::{EngineError, Result};
 
 /// Where records live, under a dataset's prefix.
 const STATS_DIR: &str = ".h5lake/stats/";
+/// Where summaries of records live, under a dataset's prefix.
+const SUMMARY_DIR: &str = ".h5lake/summary/";
+/// A summary holds the records of chunks whose first coordinate shares
+/// all but these low bits.
+const SHARD_BITS: u32 = 8;
+/// Tries at a summary's conditional put before leaving it to the next
+/// commit (it is a copy; nothing is lost).
+const SUMMARY_TRIES: usize = 8;
 /// Where a dataset document keeps records of chunks written with it, by
 /// chunk name.
 const IN_DOC: &str = "chunk_stats";
@@ -223,6 +241,112 @@ fn stats_key(m: &DatasetMeta, coords: &[u64]) -> String {
     crate::ids::chunk_key(&format!("{}{STATS_DIR}", m.prefix), coords)
 }
 
+/// The summary holding the record of the chunk whose first coordinate is
+/// `first`, under dataset prefix `prefix`.
+fn summary_key(prefix: &str, first: u64) -> String {
+    format!("{prefix}{SUMMARY_DIR}{}", first >> SHARD_BITS)
+}
+
+/// The summary key and chunk name of a record key.
+fn summary_place(record_key: &str) -> Option<(String, &str)> {
+    let at = record_key.find(STATS_DIR)?;
+    let name = &record_key[at + STATS_DIR.len()..];
+    let first: u64 = name.split('_').next()?.parse().ok()?;
+    Some((summary_key(&record_key[..at], first), name))
+}
+
+/// Brings summaries up to date with `records` ((record key, record as
+/// stored) pairs just written): each summary touched is read, the records
+/// put in, and written back only if no one changed it meanwhile (else
+/// again). `only_if`: skip the records of a dataset prefix for which it
+/// answers false (a dataset deleted meanwhile, whose prefix must stay
+/// empty).
+///
+/// # Errors
+/// I/O trouble (a summary that keeps changing under us is left as it is).
+pub(crate) fn summarise(
+    store: &dyn h5lake_store::Store,
+    records: &[(String, Vec<u8>)],
+    only_if: impl Fn(&str) -> bool,
+) -> h5lake_store::Result<()> {
+    let mut by_summary: HashMap<String, Vec<(&str, Value)>> = HashMap::new();
+    for (key, bytes) in records {
+        let Some((skey, name)) = summary_place(key) else {
+            continue;
+        };
+        let Ok(rec) = serde_json::from_slice::<Value>(bytes) else {
+            continue;
+        };
+        by_summary.entry(skey).or_default().push((name, rec));
+    }
+    for (skey, recs) in by_summary {
+        if !only_if(&skey[..skey.find(SUMMARY_DIR).unwrap_or(0)]) {
+            continue;
+        }
+        for _ in 0..SUMMARY_TRIES {
+            let kept = store.get_versioned(&skey)?;
+            let mut all = kept
+                .as_ref()
+                .and_then(|k| serde_json::from_slice::<serde_json::Map<String, Value>>(&k.data).ok())
+                .unwrap_or_default();
+            for (name, rec) in &recs {
+                all.insert((*name).to_string(), rec.clone());
+            }
+            let bytes = crate::domain::to_bytes(&Value::Object(all));
+            let done = match &kept {
+                Some(k) => store.put_if_version(&skey, &bytes, &k.version)?,
+                None => store.put_if_absent(&skey, &bytes)?,
+            };
+            if matches!(done, PutOutcome::Written(_)) {
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The summaries of one dataset, read as they are first needed.
+struct Summaries<'a> {
+    store: &'a dyn h5lake_store::Store,
+    prefix: &'a str,
+    shards: Mutex<HashMap<u64, Arc<serde_json::Map<String, Value>>>>,
+}
+
+impl<'a> Summaries<'a> {
+    fn of(store: &'a dyn h5lake_store::Store, m: &'a DatasetMeta) -> Self {
+        Self {
+            store,
+            prefix: &m.prefix,
+            shards: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The summary that would hold the record of the chunk at `coords`
+    /// (empty when there is none).
+    fn holding(&self, coords: &[u64]) -> Result<Arc<serde_json::Map<String, Value>>> {
+        let Some(&first) = coords.first() else {
+            return Ok(Arc::default());
+        };
+        let shard = first >> SHARD_BITS;
+        let mut shards = self.shards.lock().unwrap_or_else(|e| e.into_inner());
+        let all = match shards.get(&shard) {
+            Some(a) => a.clone(),
+            None => {
+                let a = Arc::new(
+                    self.store
+                        .get(&summary_key(self.prefix, first))?
+                        .and_then(|b| serde_json::from_slice::<serde_json::Map<String, Value>>(&b).ok())
+                        .unwrap_or_default(),
+                );
+                shards.insert(shard, a.clone());
+                a
+            }
+        };
+        drop(shards);
+        Ok(all)
+    }
+}
+
 /// A box of a dataset: `[lo, hi)` along each dimension.
 pub type Region = Vec<(u64, u64)>;
 
@@ -316,6 +440,7 @@ impl Domain {
         m: &DatasetMeta,
         plan: &StatsPlan,
         coords: &[u64],
+        sums: &Summaries<'_>,
     ) -> Result<Option<(ChunkRecord, bool)>> {
         let store = self.store();
         let key = m.key(coords);
@@ -335,6 +460,13 @@ impl Domain {
         // to look for a record object.
         if let Some(bytes) = plan.in_doc.get(name) {
             if let Ok(rec) = ChunkRecord::from_bytes(bytes, &plan.leaves, &plan.functions) {
+                if rec.version == current.0 && rec.live == want_live {
+                    return Ok(Some((rec, false)));
+                }
+            }
+        }
+        if let Some(v) = sums.holding(coords)?.get(name) {
+            if let Ok(rec) = ChunkRecord::from_json(v, &plan.leaves, &plan.functions) {
                 if rec.version == current.0 && rec.live == want_live {
                     return Ok(Some((rec, false)));
                 }
@@ -432,9 +564,10 @@ impl Domain {
         not_virtual(&m)?;
         let plan = plan_of(&m)?;
         let coords = self.chunks_with_data(&m)?;
+        let sums = Summaries::of(self.store().as_ref(), &m);
         let out = Mutex::new(Vec::with_capacity(coords.len()));
         for_each_task(coords.len(), false, |i| {
-            let Some((rec, _)) = self.current_record(&m, &plan, &coords[i])? else {
+            let Some((rec, _)) = self.current_record(&m, &plan, &coords[i], &sums)? else {
                 return Ok(());
             };
             out.lock()
@@ -462,14 +595,20 @@ impl Domain {
     pub fn build_stats(&self, ids: &[String], progress: bool) -> Result<(usize, usize)> {
         self.check_writable()?;
         let mut work = Vec::new();
+        let mut metas = Vec::new();
         for id in ids {
             let m = self.dataset(id)?;
             not_virtual(&m)?;
             let plan = plan_of(&m)?;
             for c in self.chunks_with_data(&m)? {
-                work.push((m.clone(), plan.clone(), c));
+                work.push((metas.len(), plan.clone(), c));
             }
+            metas.push(m);
         }
+        let sums: Vec<Summaries> = metas
+            .iter()
+            .map(|m| Summaries::of(self.store().as_ref(), m))
+            .collect();
         let bar = crate::progress::bar(
             progress,
             work.len() as u64,
@@ -478,15 +617,33 @@ impl Domain {
         );
         let computed = std::sync::atomic::AtomicUsize::new(0);
         for_each_task(work.len(), false, |i| {
-            let (m, plan, c) = &work[i];
-            if let Some((_, true)) = self.current_record(m, plan, c)? {
+            let (at, plan, c) = &work[i];
+            if let Some((_, true)) = self.current_record(&metas[*at], plan, c, &sums[*at])? {
                 computed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
             bar.inc(1);
             Ok(())
         })?;
         bar.finish_and_clear();
+        drop(sums);
+        for m in &metas {
+            self.rebuild_summaries(m)?;
+        }
         Ok((work.len(), computed.into_inner()))
+    }
+
+    /// Writes a dataset's summaries afresh from its record objects.
+    fn rebuild_summaries(&self, m: &DatasetMeta) -> Result<()> {
+        let store = self.store();
+        let keys = store.list_prefix(&format!("{}{STATS_DIR}", m.prefix))?;
+        let mut records = Vec::with_capacity(keys.len());
+        for (k, v) in keys.iter().zip(store.get_many(&keys)?) {
+            if let Some(v) = v {
+                records.push((k.clone(), v.data.to_vec()));
+            }
+        }
+        summarise(store.as_ref(), &records, |_| true)?;
+        Ok(())
     }
 
     /// The chunks that may hold data: the stored ones, or for a linked
@@ -543,13 +700,14 @@ impl Domain {
             0usize,
         ));
         let keeps = m.stats.is_some();
+        let sums = Summaries::of(self.store().as_ref(), &m);
         for_each_task(chunks.len(), false, |i| {
             let c = &chunks[i];
             let ov = overlap(&m, c, &region);
             let lv = live(&m, c);
             let whole = ov.iter().zip(&lv).all(|((a, b), l)| a == &0 && b == l);
             let (leaf_stats, fn_states, n, read) = if whole && keeps {
-                match self.current_record(&m, &plan, c)? {
+                match self.current_record(&m, &plan, c, &sums)? {
                     Some((r, read)) => {
                         let n = r
                             .leaves
@@ -673,6 +831,7 @@ impl Domain {
             )
         };
         let keeps = m.stats.is_some();
+        let sums = Summaries::of(self.store().as_ref(), &m);
         let found = Mutex::new((Vec::new(), 0usize, 0usize));
         let strides = dims_strides(&m.dims);
         let held = std::sync::atomic::AtomicUsize::new(0);
@@ -689,7 +848,7 @@ impl Domain {
         let task = |i: usize| -> Result<()> {
             let c = &chunks.get(i);
             if keeps {
-                if let Some((rec, _)) = self.current_record(&m, &plan, c)? {
+                if let Some((rec, _)) = self.current_record(&m, &plan, c, &sums)? {
                     let refs: Vec<Option<&LeafStats>> = rec.leaves.iter().map(Some).collect();
                     if !eval::may_match(&node, &plan.leaves, &refs) {
                         found.lock().unwrap_or_else(|e| e.into_inner()).2 += 1;

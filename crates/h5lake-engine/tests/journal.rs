@@ -295,6 +295,51 @@ fn statistics_of_many_new_chunks_spill_from_the_document_to_objects() {
 }
 
 #[test]
+fn records_of_many_chunks_are_read_from_their_summaries_while_they_match() {
+    let (_dir, p, dom, _) = fresh();
+    // 600 chunks: their records spill to objects, across three summaries.
+    let d = chunked(
+        &dom,
+        json!({"class": "H5T_INTEGER", "base": "H5T_STD_I64LE"}),
+        1200,
+        2,
+    );
+    let data: Vec<u8> = (0..1200i64).flat_map(|x| x.to_le_bytes()).collect();
+    dom.write(&d, &Selection::all(&[1200]), &data).unwrap();
+    dom.flush().unwrap();
+    let prefix = object_dir(&p, &d);
+    let mut shards: Vec<String> = std::fs::read_dir(prefix.join(".h5lake/summary"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    shards.sort();
+    assert_eq!(shards, ["0", "1", "2"]);
+    // With the record objects gone, the summaries alone answer.
+    std::fs::remove_dir_all(prefix.join(".h5lake/stats")).unwrap();
+    let (_, agg) = direct(&p).aggregate(&d, None).unwrap();
+    assert_eq!((agg.chunks_from_stats, agg.chunks_read), (600, 0));
+    assert_eq!(agg.leaves[0].sum.as_f64(), 1199.0 * 600.0);
+
+    // A chunk changed behind h5lake's back: its summarised record no longer
+    // names the chunk's version, so the chunk is read.
+    let changed: Vec<u8> = [0i64, 5000].iter().flat_map(|x| x.to_le_bytes()).collect();
+    std::fs::write(prefix.join("300"), changed).unwrap();
+    let (_, agg) = direct(&p).aggregate(&d, None).unwrap();
+    assert_eq!((agg.chunks_from_stats, agg.chunks_read), (599, 1));
+    assert_eq!(agg.leaves[0].max.map(|n| n.as_f64()), Some(5000.0));
+
+    // A later write of existing chunks: the next commit brings the summary
+    // up to date, so again no chunk needs reading.
+    let later: Vec<u8> = [-7i64, -8].iter().flat_map(|x| x.to_le_bytes()).collect();
+    dom.write(&d, &Selection::from_slices(&[(600, 2, 1)]), &later).unwrap();
+    dom.flush().unwrap();
+    std::fs::remove_dir_all(prefix.join(".h5lake/stats")).unwrap();
+    let (_, agg) = direct(&p).aggregate(&d, None).unwrap();
+    assert_eq!((agg.chunks_from_stats, agg.chunks_read), (600, 0));
+    assert_eq!(agg.leaves[0].min.map(|n| n.as_f64()), Some(-8.0));
+}
+
+#[test]
 fn a_new_group_unlinked_before_the_commit_is_not_written() {
     let (_dir, p, dom, root) = fresh();
     let kept = dom.create_group(json!({})).unwrap();

@@ -625,6 +625,19 @@ impl ChunkRecord {
     ) -> Result<Self> {
         let v: Value = serde_json::from_slice(bytes)
             .map_err(|e| QueryError::Corrupt(format!("statistics record: {e}")))?;
+        Self::from_json(&v, leaves, functions)
+    }
+
+    /// [`ChunkRecord::from_bytes`] of a record already parsed (one of the
+    /// many a summary holds).
+    ///
+    /// # Errors
+    /// Not a record of these leaves and functions.
+    pub fn from_json(
+        v: &Value,
+        leaves: &[Leaf],
+        functions: &[crate::functions::ChunkFunction],
+    ) -> Result<Self> {
         let bad = |what: &str| QueryError::Corrupt(format!("statistics record without {what}"));
         let version = v
             .get("version")
