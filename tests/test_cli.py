@@ -303,6 +303,22 @@ def test_diff_tolerances_and_nan(capsys, tmp_path):
     assert run(capsys, "diff", "--atol", "0.0001", a, b)[0] == 1
 
 
+@pytest.mark.parametrize("layout", [None, "columnar"])
+def test_diff_of_compounds_with_variable_length_members(capsys, tmp_path, layout):
+    dt = np.dtype([("a", "i4"), ("s", h5lake.vlen_dtype(np.dtype("i4"))),
+                   ("t", h5lake.string_dtype())])
+    for name, last in (("a", 3), ("b", 4)):
+        with h5lake.File(str(tmp_path / f"{name}.h5l"), "w") as f:
+            d = f.create_dataset("t", shape=(3,), dtype=dt, chunks=(2,),
+                                 **({"layout": layout} if layout else {}))
+            d[0] = (1, np.array([1, 2], "i4"), "x")
+            d[2] = (2, np.array([1, last], "i4"), "y")
+    a, b = tmp_path / "a.h5l", tmp_path / "b.h5l"
+    assert run(capsys, "diff", a, a)[:2] == (0, [])
+    rc, out, _ = run(capsys, "diff", a, b)
+    assert rc == 1 and len(out) == 1 and out[0].startswith("dataset /t: 1 difference (first at (2)")
+
+
 def test_diff_inner_paths_open_objects_and_verbose(tmp_path, sample):
     write_sample(h5lake, tmp_path / "b.h5l", "values")
     assert h5lake.diff(sample / "g" / "i", tmp_path / "b.h5l" / "g" / "i", verbose=True) == [

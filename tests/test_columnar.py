@@ -105,6 +105,23 @@ def test_other_tools_read_the_chunk_objects(tmp_path):
             f.create_dataset("plain", data=a).parquet_files()
 
 
+def test_parquet_files_of_more_dimensions_never_show_padding_as_rows(tmp_path):
+    duckdb = pytest.importorskip("duckdb")
+    pq = pytest.importorskip("pyarrow.parquet")
+    a = np.zeros((3, 3), [("v", "i4")])
+    a["v"] = np.arange(1, 10).reshape(3, 3)
+    with h5lake.File(tmp_path / "s.h5l", "w") as f:
+        cut = f.create_dataset("cut", data=a, chunks=(2, 2), layout="columnar")
+        with pytest.raises(ValueError, match="padded=True"):
+            cut.parquet_files()
+        # Asked for, the edge chunks come whole (their padding rows too).
+        assert pq.read_table(cut.parquet_files(padded=True)).num_rows == 16
+        whole = f.create_dataset("whole", data=np.tile(a, (2, 2)), chunks=(3, 2), layout="columnar")
+        count, mean = duckdb.sql(
+            f"select count(*), avg(v) from read_parquet({whole.parquet_files()!r})").fetchall()[0]
+        assert (count, mean) == (36, 5.0)
+
+
 def test_to_arrow_pandas_polars(tmp_path):
     a = table(50)
     with h5lake.File(tmp_path / "s.h5l", "w") as f:

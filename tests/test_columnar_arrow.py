@@ -153,6 +153,41 @@ def test_append(tmp_path):
             f.create_dataset("fixed", data=rows).append(rows)
 
 
+@pytest.mark.parametrize("layout", [None, "columnar"])
+def test_append_refuses_values_its_members_cannot_hold(tmp_path, layout):
+    """A value that does not survive the cast to its member (text into a
+    number, an integer out of range, a fraction into an integer) is refused
+    as pyarrow's safe cast refuses it: nothing appended, never nulls or
+    wrapped numbers."""
+    with h5lake.File(tmp_path / "s.h5l", "w") as f:
+        d = f.create_dataset("t", shape=(1,), maxshape=(None,), chunks=(4,),
+                             dtype=[("x", "f4"), ("id", "i2")],
+                             **({"layout": layout} if layout else {}))
+        d[0] = (1.0, 1)
+        for bad in (pa.table({"x": pa.array(["abc"]), "id": pa.array([1])}),
+                    pa.table({"x": pa.array([2.0]), "id": pa.array([100000])}),
+                    pa.table({"x": pa.array([2.0]), "id": pa.array([1.5])})):
+            with pytest.raises(ValueError):
+                d.append(bad)
+            assert d.shape == (1,)
+        # What does survive the cast goes in.
+        assert d.append(pa.table({"x": pa.array([2.5]), "id": pa.array([7.0])})) == 1
+        assert d[1].tolist() == (2.5, 7)
+
+
+def test_append_matches_the_fields_of_an_array_by_name(tmp_path):
+    with h5lake.File(tmp_path / "s.h5l", "w") as f:
+        d = f.create_dataset("t", shape=(1,), maxshape=(None,), chunks=(4,),
+                             dtype=[("x", "f4"), ("id", "i4")])
+        src = np.array([(1, 2.5)], [("id", "i4"), ("x", "f4")])
+        d[0:1] = src
+        d.append(src)
+        assert d[()].tolist() == [(2.5, 1), (2.5, 1)]
+        with pytest.raises(ValueError, match="fields"):
+            d.append(np.array([(1, 2.5)], [("a", "i4"), ("b", "f4")]))
+        assert d.shape == (2,)
+
+
 def test_concurrent_appends_lose_nothing(tmp_path):
     path = tmp_path / "s.h5l"
     with h5lake.File(path, "w") as f:

@@ -897,6 +897,37 @@ def test_resize(pair):
     b(reopened)
 
 
+@pytest.mark.parametrize("layout", [None, "columnar"])
+def test_shrink_and_grow_variable_length_elements(pair, layout):
+    """Elements cut off by a shrink read as the fill value when the dataset
+    grows again, for variable-length strings and compounds holding them."""
+    extra = {} if layout is None else {"layout": layout}
+
+    def run(s):
+        out = []
+        if layout is None:
+            d = s.f.create_dataset("s", shape=(5,), maxshape=(None,), chunks=(2,),
+                                   dtype=s.lib.string_dtype())
+            d[...] = ["a", "b", "c", "d", "e"]
+            d.resize((3,))
+            d.resize((5,))
+            out.append(d[...])
+        dt = np.dtype([("x", "f4"), ("v", s.lib.string_dtype())])
+        for shape, chunks in (((5,), (2,)), ((4, 4), (2, 2))):
+            name = "c%d" % len(shape)
+            c = s.f.create_dataset(name, shape=shape, maxshape=(None,) * len(shape),
+                                   chunks=chunks, dtype=dt, **(extra if s.lib is not h5py else {}))
+            whole = np.empty(shape, dt)
+            whole["x"] = np.arange(np.prod(shape), dtype="f4").reshape(shape) + 1
+            whole["v"] = np.full(shape, "t", dtype=object)
+            c[...] = whole
+            c.resize(tuple(n - 1 for n in shape))
+            c.resize(shape)
+            out.append((c["x"], [v for v in c["v"].ravel()]))
+        return out
+    pair.both(run)
+
+
 def test_len_and_array(pair):
     b = pair.both
 

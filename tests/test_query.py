@@ -265,6 +265,11 @@ def test_chunk_functions(tmp_path):
     ({"bad": "height + 1"}, "position 0"),
     ({"bad": "max(min(height))"}, "inside another reduction"),
     ({"height": "max(height)"}, "name of a field"),
+    ({"chunk": "max(height)"}, "taken by the per-chunk table"),
+    ({"start": "min(height)"}, "taken by the per-chunk table"),
+    ({"bad": ""}, "position 0"),
+    ({"bad": "   "}, "position"),
+    ({"bad": "max"}, "position 0"),
 ])
 def test_bad_chunk_functions_are_refused_at_create(tmp_path, fns, where):
     with h5lake.File(str(tmp_path / "f.h5l"), "w") as f:
@@ -496,6 +501,24 @@ def test_the_command_line(tmp_path):
     assert not (tmp_path / "x.txt").exists()
 
 
+def test_query_to_csv_spreads_nested_and_array_members_over_columns(tmp_path):
+    pcsv = pytest.importorskip("pyarrow.csv")
+    dt = np.dtype([("id", "i4"), ("pos", [("x", "f8"), ("y", "f8")]), ("v", "i2", (3,))])
+    a = np.zeros(6, dt)
+    a["id"] = np.arange(6)
+    a["pos"]["x"] = np.arange(6) * 0.5
+    a["v"] = np.arange(18).reshape(6, 3)
+    store = tmp_path / "n.h5l"
+    with h5lake.File(str(store), "w") as f:
+        f.create_dataset("t", data=a, chunks=(4,))
+    r = _cli("query", "-q", str(store / "t"), "id >= 4", "-o", str(tmp_path / "hits.csv"))
+    assert r.returncode == 0, r.stderr
+    rows = pcsv.read_csv(tmp_path / "hits.csv")
+    assert rows.column_names == ["id", "pos.x", "pos.y", "v[0]", "v[1]", "v[2]"]
+    assert rows.column("pos.x").to_pylist() == [2.0, 2.5]
+    assert rows.column("v[2]").to_pylist() == [14, 17]
+
+
 KILLED_WRITER = r"""
 import sys, numpy as np, h5lake
 path = sys.argv[1]
@@ -691,3 +714,16 @@ def test_null_counts_of_columnar_chunks(tmp_path):
         for row in d.stats().to_pylist():
             lo = row["start"][0]
             assert row["x.null_count"] == want(lo, lo + step)["x"]
+
+
+def test_statistics_under_a_lossy_filter_describe_the_values_as_they_read_back(tmp_path):
+    x = np.array([0.004, 0.0041, 1.006, 2.0044] + [5.0] * 4)
+    with h5lake.File(str(tmp_path / "s.h5l"), "w") as f:
+        d = f.create_dataset("x", data=x, chunks=(4,), scaleoffset=2)
+        d[5] = 0.0049
+        back = d[...]
+        assert not np.array_equal(back, x)      # the filter did drop precision
+        assert d.min() == back.min()
+        assert d.max() == back.max()
+        assert d.sum() == pytest.approx(back.sum())
+        np.testing.assert_array_equal(d.get_where_list("value == 0"), np.nonzero(back == 0)[0])

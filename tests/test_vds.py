@@ -502,6 +502,12 @@ def test_concat_of_stores_and_of_datasets(tmp_path):
     assert report["missing"] == [] and report["shape"] == (15, 3, 4)
     with h5lake.File(str(tmp_path / "all.h5l"), "r") as f:
         np.testing.assert_array_equal(f["g/x"][...], np.concatenate(parts))
+    # Sources that do not fit: refused, and the store it would have made is
+    # not left behind.
+    with pytest.raises(ValueError):
+        h5lake.concat([str(tmp_path / "s0.h5l"), str(tmp_path / "s1.h5l")],
+                      str(tmp_path / "bad.h5l"), path="/g/x", axis=2)
+    assert not (tmp_path / "bad.h5l").exists()
     # Open datasets, along another axis, into an open group.
     files = [h5lake.File(str(tmp_path / f"s{k}.h5l"), "r") for k in (0, 0, 0)]
     with h5lake.File(str(tmp_path / "b.h5l"), "w") as out:

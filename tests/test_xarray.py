@@ -569,6 +569,10 @@ def test_to_h5lake_errors(tmp_path):
         h5lake.to_h5lake(ds, tmp_path / "a.h5l", encoding={"v": {"bogus": 1}})
     with pytest.raises(ValueError, match="unsupported dtype"):
         h5lake.to_h5lake(xr.Dataset({"c": (("t",), [1j, 2j])}), tmp_path / "a.h5l")
+    with pytest.raises((TypeError, ValueError)):
+        h5lake.to_h5lake(ds, tmp_path / "a.h5l", encoding={"v": {"scale_factor": "x"}})
+    # A store made by a write that failed is removed again: a retry starts clean.
+    assert not (tmp_path / "a.h5l").exists()
     h5lake.to_h5lake(ds, tmp_path / "b.h5l")
     with pytest.raises(FileExistsError):
         h5lake.to_h5lake(ds, tmp_path / "b.h5l", mode="w-")

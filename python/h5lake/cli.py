@@ -189,6 +189,46 @@ def _build_stats(args):
     return 0
 
 
+def _flat_for_csv(pa, t):
+    """``t`` with the columns CSV cannot hold spread out: a nested compound
+    member as one column per field (``pos.x``), an array member as one
+    column per element (``v[0]``, ``v[1]``, …)."""
+    while True:
+        cols, names, changed = [], [], False
+        for name, col in zip(t.column_names, t.columns):
+            kind = col.type
+            if pa.types.is_struct(kind):
+                for i in range(kind.num_fields):
+                    names.append(f"{name}.{kind.field(i).name}")
+                    cols.append(pa.chunked_array([c.field(i) for c in col.chunks], kind.field(i).type))
+                changed = True
+            elif pa.types.is_fixed_size_list(kind):
+                flat = pa.chunked_array([c.flatten() for c in col.chunks], kind.value_type)
+                width = kind.list_size
+                for i in range(width):
+                    names.append(f"{name}[{i}]")
+                    cols.append(flat.take(pa.array(range(i, len(flat), width))))
+                changed = True
+            else:
+                names.append(name)
+                cols.append(col)
+        t = pa.table(cols, names=names)
+        if not changed:
+            return t
+
+
+def _written_whole(out, write):
+    """Runs ``write`` on a temporary file beside ``out`` and renames it to
+    ``out`` once it is complete: a failed write leaves no file behind."""
+    tmp = f"{out}.h5lake-tmp-{os.getpid()}"
+    try:
+        write(tmp)
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
 def _query(args):
     f, dset = _dataset_in(args.path, "r")
     with f:
@@ -218,13 +258,14 @@ def _query(args):
     out = args.output
     if out is None or out == "-":
         import pyarrow.csv as pcsv
-        pcsv.write_csv(t, sys.stdout.buffer)
+        pcsv.write_csv(_flat_for_csv(pa, t), sys.stdout.buffer)
     elif out.lower().endswith((".parquet", ".parq", ".pq")):
         import pyarrow.parquet as pq
-        pq.write_table(t, out)
+        _written_whole(out, lambda tmp: pq.write_table(t, tmp))
     elif out.lower().endswith(".csv"):
         import pyarrow.csv as pcsv
-        pcsv.write_csv(t, out)
+        flat = _flat_for_csv(pa, t)
+        _written_whole(out, lambda tmp: pcsv.write_csv(flat, tmp))
     else:
         raise ValueError(f"{out}: write .parquet or .csv (or - for CSV on stdout)")
     if not args.quiet:

@@ -925,6 +925,14 @@ impl Pipeline {
         self.filters.is_empty()
     }
 
+    /// Whether a value can read back other than it was written (the
+    /// scale-offset filter drops precision).
+    pub fn is_lossy(&self) -> bool {
+        self.filters
+            .iter()
+            .any(|f| matches!(f, Filter::ScaleOffset { .. }))
+    }
+
     /// Applies the filters in order, producing libhdf5's chunk bytes.
     ///
     /// # Errors

@@ -149,7 +149,7 @@ impl TableSchema {
                 } else {
                     // to the member's own type: a timestamp to its Int64
                     // storage, a dictionary decoded, large offsets to small
-                    arrow_cast::cast(c, f.data_type()).map_err(|e| {
+                    strict_cast(c, f.data_type()).map_err(|e| {
                         ColumnarError::Unsupported(format!(
                             "column {:?} of type {} cannot be stored as {}: {e}",
                             f.name(),
@@ -162,6 +162,31 @@ impl TableSchema {
             .collect::<Result<Vec<_>>>()?;
         Ok(RecordBatch::try_new(self.target.clone(), columns)?)
     }
+}
+
+/// `c` cast to `to`, or an error naming the first value that does not
+/// survive the cast as it is (what pyarrow's safe cast refuses): text that
+/// is no number, a number out of the type's range, a fraction into an
+/// integer. Arrow's default cast would turn those into nulls, which read
+/// as the fill value: data lost without a word.
+fn strict_cast(c: &ArrayRef, to: &DataType) -> std::result::Result<ArrayRef, String> {
+    let opts = arrow_cast::CastOptions {
+        safe: false,
+        ..Default::default()
+    };
+    let out = arrow_cast::cast_with_options(c, to, &opts).map_err(|e| e.to_string())?;
+    if c.data_type().is_floating() && to.is_integer() {
+        let f = arrow_cast::cast(c, &DataType::Float64).map_err(|e| e.to_string())?;
+        if let Some(v) = f
+            .as_primitive::<arrow_array::types::Float64Type>()
+            .iter()
+            .flatten()
+            .find(|v| v.fract() != 0.0)
+        {
+            return Err(format!("{v} is not a whole number"));
+        }
+    }
+    Ok(out)
 }
 
 fn schema_of(path: &Path) -> Result<(SchemaRef, u64)> {

@@ -372,7 +372,11 @@ impl DatasetMeta {
     }
 
     /// The object to store for the chunk at `key`.
-    fn encode<'a>(&self, raw: impl Into<std::borrow::Cow<'a, [u8]>>, key: &str) -> Result<Vec<u8>> {
+    pub(crate) fn encode<'a>(
+        &self,
+        raw: impl Into<std::borrow::Cow<'a, [u8]>>,
+        key: &str,
+    ) -> Result<Vec<u8>> {
         self.codec.encode(raw.into(), self.live_elems(key))
     }
 
@@ -1189,33 +1193,46 @@ impl Domain {
                 sel.num_elements()
             )));
         }
-        let store = self.store();
         let tasks = vlen_tasks(&m, sel);
         for_each_task(tasks.len(), false, |t| -> Result<()> {
             let (coords, pairs) = &tasks[t];
-            let key = m.key(coords);
-            for attempt in 0u32.. {
-                let cur = store.get_versioned(&key)?;
-                let mut elems = match &cur {
-                    Some(v) => parse_vlen_chunk(&m.decode(v.data.clone())?, &m)?,
-                    None => vec![m.fill.clone(); m.chunk_elems()],
-                };
+            self.modify_vlen_chunk(&m, &m.key(coords), |elems| {
                 for &(s, d) in pairs {
                     elems[s as usize] = values[d as usize].clone();
                 }
-                let enc = m.encode(h5lake_types::record::join_elements(&m.dtype, &elems), &key)?;
-                let outcome = match &cur {
-                    Some(v) => store.put_if_version(&key, &enc, &v.version)?,
-                    None => store.put_if_absent(&key, &enc)?,
-                };
-                if matches!(outcome, PutOutcome::Written(_)) {
-                    self.cache.remove(&key);
-                    break;
-                }
-                backoff(attempt);
-            }
-            Ok(())
+            })
         })
+    }
+
+    /// Changes elements of the variable-length chunk at `key` (a chunk
+    /// never written starts as fill values), stored back only if no other
+    /// writer changed it meanwhile (else again, on what that writer left).
+    fn modify_vlen_chunk(
+        &self,
+        m: &DatasetMeta,
+        key: &str,
+        apply: impl Fn(&mut Vec<Vec<u8>>),
+    ) -> Result<()> {
+        let store = self.store();
+        for attempt in 0u32.. {
+            let cur = store.get_versioned(key)?;
+            let mut elems = match &cur {
+                Some(v) => parse_vlen_chunk(&m.decode(v.data.clone())?, m)?,
+                None => vec![m.fill.clone(); m.chunk_elems()],
+            };
+            apply(&mut elems);
+            let enc = m.encode(h5lake_types::record::join_elements(&m.dtype, &elems), key)?;
+            let outcome = match &cur {
+                Some(v) => store.put_if_version(key, &enc, &v.version)?,
+                None => store.put_if_absent(key, &enc)?,
+            };
+            if matches!(outcome, PutOutcome::Written(_)) {
+                self.cache.remove(key);
+                break;
+            }
+            backoff(attempt);
+        }
+        Ok(())
     }
 
     /// Grows dimension `dim` by `n` in one conditional update, so that
@@ -1325,22 +1342,26 @@ impl Domain {
             if !cut {
                 return Ok(());
             }
-            if m.dtype.is_variable() {
-                // A columnar chunk is stored again, holding just the rows
-                // left in the extent (what other tools read of it).
-                if m.is_columnar() {
-                    return self.modify_chunk(&m, key, false, |_| Ok(()));
-                }
-                return Ok(());
-            }
             // Reset the part of this chunk that fell outside the extent.
-            let es = m.elem_size();
             let cs = strides(&m.chunk);
+            let outside = |e: u64| {
+                (0..m.dims.len()).any(|d| lo[d] + (e / cs[d]) % m.chunk[d] >= new_dims[d])
+            };
+            if m.dtype.is_variable() {
+                // (A 1-D columnar chunk is stored again holding just the
+                // rows left in the extent: what other tools read of it.)
+                return self.modify_vlen_chunk(&m, key, |elems| {
+                    for (e, v) in elems.iter_mut().enumerate() {
+                        if outside(e as u64) {
+                            v.clone_from(&m.fill);
+                        }
+                    }
+                });
+            }
+            let es = m.elem_size();
             self.modify_chunk(&m, key, false, |buf| {
                 for e in 0..m.chunk_elems() as u64 {
-                    let outside =
-                        (0..m.dims.len()).any(|d| lo[d] + (e / cs[d]) % m.chunk[d] >= new_dims[d]);
-                    if outside {
+                    if outside(e) {
                         let s = e as usize * es;
                         buf[s..s + es].copy_from_slice(&m.fill);
                     }

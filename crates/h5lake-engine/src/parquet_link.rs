@@ -612,7 +612,10 @@ pub(crate) fn check_new(
             "a dataset linked to Parquet files has chunkFormat \"parquet\"".into(),
         ));
     }
-    if dims.len() != 1 || !chunked || maxdims != dims {
+    // (HSDS writes an unlimited dimension's maximum as 0, so an empty
+    // table's fixed extent of 0 rows reads back as unlimited.)
+    let fixed = maxdims == dims || dims == [0];
+    if dims.len() != 1 || !chunked || !fixed {
         return Err(EngineError::Invalid(
             "a dataset linked to Parquet files is 1-D, chunked and of fixed extent".into(),
         ));

@@ -406,7 +406,17 @@ impl Domain {
         raw: &[u8],
     ) -> Option<ChunkRecord> {
         let plan = m.stats.as_ref()?;
-        (raw.len() == m.chunk_elems() * m.elem_size()).then(|| plan.record(m, coords, raw, ""))
+        if raw.len() != m.chunk_elems() * m.elem_size() {
+            return None;
+        }
+        if m.pipeline.is_lossy() {
+            // The record describes the values as they will read back, not
+            // as the caller gave them.
+            let key = m.key(coords);
+            let back = m.encode(raw, &key).and_then(|e| m.decode_stored(&e)).ok()?;
+            return Some(plan.record(m, coords, &back, ""));
+        }
+        Some(plan.record(m, coords, raw, ""))
     }
 
     /// Stores `rec` as the record of the chunk at `coords`, now at

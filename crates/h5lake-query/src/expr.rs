@@ -303,11 +303,11 @@ pub fn parse_expr(text: &str, leaves: &[Leaf]) -> Result<Node> {
 pub fn parse_reduction(text: &str, leaves: &[Leaf]) -> Result<(Reduction, Node)> {
     let mut p = Parser::new(text, leaves)?;
     let pos = p.pos();
-    let red = match &p.toks[0].0 {
-        Tok::Name(n) => reduction_named(n),
+    let red = match p.toks.first().map(|t| &t.0) {
+        Some(Tok::Name(n)) => reduction_named(n),
         _ => None,
     };
-    let (Some(red), Tok::Op("(")) = (red, &p.toks[1].0) else {
+    let (Some(red), Some(Tok::Op("("))) = (red, p.toks.get(1).map(|t| &t.0)) else {
         return Err(QueryError::Syntax {
             pos,
             msg: "a chunk function is one of min, max, sum, mean, count, any, all applied to an \

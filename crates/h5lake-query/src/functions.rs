@@ -11,6 +11,11 @@ use crate::expr::{parse_reduction, Node, Reduction, Ty};
 use crate::leaf::Leaf;
 use crate::stats::Num;
 
+/// Names the per-chunk statistics table gives its own columns (a chunk's
+/// coordinates, first element and extent), which no chunk function may
+/// take.
+pub const RESERVED_NAMES: [&str; 3] = ["chunk", "start", "shape"];
+
 /// A declared chunk function.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ChunkFunction {
@@ -49,6 +54,16 @@ impl ChunkFunction {
             return Err(QueryError::Invalid {
                 pos: 0,
                 msg: format!("chunk function name {name:?} is not an identifier"),
+            });
+        }
+        if RESERVED_NAMES.contains(&name) {
+            return Err(QueryError::Invalid {
+                pos: 0,
+                msg: format!(
+                    "chunk function name {name:?} is taken by the per-chunk table's own \
+                     columns ({})",
+                    RESERVED_NAMES.join(", ")
+                ),
             });
         }
         if leaves.iter().any(|l| l.name == name) {

@@ -201,6 +201,37 @@ def is_url(location):
     return isinstance(location, str) and "://" in location
 
 
+class NewStoreOrNothing:
+    """Context manager for work that may create the store at ``location``:
+    when the work fails, a store that did not exist before it started is
+    removed again, so that a failed command leaves nothing behind (and a
+    retry does not meet a half-made store)."""
+
+    def __init__(self, location):
+        self.location = os.fspath(location)
+
+    def _exists(self):
+        from .. import _core
+        if is_url(self.location):
+            return _core.domain_exists(self.location)
+        return os.path.lexists(self.location)
+
+    def __enter__(self):
+        self.existed = self._exists()
+        return self
+
+    def __exit__(self, kind, value, tb):
+        if kind is None or self.existed or not self._exists():
+            return False
+        from .. import _core
+        if is_url(self.location):
+            _core.delete_domain(self.location)
+        else:
+            import shutil
+            shutil.rmtree(self.location, ignore_errors=True)
+        return False
+
+
 def absolute_location(location):
     """``location`` made absolute: URLs are already; local paths via ``os.path.abspath``."""
     return location if is_url(location) else os.path.abspath(location)

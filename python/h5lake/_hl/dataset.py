@@ -893,14 +893,26 @@ class Dataset(HLObject):
         """Whether each chunk is stored as a Parquet object (``layout="columnar"``)."""
         return (self._doc.get("h5lake") or {}).get("chunkFormat") == "parquet"
 
-    def parquet_files(self):
+    def parquet_files(self, padded=False):
         """The Parquet objects of a columnar dataset (local paths, or
         ``s3://`` URLs), in chunk order: DuckDB's ``read_parquet``, Polars'
         ``scan_parquet`` and ``pyarrow.dataset.dataset`` query them as they
         are. Chunks never written have no object (they read as the fill
-        value through h5lake)."""
+        value through h5lake).
+
+        A dataset of more than one dimension whose extent is not a whole
+        number of chunks keeps its edge chunks whole: their rows beyond the
+        extent hold the fill value, and other tools would count them as
+        rows. It is refused (ValueError) unless ``padded=True`` asks for the
+        files as they are; a 1-D dataset's last chunk holds only its rows."""
         if not self.is_columnar:
             raise TypeError(f"{self.name} is not a columnar dataset (create it with layout='columnar')")
+        if not padded and self.ndim > 1 and any(n % c for n, c in zip(self.shape, self.chunks)):
+            raise ValueError(
+                f"{self.name}: its edge chunks hold rows beyond the extent {self.shape} (chunks "
+                f"{self.chunks}), which DuckDB, Polars and pyarrow would read as rows; read it "
+                "through h5lake (to_arrow), choose chunks that divide the extent, or pass "
+                "padded=True to list the files anyway")
         return self._fs.raw.dataset_chunk_objects(self._oid)
 
     def to_dask(self, chunks=None, name=None):
@@ -1434,6 +1446,10 @@ class Dataset(HLObject):
             v = np.asarray(val, dtype=dtype)
             for n in names:
                 current[n] = v[n]
+        if _uses_records(dtype) or _vlen_kind(dtype) is not None:
+            # Elements with variable-length members are written whole, encoded.
+            self.__setitem__(args, current)
+            return
         self._write_selection(selection, current, current.shape[:current.ndim - len(dtype.shape)])
 
     # -- direct I/O -------------------------------------------------------------

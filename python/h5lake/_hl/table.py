@@ -317,6 +317,23 @@ def create_table(group, name, src, *, chunks=None, maxshape=(None,), compression
     return dset
 
 
+def _rows_by_name(data, dset):
+    """``data`` as rows of ``dset``'s type; a structured array's fields are
+    matched by name (as a slice assignment matches them), never by place."""
+    names = getattr(getattr(data, "dtype", None), "names", None)
+    if names is not None and dset.dtype.names is not None:
+        if sorted(names) != sorted(dset.dtype.names):
+            raise ValueError(f"fields {list(names)} do not match the members "
+                             f"{list(dset.dtype.names)} of {dset.name}")
+        src = np.asarray(data)
+        rows = np.empty(src.shape, dset.dtype)
+        for n in dset.dtype.names:
+            rows[n] = src[n]
+    else:
+        rows = np.asarray(data, dtype=dset.dtype)
+    return rows.reshape(1) if rows.ndim == 0 else rows
+
+
 def append(dset, data):
     """See :meth:`h5lake.Dataset.append`."""
     from .. import _core
@@ -343,11 +360,18 @@ def append(dset, data):
                 col = t.column(n)
                 if _pa().types.is_decimal(col.type):     # held as its unscaled integers
                     col = unscaled(_pa(), col).fill_null(0)
+                member = dset.dtype[n]
+                if member.kind in "biuf" and not member.shape and col.type != _pa().null():
+                    # pyarrow's safe cast: a value the member cannot hold is
+                    # refused, never wrapped, truncated or nulled.
+                    try:
+                        col = col.cast(_pa().from_numpy_dtype(member.newbyteorder("=")))
+                    except _pa().ArrowInvalid as e:
+                        raise ValueError(f"column {n!r} cannot be stored as {member} "
+                                         f"in {dset.name}: {e}") from None
                 rows[n] = col.to_numpy(zero_copy_only=False)
         else:
-            rows = np.asarray(data, dtype=dset.dtype)
-            if rows.ndim == 0:
-                rows = rows.reshape(1)
+            rows = _rows_by_name(data, dset)
         start = dset._fs.raw.dataset_extend_rows(dset._oid, len(rows))
         dset._fs.forget(dset._oid)
         if len(rows):

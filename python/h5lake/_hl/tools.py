@@ -526,6 +526,8 @@ def _element_differs(p, q, rtol, atol):
     arrays = isinstance(p, np.ndarray), isinstance(q, np.ndarray)
     if any(arrays):
         return not all(arrays) or p.shape != q.shape or bool(_mismatch(p, q, rtol, atol).any())
+    if isinstance(p, tuple) and isinstance(q, tuple):     # compound elements, member by member
+        return len(p) != len(q) or any(_element_differs(u, v, rtol, atol) for u, v in zip(p, q))
     return bool(p != q)
 
 
@@ -567,6 +569,18 @@ def _value_difference(a, b, rtol, atol):
     return f"{_show(a)} != {_show(b)}" if _mismatch(x, y, rtol, atol).any() else None
 
 
+def _holds_refs(dt):
+    """Whether values of ``dt`` can hold object or region references."""
+    if dt.names is not None:
+        return any(_holds_refs(dt.fields[n][0]) for n in dt.names)
+    if dt.subdtype is not None:
+        return _holds_refs(dt.subdtype[0])
+    if h5t.check_ref_dtype(dt) is not None:
+        return True
+    vlen = h5t.check_vlen_dtype(dt)
+    return isinstance(vlen, np.dtype) and _holds_refs(vlen)
+
+
 def _where_refs_lead(obj, values):
     """``values`` with each object or region reference (also inside
     variable-length sequences, as in ``DIMENSION_LIST``) replaced by what it
@@ -593,7 +607,7 @@ def _where_refs_lead(obj, values):
         if not isinstance(v, np.ndarray):
             return v
         if v.dtype.names is not None:
-            if not v.dtype.hasobject:
+            if not _holds_refs(v.dtype):
                 return v
             out = np.empty(v.shape, dtype=object)
             for index, item in np.ndenumerate(v):

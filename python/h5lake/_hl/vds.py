@@ -356,7 +356,8 @@ def concat(sources, dest, axis=0, *, path=None, name=None, fillvalue=None, progr
             raise TypeError("name the dataset in each file with path=")
     if isinstance(dest, HLObject):
         return _concat_into(dest, name, items, axis, path, fillvalue, progress)
-    with File(os.fspath(dest), "a") as f:
+    from .base import NewStoreOrNothing
+    with NewStoreOrNothing(dest), File(os.fspath(dest), "a") as f:
         with warnings.catch_warnings():
             # (One warning below names every gap, left out or short.)
             warnings.simplefilter("ignore", VirtualSourceWarning)

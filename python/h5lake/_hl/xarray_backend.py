@@ -1036,6 +1036,12 @@ def to_h5lake(dataset, path, mode="w", group=None, encoding=None, unlimited_dims
             if name not in ds.variables:
                 raise ValueError(f"encoding given for {name!r}, which is not a variable of the "
                                  "dataset")
+    from .base import NewStoreOrNothing
+    with NewStoreOrNothing(path):
+        _write_jobs(path, mode, jobs)
+
+
+def _write_jobs(path, mode, jobs):
     store = H5LakeStore.open(path, mode="w" if mode in ("w-", "x") else mode)
     try:
         fresh = mode in ("w", "w-", "x")
