@@ -34,7 +34,7 @@ READS = [(), np.s_[...], np.s_[5:17], np.s_[::7], np.s_[[1, 4, 9]], np.s_[3],
 WRITES = [(np.s_[0:10], 1), (np.s_[95:130], 2), (np.s_[7], 3), (np.s_[200:260:4], 4)]
 
 
-@pytest.mark.parametrize("compression", [None, "gzip", "zstd", "lz4"])
+@pytest.mark.parametrize("compression", [None, "gzip", "zstd", "lz4", "snappy"])
 def test_columnar_matches_row_layout_and_h5py(tmp_path, compression):
     n = 300
     a = table(n)
@@ -103,6 +103,21 @@ def test_other_tools_read_the_chunk_objects(tmp_path):
         np.testing.assert_array_equal(d[1030:]["id"], np.zeros(70, "i8"))   # regrown: fill
         with pytest.raises(TypeError, match="not a columnar dataset"):
             f.create_dataset("plain", data=a).parquet_files()
+
+
+def test_copies_keep_the_columnar_layout_and_chunk_functions(tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet")
+    a = table(40)
+    with h5lake.File(tmp_path / "a.h5l", "w") as f, h5lake.File(tmp_path / "b.h5l", "w") as g:
+        d = f.create_dataset("t", data=a, chunks=(16,), layout="columnar",
+                             stats={"top": "max(x)"})
+        f.copy("t", "same")
+        f.copy(d, g, "other")
+        for c in (f["same"], g["other"]):
+            assert c.is_columnar
+            assert pq.read_table(c.parquet_files()).num_rows == 40
+            np.testing.assert_array_equal(c[...], a)
+            assert c.stats().column("top").to_pylist() == d.stats().column("top").to_pylist()
 
 
 def test_parquet_files_of_more_dimensions_never_show_padding_as_rows(tmp_path):
@@ -249,6 +264,43 @@ def test_hdf5_compound_datasets_load_columnar(tmp_path):
     with h5py.File(tmp_path / "back.h5", "r") as b, h5py.File(src, "r") as h:
         for name in ("chunked", "contiguous", "strings", "plain"):
             np.testing.assert_array_equal(b[name][...], h[name][...])
+
+
+def test_an_anndata_frame_as_a_table(tmp_path):
+    """AnnData's obs as AnnData writes it (written here with h5py, in
+    AnnData's on-disk form): the index, categorical and nullable columns,
+    in its column order; other members are named in a warning."""
+    pd = pytest.importorskip("pandas")
+    path = tmp_path / "ad.h5"
+    with h5py.File(path, "w") as f:
+        obs = f.create_group("obs")
+        obs.attrs.update({"encoding-type": "dataframe", "encoding-version": "0.2.0",
+                          "_index": "_index", "column-order": ["cell_type", "n_genes", "ok"]})
+        obs["_index"] = np.array(["c1", "c2", "c3", "c4"], dtype=h5py.string_dtype())
+        obs["n_genes"] = np.array([10, 20, 30, 40])
+        ct = obs.create_group("cell_type")
+        ct.attrs.update({"encoding-type": "categorical", "encoding-version": "0.2.0",
+                         "ordered": False})
+        ct["categories"] = np.array(["B", "T"], dtype=h5py.string_dtype())
+        ct["codes"] = np.array([1, 0, -1, 1], dtype="i1")
+        ok = obs.create_group("ok")
+        ok.attrs.update({"encoding-type": "nullable-boolean", "encoding-version": "0.1.0"})
+        ok["values"] = np.array([True, False, True, True])
+        ok["mask"] = np.array([False, False, True, False])
+    with h5lake.File(path, "r") as f:
+        frame = f["obs"].to_pandas()
+        assert list(frame.index) == ["c1", "c2", "c3", "c4"]
+        assert list(frame.columns) == ["cell_type", "n_genes", "ok"]
+        assert isinstance(frame["cell_type"].dtype, pd.CategoricalDtype)
+        assert frame["cell_type"].tolist()[:2] == ["T", "B"] and pd.isna(frame["cell_type"].iloc[2])
+        assert frame["ok"].tolist()[:2] == [True, False] and pd.isna(frame["ok"].tolist()[2])
+        assert frame["n_genes"].tolist() == [10, 20, 30, 40]
+    with h5lake.File(tmp_path / "s.h5l", "w") as f:
+        g = f.create_group("plain")
+        g["n"] = np.arange(3)
+        g.create_group("nested")
+        with pytest.warns(UserWarning, match="nested"):
+            assert g.to_arrow().column_names == ["n"]
 
 
 def test_a_group_of_columns_as_a_table(tmp_path):

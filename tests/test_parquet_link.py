@@ -175,6 +175,18 @@ def test_bad_inputs_write_nothing(tmp_path, files):
         h5lake.load(src, tmp_path / "d.h5l", link=True, compression="zstd")
 
 
+def test_an_empty_parquet_file_links_and_copies(tmp_path):
+    pq.write_table(pa.table({"x": pa.array([], pa.float64()), "n": pa.array([], pa.int32())}),
+                   tmp_path / "empty.parquet")
+    for link in (True, False):
+        dest = tmp_path / f"e{int(link)}.h5l"
+        h5lake.load(tmp_path / "empty.parquet", dest, link=link)
+        with h5lake.File(dest, "r") as f:
+            d = f["empty"]
+            assert d.shape == (0,) and d.dtype.names == ("x", "n")
+            assert d.to_arrow().num_rows == 0
+
+
 def test_cli_links(tmp_path, files):
     src, table = files
     r = subprocess.run([sys.executable, "-m", "h5lake", "load", "--link", "--name", "runs/all",

@@ -727,3 +727,16 @@ def test_statistics_under_a_lossy_filter_describe_the_values_as_they_read_back(t
         assert d.max() == back.max()
         assert d.sum() == pytest.approx(back.sum())
         np.testing.assert_array_equal(d.get_where_list("value == 0"), np.nonzero(back == 0)[0])
+
+
+def test_errors_name_datasets_by_path_not_by_internal_id(tmp_path):
+    with h5lake.File(str(tmp_path / "n.h5l"), "w") as f:
+        plain = f.create_dataset("grp/plain", data=np.arange(10.0), stats=False)
+        f["src"] = np.arange(4.0)
+        layout = h5lake.VirtualLayout((4,), "f8")
+        layout[:] = h5lake.VirtualSource(f["src"])
+        v = f.create_virtual_dataset("v", layout)
+        for call in (plain.stats, lambda: v.max(), lambda: v.read_where("value > 1")):
+            with pytest.raises((TypeError, ValueError)) as e:
+                call()
+            assert "d-" not in str(e.value) and ("/grp/plain" in str(e.value) or "/v" in str(e.value))

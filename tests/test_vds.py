@@ -168,7 +168,7 @@ def test_bad_layouts_and_writes_are_refused(tmp_path):
     with h5lake.File(str(tmp_path / "v.h5l"), "w") as f:
         f["a"] = np.arange(10)
         layout = h5lake.VirtualLayout(shape=(20,), dtype="i8")
-        with pytest.raises(ValueError, match="differ in shape"):
+        with pytest.raises(ValueError, match="different number"):
             layout[0:5] = h5lake.VirtualSource(f["a"])
         with pytest.raises(IndexError):
             layout[30] = h5lake.VirtualSource(f["a"])[0]
@@ -554,3 +554,26 @@ def test_parquet_files_as_sources(tmp_path):
             got = d[...]
         np.testing.assert_array_equal(got["id"][:25], np.arange(0, 50, 2))
         assert (got[25:] == fill).all()
+
+
+def test_virtual_source_parts_have_h5py_shapes_and_build_virtual_dataset(tmp_path):
+    vs = h5lake.VirtualSource("s.h5l", "data", shape=(20, 30, 30), maxshape=(None, 30, 30))
+    assert vs.shape == (20, 30, 30)
+    assert vs[5:10].shape == (5, 30, 30)
+    assert vs[5].shape == (30, 30)
+    assert vs[..., 2:8:3].shape == (20, 30, 2)
+    assert vs[-3:, 4].shape == (3, 30)
+    with pytest.raises(RuntimeError):
+        vs[5:10][:, :4]
+    assert h5lake.VirtualSource("s.h5l", "data", 20, maxshape=30).maxshape == (30,)
+    layout = h5lake.VirtualLayout((4, 100), "i4", maxshape=(4, None))
+    with pytest.raises(ValueError, match="different number"):
+        layout[0, :49] = h5lake.VirtualSource("s.h5l", "data", shape=(100,))[0:100:2]
+    with h5lake.File(str(tmp_path / "v.h5l"), "w") as f:
+        f["src"] = np.arange(10, dtype="i4")
+        with f.build_virtual_dataset("v", (2, 5), "i4", fillvalue=-1) as layout:
+            layout[1] = h5lake.VirtualSource(f["src"])[0:5]
+        np.testing.assert_array_equal(f["v"][...], [[-1] * 5, [0, 1, 2, 3, 4]])
+        with f.build_virtual_dataset("empty", (3,), "i4"):
+            pass
+        assert f["empty"].is_virtual and f["empty"].virtual_sources() == []

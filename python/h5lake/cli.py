@@ -492,7 +492,7 @@ def build_parser():
     p.add_argument("--chunks", type=int, metavar="ROWS",
                    help="Parquet: rows per chunk (default: about 16 MiB of rows; with --link, "
                         "the first row group's rows)")
-    p.add_argument("--compression", choices=["gzip", "zstd", "lz4"],
+    p.add_argument("--compression", choices=["gzip", "zstd", "lz4", "snappy"],
                    help="Parquet: how the dataset's chunks are compressed (default: none)")
     p.add_argument("--keep-chunks", action="store_true",
                    help="copy chunk bytes as the file stores them (several times faster; "

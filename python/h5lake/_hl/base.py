@@ -12,6 +12,7 @@ subclasses below are that class as well).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import posixpath
@@ -199,6 +200,25 @@ def is_url(location):
     """Whether a store location is a URL (``s3://bucket/path``) rather than
     a local path (path objects never are: they would have mangled the ``//``)."""
     return isinstance(location, str) and "://" in location
+
+
+@contextlib.contextmanager
+def named_in_errors(obj):
+    """Errors raised inside name ``obj`` by its path, not by the internal
+    id the engine knows it by (the same exception type, message otherwise
+    unchanged)."""
+    try:
+        yield
+    except (ValueError, TypeError, OSError, KeyError, RuntimeError) as e:
+        oid, name = getattr(obj, "_oid", None), getattr(obj, "name", None)
+        text = str(e.args[0]) if len(e.args) == 1 and isinstance(e.args[0], str) else None
+        if not (oid and name and text and oid in text):
+            raise
+        try:
+            renamed = type(e)(text.replace(oid, name))
+        except Exception:
+            raise e from None
+        raise renamed.with_traceback(e.__traceback__) from None
 
 
 class NewStoreOrNothing:

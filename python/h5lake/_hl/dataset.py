@@ -145,6 +145,14 @@ def prepare_dset(shape=None, dtype=None, data=None, chunks=None, compression=Non
             and len(maxshape) != len(shape):
         raise ValueError("'maxshape' must have same rank as dataset shape")
 
+    snappy = layout == "columnar" and compression == "snappy"
+    if snappy:
+        # Parquet's own codec (HDF5 has no snappy filter): given to the
+        # columnar chunks by name, with no options.
+        if compression_opts is not None:
+            raise ValueError("snappy compression accepts no options")
+        compression = None
+        chunks = True if chunks is None else chunks
     props = filters.generate_dcpl(shape, dtype, chunks, compression, compression_opts,
                                   shuffle, fletcher32, maxshape, scaleoffset, fillvalue,
                                   track_times)
@@ -159,6 +167,9 @@ def prepare_dset(shape=None, dtype=None, data=None, chunks=None, compression=Non
                                           shuffle, fletcher32, maxshape, scaleoffset, fillvalue,
                                           track_times)
         props["h5lake"] = {"chunkFormat": "parquet"}
+        if snappy:
+            props.setdefault("filters", []).append({"class": "H5Z_FILTER_SNAPPY", "id": 32003,
+                                                    "name": "snappy"})
     from .query import stats_setting
     setting = stats_setting(stats)
     if setting is not None:

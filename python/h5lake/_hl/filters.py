@@ -418,11 +418,13 @@ _COMPRESSION_BY_CLASS = {
     "H5Z_FILTER_BLOSC": "blosc",
     "H5Z_FILTER_LZF": "lzf",
     "H5Z_FILTER_SZIP": "szip",
+    "H5Z_FILTER_SNAPPY": "snappy",      # (columnar datasets only: Parquet's codec)
 }
 _CLASS_BY_ID = {1: "H5Z_FILTER_DEFLATE", 2: "H5Z_FILTER_SHUFFLE", 3: "H5Z_FILTER_FLETCHER32",
                 4: "H5Z_FILTER_SZIP", 5: "H5Z_FILTER_NBIT", 6: "H5Z_FILTER_SCALEOFFSET",
                 32000: "H5Z_FILTER_LZF", 32001: "H5Z_FILTER_BLOSC", 32004: "H5Z_FILTER_LZ4",
-                32008: "H5Z_FILTER_BITSHUFFLE", 32015: "H5Z_FILTER_ZSTD"}
+                32003: "H5Z_FILTER_SNAPPY", 32008: "H5Z_FILTER_BITSHUFFLE",
+                32015: "H5Z_FILTER_ZSTD"}
 _ID_BY_CLASS = {c: i for i, c in _CLASS_BY_ID.items()}
 # The names HDF5 registers its own filters under (what h5py's filter_names
 # reports), and short names for the plugins'.
@@ -430,7 +432,8 @@ _NAME_BY_CLASS = {"H5Z_FILTER_DEFLATE": "deflate", "H5Z_FILTER_SHUFFLE": "shuffl
                   "H5Z_FILTER_FLETCHER32": "fletcher32", "H5Z_FILTER_SZIP": "szip",
                   "H5Z_FILTER_NBIT": "nbit", "H5Z_FILTER_SCALEOFFSET": "scaleoffset",
                   "H5Z_FILTER_LZF": "lzf", "H5Z_FILTER_BLOSC": "blosc", "H5Z_FILTER_LZ4": "lz4",
-                  "H5Z_FILTER_BITSHUFFLE": "bitshuffle", "H5Z_FILTER_ZSTD": "zstd"}
+                  "H5Z_FILTER_BITSHUFFLE": "bitshuffle", "H5Z_FILTER_ZSTD": "zstd",
+                  "H5Z_FILTER_SNAPPY": "snappy"}
 
 
 def _filter_class(f):

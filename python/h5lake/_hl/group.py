@@ -12,6 +12,7 @@ reach it.  Unreachable objects stay in the store until a future "repack".
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import posixpath
@@ -319,15 +320,20 @@ class Group(HLObject, MutableMappingHDF5):
     def to_arrow(self, sel=None, names=None):
         """The group as a table (the column-group pattern of AnnData and
         HDF5's column-oriented layouts): its 1-D datasets of equal length
-        ``names`` (default: all of them, in the group's order) are the
-        columns, ``sel`` (an index expression) the rows. A ``pyarrow.Table``;
-        ValueError for members of other shapes."""
+        ``names`` (default: all of them, in the group's order; an AnnData
+        frame's ``column-order`` after its index) are the columns, ``sel``
+        (an index expression) the rows. AnnData's categorical and nullable
+        column groups are columns too (a categorical as a dictionary
+        column); other members are left out with a warning naming them. A
+        ``pyarrow.Table``; ValueError for members of other shapes."""
         from . import table
         return table.group_to_arrow(self, sel, names)
 
     def to_pandas(self, sel=None, names=None):
-        """:meth:`to_arrow` as a ``pandas.DataFrame``."""
-        return self.to_arrow(sel, names).to_pandas()
+        """:meth:`to_arrow` as a ``pandas.DataFrame`` (an AnnData frame's
+        index column as its index)."""
+        from . import table
+        return table.group_to_pandas(self, sel, names)
 
     def to_polars(self, sel=None, names=None):
         """:meth:`to_arrow` as a ``polars.DataFrame``."""
@@ -364,6 +370,16 @@ class Group(HLObject, MutableMappingHDF5):
         other h5lake stores; unmapped elements read as ``fillvalue``."""
         from . import vds
         return vds.create(self, name, layout, fillvalue)
+
+    @contextlib.contextmanager
+    def build_virtual_dataset(self, name, shape, dtype, maxshape=None, fillvalue=None):
+        """Map sources into a new virtual dataset (h5py's API): yields a
+        ``VirtualLayout`` to assign sources to (``layout[0:10] = vsource``);
+        the dataset is made when the block ends without an error."""
+        from .vds import VirtualLayout
+        layout = VirtualLayout(shape, dtype, maxshape, self.file.filename)
+        yield layout
+        self.create_virtual_dataset(name, layout, fillvalue)
 
     def require_dataset(self, name, shape, dtype, exact=False, **kwds):
         """Open a dataset, creating it if it doesn't exist (h5py's rules)."""
@@ -881,6 +897,13 @@ def _copy_dataset_values(sfs, soid, dfs, doid, doc, remap=None):
             dfs.raw.dataset_write(doid, selection, read(selection, [n] + dims[1:]))
 
 
+# h5lake's own settings of a dataset that a copy keeps: its chunk format
+# (columnar), its statistics and chunk functions, and the layout it reports.
+# Not where its values came from (a linked source: the copy holds them) nor
+# its chunks' statistics records (the copy's chunks get their own).
+_COPIED_SETTINGS = ("chunkFormat", "stats", "layout")
+
+
 def _copy_tree(sfs, soid, dfs, memo, opts, depth=0):
     """Copy object ``soid`` of store ``sfs`` into ``dfs``; returns the new id
     (objects reached twice through hard links are copied once)."""
@@ -900,8 +923,12 @@ def _copy_tree(sfs, soid, dfs, memo, opts, depth=0):
     if soid.startswith('d-'):
         if remap is not None:
             _check_expandable(doc)
+        cprops = dict(doc.get('creationProperties') or {})
+        own = {k: v for k, v in (doc.get('h5lake') or {}).items() if k in _COPIED_SETTINGS}
+        if own:
+            cprops['h5lake'] = own
         new = dfs.raw.create_dataset(json.dumps(doc['type']), json.dumps(doc['shape']),
-                                     json.dumps(doc.get('creationProperties') or {}))
+                                     json.dumps(cprops))
         memo[key] = new
         _copy_dataset_values(sfs, soid, dfs, new, doc, remap)
     elif soid.startswith('t-'):

@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from . import selections as sel
+from .base import named_in_errors
 
 
 def stats_setting(stats):
@@ -85,7 +86,8 @@ def aggregate(dset, selection=None):
     min, max, sum, mean}}, "functions": {name: value}, "chunks_read": n,
     "chunks_from_stats": n}``."""
     dset._fs.check()
-    doc = json.loads(dset._fs.raw.dataset_aggregate(dset._oid, region(dset, selection)))
+    with named_in_errors(dset):
+        doc = json.loads(dset._fs.raw.dataset_aggregate(dset._oid, region(dset, selection)))
     doc["fields"] = _fields_json(doc["fields"])
     doc["functions"] = {k: _number(v) for k, v in doc["functions"].items()}
     return doc
@@ -100,7 +102,8 @@ def chunk_table(dset):
     chunk function."""
     import pyarrow as pa
     dset._fs.check()
-    doc = json.loads(dset._fs.raw.dataset_chunk_stats(dset._oid))
+    with named_in_errors(dset):
+        doc = json.loads(dset._fs.raw.dataset_chunk_stats(dset._oid))
     rows = doc["chunks"]
     dt = dset.dtype
     cols = {
@@ -203,8 +206,9 @@ def _found(dset, condition, selection, fields=None):
     dset._fs.check()
     if not isinstance(condition, str):
         raise TypeError(f"a condition is a string such as '(x > 0.5) & (id < 10)', not {condition!r}")
-    coords, elems, read, skipped = dset._fs.raw.dataset_query(
-        dset._oid, condition, region(dset, selection), fields)
+    with named_in_errors(dset):
+        coords, elems, read, skipped = dset._fs.raw.dataset_query(
+            dset._oid, condition, region(dset, selection), fields)
     rank = len(dset.shape)
     flat = np.frombuffer(coords, dtype="<u8").astype(np.int64)
     # (The engine holds a scalar as one element of a 1-D extent.)

@@ -86,27 +86,109 @@ def _records_to_arrow(pa, dset, src_dtype, data):
     return _with_arrow_types(pa, dset, t)
 
 
+def _text(v):
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def _encoding(obj):
+    """AnnData's ``encoding-type`` attribute of ``obj`` (None without one)."""
+    v = obj.attrs.get("encoding-type")
+    return None if v is None else _text(v)
+
+
+def _column_names(group):
+    """The members of ``group`` that make its table, in order: AnnData's
+    ``column-order`` (after the index column its ``_index`` names) when
+    the group says it is a dataframe, else its 1-D datasets and the
+    column groups AnnData writes (categoricals, nullable arrays); a warning
+    names any other member left out."""
+    from .dataset import Dataset
+    import warnings
+    if _encoding(group) == "dataframe" and "column-order" in group.attrs:
+        order = [_text(n) for n in np.atleast_1d(group.attrs["column-order"])]
+        index = group.attrs.get("_index")
+        return ([_text(index)] if index is not None and _text(index) in group else []) + order
+    names, left = [], []
+    for k in group:
+        obj = group.get(k)
+        if isinstance(obj, Dataset) or _encoding(obj) in _COLUMN_GROUPS:
+            names.append(k)
+        else:
+            left.append(k)
+    if left:
+        warnings.warn(f"{group.name}: left out of the table (not a 1-D dataset or a column "
+                      f"group): {', '.join(left)}", UserWarning, stacklevel=4)
+    return names
+
+
+# AnnData's encodings of a column held in a group of its own.
+_COLUMN_GROUPS = ("categorical", "nullable-integer", "nullable-boolean", "nullable-string-array")
+
+
+def _group_column(pa, g, sel):
+    """An AnnData column group as one Arrow column: a categorical as a
+    dictionary column (code -1: null), a nullable array with its mask."""
+    kind = _encoding(g)
+
+    def part(name):
+        d = g[name]
+        return np.asarray(d[()] if sel is None else d[sel]).reshape(-1)
+    if kind == "categorical":
+        codes = part("codes").astype("i4")
+        cats = np.asarray(g["categories"][()]).reshape(-1)
+        if cats.dtype.kind == "O":
+            cats = cats.astype(g["categories"].dtype)
+        ordered = bool(g.attrs.get("ordered", False))
+        indices = pa.array(codes, mask=codes < 0, type=pa.int32())
+        return pa.DictionaryArray.from_arrays(indices, _column(pa, cats), ordered=ordered)
+    values, mask = part("values"), part("mask").astype(bool)
+    if values.dtype.kind == "O":
+        values = values.astype(g["values"].dtype)
+    return pa.array(_column(pa, values).to_pylist(), mask=mask) if values.dtype.kind == "O" \
+        else pa.array(values, mask=mask)
+
+
 def group_to_arrow(group, sel=None, names=None):
     """See :meth:`h5lake.Group.to_arrow`."""
     from .dataset import Dataset
     pa = _pa()
     if names is None:
-        names = [k for k in group if isinstance(group.get(k), Dataset)]
+        names = _column_names(group)
     columns, length = {}, None
     for name in names:
         d = group[name]
-        if not isinstance(d, Dataset) or d.ndim != 1:
+        if not isinstance(d, Dataset) and _encoding(d) in _COLUMN_GROUPS:
+            col = _group_column(pa, d, sel)
+            rows = len(col)
+        elif not isinstance(d, Dataset) or d.ndim != 1:
             raise ValueError(f"{group.name}/{name} is not a 1-D dataset: a group's table has "
                              "one 1-D dataset per column")
-        if length is not None and d.shape[0] != length:
-            raise ValueError(f"{group.name}/{name} has {d.shape[0]} rows, the others {length}: "
+        else:
+            rows = None
+        if rows is None:
+            data = np.asarray(d[()] if sel is None else d[sel]).reshape(-1)
+            if d.dtype.kind == "O":          # keep what kind of strings they are
+                data = data.astype(d.dtype)
+            col = _column(pa, data)
+            rows = len(col)
+        if length is not None and rows != length:
+            raise ValueError(f"{group.name}/{name} has {rows} rows, the others {length}: "
                              "the columns of a table have one length")
-        length = d.shape[0]
-        data = np.asarray(d[()] if sel is None else d[sel]).reshape(-1)
-        if d.dtype.kind == "O":          # keep what kind of strings they are
-            data = data.astype(d.dtype)
-        columns[name] = _column(pa, data)
+        length = rows
+        columns[name] = col
     return pa.table(columns)
+
+
+def group_to_pandas(group, sel=None, names=None):
+    """See :meth:`h5lake.Group.to_pandas`: AnnData's index column (the
+    group's ``_index`` attribute) becomes the frame's index."""
+    frame = group_to_arrow(group, sel, names).to_pandas()
+    index = group.attrs.get("_index") if _encoding(group) == "dataframe" else None
+    if index is not None and _text(index) in frame.columns:
+        frame = frame.set_index(_text(index))
+        if frame.index.name == "_index":
+            frame.index.name = None
+    return frame
 
 
 class _Stream:

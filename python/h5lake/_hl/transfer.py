@@ -8,6 +8,7 @@ import os
 import numpy as np
 
 from .. import _core
+from .base import NewStoreOrNothing
 
 
 class IncompleteConversion(RuntimeError):
@@ -206,21 +207,26 @@ def load(src, dest, *, link=False, hyperchunk=None, keep_chunks=False, force=Fal
         if link:
             if compression is not None:
                 raise ValueError("link=True keeps the files' own compression: drop compression=")
-            report = json.loads(_core.link_parquet(
-                [f if f.startswith("s3://") else os.path.abspath(f) for f in files],
-                os.fspath(dest), name, None if chunks is None else int(chunks), bool(force)))
+            with NewStoreOrNothing(dest):
+                report = json.loads(_core.link_parquet(
+                    [f if f.startswith("s3://") else os.path.abspath(f) for f in files],
+                    os.fspath(dest), name, None if chunks is None else int(chunks), bool(force)))
             depth = name.strip("/").count("/") + 1
             report.update(groups=depth - 1, attributes=int(bool(report["arrow_types"])),
                           links=depth, bytes=0, chunks=0)
             return report
         from . import filters
         import numpy as np
-        dcpl = filters.generate_dcpl((1,), np.dtype("u1"), (1,), compression, None, None, None,
-                                     None, None, None, False)
-        report = json.loads(_core.load_parquet(
-            [os.fspath(f) for f in files], os.fspath(dest), name,
-            json.dumps(dcpl.get("filters", [])), None if chunks is None else int(chunks),
-            bool(force)))
+        if compression == "snappy":         # Parquet's own codec: no HDF5 filter
+            dcpl = {"filters": [{"class": "H5Z_FILTER_SNAPPY", "id": 32003, "name": "snappy"}]}
+        else:
+            dcpl = filters.generate_dcpl((1,), np.dtype("u1"), (1,), compression, None, None,
+                                         None, None, None, None, False)
+        with NewStoreOrNothing(dest):
+            report = json.loads(_core.load_parquet(
+                [os.fspath(f) for f in files], os.fspath(dest), name,
+                json.dumps(dcpl.get("filters", [])), None if chunks is None else int(chunks),
+                bool(force)))
         depth = name.strip("/").count("/") + 1      # the dataset and the groups above it
         report.update(groups=depth - 1, attributes=int(bool(report["arrow_types"])),
                       links=depth, bytes=0, chunks=0)

@@ -95,6 +95,16 @@ def _runs(key, shape):
     return runs
 
 
+def _int_indexed(key, rank):
+    """The dimensions the index expression ``key`` indexes by an integer."""
+    key = key if isinstance(key, tuple) else (key,)
+    if Ellipsis in key:
+        at = key.index(Ellipsis)
+        key = key[:at] + (slice(None),) * (rank - len(key) + 1) + key[at + 1:]
+    return tuple(k for k, x in enumerate(key)
+                 if isinstance(x, (int, np.integer)) and not isinstance(x, bool))
+
+
 def _squeezed(runs):
     return tuple(r[2] for r in runs if r[2] != 1)
 
@@ -114,7 +124,7 @@ class VirtualSource:
             self.path = d.file.filename
             self._location = d._fs.abspath
             self.name = d.name
-            self.shape = d.shape
+            self._space = d.shape
             self.dtype = d.dtype
             self.maxshape = d.maxshape
         else:
@@ -126,20 +136,42 @@ class VirtualSource:
             self._location = None
             self.name = name if name.startswith("/") else "/" + name
             self._given_name = name
-            self.shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+            self._space = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
             # (Informational, as in h5py: a read takes the source's own type.)
             self.dtype = None if dtype is None else np.dtype(dtype)
-            self.maxshape = self.shape if maxshape is None else tuple(maxshape)
-        self.sel = _runs((), self.shape)
+            if isinstance(maxshape, (int, np.integer)):
+                maxshape = (maxshape,)
+            self.maxshape = self._space if maxshape is None else tuple(maxshape)
+        self.sel = _runs((), self._space)
+        self._dropped = ()
+        self._sliced = False
+
+    @property
+    def shape(self):
+        """The shape of the part selected, as h5py gives it: the source's
+        shape, or after indexing the selection's (a dimension indexed by an
+        integer dropped, as in NumPy)."""
+        out = []
+        for k, (r, n) in enumerate(zip(self.sel, self._space)):
+            if k in self._dropped:
+                continue
+            out.append(len(range(r[0], n, r[1])) if r[2] is None else r[2])
+        return tuple(out)
 
     def __getitem__(self, key):
+        if self._sliced:
+            # (As h5py: a part of a part would be relative to which?)
+            raise RuntimeError("a VirtualSource that is already sliced cannot be sliced again: "
+                               "index the whole source once")
         out = object.__new__(VirtualSource)
         out.__dict__.update(self.__dict__)
-        out.sel = _runs(key, self.shape)
+        out.sel = _runs(key, self._space)
+        out._dropped = _int_indexed(key, len(self._space))
+        out._sliced = True
         return out
 
     def __repr__(self):
-        return f"<VirtualSource {self.name!r} in {self.path!r} {tuple(r[2] for r in self.sel)}>"
+        return f"<VirtualSource {self.name!r} in {self.path!r} {self.shape}>"
 
 
 class VirtualLayout:
@@ -157,6 +189,11 @@ class VirtualLayout:
         if not isinstance(source, VirtualSource):
             raise TypeError(f"map a VirtualSource, not {type(source).__name__}")
         dst = _runs(key, self.shape)
+        bounded = all(r[2] is not None for x in (dst, source.sel) for r in x)
+        counts = [product(r[2] for r in x) if bounded else None for x in (dst, source.sel)]
+        if bounded and counts[0] != counts[1]:
+            raise ValueError(f"the virtual selection and the source selection have a different "
+                             f"number of elements ({counts[0]} and {counts[1]})")
         if _squeezed(dst) != _squeezed(source.sel):
             raise ValueError(
                 f"the virtual selection {tuple(r[2] for r in dst)} and the source selection "
