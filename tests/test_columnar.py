@@ -2,6 +2,8 @@
 objects. Every read and write gives what the row layout and h5py give, and
 DuckDB, Polars and pyarrow read the chunk objects directly."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -264,6 +266,37 @@ def test_hdf5_compound_datasets_load_columnar(tmp_path):
     with h5py.File(tmp_path / "back.h5", "r") as b, h5py.File(src, "r") as h:
         for name in ("chunked", "contiguous", "strings", "plain"):
             np.testing.assert_array_equal(b[name][...], h[name][...])
+
+
+@pytest.mark.parametrize("layout", [None, "columnar"])
+def test_a_damaged_chunk_is_named_with_its_dataset(tmp_path, layout):
+    with h5lake.File(tmp_path / "s.h5l", "w") as f:
+        d = f.create_dataset("g/t", data=table(20), chunks=(10,), compression="gzip",
+                             **({"layout": layout} if layout else {}))
+    import glob
+    (path,) = glob.glob(str(tmp_path / "s.h5l" / "db" / "*" / "d" / "*" / "1"))
+    with open(path, "r+b") as fh:
+        fh.truncate(os.path.getsize(path) // 2)
+    with h5lake.File(tmp_path / "s.h5l", "r") as f:
+        np.testing.assert_array_equal(f["g/t"][:10], table(20)[:10])
+        with pytest.raises(OSError, match=r"chunk 1 of dataset /g/t"):
+            f["g/t"][...]
+
+
+def test_load_columnar_says_what_it_did_not_make_columnar(tmp_path, capsys):
+    src = tmp_path / "in.h5"
+    nested = np.dtype([("n", "i4"), ("inner", [("s", h5py.string_dtype())])])
+    with h5py.File(src, "w") as f:
+        f.create_dataset("nested", data=np.zeros(4, nested), chunks=(2,))
+        f.create_dataset("summed", data=table(10), chunks=(5,), fletcher32=True)
+    rc = __import__("h5lake.cli", fromlist=["main"]).main(
+        ["load", "-q", "--columnar", str(src), str(tmp_path / "s.h5l")])
+    assert rc == 0
+    err = capsys.readouterr().err
+    assert "/nested: kept in row layout" in err
+    assert "/summed: stored columnar without H5Z_FILTER_FLETCHER32" in err
+    with h5lake.File(tmp_path / "s.h5l", "r") as f:
+        assert not f["nested"].is_columnar and f["summed"].is_columnar
 
 
 def test_an_anndata_frame_as_a_table(tmp_path):

@@ -398,6 +398,7 @@ fn load_hdf5(
         "groups": r.groups, "datasets": r.datasets, "datatypes": r.datatypes,
         "attributes": r.attributes, "links": r.links, "linked_datasets": r.linked_datasets,
         "chunks": r.chunks, "bytes": r.bytes, "skipped": skipped_texts(&r.skipped), "skipped_objects": skipped_json(&r.skipped),
+        "notes": r.notes,
     })
     .to_string())
 }

@@ -350,6 +350,18 @@ impl DatasetMeta {
         Ok(())
     }
 
+    /// What makes a damaged chunk's error say which chunk of which dataset
+    /// it is.
+    pub(crate) fn naming_chunk<'k>(&'k self, key: &'k str) -> impl Fn(EngineError) -> EngineError + 'k {
+        move |e| match e {
+            EngineError::Corrupt(msg) if !msg.starts_with("chunk ") => {
+                let name = key.get(self.prefix.len()..).unwrap_or(key);
+                EngineError::Corrupt(format!("chunk {name} of dataset {}: {msg}", self.id))
+            }
+            e => e,
+        }
+    }
+
     /// Whether chunks are Parquet objects (the columnar layout).
     pub fn is_columnar(&self) -> bool {
         self.codec.as_columnar().is_some()
@@ -1567,7 +1579,7 @@ impl Domain {
             self.cache.remove(key);
             return Ok(None);
         };
-        let data = m.decode(stored.data)?;
+        let data = m.decode(stored.data).map_err(m.naming_chunk(key))?;
         if use_cache {
             self.cache.insert(key, stored.version.clone(), data.clone());
         }
@@ -1792,7 +1804,7 @@ impl Domain {
                 }
             }
         }
-        let data = m.decode(stored.data)?;
+        let data = m.decode(stored.data).map_err(m.naming_chunk(key))?;
         if use_cache {
             self.cache.insert(key, stored.version, data.clone());
         }
@@ -1825,7 +1837,7 @@ impl Domain {
                 None => self.read_columnar_into(m, key, dst),
             }
         };
-        decode_in_place(m, into, f, decode)
+        decode_in_place(m, into, f, decode).map_err(m.naming_chunk(key))
     }
 
     /// Reads the stored columnar chunk at `key` into `dst`: its footer,

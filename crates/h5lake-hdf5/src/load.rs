@@ -88,6 +88,9 @@ pub struct LoadReport {
     pub bytes: u64,
     /// What was not loaded, and why.
     pub skipped: Vec<crate::Skipped>,
+    /// What was loaded otherwise than asked (a compound kept in rows by
+    /// `--columnar`, a filter left to Parquet), for the user to read.
+    pub notes: Vec<String>,
 }
 
 /// Loads the HDF5 file `src` into a new h5lake store at `dest`.
@@ -987,6 +990,16 @@ impl Loader<'_> {
             && matches!(dt, Datatype::Compound { .. })
             && !dims.is_empty()
             && h5lake_columnar::check_type(&dt).is_ok();
+        if self.opts.columnar && matches!(dt, Datatype::Compound { .. }) && !columnar {
+            let why = match h5lake_columnar::check_type(&dt) {
+                Err(e) => e.to_string(),
+                Ok(()) if dims.is_empty() => "a scalar has no rows to hold in columns".into(),
+                Ok(()) => "linked datasets keep the file's own layout".into(),
+            };
+            self.report
+                .notes
+                .push(format!("{path}: kept in row layout, not columnar: {why}"));
+        }
         let chunk_dims = if columnar {
             let mut c = chunk_dims.unwrap_or_else(|| {
                 let rows = (COLUMNAR_CHUNK_BYTES / (es.max(1) as u64)).max(1);
@@ -998,14 +1011,23 @@ impl Loader<'_> {
             c.iter_mut().for_each(|d| *d = (*d).max(1));
             cprops["h5lake"] = json!({"chunkFormat": "parquet"});
             if let Some(filters) = cprops.get("filters").and_then(Value::as_array) {
-                let kept: Vec<Value> = filters
+                let (kept, left): (Vec<Value>, Vec<Value>) = filters.iter().cloned().partition(|f| {
+                    h5lake_columnar::Compression::from_filters(&json!([f]))
+                        .is_ok_and(|c| c != h5lake_columnar::Compression::None)
+                });
+                // (Shuffling is what Parquet's encodings do anyway.)
+                let named: Vec<&str> = left
                     .iter()
-                    .filter(|f| {
-                        h5lake_columnar::Compression::from_filters(&json!([f]))
-                            .is_ok_and(|c| c != h5lake_columnar::Compression::None)
-                    })
-                    .cloned()
+                    .filter_map(|f| f.get("class").and_then(Value::as_str))
+                    .filter(|c| *c != "H5Z_FILTER_SHUFFLE")
                     .collect();
+                if !named.is_empty() {
+                    self.report.notes.push(format!(
+                        "{path}: stored columnar without {} (a Parquet chunk keeps only a \
+                         compressor, as Parquet's own codec)",
+                        named.join(", ")
+                    ));
+                }
                 cprops["filters"] = json!(kept);
             }
             Some(c)

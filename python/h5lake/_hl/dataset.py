@@ -23,7 +23,7 @@ from ..h5py_warnings import H5pyDeprecationWarning
 from . import filters, h5t, records
 from . import selections as sel
 from .base import (ClosedRuntimeError, HLObject, array_for_new_object, find_item_type,
-                   join_name, product)
+                   join_name, named_in_errors, product)
 
 Empty = h5t.Empty
 
@@ -1213,6 +1213,10 @@ class Dataset(HLObject):
 
     def _read_selection(self, selection, new_dtype):
         """ndarray of shape ``selection.array_shape`` (+ array-dtype axes)."""
+        with named_in_errors(self):
+            return self._read_selection_as_named(selection, new_dtype)
+
+    def _read_selection_as_named(self, selection, new_dtype):
         if self.is_virtual:
             from . import vds
             vds.warn_problems(self)
