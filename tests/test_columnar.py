@@ -287,7 +287,9 @@ def test_load_columnar_says_what_it_did_not_make_columnar(tmp_path, capsys):
     src = tmp_path / "in.h5"
     nested = np.dtype([("n", "i4"), ("inner", [("s", h5py.string_dtype())])])
     with h5py.File(src, "w") as f:
-        f.create_dataset("nested", data=np.zeros(4, nested), chunks=(2,))
+        rows = np.zeros(4, nested)
+        rows["inner"]["s"] = ["a", "b", "c", "d"]
+        f.create_dataset("nested", data=rows, chunks=(2,))
         f.create_dataset("summed", data=table(10), chunks=(5,), fletcher32=True)
     rc = __import__("h5lake.cli", fromlist=["main"]).main(
         ["load", "-q", "--columnar", str(src), str(tmp_path / "s.h5l")])

@@ -353,12 +353,14 @@ impl DatasetMeta {
     /// What makes a damaged chunk's error say which chunk of which dataset
     /// it is.
     pub(crate) fn naming_chunk<'k>(&'k self, key: &'k str) -> impl Fn(EngineError) -> EngineError + 'k {
-        move |e| match e {
-            EngineError::Corrupt(msg) if !msg.starts_with("chunk ") => {
-                let name = key.get(self.prefix.len()..).unwrap_or(key);
-                EngineError::Corrupt(format!("chunk {name} of dataset {}: {msg}", self.id))
-            }
-            e => e,
+        move |e| {
+            let msg = match e {
+                EngineError::Corrupt(msg) if !msg.starts_with("chunk ") => msg,
+                EngineError::Codec(e) => e.to_string(),
+                e => return e,
+            };
+            let name = key.get(self.prefix.len()..).unwrap_or(key);
+            EngineError::Corrupt(format!("chunk {name} of dataset {}: {msg}", self.id))
         }
     }
 
@@ -1229,7 +1231,10 @@ impl Domain {
         for attempt in 0u32.. {
             let cur = store.get_versioned(key)?;
             let mut elems = match &cur {
-                Some(v) => parse_vlen_chunk(&m.decode(v.data.clone())?, m)?,
+                Some(v) => parse_vlen_chunk(
+                    &m.decode(v.data.clone()).map_err(m.naming_chunk(key))?,
+                    m,
+                )?,
                 None => vec![m.fill.clone(); m.chunk_elems()],
             };
             apply(&mut elems);
@@ -1606,7 +1611,7 @@ impl Domain {
         if let (Some(link), Some(region)) = (&m.link, region) {
             if link.is_hyper(&m.chunk) && !link.covers_all_subs(&m.chunk, region) {
                 if let Some(stored) = self.store().get(key)? {
-                    f(&m.decode(stored)?);
+                    f(&m.decode(stored).map_err(m.naming_chunk(key))?);
                     return Ok(());
                 }
                 let coords = parse_chunk_name(&key[m.prefix.len()..], m.dims.len())
@@ -1676,7 +1681,7 @@ impl Domain {
                 m.check_decoded_len(buf.len())?;
                 f(&buf);
             } else {
-                f(&m.decode_stored(&buf)?);
+                f(&m.decode_stored(&buf).map_err(m.naming_chunk(key))?);
             }
             Ok(true)
         })?;
