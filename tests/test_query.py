@@ -740,3 +740,35 @@ def test_errors_name_datasets_by_path_not_by_internal_id(tmp_path):
             with pytest.raises((TypeError, ValueError)) as e:
                 call()
             assert "d-" not in str(e.value) and ("/grp/plain" in str(e.value) or "/v" in str(e.value))
+
+
+def test_pytables_arguments_condvars_field_and_row_ranges(tmp_path):
+    """PyTables' ways of calling read_where/get_where_list/where: names bound
+    from condvars or the caller's variables, field=, start/stop/step; the
+    answers equal PyTables' on the same table."""
+    tables = pytest.importorskip("tables")
+    a = make_table(3000)
+    with h5lake.File(str(tmp_path / "p.h5l"), "w") as f, \
+            tables.open_file(str(tmp_path / "p.h5"), "w") as pt:
+        d = f.create_dataset("t", data=a, chunks=(500,))
+        t = pt.create_table("/", "t", obj=a)
+        lim = float(np.median(a["value"][~np.isnan(a["value"])]))
+        cases = [
+            ("value > lim", {"lim": lim}, {}),
+            ("(value > lim) & (sensor == s)", {"lim": lim, "s": 7}, {}),
+            ("value > lim", {"lim": lim}, {"start": 100, "stop": 2500, "step": 7}),
+            ("sensor >= s", {"s": np.int32(5)}, {"stop": 1000}),
+        ]
+        for cond, cv, rows in cases:
+            np.testing.assert_array_equal(d.get_where_list(cond, condvars=cv, **rows),
+                                          t.get_where_list(cond, condvars=cv, **rows))
+            same(d.read_where(cond, cv, **rows), t.read_where(cond, cv, **rows))
+            np.testing.assert_array_equal(d.read_where(cond, condvars=cv, field="value", **rows),
+                                          t.read_where(cond, condvars=cv, field="value", **rows))
+            assert [r["t"] for r in d.where(cond, condvars=cv, **rows)] == \
+                [r["t"] for r in t.where(cond, condvars=cv, **rows)]
+        # Without condvars, the caller's variables (as PyTables does).
+        s = 3
+        np.testing.assert_array_equal(d.get_where_list("sensor == s"), np.nonzero(a["sensor"] == 3)[0])
+        with pytest.raises(TypeError, match="number, a bool or a string"):
+            d.read_where("value > lim", condvars={"lim": [1, 2]})

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import platform
 import posixpath
+import sys
 import warnings
 
 import numpy as np
@@ -1004,23 +1005,50 @@ class Dataset(HLObject):
         from . import query
         return query.field_stat(self, "count", field, sel)
 
-    def read_where(self, condition, fields=None, sel=None):
+    def read_where(self, condition, fields=None, sel=None, *, condvars=None, field=None,
+                   start=None, stop=None, step=None):
         """The elements where ``condition`` holds (PyTables' name), in C
-        order, as an array of the dataset's type (or of ``fields``). Only
-        chunks whose statistics allow a match are read."""
-        from . import query
-        return query.read_where(self, condition, fields, sel)
+        order, as an array of the dataset's type (or of ``fields``; one
+        field's values for ``field=``). Only chunks whose statistics allow
+        a match are read.
 
-    def get_where_list(self, condition, sel=None):
+        As in PyTables, a name in ``condition`` that is no field takes its
+        value from ``condvars`` (a dict), else from the caller's variables;
+        ``start``/``stop``/``step`` limit a 1-D dataset's rows (``sel=``
+        takes a box of any rank instead)."""
+        from . import query
+        if isinstance(fields, dict) and condvars is None:   # PyTables' order
+            fields, condvars = None, fields
+        if field is not None:
+            if fields is not None:
+                raise TypeError("give fields= or field=, not both")
+            fields = field
+        cond = query.bind(self, condition, condvars, sys._getframe(1))
+        sel, keep = query.rows_of(self, sel, start, stop, step)
+        return query.read_where(self, cond, fields, sel, keep)
+
+    def get_where_list(self, condition, sel=None, *, condvars=None, sort=False,
+                       start=None, stop=None, step=None):
         """Coordinates of the elements where ``condition`` holds: row
-        numbers for a 1-D dataset, an ``(n, rank)`` array otherwise."""
+        numbers for a 1-D dataset, an ``(n, rank)`` array otherwise (in C
+        order, so already sorted). ``condvars``, ``start``/``stop``/``step``
+        as for :meth:`read_where`."""
         from . import query
-        return query.get_where_list(self, condition, sel)
+        if isinstance(sel, dict) and condvars is None:      # PyTables' order
+            sel, condvars = None, sel
+        cond = query.bind(self, condition, condvars, sys._getframe(1))
+        sel, keep = query.rows_of(self, sel, start, stop, step)
+        return query.get_where_list(self, cond, sel, keep)
 
-    def where(self, condition, sel=None):
-        """Iterator over the elements where ``condition`` holds, in C order."""
+    def where(self, condition, sel=None, *, condvars=None, start=None, stop=None, step=None):
+        """Iterator over the elements where ``condition`` holds, in C order
+        (``condvars``, ``start``/``stop``/``step`` as for :meth:`read_where`)."""
         from . import query
-        return query.where(self, condition, sel)
+        if isinstance(sel, dict) and condvars is None:      # PyTables' order
+            sel, condvars = None, sel
+        cond = query.bind(self, condition, condvars, sys._getframe(1))
+        sel, keep = query.rows_of(self, sel, start, stop, step)
+        return query.where(self, cond, sel, keep)
 
     def to_pandas(self, sel=None, fields=None, where=None):
         """:meth:`to_arrow` as a ``pandas.DataFrame``."""

@@ -224,9 +224,116 @@ def _found(dset, condition, selection, fields=None):
     return coords, values
 
 
-def read_where(dset, condition, fields=None, selection=None):
+_LITERAL_NAMES = ("true", "false", "inf", "nan")
+
+
+def _field_paths(dt, prefix=""):
+    """Every member of ``dt`` by its dotted path (``pos``, ``pos.x``)."""
+    out = set()
+    for n in dt.names or ():
+        out.add(prefix + n)
+        out |= _field_paths(dt.fields[n][0], prefix + n + ".")
+    return out
+
+
+def _literal(name, value):
+    """``value`` written as the query language reads it."""
+    if isinstance(value, np.ndarray) and value.shape == ():
+        value = value[()]
+    if isinstance(value, (bool, np.bool_)):
+        return "true" if value else "false"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        if math.isnan(v):
+            return "nan"
+        if math.isinf(v):
+            return "inf" if v > 0 else "(-inf)"
+        return repr(v)
+    if isinstance(value, (str, bytes, np.str_, np.bytes_)):
+        text = value.decode("latin-1") if isinstance(value, bytes) else str(value)
+        quote = "'" if "'" not in text else '"'
+        if quote in text:
+            raise ValueError(f"the text of {name!r} holds both kinds of quote")
+        return ("b" if isinstance(value, bytes) else "") + quote + text + quote
+    raise TypeError(f"{name!r} in a condition must be a number, a bool or a string, "
+                    f"not {type(value).__name__}")
+
+
+def bind(dset, condition, condvars=None, frame=None):
+    """``condition`` with each name that is no field of ``dset`` replaced
+    by its value (as PyTables binds them): from ``condvars``, else from the
+    calling frame's local and global variables. Names found nowhere are
+    left for the parser to report."""
+    if not isinstance(condition, str):
+        return condition
+    if condvars is not None and not isinstance(condvars, dict):
+        raise TypeError(f"condvars maps names to values, not {type(condvars).__name__}")
+    fields = _field_paths(dset.dtype) if dset.dtype.names else {"value"}
+    out, i, n = [], 0, len(condition)
+    while i < n:
+        c = condition[i]
+        if c in "'\"`" or (c == "b" and i + 1 < n and condition[i + 1] in "'\""):
+            q = i + 1 if c == "b" else i
+            end = condition.find(condition[q], q + 1)
+            end = n if end < 0 else end + 1
+            out.append(condition[i:end])
+            i = end
+            continue
+        m = _NAME.match(condition, i)
+        if m is None or (i > 0 and (condition[i - 1].isalnum() or condition[i - 1] in "._")):
+            out.append(c)
+            i += 1
+            continue
+        name, i = m.group(0), m.end()
+        rest = condition[i:].lstrip()
+        if name in fields or name.lower() in _LITERAL_NAMES or rest.startswith("("):
+            out.append(name)
+            continue
+        scopes = [condvars] if condvars is not None else \
+            ([frame.f_locals, frame.f_globals] if frame is not None else [])
+        for scope in scopes:
+            if name in scope:
+                out.append(_literal(name, scope[name]))
+                break
+        else:
+            out.append(name)
+    return "".join(out)
+
+
+_NAME = __import__("re").compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def rows_of(dset, selection, start, stop, step):
+    """PyTables' ``start``/``stop``/``step`` (rows of a 1-D dataset) as a
+    box selection and the step to keep matches at (None: every row)."""
+    if start is None and stop is None and step is None:
+        return selection, None
+    if dset.ndim != 1:
+        raise TypeError("start, stop and step count rows of a 1-D dataset; give sel= a box")
+    if selection is not None:
+        raise TypeError("give sel= or start/stop/step, not both")
+    lo, hi, st = slice(start, stop, step).indices(dset.shape[0])
+    if st < 1:
+        raise ValueError("step must be positive")
+    return np.s_[lo:max(lo, hi)], (lo, st) if st != 1 else None
+
+
+def _stepped(found, keep):
+    """Matches at rows ``lo + k*step`` only (``keep`` = (lo, step), or None
+    for every match)."""
+    coords, values = found
+    if keep is None:
+        return coords, values
+    lo, st = keep
+    mask = (coords[:, 0] - lo) % st == 0
+    return coords[mask], None if values is None else values[mask]
+
+
+def read_where(dset, condition, fields=None, selection=None, keep=None):
     if fields is None:
-        return _found(dset, condition, selection)[1]
+        return _stepped(_found(dset, condition, selection), keep)[1]
     names = [fields] if isinstance(fields, str) else list(fields)
     if dset.dtype.names is None:
         raise ValueError(f"{dset.name} has no fields")
@@ -235,15 +342,16 @@ def read_where(dset, condition, fields=None, selection=None):
             raise ValueError(f"no field {n!r}; the fields are {', '.join(dset.dtype.names)}")
     if len(set(names)) != len(names):
         raise ValueError(f"a field is named twice in {names}")
-    values = _found(dset, condition, selection, names)[1]
+    values = _stepped(_found(dset, condition, selection, names), keep)[1]
     return values[fields].copy() if isinstance(fields, str) else values
 
 
-def get_where_list(dset, condition, selection=None):
-    coords, _ = _found(dset, condition, selection, [] if dset.dtype.names else None)
+def get_where_list(dset, condition, selection=None, keep=None):
+    coords, _ = _stepped(_found(dset, condition, selection, [] if dset.dtype.names else None),
+                         keep)
     return coords[:, 0].copy() if coords.shape[1] == 1 else coords
 
 
-def where(dset, condition, selection=None):
-    _, values = _found(dset, condition, selection)
+def where(dset, condition, selection=None, keep=None):
+    _, values = _stepped(_found(dset, condition, selection), keep)
     return iter(values)
