@@ -772,3 +772,13 @@ def test_pytables_arguments_condvars_field_and_row_ranges(tmp_path):
         np.testing.assert_array_equal(d.get_where_list("sensor == s"), np.nonzero(a["sensor"] == 3)[0])
         with pytest.raises(TypeError, match="number, a bool or a string"):
             d.read_where("value > lim", condvars={"lim": [1, 2]})
+
+
+def test_the_elements_of_a_plain_dataset_are_named_value_everywhere(tmp_path):
+    x = np.arange(100.0)
+    with h5lake.File(str(tmp_path / "v.h5l"), "w") as f:
+        d = f.create_dataset("x", data=x, chunks=(10,))
+        assert d.max("value") == d.max() == 99.0
+        assert d.stats(field="value")["sum"] == x.sum()
+        with pytest.raises(ValueError, match="no fields"):
+            d.max("other")

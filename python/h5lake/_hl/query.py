@@ -152,6 +152,8 @@ def _leaf(dset, field):
                              f"one of {', '.join(_numeric_names(dt))}")
         return "value"
     if dt.names is None:
+        if field == "value":        # what conditions call the elements
+            return field
         raise ValueError(f"{dset.name} has no fields (its elements are named 'value' in conditions)")
     return field
 
