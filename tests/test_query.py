@@ -782,3 +782,45 @@ def test_the_elements_of_a_plain_dataset_are_named_value_everywhere(tmp_path):
         assert d.stats(field="value")["sum"] == x.sum()
         with pytest.raises(ValueError, match="no fields"):
             d.max("other")
+
+
+def test_columnar_tables_with_text_columns_keep_statistics_of_their_numbers(tmp_path):
+    """A table with string (or other variable-length) columns, stored
+    columnar as Parquet loads make it: statistics of its fixed-size
+    columns, queries over them, answers whole rows; equal to numpy."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    rng = np.random.default_rng(5)
+    n = 5000
+    t = pa.table({"id": np.arange(n), "x": rng.normal(size=n),
+                  "name": [f"star {i}" for i in range(n)],
+                  "k": rng.integers(0, 100, n).astype("i4")})
+    pq.write_table(t, tmp_path / "cat.parquet", row_group_size=1000)
+    h5lake.load(tmp_path / "cat.parquet", tmp_path / "cat.h5l", chunks=1000)
+    x, k = t.column("x").to_numpy(), t.column("k").to_numpy()
+    with h5lake.File(tmp_path / "cat.h5l", "r") as f:
+        d = f["cat"]
+        assert d.max("x") == x.max() and d.sum("k") == k.sum()
+        assert d.stats(sel=np.s_[:])["chunks_read"] == 0        # records kept at load
+        assert d.stats().num_rows == 5
+        np.testing.assert_array_equal(d.get_where_list("(x > 2) & (k < 50)"),
+                                      np.nonzero((x > 2) & (k < 50))[0])
+        rows = d.read_where("x > 2.5")
+        assert rows.dtype == d.dtype
+        assert [r.decode() if isinstance(r, bytes) else r for r in rows["name"]] == \
+            [f"star {i}" for i in np.nonzero(x > 2.5)[0]]
+        np.testing.assert_array_equal(d.read_where("x > 2.5", fields=["id"])["id"],
+                                      np.nonzero(x > 2.5)[0])
+        np.testing.assert_array_equal(d.read_where("k == 3", field="name"), d[...]["name"][k == 3])
+    # Written through the API: records computed on first use.
+    dt = np.dtype([("v", "f8"), ("s", h5lake.string_dtype())])
+    a = np.empty(300, dt)
+    a["v"] = rng.normal(size=300)
+    a["s"] = [str(i) for i in range(300)]
+    with h5lake.File(tmp_path / "w.h5l", "w") as f:
+        d = f.create_dataset("t", data=a, chunks=(100,), layout="columnar")
+        assert d.min("v") == a["v"].min()
+        np.testing.assert_array_equal(d.get_where_list("v < 0"), np.nonzero(a["v"] < 0)[0])
+        row = f.create_dataset("r", data=a, chunks=(100,))
+        with pytest.raises(TypeError, match="columnar"):
+            row.max("v")

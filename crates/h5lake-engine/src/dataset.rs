@@ -225,7 +225,7 @@ impl DatasetMeta {
                 })
             };
         let prefix = ids::object_prefix(id)?;
-        let stats = crate::stats::StatsPlan::of_doc(doc, &dtype)?;
+        let stats = crate::stats::StatsPlan::of_dataset(doc, &dtype, codec.as_columnar().is_some())?;
         let virtual_map = crate::virtual_ds::VirtualMap::of_doc(doc, &dims)?;
         Ok(DatasetMeta {
             id: id.to_string(),
@@ -322,6 +322,20 @@ impl DatasetMeta {
             codec,
             ..self.clone()
         })
+    }
+
+    /// The dataset as its statistics and queries see it: itself, or of a
+    /// columnar compound with members of variable length, the dataset of
+    /// just its fixed-size members (what [`DatasetMeta::stats`] is kept
+    /// over).
+    ///
+    /// # Errors
+    /// A row-layout compound with members of variable length.
+    pub(crate) fn stats_view(&self) -> Result<DatasetMeta> {
+        match crate::stats::fixed_members(&self.dtype, self.is_columnar()) {
+            Some(names) => self.projected(&names),
+            None => Ok(self.clone()),
+        }
     }
 
     /// Refuses writes of data to a dataset whose values are those of
@@ -749,7 +763,11 @@ impl Domain {
         }
         // Chunk functions are checked now, so that a bad one is refused
         // with its position before anything is stored.
-        crate::stats::StatsPlan::of_doc(&doc, &dtype)?;
+        crate::stats::StatsPlan::of_dataset(
+            &doc,
+            &dtype,
+            crate::chunk_codec::format_name(&doc) == Some(crate::chunk_codec::PARQUET),
+        )?;
         crate::parquet_link::check_new(
             &self.linked_files,
             &doc,

@@ -80,7 +80,51 @@ impl From<h5lake_query::QueryError> for EngineError {
     }
 }
 
+/// The members statistics are kept on of a columnar compound with members
+/// of variable length (strings, sequences): its fixed-size members, which
+/// a read of just those columns decodes into rows of their own. `None`
+/// for any other type (a fixed-size type keeps statistics of itself; a
+/// row-layout compound with variable-length members keeps none).
+pub(crate) fn fixed_members(dtype: &Datatype, columnar: bool) -> Option<Vec<String>> {
+    let Datatype::Compound { fields, .. } = dtype else {
+        return None;
+    };
+    if !columnar || dtype.fixed_size().is_some() {
+        return None;
+    }
+    let names: Vec<String> = fields
+        .iter()
+        .filter(|f| f.dtype.fixed_size().is_some())
+        .map(|f| f.name.clone())
+        .collect();
+    (!names.is_empty()).then_some(names)
+}
+
+/// The compound of the members `names` of `dtype`, packed, in that order.
+pub(crate) fn members_type(dtype: &Datatype, names: &[String]) -> Result<Datatype> {
+    let members: Vec<Value> = crate::dataset::named_members(dtype, names)?
+        .iter()
+        .map(|f| serde_json::json!({"name": f.name, "type": f.dtype.to_json()}))
+        .collect();
+    Ok(Datatype::from_json(
+        &serde_json::json!({"class": "H5T_COMPOUND", "fields": members}),
+    )?)
+}
+
 impl StatsPlan {
+    /// The plan of a dataset of type `dtype` stored columnar or not: of
+    /// [`StatsPlan::of_doc`], over the fixed-size members of a columnar
+    /// compound that also has members of variable length.
+    ///
+    /// # Errors
+    /// As [`StatsPlan::of_doc`].
+    pub fn of_dataset(doc: &Value, dtype: &Datatype, columnar: bool) -> Result<Option<Arc<Self>>> {
+        match fixed_members(dtype, columnar) {
+            Some(names) => Self::of_doc(doc, &members_type(dtype, &names)?),
+            None => Self::of_doc(doc, dtype),
+        }
+    }
+
     /// The plan a dataset document declares under `h5lake.stats`: absent
     /// or `true` — statistics of every numeric leaf; `false` — none; an
     /// object `{"functions": {name: expression}}` — those chunk functions
@@ -570,7 +614,7 @@ impl Domain {
         &self,
         id: &str,
     ) -> Result<(Arc<DatasetMeta>, Arc<StatsPlan>, Vec<ChunkStats>)> {
-        let m = self.dataset(id)?;
+        let m = Arc::new(self.dataset(id)?.stats_view()?);
         not_virtual(&m)?;
         let plan = plan_of(&m)?;
         let coords = self.chunks_with_data(&m)?;
@@ -607,7 +651,7 @@ impl Domain {
         let mut work = Vec::new();
         let mut metas = Vec::new();
         for id in ids {
-            let m = self.dataset(id)?;
+            let m = Arc::new(self.dataset(id)?.stats_view()?);
             not_virtual(&m)?;
             let plan = plan_of(&m)?;
             for c in self.chunks_with_data(&m)? {
@@ -683,7 +727,7 @@ impl Domain {
         id: &str,
         region: Option<&Region>,
     ) -> Result<(Arc<StatsPlan>, Aggregate)> {
-        let m = self.dataset(id)?;
+        let m = Arc::new(self.dataset(id)?.stats_view()?);
         not_virtual(&m)?;
         let plan = match &m.stats {
             Some(p) => p.clone(),
@@ -806,7 +850,7 @@ impl Domain {
         fields: Option<&[String]>,
         limits: QueryLimits,
     ) -> Result<QueryMatches> {
-        let m = self.dataset(id)?;
+        let m = Arc::new(self.dataset(id)?.stats_view()?);
         not_virtual(&m)?;
         let plan = match &m.stats {
             Some(p) => p.clone(),
@@ -1084,7 +1128,7 @@ struct Hits {
 pub fn check_condition(m: &DatasetMeta, condition: &str) -> Result<()> {
     let plan = match &m.stats {
         Some(p) => p.clone(),
-        None => adhoc_plan(m)?,
+        None => adhoc_plan(&m.stats_view()?)?,
     };
     expr::parse_condition(condition, &plan.leaves)?;
     Ok(())
@@ -1095,7 +1139,9 @@ pub fn check_condition(m: &DatasetMeta, condition: &str) -> Result<()> {
 fn adhoc_plan(m: &DatasetMeta) -> Result<Arc<StatsPlan>> {
     if m.dtype.fixed_size().is_none() {
         return Err(EngineError::WrongType(
-            "queries and statistics need a fixed-size type".into(),
+            "queries and statistics need a fixed-size type, or a compound stored columnar \
+             (layout='columnar': its members of fixed size are queried)"
+                .into(),
         ));
     }
     Ok(Arc::new(StatsPlan {

@@ -256,11 +256,30 @@ impl Domain {
         if m.stats.is_none() {
             return Ok(());
         }
+        // (Of a compound with members of variable length, the record is of
+        // its fixed-size members: their columns of the batch.)
+        let view;
+        let (m, columns) = if m.dtype.fixed_size().is_some() {
+            (m, batch.columns().to_vec())
+        } else {
+            view = m.stats_view()?;
+            let Datatype::Compound { fields, .. } = &view.dtype else {
+                return Ok(());
+            };
+            let cols: Option<Vec<_>> = fields
+                .iter()
+                .map(|f| batch.column_by_name(&f.name).cloned())
+                .collect();
+            match cols {
+                Some(c) => (&view, c),
+                None => return Ok(()),
+            }
+        };
         let whole = m.chunk_elems() * m.elem_size();
         let mut raw = Vec::with_capacity(whole);
         let raw = match h5lake_columnar::batch_rows(
             &m.dtype,
-            batch.columns(),
+            &columns,
             batch.num_rows(),
             &m.fill,
             &mut raw,

@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from . import h5t
 from . import selections as sel
 from .base import named_in_errors
 
@@ -208,6 +209,18 @@ def _found(dset, condition, selection, fields=None):
     dset._fs.check()
     if not isinstance(condition, str):
         raise TypeError(f"a condition is a string such as '(x > 0.5) & (id < 10)', not {condition!r}")
+    variable = [n for n in dset.dtype.names or () if _is_variable(dset.dtype[n])]
+    if variable:
+        # A compound with members of variable length is queried on its
+        # fixed-size members (stored columnar); rows that need the others
+        # are read by their coordinates.
+        want = list(dset.dtype.names) if fields is None else list(fields)
+        if any(n in variable for n in want):
+            coords, _ = _found(dset, condition, selection, [])
+            points = sel.PointSelection(dset.shape, coords)
+            rows = dset._read_selection(points, dset.dtype) if len(coords) else \
+                np.empty(0, dset.dtype)
+            return coords, rows if fields is None else rows[want]
     with named_in_errors(dset):
         coords, elems, read, skipped = dset._fs.raw.dataset_query(
             dset._oid, condition, region(dset, selection), fields)
@@ -224,6 +237,16 @@ def _found(dset, condition, selection, fields=None):
     values = np.frombuffer(elems, dtype=stored)
     values = values.astype(want) if stored != want else values.copy()
     return coords, values
+
+
+def _is_variable(dt):
+    """Whether values of ``dt`` vary in length (strings and sequences of
+    variable length, or compounds holding them); references do not."""
+    if dt.names is not None:
+        return any(_is_variable(dt.fields[n][0]) for n in dt.names)
+    if dt.subdtype is not None:
+        return _is_variable(dt.subdtype[0])
+    return dt.kind == "O" and h5t.check_ref_dtype(dt) is None
 
 
 _LITERAL_NAMES = ("true", "false", "inf", "nan")
