@@ -122,6 +122,21 @@ def test_copies_keep_the_columnar_layout_and_chunk_functions(tmp_path):
             assert c.stats().column("top").to_pylist() == d.stats().column("top").to_pylist()
 
 
+def test_other_tools_compare_fixed_length_strings_by_their_text(tmp_path):
+    duckdb = pytest.importorskip("duckdb")
+    pl = pytest.importorskip("polars")
+    a = np.array([(b"alpha", 1.0), (b"be", 2.0), (b"alpha", 3.0)], [("name", "S8"), ("v", "f4")])
+    with h5lake.File(tmp_path / "s.h5l", "w") as f:
+        d = f.create_dataset("t", data=a, chunks=(2,), layout="columnar")
+        files = d.parquet_files()
+        got = duckdb.sql(f"select sum(v) from read_parquet({files!r}) "
+                         "where name = 'alpha'::BLOB").fetchall()[0][0]
+        assert got == 4.0
+        assert pl.scan_parquet(files).filter(pl.col("name") == b"be").collect()["v"].to_list() == [2.0]
+        np.testing.assert_array_equal(d[...], a)
+        assert d.to_arrow()["name"].to_pylist() == [b"alpha", b"be", b"alpha"]
+
+
 def test_parquet_files_of_more_dimensions_never_show_padding_as_rows(tmp_path):
     duckdb = pytest.importorskip("duckdb")
     pq = pytest.importorskip("pyarrow.parquet")

@@ -312,7 +312,10 @@ pub(crate) fn from_array(
     let n = arr.len();
     let size = dt.fixed_size().unwrap_or(0);
     let expected = arrow_type(dt)?;
-    if arr.data_type() != &expected {
+    // (A top-level fixed-length string comes as bytes without its padding.)
+    let unpadded = matches!(dt, Datatype::String { length: Some(_), .. })
+        && arr.data_type() == &DataType::Binary;
+    if arr.data_type() != &expected && !unpadded {
         return Err(ColumnarError::Corrupt(format!(
             "a column of Arrow type {}, expected {expected}",
             arr.data_type()
@@ -350,6 +353,15 @@ pub(crate) fn from_array(
                     for i in 0..n {
                         out[i * size..(i + 1) * size].copy_from_slice(b.value(i));
                     }
+                } else if let Some(b) = arr.as_any().downcast_ref::<BinaryArray>() {
+                    // A fixed-length string stored without its padding.
+                    for i in 0..n {
+                        let v = b.value(i);
+                        let k = v.len().min(size);
+                        let slot = &mut out[i * size..(i + 1) * size];
+                        slot[..k].copy_from_slice(&v[..k]);
+                        slot[k..].fill(0);
+                    }
                 } else {
                     let d = arr.to_data();
                     let buf = d.buffers().first().ok_or_else(|| {
@@ -383,6 +395,12 @@ pub(crate) fn from_array(
 /// elements (which nested compounds and arrays cannot hold yet).
 pub(crate) fn member_type(dt: &Datatype) -> Result<DataType> {
     Ok(match dt {
+        // A fixed-length string member is stored without its trailing NULs
+        // (as NumPy shows the value), so that other tools' filters compare
+        // the text itself; reads pad it again.
+        Datatype::String {
+            length: Some(_), ..
+        } => DataType::Binary,
         Datatype::String {
             length: None,
             charset,
@@ -396,6 +414,24 @@ pub(crate) fn member_type(dt: &Datatype) -> Result<DataType> {
         }
         _ => arrow_type(dt)?,
     })
+}
+
+/// The Arrow array of the member `dt` of a top-level compound, from its
+/// `n` values packed in `data` (see [`member_type`]).
+pub(crate) fn member_array(dt: &Datatype, data: Vec<u8>, n: usize) -> Result<ArrayRef> {
+    if let Datatype::String {
+        length: Some(w), ..
+    } = dt
+    {
+        let w = (*w).max(1);
+        let values: BinaryArray = data
+            .chunks_exact(w)
+            .take(n)
+            .map(|v| Some(&v[..v.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1)]))
+            .collect();
+        return Ok(Arc::new(values));
+    }
+    to_array_owned(dt, data, n)
 }
 
 /// Whether `dt` is a variable-length member a columnar compound holds at its

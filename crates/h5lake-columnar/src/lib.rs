@@ -169,7 +169,7 @@ pub fn rows_to_batch(dtype: &Datatype, raw: &[u8], n: usize) -> Result<RecordBat
             fields
                 .iter()
                 .zip(arrays::gather_members(raw, size, &places, n))
-                .map(|(f, member)| arrays::to_array_owned(&f.dtype, member, n))
+                .map(|(f, member)| arrays::member_array(&f.dtype, member, n))
                 .collect::<Result<Vec<_>>>()?
         }
         None => {
@@ -197,7 +197,7 @@ pub fn rows_to_batch(dtype: &Datatype, raw: &[u8], n: usize) -> Result<RecordBat
                     if arrays::is_vlen_member(&f.dtype) {
                         arrays::vlen_column(&f.dtype, p)
                     } else {
-                        arrays::to_array(&f.dtype, &p.concat(), n)
+                        arrays::member_array(&f.dtype, p.concat(), n)
                     }
                 })
                 .collect::<Result<Vec<_>>>()?

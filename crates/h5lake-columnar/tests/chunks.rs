@@ -331,3 +331,34 @@ fn rows_of_one_row_group_decode_into_their_place() {
         .decode_row_group_into(&both, &parts, 3, 0..11, &fill, &mut out)
         .is_err());
 }
+
+#[test]
+fn fixed_length_strings_are_stored_unpadded_and_old_padded_chunks_still_read() {
+    use arrow_array::{Array, BinaryArray, FixedSizeBinaryArray, RecordBatch};
+    use std::sync::Arc;
+    let dt = Datatype::from_json(&json!({"class": "H5T_COMPOUND", "fields": [
+        {"name": "s", "type": {"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII",
+                               "strPad": "H5T_STR_NULLPAD", "length": 5}}]}))
+    .unwrap();
+    let raw = [&b"alpha"[..], b"\0ab\0\0", b"\0\0\0\0\0", b"x\0\0\0\0"].concat();
+    let stored = encode_chunk(&dt, &raw, 4, Compression::None).unwrap();
+    // What other tools see: the text without its trailing NULs.
+    let footer = h5lake_columnar::Footer::of_whole(&stored).unwrap();
+    let batch = footer
+        .read_batch(&dt, &h5lake_columnar::Parts::whole(Bytes::from(stored.clone())), 0..4)
+        .unwrap();
+    let col = batch.column(0).as_any().downcast_ref::<BinaryArray>().unwrap();
+    let seen: Vec<&[u8]> = (0..4).map(|i| col.value(i)).collect();
+    assert_eq!(seen, [&b"alpha"[..], b"\0ab", b"", b"x"]);
+    assert_eq!(decode_chunk(&dt, Bytes::from(stored), 4, &[]).unwrap(), raw);
+    // A chunk written before (the strings padded, as fixed-size binary).
+    let old = FixedSizeBinaryArray::try_from_iter(raw.chunks(5)).unwrap();
+    let schema = Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new(
+        "s",
+        old.data_type().clone(),
+        false,
+    )]));
+    let batch = RecordBatch::try_new(schema, vec![Arc::new(old)]).unwrap();
+    let stored = h5lake_columnar::encode_batch(&batch, Compression::None).unwrap();
+    assert_eq!(decode_chunk(&dt, Bytes::from(stored), 4, &[]).unwrap(), raw);
+}
