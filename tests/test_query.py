@@ -824,3 +824,12 @@ def test_columnar_tables_with_text_columns_keep_statistics_of_their_numbers(tmp_
         row = f.create_dataset("r", data=a, chunks=(100,))
         with pytest.raises(TypeError, match="columnar"):
             row.max("v")
+
+
+def test_bound_byte_strings_compare_as_numpy_compares_them(tmp_path):
+    a = np.array([(b"ab", 1), (b"abc", 2)], [("s", "S4"), ("n", "i4")])
+    with h5lake.File(str(tmp_path / "b.h5l"), "w") as f:
+        d = f.create_dataset("t", data=a)
+        for name in (b"ab", b"ab\0", np.bytes_(b"ab")):
+            np.testing.assert_array_equal(d.get_where_list("s == name", condvars={"name": name}),
+                                          np.nonzero(a["s"] == name)[0])

@@ -277,7 +277,8 @@ def _literal(name, value):
             return "inf" if v > 0 else "(-inf)"
         return repr(v)
     if isinstance(value, (str, bytes, np.str_, np.bytes_)):
-        text = value.decode("latin-1") if isinstance(value, bytes) else str(value)
+        # (Trailing NULs are padding, as NumPy compares byte strings.)
+        text = value.rstrip(b"\0").decode("latin-1") if isinstance(value, bytes) else str(value)
         quote = "'" if "'" not in text else '"'
         if quote in text:
             raise ValueError(f"the text of {name!r} holds both kinds of quote")
