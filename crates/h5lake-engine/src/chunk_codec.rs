@@ -104,6 +104,75 @@ impl ChunkCodec for Filtered {
     }
 }
 
+/// A read-only view of the chunks of a compound with members of variable
+/// length as rows of just its fixed-size members (packed, in order): what
+/// statistics and queries of such a dataset in row layout read.
+#[derive(Debug)]
+pub struct FixedPart {
+    /// How the chunks are stored.
+    pub inner: std::sync::Arc<dyn ChunkCodec>,
+    /// The whole compound, its elements serialized as HSDS stores them.
+    pub whole: Datatype,
+    /// Elements of a chunk, and the whole type's fill element (what a
+    /// chunk's elements past its records read as).
+    pub elems: usize,
+    pub whole_fill: Vec<u8>,
+    /// Indices of the members kept.
+    pub kept: Vec<usize>,
+}
+
+/// Appends the members `kept` (indices) of the serialized element `elem` of
+/// the compound `whole` to `out`.
+///
+/// # Errors
+/// An element that is not one of `whole`.
+pub fn fixed_part(whole: &Datatype, kept: &[usize], elem: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    let Datatype::Compound { fields, .. } = whole else {
+        return Err(EngineError::WrongType("fixed parts of a compound only".into()));
+    };
+    let mut pos = 0;
+    for (k, f) in fields.iter().enumerate() {
+        let len = h5lake_types::record::record_len(&f.dtype, elem, pos)
+            .map_err(|e| EngineError::Corrupt(format!("a record of variable length: {e}")))?;
+        if kept.contains(&k) {
+            out.extend_from_slice(&elem[pos..pos + len]);
+        }
+        pos += len;
+    }
+    Ok(())
+}
+
+impl ChunkCodec for FixedPart {
+    fn is_identity(&self) -> bool {
+        false
+    }
+
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn decode(&self, stored: &[u8], raw_len: Option<usize>) -> Result<Vec<u8>> {
+        let raw = self.inner.decode(stored, None)?;
+        let elems = h5lake_types::record::split_elements(&self.whole, &raw, self.elems)
+            .map_err(|e| EngineError::Corrupt(format!("a chunk of variable length: {e}")))?;
+        let mut out = Vec::with_capacity(raw_len.unwrap_or(0));
+        for e in &elems {
+            fixed_part(&self.whole, &self.kept, e, &mut out)?;
+        }
+        for _ in elems.len()..self.elems {
+            fixed_part(&self.whole, &self.kept, &self.whole_fill, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    fn encode(&self, _raw: Cow<'_, [u8]>, _live: usize) -> Result<Vec<u8>> {
+        Err(EngineError::WrongType(
+            "the fixed-size members of records of variable length are read, never stored, alone"
+                .into(),
+        ))
+    }
+}
+
 /// Chunks as Parquet objects.
 #[derive(Debug)]
 pub struct Columnar {

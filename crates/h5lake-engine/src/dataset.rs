@@ -225,7 +225,7 @@ impl DatasetMeta {
                 })
             };
         let prefix = ids::object_prefix(id)?;
-        let stats = crate::stats::StatsPlan::of_dataset(doc, &dtype, codec.as_columnar().is_some())?;
+        let stats = crate::stats::StatsPlan::of_dataset(doc, &dtype)?;
         let virtual_map = crate::virtual_ds::VirtualMap::of_doc(doc, &dims)?;
         Ok(DatasetMeta {
             id: id.to_string(),
@@ -325,17 +325,43 @@ impl DatasetMeta {
     }
 
     /// The dataset as its statistics and queries see it: itself, or of a
-    /// columnar compound with members of variable length, the dataset of
-    /// just its fixed-size members (what [`DatasetMeta::stats`] is kept
-    /// over).
+    /// compound with members of variable length, the dataset of just its
+    /// fixed-size members (what [`DatasetMeta::stats`] is kept over): of a
+    /// columnar one their columns, of one in rows a read-only view that
+    /// takes them out of each element.
     ///
     /// # Errors
-    /// A row-layout compound with members of variable length.
+    /// A damaged fill value.
     pub(crate) fn stats_view(&self) -> Result<DatasetMeta> {
-        match crate::stats::fixed_members(&self.dtype, self.is_columnar()) {
-            Some(names) => self.projected(&names),
-            None => Ok(self.clone()),
+        let Some(names) = crate::stats::fixed_members(&self.dtype) else {
+            return Ok(self.clone());
+        };
+        if self.is_columnar() {
+            return self.projected(&names);
         }
+        let Datatype::Compound { fields, .. } = &self.dtype else {
+            return Ok(self.clone());
+        };
+        let kept: Vec<usize> = (0..fields.len())
+            .filter(|&k| names.contains(&fields[k].name))
+            .collect();
+        let mut fill = Vec::new();
+        crate::chunk_codec::fixed_part(&self.dtype, &kept, &self.fill, &mut fill)?;
+        let codec = Arc::new(crate::chunk_codec::FixedPart {
+            inner: self.codec.clone(),
+            whole: self.dtype.clone(),
+            elems: self.chunk_elems(),
+            whole_fill: self.fill.clone(),
+            kept,
+        });
+        Ok(DatasetMeta {
+            dtype: crate::stats::members_type(&self.dtype, &names)?,
+            committed_type: None,
+            laid_out: None,
+            fill,
+            codec,
+            ..self.clone()
+        })
     }
 
     /// Refuses writes of data to a dataset whose values are those of
@@ -763,11 +789,7 @@ impl Domain {
         }
         // Chunk functions are checked now, so that a bad one is refused
         // with its position before anything is stored.
-        crate::stats::StatsPlan::of_dataset(
-            &doc,
-            &dtype,
-            crate::chunk_codec::format_name(&doc) == Some(crate::chunk_codec::PARQUET),
-        )?;
+        crate::stats::StatsPlan::of_dataset(&doc, &dtype)?;
         crate::parquet_link::check_new(
             &self.linked_files,
             &doc,

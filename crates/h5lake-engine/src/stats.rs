@@ -80,16 +80,15 @@ impl From<h5lake_query::QueryError> for EngineError {
     }
 }
 
-/// The members statistics are kept on of a columnar compound with members
-/// of variable length (strings, sequences): its fixed-size members, which
-/// a read of just those columns decodes into rows of their own. `None`
-/// for any other type (a fixed-size type keeps statistics of itself; a
-/// row-layout compound with variable-length members keeps none).
-pub(crate) fn fixed_members(dtype: &Datatype, columnar: bool) -> Option<Vec<String>> {
+/// The members statistics are kept on of a compound with members of
+/// variable length (strings, sequences): its fixed-size members, read into
+/// rows of their own (of a columnar dataset just their columns). `None`
+/// for any other type (a fixed-size type keeps statistics of itself).
+pub(crate) fn fixed_members(dtype: &Datatype) -> Option<Vec<String>> {
     let Datatype::Compound { fields, .. } = dtype else {
         return None;
     };
-    if !columnar || dtype.fixed_size().is_some() {
+    if dtype.fixed_size().is_some() {
         return None;
     }
     let names: Vec<String> = fields
@@ -112,14 +111,14 @@ pub(crate) fn members_type(dtype: &Datatype, names: &[String]) -> Result<Datatyp
 }
 
 impl StatsPlan {
-    /// The plan of a dataset of type `dtype` stored columnar or not: of
-    /// [`StatsPlan::of_doc`], over the fixed-size members of a columnar
-    /// compound that also has members of variable length.
+    /// The plan of a dataset of type `dtype`: of [`StatsPlan::of_doc`],
+    /// over the fixed-size members of a compound that also has members of
+    /// variable length.
     ///
     /// # Errors
     /// As [`StatsPlan::of_doc`].
-    pub fn of_dataset(doc: &Value, dtype: &Datatype, columnar: bool) -> Result<Option<Arc<Self>>> {
-        match fixed_members(dtype, columnar) {
+    pub fn of_dataset(doc: &Value, dtype: &Datatype) -> Result<Option<Arc<Self>>> {
+        match fixed_members(dtype) {
             Some(names) => Self::of_doc(doc, &members_type(dtype, &names)?),
             None => Self::of_doc(doc, dtype),
         }
@@ -1139,8 +1138,8 @@ pub fn check_condition(m: &DatasetMeta, condition: &str) -> Result<()> {
 fn adhoc_plan(m: &DatasetMeta) -> Result<Arc<StatsPlan>> {
     if m.dtype.fixed_size().is_none() {
         return Err(EngineError::WrongType(
-            "queries and statistics need a fixed-size type, or a compound stored columnar \
-             (layout='columnar': its members of fixed size are queried)"
+            "queries and statistics need numbers: a type of fixed size, or a compound with \
+             members of fixed size"
                 .into(),
         ));
     }
