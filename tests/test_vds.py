@@ -577,3 +577,16 @@ def test_virtual_source_parts_have_h5py_shapes_and_build_virtual_dataset(tmp_pat
         with f.build_virtual_dataset("empty", (3,), "i4"):
             pass
         assert f["empty"].is_virtual and f["empty"].virtual_sources() == []
+
+
+def test_a_source_file_named_relatively_keeps_its_name(tmp_path, monkeypatch):
+    import h5py
+    monkeypatch.chdir(tmp_path)
+    with h5py.File("s0.h5", "w") as f:
+        f["data"] = np.arange(10)
+    with h5lake.File("v.h5l", "w") as f:
+        layout = h5lake.VirtualLayout((10,), "i8")
+        layout[:] = h5lake.VirtualSource("s0.h5", "data", shape=(10,))
+        d = f.create_virtual_dataset("v", layout)
+        assert [m.file_name for m in d.virtual_sources()] == ["s0.h5"]
+        np.testing.assert_array_equal(d[...], np.arange(10))

@@ -80,7 +80,10 @@ def test_load_keeps_virtual_datasets_of_hdf5_files(tmp_path, link):
         d = f["vdata"]
         assert d.attrs["units"] == "counts" and f.attrs["title"] == "virtual"
         files = [m.file_name for m in d.virtual_sources()]
-        assert files[0] == "." and files[1] == str(tmp_path / "b.h5")
+        # The names as the file gives them (h5py's), relative ones kept.
+        with h5py.File(src, "r") as g:
+            assert files == [m.file_name for m in g["vdata"].virtual_sources()]
+        assert files[:2] == [".", "b.h5"]
         assert [m.dset_name for m in d.virtual_sources()] == ["/own", "/x/data", "/data"]
         # The gapped blocks are kept as HDF5 states them.
         (m,) = f["blocks"].virtual_sources()
@@ -114,6 +117,13 @@ def test_get_writes_virtual_datasets_back_as_hdf5_ones(tmp_path):
         (m,) = g["blocks"].virtual_sources()
         assert m.vspace.get_regular_hyperslab() == ((1,), (5,), (7,), (3,))
         assert g["vdata"].attrs["units"] == "counts"
+    # Beside the sources, a relative name still leads to its file: kept as
+    # the original file gave it.
+    h5lake.get(str(store), str(tmp_path / "beside.h5"))
+    _same_values(store, tmp_path / "beside.h5")
+    with h5py.File(tmp_path / "beside.h5", "r") as g, h5py.File(src, "r") as o:
+        assert [m.file_name for m in g["vdata"].virtual_sources()] == \
+            [m.file_name for m in o["vdata"].virtual_sources()]
 
 
 def test_missing_sources_are_named_and_read_as_fill(tmp_path):

@@ -306,6 +306,9 @@ pub struct Mapping {
     pub store: Option<String>,
     pub path: String,
     pub file: Option<String>,
+    /// The source file's name as the mapping was given it (relative names
+    /// are kept, as HDF5 keeps them), when that is not `file` itself.
+    pub file_name: Option<String>,
     pub id: Option<String>,
     pub src: Vec<Run>,
     pub dst: Vec<Run>,
@@ -442,6 +445,7 @@ impl VirtualMap {
             mappings.push(Mapping {
                 store,
                 file,
+                file_name: text("file_name")?,
                 id,
                 path: path.to_string(),
                 src,
@@ -530,6 +534,7 @@ impl VirtualMap {
                         "store": m.store,
                         "path": m.path,
                         "file": m.file,
+                        "file_name": m.file_name,
                         "id": m.id,
                         "src": m.src.iter().map(|r| r.to_json()).collect::<Vec<_>>(),
                         "dst": m.dst.iter().map(|r| r.to_json()).collect::<Vec<_>>(),

@@ -237,6 +237,9 @@ struct Exporter<'a> {
     /// once every object exists (a reference is made from its target's
     /// place in the file).
     deferred: Vec<Deferred>,
+    /// The directory of the file being written (what relative names of
+    /// virtual source files are found from).
+    dest_dir: PathBuf,
 }
 
 /// What is written once every object exists.
@@ -439,10 +442,12 @@ impl<'a> Exporter<'a> {
             committed: HashMap::new(),
             total_bytes: 0,
             deferred: Vec::new(),
+            dest_dir: PathBuf::new(),
         }
     }
 
     fn run(mut self, path: &Path) -> Result<GetReport> {
+        self.dest_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let root = self.dom.root_id().to_string();
         self.scan(&root, "/")?;
         self.pb.set_length(self.total_bytes);
@@ -1019,7 +1024,7 @@ impl<'a> Exporter<'a> {
         // A virtual dataset stays one where HDF5 can name its sources.
         let mappings = match &meta.virtual_map {
             Some(vm) => {
-                let m = hdf5_mappings(self.dom, &vm.to_json())?;
+                let m = hdf5_mappings(self.dom, &vm.to_json(), &self.dest_dir)?;
                 if m.is_none() {
                     self.report.notes.push(format!(
                         "{path}: a virtual dataset with sources an HDF5 file cannot name (in \
@@ -1237,6 +1242,7 @@ impl TypeHandle {
 fn hdf5_mappings(
     dom: &Domain,
     stored: &Value,
+    dest_dir: &Path,
 ) -> Result<Option<Vec<(virtual_layout::RawMapping, Vec<u64>)>>> {
     let mut out = Vec::new();
     for mp in stored.as_array().into_iter().flatten() {
@@ -1250,7 +1256,19 @@ fn hdf5_mappings(
         let (file, id) = match mp["file"].as_str() {
             // (A file gone since: the values, copied or not, are written.)
             Some(f) if !Path::new(f).is_file() => return Ok(None),
-            Some(f) => (f.to_string(), mp["id"].as_str().map(str::to_string)),
+            // The name the mapping was given when it still leads to the
+            // file from beside the copy (as libhdf5 looks for a relative
+            // one), else the file's path.
+            Some(f) => {
+                let given = mp["file_name"].as_str().filter(|n| {
+                    let same = |p: &Path| p.canonicalize().ok();
+                    same(&dest_dir.join(n)).is_some_and(|p| Some(p) == same(Path::new(f)))
+                });
+                (
+                    given.unwrap_or(f).to_string(),
+                    mp["id"].as_str().map(str::to_string),
+                )
+            }
             None => (".".to_string(), dom.resolve_path(&path)?),
         };
         let dims = match id {

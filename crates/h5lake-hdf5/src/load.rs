@@ -1177,8 +1177,14 @@ impl Loader<'_> {
                     Some(id) => Some(self.dom.dataset_meta(id)?.dims.clone()),
                     None => None,
                 };
-                json!({"store": null, "file": file, "id": id, "path": m.dataset,
-                       "src": whole(dims), "dst": m.vsel})
+                let mut entry = json!({"store": null, "file": file, "id": id,
+                                       "path": m.dataset, "src": whole(dims), "dst": m.vsel});
+                // The name as the file gives it (relative ones are found when
+                // read, as libhdf5 finds them), for a copy to give back.
+                if Path::new(&m.file) != file.as_path() {
+                    entry["file_name"] = json!(m.file);
+                }
+                entry
             };
             mappings.push(entry);
         }

@@ -256,6 +256,10 @@ def _mapping(group, src, dst):
             # No such dataset (or one that cannot be linked): it reads as
             # fill, as a missing source does, and the warning names it.
             did = None
+    # (The file's name as given, when not absolute: what virtual_sources()
+    # gives back and an HDF5 copy names, as h5py and HDF5 keep it.)
+    if not is_url(src.path) and src.path != file:
+        named["file_name"] = src.path
     return {"store": None, "file": file, "id": did, "path": src.name, "src": src.sel, "dst": dst,
             **named}
 
@@ -326,7 +330,8 @@ def virtual_sources(dset):
     for mp in mappings(dset):
         src_shape = tuple(UNLIMITED if r[2] is None else r[2] * (r[3] if len(r) > 3 else 1)
                           for r in mp["src"])
-        out.append(VDSmap(Hyperslab(dset.shape, mp["dst"]), mp.get("file") or mp["store"] or ".",
+        out.append(VDSmap(Hyperslab(dset.shape, mp["dst"]),
+                          mp.get("file_name") or mp.get("file") or mp["store"] or ".",
                           mp.get("name") or mp["path"], Hyperslab(src_shape, mp["src"])))
     return out
 
