@@ -2219,20 +2219,12 @@ pub fn hidden_chunks(dims: &[u64], esize: u64) -> Vec<u64> {
     c
 }
 
-/// The chunk-local bounding box `[lo, hi)` per dimension of a chunk's part
-/// of a selection.
 /// The bytes of a chunk (offset, length) from the first to the last element
 /// of `region` (chunk-local `[lo, hi)` per dimension) in C order.
 fn region_span(m: &DatasetMeta, region: &[(u64, u64)]) -> (u64, u64) {
-    let cs = strides(&m.chunk);
     let es = m.elem_size() as u64;
-    let first: u64 = region.iter().zip(&cs).map(|((lo, _), s)| lo * s).sum();
-    let last: u64 = region
-        .iter()
-        .zip(&cs)
-        .map(|((_, hi), s)| hi.saturating_sub(1) * s)
-        .sum();
-    (first * es, (last + 1).saturating_sub(first) * es)
+    let span = element_span(region, &m.chunk);
+    (span.start as u64 * es, span.len() as u64 * es)
 }
 
 /// A selection touching at most this share (1/`FEW_ROWS`) of a columnar
@@ -2252,6 +2244,8 @@ fn element_span(region: &[(u64, u64)], chunk: &[u64]) -> std::ops::Range<usize> 
     first as usize..last as usize + 1
 }
 
+/// The chunk-local bounding box `[lo, hi)` per dimension of a chunk's part
+/// of a selection.
 fn chunk_region(parts: &[&DimPart]) -> Vec<(u64, u64)> {
     parts
         .iter()

@@ -841,11 +841,16 @@ impl Journal {
         if records.is_empty() {
             return Ok(());
         }
+        Ok(self.summarise_in_store(&records)?)
+    }
+
+    /// Puts `records` into their summaries in the store, but for datasets
+    /// no longer there (their prefix must stay empty).
+    fn summarise_in_store(&self, records: &[(String, Vec<u8>)]) -> h5lake_store::Result<()> {
         let inner = &*self.inner;
-        crate::stats::summarise(inner, &records, |prefix| {
+        crate::stats::summarise(inner, records, |prefix| {
             inner.exists(&doc_key_under(prefix)).unwrap_or(false)
-        })?;
-        Ok(())
+        })
     }
 
     /// Notes a statistics record written to the store directly, for the
@@ -861,10 +866,7 @@ impl Journal {
         }
         let records = std::mem::take(&mut st.records_out);
         drop(st);
-        let inner = &*self.inner;
-        crate::stats::summarise(inner, &records, |prefix| {
-            inner.exists(&doc_key_under(prefix)).unwrap_or(false)
-        })
+        self.summarise_in_store(&records)
     }
 
     /// Drops new objects that lost their last link before ever reaching the

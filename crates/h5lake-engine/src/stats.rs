@@ -508,34 +508,32 @@ impl Domain {
         };
         let want_live = live(m, coords);
         let name = skey.rsplit('/').next().unwrap_or_default();
+        // A record (parsed or not) that describes the chunk as it is now.
+        let current_one = |rec: h5lake_query::Result<ChunkRecord>| {
+            rec.ok()
+                .filter(|r| r.version == current.0 && r.live == want_live)
+                .map(|r| (r, false))
+        };
+        let from_bytes = |b: &[u8]| ChunkRecord::from_bytes(b, &plan.leaves, &plan.functions);
         // A record in the dataset's document that describes the chunk as it
         // is now is the chunk's statistics, whatever else is kept: no need
-        // to look for a record object.
-        if let Some(bytes) = plan.in_doc.get(name) {
-            if let Ok(rec) = ChunkRecord::from_bytes(bytes, &plan.leaves, &plan.functions) {
-                if rec.version == current.0 && rec.live == want_live {
-                    return Ok(Some((rec, false)));
-                }
-            }
+        // to look for a record object; nor when its summary has one.
+        if let Some(found) = plan.in_doc.get(name).and_then(|b| current_one(from_bytes(b))) {
+            return Ok(Some(found));
         }
-        if let Some(v) = sums.holding(coords)?.get(name) {
-            if let Ok(rec) = ChunkRecord::from_json(v, &plan.leaves, &plan.functions) {
-                if rec.version == current.0 && rec.live == want_live {
-                    return Ok(Some((rec, false)));
-                }
-            }
+        let summarised = sums.holding(coords)?;
+        if let Some(found) = summarised.get(name).and_then(|v| {
+            current_one(ChunkRecord::from_json(v, &plan.leaves, &plan.functions))
+        }) {
+            return Ok(Some(found));
         }
         let kept = store.get_versioned(&skey)?;
         let stored = match &kept {
             Some(k) => Some(&k.data[..]),
             None => plan.in_doc.get(name).map(Vec::as_slice),
         };
-        if let Some(bytes) = stored {
-            if let Ok(rec) = ChunkRecord::from_bytes(bytes, &plan.leaves, &plan.functions) {
-                if rec.version == current.0 && rec.live == want_live {
-                    return Ok(Some((rec, false)));
-                }
-            }
+        if let Some(found) = stored.and_then(|b| current_one(from_bytes(b))) {
+            return Ok(Some(found));
         }
         let Some((version, data, nulls)) = self.chunk_for_record(m, plan, &key, coords, None)?
         else {

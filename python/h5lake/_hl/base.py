@@ -202,23 +202,31 @@ def is_url(location):
     return isinstance(location, str) and "://" in location
 
 
+# Errors the engine may word with an object's internal id.
+ENGINE_ERRORS = (ValueError, TypeError, OSError, KeyError, RuntimeError)
+
+
+def named(obj, e):
+    """``e`` (an engine error about ``obj``) naming ``obj`` by its path
+    rather than by the internal id the engine knows it by: the same type,
+    the message otherwise unchanged; ``e`` itself when it names no id."""
+    oid, name = getattr(obj, "_oid", None), getattr(obj, "name", None)
+    text = str(e.args[0]) if len(e.args) == 1 and isinstance(e.args[0], str) else None
+    if not (oid and name and text and oid in text):
+        return e
+    try:
+        return type(e)(text.replace(oid, name)).with_traceback(e.__traceback__)
+    except Exception:
+        return e
+
+
 @contextlib.contextmanager
 def named_in_errors(obj):
-    """Errors raised inside name ``obj`` by its path, not by the internal
-    id the engine knows it by (the same exception type, message otherwise
-    unchanged)."""
+    """Errors raised inside name ``obj`` by its path (see :func:`named`)."""
     try:
         yield
-    except (ValueError, TypeError, OSError, KeyError, RuntimeError) as e:
-        oid, name = getattr(obj, "_oid", None), getattr(obj, "name", None)
-        text = str(e.args[0]) if len(e.args) == 1 and isinstance(e.args[0], str) else None
-        if not (oid and name and text and oid in text):
-            raise
-        try:
-            renamed = type(e)(text.replace(oid, name))
-        except Exception:
-            raise e from None
-        raise renamed.with_traceback(e.__traceback__) from None
+    except ENGINE_ERRORS as e:
+        raise named(obj, e) from None
 
 
 class NewStoreOrNothing:

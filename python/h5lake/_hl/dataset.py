@@ -24,7 +24,7 @@ from ..h5py_warnings import H5pyDeprecationWarning
 from . import filters, h5t, records
 from . import selections as sel
 from .base import (ClosedRuntimeError, HLObject, array_for_new_object, find_item_type,
-                   join_name, named_in_errors, product)
+                   ENGINE_ERRORS, join_name, named, product)
 
 Empty = h5t.Empty
 
@@ -1241,8 +1241,11 @@ class Dataset(HLObject):
 
     def _read_selection(self, selection, new_dtype):
         """ndarray of shape ``selection.array_shape`` (+ array-dtype axes)."""
-        with named_in_errors(self):
+        # (try, not a context manager: this is every read's path.)
+        try:
             return self._read_selection_as_named(selection, new_dtype)
+        except ENGINE_ERRORS as e:
+            raise named(self, e) from None
 
     def _read_selection_as_named(self, selection, new_dtype):
         if self.is_virtual:

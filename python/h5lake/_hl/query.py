@@ -13,6 +13,7 @@ a compound names its elements ``value``."""
 
 import json
 import math
+import re
 
 import numpy as np
 
@@ -209,11 +210,11 @@ def _found(dset, condition, selection, fields=None):
     dset._fs.check()
     if not isinstance(condition, str):
         raise TypeError(f"a condition is a string such as '(x > 0.5) & (id < 10)', not {condition!r}")
-    variable = [n for n in dset.dtype.names or () if _is_variable(dset.dtype[n])]
+    variable = [n for n in dset.dtype.names or () if h5t.has_vlen(dset.dtype[n])]
     if variable:
         # A compound with members of variable length is queried on its
-        # fixed-size members (stored columnar); rows that need the others
-        # are read by their coordinates.
+        # fixed-size members; rows that need the others are read by their
+        # coordinates.
         want = list(dset.dtype.names) if fields is None else list(fields)
         if any(n in variable for n in want):
             coords, _ = _found(dset, condition, selection, [])
@@ -237,16 +238,6 @@ def _found(dset, condition, selection, fields=None):
     values = np.frombuffer(elems, dtype=stored)
     values = values.astype(want) if stored != want else values.copy()
     return coords, values
-
-
-def _is_variable(dt):
-    """Whether values of ``dt`` vary in length (strings and sequences of
-    variable length, or compounds holding them); references do not."""
-    if dt.names is not None:
-        return any(_is_variable(dt.fields[n][0]) for n in dt.names)
-    if dt.subdtype is not None:
-        return _is_variable(dt.subdtype[0])
-    return dt.kind == "O" and h5t.check_ref_dtype(dt) is None
 
 
 _LITERAL_NAMES = ("true", "false", "inf", "nan")
@@ -328,7 +319,7 @@ def bind(dset, condition, condvars=None, frame=None):
     return "".join(out)
 
 
-_NAME = __import__("re").compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 def rows_of(dset, selection, start, stop, step):

@@ -569,16 +569,18 @@ def _value_difference(a, b, rtol, atol):
     return f"{_show(a)} != {_show(b)}" if _mismatch(x, y, rtol, atol).any() else None
 
 
-def _holds_refs(dt):
-    """Whether values of ``dt`` can hold object or region references."""
+def _may_lead_elsewhere(dt):
+    """Whether values of ``dt`` can hold object or region references, also
+    inside sequences (dataset's ``_holds_refs`` asks only of the object
+    references in a type's fixed layout)."""
     if dt.names is not None:
-        return any(_holds_refs(dt.fields[n][0]) for n in dt.names)
+        return any(_may_lead_elsewhere(dt.fields[n][0]) for n in dt.names)
     if dt.subdtype is not None:
-        return _holds_refs(dt.subdtype[0])
+        return _may_lead_elsewhere(dt.subdtype[0])
     if h5t.check_ref_dtype(dt) is not None:
         return True
     vlen = h5t.check_vlen_dtype(dt)
-    return isinstance(vlen, np.dtype) and _holds_refs(vlen)
+    return isinstance(vlen, np.dtype) and _may_lead_elsewhere(vlen)
 
 
 def _where_refs_lead(obj, values):
@@ -607,7 +609,7 @@ def _where_refs_lead(obj, values):
         if not isinstance(v, np.ndarray):
             return v
         if v.dtype.names is not None:
-            if not _holds_refs(v.dtype):
+            if not _may_lead_elsewhere(v.dtype):
                 return v
             out = np.empty(v.shape, dtype=object)
             for index, item in np.ndenumerate(v):
