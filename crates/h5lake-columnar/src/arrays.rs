@@ -313,8 +313,13 @@ pub(crate) fn from_array(
     let size = dt.fixed_size().unwrap_or(0);
     let expected = arrow_type(dt)?;
     // (A top-level fixed-length string comes as bytes without its padding.)
-    let unpadded = matches!(dt, Datatype::String { length: Some(_), .. })
-        && arr.data_type() == &DataType::Binary;
+    let unpadded = matches!(
+        dt,
+        Datatype::String {
+            length: Some(_),
+            ..
+        }
+    ) && arr.data_type() == &DataType::Binary;
     if arr.data_type() != &expected && !unpadded {
         return Err(ColumnarError::Corrupt(format!(
             "a column of Arrow type {}, expected {expected}",

@@ -141,7 +141,7 @@ pub fn encode_chunk(
     n: usize,
     compression: Compression,
 ) -> Result<Vec<u8>> {
-    encode_batch(&rows_to_batch(dtype, raw, n)?, compression)
+    encode_batch(dtype, &rows_to_batch(dtype, raw, n)?, compression)
 }
 
 /// The `n` elements of `dtype` in `raw` (row layout) as a record batch of
@@ -233,19 +233,40 @@ pub fn concat_batches(
     Ok(arrow_select::concat::concat_batches(schema, batches)?)
 }
 
-/// The Parquet object of one chunk given as a record batch (one row
-/// group; nulls kept).
+/// The Parquet object of one chunk of `dtype` (a compound) given as a
+/// record batch of its members (one row group; nulls kept).
 ///
 /// # Errors
 /// Columns Parquet cannot hold.
-pub fn encode_batch(batch: &RecordBatch, compression: Compression) -> Result<Vec<u8>> {
+pub fn encode_batch(
+    dtype: &Datatype,
+    batch: &RecordBatch,
+    compression: Compression,
+) -> Result<Vec<u8>> {
     let n = batch.num_rows();
     let mut props = WriterProperties::builder();
-    // Numbers are stored plain, as an HDF5 chunk holds them: readers copy
-    // them out of the pages without decoding, and a dictionary seldom
-    // pays for measured values (the codec still compresses repeats).
+    // Numbers and fixed-length strings are stored plain, as an HDF5 chunk
+    // holds them: readers copy them out of the pages into rows without
+    // decoding, a few rows' pages at a time, and a dictionary seldom pays
+    // for measured values (the codec still compresses repeats).
+    let fixed_strings: Vec<&str> = match dtype {
+        Datatype::Compound { fields, .. } => fields
+            .iter()
+            .filter(|f| {
+                matches!(
+                    f.dtype,
+                    Datatype::String {
+                        length: Some(_),
+                        ..
+                    }
+                )
+            })
+            .map(|f| f.name.as_str())
+            .collect(),
+        _ => Vec::new(),
+    };
     for f in batch.schema().fields() {
-        if f.data_type().is_primitive() {
+        if f.data_type().is_primitive() || fixed_strings.contains(&f.name().as_str()) {
             props =
                 props.set_column_dictionary_enabled(ColumnPath::new(vec![f.name().clone()]), false);
         }

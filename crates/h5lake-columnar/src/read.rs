@@ -495,7 +495,7 @@ impl Footer {
                 (Some(copy), Some(pages)) => plain.push(PlainColumn {
                     copy,
                     offset: f.offset,
-                    pages: clip_pages(pages, copy.phys, &rows),
+                    pages: clip_pages(pages, copy, &rows)?,
                 }),
                 _ => by_arrow.push(k),
             }
@@ -520,8 +520,7 @@ impl Footer {
             })
     }
 
-    /// The data pages of column `leaf` as (first row, values) when every
-    /// one holds plain values (`None` otherwise: the column is decoded
+    /// The data pages of column `leaf` when every one holds plain values (`None` otherwise: the column is decoded
     /// another way). Uncompressed pages are slices of `reader`'s bytes.
     fn plain_pages(
         &self,
@@ -529,7 +528,7 @@ impl Footer {
         leaf: usize,
         p: PlainCopy,
         only: Option<usize>,
-    ) -> Result<Option<Vec<(usize, Bytes)>>> {
+    ) -> Result<Option<Vec<PlainPage>>> {
         let groups: Vec<_> = match only {
             Some(rg) => vec![self.meta.row_group(rg)],
             None => self.meta.row_groups().iter().collect(),
@@ -550,21 +549,13 @@ impl Footer {
                 let Some((values, count)) = plain_values(page, nullable) else {
                     return Ok(None);
                 };
-                let end = row.checked_add(count).filter(|&e| e <= rg_end.min(stored));
-                let bytes = count.checked_mul(p.phys);
-                let (Some(end), Some(bytes)) = (end, bytes) else {
+                let Some(end) = row.checked_add(count).filter(|&e| e <= rg_end.min(stored)) else {
                     return Err(ColumnarError::Corrupt(format!(
                         "a Parquet page of {count} values past the chunk's {stored} rows"
                     )));
                 };
-                if values.len() < bytes {
-                    return Err(ColumnarError::Corrupt(format!(
-                        "a Parquet page of {count} values holds {} bytes",
-                        values.len()
-                    )));
-                }
                 if count > 0 {
-                    out.push((row, values.slice(..bytes)));
+                    out.push(p.page(row, count, values)?);
                 }
                 row = end;
             }
@@ -602,7 +593,7 @@ impl Footer {
         p: PlainCopy,
         locations: Vec<PageLocation>,
         rows: &Range<usize>,
-    ) -> Result<Option<Vec<(usize, Bytes)>>> {
+    ) -> Result<Option<Vec<PlainPage>>> {
         let rg = self.meta.row_group(0);
         let stored = usize::try_from(rg.num_rows()).unwrap_or(0);
         let nullable = self.nullable(leaf);
@@ -628,18 +619,13 @@ impl Footer {
             let Some((values, count)) = plain_values(page, nullable) else {
                 return Ok(None);
             };
-            let bytes = count.checked_mul(p.phys);
-            match bytes {
-                Some(bytes) if count == end - first && values.len() >= bytes => {
-                    out.push((first, values.slice(..bytes)));
-                }
-                _ => {
-                    return Err(ColumnarError::Corrupt(format!(
-                        "a Parquet page of {count} values where its offset index has {} rows",
-                        end - first
-                    )))
-                }
+            if count != end - first {
+                return Err(ColumnarError::Corrupt(format!(
+                    "a Parquet page of {count} values where its offset index has {} rows",
+                    end - first
+                )));
             }
+            out.push(p.page(first, count, values)?);
         }
         Ok(Some(out))
     }
@@ -815,22 +801,30 @@ fn record_size(dtype: &Datatype) -> Result<usize> {
     })
 }
 
-/// The parts of plain `pages` ((first row, values) of `phys` bytes each)
-/// in `rows`, their first rows counted from `rows.start`.
-fn clip_pages(pages: Vec<(usize, Bytes)>, phys: usize, rows: &Range<usize>) -> Vec<(usize, Bytes)> {
-    pages
-        .into_iter()
-        .filter_map(|(first, values)| {
-            let count = values.len() / phys;
-            let (a, b) = (first.max(rows.start), (first + count).min(rows.end));
-            (a < b).then(|| {
-                (
-                    a - rows.start,
-                    values.slice((a - first) * phys..(b - first) * phys),
-                )
-            })
-        })
-        .collect()
+/// The parts of plain `pages` in `rows`, their first rows counted from
+/// `rows.start`.
+fn clip_pages(
+    pages: Vec<PlainPage>,
+    copy: PlainCopy,
+    rows: &Range<usize>,
+) -> Result<Vec<PlainPage>> {
+    let mut out = Vec::with_capacity(pages.len());
+    for p in pages {
+        let (a, b) = (p.first.max(rows.start), (p.first + p.count).min(rows.end));
+        if a >= b {
+            continue;
+        }
+        // The values copied are checked here: the walk to them and over
+        // them stays inside the page.
+        let from = copy.values.span(&p.values, a - p.first)?;
+        let to = from + copy.values.span(&p.values[from..], b - a)?;
+        out.push(PlainPage {
+            first: a - rows.start,
+            count: b - a,
+            values: p.values.slice(from..to),
+        });
+    }
+    Ok(out)
 }
 
 /// The plain values of a data page and how many there are; `None` for
@@ -910,11 +904,19 @@ fn compound_fields(dtype: &Datatype) -> Result<&[Field]> {
     }
 }
 
-/// One member's plain values, page by page: (first row, values).
+/// One member's plain values, page by page.
 struct PlainColumn {
     copy: PlainCopy,
     offset: usize,
-    pages: Vec<(usize, Bytes)>,
+    pages: Vec<PlainPage>,
+}
+
+/// The values of one plain data page: `count` values from row `first`,
+/// checked to be whole values of their column.
+struct PlainPage {
+    first: usize,
+    count: usize,
+    values: Bytes,
 }
 
 /// Rows of output written per pass over the columns: a block small enough
@@ -930,29 +932,31 @@ fn interleave(columns: &[PlainColumn], rows: &mut [u8], size: usize) {
     }
     let n = rows.len() / size;
     let block = (BLOCK_BYTES / size).max(1);
-    let mut cursors = vec![0usize; columns.len()];
+    // Per column: its page, and the byte of that page its next row's value
+    // starts at.
+    let mut cursors = vec![(0usize, 0usize); columns.len()];
     let mut r0 = 0;
     while r0 < n {
         let r1 = (r0 + block).min(n);
-        for (c, cur) in columns.iter().zip(cursors.iter_mut()) {
+        for (c, (page, at)) in columns.iter().zip(cursors.iter_mut()) {
             let mut row = r0;
             while row < r1 {
-                let Some((first, values)) = c.pages.get(*cur) else {
+                let Some(p) = c.pages.get(*page) else {
                     break;
                 };
-                let count = values.len() / c.copy.phys;
-                if row >= first + count {
-                    *cur += 1;
+                if row >= p.first + p.count {
+                    (*page, *at) = (*page + 1, 0);
                     continue;
                 }
-                let upto = r1.min(first + count);
-                let from = (row - first) * c.copy.phys;
-                c.copy.copy(
-                    &values[from..(upto - first) * c.copy.phys],
-                    &mut rows[row * size..upto * size],
+                // Pages cover the rows they hold without gaps, each row once.
+                let row_in = row.max(p.first);
+                let upto = r1.min(p.first + p.count);
+                *at += c.copy.copy(
+                    &p.values[*at..],
+                    &mut rows[row_in * size..upto * size],
                     size,
                     c.offset,
-                    upto - row,
+                    upto - row_in,
                 );
                 row = upto;
             }
@@ -974,14 +978,107 @@ pub(crate) fn fill_rows(rows: &mut [u8], fill: &[u8], size: usize) {
 }
 
 /// A member whose column holds plain values that become the member's
-/// bytes by a copy: `phys` bytes a value (Parquet's physical width), of
-/// which the member keeps the first `width` (integers narrower than 32
-/// bits), byte-swapped for a big-endian member.
+/// bytes by a copy: each value as stored (see [`PlainValues`]), of which the
+/// member keeps the first `width` bytes (integers narrower than 32 bits),
+/// byte-swapped for a big-endian member. A fixed-length string stored
+/// without its padding is padded again with zeros to `width`.
 #[derive(Clone, Copy, Debug)]
 struct PlainCopy {
-    phys: usize,
+    values: PlainValues,
     width: usize,
     swap: bool,
+}
+
+/// How a plain page holds its values.
+#[derive(Clone, Copy, Debug)]
+enum PlainValues {
+    /// `n` bytes each (Parquet's physical width).
+    Fixed(usize),
+    /// Each its 4-byte little-endian length, then its bytes (Parquet's
+    /// plain byte arrays).
+    Prefixed,
+}
+
+impl PlainValues {
+    /// The bytes taken by the `n` values at the start of `values`, checked
+    /// to lie inside it.
+    fn span(self, values: &[u8], n: usize) -> Result<usize> {
+        let short = || {
+            ColumnarError::Corrupt(format!(
+                "a Parquet page whose {n} values run past its {} bytes",
+                values.len()
+            ))
+        };
+        match self {
+            Self::Fixed(phys) => n
+                .checked_mul(phys)
+                .filter(|&b| b <= values.len())
+                .ok_or_else(short),
+            Self::Prefixed => {
+                let mut at = 0usize;
+                for _ in 0..n {
+                    at = values
+                        .get(at..at + 4)
+                        .map(prefix)
+                        .and_then(|k| (at + 4).checked_add(k))
+                        .filter(|&e| e <= values.len())
+                        .ok_or_else(short)?;
+                }
+                Ok(at)
+            }
+        }
+    }
+}
+
+/// Copies `count` plain byte array values from `values` into the member of
+/// `width` bytes at `offset` of each row, padded with zeros; returns the
+/// bytes they took. `WORDS` is `width / 8` where that is whole and small
+/// (0 otherwise). A longer value than the member holds is cut, as Arrow's
+/// path cuts it.
+fn copy_prefixed<const WORDS: usize>(
+    width: usize,
+    values: &[u8],
+    rows: &mut [u8],
+    stride: usize,
+    offset: usize,
+    count: usize,
+) -> usize {
+    let mut at = 0;
+    for rec in rows.chunks_exact_mut(stride).take(count) {
+        let n = prefix(&values[at..]);
+        let body = at + 4;
+        if WORDS > 0 && body + 8 * WORDS <= values.len() {
+            // Whole words, the bytes past the value masked off: no
+            // copy of a length known only at run time.
+            for j in 0..WORDS {
+                let word = u64::from_le_bytes(
+                    values[body + 8 * j..body + 8 * j + 8]
+                        .try_into()
+                        .expect("8 bytes"),
+                );
+                let keep = n.saturating_sub(8 * j).min(8);
+                let mask = if keep == 8 {
+                    u64::MAX
+                } else {
+                    (1u64 << (8 * keep)) - 1
+                };
+                let at = offset + 8 * j;
+                rec[at..at + 8].copy_from_slice(&(word & mask).to_le_bytes());
+            }
+        } else {
+            let k = n.min(width);
+            let slot = &mut rec[offset..offset + width];
+            slot[..k].copy_from_slice(&values[body..body + k]);
+            slot[k..].fill(0);
+        }
+        at = body + n;
+    }
+    at
+}
+
+/// The length that starts a plain byte array value.
+fn prefix(value: &[u8]) -> usize {
+    u32::from_le_bytes(value[..4].try_into().expect("4 bytes")) as usize
 }
 
 impl PlainCopy {
@@ -1005,37 +1102,86 @@ impl PlainCopy {
             | Datatype::CustomFloat { .. } => (false, false),
             _ => return None,
         };
-        let phys = match col.physical_type() {
-            PhysicalType::INT32 | PhysicalType::FLOAT => 4,
-            PhysicalType::INT64 | PhysicalType::DOUBLE => 8,
-            PhysicalType::FIXED_LEN_BYTE_ARRAY => usize::try_from(col.type_length()).ok()?,
+        let values = match col.physical_type() {
+            PhysicalType::INT32 | PhysicalType::FLOAT => PlainValues::Fixed(4),
+            PhysicalType::INT64 | PhysicalType::DOUBLE => PlainValues::Fixed(8),
+            PhysicalType::FIXED_LEN_BYTE_ARRAY => {
+                PlainValues::Fixed(usize::try_from(col.type_length()).ok()?)
+            }
+            PhysicalType::BYTE_ARRAY if matches!(dt, Datatype::String { .. }) => {
+                return Some(Self {
+                    values: PlainValues::Prefixed,
+                    width,
+                    swap: false,
+                })
+            }
             _ => return None,
+        };
+        let PlainValues::Fixed(phys) = values else {
+            return None;
         };
         let narrowed = number
             && col.physical_type() == PhysicalType::INT32
             && matches!(dt, Datatype::Integer { .. } | Datatype::Bitfield { .. })
             && width < phys;
-        (width == phys || narrowed).then_some(Self { phys, width, swap })
+        (width == phys || narrowed).then_some(Self {
+            values,
+            width,
+            swap,
+        })
     }
 
-    /// Copies `count` values into the member at `offset` of each row.
-    fn copy(&self, values: &[u8], rows: &mut [u8], stride: usize, offset: usize, count: usize) {
-        if self.phys == self.width {
-            arrays::scatter(values, rows, stride, offset, self.width, count);
-        } else {
-            let w = self.width;
-            for (rec, v) in rows
-                .chunks_exact_mut(stride)
-                .zip(values.chunks_exact(self.phys))
-            {
-                rec[offset..offset + w].copy_from_slice(&v[..w]);
+    /// The page of `count` values from row `first` held by `values`. Values
+    /// of a fixed width are checked here; byte arrays as far as a read
+    /// takes them ([`clip_pages`]), so that a few rows do not walk the page.
+    fn page(&self, first: usize, count: usize, values: Bytes) -> Result<PlainPage> {
+        let values = match self.values {
+            PlainValues::Fixed(_) => values.slice(..self.values.span(&values, count)?),
+            PlainValues::Prefixed => values,
+        };
+        Ok(PlainPage {
+            first,
+            count,
+            values,
+        })
+    }
+
+    /// Copies the first `count` values of `values` into the member at
+    /// `offset` of each row; returns the bytes they took.
+    fn copy(
+        &self,
+        values: &[u8],
+        rows: &mut [u8],
+        stride: usize,
+        offset: usize,
+        count: usize,
+    ) -> usize {
+        let w = self.width;
+        let used = match self.values {
+            PlainValues::Fixed(phys) if phys == w => {
+                arrays::scatter(values, rows, stride, offset, w, count);
+                count * phys
             }
-        }
-        if self.swap && self.width > 1 {
+            PlainValues::Fixed(phys) => {
+                for (rec, v) in rows.chunks_exact_mut(stride).zip(values.chunks_exact(phys)) {
+                    rec[offset..offset + w].copy_from_slice(&v[..w]);
+                }
+                count * phys
+            }
+            PlainValues::Prefixed => match w {
+                8 => copy_prefixed::<1>(w, values, rows, stride, offset, count),
+                16 => copy_prefixed::<2>(w, values, rows, stride, offset, count),
+                24 => copy_prefixed::<3>(w, values, rows, stride, offset, count),
+                32 => copy_prefixed::<4>(w, values, rows, stride, offset, count),
+                _ => copy_prefixed::<0>(w, values, rows, stride, offset, count),
+            },
+        };
+        if self.swap && w > 1 {
             for rec in rows.chunks_exact_mut(stride).take(count) {
-                rec[offset..offset + self.width].reverse();
+                rec[offset..offset + w].reverse();
             }
         }
+        used
     }
 }
 
@@ -1102,5 +1248,41 @@ impl ChunkReader for Parts {
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
         self.slice(start, length as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::copy_prefixed;
+
+    /// The word-by-word copies give what the byte copy gives, for values
+    /// of every length up to past the member's width, at a page's end too.
+    #[test]
+    fn word_copies_of_strings_equal_the_byte_copy() {
+        for width in [8usize, 16, 24, 32] {
+            let lens: Vec<usize> = (0..=width + 3).chain([0, width, 1]).collect();
+            let mut values = Vec::new();
+            for (i, &n) in lens.iter().enumerate() {
+                values.extend((n as u32).to_le_bytes());
+                values.extend((0..n).map(|b| (i * 31 + b * 7 + 1) as u8));
+            }
+            let stride = width + 3;
+            let count = lens.len();
+            let mut by_bytes = vec![0xEEu8; count * stride];
+            let mut by_words = by_bytes.clone();
+            let used = copy_prefixed::<0>(width, &values, &mut by_bytes, stride, 2, count);
+            let used_w = match width {
+                8 => copy_prefixed::<1>(width, &values, &mut by_words, stride, 2, count),
+                16 => copy_prefixed::<2>(width, &values, &mut by_words, stride, 2, count),
+                24 => copy_prefixed::<3>(width, &values, &mut by_words, stride, 2, count),
+                _ => copy_prefixed::<4>(width, &values, &mut by_words, stride, 2, count),
+            };
+            assert_eq!((used, used_w), (values.len(), values.len()));
+            assert_eq!(by_bytes, by_words, "width {width}");
+            // Bytes outside the member are left alone.
+            assert!(by_words
+                .chunks(stride)
+                .all(|r| r[..2] == [0xEE; 2] && r[stride - 1] == 0xEE));
+        }
     }
 }

@@ -345,9 +345,17 @@ fn fixed_length_strings_are_stored_unpadded_and_old_padded_chunks_still_read() {
     // What other tools see: the text without its trailing NULs.
     let footer = h5lake_columnar::Footer::of_whole(&stored).unwrap();
     let batch = footer
-        .read_batch(&dt, &h5lake_columnar::Parts::whole(Bytes::from(stored.clone())), 0..4)
+        .read_batch(
+            &dt,
+            &h5lake_columnar::Parts::whole(Bytes::from(stored.clone())),
+            0..4,
+        )
         .unwrap();
-    let col = batch.column(0).as_any().downcast_ref::<BinaryArray>().unwrap();
+    let col = batch
+        .column(0)
+        .as_any()
+        .downcast_ref::<BinaryArray>()
+        .unwrap();
     let seen: Vec<&[u8]> = (0..4).map(|i| col.value(i)).collect();
     assert_eq!(seen, [&b"alpha"[..], b"\0ab", b"", b"x"]);
     assert_eq!(decode_chunk(&dt, Bytes::from(stored), 4, &[]).unwrap(), raw);
@@ -359,6 +367,29 @@ fn fixed_length_strings_are_stored_unpadded_and_old_padded_chunks_still_read() {
         false,
     )]));
     let batch = RecordBatch::try_new(schema, vec![Arc::new(old)]).unwrap();
-    let stored = h5lake_columnar::encode_batch(&batch, Compression::None).unwrap();
+    let stored = h5lake_columnar::encode_batch(&dt, &batch, Compression::None).unwrap();
     assert_eq!(decode_chunk(&dt, Bytes::from(stored), 4, &[]).unwrap(), raw);
+}
+
+#[test]
+fn a_string_page_whose_lengths_run_past_it_is_refused() {
+    let dt = Datatype::from_json(&json!({"class": "H5T_COMPOUND", "fields": [
+        {"name": "s", "type": {"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII",
+                               "strPad": "H5T_STR_NULLPAD", "length": 5}}]}))
+    .unwrap();
+    let raw = [&b"alpha"[..], b"beta\0", b"gamma"].concat();
+    let mut stored = encode_chunk(&dt, &raw, 3, Compression::None).unwrap();
+    // The plain page holds each value after its 4-byte length.
+    let value = b"\x04\x00\x00\x00beta";
+    let at = stored
+        .windows(value.len())
+        .position(|w| w == value)
+        .expect("an uncompressed plain page");
+    assert_eq!(
+        decode_chunk(&dt, Bytes::from(stored.clone()), 3, &[]).unwrap(),
+        raw
+    );
+    stored[at..at + 4].copy_from_slice(&0x7fff_0000u32.to_le_bytes());
+    let err = decode_chunk(&dt, Bytes::from(stored), 3, &[]).unwrap_err();
+    assert!(err.to_string().contains("bytes"), "{err}");
 }

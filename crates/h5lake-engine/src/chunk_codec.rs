@@ -128,7 +128,9 @@ pub struct FixedPart {
 /// An element that is not one of `whole`.
 pub fn fixed_part(whole: &Datatype, kept: &[usize], elem: &[u8], out: &mut Vec<u8>) -> Result<()> {
     let Datatype::Compound { fields, .. } = whole else {
-        return Err(EngineError::WrongType("fixed parts of a compound only".into()));
+        return Err(EngineError::WrongType(
+            "fixed parts of a compound only".into(),
+        ));
     };
     let mut pos = 0;
     for (k, f) in fields.iter().enumerate() {

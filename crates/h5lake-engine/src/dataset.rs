@@ -392,7 +392,10 @@ impl DatasetMeta {
 
     /// What makes a damaged chunk's error say which chunk of which dataset
     /// it is.
-    pub(crate) fn naming_chunk<'k>(&'k self, key: &'k str) -> impl Fn(EngineError) -> EngineError + 'k {
+    pub(crate) fn naming_chunk<'k>(
+        &'k self,
+        key: &'k str,
+    ) -> impl Fn(EngineError) -> EngineError + 'k {
         move |e| {
             let msg = match e {
                 EngineError::Corrupt(msg) if !msg.starts_with("chunk ") => msg,
@@ -1271,10 +1274,9 @@ impl Domain {
         for attempt in 0u32.. {
             let cur = store.get_versioned(key)?;
             let mut elems = match &cur {
-                Some(v) => parse_vlen_chunk(
-                    &m.decode(v.data.clone()).map_err(m.naming_chunk(key))?,
-                    m,
-                )?,
+                Some(v) => {
+                    parse_vlen_chunk(&m.decode(v.data.clone()).map_err(m.naming_chunk(key))?, m)?
+                }
                 None => vec![m.fill.clone(); m.chunk_elems()],
             };
             apply(&mut elems);
@@ -1401,9 +1403,8 @@ impl Domain {
             }
             // Reset the part of this chunk that fell outside the extent.
             let cs = strides(&m.chunk);
-            let outside = |e: u64| {
-                (0..m.dims.len()).any(|d| lo[d] + (e / cs[d]) % m.chunk[d] >= new_dims[d])
-            };
+            let outside =
+                |e: u64| (0..m.dims.len()).any(|d| lo[d] + (e / cs[d]) % m.chunk[d] >= new_dims[d]);
             if m.dtype.is_variable() {
                 // (A 1-D columnar chunk is stored again holding just the
                 // rows left in the extent: what other tools read of it.)

@@ -330,7 +330,9 @@ pub(crate) fn summarise(
             let kept = store.get_versioned(&skey)?;
             let mut all = kept
                 .as_ref()
-                .and_then(|k| serde_json::from_slice::<serde_json::Map<String, Value>>(&k.data).ok())
+                .and_then(|k| {
+                    serde_json::from_slice::<serde_json::Map<String, Value>>(&k.data).ok()
+                })
                 .unwrap_or_default();
             for (name, rec) in &recs {
                 all.insert((*name).to_string(), rec.clone());
@@ -378,7 +380,9 @@ impl<'a> Summaries<'a> {
                 let a = Arc::new(
                     self.store
                         .get(&summary_key(self.prefix, first))?
-                        .and_then(|b| serde_json::from_slice::<serde_json::Map<String, Value>>(&b).ok())
+                        .and_then(|b| {
+                            serde_json::from_slice::<serde_json::Map<String, Value>>(&b).ok()
+                        })
                         .unwrap_or_default(),
                 );
                 shards.insert(shard, a.clone());
@@ -518,13 +522,18 @@ impl Domain {
         // A record in the dataset's document that describes the chunk as it
         // is now is the chunk's statistics, whatever else is kept: no need
         // to look for a record object; nor when its summary has one.
-        if let Some(found) = plan.in_doc.get(name).and_then(|b| current_one(from_bytes(b))) {
+        if let Some(found) = plan
+            .in_doc
+            .get(name)
+            .and_then(|b| current_one(from_bytes(b)))
+        {
             return Ok(Some(found));
         }
         let summarised = sums.holding(coords)?;
-        if let Some(found) = summarised.get(name).and_then(|v| {
-            current_one(ChunkRecord::from_json(v, &plan.leaves, &plan.functions))
-        }) {
+        if let Some(found) = summarised
+            .get(name)
+            .and_then(|v| current_one(ChunkRecord::from_json(v, &plan.leaves, &plan.functions)))
+        {
             return Ok(Some(found));
         }
         let kept = store.get_versioned(&skey)?;

@@ -322,7 +322,7 @@ impl Domain {
         let store = self.store();
         let chunk_rows = m.chunk[0] as usize;
         if from == 0 && part.num_rows() == chunk_rows {
-            let enc = encode_batch(part, compression)?;
+            let enc = encode_batch(&m.dtype, part, compression)?;
             let v = store.put(&key, &enc)?;
             self.cache.remove(&key);
             return self.record_written(m, k, part, &enc, &v);
@@ -352,7 +352,7 @@ impl Domain {
                 pieces.push(held.slice(end, held.num_rows() - end));
             }
             let merged = h5lake_columnar::concat_batches(schema, &pieces)?;
-            let enc = encode_batch(&merged, compression)?;
+            let enc = encode_batch(&m.dtype, &merged, compression)?;
             let outcome = match &current {
                 Some(v) => store.put_if_version(&key, &enc, &v.version)?,
                 None => store.put_if_absent(&key, &enc)?,

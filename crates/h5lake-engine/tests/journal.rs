@@ -331,7 +331,8 @@ fn records_of_many_chunks_are_read_from_their_summaries_while_they_match() {
     // A later write of existing chunks: the next commit brings the summary
     // up to date, so again no chunk needs reading.
     let later: Vec<u8> = [-7i64, -8].iter().flat_map(|x| x.to_le_bytes()).collect();
-    dom.write(&d, &Selection::from_slices(&[(600, 2, 1)]), &later).unwrap();
+    dom.write(&d, &Selection::from_slices(&[(600, 2, 1)]), &later)
+        .unwrap();
     dom.flush().unwrap();
     std::fs::remove_dir_all(prefix.join(".h5lake/stats")).unwrap();
     let (_, agg) = direct(&p).aggregate(&d, None).unwrap();

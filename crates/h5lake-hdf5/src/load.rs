@@ -1011,10 +1011,11 @@ impl Loader<'_> {
             c.iter_mut().for_each(|d| *d = (*d).max(1));
             cprops["h5lake"] = json!({"chunkFormat": "parquet"});
             if let Some(filters) = cprops.get("filters").and_then(Value::as_array) {
-                let (kept, left): (Vec<Value>, Vec<Value>) = filters.iter().cloned().partition(|f| {
-                    h5lake_columnar::Compression::from_filters(&json!([f]))
-                        .is_ok_and(|c| c != h5lake_columnar::Compression::None)
-                });
+                let (kept, left): (Vec<Value>, Vec<Value>) =
+                    filters.iter().cloned().partition(|f| {
+                        h5lake_columnar::Compression::from_filters(&json!([f]))
+                            .is_ok_and(|c| c != h5lake_columnar::Compression::None)
+                    });
                 // (Shuffling is what Parquet's encodings do anyway.)
                 let named: Vec<&str> = left
                     .iter()

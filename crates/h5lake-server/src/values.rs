@@ -488,8 +488,7 @@ fn plan(
                 .map_err(|e| bad(format!("invalid query: {e}")))?;
             // The engine answers elements of fixed size: of a compound with
             // members of variable length, the fixed-size fields asked for.
-            if fields.is_none() && meta.dtype.fixed_size().is_none()
-                || wire.fixed_size().is_none()
+            if fields.is_none() && meta.dtype.fixed_size().is_none() || wire.fixed_size().is_none()
             {
                 return Err(bad(
                     "a query of a dataset with members of variable length answers its \

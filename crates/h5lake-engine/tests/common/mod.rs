@@ -123,6 +123,11 @@ impl ReadableStore for TestStore {
     fn get_range(&self, key: &str, offset: u64, len: u64) -> Result<Option<Bytes>> {
         self.inner.get_range(key, offset, len)
     }
+    // A real store answers a version from the object's metadata (a `stat`,
+    // a HEAD); the default would count the whole object as read.
+    fn version(&self, key: &str) -> Result<Option<Version>> {
+        self.inner.version(key)
+    }
     fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Versioned>>> {
         self.batches.fetch_add(1, Ordering::Relaxed);
         self.inner.get_many(keys)
