@@ -205,6 +205,7 @@ def main():
                 else:
                     check(got, rec, FIELDS)
                 extra[label] = (t_ours, t_theirs)
+        text = text_table(tmp, chunk, runs)
         loads = load_set(tmp, args.load_gib, runs, dropper) if args.load_gib > 0 else {}
         sizes = {c: base.du(os.path.join(tmp, p)) for c, p in (
             ("h5py compound", "c.h5"), ("h5py 8 datasets", "8.h5"), ("h5lake row", "row.h5l"),
@@ -212,7 +213,7 @@ def main():
             ("parquet", "t.parquet"), ("parquet zstd", "tz.parquet"))}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    write_report(args, rows, extra, sizes, dropper, loads)
+    write_report(args, rows, extra, sizes, dropper, loads, text)
 
 
 def load_set(tmp, gib, runs, dropper):
@@ -272,7 +273,46 @@ def load_set(tmp, gib, runs, dropper):
     return out
 
 
-def write_report(args, rows, extra, sizes, dropper, loads):
+TEXT_ROWS = 4 << 20
+
+
+def text_table(tmp, chunk, runs):
+    """Reads of a table with a fixed-length string member, (id i8, name S16,
+    v f4), warm: h5py compound against h5lake's row and columnar layouts.
+    Returns {storage: {operation: seconds}}."""
+    log("table with a text member")
+    dt = np.dtype([("id", "<i8"), ("name", "S16"), ("v", "<f4")])
+    rec = np.zeros(TEXT_ROWS, dt)
+    rec["id"] = np.arange(TEXT_ROWS)
+    rec["name"] = np.char.add(b"run-", np.char.mod("%d", np.arange(TEXT_ROWS) % 99991).astype("S"))
+    rec["v"] = np.random.default_rng(1).random(TEXT_ROWS, dtype="f4")
+    opens = {
+        "h5py compound": (h5py.File, os.path.join(tmp, "text.h5"), {}),
+        "h5lake row": (h5lake.File, os.path.join(tmp, "text-row.h5l"), {}),
+        "h5lake columnar": (h5lake.File, os.path.join(tmp, "text-col.h5l"), {"layout": "columnar"}),
+    }
+    at = TEXT_ROWS // 2 + 12345
+    ops = {"one row": np.s_[at:at + 1], "1000 rows": np.s_[at:at + 1000], "read all": np.s_[...]}
+    out = {}
+    for name, (opener, path, kw) in opens.items():
+        with opener(path, "w") as f:
+            f.create_dataset("t", data=rec, chunks=(chunk,), **kw)
+        out[name] = {}
+        with opener(path, "r") as f:
+            d = f["t"]
+            for op, sel in ops.items():
+                if not np.array_equal(d[sel], rec[sel]):
+                    raise SystemExit(f"MISMATCH in {name} {op}")
+                ts = []
+                for _ in range(runs if op == "read all" else max(runs, 21)):
+                    t0 = time.perf_counter()
+                    d[sel]
+                    ts.append(time.perf_counter() - t0)
+                out[name][op] = statistics.median(ts)
+    return out
+
+
+def write_report(args, rows, extra, sizes, dropper, loads, text):
     ops = [k for k in next(iter(rows.values()))]
     lines = ["# Columnar tables: h5lake against h5py and Parquet", "",
              f"{datetime.date.today()}, {platform.node()}: {base.cpu_model()}, {os.cpu_count()} cores, "
@@ -310,6 +350,17 @@ def write_report(args, rows, extra, sizes, dropper, loads):
               f"- write, columnar vs h5py compound: {ref['write'] / col['write']:.2f}×; vs pyarrow: none "
               f"{pqn['write'] / col['write']:.2f}×, zstd {pqz['write'] / colz['write']:.2f}× "
               "(targets ≥ 1.5 and ≥ 1)", ""]
+    if text:
+        tops = list(next(iter(text.values())))
+        lines += [f"A table with a text member, (id i8, name S16, v f4), {TEXT_ROWS:,} rows, "
+                  f"{args.chunk:,} rows per chunk; warm, milliseconds, and in brackets h5py "
+                  "compound's time divided by this one:", "",
+                  "| storage | " + " | ".join(tops) + " |", "|---|" + "---:|" * len(tops)]
+        tref = text["h5py compound"]
+        for name, r in text.items():
+            lines.append(f"| {name} | " + " | ".join(
+                f"{r[o] * 1e3:.3f} ({tref[o] / r[o]:.2f}×)" for o in tops) + " |")
+        lines.append("")
     if loads:
         lines += [f"Parquet in: 8 files of {loads['size'] / 2**30:.2f} GiB in all (pyarrow, row groups "
                   "of 1 Mi rows, no compression); seconds, median, cold cache where it can be dropped:", "",
