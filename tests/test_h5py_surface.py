@@ -529,3 +529,38 @@ def test_storage_size_of_datasets_that_are_not_chunked(tmp_path):
             if lib is h5lake:
                 assert f["c"].id.get_offset() is None
     assert sizes[h5lake] == sizes[h5py] == [800, 0, 800, 8]
+
+
+def test_core_driver_without_backing_store_keeps_the_file_in_memory(tmp_path):
+    """h5py's in-memory files (``driver='core', backing_store=False``):
+    nothing is written to the name, and changes to an existing file are
+    not kept."""
+    name = tmp_path / "mem.h5"
+    with h5lake.File(name, "w", driver="core", backing_store=False) as f:
+        f["a"] = [1, 2, 3]
+        assert f.filename == str(name) and f.mode == "r+"
+        np.testing.assert_array_equal(f["a"][()], [1, 2, 3])
+    assert not name.exists()
+    store = tmp_path / "kept.h5l"
+    with h5lake.File(store, "w") as f:
+        f["x"] = np.arange(4)
+    with h5lake.File(store, "r+", driver="core", backing_store=False) as f:
+        f["x"][0] = 99
+        f["y"] = 1
+        np.testing.assert_array_equal(f["x"][()], [99, 1, 2, 3])
+    with h5lake.File(store, "r") as f:
+        np.testing.assert_array_equal(f["x"][()], np.arange(4))
+        assert list(f) == ["x"]
+    # An HDF5 file opens the same way, and is left as it was.
+    h5 = tmp_path / "f.h5"
+    with h5py.File(h5, "w") as f:
+        f["z"] = np.arange(3)
+    before = h5.read_bytes()
+    with h5lake.File(h5, "a", driver="core", backing_store=False) as f:
+        f["z"][1] = 7
+        np.testing.assert_array_equal(f["z"][()], [0, 7, 2])
+    assert h5.read_bytes() == before
+    with pytest.raises(FileExistsError):
+        h5lake.File(h5, "x", driver="core", backing_store=False)
+    with pytest.raises(FileNotFoundError):
+        h5lake.File(tmp_path / "none.h5", "r+", driver="core", backing_store=False)

@@ -590,3 +590,52 @@ def test_a_source_file_named_relatively_keeps_its_name(tmp_path, monkeypatch):
         d = f.create_virtual_dataset("v", layout)
         assert [m.file_name for m in d.virtual_sources()] == ["s0.h5"]
         np.testing.assert_array_equal(d[...], np.arange(10))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(picked=st.lists(st.integers(0, 39), min_size=1, max_size=12, unique=True),
+       from_list=st.booleans(), seed=st.integers(0, 3))
+def test_lists_of_indices_map_as_h5py_maps_them(tmp_path_factory, picked, from_list, seed):
+    """Irregular hyperslabs (h5py's ``layout[[3, 6, 20]] = ...`` and
+    ``vsource[[0, 1, 4]]``), on either side or both, in 1-D and along one
+    axis of 2-D mappings: the same values as h5py's virtual datasets."""
+    tmp = tmp_path_factory.mktemp("v")
+    inds = sorted(picked)
+    k = len(inds)
+    rng = np.random.default_rng(seed)
+    # Where the source's elements come from: a list of its own, or a slice.
+    src_inds = sorted(rng.choice(50, k, replace=False).tolist()) if from_list else None
+
+    def build(mod, ext, root):
+        sources(mod, ext, root, 1, (50,), seed=seed)
+        sources(mod, ext, root / "..", 0, (50,))
+        with mod.File(str(root / f"grid.{ext}"), "w") as f:
+            f.create_dataset("data", data=np.arange(6 * 50).reshape(6, 50))
+        vs = mod.VirtualSource(str(root / f"src0.{ext}"), "data", shape=(50,))
+        grid = mod.VirtualSource(str(root / f"grid.{ext}"), "data", shape=(6, 50))
+        layout = mod.VirtualLayout(shape=(40,), dtype="i8")
+        layout[inds] = vs[src_inds] if from_list else vs[5:5 + k]
+        layout2 = mod.VirtualLayout(shape=(3, 40), dtype="i8")
+        layout2[1:3, inds] = grid[1:3, src_inds] if from_list else grid[2:4, 10:10 + k]
+        f = mod.File(str(root / f"vds.{ext}"), "w")
+        f.create_virtual_dataset("one", layout, fillvalue=-7)
+        f.create_virtual_dataset("two", layout2, fillvalue=-3)
+        return f
+
+    a, b = both(tmp, build)
+    for name in ("one", "two"):
+        np.testing.assert_array_equal(a[name][()], b[name][()], err_msg=name)
+
+
+def test_lists_of_indices_out_of_order_or_range_are_refused_as_h5py_refuses(tmp_path):
+    layout = h5lake.VirtualLayout(shape=(10,), dtype="i4")
+    vs = h5lake.VirtualSource(str(tmp_path / "s.h5l"), "data", shape=(10,))
+    with pytest.raises(TypeError, match="increasing order"):
+        layout[[3, 1]] = vs[0:2]
+    with pytest.raises(IndexError):
+        layout[[3, 10]] = vs[0:2]
+    with pytest.raises(ValueError, match="different number"):
+        layout[[1, 2, 3]] = vs[0:2]
+    # A boolean mask selects where it is true.
+    layout[np.arange(10) % 3 == 0] = vs[[0, 2, 4, 6]]
+    assert len(layout.sources) == 1

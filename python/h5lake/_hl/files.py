@@ -33,9 +33,10 @@ _ACCEPTED_KWDS = frozenset((
     'allow_local_links',  # h5lake's: a store in a bucket may link to local files
     'durable',  # h5lake's: each change durable when its call returns
     'swmr',  # SWMR reading (mode 'r'): swmr_mode reports it
+    'backing_store',  # with driver='core': False keeps the file in a scratch store
 ))
 _IGNORED_KWDS = frozenset((
-    'driver', 'libver', 'userblock_size', 'rdcc_nslots',
+    'driver', 'block_size', 'libver', 'userblock_size', 'rdcc_nslots',
     'rdcc_w0', 'track_times', 'fs_strategy', 'fs_persist', 'fs_threshold',
     'fs_page_size', 'page_buf_size', 'min_meta_keep', 'min_raw_keep', 'locking',
     'alignment_threshold', 'alignment_interval', 'meta_block_size',
@@ -94,6 +95,11 @@ class File(Group):
         if isinstance(name, bytes):
             name = name.decode('utf-8')
         name = os.fspath(name)
+        if kwds.get('driver') == 'core' and not kwds.get('backing_store', True):
+            fs = _memory_state(name, mode, track_order)
+            _OPEN.add(fs)
+            Group.__init__(self, fs, fs.raw.root_id, '/')
+            return
         root_props = {'CreateOrder': 1} if track_order else {}
         cache = kwds.get('rdcc_nbytes')
         allow_local = bool(kwds.get('allow_local_links',
@@ -291,6 +297,46 @@ def _fileobj_state(fileobj, mode, track_order):
             if hasattr(fileobj, 'flush'):
                 fileobj.flush()
         fs.on_close = write_back
+    return fs
+
+
+def _memory_state(name, mode, track_order):
+    """FileState of h5py's in-memory file (``driver='core',
+    backing_store=False``): a scratch store, removed at ``close()``, that
+    starts as a copy of what ``name`` holds when the mode reads it; nothing
+    is ever written to ``name``."""
+    import shutil
+    import tempfile
+
+    from .transfer import is_hdf5, load
+
+    exists = os.path.exists(name)
+    if mode == 'r':
+        # Nothing is written: the file itself, read-only.
+        return FileState(_core.RawFile(name, 'r'), name, absolute_location(name), 'r')
+    if exists and mode in ('w-', 'x'):
+        raise FileExistsError(17, "Unable to synchronously create file (file exists)")
+    if not exists and mode == 'r+':
+        raise FileNotFoundError(2, "Unable to synchronously open file (no such file)", name)
+    scratch = tempfile.TemporaryDirectory(prefix="h5lake-core-")
+    try:
+        store = os.path.join(scratch.name, "store.h5l")
+        if exists and mode in ('r+', 'a'):
+            if os.path.isdir(name):
+                shutil.copytree(name, store)
+            elif is_hdf5(name):
+                load(name, store)
+            else:
+                raise OSError("Unable to synchronously open file (file signature not found)")
+            raw = _core.RawFile(store, 'r+')
+        else:
+            props = {'CreateOrder': 1} if track_order else {}
+            raw = _core.RawFile(store, 'w', json.dumps(props))
+    except BaseException:
+        scratch.cleanup()
+        raise
+    fs = FileState(raw, name, store, 'r+')
+    fs.scratch = scratch
     return fs
 
 

@@ -9,6 +9,7 @@ what a missing or too-small source cannot give, reads as the fill value (a
 ``VirtualSourceWarning`` names those sources).
 """
 
+import itertools
 import os
 import warnings
 from collections import namedtuple
@@ -57,25 +58,29 @@ class Hyperslab:
         return f"<Hyperslab {self.runs} of {self.shape}>"
 
 
-def _runs(key, shape):
-    """``[start, step, count]`` per dimension of ``shape`` that the index
-    expression ``key`` (ints, slices with positive steps, Ellipsis) selects."""
+def _selection(key, shape):
+    """Per dimension of ``shape``, the segments ``[start, step, count]`` the
+    index expression ``key`` selects, in order: one for an int or a slice
+    with a positive step (``count`` None for h5py's unlimited stop), and for
+    an increasing list of indices one per stretch of evenly spaced ones
+    (HDF5's irregular hyperslab: a union of regular ones)."""
     key = key if isinstance(key, tuple) else (key,)
     if sum(k is Ellipsis for k in key) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
-    if Ellipsis in key:
-        at = key.index(Ellipsis)
+    # (By identity: `in` would compare arrays of indices with Ellipsis.)
+    at = next((i for i, k in enumerate(key) if k is Ellipsis), None)
+    if at is not None:
         key = key[:at] + (slice(None),) * (len(shape) - len(key) + 1) + key[at + 1:]
     if len(key) > len(shape):
         raise IndexError(f"{len(key)} indices for a dataspace of rank {len(shape)}")
     key = key + (slice(None),) * (len(shape) - len(key))
-    runs = []
+    out = []
     for k, n in zip(key, shape):
         if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
             i = int(k) + n if k < 0 else int(k)
             if not 0 <= i < n:
                 raise IndexError(f"index {int(k)} out of range for a dimension of {n}")
-            runs.append([i, 1, 1])
+            out.append([[i, 1, 1]])
         elif isinstance(k, slice):
             if k.step is not None and k.step < 1:
                 raise ValueError("virtual mappings take slices with a positive step")
@@ -84,29 +89,122 @@ def _runs(key, shape):
                 # As h5py: start and step as given, blocks without end.
                 if start >= n and n > 0:
                     raise ValueError(f"an unlimited selection ({k}) starts past the extent {n}")
-                runs.append([start, step, None])
+                out.append([[start, step, None]])
                 continue
             count = len(range(start, stop, step))
             if count == 0:
                 raise ValueError(f"an empty selection ({k}) cannot be mapped")
-            runs.append([start, step, count])
+            out.append([[start, step, count]])
+        elif isinstance(k, (list, np.ndarray)):
+            out.append(_index_list(k, n))
         else:
-            raise TypeError(f"virtual mappings are selected with ints and slices, not {k!r}")
-    return runs
+            raise TypeError(f"virtual mappings are selected with ints, slices and lists of "
+                            f"indices, not {k!r}")
+    return out
+
+
+def _index_list(k, n):
+    """The segments of the increasing index list (or boolean mask) ``k``
+    into a dimension of ``n``: each stretch of evenly spaced indices one."""
+    idx = np.asarray(k)
+    if idx.dtype == np.bool_:
+        if idx.shape != (n,):
+            raise IndexError(f"a boolean mask of shape {idx.shape} for a dimension of {n}")
+        idx = np.flatnonzero(idx)
+    elif idx.size == 0:
+        idx = idx.astype(np.int64)
+    if idx.ndim != 1 or idx.dtype.kind not in "iu":
+        raise TypeError(f"virtual mappings take one-dimensional lists of integer indices, not {k!r}")
+    if idx.size == 0:
+        raise ValueError("an empty selection ([]) cannot be mapped")
+    idx = np.where(idx < 0, idx + n, idx).astype(np.int64)
+    if idx.min() < 0 or idx.max() >= n:
+        raise IndexError(f"index {int(idx.max() if idx.max() >= n else idx.min())} out of range "
+                         f"for a dimension of {n}")
+    if np.any(np.diff(idx) <= 0):
+        # (As h5py's fancy selections.)
+        raise TypeError("Indexing elements must be in increasing order")
+    segments, at = [], 0
+    while at < idx.size:
+        if at + 1 == idx.size:
+            segments.append([int(idx[at]), 1, 1])
+            break
+        step = int(idx[at + 1] - idx[at])
+        end = at + 1
+        while end + 1 < idx.size and idx[end + 1] - idx[end] == step:
+            end += 1
+        segments.append([int(idx[at]), step, end - at + 1])
+        at = end + 1
+    return segments
+
+
+def _runs(key, shape):
+    """``[start, step, count]`` per dimension of ``shape`` that the index
+    expression ``key`` (ints, slices with positive steps, Ellipsis) selects:
+    a regular hyperslab."""
+    segments = _selection(key, shape)
+    if any(len(segs) > 1 for segs in segments):
+        raise TypeError("this selection must be a regular hyperslab (ints and slices)")
+    return [segs[0] for segs in segments]
+
+
+def _count(segs):
+    """The indices a dimension's segments select (None: unlimited)."""
+    return None if any(s[2] is None for s in segs) else sum(s[2] for s in segs)
+
+
+def _pieces(dst, src):
+    """Pairs of regular hyperslabs ``(dst runs, src runs)`` that map the
+    selection ``dst`` onto ``src`` (segments per dimension, of the same
+    shape with dimensions of one index left out) element by element in
+    C order: each dimension's selected indices split wherever a segment of
+    either side ends."""
+    dd = [k for k, segs in enumerate(dst) if _count(segs) != 1]
+    sd = [k for k, segs in enumerate(src) if _count(segs) != 1]
+    per_dim = []          # per paired dimension: [(dst segment, src segment)]
+    for a, b in zip(dd, sd):
+        da, sb = dst[a], src[b]
+        if len(da) == 1 and len(sb) == 1:
+            per_dim.append([(da[0], sb[0])])
+            continue
+        if _count(da) is None or _count(sb) is None:
+            raise ValueError("an unlimited selection cannot be paired with a list of indices")
+        cuts = sorted(set(np.cumsum([0] + [s[2] for s in da]).tolist())
+                      | set(np.cumsum([0] + [s[2] for s in sb]).tolist()))
+        per_dim.append([(_part(da, lo, hi), _part(sb, lo, hi)) for lo, hi in zip(cuts, cuts[1:])])
+    out = []
+    for combo in itertools.product(*per_dim):
+        d_runs = [segs[0] for segs in dst]
+        s_runs = [segs[0] for segs in src]
+        for (a, b), (dseg, sseg) in zip(zip(dd, sd), combo):
+            d_runs[a], s_runs[b] = dseg, sseg
+        out.append((d_runs, s_runs))
+    return out
+
+
+def _part(segments, lo, hi):
+    """The segment of selected indices ``lo..hi`` of a dimension, which lie
+    within one of its ``segments``."""
+    base = 0
+    for start, step, count in segments:
+        if lo < base + count:
+            return [start + (lo - base) * step, step, hi - lo]
+        base += count
+    raise AssertionError("a part past the segments")
 
 
 def _int_indexed(key, rank):
     """The dimensions the index expression ``key`` indexes by an integer."""
     key = key if isinstance(key, tuple) else (key,)
-    if Ellipsis in key:
-        at = key.index(Ellipsis)
+    at = next((i for i, k in enumerate(key) if k is Ellipsis), None)
+    if at is not None:
         key = key[:at] + (slice(None),) * (rank - len(key) + 1) + key[at + 1:]
     return tuple(k for k, x in enumerate(key)
                  if isinstance(x, (int, np.integer)) and not isinstance(x, bool))
 
 
-def _squeezed(runs):
-    return tuple(r[2] for r in runs if r[2] != 1)
+def _squeezed(segments):
+    return tuple(c for c in map(_count, segments) if c != 1)
 
 
 class VirtualSource:
@@ -142,7 +240,8 @@ class VirtualSource:
             if isinstance(maxshape, (int, np.integer)):
                 maxshape = (maxshape,)
             self.maxshape = self._space if maxshape is None else tuple(maxshape)
-        self.sel = _runs((), self._space)
+        self._segments = _selection((), self._space)
+        self.sel = [segs[0] for segs in self._segments]
         self._dropped = ()
         self._sliced = False
 
@@ -152,10 +251,11 @@ class VirtualSource:
         shape, or after indexing the selection's (a dimension indexed by an
         integer dropped, as in NumPy)."""
         out = []
-        for k, (r, n) in enumerate(zip(self.sel, self._space)):
+        for k, (segs, n) in enumerate(zip(self._segments, self._space)):
             if k in self._dropped:
                 continue
-            out.append(len(range(r[0], n, r[1])) if r[2] is None else r[2])
+            r = segs[0]
+            out.append(len(range(r[0], n, r[1])) if r[2] is None else _count(segs))
         return tuple(out)
 
     def __getitem__(self, key):
@@ -165,7 +265,10 @@ class VirtualSource:
                                "index the whole source once")
         out = object.__new__(VirtualSource)
         out.__dict__.update(self.__dict__)
-        out.sel = _runs(key, self._space)
+        out._segments = _selection(key, self._space)
+        # (A regular hyperslab's runs; a list of indices is split into
+        # several when mapped.)
+        out.sel = [segs[0] for segs in out._segments]
         out._dropped = _int_indexed(key, len(self._space))
         out._sliced = True
         return out
@@ -188,17 +291,28 @@ class VirtualLayout:
     def __setitem__(self, key, source):
         if not isinstance(source, VirtualSource):
             raise TypeError(f"map a VirtualSource, not {type(source).__name__}")
-        dst = _runs(key, self.shape)
-        bounded = all(r[2] is not None for x in (dst, source.sel) for r in x)
-        counts = [product(r[2] for r in x) if bounded else None for x in (dst, source.sel)]
-        if bounded and counts[0] != counts[1]:
+        dst = _selection(key, self.shape)
+        src = source._segments
+        counts = [_count(segs) for segs in dst], [_count(segs) for segs in src]
+        bounded = all(c is not None for side in counts for c in side)
+        if bounded and product(counts[0]) != product(counts[1]):
             raise ValueError(f"the virtual selection and the source selection have a different "
-                             f"number of elements ({counts[0]} and {counts[1]})")
-        if _squeezed(dst) != _squeezed(source.sel):
+                             f"number of elements ({product(counts[0])} and {product(counts[1])})")
+        if _squeezed(dst) != _squeezed(src):
             raise ValueError(
-                f"the virtual selection {tuple(r[2] for r in dst)} and the source selection "
-                f"{tuple(r[2] for r in source.sel)} differ in shape")
-        self.sources.append((dst, source))
+                f"the virtual selection {tuple(counts[0])} and the source selection "
+                f"{tuple(counts[1])} differ in shape")
+        if all(len(segs) == 1 for side in (dst, src) for segs in side):
+            self.sources.append(([segs[0] for segs in dst], source))
+            return
+        # An irregular selection on either side: one regular mapping per
+        # part both sides select evenly.
+        for d_runs, s_runs in _pieces(dst, src):
+            part = object.__new__(VirtualSource)
+            part.__dict__.update(source.__dict__)
+            part.sel = s_runs
+            part._segments = [[r] for r in s_runs]
+            self.sources.append((d_runs, part))
 
 
 _HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf", ".he5", ".nc", ".nc4")
