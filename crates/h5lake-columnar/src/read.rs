@@ -931,6 +931,10 @@ fn interleave(columns: &[PlainColumn], rows: &mut [u8], size: usize) {
         return;
     }
     let n = rows.len() / size;
+    if let Some(order) = tiling(columns, size) {
+        interleave_tiled(columns, &order, rows, size, n);
+        return;
+    }
     let block = (BLOCK_BYTES / size).max(1);
     // Per column: its page, and the byte of that page its next row's value
     // starts at.
@@ -962,6 +966,103 @@ fn interleave(columns: &[PlainColumn], rows: &mut [u8], size: usize) {
             }
         }
         r0 = r1;
+    }
+}
+
+/// The most members a row is built from at once ([`tile`]).
+const MAX_TILES: usize = 8;
+
+/// When `columns` tile the row of `size` bytes exactly — all of one width
+/// of 4 or 8 bytes, stored as they are read (no narrowing, no byte swap),
+/// at offsets 0, w, 2w, … in some order, at most [`MAX_TILES`] of them — the
+/// columns in the order of their offsets.
+fn tiling(columns: &[PlainColumn], size: usize) -> Option<Vec<usize>> {
+    let w = columns.first()?.copy.width;
+    let k = columns.len();
+    let as_read = |c: &PlainColumn| {
+        matches!(c.copy.values, PlainValues::Fixed(p) if p == c.copy.width)
+            && c.copy.width == w
+            && !c.copy.swap
+    };
+    if !(w == 4 || w == 8) || !(2..=MAX_TILES).contains(&k) || k * w != size {
+        return None;
+    }
+    if !columns.iter().all(as_read) {
+        return None;
+    }
+    let mut order: Vec<usize> = (0..k).collect();
+    order.sort_by_key(|&c| columns[c].offset);
+    order
+        .iter()
+        .enumerate()
+        .all(|(j, &c)| columns[c].offset == j * w)
+        .then_some(order)
+}
+
+/// As [`interleave`], for columns that tile the row ([`tiling`]): each row
+/// is written whole, once, from the columns' values side by side.
+fn interleave_tiled(
+    columns: &[PlainColumn],
+    order: &[usize],
+    rows: &mut [u8],
+    size: usize,
+    n: usize,
+) {
+    let w = size / order.len();
+    let mut pages = vec![0usize; order.len()];
+    let mut row = 0;
+    while row < n {
+        // The rows from `row` on that every column's current page holds.
+        let mut upto = n;
+        let mut from: [&[u8]; MAX_TILES] = [&[]; MAX_TILES];
+        for (j, &c) in order.iter().enumerate() {
+            let col = &columns[c];
+            while col
+                .pages
+                .get(pages[j])
+                .is_some_and(|p| row >= p.first + p.count)
+            {
+                pages[j] += 1;
+            }
+            let Some(p) = col.pages.get(pages[j]).filter(|p| p.first <= row) else {
+                // (Pages cover their rows without gaps; nothing is left.)
+                return;
+            };
+            upto = upto.min(p.first + p.count);
+            from[j] = &p.values[(row - p.first) * w..];
+        }
+        tile(w, &from[..order.len()], &mut rows[row * size..upto * size]);
+        row = upto;
+    }
+}
+
+/// Writes rows of `from.len()` members of `w` bytes each (member `j` from
+/// `from[j]`, as many rows as `rows` holds), row by row: written so that the
+/// compiler turns the inner copies into shuffles and whole-vector stores.
+fn tile(w: usize, from: &[&[u8]], rows: &mut [u8]) {
+    macro_rules! tiles {
+        ($($w:literal, $k:literal);*) => {
+            match (w, from.len()) {
+                $(($w, $k) => tile_k::<$w, $k>(from.try_into().expect("k members"), rows),)*
+                _ => unreachable!("tiling() allows 2 to 8 members of 4 or 8 bytes"),
+            }
+        };
+    }
+    tiles!(4, 2; 4, 3; 4, 4; 4, 5; 4, 6; 4, 7; 4, 8; 8, 2; 8, 3; 8, 4; 8, 5; 8, 6; 8, 7; 8, 8);
+}
+
+fn tile_k<const W: usize, const K: usize>(from: [&[u8]; K], rows: &mut [u8]) {
+    let n = rows.len() / (W * K);
+    // One bounds check a member, outside the loop.
+    let from: [&[[u8; W]]; K] = from.map(|m| {
+        let (values, _) = m[..n * W].as_chunks::<W>();
+        values
+    });
+    let (out, _) = rows.as_chunks_mut::<W>();
+    for (r, row) in out.chunks_exact_mut(K).enumerate() {
+        for (j, slot) in row.iter_mut().enumerate() {
+            *slot = from[j][r];
+        }
     }
 }
 
@@ -1253,7 +1354,64 @@ impl ChunkReader for Parts {
 
 #[cfg(test)]
 mod tests {
-    use super::copy_prefixed;
+    use super::{copy_prefixed, interleave, PlainColumn, PlainCopy, PlainPage, PlainValues};
+    use bytes::Bytes;
+
+    /// Rows built whole from columns that tile them equal rows built a
+    /// column at a time, with each column's pages ending at other rows.
+    #[test]
+    fn tiled_rows_equal_rows_built_column_by_column() {
+        for (w, k) in [(4usize, 8usize), (4, 3), (8, 4), (8, 2), (4, 5)] {
+            let n = 10_007;
+            let size = w * k;
+            // Member j at offset (k - 1 - j) * w: the order of offsets is
+            // not the order of the columns.
+            let columns: Vec<PlainColumn> = (0..k)
+                .map(|j| {
+                    let values: Vec<u8> = (0..n * w).map(|b| (b * 13 + j * 7) as u8).collect();
+                    let values = Bytes::from(values);
+                    let page_rows = 997 + 331 * j;
+                    let pages = (0..n)
+                        .step_by(page_rows)
+                        .map(|first| {
+                            let count = page_rows.min(n - first);
+                            PlainPage {
+                                first,
+                                count,
+                                values: values.slice(first * w..(first + count) * w),
+                            }
+                        })
+                        .collect();
+                    PlainColumn {
+                        copy: PlainCopy {
+                            values: PlainValues::Fixed(w),
+                            width: w,
+                            swap: false,
+                        },
+                        offset: (k - 1 - j) * w,
+                        pages,
+                    }
+                })
+                .collect();
+            let mut want = vec![0u8; n * size];
+            for (j, c) in columns.iter().enumerate() {
+                for r in 0..n {
+                    let v: Vec<u8> = (0..w).map(|b| ((r * w + b) * 13 + j * 7) as u8).collect();
+                    want[r * size + c.offset..r * size + c.offset + w].copy_from_slice(&v);
+                }
+            }
+            let mut got = vec![0xAAu8; n * size];
+            interleave(&columns, &mut got, size);
+            assert!(got == want, "{k} members of {w} bytes");
+            // With a gap in the row, the members do not tile it.
+            let mut wide = vec![0xAAu8; n * (size + 1)];
+            interleave(&columns, &mut wide, size + 1);
+            assert!(wide
+                .chunks(size + 1)
+                .zip(want.chunks(size))
+                .all(|(a, b)| &a[..size] == b && a[size] == 0xAA));
+        }
+    }
 
     /// The word-by-word copies give what the byte copy gives, for values
     /// of every length up to past the member's width, at a page's end too.
