@@ -68,3 +68,14 @@ def test_writes_from_many_workers_lose_nothing(client, tmp_path):
     with h5lake.File(loc, "a") as f:
         with pytest.raises(ValueError, match="shape"):
             h5lake.store_dask(da.zeros((3, 3), chunks=2), f["y"])
+
+
+def test_the_same_dataset_in_other_blocks_is_another_dask_array(tmp_path):
+    """Two block sizes of one dataset in one graph: their keys differ."""
+    with h5lake.File(tmp_path / "c.h5l", "w") as f:
+        f.create_dataset("x", data=np.arange(6000.0).reshape(200, 30), chunks=(50, 30))
+    with h5lake.File(tmp_path / "c.h5l", "r") as f:
+        x = f["x"]
+        a, b = x.to_dask(chunks=(10, 30)), x.to_dask(chunks=(100, 30))
+        assert a.name != b.name and a.name == x.to_dask(chunks=(10, 30)).name
+        np.testing.assert_array_equal((a - b).compute(scheduler="sync"), np.zeros((200, 30)))

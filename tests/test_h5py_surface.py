@@ -564,3 +564,64 @@ def test_core_driver_without_backing_store_keeps_the_file_in_memory(tmp_path):
         h5lake.File(h5, "x", driver="core", backing_store=False)
     with pytest.raises(FileNotFoundError):
         h5lake.File(tmp_path / "none.h5", "r+", driver="core", backing_store=False)
+
+
+def test_numpy_reductions_of_a_dataset_are_numpys(tmp_path):
+    """np.sum(dset) and friends call the dataset's own sum/mean/min/max:
+    with NumPy's arguments they reduce as NumPy does, and without them the
+    answer from statistics has NumPy's type."""
+    with h5lake.File(tmp_path / "s.h5l", "w") as f:
+        for dt in ("f4", "i2", "u1", "?", "f8"):
+            a = (np.arange(12) % 2 if dt == "?" else np.arange(12)).astype(dt).reshape(3, 4)
+            d = f.create_dataset(dt, data=a)
+            for fn in (np.sum, np.mean, np.min, np.max, np.amax, np.amin):
+                got, want = fn(d), fn(a)
+                assert type(got) is type(want) and got == want, (dt, fn)
+                np.testing.assert_array_equal(fn(d, axis=0), fn(a, axis=0))
+                assert fn(d, keepdims=True).shape == (1, 1)
+
+
+def test_series_and_other_single_columns_are_stored_as_arrays(tmp_path):
+    import pandas as pd
+    import pyarrow as pa
+    with h5lake.File(tmp_path / "s.h5l", "w") as f:
+        d = f.create_dataset("s", data=pd.Series([1.5, 2.5]))
+        assert d.shape == (2,) and d.dtype == np.float64
+        d = f.create_dataset("t", data=pd.Series([1, 2]), dtype="f4")
+        assert d.dtype == np.float32 and list(d[()]) == [1.0, 2.0]
+        d = f.create_dataset("c", data=pa.chunked_array([[1, 2], [3]]))
+        assert list(d[()]) == [1, 2, 3]
+
+
+def test_empty_datasets_take_chunking_and_filters(lib):
+    lib, path = lib
+    with lib.File(str(path), "w") as f:
+        d = f.create_dataset("hits", data=np.array([], "f8"), compression="gzip")
+        e = f.create_dataset("wide", shape=(5, 0), dtype="i4", chunks=True)
+        got = (d.shape, d.chunks, d[()].shape, e.shape, e.chunks is not None)
+    assert got == ((0,), (1024,), (0,), (5, 0), True)
+
+
+def test_copy_of_a_compound_with_variable_length_members(tmp_path):
+    dt = np.dtype([("label", h5lake.string_dtype()), ("t", "f8")])
+    with h5lake.File(tmp_path / "c.h5l", "w") as f, h5lake.File(tmp_path / "d.h5l", "w") as g:
+        f.create_dataset("cs", data=np.array([("q", 1.0), ("rr", 2.0)], dtype=dt))
+        f.copy("cs", "cs2")
+        f.copy("/", g, name="x")
+        for d in (f["cs2"], g["x/cs"]):
+            assert d[()].tolist() == [(b"q", 1.0), (b"rr", 2.0)]
+
+
+def test_truncating_or_deleting_what_is_open_is_refused_as_h5py_refuses(lib):
+    lib, path = lib
+    path = str(path)
+    with lib.File(path, "w") as f:
+        f["results"] = np.arange(5)
+    first = lib.File(path, "a")
+    with pytest.raises(OSError, match="already open"):
+        lib.File(path, "w")
+    np.testing.assert_array_equal(first["results"][()], np.arange(5))
+    with pytest.raises(KeyError):
+        del first["/"]
+    first.close()
+    lib.File(path, "w").close()

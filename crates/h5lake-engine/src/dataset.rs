@@ -684,7 +684,7 @@ impl Domain {
                 }
                 if c.iter()
                     .zip(&maxdims)
-                    .any(|(&k, &m)| k == 0 || (m != UNLIMITED && k > m))
+                    .any(|(&k, &m)| k == 0 || (m != UNLIMITED && m != 0 && k > m))
                 {
                     return Err(EngineError::Invalid(format!(
                         "chunk shape {c:?} must be positive and not exceed the maximum shape"

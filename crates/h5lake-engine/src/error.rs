@@ -40,6 +40,10 @@ pub enum EngineError {
     /// A stored document or chunk that cannot be understood.
     #[error("corrupt store: {0}")]
     Corrupt(String),
+    /// A file a linked dataset points into is no longer the file it was
+    /// when linked: its values would be read from stale offsets.
+    #[error("{0}")]
+    LinkedFileChanged(String),
     /// The call was cancelled (see [`crate::cancel`]); chunks already
     /// written stay written, each one atomically.
     #[error("interrupted")]

@@ -62,10 +62,36 @@ pub(crate) enum LinkIndex {
     Parquet(Arc<ParquetSource>),
 }
 
+/// What a linked file was when it was linked: its size and modification
+/// time (nanoseconds since the epoch). Kept in the layout as
+/// `"h5lake_stamp": [size, mtime_ns]` (a key HSDS ignores).
+pub type FileStamp = (u64, i128);
+
+/// The stamp of the file `meta` describes.
+pub fn file_stamp(meta: &std::fs::Metadata) -> FileStamp {
+    let mtime = meta
+        .modified()
+        .ok()
+        .and_then(|t| match t.duration_since(std::time::UNIX_EPOCH) {
+            Ok(d) => i128::try_from(d.as_nanos()).ok(),
+            Err(e) => i128::try_from(e.duration().as_nanos()).ok().map(|n| -n),
+        })
+        .unwrap_or(0);
+    (meta.len(), mtime)
+}
+
+/// The layout key of a stamp.
+pub fn stamp_json(stamp: FileStamp) -> Value {
+    serde_json::json!([stamp.0, stamp.1.to_string()])
+}
+
 /// The link-mode part of a dataset's layout.
 #[derive(Clone, Debug)]
 pub struct LinkedLayout {
     pub file_uri: String,
+    /// The linked file as it was linked, when the layout says (links made
+    /// before stamps were kept, and HSDS's, do not).
+    pub(crate) stamp: Option<FileStamp>,
     pub(crate) index: LinkIndex,
     /// Shape of one source chunk (equal to the logical chunk without
     /// hyper-chunking).
@@ -105,6 +131,7 @@ impl LinkedLayout {
     pub(crate) fn parquet(source: ParquetSource, chunk: &[u64]) -> Self {
         LinkedLayout {
             file_uri: source.files[0].uri.clone(),
+            stamp: None,
             index: LinkIndex::Parquet(Arc::new(source)),
             sub_chunk: chunk.to_vec(),
         }
@@ -194,9 +221,14 @@ impl LinkedLayout {
                 "has hyper_dims, which need a chunk table (H5D_CHUNKED_REF_INDIRECT)",
             ));
         }
+        let stamp = layout.get("h5lake_stamp").and_then(|v| {
+            let a = v.as_array()?;
+            Some((a.first()?.as_u64()?, a.get(1)?.as_str()?.parse().ok()?))
+        });
         Ok(Some((
             LinkedLayout {
                 file_uri,
+                stamp,
                 index,
                 sub_chunk,
             },
@@ -267,6 +299,30 @@ impl LinkedFiles {
     /// Where `uri` leads, checked against the policy.
     pub(crate) fn target(&self, uri: &str) -> Result<LinkTarget> {
         self.policy.check(uri, self.root_dir.as_deref())
+    }
+
+    /// The open file `link` points into, checked to be the file it was
+    /// when linked (when the link kept its stamp).
+    ///
+    /// # Errors
+    /// As [`LinkedFiles::get`]; [`EngineError::LinkedFileChanged`].
+    pub(crate) fn get_checked(&self, link: &LinkedLayout) -> Result<Arc<File>> {
+        let file = self.get(&link.file_uri)?;
+        if let Some(want) = link.stamp {
+            let meta = file.metadata().map_err(|e| {
+                EngineError::StoreNotFound(format!("linked file {}: {e}", link.file_uri))
+            })?;
+            let now = file_stamp(&meta);
+            if now != want {
+                return Err(EngineError::LinkedFileChanged(format!(
+                    "linked file {} changed since it was linked ({} bytes then, {} now, \
+                     or modified since): its values are no longer where the link says; \
+                     link or load the file again",
+                    link.file_uri, want.0, now.0
+                )));
+            }
+        }
+        Ok(file)
     }
 
     pub(crate) fn get(&self, uri: &str) -> Result<Arc<File>> {
@@ -473,7 +529,7 @@ impl Domain {
         };
         let m = self.dataset_meta(id)?;
         let link = m.link.as_ref().expect("linked (listed above)");
-        let file = self.linked_files.get(&link.file_uri)?;
+        let file = self.linked_files.get_checked(link)?;
         Ok(read_ranges(&file, &[(offset, size)])?
             .pop()
             .map(bytes::Bytes::from))
@@ -491,7 +547,7 @@ impl Domain {
             return self.parquet_chunk(m, source, coords[0]);
         }
         if let LinkIndex::Contiguous { offset, size } = link.index {
-            let file = self.linked_files.get(&link.file_uri)?;
+            let file = self.linked_files.get_checked(link)?;
             return self
                 .contiguous_chunk(m, &file, offset, size, coords)
                 .map(Some);
@@ -501,7 +557,7 @@ impl Domain {
             let Some(Some(range)) = entries.first() else {
                 return Ok(None);
             };
-            let file = self.linked_files.get(&link.file_uri)?;
+            let file = self.linked_files.get_checked(link)?;
             let raw = read_ranges(&file, &[*range])?;
             return decode_sub(m, link, &raw[0]).map(Some);
         }
@@ -566,7 +622,7 @@ impl Domain {
         if missing.is_empty() {
             return Ok(true);
         }
-        let file = self.linked_files.get(&link.file_uri)?;
+        let file = self.linked_files.get_checked(link)?;
         let ranges: Vec<(u64, u64)> = missing.iter().map(|&(_, p)| p).collect();
         let raw = read_ranges(&file, &ranges)?;
         // Decoding is the costly part: spread it over the pool.

@@ -310,6 +310,9 @@ pub struct Mapping {
     /// are kept, as HDF5 keeps them), when that is not `file` itself.
     pub file_name: Option<String>,
     pub id: Option<String>,
+    /// Why a source in an HDF5 file could not be linked when the mapping
+    /// was made (no `id`), when that was known.
+    pub why: Option<String>,
     pub src: Vec<Run>,
     pub dst: Vec<Run>,
     /// For each virtual dimension, the source dimension it runs along
@@ -447,6 +450,7 @@ impl VirtualMap {
                 file,
                 file_name: text("file_name")?,
                 id,
+                why: text("why")?,
                 path: path.to_string(),
                 src,
                 dst,
@@ -536,6 +540,7 @@ impl VirtualMap {
                         "file": m.file,
                         "file_name": m.file_name,
                         "id": m.id,
+                        "why": m.why,
                         "src": m.src.iter().map(|r| r.to_json()).collect::<Vec<_>>(),
                         "dst": m.dst.iter().map(|r| r.to_json()).collect::<Vec<_>>(),
                     })
@@ -798,10 +803,13 @@ impl Domain {
         let home = dom.as_deref().unwrap_or(self);
         let id = match (&mp.file, &mp.id) {
             (Some(file), None) => {
-                *why = format!(
-                    "{file} had no dataset {} when the mapping was made",
-                    mp.path
-                );
+                *why = match &mp.why {
+                    Some(reason) => format!("{file}: {reason}"),
+                    None => format!(
+                        "{file} had no dataset {} when the mapping was made",
+                        mp.path
+                    ),
+                };
                 return Ok(None);
             }
             (Some(_), Some(id)) => id.clone(),
@@ -820,6 +828,18 @@ impl Domain {
             )));
         }
         let src = home.dataset(&id)?;
+        // A source whose values stay in a file deleted since the mapping
+        // was made reads as fill, as libhdf5 reads a missing source file.
+        if let Some(link) = &src.link {
+            if let Ok(crate::link_policy::LinkTarget::Local(path)) =
+                home.linked_files.target(&link.file_uri)
+            {
+                if !path.exists() {
+                    *why = format!("{} is missing", path.display());
+                    return Ok(None);
+                }
+            }
+        }
         if src.dtype != m.dtype && NumericConversion::new(&src.dtype, &m.dtype).is_none() {
             return Err(EngineError::WrongType(format!(
                 "virtual dataset {}: source {} has type {}, the virtual dataset {} \

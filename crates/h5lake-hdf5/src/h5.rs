@@ -84,6 +84,29 @@ unsafe extern "C" fn collect_name<I>(
     0
 }
 
+/// A name HDF5 gives through `get(obj, buf, size)` (the size asked first).
+fn sized_name(
+    obj: hid_t,
+    get: unsafe extern "C" fn(hid_t, *mut std::ffi::c_char, usize) -> isize,
+) -> Option<String> {
+    let n = lib(|| unsafe { get(obj, std::ptr::null_mut(), 0) });
+    let n = usize::try_from(n).ok()?;
+    let mut buf = vec![0u8; n + 1];
+    let got = lib(|| unsafe { get(obj, buf.as_mut_ptr().cast(), n + 1) });
+    (got >= 0).then(|| String::from_utf8_lossy(&buf[..n]).into_owned())
+}
+
+/// The name of the file `obj` is in (as HDF5 opened it): another file than
+/// the one opened when `obj` was reached through an external link.
+pub(crate) fn file_name_of(obj: hid_t) -> Option<String> {
+    sized_name(obj, hdf5_sys::h5f::H5Fget_name)
+}
+
+/// The path of `obj` in its own file.
+pub(crate) fn path_of(obj: hid_t) -> Option<String> {
+    sized_name(obj, hdf5_sys::h5i::H5Iget_name)
+}
+
 /// Names of the links of a group, in name order (h5py's iteration order).
 pub(crate) fn link_names(group: hid_t) -> Result<Vec<String>> {
     let index = if tracks_creation_order(group, true)? {

@@ -166,6 +166,21 @@ fn add_dataset(
         )));
     }
     let d = Hid(d);
+    // Reached through an external link, the dataset's values are in the
+    // link's target file: that file is the one to link.
+    if let Some(other) = crate::h5::file_name_of(d.id()) {
+        let other = Path::new(&other).to_path_buf();
+        let here = src.canonicalize()?;
+        if other.canonicalize().is_ok_and(|o| o != here) {
+            let inner = crate::h5::path_of(d.id()).unwrap_or_else(|| path.to_string());
+            drop(d);
+            drop(loader);
+            drop(file);
+            let other = other.canonicalize()?;
+            let uri = other.to_string_lossy().into_owned();
+            return add_dataset(dom, &other, &inner, opts, uri);
+        }
+    }
     let id = loader.dataset(d.id(), path)?.ok_or_else(|| {
         Hdf5Error::Unsupported(
             loader
@@ -593,6 +608,9 @@ struct Loader<'a> {
     src: PathBuf,
     /// The source as linked datasets name it (see [`link_uri`]).
     uri: String,
+    /// The source's size and modification time, kept in each linked
+    /// layout so that reads of a file changed since are refused.
+    stamp: Value,
     opts: &'a LoadOptions,
     report: LoadReport,
     /// Object token in the file → h5lake id, so that an object reached by
@@ -613,11 +631,15 @@ struct Loader<'a> {
 
 impl<'a> Loader<'a> {
     fn new(dom: &'a Domain, file: hid_t, src: PathBuf, uri: String, opts: &'a LoadOptions) -> Self {
+        let stamp = std::fs::metadata(&src)
+            .map(|m| h5lake_engine::linked::stamp_json(h5lake_engine::linked::file_stamp(&m)))
+            .unwrap_or(Value::Null);
         Loader {
             dom,
             file,
             src,
             uri,
+            stamp,
             opts,
             report: LoadReport::default(),
             seen: HashMap::new(),
@@ -1098,6 +1120,7 @@ impl Loader<'_> {
                 cprops["layout"] = json!({
                     "class": "H5D_CONTIGUOUS_REF",
                     "file_uri": self.uri,
+                    "h5lake_stamp": self.stamp,
                     "offset": addr,
                     "size": size,
                     "dims": contiguous_chunk_dims(&dims, es as u64, target),
@@ -1343,6 +1366,7 @@ impl Loader<'_> {
             }
             cprops["layout"] = json!({
                 "class": "H5D_CHUNKED_REF", "file_uri": uri, "dims": logical, "chunks": map,
+                "h5lake_stamp": self.stamp,
             });
             return Ok(self.dom.create_dataset(tjson.clone(), shape, cprops)?);
         }
@@ -1381,6 +1405,7 @@ impl Loader<'_> {
         self.dom.write(&table_id, &Selection::all(&grid), &table)?;
         let mut layout = json!({
             "class": "H5D_CHUNKED_REF_INDIRECT", "file_uri": uri, "dims": logical,
+            "h5lake_stamp": self.stamp,
             "chunk_table": table_id,
         });
         if per > 1 {

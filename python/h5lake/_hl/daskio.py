@@ -38,8 +38,13 @@ def to_dask(dset, chunks=None, name=None):
     if chunks is None:
         chunks = _storage_chunks(dset)
     if name is None:
-        # Same store, object and extent: same name (dask reuses results).
-        name = f"h5lake-{dset._fs.abspath}-{dset._oid}-{dset.shape}"
+        # Same store, object, extent, type and blocks: same name (dask
+        # reuses results); other blocks of the same dataset are other keys.
+        from dask.array.core import normalize_chunks
+        from dask.base import tokenize
+        blocks = normalize_chunks(chunks, dset.shape, dtype=dset.dtype)
+        name = "h5lake-" + tokenize(dset._fs.abspath, dset._oid, dset.shape, str(dset.dtype),
+                                    blocks)
     return da.from_array(handle, chunks=chunks, name=name, lock=False, asarray=True,
                          fancy=False)
 

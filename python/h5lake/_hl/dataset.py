@@ -978,27 +978,45 @@ class Dataset(HLObject):
                              f"{', '.join(agg['fields']) or 'none'}")
         return agg["fields"][name]
 
-    def min(self, field=None, sel=None):
+    def min(self, field=None, sel=None, **numpy_args):
         """Smallest value of ``field`` over ``sel`` (everything by default),
         from statistics where chunks are covered whole; NaN if any value is
-        NaN (as ``numpy.min``)."""
-        from . import query
-        return query.field_stat(self, "min", field, sel)
+        NaN (as ``numpy.min``). ``numpy.min(dset, ...)`` calls this with
+        NumPy's arguments (``axis``, ``out``, ...); any of them set, it is
+        NumPy's reduction over the values read."""
+        return self._aggregate("min", field, sel, numpy_args)
 
-    def max(self, field=None, sel=None):
+    def max(self, field=None, sel=None, **numpy_args):
         """Largest value of ``field`` over ``sel`` (see :meth:`min`)."""
-        from . import query
-        return query.field_stat(self, "max", field, sel)
+        return self._aggregate("max", field, sel, numpy_args)
 
-    def sum(self, field=None, sel=None):
+    def sum(self, field=None, sel=None, **numpy_args):
         """Sum of ``field`` over ``sel`` (see :meth:`min`)."""
-        from . import query
-        return query.field_stat(self, "sum", field, sel)
+        return self._aggregate("sum", field, sel, numpy_args)
 
-    def mean(self, field=None, sel=None):
+    def mean(self, field=None, sel=None, **numpy_args):
         """Mean of ``field`` over ``sel`` (see :meth:`min`)."""
+        return self._aggregate("mean", field, sel, numpy_args)
+
+    def _aggregate(self, op, field, sel, numpy_args):
         from . import query
-        return query.field_stat(self, "mean", field, sel)
+        given = {k: v for k, v in numpy_args.items() if v is not None}
+        if given:
+            # (NumPy's np.sum(dset, axis=0) and friends: the dataset as an
+            # array, reduced by NumPy.)
+            values = self[()] if sel is None else self[sel]
+            if field is not None:
+                values = values[field]
+            return getattr(np, op)(values, **given)
+        got = query.field_stat(self, op, field, sel)
+        if numpy_args and got is not None:
+            # Called by NumPy (np.sum(dset)): its type of answer, as for the
+            # array read (float32 stays float32, small ints sum to int64).
+            dt = self.dtype if field is None else self.dtype[field]
+            if dt.kind in "biuf" and dt.shape == ():
+                like = getattr(np.zeros(1, dt), op)()
+                return like.dtype.type(got)
+        return got
 
     def count(self, field=None, sel=None):
         """Number of values of ``field`` in ``sel`` other than NaN."""

@@ -100,6 +100,11 @@ class File(Group):
             _OPEN.add(fs)
             Group.__init__(self, fs, fs.raw.root_id, '/')
             return
+        if mode == 'w' and _is_open(name):
+            # (As HDF5: truncating would pull the store from under the
+            # other handle, whose pending changes would then be lost.)
+            raise OSError("Unable to synchronously create file (unable to truncate a file "
+                          "which is already open)")
         root_props = {'CreateOrder': 1} if track_order else {}
         cache = kwds.get('rdcc_nbytes')
         allow_local = bool(kwds.get('allow_local_links',
@@ -298,6 +303,12 @@ def _fileobj_state(fileobj, mode, track_order):
                 fileobj.flush()
         fs.on_close = write_back
     return fs
+
+
+def _is_open(name):
+    """Whether this process has the store at ``name`` open."""
+    loc = absolute_location(name)
+    return any(fs.valid and fs.scratch is None and fs.abspath == loc for fs in list(_OPEN))
 
 
 def _memory_state(name, mode, track_order):

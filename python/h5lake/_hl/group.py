@@ -555,10 +555,14 @@ class Group(HLObject, MutableMappingHDF5):
                 raise KeyError("Couldn't delete link (callback link pointer is NULL "
                                "(specified link may be '.' or not exist))") from None
         try:
-            _, fs, gid, lname, _link, _g = self._walk(name, follow_last=False)
+            found = self._walk(name, follow_last=False)
         except KeyError:
             raise KeyError("Couldn't delete link (callback link pointer is NULL "
                            "(specified link may be '.' or not exist))") from None
+        if found[0] != 'link':
+            # A path to a group itself (`/`, `.`): no link to delete.
+            raise KeyError("Couldn't delete link (group doesn't exist)")
+        _, fs, gid, lname, _link, _g = found
         fs.check_writable(ValueError, "Unable to delete link")
         fs.raw.link_delete(gid, lname)
 
@@ -844,7 +848,8 @@ def _remap_stored_refs(arr, dtype, remap):
 def _copy_dataset_values(sfs, soid, dfs, doid, doc, remap=None):
     """Copies a dataset's values; with ``remap``, the references among them
     lead to the ids it gives instead."""
-    from .dataset import _COPY_SLAB_BYTES, _engine_buffer, _holds_refs, _stored_dtype, _vlen_kind
+    from .dataset import (_COPY_SLAB_BYTES, _engine_buffer, _holds_refs, _stored_dtype,
+                          _uses_records, _vlen_kind)
     shp = doc['shape']
     cls = shp.get('class')
     if cls == 'H5S_NULL':
@@ -853,7 +858,9 @@ def _copy_dataset_values(sfs, soid, dfs, doid, doc, remap=None):
     if any(d == 0 for d in dims):
         return
     dtype = h5t.hsds_to_dtype(doc['type'])
-    vlen = _vlen_kind(dtype) is not None
+    # (Compounds with variable-length members go as records, as they are
+    # stored.)
+    vlen = _vlen_kind(dtype) is not None or _uses_records(dtype)
     if remap is not None and not (h5t.is_regionref(dtype) or _holds_refs(dtype)):
         remap = None
     if remap is not None and vlen:

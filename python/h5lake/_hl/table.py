@@ -332,6 +332,9 @@ def arrow_source(data):
     table (pyarrow, pandas, Polars, or anything with ``__arrow_c_stream__``);
     None for anything else (arrays, lists, …)."""
     mod = type(data).__module__.split(".")[0]
+    if mod == "pandas" and type(data).__name__ == "Series":
+        # (A column, not a table: an array, as h5py stores it.)
+        return None
     if mod == "pyarrow" or hasattr(data, "__arrow_c_stream__"):
         pa = _pa()
         if isinstance(data, (pa.Table, pa.RecordBatchReader)):
@@ -339,7 +342,12 @@ def arrow_source(data):
         if isinstance(data, pa.RecordBatch):
             return pa.Table.from_batches([data])
         if hasattr(data, "__arrow_c_stream__"):
-            return pa.RecordBatchReader.from_stream(data)
+            try:
+                return pa.RecordBatchReader.from_stream(data)
+            except pa.ArrowInvalid:
+                # A stream of one array (a Polars Series, a chunked array):
+                # no table; read as an array.
+                return None
         return None
     if mod == "pandas" and type(data).__name__ == "DataFrame":
         return _pa().Table.from_pandas(data, preserve_index=False)

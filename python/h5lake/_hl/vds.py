@@ -318,13 +318,26 @@ class VirtualLayout:
 _HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf", ".he5", ".nc", ".nc4")
 
 
-def _hdf5_file(source):
+def _hdf5_file(source, here=None):
     """The absolute path of ``source``'s HDF5 file, when it names one
-    (an existing HDF5 file, or a missing path with an HDF5 suffix)."""
+    (an existing HDF5 file, or a missing path with an HDF5 suffix). A
+    relative name is looked for as libhdf5 looks for a source file: under
+    each directory of ``$HDF5_VDS_PREFIX`` (``${ORIGIN}`` standing for the
+    directory of the virtual dataset's store, ``here``), then beside that
+    store, then from the working directory."""
     from .transfer import is_hdf5
     if source._location is not None or source.path == "." or is_url(source.path):
         return None
     path = os.path.abspath(source.path)
+    if not os.path.isabs(source.path) and here is not None and not is_url(here):
+        origin = os.path.dirname(os.path.abspath(here))
+        prefixes = [p.replace("${ORIGIN}", origin)
+                    for p in os.environ.get("HDF5_VDS_PREFIX", "").split(":") if p]
+        candidates = [os.path.join(p, source.path) for p in prefixes]
+        candidates += [os.path.join(origin, source.path), path]
+        found = [c for c in candidates if os.path.isfile(c)]
+        # (None there: where it would be beside the store, to read as fill.)
+        path = os.path.abspath(found[0] if found else candidates[-2])
     if os.path.isfile(path):
         return path if is_hdf5(path) else None
     return path if not os.path.exists(path) and path.lower().endswith(_HDF5_SUFFIXES) else None
@@ -354,7 +367,7 @@ def _mapping(group, src, dst):
     virtual selection ``dst``; an HDF5 file's dataset or a Parquet file's
     table is linked into the store first (metadata only)."""
     here = group._fs.abspath
-    file = _hdf5_file(src) or _parquet_file(src)
+    file = _hdf5_file(src, here) or _parquet_file(src)
     given = getattr(src, "_given_name", src.name)
     # (The name as given, when not absolute, is what virtual_sources() gives
     # back, as in h5py.)
@@ -366,10 +379,11 @@ def _mapping(group, src, dst):
     if did is None and (is_url(file) or os.path.isfile(file)):
         try:
             did = _link_file(group, file, src.name)
-        except (KeyError, OSError, ValueError):
-            # No such dataset (or one that cannot be linked): it reads as
-            # fill, as a missing source does, and the warning names it.
+        except (KeyError, OSError, ValueError, NotImplementedError) as e:
+            # No such dataset, or one that cannot be linked: it reads as
+            # fill, as a missing source does, and the warning says why.
             did = None
+            named["why"] = str(e)
     # (The file's name as given, when not absolute: what virtual_sources()
     # gives back and an HDF5 copy names, as h5py and HDF5 keep it.)
     if not is_url(src.path) and src.path != file:
