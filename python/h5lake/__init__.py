@@ -24,6 +24,7 @@ from ._hl.daskio import store_dask
 from ._hl.selections import MultiBlockSlice
 from . import h5a, h5d, h5ds, h5f, h5p, h5r, h5s, h5t, h5z, version
 from ._hl import filters
+from ._hl.config import get_config
 
 
 def to_h5lake(dataset, path, **kwargs):
@@ -42,5 +43,5 @@ __all__ = [
     "RegionReference", "regionref_dtype",
     "ls", "info", "diff", "rm", "cp", "mv", "load", "get", "is_hdf5", "serve",
     "IncompleteConversion", "UNLIMITED", "VirtualLayout", "VirtualSource", "VirtualSourceWarning", "concat", "store_dask",
-    "to_h5lake", "MultiBlockSlice", "h5t", "version",
+    "to_h5lake", "MultiBlockSlice", "h5t", "version", "get_config",
 ]

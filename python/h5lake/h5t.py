@@ -49,6 +49,13 @@ ORDER_BE = 1
 ORDER_VAX = 2
 ORDER_MIXED = 3
 ORDER_NONE = 4
+ORDER_NATIVE = ORDER_LE if _np.little_endian else ORDER_BE
+# Padding of unused bits, mantissa normalisation, conversion direction and
+# background buffer settings (HDF5's enums, as h5py names them).
+PAD_ZERO, PAD_ONE, PAD_BACKGROUND = 0, 1, 2
+NORM_IMPLIED, NORM_MSBSET, NORM_NONE = 0, 1, 2
+DIR_DEFAULT, DIR_ASCEND, DIR_DESCEND = 0, 1, 2
+BKG_NO, BKG_TEMP, BKG_YES = 0, 1, 2
 SGN_NONE = 0
 SGN_2 = 1
 
@@ -287,11 +294,17 @@ def _predefined():
     for name, bits in (("INT8", 8), ("INT16", 16), ("INT32", 32), ("INT64", 64)):
         out[f"NATIVE_{name}"] = out[f"STD_I{bits}{native}"]
         out[f"NATIVE_U{name}"] = out[f"STD_U{bits}{native}"]
+    for bits in (8, 16, 32, 64):
+        out[f"NATIVE_B{bits}"] = out[f"STD_B{bits}{native}"]
+    out["NATIVE_FLOAT16"] = out[f"IEEE_F16{native}"]
     out["NATIVE_FLOAT"] = out[f"IEEE_F32{native}"]
     out["NATIVE_DOUBLE"] = out[f"IEEE_F64{native}"]
     out["C_S1"] = {"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII",
                    "strPad": "H5T_STR_NULLTERM", "length": 1}
+    out["FORTRAN_S1"] = {"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII",
+                         "strPad": "H5T_STR_SPACEPAD", "length": 1}
     out["STD_REF_OBJ"] = {"class": "H5T_REFERENCE", "base": "H5T_STD_REF_OBJ"}
+    out["STD_REF_DSETREG"] = {"class": "H5T_REFERENCE", "base": "H5T_STD_REF_DSETREG"}
     return out
 
 

@@ -105,6 +105,9 @@ class AttributeManager(MutableMappingHDF5):
 
         name = to_str_name(name)
         self._fs.check_writable(OSError, "Unable to create attribute", closed=ClosedRuntimeError)
+        if name == "":
+            raise RuntimeError("Can't synchronously determine if attribute exists by name "
+                               "(no attribute name)")
 
         if isinstance(dtype, Datatype):
             dtype = dtype.dtype

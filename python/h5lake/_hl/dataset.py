@@ -110,6 +110,8 @@ def prepare_dset(shape=None, dtype=None, data=None, chunks=None, compression=Non
         shape = data.shape
     else:
         shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+        if any(s < 0 for s in shape):
+            raise OverflowError("can't convert negative value to hsize_t")
         if data is not None and not isinstance(data, Empty) and product(shape) != product(data.shape):
             raise ValueError("Shape tuple is incompatible with data")
 
@@ -130,6 +132,9 @@ def prepare_dset(shape=None, dtype=None, data=None, chunks=None, compression=Non
         dtype = data.dtype
     else:
         dtype = np.dtype(dtype)
+    if dtype.itemsize == 0 and dtype.kind in "SUV" and dtype.names is None:
+        # ('S', bytes, np.void: no size given.)
+        raise ValueError("Size must be positive (size must be positive)")
 
     if track_times is None:
         track_times = False
@@ -137,6 +142,8 @@ def prepare_dset(shape=None, dtype=None, data=None, chunks=None, compression=Non
         raise TypeError("track_times must be either True or False")
     if track_order not in (None, True, False):
         raise TypeError("track_order must be either True or False")
+    from .config import default_track_order
+    track_order = default_track_order(track_order)
     if external:
         raise TypeError("external storage is not supported by h5lake")
 
@@ -1137,11 +1144,15 @@ class Dataset(HLObject):
         size = tuple(int(s) for s in size)
         if len(size) != rank:
             raise TypeError("New shape length (%d) must match dataset rank (%d)" % (len(size), rank))
+        if any(n < 0 for n in size):
+            raise OverflowError("can't convert negative value to hsize_t")
         for n, m in zip(size, self.maxshape):
-            if n < 0 or (m is not None and n > m):
+            if m is not None and n > m:
                 raise _ResizeError("Unable to change a dataset's dimensions (dimension cannot "
                                  "exceed the existing maximal size (new: %d max: %s))" % (n, m))
-        self._fs.check_writable(OSError, "Unable to change a dataset's dimensions")
+        # (RuntimeError, as h5py raises it for a file opened read-only.)
+        self._fs.check_writable(RuntimeError,
+                                "Unable to synchronously change a dataset's dimensions")
         try:
             self._fs.raw.dataset_resize(self._oid, list(size))
         finally:
@@ -1302,6 +1313,10 @@ class Dataset(HLObject):
                 values = raw.dataset_read_vlen(self._oid, selection.engine_sel)
                 arr = _decode_vlen(values, dtype, ashape)
             if new_dtype != dtype:
+                if _vlen_kind(dtype) == 'str' and np.dtype(new_dtype).kind not in 'OSUV':
+                    # (HDF5 has no conversion from strings to numbers.)
+                    raise TypeError("Operation not defined for data type class (operation not "
+                                    "defined for data type class)")
                 if np.dtype(new_dtype).kind == 'O':
                     arr = arr.astype(new_dtype)
                 else:
@@ -1368,7 +1383,8 @@ class Dataset(HLObject):
         args = tuple(x for x in args if not isinstance(x, str))
         dtype = self.dtype
         if self._is_empty:
-            raise TypeError("Empty datasets cannot be written to")
+            raise OSError("Can't synchronously write data (src and dest dataspaces have "
+                          "different number of elements selected)")
 
         if names:
             return self._write_fields(args, names, val)
@@ -1577,6 +1593,8 @@ class Dataset(HLObject):
         """
         self._fs.check_writable(OSError, "Can't write data", closed=ClosedRuntimeError)
         if self._is_empty:
+            # (TypeError here, as h5py's write_direct raises; OSError from
+            # item assignment.)
             raise TypeError("Empty datasets cannot be written to")
         sshape = source.shape        # AttributeError for non-arrays, as in h5py
         ssel = sel.select(sshape, ()) if source_sel is None else sel.select(sshape, source_sel)

@@ -85,6 +85,8 @@ class File(Group):
             raise ValueError("Invalid mode; must be one of r, r+, w, w-, x, a")
         if track_order not in (None, True, False):
             raise TypeError("track_order must be either True or False")
+        from .config import default_track_order
+        track_order = default_track_order(track_order)
         if _core is None:
             raise ImportError("h5lake._core (the Rust extension) is not available: %s" % _core_error)
         if hasattr(name, 'read') and hasattr(name, 'seek'):
@@ -112,8 +114,14 @@ class File(Group):
         durable = kwds.get('durable')
         if durable is None:
             durable = os.environ.get('H5LAKE_DURABLE') == '1'
-        raw = _core.RawFile(name, mode, json.dumps(root_props), None if cache is None else int(cache),
-                            allow_local, bool(durable))
+        try:
+            raw = _core.RawFile(name, mode, json.dumps(root_props),
+                                None if cache is None else int(cache), allow_local, bool(durable))
+        except FileNotFoundError:
+            if mode in ('r', 'r+') and os.path.isdir(name):
+                raise IsADirectoryError(21, "Unable to synchronously open file (a directory "
+                                        "that holds no h5lake store)", name) from None
+            raise
         skipped = raw.skipped
         if skipped:
             # An HDF5 file opened in place: name what it holds that h5lake

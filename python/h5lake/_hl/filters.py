@@ -403,6 +403,15 @@ def _fill_json(fillvalue, dtype):
             # h5py) has no conversion from a number to a compound.
             raise ValueError(f"Fill value {fillvalue!r} is not a value of the compound type "
                              f"{dtype} (give a structured scalar or a tuple of its members)")
+        if isinstance(fillvalue, str) and dtype.kind in "biufc":
+            # (HDF5 has no conversion from text to a number.)
+            raise TypeError(f"No conversion path for dtype: {np.asarray(fillvalue).dtype!r}")
+        if dtype.kind in "iu" and isinstance(fillvalue, (int, np.integer)) \
+                and not isinstance(fillvalue, bool):
+            # HDF5 converts an integer out of the type's range to its
+            # nearest end, as h5py stores fillvalue=300 in uint8 as 255.
+            lim = np.iinfo(dtype)
+            fillvalue = min(max(int(fillvalue), lim.min), lim.max)
         arr = np.asarray(fillvalue, dtype=dtype)
         if dtype.subdtype is None and arr.shape != ():
             raise ValueError("Fill value must be a single element of the dataset's dtype")

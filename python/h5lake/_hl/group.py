@@ -143,6 +143,14 @@ def _plain(name):
     return bool(name) and '/' not in name and name not in ('.', '..')
 
 
+class _TooManyLinks(KeyError, RuntimeError):
+    """A chain of soft or external links longer than HDF5 follows (a loop):
+    h5py's RuntimeError, and a KeyError to what asks whether a name exists."""
+
+    def __str__(self):
+        return str(self.args[0]) if self.args else ""
+
+
 class Group(HLObject, MutableMappingHDF5):
     """An HDF5 group: a dictionary of named links."""
 
@@ -191,11 +199,13 @@ class Group(HLObject, MutableMappingHDF5):
         if cls == 'H5L_TYPE_HARD':
             return fs, link['id'], childname
         if depth >= _MAX_LINK_DEPTH:
-            raise KeyError("Unable to open object (too many links)")
+            raise _TooManyLinks("Special link traversal failed (too many links)")
         if cls == 'H5L_TYPE_SOFT':
             try:
                 _, fs2, oid, _n = Group(fs, gid, gname)._walk(link['h5path'], True, depth + 1,
                                                               elink_mode)
+            except _TooManyLinks:
+                raise
             except KeyError:
                 raise KeyError("Unable to open object (component not found)") from None
             return fs2, oid, childname
@@ -292,7 +302,8 @@ class Group(HLObject, MutableMappingHDF5):
         self._fs.check_writable(ValueError, "Unable to create group")
         if track_order not in (None, True, False):
             raise TypeError("track_order must be either True or False")
-        props = {"CreateOrder": 1} if track_order else {}
+        from .config import default_track_order
+        props = {"CreateOrder": 1} if default_track_order(track_order) else {}
         if name is None:
             return Group(self._fs, self._fs.raw.create_group(json.dumps(props)), None)
         ppath, base, parent = self._target_free(
@@ -507,7 +518,7 @@ class Group(HLObject, MutableMappingHDF5):
             ppath, base, parent = self._target_free(name, OSError, msg)
             target_fs = parent._fs if parent is not None else self._fs
             if obj._fs.abspath != target_fs.abspath:
-                raise ValueError("Unable to create link (interfile hard links are not allowed)")
+                raise OSError("Unable to create link (interfile hard links are not allowed)")
             parent = self._require_parent(ppath, parent)
             parent._fs.raw.link_create(parent._oid, base, _hard(obj._oid))
             return
