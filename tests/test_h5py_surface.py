@@ -4,7 +4,6 @@ code reaches for (issue 24), each against h5py doing the same: type objects
 dimension scales through ``h5ds``, dataspaces (``h5s``), ``is_hdf5``,
 ``version``."""
 
-import sys
 
 import numpy as np
 import pytest
