@@ -685,3 +685,12 @@ def test_config_and_constants_of_h5py(lib):
             assert list(f) == ["b", "a", "c", "g"] and list(g) == ["z", "y"]
     finally:
         cfg.track_order = False
+
+
+def test_numpy_string_dtype_arrays_are_variable_length_strings(lib):
+    lib, path = lib
+    a = np.array(["a", "bcd", ""], dtype=np.dtypes.StringDType())
+    with lib.File(str(path), "w") as f:
+        d = f.create_dataset("s", data=a)
+        assert lib.check_string_dtype(d.dtype).length is None
+        assert d.asstr()[()].tolist() == ["a", "bcd", ""]

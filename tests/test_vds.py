@@ -639,3 +639,19 @@ def test_lists_of_indices_out_of_order_or_range_are_refused_as_h5py_refuses(tmp_
     # A boolean mask selects where it is true.
     layout[np.arange(10) % 3 == 0] = vs[[0, 2, 4, 6]]
     assert len(layout.sources) == 1
+
+
+def test_multi_block_slices_map_as_in_h5py(tmp_path):
+    def build(mod, ext, root):
+        with mod.File(str(root / f"src.{ext}"), "w") as f:
+            f["a"] = np.arange(40.0).reshape(2, 20)
+        vs = mod.VirtualSource(str(root / f"src.{ext}"), "a", shape=(2, 20))
+        lay = mod.VirtualLayout((2, 12), "f8")
+        lay[:, mod.MultiBlockSlice(start=0, stride=4, count=3, block=2)] = \
+            vs[:, mod.MultiBlockSlice(start=1, stride=5, count=2, block=3)]
+        f = mod.File(str(root / f"v.{ext}"), "w")
+        f.create_virtual_dataset("v", lay, fillvalue=-1)
+        return f["v"]
+
+    a, b = both(tmp_path, build)
+    np.testing.assert_array_equal(a[()], b[()])

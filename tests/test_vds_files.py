@@ -363,3 +363,14 @@ def test_a_virtual_source_that_cannot_be_mapped_is_named_with_its_reason(tmp_pat
         f.create_virtual_dataset("v", lay, fillvalue=-1)
         with pytest.warns(UserWarning, match="virtual dataset itself"):
             f["v"][()]
+
+
+def test_concat_leaves_out_runs_with_no_rows(tmp_path):
+    for i, n in enumerate([3, 0, 2]):
+        with h5py.File(tmp_path / f"run-{i}.h5", "w") as g:
+            g.create_dataset("d", data=np.arange(n * 2).reshape(n, 2) + 10 * i, maxshape=(None, 2))
+    report = h5lake.concat(str(tmp_path / "run-*.h5"), str(tmp_path / "c.h5l"), path="/d")
+    assert report["shape"] == (5, 2)
+    with h5lake.File(tmp_path / "c.h5l", "r") as f:
+        assert f["d"][()].tolist() == [[0, 1], [2, 3], [4, 5], [20, 21], [22, 23]]
+    assert h5lake.VirtualSource("x.h5", "d", shape=(0, 3)).shape == (0, 3)

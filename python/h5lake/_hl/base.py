@@ -806,6 +806,12 @@ def array_for_new_object(data, specified_dtype=None):
     """Prepare an array from data used to create a new dataset or attribute."""
     if specified_dtype is not None:
         specified_dtype = np.dtype(specified_dtype)
+    if isinstance(data, np.ndarray) and data.dtype.kind == 'T':
+        # NumPy's variable-width strings (StringDType): variable-length
+        # UTF-8 strings, as h5py stores them.
+        data = data.astype(object)
+        if specified_dtype is None or specified_dtype.kind == 'T':
+            specified_dtype = h5t.string_dtype()
     if specified_dtype is not None and specified_dtype.kind == 'f' and specified_dtype.itemsize == 2:
         as_dtype = specified_dtype
     elif not isinstance(data, np.ndarray) and specified_dtype is not None:

@@ -17,6 +17,7 @@ from collections import namedtuple
 import numpy as np
 
 from .base import is_url, product
+from .selections import MultiBlockSlice
 
 #: h5py's record of one mapping (``Dataset.virtual_sources()``).
 VDSmap = namedtuple("VDSmap", ("vspace", "file_name", "dset_name", "src_space"))
@@ -97,6 +98,9 @@ def _selection(key, shape):
             out.append([[start, step, count]])
         elif isinstance(k, (list, np.ndarray)):
             out.append(_index_list(k, n))
+        elif isinstance(k, MultiBlockSlice):
+            # Its blocks, as the indices they select.
+            out.append(_index_list(k.positions(n), n))
         else:
             raise TypeError(f"virtual mappings are selected with ints, slices and lists of "
                             f"indices, not {k!r}")
@@ -240,7 +244,9 @@ class VirtualSource:
             if isinstance(maxshape, (int, np.integer)):
                 maxshape = (maxshape,)
             self.maxshape = self._space if maxshape is None else tuple(maxshape)
-        self._segments = _selection((), self._space)
+        # The whole source (empty ones too: h5py makes them, and concat
+        # leaves them out).
+        self._segments = [[[0, 1, n]] for n in self._space]
         self.sel = [segs[0] for segs in self._segments]
         self._dropped = ()
         self._sliced = False
