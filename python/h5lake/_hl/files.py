@@ -285,12 +285,9 @@ def _fileobj_state(fileobj, mode, track_order):
                               % (fileobj, len(raw.skipped), "\n  ".join(s[3] for s in raw.skipped)),
                               UserWarning, stacklevel=3)
         else:
-            if exists and mode in ('r+', 'a'):
-                load(h5, store)         # refuses (naming what) when it cannot hold it all
-                raw = _core.RawFile(store, 'r+')
-            else:
-                props = {'CreateOrder': 1} if track_order else {}
-                raw = _core.RawFile(store, 'w', json.dumps(props))
+            # (load refuses, naming what, when the store cannot hold it all.)
+            fill = (lambda st: load(h5, st)) if exists and mode in ('r+', 'a') else None
+            raw = _scratch_raw(store, fill, track_order)
     except BaseException:
         scratch.cleanup()
         raise
@@ -311,6 +308,16 @@ def _fileobj_state(fileobj, mode, track_order):
                 fileobj.flush()
         fs.on_close = write_back
     return fs
+
+
+def _scratch_raw(store, fill, track_order):
+    """The scratch store at ``store`` opened read/write: made by
+    ``fill(store)`` when given, else new."""
+    if fill is not None:
+        fill(store)
+        return _core.RawFile(store, 'r+')
+    props = {'CreateOrder': 1} if track_order else {}
+    return _core.RawFile(store, 'w', json.dumps(props))
 
 
 def _is_open(name):
@@ -340,17 +347,15 @@ def _memory_state(name, mode, track_order):
     scratch = tempfile.TemporaryDirectory(prefix="h5lake-core-")
     try:
         store = os.path.join(scratch.name, "store.h5l")
+        fill = None
         if exists and mode in ('r+', 'a'):
             if os.path.isdir(name):
-                shutil.copytree(name, store)
+                fill = lambda st: shutil.copytree(name, st)  # noqa: E731
             elif is_hdf5(name):
-                load(name, store)
+                fill = lambda st: load(name, st)  # noqa: E731
             else:
                 raise OSError("Unable to synchronously open file (file signature not found)")
-            raw = _core.RawFile(store, 'r+')
-        else:
-            props = {'CreateOrder': 1} if track_order else {}
-            raw = _core.RawFile(store, 'w', json.dumps(props))
+        raw = _scratch_raw(store, fill, track_order)
     except BaseException:
         scratch.cleanup()
         raise
