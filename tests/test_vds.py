@@ -655,3 +655,30 @@ def test_multi_block_slices_map_as_in_h5py(tmp_path):
 
     a, b = both(tmp_path, build)
     np.testing.assert_array_equal(a[()], b[()])
+
+
+@pytest.mark.parametrize("case", range(5))
+def test_selections_of_other_shapes_pair_element_by_element_as_in_h5py(tmp_path, case):
+    """HDF5 pairs a mapping's two selections element by element in C order
+    whatever their shapes; h5lake cuts them into rows to do the same."""
+    def build(mod, ext, root):
+        with mod.File(str(root / f"s.{ext}"), "w") as f:
+            f["a"] = np.arange(30.0)
+            f["g"] = np.arange(24.0).reshape(4, 6)
+        vs = mod.VirtualSource(str(root / f"s.{ext}"), "a", shape=(30,))
+        g = mod.VirtualSource(str(root / f"s.{ext}"), "g", shape=(4, 6))
+        shape, key, src = [
+            ((2, 5), np.s_[:, :], vs[0:10]),
+            ((3, 4), np.s_[:, :], vs[[1, 2, 3, 5, 6, 7, 9, 10, 11, 12, 15, 19]]),
+            ((12,), np.s_[:], g[1:3, :]),
+            ((3, 4), np.s_[:, 1:4], g[0:3, 1:4]),
+            ((2, 3, 2), np.s_[...], g[1:4:2, ::1]),
+        ][case]
+        lay = mod.VirtualLayout(shape, "f8")
+        lay[key] = src
+        f = mod.File(str(root / f"v.{ext}"), "w")
+        f.create_virtual_dataset("v", lay, fillvalue=-1)
+        return f["v"]
+
+    a, b = both(tmp_path, build)
+    np.testing.assert_array_equal(a[()], b[()])

@@ -316,7 +316,7 @@ impl LinkedFiles {
             if now != want {
                 return Err(EngineError::LinkedFileChanged(format!(
                     "linked file {} changed since it was linked ({} bytes then, {} now, \
-                     or modified since): its values are no longer where the link says; \
+                     or modified since): its values are no longer where the link says; open, \
                      link or load the file again",
                     link.file_uri, want.0, now.0
                 )));

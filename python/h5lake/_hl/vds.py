@@ -186,6 +186,47 @@ def _pieces(dst, src):
     return out
 
 
+#: Most mappings one assignment of selections of different shapes makes.
+MAX_PAIRED_ROWS = 100_000
+
+
+def _paired_rows(dst, src):
+    """Pairs of regular hyperslabs ``(dst runs, src runs)`` that map ``dst``
+    onto ``src`` (segments per dimension, bounded, of the same number of
+    elements but other shapes) element by element in C order, as HDF5 pairs
+    them: each side cut into its rows (one index of every dimension but the
+    last, a segment of the last), the rows cut wherever either side's ends."""
+    def rows(segments):
+        *lead, last = segments
+        n = product(_count(segs) for segs in lead) * len(last)
+        if n > MAX_PAIRED_ROWS:
+            raise ValueError(f"selections of different shapes are mapped row by row: {n} rows "
+                             f"is more than {MAX_PAIRED_ROWS} mappings; select the same shape "
+                             f"on both sides")
+        indices = [[s0 + j * st for s0, st, c in segs for j in range(c)] for segs in lead]
+        for combo in itertools.product(*indices):
+            for seg in last:
+                yield [[i, 1, 1] for i in combo], seg
+
+    out = []
+    a, b = rows(dst), rows(src)
+    (pa, sa), (pb, sb) = next(a), next(b)
+    at_a = at_b = 0
+    while True:
+        n = min(sa[2] - at_a, sb[2] - at_b)
+        out.append((pa + [[sa[0] + at_a * sa[1], sa[1], n]],
+                    pb + [[sb[0] + at_b * sb[1], sb[1], n]]))
+        at_a, at_b = at_a + n, at_b + n
+        try:
+            if at_a == sa[2]:
+                (pa, sa), at_a = next(a), 0
+            if at_b == sb[2]:
+                (pb, sb), at_b = next(b), 0
+        except StopIteration:
+            # (Both end together: the counts were checked equal.)
+            return out
+
+
 def _part(segments, lo, hi):
     """The segment of selected indices ``lo..hi`` of a dimension, which lie
     within one of its ``segments``."""
@@ -305,15 +346,24 @@ class VirtualLayout:
             raise ValueError(f"the virtual selection and the source selection have a different "
                              f"number of elements ({product(counts[0])} and {product(counts[1])})")
         if _squeezed(dst) != _squeezed(src):
-            raise ValueError(
-                f"the virtual selection {tuple(counts[0])} and the source selection "
-                f"{tuple(counts[1])} differ in shape")
+            if not bounded:
+                raise ValueError(
+                    f"the virtual selection {tuple(counts[0])} and the source selection "
+                    f"{tuple(counts[1])} differ in shape (and one is unlimited)")
+            # As HDF5 pairs them: element by element in C order, whatever
+            # the shapes; one mapping per stretch of a row of either side.
+            self._add_parts(_paired_rows(dst, src), source)
+            return
         if all(len(segs) == 1 for side in (dst, src) for segs in side):
             self.sources.append(([segs[0] for segs in dst], source))
             return
         # An irregular selection on either side: one regular mapping per
         # part both sides select evenly.
-        for d_runs, s_runs in _pieces(dst, src):
+        self._add_parts(_pieces(dst, src), source)
+
+    def _add_parts(self, pieces, source):
+        """Maps each ``(dst runs, src runs)`` of ``pieces`` from ``source``."""
+        for d_runs, s_runs in pieces:
             part = object.__new__(VirtualSource)
             part.__dict__.update(source.__dict__)
             part.sel = s_runs
