@@ -682,3 +682,25 @@ def test_selections_of_other_shapes_pair_element_by_element_as_in_h5py(tmp_path,
 
     a, b = both(tmp_path, build)
     np.testing.assert_array_equal(a[()], b[()])
+
+
+def test_parquet_files_with_text_columns_concatenate_into_one_linked_table(tmp_path):
+    """A virtual dataset holds fixed-size elements only; Parquet files with
+    text (or list) columns become one table linked to all of them, rows in
+    order, text and nulls as pyarrow reads them."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    tables = []
+    for k in range(3):
+        t = pa.table({"id": pa.array(np.arange(4) + 10 * k),
+                      "name": pa.array([f"r{k}-{j}" for j in range(3)] + [None]),
+                      "v": pa.array([1.5 * k, None, 2.0, 3.0])})
+        pq.write_table(t, tmp_path / f"part-{k}.parquet")
+        tables.append(t)
+    report = h5lake.concat(str(tmp_path / "part-*.parquet"), str(tmp_path / "c.h5l"))
+    assert report["shape"] == (12,) and report["missing"] == []
+    with h5lake.File(tmp_path / "c.h5l", "r") as f:
+        d = f[report["name"]]
+        assert d.to_arrow().equals(pa.concat_tables(tables))
+        assert d["id"].tolist() == [j + 10 * k for k in range(3) for j in range(4)]
+        assert d.parquet_files() == [str(tmp_path / f"part-{k}.parquet") for k in range(3)]

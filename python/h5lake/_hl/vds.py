@@ -588,7 +588,7 @@ def concat(sources, dest, axis=0, *, path=None, name=None, fillvalue=None, progr
             # (One warning below names every gap, left out or short.)
             warnings.simplefilter("ignore", VirtualSourceWarning)
             d = _concat_into(f, name, items, axis, path, fillvalue, progress)
-        problems = f._fs.raw.dataset_virtual_problems(d._oid)
+        problems = f._fs.raw.dataset_virtual_problems(d._oid) if d.is_virtual else []
         missing = d._left_out + [f"{store or '.'}:{p}: {why}" for _, store, p, why in problems]
         if missing:
             warnings.warn(f"{len(missing)} of {len(items)} sources are missing from "
@@ -596,6 +596,33 @@ def concat(sources, dest, axis=0, *, path=None, name=None, fillvalue=None, progr
                           f"{'; '.join(missing[:5])}", VirtualSourceWarning, stacklevel=2)
         return {"name": d.name, "shape": d.shape, "dtype": str(d.dtype), "sources": len(items),
                 "missing": missing}
+
+
+def _holds_vlen(dtype):
+    from . import h5t
+    return h5t.has_vlen(dtype)
+
+
+def _linked_table(group, name, files, single_links):
+    """One dataset ``name`` in ``group`` whose rows are those of the Parquet
+    ``files``, in order; the one-file links made to learn their extents are
+    dropped."""
+    from .group import _hard
+    raw = group._fs.raw
+    for did in single_links:
+        raw.delete_object(did)
+    did = raw.link_parquet_dataset(list(files))
+    ppath, base, parent = group._target_free(name, ValueError,
+                                             "Unable to create dataset (name already exists)")
+    parent = group._require_parent(ppath, parent)
+    try:
+        parent._fs.raw.link_create(parent._oid, base, _hard(did))
+    except BaseException:
+        raw.delete_object(did)
+        raise
+    d = parent[base]
+    d._left_out = []
+    return d
 
 
 def _source_of(group, item, path):
@@ -675,6 +702,14 @@ def _concat_into(group, name, items, axis, path, fillvalue, progress):
             raise TypeError(f"{item}: type {dt}, the first source's {dtype}")
         if len(shape) != rank or any(a != b for k, (a, b) in enumerate(zip(shape, shape0)) if k != axis):
             raise ValueError(f"{item}: extent {shape} does not match {shape0} off axis {axis}")
+    if _holds_vlen(dtype) and all(getattr(src, "_linked", None) and _parquet_file(src)
+                                  for src, _, _ in parts):
+        # Tables with text or list columns: a virtual dataset holds fixed-size
+        # elements only, so the files become one linked table instead (rows
+        # in the order given, values left in the files), as `load --link`
+        # makes it of many files.
+        return _linked_table(group, name, [_parquet_file(src) for src, _, _ in parts],
+                             [src._linked for src, _, _ in parts])
     total = sum(shape[axis] for _, shape, _ in parts)
     layout = VirtualLayout(tuple(total if k == axis else n for k, n in enumerate(shape0)), dtype)
     at = 0
