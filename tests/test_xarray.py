@@ -576,8 +576,10 @@ def test_to_h5lake_errors(tmp_path):
     h5lake.to_h5lake(ds, tmp_path / "b.h5l")
     with pytest.raises(FileExistsError):
         h5lake.to_h5lake(ds, tmp_path / "b.h5l", mode="w-")
-    with pytest.raises(ValueError, match="exists"):
-        h5lake.to_h5lake(ds, tmp_path / "b.h5l", mode="a")
+    # (Appending the same variables writes over them, as to_netcdf does;
+    # one of another type is refused.)
+    with pytest.raises(ValueError, match="of that name exists"):
+        h5lake.to_h5lake(ds.astype("i2"), tmp_path / "b.h5l", mode="a")
     with pytest.raises(TypeError, match="Dataset or DataTree"):
         h5lake.to_h5lake(ds.v, tmp_path / "c.h5l")
 
@@ -600,3 +602,20 @@ def test_guess_can_open(tmp_path):
     assert entry.guess_can_open(tmp_path / "new.h5l")
     assert not entry.guess_can_open(str(tmp_path / "f.nc"))
     assert not entry.guess_can_open(b"bytes")
+
+
+def test_append_writes_over_a_variable_of_the_same_shape_as_netcdf_does(tmp_path):
+    ds = xr.Dataset({"t": ("x", np.arange(3.0))}, coords={"x": [10, 20, 30]}, attrs={"a": 1})
+    again = xr.Dataset({"t": ("x", np.arange(3.0) * 2)}, coords={"x": [10, 20, 30]})
+    again["t"].attrs["units"] = "m"
+    nc, lake = tmp_path / "a.nc", tmp_path / "a.h5l"
+    ds.to_netcdf(nc, engine="netcdf4")
+    again.to_netcdf(nc, mode="a", engine="netcdf4")
+    h5lake.to_h5lake(ds, lake)
+    h5lake.to_h5lake(again, lake, mode="a")
+    with xr.open_dataset(nc, engine="netcdf4") as want, \
+            xr.open_dataset(lake, engine="h5lake") as got:
+        xr.testing.assert_identical(got.load(), want.load())
+    other = xr.Dataset({"t": ("x", np.arange(3, dtype="i4"))}, coords={"x": [10, 20, 30]})
+    with pytest.raises(ValueError, match="of that name"):
+        h5lake.to_h5lake(other, lake, mode="a")

@@ -756,8 +756,20 @@ class H5LakeStore(WritableCFDataStore):
         if not is_coord and name in view.dims:
             h5name = NON_COORD_PREFIX + name
         if h5name in group:
-            raise ValueError(f"cannot create variable {name!r} in {group.name}: it exists "
-                             "(to_h5lake does not overwrite; write with mode='w')")
+            existing = group[h5name]
+            same = (isinstance(existing, _H5Dataset) and existing.shape == variable.shape
+                    and existing.dtype == np.dtype(dtype))
+            if self._mode in ("a", "r+") and same:
+                # As netCDF-4's append (to_netcdf(mode="a")): the variable is
+                # written over in place and its attributes set again.
+                for key, value in attrs.items():
+                    _write_attribute(existing, key, value)
+                return H5LakeArrayWrapper(self, existing.name, existing.shape,
+                                          existing.dtype), variable.data
+            raise ValueError(f"cannot write variable {name!r} in {group.name}: one of that name "
+                             f"exists with shape {getattr(existing, 'shape', None)} and type "
+                             f"{getattr(existing, 'dtype', None)}, this one {variable.shape} "
+                             f"{np.dtype(dtype)} (write with mode='w' to replace the store)")
 
         shape = variable.shape
         maxshape = tuple(None if d in unlimited else n for d, n in zip(dims, shape))
@@ -1000,7 +1012,8 @@ def to_h5lake(dataset, path, mode="w", group=None, encoding=None, unlimited_dims
 
     ``mode``: ``"w"`` create (replacing an existing store), ``"w-"``/``"x"``
     create (fail if it exists), ``"a"``/``"r+"`` add to an existing store
-    (new groups or variables; existing variables are not overwritten).
+    (new groups or variables; an existing variable of the same shape and type
+    is written over in place, as ``to_netcdf(mode="a")`` does).
     ``group``: the group to write into (created as needed). ``encoding``:
     per-variable netCDF encodings as for ``to_netcdf`` (``dtype``,
     ``_FillValue``, ``scale_factor``, ``add_offset``, ``units``,
