@@ -989,8 +989,8 @@ class Dataset(HLObject):
         """Smallest value of ``field`` over ``sel`` (everything by default),
         from statistics where chunks are covered whole; NaN if any value is
         NaN (as ``numpy.min``). ``numpy.min(dset, ...)`` calls this with
-        NumPy's arguments (``axis``, ``out``, ...); any of them set, it is
-        NumPy's reduction over the values read."""
+        NumPy's arguments (``axis``, ``out``, ...): it is then NumPy's
+        reduction of the values read, as for an array."""
         return self._aggregate("min", field, sel, numpy_args)
 
     def max(self, field=None, sel=None, **numpy_args):
@@ -1007,23 +1007,17 @@ class Dataset(HLObject):
 
     def _aggregate(self, op, field, sel, numpy_args):
         from . import query
-        given = {k: v for k, v in numpy_args.items() if v is not None}
-        if given:
-            # (NumPy's np.sum(dset, axis=0) and friends: the dataset as an
-            # array, reduced by NumPy.)
+        if numpy_args:
+            # Called by NumPy (np.sum(dset), np.max(dset, axis=0), ...): the
+            # values read, reduced by NumPy, so that its types, overflow,
+            # empty and complex rules hold exactly as for an array. The
+            # methods called on the dataset answer from statistics.
             values = self[()] if sel is None else self[sel]
             if field is not None:
                 values = values[field]
+            given = {k: v for k, v in numpy_args.items() if v is not None}
             return getattr(np, op)(values, **given)
-        got = query.field_stat(self, op, field, sel)
-        if numpy_args and got is not None:
-            # Called by NumPy (np.sum(dset)): its type of answer, as for the
-            # array read (float32 stays float32, small ints sum to int64).
-            dt = self.dtype if field is None else self.dtype[field]
-            if dt.kind in "biuf" and dt.shape == ():
-                like = getattr(np.zeros(1, dt), op)()
-                return like.dtype.type(got)
-        return got
+        return query.field_stat(self, op, field, sel)
 
     def count(self, field=None, sel=None):
         """Number of values of ``field`` in ``sel`` other than NaN."""

@@ -264,10 +264,11 @@ class MultiBlockSlice:
     """A regular hyperslab along one axis, as h5py's ``MultiBlockSlice``:
     ``count`` blocks of ``block`` elements, ``stride`` apart, from
     ``start`` (``count=None``: as many whole blocks as fit). Selects the
-    blocks' elements in order: ``dset[MultiBlockSlice(1, 2, 5, 4)]`` reads
-    elements 1-4 and 6-9."""
+    blocks' elements in order: ``dset[MultiBlockSlice(start=1, stride=5,
+    count=2, block=4)]`` reads elements 1-4 and 6-9. The arguments come in
+    h5py's order: start, stride, count, block."""
 
-    def __init__(self, start=0, count=None, stride=1, block=1):
+    def __init__(self, start=0, stride=1, count=None, block=1):
         if start < 0:
             raise ValueError("Start can't be negative")
         if stride < 1 or block < 1 or (count is not None and count < 1):

@@ -598,11 +598,6 @@ def concat(sources, dest, axis=0, *, path=None, name=None, fillvalue=None, progr
                 "missing": missing}
 
 
-def _holds_vlen(dtype):
-    from . import h5t
-    return h5t.has_vlen(dtype)
-
-
 def _linked_table(group, name, files, single_links):
     """One dataset ``name`` in ``group`` whose rows are those of the Parquet
     ``files``, in order; the one-file links made to learn their extents are
@@ -702,12 +697,13 @@ def _concat_into(group, name, items, axis, path, fillvalue, progress):
             raise TypeError(f"{item}: type {dt}, the first source's {dtype}")
         if len(shape) != rank or any(a != b for k, (a, b) in enumerate(zip(shape, shape0)) if k != axis):
             raise ValueError(f"{item}: extent {shape} does not match {shape0} off axis {axis}")
-    if _holds_vlen(dtype) and all(getattr(src, "_linked", None) and _parquet_file(src)
-                                  for src, _, _ in parts):
-        # Tables with text or list columns: a virtual dataset holds fixed-size
-        # elements only, so the files become one linked table instead (rows
-        # in the order given, values left in the files), as `load --link`
-        # makes it of many files.
+    if axis == 0 and all(getattr(src, "_linked", None) and _parquet_file(src)
+                         for src, _, _ in parts):
+        # Parquet files become one table linked to all of them (rows in the
+        # order given, values left in the files), as `load --link` makes it
+        # of many files, not a virtual dataset: that keeps their nulls for
+        # to_arrow(), their text and list columns (a virtual dataset holds
+        # fixed-size elements only) and parquet_files() for DuckDB.
         return _linked_table(group, name, [_parquet_file(src) for src, _, _ in parts],
                              [src._linked for src, _, _ in parts])
     total = sum(shape[axis] for _, shape, _ in parts)
