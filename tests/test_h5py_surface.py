@@ -565,8 +565,9 @@ def test_core_driver_without_backing_store_keeps_the_file_in_memory(tmp_path):
         f["z"][1] = 7
         np.testing.assert_array_equal(f["z"][()], [0, 7, 2])
     assert h5.read_bytes() == before
-    with pytest.raises(FileExistsError):
-        h5lake.File(h5, "x", driver="core", backing_store=False)
+    with h5lake.File(h5, "x", driver="core", backing_store=False) as f:
+        assert list(f) == [] and f.driver == "core"
+    assert h5.read_bytes() == before
     with pytest.raises(FileNotFoundError):
         h5lake.File(tmp_path / "none.h5", "r+", driver="core", backing_store=False)
 

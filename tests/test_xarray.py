@@ -579,7 +579,7 @@ def test_to_h5lake_errors(tmp_path):
     # (Appending the same variables writes over them, as to_netcdf does;
     # one of another type is refused.)
     with pytest.raises(ValueError, match="of that name exists"):
-        h5lake.to_h5lake(ds.astype("i2"), tmp_path / "b.h5l", mode="a")
+        h5lake.to_h5lake(ds.astype("S3"), tmp_path / "b.h5l", mode="a")
     with pytest.raises(TypeError, match="Dataset or DataTree"):
         h5lake.to_h5lake(ds.v, tmp_path / "c.h5l")
 
@@ -616,6 +616,14 @@ def test_append_writes_over_a_variable_of_the_same_shape_as_netcdf_does(tmp_path
     with xr.open_dataset(nc, engine="netcdf4") as want, \
             xr.open_dataset(lake, engine="h5lake") as got:
         xr.testing.assert_identical(got.load(), want.load())
-    other = xr.Dataset({"t": ("x", np.arange(3, dtype="i4"))}, coords={"x": [10, 20, 30]})
+    # Numbers of another type are converted to the variable's, as netCDF-4
+    # converts them; another shape is refused.
+    ints = xr.Dataset({"t": ("x", np.arange(3, dtype="i4") + 7)}, coords={"x": [10, 20, 30]})
+    ints.to_netcdf(nc, mode="a", engine="netcdf4")
+    h5lake.to_h5lake(ints, lake, mode="a")
+    with xr.open_dataset(nc, engine="netcdf4") as want, \
+            xr.open_dataset(lake, engine="h5lake") as got:
+        xr.testing.assert_identical(got.load(), want.load())
+    other = xr.Dataset({"t": ("y", np.arange(4.0))})
     with pytest.raises(ValueError, match="of that name"):
         h5lake.to_h5lake(other, lake, mode="a")

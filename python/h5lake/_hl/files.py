@@ -181,7 +181,9 @@ class File(Group):
     @property
     def driver(self):
         self._fs.check()
-        return 'fileobj' if self._fs.scratch is not None else 'h5lake'
+        if self._fs.scratch is not None:
+            return getattr(self._fs, 'driver', 'fileobj')
+        return 'h5lake'
 
     @property
     def libver(self):
@@ -340,8 +342,8 @@ def _memory_state(name, mode, track_order):
     if mode == 'r':
         # Nothing is written: the file itself, read-only.
         return FileState(_core.RawFile(name, 'r'), name, absolute_location(name), 'r')
-    if exists and mode in ('w-', 'x'):
-        raise FileExistsError(17, "Unable to synchronously create file (file exists)")
+    # ('w-' and 'x' make a new file in memory even where one exists: nothing
+    # is written to its name, as with h5py.)
     if not exists and mode == 'r+':
         raise FileNotFoundError(2, "Unable to synchronously open file (no such file)", name)
     scratch = tempfile.TemporaryDirectory(prefix="h5lake-core-")
@@ -361,6 +363,7 @@ def _memory_state(name, mode, track_order):
         raise
     fs = FileState(raw, name, store, 'r+')
     fs.scratch = scratch
+    fs.driver = 'core'
     return fs
 
 

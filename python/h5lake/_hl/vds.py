@@ -440,6 +440,10 @@ def _mapping(group, src, dst):
             # fill, as a missing source does, and the warning says why.
             did = None
             named["why"] = str(e)
+    elif did is None:
+        # (h5py would read it once it exists; h5lake links when the mapping
+        # is made, so the warning says why this part stays fill.)
+        named["why"] = "the file did not exist when the mapping was made"
     # (The file's name as given, when not absolute: what virtual_sources()
     # gives back and an HDF5 copy names, as h5py and HDF5 keep it.)
     if not is_url(src.path) and src.path != file:

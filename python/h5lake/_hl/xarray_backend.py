@@ -757,11 +757,14 @@ class H5LakeStore(WritableCFDataStore):
             h5name = NON_COORD_PREFIX + name
         if h5name in group:
             existing = group[h5name]
+            new = np.dtype(dtype)
             same = (isinstance(existing, _H5Dataset) and existing.shape == variable.shape
-                    and existing.dtype == np.dtype(dtype))
+                    and (existing.dtype == new
+                         or existing.dtype.kind in "biuf" and new.kind in "biuf"))
             if self._mode in ("a", "r+") and same:
                 # As netCDF-4's append (to_netcdf(mode="a")): the variable is
-                # written over in place and its attributes set again.
+                # written over in place (numbers converted to its type) and
+                # its attributes set again.
                 for key, value in attrs.items():
                     _write_attribute(existing, key, value)
                 return H5LakeArrayWrapper(self, existing.name, existing.shape,
