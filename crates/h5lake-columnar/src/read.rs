@@ -520,8 +520,9 @@ impl Footer {
             })
     }
 
-    /// The data pages of column `leaf` when every one holds plain values (`None` otherwise: the column is decoded
-    /// another way). Uncompressed pages are slices of `reader`'s bytes.
+    /// The data pages of column `leaf` when every one holds plain values
+    /// (`None` otherwise: the column is decoded another way). Uncompressed
+    /// pages are slices of `reader`'s bytes.
     fn plain_pages(
         &self,
         reader: &Arc<Parts>,
@@ -1163,8 +1164,8 @@ fn copy_prefixed<const WORDS: usize>(
                 } else {
                     (1u64 << (8 * keep)) - 1
                 };
-                let at = offset + 8 * j;
-                rec[at..at + 8].copy_from_slice(&(word & mask).to_le_bytes());
+                let slot = offset + 8 * j;
+                rec[slot..slot + 8].copy_from_slice(&(word & mask).to_le_bytes());
             }
         } else {
             let k = n.min(width);
@@ -1203,12 +1204,10 @@ impl PlainCopy {
             | Datatype::CustomFloat { .. } => (false, false),
             _ => return None,
         };
-        let values = match col.physical_type() {
-            PhysicalType::INT32 | PhysicalType::FLOAT => PlainValues::Fixed(4),
-            PhysicalType::INT64 | PhysicalType::DOUBLE => PlainValues::Fixed(8),
-            PhysicalType::FIXED_LEN_BYTE_ARRAY => {
-                PlainValues::Fixed(usize::try_from(col.type_length()).ok()?)
-            }
+        let phys = match col.physical_type() {
+            PhysicalType::INT32 | PhysicalType::FLOAT => 4,
+            PhysicalType::INT64 | PhysicalType::DOUBLE => 8,
+            PhysicalType::FIXED_LEN_BYTE_ARRAY => usize::try_from(col.type_length()).ok()?,
             PhysicalType::BYTE_ARRAY if matches!(dt, Datatype::String { .. }) => {
                 return Some(Self {
                     values: PlainValues::Prefixed,
@@ -1218,15 +1217,12 @@ impl PlainCopy {
             }
             _ => return None,
         };
-        let PlainValues::Fixed(phys) = values else {
-            return None;
-        };
         let narrowed = number
             && col.physical_type() == PhysicalType::INT32
             && matches!(dt, Datatype::Integer { .. } | Datatype::Bitfield { .. })
             && width < phys;
         (width == phys || narrowed).then_some(Self {
-            values,
+            values: PlainValues::Fixed(phys),
             width,
             swap,
         })

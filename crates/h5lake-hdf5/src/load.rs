@@ -169,14 +169,21 @@ fn add_dataset(
     // Reached through an external link, the dataset's values are in the
     // link's target file: that file is the one to link.
     if let Some(other) = crate::h5::file_name_of(d.id()) {
-        let other = Path::new(&other).to_path_buf();
         let here = src.canonicalize()?;
-        if other.canonicalize().is_ok_and(|o| o != here) {
+        // (Never linked to `src` at the other file's offsets: a target that
+        // cannot be found from here is refused by name.)
+        let other = Path::new(&other).canonicalize().map_err(|e| {
+            Hdf5Error::SourceNotFound(format!(
+                "{path} of {} is in {other} (through an external link), which cannot be \
+                 opened from here: {e}",
+                src.display()
+            ))
+        })?;
+        if other != here {
             let inner = crate::h5::path_of(d.id()).unwrap_or_else(|| path.to_string());
             drop(d);
             drop(loader);
             drop(file);
-            let other = other.canonicalize()?;
             let uri = other.to_string_lossy().into_owned();
             return add_dataset(dom, &other, &inner, opts, uri);
         }

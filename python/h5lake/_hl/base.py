@@ -84,6 +84,9 @@ class FileState:
         self.on_close = None
         # Open for SWMR reading, or switched to SWMR writing.
         self.swmr = False
+        # h5py's name for how a file is held, when not as a store of its
+        # own: 'fileobj' (a file-like object), 'core' (in memory).
+        self.driver = None
 
     # -- validity -----------------------------------------------------------
     def check(self, exc=ClosedObjectError):

@@ -181,9 +181,7 @@ class File(Group):
     @property
     def driver(self):
         self._fs.check()
-        if self._fs.scratch is not None:
-            return getattr(self._fs, 'driver', 'fileobj')
-        return 'h5lake'
+        return self._fs.driver or 'h5lake'
 
     @property
     def libver(self):
@@ -297,6 +295,7 @@ def _fileobj_state(fileobj, mode, track_order):
     fs = FileState(raw, repr(fileobj), h5 if raw.readonly else store,
                    'r' if raw.readonly else 'r+')
     fs.scratch = scratch
+    fs.driver = 'fileobj'
     if not raw.readonly:
         def write_back():
             out = os.path.join(scratch.name, "out.h5")
@@ -341,7 +340,9 @@ def _memory_state(name, mode, track_order):
     exists = os.path.exists(name)
     if mode == 'r':
         # Nothing is written: the file itself, read-only.
-        return FileState(_core.RawFile(name, 'r'), name, absolute_location(name), 'r')
+        fs = FileState(_core.RawFile(name, 'r'), name, absolute_location(name), 'r')
+        fs.driver = 'core'
+        return fs
     # ('w-' and 'x' make a new file in memory even where one exists: nothing
     # is written to its name, as with h5py.)
     if not exists and mode == 'r+':
