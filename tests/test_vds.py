@@ -707,3 +707,14 @@ def test_parquet_files_with_text_columns_concatenate_into_one_linked_table(tmp_p
         assert d.to_arrow().equals(pa.concat_tables(tables))
         assert d["id"].tolist() == [j + 10 * k for k in range(3) for j in range(4)]
         assert d.parquet_files() == [str(tmp_path / f"part-{k}.parquet") for k in range(3)]
+
+
+def test_a_parquet_file_that_cannot_be_read_is_named_not_dropped_quietly(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    pq.write_table(pa.table({"id": [1, 2], "name": ["a", "b"]}), tmp_path / "part-0.parquet")
+    (tmp_path / "part-1.parquet").write_bytes(b"not a parquet file")
+    with pytest.warns(h5lake.VirtualSourceWarning, match="part-1.parquet"):
+        report = h5lake.concat(str(tmp_path / "part-*.parquet"), str(tmp_path / "c.h5l"))
+    assert report["shape"] == (2,)
+    assert len(report["missing"]) == 1 and "part-1.parquet" in report["missing"][0]

@@ -619,9 +619,7 @@ def _linked_table(group, name, files, single_links):
     except BaseException:
         raw.delete_object(did)
         raise
-    d = parent[base]
-    d._left_out = []
-    return d
+    return parent[base]
 
 
 def _source_of(group, item, path):
@@ -708,8 +706,10 @@ def _concat_into(group, name, items, axis, path, fillvalue, progress):
         # of many files, not a virtual dataset: that keeps their nulls for
         # to_arrow(), their text and list columns (a virtual dataset holds
         # fixed-size elements only) and parquet_files() for DuckDB.
-        return _linked_table(group, name, [_parquet_file(src) for src, _, _ in parts],
-                             [src._linked for src, _, _ in parts])
+        d = _linked_table(group, name, [_parquet_file(src) for src, _, _ in parts],
+                          [src._linked for src, _, _ in parts])
+        d._left_out = left_out
+        return d
     total = sum(shape[axis] for _, shape, _ in parts)
     layout = VirtualLayout(tuple(total if k == axis else n for k, n in enumerate(shape0)), dtype)
     at = 0
