@@ -292,29 +292,99 @@ def test_sources_behind_external_links_read_from_the_linked_file(tmp_path):
     np.testing.assert_array_equal(got, np.repeat(np.array([1, 2], "u2"), 6).reshape(4, 3))
 
 
-def test_a_source_file_changed_or_deleted_since_is_never_read_as_stale_bytes(tmp_path):
-    """An HDF5 source rewritten after the mapping was made would be read
-    at its old offsets: refused with OSError instead. One deleted reads as
-    fill, with a warning naming it, as libhdf5 reads a missing source."""
+def _vds_both(tmp_path, build):
+    """``build(mod, f)`` run against h5py (an HDF5 file) and h5lake (a
+    store) in ``tmp_path``; returns the two paths."""
+    paths = {}
+    for mod, ext in ((h5py, "h5"), (h5lake, "h5l")):
+        paths[mod] = str(tmp_path / f"v.{ext}")
+        with mod.File(paths[mod], "w") as f:
+            build(mod, f)
+    return paths
+
+
+def _read_both(paths, name="v"):
+    got = {}
+    for mod, p in paths.items():
+        with mod.File(p, "r") as f:
+            got[mod] = (f[name].shape, f[name][()])
+    assert got[h5lake][0] == got[h5py][0]
+    np.testing.assert_array_equal(got[h5lake][1], got[h5py][1])
+    return got[h5lake][1]
+
+
+def test_a_source_file_rewritten_since_reads_its_new_contents_as_libhdf5_does(tmp_path):
+    """An HDF5 source rewritten after the mapping was made (other offsets,
+    other values) reads as it is now, as h5py reads it, never as the old
+    offsets' bytes. One deleted reads as fill, with a warning naming it."""
     a = tmp_path / "a.h5"
     with h5py.File(a, "w") as g:
         g["x"] = np.array([1, 2, 3], "i4")
-    with h5lake.File(tmp_path / "v.h5l", "w") as f:
-        lay = h5lake.VirtualLayout((6,), "i4")
-        lay[:3] = h5lake.VirtualSource(str(a), "x", shape=(3,))
-        lay[3:] = h5lake.VirtualSource(str(a), "x", shape=(3,))
+
+    def build(mod, f):
+        lay = mod.VirtualLayout((6,), "i4")
+        lay[:3] = mod.VirtualSource(str(a), "x", shape=(3,))
+        lay[3:] = mod.VirtualSource(str(a), "x", shape=(3,))
         f.create_virtual_dataset("v", lay, fillvalue=-1)
-        np.testing.assert_array_equal(f["v"][()], [1, 2, 3, 1, 2, 3])
-    with h5py.File(a, "w") as g:
-        g["pad"] = np.arange(1000, dtype="i4")
-        g["x"] = np.array([7, 8, 9], "i4")
-    with h5lake.File(tmp_path / "v.h5l", "r") as f:
-        with pytest.raises(OSError, match="changed since it was linked"):
-            f["v"][()]
+
+    paths = _vds_both(tmp_path, build)
+    np.testing.assert_array_equal(_read_both(paths), [1, 2, 3, 1, 2, 3])
+    with h5lake.File(paths[h5lake], "r") as f:
+        v = f["v"]
+        with h5py.File(a, "w") as g:      # rewritten while the store is open
+            g["pad"] = np.arange(1000, dtype="i4")
+            g["x"] = np.array([7, 8, 9], "i4")
+        np.testing.assert_array_equal(v[()], [7, 8, 9, 7, 8, 9])
+        with h5py.File(a, "a") as g:      # and again, in place
+            g["x"][1] = 80
+        os.utime(a, ns=(os.stat(a).st_atime_ns, os.stat(a).st_mtime_ns + 10**9))
+        np.testing.assert_array_equal(v[()], [7, 80, 9, 7, 80, 9])
+    np.testing.assert_array_equal(_read_both(paths), [7, 80, 9, 7, 80, 9])
+    with h5py.File(a, "w") as g:          # the dataset gone from the file
+        g["y"] = np.array([1, 2, 3], "i4")
+    with h5lake.File(paths[h5lake], "r") as f:
+        with pytest.warns(UserWarning, match="a.h5 has no dataset /x"):
+            np.testing.assert_array_equal(f["v"][()], [-1] * 6)
     os.remove(a)
-    with h5lake.File(tmp_path / "v.h5l", "r") as f:
+    with h5lake.File(paths[h5lake], "r") as f:
         with pytest.warns(UserWarning, match="a.h5 is missing"):
             np.testing.assert_array_equal(f["v"][()], [-1] * 6)
+
+
+def test_an_unlimited_mapping_follows_an_hdf5_source_as_it_grows(tmp_path):
+    a = tmp_path / "grow.h5"
+    with h5py.File(a, "w") as g:
+        g.create_dataset("x", data=np.arange(5, dtype="f8"), maxshape=(None,), chunks=(4,))
+
+    def build(mod, f):
+        lay = mod.VirtualLayout((5,), "f8", maxshape=(None,))
+        lay[:mod.h5s.UNLIMITED] = mod.VirtualSource(str(a), "x", shape=(5,),
+                                                   maxshape=(None,))[:mod.h5s.UNLIMITED]
+        f.create_virtual_dataset("v", lay, fillvalue=np.nan)
+
+    paths = _vds_both(tmp_path, build)
+    np.testing.assert_array_equal(_read_both(paths), np.arange(5.0))
+    for n in (13, 30):
+        with h5py.File(a, "a") as g:
+            g["x"].resize((n,))
+            g["x"][:] = np.arange(n) * 2.0
+        np.testing.assert_array_equal(_read_both(paths), np.arange(n) * 2.0)
+
+
+def test_a_source_file_that_appears_after_the_mapping_is_read_once_it_exists(tmp_path):
+    late = tmp_path / "late.h5"
+
+    def build(mod, f):
+        lay = mod.VirtualLayout((2, 3), "i2")
+        lay[0] = mod.VirtualSource(str(late), "d", shape=(3,))
+        f.create_virtual_dataset("v", lay, fillvalue=5)
+
+    with pytest.warns(UserWarning, match="did not exist"):
+        paths = _vds_both(tmp_path, build)
+        np.testing.assert_array_equal(_read_both(paths), [[5, 5, 5]] * 2)
+    with h5py.File(late, "w") as g:
+        g["d"] = np.array([-1, -2, -3], "i2")
+    np.testing.assert_array_equal(_read_both(paths), [[-1, -2, -3], [5, 5, 5]])
 
 
 def test_load_link_refuses_a_file_changed_since(tmp_path):
@@ -348,6 +418,36 @@ def test_relative_source_names_are_found_beside_the_store_as_libhdf5_finds_them(
             f.create_virtual_dataset("v", lay, fillvalue=-1)
         with mod.File(str(tmp_path / "sub" / f"v.{ext}"), "r") as f:
             np.testing.assert_array_equal(f["v"][()], [1, 2, 3, 4], err_msg=ext)
+
+
+def test_a_folder_of_sources_moved_with_its_virtual_dataset_is_found_as_libhdf5_finds_it(
+        tmp_path, monkeypatch):
+    """Relative source names are looked for at each read, as libhdf5 looks
+    for them: under $HDF5_VDS_PREFIX as it is then, else beside the store."""
+    import shutil
+    (tmp_path / "proj").mkdir()
+    monkeypatch.chdir(tmp_path / "proj")
+
+    def build(mod, f):
+        lay = mod.VirtualLayout((2, 4), "i4")
+        lay[0] = mod.VirtualSource("a.h5", "x", shape=(4,))
+        lay[1] = mod.VirtualSource("b.h5", "x", shape=(4,))
+        f.create_virtual_dataset("v", lay, fillvalue=-1)
+
+    for name, base in (("a.h5", 10), ("b.h5", 20)):
+        with h5py.File(tmp_path / "proj" / name, "w") as g:
+            g["x"] = np.arange(4, dtype="i4") + base
+    _vds_both(tmp_path / "proj", build)
+    monkeypatch.chdir(tmp_path)
+    shutil.move(tmp_path / "proj", tmp_path / "moved")
+    moved = {h5py: str(tmp_path / "moved" / "v.h5"), h5lake: str(tmp_path / "moved" / "v.h5l")}
+    np.testing.assert_array_equal(_read_both(moved), [[10, 11, 12, 13], [20, 21, 22, 23]])
+    # Another copy of b.h5 under the prefix, set after the mapping was made.
+    (tmp_path / "pre").mkdir()
+    with h5py.File(tmp_path / "pre" / "b.h5", "w") as g:
+        g["x"] = np.arange(4, dtype="i4") + 90
+    monkeypatch.setenv("HDF5_VDS_PREFIX", str(tmp_path / "pre"))
+    np.testing.assert_array_equal(_read_both(moved), [[10, 11, 12, 13], [90, 91, 92, 93]])
 
 
 def test_a_virtual_source_that_cannot_be_mapped_is_named_with_its_reason(tmp_path):

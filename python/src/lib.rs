@@ -1340,6 +1340,7 @@ impl ProgressBar {
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    h5lake_hdf5::register_source_linker();
     m.add_class::<RawFile>()?;
     m.add_class::<ProgressBar>()?;
     m.add_function(wrap_pyfunction!(load_hdf5, m)?)?;

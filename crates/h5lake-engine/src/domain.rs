@@ -271,6 +271,8 @@ pub struct Domain {
     docs: DocCache,
     /// Other stores opened for virtual datasets' sources.
     pub(crate) virtual_stores: crate::virtual_ds::SourceStores,
+    /// HDF5 files' datasets linked again because their files changed.
+    pub(crate) relinked: crate::hdf5_sources::RelinkedSources,
     /// Pending metadata ([`Durability::AtFlush`]); `store` reads through it.
     journal: Option<Arc<Journal>>,
 }
@@ -489,6 +491,7 @@ impl Domain {
             linked_files,
             docs: DocCache::default(),
             virtual_stores: Default::default(),
+            relinked: Default::default(),
             journal: None,
         };
         let journaled = opts.durability == Durability::AtFlush;

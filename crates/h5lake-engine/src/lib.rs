@@ -12,6 +12,7 @@ pub mod chunk_codec;
 pub mod dataset;
 pub mod domain;
 mod error;
+pub mod hdf5_sources;
 pub mod ids;
 mod journal;
 pub mod json;

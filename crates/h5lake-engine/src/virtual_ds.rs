@@ -23,6 +23,7 @@ use serde_json::{json, Value};
 use crate::dataset::{for_each_task, DatasetMeta, OutPtr, Projection};
 use crate::domain::{Domain, DomainOptions, OpenMode};
 use crate::error::{EngineError, Result};
+use crate::hdf5_sources::Current;
 
 /// Where the mappings live in a dataset document.
 const VIRTUAL_KEY: &str = "/h5lake/virtual";
@@ -801,45 +802,84 @@ impl Domain {
             }
         };
         let home = dom.as_deref().unwrap_or(self);
-        let id = match (&mp.file, &mp.id) {
-            (Some(file), None) => {
-                *why = match &mp.why {
-                    Some(reason) => format!("{file}: {reason}"),
-                    None => format!(
-                        "{file} had no dataset {} when the mapping was made",
-                        mp.path
-                    ),
+        let (dom, src) = match (&mp.file, &mp.id) {
+            (Some(made), id) => {
+                // (An HDF5 file's dataset, linked into this store: read as
+                // the file is now, as libhdf5 reads it. A name given
+                // relative is looked for again, as libhdf5 looks for it
+                // at each read: a file found elsewhere now is linked anew.)
+                let file = match mp.file_name.as_deref() {
+                    Some(given) if !std::path::Path::new(given).is_absolute() => {
+                        let now = self.source_location(given);
+                        if self.linked_files.target(&now).is_ok()
+                            && std::path::Path::new(&now).is_file()
+                            && !same_file(&now, made)
+                        {
+                            now
+                        } else {
+                            made.clone()
+                        }
+                    }
+                    _ => made.clone(),
                 };
-                return Ok(None);
+                let file = &file;
+                let stored = match id {
+                    Some(id) if file == made => Some(home.dataset(id)?),
+                    _ => None,
+                };
+                match self.hdf5_source_now(file, &mp.path, stored.as_deref())? {
+                    Current::Stored => match stored {
+                        Some(src) => (dom, src),
+                        None => {
+                            *why = match &mp.why {
+                                Some(reason) => format!("{file}: {reason}"),
+                                None => format!(
+                                    "{file} had no dataset {} when the mapping was made",
+                                    mp.path
+                                ),
+                            };
+                            return Ok(None);
+                        }
+                    },
+                    Current::Missing(reason) => {
+                        *why = reason;
+                        return Ok(None);
+                    }
+                    Current::Unlinkable(reason) => {
+                        *why = reason;
+                        return Ok(None);
+                    }
+                    Current::Relinked(d, src) => (Some(d), src),
+                }
             }
-            (Some(_), Some(id)) => id.clone(),
-            (None, _) => match home.resolve_path(&mp.path)? {
-                Some(id) => id,
-                None => {
+            (None, _) => {
+                let Some(id) = home.resolve_path(&mp.path)? else {
                     *why = format!("no dataset {}", mp.path);
                     return Ok(None);
+                };
+                if dom.is_none() && id == m.id {
+                    return Err(EngineError::Invalid(format!(
+                        "virtual dataset {} maps itself",
+                        m.id
+                    )));
                 }
-            },
-        };
-        if dom.is_none() && id == m.id {
-            return Err(EngineError::Invalid(format!(
-                "virtual dataset {} maps itself",
-                m.id
-            )));
-        }
-        let src = home.dataset(&id)?;
-        // A source whose values stay in a file deleted since the mapping
-        // was made reads as fill, as libhdf5 reads a missing source file.
-        if let Some(link) = &src.link {
-            if let Ok(crate::link_policy::LinkTarget::Local(path)) =
-                home.linked_files.target(&link.file_uri)
-            {
-                if !path.exists() {
-                    *why = format!("{} is missing", path.display());
-                    return Ok(None);
+                let src = home.dataset(&id)?;
+                // A source whose values stay in a file deleted since the
+                // mapping was made reads as fill, as libhdf5 reads a
+                // missing source file.
+                if let Some(link) = &src.link {
+                    if let Ok(crate::link_policy::LinkTarget::Local(path)) =
+                        home.linked_files.target(&link.file_uri)
+                    {
+                        if !path.exists() {
+                            *why = format!("{} is missing", path.display());
+                            return Ok(None);
+                        }
+                    }
                 }
+                (dom, src)
             }
-        }
+        };
         if src.dtype != m.dtype && NumericConversion::new(&src.dtype, &m.dtype).is_none() {
             return Err(EngineError::WrongType(format!(
                 "virtual dataset {}: source {} has type {}, the virtual dataset {} \
@@ -899,21 +939,28 @@ impl Domain {
                 None => given.to_string(),
             };
         }
-        if let Some(prefix) = std::env::var_os("HDF5_VDS_PREFIX") {
-            let found = std::env::split_paths(&prefix)
-                .filter(|p| !p.as_os_str().is_empty())
-                .map(|p| p.join(rel))
+        let here = std::path::Path::new(here.trim_end_matches('/'));
+        let here = std::path::absolute(here).unwrap_or_else(|_| here.to_path_buf());
+        let origin = here.parent().unwrap_or(std::path::Path::new("/"));
+        if let Some(prefix) = std::env::var("HDF5_VDS_PREFIX")
+            .ok()
+            .filter(|p| !p.is_empty())
+        {
+            // (`${ORIGIN}` stands for the directory of the virtual dataset's
+            // store, as for the directory of its file in libhdf5.)
+            let found = prefix
+                .split(':')
+                .filter(|p| !p.is_empty())
+                .map(|p| {
+                    std::path::PathBuf::from(p.replace("${ORIGIN}", &origin.to_string_lossy()))
+                        .join(rel)
+                })
                 .find(|p| p.exists());
             if let Some(p) = found {
                 return p.to_string_lossy().into_owned();
             }
         }
-        let here = std::path::Path::new(here.trim_end_matches('/'));
-        let here = std::path::absolute(here).unwrap_or_else(|_| here.to_path_buf());
-        here.parent()
-            .map_or_else(|| rel.into(), |dir| dir.join(rel))
-            .to_string_lossy()
-            .into_owned()
+        origin.join(rel).to_string_lossy().into_owned()
     }
 
     /// The id of the object at the absolute `path`, following hard and
@@ -1290,6 +1337,14 @@ fn read_source(
     home.read_with(src, sel, None, &mut raw, false)?;
     conv.convert(&raw, out);
     Ok(())
+}
+
+/// Whether the paths `a` and `b` name one file.
+fn same_file(a: &str, b: &str) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
 }
 
 /// Where the elements `hits` select lie in one piece of the output, in the

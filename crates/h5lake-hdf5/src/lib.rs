@@ -21,7 +21,9 @@ mod types;
 mod virtual_layout;
 
 pub use export::{get, GetOptions, GetReport};
-pub use load::{link_dataset, load, open_in_place, LoadOptions, LoadReport};
+pub use load::{
+    link_dataset, load, open_in_place, register_source_linker, LoadOptions, LoadReport,
+};
 pub use skipped::Skipped;
 pub use source::{hdf5_version, is_hdf5};
 

@@ -144,6 +144,15 @@ pub fn link_dataset(dom: &Domain, src: &Path, path: &str) -> Result<String> {
     Ok(add_dataset(dom, src, path, &opts, uri)?.0)
 }
 
+/// Lets virtual datasets of every domain in this process link their HDF5
+/// sources again when those files change (see
+/// [`h5lake_engine::hdf5_sources`]).
+pub fn register_source_linker() {
+    h5lake_engine::hdf5_sources::set_hdf5_linker(|dom, src, path| {
+        link_dataset(dom, src, path).map_err(|e| e.to_string())
+    });
+}
+
 /// Loads the dataset at `path` of the HDF5 file `src` into `dom` as an
 /// anonymous dataset, linked or copied as `opts` say (a linked one names
 /// the file as `uri`). A dataset that is virtual itself is refused.

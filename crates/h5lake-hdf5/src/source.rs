@@ -74,6 +74,16 @@ pub(crate) fn open(path: &Path) -> Result<Hid> {
         "opening the file",
     )
     .map_err(|e| {
+        let e = e.to_string();
+        if e.contains("unable to lock file") {
+            // (Not damaged: a program has it open for writing.)
+            return Hdf5Error::NotHdf5(format!(
+                "{} is locked by a program that has it open for writing (HDF5's file \
+                 locking): close it there, or set HDF5_USE_FILE_LOCKING=FALSE to read it \
+                 while it is written",
+                path.display()
+            ));
+        }
         Hdf5Error::NotHdf5(format!(
             "{} cannot be read as HDF5; it may be truncated or damaged ({e})",
             path.display()
