@@ -450,18 +450,52 @@ def test_a_folder_of_sources_moved_with_its_virtual_dataset_is_found_as_libhdf5_
     np.testing.assert_array_equal(_read_both(moved), [[10, 11, 12, 13], [90, 91, 92, 93]])
 
 
-def test_a_virtual_source_that_cannot_be_mapped_is_named_with_its_reason(tmp_path):
-    with h5py.File(tmp_path / "m.h5", "w") as g:
-        g["m"] = np.arange(10, dtype="i4")
-    with h5py.File(tmp_path / "inner.h5", "w") as g:
-        lay = h5py.VirtualLayout((10,), "i4")
-        lay[:] = h5py.VirtualSource(str(tmp_path / "m.h5"), "m", shape=(10,))
-        g.create_virtual_dataset("v", lay)
-    with h5lake.File(tmp_path / "o.h5l", "w") as f:
-        lay = h5lake.VirtualLayout((10,), "i4")
-        lay[:] = h5lake.VirtualSource(str(tmp_path / "inner.h5"), "v", shape=(10,))
-        f.create_virtual_dataset("v", lay, fillvalue=-1)
-        with pytest.warns(UserWarning, match="virtual dataset itself"):
+def test_sources_that_are_virtual_datasets_read_as_libhdf5_reads_them(tmp_path):
+    """A virtual dataset of an HDF5 file as a source (a NeXus master file
+    whose data is a VDS over frame files, concatenated), and a virtual
+    dataset of a store as a source: read as h5py reads them."""
+    with h5py.File(tmp_path / "frames.h5", "w") as g:
+        g["f"] = np.arange(12, dtype="i4").reshape(6, 2)
+        g["own"] = np.array([[100, 101]], "i4")
+    with h5py.File(tmp_path / "master.h5", "w") as g:
+        lay = h5py.VirtualLayout((4, 2), "i4")
+        lay[:3] = h5py.VirtualSource("frames.h5", "f", shape=(6, 2))[::2]
+        lay[3] = h5py.VirtualSource(".", "local", shape=(1, 2))[0]
+        g["local"] = np.array([[7, 8]], "i4")
+        g.create_virtual_dataset("entry/data", lay, fillvalue=-1)
+
+    def build(mod, f):
+        lay = mod.VirtualLayout((2, 4, 2), "i4")
+        lay[0] = mod.VirtualSource(str(tmp_path / "master.h5"), "entry/data", shape=(4, 2))
+        lay[1, 1:] = mod.VirtualSource(str(tmp_path / "master.h5"), "entry/data",
+                                       shape=(4, 2))[:3]
+        f.create_virtual_dataset("v", lay, fillvalue=-5)
+        f["plain"] = np.arange(6, dtype="i4")
+        inner = mod.VirtualLayout((3,), "i4")
+        inner[:] = mod.VirtualSource(f["plain"])[::2]
+        f.create_virtual_dataset("inner", inner, fillvalue=0)
+        outer = mod.VirtualLayout((2,), "i4")
+        outer[:] = mod.VirtualSource(f["inner"])[1:]
+        f.create_virtual_dataset("outer", outer, fillvalue=0)
+
+    paths = _vds_both(tmp_path, build)
+    got = _read_both(paths)
+    assert got[0, 3].tolist() == [7, 8] and got[1, 1].tolist() == [0, 1]
+    assert _read_both(paths, "outer").tolist() == [2, 4]
+    # The frames rewritten: read as they are now, through both levels.
+    with h5py.File(tmp_path / "frames.h5", "a") as g:
+        g["f"][...] = -g["f"][...]
+    assert _read_both(paths)[0, 1].tolist() == [-4, -5]
+
+
+def test_virtual_datasets_that_map_each_other_end_in_an_error_not_a_hang(tmp_path):
+    for me, other in (("a", "b"), ("b", "a")):
+        with h5lake.File(tmp_path / f"{me}.h5l", "w") as f:
+            lay = h5lake.VirtualLayout((3,), "f8")
+            lay[:] = h5lake.VirtualSource(str(tmp_path / f"{other}.h5l"), "v", shape=(3,))
+            f.create_virtual_dataset("v", lay, fillvalue=1.5)
+    with h5lake.File(tmp_path / "a.h5l", "r") as f:
+        with pytest.raises(ValueError, match="nested more than"):
             f["v"][()]
 
 

@@ -20,7 +20,62 @@ use h5lake_types::convert::NumericConversion;
 use h5lake_types::{DimSel, Selection};
 use serde_json::{json, Value};
 
-use crate::dataset::{for_each_task, DatasetMeta, OutPtr, Projection};
+use crate::dataset::{DatasetMeta, OutPtr, Projection};
+
+/// Virtual datasets whose sources are virtual datasets: how deep a read
+/// is, so that a cycle of mappings (stores mapping each other) ends in an
+/// error instead of recursing without end.
+mod nesting {
+    use std::cell::Cell;
+
+    use crate::dataset::for_each_task;
+    use crate::error::{EngineError, Result};
+
+    /// Virtual datasets of virtual datasets, at most this many levels.
+    const MAX_DEPTH: u32 = 16;
+
+    thread_local! {
+        static DEPTH: Cell<u32> = const { Cell::new(0) };
+    }
+
+    /// Restores the depth of the thread when dropped.
+    pub(super) struct Level(u32);
+
+    impl Drop for Level {
+        fn drop(&mut self) {
+            DEPTH.with(|d| d.set(self.0));
+        }
+    }
+
+    fn enter(depth: u32) -> Level {
+        Level(DEPTH.with(|d| d.replace(depth)))
+    }
+
+    /// One level deeper than this thread's work is now.
+    ///
+    /// # Errors
+    /// Past [`MAX_DEPTH`].
+    pub(super) fn deeper(id: &str) -> Result<Level> {
+        let depth = DEPTH.with(Cell::get) + 1;
+        if depth > MAX_DEPTH {
+            return Err(EngineError::Invalid(format!(
+                "virtual dataset {id}: sources nested more than {MAX_DEPTH} virtual datasets \
+                 deep (do the mappings lead back to it?)"
+            )));
+        }
+        Ok(enter(depth))
+    }
+
+    /// [`for_each_task`], each task at the depth of the thread that asks.
+    pub(super) fn tasks(n: usize, f: impl Fn(usize) -> Result<()> + Sync + Send) -> Result<()> {
+        let depth = DEPTH.with(Cell::get);
+        for_each_task(n, false, |i| {
+            let _level = enter(depth);
+            f(i)
+        })
+    }
+}
+
 use crate::domain::{Domain, DomainOptions, OpenMode};
 use crate::error::{EngineError, Result};
 use crate::hdf5_sources::Current;
@@ -890,12 +945,6 @@ impl Domain {
                 m.dtype.to_json()
             )));
         }
-        if src.virtual_map.is_some() {
-            return Err(EngineError::Invalid(format!(
-                "virtual dataset {}: source {} is virtual itself (not supported)",
-                m.id, mp.path
-            )));
-        }
         if src.dims.len() != mp.src.len() {
             return Err(EngineError::Invalid(format!(
                 "virtual dataset {}: source {} has {} dimensions, its selection {}",
@@ -997,13 +1046,14 @@ impl Domain {
     pub fn virtual_problems(&self, id: &str) -> Result<Vec<SourceProblem>> {
         // (The mappings as made, not as resolved: numbered as the user made
         // them, and an unlimited one whose source is missing is named too.)
+        let _level = nesting::deeper(id)?;
         let m = self.stored_dataset(id)?;
         let vm = m
             .virtual_map
             .clone()
             .ok_or_else(|| EngineError::WrongType(format!("{id} is not a virtual dataset")))?;
         let found = Mutex::new(Vec::new());
-        for_each_task(vm.mappings.len(), false, |i| {
+        nesting::tasks(vm.mappings.len(), |i| {
             let mp = &vm.mappings[i];
             let mut why = String::new();
             self.virtual_source(&m, mp, &mut why)?;
@@ -1033,11 +1083,12 @@ impl Domain {
     /// Sources that cannot be mapped at all (another type, refused by the
     /// link policy); I/O trouble.
     pub(crate) fn live_virtual(&self, m: &DatasetMeta, vm: &VirtualMap) -> Result<DatasetMeta> {
+        let _level = nesting::deeper(&m.id)?;
         let extents = Mutex::new(vec![None; vm.mappings.len()]);
         let unlimited: Vec<usize> = (0..vm.mappings.len())
             .filter(|&i| vm.mappings[i].unlimited.is_some())
             .collect();
-        for_each_task(unlimited.len(), false, |k| {
+        nesting::tasks(unlimited.len(), |k| {
             let i = unlimited[k];
             let mut why = String::new();
             if let Some((_, src)) = self.virtual_source(m, &vm.mappings[i], &mut why)? {
@@ -1080,6 +1131,7 @@ impl Domain {
         fields: Option<&[String]>,
         out: &mut [u8],
     ) -> Result<()> {
+        let _level = nesting::deeper(&m.id)?;
         let proj = Projection::new(&m.dtype, fields)?;
         let es = proj.out_size;
         let mut fill = Vec::with_capacity(es);
@@ -1116,7 +1168,7 @@ impl Domain {
         }
         let parts = Mutex::new(Vec::new());
         let short = std::sync::atomic::AtomicBool::new(false);
-        for_each_task(vm.mappings.len(), false, |i| {
+        nesting::tasks(vm.mappings.len(), |i| {
             let mp = &vm.mappings[i];
             let Some(mut hits) = sels
                 .iter()
@@ -1213,7 +1265,7 @@ impl Domain {
             Ok(())
         };
         if vm.disjoint {
-            for_each_task(parts.len(), false, |k| read_part(&parts[k]))
+            nesting::tasks(parts.len(), |k| read_part(&parts[k]))
         } else {
             parts.iter().try_for_each(read_part)
         }
@@ -1264,7 +1316,7 @@ impl Domain {
             }
         }
         let ptr = OutPtr(out.as_mut_ptr());
-        for_each_task(per.len(), false, |k| {
+        nesting::tasks(per.len(), |k| {
             let (outs, src_coords) = &per[k];
             if outs.is_empty() {
                 return Ok(());

@@ -141,8 +141,12 @@ pub fn link_dataset(dom: &Domain, src: &Path, path: &str) -> Result<String> {
     };
     let src_abs = src.canonicalize()?;
     let uri = src_abs.to_string_lossy().into_owned();
-    Ok(add_dataset(dom, src, path, &opts, uri)?.0)
+    Ok(add_dataset(dom, src, path, &opts, uri, 1)?.0)
 }
+
+/// Virtual datasets whose sources are virtual datasets, at most this many
+/// levels deep (a cycle of files mapping each other ends there).
+const MAX_VIRTUAL_DEPTH: u32 = 16;
 
 /// Lets virtual datasets of every domain in this process link their HDF5
 /// sources again when those files change (see
@@ -155,17 +159,26 @@ pub fn register_source_linker() {
 
 /// Loads the dataset at `path` of the HDF5 file `src` into `dom` as an
 /// anonymous dataset, linked or copied as `opts` say (a linked one names
-/// the file as `uri`). A dataset that is virtual itself is refused.
+/// the file as `uri`). A virtual dataset brings its own sources along,
+/// `depth` levels below the virtual dataset that maps it.
 fn add_dataset(
     dom: &Domain,
     src: &Path,
     path: &str,
     opts: &LoadOptions,
     uri: String,
+    depth: u32,
 ) -> Result<(String, LoadReport)> {
+    if depth > MAX_VIRTUAL_DEPTH {
+        return Err(Hdf5Error::Unsupported(format!(
+            "{path} of {}: virtual datasets nested more than {MAX_VIRTUAL_DEPTH} deep \
+             (do its sources lead back to it?)",
+            src.display()
+        )));
+    }
     let file = source::open(src)?;
     let mut loader = Loader::new(dom, file.id(), src.canonicalize()?, uri, opts);
-    loader.nested = true;
+    loader.depth = depth;
     let cpath = cstr(path)?;
     let d = lib(|| unsafe { hdf5_sys::h5d::H5Dopen2(file.id(), cpath.as_ptr(), H5P_DEFAULT) });
     if d < 0 {
@@ -194,7 +207,7 @@ fn add_dataset(
             drop(loader);
             drop(file);
             let uri = other.to_string_lossy().into_owned();
-            return add_dataset(dom, &other, &inner, opts, uri);
+            return add_dataset(dom, &other, &inner, opts, uri, depth);
         }
     }
     let id = loader.dataset(d.id(), path)?.ok_or_else(|| {
@@ -637,9 +650,10 @@ struct Loader<'a> {
     /// The store being made, when it is a local path (linked datasets of
     /// other files name them relative to it, as [`link_uri`] says).
     dest: Option<PathBuf>,
-    /// Loading one dataset for a virtual dataset to map (so not a virtual
-    /// one: h5lake maps datasets that hold their values).
-    nested: bool,
+    /// How many virtual datasets deep this load is: 0 for a whole file,
+    /// 1 for one dataset a virtual dataset maps, more for the sources of a
+    /// virtual dataset that is itself a source.
+    depth: u32,
     /// Sources of virtual datasets in other files, loaded once each:
     /// (file, dataset path) → the anonymous dataset (`None`: missing).
     virtual_sources: HashMap<(PathBuf, String), Option<String>>,
@@ -662,7 +676,7 @@ impl<'a> Loader<'a> {
             jobs: Vec::new(),
             pending: Vec::new(),
             dest: None,
-            nested: false,
+            depth: 0,
             virtual_sources: HashMap::new(),
         }
     }
@@ -1182,13 +1196,6 @@ impl Loader<'_> {
         mut cprops: Value,
     ) -> Result<Option<String>> {
         let skip = |why: String| crate::Skipped::object(path, why);
-        if self.nested {
-            self.report.skipped.push(skip(
-                "it is a virtual dataset itself (h5lake maps sources that hold their values)"
-                    .into(),
-            ));
-            return Ok(None);
-        }
         let raw = match virtual_layout::read_mappings(dcpl)? {
             Ok(raw) => raw,
             Err(why) => {
@@ -1207,7 +1214,10 @@ impl Loader<'_> {
                     h5lake_engine::virtual_ds::whole_source(dims.as_deref(), &m.vsel)
                 })
             };
-            let entry = if file.as_deref() == Some(self.src.as_path()) {
+            // (A source in the same file is a dataset of the store being
+            // loaded, except when this virtual dataset is itself a source,
+            // loaded alone: its file's datasets are then linked too.)
+            let entry = if self.depth == 0 && file.as_deref() == Some(self.src.as_path()) {
                 let src = whole(self.own_extent(&m.dataset)?);
                 json!({"store": null, "path": m.dataset, "src": src, "dst": m.vsel})
             } else {
@@ -1316,7 +1326,7 @@ impl Loader<'_> {
                 Some(dest) => link_uri(file, dest)?,
                 None => file.to_string_lossy().into_owned(),
             };
-            match add_dataset(self.dom, file, dataset, &opts, uri) {
+            match add_dataset(self.dom, file, dataset, &opts, uri, self.depth + 1) {
                 Ok((id, report)) => {
                     self.report.linked_datasets += report.linked_datasets;
                     self.report.chunks += report.chunks;
