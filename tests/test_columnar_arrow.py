@@ -330,3 +330,55 @@ def test_the_server_streams_arrow(tmp_path):
         assert get("t", select="[5:5]").num_rows == 0
     finally:
         s.stop()
+
+
+@pytest.mark.parametrize("layout", ["columnar", None])
+def test_an_edit_keeps_the_nulls_it_does_not_write(tmp_path, layout):
+    """HDF5-shaped writes carry values only: a write of some rows, some
+    points or one member of a columnar chunk keeps the nulls of everything
+    else in it, as DuckDB counts them; a shrink and a NumPy append too."""
+    duckdb = pytest.importorskip("duckdb")
+    t = pa.table({"x": pa.array([1, None, 3, None, 5, None], pa.int32()),
+                  "y": pa.array([None, 1.5, None, 2.5, None, 3.5])})
+    with h5lake.File(tmp_path / "e.h5l", "w") as f:
+        d = f.create_dataset("t", data=t, chunks=(8,), maxshape=(None,))
+        if layout is None:          # the same edits of a row-layout table: values only
+            d = f.create_dataset("r", data=d[...], chunks=(8,), maxshape=(None,))
+        d[1] = (42, 9.0)                                  # one row, both members
+        d["y", 2:4] = np.array([7.0, 8.0])                # one member of two rows
+        d[[4]] = np.array([(0, 0.0)], d.dtype)            # a point, written with the fill
+        if layout is None:
+            assert d[...].tolist() == [(1, 0.0), (42, 9.0), (3, 7.0), (0, 8.0), (0, 0.0),
+                                       (0, 3.5)]
+            return
+        got = d.to_arrow().to_pydict()
+        assert got == {"x": [1, 42, 3, None, 0, None], "y": [None, 9.0, 7.0, 8.0, 0.0, 3.5]}
+        files = d.parquet_files()
+        assert duckdb.sql(f"SELECT count(x), count(y) FROM read_parquet({files})").fetchall() \
+            == [(4, 5)]
+        d.resize((4,))
+        d.append(np.array([(7, 7.5)], d.dtype))
+        assert d.to_arrow().to_pydict() == {"x": [1, 42, 3, None, 7], "y": [None, 9.0, 7.0, 8.0, 7.5]}
+
+
+@pytest.mark.parametrize("layout", ["columnar", None])
+def test_writers_of_different_members_of_the_same_rows_lose_nothing(tmp_path, layout):
+    dt = np.dtype([("a", "i4"), ("b", "f8"), ("c", "i2")])
+    kw = {"layout": layout} if layout else {}
+    with h5lake.File(tmp_path / "w.h5l", "w") as f:
+        d = f.create_dataset("t", shape=(64,), dtype=dt, chunks=(64,), **kw)
+
+        def writer(name, base):
+            for k in range(32):
+                d[name, 2 * k:2 * k + 2] = np.array([base + k, base + k])
+
+        threads = [threading.Thread(target=writer, args=(n, b))
+                   for n, b in (("a", 1000), ("b", 2000), ("c", 3000))]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        got = d[...]
+        want = np.repeat(np.arange(32), 2)
+        for n, b in (("a", 1000), ("b", 2000), ("c", 3000)):
+            np.testing.assert_array_equal(got[n], want + b, err_msg=n)

@@ -147,13 +147,18 @@ class RawFile:
     ) -> None:
         """Read into ``out``. With ``fields`` (compound types), each output
         element is the packed concatenation of those members, in that order."""
-    def dataset_write(self, dset_id: str, selection: Selection, data: np.ndarray) -> None: ...
+    def dataset_write(
+        self, dset_id: str, selection: Selection, data: np.ndarray, fields: Sequence[str] | None = None
+    ) -> None:
+        """Writes whole elements, or only members ``fields`` of them."""
     def dataset_read_points(
         self, dset_id: str, points: np.ndarray, out: np.ndarray, fields: Sequence[str] | None = None
     ) -> None:
         """``points``: C-contiguous int64 array of shape (n, rank); ``out`` holds n elements
         (of the projected type when ``fields`` is given)."""
-    def dataset_write_points(self, dset_id: str, points: np.ndarray, data: np.ndarray) -> None: ...
+    def dataset_write_points(
+        self, dset_id: str, points: np.ndarray, data: np.ndarray, fields: Sequence[str] | None = None
+    ) -> None: ...
     def dataset_read_vlen(self, dset_id: str, selection: Selection) -> list[bytes]:
         """Variable-length elements (vlen strings as UTF-8/ASCII bytes, vlen
         sequences as the raw bytes of their base type), C-order."""

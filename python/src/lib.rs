@@ -262,17 +262,23 @@ impl RawFile {
         })
     }
 
+    /// Writes `data` (whole elements) to `sel`: only members `fields` of
+    /// each element when named.
     fn write_from(
         &self,
         py: Python<'_>,
         dset_id: &str,
         sel: &Selection,
         data: &Bound<'_, PyAny>,
+        fields: Option<&[String]>,
     ) -> PyResult<()> {
         let buf = RawBuffer::get(data, false)?;
         // SAFETY: as in read_into; the data is only read.
         let slice = unsafe { std::slice::from_raw_parts(buf.ptr().cast_const(), buf.len()) };
-        self.run_interruptible(py, slice.len(), |d| d.write(dset_id, sel, slice))
+        self.run_interruptible(py, slice.len(), |d| match fields {
+            Some(names) => d.write_fields(dset_id, sel, names, slice),
+            None => d.write(dset_id, sel, slice),
+        })
     }
 
     /// Like [`RawFile::run`], for data calls: a Ctrl-C that arrives at any
@@ -1030,14 +1036,22 @@ impl RawFile {
         )
     }
 
+    #[pyo3(signature = (dset_id, selection, data, fields = None))]
     fn dataset_write(
         &self,
         py: Python<'_>,
         dset_id: &str,
         selection: &Bound<'_, PyAny>,
         data: &Bound<'_, PyAny>,
+        fields: Option<Vec<String>>,
     ) -> PyResult<()> {
-        self.write_from(py, dset_id, &extract_selection(selection)?, data)
+        self.write_from(
+            py,
+            dset_id,
+            &extract_selection(selection)?,
+            data,
+            fields.as_deref(),
+        )
     }
 
     #[pyo3(signature = (dset_id, points, out, fields = None))]
@@ -1053,15 +1067,17 @@ impl RawFile {
         self.read_into(py, dset_id, &sel, out, fields.as_deref())
     }
 
+    #[pyo3(signature = (dset_id, points, data, fields = None))]
     fn dataset_write_points(
         &self,
         py: Python<'_>,
         dset_id: &str,
         points: &Bound<'_, PyAny>,
         data: &Bound<'_, PyAny>,
+        fields: Option<Vec<String>>,
     ) -> PyResult<()> {
         let sel = self.points_selection(py, dset_id, points)?;
-        self.write_from(py, dset_id, &sel, data)
+        self.write_from(py, dset_id, &sel, data, fields.as_deref())
     }
 
     fn dataset_read_vlen<'py>(

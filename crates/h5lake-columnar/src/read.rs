@@ -182,6 +182,21 @@ impl Footer {
             .collect()
     }
 
+    /// Whether some column may hold a null: one that can, by its schema,
+    /// and whose statistics do not say it holds none.
+    pub fn may_hold_nulls(&self) -> bool {
+        let schema = self.meta.file_metadata().schema_descr();
+        (0..schema.num_columns()).any(|leaf| {
+            schema.column(leaf).max_def_level() > 0
+                && self.meta.row_groups().iter().any(|rg| {
+                    rg.column(leaf)
+                        .statistics()
+                        .and_then(|st| st.null_count_opt())
+                        .is_none_or(|k| k > 0)
+                })
+        })
+    }
+
     /// The root column of each member of `dtype` (a compound), by name.
     fn roots(&self, fields: &[Field]) -> Result<Vec<usize>> {
         let schema = self.meta.file_metadata().schema_descr();

@@ -36,6 +36,27 @@ pub trait ChunkCodec: Send + Sync + fmt::Debug {
     /// # Errors
     /// A chunk this codec cannot store.
     fn encode(&self, raw: Cow<'_, [u8]>, live: usize) -> Result<Vec<u8>>;
+    /// Which rows of each member of the stored chunk are null (`None`
+    /// when none are: only columnar chunks hold nulls).
+    ///
+    /// # Errors
+    /// A stored object that is not such a chunk.
+    fn nulls(&self, _stored: &bytes::Bytes) -> Result<Option<h5lake_columnar::Nulls>> {
+        Ok(None)
+    }
+    /// As [`ChunkCodec::encode`], with the rows `nulls` names null in each
+    /// member kept null.
+    ///
+    /// # Errors
+    /// As [`ChunkCodec::encode`].
+    fn encode_with_nulls(
+        &self,
+        raw: Cow<'_, [u8]>,
+        live: usize,
+        _nulls: &h5lake_columnar::Nulls,
+    ) -> Result<Vec<u8>> {
+        self.encode(raw, live)
+    }
     /// The columnar codec, when this is one (its chunks can be read in part,
     /// some columns at a time).
     fn as_columnar(&self) -> Option<&Columnar> {
@@ -215,6 +236,40 @@ impl ChunkCodec for Columnar {
     /// of a table's last chunk holds its rows and no padding, so that other
     /// tools reading it see the table's rows only. Decoding pads with fill.
     fn encode(&self, raw: Cow<'_, [u8]>, live: usize) -> Result<Vec<u8>> {
+        let (rows, live) = self.live_rows(raw, live)?;
+        Ok(h5lake_columnar::encode_chunk(
+            &self.dtype,
+            &rows,
+            live,
+            self.compression,
+        )?)
+    }
+
+    fn nulls(&self, stored: &bytes::Bytes) -> Result<Option<h5lake_columnar::Nulls>> {
+        Ok(h5lake_columnar::chunk_nulls(&self.dtype, stored.clone())?)
+    }
+
+    fn encode_with_nulls(
+        &self,
+        raw: Cow<'_, [u8]>,
+        live: usize,
+        nulls: &h5lake_columnar::Nulls,
+    ) -> Result<Vec<u8>> {
+        let (rows, live) = self.live_rows(raw, live)?;
+        Ok(h5lake_columnar::encode_chunk_with_nulls(
+            &self.dtype,
+            &rows,
+            live,
+            nulls,
+            self.compression,
+        )?)
+    }
+}
+
+impl Columnar {
+    /// The first `live` elements of the chunk `raw` (at most all of them),
+    /// and how many that is.
+    fn live_rows<'a>(&self, raw: Cow<'a, [u8]>, live: usize) -> Result<(Cow<'a, [u8]>, usize)> {
         let live = live.min(self.elems);
         let rows: Cow<'_, [u8]> = match self.dtype.fixed_size() {
             Some(size) => match raw {
@@ -230,12 +285,7 @@ impl ChunkCodec for Columnar {
             }
             None => raw,
         };
-        Ok(h5lake_columnar::encode_chunk(
-            &self.dtype,
-            &rows,
-            live,
-            self.compression,
-        )?)
+        Ok((rows, live))
     }
 }
 

@@ -1182,6 +1182,104 @@ impl Domain {
         }
     }
 
+    /// Writes members `fields` of the elements of `sel` of the dataset
+    /// `id` (a compound of fixed size) from the whole elements in `data`
+    /// (the bytes of its other members are not looked at). The other
+    /// members keep what they hold (and, in a columnar chunk, their nulls);
+    /// each chunk is edited under a conditional put, so writers of other
+    /// members of the same elements lose nothing.
+    ///
+    /// # Errors
+    /// As [`Domain::write`]; a name that is no member, or named twice.
+    pub fn write_fields(
+        &self,
+        id: &str,
+        sel: &Selection,
+        fields: &[String],
+        data: &[u8],
+    ) -> Result<()> {
+        self.check_writable()?;
+        let m = self.dataset(id)?;
+        m.check_data_writable()?;
+        let sel = &*Self::normalize(&m, sel);
+        if m.dtype.fixed_size().is_none() {
+            return Err(EngineError::WrongType(
+                "members of variable-length elements are written with the whole elements".into(),
+            ));
+        }
+        let proj = Projection::new(&m.dtype, Some(fields))?;
+        Self::check_selection(&m, sel, data.len())?;
+        // (Each member from where it lies in the elements given.)
+        let pieces: Vec<(usize, usize, usize)> = proj
+            .pieces
+            .iter()
+            .map(|&(at, len, _)| (at, len, at))
+            .collect();
+        let (es, ps) = (m.elem_size(), m.elem_size());
+        // Element `s` of a chunk from element `d` of `data`, member by member.
+        let put = |buf: &mut [u8], s: usize, d: usize| {
+            for &(at, len, from) in &pieces {
+                let (s, d) = (s * es + at, d * ps + from);
+                buf[s..s + len].copy_from_slice(&data[d..d + len]);
+            }
+        };
+        let inline = m.is_small_io(data.len());
+        match sel {
+            Selection::Orthogonal(sels) => {
+                let plan = OrthoPlan::new(sels, &m.chunk);
+                let cs = strides(&m.chunk);
+                let os = strides(&sel.out_shape());
+                for_each_task(plan.num_chunks(), inline, |i| {
+                    let parts = plan.chunk(i);
+                    let coords: Vec<u64> = parts.iter().map(|p| p.chunk).collect();
+                    let key = m.key(&coords);
+                    if self.patch_chunk(&m, &key, data, |run| {
+                        walk(&parts, &cs, &os, &mut |s, d, n| {
+                            for j in 0..n as usize {
+                                let (s, d) = (s as usize + j, d as usize + j);
+                                for &(at, len, from) in &pieces {
+                                    run((s * es + at) as u64, d * ps + from, len);
+                                }
+                            }
+                        });
+                    })? {
+                        return Ok(());
+                    }
+                    self.modify_chunk(&m, &key, false, |buf| {
+                        walk(&parts, &cs, &os, &mut |s, d, n| {
+                            for j in 0..n as usize {
+                                put(buf, s as usize + j, d as usize + j);
+                            }
+                        });
+                        Ok(())
+                    })
+                })
+            }
+            Selection::Points { .. } => {
+                let groups: Vec<_> = plan_points(sel, &m.chunk).into_iter().collect();
+                for_each_task(groups.len(), inline, |g| {
+                    let (coords, pts) = &groups[g];
+                    let key = m.key(coords);
+                    if self.patch_chunk(&m, &key, data, |run| {
+                        for &(s, d) in pts {
+                            for &(at, len, from) in &pieces {
+                                run(s * es as u64 + at as u64, d as usize * ps + from, len);
+                            }
+                        }
+                    })? {
+                        return Ok(());
+                    }
+                    self.modify_chunk(&m, &key, false, |buf| {
+                        for &(s, d) in pts {
+                            put(buf, s as usize, d as usize);
+                        }
+                        Ok(())
+                    })
+                })
+            }
+        }
+    }
+
     /// Reads variable-length elements of an orthogonal selection, C order.
     ///
     /// # Errors
@@ -1591,6 +1689,29 @@ impl Domain {
         Ok(self
             .load_chunk_versioned(m, key, use_cache)?
             .map(|(_, d)| d))
+    }
+
+    /// The chunk at `key` to edit: its version, its decoded bytes and,
+    /// of a columnar chunk holding nulls, which rows of each member are
+    /// null (an edit keeps those it does not write).
+    fn load_for_edit(
+        &self,
+        m: &DatasetMeta,
+        key: &str,
+    ) -> Result<Option<(Version, Bytes, Option<h5lake_columnar::Nulls>)>> {
+        if !m.is_columnar() || m.link.is_some() || m.dtype.fixed_size().is_none() {
+            return Ok(self
+                .load_chunk_versioned(m, key, true)?
+                .map(|(v, data)| (v, data, None)));
+        }
+        // (Read from the store, not the cache: the cache holds values,
+        // nulls already turned into fill.)
+        let Some(stored) = self.store().get_versioned(key)? else {
+            return Ok(None);
+        };
+        let nulls = m.codec.nulls(&stored.data).map_err(m.naming_chunk(key))?;
+        let data = m.decode(stored.data).map_err(m.naming_chunk(key))?;
+        Ok(Some((stored.version, data, nulls)))
     }
 
     /// As [`Domain::load_chunk`], with the version read. With `use_cache`
@@ -2079,20 +2200,27 @@ impl Domain {
             return self.store_stats(m, &coords, rec, &v);
         }
         for attempt in 0u32.. {
-            let (cur, mut buf) = match self.load_chunk_versioned(m, key, true)? {
-                Some((v, data)) => {
+            let (cur, mut buf, nulls) = match self.load_for_edit(m, key)? {
+                Some((v, data, nulls)) => {
                     // The entry is replaced below; dropping it now usually
                     // leaves these bytes unshared, to be edited in place
                     // rather than copied into a fresh allocation.
                     self.cache.remove(key);
                     let buf = data.try_into_mut().map_or_else(|d| d.to_vec(), Vec::from);
-                    (Some(v), buf)
+                    (Some(v), buf, nulls)
                 }
-                None => (None, m.fill_chunk()),
+                None => (None, m.fill_chunk(), None),
             };
             apply(&mut buf)?;
             let rec = self.prepare_stats(m, &coords, &buf);
-            let enc = m.encode(buf, key)?;
+            let enc = match nulls {
+                Some(old) => {
+                    let kept = untouched_nulls(m, old, buf.len(), &mut apply)?;
+                    m.codec
+                        .encode_with_nulls(buf.into(), m.live_elems(key), &kept)?
+                }
+                None => m.encode(buf, key)?,
+            };
             let outcome = match &cur {
                 Some(v) if v.0 != LINKED_VERSION => store.put_if_version(key, &enc, v)?,
                 // A linked chunk's first write creates its chunk object.
@@ -2117,6 +2245,41 @@ impl Domain {
         }
         unreachable!("the retry loop only ends by returning")
     }
+}
+
+/// The nulls of a chunk after an edit: those of `old` in the members and
+/// elements `apply` does not write. What it writes is found by running it
+/// on two chunks of different bytes: a member's bytes it writes come out
+/// the same in both, whatever it writes, and those it leaves differ.
+fn untouched_nulls(
+    m: &DatasetMeta,
+    old: h5lake_columnar::Nulls,
+    len: usize,
+    apply: &mut impl FnMut(&mut Vec<u8>) -> Result<()>,
+) -> Result<h5lake_columnar::Nulls> {
+    let Datatype::Compound { fields, .. } = &m.dtype else {
+        return Ok(old);
+    };
+    let es = m.elem_size();
+    let mut zeros = vec![0u8; len];
+    apply(&mut zeros)?;
+    let mut ones = vec![0xffu8; len];
+    apply(&mut ones)?;
+    Ok(old
+        .into_iter()
+        .zip(fields)
+        .map(|(nulls, f)| {
+            let mut nulls = nulls?;
+            let (off, size) = (f.offset, f.dtype.fixed_size().unwrap_or(0));
+            for (i, null) in nulls.iter_mut().enumerate() {
+                let at = i * es + off;
+                if *null && at + size <= len && zeros[at..at + size] == ones[at..at + size] {
+                    *null = false;
+                }
+            }
+            nulls.iter().any(|&n| n).then_some(nulls)
+        })
+        .collect())
 }
 
 /// At most this many bytes of (decoded-size) chunks are fetched ahead in

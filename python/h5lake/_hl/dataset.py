@@ -1454,7 +1454,7 @@ class Dataset(HLObject):
             return ashape
         return ashape[-1:]
 
-    def _write_selection(self, selection, val, mshape):
+    def _write_selection(self, selection, val, mshape, fields=None):
         dtype = self.dtype
         stored = self._stored
         raw = self._fs.raw
@@ -1481,9 +1481,9 @@ class Dataset(HLObject):
             conv = selection.broadcast_value(conv)
         buf = _engine_buffer(np.ascontiguousarray(conv), selection.mshape, stored)
         if isinstance(selection, sel.PointSelection):
-            raw.dataset_write_points(self._oid, selection.points, buf)
+            raw.dataset_write_points(self._oid, selection.points, buf, fields)
         else:
-            raw.dataset_write(self._oid, selection.engine_sel, buf)
+            raw.dataset_write(self._oid, selection.engine_sel, buf, fields)
 
     def _write_vlen_points(self, selection, values):
         self._fs.raw.dataset_write_points_vlen(self._oid, _points_i64(selection), values)
@@ -1524,7 +1524,11 @@ class Dataset(HLObject):
             # Elements with variable-length members are written whole, encoded.
             self.__setitem__(args, current)
             return
-        self._write_selection(selection, current, current.shape[:current.ndim - len(dtype.shape)])
+        # (Only the members named are written: the others keep what they
+        # hold now, even if another writer changed them since the read
+        # above, and a columnar table keeps their nulls.)
+        self._write_selection(selection, current, current.shape[:current.ndim - len(dtype.shape)],
+                              fields=list(names))
 
     # -- direct I/O -------------------------------------------------------------
     def read_direct(self, dest, source_sel=None, dest_sel=None):
