@@ -382,3 +382,33 @@ def test_writers_of_different_members_of_the_same_rows_lose_nothing(tmp_path, la
         want = np.repeat(np.arange(32), 2)
         for n, b in (("a", 1000), ("b", 2000), ("c", 3000)):
             np.testing.assert_array_equal(got[n], want + b, err_msg=n)
+
+
+def test_a_copied_table_keeps_its_nulls_and_diff_compares_them(tmp_path):
+    import subprocess
+    import sys
+    t = pa.table({"x": pa.array([1, None, 3], pa.int32()), "s": pa.array(["a", None, "c"])})
+    src = tmp_path / "src.h5l"
+    with h5lake.File(src, "w") as f:
+        f.create_dataset("t", data=t)
+        f.copy("t", "py_copy")
+    r = subprocess.run([sys.executable, "-m", "h5lake", "cp", f"{src}/t", f"{src}/cli_copy"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    with h5lake.File(src, "a") as f:
+        for name in ("py_copy", "cli_copy"):
+            assert f[name].is_columnar
+            assert f[name].to_arrow().to_pydict() == t.to_pydict(), name
+        f["t"][1] = (0, b"")                  # the null made a value: the same HDF5-shaped value
+    r = subprocess.run([sys.executable, "-m", "h5lake", "diff", f"{src}/t", f"{src}/py_copy"],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and "in nulls" in r.stdout, r.stdout + r.stderr
+
+
+def test_an_edit_of_a_table_with_text_keeps_the_other_rows_nulls(tmp_path):
+    t = pa.table({"x": pa.array([1, None, 3, None], pa.int32()),
+                  "s": pa.array([None, "b", None, "d"])})
+    with h5lake.File(tmp_path / "v.h5l", "w") as f:
+        d = f.create_dataset("t", data=t, chunks=(4,))
+        d[1] = (5, "B")
+        assert d.to_arrow().to_pydict() == {"x": [1, 5, 3, None], "s": [None, "B", None, "d"]}

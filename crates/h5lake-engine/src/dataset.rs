@@ -1371,6 +1371,10 @@ impl Domain {
         let store = self.store();
         for attempt in 0u32.. {
             let cur = store.get_versioned(key)?;
+            let nulls = match &cur {
+                Some(v) => m.codec.nulls(&v.data).map_err(m.naming_chunk(key))?,
+                None => None,
+            };
             let mut elems = match &cur {
                 Some(v) => {
                     parse_vlen_chunk(&m.decode(v.data.clone()).map_err(m.naming_chunk(key))?, m)?
@@ -1378,7 +1382,28 @@ impl Domain {
                 None => vec![m.fill.clone(); m.chunk_elems()],
             };
             apply(&mut elems);
-            let enc = m.encode(h5lake_types::record::join_elements(&m.dtype, &elems), key)?;
+            let joined = h5lake_types::record::join_elements(&m.dtype, &elems);
+            let enc = match nulls {
+                Some(mut nulls) => {
+                    // The elements written are whole: all their members
+                    // hold values now; the nulls of the others stay. (What
+                    // was written is found as in `untouched_nulls`.)
+                    let mut empty = vec![Vec::new(); elems.len()];
+                    apply(&mut empty);
+                    let mut marked = vec![vec![0u8]; elems.len()];
+                    apply(&mut marked);
+                    for member in nulls.iter_mut().flatten() {
+                        for (i, null) in member.iter_mut().enumerate() {
+                            if empty.get(i).is_some_and(|e| Some(e) == marked.get(i)) {
+                                *null = false;
+                            }
+                        }
+                    }
+                    m.codec
+                        .encode_with_nulls(joined.into(), m.live_elems(key), &nulls)?
+                }
+                None => m.encode(joined, key)?,
+            };
             let outcome = match &cur {
                 Some(v) => store.put_if_version(key, &enc, &v.version)?,
                 None => store.put_if_absent(key, &enc)?,

@@ -906,6 +906,17 @@ def _copy_dataset_values(sfs, soid, dfs, doid, doc, remap=None):
     if layout.get('dims'):
         c0 = int(layout['dims'][0])
         step = max(c0, (step // c0) * c0)
+    if remap is None and len(dims) == 1 and _columnar(doc) \
+            and _columnar(json.loads(dfs.raw.get_doc(doid))):
+        # A table goes as Arrow, so that its nulls stay nulls (HDF5-shaped
+        # values would make them the fill value).
+        from .. import _core
+        from .table import _Stream
+        for start in range(0, dims[0], step):
+            stop = min(dims[0], start + step)
+            _core.table_write(dfs.raw, doid, _Stream(_core.table_read(sfs.raw, soid, start, stop)),
+                              start)
+        return
     for start in range(0, dims[0], step):
         n = min(step, dims[0] - start)
         selection = [(start, n, 1)] + [(0, d, 1) for d in dims[1:]]
@@ -913,6 +924,11 @@ def _copy_dataset_values(sfs, soid, dfs, doid, doc, remap=None):
             dfs.raw.dataset_write_vlen(doid, selection, read_vlen(selection))
         else:
             dfs.raw.dataset_write(doid, selection, read(selection, [n] + dims[1:]))
+
+
+def _columnar(doc):
+    """Whether the dataset document ``doc`` is of a columnar table."""
+    return (doc.get('h5lake') or {}).get('chunkFormat') == 'parquet'
 
 
 # h5lake's own settings of a dataset that a copy keeps: its chunk format

@@ -754,6 +754,29 @@ class _Differ:
                 self.out.extend(f"    at {line}" for line in listed)
                 if count > len(listed):
                     self.out.append(f"    ... and {count - len(listed)} more")
+        self._nulls(a, b, where)
+
+    def _nulls(self, a, b, where):
+        """Of two 1-D tables that can hold nulls (columnar), the rows whose
+        nulls differ: values alone read a null as the fill value."""
+        if not (getattr(a, "is_columnar", False) and getattr(b, "is_columnar", False)) \
+                or len(a.shape) != 1:
+            return
+        count, first = 0, None
+        for (rows,) in _slabs(a.shape, a.dtype.itemsize or 1, _SLAB_BYTES):
+            ta, tb = a.to_arrow(rows), b.to_arrow(rows)
+            for name in ta.column_names:
+                x = np.asarray(ta.column(name).is_null())
+                y = np.asarray(tb.column(name).is_null())
+                differ = np.flatnonzero(x != y)
+                count += differ.size
+                if differ.size and first is None:
+                    i = int(differ[0])
+                    first = (f"[{rows.start + i}] {name}: "
+                             f"{'null' if x[i] else 'a value'} != {'null' if y[i] else 'a value'}")
+        if count:
+            plural = "" if count == 1 else "s"
+            self.out.append(f"{where}: {count} difference{plural} in nulls (first at {first})")
 
 
     def _stored_dataset(self, a, b, where):
