@@ -852,3 +852,44 @@ def test_bound_byte_strings_compare_as_numpy_compares_them(tmp_path):
         for name in (b"ab", b"ab\0", np.bytes_(b"ab")):
             np.testing.assert_array_equal(d.get_where_list("s == name", condvars={"name": name}),
                                           np.nonzero(a["s"] == name)[0])
+
+
+def test_text_conditions_compare_bytes_as_numpy_does(tmp_path):
+    """Bound byte strings are compared byte for byte (not re-encoded), a
+    NUL inside a value is part of it, and literals take Python's escapes."""
+    dt = np.dtype([("name", "S8"), ("x", "i4")])
+    a = np.array([("café".encode(), 1), ("café".encode("latin-1"), 2), (b"a\0b", 3), (b"a", 4),
+                  (b"it's", 5)], dt)
+    with h5lake.File(tmp_path / "b.h5l", "w") as f:
+        d = f.create_dataset("t", data=a)
+        for key in a["name"]:
+            np.testing.assert_array_equal(d.get_where_list("name == key"),
+                                          np.nonzero(a["name"] == key)[0], err_msg=repr(key))
+        assert d.get_where_list(r"name == b'caf\xe9'").tolist() == [1]
+        assert d.get_where_list(r"name == b'it\'s'").tolist() == [4]
+
+
+def test_arithmetic_and_chunk_functions_never_answer_silently_wrong(tmp_path):
+    a = np.array([1, 2, 4, np.inf], "f8")
+    with h5lake.File(tmp_path / "p.h5l", "w") as f:
+        d = f.create_dataset("i", data=np.array([1, 2, 4], "i4"))
+        # An integer to a negative power is a fraction (Python's 2 ** -1), never 0.
+        assert d.get_where_list("value ** -1 > 0").tolist() == [0, 1, 2]
+        assert d.get_where_list("value ** -1 == 0.25").tolist() == [2]
+        assert d.get_where_list("value ** 2 == 16").tolist() == [2]
+        e = f.create_dataset("f", data=a, stats={"m": "mean(value)", "s": "sum(value)"})
+        assert e.stats(sel=np.s_[:])["functions"] == {"m": np.inf, "s": np.inf}
+        big = f.create_dataset("big", data=np.array([2**62, 2**62, 2**63 - 1], "i8"), chunks=(2,))
+        sums = big.stats().column("value.sum").to_pylist()
+        assert [int(v) for v in sums] == [2**63, 2**63 - 1]
+
+
+def test_query_csv_writes_bytes_that_are_not_utf8_escaped(tmp_path):
+    import subprocess
+    import sys
+    with h5lake.File(tmp_path / "q.h5l", "w") as f:
+        f["t"] = np.array([(1, b"caf\xe9")], [("i", "i4"), ("s", "S4")])
+    r = subprocess.run([sys.executable, "-m", "h5lake", "query", str(tmp_path / "q.h5l/t"), "i > 0"],
+                       capture_output=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode().splitlines() == ['"i","s"', '1,"caf\\xe9"']

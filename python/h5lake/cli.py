@@ -209,6 +209,13 @@ def _flat_for_csv(pa, t):
                     names.append(f"{name}[{i}]")
                     cols.append(flat.take(pa.array(range(i, len(flat), width))))
                 changed = True
+            elif pa.types.is_binary(kind) or pa.types.is_fixed_size_binary(kind) \
+                    or pa.types.is_large_binary(kind):
+                # CSV is text: bytes that are not UTF-8 are written with
+                # Python's escapes (b'caf\xe9' as caf\xe9), never refused.
+                names.append(name)
+                cols.append(pa.array([None if v is None else v.decode("utf-8", "backslashreplace")
+                                      for v in col.to_pylist()], pa.string()))
             else:
                 names.append(name)
                 cols.append(col)

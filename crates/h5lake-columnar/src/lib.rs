@@ -224,6 +224,21 @@ pub(crate) fn batch_with_rows(
     )?)
 }
 
+/// Every `step`-th row of `batch`, from its first.
+///
+/// # Errors
+/// A step of 0.
+pub fn every_nth(batch: &RecordBatch, step: usize) -> Result<RecordBatch> {
+    if step == 0 {
+        return Err(ColumnarError::Corrupt("a step of 0 rows".into()));
+    }
+    if step == 1 {
+        return Ok(batch.clone());
+    }
+    let rows: arrow_array::UInt64Array = (0..batch.num_rows() as u64).step_by(step).collect();
+    Ok(arrow_select::take::take_record_batch(batch, &rows)?)
+}
+
 /// Record batches of one schema as one batch.
 ///
 /// # Errors

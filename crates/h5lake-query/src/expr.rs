@@ -198,19 +198,59 @@ fn lex(text: &str) -> Result<Vec<(Tok, usize)>> {
             _ => None,
         };
         if let Some(q) = quoted_at {
-            // A text literal: b'…', '…' (or with double quotes), no escapes.
+            // A text literal: b'…', '…' (or with double quotes), with
+            // Python's escapes for quotes, backslashes, NUL, \n, \r, \t and
+            // any byte (`\xNN`); text is stored as UTF-8.
             let quote = chars[q];
-            let close =
-                chars[q + 1..]
-                    .iter()
-                    .position(|&c| c == quote)
-                    .ok_or(QueryError::Syntax {
+            let mut text = Vec::new();
+            let mut j = q + 1;
+            loop {
+                let Some(&c) = chars.get(j) else {
+                    return Err(QueryError::Syntax {
                         pos: start,
                         msg: "unclosed text literal".into(),
-                    })?;
-            let text: String = chars[q + 1..q + 1 + close].iter().collect();
-            out.push((Tok::Text(text.into_bytes()), start));
-            i = q + close + 2;
+                    });
+                };
+                j += 1;
+                if c == quote {
+                    break;
+                }
+                if c != '\\' {
+                    let mut utf8 = [0u8; 4];
+                    text.extend_from_slice(c.encode_utf8(&mut utf8).as_bytes());
+                    continue;
+                }
+                let escaped = chars.get(j).copied();
+                j += 1;
+                match escaped {
+                    Some(e @ ('\\' | '\'' | '"')) => text.push(e as u8),
+                    Some('0') => text.push(0),
+                    Some('n') => text.push(b'\n'),
+                    Some('r') => text.push(b'\r'),
+                    Some('t') => text.push(b'\t'),
+                    Some('x') => {
+                        let hex: String = chars.get(j..j + 2).unwrap_or_default().iter().collect();
+                        let byte = u8::from_str_radix(&hex, 16).ok().filter(|_| hex.len() == 2);
+                        let Some(byte) = byte else {
+                            return Err(QueryError::Syntax {
+                                pos: j - 2,
+                                msg: "\\x must be followed by two hexadecimal digits".into(),
+                            });
+                        };
+                        text.push(byte);
+                        j += 2;
+                    }
+                    // (Not an escape: the backslash stays, as in Python.)
+                    Some(other) => {
+                        text.push(b'\\');
+                        let mut utf8 = [0u8; 4];
+                        text.extend_from_slice(other.encode_utf8(&mut utf8).as_bytes());
+                    }
+                    None => text.push(b'\\'),
+                }
+            }
+            out.push((Tok::Text(text), start));
+            i = j;
             continue;
         }
         if c.is_alphabetic() || c == '_' {
@@ -668,7 +708,14 @@ fn arith(op: ArOp, a: Node, b: Node, pos: usize) -> Result<Node> {
             msg: "text cannot be computed with, only compared".into(),
         });
     }
-    let float = a.ty() == Ty::Float || b.ty() == Ty::Float || op == ArOp::Div;
+    // An integer to an integer power is exact only when the power cannot
+    // be negative (a literal of 0 or more); else it is computed as Python
+    // computes `2 ** -1`, as a float, never as a silent 0.
+    let exact_power = matches!(b, Node::Lit(Num::Int(p)) if p >= 0);
+    let float = a.ty() == Ty::Float
+        || b.ty() == Ty::Float
+        || op == ArOp::Div
+        || (op == ArOp::Pow && !exact_power);
     let ty = if float { Ty::Float } else { Ty::Int };
     Ok(Node::Arith(op, Box::new(a), Box::new(b), ty))
 }

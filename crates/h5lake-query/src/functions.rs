@@ -217,7 +217,7 @@ impl ChunkFunction {
             FnState::Extreme(Some(x)) | FnState::Sum(x) => num_json(*x),
             FnState::Count(c) => json!(c),
             FnState::Mean { count: 0, .. } => Value::Null,
-            FnState::Mean { sum, count } => json!(sum / *count as f64),
+            FnState::Mean { sum, count } => num_json(Num::Float(sum / *count as f64)),
             FnState::Truth(b) => json!(b),
         }
     }
@@ -233,7 +233,11 @@ impl ChunkFunction {
             FnState::Sum(_) => FnState::Sum(num_from_json(v, self.float()).ok_or_else(bad)?),
             FnState::Count(_) => FnState::Count(v.as_u64().ok_or_else(bad)?),
             FnState::Mean { .. } => FnState::Mean {
-                sum: v.get(0).and_then(Value::as_f64).ok_or_else(bad)?,
+                sum: v
+                    .get(0)
+                    .and_then(|s| num_from_json(s, true))
+                    .map(Num::as_f64)
+                    .ok_or_else(bad)?,
                 count: v.get(1).and_then(Value::as_u64).ok_or_else(bad)?,
             },
             FnState::Truth(_) => FnState::Truth(v.as_bool().ok_or_else(bad)?),
@@ -247,7 +251,7 @@ impl FnState {
             FnState::Extreme(None) => Value::Null,
             FnState::Extreme(Some(x)) | FnState::Sum(x) => num_json(*x),
             FnState::Count(c) => json!(c),
-            FnState::Mean { sum, count } => json!([sum, count]),
+            FnState::Mean { sum, count } => json!([num_json(Num::Float(*sum)), count]),
             FnState::Truth(b) => json!(b),
         }
     }

@@ -46,14 +46,16 @@ impl Leaf {
         matches!(self.kind, Kind::Text { .. })
     }
 
-    /// The leaf's text in `elem`, up to its first NUL; `None` for numbers.
+    /// The leaf's text in `elem` without its trailing NULs (the padding,
+    /// as NumPy compares byte strings: a NUL inside is part of the text);
+    /// `None` for numbers.
     #[inline]
     pub fn text_at<'e>(&self, elem: &'e [u8]) -> Option<&'e [u8]> {
         let Kind::Text { len } = self.kind else {
             return None;
         };
         let b = &elem[self.offset..self.offset + len];
-        Some(&b[..b.iter().position(|&c| c == 0).unwrap_or(len)])
+        Some(&b[..b.iter().rposition(|&c| c != 0).map_or(0, |p| p + 1)])
     }
 
     /// Whether values of this leaf are floats.

@@ -865,20 +865,31 @@ pub(crate) const ARROW_STREAM: &str = "application/vnd.apache.arrow.stream";
 /// rows whose size is not known up front.
 const ARROW_VLEN_ROW_BYTES: usize = 64;
 
+/// A strided selection of a table's rows is read as the run holding them
+/// (nulls kept) when that run is at most this many times longer than the
+/// rows picked, or this short; as values otherwise (as `to_arrow()` does).
+const ARROW_SPREAD: u64 = 8;
+const ARROW_SHORT_RUN: u64 = 1 << 16;
+
 /// Answers a read as an Arrow IPC stream, one record batch a slab (a
 /// compound's members are the columns; any other type is one column,
 /// `value`; rows in C order of the selected elements). A run of rows of
 /// a 1-D columnar table comes from its chunks' columns as they are, nulls
 /// kept; any other selection from its elements.
 fn respond_arrow(app: &App, p: Plan) -> Result<Response> {
+    // Rows of a 1-D table read as Arrow (nulls kept): a run of them, or
+    // every `step`-th of a run not much longer than the rows picked (as
+    // `to_arrow()` picks them); other selections are read as values.
     let run = match &p.sel {
         Selection::Orthogonal(s) if p.meta.is_columnar() && p.meta.dims.len() == 1 => {
             match s.as_slice() {
-                [DimSel::Slice {
-                    start,
-                    count,
-                    step: 1,
-                }] => Some(*start..start + count),
+                [DimSel::Slice { start, count, step }]
+                    if *step == 1
+                        || count.saturating_mul(*step)
+                            <= (ARROW_SPREAD * count).max(ARROW_SHORT_RUN) =>
+                {
+                    Some((*start, *count, (*step).max(1)))
+                }
                 _ => None,
             }
         }
@@ -897,15 +908,21 @@ fn respond_arrow(app: &App, p: Plan) -> Result<Response> {
     let row_bytes = p.wire.fixed_size().unwrap_or(ARROW_VLEN_ROW_BYTES).max(1);
     // The answer as a list of parts, each read and sent in turn.
     enum Part {
-        Rows(std::ops::Range<u64>),
+        /// The rows of this run, every `.1`-th of them from its first.
+        Rows(std::ops::Range<u64>, u64),
         Elements(Selection, usize),
     }
-    let parts: Vec<Part> = match &run {
-        Some(r) => {
-            let per = (app.cfg.slab_bytes / row_bytes).max(1) as u64;
-            (r.start..r.end.max(r.start))
+    let parts: Vec<Part> = match run {
+        Some((start, count, step)) => {
+            // (Each part reads at most a slab of rows.)
+            let per = ((app.cfg.slab_bytes / row_bytes) as u64 / step).max(1);
+            (0..count)
                 .step_by(per as usize)
-                .map(|s| Part::Rows(s..(s + per).min(r.end)))
+                .map(|k| {
+                    let n = per.min(count - k);
+                    let first = start + k * step;
+                    Part::Rows(first..first + (n - 1) * step + 1, step)
+                })
                 .collect()
         }
         None if p.wire.fixed_size().is_none() => {
@@ -921,7 +938,7 @@ fn respond_arrow(app: &App, p: Plan) -> Result<Response> {
     let biggest = parts
         .iter()
         .map(|part| match part {
-            Part::Rows(r) => (r.end - r.start) as usize * row_bytes,
+            Part::Rows(r, _) => (r.end - r.start) as usize * row_bytes,
             Part::Elements(_, n) => *n,
         })
         .max()
@@ -947,9 +964,10 @@ fn respond_arrow(app: &App, p: Plan) -> Result<Response> {
     let empty = h5lake_columnar::restore_arrow_types(&empty, &kept).map_err(arrow)?;
     let read = move |part: &Part| -> Result<arrow_array::RecordBatch> {
         let batch = match part {
-            Part::Rows(r) => {
+            Part::Rows(r, step) => {
                 let (schema, batches) = p.dom.read_arrow(&p.id, r.clone(), fields.as_deref())?;
-                h5lake_columnar::concat_batches(&schema, &batches).map_err(arrow)?
+                let run = h5lake_columnar::concat_batches(&schema, &batches).map_err(arrow)?;
+                h5lake_columnar::every_nth(&run, *step as usize).map_err(arrow)?
             }
             Part::Elements(sel, n) => {
                 let mut buf = vec![0u8; *n];

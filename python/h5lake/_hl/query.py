@@ -129,13 +129,32 @@ def chunk_table(dset):
             conv = _number
         for stat, typ in (("min", bound_type), ("max", bound_type), ("count", pa.int64()),
                           ("nan_count", pa.int64()), ("null_count", pa.int64()),
-                          ("sum", pa.float64() if kind.kind == "f" else pa.int64())):
+                          ("sum", pa.float64() if kind.kind == "f" else None)):
             vals = [r["fields"][name][stat] for r in rows]
             vals = [conv(v) if stat in ("min", "max") else _number(v) for v in vals]
-            cols[f"{name}.{stat}"] = pa.array(vals, typ)
+            cols[f"{name}.{stat}"] = pa.array(vals, typ) if typ is not None else _exact(pa, vals)
     for f in doc["functions"]:
-        cols[f["name"]] = pa.array([_number(r["functions"][f["name"]]) for r in rows])
+        vals = [_number(r["functions"][f["name"]]) for r in rows]
+        cols[f["name"]] = _exact(pa, vals) if all(
+            v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in vals) \
+            else pa.array(vals)
     return pa.table(cols)
+
+
+def _exact(pa, ints):
+    """A column of integers (sums of a chunk's values, exact) in the
+    narrowest Arrow type that holds them all: int64, uint64, a decimal of
+    38 digits, else (sums the engine saturated) float64."""
+    present = [v for v in ints if v is not None]
+    if all(-2**63 <= v < 2**63 for v in present):
+        return pa.array(ints, pa.int64())
+    if all(0 <= v < 2**64 for v in present):
+        return pa.array(ints, pa.uint64())
+    if all(abs(v) < 10**38 for v in present):
+        import decimal
+        return pa.array([None if v is None else decimal.Decimal(v) for v in ints],
+                        pa.decimal128(38, 0))
+    return pa.array([None if v is None else float(v) for v in ints], pa.float64())
 
 
 def _leaf_dtype(dt, name):
@@ -267,13 +286,13 @@ def _literal(name, value):
         if math.isinf(v):
             return "inf" if v > 0 else "(-inf)"
         return repr(v)
-    if isinstance(value, (str, bytes, np.str_, np.bytes_)):
-        # (Trailing NULs are padding, as NumPy compares byte strings.)
-        text = value.rstrip(b"\0").decode("latin-1") if isinstance(value, bytes) else str(value)
-        quote = "'" if "'" not in text else '"'
-        if quote in text:
-            raise ValueError(f"the text of {name!r} holds both kinds of quote")
-        return ("b" if isinstance(value, bytes) else "") + quote + text + quote
+    if isinstance(value, (bytes, np.bytes_)):
+        # (Trailing NULs are padding, as NumPy compares byte strings; every
+        # byte else goes as it is, escaped where it is not plain ASCII.)
+        return "b'" + "".join(chr(c) if 0x20 <= c < 0x7f and c not in b"'\\" else f"\\x{c:02x}"
+                              for c in bytes(value).rstrip(b"\0")) + "'"
+    if isinstance(value, (str, np.str_)):
+        return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
     raise TypeError(f"{name!r} in a condition must be a number, a bool or a string, "
                     f"not {type(value).__name__}")
 
