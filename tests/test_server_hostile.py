@@ -571,6 +571,71 @@ def test_writes_that_would_expand_past_the_budget(server):
     assert snapshot(server.root) == before and server.alive()
 
 
+def test_a_linked_domain_needs_the_right_to_change_and_delete_its_target(server):
+    """A linked domain's owner can change and delete the objects it shares:
+    read access to the target is not enough (HSDS asks for delete), and
+    deleting a linked domain leaves the objects to the target."""
+    d, root = new_domain(server, ALICE)
+    data = new_dataset(server, d, {"type": "H5T_STD_I32LE", "shape": [4], "value": [1, 2, 3, 4]},
+                       user=ALICE)
+    assert server.request("PUT", f"/acls/{BOB}", {"read": True}, params={"domain": d},
+                          user=ALICE)[0] == 201
+    mine = f"/home/{BOB}/link{next(_n)}.h5"
+    refused_unchanged(server, "PUT", "/", {"linked_domain": d}, {"domain": mine}, BOB, (403,))
+    # Alice links her own domain, then deletes the link: her data stays.
+    alias = f"/home/{ALICE}/alias{next(_n)}.h5"
+    assert server.request("PUT", "/", {"linked_domain": d}, params={"domain": alias},
+                          user=ALICE)[0] == 201
+    assert server.request("DELETE", "/", params={"domain": alias}, user=ALICE)[0] == 200
+    st, _, body = server.request("GET", f"/datasets/{data}/value", params={"domain": d}, user=ALICE)
+    assert st == 200 and body["value"] == [1, 2, 3, 4]
+
+
+def test_bodies_nested_past_what_documents_can_hold_are_refused(server):
+    d, root = new_domain(server, BOB)
+    deep = "[" * 120 + "]" * 120
+    body = ('{"type": {"class": "H5T_INTEGER", "base": "H5T_STD_I32LE", "junk": %s}, '
+            '"shape": [1], "value": [1]}' % deep).encode()
+    before = snapshot(server.root)
+    st, _, rsp = server.request("PUT", f"/groups/{root}/attributes/evil", body, params={"domain": d},
+                                user=BOB, headers={"Content-Type": "application/json"})
+    assert st == 400 and "nested" in message(rsp), rsp
+    assert snapshot(server.root) == before
+    assert server.request("GET", f"/groups/{root}", params={"domain": d}, user=BOB)[0] == 200
+    st, hdrs, rsp = server.request("PATCH", f"/groups/{root}", params={"domain": d}, user=BOB)
+    assert st == 405 and "PATCH" in message(rsp), rsp
+
+
+def test_queries_and_arrow_answers_stay_within_the_budget(server):
+    d, _ = new_domain(server, BOB)
+    n = 8 << 20
+    big = new_dataset(server, d, {"type": "H5T_STD_U8LE", "shape": [n], "creationProperties": {
+        "layout": {"class": "H5D_CHUNKED", "dims": [n]}}})
+    # (Values all over 0..255: no chunk can be skipped by its statistics.)
+    st, _, rsp = server.request("PUT", f"/datasets/{big}/value",
+                                np.random.default_rng(0).integers(0, 256, n, dtype=np.uint8).tobytes(),
+                                params={"domain": d},
+                                user=BOB, headers={"Content-Type": "application/octet-stream"})
+    assert st == 200, rsp
+    # Nested arithmetic over one 8 MiB chunk: evaluated a block of rows at
+    # a time, not a column of 16-byte values per operator for the chunk.
+    st, _, rsp = server.request("GET", f"/datasets/{big}/value", params={
+        "domain": d, "query": "value + (value + (value + (value + value))) == 1001"}, user=BOB)
+    assert st == 200 and rsp["value"] == [], rsp
+    # An Arrow answer of a table of 2^44 rows: refused, not planned.
+    table = new_dataset(server, d, {
+        "type": {"class": "H5T_COMPOUND", "fields": [{"name": "x", "type": "H5T_IEEE_F64LE"}]},
+        "shape": [2**44], "creationProperties": {"layout": {"class": "H5D_CHUNKED", "dims": [2**20]},
+                                                 "h5lake": {"chunkFormat": "parquet"}}})
+    st, _, rsp = server.request("GET", f"/datasets/{table}/value", params={"domain": d}, user=BOB,
+                                headers={"Accept": "application/vnd.apache.arrow.stream"})
+    assert st == 413 and server.alive(), rsp
+    # (It was a columnar table, answered from its columns, the path tested.)
+    docs = [os.path.join(r, f) for r, _, fs in os.walk(server.root) for f in fs
+            if table.split("-", 1)[1][:8] in r and f.endswith(".json")]
+    assert any('"parquet"' in open(p).read() for p in docs), docs
+
+
 def test_zz_peak_memory_stayed_within_the_budget(server):
     """Runs last in the module (pytest keeps file order): the peak resident
     size over all the requests above, less what the server held idle."""

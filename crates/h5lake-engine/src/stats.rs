@@ -44,6 +44,11 @@ use crate::dataset::{for_each_task, DatasetMeta, Projection};
 use crate::domain::Domain;
 use crate::error::{EngineError, Result};
 
+/// Chunk functions a dataset may have, and characters of their
+/// expressions in all.
+const MAX_CHUNK_FUNCTIONS: usize = 64;
+const MAX_CHUNK_FUNCTION_TEXT: usize = 16 << 10;
+
 /// Where records live, under a dataset's prefix.
 const STATS_DIR: &str = ".h5lake/stats/";
 /// Where summaries of records live, under a dataset's prefix.
@@ -155,10 +160,21 @@ impl StatsPlan {
                         ))
                     }
                 };
-                for (name, text) in fns.into_iter().flatten() {
+                let fns = fns.into_iter().flatten();
+                // (Each write evaluates every function over its chunks:
+                // their number and size bound what a write may cost.)
+                let mut text_bytes = 0;
+                for (k, (name, text)) in fns.enumerate() {
                     let text = text.as_str().ok_or_else(|| {
                         EngineError::Invalid(format!("chunk function {name:?} is not a string"))
                     })?;
+                    text_bytes += text.len();
+                    if k >= MAX_CHUNK_FUNCTIONS || text_bytes > MAX_CHUNK_FUNCTION_TEXT {
+                        return Err(EngineError::Invalid(format!(
+                            "at most {MAX_CHUNK_FUNCTIONS} chunk functions of \
+                             {MAX_CHUNK_FUNCTION_TEXT} characters in all"
+                        )));
+                    }
                     functions.push(ChunkFunction::parse(name, text, &leaves)?);
                 }
             }
@@ -927,7 +943,7 @@ impl Domain {
                     size: scan.size,
                     runs: &runs,
                 };
-                let mask = eval::eval(&scan.node, &scan.leaves, rows).into_mask(rows.len());
+                let mask = eval::mask(&scan.node, &scan.leaves, rows);
                 let mut hits = Hits::default();
                 let mut k = 0;
                 for &(first, count) in &runs {

@@ -121,6 +121,35 @@ impl Rows<'_> {
         self.len() == 0
     }
 
+    /// The runs cut into blocks of at most `max` rows, in order.
+    fn blocks(&self, max: usize) -> Vec<Vec<(usize, usize)>> {
+        let mut out = vec![Vec::new()];
+        let mut room = max;
+        for &(mut first, mut count) in self.runs {
+            while count > 0 {
+                if room == 0 {
+                    out.push(Vec::new());
+                    room = max;
+                }
+                let take = count.min(room);
+                out.last_mut().expect("never empty").push((first, take));
+                (first, count, room) = (first + take, count - take, room - take);
+            }
+        }
+        out
+    }
+
+    /// Runs `f` on the rows a block of at most [`BLOCK_ROWS`] at a time.
+    pub fn each_block(&self, mut f: impl FnMut(Rows<'_>)) {
+        for runs in self.blocks(BLOCK_ROWS) {
+            f(Rows {
+                data: self.data,
+                size: self.size,
+                runs: &runs,
+            });
+        }
+    }
+
     fn each(&self) -> impl Iterator<Item = &[u8]> + '_ {
         self.runs.iter().flat_map(move |&(first, count)| {
             self.data[first * self.size..(first + count) * self.size].chunks_exact(self.size)
@@ -246,7 +275,20 @@ fn compare_leaf(op: CmpOp, a: &Node, b: &Node, leaves: &[Leaf], rows: Rows<'_>) 
     }))
 }
 
-/// Evaluates `node` on `rows`.
+/// Rows an expression is evaluated on at once ([`mask`],
+/// [`Rows::each_block`]): each node of it holds a value of up to 16 bytes
+/// per row, so memory stays bounded whatever the chunk's size.
+pub const BLOCK_ROWS: usize = 1 << 15;
+
+/// Whether the condition `node` holds, for each row of `rows`, evaluated
+/// [`BLOCK_ROWS`] at a time.
+pub fn mask(node: &Node, leaves: &[Leaf], rows: Rows<'_>) -> Vec<bool> {
+    let mut out = Vec::with_capacity(rows.len());
+    rows.each_block(|block| out.extend(eval(node, leaves, block).into_mask(block.len())));
+    out
+}
+
+/// Evaluates `node` on `rows` (all at once: see [`mask`]).
 pub fn eval(node: &Node, leaves: &[Leaf], rows: Rows<'_>) -> Val {
     let n = rows.len();
     match node {

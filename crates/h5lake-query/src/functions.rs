@@ -110,9 +110,12 @@ impl ChunkFunction {
 
     /// The function over `rows`.
     pub fn compute(&self, leaves: &[Leaf], rows: Rows<'_>) -> FnState {
-        let n = rows.len();
-        let v = eval(&self.node, leaves, rows);
-        self.reduce(&v, n)
+        let mut s = self.empty();
+        rows.each_block(|block| {
+            let v = eval(&self.node, leaves, block);
+            self.merge(&mut s, &self.reduce(&v, block.len()));
+        });
+        s
     }
 
     /// The function over `n` elements whose expression value is `v`:

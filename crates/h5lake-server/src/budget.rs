@@ -103,6 +103,23 @@ fn busy() -> ServerError {
     )
 }
 
+/// How long a request's body is: as declared, else (chunked) as long as
+/// the largest body read whole.
+fn body_len(app: &App, req: &Request) -> u64 {
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    match declared {
+        Some(n) => n,
+        None if req.headers().contains_key(header::TRANSFER_ENCODING) => {
+            app.cfg.max_request_bytes as u64
+        }
+        None => 0,
+    }
+}
+
 /// What a request body costs in memory before its handler runs: its bytes,
 /// and for JSON the parsed values it can hold (every value takes at least
 /// two bytes of text, and at most `max_json_elements` are parsed). Binary
@@ -155,28 +172,54 @@ pub(crate) async fn hold_body_memory(
         Err(e) => return e.into_response(),
     }
     let cost = body_cost(&app, &req);
+    let len = body_len(&app, &req);
     let held = match app.budget.reserve(cost, "this request's body").await {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
-    let req = req.map(|b| stall_limited(b, app.cfg.idle_timeout));
+    let req = req.map(|b| stall_limited(b, app.cfg.idle_timeout, len));
     let rsp = next.run(req).await;
     drop(held);
     rsp
 }
 
+/// Slowest rate a body may be sent at on average: memory is set aside for
+/// a body while it comes, so a trickle (a byte every few seconds) must not
+/// hold it for hours.
+const MIN_BODY_BYTES_PER_SEC: u64 = 1 << 20;
+
 /// `body`, failing with a `TimedOut` error once the client has sent nothing
-/// for `patience`: a client that stops half way through a body must not
-/// hold its connection, and the memory set aside for the body, forever.
-fn stall_limited(body: Body, patience: Duration) -> Body {
+/// for `patience`, or has taken longer over it than twice `patience` plus
+/// its `len` bytes at [`MIN_BODY_BYTES_PER_SEC`]: a client that stops or
+/// crawls half way through a body must not hold its connection, and the
+/// memory set aside for the body, for long.
+fn stall_limited(body: Body, patience: Duration, len: u64) -> Body {
     use futures_util::StreamExt;
     let frames = body.into_data_stream();
+    let deadline = tokio::time::Instant::now()
+        + patience * 2
+        + Duration::from_millis(len.saturating_mul(1000) / MIN_BODY_BYTES_PER_SEC);
     Body::from_stream(futures_util::stream::unfold(
-        Some(frames),
-        move |frames| async move {
-            let mut frames = frames?;
+        Some((frames, 0u64)),
+        move |state| async move {
+            let (mut frames, sent) = state?;
             match tokio::time::timeout(patience, frames.next()).await {
-                Ok(Some(Ok(b))) => Some((Ok(b), Some(frames))),
+                Ok(Some(Ok(b))) => {
+                    let sent = sent + b.len() as u64;
+                    if tokio::time::Instant::now() > deadline {
+                        return Some((
+                            Err(std::io::Error::new(
+                                std::io::ErrorKind::TimedOut,
+                                format!(
+                                    "the client sent the body slower than {} KiB/s",
+                                    MIN_BODY_BYTES_PER_SEC >> 10
+                                ),
+                            )),
+                            None,
+                        ));
+                    }
+                    Some((Ok(b), Some((frames, sent))))
+                }
                 Ok(Some(Err(e))) => Some((Err(std::io::Error::other(e)), None)),
                 Ok(None) => None,
                 Err(_) => Some((

@@ -520,7 +520,9 @@ pub(crate) async fn put_domain(State(app): AppState, ctx: Ctx, body: Body) -> Re
 
 /// `PUT /` with `linked_domain`: a new domain whose root is that of an
 /// existing domain, so both name the same objects (HSDS's linked domains).
-/// The caller must be able to read the target.
+/// Its owner can change and delete those objects through it, so the caller
+/// must be allowed to read, update and delete the target (HSDS asks for the
+/// delete right). Deleting it later leaves the objects to the target.
 fn link_domain(
     app: &App,
     ctx: &Ctx,
@@ -534,7 +536,9 @@ fn link_domain(
         .ok_or_else(|| ServerError::BadRequest("linked_domain must be a domain path".into()))?;
     let target = crate::request::domain_path(target)?;
     let tdoc = domain_doc(app, &target)?;
-    acl_check(&tdoc, Action::Read, &ctx.user, &app.cfg.admin_user)?;
+    for action in [Action::Read, Action::Update, Action::Delete] {
+        acl_check(&tdoc, action, &ctx.user, &app.cfg.admin_user)?;
+    }
     let root = tdoc
         .get("root")
         .cloned()
@@ -554,6 +558,8 @@ fn link_domain(
     doc["created"] = json!(t);
     doc["lastModified"] = json!(t);
     doc["root"] = root;
+    // (A key HSDS ignores: deleting this domain keeps the objects.)
+    doc["h5lake_linked_to"] = json!(target);
     let key = domain_key(&format!("/{}", here.path));
     match here.store.put_if_absent(&key, doc.to_string().as_bytes())? {
         PutOutcome::Written(_) => created(created_response(ctx, domain, &doc)),
@@ -629,7 +635,9 @@ pub(crate) async fn delete_domain(State(app): AppState, ctx: Ctx, body: Body) ->
                 // The document goes first: from then on the domain is gone
                 // for everyone, whatever happens to the objects.
                 place.store.delete(&key)?;
-                if !keep_root {
+                // (A linked domain's objects are its target's.)
+                let linked = doc.get("h5lake_linked_to").is_some();
+                if !keep_root && !linked {
                     place.store.delete_prefix(&ids::domain_db_prefix(root)?)?;
                 }
             }

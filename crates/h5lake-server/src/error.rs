@@ -26,6 +26,9 @@ pub enum ServerError {
     /// The name, object or domain exists already.
     #[error("{0}")]
     Conflict(String),
+    /// The path exists, not with this method.
+    #[error("{0}")]
+    MethodNotAllowed(String),
     /// A JSON body larger than the configured limit.
     #[error("{0}")]
     TooLarge(String),
@@ -75,6 +78,7 @@ impl ServerError {
             ServerError::NotFound(_) => StatusCode::NOT_FOUND,
             ServerError::Gone(_) => StatusCode::GONE,
             ServerError::Conflict(_) => StatusCode::CONFLICT,
+            ServerError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ServerError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ServerError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ServerError::NotImplemented(_) => StatusCode::NOT_IMPLEMENTED,

@@ -447,6 +447,23 @@ pub fn shape_json(shape: Option<&Value>, maxdims: Option<&Value>) -> Result<Valu
     Ok(out)
 }
 
+/// How deeply `v` nests (a number or a string: 1).
+pub(crate) fn json_depth(v: &Value) -> usize {
+    // (Iterative: the value came from a parser that allows more nesting
+    // than a recursion here would want to follow.)
+    let mut deepest = 0;
+    let mut stack = vec![(v, 1usize)];
+    while let Some((v, d)) = stack.pop() {
+        deepest = deepest.max(d);
+        match v {
+            Value::Array(a) => stack.extend(a.iter().map(|x| (x, d + 1))),
+            Value::Object(o) => stack.extend(o.values().map(|x| (x, d + 1))),
+            _ => {}
+        }
+    }
+    deepest
+}
+
 /// Type JSON in canonical form: predefined names (`H5T_STD_I32LE`) become
 /// type objects; everything is checked by parsing it.
 ///

@@ -114,6 +114,9 @@ pub(crate) fn router(app: Arc<App>) -> Router {
             );
     }
     r.fallback(|| async { ServerError::NotFound("no such endpoint".into()) })
+        .method_not_allowed_fallback(|method: axum::http::Method| async move {
+            ServerError::MethodNotAllowed(format!("{method} is not a method of this endpoint"))
+        })
         .layer(axum::middleware::from_fn_with_state(
             app.clone(),
             crate::budget::hold_body_memory,
@@ -313,15 +316,27 @@ pub(crate) fn parse_json_limited(app: &App, bytes: &[u8]) -> Result<Value> {
 /// the bare tokens `NaN` / `Infinity`, which strict JSON refuses; they are
 /// read as the engine reads them in HSDS's own documents.
 pub(crate) fn parse_json_body(bytes: &[u8]) -> Result<Value> {
-    h5lake_engine::json::parse_doc(bytes, "request body").map_err(|e| {
+    let v = h5lake_engine::json::parse_doc(bytes, "request body").map_err(|e| {
         // The engine speaks of its own documents; this one is the client's.
         let why = match e {
             h5lake_engine::EngineError::Corrupt(m) => m,
             e => e.to_string(),
         };
         ServerError::BadRequest(format!("Unable to load JSON body: {why}"))
-    })
+    })?;
+    // Parts of a body (types, creation properties, links) are kept as sent
+    // a few levels down in documents, which must stay under the parser's
+    // nesting limit (128) to be read again.
+    if crate::request::json_depth(&v) > MAX_BODY_DEPTH {
+        return Err(ServerError::BadRequest(format!(
+            "Unable to load JSON body: nested more than {MAX_BODY_DEPTH} levels deep"
+        )));
+    }
+    Ok(v)
 }
+
+/// Deepest nesting of a JSON body accepted (see [`parse_json_body`]).
+const MAX_BODY_DEPTH: usize = 100;
 
 /// A whole (non-streamed) body of at most `max_request_bytes`, read only
 /// once `gate` lets the sender send it.

@@ -914,8 +914,15 @@ fn respond_arrow(app: &App, p: Plan) -> Result<Response> {
     }
     let parts: Vec<Part> = match run {
         Some((start, count, step)) => {
-            // (Each part reads at most a slab of rows.)
+            // (Each part reads at most a slab of rows; the list is made up
+            // front, so an absurd number of parts is refused, as for binary
+            // answers.)
             let per = ((app.cfg.slab_bytes / row_bytes) as u64 / step).max(1);
+            if count / per > MAX_SLABS {
+                return Err(ServerError::TooLarge(
+                    "selection too large for one request; read it in parts".into(),
+                ));
+            }
             (0..count)
                 .step_by(per as usize)
                 .map(|k| {
