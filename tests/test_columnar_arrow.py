@@ -414,3 +414,21 @@ def test_an_edit_of_a_table_with_text_keeps_the_other_rows_nulls(tmp_path):
         d = f.create_dataset("t", data=t, chunks=(4,))
         d[1] = (5, "B")
         assert d.to_arrow().to_pydict() == {"x": [1, 5, 3, None], "s": [None, "B", None, "d"]}
+
+
+def test_a_grown_table_shows_other_tools_every_row(tmp_path):
+    """The chunk that was a table's last holds the rows it had; grown, it is
+    stored again with the new rows (as the fill value), nulls kept, so that
+    DuckDB counts the rows h5lake reads."""
+    duckdb = pytest.importorskip("duckdb")
+    t = pa.table({"a": pa.array([1, None, 3, 4, 5, None], pa.int32()),
+                  "s": pa.array(["x", None, "z", "w", None, "v"])})
+    with h5lake.File(tmp_path / "g.h5l", "w") as f:
+        d = f.create_dataset("t", data=t, chunks=(4,), maxshape=(None,))
+        d.resize((10,))
+        d[9] = (5, "q")
+        files = d.parquet_files()
+        got = duckdb.sql(f"SELECT count(*), count(a), count(*) FILTER (WHERE a = 0) "
+                         f"FROM read_parquet({files})").fetchall()
+        assert got == [(10, 8, 3)], got
+        assert d.to_arrow().column("a").to_pylist() == [1, None, 3, 4, 5, None, 0, 0, 0, 5]

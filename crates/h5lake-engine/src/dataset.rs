@@ -1280,6 +1280,29 @@ impl Domain {
         }
     }
 
+    /// After a 1-D columnar table grew from `old` rows: its chunk that
+    /// was the last, stored with only the rows it had (so that other tools
+    /// read the table's rows and no padding), is stored again with the
+    /// rows it holds now (the new ones as the fill value), so that DuckDB
+    /// and the like see every row h5lake reads.
+    fn pad_last_rows(&self, m: &DatasetMeta, old: &[u64]) -> Result<()> {
+        let (&[old], &[chunk]) = (old, &m.chunk[..]) else {
+            return Ok(());
+        };
+        if !m.is_columnar() || old % chunk == 0 {
+            return Ok(());
+        }
+        let key = m.key(&[old / chunk]);
+        if !self.store().exists(&key)? {
+            return Ok(());
+        }
+        if m.dtype.fixed_size().is_some() {
+            self.modify_chunk(m, &key, false, |_| Ok(()))
+        } else {
+            self.modify_vlen_chunk(m, &key, |_| {})
+        }
+    }
+
     /// Reads variable-length elements of an orthogonal selection, C order.
     ///
     /// # Errors
@@ -1497,7 +1520,13 @@ impl Domain {
             Ok(old)
         })?;
         if new_dims.iter().zip(&old).all(|(n, o)| n >= o) {
-            return Ok(());
+            return self.pad_last_rows(
+                &DatasetMeta {
+                    dims: new_dims.to_vec(),
+                    ..m
+                },
+                &old,
+            );
         }
         let m = DatasetMeta {
             dims: new_dims.to_vec(),
