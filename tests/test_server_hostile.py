@@ -636,6 +636,30 @@ def test_queries_and_arrow_answers_stay_within_the_budget(server):
     assert any('"parquet"' in open(p).read() for p in docs), docs
 
 
+def test_variable_length_reads_stop_at_what_the_budget_allows(server):
+    """Elements' sizes are known only as they are read: a read of 160
+    strings of 2 MiB stops at its share of the budget (413), instead of
+    holding them all first (the module's last test checks the peak)."""
+    import struct
+    d, root = new_domain(server, BOB)
+    t = {"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8", "length": "H5T_VARIABLE",
+         "strPad": "H5T_STR_NULLTERM"}
+    n, size = 160, 2 << 20
+    did = new_dataset(server, d, {"type": t, "shape": [n], "creationProperties": {
+        "layout": {"class": "H5D_CHUNKED", "dims": [1]}}})
+    one = struct.pack("<I", size) + b"x" * size
+    for i in range(n):
+        st, _, rsp = server.request("PUT", f"/datasets/{did}/value", one,
+                                    params={"domain": d, "select": f"[{i}:{i + 1}]"}, user=BOB,
+                                    headers={"Content-Type": "application/octet-stream"})
+        assert st == 200, rsp
+    st, _, rsp = server.request("GET", f"/datasets/{did}/value", params={"domain": d}, user=BOB)
+    assert st == 413 and "in parts" in message(rsp), rsp
+    st, _, rsp = server.request("GET", f"/datasets/{did}/value", params={"domain": d, "select": "[0:2]"},
+                                user=BOB)
+    assert st == 200 and [len(v) for v in rsp["value"]] == [size, size]
+
+
 def test_zz_peak_memory_stayed_within_the_budget(server):
     """Runs last in the module (pytest keeps file order): the peak resident
     size over all the requests above, less what the server held idle."""

@@ -1308,6 +1308,21 @@ impl Domain {
     /// # Errors
     /// Not a variable-length dataset; bad selection; corrupt chunks.
     pub fn read_vlen(&self, id: &str, sel: &Selection) -> Result<Vec<Vec<u8>>> {
+        self.read_vlen_within(id, sel, usize::MAX)
+    }
+
+    /// [`Domain::read_vlen`], given up as soon as the elements read hold
+    /// more than `limit` bytes (a server answering within its memory).
+    ///
+    /// # Errors
+    /// As [`Domain::read_vlen`]; [`EngineError::TooLarge`] past `limit`.
+    pub fn read_vlen_within(
+        &self,
+        id: &str,
+        sel: &Selection,
+        limit: usize,
+    ) -> Result<Vec<Vec<u8>>> {
+        let held = std::sync::atomic::AtomicUsize::new(0);
         let m = self.dataset_meta(id)?;
         let sel = &*Self::normalize(&m, sel);
         if !m.dtype.is_variable() {
@@ -1339,6 +1354,14 @@ impl Domain {
                     Some(c) => parse_vlen_chunk(&c, &m)?,
                     None => vec![m.fill.clone(); m.chunk_elems()],
                 };
+                let bytes: usize = pairs.iter().map(|&(s, _)| elems[s as usize].len()).sum();
+                let total = held.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed) + bytes;
+                if total > limit {
+                    return Err(EngineError::TooLarge(format!(
+                        "these variable-length elements hold more than {limit} bytes; read \
+                         them in parts"
+                    )));
+                }
                 let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
                 for &(s, d) in pairs {
                     out[d as usize] = elems[s as usize].clone();

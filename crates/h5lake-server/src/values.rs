@@ -773,17 +773,17 @@ fn respond(app: &App, ctx: &Ctx, p: Plan) -> Result<Response> {
             n as usize * (JSON_VALUE_BYTES + 64),
             "this variable-length answer",
         )?;
-        let items = p.dom.read_vlen(&p.id, &p.sel)?;
-        // Element sizes are known only once read; the answer is bounded
-        // like any other.
-        let bytes: usize = items.iter().map(Vec::len).sum();
-        if bytes > app.cfg.max_json_response_bytes {
-            return Err(ServerError::TooLarge(format!(
-                "these variable-length elements hold {bytes} bytes, more than one answer may \
-                 ({} bytes); read them in parts",
-                app.cfg.max_json_response_bytes
-            )));
-        }
+        // Element sizes are known only as they are read: the read stops
+        // once they hold more than an answer may, or than the part of the
+        // budget set aside for them (an eighth of it, taken up front).
+        let limit = app
+            .cfg
+            .max_json_response_bytes
+            .min(app.cfg.memory_budget_bytes / 8);
+        let _values = app
+            .budget
+            .reserve_blocking(limit, "this variable-length answer's values")?;
+        let items = p.dom.read_vlen_within(&p.id, &p.sel, limit)?;
         if ctx.wants_binary() {
             return Ok(binary_rsp(record::join_elements(&p.meta.dtype, &items)));
         }
