@@ -126,24 +126,14 @@ fn body_len(app: &App, req: &Request) -> u64 {
 /// value uploads stream through in slabs, which their handler reserves;
 /// here they count only up to the largest body read whole.
 fn body_cost(app: &App, req: &Request) -> usize {
-    let declared = req
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok());
     let binary = req
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/octet-stream"));
-    // HTTP/1.1: a request with neither header has no body; a chunked one
-    // may be as long as the largest body read whole.
-    let chunked = req.headers().contains_key(header::TRANSFER_ENCODING);
-    let len = match declared {
-        Some(n) => n.min(app.cfg.max_request_bytes),
-        None if chunked => app.cfg.max_request_bytes,
-        None => 0,
-    };
+    let len = usize::try_from(body_len(app, req))
+        .unwrap_or(usize::MAX)
+        .min(app.cfg.max_request_bytes);
     if len == 0 {
         return 0;
     }
