@@ -432,3 +432,18 @@ def test_a_grown_table_shows_other_tools_every_row(tmp_path):
                          f"FROM read_parquet({files})").fetchall()
         assert got == [(10, 8, 3)], got
         assert d.to_arrow().column("a").to_pylist() == [1, None, 3, 4, 5, None, 0, 0, 0, 5]
+
+
+def test_two_columns_of_one_name_are_named_as_such(tmp_path):
+    import subprocess
+    import sys
+    t = pa.Table.from_arrays([pa.array([1, 2]), pa.array([3, 4])], names=["a", "a"])
+    with h5lake.File(tmp_path / "d.h5l", "w") as f:
+        with pytest.raises(ValueError, match='two columns are named "a"'):
+            f.create_dataset("t", data=t)
+        assert "t" not in f
+    pq.write_table(t, tmp_path / "dup.parquet")
+    r = subprocess.run([sys.executable, "-m", "h5lake", "load", str(tmp_path / "dup.parquet"),
+                        str(tmp_path / "dup.h5l")], capture_output=True, text=True)
+    assert r.returncode == 2 and "two columns are named" in r.stderr and "corrupt" not in r.stderr
+    assert not (tmp_path / "dup.h5l").exists()

@@ -491,6 +491,18 @@ fn type_name(t: &DataType) -> String {
 
 /// A compound of `members`, laid out packed as HSDS stores it.
 fn compound(members: Vec<(String, Datatype)>) -> Result<Datatype> {
+    // (Parquet and Arrow allow two columns of one name; an HDF5 compound
+    // does not: said here as what it is, not as a damaged type.)
+    let twice = members
+        .iter()
+        .enumerate()
+        .find_map(|(i, (n, _))| members[..i].iter().any(|(m, _)| m == n).then_some(n));
+    if let Some(name) = twice {
+        return Err(ColumnarError::Unsupported(format!(
+            "two columns are named {name:?}: the members of an HDF5 compound type need \
+             distinct names; rename one of them"
+        )));
+    }
     let fields: Vec<Value> = members
         .iter()
         .map(|(n, t)| json!({"name": n, "type": t.to_json()}))
