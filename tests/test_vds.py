@@ -178,8 +178,10 @@ def test_bad_layouts_and_writes_are_refused(tmp_path):
         assert f["a"].is_virtual is False
         with pytest.raises(RuntimeError):
             f["a"].virtual_sources()
-        with pytest.raises(OSError, match="virtual"):
-            v[0] = 1
+        with pytest.raises(OSError, match="unmapped"):
+            v[15] = 1                          # no mapping covers it, as in h5py
+        v[0] = 1                               # written through to a[0]
+        assert f["a"][0] == 1
         with pytest.raises(TypeError):
             v.resize((30,))
         with pytest.raises(TypeError, match="virtual"):
@@ -723,3 +725,30 @@ def test_a_parquet_file_that_cannot_be_read_is_named_not_dropped_quietly(tmp_pat
         report = h5lake.concat(str(tmp_path / "part-*.parquet"), str(tmp_path / "c.h5l"))
     assert report["shape"] == (2,)
     assert len(report["missing"]) == 1 and "part-1.parquet" in report["missing"][0]
+
+
+def test_writes_through_a_virtual_dataset_reach_its_sources_as_in_h5py(tmp_path):
+    got = {}
+    for mod, name in ((h5py, "w.h5"), (h5lake, "w.h5l")):
+        with mod.File(str(tmp_path / name), "w") as f:
+            a = f.create_dataset("a", data=np.zeros((4, 5), "i4"))
+            b = f.create_dataset("b", data=np.zeros(10, "i4"))
+            lay = mod.VirtualLayout((3, 10), "i4")
+            lay[0, :5] = mod.VirtualSource(a)[1]
+            lay[0, 5:] = mod.VirtualSource(a)[2]
+            lay[1] = mod.VirtualSource(b)
+            lay[2, :5] = mod.VirtualSource(a)[3]
+            lay[2, 5:] = mod.VirtualSource(a)[0]
+            v = f.create_virtual_dataset("v", lay, fillvalue=-1)
+            v[...] = np.arange(30, dtype="i4").reshape(3, 10)
+            v[1, 2:7:2] = np.array([100, 200, 300], "i4")
+            v[0:3:2, 3:7] = np.full((2, 4), 7, "i4")
+            got[mod] = (f["a"][()], f["b"][()], v[()])
+            gap = mod.VirtualLayout((4,), "i4")
+            gap[:2] = mod.VirtualSource(b)[:2]
+            g = f.create_virtual_dataset("gap", gap, fillvalue=0)
+            with pytest.raises(OSError):
+                g[...] = np.ones(4, "i4")      # elements 2 and 3 are unmapped
+            assert f["b"][:2].tolist() == list(got[mod][1][:2])   # nothing written
+    for x, y in zip(got[h5py], got[h5lake]):
+        np.testing.assert_array_equal(y, x)

@@ -1100,6 +1100,9 @@ impl Domain {
     /// As [`Domain::write`].
     pub fn write_with(&self, m: &DatasetMeta, sel: &Selection, data: &[u8]) -> Result<()> {
         self.check_writable()?;
+        if let Some(vm) = &m.virtual_map {
+            return self.write_virtual(m, vm, &Self::normalize(m, sel), data);
+        }
         m.check_data_writable()?;
         let sel = &*Self::normalize(m, sel);
         if m.dtype.is_variable() {

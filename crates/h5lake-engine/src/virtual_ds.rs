@@ -1271,6 +1271,154 @@ impl Domain {
         }
     }
 
+    /// Writes `data` (elements of `m`'s type) to `sel` of the virtual
+    /// dataset `m` as libhdf5 writes a virtual dataset: each element goes
+    /// to the source element every mapping that covers it pairs it with;
+    /// elements no mapping covers are dropped. Sources must be datasets of
+    /// this store that hold their values: h5lake never writes another
+    /// store through a mapping, nor an HDF5 file.
+    ///
+    /// # Errors
+    /// A point selection; a source elsewhere, linked, or missing where the
+    /// selection reaches it; sources of a type the elements cannot convert
+    /// to; as [`Domain::write`].
+    pub(crate) fn write_virtual(
+        &self,
+        m: &DatasetMeta,
+        vm: &VirtualMap,
+        sel: &Selection,
+        data: &[u8],
+    ) -> Result<()> {
+        let _level = nesting::deeper(&m.id)?;
+        let Selection::Orthogonal(sels) = sel else {
+            return Err(EngineError::WrongType(format!(
+                "virtual dataset {}: points are written to its sources directly, not through it",
+                m.id
+            )));
+        };
+        let es = m.elem_size();
+        let shape: Vec<u64> = sels.iter().map(DimSel::len).collect();
+        if data.len() as u64 != shape.iter().product::<u64>() * es as u64 {
+            return Err(EngineError::Invalid(format!(
+                "{} bytes for a selection of {shape:?} elements of {es} bytes",
+                data.len()
+            )));
+        }
+        let strides: Vec<u64> = (0..shape.len())
+            .map(|d| shape[d + 1..].iter().product())
+            .collect();
+        // Every mapping's part first, so that nothing is written when any
+        // part is refused.
+        let mut parts = Vec::new();
+        for mp in &vm.mappings {
+            let Some(mut hits) = sels
+                .iter()
+                .zip(&mp.dst)
+                .zip(&mp.pairs)
+                .map(|((s, &r), p)| dim_hits(s, r, p.map(|q| mp.src[q])))
+                .collect::<Option<Vec<Hits>>>()
+            else {
+                continue;
+            };
+            if hits.iter().any(|h| h.len() == 0) {
+                continue;
+            }
+            let mut why = String::new();
+            let refused = |what: &str| {
+                EngineError::ReadOnly(format!(
+                    "virtual dataset {}: its source {} {what}; write to the source instead",
+                    m.id, mp.path
+                ))
+            };
+            let Some((dom, src)) = self.virtual_source(m, mp, &mut why)? else {
+                return Err(refused(&format!("cannot be written ({why})")));
+            };
+            if dom.is_some() || mp.store.is_some() {
+                return Err(refused(
+                    "is in another store or file, which h5lake does not write through a mapping",
+                ));
+            }
+            if src.link.is_some() {
+                return Err(refused("holds values of another file (linked)"));
+            }
+            if src.dtype != m.dtype && NumericConversion::new(&m.dtype, &src.dtype).is_none() {
+                return Err(EngineError::WrongType(format!(
+                    "virtual dataset {}: its elements do not convert to source {}'s type",
+                    m.id, mp.path
+                )));
+            }
+            // Past a source's extent: not mapped to anything.
+            for (d, h) in hits.iter_mut().enumerate() {
+                if let Some(q) = mp.pairs[d] {
+                    *h = std::mem::replace(
+                        h,
+                        Hits::Listed {
+                            out: vec![],
+                            src: vec![],
+                        },
+                    )
+                    .clip(src.dims[q]);
+                }
+            }
+            if hits.iter().any(|h| h.len() == 0) {
+                continue;
+            }
+            let src_sel = Selection::Orthogonal(
+                mp.src
+                    .iter()
+                    .enumerate()
+                    .map(|(q, r)| match mp.pairs.iter().position(|&x| x == Some(q)) {
+                        Some(d) => hits[d].src_sel(),
+                        None => DimSel::Slice {
+                            start: r.start,
+                            count: 1,
+                            step: 1,
+                        },
+                    })
+                    .collect(),
+            );
+            parts.push((hits, src, src_sel));
+        }
+        // As libhdf5: a write that reaches elements no mapping covers is
+        // refused whole.
+        let total: u64 = shape.iter().product();
+        let covered = if vm.disjoint {
+            parts
+                .iter()
+                .map(|(hits, _, _)| hits.iter().map(Hits::len).product::<u64>())
+                .sum::<u64>()
+                == total
+        } else {
+            let mut seen = vec![false; total as usize];
+            for (hits, _, _) in &parts {
+                each_hit_run(hits, &strides, |_, first, n| {
+                    seen[first as usize..first as usize + n].fill(true);
+                });
+            }
+            seen.iter().all(|&x| x)
+        };
+        if !covered {
+            return Err(EngineError::ReadOnly(format!(
+                "virtual dataset {}: the write reaches elements no mapping covers (write \
+                 requested to an unmapped portion of the virtual dataset)",
+                m.id
+            )));
+        }
+        // (Where mappings overlap, their sources all get the elements.)
+        for (hits, src, src_sel) in &parts {
+            let part = gather(data, hits, &strides, es);
+            match NumericConversion::new(&m.dtype, &src.dtype) {
+                Some(conv) if src.dtype != m.dtype => {
+                    let mut converted = vec![0u8; part.len() / es.max(1) * src.elem_size()];
+                    conv.convert(&part, &mut converted);
+                    self.write_with(src, src_sel, &converted)?;
+                }
+                _ => self.write_with(src, src_sel, &part)?,
+            }
+        }
+        Ok(())
+    }
+
     /// Points of a virtual dataset: each read from the last mapping that
     /// covers it (fill elsewhere; `out` holds fill on entry).
     #[allow(clippy::too_many_arguments)]
@@ -1422,9 +1570,11 @@ fn contiguous_block(hits: &[Hits], shape: &[u64], strides: &[u64]) -> Option<u64
     })
 }
 
-/// Copies `tmp` (the elements `hits` select, in C order) to their places
-/// in the output behind `ptr` (of C-order `strides`).
-fn scatter(tmp: &[u8], hits: &[Hits], strides: &[u64], es: usize, ptr: OutPtr) {
+/// Calls `f(at, first, n)` for each run of the elements `hits` select, in
+/// C order: `n` elements from element `at` of a buffer holding just them
+/// (in that order) are the elements from `first` on of the selection's
+/// output (of `strides`).
+fn each_hit_run(hits: &[Hits], strides: &[u64], mut f: impl FnMut(usize, u64, usize)) {
     let rank = hits.len();
     let counts: Vec<u64> = hits.iter().map(Hits::len).collect();
     let last = rank - 1;
@@ -1439,31 +1589,14 @@ fn scatter(tmp: &[u8], hits: &[Hits], strides: &[u64], es: usize, ptr: OutPtr) {
             .map(|(d, &j)| hits[d].out_at(j) * strides[d])
             .sum();
         match run {
-            Some((first, len)) => {
-                // SAFETY: positions inside the output (see `read_virtual`).
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        tmp.as_ptr().add(at),
-                        ptr.at((base + first) as usize * es),
-                        len as usize * es,
-                    );
-                }
-            }
+            Some((first, len)) => f(at, base + first, len as usize),
             None => {
                 for j in 0..inner {
-                    let o = base + hits[last].out_at(j as u64);
-                    // SAFETY: as above.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(
-                            tmp.as_ptr().add(at + j * es),
-                            ptr.at(o as usize * es),
-                            es,
-                        );
-                    }
+                    f(at + j, base + hits[last].out_at(j as u64), 1);
                 }
             }
         }
-        at += inner * es;
+        at += inner;
         // The next index of the outer dimensions, C order.
         let mut d = last;
         loop {
@@ -1478,6 +1611,33 @@ fn scatter(tmp: &[u8], hits: &[Hits], strides: &[u64], es: usize, ptr: OutPtr) {
             idx[d] = 0;
         }
     }
+}
+
+/// Places the elements `hits` select, packed in `tmp`, in the output.
+fn scatter(tmp: &[u8], hits: &[Hits], strides: &[u64], es: usize, ptr: OutPtr) {
+    each_hit_run(hits, strides, |at, first, n| {
+        // SAFETY: positions inside the output (see `read_virtual`), and
+        // `tmp` holds every element `hits` selects.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                tmp.as_ptr().add(at * es),
+                ptr.at(first as usize * es),
+                n * es,
+            );
+        }
+    });
+}
+
+/// The elements `hits` select of the selection's elements in `data`,
+/// packed in C order (what [`scatter`] places back).
+fn gather(data: &[u8], hits: &[Hits], strides: &[u64], es: usize) -> Vec<u8> {
+    let n: u64 = hits.iter().map(Hits::len).product();
+    let mut out = vec![0u8; n as usize * es];
+    each_hit_run(hits, strides, |at, first, n| {
+        let from = first as usize * es;
+        out[at * es..(at + n) * es].copy_from_slice(&data[from..from + n * es]);
+    });
+    out
 }
 
 #[cfg(test)]
