@@ -660,6 +660,48 @@ def test_variable_length_reads_stop_at_what_the_budget_allows(server):
     assert st == 200 and [len(v) for v in rsp["value"]] == [size, size]
 
 
+def test_virtual_sources_never_lead_outside_the_allowed_files(server, outside):
+    """A mapping onto an allowed HDF5 file whose dataset leads elsewhere
+    (an external link, or a virtual dataset of its own, to a file outside
+    the link root) reads as fill: the file outside is never opened."""
+    import h5py
+    secret = str(outside / "secret_values.h5")
+    with h5py.File(secret, "w") as f:
+        sid = h5py.h5s.create_simple((4,))
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_layout(h5py.h5d.COMPACT)
+        h5py.h5d.create(f.id, b"compact", h5py.h5t.STD_I32LE, sid, dcpl=dcpl).write(
+            h5py.h5s.ALL, h5py.h5s.ALL, np.array([101, 102, 103, 104], "<i4"))
+    front = str(outside / "shared" / "front.h5")
+    with h5py.File(front, "w") as f:
+        f["e"] = h5py.ExternalLink(secret, "/compact")
+        lay = h5py.VirtualLayout((4,), "i4")
+        lay[:] = h5py.VirtualSource(secret, "compact", shape=(4,))
+        f.create_virtual_dataset("v", lay, fillvalue=0)
+    d, _ = new_domain(server, BOB)
+    for path in ("/e", "/v"):
+        ds = new_dataset(server, d, {"type": "H5T_STD_I32LE", "shape": [4], "creationProperties": {
+            "layout": {"class": "H5D_CONTIGUOUS"},
+            "h5lake": {"virtual": [{"path": path, "file": front, "src": [[0, 1, 4]],
+                                    "dst": [[0, 1, 4]]}]}}})
+        st, _, v = server.request("GET", f"/datasets/{ds}/value", params={"domain": d}, user=BOB)
+        assert st in (200, 403) and 101 not in (v.get("value") or []), (path, st, v)
+    # Naming a file outside in the mapping itself is refused when made.
+    refused_unchanged(server, "POST", "/datasets", {
+        "type": "H5T_STD_I32LE", "shape": [4], "creationProperties": {
+            "layout": {"class": "H5D_CONTIGUOUS"},
+            "h5lake": {"virtual": [{"path": "/compact", "file": secret, "src": [[0, 1, 4]],
+                                    "dst": [[0, 1, 4]]}]}}}, {"domain": d}, BOB, (403,))
+
+
+def test_a_linked_domain_cannot_hand_out_rights_its_maker_lacks(server):
+    d, root = new_domain(server, ALICE)
+    assert server.request("PUT", f"/acls/{BOB}", {"read": True, "update": True, "delete": True},
+                          params={"domain": d}, user=ALICE)[0] == 201
+    refused_unchanged(server, "PUT", "/", {"linked_domain": d},
+                      {"domain": f"/home/{BOB}/l{next(_n)}.h5"}, BOB, (403,))
+
+
 def test_zz_peak_memory_stayed_within_the_budget(server):
     """Runs last in the module (pytest keeps file order): the peak resident
     size over all the requests above, less what the server held idle."""

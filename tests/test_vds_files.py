@@ -508,3 +508,50 @@ def test_concat_leaves_out_runs_with_no_rows(tmp_path):
     with h5lake.File(tmp_path / "c.h5l", "r") as f:
         assert f["d"][()].tolist() == [[0, 1], [2, 3], [4, 5], [20, 21], [22, 23]]
     assert h5lake.VirtualSource("x.h5", "d", shape=(0, 3)).shape == (0, 3)
+
+
+def test_a_source_reached_through_an_external_link_follows_its_file(tmp_path):
+    """The mapping's file is what is read as it is now: rewritten so that
+    the linked name is a dataset of its own, it is read there, as h5py
+    reads it."""
+    a, b = tmp_path / "a.h5", tmp_path / "b.h5"
+    with h5py.File(b, "w") as f:
+        f["x"] = np.arange(4, dtype="i4") + 100
+    with h5py.File(a, "w") as f:
+        f["d"] = h5py.ExternalLink(str(b), "/x")
+
+    def build(mod, f):
+        lay = mod.VirtualLayout((4,), "i4")
+        lay[:] = mod.VirtualSource(str(a), "d", shape=(4,))
+        f.create_virtual_dataset("v", lay, fillvalue=-1)
+
+    paths = _vds_both(tmp_path, build)
+    assert _read_both(paths).tolist() == [100, 101, 102, 103]
+    with h5py.File(a, "w") as f:
+        f["d"] = np.arange(4, dtype="i4") + 500
+    assert _read_both(paths).tolist() == [500, 501, 502, 503]
+
+
+def test_hdf5_virtual_datasets_that_map_each_other_end_promptly(tmp_path):
+    import time
+    import warnings
+    a, b = tmp_path / "a.h5", tmp_path / "b.h5"
+    for here, there, mine, theirs in ((a, b, "v", "w"), (b, a, "w", "v")):
+        with h5py.File(here, "w") as f:
+            for i in range(3):
+                lay = h5py.VirtualLayout((3,), "i4")
+                for j in range(3):
+                    lay[j] = h5py.VirtualSource(str(there), f"{theirs}{j}", shape=(3,))[j]
+                f.create_virtual_dataset(f"{mine}{i}", lay, fillvalue=-1)
+    t0 = time.monotonic()
+    with h5lake.File(tmp_path / "s.h5l", "w") as f:
+        lay = h5lake.VirtualLayout((3,), "i4")
+        lay[:] = h5lake.VirtualSource(str(a), "v0", shape=(3,))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            f.create_virtual_dataset("v", lay, fillvalue=-1)
+            try:
+                f["v"][()]
+            except (ValueError, OSError):
+                pass
+    assert time.monotonic() - t0 < 20

@@ -211,11 +211,18 @@ def _flat_for_csv(pa, t):
                 changed = True
             elif pa.types.is_binary(kind) or pa.types.is_fixed_size_binary(kind) \
                     or pa.types.is_large_binary(kind):
-                # CSV is text: bytes that are not UTF-8 are written with
-                # Python's escapes (b'caf\xe9' as caf\xe9), never refused.
+                # CSV is text: a column with bytes that are not UTF-8 is
+                # written with Python's escapes (b'caf\xe9' as caf\xe9, a
+                # backslash as two), never refused.
                 names.append(name)
-                cols.append(pa.array([None if v is None else v.decode("utf-8", "backslashreplace")
-                                      for v in col.to_pylist()], pa.string()))
+                vals = col.to_pylist()
+                try:
+                    text = [None if v is None else v.decode() for v in vals]
+                except UnicodeDecodeError:
+                    text = [None if v is None else
+                            v.replace(b"\\", b"\\\\").decode("utf-8", "backslashreplace")
+                            for v in vals]
+                cols.append(pa.array(text, pa.string()))
             else:
                 names.append(name)
                 cols.append(col)

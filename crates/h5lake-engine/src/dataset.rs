@@ -792,6 +792,7 @@ impl Domain {
         }
         // Chunk functions are checked now, so that a bad one is refused
         // with its position before anything is stored.
+        crate::stats::StatsPlan::check_new_functions(&doc)?;
         crate::stats::StatsPlan::of_dataset(&doc, &dtype)?;
         crate::parquet_link::check_new(
             &self.linked_files,

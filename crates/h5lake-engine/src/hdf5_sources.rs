@@ -92,12 +92,20 @@ impl Domain {
                 Some((p, None)) => {
                     return Ok(Current::Missing(format!("{} is missing", p.display())))
                 }
-                Some((_, Some(now))) => {
+                Some((p, Some(now))) => {
                     let unchanged = src
                         .link
                         .as_ref()
                         .is_none_or(|l| l.stamp.is_none_or(|s| s == now));
-                    if unchanged {
+                    // Values in the mapping's own file: its stamp says all.
+                    // In another (reached through an external link): the
+                    // mapping's file may have changed where its link leads,
+                    // so it is linked again, once per change of either.
+                    let own = match self.linked_files.target(file) {
+                        Ok(LinkTarget::Local(f)) => same_file(&f, &p),
+                        _ => true,
+                    };
+                    if unchanged && own {
                         return Ok(Current::Stored);
                     }
                 }
@@ -180,6 +188,15 @@ impl Domain {
         let id = linker(&scratch, file, path)?;
         let src = scratch.dataset(&id).map_err(|e| e.to_string())?;
         Ok((Arc::new(scratch), src))
+    }
+}
+
+/// Whether the paths `a` and `b` name one file.
+pub(crate) fn same_file(a: impl AsRef<Path>, b: impl AsRef<Path>) -> bool {
+    let (a, b) = (a.as_ref(), b.as_ref());
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
     }
 }
 

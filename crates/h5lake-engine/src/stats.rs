@@ -129,6 +129,31 @@ impl StatsPlan {
         }
     }
 
+    /// Checks a new dataset's chunk functions: every write evaluates them
+    /// all over the chunks it writes, so their number and size bound what a
+    /// write may cost. (Checked when a dataset is made, never when one is
+    /// opened: datasets made before the limit still open.)
+    ///
+    /// # Errors
+    /// More than [`MAX_CHUNK_FUNCTIONS`], or more text than
+    /// [`MAX_CHUNK_FUNCTION_TEXT`] in all.
+    pub fn check_new_functions(doc: &Value) -> Result<()> {
+        let Some(fns) = doc
+            .pointer("/h5lake/stats/functions")
+            .and_then(Value::as_object)
+        else {
+            return Ok(());
+        };
+        let text: usize = fns.values().filter_map(Value::as_str).map(str::len).sum();
+        if fns.len() > MAX_CHUNK_FUNCTIONS || text > MAX_CHUNK_FUNCTION_TEXT {
+            return Err(EngineError::Invalid(format!(
+                "at most {MAX_CHUNK_FUNCTIONS} chunk functions of {MAX_CHUNK_FUNCTION_TEXT} \
+                 characters in all"
+            )));
+        }
+        Ok(())
+    }
+
     /// The plan a dataset document declares under `h5lake.stats`: absent
     /// or `true` — statistics of every numeric leaf; `false` — none; an
     /// object `{"functions": {name: expression}}` — those chunk functions
@@ -160,21 +185,10 @@ impl StatsPlan {
                         ))
                     }
                 };
-                let fns = fns.into_iter().flatten();
-                // (Each write evaluates every function over its chunks:
-                // their number and size bound what a write may cost.)
-                let mut text_bytes = 0;
-                for (k, (name, text)) in fns.enumerate() {
+                for (name, text) in fns.into_iter().flatten() {
                     let text = text.as_str().ok_or_else(|| {
                         EngineError::Invalid(format!("chunk function {name:?} is not a string"))
                     })?;
-                    text_bytes += text.len();
-                    if k >= MAX_CHUNK_FUNCTIONS || text_bytes > MAX_CHUNK_FUNCTION_TEXT {
-                        return Err(EngineError::Invalid(format!(
-                            "at most {MAX_CHUNK_FUNCTIONS} chunk functions of \
-                             {MAX_CHUNK_FUNCTION_TEXT} characters in all"
-                        )));
-                    }
                     functions.push(ChunkFunction::parse(name, text, &leaves)?);
                 }
             }

@@ -78,7 +78,7 @@ mod nesting {
 
 use crate::domain::{Domain, DomainOptions, OpenMode};
 use crate::error::{EngineError, Result};
-use crate::hdf5_sources::Current;
+use crate::hdf5_sources::{same_file, Current};
 
 /// Where the mappings live in a dataset document.
 const VIRTUAL_KEY: &str = "/h5lake/virtual";
@@ -1116,6 +1116,9 @@ impl Domain {
                 if let Some(loc) = &mp.store {
                     self.link_policy().check(&self.source_location(loc), None)?;
                 }
+                if let Some(file) = &mp.file {
+                    self.linked_files.check(file)?;
+                }
             }
         }
         Ok(())
@@ -1537,14 +1540,6 @@ fn read_source(
     home.read_with(src, sel, None, &mut raw, false)?;
     conv.convert(&raw, out);
     Ok(())
-}
-
-/// Whether the paths `a` and `b` name one file.
-fn same_file(a: &str, b: &str) -> bool {
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => a == b,
-    }
 }
 
 /// Where the elements `hits` select lie in one piece of the output, in the

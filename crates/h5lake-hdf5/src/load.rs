@@ -148,6 +148,37 @@ pub fn link_dataset(dom: &Domain, src: &Path, path: &str) -> Result<String> {
 /// levels deep (a cycle of files mapping each other ends there).
 const MAX_VIRTUAL_DEPTH: u32 = 16;
 
+thread_local! {
+    /// The datasets being linked on this thread, outermost first.
+    static ON_THE_WAY: std::cell::RefCell<Vec<(PathBuf, String)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A dataset being linked, on [`ON_THE_WAY`] until dropped.
+struct OnTheWay;
+
+impl OnTheWay {
+    /// `None` when `at` is already on the way (a cycle).
+    fn enter(at: (PathBuf, String)) -> Option<Self> {
+        ON_THE_WAY.with(|w| {
+            let mut w = w.borrow_mut();
+            if w.contains(&at) {
+                return None;
+            }
+            w.push(at);
+            Some(OnTheWay)
+        })
+    }
+}
+
+impl Drop for OnTheWay {
+    fn drop(&mut self) {
+        ON_THE_WAY.with(|w| {
+            w.borrow_mut().pop();
+        });
+    }
+}
+
 /// Lets virtual datasets of every domain in this process link their HDF5
 /// sources again when those files change (see
 /// [`h5lake_engine::hdf5_sources`]).
@@ -169,6 +200,18 @@ fn add_dataset(
     uri: String,
     depth: u32,
 ) -> Result<(String, LoadReport)> {
+    // (Virtual datasets that lead back to one on the way: refused at once,
+    // rather than followed to the depth limit along every branch.)
+    let here = (
+        src.canonicalize().unwrap_or_else(|_| src.to_path_buf()),
+        path.trim_start_matches('/').to_string(),
+    );
+    let _on_the_way = OnTheWay::enter(here).ok_or_else(|| {
+        Hdf5Error::Unsupported(format!(
+            "{path} of {} is reached again through its own virtual sources",
+            src.display()
+        ))
+    })?;
     if depth > MAX_VIRTUAL_DEPTH {
         return Err(Hdf5Error::Unsupported(format!(
             "{path} of {}: virtual datasets nested more than {MAX_VIRTUAL_DEPTH} deep \
@@ -176,6 +219,12 @@ fn add_dataset(
             src.display()
         )));
     }
+    // Every file a dataset's values are reached through (an external link's
+    // target, a nested virtual dataset's sources) is one the domain's link
+    // policy must allow: a server never opens what its operator did not.
+    dom.link_policy()
+        .check(&src.to_string_lossy(), None)
+        .map_err(Hdf5Error::from)?;
     let file = source::open(src)?;
     let mut loader = Loader::new(dom, file.id(), src.canonicalize()?, uri, opts);
     loader.depth = depth;

@@ -202,6 +202,9 @@ fn lex(text: &str) -> Result<Vec<(Tok, usize)>> {
             // Python's escapes for quotes, backslashes, NUL, \n, \r, \t and
             // any byte (`\xNN`); text is stored as UTF-8.
             let quote = chars[q];
+            // (In b'…' an escape is a byte; in '…' a character, stored as
+            // its UTF-8, as Python reads '\xe9' as "é".)
+            let bytes = q != i;
             let mut text = Vec::new();
             let mut j = q + 1;
             loop {
@@ -237,7 +240,14 @@ fn lex(text: &str) -> Result<Vec<(Tok, usize)>> {
                                 msg: "\\x must be followed by two hexadecimal digits".into(),
                             });
                         };
-                        text.push(byte);
+                        if bytes {
+                            text.push(byte);
+                        } else {
+                            let mut utf8 = [0u8; 4];
+                            text.extend_from_slice(
+                                char::from(byte).encode_utf8(&mut utf8).as_bytes(),
+                            );
+                        }
                         j += 2;
                     }
                     // (Not an escape: the backslash stays, as in Python.)

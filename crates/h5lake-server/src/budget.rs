@@ -162,12 +162,11 @@ pub(crate) async fn hold_body_memory(
         Err(e) => return e.into_response(),
     }
     let cost = body_cost(&app, &req);
-    let len = body_len(&app, &req);
     let held = match app.budget.reserve(cost, "this request's body").await {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
-    let req = req.map(|b| stall_limited(b, app.cfg.idle_timeout, len));
+    let req = req.map(|b| stall_limited(b, app.cfg.idle_timeout));
     let rsp = next.run(req).await;
     drop(held);
     rsp
@@ -179,16 +178,14 @@ pub(crate) async fn hold_body_memory(
 const MIN_BODY_BYTES_PER_SEC: u64 = 1 << 20;
 
 /// `body`, failing with a `TimedOut` error once the client has sent nothing
-/// for `patience`, or has taken longer over it than twice `patience` plus
-/// its `len` bytes at [`MIN_BODY_BYTES_PER_SEC`]: a client that stops or
-/// crawls half way through a body must not hold its connection, and the
-/// memory set aside for the body, for long.
-fn stall_limited(body: Body, patience: Duration, len: u64) -> Body {
+/// for `patience`, or has taken longer over what it sent than twice
+/// `patience` plus those bytes at [`MIN_BODY_BYTES_PER_SEC`]: a client
+/// that stops or crawls half way through a body must not hold its
+/// connection, and the memory set aside for the body, for long.
+fn stall_limited(body: Body, patience: Duration) -> Body {
     use futures_util::StreamExt;
     let frames = body.into_data_stream();
-    let deadline = tokio::time::Instant::now()
-        + patience * 2
-        + Duration::from_millis(len.saturating_mul(1000) / MIN_BODY_BYTES_PER_SEC);
+    let start = tokio::time::Instant::now();
     Body::from_stream(futures_util::stream::unfold(
         Some((frames, 0u64)),
         move |state| async move {
@@ -196,7 +193,9 @@ fn stall_limited(body: Body, patience: Duration, len: u64) -> Body {
             match tokio::time::timeout(patience, frames.next()).await {
                 Ok(Some(Ok(b))) => {
                     let sent = sent + b.len() as u64;
-                    if tokio::time::Instant::now() > deadline {
+                    let allowed = patience * 2
+                        + Duration::from_millis(sent.saturating_mul(1000) / MIN_BODY_BYTES_PER_SEC);
+                    if start.elapsed() > allowed {
                         return Some((
                             Err(std::io::Error::new(
                                 std::io::ErrorKind::TimedOut,

@@ -520,9 +520,10 @@ pub(crate) async fn put_domain(State(app): AppState, ctx: Ctx, body: Body) -> Re
 
 /// `PUT /` with `linked_domain`: a new domain whose root is that of an
 /// existing domain, so both name the same objects (HSDS's linked domains).
-/// Its owner can change and delete those objects through it, so the caller
-/// must be allowed to read, update and delete the target (HSDS asks for the
-/// delete right). Deleting it later leaves the objects to the target.
+/// Its owner can change and delete those objects, and give others access
+/// to them, through it, so the caller must hold every right on the target
+/// (HSDS asks for the delete right). Deleting it later leaves the objects
+/// to the target.
 fn link_domain(
     app: &App,
     ctx: &Ctx,
@@ -536,7 +537,15 @@ fn link_domain(
         .ok_or_else(|| ServerError::BadRequest("linked_domain must be a domain path".into()))?;
     let target = crate::request::domain_path(target)?;
     let tdoc = domain_doc(app, &target)?;
-    for action in [Action::Read, Action::Update, Action::Delete] {
+    // (And its ACL rights: the link's owner could otherwise give others
+    // access to the target that the caller may not give.)
+    for action in [
+        Action::Read,
+        Action::Update,
+        Action::Delete,
+        Action::ReadAcl,
+        Action::UpdateAcl,
+    ] {
         acl_check(&tdoc, action, &ctx.user, &app.cfg.admin_user)?;
     }
     let root = tdoc

@@ -787,6 +787,20 @@ fn respond(app: &App, ctx: &Ctx, p: Plan) -> Result<Response> {
         if ctx.wants_binary() {
             return Ok(binary_rsp(record::join_elements(&p.meta.dtype, &items)));
         }
+        // As JSON, each value of a sequence is a JSON value of its own (a
+        // sequence of bytes takes ~100 times its size): that is reserved
+        // too, before it is built.
+        let bytes: usize = items.iter().map(Vec::len).sum();
+        let per_value = match &p.meta.dtype {
+            Datatype::String { .. } => bytes.saturating_mul(2),
+            Datatype::Vlen { base } => {
+                bytes / base.fixed_size().unwrap_or(1).max(1) * JSON_VALUE_BYTES
+            }
+            _ => bytes.saturating_mul(JSON_VALUE_BYTES),
+        };
+        let _json = app
+            .budget
+            .reserve_blocking(per_value, "this variable-length answer as JSON")?;
         let flat = items
             .iter()
             .map(|i| vlen_to_json(&p.meta.dtype, i).map_err(ServerError::from))

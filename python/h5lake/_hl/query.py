@@ -312,8 +312,12 @@ def bind(dset, condition, condvars=None, frame=None):
         c = condition[i]
         if c in "'\"`" or (c == "b" and i + 1 < n and condition[i + 1] in "'\""):
             q = i + 1 if c == "b" else i
-            end = condition.find(condition[q], q + 1)
-            end = n if end < 0 else end + 1
+            # (Up to the closing quote; a backslash escapes the next
+            # character in text, as the query language reads it.)
+            end = q + 1
+            while end < n and condition[end] != condition[q]:
+                end += 2 if condition[end] == "\\" and condition[q] != "`" else 1
+            end = min(n, end + 1)
             out.append(condition[i:end])
             i = end
             continue
