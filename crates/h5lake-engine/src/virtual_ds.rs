@@ -379,6 +379,64 @@ pub struct Mapping {
     unlimited: Option<(usize, usize)>,
 }
 
+impl Mapping {
+    /// Per dimension, the elements of the selection `sels` this mapping
+    /// covers, with the source indices they pair with; `None` when it
+    /// covers none.
+    fn hits(&self, sels: &[DimSel]) -> Option<Vec<Hits>> {
+        sels.iter()
+            .zip(&self.dst)
+            .zip(&self.pairs)
+            .map(|((s, &r), p)| dim_hits(s, r, p.map(|q| self.src[q])))
+            .collect()
+    }
+
+    /// `hits` less what lies past the extent `dims` of the source (none of
+    /// it when a single index it maps is past it): what the source holds.
+    fn clip_to(&self, hits: &mut [Hits], dims: &[u64]) {
+        for (d, h) in hits.iter_mut().enumerate() {
+            if let Some(q) = self.pairs[d] {
+                *h = std::mem::replace(
+                    h,
+                    Hits::Listed {
+                        out: vec![],
+                        src: vec![],
+                    },
+                )
+                .clip(dims[q]);
+            }
+        }
+        let unpaired_outside = self
+            .src
+            .iter()
+            .enumerate()
+            .any(|(q, r)| r.len() == 1 && !self.pairs.contains(&Some(q)) && r.start >= dims[q]);
+        if unpaired_outside {
+            hits.iter_mut().for_each(|h| *h = h.clone().clip(0));
+        }
+    }
+
+    /// The selection of the source `hits` pair with.
+    fn source_selection(&self, hits: &[Hits]) -> Selection {
+        Selection::Orthogonal(
+            self.src
+                .iter()
+                .enumerate()
+                .map(
+                    |(q, r)| match self.pairs.iter().position(|&x| x == Some(q)) {
+                        Some(d) => hits[d].src_sel(),
+                        None => DimSel::Slice {
+                            start: r.start,
+                            count: 1,
+                            step: 1,
+                        },
+                    },
+                )
+                .collect(),
+        )
+    }
+}
+
 /// The mappings of a virtual dataset.
 #[derive(Debug)]
 pub struct VirtualMap {
@@ -1173,37 +1231,14 @@ impl Domain {
         let short = std::sync::atomic::AtomicBool::new(false);
         nesting::tasks(vm.mappings.len(), |i| {
             let mp = &vm.mappings[i];
-            let Some(mut hits) = sels
-                .iter()
-                .zip(&mp.dst)
-                .zip(&mp.pairs)
-                .map(|((s, &r), p)| dim_hits(s, r, p.map(|q| mp.src[q])))
-                .collect::<Option<Vec<Hits>>>()
-            else {
+            let Some(mut hits) = mp.hits(sels) else {
                 return Ok(());
             };
             let mut why = String::new();
             let source = self.virtual_source(m, mp, &mut why)?;
             if let Some((_, src)) = &source {
                 // Past a source's extent: fill, as HDF5 reads it.
-                for (d, h) in hits.iter_mut().enumerate() {
-                    if let Some(q) = mp.pairs[d] {
-                        *h = std::mem::replace(
-                            h,
-                            Hits::Listed {
-                                out: vec![],
-                                src: vec![],
-                            },
-                        )
-                        .clip(src.dims[q]);
-                    }
-                }
-                let unpaired_outside = mp.src.iter().enumerate().any(|(q, r)| {
-                    r.len() == 1 && !mp.pairs.contains(&Some(q)) && r.start >= src.dims[q]
-                });
-                if unpaired_outside {
-                    hits.iter_mut().for_each(|h| *h = h.clone().clip(0));
-                }
+                mp.clip_to(&mut hits, &src.dims);
             }
             if !why.is_empty() {
                 short.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -1237,21 +1272,7 @@ impl Domain {
             if n == 0 {
                 return Ok(());
             }
-            let mp = &vm.mappings[p.mapping];
-            let src_sel = Selection::Orthogonal(
-                mp.src
-                    .iter()
-                    .enumerate()
-                    .map(|(q, r)| match mp.pairs.iter().position(|&x| x == Some(q)) {
-                        Some(d) => p.hits[d].src_sel(),
-                        None => DimSel::Slice {
-                            start: r.start,
-                            count: 1,
-                            step: 1,
-                        },
-                    })
-                    .collect(),
-            );
+            let src_sel = vm.mappings[p.mapping].source_selection(&p.hits);
             let home = dom.as_deref().unwrap_or(self);
             let bytes = n as usize * es;
             if let Some(at) = contiguous_block(&p.hits, &shape, &strides) {
@@ -1314,13 +1335,7 @@ impl Domain {
         // part is refused.
         let mut parts = Vec::new();
         for mp in &vm.mappings {
-            let Some(mut hits) = sels
-                .iter()
-                .zip(&mp.dst)
-                .zip(&mp.pairs)
-                .map(|((s, &r), p)| dim_hits(s, r, p.map(|q| mp.src[q])))
-                .collect::<Option<Vec<Hits>>>()
-            else {
+            let Some(mut hits) = mp.hits(sels) else {
                 continue;
             };
             if hits.iter().any(|h| h.len() == 0) {
@@ -1351,35 +1366,11 @@ impl Domain {
                 )));
             }
             // Past a source's extent: not mapped to anything.
-            for (d, h) in hits.iter_mut().enumerate() {
-                if let Some(q) = mp.pairs[d] {
-                    *h = std::mem::replace(
-                        h,
-                        Hits::Listed {
-                            out: vec![],
-                            src: vec![],
-                        },
-                    )
-                    .clip(src.dims[q]);
-                }
-            }
+            mp.clip_to(&mut hits, &src.dims);
             if hits.iter().any(|h| h.len() == 0) {
                 continue;
             }
-            let src_sel = Selection::Orthogonal(
-                mp.src
-                    .iter()
-                    .enumerate()
-                    .map(|(q, r)| match mp.pairs.iter().position(|&x| x == Some(q)) {
-                        Some(d) => hits[d].src_sel(),
-                        None => DimSel::Slice {
-                            start: r.start,
-                            count: 1,
-                            step: 1,
-                        },
-                    })
-                    .collect(),
-            );
+            let src_sel = mp.source_selection(&hits);
             parts.push((hits, src, src_sel));
         }
         // As libhdf5: a write that reaches elements no mapping covers is
