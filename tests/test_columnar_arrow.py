@@ -401,7 +401,7 @@ def test_a_copied_table_keeps_its_nulls_and_diff_compares_them(tmp_path):
         for name in ("py_copy", "cli_copy"):
             assert f[name].is_columnar
             assert f[name].to_arrow().to_pydict() == t.to_pydict(), name
-        f["t"][1] = (0, b"")                  # the null made a value: the same HDF5-shaped value
+        f["t"][1] = (0, b"z")                 # the nulls of row 1: x stays one, s is one no more
     r = subprocess.run([sys.executable, "-m", "h5lake", "diff", f"{src}/t", f"{src}/py_copy"],
                        capture_output=True, text=True)
     assert r.returncode == 1 and "in nulls" in r.stdout, r.stdout + r.stderr
@@ -414,6 +414,9 @@ def test_an_edit_of_a_table_with_text_keeps_the_other_rows_nulls(tmp_path):
         d = f.create_dataset("t", data=t, chunks=(4,))
         d[1] = (5, "B")
         assert d.to_arrow().to_pydict() == {"x": [1, 5, 3, None], "s": [None, "B", None, "d"]}
+        d["s", 3] = "D"                 # one member of a row: its other member's null stays
+        d["x", 0] = 7
+        assert d.to_arrow().to_pydict() == {"x": [7, 5, 3, None], "s": [None, "B", None, "D"]}
 
 
 def test_a_grown_table_shows_other_tools_every_row(tmp_path):

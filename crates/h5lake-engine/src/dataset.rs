@@ -1431,28 +1431,35 @@ impl Domain {
                 }
                 None => vec![m.fill.clone(); m.chunk_elems()],
             };
+            let before = nulls.is_some().then(|| elems.clone());
             apply(&mut elems);
             let joined = h5lake_types::record::join_elements(&m.dtype, &elems);
-            let enc = match nulls {
-                Some(mut nulls) => {
-                    // The elements written are whole: all their members
-                    // hold values now; the nulls of the others stay. (What
-                    // was written is found as in `untouched_nulls`.)
+            let enc = match (nulls, before) {
+                (Some(mut nulls), Some(before)) => {
+                    // Elements are written whole (variable-length ones
+                    // cannot be written by member), so in an element
+                    // written a member holds a value now where its bytes
+                    // changed; one left as it was (a null read as its fill
+                    // value and written back) stays null. (What was written
+                    // is found as in `untouched_nulls`.)
                     let mut empty = vec![Vec::new(); elems.len()];
                     apply(&mut empty);
                     let mut marked = vec![vec![0u8]; elems.len()];
                     apply(&mut marked);
-                    for member in nulls.iter_mut().flatten() {
+                    for (k, member) in nulls.iter_mut().enumerate() {
+                        let Some(member) = member else { continue };
                         for (i, null) in member.iter_mut().enumerate() {
-                            if empty.get(i).is_some_and(|e| Some(e) == marked.get(i)) {
-                                *null = false;
+                            let written = empty.get(i).is_some_and(|e| Some(e) == marked.get(i));
+                            if *null && written {
+                                *null = member_bytes(&m.dtype, &before[i], k)
+                                    == member_bytes(&m.dtype, &elems[i], k);
                             }
                         }
                     }
                     m.codec
                         .encode_with_nulls(joined.into(), m.live_elems(key), &nulls)?
                 }
-                None => m.encode(joined, key)?,
+                _ => m.encode(joined, key)?,
             };
             let outcome = match &cur {
                 Some(v) => store.put_if_version(key, &enc, &v.version)?,
@@ -2326,6 +2333,20 @@ impl Domain {
         }
         unreachable!("the retry loop only ends by returning")
     }
+}
+
+/// The bytes of member `k` of the record `rec` of the compound `dtype`
+/// (`None` when it cannot be told: not a compound, or a damaged record).
+fn member_bytes<'r>(dtype: &Datatype, rec: &'r [u8], k: usize) -> Option<&'r [u8]> {
+    let Datatype::Compound { fields, .. } = dtype else {
+        return None;
+    };
+    let mut pos = 0;
+    for f in fields.iter().take(k) {
+        pos += h5lake_types::record::record_len(&f.dtype, rec, pos).ok()?;
+    }
+    let len = h5lake_types::record::record_len(&fields.get(k)?.dtype, rec, pos).ok()?;
+    rec.get(pos..pos + len)
 }
 
 /// The nulls of a chunk after an edit: those of `old` in the members and
