@@ -555,3 +555,27 @@ def test_hdf5_virtual_datasets_that_map_each_other_end_promptly(tmp_path):
             except (ValueError, OSError):
                 pass
     assert time.monotonic() - t0 < 20
+
+
+def test_writes_through_a_mapping_onto_another_file_are_refused_by_name(tmp_path):
+    """h5lake never writes an HDF5 file or another store through a mapping:
+    such a write raises, names the source, and changes nothing."""
+    src = tmp_path / "src.h5"
+    with h5py.File(src, "w") as g:
+        g["x"] = np.arange(4, dtype="i4")
+    before = src.read_bytes()
+    with h5lake.File(tmp_path / "other.h5l", "w") as o:
+        o["y"] = np.arange(4, dtype="i4")
+    with h5lake.File(tmp_path / "v.h5l", "w") as f:
+        for name, source in (("h", h5lake.VirtualSource(str(src), "x", shape=(4,))),
+                             ("s", h5lake.VirtualSource(str(tmp_path / "other.h5l"), "y",
+                                                        shape=(4,)))):
+            lay = h5lake.VirtualLayout((4,), "i4")
+            lay[:] = source
+            v = f.create_virtual_dataset(name, lay, fillvalue=-1)
+            with pytest.raises(OSError, match="another store or file|linked"):
+                v[...] = np.full(4, 9, "i4")
+            assert v[()].tolist() == [0, 1, 2, 3]
+    assert src.read_bytes() == before
+    with h5lake.File(tmp_path / "other.h5l", "r") as o:
+        assert o["y"][()].tolist() == [0, 1, 2, 3]
