@@ -386,6 +386,54 @@ def test_writers_of_different_members_of_the_same_rows_lose_nothing(tmp_path, la
             np.testing.assert_array_equal(got[n], want + b, err_msg=n)
 
 
+def test_an_edit_keeps_the_nulls_inside_struct_members(tmp_path):
+    """Nulls of a struct member's own members, and of the struct as a
+    whole, stay through writes of other members and rows; what a write
+    reaches holds a value."""
+    st = pa.struct([("a", pa.int16()), ("b", pa.float32()),
+                    ("c", pa.struct([("u", pa.int8()), ("v", pa.float64())]))])
+    s = pa.array([{"a": 1, "b": None, "c": {"u": None, "v": 1.0}},
+                  None,
+                  {"a": None, "b": 2.5, "c": None},
+                  {"a": 4, "b": 4.5, "c": {"u": 4, "v": None}}], st)
+    t = pa.table({"x": pa.array([1, 2, 3, 4], pa.int32()), "s": s})
+    with h5lake.File(tmp_path / "n.h5l", "w") as f:
+        d = f.create_dataset("t", data=t, chunks=(4,))
+        assert d.to_arrow().to_pylist() == t.to_pylist()
+        d["x", 3] = 40
+        want = t.to_pylist()
+        want[3]["x"] = 40
+        assert d.to_arrow().to_pylist() == want
+        d[0] = (9, (9, 9.5, (9, 9.0)))              # row 0 whole: no nulls left in it
+        want[0] = {"x": 9, "s": {"a": 9, "b": 9.5, "c": {"u": 9, "v": 9.0}}}
+        assert d.to_arrow().to_pylist() == want
+        d[[2]] = d[[2]]                             # a point write of row 2 as read
+        want[2] = {"x": 3, "s": {"a": 0, "b": 2.5, "c": {"u": 0, "v": 0.0}}}
+        assert d.to_arrow().to_pylist() == want
+        assert d.to_arrow().column("s").to_pylist()[1] is None
+
+
+@pytest.mark.parametrize("text", [False, True])
+def test_an_edit_keeps_the_nulls_of_array_items(tmp_path, text):
+    """The items of an array member hold their own nulls; a write of
+    another member keeps them, a write of the array replaces them (also in
+    a table whose rows are written whole, with a text member)."""
+    cols = {"x": pa.array([1, 2, 3], pa.int32()),
+            "l": pa.array([[1, None, 3], None, [None, None, 6]], pa.list_(pa.int32(), 3))}
+    if text:
+        cols["s"] = pa.array(["a", None, "c"])
+    t = pa.table(cols)
+    with h5lake.File(tmp_path / "l.h5l", "w") as f:
+        d = f.create_dataset("t", data=t, chunks=(3,))
+        d["x", 0] = 7
+        want = t.to_pylist()
+        want[0]["x"] = 7
+        assert d.to_arrow().to_pylist() == want
+        d["l", 2] = np.array([4, 5, 6], "i4")
+        want[2]["l"] = [4, 5, 6]
+        assert d.to_arrow().to_pylist() == want
+
+
 def test_a_copied_table_keeps_its_nulls_and_diff_compares_them(tmp_path):
     import subprocess
     import sys

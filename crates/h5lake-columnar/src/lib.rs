@@ -34,7 +34,7 @@ use serde_json::Value;
 pub use arrow_types::{parse_type_name, restore_arrow_types};
 pub use error::{ColumnarError, Result};
 pub use input::{ParquetInput, TableSchema};
-pub use nulls::{chunk_nulls, encode_chunk_with_nulls, Nulls};
+pub use nulls::{chunk_nulls, encode_chunk_with_nulls, NullSite, Nulls};
 pub use read::{Footer, FooterRead, Parts, TAIL_BYTES};
 pub use table::{conform, fill_batch, present, table_schema};
 

@@ -1446,16 +1446,24 @@ impl Domain {
                     apply(&mut empty);
                     let mut marked = vec![vec![0u8]; elems.len()];
                     apply(&mut marked);
-                    for (k, member) in nulls.iter_mut().enumerate() {
-                        let Some(member) = member else { continue };
-                        for (i, null) in member.iter_mut().enumerate() {
+                    for site in &mut nulls {
+                        for (row, null) in site.rows.iter_mut().enumerate() {
+                            let Some(p) = site_place(&m.dtype, &site.path, row) else {
+                                continue;
+                            };
+                            let i = p.elem;
                             let written = empty.get(i).is_some_and(|e| Some(e) == marked.get(i));
                             if *null && written {
-                                *null = member_bytes(&m.dtype, &before[i], k)
-                                    == member_bytes(&m.dtype, &elems[i], k);
+                                let bytes = |rec: &[u8]| {
+                                    let b = member_bytes(&m.dtype, rec, p.member)?;
+                                    b.get(p.offset..p.size.map_or(b.len(), |n| p.offset + n))
+                                        .map(<[u8]>::to_vec)
+                                };
+                                *null = bytes(&before[i]) == bytes(&elems[i]);
                             }
                         }
                     }
+                    nulls.retain(|site| site.rows.contains(&true));
                     m.codec
                         .encode_with_nulls(joined.into(), m.live_elems(key), &nulls)?
                 }
@@ -2335,8 +2343,66 @@ impl Domain {
     }
 }
 
-/// The bytes of member `k` of the record `rec` of the compound `dtype`
-/// (`None` when it cannot be told: not a compound, or a damaged record).
+/// Where value `row` of the null site at `path` (see
+/// [`h5lake_columnar::NullSite`]) of a chunk of the compound `dtype` lies:
+/// the element holding it, and the offset and size of its bytes in that
+/// element's top-level member `path[0]` (no size: all of a variable-length
+/// member). (`None` for a path that names no member of `dtype`.)
+struct SitePlace {
+    elem: usize,
+    member: usize,
+    offset: usize,
+    size: Option<usize>,
+}
+
+fn site_place(dtype: &Datatype, path: &[usize], row: usize) -> Option<SitePlace> {
+    let (&member, rest) = path.split_first()?;
+    let Datatype::Compound { fields, .. } = dtype else {
+        return None;
+    };
+    let mut dtype = &fields.get(member)?.dtype;
+    // Each level below: its offset in the value above, and for the items
+    // of an array how many there are to a value and their size.
+    let mut levels: Vec<(usize, usize, usize)> = Vec::with_capacity(rest.len());
+    for &k in rest {
+        match dtype {
+            Datatype::Compound { fields, .. } => {
+                let f = fields.get(k)?;
+                levels.push((f.offset, 1, 0));
+                dtype = &f.dtype;
+            }
+            Datatype::Complex { part } if k < 2 => {
+                levels.push((k * part.fixed_size()?, 1, 0));
+                dtype = part;
+            }
+            Datatype::Array { base, .. } if k == 0 => {
+                let item = base.fixed_size()?;
+                levels.push((0, dtype.fixed_size()? / item.max(1), item));
+                dtype = base;
+            }
+            _ => return None,
+        }
+    }
+    let size = dtype.fixed_size();
+    if size.is_none() && !rest.is_empty() {
+        return None;
+    }
+    let (mut elem, mut offset) = (row, 0);
+    for &(at, per, item) in levels.iter().rev() {
+        offset += at + (elem % per) * item;
+        elem /= per;
+    }
+    Some(SitePlace {
+        elem,
+        member,
+        offset,
+        size,
+    })
+}
+
+/// The bytes of top-level member `k` of the record `rec` of the compound
+/// `dtype` (`None` when it cannot be told: not a compound, or a damaged
+/// record).
 fn member_bytes<'r>(dtype: &Datatype, rec: &'r [u8], k: usize) -> Option<&'r [u8]> {
     let Datatype::Compound { fields, .. } = dtype else {
         return None;
@@ -2355,33 +2421,32 @@ fn member_bytes<'r>(dtype: &Datatype, rec: &'r [u8], k: usize) -> Option<&'r [u8
 /// the same in both, whatever it writes, and those it leaves differ.
 fn untouched_nulls(
     m: &DatasetMeta,
-    old: h5lake_columnar::Nulls,
+    mut old: h5lake_columnar::Nulls,
     len: usize,
     apply: &mut impl FnMut(&mut Vec<u8>) -> Result<()>,
 ) -> Result<h5lake_columnar::Nulls> {
-    let Datatype::Compound { fields, .. } = &m.dtype else {
-        return Ok(old);
-    };
     let es = m.elem_size();
     let mut zeros = vec![0u8; len];
     apply(&mut zeros)?;
     let mut ones = vec![0xffu8; len];
     apply(&mut ones)?;
-    Ok(old
-        .into_iter()
-        .zip(fields)
-        .map(|(nulls, f)| {
-            let mut nulls = nulls?;
-            let (off, size) = (f.offset, f.dtype.fixed_size().unwrap_or(0));
-            for (i, null) in nulls.iter_mut().enumerate() {
-                let at = i * es + off;
-                if *null && at + size <= len && zeros[at..at + size] == ones[at..at + size] {
-                    *null = false;
-                }
+    let Datatype::Compound { fields, .. } = &m.dtype else {
+        return Ok(old);
+    };
+    for site in &mut old {
+        for (row, null) in site.rows.iter_mut().enumerate() {
+            let Some(p) = site_place(&m.dtype, &site.path, row).filter(|_| *null) else {
+                continue;
+            };
+            let at = p.elem * es + fields[p.member].offset + p.offset;
+            let end = at + p.size.unwrap_or(0);
+            if end <= len && zeros[at..end] == ones[at..end] {
+                *null = false;
             }
-            nulls.iter().any(|&n| n).then_some(nulls)
-        })
-        .collect())
+        }
+    }
+    old.retain(|site| site.rows.contains(&true));
+    Ok(old)
 }
 
 /// At most this many bytes of (decoded-size) chunks are fetched ahead in
