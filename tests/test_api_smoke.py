@@ -502,3 +502,15 @@ def test_reopen_persists(tmp_path):
         assert fh["g"].attrs["a"] == 1.5
         np.testing.assert_array_equal(fh["g/s"][1], [3, 4, 5])
     assert os.path.exists(p)
+
+
+def test_handles_opened_before_a_move_give_the_new_path(tmp_path):
+    with h5lake.File(tmp_path / "m.h5l", "w") as f:
+        f["h/i/d"] = np.arange(2)
+        d, g = f["h/i/d"], f["h/i"]
+        f.move("h/i", "moved")
+        f["moved"].move("d", "d2")
+        f.move("h", "hh")
+        assert (d.name, g.name, d.parent.name) == ("/moved/d2", "/moved", "/moved")
+        f["h2"] = np.arange(1)                      # made after the moves: not renamed
+        assert f["h2"].name == "/h2"

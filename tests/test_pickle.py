@@ -336,3 +336,33 @@ def test_s3_writable_when_asked(s3_root):
     want = DATA.copy()
     want[2], want[3] = 5.0, 6.0
     np.testing.assert_array_equal(got, want)
+
+
+def test_objects_of_an_hdf5_file_opened_in_place_pickle_by_path(tmp_path):
+    """An HDF5 file opened in place gets new object ids each time it opens:
+    its groups and datasets go to another process by path."""
+    h5py = pytest.importorskip("h5py")
+    path = tmp_path / "f.h5"
+    with h5py.File(path, "w") as f:
+        f["x"] = np.arange(7)
+        f.create_group("g")["y"] = np.ones(3)
+    with h5lake.File(path, "r") as f:
+        for name in ("x", "g/y"):
+            with concurrent.futures.ProcessPoolExecutor(1) as pool:
+                got, seen, mode, _ = pool.submit(read_all, f[name]).result()
+            np.testing.assert_array_equal(got, f[name][()])
+            assert (seen, mode) == ("/" + name, "r")
+        assert list(pickle.loads(pickle.dumps(f["g"]))) == ["y"]
+
+
+def test_an_object_moved_since_it_was_pickled_is_named_where_it_is(tmp_path):
+    path = tmp_path / "m.h5l"
+    with h5lake.File(path, "w") as f:
+        f.create_dataset("g/d", data=np.arange(3))
+    with h5lake.File(path, "r") as f:
+        sent = pickle.dumps(f["g/d"])
+    with h5lake.File(path, "a") as f:
+        f.move("g", "g2")
+    got = pickle.loads(sent)
+    assert got.name == "/g2/d"
+    np.testing.assert_array_equal(got[()], np.arange(3))

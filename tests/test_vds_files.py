@@ -579,3 +579,22 @@ def test_writes_through_a_mapping_onto_another_file_are_refused_by_name(tmp_path
     assert src.read_bytes() == before
     with h5lake.File(tmp_path / "other.h5l", "r") as o:
         assert o["y"][()].tolist() == [0, 1, 2, 3]
+
+
+def test_a_source_given_as_a_dataset_of_an_hdf5_file_opened_in_place(tmp_path):
+    """h5lake.File("x.h5")["d"] as a VirtualSource (and in concat) maps the
+    file's dataset, as h5py.VirtualSource of an h5py dataset does."""
+    src = tmp_path / "src.h5"
+    with h5py.File(src, "w") as f:
+        f["d"] = np.arange(10.0)
+    with h5lake.File(src, "r") as fin, h5lake.File(tmp_path / "v.h5l", "w") as f:
+        lay = h5lake.VirtualLayout((2, 10), "f8")
+        lay[0] = h5lake.VirtualSource(fin["d"])
+        lay[1, ::2] = h5lake.VirtualSource(fin["d"])[1::2]
+        f.create_virtual_dataset("v", lay, fillvalue=-1)
+        parts = [h5lake.File(src, "r")["d"] for _ in range(2)]
+        h5lake.concat(parts, f, name="c")
+        want = np.array([np.arange(10.0), [1, -1, 3, -1, 5, -1, 7, -1, 9, -1]])
+        np.testing.assert_array_equal(f["v"][()], want)
+        np.testing.assert_array_equal(f["c"][()], np.tile(np.arange(10.0), 2))
+        assert [s.file_name for s in f["v"].virtual_sources()] == [str(src)] * 2

@@ -87,6 +87,16 @@ class FileState:
         # h5py's name for how a file is held, when not as a store of its
         # own: 'fileobj' (a file-like object), 'core' (in memory).
         self.driver = None
+        # The moves made through this file, (old path, new path) in order:
+        # handles opened before a move report their new path, as libhdf5
+        # keeps an object's name current.
+        self.moves = []
+
+    @property
+    def in_place(self):
+        """An HDF5 file opened in place (not a store): its objects' ids are
+        made anew each time it opens, so only their paths name them."""
+        return not is_url(self.abspath) and os.path.isfile(self.abspath)
 
     # -- validity -----------------------------------------------------------
     def check(self, exc=ClosedObjectError):
@@ -565,12 +575,22 @@ class HLObject:
         self._fs = fs
         self._oid = oid
         self._given_name = name
+        self._moves_seen = len(getattr(fs, 'moves', ()))
 
     @property
     def _name(self):
         if self._given_name is BY_REFERENCE:
             from .group import path_to
             self._given_name = path_to(self._fs, self._oid)
+        moves = getattr(self._fs, 'moves', ())
+        seen = getattr(self, '_moves_seen', len(moves))
+        if seen < len(moves) and isinstance(self._given_name, str):
+            name = self._given_name
+            for old, new in moves[seen:]:
+                if name == old or name.startswith(old.rstrip('/') + '/'):
+                    name = new + name[len(old):]
+            self._given_name = name
+        self._moves_seen = len(moves)
         return self._given_name
 
     # -- identity -------------------------------------------------------------
@@ -741,7 +761,14 @@ def _pickle_args(obj):
     from .files import File
     name = obj._given_name
     by_reference = name is BY_REFERENCE
-    return (fs.abspath, obj._oid, None if by_reference else name, 'r+' if writable else 'r',
+    oid = obj._oid
+    if fs.in_place and not isinstance(obj, File):
+        if by_reference or name is None:
+            raise TypeError(f"cannot pickle {_what(obj)}: it has no path in the HDF5 file "
+                            f"{fs.abspath}, which is opened in place (its objects are found "
+                            "again by path); load the file into a store to pickle it")
+        oid = None
+    return (fs.abspath, oid, None if by_reference else name, 'r+' if writable else 'r',
             fs.allow_local_links, isinstance(obj, File), by_reference)
 
 
@@ -753,7 +780,15 @@ def _unpickle(location, oid, name, mode, allow_local_links, is_file, by_referenc
 
     f = File(location, mode, allow_local_links=allow_local_links)
     obj = f
-    if not is_file:
+    if not is_file and oid is None:
+        # An object of an HDF5 file opened in place, found by its path.
+        try:
+            obj = f[name]
+        except KeyError:
+            f.close()
+            raise KeyError(f"Unable to unpickle object {name}: it is no longer in "
+                           f"{location}") from None
+    elif not is_file:
         fs = f._fs
         try:
             fs.doc(oid)
@@ -761,6 +796,14 @@ def _unpickle(location, oid, name, mode, allow_local_links, is_file, by_referenc
             f.close()
             raise KeyError(f"Unable to unpickle object {name or oid}: it is no longer in "
                            f"{location}") from None
+        if not by_reference and name is not None:
+            # Moved since it was pickled: named by where it is now.
+            try:
+                here = f.get(name, getlink=True)
+                moved = here is None or f[name]._oid != oid
+            except (KeyError, ValueError, OSError):
+                moved = True
+            by_reference = moved
         obj = _make_object(fs, oid, BY_REFERENCE if by_reference else name)
     if mode != 'r':
         # Sent writable by choice: it may be passed on as it came (dask

@@ -622,11 +622,12 @@ class Group(HLObject, MutableMappingHDF5):
             # Within this group: one call, no walk.
             try:
                 self._fs.raw.link_rename(self._oid, source, dest)
-                return
             except KeyError:
                 raise ValueError("Unable to move link (name doesn't exist)") from None
             except ValueError:
                 raise ValueError("Unable to move link (an object with that name already exists)") from None
+            self._moved(self._fs, source, dest)
+            return
         try:
             _, sfs, sgid, sname, link, _g = self._walk(source, follow_last=False)
         except KeyError:
@@ -641,9 +642,18 @@ class Group(HLObject, MutableMappingHDF5):
             raise ValueError("Unable to move link (moving links across files is not allowed)")
         if parent._oid == sgid:
             sfs.raw.link_rename(sgid, sname, base)
+        else:
+            sfs.raw.link_create(parent._oid, base, json.dumps(_clean_link(link)))
+            sfs.raw.link_delete(sgid, sname)
+        self._moved(sfs, source, dest)
+
+    def _moved(self, fs, source, dest):
+        """Note the move of ``source`` to ``dest`` (paths from this group)
+        in ``fs``, for the names of handles opened before it."""
+        here = self.name
+        if fs is not self._fs or not isinstance(here, str):
             return
-        sfs.raw.link_create(parent._oid, base, json.dumps(_clean_link(link)))
-        sfs.raw.link_delete(sgid, sname)
+        fs.moves.append(tuple(posixpath.normpath(posixpath.join(here, p)) for p in (source, dest)))
 
     def copy(self, source, dest, name=None, shallow=False, expand_soft=False,
              expand_external=False, expand_refs=False, without_attrs=False):

@@ -266,6 +266,10 @@ class VirtualSource:
                 raise TypeError("name, shape, dtype and maxshape come from the dataset given")
             self.path = d.file.filename
             self._location = d._fs.abspath
+            if d._fs.in_place:
+                # A dataset of an HDF5 file opened in place: a source in
+                # that file, as a path names it.
+                self.path, self._location = d._fs.abspath, None
             self.name = d.name
             self._space = d.shape
             self.dtype = d.dtype
