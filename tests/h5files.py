@@ -287,3 +287,33 @@ def write_references(path):
         f.attrs["points_to"] = f["grp/later"].ref
         f["grp"].attrs["refs"] = np.array([f["x"].ref, f["temp"].ref], dtype=h5py.ref_dtype)
     return path
+
+
+def write_partial_integers(path):
+    """Integers kept in part of their bytes (libhdf5's precision and
+    offset): 12-bit signed values in 16 bits, 20 bits at offset 4 of 32,
+    contiguous, chunked with gzip, and as compound and array members."""
+    with h5py.File(path, "w") as f:
+        i12 = h5py.h5t.STD_I16LE.copy()
+        i12.set_precision(12)
+        u20 = h5py.h5t.STD_U32LE.copy()
+        u20.set_precision(20)
+        u20.set_offset(4)
+        values = {"i12": np.array([-1, 5, -2048, 2047, 0, -7], "i2"),
+                  "u20": np.array([1, 2, 1000, 2**20 - 1, 0, 77], "u4")}
+        for name, t in (("i12", i12), ("u20", u20)):
+            space = h5py.h5s.create_simple((6,))
+            d = h5py.h5d.create(f.id, name.encode(), t, space)
+            d.write(h5py.h5s.ALL, h5py.h5s.ALL, values[name])
+            dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+            dcpl.set_chunk((4,))
+            dcpl.set_deflate(4)
+            d = h5py.h5d.create(f.id, (name + "_gzip").encode(), t, space, dcpl=dcpl)
+            d.write(h5py.h5s.ALL, h5py.h5s.ALL, values[name])
+        ct = h5py.h5t.create(h5py.h5t.COMPOUND, 8)
+        ct.insert(b"a", 0, i12)
+        ct.insert(b"b", 2, h5py.h5t.array_create(i12, (3,)))
+        rec = np.array([(-3, [-1, 1, -2048])] * 6, [("a", "i2"), ("b", "i2", (3,))])
+        d = h5py.h5d.create(f.id, b"rec", ct, h5py.h5s.create_simple((6,)))
+        d.write(h5py.h5s.ALL, h5py.h5s.ALL, rec)
+    return path

@@ -803,3 +803,21 @@ def test_chunk_queries_of_an_hdf5_file_opened_in_place_are_the_files(tmp_path):
     with h5lake.File(tmp_path / "linked.h5l", "r") as f:
         with pytest.raises(TypeError, match="linked to"):
             f["few"].id.get_num_chunks()
+
+
+@pytest.mark.parametrize("link", [False, True])
+def test_integers_in_part_of_their_bytes_read_as_their_values(tmp_path, link):
+    """A 12-bit integer in 16 bits is its 12 bits, sign-extended, as h5py
+    reads it: opened in place, loaded (copy and link) and written back."""
+    src = h5files.write_partial_integers(str(tmp_path / "p.h5"))
+    store, back = str(tmp_path / "p.h5l"), str(tmp_path / "back.h5")
+    h5lake.load(src, store, link=link)
+    h5lake.get(store, back)
+    with h5py.File(src, "r") as h:
+        want = {k: h[k][()] for k in h}
+        assert want["i12"].tolist() == [-1, 5, -2048, 2047, 0, -7]
+        for where in (src, store, back):
+            opened = h5py.File(where, "r") if where == back else h5lake.File(where, "r")
+            with opened as l:
+                for k, v in want.items():
+                    np.testing.assert_array_equal(l[k][()], v, err_msg=f"{where} {k}")

@@ -1059,7 +1059,7 @@ impl Loader<'_> {
         }
         // Elements h5lake stores otherwise than the file: read through the
         // library, never copied or linked byte for byte.
-        let converted = converts(&dt);
+        let converted = converts(&dt) || crate::types::has_partial_integers(ft.id())?;
         let repack = if converted {
             None
         } else {

@@ -850,6 +850,39 @@ fn collect_runs(
     Ok(())
 }
 
+/// Whether the library's type `t` holds integers in part of their bytes
+/// (a precision short of their size, or an offset): their values are not
+/// their bytes, so they are read through the library, which converts them
+/// (sign-extending), never copied or linked byte for byte.
+pub(crate) fn has_partial_integers(t: hid_t) -> Result<bool> {
+    Ok(match lib(|| unsafe { h5t::H5Tget_class(t) }) {
+        H5T_class_t::H5T_INTEGER => {
+            let precision = lib(|| unsafe { h5t::H5Tget_precision(t) });
+            let offset = check(
+                lib(|| unsafe { h5t::H5Tget_offset(t) }),
+                "reading an integer type",
+            )?;
+            precision != size_of(t)? * 8 || offset != 0
+        }
+        H5T_class_t::H5T_COMPOUND => {
+            let n = check(
+                lib(|| unsafe { h5t::H5Tget_nmembers(t) }),
+                "reading a compound type",
+            )? as u32;
+            for i in 0..n {
+                if has_partial_integers(member_type(t, i)?.id())? {
+                    return Ok(true);
+                }
+            }
+            false
+        }
+        H5T_class_t::H5T_ARRAY | H5T_class_t::H5T_ENUM | H5T_class_t::H5T_VLEN => {
+            has_partial_integers(super_of(t)?.id())?
+        }
+        _ => false,
+    })
+}
+
 /// Checks that the library's memory form of `dt` is the one
 /// [`crate::memory`] walks.
 pub(crate) fn check_memory_size(mem: hid_t, dt: &Datatype) -> Result<usize> {
