@@ -303,6 +303,47 @@ def test_diff_tolerances_and_nan(capsys, tmp_path):
     assert run(capsys, "diff", "--atol", "0.0001", a, b)[0] == 1
 
 
+def test_diff_tolerances_keep_64_bit_integers_exact(capsys, tmp_path):
+    """Timestamps in ns 100 apart, and integers at the ends of their
+    ranges: a tolerance smaller than the distance does not call them equal
+    (np.isclose would, through float64)."""
+    cases = {"t": (np.array([1_700_000_000_000_000_000], "i8"), 100),
+             "big": (np.array([2**62], "i8"), 1),
+             "u": (np.array([2**64 - 2], "u8"), 1),
+             "mixed": (np.array([-5], "i8"), 0)}
+    for name, sign in (("a", 0), ("b", 1)):
+        with h5lake.File(str(tmp_path / f"{name}.h5l"), "w") as f:
+            for k, (v, step) in cases.items():
+                f[k] = v + sign * step if k != "mixed" else (v if not sign else np.array([3], "u8"))
+    a, b = tmp_path / "a.h5l", tmp_path / "b.h5l"
+    for tol in (["--atol", "0.5"], ["--rtol", "1e-30"]):
+        code, lines = run(capsys, "diff", *tol, a, b)[:2]
+        assert code == 1 and len(lines) == 4, (tol, lines)
+    code, lines = run(capsys, "diff", "--atol", "100", a, b)[:2]
+    assert (code, [line.split(":")[0] for line in lines]) == (1, ["dataset /mixed"])
+
+
+def test_diff_compares_what_a_type_means(capsys, tmp_path):
+    """Enums of other members or values, a string attribute of another
+    character set, and references in attributes that lead elsewhere are
+    differences; empty extents compare without error."""
+    on_off = h5lake.enum_dtype({"OFF": 0, "ON": 1}, "u1")
+    swapped = h5lake.enum_dtype({"ON": 0, "OFF": 1}, "u1")
+    for name, enum, cset, first in (("a", on_off, "utf-8", "x"), ("b", swapped, "ascii", "y")):
+        with h5lake.File(str(tmp_path / f"{name}.h5l"), "w") as f:
+            f.create_dataset("state", data=np.array([0, 1], "u1"), dtype=enum)
+            f.attrs.create("s", "text", dtype=h5lake.string_dtype(cset))
+            f["x"], f["y"] = np.arange(2), np.arange(2) + 1
+            f.attrs["r"] = f[first].ref
+            f["empty"] = np.zeros((3, 0))
+    a, b = tmp_path / "a.h5l", tmp_path / "b.h5l"
+    code, lines = run(capsys, "diff", a, b)[:2]
+    assert code == 1
+    assert sorted(line.split(":")[0] for line in lines) == \
+        ["attribute 'r' of /", "attribute 's' of /", "dataset /state"], lines
+    assert run(capsys, "diff", a, a)[:2] == (0, [])
+
+
 @pytest.mark.parametrize("layout", [None, "columnar"])
 def test_diff_of_compounds_with_variable_length_members(capsys, tmp_path, layout):
     dt = np.dtype([("a", "i4"), ("s", h5lake.vlen_dtype(np.dtype("i4"))),

@@ -202,8 +202,11 @@ def hdf5_type_name(dt):
     base = h5t.check_vlen_dtype(dt)
     if base is not None:
         return f"variable-length sequence of {hdf5_type_name(base)}"
-    if h5t.check_enum_dtype(dt) is not None:
-        return f"enum of {hdf5_type_name(np.dtype(dt.str))}"
+    members = h5t.check_enum_dtype(dt)
+    if members is not None:
+        # (Members by value: what each value means is the type.)
+        named = ", ".join(f"{k}={v}" for k, v in sorted(members.items(), key=lambda kv: kv[1]))
+        return f"enum {{{named}}} of {hdf5_type_name(np.dtype(dt.str))}"
     if dt.subdtype is not None:
         base, shape = dt.subdtype
         return f"array {list(shape)} of {hdf5_type_name(base)}"
@@ -510,6 +513,8 @@ def _where_bytes_are(dset):
 def _slabs(shape, element_bytes, budget):
     """Index tuples (of slices) covering ``shape`` in C order, each block at
     most ``budget`` bytes unless a single element is larger."""
+    if 0 in shape:
+        return
     block = list(shape)
     for axis in range(len(shape)):
         inner = math.prod(block[axis + 1:]) * element_bytes
@@ -544,12 +549,39 @@ def _mismatch(x, y, rtol, atol):
         flags = [_element_differs(p, q, rtol, atol) for p, q in zip(x.flat, y.flat)]
         return np.array(flags, dtype=bool).reshape(x.shape)
     numeric = x.dtype.kind in "biufc" and y.dtype.kind in "biufc"
+    if numeric and (rtol or atol) and x.dtype.kind in "iu" and y.dtype.kind in "iu":
+        return _integers_apart(x, y, rtol, atol)
     if numeric and (rtol or atol):
         return ~np.isclose(x, y, rtol=rtol, atol=atol, equal_nan=True)
     differ = np.asarray(x != y)
     if x.dtype.kind in "fc" and y.dtype.kind in "fc":
         differ &= ~(np.isnan(x) & np.isnan(y))
     return differ
+
+
+def _integers_apart(x, y, rtol, atol):
+    """``np.isclose``'s test for integers, without its trip through float64
+    (which makes 64-bit integers up to 2**11 apart equal): the distance is
+    computed exactly, as an unsigned integer."""
+    x, y = np.broadcast_arrays(np.asarray(x), np.asarray(y))
+    if {x.dtype.kind, y.dtype.kind} == {"i", "u"}:
+        # One signed, one not: apart by more than any tolerance where the
+        # signed one is negative; else both as unsigned.
+        negative = (x < 0) if x.dtype.kind == "i" else (y < 0)
+        far = negative.copy()
+        safe = ~negative
+        far[safe] = _integers_apart(x[safe].astype(np.uint64), y[safe].astype(np.uint64),
+                                    rtol, atol)
+        return far
+    kind = np.uint64 if x.dtype.kind == "u" else np.int64
+    x, y = x.astype(kind), y.astype(kind)
+    with np.errstate(over="ignore"):
+        # Two's complement: the difference taken the right way round is
+        # exact as an unsigned integer.
+        distance = np.where(x >= y, x.astype(np.uint64) - y.astype(np.uint64),
+                            y.astype(np.uint64) - x.astype(np.uint64))
+    allowed = atol + rtol * np.abs(y.astype(np.float64))
+    return (distance != 0) & (distance.astype(np.float64) > allowed)
 
 
 def _value_difference(a, b, rtol, atol):
@@ -707,6 +739,11 @@ class _Differ:
             elif name not in names_a:
                 self.out.append(f"{where}: only in B")
             else:
+                type_a, type_b = _attribute_type(a, name), _attribute_type(b, name)
+                if type_a is not None and type_b is not None and not _same_type(type_a, type_b):
+                    self.out.append(f"{where}: type {_type_label(type_a)} != "
+                                    f"{_type_label(type_b)}")
+                    continue
                 try:
                     va, vb = a.attrs[name], b.attrs[name]
                 except TypeError:
@@ -715,7 +752,10 @@ class _Differ:
                         "differs (as stored)"
                 else:
                     why = _value_difference(va, vb, self.rtol, self.atol)
-                    if why is not None:
+                    if why is not None or (type_a is not None and _may_lead_elsewhere(type_a)):
+                        # References are equal where they lead to the same
+                        # place, whatever their ids (the same ids may lead
+                        # elsewhere in another file).
                         why = _value_difference(_where_refs_lead(a, va), _where_refs_lead(b, vb),
                                                 self.rtol, self.atol)
                 if why is not None:
@@ -799,6 +839,15 @@ class _Differ:
         if count:
             plural = "" if count == 1 else "s"
             self.out.append(f"{where}: {count} difference{plural} (in the stored elements)")
+
+
+def _attribute_type(obj, name):
+    """The numpy type of attribute ``name`` (strings' encoding included,
+    which a read of a scalar string loses); None when it has none."""
+    try:
+        return obj.attrs.get_id(name).dtype
+    except (TypeError, AttributeError, KeyError):
+        return None
 
 
 def _logical_bytes(dset):
