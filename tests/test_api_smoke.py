@@ -514,3 +514,12 @@ def test_handles_opened_before_a_move_give_the_new_path(tmp_path):
         assert (d.name, g.name, d.parent.name) == ("/moved/d2", "/moved", "/moved")
         f["h2"] = np.arange(1)                      # made after the moves: not renamed
         assert f["h2"].name == "/h2"
+
+
+@pytest.mark.parametrize("mode", ["w-", "x"])
+def test_exclusive_create_over_any_existing_file_raises_file_exists(tmp_path, mode):
+    plain = tmp_path / "notes.txt"
+    plain.write_text("keep me")
+    with pytest.raises(FileExistsError):
+        h5lake.File(plain, mode)
+    assert plain.read_text() == "keep me"

@@ -360,6 +360,11 @@ def test_get(pair):
         b(lambda s: s.f.get(name, getlink=True), where=f"getlink({name})")
         b(lambda s: s.f.get(name, getclass=True, getlink=True), where=f"getclass+link({name})")
     b(lambda s: s.f.get("g/nope/x"))
+    for name in ["/", "."]:
+        b(lambda s: s.f.get(name, getlink=True), raises=RuntimeError, where=f"getlink({name})")
+        b(lambda s: s.f["g"].get(name, getlink=True), raises=RuntimeError, where=f"getlink({name})")
+    b(lambda s: s.f[""], raises=KeyError)
+    b(lambda s: s.f.get(""))
 
 
 def test_delete(pair):

@@ -148,3 +148,21 @@ def test_temporal_values_inside_lists_and_structs_come_back_as_integers(tmp_path
         assert got.column("top").to_pylist() == t.column("top").to_pylist()
         assert got.column("l").to_pylist() == [[1000, 2000], []]
         assert got.column("s").to_pylist() == [{"t": 5}, {"t": 6}]
+
+
+def test_text_holding_a_nul_is_refused_by_get_not_cut(tmp_path, capsys):
+    """HDF5's variable-length strings end at their first NUL: a value with
+    text after a NUL cannot go to an HDF5 file, so get names it and writes
+    nothing (it wrote the text up to the NUL)."""
+    src = tmp_path / "nul.parquet"
+    pq.write_table(pa.table({"s": ["ok", "a\x00b"]}), src)
+    store, out = tmp_path / "nul.h5l", tmp_path / "back.h5"
+    h5lake.load(str(src), str(store))
+    assert h5lake.File(store)["nul"]["s"].tolist() == [b"ok", b"a\x00b"]
+    code = cli.main(["get", str(store), str(out)])
+    assert code == 2 and "NUL" in capsys.readouterr().err
+    assert not out.exists()
+    with h5lake.File(tmp_path / "w.h5l", "w") as f:      # as h5py refuses it
+        d = f.create_dataset("s", shape=(1,), dtype=h5lake.string_dtype())
+        with pytest.raises(ValueError, match="embedded NULLs"):
+            d[0] = "a\x00b"

@@ -290,8 +290,17 @@ fn write_elem(
         Datatype::RegionReference => out.extend(refs(RefKind::Region, take_counted(rec, pos)?)?),
         Datatype::String { .. } => {
             let body = take_counted(rec, pos)?;
-            // A C string: HDF5 strings end at their first NUL.
+            // A C string: HDF5 strings end at their first NUL, so a NUL
+            // with text after it cannot be written (trailing NULs are
+            // padding, dropped).
             let len = body.iter().position(|&b| b == 0).unwrap_or(body.len());
+            if body[len..].iter().any(|&b| b != 0) {
+                return Err(Hdf5Error::Unsupported(format!(
+                    "the variable-length string {:?}, which holds a NUL byte before its end \
+                     (an HDF5 variable-length string ends at its first NUL)",
+                    String::from_utf8_lossy(body)
+                )));
+            }
             let mut s = Vec::with_capacity(len + 1);
             s.extend_from_slice(&body[..len]);
             s.push(0);

@@ -292,6 +292,9 @@ def _encode_vlen(val, dtype):
                 out.append(x if isinstance(x, bytes) else str(x).encode('utf-8'))
             else:
                 raise TypeError("Can't implicitly convert non-string objects to strings")
+            if b'\0' in out[-1]:
+                # (As h5py: an HDF5 variable-length string ends at its first NUL.)
+                raise ValueError("VLEN strings do not support embedded NULLs")
     elif kind == 'regref':
         for x in val.reshape(-1):
             if x is not None and not isinstance(x, h5t.RegionReference):

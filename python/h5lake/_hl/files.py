@@ -16,7 +16,7 @@ try:
 except ImportError as _e:  # extension not built: the pure-Python modules stay importable
     _core = None
     _core_error = _e
-from .base import ClosedKeyError, ClosedRuntimeError, FileState, absolute_location
+from .base import ClosedKeyError, ClosedRuntimeError, FileState, absolute_location, is_url
 
 #: Whether HDF5's direct I/O file driver is available (h5py's flag): h5lake
 #: stores are not files under a driver, and its HDF5 library is built
@@ -114,6 +114,8 @@ class File(Group):
         durable = kwds.get('durable')
         if durable is None:
             durable = os.environ.get('H5LAKE_DURABLE') == '1'
+        if mode in ('w-', 'x') and not is_url(name) and os.path.isfile(name):
+            raise FileExistsError(17, "Unable to synchronously create file (file exists)", name)
         try:
             raw = _core.RawFile(name, mode, json.dumps(root_props),
                                 None if cache is None else int(cache), allow_local, bool(durable))

@@ -438,6 +438,9 @@ class Group(HLObject, MutableMappingHDF5):
             return self._deref(name)
         if not isinstance(name, (str, bytes)):
             raise TypeError("Accessing a group is done with bytes or str, not {}".format(type(name)))
+        if name in ('', b''):
+            raise KeyError("Unable to synchronously open object (name parameter cannot be an "
+                           "empty string)")
         _, fs, oid, oname = self._walk(name)
         return _make_object(fs, oid, oname)
 
@@ -495,7 +498,11 @@ class Group(HLObject, MutableMappingHDF5):
             except KeyError as e:
                 raise RuntimeError("Can't get info for object (%s)" % (e.args[0] if e.args else e)) from None
             return _class_of(oid)
-        _, fs, gid, lname, link, _g = self._walk(name, follow_last=False)
+        walked = self._walk(name, follow_last=False)
+        if len(walked) != 6:
+            # The group itself ('/', '.'): reached by no link of its own.
+            raise RuntimeError("Unable to get link info (name doesn't exist)")
+        _, fs, gid, lname, link, _g = walked
         cls = link.get('class')
         if cls == 'H5L_TYPE_SOFT':
             return SoftLink if getclass else SoftLink(link['h5path'])
