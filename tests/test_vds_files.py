@@ -598,3 +598,22 @@ def test_a_source_given_as_a_dataset_of_an_hdf5_file_opened_in_place(tmp_path):
         np.testing.assert_array_equal(f["v"][()], want)
         np.testing.assert_array_equal(f["c"][()], np.tile(np.arange(10.0), 2))
         assert [s.file_name for s in f["v"].virtual_sources()] == [str(src)] * 2
+
+
+def test_a_failed_concat_into_an_existing_store_leaves_nothing(tmp_path):
+    for k, dt in enumerate(("f4", "f4", "f8")):
+        with h5py.File(tmp_path / f"c{k}.h5", "w") as f:
+            f["x"] = np.zeros((2, 3), dt)
+    store = tmp_path / "keep.h5l"
+    with h5lake.File(store, "w") as f:
+        f["keep"] = np.arange(3)
+
+    def files():
+        return sorted(str(p.relative_to(store)) for p in store.rglob("*") if p.is_file())
+    before = files()
+    with pytest.raises(TypeError, match="float64"):
+        h5lake.concat(str(tmp_path / "c*.h5"), str(store), path="x")
+    with h5lake.File(store, "a") as f:
+        with pytest.raises(TypeError):
+            h5lake.concat(str(tmp_path / "c*.h5"), f, path="x", name="cc")
+    assert files() == before

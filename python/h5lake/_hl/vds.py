@@ -669,9 +669,25 @@ class _Unusable(Exception):
 
 
 def _concat_into(group, name, items, axis, path, fillvalue, progress):
+    parts = []
+    try:
+        return _concat_parts(group, name, items, axis, path, fillvalue, progress, parts)
+    except BaseException:
+        # Nothing left behind: the files linked to learn their extents go.
+        for src, _, _ in parts:
+            did = getattr(src, "_linked", None)
+            if did is not None:
+                try:
+                    group._fs.raw.delete_object(did)
+                except (KeyError, OSError):
+                    pass
+        raise
+
+
+def _concat_parts(group, name, items, axis, path, fillvalue, progress, parts):
     from .. import _core
     bar = _core.ProgressBar(len(items), "linking", "files") if progress else None
-    parts, used, left_out = [], [], []
+    used, left_out = [], []
     try:
         for item in items:
             try:
