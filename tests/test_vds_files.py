@@ -7,6 +7,7 @@ element with what libhdf5 reads from the original file."""
 import os
 import subprocess
 import sys
+import warnings
 
 import h5py
 import numpy as np
@@ -617,3 +618,27 @@ def test_a_failed_concat_into_an_existing_store_leaves_nothing(tmp_path):
         with pytest.raises(TypeError):
             h5lake.concat(str(tmp_path / "c*.h5"), f, path="x", name="cc")
     assert files() == before
+
+
+def test_a_source_found_through_the_prefix_at_load_is_looked_for_again(tmp_path, monkeypatch):
+    """A relative source found under $HDF5_VDS_PREFIX when the file was
+    loaded is not remembered there: read with the prefix unset, it is
+    missing (fill), as h5py reads the original file."""
+    (tmp_path / "pre").mkdir()
+    (tmp_path / "v").mkdir()
+    with h5py.File(tmp_path / "pre" / "p.h5", "w") as g:
+        g["d"] = np.arange(5) * 10
+    with h5py.File(tmp_path / "v" / "v.h5", "w") as g:
+        lay = h5py.VirtualLayout((5,), "i8")
+        lay[:] = h5py.VirtualSource("p.h5", "d", shape=(5,))
+        g.create_virtual_dataset("v", lay, fillvalue=-1)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HDF5_VDS_PREFIX", str(tmp_path / "pre"))
+    h5lake.load(str(tmp_path / "v" / "v.h5"), str(tmp_path / "v" / "v.h5l"), link=True)
+    with h5lake.File(tmp_path / "v" / "v.h5l", "r") as f:
+        assert f["v"][()].tolist() == [0, 10, 20, 30, 40]
+    monkeypatch.delenv("HDF5_VDS_PREFIX")
+    for mod, name in ((h5py, "v.h5"), (h5lake, "v.h5l")):
+        with mod.File(tmp_path / "v" / name, "r") as f, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert f["v"][()].tolist() == [-1] * 5, mod

@@ -922,15 +922,30 @@ impl Domain {
                 // relative is looked for again, as libhdf5 looks for it
                 // at each read: a file found elsewhere now is linked anew.)
                 let file = match mp.file_name.as_deref() {
-                    Some(given) if !std::path::Path::new(given).is_absolute() => {
+                    // ("." is the file of the virtual dataset itself.)
+                    Some(given) if given != "." && !std::path::Path::new(given).is_absolute() => {
+                        // (Where libhdf5 looks: under $HDF5_VDS_PREFIX,
+                        // beside the store, then from the working
+                        // directory; found nowhere, it reads as fill, also
+                        // when the file the mapping was made with is
+                        // still where it was then.)
                         let now = self.source_location(given);
-                        if self.linked_files.target(&now).is_ok()
-                            && std::path::Path::new(&now).is_file()
-                            && !same_file(&now, made)
-                        {
-                            now
-                        } else {
-                            made.clone()
+                        let from_cwd = std::path::absolute(given)
+                            .map(|p| p.to_string_lossy().into_owned())
+                            .unwrap_or_else(|_| now.clone());
+                        let found = [now.clone(), from_cwd]
+                            .into_iter()
+                            .find(|p| std::path::Path::new(p).is_file());
+                        match found {
+                            Some(p) if same_file(&p, made) => made.clone(),
+                            Some(p) => {
+                                if let Err(e) = self.linked_files.target(&p) {
+                                    *why = format!("{p}: {e}");
+                                    return Ok(None);
+                                }
+                                p
+                            }
+                            None => now,
                         }
                     }
                     _ => made.clone(),
