@@ -44,8 +44,25 @@ class Hyperslab:
                            int(r[3]) if len(r) > 3 else 1) for r in runs)
 
     def get_regular_hyperslab(self):
-        """(start, stride, count, block), as h5py's ``SpaceID`` gives them."""
-        return tuple(tuple(r[k] for r in self.runs) for k in range(4))
+        """(start, stride, count, block), as h5py's ``SpaceID`` gives them:
+        as libhdf5 keeps a selection, adjacent blocks are one block."""
+        def normal(r):
+            start, stride, count, block = r
+            if count == 1:
+                return start, 1, 1, block
+            if count != UNLIMITED and stride == block:
+                return start, 1, 1, count * block
+            return r
+        runs = [normal(r) for r in self.runs]
+        return tuple(tuple(r[k] for r in runs) for k in range(4))
+
+    def get_simple_extent_dims(self):
+        """The dataspace's extent."""
+        return self.shape
+
+    def get_select_type(self):
+        """``h5py.h5s.SEL_HYPERSLABS``: a mapping's selections are hyperslabs."""
+        return 2
 
     def get_select_bounds(self):
         """The first and last selected index per dimension."""
@@ -520,7 +537,10 @@ def virtual_sources(dset):
     """``Dataset.virtual_sources()``: a ``VDSmap`` per mapping."""
     out = []
     for mp in mappings(dset):
-        src_shape = tuple(UNLIMITED if r[2] is None else r[2] * (r[3] if len(r) > 3 else 1)
+        # (The source's extent is not kept with the mapping: the least one
+        # that holds the selection.)
+        src_shape = tuple(UNLIMITED if r[2] is None else
+                          r[0] + (r[2] - 1) * r[1] + (r[3] if len(r) > 3 else 1)
                           for r in mp["src"])
         out.append(VDSmap(Hyperslab(dset.shape, mp["dst"]),
                           mp.get("file_name") or mp.get("file") or mp["store"] or ".",
