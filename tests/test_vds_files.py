@@ -599,6 +599,11 @@ def test_a_source_given_as_a_dataset_of_an_hdf5_file_opened_in_place(tmp_path):
         np.testing.assert_array_equal(f["v"][()], want)
         np.testing.assert_array_equal(f["c"][()], np.tile(np.arange(10.0), 2))
         assert [s.file_name for s in f["v"].virtual_sources()] == [str(src)] * 2
+        with h5py.File(src, "r") as h:          # an h5py dataset, as code moving from h5py has
+            lay = h5lake.VirtualLayout((10,), "f8")
+            lay[:] = h5lake.VirtualSource(h["d"])
+        f.create_virtual_dataset("from_h5py", lay, fillvalue=-1)
+        np.testing.assert_array_equal(f["from_h5py"][()], np.arange(10.0))
 
 
 def test_a_failed_concat_into_an_existing_store_leaves_nothing(tmp_path):

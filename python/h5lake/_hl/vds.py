@@ -11,6 +11,7 @@ what a missing or too-small source cannot give, reads as the fill value (a
 
 import itertools
 import os
+import sys
 import warnings
 from collections import namedtuple
 
@@ -74,6 +75,12 @@ class Hyperslab:
 
     def __repr__(self):
         return f"<Hyperslab {self.runs} of {self.shape}>"
+
+
+def _is_h5py_dataset(obj):
+    h5py = sys.modules.get("h5py")
+    dataset = getattr(h5py, "Dataset", None) if h5py is not None else None
+    return isinstance(dataset, type) and isinstance(obj, dataset)
 
 
 def _selection(key, shape):
@@ -292,8 +299,16 @@ class VirtualSource:
             self.dtype = d.dtype
             self.maxshape = d.maxshape
         else:
+            if _is_h5py_dataset(path_or_dataset):
+                # An h5py dataset (code moving from h5py): its file and path.
+                d = path_or_dataset
+                if any(x is not None for x in (name, shape, dtype, maxshape)):
+                    raise TypeError("name, shape, dtype and maxshape come from the dataset given")
+                path_or_dataset, name, shape = d.file.filename, d.name, d.shape
+                dtype, maxshape = d.dtype, d.maxshape
             if name is None:
-                raise TypeError("the source dataset's name is required with a path")
+                raise TypeError("the source dataset's name is required with a path (or pass "
+                                "an h5lake Dataset)")
             if shape is None:
                 raise TypeError("the source dataset's shape is required with a path")
             self.path = os.fspath(path_or_dataset)
