@@ -523,3 +523,21 @@ def test_exclusive_create_over_any_existing_file_raises_file_exists(tmp_path, mo
     with pytest.raises(FileExistsError):
         h5lake.File(plain, mode)
     assert plain.read_text() == "keep me"
+
+
+def test_a_copy_into_another_store_has_null_references_as_h5py_gives(tmp_path):
+    """What a reference names stays behind in the source store, so the
+    copy's references are null (as h5py copies into another file), never
+    ids that lead nowhere or to another object there."""
+    with h5lake.File(tmp_path / "src.h5l", "w") as f, h5lake.File(tmp_path / "dst.h5l", "w") as g:
+        x = f.create_dataset("x", data=np.arange(3.0))
+        x.make_scale("x")
+        d = f.create_dataset("d", data=np.arange(3.0))
+        d.dims[0].attach_scale(x)
+        f.create_dataset("refs", data=np.array([x.ref, d.ref], dtype=h5lake.ref_dtype))
+        f.copy("d", g)
+        f.copy("refs", g)
+        f.copy("refs", "refs_here")                 # within a store: references kept
+        assert [bool(r) for r in g["refs"][()]] == [False, False]
+        assert not g["d"].attrs["DIMENSION_LIST"][0][0]
+        assert [f[r].name for r in f["refs_here"][()]] == ["/x", "/d"]

@@ -822,10 +822,12 @@ def _remap_json_refs(t, value, depth, remap):
     if cls == 'H5T_REFERENCE':
         if isinstance(value, str) and value:
             collection, _, oid = value.rpartition('/')
-            return (collection + '/' if collection else '') + remap(oid)
+            new = remap(oid)
+            return '' if new is None else (collection + '/' if collection else '') + new
         if isinstance(value, dict) and value.get('id'):
             collection, _, oid = str(value['id']).rpartition('/')
-            return dict(value, id=(collection + '/' if collection else '') + remap(oid))
+            new = remap(oid)
+            return {} if new is None else dict(value, id=(collection + '/' if collection else '') + new)
         return value
     if cls == 'H5T_COMPOUND' and isinstance(value, list):
         return [_remap_json_refs(f['type'], v, 0, remap) for f, v in zip(t['fields'], value)]
@@ -870,7 +872,8 @@ def _remap_stored_refs(arr, dtype, remap):
         for index in np.ndindex(arr.shape):
             ref = h5t.Reference._from_stored(bytes(arr[index]))
             if ref:
-                arr[index] = h5t.refs_to_stored([h5t.Reference(remap(ref._id))])[0]
+                new = remap(ref._id)
+                arr[index] = h5t.refs_to_stored([None if new is None else h5t.Reference(new)])[0]
 
 
 def _copy_dataset_values(sfs, soid, dfs, doid, doc, remap=None):
@@ -923,7 +926,7 @@ def _copy_dataset_values(sfs, soid, dfs, doid, doc, remap=None):
     if layout.get('dims'):
         c0 = int(layout['dims'][0])
         step = max(c0, (step // c0) * c0)
-    if remap is None and len(dims) == 1 and _columnar(doc) \
+    if (remap is None or not _type_has_refs(doc['type'])) and len(dims) == 1 and _columnar(doc) \
             and _columnar(json.loads(dfs.raw.get_doc(doid))):
         # A table goes as Arrow, so that its nulls stay nulls (HDF5-shaped
         # values would make them the fill value).
@@ -971,8 +974,14 @@ def _copy_tree(sfs, soid, dfs, memo, opts, depth=0):
             new_id = _copy_tree(sfs, oid, dfs, memo, opts, depth + 1)
             opts['pointed'].setdefault(new_id, None)
             return new_id
+    elif sfs.abspath != dfs.abspath:
+        # Into another store, as HDF5 copies into another file: what a
+        # reference named is not there, so the copy's references are null
+        # (they would lead nowhere, or to another object of the same id).
+        def remap(oid):
+            return None
     if soid.startswith('d-'):
-        if remap is not None:
+        if opts['expand_refs']:
             _check_expandable(doc)
         cprops = dict(doc.get('creationProperties') or {})
         own = {k: v for k, v in (doc.get('h5lake') or {}).items() if k in _COPIED_SETTINGS}

@@ -628,7 +628,10 @@ def _where_refs_lead(obj, values):
         if not ref:
             return None
         if ref._id not in names:
-            names[ref._id] = obj.file[ref].name or f"<anonymous {ref._id.split('-')[0]}>"
+            try:
+                names[ref._id] = obj.file[ref].name or f"<anonymous {ref._id.split('-')[0]}>"
+            except ValueError:
+                names[ref._id] = f"<dangling reference to {ref._id}>"
         if isinstance(ref, h5t.RegionReference):
             return names[ref._id], json.dumps(ref._sel, sort_keys=True)
         return names[ref._id]
