@@ -647,3 +647,47 @@ def test_a_source_found_through_the_prefix_at_load_is_looked_for_again(tmp_path,
         with mod.File(tmp_path / "v" / name, "r") as f, warnings.catch_warnings():
             warnings.simplefilter("ignore")
             assert f["v"][()].tolist() == [-1] * 5, mod
+
+
+@pytest.mark.parametrize("link", [False, True])
+def test_virtual_datasets_of_variable_length_values_read_as_h5py_reads_them(tmp_path, link):
+    """Strings and sequences of variable length: an HDF5 file's virtual
+    dataset over them opens in place, loads (copy and link) and comes back
+    from get as one, each equal to h5py's reading; a store's own reads
+    points, fills what no source covers and a missing source, and refuses
+    writes through it."""
+    seq = h5py.vlen_dtype(np.dtype("i4"))
+    with h5py.File(tmp_path / "src.h5", "w") as f:
+        f["s"] = np.array(["alpha", "beta", "gamma"], dtype=h5py.string_dtype())
+        q = f.create_dataset("q", (3,), dtype=seq)
+        for i in range(3):
+            q[i] = np.arange(i + 1, dtype="i4")
+    with h5py.File(tmp_path / "v.h5", "w") as f:
+        lay = h5py.VirtualLayout((2, 3), h5py.string_dtype())
+        lay[0] = h5py.VirtualSource("src.h5", "s", shape=(3,))
+        lay[1, :2] = h5py.VirtualSource("src.h5", "s", shape=(3,))[1:]
+        f.create_virtual_dataset("s", lay)
+        lay = h5py.VirtualLayout((4,), seq)
+        lay[1:] = h5py.VirtualSource("src.h5", "q", shape=(3,))
+        f.create_virtual_dataset("q", lay)
+    store, back = tmp_path / "v.h5l", tmp_path / "back.h5"
+    h5lake.load(str(tmp_path / "v.h5"), str(store), link=link)
+    h5lake.get(str(store), str(back))
+    with h5py.File(tmp_path / "v.h5", "r") as h:
+        want_s, want_q = h["s"][()], [x.tolist() for x in h["q"][()]]
+    for where, mod in ((tmp_path / "v.h5", h5lake), (store, h5lake), (back, h5py)):
+        with mod.File(where, "r") as f:
+            assert f["s"].is_virtual, where
+            np.testing.assert_array_equal(f["s"][()], want_s)
+            assert [x.tolist() for x in f["q"][()]] == want_q, where
+    with h5lake.File(store, "a") as f:
+        np.testing.assert_array_equal(f["s"][[0, 1], 1], want_s[[0, 1], 1])
+        lay = h5lake.VirtualLayout((5,), h5lake.string_dtype())
+        lay[:2] = h5lake.VirtualSource(".", "missing", shape=(2,))
+        lay[2:4] = h5lake.VirtualSource(f["s"])[0, 1:]
+        v = f.create_virtual_dataset("mine", lay, fillvalue="")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert v[()].tolist() == [b"", b"", b"beta", b"gamma", b""]
+        with pytest.raises(OSError, match="virtual"):
+            v[2] = "x"

@@ -773,10 +773,9 @@ impl Domain {
         }
         crate::chunk_codec::check_new(&doc, &dtype, &cprops, class == "H5D_CHUNKED")?;
         if doc.pointer("/h5lake/virtual").is_some() {
-            if dtype.fixed_size().is_none() || !matches!(shape, Shape::Simple { .. }) {
+            if !matches!(shape, Shape::Simple { .. }) {
                 return Err(EngineError::Invalid(
-                    "a virtual dataset has a fixed-size type and a simple (non-scalar) shape"
-                        .into(),
+                    "a virtual dataset has a simple (non-scalar) shape".into(),
                 ));
             }
             if class != "H5D_CONTIGUOUS"
@@ -1335,6 +1334,9 @@ impl Domain {
             ));
         }
         Self::check_selection(&m, sel, 0)?;
+        if let Some(vm) = &m.virtual_map {
+            return self.read_virtual_vlen(&m, vm, sel, limit);
+        }
         let n = sel.num_elements() as usize;
         let tasks = vlen_tasks(&m, sel);
         let out = std::sync::Mutex::new(vec![Vec::new(); n]);

@@ -1310,6 +1310,87 @@ impl Domain {
         }
     }
 
+    /// The variable-length elements `sel` selects of the virtual dataset
+    /// `m` (strings, sequences), as [`Domain::read_vlen_within`] reads a
+    /// dataset's: each from the source a mapping pairs it with (the last
+    /// mapping that covers it), the fill value where none does or its
+    /// source is missing. Sources hold the same type (any character set
+    /// of a string); elements past `limit` bytes in all give up.
+    ///
+    /// # Errors
+    /// A source of another type; as [`Domain::read_vlen_within`].
+    pub(crate) fn read_virtual_vlen(
+        &self,
+        m: &DatasetMeta,
+        vm: &VirtualMap,
+        sel: &Selection,
+        limit: usize,
+    ) -> Result<Vec<Vec<u8>>> {
+        let _level = nesting::deeper(&m.id)?;
+        let sels = match sel {
+            Selection::Orthogonal(sels) => sels,
+            Selection::Points { rank, coords } => {
+                // (Each point as a selection of its own.)
+                let rank = (*rank).max(1);
+                let mut out = Vec::with_capacity(coords.len() / rank);
+                for pt in coords.chunks(rank) {
+                    let one = Selection::Orthogonal(
+                        pt.iter()
+                            .map(|&x| DimSel::Slice {
+                                start: x,
+                                count: 1,
+                                step: 1,
+                            })
+                            .collect(),
+                    );
+                    let held: usize = out.iter().map(Vec::len).sum();
+                    out.extend(self.read_virtual_vlen(m, vm, &one, limit.saturating_sub(held))?);
+                }
+                return Ok(out);
+            }
+        };
+        let shape: Vec<u64> = sels.iter().map(DimSel::len).collect();
+        let total = usize::try_from(shape.iter().product::<u64>())
+            .map_err(|_| EngineError::TooLarge("a selection of too many elements".into()))?;
+        let strides: Vec<u64> = (0..shape.len())
+            .map(|d| shape[d + 1..].iter().product())
+            .collect();
+        let mut out = vec![m.fill.clone(); total];
+        let mut held = 0usize;
+        for mp in &vm.mappings {
+            let Some(mut hits) = mp.hits(sels) else {
+                continue;
+            };
+            let mut why = String::new();
+            let Some((dom, src)) = self.virtual_source(m, mp, &mut why)? else {
+                continue;
+            };
+            mp.clip_to(&mut hits, &src.dims);
+            if hits.iter().map(Hits::len).product::<u64>() == 0 {
+                continue;
+            }
+            if !same_vlen_type(&src.dtype, &m.dtype) {
+                return Err(EngineError::WrongType(format!(
+                    "the source {} of virtual dataset {} holds {}, not {}",
+                    mp.path,
+                    m.id,
+                    src.dtype.to_json(),
+                    m.dtype.to_json()
+                )));
+            }
+            let home = dom.as_deref().unwrap_or(self);
+            let values =
+                home.read_vlen_within(&src.id, &mp.source_selection(&hits), limit - held)?;
+            held += values.iter().map(Vec::len).sum::<usize>();
+            each_hit_run(&hits, &strides, |at, first, n| {
+                for j in 0..n {
+                    out[first as usize + j].clone_from(&values[at + j]);
+                }
+            });
+        }
+        Ok(out)
+    }
+
     /// Writes `data` (elements of `m`'s type) to `sel` of the virtual
     /// dataset `m` as libhdf5 writes a virtual dataset: each element goes
     /// to the source element every mapping that covers it pairs it with;
@@ -1529,6 +1610,18 @@ impl Domain {
 /// Reads `sel` of the source `src` (of `home`) into `out` as elements of
 /// the virtual dataset `m`'s type: converted, as HDF5 converts them, when
 /// the source is of another numeric type.
+/// Whether a variable-length source of type `src` reads as elements of
+/// `dst`: the same type, or strings of another character set or padding.
+fn same_vlen_type(src: &h5lake_types::Datatype, dst: &h5lake_types::Datatype) -> bool {
+    match (src, dst) {
+        (
+            h5lake_types::Datatype::String { length: None, .. },
+            h5lake_types::Datatype::String { length: None, .. },
+        ) => true,
+        _ => src == dst,
+    }
+}
+
 fn read_source(
     home: &Domain,
     m: &DatasetMeta,
