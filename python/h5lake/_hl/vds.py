@@ -759,8 +759,7 @@ def _concat_parts(group, name, items, axis, path, fillvalue, progress, parts):
         # Parquet files become one table linked to all of them (rows in the
         # order given, values left in the files), as `load --link` makes it
         # of many files, not a virtual dataset: that keeps their nulls for
-        # to_arrow(), their text and list columns (a virtual dataset holds
-        # fixed-size elements only) and parquet_files() for DuckDB.
+        # to_arrow() and parquet_files() for DuckDB.
         d = _linked_table(group, name, [_parquet_file(src) for src, _, _ in parts],
                           [src._linked for src, _, _ in parts])
         d._left_out = left_out
