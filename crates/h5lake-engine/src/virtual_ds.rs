@@ -961,6 +961,9 @@ impl Domain {
                         None => {
                             *why = match &mp.why {
                                 Some(reason) => format!("{file}: {reason}"),
+                                None if !std::path::Path::new(file).exists() => {
+                                    format!("{file}: no such file")
+                                }
                                 None => format!(
                                     "{file} had no dataset {} when the mapping was made",
                                     mp.path

@@ -128,10 +128,7 @@ class File(Group):
         if skipped:
             # An HDF5 file opened in place: name what it holds that h5lake
             # could not open, rather than let it look absent.
-            warnings.warn("%s: %d object(s) of this HDF5 file cannot be opened with h5lake "
-                          "and are left out:\n  %s"
-                          % (name, len(skipped), "\n  ".join(s[3] for s in skipped)),
-                          UserWarning, stacklevel=2)
+            _warn_skipped(name, skipped, stacklevel=3)
         fs = FileState(raw, name, absolute_location(name), 'r' if raw.readonly else 'r+',
                        allow_local_links=allow_local)
         # SWMR: a store's writes already reach its readers whole; a reader
@@ -282,10 +279,7 @@ def _fileobj_state(fileobj, mode, track_order):
         if mode == 'r':
             raw = _core.RawFile(h5, 'r')
             if raw.skipped:
-                warnings.warn("%r: %d object(s) of this HDF5 file cannot be opened with h5lake "
-                              "and are left out:\n  %s"
-                              % (fileobj, len(raw.skipped), "\n  ".join(s[3] for s in raw.skipped)),
-                              UserWarning, stacklevel=3)
+                _warn_skipped(repr(fileobj), raw.skipped, stacklevel=4)
         else:
             # (load refuses, naming what, when the store cannot hold it all.)
             fill = (lambda st: load(h5, st)) if exists and mode in ('r+', 'a') else None
@@ -327,6 +321,23 @@ def _is_open(name):
     """Whether this process has the store at ``name`` open."""
     loc = absolute_location(name)
     return any(fs.valid and fs.scratch is None and fs.abspath == loc for fs in list(_OPEN))
+
+
+def _warn_skipped(name, skipped, stacklevel):
+    """Says what of the HDF5 file ``name`` opened in place h5lake cannot
+    open: whole objects (left out) and parts of objects (read as the
+    sentence of each says)."""
+    whole = [s[3] for s in skipped if s[1] is None]
+    parts = [s[3] for s in skipped if s[1] is not None]
+    said = []
+    if whole:
+        said.append("%d object(s) cannot be opened with h5lake and are left out:\n  %s"
+                    % (len(whole), "\n  ".join(whole)))
+    if parts:
+        said.append("%d part(s) of objects cannot be read:\n  %s"
+                    % (len(parts), "\n  ".join(parts)))
+    warnings.warn("%s (an HDF5 file): %s" % (name, "\n".join(said)), UserWarning,
+                  stacklevel=stacklevel)
 
 
 def _memory_state(name, mode, track_order):
