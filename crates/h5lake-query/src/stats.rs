@@ -401,9 +401,28 @@ fn sum_small<T: Copy + Into<i64>>(vals: &[T]) -> i128 {
     i128::from(vals.iter().map(|&v| Into::<i64>::into(v)).sum::<i64>())
 }
 
+/// The sum of a block of 64-bit integers, exact: their high and low 32
+/// bits summed apart in 64-bit lanes (a block of [`LANES`] values cannot
+/// overflow either), which vectorises where 128-bit additions do not.
 #[inline(always)]
-fn sum_wide<T: Copy + Into<i128>>(vals: &[T]) -> i128 {
-    vals.iter().map(|&v| Into::<i128>::into(v)).sum()
+fn sum_i64(vals: &[i64]) -> i128 {
+    let (mut hi, mut lo) = (0i64, 0u64);
+    for &v in vals {
+        hi += v >> 32;
+        lo += v as u64 & 0xffff_ffff;
+    }
+    (i128::from(hi) << 32) + i128::from(lo)
+}
+
+/// As [`sum_i64`], of unsigned 64-bit integers.
+#[inline(always)]
+fn sum_u64(vals: &[u64]) -> i128 {
+    let (mut hi, mut lo) = (0u64, 0u64);
+    for &v in vals {
+        hi += v >> 32;
+        lo += v & 0xffff_ffff;
+    }
+    (i128::from(hi) << 32) + i128::from(lo)
 }
 
 /// Bounds, NaN count and sum (NaNs left out) of a float member.
@@ -502,8 +521,8 @@ impl Acc {
                     (2, false) => scan_ints::<u16>(bytes, size, off, big, sum_small, acc),
                     (4, true) => scan_ints::<i32>(bytes, size, off, big, sum_small, acc),
                     (4, false) => scan_ints::<u32>(bytes, size, off, big, sum_small, acc),
-                    (8, true) => scan_ints::<i64>(bytes, size, off, big, sum_wide, acc),
-                    _ => scan_ints::<u64>(bytes, size, off, big, sum_wide, acc),
+                    (8, true) => scan_ints::<i64>(bytes, size, off, big, sum_i64, acc),
+                    _ => scan_ints::<u64>(bytes, size, off, big, sum_u64, acc),
                 }
             }
             (
@@ -677,6 +696,37 @@ mod tests {
     use super::*;
     use crate::leaf::leaves;
     use h5lake_types::Datatype;
+
+    #[test]
+    fn sums_of_64_bit_integers_are_exact_at_their_ends() {
+        let signed: Vec<i64> = [
+            i64::MIN,
+            i64::MAX,
+            -1,
+            0,
+            1,
+            i64::MIN + 1,
+            -(1 << 32),
+            1 << 32,
+        ]
+        .into_iter()
+        .cycle()
+        .take(LANES)
+        .collect();
+        assert_eq!(
+            sum_i64(&signed),
+            signed.iter().map(|&v| i128::from(v)).sum::<i128>()
+        );
+        let unsigned: Vec<u64> = [u64::MAX, 0, 1, u64::MAX - 1, 1 << 63, u64::from(u32::MAX)]
+            .into_iter()
+            .cycle()
+            .take(LANES)
+            .collect();
+        assert_eq!(
+            sum_u64(&unsigned),
+            unsigned.iter().map(|&v| i128::from(v)).sum::<i128>()
+        );
+    }
 
     fn f32le() -> Datatype {
         Datatype::from_json(&json!({"class": "H5T_FLOAT", "base": "H5T_IEEE_F32LE"})).unwrap()
