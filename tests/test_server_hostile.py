@@ -406,6 +406,81 @@ def test_a_request_bigger_than_the_whole_budget_is_refused(tmp_path):
         s.stop()
 
 
+def test_a_write_reaching_too_many_chunks_is_refused_before_anything_is_written(server):
+    """A few bytes to a dataset of one-byte chunks would be one stored
+    object (and a statistics record) per byte: a write reaching more
+    chunks than --max-chunks-per-write (10,000 by default) is refused."""
+    d, _ = new_domain(server, BOB)
+    ds = new_dataset(server, d, {"type": "H5T_STD_U8LE", "shape": [2**40],
+                                 "creationProperties": {"layout": {"class": "H5D_CHUNKED",
+                                                                   "dims": [1]}}})
+    path, params = f"/datasets/{ds}/value", {"domain": d, "select": "[0:20000]"}
+    before = snapshot(server.root)
+    # (Refused before the body is read: the answer comes as it is sent.)
+    st, rsp = _send_partial(server, "PUT", path, params, BOB, 20000,
+                            content_type="application/octet-stream")
+    assert st == 413 and b"--max-chunks-per-write" in rsp, (st, rsp)
+    st, _, rsp = server.request("PUT", path, {"points": list(range(0, 40000, 2)),
+                                              "value": [1] * 20000},
+                                params={"domain": d}, user=BOB)
+    assert st == 413, (st, rsp)
+    assert snapshot(server.root) == before
+    # (Strided over chunks: each index its own chunk.)
+    st, rsp = _send_partial(server, "PUT", path, {"domain": d, "select": "[0:100010:10]"}, BOB,
+                            10001, content_type="application/octet-stream")
+    assert st == 413, (st, rsp)
+    st, _, _ = server.request("PUT", path, bytes(100),
+                              params={"domain": d, "select": "[0:100]"}, user=BOB,
+                              headers={"Content-Type": "application/octet-stream"})
+    assert st == 200
+
+
+def test_statistics_of_many_chunks_are_held_to_the_budget(tmp_path):
+    """GET /datasets/<id>/stats reserves the memory of its records and
+    answer before it computes them: refused when they cannot fit."""
+    s = Server(tmp_path / "bucket", args=["--memory-budget", "8M"])
+    try:
+        assert s.request("PUT", "/", {"folder": 1}, params={"domain": "/home/"})[0] == 201
+        d = "/home/s.h5"
+        assert s.request("PUT", "/", params={"domain": d})[0] == 201
+        st, _, ds = s.request("POST", "/datasets", {
+            "type": "H5T_STD_U8LE", "shape": [8000],
+            "creationProperties": {"layout": {"class": "H5D_CHUNKED", "dims": [1]}}},
+            params={"domain": d})
+        assert st == 201
+        for start in range(0, 8000, 4000):
+            st, _, _ = s.request("PUT", f"/datasets/{ds['id']}/value", bytes(range(250)) * 16,
+                                 params={"domain": d, "select": f"[{start}:{start + 4000}]"},
+                                 headers={"Content-Type": "application/octet-stream"})
+            assert st == 200
+        st, _, rsp = s.request("GET", f"/datasets/{ds['id']}/stats", params={"domain": d})
+        assert st == 413 and "--memory-budget" in message(rsp), (st, rsp)
+        st, _, about = s.request("GET", "/", params={"domain": d, "verbose": 1})
+        assert st == 200 and about["num_chunks"] == 8000, about    # records are not chunks
+        assert about["allocated_bytes"] == 8000 and about["metadata_bytes"] > 0
+        assert s.alive()
+    finally:
+        s.stop()
+
+
+def test_deletions_remembered_for_410_take_the_same_memory_whatever_their_names(server):
+    d, root = new_domain(server, BOB)
+    name = "n" * 60_000
+    for _ in range(2):
+        st, _, rsp = server.request("PUT", f"/groups/{root}/links/{name}",
+                                    {"h5path": "/nowhere"}, params={"domain": d}, user=BOB)
+        assert st == 201, rsp
+        st, _, _ = server.request("DELETE", f"/groups/{root}/links/{name}", params={"domain": d},
+                                  user=BOB)
+        assert st == 200
+    st, _, _ = server.request("GET", f"/groups/{root}/links/{name}", params={"domain": d},
+                              user=BOB)
+    assert st == 410
+    st, _, _ = server.request("GET", f"/groups/{root}/links/other", params={"domain": d},
+                              user=BOB)
+    assert st == 404
+
+
 # ---- 5. connections time out ------------------------------------------------------
 
 def test_idle_and_slow_connections_are_closed(server):
@@ -564,9 +639,10 @@ def test_writes_that_would_expand_past_the_budget(server):
                                   "creationProperties": {"layout": {"class": "H5D_CHUNKED",
                                                                     "dims": [1]}}})
     before = snapshot(server.root)
-    st, _, rsp = server.request("PUT", f"/datasets/{rec}/value", bytes(2**23),
-                                params={"domain": d, "fields": "a", "select": f"[0:{2**23}]"},
-                                user=BOB, headers={"Content-Type": "application/octet-stream"})
+    # (Refused before its body is read: the answer comes as it is sent.)
+    st, rsp = _send_partial(server, "PUT", f"/datasets/{rec}/value",
+                            {"domain": d, "fields": "a", "select": f"[0:{2**23}]"}, BOB, 2**23,
+                            content_type="application/octet-stream")
     assert st == 413, rsp
     assert snapshot(server.root) == before and server.alive()
 

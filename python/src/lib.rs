@@ -685,6 +685,7 @@ fn server_options(cfg: &mut h5lake_server::ServerConfig, opts: &Value) -> PyResu
             "link_buckets" => cfg.link_buckets = strings()?,
             "memory_budget_bytes" => cfg.memory_budget_bytes = size()?,
             "max_json_elements" => cfg.max_json_elements = size()?,
+            "max_chunks_per_write" => cfg.max_chunks_per_write = size()?,
             "max_request_bytes" => cfg.max_request_bytes = size()?,
             "header_timeout" => cfg.header_timeout = seconds()?,
             "idle_timeout" => cfg.idle_timeout = seconds()?,

@@ -270,6 +270,12 @@ pub(crate) fn is_record_key(key: &str) -> bool {
     key.contains("/.h5lake/stats/")
 }
 
+/// Whether a key under a dataset holds h5lake's own metadata (statistics
+/// records and their summaries), not a chunk.
+pub fn is_own_metadata_key(key: &str) -> bool {
+    key.contains("/.h5lake/")
+}
+
 /// Puts the record stored under `record_key` into a new dataset's
 /// document (see the module docs); `false` when `record` is not JSON.
 pub(crate) fn keep_in_doc(doc: &mut Value, record_key: &str, record: &[u8]) -> bool {

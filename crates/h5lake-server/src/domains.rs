@@ -332,32 +332,27 @@ pub(crate) fn domain_objs(store: &dyn Store, domain: &str, root: &str) -> Result
     Ok(Some(Value::Object(objs)))
 }
 
-/// Object and chunk counts for `GET /?verbose=1` (what `hsinfo` shows).
+/// Object and chunk counts for `GET /?verbose=1` (what `hsinfo` shows),
+/// with sizes from the store's listing (no object is read).
 pub(crate) fn add_counts(store: &dyn Store, root: &str, out: &mut Value) -> Result<()> {
     let prefix = ids::domain_db_prefix(root)?;
-    let keys = store.list_prefix(&prefix)?;
+    let keys = store.list_sizes(&prefix)?;
     let (mut groups, mut datasets, mut datatypes, mut chunks) = (0u64, 0u64, 0u64, 0u64);
     let (mut meta_bytes, mut chunk_bytes) = (0u64, 0u64);
-    for k in &keys {
+    for (k, n) in &keys {
         if k.ends_with("/.group.json") {
             groups += 1;
         } else if k.ends_with("/.dataset.json") {
             datasets += 1;
         } else if k.ends_with("/.datatype.json") {
             datatypes += 1;
+        }
+        // (Statistics records are metadata, not chunks.)
+        if k.ends_with(".json") || h5lake_engine::stats::is_own_metadata_key(k) {
+            meta_bytes += n;
         } else {
             chunks += 1;
-        }
-    }
-    // Sizes need one metadata read per key; keep that to modest domains.
-    if keys.len() <= 100_000 {
-        for k in &keys {
-            let n = store.get(k)?.map_or(0, |b| b.len() as u64);
-            if k.ends_with(".json") {
-                meta_bytes += n;
-            } else {
-                chunk_bytes += n;
-            }
+            chunk_bytes += n;
         }
     }
     out["num_groups"] = json!(groups);

@@ -20,9 +20,24 @@ use crate::App;
 /// Deletions remembered at most (oldest forgotten first).
 pub(crate) const CAPACITY: usize = 100_000;
 
-/// What was deleted, as keys from [`Deleted`].
+/// What was deleted, as digests of keys from [`Deleted`]: 16 bytes each
+/// whatever the length of a name, so that the bound on their number bounds
+/// their memory.
 #[derive(Default)]
-pub(crate) struct Tombstones(Mutex<(HashSet<String>, VecDeque<String>)>);
+pub(crate) struct Tombstones(Mutex<(HashSet<u128>, VecDeque<u128>)>);
+
+/// A 128-bit digest of `key` (two keyed SipHashes; a collision would only
+/// turn one 404 into a 410).
+fn digest(key: &str) -> u128 {
+    use std::hash::{Hash, Hasher};
+    let half = |salt: u8| {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        salt.hash(&mut h);
+        key.hash(&mut h);
+        h.finish()
+    };
+    (u128::from(half(1)) << 64) | u128::from(half(2))
+}
 
 /// The key of one deleted thing.
 pub(crate) enum Deleted<'a> {
@@ -44,10 +59,10 @@ impl Deleted<'_> {
 
 impl Tombstones {
     pub fn note(&self, what: Deleted<'_>) {
-        let key = what.key();
+        let key = digest(&what.key());
         let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let (set, order) = &mut *g;
-        if set.insert(key.clone()) {
+        if set.insert(key) {
             order.push_back(key);
             while order.len() > CAPACITY {
                 if let Some(old) = order.pop_front() {
@@ -62,7 +77,7 @@ impl Tombstones {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .0
-            .contains(key)
+            .contains(&digest(key))
     }
 }
 

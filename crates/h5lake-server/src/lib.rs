@@ -75,6 +75,10 @@ pub struct ServerConfig {
     /// Most elements a JSON body or a JSON answer may hold (each costs far
     /// more memory as JSON than as binary).
     pub max_json_elements: usize,
+    /// Most chunks one write may reach (`--max-chunks-per-write`): each is
+    /// a stored object (and a statistics record), so without a bound a few
+    /// bytes sent to a dataset of tiny chunks would make millions of files.
+    pub max_chunks_per_write: usize,
     /// How long a client has to send a complete request head, counted from
     /// connecting or from the previous response: without it a client that
     /// connects and sends nothing, or half a head, holds a socket forever.
@@ -114,6 +118,7 @@ impl Default for ServerConfig {
             link_buckets: Vec::new(),
             memory_budget_bytes: 1 << 30,
             max_json_elements: 1 << 20,
+            max_chunks_per_write: 10_000,
             header_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(60),
             max_connections_per_client: 64,

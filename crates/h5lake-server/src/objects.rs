@@ -777,16 +777,33 @@ pub(crate) async fn get_stats(
     check_id(&id, "datasets")?;
     blocking(move || {
         let dom = open_domain(&app, &ctx, Action::Read)?;
-        let (plan, agg) = dom.aggregate(&id, None)?;
-        let total = h5lake_engine::stats::aggregate_json(&plan, &agg);
         // Each chunk's row holds a few values per field: bounded like any
-        // JSON answer.
-        let per_chunk = 8 + 6 * plan.leaves.len() + plan.functions.len();
-        if dom.chunk_count(&id)?.saturating_mul(per_chunk) > app.cfg.max_json_elements {
+        // JSON answer, before any is computed; and the memory the records
+        // and the answer take is reserved from the budget.
+        let m = dom.dataset(&id)?;
+        // (Without statistics kept, the aggregate is computed per chunk
+        // over the type's members all the same.)
+        let members = match &m.dtype {
+            h5lake_types::Datatype::Compound { fields, .. } => fields.len().max(1),
+            _ => 1,
+        };
+        let (leaves, functions) = m
+            .stats
+            .as_ref()
+            .map_or((members, 0), |p| (p.leaves.len(), p.functions.len()));
+        let per_chunk = 8 + 6 * leaves + functions;
+        let chunks = dom.chunk_count(&id)?;
+        if chunks.saturating_mul(per_chunk) > app.cfg.max_json_elements {
             return Err(ServerError::TooLarge(
                 "the dataset has too many chunks to list their statistics in one answer".into(),
             ));
         }
+        let _held = app.budget.reserve_blocking(
+            chunks.saturating_mul(per_chunk.saturating_mul(2 * crate::budget::JSON_VALUE_BYTES)),
+            "this dataset's statistics",
+        )?;
+        let (plan, agg) = dom.aggregate(&id, None)?;
+        let total = h5lake_engine::stats::aggregate_json(&plan, &agg);
         let chunks = match dom.chunk_stats(&id) {
             Ok((m, plan, c)) => {
                 h5lake_engine::stats::chunk_stats_json(&plan, &m, &c)["chunks"].take()

@@ -477,6 +477,9 @@ fn plan(
     if !dims.is_empty() {
         sel.validate(&meta.dims)?;
     }
+    if action == Action::Update {
+        check_chunks_written(app, &meta, &sel)?;
+    }
     let fields = parse_fields(body_fields.as_deref().or(ctx.param("fields")))?;
     // Arrow answers of rows carry variable-length members too (their
     // columns are read as they are); other answers hold fixed-size ones.
@@ -514,6 +517,63 @@ fn plan(
         query,
         memory: app.budget.clone(),
     })
+}
+
+/// Refuses (413) a write of `sel` that reaches more chunks of `m` than
+/// the server's `max_chunks_per_write`, before anything is read or written.
+fn check_chunks_written(app: &App, m: &DatasetMeta, sel: &Selection) -> Result<()> {
+    let per_dim = |d: &DimSel, c: u64| -> u64 {
+        let c = c.max(1);
+        match d {
+            DimSel::Slice { count: 0, .. } => 0,
+            DimSel::Slice { count, step, .. } if *step >= c => *count,
+            DimSel::Slice { start, count, step } => {
+                (start + (count - 1) * step) / c - start / c + 1
+            }
+            DimSel::Indices(ix) => {
+                let mut n = 0;
+                let mut last = None;
+                for &i in ix {
+                    if last != Some(i / c) {
+                        n += 1;
+                        last = Some(i / c);
+                    }
+                }
+                n
+            }
+        }
+    };
+    let chunks = match sel {
+        Selection::Orthogonal(sels) => sels
+            .iter()
+            .zip(m.chunk.iter().chain(std::iter::repeat(&1)))
+            .map(|(d, &c)| per_dim(d, c))
+            .fold(1u64, u64::saturating_mul),
+        Selection::Points { rank, coords } => {
+            let rank = (*rank).max(1);
+            let mut seen = std::collections::HashSet::new();
+            for pt in coords.chunks(rank) {
+                let key: Vec<u64> = pt
+                    .iter()
+                    .zip(m.chunk.iter().chain(std::iter::repeat(&1)))
+                    .map(|(&x, &c)| x / c.max(1))
+                    .collect();
+                seen.insert(key);
+                if seen.len() > app.cfg.max_chunks_per_write {
+                    break;
+                }
+            }
+            seen.len() as u64
+        }
+    };
+    if chunks > app.cfg.max_chunks_per_write as u64 {
+        return Err(ServerError::TooLarge(format!(
+            "this write reaches {chunks} chunks of the dataset, more than the {} one write \
+             may reach (--max-chunks-per-write); write it in parts",
+            app.cfg.max_chunks_per_write
+        )));
+    }
+    Ok(())
 }
 
 /// Splits an orthogonal selection along its first dimension into pieces of
@@ -1423,7 +1483,11 @@ pub(crate) async fn put_value(
             )?;
             let dims = sel_dims(&p.meta);
             let sel = match body.get("points") {
-                Some(pts) => points_from_json(pts, &dims)?,
+                Some(pts) => {
+                    let points = points_from_json(pts, &dims)?;
+                    check_chunks_written(&app, &p.meta, &points)?;
+                    points
+                }
                 None => p.sel.clone(),
             };
             let shape = match &sel {
