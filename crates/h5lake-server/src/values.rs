@@ -519,35 +519,37 @@ fn plan(
     })
 }
 
-/// Refuses (413) a write of `sel` that reaches more chunks of `m` than
-/// the server's `max_chunks_per_write`, before anything is read or written.
-fn check_chunks_written(app: &App, m: &DatasetMeta, sel: &Selection) -> Result<()> {
-    let per_dim = |d: &DimSel, c: u64| -> u64 {
-        let c = c.max(1);
-        match d {
-            DimSel::Slice { count: 0, .. } => 0,
-            DimSel::Slice { count, step, .. } if *step >= c => *count,
-            DimSel::Slice { start, count, step } => {
-                (start + (count - 1) * step) / c - start / c + 1
-            }
-            DimSel::Indices(ix) => {
-                let mut n = 0;
-                let mut last = None;
-                for &i in ix {
-                    if last != Some(i / c) {
-                        n += 1;
-                        last = Some(i / c);
-                    }
+/// How many of a dataset's chunks (of extent `c` along this dimension)
+/// one dimension of a selection reaches.
+fn chunks_along(d: &DimSel, c: u64) -> u64 {
+    let c = c.max(1);
+    match d {
+        DimSel::Slice { count: 0, .. } => 0,
+        DimSel::Slice { count, step, .. } if *step >= c => *count,
+        DimSel::Slice { start, count, step } => (start + (count - 1) * step) / c - start / c + 1,
+        DimSel::Indices(ix) => {
+            let mut n = 0;
+            let mut last = None;
+            for &i in ix {
+                if last != Some(i / c) {
+                    n += 1;
+                    last = Some(i / c);
                 }
-                n
             }
+            n
         }
-    };
-    let chunks = match sel {
+    }
+}
+
+/// How many chunks of `m` the selection `sel` reaches (of points, counted
+/// up to a little past `cap`).
+fn chunks_reached(m: &DatasetMeta, sel: &Selection, cap: usize) -> u64 {
+    let chunk = |d: usize| m.chunk.get(d).copied().unwrap_or(1);
+    match sel {
         Selection::Orthogonal(sels) => sels
             .iter()
-            .zip(m.chunk.iter().chain(std::iter::repeat(&1)))
-            .map(|(d, &c)| per_dim(d, c))
+            .enumerate()
+            .map(|(d, s)| chunks_along(s, chunk(d)))
             .fold(1u64, u64::saturating_mul),
         Selection::Points { rank, coords } => {
             let rank = (*rank).max(1);
@@ -555,17 +557,23 @@ fn check_chunks_written(app: &App, m: &DatasetMeta, sel: &Selection) -> Result<(
             for pt in coords.chunks(rank) {
                 let key: Vec<u64> = pt
                     .iter()
-                    .zip(m.chunk.iter().chain(std::iter::repeat(&1)))
-                    .map(|(&x, &c)| x / c.max(1))
+                    .enumerate()
+                    .map(|(d, &x)| x / chunk(d).max(1))
                     .collect();
                 seen.insert(key);
-                if seen.len() > app.cfg.max_chunks_per_write {
+                if seen.len() > cap {
                     break;
                 }
             }
             seen.len() as u64
         }
-    };
+    }
+}
+
+/// Refuses (413) a write of `sel` that reaches more chunks of `m` than
+/// the server's `max_chunks_per_write`, before anything is read or written.
+fn check_chunks_written(app: &App, m: &DatasetMeta, sel: &Selection) -> Result<()> {
+    let chunks = chunks_reached(m, sel, app.cfg.max_chunks_per_write);
     if chunks > app.cfg.max_chunks_per_write as u64 {
         return Err(ServerError::TooLarge(format!(
             "this write reaches {chunks} chunks of the dataset, more than the {} one write \
@@ -638,7 +646,22 @@ fn slabs(p: &Plan, slab_bytes: usize) -> Result<Vec<(Selection, usize)>> {
                 .iter()
                 .try_fold(es as u64, |acc, s| acc.checked_mul(s.len()))
                 .ok_or_else(|| ServerError::TooLarge("selection too large".into()))?;
-            let rows = (slab_bytes as u64 / row.max(1)).max(1);
+            // A slab holds at most `slab_bytes`, and reaches at most
+            // SLAB_CHUNKS chunks: the engine plans each chunk a slab
+            // reaches, so over tiny chunks that bounds its memory.
+            let chunk0 = p.meta.chunk.first().copied().unwrap_or(1).max(1);
+            let per_block: u64 = sels[1..]
+                .iter()
+                .enumerate()
+                .map(|(d, s)| chunks_along(s, p.meta.chunk.get(d + 1).copied().unwrap_or(1)))
+                .fold(1u64, u64::saturating_mul);
+            let by_chunks = match &sels[0] {
+                DimSel::Slice { step, .. } if *step < chunk0 => (SLAB_CHUNKS / per_block.max(1))
+                    .max(1)
+                    .saturating_mul(chunk0 / step),
+                _ => (SLAB_CHUNKS / per_block.max(1)).max(1),
+            };
+            let rows = (slab_bytes as u64 / row.max(1)).max(1).min(by_chunks);
             // The slab list is built up front: refuse requests that would
             // need an absurd number of them (terabytes) rather than the memory.
             if sels[0].len() / rows > MAX_SLABS || row > usize::MAX as u64 / 2 {
@@ -670,6 +693,27 @@ fn slabs_in_flight(pieces: &[(Selection, usize)]) -> usize {
 
 /// Most slabs one binary request may take (at 8 MiB each, 8 TiB).
 const MAX_SLABS: u64 = 1 << 20;
+
+/// Most chunks one slab of a streamed transfer reaches (see [`slabs`]).
+const SLAB_CHUNKS: u64 = 1 << 16;
+
+/// Memory the engine's plan of a read takes per chunk it reaches (its
+/// task, the chunk's key and what is fetched for it; measured at about
+/// 35 bytes over one-byte chunks).
+const PLAN_BYTES_PER_CHUNK: usize = 64;
+
+/// Memory the plan of reading all of `p`'s selection at once takes.
+fn plan_bytes(p: &Plan) -> usize {
+    // (Points reach at most one chunk each: counted so, without a set of
+    // their chunks.)
+    let chunks = match &p.sel {
+        Selection::Points { .. } => p.sel.num_elements(),
+        sel => chunks_reached(&p.meta, sel, 0),
+    };
+    usize::try_from(chunks)
+        .unwrap_or(usize::MAX)
+        .saturating_mul(PLAN_BYTES_PER_CHUNK)
+}
 
 /// Reads `sel` (`n` bytes); `uncached` for the slabs of an answer too big
 /// for the chunk cache (see [`Domain::read_with`]).
@@ -830,7 +874,7 @@ fn respond(app: &App, ctx: &Ctx, p: Plan) -> Result<Response> {
         }
         check_json_answer(app, &p.meta.dtype, &shape, n)?;
         let _held = app.budget.reserve_blocking(
-            n as usize * (JSON_VALUE_BYTES + 64),
+            n as usize * (JSON_VALUE_BYTES + 64) + plan_bytes(&p),
             "this variable-length answer",
         )?;
         // Element sizes are known only as they are read: the read stops
@@ -883,13 +927,16 @@ fn respond(app: &App, ctx: &Ctx, p: Plan) -> Result<Response> {
             )));
         }
         check_json_answer(app, &p.wire, &shape, n)?;
-        let held = app
-            .budget
-            .reserve_blocking(total as usize + JSON_STREAM_PIECE * 3, "this JSON answer")?;
+        let held = app.budget.reserve_blocking(
+            total as usize + JSON_STREAM_PIECE * 3 + plan_bytes(&p),
+            "this JSON answer",
+        )?;
         let bytes = read_fixed(&app.slabs, &p, &p.sel, total as usize, false)?;
         return json_value_rsp(p.wire.clone(), bytes, shape, held, NonFinite::of(ctx));
     }
-    if total <= app.cfg.slab_bytes as u64 {
+    if total <= app.cfg.slab_bytes as u64
+        && chunks_reached(&p.meta, &p.sel, SLAB_CHUNKS as usize) <= SLAB_CHUNKS
+    {
         let _held = app
             .budget
             .reserve_blocking(total as usize, "this binary answer")?;
