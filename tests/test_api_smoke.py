@@ -541,3 +541,21 @@ def test_a_copy_into_another_store_has_null_references_as_h5py_gives(tmp_path):
         assert [bool(r) for r in g["refs"][()]] == [False, False]
         assert not g["d"].attrs["DIMENSION_LIST"][0][0]
         assert [f[r].name for r in f["refs_here"][()]] == ["/x", "/d"]
+
+
+def test_handles_of_objects_deleted_or_moved_around_give_where_they_are(tmp_path):
+    """A handle opened by reference, then a chain of moves; a handle whose
+    object was unlinked (its path since taken by another): each names
+    where its own object is, or None, as libhdf5 names them."""
+    with h5lake.File(tmp_path / "n.h5l", "w") as f:
+        f["a"], f["b"] = np.arange(1), np.arange(2)
+        by_ref = f[f["b"].ref]
+        f.move("a", "c")
+        f.move("b", "a")
+        assert by_ref.name == "/a" and len(by_ref) == 2
+        h = f["c"]
+        del f["c"]
+        assert h.name is None
+        f["c"] = np.arange(3)
+        f.move("c", "d")
+        assert h.name is None and f["d"].name == "/d"

@@ -323,6 +323,17 @@ def test_diff_tolerances_keep_64_bit_integers_exact(capsys, tmp_path):
     assert (code, [line.split(":")[0] for line in lines]) == (1, ["dataset /mixed"])
 
 
+def test_integer_tolerances_of_mixed_signedness_and_scalars():
+    from h5lake._hl.tools import _integers_apart
+    u = np.array([0, 2**64 - 1], "u8")
+    s = np.array([-1, -2**63], "i8")
+    assert _integers_apart(s, u, 0, 5).tolist() == [False, True]
+    assert _integers_apart(s, u, 0, 0.5).tolist() == [True, True]
+    assert _integers_apart(s, u, 0, 1e30).tolist() == [False, False]
+    assert not _integers_apart(np.int64(5), np.int64(6), 0, 1)
+    assert _integers_apart(np.int64(5), np.int64(7), 0, 1)
+
+
 def test_diff_compares_what_a_type_means(capsys, tmp_path):
     """Enums of other members or values, a string attribute of another
     character set, and references in attributes that lead elsewhere are

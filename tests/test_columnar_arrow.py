@@ -418,19 +418,22 @@ def test_an_edit_keeps_the_nulls_of_array_items(tmp_path, text):
     """The items of an array member hold their own nulls; a write of
     another member keeps them, a write of the array replaces them (also in
     a table whose rows are written whole, with a text member)."""
-    cols = {"x": pa.array([1, 2, 3], pa.int32()),
-            "l": pa.array([[1, None, 3], None, [None, None, 6]], pa.list_(pa.int32(), 3))}
+    cols = {"x": pa.array([1, 2, 3, 4], pa.int32()),
+            "l": pa.array([[1, None, 3], None, [None, None, 6], [10, None, 12]],
+                          pa.list_(pa.int32(), 3))}
     if text:
-        cols["s"] = pa.array(["a", None, "c"])
+        cols["s"] = pa.array(["a", None, "c", "d"])
     t = pa.table(cols)
     with h5lake.File(tmp_path / "l.h5l", "w") as f:
-        d = f.create_dataset("t", data=t, chunks=(3,))
+        d = f.create_dataset("t", data=t, chunks=(4,))
         d["x", 0] = 7
         want = t.to_pylist()
         want[0]["x"] = 7
         assert d.to_arrow().to_pylist() == want
+        # (Only the last row's items hold a null: kept too.)
         d["l", 2] = np.array([4, 5, 6], "i4")
-        want[2]["l"] = [4, 5, 6]
+        d["x", 1] = 8
+        want[2]["l"], want[1]["x"] = [4, 5, 6], 8
         assert d.to_arrow().to_pylist() == want
 
 

@@ -433,6 +433,16 @@ def test_a_write_reaching_too_many_chunks_is_refused_before_anything_is_written(
                               params={"domain": d, "select": "[0:100]"}, user=BOB,
                               headers={"Content-Type": "application/octet-stream"})
     assert st == 200
+    # An append reaching too many chunks leaves the extent as it was.
+    grow = new_dataset(server, d, {"type": "H5T_STD_U8LE", "shape": [5], "maxdims": [0],
+                                   "creationProperties": {"layout": {"class": "H5D_CHUNKED",
+                                                                     "dims": [1]}}})
+    st, rsp = _send_partial(server, "PUT", f"/datasets/{grow}/value",
+                            {"domain": d, "append": 20000}, BOB, 20000,
+                            content_type="application/octet-stream")
+    assert st == 413 and b"--max-chunks-per-write" in rsp, (st, rsp)
+    st, _, got = server.request("GET", f"/datasets/{grow}", params={"domain": d}, user=BOB)
+    assert got["shape"]["dims"] == [5], got
 
 
 def test_statistics_of_many_chunks_are_held_to_the_budget(tmp_path):

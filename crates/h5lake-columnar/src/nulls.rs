@@ -85,7 +85,8 @@ pub fn encode_chunk_with_nulls(
     let schema = batch.schema();
     let sites: Vec<(&[usize], &[bool])> = nulls
         .iter()
-        .filter(|s| s.rows.iter().take(n).any(|&null| null))
+        // (A site of list items has a value for each item, more than `n`.)
+        .filter(|s| s.rows.contains(&true))
         .map(|s| (s.path.as_slice(), s.rows.as_slice()))
         .collect();
     let mut fields: Vec<Field> = Vec::with_capacity(schema.fields().len());

@@ -427,6 +427,19 @@ fn append_rows(app: &App, ctx: &Ctx, id: &str, n: u64, dim: usize) -> Result<Str
             )));
         }
     }
+    // The rows the value will fill, checked before the extent grows (a
+    // refused write must leave the dataset as it was).
+    let rows: Vec<DimSel> = m
+        .dims
+        .iter()
+        .enumerate()
+        .map(|(d, &x)| DimSel::Slice {
+            start: if d == dim { x } else { 0 },
+            count: if d == dim { n } else { x },
+            step: 1,
+        })
+        .collect();
+    check_chunks_written(app, &m, &Selection::Orthogonal(rows))?;
     // (The engine adds the rows to the extent as it is when it commits:
     // concurrent appends each get rows of their own.)
     let (old, new) = dom.extend(id, dim, n)?;

@@ -87,8 +87,22 @@ impl NumericConversion {
     pub fn convert(&self, input: &[u8], out: &mut [u8]) {
         let (a, b) = (self.from.size(), self.to.size());
         assert_eq!(input.len() / a, out.len() / b, "element counts differ");
+        // (libhdf5 converts between types of the machine's own byte order
+        // with a C cast, whose NaN is the processor's; others with its own
+        // code, which makes NaN 0.)
+        let native = |t: Num| match t {
+            Num::Int { order, .. } | Num::Float { order, .. } => {
+                order == ByteOrder::Little && cfg!(target_endian = "little")
+                    || order == ByteOrder::Big && cfg!(target_endian = "big")
+            }
+        };
+        let cast = native(self.from) && native(self.to) || matches!(self.to, Num::Float { .. });
         for (x, y) in input.chunks_exact(a).zip(out.chunks_exact_mut(b)) {
-            put(self.to, get(self.from, x), y);
+            let v = match get(self.from, x) {
+                Val::Float(f) if f.is_nan() && !cast => Val::Int(0),
+                v => v,
+            };
+            put(self.to, v, y);
         }
     }
 }
@@ -128,8 +142,9 @@ fn get(t: Num, b: &[u8]) -> Val {
     }
 }
 
-/// What libhdf5 makes of a NaN converted to an integer of `size` bytes:
-/// the C cast it ends in, i.e. what the processor's conversion gives. On
+/// What libhdf5 makes of a NaN converted to an integer of `size` bytes
+/// between types of the machine's byte order: the C cast it ends in, i.e.
+/// what the processor's conversion gives. On
 /// x86-64 that is the "integer indefinite" value of the 32- or 64-bit
 /// conversion used (cut to the target's width: 0 for 1 and 2 bytes and
 /// for 32-bit unsigned, which go through a wider signed conversion);

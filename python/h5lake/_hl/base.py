@@ -579,19 +579,35 @@ class HLObject:
 
     @property
     def _name(self):
+        moves = getattr(self._fs, 'moves', ())
         if self._given_name is BY_REFERENCE:
             from .group import path_to
             self._given_name = path_to(self._fs, self._oid)
-        moves = getattr(self._fs, 'moves', ())
+            self._moves_seen = len(moves)     # (found as the tree is now)
         seen = getattr(self, '_moves_seen', len(moves))
         if seen < len(moves) and isinstance(self._given_name, str):
             name = self._given_name
             for old, new in moves[seen:]:
                 if name == old or name.startswith(old.rstrip('/') + '/'):
                     name = new + name[len(old):]
+            if not self._leads_here(name):
+                # Unlinked since, or moved in a way paths alone do not
+                # follow: the path that leads to it now, if any (as libhdf5
+                # names an object whose path went away).
+                from .group import path_to
+                name = path_to(self._fs, self._oid)
             self._given_name = name
         self._moves_seen = len(moves)
         return self._given_name
+
+    def _leads_here(self, name):
+        """Whether the path ``name`` leads to this object in its file."""
+        from .group import Group
+        try:
+            _, fs, oid, _n = Group(self._fs, self._fs.root_id, '/')._walk(name)
+        except (KeyError, ValueError, OSError):
+            return False
+        return fs is self._fs and oid == self._oid
 
     # -- identity -------------------------------------------------------------
     @property

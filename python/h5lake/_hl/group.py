@@ -568,10 +568,12 @@ class Group(HLObject, MutableMappingHDF5):
             # A member of this group: one call, no walk.
             try:
                 self._fs.raw.link_delete(self._oid, name)
-                return
             except KeyError:
                 raise KeyError("Couldn't delete link (callback link pointer is NULL "
                                "(specified link may be '.' or not exist))") from None
+            # (Handles opened by this path check where they are now.)
+            self._moved(self._fs, name, name)
+            return
         try:
             found = self._walk(name, follow_last=False)
         except KeyError:
@@ -583,6 +585,7 @@ class Group(HLObject, MutableMappingHDF5):
         _, fs, gid, lname, _link, _g = found
         fs.check_writable(ValueError, "Unable to delete link")
         fs.raw.link_delete(gid, lname)
+        self._moved(fs, name, name)
 
     def _link_names(self):
         names = self._raw.link_names(self._oid)
@@ -656,7 +659,8 @@ class Group(HLObject, MutableMappingHDF5):
 
     def _moved(self, fs, source, dest):
         """Note the move of ``source`` to ``dest`` (paths from this group)
-        in ``fs``, for the names of handles opened before it."""
+        in ``fs``, for the names of handles opened before it (a deletion is
+        noted as a move to itself: the handles below it look again)."""
         here = self.name
         if fs is not self._fs or not isinstance(here, str):
             return

@@ -563,16 +563,27 @@ def _integers_apart(x, y, rtol, atol):
     """``np.isclose``'s test for integers, without its trip through float64
     (which makes 64-bit integers up to 2**11 apart equal): the distance is
     computed exactly, as an unsigned integer."""
-    x, y = np.broadcast_arrays(np.asarray(x), np.asarray(y))
+    shape = np.broadcast_shapes(np.shape(x), np.shape(y))
+    x, y = np.broadcast_arrays(np.atleast_1d(x), np.atleast_1d(y))
     if {x.dtype.kind, y.dtype.kind} == {"i", "u"}:
-        # One signed, one not: apart by more than any tolerance where the
-        # signed one is negative; else both as unsigned.
-        negative = (x < 0) if x.dtype.kind == "i" else (y < 0)
-        far = negative.copy()
-        safe = ~negative
-        far[safe] = _integers_apart(x[safe].astype(np.uint64), y[safe].astype(np.uint64),
-                                    rtol, atol)
-        return far
+        # One signed, one not: where the signed one is negative, the
+        # distance is the unsigned one plus its magnitude, exact as an
+        # unsigned integer unless it passes 2**64 - 1 (then in float64).
+        s, u = (x, y) if x.dtype.kind == "i" else (y, x)
+        s64, u64 = s.astype(np.int64), u.astype(np.uint64)
+        negative = s64 < 0
+        far = np.zeros(x.shape, dtype=bool)
+        keep = ~negative
+        far[keep] = _integers_apart(s64[keep].astype(np.uint64), u64[keep], rtol, atol)
+        with np.errstate(over="ignore"):
+            magnitude = (~s64[negative].astype(np.uint64)) + np.uint64(1)
+            distance = u64[negative] + magnitude
+            wrapped = distance < u64[negative]
+        yy = (y if y is u else y.astype(np.int64))[negative].astype(np.float64)
+        allowed = atol + rtol * np.abs(yy)
+        wide = u64[negative].astype(np.float64) + magnitude.astype(np.float64)
+        far[negative] = np.where(wrapped, wide, distance.astype(np.float64)) > allowed
+        return far.reshape(shape)
     kind = np.uint64 if x.dtype.kind == "u" else np.int64
     x, y = x.astype(kind), y.astype(kind)
     with np.errstate(over="ignore"):
@@ -581,7 +592,7 @@ def _integers_apart(x, y, rtol, atol):
         distance = np.where(x >= y, x.astype(np.uint64) - y.astype(np.uint64),
                             y.astype(np.uint64) - x.astype(np.uint64))
     allowed = atol + rtol * np.abs(y.astype(np.float64))
-    return (distance != 0) & (distance.astype(np.float64) > allowed)
+    return ((distance != 0) & (distance.astype(np.float64) > allowed)).reshape(shape)
 
 
 def _value_difference(a, b, rtol, atol):

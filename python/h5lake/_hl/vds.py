@@ -563,6 +563,13 @@ def virtual_sources(dset):
     return out
 
 
+def _problem_text(store, path, why):
+    """One source's problem: ``store:path: why`` for a source in a store
+    (``.``: the virtual dataset's own), ``path: why`` for one in a file
+    (``why`` names the file)."""
+    return f"{store}:{path}: {why}" if store else f"{path}: {why}"
+
+
 def warn_problems(dset):
     """Warns (once per dataset object) which sources read as fill."""
     if getattr(dset, "_vds_checked", False):
@@ -570,7 +577,7 @@ def warn_problems(dset):
     dset._vds_checked = True
     problems = dset._fs.raw.dataset_virtual_problems(dset._oid)
     if problems:
-        shown = "; ".join(f"{store or '.'}:{path}: {why}" for _, store, path, why in problems[:5])
+        shown = "; ".join(_problem_text(store, path, why) for _, store, path, why in problems[:5])
         more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
         warnings.warn(f"{dset.name}: {len(problems)} of {len(mappings(dset))} virtual sources read "
                       f"(partly) as the fill value: {shown}{more}", VirtualSourceWarning, stacklevel=3)
@@ -632,7 +639,7 @@ def concat(sources, dest, axis=0, *, path=None, name=None, fillvalue=None, progr
             warnings.simplefilter("ignore", VirtualSourceWarning)
             d = _concat_into(f, name, items, axis, path, fillvalue, progress)
         problems = f._fs.raw.dataset_virtual_problems(d._oid) if d.is_virtual else []
-        missing = d._left_out + [f"{store or '.'}:{p}: {why}" for _, store, p, why in problems]
+        missing = d._left_out + [_problem_text(store, p, why) for _, store, p, why in problems]
         if missing:
             warnings.warn(f"{len(missing)} of {len(items)} sources are missing from "
                           f"{os.fspath(dest)}{d.name} (their part reads as the fill value): "
