@@ -559,3 +559,19 @@ def test_handles_of_objects_deleted_or_moved_around_give_where_they_are(tmp_path
         f["c"] = np.arange(3)
         f.move("c", "d")
         assert h.name is None and f["d"].name == "/d"
+
+
+def test_a_member_of_compound_type_is_written_by_name(tmp_path):
+    """d["ls", 0] = v where member ls is an array of compounds writes it
+    (it wrote nothing and raised nothing: v's own member names matched
+    none of the dataset's)."""
+    item = np.dtype([("a", "i2"), ("b", "f8")])
+    dt = np.dtype([("x", "i4"), ("ls", item, (2,)), ("one", item)])
+    with h5lake.File(tmp_path / "c.h5l", "w") as f:
+        d = f.create_dataset("t", data=np.zeros(2, dt))
+        d["ls", 0] = np.array([(9, 9.5), (10, 10.5)], item)
+        d["one", 1] = np.array((7, 7.5), item)
+        got = d[()]
+        assert got["ls"][0].tolist() == [(9, 9.5), (10, 10.5)]
+        assert got["ls"][1].tolist() == [(0, 0.0), (0, 0.0)]
+        assert got["one"].tolist() == [(0, 0.0), (7, 7.5)]

@@ -1506,7 +1506,10 @@ class Dataset(HLObject):
         if selection.nselect == 0:
             return
         current = self._read_selection(selection, self._stored)
-        if isinstance(val, np.ndarray) and val.dtype.names is not None:
+        if isinstance(val, np.ndarray) and val.dtype.names is not None \
+                and any(x in names for x in val.dtype.names):
+            # (Members given by name; a compound value of one member of
+            # compound type is that member's value, below.)
             for n in [x for x in val.dtype.names if x in names]:
                 current[n] = val[n]
         elif len(names) == 1:
