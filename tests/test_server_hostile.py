@@ -445,19 +445,27 @@ def test_a_write_reaching_too_many_chunks_is_refused_before_anything_is_written(
     assert got["shape"]["dims"] == [5], got
 
 
+def _budgeted_server_with_tiny_chunks(tmp_path, budget, n, props):
+    """A server with ``--memory-budget budget`` and a domain holding a
+    dataset of ``n`` one-byte chunks (creation properties ``props`` too):
+    ``(server, domain, dataset document)``."""
+    s = Server(tmp_path / "bucket", args=["--memory-budget", budget])
+    assert s.request("PUT", "/", {"folder": 1}, params={"domain": "/home/"})[0] == 201
+    d = "/home/t.h5"
+    assert s.request("PUT", "/", params={"domain": d})[0] == 201
+    st, _, ds = s.request("POST", "/datasets", {
+        "type": "H5T_STD_U8LE", "shape": [n],
+        "creationProperties": {"layout": {"class": "H5D_CHUNKED", "dims": [1]}, **props}},
+        params={"domain": d})
+    assert st == 201, ds
+    return s, d, ds
+
+
 def test_statistics_of_many_chunks_are_held_to_the_budget(tmp_path):
     """GET /datasets/<id>/stats reserves the memory of its records and
     answer before it computes them: refused when they cannot fit."""
-    s = Server(tmp_path / "bucket", args=["--memory-budget", "8M"])
+    s, d, ds = _budgeted_server_with_tiny_chunks(tmp_path, "8M", 8000, {})
     try:
-        assert s.request("PUT", "/", {"folder": 1}, params={"domain": "/home/"})[0] == 201
-        d = "/home/s.h5"
-        assert s.request("PUT", "/", params={"domain": d})[0] == 201
-        st, _, ds = s.request("POST", "/datasets", {
-            "type": "H5T_STD_U8LE", "shape": [8000],
-            "creationProperties": {"layout": {"class": "H5D_CHUNKED", "dims": [1]}}},
-            params={"domain": d})
-        assert st == 201
         for start in range(0, 8000, 4000):
             st, _, _ = s.request("PUT", f"/datasets/{ds['id']}/value", bytes(range(250)) * 16,
                                  params={"domain": d, "select": f"[{start}:{start + 4000}]"},
@@ -477,16 +485,8 @@ def test_reads_over_many_tiny_chunks_hold_a_bounded_plan(tmp_path):
     """The engine plans each chunk a read reaches: a binary answer over a
     million one-byte chunks is read a bounded number of chunks at a time,
     and a JSON answer reserves its plan from the budget."""
-    s = Server(tmp_path / "bucket", args=["--memory-budget", "64M"])
+    s, d, ds = _budgeted_server_with_tiny_chunks(tmp_path, "64M", 1_000_000, {"fillValue": 7})
     try:
-        assert s.request("PUT", "/", {"folder": 1}, params={"domain": "/home/"})[0] == 201
-        d = "/home/t.h5"
-        assert s.request("PUT", "/", params={"domain": d})[0] == 201
-        st, _, ds = s.request("POST", "/datasets", {
-            "type": "H5T_STD_U8LE", "shape": [1_000_000],
-            "creationProperties": {"layout": {"class": "H5D_CHUNKED", "dims": [1]},
-                                   "fillValue": 7}}, params={"domain": d})
-        assert st == 201
         s.request("PUT", f"/datasets/{ds['id']}/value", bytes([1, 2, 3]),
                   params={"domain": d, "select": "[0:3]"},
                   headers={"Content-Type": "application/octet-stream"})

@@ -113,10 +113,7 @@ pub(crate) fn from_hdf5(t: hid_t) -> Result<Datatype> {
             }
         }
         H5T_class_t::H5T_COMPOUND => {
-            let n = check(
-                lib(|| unsafe { h5t::H5Tget_nmembers(t) }),
-                "reading a compound type",
-            )? as u32;
+            let n = member_count(t, "reading a compound type")?;
             let mut fields = Vec::with_capacity(n as usize);
             // Packed, as `Datatype::from_json` places members: a
             // variable-length member takes no fixed bytes (see
@@ -161,10 +158,7 @@ pub(crate) fn from_hdf5(t: hid_t) -> Result<Datatype> {
             let Datatype::Integer { size, .. } = base else {
                 return Err(unsupported("enums over non-integer types"));
             };
-            let n = check(
-                lib(|| unsafe { h5t::H5Tget_nmembers(t) }),
-                "reading an enum type",
-            )? as u32;
+            let n = member_count(t, "reading an enum type")?;
             let mut mapping = Vec::with_capacity(n as usize);
             for i in 0..n {
                 let name = member_name(t, i)?;
@@ -336,6 +330,11 @@ fn hdf5_pad(p: Pad) -> H5T_pad_t {
         Pad::One => H5T_pad_t::H5T_PAD_ONE,
         Pad::Background => H5T_pad_t::H5T_PAD_BACKGROUND,
     }
+}
+
+/// How many members the compound or enum type `t` has.
+fn member_count(t: hid_t, what: &str) -> Result<u32> {
+    Ok(check(lib(|| unsafe { h5t::H5Tget_nmembers(t) }), what)? as u32)
 }
 
 fn member_name(t: hid_t, i: u32) -> Result<String> {
@@ -820,10 +819,7 @@ fn collect_runs(
 ) -> Result<()> {
     match lib(|| unsafe { h5t::H5Tget_class(t) }) {
         H5T_class_t::H5T_COMPOUND => {
-            let n = check(
-                lib(|| unsafe { h5t::H5Tget_nmembers(t) }),
-                "reading a compound type",
-            )? as u32;
+            let n = member_count(t, "reading a compound type")?;
             for i in 0..n {
                 let off = lib(|| unsafe { h5t::H5Tget_member_offset(t, i) });
                 let mt = member_type(t, i)?;
@@ -865,10 +861,7 @@ pub(crate) fn has_partial_integers(t: hid_t) -> Result<bool> {
             precision != size_of(t)? * 8 || offset != 0
         }
         H5T_class_t::H5T_COMPOUND => {
-            let n = check(
-                lib(|| unsafe { h5t::H5Tget_nmembers(t) }),
-                "reading a compound type",
-            )? as u32;
+            let n = member_count(t, "reading a compound type")?;
             for i in 0..n {
                 if has_partial_integers(member_type(t, i)?.id())? {
                     return Ok(true);
