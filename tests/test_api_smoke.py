@@ -575,3 +575,21 @@ def test_a_member_of_compound_type_is_written_by_name(tmp_path):
         assert got["ls"][0].tolist() == [(9, 9.5), (10, 10.5)]
         assert got["ls"][1].tolist() == [(0, 0.0), (0, 0.0)]
         assert got["one"].tolist() == [(0, 0.0), (7, 7.5)]
+
+
+def test_sequences_of_references_are_written_read_and_copied(tmp_path):
+    """A dataset of variable-length sequences of object references holds
+    the objects' ids (it stored the Python objects' addresses and could
+    not be read back); a copy into another store has them null."""
+    with h5lake.File(tmp_path / "a.h5l", "w") as a, h5lake.File(tmp_path / "b.h5l", "w") as b:
+        x, y = a.create_dataset("x", data=np.arange(4.0)), a.create_dataset("y", data=[1])
+        va = np.empty(2, object)
+        va[0] = np.array([x.ref, y.ref], dtype=h5lake.ref_dtype)
+        va[1] = np.array([y.ref], dtype=h5lake.ref_dtype)
+        a.create_dataset("v", data=va, dtype=h5lake.vlen_dtype(h5lake.ref_dtype))
+        got = a["v"][()]
+        assert [[a[r].name for r in row] for row in got] == [["/x", "/y"], ["/y"]]
+        a.copy("v", "here")
+        assert [a[r].name for r in a["here"][0]] == ["/x", "/y"]
+        a.copy("v", b)
+        assert [[bool(r) for r in row] for row in b["v"][()]] == [[False, False], [False]]

@@ -301,6 +301,12 @@ def _encode_vlen(val, dtype):
                 raise TypeError("Can't convert incompatible object to HDF5 region reference")
             stored = x._stored() if x is not None else None
             out.append(json.dumps(stored).encode('ascii') if stored is not None else b'')
+    elif h5t.is_ref(kind):
+        # Sequences of object references: each as its stored bytes (the
+        # objects' ids), never the Python objects' addresses.
+        for x in val.reshape(-1):
+            out.append(b'' if x is None else
+                       h5t.refs_to_stored(np.asarray(x, dtype=object).reshape(-1)).tobytes())
     else:
         for x in val.reshape(-1):
             if x is None:
@@ -320,6 +326,10 @@ def _decode_vlen(values, dtype, shape):
     elif kind == 'regref':
         for i, b in enumerate(values):
             arr[i] = h5t.RegionReference._from_stored(bytes(b))
+    elif h5t.is_ref(kind):
+        for i, b in enumerate(values):
+            refs = h5t.refs_from_stored(np.frombuffer(b, dtype="S%d" % h5t._REF_BYTES))
+            arr[i] = np.asarray(refs, dtype=kind)
     else:
         for i, b in enumerate(values):
             arr[i] = np.frombuffer(b, dtype=kind).copy()

@@ -896,9 +896,20 @@ def _copy_dataset_values(sfs, soid, dfs, doid, doc, remap=None):
     # (Compounds with variable-length members go as records, as they are
     # stored.)
     vlen = _vlen_kind(dtype) is not None or _uses_records(dtype)
-    if remap is not None and not (h5t.is_regionref(dtype) or _holds_refs(dtype)):
+    kind = _vlen_kind(dtype)
+    ref_sequences = isinstance(kind, np.dtype) and h5t.is_ref(kind)
+    if remap is not None and not (h5t.is_regionref(dtype) or _holds_refs(dtype)
+                                  or ref_sequences):
         remap = None
-    if remap is not None and vlen:
+    if remap is not None and ref_sequences:
+        def read_vlen(selection):
+            out = []
+            for v in sfs.raw.dataset_read_vlen(soid, selection):
+                refs = np.frombuffer(v, dtype="S%d" % h5t._REF_BYTES).copy()
+                _remap_stored_refs(refs, h5t.ref_dtype, remap)
+                out.append(refs.tobytes())
+            return out
+    elif remap is not None and vlen:
         region = {"class": "H5T_REFERENCE", "base": "H5T_STD_REF_DSETREG"}
 
         def read_vlen(selection):
