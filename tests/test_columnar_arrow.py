@@ -437,6 +437,24 @@ def test_an_edit_keeps_the_nulls_of_array_items(tmp_path, text):
         assert d.to_arrow().to_pylist() == want
 
 
+def test_a_table_with_lists_of_lists_and_text_reads_and_keeps_its_nulls(tmp_path):
+    """Arrays of arrays in a table whose rows are records (a text member):
+    read as numpy arrays of the whole shape, and their items' nulls kept
+    through an edit of another member."""
+    ll = pa.array([[[1, None], [None, 4]], [[5, 6], [7, 8]], None, [[None, None], [1, 1]]],
+                  pa.list_(pa.list_(pa.int8(), 2), 2))
+    t = pa.table({"x": pa.array([1, 2, 3, 4], pa.int32()), "ll": ll,
+                  "s": pa.array(["a", None, "c", "d"])})
+    with h5lake.File(tmp_path / "ll.h5l", "w") as f:
+        d = f.create_dataset("t", data=t, chunks=(4,))
+        assert d[()]["ll"].tolist() == [[[1, 0], [0, 4]], [[5, 6], [7, 8]], [[0, 0], [0, 0]],
+                                         [[0, 0], [1, 1]]]
+        d["x", 1] = 20
+        want = t.to_pylist()
+        want[1]["x"] = 20
+        assert d.to_arrow().to_pylist() == want
+
+
 def test_a_copied_table_keeps_its_nulls_and_diff_compares_them(tmp_path):
     import subprocess
     import sys

@@ -31,7 +31,7 @@ def _encode(x, dt, out):
             _encode(x[n], dt.fields[n][0], out)
         return
     if dt.subdtype is not None:
-        base, shape = dt.subdtype
+        base, shape = _array_parts(dt)
         arr = np.asarray(x, dtype=base)
         if arr.shape != shape:
             arr = np.broadcast_to(arr, shape)
@@ -83,6 +83,16 @@ def encode(arr, dt):
     return values
 
 
+def _array_parts(dt):
+    """The element type and whole shape of the array type ``dt`` (an array
+    of arrays as one, its items in C order, as they are stored)."""
+    base, shape = dt.subdtype
+    while base.subdtype is not None:
+        base, inner = base.subdtype
+        shape = shape + inner
+    return base, shape
+
+
 def _count(buf, pos):
     if pos + 4 > len(buf):
         raise OSError("corrupt variable-length record (truncated)")
@@ -101,7 +111,7 @@ def _decode(buf, pos, dt):
             vals.append(v)
         return tuple(vals), pos
     if dt.subdtype is not None:
-        base, shape = dt.subdtype
+        base, shape = _array_parts(dt)
         out = np.empty(int(np.prod(shape)), dtype=base)
         for i in range(out.shape[0]):
             out[i], pos = _decode(buf, pos, base)
