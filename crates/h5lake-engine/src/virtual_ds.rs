@@ -1413,13 +1413,13 @@ impl Domain {
         data: &[u8],
     ) -> Result<()> {
         let _level = nesting::deeper(&m.id)?;
-        let Selection::Orthogonal(sels) = sel else {
-            return Err(EngineError::WrongType(format!(
-                "virtual dataset {}: points are written to its sources directly, not through it",
-                m.id
-            )));
-        };
         let es = m.elem_size();
+        let sels = match sel {
+            Selection::Orthogonal(sels) => sels,
+            Selection::Points { rank, coords } => {
+                return self.write_virtual_points(m, vm, *rank, coords, data);
+            }
+        };
         let shape: Vec<u64> = sels.iter().map(DimSel::len).collect();
         if data.len() as u64 != shape.iter().product::<u64>() * es as u64 {
             return Err(EngineError::Invalid(format!(
@@ -1508,6 +1508,119 @@ impl Domain {
                 }
                 _ => self.write_with(src, src_sel, &part)?,
             }
+        }
+        Ok(())
+    }
+
+    /// Writes points of the virtual dataset `m` (elements of its type in
+    /// `data`, one per point) as [`Domain::write_virtual`] writes a
+    /// selection: each to the source element of every mapping covering it,
+    /// the whole write refused when a point is covered by none.
+    fn write_virtual_points(
+        &self,
+        m: &DatasetMeta,
+        vm: &VirtualMap,
+        rank: usize,
+        coords: &[u64],
+        data: &[u8],
+    ) -> Result<()> {
+        let es = m.elem_size();
+        let rank = rank.max(1);
+        let n = coords.len() / rank;
+        if rank != m.dims.len() || coords.len() % rank != 0 || data.len() != n * es {
+            return Err(EngineError::Invalid(format!(
+                "{} bytes for {n} points of rank {rank} of elements of {es} bytes",
+                data.len()
+            )));
+        }
+        // Each point as a selection of one element: what the mappings map
+        // it to, all found before anything is written.
+        let mut per_source: Vec<(Arc<DatasetMeta>, Vec<u64>, Vec<u8>)> = Vec::new();
+        for (i, pt) in coords.chunks(rank).enumerate() {
+            let one: Vec<DimSel> = pt
+                .iter()
+                .map(|&x| DimSel::Slice {
+                    start: x,
+                    count: 1,
+                    step: 1,
+                })
+                .collect();
+            let mut covered = false;
+            for mp in &vm.mappings {
+                let Some(mut hits) = mp.hits(&one) else {
+                    continue;
+                };
+                let refused = |what: &str| {
+                    EngineError::ReadOnly(format!(
+                        "virtual dataset {}: its source {} {what}; write to the source instead",
+                        m.id, mp.path
+                    ))
+                };
+                let mut why = String::new();
+                let Some((dom, src)) = self.virtual_source(m, mp, &mut why)? else {
+                    return Err(refused(&format!("cannot be written ({why})")));
+                };
+                if dom.is_some() || mp.store.is_some() {
+                    return Err(refused(
+                        "is in another store or file, which h5lake does not write through a \
+                         mapping",
+                    ));
+                }
+                if src.link.is_some() {
+                    return Err(refused("holds values of another file (linked)"));
+                }
+                mp.clip_to(&mut hits, &src.dims);
+                if hits.iter().any(|h| h.len() == 0) {
+                    continue;
+                }
+                let Selection::Orthogonal(at) = mp.source_selection(&hits) else {
+                    continue;
+                };
+                let at: Vec<u64> = at
+                    .iter()
+                    .map(|d| match d {
+                        DimSel::Slice { start, .. } => *start,
+                        DimSel::Indices(ix) => ix.first().copied().unwrap_or(0),
+                    })
+                    .collect();
+                let elem = &data[i * es..(i + 1) * es];
+                let value = if src.dtype == m.dtype {
+                    elem.to_vec()
+                } else {
+                    let conv = NumericConversion::new(&m.dtype, &src.dtype).ok_or_else(|| {
+                        EngineError::WrongType(format!(
+                            "virtual dataset {}: its elements do not convert to source {}'s \
+                             type",
+                            m.id, mp.path
+                        ))
+                    })?;
+                    let mut out = vec![0u8; src.elem_size()];
+                    conv.convert(elem, &mut out);
+                    out
+                };
+                covered = true;
+                match per_source.iter_mut().find(|(s, _, _)| s.id == src.id) {
+                    Some((_, c, v)) => {
+                        c.extend(at);
+                        v.extend(value);
+                    }
+                    None => per_source.push((src, at, value)),
+                }
+            }
+            if !covered {
+                return Err(EngineError::ReadOnly(format!(
+                    "virtual dataset {}: the write reaches elements no mapping covers (write \
+                     requested to an unmapped portion of the virtual dataset)",
+                    m.id
+                )));
+            }
+        }
+        for (src, at, values) in per_source {
+            let sel = Selection::Points {
+                rank: src.dims.len(),
+                coords: at,
+            };
+            self.write_with(&src, &sel, &values)?;
         }
         Ok(())
     }
