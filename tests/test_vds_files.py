@@ -654,8 +654,8 @@ def test_virtual_datasets_of_variable_length_values_read_as_h5py_reads_them(tmp_
     """Strings and sequences of variable length: an HDF5 file's virtual
     dataset over them opens in place, loads (copy and link) and comes back
     from get as one, each equal to h5py's reading; a store's own reads
-    points, fills what no source covers and a missing source, and refuses
-    writes through it."""
+    points, fills what no source covers and a missing source, and writes
+    through it to its sources."""
     seq = h5py.vlen_dtype(np.dtype("i4"))
     with h5py.File(tmp_path / "src.h5", "w") as f:
         f["s"] = np.array(["alpha", "beta", "gamma"], dtype=h5py.string_dtype())
@@ -689,5 +689,14 @@ def test_virtual_datasets_of_variable_length_values_read_as_h5py_reads_them(tmp_
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             assert v[()].tolist() == [b"", b"", b"beta", b"gamma", b""]
-        with pytest.raises(OSError, match="virtual"):
-            v[2] = "x"
+        # Writes go to the sources in the store (points and slices alike).
+        f["plain"] = np.array(["p", "q", "r"], dtype=h5lake.string_dtype())
+        lay = h5lake.VirtualLayout((4,), h5lake.string_dtype())
+        lay[1:] = h5lake.VirtualSource(f["plain"])
+        w = f.create_virtual_dataset("w", lay, fillvalue="")
+        w[1:3] = np.array(["P", "Q"], dtype=object)
+        w[np.array([False, False, False, True])] = np.array(["R"], dtype=object)
+        assert f["plain"][()].tolist() == [b"P", b"Q", b"R"]
+        with pytest.raises(OSError, match="no mapping covers"):
+            w[0:2] = np.array(["x", "y"], dtype=object)
+        assert f["plain"][()].tolist() == [b"P", b"Q", b"R"]

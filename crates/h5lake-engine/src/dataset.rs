@@ -1385,7 +1385,9 @@ impl Domain {
     pub fn write_vlen(&self, id: &str, sel: &Selection, values: &[Vec<u8>]) -> Result<()> {
         self.check_writable()?;
         let m = self.dataset_meta(id)?;
-        m.check_data_writable()?;
+        if m.virtual_map.is_none() {
+            m.check_data_writable()?;
+        }
         let sel = &*Self::normalize(&m, sel);
         if !m.dtype.is_variable() {
             return Err(EngineError::WrongType(
@@ -1399,6 +1401,9 @@ impl Domain {
                 values.len(),
                 sel.num_elements()
             )));
+        }
+        if let Some(vm) = &m.virtual_map {
+            return self.write_virtual_vlen(&m, vm, sel, values);
         }
         let tasks = vlen_tasks(&m, sel);
         for_each_task(tasks.len(), false, |t| -> Result<()> {

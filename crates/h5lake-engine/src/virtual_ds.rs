@@ -1512,30 +1512,27 @@ impl Domain {
         Ok(())
     }
 
-    /// Writes points of the virtual dataset `m` (elements of its type in
-    /// `data`, one per point) as [`Domain::write_virtual`] writes a
-    /// selection: each to the source element of every mapping covering it,
-    /// the whole write refused when a point is covered by none.
-    fn write_virtual_points(
+    /// Where each of the points `coords` (of rank `rank`) of the virtual
+    /// dataset `m` is written: `(point, source, coordinates in it)` for
+    /// every mapping that covers it, found before anything is written.
+    ///
+    /// # Errors
+    /// A point no mapping covers (libhdf5 refuses the whole write); a
+    /// source elsewhere, linked or missing.
+    fn virtual_point_targets(
         &self,
         m: &DatasetMeta,
         vm: &VirtualMap,
         rank: usize,
         coords: &[u64],
-        data: &[u8],
-    ) -> Result<()> {
-        let es = m.elem_size();
+    ) -> Result<Vec<(usize, Arc<DatasetMeta>, Vec<u64>)>> {
         let rank = rank.max(1);
-        let n = coords.len() / rank;
-        if rank != m.dims.len() || coords.len() % rank != 0 || data.len() != n * es {
-            return Err(EngineError::Invalid(format!(
-                "{} bytes for {n} points of rank {rank} of elements of {es} bytes",
-                data.len()
-            )));
+        if rank != m.dims.len() || coords.len() % rank != 0 {
+            return Err(EngineError::Invalid(
+                "points of another rank than the dataset's".into(),
+            ));
         }
-        // Each point as a selection of one element: what the mappings map
-        // it to, all found before anything is written.
-        let mut per_source: Vec<(Arc<DatasetMeta>, Vec<u64>, Vec<u8>)> = Vec::new();
+        let mut out = Vec::new();
         for (i, pt) in coords.chunks(rank).enumerate() {
             let one: Vec<DimSel> = pt
                 .iter()
@@ -1583,29 +1580,8 @@ impl Domain {
                         DimSel::Indices(ix) => ix.first().copied().unwrap_or(0),
                     })
                     .collect();
-                let elem = &data[i * es..(i + 1) * es];
-                let value = if src.dtype == m.dtype {
-                    elem.to_vec()
-                } else {
-                    let conv = NumericConversion::new(&m.dtype, &src.dtype).ok_or_else(|| {
-                        EngineError::WrongType(format!(
-                            "virtual dataset {}: its elements do not convert to source {}'s \
-                             type",
-                            m.id, mp.path
-                        ))
-                    })?;
-                    let mut out = vec![0u8; src.elem_size()];
-                    conv.convert(elem, &mut out);
-                    out
-                };
                 covered = true;
-                match per_source.iter_mut().find(|(s, _, _)| s.id == src.id) {
-                    Some((_, c, v)) => {
-                        c.extend(at);
-                        v.extend(value);
-                    }
-                    None => per_source.push((src, at, value)),
-                }
+                out.push((i, src, at));
             }
             if !covered {
                 return Err(EngineError::ReadOnly(format!(
@@ -1615,12 +1591,109 @@ impl Domain {
                 )));
             }
         }
+        Ok(out)
+    }
+
+    /// Writes points of the virtual dataset `m` (elements of its type in
+    /// `data`, one per point) as [`Domain::write_virtual`] writes a
+    /// selection: each to the source element of every mapping covering it,
+    /// the whole write refused when a point is covered by none.
+    fn write_virtual_points(
+        &self,
+        m: &DatasetMeta,
+        vm: &VirtualMap,
+        rank: usize,
+        coords: &[u64],
+        data: &[u8],
+    ) -> Result<()> {
+        let es = m.elem_size();
+        let n = coords.len() / rank.max(1);
+        if data.len() != n * es {
+            return Err(EngineError::Invalid(format!(
+                "{} bytes for {n} points of elements of {es} bytes",
+                data.len()
+            )));
+        }
+        let mut per_source: Vec<(Arc<DatasetMeta>, Vec<u64>, Vec<u8>)> = Vec::new();
+        for (i, src, at) in self.virtual_point_targets(m, vm, rank, coords)? {
+            let elem = &data[i * es..(i + 1) * es];
+            let value = if src.dtype == m.dtype {
+                elem.to_vec()
+            } else {
+                let conv = NumericConversion::new(&m.dtype, &src.dtype).ok_or_else(|| {
+                    EngineError::WrongType(format!(
+                        "virtual dataset {}: its elements do not convert to source {}'s type",
+                        m.id, src.id
+                    ))
+                })?;
+                let mut out = vec![0u8; src.elem_size()];
+                conv.convert(elem, &mut out);
+                out
+            };
+            match per_source.iter_mut().find(|(s, _, _)| s.id == src.id) {
+                Some((_, c, v)) => {
+                    c.extend(at);
+                    v.extend(value);
+                }
+                None => per_source.push((src, at, value)),
+            }
+        }
         for (src, at, values) in per_source {
             let sel = Selection::Points {
                 rank: src.dims.len(),
                 coords: at,
             };
             self.write_with(&src, &sel, &values)?;
+        }
+        Ok(())
+    }
+
+    /// Writes variable-length `values` (one per element of `sel`, C
+    /// order) through the virtual dataset `m`, as
+    /// [`Domain::write_virtual`] writes fixed-size ones: each to the
+    /// source element of every mapping covering it (sources of the same
+    /// type), the whole write refused when one is covered by none.
+    ///
+    /// # Errors
+    /// As [`Domain::write_virtual`]; a source of another type.
+    pub(crate) fn write_virtual_vlen(
+        &self,
+        m: &DatasetMeta,
+        vm: &VirtualMap,
+        sel: &Selection,
+        values: &[Vec<u8>],
+    ) -> Result<()> {
+        let _level = nesting::deeper(&m.id)?;
+        let (rank, coords) = match sel {
+            Selection::Points { rank, coords } => (*rank, coords.clone()),
+            Selection::Orthogonal(sels) => (sels.len(), element_coords(sels)),
+        };
+        let mut per_source: Vec<(Arc<DatasetMeta>, Vec<u64>, Vec<Vec<u8>>)> = Vec::new();
+        for (i, src, at) in self.virtual_point_targets(m, vm, rank, &coords)? {
+            if !same_vlen_type(&src.dtype, &m.dtype) {
+                return Err(EngineError::WrongType(format!(
+                    "virtual dataset {}: its source {} holds {}, not {}",
+                    m.id,
+                    src.id,
+                    src.dtype.to_json(),
+                    m.dtype.to_json()
+                )));
+            }
+            let value = values.get(i).cloned().unwrap_or_default();
+            match per_source.iter_mut().find(|(s, _, _)| s.id == src.id) {
+                Some((_, c, v)) => {
+                    c.extend(at);
+                    v.push(value);
+                }
+                None => per_source.push((src, at, vec![value])),
+            }
+        }
+        for (src, at, values) in per_source {
+            let sel = Selection::Points {
+                rank: src.dims.len(),
+                coords: at,
+            };
+            self.write_vlen(&src.id, &sel, &values)?;
         }
         Ok(())
     }
@@ -1726,6 +1799,32 @@ impl Domain {
 /// Reads `sel` of the source `src` (of `home`) into `out` as elements of
 /// the virtual dataset `m`'s type: converted, as HDF5 converts them, when
 /// the source is of another numeric type.
+/// The coordinates of every element an orthogonal selection selects, in
+/// C order, one after another.
+fn element_coords(sels: &[DimSel]) -> Vec<u64> {
+    let axes: Vec<Vec<u64>> = sels
+        .iter()
+        .map(|d| match d {
+            DimSel::Slice { start, count, step } => (0..*count).map(|k| start + k * step).collect(),
+            DimSel::Indices(ix) => ix.clone(),
+        })
+        .collect();
+    let total: usize = axes.iter().map(Vec::len).product();
+    let mut out = Vec::with_capacity(total * axes.len());
+    let mut idx = vec![0usize; axes.len()];
+    for _ in 0..total {
+        out.extend(idx.iter().zip(&axes).map(|(&i, a)| a[i]));
+        for d in (0..axes.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < axes[d].len() {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    out
+}
+
 /// Whether a variable-length source of type `src` reads as elements of
 /// `dst`: the same type, or strings of another character set or padding.
 fn same_vlen_type(src: &h5lake_types::Datatype, dst: &h5lake_types::Datatype) -> bool {
