@@ -471,6 +471,9 @@ def test_committed_datatype(f):
     assert repr(t) == '<HDF5 named type "t" (dtype <i2)>'
     d = f.create_dataset("d", (2,), dtype=t)
     assert d.dtype == np.dtype("i2")
+    # Linked to the committed type, as h5py's: its type is that datatype.
+    assert d.id.get_type().committed() and d.id.get_type() == t.id
+    assert not f.create_dataset("plain", (2,), dtype="i2").id.get_type().committed()
 
 
 def test_rejected_calls_write_nothing(f):

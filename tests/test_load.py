@@ -824,3 +824,24 @@ def test_integers_in_part_of_their_bytes_read_as_their_values(tmp_path, link):
             with opened as l:
                 for k, v in want.items():
                     np.testing.assert_array_equal(l[k][()], v, err_msg=f"{where} {k}")
+
+
+def test_datasets_made_with_a_committed_datatype_stay_linked_to_it(tmp_path):
+    """h5py's create_dataset(dtype=f["T"]): through load (copy, link),
+    opening in place and get, the dataset's type stays that datatype
+    (also one the load reaches after the dataset)."""
+    src = tmp_path / "c.h5"
+    with h5py.File(src, "w") as f:
+        f["zz_T"] = np.dtype([("a", "i4"), ("b", "f8")])
+        f.create_dataset("z/x", (3,), dtype=f["zz_T"])
+        f.create_dataset("y", (3,), dtype=np.dtype([("a", "i4"), ("b", "f8")]))
+    for link in (False, True):
+        store = tmp_path / f"c{link}.h5l"
+        h5lake.load(str(src), str(store), link=link)
+        back = tmp_path / f"back{link}.h5"
+        h5lake.get(str(store), str(back))
+        for where, mod in ((src, h5lake), (store, h5lake), (back, h5py)):
+            with mod.File(where, "r") as f:
+                assert f["z/x"].id.get_type().committed(), where
+                assert f["z/x"].id.get_type() == f["zz_T"].id, where
+                assert not f["y"].id.get_type().committed(), where

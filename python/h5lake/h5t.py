@@ -114,16 +114,30 @@ class TypeID:
         return type(self)(_copy.deepcopy(self._json))
 
     def committed(self):
-        return False
+        """Whether this is the type of a committed datatype (a dataset
+        made with one names it in its type, as HDF5 links them)."""
+        return str(self._json.get("id", "")).startswith("t-") if isinstance(self._json, dict) \
+            else False
 
     def equal(self, other):
-        return isinstance(other, TypeID) and other._json == self._json
+        committed_id = getattr(other, "_oid", None)
+        if committed_id is not None and not isinstance(other, TypeID):
+            # The id of a committed datatype: the type made with it.
+            return self.committed() and self._json.get("id") == committed_id
+        if not isinstance(other, TypeID):
+            return False
+        strip = (lambda t: {k: v for k, v in t.items() if k != "id"}
+                 if isinstance(t, dict) else t)
+        return strip(other._json) == strip(self._json)
 
     def __eq__(self, other):
         return self.equal(other)
 
     def __hash__(self):
-        return hash(_json.dumps(self._json, sort_keys=True))
+        t = self._json
+        if isinstance(t, dict):
+            t = {k: v for k, v in t.items() if k != "id"}
+        return hash(_json.dumps(t, sort_keys=True))
 
     def __repr__(self):
         return f"<h5lake {type(self).__name__} {_json.dumps(self._json)}>"

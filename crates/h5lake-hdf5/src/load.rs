@@ -269,6 +269,7 @@ fn add_dataset(
         )
     })?;
     loader.read_references()?;
+    loader.name_committed_types()?;
     loader.move_chunks()?;
     Ok((id, loader.report))
 }
@@ -706,6 +707,10 @@ struct Loader<'a> {
     /// Sources of virtual datasets in other files, loaded once each:
     /// (file, dataset path) → the anonymous dataset (`None`: missing).
     virtual_sources: HashMap<(PathBuf, String), Option<String>>,
+    /// Datasets whose type is a committed datatype of the file, with that
+    /// datatype's token: the dataset's type names it once it is loaded
+    /// (see [`Loader::name_committed_types`]).
+    committed_uses: Vec<(String, [u8; 16])>,
 }
 
 impl<'a> Loader<'a> {
@@ -727,6 +732,7 @@ impl<'a> Loader<'a> {
             dest: None,
             depth: 0,
             virtual_sources: HashMap::new(),
+            committed_uses: Vec::new(),
         }
     }
 }
@@ -763,7 +769,44 @@ impl Loader<'_> {
         self.seen.insert(token, root_id.clone());
         self.group(root.id(), &root_id, "/")?;
         self.read_references()?;
+        self.name_committed_types()?;
         self.move_chunks()
+    }
+
+    /// Notes the dataset `d` (loaded as `id`) when its type is a
+    /// committed datatype, as HDF5 links them.
+    fn note_committed_type(&mut self, d: hid_t, id: &str) -> Result<()> {
+        let ft = check_id(
+            lib(|| unsafe { H5Dget_type(d) }),
+            "reading a dataset's type",
+        )?;
+        if check(
+            lib(|| unsafe { hdf5_sys::h5t::H5Tcommitted(ft.id()) }),
+            "reading a dataset's type",
+        )? > 0
+        {
+            let (token, _) = token_of(ft.id())?;
+            self.committed_uses.push((id.to_string(), token));
+        }
+        Ok(())
+    }
+
+    /// Names in each dataset's type the committed datatype it was made
+    /// with (`"id"`, as HSDS gives it), now that every datatype is loaded;
+    /// one that was not loaded (left out) is not named.
+    fn name_committed_types(&mut self) -> Result<()> {
+        for (did, token) in std::mem::take(&mut self.committed_uses) {
+            let Some(tid) = self.seen.get(&token).filter(|t| t.starts_with("t-")) else {
+                continue;
+            };
+            self.dom.update_doc(&did, |doc| {
+                if let Some(t) = doc.get_mut("type").and_then(Value::as_object_mut) {
+                    t.insert("id".into(), json!(tid));
+                }
+                Ok(())
+            })?;
+        }
+        Ok(())
     }
 
     /// Reads the values left for when every object is loaded (`pending`).
@@ -946,7 +989,10 @@ impl Loader<'_> {
                 id
             }
             H5O_type_t::H5O_TYPE_DATASET => match self.dataset(obj.id(), path)? {
-                Some(id) => id,
+                Some(id) => {
+                    self.note_committed_type(obj.id(), &id)?;
+                    id
+                }
                 None => return Ok(None),
             },
             H5O_type_t::H5O_TYPE_NAMED_DATATYPE => {

@@ -420,7 +420,10 @@ class ObjectID:
         """The type of a dataset, attribute or committed type, as h5py's
         type objects (see ``h5lake.h5t``)."""
         from .. import h5t as public_h5t
-        return public_h5t._type_object(self._fs.doc(self._oid)["type"])
+        t = self._fs.doc(self._oid)["type"]
+        if self._oid.startswith("t-") and isinstance(t, dict):
+            t = dict(t, id=self._oid)           # the committed datatype's own type
+        return public_h5t._type_object(t)
 
 
 class DatasetID(ObjectID):

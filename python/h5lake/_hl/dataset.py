@@ -53,18 +53,26 @@ class _ResizeError(ValueError, RuntimeError):
 class _DsetPlan:
     """A validated dataset creation: nothing is written until :meth:`create`."""
 
-    def __init__(self, type_doc, shape, maxshape, dcpl, dtype, payload):
+    def __init__(self, type_doc, shape, maxshape, dcpl, dtype, payload, committed=None):
         self.type_doc = type_doc
         self.shape = shape
         self.maxshape = maxshape
         self.dcpl = dcpl
         self.dtype = dtype
         self.payload = payload      # None, ndarray in stored dtype, or list of bytes (vlen)
+        # The committed datatype given as the type: (its file state, id).
+        self.committed = committed
 
     def create(self, parent, base):
         fs = parent._fs
         raw = fs.raw
-        did = raw.create_dataset(json.dumps(self.type_doc),
+        type_doc = self.type_doc
+        if self.committed is not None and self.committed[0].abspath == fs.abspath \
+                and isinstance(type_doc, dict):
+            # Made with a committed datatype of this file: the type names
+            # it, as HDF5 links the two (and HSDS's type gives its id).
+            type_doc = dict(type_doc, id=self.committed[1])
+        did = raw.create_dataset(json.dumps(type_doc),
                                  json.dumps(h5t.shape_json(self.shape, self.maxshape)),
                                  json.dumps(self.dcpl))
         try:
@@ -120,7 +128,9 @@ def prepare_dset(shape=None, dtype=None, data=None, chunks=None, compression=Non
     if maxshape is not None and maxshape is not True:
         maxshape = tuple(maxshape)
 
+    committed = None
     if isinstance(dtype, Datatype):
+        committed = (dtype._fs, dtype._oid)
         dtype = dtype.dtype
     elif dtype is None and data is None:
         warnings.warn(
@@ -201,7 +211,7 @@ def prepare_dset(shape=None, dtype=None, data=None, chunks=None, compression=Non
         if data.shape != shape:
             data = data.reshape(shape)
         payload = _convert_for_write(data, dtype)
-    return _DsetPlan(type_doc, shape, maxshape, props, dtype, payload)
+    return _DsetPlan(type_doc, shape, maxshape, props, dtype, payload, committed)
 
 
 # ---------------------------------------------------------------------------
