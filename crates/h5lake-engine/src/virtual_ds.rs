@@ -1372,15 +1372,7 @@ impl Domain {
             if hits.iter().map(Hits::len).product::<u64>() == 0 {
                 continue;
             }
-            if !same_vlen_type(&src.dtype, &m.dtype) {
-                return Err(EngineError::WrongType(format!(
-                    "the source {} of virtual dataset {} holds {}, not {}",
-                    mp.path,
-                    m.id,
-                    src.dtype.to_json(),
-                    m.dtype.to_json()
-                )));
-            }
+            check_vlen_source(m, &src)?;
             let home = dom.as_deref().unwrap_or(self);
             let values =
                 home.read_vlen_within(&src.id, &mp.source_selection(&hits), limit - held)?;
@@ -1670,15 +1662,7 @@ impl Domain {
         };
         let mut per_source: Vec<(Arc<DatasetMeta>, Vec<u64>, Vec<Vec<u8>>)> = Vec::new();
         for (i, src, at) in self.virtual_point_targets(m, vm, rank, &coords)? {
-            if !same_vlen_type(&src.dtype, &m.dtype) {
-                return Err(EngineError::WrongType(format!(
-                    "virtual dataset {}: its source {} holds {}, not {}",
-                    m.id,
-                    src.id,
-                    src.dtype.to_json(),
-                    m.dtype.to_json()
-                )));
-            }
+            check_vlen_source(m, &src)?;
             let value = values.get(i).cloned().unwrap_or_default();
             match per_source.iter_mut().find(|(s, _, _)| s.id == src.id) {
                 Some((_, c, v)) => {
@@ -1823,6 +1807,21 @@ fn element_coords(sels: &[DimSel]) -> Vec<u64> {
         }
     }
     out
+}
+
+/// Refuses a source of the variable-length virtual dataset `m` whose
+/// elements are not of its type (see [`same_vlen_type`]).
+fn check_vlen_source(m: &DatasetMeta, src: &DatasetMeta) -> Result<()> {
+    if same_vlen_type(&src.dtype, &m.dtype) {
+        return Ok(());
+    }
+    Err(EngineError::WrongType(format!(
+        "virtual dataset {}: its source {} holds {}, not {}",
+        m.id,
+        src.id,
+        src.dtype.to_json(),
+        m.dtype.to_json()
+    )))
 }
 
 /// Whether a variable-length source of type `src` reads as elements of
