@@ -851,6 +851,14 @@ fn dim_hits(sel_d: &DimSel, run: Run, src: Option<Run>) -> Option<Hits> {
 /// and the dataset.
 type Source = (Option<Arc<Domain>>, Arc<DatasetMeta>);
 
+/// A point written through a virtual dataset: its index among the points
+/// written, the source it goes to and its coordinates there.
+type PointTarget = (usize, Arc<DatasetMeta>, Vec<u64>);
+
+/// What a write through a virtual dataset sends one source: its points'
+/// coordinates (one after another) and their values (bytes, or elements).
+type SourcePoints<T> = (Arc<DatasetMeta>, Vec<u64>, Vec<T>);
+
 /// Other stores opened for virtual datasets' sources, by location.
 #[derive(Default)]
 pub(crate) struct SourceStores(Mutex<HashMap<String, Arc<Domain>>>);
@@ -1517,7 +1525,7 @@ impl Domain {
         vm: &VirtualMap,
         rank: usize,
         coords: &[u64],
-    ) -> Result<Vec<(usize, Arc<DatasetMeta>, Vec<u64>)>> {
+    ) -> Result<Vec<PointTarget>> {
         let rank = rank.max(1);
         if rank != m.dims.len() || coords.len() % rank != 0 {
             return Err(EngineError::Invalid(
@@ -1606,7 +1614,7 @@ impl Domain {
                 data.len()
             )));
         }
-        let mut per_source: Vec<(Arc<DatasetMeta>, Vec<u64>, Vec<u8>)> = Vec::new();
+        let mut per_source: Vec<SourcePoints<u8>> = Vec::new();
         for (i, src, at) in self.virtual_point_targets(m, vm, rank, coords)? {
             let elem = &data[i * es..(i + 1) * es];
             let value = if src.dtype == m.dtype {
@@ -1660,7 +1668,7 @@ impl Domain {
             Selection::Points { rank, coords } => (*rank, coords.clone()),
             Selection::Orthogonal(sels) => (sels.len(), element_coords(sels)),
         };
-        let mut per_source: Vec<(Arc<DatasetMeta>, Vec<u64>, Vec<Vec<u8>>)> = Vec::new();
+        let mut per_source: Vec<SourcePoints<Vec<u8>>> = Vec::new();
         for (i, src, at) in self.virtual_point_targets(m, vm, rank, &coords)? {
             check_vlen_source(m, &src)?;
             let value = values.get(i).cloned().unwrap_or_default();
