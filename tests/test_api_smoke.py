@@ -526,6 +526,11 @@ def test_exclusive_create_over_any_existing_file_raises_file_exists(tmp_path, mo
     with pytest.raises(FileExistsError):
         h5lake.File(plain, mode)
     assert plain.read_text() == "keep me"
+    dangling = tmp_path / "gone"
+    os.symlink(tmp_path / "nowhere", dangling)
+    with pytest.raises(FileExistsError):
+        h5lake.File(dangling, mode)
+    assert not (tmp_path / "nowhere").exists()
 
 
 def test_a_copy_into_another_store_has_null_references_as_h5py_gives(tmp_path):

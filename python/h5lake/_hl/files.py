@@ -114,7 +114,10 @@ class File(Group):
         durable = kwds.get('durable')
         if durable is None:
             durable = os.environ.get('H5LAKE_DURABLE') == '1'
-        if mode in ('w-', 'x') and not is_url(name) and os.path.isfile(name):
+        if mode in ('w-', 'x') and not is_url(name) and os.path.lexists(name) \
+                and not (os.path.isdir(name) and not os.listdir(name)):
+            # (Anything there, a dangling symlink too, as libhdf5's O_EXCL
+            # finds it; an empty directory is where a store may be made.)
             raise FileExistsError(17, "Unable to synchronously create file (file exists)", name)
         try:
             raw = _core.RawFile(name, mode, json.dumps(root_props),
