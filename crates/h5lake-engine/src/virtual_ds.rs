@@ -1345,15 +1345,7 @@ impl Domain {
                 let rank = (*rank).max(1);
                 let mut out = Vec::with_capacity(coords.len() / rank);
                 for pt in coords.chunks(rank) {
-                    let one = Selection::Orthogonal(
-                        pt.iter()
-                            .map(|&x| DimSel::Slice {
-                                start: x,
-                                count: 1,
-                                step: 1,
-                            })
-                            .collect(),
-                    );
+                    let one = Selection::Orthogonal(one_point(pt));
                     let held: usize = out.iter().map(Vec::len).sum();
                     out.extend(self.read_virtual_vlen(m, vm, &one, limit.saturating_sub(held))?);
                 }
@@ -1534,14 +1526,7 @@ impl Domain {
         }
         let mut out = Vec::new();
         for (i, pt) in coords.chunks(rank).enumerate() {
-            let one: Vec<DimSel> = pt
-                .iter()
-                .map(|&x| DimSel::Slice {
-                    start: x,
-                    count: 1,
-                    step: 1,
-                })
-                .collect();
+            let one = one_point(pt);
             let mut covered = false;
             for mp in &vm.mappings {
                 let Some(mut hits) = mp.hits(&one) else {
@@ -1788,9 +1773,17 @@ impl Domain {
     }
 }
 
-/// Reads `sel` of the source `src` (of `home`) into `out` as elements of
-/// the virtual dataset `m`'s type: converted, as HDF5 converts them, when
-/// the source is of another numeric type.
+/// The selection of the one element at `pt`.
+fn one_point(pt: &[u64]) -> Vec<DimSel> {
+    pt.iter()
+        .map(|&x| DimSel::Slice {
+            start: x,
+            count: 1,
+            step: 1,
+        })
+        .collect()
+}
+
 /// The coordinates of every element an orthogonal selection selects, in
 /// C order, one after another.
 fn element_coords(sels: &[DimSel]) -> Vec<u64> {
@@ -1844,6 +1837,9 @@ fn same_vlen_type(src: &h5lake_types::Datatype, dst: &h5lake_types::Datatype) ->
     }
 }
 
+/// Reads `sel` of the source `src` (of `home`) into `out` as elements of
+/// the virtual dataset `m`'s type: converted, as HDF5 converts them, when
+/// the source is of another numeric type.
 fn read_source(
     home: &Domain,
     m: &DatasetMeta,

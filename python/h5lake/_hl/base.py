@@ -815,15 +815,10 @@ def _unpickle(location, oid, name, mode, allow_local_links, is_file, by_referenc
             f.close()
             raise KeyError(f"Unable to unpickle object {name or oid}: it is no longer in "
                            f"{location}") from None
-        if not by_reference and name is not None:
-            # Moved since it was pickled: named by where it is now.
-            try:
-                here = f.get(name, getlink=True)
-                moved = here is None or f[name]._oid != oid
-            except (KeyError, ValueError, OSError):
-                moved = True
-            by_reference = moved
         obj = _make_object(fs, oid, BY_REFERENCE if by_reference else name)
+        if not by_reference and name is not None and not obj._leads_here(name):
+            # Moved since it was pickled: named by where it is now.
+            obj._given_name = BY_REFERENCE
     if mode != 'r':
         # Sent writable by choice: it may be passed on as it came (dask
         # rebuilds and re-sends the objects of its graphs).
