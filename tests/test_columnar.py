@@ -107,6 +107,27 @@ def test_other_tools_read_the_chunk_objects(tmp_path):
             f.create_dataset("plain", data=a).parquet_files()
 
 
+def test_pyarrow_skips_chunk_objects_by_their_float_bounds(tmp_path):
+    """pyarrow reads the float columns' min/max (not just the integers'),
+    so its filters skip the chunk objects that cannot match."""
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+    a = table(1000)
+    a["x"] = np.arange(1000, dtype="f4")          # chunk k holds 250k .. 250k+249
+    a["y"] = -np.arange(1000, dtype="f8")
+    with h5lake.File(tmp_path / "s.h5l", "w") as f:
+        files = f.create_dataset("t", data=a, chunks=(250,), layout="columnar").parquet_files()
+    for k, p in enumerate(files):
+        stats = pq.ParquetFile(p).metadata.row_group(0).column(0).statistics
+        assert stats.has_min_max and (stats.min, stats.max) == (250 * k, 250 * k + 249)
+    frags = list(ds.dataset(files, format="parquet").get_fragments())
+    kept = [fr.subset(pc.field("x") >= 600).num_row_groups for fr in frags]
+    assert kept == [0, 0, 1, 1]
+    kept = [fr.subset(pc.field("y") > -100.5).num_row_groups for fr in frags]
+    assert kept == [1, 0, 0, 0]
+
+
 def test_copies_keep_the_columnar_layout_and_chunk_functions(tmp_path):
     pq = pytest.importorskip("pyarrow.parquet")
     a = table(40)

@@ -12,6 +12,7 @@
 
 mod arrays;
 mod arrow_types;
+mod column_order;
 mod error;
 mod input;
 mod nulls;
@@ -299,6 +300,7 @@ pub fn encode_batch(
     let mut w = ArrowWriter::try_new(&mut out, batch.schema(), Some(props))?;
     w.write(batch)?;
     w.close()?;
+    column_order::declare_type_defined_float_order(&mut out)?;
     Ok(out)
 }
 

@@ -393,3 +393,34 @@ fn a_string_page_whose_lengths_run_past_it_is_refused() {
     let err = decode_chunk(&dt, Bytes::from(stored), 3, &[]).unwrap_err();
     assert!(err.to_string().contains("bytes"), "{err}");
 }
+
+#[test]
+fn float_columns_declare_an_order_every_reader_knows_with_their_bounds() {
+    use parquet::basic::{ColumnOrder, SortOrder};
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::file::statistics::Statistics;
+    let dt = table_type();
+    let n = 1000;
+    let raw = sample(&dt, n);
+    for c in [Compression::None, Compression::Zstd(3)] {
+        let stored = encode_chunk(&dt, &raw, n, c).unwrap();
+        let reader = SerializedFileReader::new(Bytes::from(stored.clone())).unwrap();
+        let md = reader.metadata();
+        let orders = md.file_metadata().column_orders().unwrap();
+        let columns = md.row_group(0).columns();
+        assert_eq!(orders.len(), columns.len());
+        let mut floats = 0;
+        for (order, col) in orders.iter().zip(columns) {
+            // No column is left in the total order pyarrow 26 cannot read.
+            assert!(!matches!(order, ColumnOrder::IEEE_754_TOTAL_ORDER));
+            if let Some(Statistics::Float(s)) = col.statistics() {
+                floats += 1;
+                assert_eq!(*order, ColumnOrder::TYPE_DEFINED_ORDER(SortOrder::SIGNED));
+                assert!(s.min_opt().is_some() && s.max_opt().is_some());
+            }
+        }
+        assert_eq!(floats, 1, "the array member's float column");
+        // The values are what they were: only the footer's order changed.
+        assert_eq!(decode_chunk(&dt, Bytes::from(stored), n, &[]).unwrap(), raw);
+    }
+}
