@@ -657,11 +657,39 @@ def test_chunk_table_cycles_and_huge_linked_sizes(server, outside):
                        "chunk_table": linked}}}, {"domain": d}, BOB, (400,))
     st, _, _ = server.request("GET", f"/datasets/{linked}/value", params={"domain": d}, user=BOB)
     assert st in (404, 500) and server.alive()
-    huge = new_dataset(server, d, {"type": "H5T_STD_U8LE", "shape": [32], "creationProperties": {
-        "layout": {"class": "H5D_CHUNKED_REF", "file_uri": ok_file, "dims": [32],
-                   "chunks": {"0": [0, 2**45]}}}})
-    st, _, _ = server.request("GET", f"/datasets/{huge}/value", params={"domain": d}, user=BOB)
-    assert st == 500 and server.alive()
+    # Entries naming more bytes than a chunk of the dataset can take: the
+    # server would allocate them (8 of 1000 MiB for 320 bytes of values).
+    for size in (2**45, 1000 << 20, 2 << 20):
+        rsp = refused_unchanged(server, "POST", "/datasets", {
+            "type": "H5T_STD_I32LE", "shape": [80], "creationProperties": {"layout": {
+                "class": "H5D_CHUNKED_REF", "file_uri": ok_file, "dims": [10],
+                "chunks": {str(i): [0, size] for i in range(8)}}}}, {"domain": d}, BOB, (400,))
+        assert "at most" in message(rsp), rsp
+    rsp = refused_unchanged(server, "POST", "/datasets", {
+        "type": "H5T_STD_I32LE", "shape": [10], "creationProperties": {"layout": {
+            "class": "H5D_CHUNKED_REF", "file_uri": ok_file, "dims": [10],
+            "chunks": {"0": [2**64 - 10, 40]}}}}, {"domain": d}, BOB, (400,))
+    assert "past the end" in message(rsp), rsp
+    # ... or in a chunk table the client wrote: refused when read.
+    table = new_dataset(server, d, {"type": table_type, "shape": [8]})
+    rec = np.zeros(8, [("offset", "<i8"), ("size", "<i4")])
+    rec["size"] = 1000 << 20
+    assert server.request("PUT", f"/datasets/{table}/value", rec.tobytes(), params={"domain": d},
+                          user=BOB, headers={"Content-Type": "application/octet-stream"})[0] == 200
+    claims = new_dataset(server, d, {"type": "H5T_STD_I32LE", "shape": [80], "creationProperties": {
+        "layout": {"class": "H5D_CHUNKED_REF_INDIRECT", "file_uri": ok_file, "dims": [10],
+                   "chunk_table": table}}})
+    before = server.rss_kb()
+    st, _, rsp = server.request("GET", f"/datasets/{claims}/value", params={"domain": d}, user=BOB)
+    assert st == 500 and server.alive(), rsp
+    # A size a chunk can take, past the end of the 32-byte file: refused
+    # before it is allocated.
+    short = new_dataset(server, d, {"type": "H5T_STD_U8LE", "shape": [60000], "creationProperties": {
+        "layout": {"class": "H5D_CHUNKED_REF", "file_uri": ok_file, "dims": [60000],
+                   "chunks": {"0": [0, 60000]}}}})
+    st, _, rsp = server.request("GET", f"/datasets/{short}/value", params={"domain": d}, user=BOB)
+    assert st == 500 and server.alive(), rsp
+    assert server.rss_kb() - before < 64 << 10
 
 
 def test_writes_that_would_expand_past_the_budget(server):
@@ -817,6 +845,72 @@ def test_a_linked_domain_cannot_hand_out_rights_its_maker_lacks(server):
                           params={"domain": d}, user=ALICE)[0] == 201
     refused_unchanged(server, "PUT", "/", {"linked_domain": d},
                       {"domain": f"/home/{BOB}/l{next(_n)}.h5"}, BOB, (403,))
+
+
+def test_documents_take_no_huge_names_paths_or_properties(server):
+    """Documents are read whole by every request on their object: a body
+    cannot store megabytes of names, paths or unknown creation properties
+    in one (8 reads of a 90 MB group document held 1.9 GB)."""
+    d, root = new_domain(server, BOB)
+    big = "A" * (1 << 20)
+    rsp = refused_unchanged(server, "POST", "/groups", {"creationProperties": {"junk": big}},
+                            {"domain": d}, BOB, (400,))
+    assert "at most 65536 bytes" in message(rsp) and len(json.dumps(rsp)) < 4096, rsp
+    many = {"creationProperties": {"junk": ["A" * 60000] * 100}}
+    refused_unchanged(server, "POST", "/groups", many, {"domain": d}, BOB, (413,))
+    refused_unchanged(server, "PUT", f"/groups/{root}/links",
+                      {"links": {"B" * (100 << 10): {"h5path": "/x"}}}, {"domain": d}, BOB, (400,))
+    refused_unchanged(server, "PUT", f"/groups/{root}/links/k", {"h5path": "C" * (1 << 20)},
+                      {"domain": d}, BOB, (400,))
+    refused_unchanged(server, "PUT", f"/groups/{root}/attributes/a",
+                      {"type": "H5T_STD_I32LE", "shape": [1], "value": [1],
+                       "junk": {"value": big}}, {"domain": d}, BOB, (400,))
+    # Values of any length are data, and stay allowed.
+    text = {"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8", "strPad": "H5T_STR_NULLTERM",
+            "length": "H5T_VARIABLE"}
+    st, _, rsp = server.request("PUT", f"/groups/{root}/attributes/history",
+                                {"type": text, "shape": "H5S_SCALAR", "value": big},
+                                params={"domain": d}, user=BOB)
+    assert st == 201, rsp
+    st, _, rsp = server.request("GET", f"/groups/{root}/attributes/history",
+                                params={"domain": d}, user=BOB)
+    assert st == 200 and rsp["value"] == big
+
+
+def test_error_answers_quote_the_request_in_bounded_length(server):
+    d, _ = new_domain(server, BOB)
+    ds = new_dataset(server, d, {"type": "H5T_STD_I32LE", "shape": [1]})
+    st, _, rsp = server.request("PUT", f"/datasets/{ds}/value", {"value": "A" * (8 << 20)},
+                                params={"domain": d}, user=BOB)
+    assert st == 400 and len(json.dumps(rsp)) < 8192, (st, len(json.dumps(rsp)))
+    assert "bytes more" in message(rsp), message(rsp)[-200:]
+
+
+def test_arrow_types_cannot_pad_rows_past_their_member(server):
+    """``arrow_types`` is an attribute anyone who may write may write; a
+    fixed size other than the member's would pad every row to it (4 KB of
+    values answered as 2 GB)."""
+    d, root = new_domain(server, BOB)
+    s4 = {"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII", "strPad": "H5T_STR_NULLPAD",
+          "length": 4}
+    ds = new_dataset(server, d, {"type": s4, "shape": [1000]})
+    assert server.request("PUT", f"/datasets/{ds}/value", {"value": ["ab"] * 1000},
+                          params={"domain": d}, user=BOB)[0] == 200
+    text = {"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8", "strPad": "H5T_STR_NULLTERM",
+            "length": "H5T_VARIABLE"}
+    arrow = {"Accept": "application/vnd.apache.arrow.stream"}
+    for kept, ok in ((json.dumps({"value": "fixed_size_binary[2000000]"}), False),
+                     (json.dumps({"value": "fixed_size_binary[4]"}), True)):
+        assert server.request("PUT", f"/datasets/{ds}/attributes/arrow_types",
+                              {"type": text, "shape": "H5S_SCALAR", "value": kept},
+                              params={"domain": d, "replace": 1}, user=BOB)[0] in (200, 201)
+        before = server.rss_kb()
+        st, _, rsp = server.request("GET", f"/datasets/{ds}/value", params={"domain": d},
+                                    user=BOB, headers=arrow)
+        assert (st == 200) == ok and server.alive(), (st, rsp)
+        if not ok:
+            assert st == 400 and "4 bytes" in message(rsp), rsp
+        assert server.rss_kb() - before < 64 << 10
 
 
 def test_zz_peak_memory_stayed_within_the_budget(server):

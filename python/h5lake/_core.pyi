@@ -263,6 +263,14 @@ def table_read(
     as an ``arrow_array_stream`` PyCapsule (nulls kept; h5py's booleans as
     booleans, fixed-length strings without their padding)."""
 
+def restore_arrow_types(data: object, types_json: str, dtype_json: str) -> object:
+    """``data`` (anything with ``__arrow_c_stream__``; the columns of the
+    members of the compound ``dtype_json``, HSDS JSON) with the columns
+    ``types_json`` names (a dataset's ``arrow_types``) given those Arrow
+    types back, as an ``arrow_array_stream`` PyCapsule. ValueError for an
+    unknown type name, values that do not fit it, or a fixed size that is
+    not its member's."""
+
 def table_write(file: RawFile, dset_id: str, data: object, at: int | None = None) -> int:
     """Writes the record batches of ``data`` (anything with
     ``__arrow_c_stream__``) to a 1-D columnar dataset from row ``at`` on,

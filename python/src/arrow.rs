@@ -153,7 +153,12 @@ pub(crate) fn restore_arrow_types<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
     types_json: &str,
+    dtype_json: &str,
 ) -> PyResult<Bound<'py, PyCapsule>> {
+    let dtype = serde_json::from_str(dtype_json)
+        .ok()
+        .and_then(|v| h5lake_types::Datatype::from_json(&v).ok())
+        .ok_or_else(|| PyValueError::new_err(format!("not an HDF5 type: {dtype_json:?}")))?;
     let types = match serde_json::from_str(types_json) {
         Ok(serde_json::Value::Object(m)) => m,
         _ => {
@@ -168,10 +173,10 @@ pub(crate) fn restore_arrow_types<'py>(
         .map(|b| {
             let b =
                 b.map_err(|e| PyValueError::new_err(format!("reading the Arrow stream: {e}")))?;
-            h5lake_columnar::restore_arrow_types(&b, &types).map_err(columnar_err)
+            h5lake_columnar::restore_arrow_types(&dtype, &b, &types).map_err(columnar_err)
         })
         .collect::<PyResult<Vec<_>>>()?;
-    let schema = h5lake_columnar::restore_arrow_types(&empty, &types)
+    let schema = h5lake_columnar::restore_arrow_types(&dtype, &empty, &types)
         .map_err(columnar_err)?
         .schema();
     export(py, schema, batches)

@@ -13,6 +13,7 @@ use arrow_array::{
 };
 use arrow_buffer::i256;
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
+use h5lake_types::Datatype;
 use serde_json::{Map, Value};
 
 use crate::{ColumnarError, Result};
@@ -55,14 +56,21 @@ pub fn parse_type_name(name: &str) -> Option<DataType> {
     }
 }
 
-/// `batch` with the columns `types` names (column → pyarrow type name)
-/// given those types: integers as temporal values or as a decimal's
-/// unscaled integers, byte strings padded back to their fixed size. Nulls
-/// stay null; other columns are left as they are.
+/// `batch` (columns of the members of the compound `dtype`) with the
+/// columns `types` names (column → pyarrow type name) given those types:
+/// integers as temporal values or as a decimal's unscaled integers, byte
+/// strings padded back to their fixed size. Nulls stay null; other columns
+/// are left as they are.
 ///
 /// # Errors
-/// A type name this mapping does not know; values that do not fit it.
-pub fn restore_arrow_types(batch: &RecordBatch, types: &Map<String, Value>) -> Result<RecordBatch> {
+/// A type name this mapping does not know; values that do not fit it; a
+/// fixed size that is not the member's own (`types` is an attribute anyone
+/// who may write the dataset may write: a wider size would pad every row).
+pub fn restore_arrow_types(
+    dtype: &Datatype,
+    batch: &RecordBatch,
+    types: &Map<String, Value>,
+) -> Result<RecordBatch> {
     if types.is_empty() {
         return Ok(batch.clone());
     }
@@ -81,6 +89,16 @@ pub fn restore_arrow_types(batch: &RecordBatch, types: &Map<String, Value>) -> R
                 field.name()
             ))
         })?;
+        if let DataType::FixedSizeBinary(n) = to {
+            let width = member_width(dtype, field.name());
+            if width != usize::try_from(n).ok() {
+                return Err(ColumnarError::Unsupported(format!(
+                    "arrow_types names {name} for column {:?}, whose values are {} bytes",
+                    field.name(),
+                    width.map_or_else(|| "not a fixed number of".to_string(), |w| w.to_string())
+                )));
+            }
+        }
         let col = as_type(col, &to).map_err(|e| {
             ColumnarError::Unsupported(format!("column {:?} as {name}: {e}", field.name()))
         })?;
@@ -88,6 +106,21 @@ pub fn restore_arrow_types(batch: &RecordBatch, types: &Map<String, Value>) -> R
         columns.push(col);
     }
     crate::batch_with_rows(Arc::new(Schema::new(fields)), columns, batch.num_rows())
+}
+
+/// The size of the fixed-length string or opaque member `name` of `dtype`.
+fn member_width(dtype: &Datatype, name: &str) -> Option<usize> {
+    let Datatype::Compound { fields, .. } = dtype else {
+        return None;
+    };
+    let member = &fields.iter().find(|f| f.name == name)?.dtype;
+    match member {
+        Datatype::String {
+            length: Some(_), ..
+        }
+        | Datatype::Opaque { .. } => member.fixed_size(),
+        _ => None,
+    }
 }
 
 fn as_type(col: &ArrayRef, to: &DataType) -> Result<ArrayRef> {
@@ -230,7 +263,15 @@ mod tests {
         .unwrap();
         let types = json!({"when": "timestamp[ms]", "day": "date32[day]",
                            "code": "fixed_size_binary[3]", "cents": "decimal128(10, 2)"});
-        let got = restore_arrow_types(&batch, types.as_object().unwrap()).unwrap();
+        let dtype = Datatype::from_json(&json!({"class": "H5T_COMPOUND", "fields": [
+            {"name": "when", "type": "H5T_STD_I64LE"},
+            {"name": "day", "type": "H5T_STD_I32LE"},
+            {"name": "code", "type": {"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII",
+                                      "strPad": "H5T_STR_NULLPAD", "length": 3}},
+            {"name": "cents", "type": "H5T_STD_I64LE"},
+            {"name": "other", "type": "H5T_STD_I64LE"}]}))
+        .unwrap();
+        let got = restore_arrow_types(&dtype, &batch, types.as_object().unwrap()).unwrap();
         let when = got
             .column(0)
             .as_any()
@@ -260,6 +301,16 @@ mod tests {
         assert!(cents.is_null(1));
         assert_eq!(got.schema().field(4).data_type(), &DataType::Int64);
         let bad = json!({"other": "no such type"});
-        assert!(restore_arrow_types(&batch, bad.as_object().unwrap()).is_err());
+        assert!(restore_arrow_types(&dtype, &batch, bad.as_object().unwrap()).is_err());
+        // A fixed size other than the member's own (it would pad every
+        // row to it), or on a member of no fixed size, is refused.
+        for wide in [
+            json!({"code": "fixed_size_binary[2000000]"}),
+            json!({"code": "fixed_size_binary[2]"}),
+            json!({"other": "fixed_size_binary[8]"}),
+        ] {
+            let err = restore_arrow_types(&dtype, &batch, wide.as_object().unwrap()).unwrap_err();
+            assert!(err.to_string().contains("bytes"), "{err}");
+        }
     }
 }

@@ -96,10 +96,38 @@ pub struct LinkedLayout {
     /// Shape of one source chunk (equal to the logical chunk without
     /// hyper-chunking).
     pub(crate) sub_chunk: Vec<u64>,
+    /// Most bytes one source chunk's entry may name (see [`max_entry`]).
+    max_entry: u64,
+}
+
+/// Most bytes a source chunk of `sub_chunk` elements of `elem_size` bytes
+/// can take in its file: its raw bytes, and room for what a filter adds
+/// when it cannot compress (deflate's block headers, a checksum). An entry
+/// naming more is damaged or hostile; reading it would allocate that much.
+fn max_entry(sub_chunk: &[u64], elem_size: usize) -> u64 {
+    let raw = sub_chunk
+        .iter()
+        .fold(elem_size as u64, |n, &d| n.saturating_mul(d));
+    raw.saturating_add(raw / 8).saturating_add(64 << 10)
 }
 
 fn u64s(v: Option<&Value>) -> Option<Vec<u64>> {
     v?.as_array()?.iter().map(Value::as_u64).collect()
+}
+
+/// Whether a source chunk's entry names bytes a chunk can hold (`why` not).
+fn check_entry(offset: u64, size: u64, max: u64) -> std::result::Result<(), String> {
+    if size > max {
+        return Err(format!(
+            "names a chunk of {size} bytes at {offset}; a chunk of this dataset takes at most {max}"
+        ));
+    }
+    if offset.checked_add(size).is_none() {
+        return Err(format!(
+            "names a chunk at byte {offset}, past the end of any file"
+        ));
+    }
+    Ok(())
 }
 
 fn pair(v: &Value) -> Option<(u64, u64)> {
@@ -134,6 +162,8 @@ impl LinkedLayout {
             stamp: None,
             index: LinkIndex::Parquet(Arc::new(source)),
             sub_chunk: chunk.to_vec(),
+            // (Row groups are read through their footers' own sizes.)
+            max_entry: u64::MAX,
         }
     }
 
@@ -173,6 +203,9 @@ impl LinkedLayout {
                 let (Some(offset), Some(size)) = (offset, size) else {
                     return Err(bad("needs offset and size"));
                 };
+                if offset.checked_add(size).is_none() {
+                    return Err(bad("has a byte range past the end of any file"));
+                }
                 let chunk = chunk_dims
                     .filter(|c| c.len() == dims.len())
                     .unwrap_or_else(|| contiguous_chunk_dims(dims, elem_size as u64, 4 << 20));
@@ -221,6 +254,12 @@ impl LinkedLayout {
                 "has hyper_dims, which need a chunk table (H5D_CHUNKED_REF_INDIRECT)",
             ));
         }
+        let max_entry = max_entry(&sub_chunk, elem_size);
+        if let LinkIndex::Inline(map) = &index {
+            for &(offset, size) in map.values() {
+                check_entry(offset, size, max_entry).map_err(|e| bad(&e))?;
+            }
+        }
         let stamp = layout.get("h5lake_stamp").and_then(|v| {
             let a = v.as_array()?;
             Some((a.first()?.as_u64()?, a.get(1)?.as_str()?.parse().ok()?))
@@ -231,6 +270,7 @@ impl LinkedLayout {
                 stamp,
                 index,
                 sub_chunk,
+                max_entry,
             },
             chunk,
         )))
@@ -370,6 +410,14 @@ fn read_ranges(file: &File, ranges: &[(u64, u64)]) -> Result<Vec<Vec<u8>>> {
                 "linked chunk bytes {start}..{end}: more than a chunk can hold ({MAX_LINKED_READ} bytes)"
             )));
         }
+        // Sizes come from the layout; a file shorter than they say fails
+        // here, before its claimed size is allocated.
+        let len = file.metadata().map(|md| md.len()).unwrap_or(u64::MAX);
+        if end > len {
+            return Err(EngineError::Corrupt(format!(
+                "linked file: its chunk index names bytes {start}..{end}, past its end ({len} bytes); was the file changed or truncated?"
+            )));
+        }
         let mut buf = Vec::new();
         buf.try_reserve_exact((end - start) as usize).map_err(|_| {
             EngineError::Invalid(format!(
@@ -396,6 +444,21 @@ impl Domain {
     /// The `(offset, size)` of each sub-chunk of the logical chunk `coords`
     /// (`None` where the source never allocated it).
     fn linked_entries(
+        &self,
+        m: &DatasetMeta,
+        link: &LinkedLayout,
+        coords: &[u64],
+    ) -> Result<Vec<Option<(u64, u64)>>> {
+        let entries = self.linked_entries_unchecked(m, link, coords)?;
+        for &(offset, size) in entries.iter().flatten() {
+            check_entry(offset, size, link.max_entry).map_err(|e| {
+                EngineError::Corrupt(format!("{}: the chunk index of {coords:?} {e}", m.id))
+            })?;
+        }
+        Ok(entries)
+    }
+
+    fn linked_entries_unchecked(
         &self,
         m: &DatasetMeta,
         link: &LinkedLayout,

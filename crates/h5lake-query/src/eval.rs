@@ -673,6 +673,11 @@ pub fn bound(node: &Node, leaves: &[Leaf], stats: &[Option<&LeafStats>]) -> Boun
         Node::Arith(op, a, b, _) => {
             let (al, ah, an) = numeric(bound(a, leaves, stats));
             let (bl, bh, bn) = numeric(bound(b, leaves, stats));
+            // (Before the test below: a power of NaN need not be NaN, as
+            // nan ** 0 and 1 ** nan are 1.)
+            if matches!(op, ArOp::Mod | ArOp::Pow) {
+                return ANY;
+            }
             if al > ah || bl > bh {
                 return Bound::Num {
                     lo: f64::INFINITY,
@@ -699,7 +704,7 @@ pub fn bound(node: &Node, leaves: &[Leaf], stats: &[Option<&LeafStats>]) -> Boun
                 ArOp::Mul => corners(|x, y| x * y),
                 ArOp::Div if bl <= 0.0 && bh >= 0.0 => ANY,
                 ArOp::Div => corners(|x, y| x / y),
-                ArOp::Mod | ArOp::Pow => ANY,
+                ArOp::Mod | ArOp::Pow => unreachable!("answered above"),
             }
         }
     }
@@ -767,7 +772,7 @@ mod tests {
             .collect()
     }
 
-    const EXPRS: [&str; 10] = [
+    const EXPRS: [&str; 12] = [
         "t > 5",
         "(x > 0.5) & (t < 1000)",
         "x * 2 - 1 >= t",
@@ -778,6 +783,8 @@ mod tests {
         "exp(x) <= 2 | log(u) > 1",
         "-t < -10 and not (x < 0)",
         "t % 7 == 3",
+        "x ** 0 == 1",
+        "(1 ** x == 1) & (x ** (u - u) > 0)",
     ];
 
     proptest! {
@@ -807,7 +814,10 @@ mod tests {
                     6 => t / (u + 1.0) > 3.0,
                     7 => x.exp() <= 2.0 || u.ln() > 1.0,
                     8 => -t < -10.0 && (x >= 0.0 || x.is_nan()),
-                    _ => (t as i64).rem_euclid(7) == 3,
+                    9 => (t as i64).rem_euclid(7) == 3,
+                    // (NaN ** 0 and 1 ** NaN are 1.)
+                    10 => x.powf(0.0) == 1.0,
+                    _ => 1f64.powf(x) == 1.0 && x.powf(u - u) > 0.0,
                 };
                 prop_assert_eq!(mask[i], want, "element {} of {}", i, EXPRS[k]);
             }
@@ -815,6 +825,15 @@ mod tests {
             let refs: Vec<Option<&LeafStats>> = stats.iter().map(Some).collect();
             if mask.iter().any(|&m| m) {
                 prop_assert!(may_match(&node, &l, &refs));
+            }
+            // A chunk of nothing but NaN in x: still kept where it matches.
+            let all_nan: Vec<(i64, f32, u8)> = vals.iter().map(|&(t, _, u)| (t, f32::NAN, u)).collect();
+            let data = rows_of(&all_nan);
+            let mask = eval(&node, &l, Rows { data: &data, size: 13, runs: &runs }).into_mask(vals.len());
+            let stats = compute(&l, &data, 13, &runs);
+            let refs: Vec<Option<&LeafStats>> = stats.iter().map(Some).collect();
+            if mask.iter().any(|&m| m) {
+                prop_assert!(may_match(&node, &l, &refs), "all-NaN chunk of {}", EXPRS[k]);
             }
         }
     }

@@ -104,7 +104,10 @@ impl ServerError {
 impl IntoResponse for ServerError {
     fn into_response(self) -> Response {
         let status = self.status();
-        let mut msg = self.to_string();
+        // Messages can quote what the client sent (a value, a path, a
+        // name): quoted whole, one large body would be answered twice over
+        // (error and message), outside the memory budget.
+        let mut msg = clipped(self.to_string(), MAX_MESSAGE_BYTES);
         if status.is_server_error() && status != StatusCode::SERVICE_UNAVAILABLE {
             // What failed inside the server (a store error naming its
             // files, a bug) is the operator's to read, not the client's: it
@@ -164,4 +167,37 @@ fn reason_phrase(msg: &str) -> String {
         s = "error".into();
     }
     s
+}
+
+/// Longest error message answered or logged, in bytes.
+const MAX_MESSAGE_BYTES: usize = 2048;
+
+/// `msg` cut to at most `max` bytes (on a character boundary), saying how
+/// much was left out.
+fn clipped(mut msg: String, max: usize) -> String {
+    if msg.len() <= max {
+        return msg;
+    }
+    let mut end = max;
+    while !msg.is_char_boundary(end) {
+        end -= 1;
+    }
+    let left = msg.len() - end;
+    msg.truncate(end);
+    msg.push_str(&format!("… ({left} bytes more)"));
+    msg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clipped;
+
+    #[test]
+    fn long_messages_are_clipped_on_a_character_boundary() {
+        assert_eq!(clipped("short".into(), 10), "short");
+        let long = "é".repeat(3000); // 6000 bytes
+        let cut = clipped(long, 2047);
+        assert!(cut.starts_with(&"é".repeat(1023)) && cut.ends_with("(3954 bytes more)"));
+        assert!(cut.len() < 2100);
+    }
 }

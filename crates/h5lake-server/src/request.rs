@@ -464,6 +464,112 @@ pub(crate) fn json_depth(v: &Value) -> usize {
     deepest
 }
 
+/// Longest name (an object key: a link's, an attribute's) or other text
+/// of a body's metadata, in bytes.
+pub(crate) const MAX_NAME_BYTES: usize = 64 << 10;
+/// Most bytes of text a body may add to the documents it changes: its
+/// names, paths, types and creation properties, not its values.
+pub(crate) const MAX_METADATA_BYTES: usize = 4 << 20;
+
+/// Checks the text of a body's metadata. Documents are read whole by every
+/// request on their object, so a few huge strings stored in one (a link
+/// name, a soft link's path, an unknown creation property) would cost
+/// every later request their size many times over. Values are exempt:
+/// `value`, `values` and `value_base64` at the top of the body or of an
+/// entry of its `attributes`, where data of any length belongs.
+///
+/// # Errors
+/// A name or text longer than [`MAX_NAME_BYTES`]; more metadata text in
+/// all than [`MAX_METADATA_BYTES`].
+pub(crate) fn check_metadata_text(body: &Value) -> Result<()> {
+    let is_value = |k: &str| matches!(k, "value" | "values" | "value_base64");
+    let mut total = 0usize;
+    // (Iterative, as json_depth.)
+    let mut stack: Vec<&Value> = Vec::new();
+    if let Value::Object(top) = body {
+        for (k, v) in top {
+            if k.len() > MAX_NAME_BYTES {
+                return Err(long_name(k.len()));
+            }
+            total += k.len();
+            if is_value(k) {
+                continue;
+            }
+            if k == "attributes" {
+                let entries: Vec<&Value> = match v {
+                    Value::Object(o) => {
+                        total += o.keys().map(String::len).sum::<usize>();
+                        if let Some(k) = o.keys().find(|k| k.len() > MAX_NAME_BYTES) {
+                            return Err(long_name(k.len()));
+                        }
+                        o.values().collect()
+                    }
+                    Value::Array(a) => a.iter().collect(),
+                    other => vec![other],
+                };
+                for e in entries {
+                    match e {
+                        Value::Object(o) => {
+                            for (k, v) in o {
+                                if k.len() > MAX_NAME_BYTES {
+                                    return Err(long_name(k.len()));
+                                }
+                                total += k.len();
+                                if !is_value(k) {
+                                    stack.push(v);
+                                }
+                            }
+                        }
+                        other => stack.push(other),
+                    }
+                }
+                continue;
+            }
+            stack.push(v);
+        }
+    } else {
+        stack.push(body);
+    }
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::String(t) => {
+                if t.len() > MAX_NAME_BYTES {
+                    return Err(bad(format!(
+                        "a text of {} bytes in the body's metadata (names, paths, types, creation \
+                         properties): at most {MAX_NAME_BYTES} bytes",
+                        t.len()
+                    )));
+                }
+                total += t.len();
+            }
+            Value::Array(a) => stack.extend(a),
+            Value::Object(o) => {
+                for (k, v) in o {
+                    if k.len() > MAX_NAME_BYTES {
+                        return Err(long_name(k.len()));
+                    }
+                    total += k.len();
+                    stack.push(v);
+                }
+            }
+            _ => total += 8,
+        }
+        if total > MAX_METADATA_BYTES {
+            return Err(ServerError::TooLarge(format!(
+                "the body's metadata (names, paths, types, creation properties) holds more than \
+                 {MAX_METADATA_BYTES} bytes of text; send fewer links or attributes at once"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn long_name(n: usize) -> ServerError {
+    bad(format!(
+        "a name of {n} bytes: names are at most {MAX_NAME_BYTES} bytes"
+    ))
+}
+
 /// Type JSON in canonical form: predefined names (`H5T_STD_I32LE`) become
 /// type objects; everything is checked by parsing it.
 ///

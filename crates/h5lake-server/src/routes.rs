@@ -332,6 +332,7 @@ pub(crate) fn parse_json_body(bytes: &[u8]) -> Result<Value> {
             "Unable to load JSON body: nested more than {MAX_BODY_DEPTH} levels deep"
         )));
     }
+    crate::request::check_metadata_text(&v)?;
     Ok(v)
 }
 

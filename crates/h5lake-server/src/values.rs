@@ -1076,18 +1076,6 @@ fn respond_arrow(app: &App, p: Plan) -> Result<Response> {
             .map(|(s, n)| Part::Elements(s, n))
             .collect(),
     };
-    let biggest = parts
-        .iter()
-        .map(|part| match part {
-            Part::Rows(r, _) => (r.end - r.start) as usize * row_bytes,
-            Part::Elements(_, n) => *n,
-        })
-        .max()
-        .unwrap_or(0);
-    // A slab read, its batch and its encoding, one being sent.
-    let held = app
-        .budget
-        .reserve_blocking(biggest.saturating_mul(4), "this Arrow answer")?;
     // What an answer of no rows holds: the schema.
     let empty = h5lake_columnar::rows_to_batch(&table, &[], 0)
         .and_then(|b| h5lake_columnar::present(&table, &b))
@@ -1102,7 +1090,29 @@ fn respond_arrow(app: &App, p: Plan) -> Result<Response> {
         .and_then(|a| a.get("value").and_then(Value::as_str).map(str::to_string))
         .and_then(|v| serde_json::from_str(&v).ok())
         .unwrap_or_default();
-    let empty = h5lake_columnar::restore_arrow_types(&empty, &kept).map_err(arrow)?;
+    let empty = h5lake_columnar::restore_arrow_types(&table, &empty, &kept).map_err(arrow)?;
+    // Restored columns can be wider than stored ones (a decimal256 of an
+    // int64: 4x), so the answer is counted at the wider of the two.
+    let restored_bytes: usize = empty
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.data_type().primitive_width().unwrap_or(0))
+        .sum();
+    let scale = restored_bytes.div_ceil(row_bytes).max(1);
+    let biggest = parts
+        .iter()
+        .map(|part| match part {
+            Part::Rows(r, _) => (r.end - r.start) as usize * row_bytes,
+            Part::Elements(_, n) => *n,
+        })
+        .max()
+        .unwrap_or(0);
+    // A slab read, its batch and its encoding, one being sent.
+    let held = app.budget.reserve_blocking(
+        biggest.saturating_mul(scale).saturating_mul(4),
+        "this Arrow answer",
+    )?;
     let read = move |part: &Part| -> Result<arrow_array::RecordBatch> {
         let batch = match part {
             Part::Rows(r, step) => {
@@ -1119,7 +1129,7 @@ fn respond_arrow(app: &App, p: Plan) -> Result<Response> {
             }
         };
         h5lake_columnar::present(&table, &batch)
-            .and_then(|b| h5lake_columnar::restore_arrow_types(&b, &kept))
+            .and_then(|b| h5lake_columnar::restore_arrow_types(&table, &b, &kept))
             .map_err(arrow)
     };
     // The schema comes with the first batch.

@@ -282,8 +282,11 @@ def _with_arrow_types(pa, dset, t):
     their Arrow types back (done in Rust, as the server does it)."""
     if "arrow_types" not in dset.attrs:
         return t
+    import json
     from .. import _core
-    cap = _core.restore_arrow_types(t, dset.attrs["arrow_types"])
+    from . import h5t
+    cap = _core.restore_arrow_types(t, dset.attrs["arrow_types"],
+                                    json.dumps(h5t.dtype_to_hsds(dset.dtype)))
     return pa.RecordBatchReader.from_stream(_Stream(cap)).read_all()
 
 
