@@ -893,3 +893,42 @@ def test_query_csv_writes_bytes_that_are_not_utf8_escaped(tmp_path):
                        capture_output=True)
     assert r.returncode == 0, r.stderr
     assert r.stdout.decode().splitlines() == ['"i","s"', '1,"caf\\xe9"']
+
+
+def test_powers_of_nan_chunks_are_not_skipped(tmp_path):
+    """nan ** 0 and 1 ** nan are 1 (numpy, C): a chunk of nothing but NaN
+    can match a condition with a power in it."""
+    x = np.array([np.nan] * 4 + [1., 2., 3., 4.])
+    with h5lake.File(tmp_path / "s.h5l", "w") as f:
+        d = f.create_dataset("a", data=x, chunks=(4,))
+        for cond, want in [("value ** 0 == 1", np.arange(8)), ("1 ** value == 1", np.arange(8)),
+                           ("value % 2 != value % 2", np.arange(4))]:
+            np.testing.assert_array_equal(d.get_where_list(cond), want, cond)
+
+
+def test_integers_past_i128_go_on_as_floats_never_wrapped(tmp_path):
+    t = np.full(100, 1_700_000_000_000_000_000, "i8")
+    with h5lake.File(tmp_path / "s.h5l", "w") as f:
+        d = f.create_dataset("t", data=t, chunks=(50,), stats={"ss": "sum(value ** 2)"})
+        exact = sum(int(v) ** 2 for v in t)          # past 2**127
+        got = d.stats(sel=np.s_[:])["functions"]["ss"]
+        assert isinstance(got, float) and math.isclose(got, exact, rel_tol=1e-12), got
+        b = f.create_dataset("b", data=np.array([2**62, 3], "i8"))
+        np.testing.assert_array_equal(b.get_where_list("value * value * value > 0"), [0, 1])
+        s = f.create_dataset("s", data=np.array([-19, 2], "i4"))
+        np.testing.assert_array_equal(s.get_where_list("value ** 31 < 0"), [0])
+        # Below 2**127 they stay exact (numpy would wrap at 64 bits).
+        m = f.create_dataset("m", data=np.array([2**63 - 1], "i8"))
+        np.testing.assert_array_equal(m.get_where_list("value + 1 > 0"), [0])
+
+
+def test_condvars_override_fields_of_the_same_name_as_in_pytables(tmp_path):
+    c = np.zeros(5, [("t", "i8"), ("x", "f8")])
+    c["t"] = np.arange(5)
+    c["x"] = 10
+    x = 100  # noqa: F841  (the caller's variables do not override fields)
+    with h5lake.File(tmp_path / "s.h5l", "w") as f:
+        d = f.create_dataset("d", data=c)
+        np.testing.assert_array_equal(d.get_where_list("t > x", condvars={"x": 2}), [3, 4])
+        np.testing.assert_array_equal(d.get_where_list("t > x"), [])
+        np.testing.assert_array_equal(d.get_where_list("t < x"), np.arange(5))

@@ -351,11 +351,13 @@ pub fn eval(node: &Node, leaves: &[Leaf], rows: Rows<'_>) -> Val {
         Node::Arith(op, a, b, ty) => {
             let (a, b) = (eval(a, leaves, rows), eval(b, leaves, rows));
             let op = *op;
-            if *ty == crate::expr::Ty::Float {
-                floats2(&a, &b, n, move |x, y| float_op(op, x, y))
-            } else {
-                ints2(&a, &b, n, move |x, y| int_op(op, x, y))
+            // Integers are exact up to i128; past it (an overflow here, or
+            // below) the values go on as floats, never wrapped.
+            if *ty == crate::expr::Ty::Float || a.is_float() || b.is_float() {
+                return floats2(&a, &b, n, move |x, y| float_op(op, x, y));
             }
+            ints2(&a, &b, n, move |x, y| int_op(op, x, y))
+                .unwrap_or_else(|| floats2(&a, &b, n, move |x, y| float_op(op, x, y)))
         }
     }
 }
@@ -391,18 +393,22 @@ fn float_op(op: ArOp, a: f64, b: f64) -> f64 {
     }
 }
 
-fn int_op(op: ArOp, a: i128, b: i128) -> i128 {
+/// `None` past i128.
+fn int_op(op: ArOp, a: i128, b: i128) -> Option<i128> {
     match op {
-        ArOp::Add => a.wrapping_add(b),
-        ArOp::Sub => a.wrapping_sub(b),
-        ArOp::Mul => a.wrapping_mul(b),
+        ArOp::Add => a.checked_add(b),
+        ArOp::Sub => a.checked_sub(b),
+        ArOp::Mul => a.checked_mul(b),
         // (Division is always a float: see `arith`.)
-        ArOp::Div => 0,
+        ArOp::Div => Some(0),
         // numpy gives 0 for x % 0.
-        ArOp::Mod if b == 0 => 0,
-        ArOp::Mod => a.rem_euclid(b) + if b < 0 && a.rem_euclid(b) != 0 { b } else { 0 },
-        ArOp::Pow if b < 0 => 0,
-        ArOp::Pow => a.wrapping_pow(u32::try_from(b).unwrap_or(u32::MAX)),
+        ArOp::Mod if b == 0 => Some(0),
+        ArOp::Mod => {
+            let r = a.checked_rem_euclid(b)?;
+            Some(if b < 0 && r != 0 { r + b } else { r })
+        }
+        ArOp::Pow if b < 0 => Some(0),
+        ArOp::Pow => a.checked_pow(u32::try_from(b).ok()?),
     }
 }
 
@@ -487,10 +493,11 @@ fn floats2(a: &Val, b: &Val, n: usize, f: impl Fn(f64, f64) -> f64) -> Val {
     }
 }
 
-fn ints2(a: &Val, b: &Val, n: usize, f: impl Fn(i128, i128) -> i128) -> Val {
+/// `None` if `f` is `None` for any element.
+fn ints2(a: &Val, b: &Val, n: usize, f: impl Fn(i128, i128) -> Option<i128>) -> Option<Val> {
     match pairwise(a, b, n, |x, y, i, j| f(x.i(i), y.i(j))) {
-        None => Val::Int(f(a.i(0), b.i(0))),
-        Some(v) => Val::Ints(v),
+        None => f(a.i(0), b.i(0)).map(Val::Int),
+        Some(v) => v.into_iter().collect::<Option<Vec<_>>>().map(Val::Ints),
     }
 }
 

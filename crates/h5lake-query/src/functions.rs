@@ -158,7 +158,13 @@ impl ChunkFunction {
         if n != 1 {
             match &mut s {
                 _ if n == 0 => s = self.empty(),
-                FnState::Sum(Num::Int(x)) => *x = x.saturating_mul(i128::from(n)),
+                // (Past i128, an exact sum would be a lie: a float is not.)
+                FnState::Sum(x @ Num::Int(_)) => {
+                    let Num::Int(v) = *x else { unreachable!() };
+                    *x = v
+                        .checked_mul(i128::from(n))
+                        .map_or_else(|| Num::Float(v as f64 * n as f64), Num::Int);
+                }
                 FnState::Sum(Num::Float(x)) => *x *= n as f64,
                 FnState::Count(c) => *c *= n,
                 FnState::Mean { sum, count } => {
@@ -192,7 +198,9 @@ impl ChunkFunction {
             }
             (FnState::Sum(a), FnState::Sum(b)) => {
                 *a = match (*a, *b) {
-                    (Num::Int(p), Num::Int(q)) => Num::Int(p.saturating_add(q)),
+                    (Num::Int(p), Num::Int(q)) => p
+                        .checked_add(q)
+                        .map_or_else(|| Num::Float(p as f64 + q as f64), Num::Int),
                     (p, q) => Num::Float(p.as_f64() + q.as_f64()),
                 }
             }

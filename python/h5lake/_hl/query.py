@@ -298,10 +298,11 @@ def _literal(name, value):
 
 
 def bind(dset, condition, condvars=None, frame=None):
-    """``condition`` with each name that is no field of ``dset`` replaced
-    by its value (as PyTables binds them): from ``condvars``, else from the
-    calling frame's local and global variables. Names found nowhere are
-    left for the parser to report."""
+    """``condition`` with its names bound as PyTables binds them: a name in
+    ``condvars`` is replaced by its value (even a field's name); other
+    names of fields stay; the rest are replaced by values of the calling
+    frame's local and global variables when ``condvars`` is not given.
+    Names found nowhere are left for the parser to report."""
     if not isinstance(condition, str):
         return condition
     if condvars is not None and not isinstance(condvars, dict):
@@ -328,7 +329,12 @@ def bind(dset, condition, condvars=None, frame=None):
             continue
         name, i = m.group(0), m.end()
         rest = condition[i:].lstrip()
-        if name in fields or name.lower() in _LITERAL_NAMES or rest.startswith("("):
+        if rest.startswith("(") or (name.lower() in _LITERAL_NAMES and name not in (condvars or {})):
+            out.append(name)
+            continue
+        # (condvars override fields of the same name, as in PyTables; the
+        # caller's variables do not.)
+        if name in fields and name not in (condvars or {}):
             out.append(name)
             continue
         scopes = [condvars] if condvars is not None else \
