@@ -932,3 +932,45 @@ def test_condvars_override_fields_of_the_same_name_as_in_pytables(tmp_path):
         np.testing.assert_array_equal(d.get_where_list("t > x", condvars={"x": 2}), [3, 4])
         np.testing.assert_array_equal(d.get_where_list("t > x"), [])
         np.testing.assert_array_equal(d.get_where_list("t < x"), np.arange(5))
+
+
+def test_query_cli_edges_coords_named_like_fields_empty_answers_and_existing_files(tmp_path):
+    pcsv = pytest.importorskip("pyarrow.csv")
+    import io
+    store = tmp_path / "e.h5l"
+    c = np.zeros(4, [("dim0", "i4"), ("x", "f8"), ("arr", "i4", (2,))])
+    c["dim0"] = [10, 20, 30, 40]
+    c["x"] = [1, 2, 3, 4]
+    with h5lake.File(str(store), "w") as f:
+        f.create_dataset("t", data=c)
+        f.create_dataset("v", data=np.arange(4.0))
+        f.create_dataset("nf", data=np.array([np.nan, np.inf, -np.inf, 1.0, 2.0, 3.0]), chunks=(2,))
+    # A field named dim0 keeps its values; the coordinates take _dim0.
+    r = _cli("query", "-q", str(store / "t"), "x > 2", "--coords")
+    assert r.returncode == 0, r.stderr
+    rows = pcsv.read_csv(io.BytesIO(r.stdout.encode()))
+    assert rows.column("_dim0").to_pylist() == [2, 3] and rows.column("dim0").to_pylist() == [30, 40]
+    # Nothing matching is an empty answer, not a crash.
+    for argv in (["t", "x > 5"], ["v", "value > 5", "--coords"]):
+        r = _cli("query", "-q", str(store / argv[0]), *argv[1:])
+        assert r.returncode == 0, (argv, r.stderr)
+    r = _cli("query", "-q", str(store / "t"), "x > 5", "-o", str(tmp_path / "none.csv"))
+    assert r.returncode == 0 and (tmp_path / "none.csv").exists(), r.stderr
+    # An existing output is kept unless --force.
+    keep = tmp_path / "keep.csv"
+    keep.write_text("precious\n")
+    r = _cli("query", "-q", str(store / "t"), "x > 2", "-o", str(keep))
+    assert r.returncode == 2 and "--force" in r.stderr and keep.read_text() == "precious\n"
+    r = _cli("query", "-q", str(store / "t"), "x > 2", "-o", str(keep), "--force")
+    assert r.returncode == 0 and "precious" not in keep.read_text()
+    # --json is strict JSON: non-finite values as strings.
+    r = _cli("stats", "--json", str(store / "nf"))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout, parse_constant=lambda t: pytest.fail(f"bare {t} in JSON"))
+    assert doc["total"]["fields"]["value"]["max"] == "Infinity"
+    r = _cli("query", str(tmp_path / "e.h5l"), "x > 1")
+    assert r.returncode == 2
+    with h5lake.File(str(store), "r+") as f:
+        f.create_group("grp")
+    r = _cli("stats", str(store / "grp"))
+    assert r.returncode == 2 and "/grp is a group, not a dataset" in r.stderr, r.stderr

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import signal
@@ -128,7 +129,8 @@ def _dataset_in(path, mode):
     obj = f[inner]
     if not isinstance(obj, h5lake.Dataset):
         f.close()
-        raise TypeError(f"{path}: {obj.name} is not a dataset")
+        kind = "a group" if isinstance(obj, h5lake.Group) else type(obj).__name__
+        raise TypeError(f"{path}: /{inner.strip('/')} is {kind}, not a dataset")
     return f, obj
 
 
@@ -152,7 +154,8 @@ def _stats(args):
         table = dset.stats()
         total = dset.stats(sel=Ellipsis)
         if args.json:
-            print(json.dumps({"chunks": table.to_pylist(), "total": total}, indent=2, default=str))
+            print(json.dumps(_strict_json({"chunks": table.to_pylist(), "total": total}),
+                             indent=2, default=str, allow_nan=False))
             return 0
         names = [c for c in table.column_names if c not in ("chunk",)]
         print("\t".join(["chunk"] + names))
@@ -166,6 +169,19 @@ def _stats(args):
         print(f"({total['chunks_from_stats']} chunks answered from statistics, "
               f"{total['chunks_read']} read)", file=sys.stderr)
     return 0
+
+
+def _strict_json(v):
+    """``v`` with its non-finite floats as the strings ``"NaN"``,
+    ``"Infinity"`` and ``"-Infinity"``: JSON has no such numbers, and
+    strict parsers refuse Python's bare tokens."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return "NaN" if v != v else ("Infinity" if v > 0 else "-Infinity")
+    if isinstance(v, dict):
+        return {k: _strict_json(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_strict_json(x) for x in v]
+    return v
 
 
 def _build_stats(args):
@@ -207,7 +223,7 @@ def _flat_for_csv(pa, t):
                 width = kind.list_size
                 for i in range(width):
                     names.append(f"{name}[{i}]")
-                    cols.append(flat.take(pa.array(range(i, len(flat), width))))
+                    cols.append(flat.take(pa.array(range(i, len(flat), width), pa.int64())))
                 changed = True
             elif pa.types.is_binary(kind) or pa.types.is_fixed_size_binary(kind) \
                     or pa.types.is_large_binary(kind):
@@ -256,13 +272,19 @@ def _query(args):
         # One query for the matches and their coordinates.
         coords, found = query._found(dset, args.expression, None, names)
         coords = coords if args.coords else None
+        rank = max(len(dset.shape), 1)
     import pyarrow as pa
     from ._hl.table import _column
     columns = {}
     if coords is not None:
-        coords = np.asarray(coords).reshape(len(found), -1)
-        for i in range(coords.shape[1]):
-            columns[f"dim{i}"] = coords[:, i]
+        coords = np.asarray(coords).reshape(len(found), rank)
+        taken = set(found.dtype.names or ("value",))
+        for i in range(rank):
+            # (dim0, dim1, …; with a leading _ where a field has the name.)
+            name = f"dim{i}"
+            while name in taken:
+                name = "_" + name
+            columns[name] = coords[:, i]
     if found.dtype.names is None:
         columns["value"] = found
     else:
@@ -270,6 +292,8 @@ def _query(args):
             columns[name] = found[name]
     t = pa.table({k: _column(pa, np.ascontiguousarray(v)) for k, v in columns.items()})
     out = args.output
+    if out not in (None, "-") and os.path.exists(out) and not args.force:
+        raise FileExistsError(17, f"{out} exists (pass --force to replace it)")
     if out is None or out == "-":
         import pyarrow.csv as pcsv
         pcsv.write_csv(_flat_for_csv(pa, t), sys.stdout.buffer)
@@ -557,9 +581,12 @@ def build_parser():
                    help="a condition over the fields, e.g. '(x > 0.5) & (id < 100)' "
                         "(a non-compound dataset's elements are named value)")
     p.add_argument("--fields", metavar="A,B", help="only these fields (default: all)")
-    p.add_argument("--coords", action="store_true", help="also output each match's coordinates")
+    p.add_argument("--coords", action="store_true",
+                   help="also output each match's coordinates, as columns dim0, dim1, … "
+                        "(_dim0 where a field is named dim0)")
     p.add_argument("-o", "--output", metavar="FILE",
                    help="write FILE.parquet or FILE.csv (default: CSV on stdout)")
+    p.add_argument("--force", action="store_true", help="replace FILE if it exists")
     _quiet(p)
 
     p = _command(commands, "serve", _serve,
