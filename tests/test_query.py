@@ -974,3 +974,52 @@ def test_query_cli_edges_coords_named_like_fields_empty_answers_and_existing_fil
         f.create_group("grp")
     r = _cli("stats", str(store / "grp"))
     assert r.returncode == 2 and "/grp is a group, not a dataset" in r.stderr, r.stderr
+
+
+def test_pytables_positional_forms_and_variables_in_arrow_conditions(tmp_path):
+    tables = pytest.importorskip("tables")
+    c = np.zeros(50, [("t", "i8"), ("x", "f8")])
+    c["t"] = np.arange(50)
+    c["x"] = np.arange(50) * 0.5
+    with h5lake.File(tmp_path / "s.h5l", "w") as f, \
+            tables.open_file(str(tmp_path / "s.h5"), "w") as h:
+        d = f.create_dataset("d", data=c, chunks=(10,))
+        T = h.create_table("/", "t", c)
+        cv = {"lim": 5}
+        np.testing.assert_array_equal(d.read_where("t > lim", cv, "x"),
+                                      T.read_where("t > lim", cv, "x"))
+        np.testing.assert_array_equal(d.read_where("t > lim", cv, "x", 10, 40, 3),
+                                      T.read_where("t > lim", cv, "x", 10, 40, 3))
+        np.testing.assert_array_equal(d.get_where_list("t > lim", cv, False, 10, 40, 3),
+                                      T.get_where_list("t > lim", cv, False, 10, 40, 3))
+        assert [r["t"] for r in d.where("t > lim", cv, 10, 20)] == \
+            [r["t"] for r in T.where("t > lim", cv, 10, 20)]
+        # h5lake's own order still works, and too many arguments are named.
+        assert d.read_where("t > 45", ["t"]).dtype.names == ("t",)
+        with pytest.raises(TypeError, match="positional"):
+            d.where("t > 1", cv, 1, 2, 3, 4)
+        # Conditions of to_arrow & co. see the caller's variables, or condvars.
+        lim = 47  # noqa: F841
+        assert d.to_arrow(where="t > lim")["t"].to_pylist() == [48, 49]
+        assert d.to_pandas(where="t > lim", condvars={"lim": 48})["t"].tolist() == [49]
+        assert d.to_arrow(where="t > 48", fields=["x"]).column_names == ["x"]
+
+
+def test_mean_of_nothing_is_nan_with_numpys_warning(tmp_path):
+    with h5lake.File(tmp_path / "s.h5l", "w") as f:
+        d = f.create_dataset("d", data=np.arange(10.0), chunks=(5,))
+        e = f.create_dataset("e", shape=(0,), dtype="f8")
+        for v, sel in ((d, np.s_[3:3]), (e, None)):
+            with pytest.warns(RuntimeWarning, match="Mean of empty slice"):
+                assert math.isnan(v.mean(sel=sel))
+            assert v.sum(sel=sel) == 0 and v.count(sel=sel) == 0
+            with pytest.raises(ValueError):
+                v.min(sel=sel)
+
+
+def test_astype_to_numpy_unicode_is_refused_as_h5py_refuses_it(tmp_path):
+    with h5lake.File(tmp_path / "s.h5l", "w") as f:
+        d = f.create_dataset("s", data=["héllo", "x"], dtype=h5lake.string_dtype())
+        with pytest.raises(TypeError, match="No conversion path.*asstr"):
+            d.astype("U10")[()]
+        assert list(d.asstr()[()]) == ["héllo", "x"]

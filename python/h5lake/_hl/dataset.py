@@ -779,6 +779,17 @@ class _DirectReader:
 # Dataset
 # ---------------------------------------------------------------------------
 
+
+def _positional(method, args, ours, pytables):
+    """The names of ``method``'s positional arguments after the condition:
+    ``ours``, or PyTables' order ``pytables`` (``condvars`` first) when the
+    first is a dict or there are more than ``ours`` holds."""
+    names = pytables if args and (isinstance(args[0], dict) or len(args) > len(ours)) else ours
+    if len(args) > len(names):
+        raise TypeError(f"{method}() takes at most {len(names) + 1} positional arguments "
+                        f"({len(args) + 1} given)")
+    return dict(zip(names, args))
+
 class Dataset(HLObject):
     """An HDF5 dataset."""
 
@@ -965,14 +976,20 @@ class Dataset(HLObject):
         from . import daskio
         return daskio.to_dask(self, chunks, name)
 
-    def to_arrow(self, sel=None, fields=None, where=None):
+    def to_arrow(self, sel=None, fields=None, where=None, *, condvars=None):
         """The selection ``sel`` (an index expression, default everything)
         of the members ``fields`` (default all) as a ``pyarrow.Table``: one
         column per member for a compound dataset, one column ``value`` for
         any other; rows in C order of the selected elements. With ``where``
-        (a condition, as for :meth:`read_where`; ``sel`` then a box), only
-        the elements where it holds, from the chunks that can hold them."""
-        from . import table
+        (a condition, as for :meth:`read_where`, its variables from
+        ``condvars`` or the caller's; ``sel`` then a box), only the elements
+        where it holds, from the chunks that can hold them."""
+        return self._to_arrow(sel, fields, where, condvars, sys._getframe(1))
+
+    def _to_arrow(self, sel, fields, where, condvars, frame):
+        from . import query, table
+        if where is not None:
+            where = query.bind(self, where, condvars, frame)
         return table.to_arrow(self, sel, fields, where)
 
     def append(self, data):
@@ -1047,7 +1064,7 @@ class Dataset(HLObject):
         from . import query
         return query.field_stat(self, "count", field, sel)
 
-    def read_where(self, condition, fields=None, sel=None, *, condvars=None, field=None,
+    def read_where(self, condition, *args, fields=None, sel=None, condvars=None, field=None,
                    start=None, stop=None, step=None):
         """The elements where ``condition`` holds (PyTables' name), in C
         order, as an array of the dataset's type (or of ``fields``; one
@@ -1057,10 +1074,19 @@ class Dataset(HLObject):
         As in PyTables, a name in ``condition`` that is no field takes its
         value from ``condvars`` (a dict), else from the caller's variables;
         ``start``/``stop``/``step`` limit a 1-D dataset's rows (``sel=``
-        takes a box of any rank instead)."""
+        takes a box of any rank instead). Positional arguments after
+        ``condition`` are ``fields, sel``, or PyTables' ``condvars, field,
+        start, stop, step`` when the first is a dict (or there are more
+        than two)."""
         from . import query
-        if isinstance(fields, dict) and condvars is None:   # PyTables' order
-            fields, condvars = None, fields
+        given = _positional("read_where", args, ("fields", "sel"),
+                            ("condvars", "field", "start", "stop", "step"))
+        fields = given.get("fields", fields)
+        sel = given.get("sel", sel)
+        condvars = given.get("condvars", condvars)
+        field = given.get("field", field)
+        start, stop, step = (given.get(k, v) for k, v in
+                             (("start", start), ("stop", stop), ("step", step)))
         if field is not None:
             if fields is not None:
                 raise TypeError("give fields= or field=, not both")
@@ -1069,37 +1095,48 @@ class Dataset(HLObject):
         sel, keep = query.rows_of(self, sel, start, stop, step)
         return query.read_where(self, cond, fields, sel, keep)
 
-    def get_where_list(self, condition, sel=None, *, condvars=None, sort=False,
+    def get_where_list(self, condition, *args, sel=None, condvars=None, sort=False,
                        start=None, stop=None, step=None):
         """Coordinates of the elements where ``condition`` holds: row
         numbers for a 1-D dataset, an ``(n, rank)`` array otherwise (in C
         order, so already sorted). ``condvars``, ``start``/``stop``/``step``
-        as for :meth:`read_where`."""
+        as for :meth:`read_where`; positional arguments are ``sel``, or
+        PyTables' ``condvars, sort, start, stop, step``."""
         from . import query
-        if isinstance(sel, dict) and condvars is None:      # PyTables' order
-            sel, condvars = None, sel
+        given = _positional("get_where_list", args, ("sel",),
+                            ("condvars", "sort", "start", "stop", "step"))
+        sel = given.get("sel", sel)
+        condvars = given.get("condvars", condvars)
+        start, stop, step = (given.get(k, v) for k, v in
+                             (("start", start), ("stop", stop), ("step", step)))
         cond = query.bind(self, condition, condvars, sys._getframe(1))
         sel, keep = query.rows_of(self, sel, start, stop, step)
         return query.get_where_list(self, cond, sel, keep)
 
-    def where(self, condition, sel=None, *, condvars=None, start=None, stop=None, step=None):
+    def where(self, condition, *args, sel=None, condvars=None, start=None, stop=None,
+              step=None):
         """Iterator over the elements where ``condition`` holds, in C order
-        (``condvars``, ``start``/``stop``/``step`` as for :meth:`read_where`)."""
+        (``condvars``, ``start``/``stop``/``step`` as for :meth:`read_where`;
+        positional arguments are ``sel``, or PyTables' ``condvars, start,
+        stop, step``)."""
         from . import query
-        if isinstance(sel, dict) and condvars is None:      # PyTables' order
-            sel, condvars = None, sel
+        given = _positional("where", args, ("sel",), ("condvars", "start", "stop", "step"))
+        sel = given.get("sel", sel)
+        condvars = given.get("condvars", condvars)
+        start, stop, step = (given.get(k, v) for k, v in
+                             (("start", start), ("stop", stop), ("step", step)))
         cond = query.bind(self, condition, condvars, sys._getframe(1))
         sel, keep = query.rows_of(self, sel, start, stop, step)
         return query.where(self, cond, sel, keep)
 
-    def to_pandas(self, sel=None, fields=None, where=None):
+    def to_pandas(self, sel=None, fields=None, where=None, *, condvars=None):
         """:meth:`to_arrow` as a ``pandas.DataFrame``."""
-        return self.to_arrow(sel, fields, where).to_pandas()
+        return self._to_arrow(sel, fields, where, condvars, sys._getframe(1)).to_pandas()
 
-    def to_polars(self, sel=None, fields=None, where=None):
+    def to_polars(self, sel=None, fields=None, where=None, *, condvars=None):
         """:meth:`to_arrow` as a ``polars.DataFrame``."""
         import polars
-        return polars.from_arrow(self.to_arrow(sel, fields, where))
+        return polars.from_arrow(self._to_arrow(sel, fields, where, condvars, sys._getframe(1)))
 
     @property
     def _fast_reader(self):
@@ -1202,6 +1239,11 @@ class Dataset(HLObject):
         dtype = np.dtype(dtype)
         if dtype == self.dtype:
             return self
+        if dtype.kind == "U":
+            # (h5py's answer: HDF5 has no type for numpy's UCS-4 strings;
+            # .asstr() decodes by the dataset's own encoding.)
+            raise TypeError(f"No conversion path for dtype: {dtype!r} (use .asstr() to read "
+                            "text as str)")
         if dtype.kind == "T" and h5t.check_string_dtype(self.dtype) is None:
             raise TypeError(f"dset.astype({dtype}) can only be used on datasets with "
                             "an HDF5 string datatype")

@@ -209,6 +209,11 @@ def field_stat(dset, stat, field=None, selection=None):
     if s["count"] == 0:
         if stat == "sum":
             return 0
+        if stat == "mean":
+            # (numpy's answer and warning for the mean of nothing.)
+            import warnings
+            warnings.warn("Mean of empty slice.", RuntimeWarning, stacklevel=3)
+            return math.nan
         raise ValueError(f"{stat}() of an empty selection")
     if s["nan_count"]:
         return math.nan
