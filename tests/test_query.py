@@ -1023,3 +1023,15 @@ def test_astype_to_numpy_unicode_is_refused_as_h5py_refuses_it(tmp_path):
         with pytest.raises(TypeError, match="No conversion path.*asstr"):
             d.astype("U10")[()]
         assert list(d.asstr()[()]) == ["héllo", "x"]
+
+
+def test_what_keeps_no_statistics_is_named_for_what_it_is(tmp_path):
+    with h5lake.File(tmp_path / "s.h5l", "w") as f:
+        cx = f.create_dataset("cx", data=np.arange(4) * (1 + 1j))
+        t = f.create_dataset("t", data=np.zeros(3, [("a", "i4"), ("arr", "i4", (2,)), ("s", "S4")]))
+        ld = f.create_dataset("ld", data=np.zeros(3, np.longdouble))
+        for call, msg in [(cx.sum, "complex numbers"), (lambda: t.sum("arr"), "array member"),
+                          (lambda: t.sum("nope"), "the numeric fields are a$"),
+                          (ld.mean, "keep no statistics")]:
+            with pytest.raises(ValueError, match=msg):
+                call()

@@ -179,6 +179,16 @@ def _leaf(dset, field):
     return field
 
 
+def _member_dtype(dt, path):
+    """The type of the member ``path`` (dotted for nested members) of the
+    compound ``dt``; None if there is none."""
+    for part in path.split("."):
+        if dt.names is None or part not in dt.names:
+            return None
+        dt = dt[part]
+    return dt
+
+
 def _numeric_names(dt, prefix=""):
     out = []
     for n in dt.names:
@@ -196,10 +206,22 @@ def field_stat(dset, stat, field=None, selection=None):
     (numpy's ``nanmin`` etc. are ``stats(...)["min"]``); ``count`` is the
     number of values other than NaN."""
     name = _leaf(dset, field)
+    dt = dset.dtype
+    if dt.names is None and dt.kind == "c":
+        raise ValueError(f"{dset.name} holds complex numbers, which keep no statistics: "
+                         f"numpy.{stat}(dset) reduces the values read")
     fields = aggregate(dset, selection)["fields"]
     if name not in fields:
+        member = _member_dtype(dt, name)
+        if member is not None and member.shape != ():
+            raise ValueError(f"{name!r} is an array member: statistics are kept of scalar "
+                             f"members only (numpy.{stat}(dset[{name!r}]) reduces its values)")
+        if dt.names is None:
+            raise ValueError(f"{dset.name}: values of type {dt} keep no statistics: "
+                             f"numpy.{stat}(dset) reduces the values read")
+        numeric = _numeric_names(dt)
         raise ValueError(f"no numeric field {name!r}; the numeric fields are "
-                         f"{', '.join(fields) or 'none'}")
+                         f"{', '.join(numeric) or 'none'}")
     s = fields[name]
     kind = _leaf_dtype(dset.dtype, name)
     if kind.kind not in "biuf":
