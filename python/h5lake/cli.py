@@ -163,6 +163,9 @@ def _stats(args):
             print("\t".join(str(row[c]) for c in ["chunk"] + names))
         print()
         for name, s in total["fields"].items():
+            if s.get("min") is None:
+                # (Text, or nothing counted: no bounds, and no sum to show.)
+                s = {k: v for k, v in s.items() if k not in ("min", "max", "sum", "mean")}
             print(f"{name}: " + ", ".join(f"{k} {v}" for k, v in s.items()))
         for name, v in total["functions"].items():
             print(f"{name}: {v}")
@@ -266,9 +269,11 @@ def _query(args):
             raise TypeError(f"{args.path}: name a dataset (store/path/to/dataset)")
         fields = args.fields.split(",") if args.fields else None
         from ._hl import query
-        names = fields if fields is not None or dset.dtype.names is None else list(dset.dtype.names)
         if fields is not None and dset.dtype.names is None:
-            raise ValueError(f"{dset.name} has no fields")
+            if fields != ["value"]:
+                raise ValueError(f"{dset.name} has no fields (its elements are named value)")
+            fields = None
+        names = fields if fields is not None or dset.dtype.names is None else list(dset.dtype.names)
         # One query for the matches and their coordinates.
         coords, found = query._found(dset, args.expression, None, names)
         coords = coords if args.coords else None
