@@ -271,6 +271,14 @@ def restore_arrow_types(data: object, types_json: str, dtype_json: str) -> objec
     unknown type name, values that do not fit it, or a fixed size that is
     not its member's."""
 
+def pooled_empty(shape: object, dtype: object) -> object:
+    """``numpy.empty(shape, dtype)`` whose data comes from h5lake's pool of
+    read buffers (pages already touched, reused once an array is freed);
+    from ``malloc`` below 4 MiB or with ``$H5LAKE_READ_POOL=0``."""
+
+def pool_state() -> tuple[int, int, int]:
+    """(bytes handed out, bytes kept for reuse, most bytes kept) of the pool."""
+
 def table_write(file: RawFile, dset_id: str, data: object, at: int | None = None) -> int:
     """Writes the record batches of ``data`` (anything with
     ``__arrow_c_stream__``) to a 1-D columnar dataset from row ``at`` on,

@@ -1329,6 +1329,7 @@ fn delete_domain(py: Python<'_>, url: &str) -> PyResult<()> {
 }
 
 mod arrow;
+mod pool;
 
 /// A progress bar on stderr, drawn as the Rust side draws its own (for
 /// long work driven from Python, such as linking many files).
@@ -1373,6 +1374,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(arrow::table_read, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::table_write, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::restore_arrow_types, m)?)?;
+    m.add_function(wrap_pyfunction!(pool::pooled_empty, m)?)?;
+    m.add_function(wrap_pyfunction!(pool::pool_state, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

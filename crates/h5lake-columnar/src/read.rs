@@ -1074,12 +1074,83 @@ fn tile_k<const W: usize, const K: usize>(from: [&[u8]; K], rows: &mut [u8]) {
         let (values, _) = m[..n * W].as_chunks::<W>();
         values
     });
+    let mut done = 0;
+    #[cfg(target_arch = "x86_64")]
+    if W == 4 && K == 8 && std::arch::is_x86_feature_detected!("avx2") {
+        let cols: [&[u8]; 8] = std::array::from_fn(|j| from[j % K].as_flattened());
+        // SAFETY: AVX2 is present (checked above); every column holds `n`
+        // values of 4 bytes and `rows` `n` rows of 32.
+        done = unsafe { transpose_8x4_avx2(&cols, rows.as_mut_ptr(), n) };
+    }
     let (out, _) = rows.as_chunks_mut::<W>();
+    let out = &mut out[done * K..];
     for (r, row) in out.chunks_exact_mut(K).enumerate() {
+        let r = r + done;
         for (j, slot) in row.iter_mut().enumerate() {
-            *slot = from[j][r];
+            // SAFETY: r < n, and every member holds n values (cut above).
+            *slot = unsafe { *from[j].get_unchecked(r) };
         }
     }
+}
+
+/// Rows of eight 4-byte members from their columns, eight rows at a time
+/// as an 8x8 transpose in registers; stores bypass the cache when the
+/// rows are aligned for it (a big read's output is not read back soon, and
+/// a cached store would first read each line it writes). Returns the rows
+/// written (a multiple of 8; the caller writes the rest).
+///
+/// # Safety
+/// AVX2 must be present; each of `cols` holds at least `n` 4-byte values
+/// and `out` at least `n` rows of 32 bytes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn transpose_8x4_avx2(cols: &[&[u8]; 8], out: *mut u8, n: usize) -> usize {
+    use std::arch::x86_64::*;
+    let blocks = n / 8;
+    let stream = (out as usize) % 32 == 0;
+    for b in 0..blocks {
+        let at = b * 32;
+        let a: [__m256i; 8] =
+            std::array::from_fn(|j| _mm256_loadu_si256(cols[j].as_ptr().add(at) as *const __m256i));
+        let t0 = _mm256_unpacklo_epi32(a[0], a[1]);
+        let t1 = _mm256_unpackhi_epi32(a[0], a[1]);
+        let t2 = _mm256_unpacklo_epi32(a[2], a[3]);
+        let t3 = _mm256_unpackhi_epi32(a[2], a[3]);
+        let t4 = _mm256_unpacklo_epi32(a[4], a[5]);
+        let t5 = _mm256_unpackhi_epi32(a[4], a[5]);
+        let t6 = _mm256_unpacklo_epi32(a[6], a[7]);
+        let t7 = _mm256_unpackhi_epi32(a[6], a[7]);
+        let u0 = _mm256_unpacklo_epi64(t0, t2);
+        let u1 = _mm256_unpackhi_epi64(t0, t2);
+        let u2 = _mm256_unpacklo_epi64(t1, t3);
+        let u3 = _mm256_unpackhi_epi64(t1, t3);
+        let u4 = _mm256_unpacklo_epi64(t4, t6);
+        let u5 = _mm256_unpackhi_epi64(t4, t6);
+        let u6 = _mm256_unpacklo_epi64(t5, t7);
+        let u7 = _mm256_unpackhi_epi64(t5, t7);
+        let rows = [
+            _mm256_permute2x128_si256(u0, u4, 0x20),
+            _mm256_permute2x128_si256(u1, u5, 0x20),
+            _mm256_permute2x128_si256(u2, u6, 0x20),
+            _mm256_permute2x128_si256(u3, u7, 0x20),
+            _mm256_permute2x128_si256(u0, u4, 0x31),
+            _mm256_permute2x128_si256(u1, u5, 0x31),
+            _mm256_permute2x128_si256(u2, u6, 0x31),
+            _mm256_permute2x128_si256(u3, u7, 0x31),
+        ];
+        let dst = out.add(b * 256) as *mut __m256i;
+        for (i, row) in rows.into_iter().enumerate() {
+            if stream {
+                _mm256_stream_si256(dst.add(i), row);
+            } else {
+                _mm256_storeu_si256(dst.add(i), row);
+            }
+        }
+    }
+    if stream {
+        _mm_sfence();
+    }
+    blocks * 8
 }
 
 /// Writes `fill` (one element; zero bytes when empty) into each element of
@@ -1414,6 +1485,12 @@ mod tests {
             let mut got = vec![0xAAu8; n * size];
             interleave(&columns, &mut got, size);
             assert!(got == want, "{k} members of {w} bytes");
+            // Rows not aligned for streaming stores (and aligned ones).
+            for shift in [4usize, 32 - (got.as_ptr() as usize % 32)] {
+                let mut off = vec![0xAAu8; n * size + shift];
+                interleave(&columns, &mut off[shift..], size);
+                assert!(off[shift..] == want[..] && off[..shift].iter().all(|&b| b == 0xAA));
+            }
             // With a gap in the row, the members do not tile it.
             let mut wide = vec![0xAAu8; n * (size + 1)];
             interleave(&columns, &mut wide, size + 1);

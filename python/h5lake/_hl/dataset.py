@@ -20,6 +20,7 @@ import warnings
 
 import numpy as np
 
+from .. import _core
 from ..h5py_warnings import H5pyDeprecationWarning
 from . import filters, h5t, records
 from . import selections as sel
@@ -780,6 +781,18 @@ class _DirectReader:
 # ---------------------------------------------------------------------------
 
 
+def _output(shape, dtype):
+    """An array for a read to fill: big ones from the pool of pages earlier
+    reads' arrays left (no page faults, no zeroing by the kernel)."""
+    if np.dtype(dtype).itemsize * int(np.prod(shape, dtype=np.int64)) >= _POOLED_BYTES:
+        return _core.pooled_empty(shape, dtype)
+    return np.empty(shape, dtype)
+
+
+# (As the pool's own threshold.)
+_POOLED_BYTES = 4 << 20
+
+
 def _positional(method, args, ours, pytables):
     """The names of ``method``'s positional arguments after the condition:
     ``ours``, or PyTables' order ``pytables`` (``condvars`` first) when the
@@ -1395,13 +1408,13 @@ class Dataset(HLObject):
                 and set(nd.names) <= set(stored.names):
             # A subset of the members: the engine copies only their bytes.
             fields = list(nd.names)
-            out = np.empty(selection.mshape, dtype=[(n, stored.fields[n][0]) for n in fields])
+            out = _output(selection.mshape, np.dtype([(n, stored.fields[n][0]) for n in fields]))
             if isinstance(selection, sel.PointSelection):
                 raw.dataset_read_points(self._oid, _points_i64(selection), out, fields)
             else:
                 raw.dataset_read(self._oid, selection.engine_sel, out, fields)
             return self._convert_read(out.reshape(ashape), new_dtype)
-        out = np.empty(selection.mshape, dtype=stored)
+        out = _output(selection.mshape, stored)
         buf = _engine_buffer(out, selection.mshape, stored)
         if isinstance(selection, sel.PointSelection):
             raw.dataset_read_points(self._oid, selection.points, buf)
