@@ -279,6 +279,10 @@ def pooled_empty(shape: object, dtype: object) -> object:
 def pool_state() -> tuple[int, int, int]:
     """(bytes handed out, bytes kept for reuse, most bytes kept) of the pool."""
 
+def release_mappings() -> None:
+    """Drops the mappings of local chunk objects kept between reads (for up
+    to 10 s, 2 GiB): their pages can then leave the page cache."""
+
 def table_write(file: RawFile, dset_id: str, data: object, at: int | None = None) -> int:
     """Writes the record batches of ``data`` (anything with
     ``__arrow_c_stream__``) to a 1-D columnar dataset from row ``at`` on,

@@ -425,3 +425,10 @@ pub(crate) fn pool_state() -> (usize, usize, usize) {
     let p = lock();
     (p.live.values().sum(), p.idle_bytes, p.cap)
 }
+
+/// Drops the mappings of chunk objects kept between reads (see
+/// `h5lake_store::mapped`): their pages can then leave the page cache.
+#[pyfunction]
+pub(crate) fn release_mappings() {
+    h5lake_store::mapped::forget_all();
+}

@@ -30,6 +30,7 @@ use bytes::Bytes;
 
 mod error;
 pub mod local;
+pub mod mapped;
 pub mod memory;
 #[cfg(feature = "s3")]
 pub mod s3;

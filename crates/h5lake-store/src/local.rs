@@ -393,7 +393,8 @@ impl LocalStore {
         for name in names {
             let path = dir.join(name);
             match fs::remove_file(&path) {
-                Ok(()) => {}
+                // (A kept mapping would hold the file's blocks.)
+                Ok(()) => crate::mapped::forget(&path),
                 Err(e) if is_missing(&e) || e.raw_os_error() == Some(libc::EISDIR) => {}
                 Err(e) => return Err(io_err(&path, e)),
             }
@@ -1038,30 +1039,25 @@ impl OpenObject for LocalObject {
         ranges.iter().map(|r| self.pread(r.clone())).collect()
     }
 
-    /// Maps each range of `ranges` of at least [`MIN_MAPPED_BYTES`] into
-    /// memory (pages stay in the page cache: no copy out of it) and reads
-    /// the smaller ones; `None` when all are small (the caller reads them
-    /// into a buffer it reuses). Each range is mapped on its own, so that
-    /// the columns between two wanted ones are never read in. Chunk
-    /// objects are replaced by rename, never truncated in place, so a
-    /// mapping stays whole.
+    /// `ranges` from the object's mapping (pages stay in the page cache:
+    /// no copy out of it; the mapping is kept for the next read, see
+    /// [`crate::mapped`]); `None` when all are small (the caller reads
+    /// them into a buffer it reuses) or the object cannot be mapped. Only
+    /// the ranges' pages are brought in, so the columns between two
+    /// wanted ones are never read. Chunk objects are replaced by rename,
+    /// never truncated in place, so a mapping stays whole.
     fn map_ranges(&self, ranges: &[Range<u64>]) -> Result<Option<Vec<Bytes>>> {
         let clipped: Vec<Range<u64>> = ranges.iter().map(|r| self.clip(r)).collect();
         if clipped.iter().all(|r| r.end - r.start < MIN_MAPPED_BYTES) {
             return Ok(None);
         }
-        clipped
-            .into_iter()
-            .map(|r| {
-                if r.end - r.start >= MIN_MAPPED_BYTES {
-                    if let Some(map) = Mapping::new(&self.file, r.start, r.end - r.start) {
-                        return Ok(Bytes::from_owner(map));
-                    }
-                }
-                self.pread(r)
-            })
-            .collect::<Result<Vec<_>>>()
-            .map(Some)
+        Ok(crate::mapped::slices(
+            &self.path,
+            &self.version,
+            &self.file,
+            self.len,
+            &clipped,
+        ))
     }
 
     fn read_ranges_into(&self, ranges: &[Range<u64>], buf: &mut Vec<u8>) -> Result<()> {
@@ -1092,69 +1088,6 @@ impl OpenObject for LocalObject {
 /// Ranges smaller than this are read, not mapped (a mapping costs system
 /// calls of its own).
 const MIN_MAPPED_BYTES: u64 = 1 << 20;
-
-/// Bytes `offset..offset + len` of a file mapped read-only.
-struct Mapping {
-    base: *mut libc::c_void,
-    map_len: usize,
-    skip: usize,
-    len: usize,
-}
-
-// SAFETY: the mapping is read-only and owned; nothing mutates it.
-unsafe impl Send for Mapping {}
-// SAFETY: as above.
-unsafe impl Sync for Mapping {}
-
-impl Mapping {
-    /// `None` when the system will not map it (the caller reads instead).
-    fn new(file: &File, offset: u64, len: u64) -> Option<Self> {
-        // SAFETY: sysconf has no preconditions.
-        let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).ok()?;
-        let start = offset / page * page;
-        let skip = usize::try_from(offset - start).ok()?;
-        let len = usize::try_from(len).ok()?;
-        let map_len = skip.checked_add(len)?;
-        // SAFETY: a fresh private read-only mapping of an open file; the
-        // arguments are checked above and the result is checked below.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                map_len,
-                libc::PROT_READ,
-                libc::MAP_PRIVATE | libc::MAP_POPULATE,
-                file.as_raw_fd(),
-                libc::off_t::try_from(start).ok()?,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return None;
-        }
-        Some(Mapping {
-            base,
-            map_len,
-            skip,
-            len,
-        })
-    }
-}
-
-impl AsRef<[u8]> for Mapping {
-    fn as_ref(&self) -> &[u8] {
-        // SAFETY: `base` maps `map_len` readable bytes for the mapping's
-        // life, of which these are the `len` after `skip`.
-        unsafe { std::slice::from_raw_parts(self.base.cast::<u8>().add(self.skip), self.len) }
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: unmaps exactly what `new` mapped, once.
-        unsafe {
-            libc::munmap(self.base, self.map_len);
-        }
-    }
-}
 
 fn version_of(m: &fs::Metadata) -> Version {
     Version(format!(
@@ -1282,6 +1215,29 @@ fn remove_subtree_best_effort(dir: &Path) {
 
 #[cfg(test)]
 mod tests {
+    /// A big object's mapping is kept for the next read, and dropped when
+    /// the object is deleted (it would hold the file's blocks).
+    #[test]
+    fn mappings_are_kept_between_reads_and_dropped_with_their_object() {
+        use crate::{OpenObject, Store};
+        let dir = tempfile::tempdir().unwrap();
+        let s = LocalStore::new(dir.path()).unwrap();
+        let big: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+        s.put("d/big", &big).unwrap();
+        let path = s.path_of("d/big");
+        let read = || {
+            let obj = s.open_object("d/big", 16).unwrap().unwrap();
+            obj.map_ranges(&[0..2_000_000]).unwrap().unwrap()
+        };
+        let first = read();
+        assert!(crate::mapped::is_kept(&path));
+        assert_eq!(read()[0].as_ref(), first[0].as_ref());
+        s.delete("d/big").unwrap();
+        assert!(!crate::mapped::is_kept(&path));
+        // (Slices still held keep their bytes.)
+        assert_eq!(first[0].as_ref(), &big[..2_000_000]);
+    }
+
     use super::*;
 
     /// ext4/tmpfs take the `renameat2` path, so exercise the fallback directly.
