@@ -17,6 +17,7 @@ mod error;
 mod input;
 mod nulls;
 mod read;
+mod simd;
 mod table;
 
 use std::sync::Arc;

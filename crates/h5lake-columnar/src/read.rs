@@ -1112,32 +1112,7 @@ unsafe fn transpose_8x4_avx2(cols: &[&[u8]; 8], out: *mut u8, n: usize) -> usize
         let at = b * 32;
         let a: [__m256i; 8] =
             std::array::from_fn(|j| _mm256_loadu_si256(cols[j].as_ptr().add(at) as *const __m256i));
-        let t0 = _mm256_unpacklo_epi32(a[0], a[1]);
-        let t1 = _mm256_unpackhi_epi32(a[0], a[1]);
-        let t2 = _mm256_unpacklo_epi32(a[2], a[3]);
-        let t3 = _mm256_unpackhi_epi32(a[2], a[3]);
-        let t4 = _mm256_unpacklo_epi32(a[4], a[5]);
-        let t5 = _mm256_unpackhi_epi32(a[4], a[5]);
-        let t6 = _mm256_unpacklo_epi32(a[6], a[7]);
-        let t7 = _mm256_unpackhi_epi32(a[6], a[7]);
-        let u0 = _mm256_unpacklo_epi64(t0, t2);
-        let u1 = _mm256_unpackhi_epi64(t0, t2);
-        let u2 = _mm256_unpacklo_epi64(t1, t3);
-        let u3 = _mm256_unpackhi_epi64(t1, t3);
-        let u4 = _mm256_unpacklo_epi64(t4, t6);
-        let u5 = _mm256_unpackhi_epi64(t4, t6);
-        let u6 = _mm256_unpacklo_epi64(t5, t7);
-        let u7 = _mm256_unpackhi_epi64(t5, t7);
-        let rows = [
-            _mm256_permute2x128_si256(u0, u4, 0x20),
-            _mm256_permute2x128_si256(u1, u5, 0x20),
-            _mm256_permute2x128_si256(u2, u6, 0x20),
-            _mm256_permute2x128_si256(u3, u7, 0x20),
-            _mm256_permute2x128_si256(u0, u4, 0x31),
-            _mm256_permute2x128_si256(u1, u5, 0x31),
-            _mm256_permute2x128_si256(u2, u6, 0x31),
-            _mm256_permute2x128_si256(u3, u7, 0x31),
-        ];
+        let rows = crate::simd::transpose_8x8_epi32(a);
         let dst = out.add(b * 256) as *mut __m256i;
         for (i, row) in rows.into_iter().enumerate() {
             if stream {
