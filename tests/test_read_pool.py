@@ -88,3 +88,16 @@ def test_the_pool_is_set_by_the_environment(setting, cap):
     # Nothing kept past the cap; with the pool off, NumPy's own allocator.
     assert idle == (0 if cap < (32 << 20) else 32 << 20)
     assert ("default_allocator" in out[1]) == (cap == 0)
+
+
+def test_a_forked_child_gives_idle_pages_back_too():
+    """The pool's sweeper thread does not survive fork: a child starts its
+    own, so its idle pages still go back after the idle time."""
+    code = ("import os, time, sys; from h5lake import _core;"
+            "a = _core.pooled_empty((64 << 20,), 'u1'); a[:] = 1; del a;"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    b = _core.pooled_empty((256 << 20,), 'u1'); b[:] = 1; del b\n"
+            "    time.sleep(8); os._exit(0 if _core.pool_state()[1] == 0 else 1)\n"
+            "_, status = os.waitpid(pid, 0); sys.exit(os.waitstatus_to_exitcode(status))")
+    assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0

@@ -862,10 +862,8 @@ def test_documents_take_no_huge_names_paths_or_properties(server):
                       {"links": {"B" * (100 << 10): {"h5path": "/x"}}}, {"domain": d}, BOB, (400,))
     refused_unchanged(server, "PUT", f"/groups/{root}/links/k", {"h5path": "C" * (1 << 20)},
                       {"domain": d}, BOB, (400,))
-    refused_unchanged(server, "PUT", f"/groups/{root}/attributes/a",
-                      {"type": "H5T_STD_I32LE", "shape": [1], "value": [1],
-                       "junk": {"value": big}}, {"domain": d}, BOB, (400,))
-    # Values of any length are data, and stay allowed.
+    # Values of any length are data, and stay allowed, in every body shape
+    # clients send (h5pyd 1.0 nests attributes under obj_ids).
     text = {"class": "H5T_STRING", "charSet": "H5T_CSET_UTF8", "strPad": "H5T_STR_NULLTERM",
             "length": "H5T_VARIABLE"}
     st, _, rsp = server.request("PUT", f"/groups/{root}/attributes/history",
@@ -875,6 +873,16 @@ def test_documents_take_no_huge_names_paths_or_properties(server):
     st, _, rsp = server.request("GET", f"/groups/{root}/attributes/history",
                                 params={"domain": d}, user=BOB)
     assert st == 200 and rsp["value"] == big
+    nested = {"obj_ids": {root: {"attributes": {
+        "notes": {"type": text, "shape": "H5S_SCALAR", "value": big}}}}}
+    st, _, rsp = server.request("PUT", f"/groups/{root}/attributes", nested,
+                                params={"domain": d}, user=BOB)
+    assert st in (200, 201), rsp
+    ds = new_dataset(server, d, {"type": "H5T_STD_U8LE", "shape": [300_000]})
+    st, _, rsp = server.request("PUT", f"/datasets/{ds}/value",
+                                {"points": list(range(300_000)), "value": [7] * 300_000},
+                                params={"domain": d}, user=BOB)
+    assert st == 200, rsp
 
 
 def test_error_answers_quote_the_request_in_bounded_length(server):

@@ -153,6 +153,11 @@ def _stats(args):
             raise TypeError(f"{args.path}: name a dataset (store/path/to/dataset)")
         table = dset.stats()
         total = dset.stats(sel=Ellipsis)
+        for name, s in total["fields"].items():
+            if s.get("min") is None:
+                # (Text, or nothing counted: no bounds, and no sum to show.)
+                total["fields"][name] = {k: v for k, v in s.items()
+                                         if k not in ("min", "max", "sum", "mean")}
         if args.json:
             print(json.dumps(_strict_json({"chunks": table.to_pylist(), "total": total}),
                              indent=2, default=str, allow_nan=False))
@@ -163,9 +168,6 @@ def _stats(args):
             print("\t".join(str(row[c]) for c in ["chunk"] + names))
         print()
         for name, s in total["fields"].items():
-            if s.get("min") is None:
-                # (Text, or nothing counted: no bounds, and no sum to show.)
-                s = {k: v for k, v in s.items() if k not in ("min", "max", "sum", "mean")}
             print(f"{name}: " + ", ".join(f"{k} {v}" for k, v in s.items()))
         for name, v in total["functions"].items():
             print(f"{name}: {v}")

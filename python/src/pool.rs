@@ -12,10 +12,11 @@
 
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::{LazyLock, Mutex, OnceLock};
+use std::sync::{LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
+use pyo3::sync::GILOnceCell;
 use pyo3::types::PyCapsule;
 
 /// Arrays smaller than this come from `malloc`: their zeroing is cheap.
@@ -39,7 +40,8 @@ struct Pool {
     idle_bytes: usize,
     /// Most bytes kept idle.
     cap: usize,
-    sweeping: bool,
+    /// The process whose sweeper thread runs (a forked child has none).
+    sweeper: Option<u32>,
 }
 
 static POOL: LazyLock<Mutex<Pool>> = LazyLock::new(|| {
@@ -48,7 +50,7 @@ static POOL: LazyLock<Mutex<Pool>> = LazyLock::new(|| {
         idle: Vec::new(),
         idle_bytes: 0,
         cap: configured_cap(),
-        sweeping: false,
+        sweeper: None,
     })
 });
 
@@ -61,17 +63,23 @@ fn configured_cap() -> usize {
             Some((i, _)) => (&v[..i], v[i..].to_ascii_uppercase()),
             None => (v, String::new()),
         };
-        let scale: usize = match unit.trim_end_matches(['B', 'I']) {
-            "" => 1,
-            "K" => 1 << 10,
-            "M" => 1 << 20,
-            "G" => 1 << 30,
-            _ => return 0,
+        let scale: f64 = match unit.trim_end_matches(['B', 'I']) {
+            "" => 1.0,
+            "K" => 1024.0,
+            "M" => 1024.0 * 1024.0,
+            "G" => 1024.0 * 1024.0 * 1024.0,
+            _ => {
+                eprintln!("h5lake: H5LAKE_READ_POOL={v:?} is not a size (512M, 1.5G): the read pool is off");
+                return 0;
+            }
         };
-        return num
-            .trim()
-            .parse::<usize>()
-            .map_or(0, |n| n.saturating_mul(scale));
+        return match num.trim().parse::<f64>() {
+            Ok(n) if n >= 0.0 => (n * scale) as usize,
+            _ => {
+                eprintln!("h5lake: H5LAKE_READ_POOL={v:?} is not a size (512M, 1.5G): the read pool is off");
+                0
+            }
+        };
     }
     // SAFETY: sysconf only reads system constants.
     let (pages, size) = unsafe {
@@ -186,13 +194,13 @@ fn give_back(ptr: usize, cap: usize) {
                 since: Instant::now(),
             });
             p.idle_bytes += cap;
-            if !p.sweeping {
-                p.sweeping = true;
-                std::thread::Builder::new()
+            let me = std::process::id();
+            if p.sweeper != Some(me) {
+                p.sweeper = std::thread::Builder::new()
                     .name("h5lake-pool".into())
                     .spawn(sweep)
-                    .map_err(|_| p.sweeping = false)
-                    .ok();
+                    .is_ok()
+                    .then_some(me);
             }
         }
     }
@@ -218,9 +226,9 @@ fn sweep() {
             p.idle_bytes = kept.iter().map(|b| b.cap).sum();
             p.idle = kept;
             if p.idle.is_empty() {
-                p.sweeping = false;
+                p.sweeper = None;
             }
-            !p.sweeping
+            p.sweeper.is_none()
         };
         unmap(gone);
         if done {
@@ -339,9 +347,11 @@ type SetHandler = unsafe extern "C" fn(*mut pyo3::ffi::PyObject) -> *mut pyo3::f
 /// NumPy's `PyDataMem_SetHandler` and our handler's capsule; `None` when
 /// NumPy has no handler API (before 1.22) or the pool is off.
 fn handler(py: Python<'_>) -> Option<&'static (SetHandler, Py<PyCapsule>)> {
-    static FOUND: OnceLock<Option<(SetHandler, Py<PyCapsule>)>> = OnceLock::new();
+    // (A GIL-aware cell: the import below may let the GIL go, and a plain
+    // once-lock held across that could deadlock another thread's read.)
+    static FOUND: GILOnceCell<Option<(SetHandler, Py<PyCapsule>)>> = GILOnceCell::new();
     FOUND
-        .get_or_init(|| {
+        .get_or_init(py, || {
             if lock().cap == 0 {
                 return None;
             }

@@ -242,7 +242,7 @@ unsafe fn gather_8x4_avx2(raw: &[u8], order: &[usize; 8], out: &mut [Vec<u8>], n
     for b in 0..blocks {
         let src = raw.as_ptr().add(b * 256) as *const __m256i;
         let rows: [__m256i; 8] = std::array::from_fn(|i| _mm256_loadu_si256(src.add(i)));
-        let cols = crate::simd::transpose_8x8_epi32(rows);
+        let cols = h5lake_types::transpose::transpose_8x8_epi32(rows);
         for (k, col) in cols.into_iter().enumerate() {
             _mm256_storeu_si256(dst[k].add(b * 32) as *mut __m256i, col);
         }

@@ -8,7 +8,9 @@
 //! parquet-rs writes are valid in the older, type-defined order too: NaNs
 //! are left out of min and max, and a zero bound is read by type-defined
 //! readers as possibly either zero. So the footer is patched to declare
-//! that order instead, which every reader understands.
+//! that order instead, which every reader understands — for columns
+//! without NaNs only: pyarrow 26 also prunes on such bounds for filters a
+//! NaN passes (`is_nan(x)`, `x != 1`), and would drop those rows.
 //!
 //! Both orders are empty structs in a Thrift union, so the patch changes
 //! one byte per float column (the union's field id, 2 to 1) and nothing
@@ -41,8 +43,8 @@ const TOTAL_ORDER: u8 = 2;
 /// Nesting deeper than any Parquet footer holds is taken as corruption.
 const MAX_DEPTH: usize = 64;
 
-/// Declares the type-defined order for the float columns of the whole
-/// Parquet object `file` (as written by parquet-rs: `PAR1` … footer,
+/// Declares the type-defined order for the float columns without NaNs of
+/// the whole Parquet object `file` (as written by parquet-rs: `PAR1` … footer,
 /// footer length, `PAR1`). Returns how many columns were changed.
 ///
 /// # Errors
@@ -55,9 +57,21 @@ pub fn declare_type_defined_float_order(file: &mut [u8]) -> Result<usize> {
     }
     let len = u32::from_le_bytes(file[n - 8..n - 4].try_into().unwrap()) as usize;
     let start = (n - 8).checked_sub(len).ok_or_else(|| corrupt("length"))?;
+    // Columns (leaves, in footer order) whose every chunk counted no NaN.
+    let meta =
+        parquet::file::metadata::ParquetMetaDataReader::decode_metadata(&file[start..n - 8])?;
+    let leaves = meta.file_metadata().schema_descr().num_columns();
+    let nan_free: Vec<bool> = (0..leaves)
+        .map(|i| {
+            meta.row_groups()
+                .iter()
+                .all(|rg| rg.column(i).statistics().and_then(|st| st.nan_count_opt()) == Some(0))
+        })
+        .collect();
     let mut c = Cursor {
         buf: &mut file[start..n - 8],
         pos: 0,
+        nan_free,
     };
     c.patch_file_metadata()
         .ok_or_else(|| corrupt("cannot be walked"))
@@ -66,6 +80,8 @@ pub fn declare_type_defined_float_order(file: &mut [u8]) -> Result<usize> {
 struct Cursor<'a> {
     buf: &'a mut [u8],
     pos: usize,
+    /// Per column: whether it may be declared type-defined.
+    nan_free: Vec<bool>,
 }
 
 impl Cursor<'_> {
@@ -179,8 +195,12 @@ impl Cursor<'_> {
                 if et != ty::STRUCT {
                     return None;
                 }
-                for _ in 0..n {
-                    changed += self.patch_column_order()?;
+                for i in 0..n {
+                    let allowed = usize::try_from(i)
+                        .ok()
+                        .and_then(|i| self.nan_free.get(i).copied())
+                        .unwrap_or(false);
+                    changed += self.patch_column_order(allowed)?;
                 }
             } else {
                 self.skip_value(t, 0)?;
@@ -190,14 +210,18 @@ impl Cursor<'_> {
     }
 
     /// One `ColumnOrder` union; 1 if it was the total order and now is the
-    /// type-defined one.
-    fn patch_column_order(&mut self) -> Option<usize> {
+    /// type-defined one (only when `allowed`).
+    fn patch_column_order(&mut self, allowed: bool) -> Option<usize> {
         let mut last = 0;
         let mut changed = 0;
         while let Some((id, t, at)) = self.field(&mut last)? {
             // Only the short form (id as a delta in the header byte) can
             // change in place; parquet-rs writes no other for these ids.
-            if id == i16::from(TOTAL_ORDER) && t == ty::STRUCT && self.buf[at] >> 4 == TOTAL_ORDER {
+            if allowed
+                && id == i16::from(TOTAL_ORDER)
+                && t == ty::STRUCT
+                && self.buf[at] >> 4 == TOTAL_ORDER
+            {
                 self.buf[at] = (TYPE_ORDER << 4) | ty::STRUCT;
                 changed += 1;
             }

@@ -17,7 +17,6 @@ mod error;
 mod input;
 mod nulls;
 mod read;
-mod simd;
 mod table;
 
 use std::sync::Arc;

@@ -1112,7 +1112,7 @@ unsafe fn transpose_8x4_avx2(cols: &[&[u8]; 8], out: *mut u8, n: usize) -> usize
         let at = b * 32;
         let a: [__m256i; 8] =
             std::array::from_fn(|j| _mm256_loadu_si256(cols[j].as_ptr().add(at) as *const __m256i));
-        let rows = crate::simd::transpose_8x8_epi32(a);
+        let rows = h5lake_types::transpose::transpose_8x8_epi32(a);
         let dst = out.add(b * 256) as *mut __m256i;
         for (i, row) in rows.into_iter().enumerate() {
             if stream {

@@ -570,7 +570,7 @@ impl<'a> Parser<'a> {
             let pos = self.pos();
             self.at += 1;
             let b = next(self)?;
-            a = arith(op, a, b, pos)?;
+            a = arith(op, a, b, pos, self.leaves)?;
         }
     }
 
@@ -602,7 +602,7 @@ impl<'a> Parser<'a> {
         let pos = self.pos();
         if self.eat("**") {
             let b = self.unary()?;
-            return arith(ArOp::Pow, a, b, pos);
+            return arith(ArOp::Pow, a, b, pos, self.leaves);
         }
         Ok(a)
     }
@@ -711,7 +711,7 @@ fn no_text(n: &Node, pos: usize) -> Result<()> {
 
 /// Booleans (numpy bool fields, comparisons) count as 0 and 1 in
 /// arithmetic and comparisons, as in numpy.
-fn arith(op: ArOp, a: Node, b: Node, pos: usize) -> Result<Node> {
+fn arith(op: ArOp, a: Node, b: Node, pos: usize, leaves: &[Leaf]) -> Result<Node> {
     if a.ty() == Ty::Text || b.ty() == Ty::Text {
         return Err(QueryError::Invalid {
             pos,
@@ -726,8 +726,59 @@ fn arith(op: ArOp, a: Node, b: Node, pos: usize) -> Result<Node> {
         || b.ty() == Ty::Float
         || op == ArOp::Div
         || (op == ArOp::Pow && !exact_power);
-    let ty = if float { Ty::Float } else { Ty::Int };
-    Ok(Node::Arith(op, Box::new(a), Box::new(b), ty))
+    let exact = Node::Arith(op, Box::new(a), Box::new(b), Ty::Int);
+    // Integers are computed exactly in i128 where the members' types and
+    // the literals keep every value inside it; an expression that could
+    // leave it for some values is computed in floats for every value, so
+    // that an element's answer never depends on the others beside it.
+    let fits = !float && magnitude(&exact, leaves).is_some_and(|m| m <= i128::MAX as u128);
+    let Node::Arith(op, a, b, _) = exact else {
+        unreachable!("made just above")
+    };
+    Ok(Node::Arith(
+        op,
+        a,
+        b,
+        if fits { Ty::Int } else { Ty::Float },
+    ))
+}
+
+/// The largest magnitude an integer expression can take given its
+/// members' types and literals; `None` if unbounded past u128 (or not an
+/// integer expression).
+fn magnitude(n: &Node, leaves: &[Leaf]) -> Option<u128> {
+    match n {
+        Node::Lit(Num::Int(v)) => Some(v.unsigned_abs()),
+        Node::Lit(Num::Float(_)) | Node::Text(_) => None,
+        Node::BoolLit(_) | Node::Not(_) | Node::Cmp(..) | Node::And(..) | Node::Or(..) => Some(1),
+        Node::Leaf(i, _) => match leaves.get(*i)?.kind {
+            Kind::Int { size, signed, .. } => {
+                let bits = u32::try_from(size * 8).ok()?;
+                1u128
+                    .checked_shl(bits - u32::from(signed))
+                    .or(Some(u128::MAX))
+            }
+            Kind::Bool => Some(1),
+            _ => None,
+        },
+        Node::Neg(a) | Node::Func(Func::Abs, a) => magnitude(a, leaves),
+        Node::Func(..) => None,
+        Node::Arith(op, a, b, Ty::Int) => {
+            let (ma, mb) = (magnitude(a, leaves)?, magnitude(b, leaves)?);
+            match op {
+                ArOp::Add | ArOp::Sub => ma.checked_add(mb),
+                ArOp::Mul => ma.checked_mul(mb),
+                // (A remainder is smaller than its divisor.)
+                ArOp::Mod => Some(mb),
+                ArOp::Pow => match b.as_ref() {
+                    Node::Lit(Num::Int(p)) => ma.checked_pow(u32::try_from(*p).ok()?),
+                    _ => None,
+                },
+                ArOp::Div => None,
+            }
+        }
+        Node::Arith(..) => None,
+    }
 }
 
 #[cfg(test)]

@@ -464,100 +464,83 @@ pub(crate) fn json_depth(v: &Value) -> usize {
     deepest
 }
 
-/// Longest name (an object key: a link's, an attribute's) or other text
-/// of a body's metadata, in bytes.
+/// Longest name (an object key: a link's, an attribute's) or text of a
+/// body's metadata (a path, a type's parts, a creation property), in bytes.
 pub(crate) const MAX_NAME_BYTES: usize = 64 << 10;
-/// Most bytes of text a body may add to the documents it changes: its
-/// names, paths, types and creation properties, not its values.
-pub(crate) const MAX_METADATA_BYTES: usize = 4 << 20;
+/// Most bytes of creation properties one object may keep (its chunk table
+/// of a linked layout, mostly: bigger ones belong in a chunk table dataset).
+pub(crate) const MAX_PROPERTIES_BYTES: usize = 4 << 20;
 
-/// Checks the text of a body's metadata. Documents are read whole by every
-/// request on their object, so a few huge strings stored in one (a link
-/// name, a soft link's path, an unknown creation property) would cost
-/// every later request their size many times over. Values are exempt:
-/// `value`, `values` and `value_base64` at the top of the body or of an
-/// entry of its `attributes`, where data of any length belongs.
+/// Checks the parts of a body that are kept in documents as sent. A
+/// document is read whole by every request on its object, so a few huge
+/// strings stored in one (a link name, a soft link's path, an unknown
+/// creation property) would cost every later request their size many
+/// times over. Names (object keys) anywhere, and texts under `type`,
+/// `creationProperties`, `link`/`links`, `h5path`, `h5domain` and `file`,
+/// are held to [`MAX_NAME_BYTES`]; creation properties in all to
+/// [`MAX_PROPERTIES_BYTES`]. Data is not: `value`, `values`,
+/// `value_base64`, `points` and `fillValue` hold whatever they hold, in any
+/// body shape (h5pyd nests attributes under `obj_ids`, creates lists).
 ///
 /// # Errors
-/// A name or text longer than [`MAX_NAME_BYTES`]; more metadata text in
-/// all than [`MAX_METADATA_BYTES`].
+/// A name or such text longer than [`MAX_NAME_BYTES`]; creation
+/// properties past [`MAX_PROPERTIES_BYTES`].
 pub(crate) fn check_metadata_text(body: &Value) -> Result<()> {
-    let is_value = |k: &str| matches!(k, "value" | "values" | "value_base64");
-    let mut total = 0usize;
-    // (Iterative, as json_depth.)
-    let mut stack: Vec<&Value> = Vec::new();
-    if let Value::Object(top) = body {
-        for (k, v) in top {
-            if k.len() > MAX_NAME_BYTES {
-                return Err(long_name(k.len()));
-            }
-            total += k.len();
-            if is_value(k) {
-                continue;
-            }
-            if k == "attributes" {
-                let entries: Vec<&Value> = match v {
-                    Value::Object(o) => {
-                        total += o.keys().map(String::len).sum::<usize>();
-                        if let Some(k) = o.keys().find(|k| k.len() > MAX_NAME_BYTES) {
-                            return Err(long_name(k.len()));
-                        }
-                        o.values().collect()
-                    }
-                    Value::Array(a) => a.iter().collect(),
-                    other => vec![other],
-                };
-                for e in entries {
-                    match e {
-                        Value::Object(o) => {
-                            for (k, v) in o {
-                                if k.len() > MAX_NAME_BYTES {
-                                    return Err(long_name(k.len()));
-                                }
-                                total += k.len();
-                                if !is_value(k) {
-                                    stack.push(v);
-                                }
-                            }
-                        }
-                        other => stack.push(other),
-                    }
-                }
-                continue;
-            }
-            stack.push(v);
-        }
-    } else {
-        stack.push(body);
-    }
-    while let Some(v) = stack.pop() {
+    // (Iterative, as json_depth.) Per value: whether its texts are held to
+    // the limit, and whether it lies in creation properties.
+    let mut stack: Vec<(&Value, bool, bool)> = vec![(body, false, false)];
+    let mut props = 0usize;
+    while let Some((v, held, in_props)) = stack.pop() {
         match v {
             Value::String(t) => {
-                if t.len() > MAX_NAME_BYTES {
+                if held && t.len() > MAX_NAME_BYTES {
                     return Err(bad(format!(
-                        "a text of {} bytes in the body's metadata (names, paths, types, creation \
-                         properties): at most {MAX_NAME_BYTES} bytes",
+                        "a text of {} bytes in a path, type or creation property: at most \
+                         {MAX_NAME_BYTES} bytes",
                         t.len()
                     )));
                 }
-                total += t.len();
+                if in_props {
+                    props += t.len();
+                }
             }
-            Value::Array(a) => stack.extend(a),
+            Value::Array(a) => {
+                if in_props {
+                    props += 8 * a.len();
+                }
+                stack.extend(a.iter().map(|x| (x, held, in_props)));
+            }
             Value::Object(o) => {
-                for (k, v) in o {
+                for (k, x) in o {
                     if k.len() > MAX_NAME_BYTES {
                         return Err(long_name(k.len()));
                     }
-                    total += k.len();
-                    stack.push(v);
+                    if in_props {
+                        props += k.len() + 8;
+                    }
+                    let (held, in_props) = match k.as_str() {
+                        "value" | "values" | "value_base64" | "points" | "fillValue" => {
+                            (false, in_props)
+                        }
+                        "creationProperties" => (true, true),
+                        "type" | "link" | "links" | "h5path" | "h5domain" | "file" => {
+                            (true, in_props)
+                        }
+                        _ => (held, in_props),
+                    };
+                    stack.push((x, held, in_props));
                 }
             }
-            _ => total += 8,
+            _ => {
+                if in_props {
+                    props += 8;
+                }
+            }
         }
-        if total > MAX_METADATA_BYTES {
+        if props > MAX_PROPERTIES_BYTES {
             return Err(ServerError::TooLarge(format!(
-                "the body's metadata (names, paths, types, creation properties) holds more than \
-                 {MAX_METADATA_BYTES} bytes of text; send fewer links or attributes at once"
+                "creation properties of more than {MAX_PROPERTIES_BYTES} bytes (a linked \
+                 layout of many chunks takes a chunk table: H5D_CHUNKED_REF_INDIRECT)"
             )));
         }
     }

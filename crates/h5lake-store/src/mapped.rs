@@ -140,7 +140,8 @@ struct Kept {
 struct Cache {
     kept: HashMap<PathBuf, Kept>,
     bytes: u64,
-    sweeping: bool,
+    /// The process whose sweeper thread runs (a forked child has none).
+    sweeper: Option<u32>,
 }
 
 static CACHE: LazyLock<Mutex<Cache>> = LazyLock::new(Mutex::default);
@@ -198,6 +199,17 @@ fn kept(path: &Path, version: &Version, file: &File, len: u64) -> Option<Arc<Map
     }
     let mut gone = Vec::new();
     let mut c = cache();
+    // (Another reader may have mapped it meanwhile: keep one of the two.)
+    if let Some(k) = c.kept.get_mut(path) {
+        if &k.version == version {
+            k.used = Instant::now();
+            return Some(k.map.clone());
+        }
+    }
+    if let Some(old) = c.kept.remove(path) {
+        c.bytes -= old.map.len as u64;
+        gone.push(old);
+    }
     while c.bytes + len > MAX_KEPT {
         let Some(oldest) = c
             .kept
@@ -220,11 +232,13 @@ fn kept(path: &Path, version: &Version, file: &File, len: u64) -> Option<Arc<Map
             used: Instant::now(),
         },
     );
-    if !c.sweeping {
-        c.sweeping = std::thread::Builder::new()
+    let me = std::process::id();
+    if c.sweeper != Some(me) {
+        c.sweeper = std::thread::Builder::new()
             .name("h5lake-mappings".into())
             .spawn(sweep)
-            .is_ok();
+            .is_ok()
+            .then_some(me);
     }
     drop(c);
     drop(gone);
@@ -251,9 +265,9 @@ fn sweep() {
                 gone.push(old);
             }
             if c.kept.is_empty() {
-                c.sweeping = false;
+                c.sweeper = None;
             }
-            !c.sweeping
+            c.sweeper.is_none()
         };
         // (Unmapped here, outside the lock; a mapping still read from is
         // unmapped when its last slice goes.)

@@ -14,6 +14,7 @@ pub mod limits;
 pub mod record;
 mod selection;
 mod shape;
+pub mod transpose;
 mod value;
 
 pub use datatype::{ByteOrder, CharSet, Datatype, Field, StrPad};

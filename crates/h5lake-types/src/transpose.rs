@@ -1,5 +1,7 @@
-//! Register transposes shared by the row builder (columns into rows, on
-//! read) and the column gatherer (rows into columns, on write).
+//! Register transposes between rows of a compound's members and columns
+//! of them: the columnar row builder (columns into rows, on read), its
+//! gatherer (rows into columns, on write) and the statistics pass (rows
+//! into columns, to reduce them) share them.
 
 /// The 8x8 transpose of 32-bit lanes: vector `i` of the result holds lane
 /// `i` of every input vector, in order. Eight rows of eight 4-byte members
@@ -10,7 +12,7 @@
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[inline]
-pub(crate) unsafe fn transpose_8x8_epi32(
+pub unsafe fn transpose_8x8_epi32(
     a: [std::arch::x86_64::__m256i; 8],
 ) -> [std::arch::x86_64::__m256i; 8] {
     use std::arch::x86_64::*;
