@@ -177,22 +177,37 @@ pub(crate) fn slices(
         .collect()
 }
 
-fn kept(path: &Path, version: &Version, file: &File, len: u64) -> Option<Arc<Mapping>> {
-    let mut gone = Vec::new();
-    {
-        let mut c = cache();
-        if let Some(k) = c.kept.get_mut(path) {
+impl Cache {
+    /// The kept mapping of `path` at `version`; a kept one of another
+    /// version (never read again) goes to `gone`.
+    fn current(
+        &mut self,
+        path: &Path,
+        version: &Version,
+        gone: &mut Vec<Kept>,
+    ) -> Option<Arc<Mapping>> {
+        if let Some(k) = self.kept.get_mut(path) {
             if &k.version == version {
                 k.used = Instant::now();
                 return Some(k.map.clone());
             }
-            // (An older version of the object: never read again.)
-            let old = c.kept.remove(path).expect("present");
-            c.bytes -= old.map.len as u64;
+        }
+        if let Some(old) = self.kept.remove(path) {
+            self.bytes -= old.map.len as u64;
             gone.push(old);
         }
+        None
     }
+}
+
+fn kept(path: &Path, version: &Version, file: &File, len: u64) -> Option<Arc<Mapping>> {
+    let mut gone = Vec::new();
+    // (Unmapped outside the lock.)
+    let found = cache().current(path, version, &mut gone);
     drop(gone);
+    if found.is_some() {
+        return found;
+    }
     let map = Arc::new(Mapping::new(file, len)?);
     if len > MAX_KEPT {
         return Some(map);
@@ -200,15 +215,8 @@ fn kept(path: &Path, version: &Version, file: &File, len: u64) -> Option<Arc<Map
     let mut gone = Vec::new();
     let mut c = cache();
     // (Another reader may have mapped it meanwhile: keep one of the two.)
-    if let Some(k) = c.kept.get_mut(path) {
-        if &k.version == version {
-            k.used = Instant::now();
-            return Some(k.map.clone());
-        }
-    }
-    if let Some(old) = c.kept.remove(path) {
-        c.bytes -= old.map.len as u64;
-        gone.push(old);
+    if let Some(k) = c.current(path, version, &mut gone) {
+        return Some(k);
     }
     while c.bytes + len > MAX_KEPT {
         let Some(oldest) = c
