@@ -488,6 +488,19 @@ def test_an_edit_of_a_table_with_text_keeps_the_other_rows_nulls(tmp_path):
         assert d.to_arrow().to_pydict() == {"x": [7, 5, 3, None], "s": [None, "B", None, "D"]}
 
 
+def test_writing_the_fill_value_into_a_null_of_a_table_with_text_writes_it(tmp_path):
+    """A value written that equals the fill value is still a value: the
+    member named (or every member, for whole rows) is no longer null."""
+    t = pa.table({"x": pa.array([None, None, None, 4], pa.int32()),
+                  "s": pa.array([None, None, "c", None])})
+    with h5lake.File(tmp_path / "v.h5l", "w") as f:
+        d = f.create_dataset("t", data=t, chunks=(4,))
+        d["x", 0] = 0                   # the fill value, by member
+        d[1] = (0, "")                  # the fill value, whole row
+        d[np.array([False, False, False, True])] = (4, "")   # points, whole row
+        assert d.to_arrow().to_pydict() == {"x": [0, 0, None, 4], "s": [None, "", "c", ""]}
+
+
 def test_a_grown_table_shows_other_tools_every_row(tmp_path):
     """The chunk that was a table's last holds the rows it had; grown, it is
     stored again with the new rows (as the fill value), nulls kept, so that

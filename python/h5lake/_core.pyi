@@ -162,9 +162,15 @@ class RawFile:
     def dataset_read_vlen(self, dset_id: str, selection: Selection) -> list[bytes]:
         """Variable-length elements (vlen strings as UTF-8/ASCII bytes, vlen
         sequences as the raw bytes of their base type), C-order."""
-    def dataset_write_vlen(self, dset_id: str, selection: Selection, values: Sequence[bytes]) -> None: ...
+    def dataset_write_vlen(self, dset_id: str, selection: Selection, values: Sequence[bytes],
+                           members: list[str] | None = None) -> None:
+        """``members``: the compound members the values are meant to give
+        (a columnar table's nulls of them are written, of others kept);
+        None: not known (a member whose bytes did not change is taken as
+        not written)."""
     def dataset_read_points_vlen(self, dset_id: str, points: np.ndarray) -> list[bytes]: ...
-    def dataset_write_points_vlen(self, dset_id: str, points: np.ndarray, values: Sequence[bytes]) -> None: ...
+    def dataset_write_points_vlen(self, dset_id: str, points: np.ndarray, values: Sequence[bytes],
+                                  members: list[str] | None = None) -> None: ...
     def dataset_resize(self, dset_id: str, dims: Sequence[int]) -> None:
         """TypeError if not chunked; ValueError if beyond maxdims. Chunks now
         outside the shape are deleted; partial edge chunks are cleared beyond

@@ -1093,16 +1093,18 @@ impl RawFile {
         PyList::new(py, vals.iter().map(|v| PyBytes::new(py, v)))
     }
 
+    #[pyo3(signature = (dset_id, selection, values, members = None))]
     fn dataset_write_vlen(
         &self,
         py: Python<'_>,
         dset_id: &str,
         selection: &Bound<'_, PyAny>,
         values: Vec<Vec<u8>>,
+        members: Option<Vec<String>>,
     ) -> PyResult<()> {
         let sel = extract_selection(selection)?;
         self.run_interruptible(py, vlen_write_bytes(&values), |d| {
-            d.write_vlen(dset_id, &sel, &values)
+            d.write_vlen_members(dset_id, &sel, &values, members.as_deref())
         })
     }
 
@@ -1118,16 +1120,18 @@ impl RawFile {
         PyList::new(py, vals.iter().map(|v| PyBytes::new(py, v)))
     }
 
+    #[pyo3(signature = (dset_id, points, values, members = None))]
     fn dataset_write_points_vlen(
         &self,
         py: Python<'_>,
         dset_id: &str,
         points: &Bound<'_, PyAny>,
         values: Vec<Vec<u8>>,
+        members: Option<Vec<String>>,
     ) -> PyResult<()> {
         let sel = self.points_selection(py, dset_id, points)?;
         self.run_interruptible(py, vlen_write_bytes(&values), |d| {
-            d.write_vlen(dset_id, &sel, &values)
+            d.write_vlen_members(dset_id, &sel, &values, members.as_deref())
         })
     }
 

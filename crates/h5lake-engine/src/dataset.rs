@@ -1302,7 +1302,7 @@ impl Domain {
         if m.dtype.fixed_size().is_some() {
             self.modify_chunk(m, &key, false, |_| Ok(()))
         } else {
-            self.modify_vlen_chunk(m, &key, |_| {})
+            self.modify_vlen_chunk(m, &key, None, |_| {})
         }
     }
 
@@ -1383,6 +1383,26 @@ impl Domain {
     /// # Errors
     /// Not a variable-length dataset; count mismatch; read-only domain.
     pub fn write_vlen(&self, id: &str, sel: &Selection, values: &[Vec<u8>]) -> Result<()> {
+        self.write_vlen_members(id, sel, values, None)
+    }
+
+    /// [`Domain::write_vlen`] of elements whose members `members` (of a
+    /// compound; `None`: not known) are what the caller means to write.
+    /// In a columnar table a null member is written (no longer null) where
+    /// it is named, whatever its value, and stays null where it is not;
+    /// not known, a member whose bytes did not change is taken as not
+    /// written (the caller may have read it, as its fill value, and
+    /// written it back).
+    ///
+    /// # Errors
+    /// As [`Domain::write_vlen`]; a member name the type does not have.
+    pub fn write_vlen_members(
+        &self,
+        id: &str,
+        sel: &Selection,
+        values: &[Vec<u8>],
+        members: Option<&[String]>,
+    ) -> Result<()> {
         self.check_writable()?;
         let m = self.dataset_meta(id)?;
         if m.virtual_map.is_none() {
@@ -1402,13 +1422,27 @@ impl Domain {
                 sel.num_elements()
             )));
         }
+        let given: Option<Vec<usize>> = match (members, &m.dtype) {
+            (None, _) => None,
+            (Some(names), Datatype::Compound { fields, .. }) => Some(
+                names
+                    .iter()
+                    .map(|n| {
+                        fields.iter().position(|f| &f.name == n).ok_or_else(|| {
+                            EngineError::Invalid(format!("{id} has no member {n:?}"))
+                        })
+                    })
+                    .collect::<Result<_>>()?,
+            ),
+            (Some(_), _) => None,
+        };
         if let Some(vm) = &m.virtual_map {
             return self.write_virtual_vlen(&m, vm, sel, values);
         }
         let tasks = vlen_tasks(&m, sel);
         for_each_task(tasks.len(), false, |t| -> Result<()> {
             let (coords, pairs) = &tasks[t];
-            self.modify_vlen_chunk(&m, &m.key(coords), |elems| {
+            self.modify_vlen_chunk(&m, &m.key(coords), given.as_deref(), |elems| {
                 for &(s, d) in pairs {
                     elems[s as usize] = values[d as usize].clone();
                 }
@@ -1423,6 +1457,7 @@ impl Domain {
         &self,
         m: &DatasetMeta,
         key: &str,
+        given: Option<&[usize]>,
         apply: impl Fn(&mut Vec<Vec<u8>>),
     ) -> Result<()> {
         let store = self.store();
@@ -1444,11 +1479,13 @@ impl Domain {
             let enc = match (nulls, before) {
                 (Some(mut nulls), Some(before)) => {
                     // Elements are written whole (variable-length ones
-                    // cannot be written by member), so in an element
-                    // written a member holds a value now where its bytes
-                    // changed; one left as it was (a null read as its fill
-                    // value and written back) stays null. (What was written
-                    // is found as in `untouched_nulls`.)
+                    // cannot be written by member). In an element written,
+                    // a member the caller names is written; not named, it
+                    // stays null; when the caller did not say, a member
+                    // holds a value now where its bytes changed, and one
+                    // left as it was (a null read as its fill value and
+                    // written back) stays null. (What was written is found
+                    // as in `untouched_nulls`.)
                     let mut empty = vec![Vec::new(); elems.len()];
                     apply(&mut empty);
                     let mut marked = vec![vec![0u8]; elems.len()];
@@ -1466,7 +1503,10 @@ impl Domain {
                                     b.get(p.offset..p.size.map_or(b.len(), |n| p.offset + n))
                                         .map(<[u8]>::to_vec)
                                 };
-                                *null = bytes(&before[i]) == bytes(&elems[i]);
+                                *null = match given {
+                                    Some(given) => !given.contains(&p.member),
+                                    None => bytes(&before[i]) == bytes(&elems[i]),
+                                };
                             }
                         }
                     }
@@ -1609,7 +1649,7 @@ impl Domain {
             if m.dtype.is_variable() {
                 // (A 1-D columnar chunk is stored again holding just the
                 // rows left in the extent: what other tools read of it.)
-                return self.modify_vlen_chunk(&m, key, |elems| {
+                return self.modify_vlen_chunk(&m, key, None, |elems| {
                     for (e, v) in elems.iter_mut().enumerate() {
                         if outside(e as u64) {
                             v.clone_from(&m.fill);

@@ -1461,38 +1461,51 @@ class Dataset(HLObject):
         if names:
             return self._write_fields(args, names, val)
 
-        vkind = _vlen_kind(dtype)
-        if _uses_records(dtype) or vkind is not None:
-            # Variable-length elements: one encoded element each.
-            if _uses_records(dtype):
-                if not isinstance(val, np.ndarray) or val.dtype != dtype:
-                    val = np.asarray(val, dtype=dtype)
-                def encode(block):
-                    return _encode_records(block, dtype)
-            else:
-                if vkind in ('str', 'regref'):
-                    val = np.asarray(val, dtype=object) if not (
-                        isinstance(val, np.ndarray) and val.dtype.kind == 'O') else val
-                elif not (isinstance(val, np.ndarray) and val.dtype.kind == 'O'):
-                    val = _pack_vlen_seq(val, dtype)
-                def encode(block):
-                    return _encode_vlen(np.ascontiguousarray(block, dtype=object), dtype)
-            selection = sel.select(self.shape, args)
-            if val.shape == () and selection.array_shape not in ((), None):
-                val = np.broadcast_to(val, self._scalar_block_shape(selection))
-            selection.expand_shape(val.shape)       # TypeError if it can't broadcast
-            if selection.nselect == 0:
-                return
-            selection.check_extent(writing=True)
-            values = encode(selection.broadcast_value(val))
-            if isinstance(selection, sel.PointSelection):
-                self._write_vlen_points(selection, values)
-            else:
-                self._fs.raw.dataset_write_vlen(self._oid, selection.engine_sel, values)
-            return
+        if _uses_records(dtype) or _vlen_kind(dtype) is not None:
+            # (Whole elements: every member is given.)
+            return self._write_vlen(args, val, list(dtype.names) if dtype.names else None)
 
         if h5t.has_vlen(dtype):
             raise TypeError("h5lake cannot write array types with variable-length members yet")
+        return self._write_fixed(args, val)
+
+    def _write_vlen(self, args, val, members):
+        """Writes variable-length elements (or elements with variable-length
+        members), one encoded element each; ``members``: the compound
+        members the caller gives (a columnar table's nulls of them are
+        written, of the others kept)."""
+        dtype = self.dtype
+        vkind = _vlen_kind(dtype)
+        if _uses_records(dtype):
+            if not isinstance(val, np.ndarray) or val.dtype != dtype:
+                val = np.asarray(val, dtype=dtype)
+            def encode(block):
+                return _encode_records(block, dtype)
+        else:
+            if vkind in ('str', 'regref'):
+                val = np.asarray(val, dtype=object) if not (
+                    isinstance(val, np.ndarray) and val.dtype.kind == 'O') else val
+            elif not (isinstance(val, np.ndarray) and val.dtype.kind == 'O'):
+                val = _pack_vlen_seq(val, dtype)
+            def encode(block):
+                return _encode_vlen(np.ascontiguousarray(block, dtype=object), dtype)
+        selection = sel.select(self.shape, args)
+        if val.shape == () and selection.array_shape not in ((), None):
+            val = np.broadcast_to(val, self._scalar_block_shape(selection))
+        selection.expand_shape(val.shape)       # TypeError if it can't broadcast
+        if selection.nselect == 0:
+            return
+        selection.check_extent(writing=True)
+        values = encode(selection.broadcast_value(val))
+        if isinstance(selection, sel.PointSelection):
+            self._fs.raw.dataset_write_points_vlen(self._oid, _points_i64(selection), values,
+                                                   members)
+        else:
+            self._fs.raw.dataset_write_vlen(self._oid, selection.engine_sel, values, members)
+
+    def _write_fixed(self, args, val):
+        """Writes elements of a fixed size."""
+        dtype = self.dtype
 
         stored = self._stored
         if dtype.kind == 'V' and dtype.subdtype is None and \
@@ -1563,9 +1576,6 @@ class Dataset(HLObject):
         else:
             raw.dataset_write(self._oid, selection.engine_sel, buf, fields)
 
-    def _write_vlen_points(self, selection, values):
-        self._fs.raw.dataset_write_points_vlen(self._oid, _points_i64(selection), values)
-
     def _write_fields(self, args, names, val):
         """Field-name write: read-modify-write of the selected region."""
         dtype = self.dtype
@@ -1602,8 +1612,9 @@ class Dataset(HLObject):
             for n in names:
                 current[n] = v[n]
         if _uses_records(dtype) or _vlen_kind(dtype) is not None:
-            # Elements with variable-length members are written whole, encoded.
-            self.__setitem__(args, current)
+            # Elements with variable-length members are written whole,
+            # encoded; only the members named count as written.
+            self._write_vlen(args, current, list(names))
             return
         # (Only the members named are written: the others keep what they
         # hold now, even if another writer changed them since the read
