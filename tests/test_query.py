@@ -1044,3 +1044,24 @@ def test_what_keeps_no_statistics_is_named_for_what_it_is(tmp_path):
                           (ld.mean, "keep no statistics")]:
             with pytest.raises(ValueError, match=msg):
                 call()
+
+
+def test_query_csv_prints_floats_as_floats(tmp_path):
+    pcsv = pytest.importorskip("pyarrow.csv")
+    a = np.zeros(4, [("i", "i4"), ("f", "f8"), ("g", "f4"), ("h", "f2")])
+    a["i"] = np.arange(4)
+    a["f"] = [23.0, -0.0, 0.5, np.inf]
+    a["g"] = [0.1, 2.0, np.nan, 3.0]
+    a["h"] = [0.1, 65504, 1.0, -2.0]
+    store = tmp_path / "c.h5l"
+    with h5lake.File(str(store), "w") as f:
+        f.create_dataset("t", data=a)
+    r = _cli("query", "-q", str(store / "t"), "i >= 0", "-o", str(tmp_path / "out.csv"))
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "out.csv").read_text().splitlines()
+    assert text[1].split(",")[1:] == ['"23.0"', '"0.1"', '"0.099975586"'], text
+    rows = pcsv.read_csv(tmp_path / "out.csv")
+    # Read back by another tool, the float columns are floats again.
+    assert [str(rows.schema.field(n).type) for n in "ifgh"] == ["int64", "double", "double", "double"]
+    np.testing.assert_array_equal(rows["f"].to_numpy(), a["f"])
+    assert rows["h"].to_numpy().astype("f2").tolist() == a["h"].tolist()

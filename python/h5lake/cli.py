@@ -230,6 +230,17 @@ def _flat_for_csv(pa, t):
                     names.append(f"{name}[{i}]")
                     cols.append(flat.take(pa.array(range(i, len(flat), width), pa.int64())))
                 changed = True
+            elif pa.types.is_floating(kind):
+                # As Python prints floats: a whole value keeps its ".0", so
+                # readers do not take the column for integers (pyarrow's
+                # writer prints 23.0 as 23); float16 at float32's shortest.
+                names.append(name)
+                vals = col.fill_null(0).to_numpy()
+                if vals.dtype == np.float16:
+                    vals = vals.astype(np.float32)
+                mask = col.is_null().to_numpy(zero_copy_only=False)
+                cols.append(pa.array(vals.astype(str), pa.string(),
+                                     mask=mask if mask.any() else None))
             elif pa.types.is_binary(kind) or pa.types.is_fixed_size_binary(kind) \
                     or pa.types.is_large_binary(kind):
                 # CSV is text: a column with bytes that are not UTF-8 is
