@@ -976,7 +976,7 @@ def test_query_cli_edges_coords_named_like_fields_empty_answers_and_existing_fil
     doc = json.loads(r.stdout, parse_constant=lambda t: pytest.fail(f"bare {t} in JSON"))
     assert doc["total"]["fields"]["value"]["max"] == "Infinity"
     r = _cli("query", "-q", str(store / "v"), "value > 1", "--fields", "value")
-    assert r.returncode == 0 and r.stdout.split() == ['"value"', "2", "3"], r.stderr
+    assert r.returncode == 0 and r.stdout.split() == ['"value"', '"2.0"', '"3.0"'], r.stderr
     r = _cli("query", str(tmp_path / "e.h5l"), "x > 1")
     assert r.returncode == 2
     with h5lake.File(str(store), "r+") as f:
