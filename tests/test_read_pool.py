@@ -101,3 +101,10 @@ def test_a_forked_child_gives_idle_pages_back_too():
             "    time.sleep(8); os._exit(0 if _core.pool_state()[1] == 0 else 1)\n"
             "_, status = os.waitpid(pid, 0); sys.exit(os.waitstatus_to_exitcode(status))")
     assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0
+
+
+def test_a_setting_that_is_not_a_size_turns_the_pool_off_and_says_so():
+    code = "from h5lake import _core; print(_core.pool_state()[2])"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                       env={**os.environ, "H5LAKE_READ_POOL": "lots"})
+    assert r.stdout.strip() == "0" and "is not a size" in r.stderr, (r.stdout, r.stderr)

@@ -282,6 +282,9 @@ def pooled_empty(shape: object, dtype: object) -> object:
     read buffers (pages already touched, reused once an array is freed);
     from ``malloc`` below 4 MiB or with ``$H5LAKE_READ_POOL=0``."""
 
+POOLED_MIN_BYTES: int
+"""Arrays of at least this many bytes come from the pool of read buffers."""
+
 def pool_state() -> tuple[int, int, int]:
     """(bytes handed out, bytes kept for reuse, most bytes kept) of the pool."""
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import re
 import signal
@@ -180,8 +179,9 @@ def _strict_json(v):
     """``v`` with its non-finite floats as the strings ``"NaN"``,
     ``"Infinity"`` and ``"-Infinity"``: JSON has no such numbers, and
     strict parsers refuse Python's bare tokens."""
-    if isinstance(v, float) and not math.isfinite(v):
-        return "NaN" if v != v else ("Infinity" if v > 0 else "-Infinity")
+    if isinstance(v, float):
+        from ._hl.h5t import _float_to_json
+        return _float_to_json(v)
     if isinstance(v, dict):
         return {k: _strict_json(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):

@@ -1380,6 +1380,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(arrow::restore_arrow_types, m)?)?;
     m.add_function(wrap_pyfunction!(pool::pooled_empty, m)?)?;
     m.add_function(wrap_pyfunction!(pool::pool_state, m)?)?;
+    m.add("POOLED_MIN_BYTES", pool::MIN_POOLED)?;
     m.add_function(wrap_pyfunction!(pool::release_mappings, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -59,6 +59,12 @@ static POOL: LazyLock<Mutex<Pool>> = LazyLock::new(|| {
 fn configured_cap() -> usize {
     if let Ok(v) = std::env::var("H5LAKE_READ_POOL") {
         let v = v.trim();
+        let off = || {
+            eprintln!(
+                "h5lake: H5LAKE_READ_POOL={v:?} is not a size (512M, 1.5G): the read pool is off"
+            );
+            0
+        };
         let (num, unit) = match v.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
             Some((i, _)) => (&v[..i], v[i..].to_ascii_uppercase()),
             None => (v, String::new()),
@@ -68,17 +74,11 @@ fn configured_cap() -> usize {
             "K" => 1024.0,
             "M" => 1024.0 * 1024.0,
             "G" => 1024.0 * 1024.0 * 1024.0,
-            _ => {
-                eprintln!("h5lake: H5LAKE_READ_POOL={v:?} is not a size (512M, 1.5G): the read pool is off");
-                return 0;
-            }
+            _ => return off(),
         };
         return match num.trim().parse::<f64>() {
             Ok(n) if n >= 0.0 => (n * scale) as usize,
-            _ => {
-                eprintln!("h5lake: H5LAKE_READ_POOL={v:?} is not a size (512M, 1.5G): the read pool is off");
-                0
-            }
+            _ => off(),
         };
     }
     // SAFETY: sysconf only reads system constants.

@@ -5,9 +5,10 @@
 //! out of the page cache, but mapping and unmapping cost a page-table
 //! entry per 4 KiB page: for pages readahead brought in (small folios),
 //! that was most of a warm read's time. So an object's mapping is kept for
-//! the next read, keyed by its path and version: chunk objects are
-//! replaced by rename, never changed in place, so a new version is a new
-//! file and a kept mapping is never stale. At most [`MAX_KEPT`] bytes are
+//! the next read, keyed by its path and version (inode, mtime, size): a
+//! replaced object is a new file, and one patched in place (a small edit)
+//! has a new mtime, so a kept mapping is never taken for another version
+//! (and a private read-only mapping shows the page cache as it is). At most [`MAX_KEPT`] bytes are
 //! kept, each for [`IDLE`] after its last use, so that the disk space of a
 //! deleted object is not held for long.
 

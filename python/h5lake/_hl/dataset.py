@@ -784,24 +784,22 @@ class _DirectReader:
 def _output(shape, dtype):
     """An array for a read to fill: big ones from the pool of pages earlier
     reads' arrays left (no page faults, no zeroing by the kernel)."""
-    if np.dtype(dtype).itemsize * int(np.prod(shape, dtype=np.int64)) >= _POOLED_BYTES:
+    if np.dtype(dtype).itemsize * int(np.prod(shape, dtype=np.int64)) >= _core.POOLED_MIN_BYTES:
         return _core.pooled_empty(shape, dtype)
     return np.empty(shape, dtype)
 
 
-# (As the pool's own threshold.)
-_POOLED_BYTES = 4 << 20
-
-
-def _positional(method, args, ours, pytables):
-    """The names of ``method``'s positional arguments after the condition:
-    ``ours``, or PyTables' order ``pytables`` (``condvars`` first) when the
-    first is a dict or there are more than ``ours`` holds."""
+def _positional(method, args, ours, pytables, given):
+    """``given`` (the keyword arguments) with ``method``'s positional
+    arguments after the condition put in: named ``ours``, or in PyTables'
+    order ``pytables`` (``condvars`` first) when the first is a dict or
+    there are more than ``ours`` holds."""
     names = pytables if args and (isinstance(args[0], dict) or len(args) > len(ours)) else ours
     if len(args) > len(names):
         raise TypeError(f"{method}() takes at most {len(names) + 1} positional arguments "
                         f"({len(args) + 1} given)")
-    return dict(zip(names, args))
+    return {**given, **dict(zip(names, args))}
+
 
 class Dataset(HLObject):
     """An HDF5 dataset."""
@@ -1092,14 +1090,12 @@ class Dataset(HLObject):
         start, stop, step`` when the first is a dict (or there are more
         than two)."""
         from . import query
-        given = _positional("read_where", args, ("fields", "sel"),
-                            ("condvars", "field", "start", "stop", "step"))
-        fields = given.get("fields", fields)
-        sel = given.get("sel", sel)
-        condvars = given.get("condvars", condvars)
-        field = given.get("field", field)
-        start, stop, step = (given.get(k, v) for k, v in
-                             (("start", start), ("stop", stop), ("step", step)))
+        o = _positional("read_where", args, ("fields", "sel"),
+                        ("condvars", "field", "start", "stop", "step"),
+                        dict(fields=fields, sel=sel, condvars=condvars, field=field,
+                             start=start, stop=stop, step=step))
+        fields, sel, condvars, field = o["fields"], o["sel"], o["condvars"], o["field"]
+        start, stop, step = o["start"], o["stop"], o["step"]
         if field is not None:
             if fields is not None:
                 raise TypeError("give fields= or field=, not both")
@@ -1116,12 +1112,11 @@ class Dataset(HLObject):
         as for :meth:`read_where`; positional arguments are ``sel``, or
         PyTables' ``condvars, sort, start, stop, step``."""
         from . import query
-        given = _positional("get_where_list", args, ("sel",),
-                            ("condvars", "sort", "start", "stop", "step"))
-        sel = given.get("sel", sel)
-        condvars = given.get("condvars", condvars)
-        start, stop, step = (given.get(k, v) for k, v in
-                             (("start", start), ("stop", stop), ("step", step)))
+        o = _positional("get_where_list", args, ("sel",),
+                        ("condvars", "sort", "start", "stop", "step"),
+                        dict(sel=sel, condvars=condvars, start=start, stop=stop, step=step))
+        sel, condvars, start, stop, step = (o[k] for k in ("sel", "condvars", "start", "stop",
+                                                             "step"))
         cond = query.bind(self, condition, condvars, sys._getframe(1))
         sel, keep = query.rows_of(self, sel, start, stop, step)
         return query.get_where_list(self, cond, sel, keep)
@@ -1133,11 +1128,10 @@ class Dataset(HLObject):
         positional arguments are ``sel``, or PyTables' ``condvars, start,
         stop, step``)."""
         from . import query
-        given = _positional("where", args, ("sel",), ("condvars", "start", "stop", "step"))
-        sel = given.get("sel", sel)
-        condvars = given.get("condvars", condvars)
-        start, stop, step = (given.get(k, v) for k, v in
-                             (("start", start), ("stop", stop), ("step", step)))
+        o = _positional("where", args, ("sel",), ("condvars", "start", "stop", "step"),
+                        dict(sel=sel, condvars=condvars, start=start, stop=stop, step=step))
+        sel, condvars, start, stop, step = (o[k] for k in ("sel", "condvars", "start", "stop",
+                                                             "step"))
         cond = query.bind(self, condition, condvars, sys._getframe(1))
         sel, keep = query.rows_of(self, sel, start, stop, step)
         return query.where(self, cond, sel, keep)
