@@ -14,6 +14,7 @@ mod arrays;
 mod arrow_types;
 mod column_order;
 mod error;
+mod flat_writer;
 mod input;
 mod nulls;
 mod read;
@@ -297,9 +298,13 @@ pub fn encode_batch(
         .build();
     // Room for the chunk stored as it is: growing the buffer would copy it.
     let mut out = Vec::with_capacity(batch.get_array_memory_size() + (64 << 10));
-    let mut w = ArrowWriter::try_new(&mut out, batch.schema(), Some(props))?;
-    w.write(batch)?;
-    w.close()?;
+    if flat_writer::takes(batch) {
+        flat_writer::write(batch, props, &mut out)?;
+    } else {
+        let mut w = ArrowWriter::try_new(&mut out, batch.schema(), Some(props))?;
+        w.write(batch)?;
+        w.close()?;
+    }
     column_order::declare_type_defined_float_order(&mut out)?;
     Ok(out)
 }
