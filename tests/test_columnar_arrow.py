@@ -532,3 +532,119 @@ def test_two_columns_of_one_name_are_named_as_such(tmp_path):
                         str(tmp_path / "dup.h5l")], capture_output=True, text=True)
     assert r.returncode == 2 and "two columns are named" in r.stderr and "corrupt" not in r.stderr
     assert not (tmp_path / "dup.h5l").exists()
+
+
+# --- what a user audit of tables found (each failed before its fix) ---
+
+@pytest.mark.parametrize("layout", [None, "columnar"])
+def test_structured_write_converts_members_by_name(tmp_path, layout):
+    """As HDF5 converts compounds: members the value lacks keep what they
+    hold; a value with none of the members is refused, nothing written."""
+    import h5py
+    dt = np.dtype([("x", "<f8"), ("y", "<i4")])
+    start = np.array([(1.5, 1), (2.5, 2), (3.5, 3)], dt)
+    kw = {} if layout is None else {"layout": layout}
+    with h5lake.File(tmp_path / "a.h5l", "w") as f, h5py.File(tmp_path / "a.h5", "w") as g:
+        d = f.create_dataset("t", data=start, chunks=(2,), **kw)
+        e = g.create_dataset("t", data=start, chunks=(2,))
+        for x in (d, e):
+            x[2] = np.array((7,), dtype=[("x", "<i8")])
+            x[0:2] = np.array([(9,), (8,)], dtype=[("y", "<i8")])
+        assert d[...].tolist() == e[...].tolist() == [(1.5, 9), (2.5, 8), (7.0, 3)]
+        with pytest.raises(ValueError):
+            e[0:2] = np.array([(7, 8)] * 2, dtype=[("X", "<i8"), ("Y", "<i4")])
+        with pytest.raises(ValueError, match="nothing written"):
+            d[0:2] = np.array([(7, 8)] * 2, dtype=[("X", "<i8"), ("Y", "<i4")])
+        assert d[...].tolist() == e[...].tolist()
+
+
+def test_append_of_nulls_to_a_row_table_writes_the_fill_value(tmp_path):
+    dt = np.dtype([("i", "<i8"), ("s", "S4"), ("f", "<f4")])
+    fill = np.array((-1, b"fill", 9.5), dt)
+    with h5lake.File(tmp_path / "a.h5l", "w") as f:
+        d = f.create_dataset("t", shape=(0,), maxshape=(None,), dtype=dt, chunks=(4,),
+                             fillvalue=fill)
+        d.append(pa.table({"i": pa.array([None, 5], pa.int64()),
+                           "s": pa.array([None, b"ab"], pa.binary()),
+                           "f": pa.array([None, 2.0], pa.float32())}))
+        assert d[...].tolist() == [(-1, b"fill", 9.5), (5, b"ab", 2.0)]
+
+
+def test_to_arrow_of_single_rows_keeps_nulls(tmp_path):
+    with h5lake.File(tmp_path / "a.h5l", "w") as f:
+        d = f.create_dataset("t", data=pa.table({"i": pa.array([1, None, 3]),
+                                                 "s": pa.array(["a", None, "c"])}))
+        none = [{"i": None, "s": None}]
+        assert d.to_arrow(1).to_pylist() == none
+        assert d.to_arrow(np.int64(-2)).to_pylist() == none
+        assert d.to_arrow([-2]).to_pylist() == none
+        assert d.to_arrow([0, -2]).to_pylist() == [{"i": 1, "s": "a"}] + none
+        assert d.to_arrow(-1).to_pylist() == [{"i": 3, "s": "c"}]
+        with pytest.raises(IndexError):
+            d.to_arrow(3)
+        g = f.require_group("g")
+        g["t"] = d
+        assert f["g"].to_arrow().column("t").to_pylist()[1] == {"i": None, "s": None}
+
+
+def test_stats_keep_null_counts_after_a_write_by_member(tmp_path):
+    with h5lake.File(tmp_path / "a.h5l", "w") as f:
+        d = f.create_dataset("t", data=pa.table({"i": pa.array([None, 2, 3, 4])}),
+                             chunks=(4,), maxshape=(None,))
+        assert d.stats(field="i")["null_count"] == 1
+        d["i", 3] = 40
+        assert d.stats(field="i")["null_count"] == 1
+        assert d.to_arrow().column("i").to_pylist() == [None, 2, 3, 40]
+        e = f.create_dataset("u", shape=(0,), maxshape=(None,), chunks=(4,),
+                             dtype=np.dtype([("i", "<i8")]), layout="columnar")
+        e.append(pa.table({"i": pa.array([None, 2, 3], pa.int64())}))
+        e.resize((10,))
+        assert e.stats(field="i")["null_count"] == 1
+
+
+@pytest.mark.parametrize("layout", [None, "columnar"])
+def test_a_failed_append_leaves_the_table_as_it_was(tmp_path, layout):
+    dt = np.dtype([("i", "i4"), ("s", h5lake.string_dtype())])
+    kw = {} if layout is None else {"layout": layout}
+    with h5lake.File(tmp_path / "a.h5l", "w") as f:
+        d = f.create_dataset("t", data=np.array([(1, "a")], dt), maxshape=(None,),
+                             chunks=(2,), **kw)
+        with pytest.raises(TypeError):
+            d.append(np.array([(2, "b"), (3, None)], dt))
+        assert d.shape == (1,)
+        assert d[...].tolist() == [(1, b"a")]
+
+
+def test_a_stream_failing_part_way_says_what_it_appended(tmp_path):
+    s = pa.schema([("i", pa.int32())])
+
+    def batches():
+        yield pa.record_batch([pa.array([4, 5, 6], pa.int32())], schema=s)
+        yield pa.record_batch([pa.array([7], pa.int32())], schema=s)
+        raise RuntimeError("source failed")
+    with h5lake.File(tmp_path / "a.h5l", "w") as f:
+        d = f.create_dataset("t", data=pa.table({"i": pa.array([1], pa.int32())}),
+                             chunks=(2,), maxshape=(None,))
+        with pytest.raises(ValueError, match="(?s)source failed.*the 3 rows of the stream"):
+            d.append(pa.RecordBatchReader.from_batches(s, batches()))
+        assert d[...]["i"].tolist() == [1, 4, 5, 6]
+
+
+def test_a_pandas_frame_never_stores_its_index(tmp_path):
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame({"a": [1, 5, 3, 4], "b": [.1, .2, .3, .4]})
+    with h5lake.File(tmp_path / "a.h5l", "w") as f:
+        d = f.create_dataset("t", data=df, maxshape=(None,))
+        assert f.create_dataset("u", data=df.sort_values("a")).dtype.names == ("a", "b")
+        d.append(df.sort_values("a"))
+        assert d["a"].tolist() == [1, 5, 3, 4, 1, 3, 4, 5]
+
+
+def test_a_nul_in_loaded_bytes_does_not_block_writes_of_other_members(tmp_path):
+    with h5lake.File(tmp_path / "a.h5l", "w") as f:
+        d = f.create_dataset("t", data=pa.table({"i": pa.array([1, 2], pa.int8()),
+                                                 "h": pa.array([b"\x00\x01", b"ok"], pa.binary())}))
+        d["i"] = np.zeros(2, "i1")
+        assert d.to_arrow().to_pylist() == [{"i": 0, "h": b"\x00\x01"}, {"i": 0, "h": b"ok"}]
+        with pytest.raises(ValueError, match="NUL"):
+            d["h", 1] = b"a\x00b"

@@ -2355,12 +2355,19 @@ impl Domain {
                 None => (None, m.fill_chunk(), None),
             };
             apply(&mut buf)?;
-            let rec = self.prepare_stats(m, &coords, &buf);
+            let mut rec = self.prepare_stats(m, &coords, &buf);
             let enc = match nulls {
                 Some(old) => {
                     let kept = untouched_nulls(m, old, buf.len(), &mut apply)?;
-                    m.codec
-                        .encode_with_nulls(buf.into(), m.live_elems(key), &kept)?
+                    let enc = m
+                        .codec
+                        .encode_with_nulls(buf.into(), m.live_elems(key), &kept)?;
+                    // The nulls kept are counted as the object holds them.
+                    if let (Some(rec), Some(plan)) = (&mut rec, &m.stats) {
+                        let footer = h5lake_columnar::Footer::of_whole(&enc)?;
+                        plan.set_nulls(rec, &footer.null_counts(&plan.leaf_names())?);
+                    }
+                    enc
                 }
                 None => m.encode(buf, key)?,
             };

@@ -217,10 +217,23 @@ impl Domain {
             self.write_arrow(id, start, &batch)?;
             Ok::<u64, EngineError>(start + rows)
         };
+        // A stream is appended chunk by chunk (memory stays bounded): a
+        // failure part way says what was kept.
+        let kept = |e: EngineError, written: u64| match e {
+            EngineError::Invalid(msg) if at.is_none() && written > 0 => EngineError::Invalid(
+                format!(
+                    "{msg} (the {written} rows of the stream before this were appended: a \
+                     stream is appended chunk by chunk)"
+                ),
+            ),
+            e => e,
+        };
         for batch in batches {
             // Cast before the rows are placed (a value that does not fit
             // fails here, not after the table grew).
-            let mut batch = table.cast(&batch?)?;
+            let mut batch = table
+                .cast(&batch.map_err(|e| kept(e, written))?)
+                .map_err(|e| kept(e.into(), written))?;
             while batch.num_rows() > 0 {
                 // Up to the next chunk boundary, so that chunks are
                 // written whole.

@@ -273,8 +273,8 @@ def _uses_records(dtype):
     return kind is not None and kind not in ('str', 'regref') and h5t.has_vlen(kind)
 
 
-def _encode_records(val, dtype):
-    values = records.encode(val, dtype)
+def _encode_records(val, dtype, kept=()):
+    values = records.encode(val, dtype, kept)
     if dtype.names is None:       # a top-level sequence: the engine keeps its payload only
         values = [v[4:] for v in values]
     return values
@@ -494,20 +494,22 @@ def _struct_to_stored(val, stored, what='write'):
     out = np.zeros(val.shape, dtype=stored)
     for n in stored.names:
         if n in val.dtype.names:
-            fdt = stored.fields[n][0]
-            v = val[n]
-            if h5t.is_ref(fdt) and v.dtype.kind == 'S':
-                out[n] = h5t.refs_from_stored(v)            # read: ids -> References
-            elif h5t.is_ref(v.dtype) and fdt.kind == 'S':
-                out[n] = h5t.refs_to_stored(v)              # write: References -> ids
-            elif fdt.subdtype is not None and v.dtype.subdtype is None and \
-                    v.shape[v.ndim - len(fdt.shape):] == fdt.shape:
-                out[n] = _hdf5_cast(v, fdt.base, what)
-            elif fdt.subdtype is None:
-                out[n] = _hdf5_cast(v, fdt, what)
-            else:
-                out[n] = v
+            out[n] = _field_to_stored(val[n], stored.fields[n][0], what)
     return out
+
+
+def _field_to_stored(v, fdt, what='write'):
+    """One member's values ``v`` as the member type ``fdt`` holds them."""
+    if h5t.is_ref(fdt) and v.dtype.kind == 'S':
+        return h5t.refs_from_stored(v)                      # read: ids -> References
+    if h5t.is_ref(v.dtype) and fdt.kind == 'S':
+        return h5t.refs_to_stored(v)                        # write: References -> ids
+    if fdt.subdtype is not None and v.dtype.subdtype is None and \
+            v.shape[v.ndim - len(fdt.shape):] == fdt.shape:
+        return _hdf5_cast(v, fdt.base, what)
+    if fdt.subdtype is None:
+        return _hdf5_cast(v, fdt, what)
+    return v
 
 
 def _to_stored(val, stored):
@@ -1455,6 +1457,18 @@ class Dataset(HLObject):
         if names:
             return self._write_fields(args, names, val)
 
+        if dtype.names is not None and isinstance(val, np.ndarray) and val.dtype.names is not None:
+            # HDF5 converts compounds member by member, by name: members the
+            # value does not have keep what they hold, and a value with none
+            # of the dataset's members is refused (never written as zeros).
+            given = tuple(n for n in dtype.names if n in val.dtype.names)
+            if not given:
+                raise ValueError("none of the value's fields (%s) is a member of the dataset "
+                                 "(%s); nothing written" % (", ".join(val.dtype.names),
+                                                            ", ".join(dtype.names)))
+            if len(given) < len(dtype.names):
+                return self._write_fields(args, given, val)
+
         if _uses_records(dtype) or _vlen_kind(dtype) is not None:
             # (Whole elements: every member is given.)
             return self._write_vlen(args, val, list(dtype.names) if dtype.names else None)
@@ -1463,26 +1477,32 @@ class Dataset(HLObject):
             raise TypeError("h5lake cannot write array types with variable-length members yet")
         return self._write_fixed(args, val)
 
-    def _write_vlen(self, args, val, members):
-        """Writes variable-length elements (or elements with variable-length
-        members), one encoded element each; ``members``: the compound
-        members the caller gives (a columnar table's nulls of them are
-        written, of the others kept)."""
+    def _vlen_encoder(self, val, members=None):
+        """``val`` as an array of this dataset's variable-length elements,
+        and the function that encodes a block of it for the engine
+        (``members``: the compound members the caller gives; the others
+        hold what was read from the dataset)."""
         dtype = self.dtype
         vkind = _vlen_kind(dtype)
         if _uses_records(dtype):
             if not isinstance(val, np.ndarray) or val.dtype != dtype:
                 val = np.asarray(val, dtype=dtype)
-            def encode(block):
-                return _encode_records(block, dtype)
-        else:
-            if vkind in ('str', 'regref'):
-                val = np.asarray(val, dtype=object) if not (
-                    isinstance(val, np.ndarray) and val.dtype.kind == 'O') else val
-            elif not (isinstance(val, np.ndarray) and val.dtype.kind == 'O'):
-                val = _pack_vlen_seq(val, dtype)
-            def encode(block):
-                return _encode_vlen(np.ascontiguousarray(block, dtype=object), dtype)
+            kept = () if members is None or dtype.names is None else \
+                tuple(n for n in dtype.names if n not in members)
+            return val, lambda block: _encode_records(block, dtype, kept)
+        if vkind in ('str', 'regref'):
+            val = np.asarray(val, dtype=object) if not (
+                isinstance(val, np.ndarray) and val.dtype.kind == 'O') else val
+        elif not (isinstance(val, np.ndarray) and val.dtype.kind == 'O'):
+            val = _pack_vlen_seq(val, dtype)
+        return val, lambda block: _encode_vlen(np.ascontiguousarray(block, dtype=object), dtype)
+
+    def _write_vlen(self, args, val, members):
+        """Writes variable-length elements (or elements with variable-length
+        members), one encoded element each; ``members``: the compound
+        members the caller gives (a columnar table's nulls of them are
+        written, of the others kept)."""
+        val, encode = self._vlen_encoder(val, members)
         selection = sel.select(self.shape, args)
         if val.shape == () and selection.array_shape not in ((), None):
             val = np.broadcast_to(val, self._scalar_block_shape(selection))
@@ -1590,7 +1610,7 @@ class Dataset(HLObject):
             # (Members given by name; a compound value of one member of
             # compound type is that member's value, below.)
             for n in [x for x in val.dtype.names if x in names]:
-                current[n] = val[n]
+                current[n] = _field_to_stored(val[n], current.dtype.fields[n][0])
         elif len(names) == 1:
             fdt = dtype.fields[names[0]][0]
             v = np.asarray(val, dtype=fdt.base)

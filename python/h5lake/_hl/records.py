@@ -25,10 +25,10 @@ def _counted(body):
     return _COUNT.pack(len(body)) + body
 
 
-def _encode(x, dt, out):
+def _encode(x, dt, out, nul_ok=False):
     if dt.names is not None:
         for n in dt.names:
-            _encode(x[n], dt.fields[n][0], out)
+            _encode(x[n], dt.fields[n][0], out, nul_ok)
         return
     if dt.subdtype is not None:
         base, shape = _array_parts(dt)
@@ -36,7 +36,7 @@ def _encode(x, dt, out):
         if arr.shape != shape:
             arr = np.broadcast_to(arr, shape)
         for e in arr.reshape(-1):
-            _encode(e, base, out)
+            _encode(e, base, out, nul_ok)
         return
     if dt.kind == "O":
         vlen = h5t.check_vlen_dtype(dt)
@@ -49,7 +49,7 @@ def _encode(x, dt, out):
                 b = b""
             else:
                 raise TypeError("Expected str or bytes for a vlen string, got %r" % (x,))
-            if b"\0" in b:
+            if b"\0" in b and not nul_ok:
                 raise ValueError("VLEN strings do not support embedded NULLs")
             out.append(_counted(b))
             return
@@ -62,7 +62,7 @@ def _encode(x, dt, out):
             if h5t.has_vlen(base):
                 body = []
                 for e in seq:
-                    _encode(e, base, body)
+                    _encode(e, base, body, nul_ok)
                 out.append(_counted(b"".join(body)))
             else:
                 out.append(_counted(np.ascontiguousarray(seq, dtype=h5t.packed_dtype(base)).tobytes()))
@@ -71,14 +71,21 @@ def _encode(x, dt, out):
     out.append(np.asarray(x, dtype=dt).tobytes())
 
 
-def encode(arr, dt):
-    """The stored records of the elements of ``arr`` (dtype ``dt``), C order."""
+def encode(arr, dt, kept=()):
+    """The stored records of the elements of ``arr`` (dtype ``dt``), C order.
+    ``kept``: top-level members whose values were read from the dataset
+    being written and go back as they are (a NUL in their text, which h5py
+    refuses from a caller, can come from a Parquet file loaded)."""
     dt = np.dtype(dt)
     flat = np.asarray(arr, dtype=dt).reshape(-1)
     values = []
     for e in flat:
         parts = []
-        _encode(e, dt, parts)
+        if kept and dt.names is not None:
+            for n in dt.names:
+                _encode(e[n], dt.fields[n][0], parts, n in kept)
+        else:
+            _encode(e, dt, parts)
         values.append(b"".join(parts))
     return values
 

@@ -165,6 +165,12 @@ def group_to_arrow(group, sel=None, names=None):
                              "one 1-D dataset per column")
         else:
             rows = None
+        if rows is None and d.is_columnar:
+            # (Straight from the chunks' columns, nulls kept.)
+            t = to_arrow(d, sel)
+            col = pa.StructArray.from_arrays([c.combine_chunks() for c in t.columns],
+                                             fields=list(t.schema))
+            rows = len(col)
         if rows is None:
             data = np.asarray(d[()] if sel is None else d[sel]).reshape(-1)
             if d.dtype.kind == "O":          # keep what kind of strings they are
@@ -243,6 +249,7 @@ def _picked_rows(dset, sel):
             idx = np.flatnonzero(arr)
         elif arr.dtype.kind in "iu" and len(arr):
             idx = arr.astype(np.int64)
+            idx = np.where(idx < 0, idx + n, idx)          # numpy's negative indices
             if idx[0] < 0 or idx[-1] >= n or np.any(np.diff(idx) <= 0):
                 return None
         else:
@@ -265,6 +272,11 @@ def _rows(dset, sel):
     if isinstance(sel, slice) and sel.step in (None, 1):
         start, stop, _ = sel.indices(n)
         return start, max(start, stop)
+    if isinstance(sel, (int, np.integer)) and not isinstance(sel, (bool, np.bool_)):
+        i = int(sel) + n if sel < 0 else int(sel)
+        if not 0 <= i < n:
+            raise IndexError(f"Index ({int(sel)}) out of range for (0-{n - 1})")
+        return i, i + 1
     return None
 
 
@@ -338,6 +350,10 @@ def arrow_source(data):
     if mod == "pandas" and type(data).__name__ == "Series":
         # (A column, not a table: an array, as h5py stores it.)
         return None
+    if mod == "pandas" and type(data).__name__ == "DataFrame":
+        # (Before the stream protocol, which pandas has too and which would
+        # keep a sorted or filtered frame's index as a column.)
+        return _pa().Table.from_pandas(data, preserve_index=False)
     if mod == "pyarrow" or hasattr(data, "__arrow_c_stream__"):
         pa = _pa()
         if isinstance(data, (pa.Table, pa.RecordBatchReader)):
@@ -352,8 +368,6 @@ def arrow_source(data):
                 # no table; read as an array.
                 return None
         return None
-    if mod == "pandas" and type(data).__name__ == "DataFrame":
-        return _pa().Table.from_pandas(data, preserve_index=False)
     return None
 
 
@@ -448,7 +462,9 @@ def append(dset, data):
             if missing or len(t.column_names) != len(dset.dtype.names):
                 raise ValueError(f"columns {t.column_names} do not match the members "
                                  f"{list(dset.dtype.names)} of {dset.name}")
-            rows = np.zeros(t.num_rows, dset.dtype)
+            # A null reads as the member's fill value, as in a columnar table.
+            rows = np.empty(t.num_rows, dset.dtype)
+            rows[...] = dset.fillvalue
             for n in dset.dtype.names:
                 col = t.column(n)
                 if _pa().types.is_decimal(col.type):     # held as its unscaled integers
@@ -462,13 +478,38 @@ def append(dset, data):
                     except _pa().ArrowInvalid as e:
                         raise ValueError(f"column {n!r} cannot be stored as {member} "
                                          f"in {dset.name}: {e}") from None
-                rows[n] = col.to_numpy(zero_copy_only=False)
+                if col.null_count:
+                    valid = col.is_valid().to_numpy(zero_copy_only=False)
+                    rows[n][valid] = col.drop_null().to_numpy(zero_copy_only=False)
+                else:
+                    rows[n] = col.to_numpy(zero_copy_only=False)
         else:
             rows = _rows_by_name(data, dset)
-        start = dset._fs.raw.dataset_extend_rows(dset._oid, len(rows))
-        dset._fs.forget(dset._oid)
-        if len(rows):
-            dset[start:start + len(rows)] = rows
-        return len(rows)
+        return _append_rows(dset, rows)
     finally:
         dset._fs.forget(dset._oid)
+
+
+def _append_rows(dset, rows):
+    """Appends ``rows`` (of ``dset``'s type) to a row-layout dataset. They
+    are converted and encoded first, so that rows that cannot be stored
+    are refused before the dataset grows."""
+    from .dataset import _uses_records, _vlen_kind, _to_stored
+    from . import selections as sel
+    vlen = _uses_records(dset.dtype) or _vlen_kind(dset.dtype) is not None
+    if vlen:
+        rows, encode = dset._vlen_encoder(rows)
+        values = encode(rows)
+    else:
+        rows = _to_stored(rows, dset._stored)
+    start = dset._fs.raw.dataset_extend_rows(dset._oid, len(rows))
+    dset._fs.forget(dset._oid)
+    if not len(rows):
+        return 0
+    if vlen:
+        selection = sel.select(dset.shape, (slice(start, start + len(rows)),))
+        dset._fs.raw.dataset_write_vlen(dset._oid, selection.engine_sel, values,
+                                        list(dset.dtype.names) if dset.dtype.names else None)
+    else:
+        dset[start:start + len(rows)] = rows
+    return len(rows)
