@@ -648,3 +648,28 @@ def test_a_nul_in_loaded_bytes_does_not_block_writes_of_other_members(tmp_path):
         assert d.to_arrow().to_pylist() == [{"i": 0, "h": b"\x00\x01"}, {"i": 0, "h": b"ok"}]
         with pytest.raises(ValueError, match="NUL"):
             d["h", 1] = b"a\x00b"
+
+
+def test_booleans_are_parquet_booleans_for_other_tools(tmp_path):
+    duckdb = pytest.importorskip("duckdb")
+    pl = pytest.importorskip("polars")
+    with h5lake.File(tmp_path / "a.h5l", "w") as f:
+        d = f.create_dataset("t", data=pa.table({"b": [True, False, None, True], "i": [1, 2, 3, 4]}))
+        e = f.create_dataset("u", data=np.array([(True, 1.5), (False, 2.5)],
+                                                dtype=[("b", "?"), ("x", "f8")]),
+                             layout="columnar", chunks=(2,), maxshape=(None,))
+        files = d.parquet_files()
+        assert pq.read_schema(files[0]).field("b").type == pa.bool_()
+        assert duckdb.sql(f"SELECT typeof(b), count(*) FROM read_parquet({files}) WHERE b "
+                          "GROUP BY 1").fetchall() == [("BOOLEAN", 2)]
+        assert pl.scan_parquet(files).filter(pl.col("b")).collect()["i"].to_list() == [1, 4]
+        assert pl.read_parquet(e.parquet_files())["b"].to_list() == [True, False]
+        assert d.to_arrow().column("b").to_pylist() == [True, False, None, True]
+        assert d["b"].tolist() == [True, False, False, True]
+        # Chunks written before booleans were stored so (int8) still read.
+        old = pa.table({"b": pa.array([0, 1], pa.int8()), "x": [7.0, 8.0]})
+        pq.write_table(old, e.parquet_files()[0], use_dictionary=False)
+        e.append(np.array([(True, 9.0)], e.dtype))
+        assert e[...].tolist() == [(False, 7.0), (True, 8.0), (True, 9.0)]
+        assert e.to_arrow().column("b").to_pylist() == [False, True, True]
+        assert e.read_where("b")["x"].tolist() == [8.0, 9.0]

@@ -262,6 +262,8 @@ pub fn encode_batch(
     batch: &RecordBatch,
     compression: Compression,
 ) -> Result<Vec<u8>> {
+    let with_booleans = table::booleans_stored(dtype, batch)?;
+    let batch = with_booleans.as_ref().unwrap_or(batch);
     let n = batch.num_rows();
     let mut props = WriterProperties::builder();
     // Numbers and fixed-length strings are stored plain, as an HDF5 chunk
@@ -362,10 +364,10 @@ pub fn decode_chunk(dtype: &Datatype, stored: Bytes, n: usize, fill: &[u8]) -> R
         let columns = fields
             .iter()
             .map(|f| {
-                batch
+                let col = batch
                     .column_by_name(&f.name)
-                    .cloned()
-                    .ok_or_else(|| missing(&f.name))
+                    .ok_or_else(|| missing(&f.name))?;
+                table::boolean_back(&f.dtype, col)
             })
             .collect::<Result<Vec<_>>>()?;
         rows += batch.num_rows();

@@ -77,6 +77,69 @@ pub(crate) fn conform_column(name: &str, c: &ArrayRef, to: &DataType) -> Result<
     }
 }
 
+/// `batch` (of the compound `dtype`'s members) with the columns of h5py's
+/// booleans as Parquet's BOOLEAN columns, so that DuckDB, Polars and
+/// pyarrow reading the chunk objects see booleans, not int8 (reads cast
+/// them back: see [`conform_column`]); `None` when there are none.
+/// Booleans inside structs and lists stay int8.
+///
+/// # Errors
+/// A column that does not cast.
+pub(crate) fn booleans_stored(
+    dtype: &Datatype,
+    batch: &RecordBatch,
+) -> Result<Option<RecordBatch>> {
+    let Datatype::Compound { fields, .. } = dtype else {
+        return Ok(None);
+    };
+    let schema = batch.schema();
+    let is_bool = |name: &str| {
+        fields
+            .iter()
+            .any(|f| f.name == name && is_h5py_bool(&f.dtype))
+    };
+    if !schema
+        .fields()
+        .iter()
+        .any(|f| is_bool(f.name()) && f.data_type() != &DataType::Boolean)
+    {
+        return Ok(None);
+    }
+    let mut out_fields = Vec::with_capacity(batch.num_columns());
+    let mut columns = Vec::with_capacity(batch.num_columns());
+    for (f, c) in schema.fields().iter().zip(batch.columns()) {
+        if is_bool(f.name()) && f.data_type() != &DataType::Boolean {
+            columns.push(arrow_cast::cast(c, &DataType::Boolean)?);
+            out_fields.push(f.as_ref().clone().with_data_type(DataType::Boolean));
+        } else {
+            columns.push(c.clone());
+            out_fields.push(f.as_ref().clone());
+        }
+    }
+    crate::batch_with_rows(
+        Arc::new(arrow_schema::Schema::new_with_metadata(
+            out_fields,
+            schema.metadata().clone(),
+        )),
+        columns,
+        batch.num_rows(),
+    )
+    .map(Some)
+}
+
+/// `col`, a column of the member type `dt` as a chunk object stores it,
+/// as the member's Arrow type: a BOOLEAN column of h5py's boolean (see
+/// [`booleans_stored`]) cast back to its int8.
+///
+/// # Errors
+/// A member type with no Arrow form.
+pub(crate) fn boolean_back(dt: &Datatype, col: &ArrayRef) -> Result<ArrayRef> {
+    if col.data_type() == &DataType::Boolean && is_h5py_bool(dt) {
+        return Ok(arrow_cast::cast(col, &member_type(dt)?)?);
+    }
+    Ok(col.clone())
+}
+
 /// Whether `dt` is h5py's boolean: an enum of a 1-byte integer with just
 /// FALSE = 0 and TRUE = 1.
 fn is_h5py_bool(dt: &Datatype) -> bool {

@@ -220,12 +220,12 @@ impl Domain {
         // A stream is appended chunk by chunk (memory stays bounded): a
         // failure part way says what was kept.
         let kept = |e: EngineError, written: u64| match e {
-            EngineError::Invalid(msg) if at.is_none() && written > 0 => EngineError::Invalid(
-                format!(
+            EngineError::Invalid(msg) if at.is_none() && written > 0 => {
+                EngineError::Invalid(format!(
                     "{msg} (the {written} rows of the stream before this were appended: a \
                      stream is appended chunk by chunk)"
-                ),
-            ),
+                ))
+            }
             e => e,
         };
         for batch in batches {
