@@ -212,29 +212,38 @@ def test_concurrent_appends_lose_nothing(tmp_path):
     assert sorted((r["w"], r["i"]) for r in got) == sorted((w, i) for w in range(4) for i in range(18))
 
 
-def _append_rows_in_a_process(path, w, batches, ready, go):
+def _append_rows_in_a_process(path, w, batches, ready, go, how="arrow"):
     import h5lake
+    import numpy as np
     import pyarrow as pa
     with h5lake.File(path, "a") as f:
         d = f["t"]
         ready.release()
         go.wait(60)
         for k in range(batches):
-            d.append(pa.table({"w": pa.array([w] * 3, pa.int32()),
-                               "i": pa.array([k * 3, k * 3 + 1, k * 3 + 2])}))
+            if how == "arrow":
+                d.append(pa.table({"w": pa.array([w] * 3, pa.int32()),
+                                   "i": pa.array([k * 3, k * 3 + 1, k * 3 + 2])}))
+            else:
+                # One row at a time through the HDF5-shaped write: another
+                # writer may grow the extent and fill this row's chunk
+                # between this one's extend and its write.
+                for i in range(k * 3, k * 3 + 3):
+                    d.append(np.array([(w, i)], d.dtype))
 
 
-def test_appends_from_processes_lose_nothing(tmp_path):
+@pytest.mark.parametrize("how", ["arrow", "numpy"])
+def test_appends_from_processes_lose_nothing(tmp_path, how):
     """Each process keeps its metadata changes until it closes the file;
     an append must still claim its rows in the store at once, or two
     processes write the same rows and the later extent hides the other's."""
     path = str(tmp_path / "s.h5l")
     with h5lake.File(path, "w") as f:
         f.create_dataset("t", data=pa.table({"w": pa.array([], pa.int32()), "i": pa.array([], pa.int64())}),
-                         chunks=(10,))
+                         chunks=(10,) if how == "arrow" else (3,))
     ctx = multiprocessing.get_context("spawn")
     ready, go = ctx.Semaphore(0), ctx.Event()
-    procs = [ctx.Process(target=_append_rows_in_a_process, args=(path, w, 8, ready, go))
+    procs = [ctx.Process(target=_append_rows_in_a_process, args=(path, w, 8, ready, go, how))
              for w in range(3)]
     for p in procs:
         p.start()
@@ -600,6 +609,51 @@ def test_stats_keep_null_counts_after_a_write_by_member(tmp_path):
         e.append(pa.table({"i": pa.array([None, 2, 3], pa.int64())}))
         e.resize((10,))
         assert e.stats(field="i")["null_count"] == 1
+
+
+def test_structured_write_converts_nested_members_by_name(tmp_path):
+    import h5py
+    inner = np.dtype([("p", "i4"), ("q", "f8")])
+    dt = np.dtype([("a", "i4"), ("b", "f8"), ("c", inner)])
+    start = np.array([(1, .5, (10, 7.)), (2, 1.5, (20, 8.))], dt)
+    values = [np.array([(5, (7.5,)), (6, (8.5,))], dtype=[("a", "i4"), ("c", [("q", "f4")])]),
+              np.array([(9, 1.0, (30,))], dtype=[("a", "i4"), ("b", "f8"), ("c", [("p", "i8")])])]
+    for layout in (None, "columnar"):
+        kw = {} if layout is None else {"layout": layout}
+        with h5lake.File(tmp_path / "a.h5l", "w") as f, h5py.File(tmp_path / "a.h5", "w") as g:
+            d = f.create_dataset("t", data=start, chunks=(2,), **kw)
+            e = g.create_dataset("t", data=start, chunks=(2,))
+            for x in (d, e):
+                x[0:2] = values[0]
+                x[1:2] = values[1]
+            assert d[...].tolist() == e[...].tolist() == [(5, .5, (10, 7.5)), (9, 1.0, (30, 8.5))]
+            with pytest.raises(TypeError):
+                e[0:2] = np.array([(7,), (8,), (9,)], dtype=[("a", "i2")])
+            with pytest.raises(TypeError):
+                d[0:2] = np.array([(7,), (8,), (9,)], dtype=[("a", "i2")])
+
+
+def test_appending_a_table_is_all_or_nothing(tmp_path):
+    with h5lake.File(tmp_path / "a.h5l", "w") as f:
+        e = f.create_dataset("u", data=pa.table({"i": pa.array([1], pa.int8())}), chunks=(2,),
+                             maxshape=(None,))
+        s = pa.schema([("i", pa.int64())])
+        many = pa.Table.from_batches([pa.record_batch([pa.array([5, 6, 7])], schema=s),
+                                      pa.record_batch([pa.array([1000])], schema=s)])
+        with pytest.raises(ValueError):
+            e.append(many)
+        assert e[...]["i"].tolist() == [1]
+        g = f.create_dataset("g", data=pa.table({"i": pa.array([1], pa.int8())}), chunks=(2,),
+                             maxshape=(4,))
+        with pytest.raises(ValueError, match="maximum 4"):
+            g.append(pa.table({"i": pa.array([2, 3, 4, 5], pa.int8())}))
+        assert g[...]["i"].tolist() == [1]
+        # A stream that outgrows the extent says what it appended.
+        t = pa.schema([("i", pa.int8())])
+        stream = pa.RecordBatchReader.from_batches(
+            t, (pa.record_batch([pa.array([k, k, k], pa.int8())], schema=t) for k in range(4)))
+        with pytest.raises(ValueError, match="maximum 4.*the 3 rows of the stream"):
+            g.append(stream)
 
 
 @pytest.mark.parametrize("layout", [None, "columnar"])

@@ -1475,6 +1475,7 @@ impl Domain {
             };
             let before = nulls.is_some().then(|| elems.clone());
             apply(&mut elems);
+            let live = self.live_now(m, key)?;
             let joined = h5lake_types::record::join_elements(&m.dtype, &elems);
             let enc = match (nulls, before) {
                 (Some(mut nulls), Some(before)) => {
@@ -1511,10 +1512,9 @@ impl Domain {
                         }
                     }
                     nulls.retain(|site| site.rows.contains(&true));
-                    m.codec
-                        .encode_with_nulls(joined.into(), m.live_elems(key), &nulls)?
+                    m.codec.encode_with_nulls(joined.into(), live, &nulls)?
                 }
-                _ => m.encode(joined, key)?,
+                _ => m.codec.encode(joined.into(), live)?,
             };
             let outcome = match &cur {
                 Some(v) => store.put_if_version(key, &enc, &v.version)?,
@@ -2322,6 +2322,19 @@ impl Domain {
     /// Replaces a chunk (`full`: the caller overwrites every in-extent
     /// element) or read-modify-writes it under a conditional put, retrying on
     /// conflict.
+    /// The elements of chunk `key` inside the dataset's extent as stored
+    /// now, read after the chunk was loaded for an edit. A columnar chunk
+    /// object holds only those rows, and another writer may have grown the
+    /// extent and written rows into this chunk since `m` was read: cut at
+    /// `m`'s extent, its rows would be lost.
+    fn live_now(&self, m: &DatasetMeta, key: &str) -> Result<usize> {
+        let live = m.live_elems(key);
+        if !m.is_columnar() || live == m.chunk_elems() {
+            return Ok(live);
+        }
+        Ok(self.stored_dataset(&m.id)?.live_elems(key))
+    }
+
     fn modify_chunk(
         &self,
         m: &DatasetMeta,
@@ -2356,12 +2369,11 @@ impl Domain {
             };
             apply(&mut buf)?;
             let mut rec = self.prepare_stats(m, &coords, &buf);
+            let live = self.live_now(m, key)?;
             let enc = match nulls {
                 Some(old) => {
                     let kept = untouched_nulls(m, old, buf.len(), &mut apply)?;
-                    let enc = m
-                        .codec
-                        .encode_with_nulls(buf.into(), m.live_elems(key), &kept)?;
+                    let enc = m.codec.encode_with_nulls(buf.into(), live, &kept)?;
                     // The nulls kept are counted as the object holds them.
                     if let (Some(rec), Some(plan)) = (&mut rec, &m.stats) {
                         let footer = h5lake_columnar::Footer::of_whole(&enc)?;
@@ -2369,7 +2381,7 @@ impl Domain {
                     }
                     enc
                 }
-                None => m.encode(buf, key)?,
+                None => m.codec.encode(buf.into(), live)?,
             };
             let outcome = match &cur {
                 Some(v) if v.0 != LINKED_VERSION => store.put_if_version(key, &enc, v)?,

@@ -243,13 +243,13 @@ impl Domain {
                 pending_rows += take;
                 batch = batch.slice(take as usize, batch.num_rows() - take as usize);
                 if (next + pending_rows) % chunk == 0 {
-                    next = flush(&mut pending, pending_rows, next)?;
+                    next = flush(&mut pending, pending_rows, next).map_err(|e| kept(e, written))?;
                     written += pending_rows;
                     pending_rows = 0;
                 }
             }
         }
-        flush(&mut pending, pending_rows, next)?;
+        flush(&mut pending, pending_rows, next).map_err(|e| kept(e, written))?;
         Ok(written + pending_rows)
     }
 

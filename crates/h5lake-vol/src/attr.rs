@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use crate::api::{h5, Api};
 use crate::dataset::{space_json, space_of};
 use crate::error::{check, guard, Result, VolError};
-use crate::memory::{fixed_from_memory, fixed_to_memory, VarMem};
+use crate::memory::{fixed_from_memory, fixed_to_memory, lacks_members, VarMem};
 use crate::objects::{c_str, locate, Kind, Obj};
 use crate::refs::{self, Refs};
 use crate::sys::{self, hid_t};
@@ -217,7 +217,14 @@ pub unsafe extern "C" fn read(
             if refs::contains(&dt) {
                 Refs::new(api, o).to_memory(&dt, &data, n, mem_type)?
             } else {
-                fixed_to_memory(api, &dt, data, n, mem_type, dxpl)?
+                // Members the memory type lacks keep the caller's values.
+                let background = if lacks_members(api, &dt, mem_type)? {
+                    let msize = api.f.H5Tget_size(mem_type);
+                    Some(std::slice::from_raw_parts(buf.cast::<u8>(), n * msize).to_vec())
+                } else {
+                    None
+                };
+                fixed_to_memory(api, &dt, data, n, mem_type, background, dxpl)?
             }
         };
         std::ptr::copy_nonoverlapping(packed.as_ptr(), buf.cast::<u8>(), packed.len());
@@ -234,6 +241,7 @@ unsafe fn value_from_memory(
     dims: &[u64],
     mem_type: hid_t,
     buf: *const u8,
+    current: Option<Vec<u8>>,
     dxpl: hid_t,
 ) -> Result<Value> {
     let n = dims.iter().product::<u64>() as usize;
@@ -276,7 +284,7 @@ unsafe fn value_from_memory(
     }
     let msize = api.f.H5Tget_size(mem_type);
     let mem = std::slice::from_raw_parts(buf, n * msize).to_vec();
-    let data = fixed_from_memory(api, dt, mem, n, mem_type, None, dxpl)?;
+    let data = fixed_from_memory(api, dt, mem, n, mem_type, current, dxpl)?;
     fixed_to_json(dt, &data, dims).map_err(invalid)
 }
 
@@ -300,8 +308,21 @@ pub unsafe extern "C" fn write(
         if shape == Shape::Null {
             return Ok(0);
         }
-        doc["value"] =
-            value_from_memory(api, o, &dt, &value_dims(&shape), mem_type, buf.cast(), dxpl)?;
+        let dims = value_dims(&shape);
+        // A memory type without some members writes only the members it
+        // has: the others keep their stored values.
+        let current = if !dt.is_variable() && lacks_members(api, &dt, mem_type)? {
+            let n = dims.iter().product::<u64>() as usize;
+            Some(match doc.get("value") {
+                Some(v) if !v.is_null() => {
+                    json_to_fixed(&dt, &dims, v).map_err(|e| VolError::Invalid(e.to_string()))?
+                }
+                _ => vec![0u8; n * dt.fixed_size().unwrap_or(0)],
+            })
+        } else {
+            None
+        };
+        doc["value"] = value_from_memory(api, o, &dt, &dims, mem_type, buf.cast(), current, dxpl)?;
         o.dom.attr_create(owner, name, doc, true)?;
         Ok(0)
     })

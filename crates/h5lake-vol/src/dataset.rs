@@ -430,7 +430,11 @@ unsafe fn read_one(
         };
         return scatter(api, space, msize, &packed, buf);
     }
-    if let (Some(fsize), false) = (m.dtype.fixed_size(), m.dtype.is_variable()) {
+    // A memory type without some stored members reads onto the caller's
+    // elements: their other members (a program reading a compound member
+    // by member) keep their values.
+    let onto_caller = !m.dtype.is_variable() && lacks_members(api, &m.dtype, mem_type)?;
+    if let (Some(fsize), false) = (m.dtype.fixed_size(), m.dtype.is_variable() || onto_caller) {
         let msize = api.f.H5Tget_size(mem_type);
         let run = if msize >= fsize {
             contiguous_offset(api, space, msize)?
@@ -451,9 +455,17 @@ unsafe fn read_one(
     } else {
         let mut data = vec![0u8; n * m.dtype.fixed_size().unwrap_or(0)];
         o.dom.read(id, &sel, &mut data)?;
+        let msize = api.f.H5Tget_size(mem_type);
+        let background = if onto_caller {
+            let mut b = vec![0u8; n * msize];
+            gather(api, space, msize, buf, &mut b)?;
+            Some(b)
+        } else {
+            None
+        };
         (
-            fixed_to_memory(api, &m.dtype, data, n, mem_type, dxpl)?,
-            api.f.H5Tget_size(mem_type),
+            fixed_to_memory(api, &m.dtype, data, n, mem_type, background, dxpl)?,
+            msize,
         )
     };
     scatter(api, space, msize, &packed, buf)

@@ -76,13 +76,17 @@ pub fn to_memory_in_place(
 }
 
 /// Stored (file-form) fixed-size elements, `n` of them, as elements of
-/// `mem_type`.
+/// `mem_type`, onto `background` (`n` packed elements of `mem_type`: the
+/// caller's buffer, whose bytes that no member of `mem_type` takes from
+/// the stored type keep their values, as HDF5 keeps them when a program
+/// reads a compound member by member).
 pub fn fixed_to_memory(
     api: &Api,
     dt: &Datatype,
     mut data: Vec<u8>,
     n: usize,
     mem_type: hid_t,
+    background: Option<Vec<u8>>,
     dxpl: hid_t,
 ) -> Result<Vec<u8>> {
     // SAFETY: `mem_type` is the caller's type id.
@@ -90,7 +94,7 @@ pub fn fixed_to_memory(
     let fsize = dt.fixed_size().unwrap_or(0);
     data.resize(n * fsize.max(msize), 0);
     let ftype = to_hdf5(api, dt)?;
-    convert(api, ftype.0, mem_type, n, &mut data, dxpl)?;
+    convert_over(api, ftype.0, mem_type, n, &mut data, background, dxpl)?;
     data.truncate(n * msize);
     Ok(data)
 }

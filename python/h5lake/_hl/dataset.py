@@ -498,6 +498,38 @@ def _struct_to_stored(val, stored, what='write'):
     return out
 
 
+def _covers(stored, given):
+    """Whether the compound type ``given`` has every member of ``stored``,
+    the members of nested compounds too."""
+    for n in stored.names:
+        if n not in given.names:
+            return False
+        s, g = stored.fields[n][0], given.fields[n][0]
+        if s.names is not None and g.names is not None and not _covers(s, g):
+            return False
+    return True
+
+
+def _assign_members(target, val, names):
+    """Writes the members ``names`` of the structured ``val`` into
+    ``target`` by name, as HDF5 converts compounds: a nested compound
+    member by member, and what ``val`` lacks keeps what ``target`` holds.
+    ``val`` is broadcast to ``target``'s shape (TypeError if it cannot)."""
+    try:
+        fits = np.broadcast_shapes(val.shape, target.shape) == target.shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise TypeError("Can't broadcast %s -> %s" % (val.shape, target.shape))
+    for n in names:
+        fdt = target.dtype.fields[n][0]
+        v = val[n]
+        if fdt.names is not None and v.dtype.names is not None:
+            _assign_members(target[n], v, [x for x in v.dtype.names if x in fdt.names])
+        else:
+            target[n] = _field_to_stored(v, fdt)
+
+
 def _field_to_stored(v, fdt, what='write'):
     """One member's values ``v`` as the member type ``fdt`` holds them."""
     if h5t.is_ref(fdt) and v.dtype.kind == 'S':
@@ -1457,6 +1489,8 @@ class Dataset(HLObject):
         if names:
             return self._write_fields(args, names, val)
 
+        if isinstance(val, np.void) and val.dtype.names is not None:
+            val = np.asarray(val)       # one structured element: a 0-d array
         if dtype.names is not None and isinstance(val, np.ndarray) and val.dtype.names is not None:
             # HDF5 converts compounds member by member, by name: members the
             # value does not have keep what they hold, and a value with none
@@ -1466,7 +1500,7 @@ class Dataset(HLObject):
                 raise ValueError("none of the value's fields (%s) is a member of the dataset "
                                  "(%s); nothing written" % (", ".join(val.dtype.names),
                                                             ", ".join(dtype.names)))
-            if len(given) < len(dtype.names):
+            if not _covers(dtype, val.dtype):
                 return self._write_fields(args, given, val)
 
         if _uses_records(dtype) or _vlen_kind(dtype) is not None:
@@ -1609,8 +1643,7 @@ class Dataset(HLObject):
                 and any(x in names for x in val.dtype.names):
             # (Members given by name; a compound value of one member of
             # compound type is that member's value, below.)
-            for n in [x for x in val.dtype.names if x in names]:
-                current[n] = _field_to_stored(val[n], current.dtype.fields[n][0])
+            _assign_members(current, val, [x for x in val.dtype.names if x in names])
         elif len(names) == 1:
             fdt = dtype.fields[names[0]][0]
             v = np.asarray(val, dtype=fdt.base)

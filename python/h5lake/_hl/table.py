@@ -453,6 +453,16 @@ def append(dset, data):
         src = _to_members(_pa(), dset, src, _arrow_types(_pa(), dset))
     try:
         if src is not None and dset.is_columnar:
+            if isinstance(src, _pa().Table):
+                # All or nothing: the rows fit the extent and every value
+                # casts before the table grows (a stream is written chunk
+                # by chunk, each batch cast as it comes).
+                limit = dset.maxshape[0]
+                if limit is not None and dset.shape[0] + src.num_rows > limit:
+                    raise ValueError(f"Unable to set extent of dataset ({dset.shape[0]} + "
+                                     f"{src.num_rows} rows is more than its maximum {limit})")
+                if len(src.to_batches()) > 1:
+                    src = src.combine_chunks()
             return _core.table_write(dset._fs.raw, dset._oid, src, None)
         if src is not None:
             if dset.dtype.names is None:
