@@ -1198,3 +1198,31 @@ def test_compounds_member_by_member(plugin_dir, tmp_path):
     assert native["dset_ab"] == [[1, 1.5], [2, 2.5], [3, 3.5]]
     assert native["attr_written"] == [[1, 10.5], [2, 20.5], [3, 30.5]]
     assert lake == native
+
+
+STORAGE_AND_LINKS = """
+import os
+with h5py.File(p, "w") as f:
+    c = f.create_dataset("c", shape=(100,), dtype="i8", chunks=(10,), compression="gzip")
+    out["never"] = c.id.get_space_status()
+    c[0:5] = np.arange(5)
+    out["part"] = c.id.get_space_status()
+    c[...] = np.arange(100)
+    out["all"] = c.id.get_space_status()
+    out["stored"] = c.id.get_storage_size() > 0
+# A file opened by a relative path follows a relative external link.
+os.chdir(os.path.dirname(p))
+name = os.path.basename(p)
+with h5py.File("other-" + name, "w") as g:
+    g["x"] = np.arange(3)
+with h5py.File(name, "a") as f:
+    f["el"] = h5py.ExternalLink("other-" + name, "/x")
+    out["el"] = f["el"][...].tolist()
+"""
+
+
+def test_space_status_storage_size_and_relative_external_links(plugin_dir, tmp_path):
+    native = run_h5py(STORAGE_AND_LINKS, str(tmp_path / "native.h5"))
+    lake = run_h5py(STORAGE_AND_LINKS, str(tmp_path / "lake.h5l"), plugin_dir)
+    assert native == {"never": 0, "part": 1, "all": 2, "stored": True, "el": [0, 1, 2]}
+    assert lake == native

@@ -659,10 +659,38 @@ pub unsafe extern "C" fn get(
                 a.args.get_dapl.dapl_id = dapl;
             }
             sys::H5VL_dataset_get_t_H5VL_DATASET_GET_SPACE_STATUS => {
-                *a.args.get_space_status.status = sys::H5D_space_status_t_H5D_SPACE_STATUS_ALLOCATED
+                // Chunks never written are not allocated, as in HDF5; the
+                // values of a dataset linked to a file or virtual dataset
+                // are where they are.
+                let status = if m.link.is_some() || m.virtual_map.is_some() {
+                    sys::H5D_space_status_t_H5D_SPACE_STATUS_ALLOCATED
+                } else {
+                    let stored = o.dom.stored_chunks(dataset_id(o)?)?.len() as u64;
+                    let all: u64 = m
+                        .dims
+                        .iter()
+                        .zip(&m.chunk)
+                        .map(|(&d, &c)| d.div_ceil(c.max(1)))
+                        .product();
+                    if stored == 0 && all > 0 {
+                        sys::H5D_space_status_t_H5D_SPACE_STATUS_NOT_ALLOCATED
+                    } else if stored < all {
+                        sys::H5D_space_status_t_H5D_SPACE_STATUS_PART_ALLOCATED
+                    } else {
+                        sys::H5D_space_status_t_H5D_SPACE_STATUS_ALLOCATED
+                    }
+                };
+                *a.args.get_space_status.status = status
             }
             sys::H5VL_dataset_get_t_H5VL_DATASET_GET_STORAGE_SIZE => {
-                *a.args.get_storage_size.storage_size = 0
+                // The bytes of the dataset's chunk objects, as h5lake's
+                // Python API gives them.
+                *a.args.get_storage_size.storage_size = o
+                    .dom
+                    .stored_chunks(dataset_id(o)?)?
+                    .iter()
+                    .map(|(_, size)| size)
+                    .sum()
             }
             other => {
                 return Err(VolError::Unsupported(format!(

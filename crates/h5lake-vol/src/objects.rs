@@ -525,7 +525,16 @@ fn open_external(from: &Arc<Domain>, file: &str, ext: ExtOpen) -> Result<Arc<Dom
     } else {
         let base = std::path::Path::new(from.location())
             .parent()
+            .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(std::path::Path::new("."));
+        // A store opened by a relative path: from the working directory,
+        // as HDF5 makes the parent file's path absolute (the link policy
+        // takes absolute paths only).
+        let base = if from.location().contains("://") {
+            base.to_path_buf()
+        } else {
+            std::path::absolute(base).unwrap_or_else(|_| base.to_path_buf())
+        };
         base.join(file).to_string_lossy().into_owned()
     };
     from.link_policy().check(&target, None)?;
