@@ -1226,3 +1226,24 @@ def test_space_status_storage_size_and_relative_external_links(plugin_dir, tmp_p
     lake = run_h5py(STORAGE_AND_LINKS, str(tmp_path / "lake.h5l"), plugin_dir)
     assert native == {"never": 0, "part": 1, "all": 2, "stored": True, "el": [0, 1, 2]}
     assert lake == native
+
+
+REF_MEMBERS = """
+with h5py.File(p, "w") as f:
+    g = f.create_group("g")
+    dt = np.dtype([("id", "i4"), ("r", h5py.ref_dtype)])
+    f.create_dataset("cref", data=np.array([(1, f.ref), (2, g.ref)], dtype=dt))
+with h5py.File(p, "r") as f:
+    d = f["cref"]
+    out["dtype"] = str(d.dtype)
+    out["size"] = d.id.get_type().get_size()
+    out["ids"] = d["id"].tolist()
+    out["targets"] = [f[r].name for r in d["r"]]
+"""
+
+
+def test_compounds_with_reference_members_have_hdf5s_size(plugin_dir, tmp_path):
+    native = run_h5py(REF_MEMBERS, str(tmp_path / "native.h5"))
+    lake = run_h5py(REF_MEMBERS, str(tmp_path / "lake.h5l"), plugin_dir)
+    assert native["size"] == 12 and native["targets"] == ["/", "/g"]
+    assert lake == native

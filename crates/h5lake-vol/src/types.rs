@@ -424,7 +424,20 @@ pub fn to_hdf5(api: &Api, dt: &Datatype) -> Result<TypeId> {
                     spans.windows(2).all(|w| w[0].1 <= w[1].0)
                         && spans.last().is_some_and(|l| l.1 <= *size)
                 };
-                let packed = (crate::refs::contains(dt) || dt.is_variable()) && !fits;
+                // The stored form itself (references at their stored 48
+                // bytes, members back to back): not a layout a program
+                // wrote, so packed with HDF5's sizes, as h5py packs it.
+                let stored_form = fields
+                    .iter()
+                    .map(|fl| fl.dtype.fixed_size())
+                    .sum::<Option<usize>>()
+                    == Some(*size)
+                    && fields
+                        .iter()
+                        .zip(&hsizes)
+                        .any(|(fl, n)| fl.dtype.fixed_size() != Some(*n));
+                let packed =
+                    (crate::refs::contains(dt) || dt.is_variable()) && (!fits || stored_form);
                 let total = if packed { hsizes.iter().sum() } else { *size };
                 let t = TypeId(check(
                     f.H5Tcreate(sys::H5T_class_t_H5T_COMPOUND, total),
