@@ -1247,3 +1247,21 @@ def test_compounds_with_reference_members_have_hdf5s_size(plugin_dir, tmp_path):
     lake = run_h5py(REF_MEMBERS, str(tmp_path / "lake.h5l"), plugin_dir)
     assert native["size"] == 12 and native["targets"] == ["/", "/g"]
     assert lake == native
+
+
+TWO_OPENS = """
+with h5py.File(p, "w") as f:
+    f.create_dataset("z", data=np.arange(3))
+    f.create_group("g")
+with h5py.File(p, "r") as f1, h5py.File(p, "r") as f2:
+    out["same"] = f1["z"] == f2["z"]
+    out["other"] = f1["z"] == f2["g"]
+    out["fileno"] = h5py.h5o.get_info(f1["z"].id).fileno == h5py.h5o.get_info(f2["z"].id).fileno
+"""
+
+
+def test_an_object_opened_twice_is_the_same_object(plugin_dir, tmp_path):
+    native = run_h5py(TWO_OPENS, str(tmp_path / "native.h5"))
+    lake = run_h5py(TWO_OPENS, str(tmp_path / "lake.h5l"), plugin_dir)
+    assert native == {"same": True, "other": False, "fileno": True}
+    assert lake == native

@@ -142,8 +142,7 @@ pub unsafe extern "C" fn get(
                 a.args.get_fapl.fapl_id = fapl;
             }
             sys::H5VL_file_get_t_H5VL_FILE_GET_FILENO => {
-                // One number per open domain: its address is stable while open.
-                *a.args.get_fileno.fileno = std::sync::Arc::as_ptr(&o.dom) as usize as _;
+                *a.args.get_fileno.fileno = fileno_of(&o.dom);
             }
             sys::H5VL_file_get_t_H5VL_FILE_GET_OBJ_COUNT => {
                 let g = &mut a.args.get_obj_count;
@@ -496,7 +495,7 @@ pub unsafe extern "C" fn group_optional(
             GROUP_GET_OBJINFO => {
                 let g = &mut *(a.args as *mut GetObjinfoArgs);
                 let mut st = GroupStat {
-                    fileno: [std::sync::Arc::as_ptr(&o.dom) as usize as _, 0],
+                    fileno: [fileno_of(&o.dom), 0],
                     objno: [0, 0],
                     nlink: 1,
                     type_: 0,
@@ -569,4 +568,23 @@ pub unsafe extern "C" fn group_optional(
             ))),
         }
     })
+}
+
+/// HDF5's file number of a store: the same for every open of it (as HDF5
+/// shares one file among its opens, so that objects opened through two
+/// handles compare equal), different for different stores: its root
+/// group's id and where it lies.
+pub fn fileno_of(dom: &h5lake_engine::Domain) -> std::ffi::c_ulong {
+    use std::hash::{Hash, Hasher};
+    let place = if dom.location().contains("://") {
+        dom.location().to_string()
+    } else {
+        std::fs::canonicalize(dom.location()).map_or_else(
+            |_| dom.location().to_string(),
+            |p| p.to_string_lossy().into_owned(),
+        )
+    };
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (dom.root_id(), place).hash(&mut h);
+    h.finish() as std::ffi::c_ulong
 }

@@ -459,7 +459,7 @@ fn object_info(o: &Obj, id: &str) -> Result<sys::H5O_info2_t> {
 fn info_in(dom: &std::sync::Arc<h5lake_engine::Domain>, id: &str) -> Result<sys::H5O_info2_t> {
     // SAFETY: plain data; every field is set or meaningfully zero.
     let mut info: sys::H5O_info2_t = unsafe { std::mem::zeroed() };
-    info.fileno = std::sync::Arc::as_ptr(dom) as usize as _;
+    info.fileno = crate::file::fileno_of(dom);
     info.token = crate::token::of_id(id)?;
     info.type_ = otype_of(id);
     info.rc = 1;
