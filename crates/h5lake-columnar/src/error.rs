@@ -7,6 +7,9 @@ pub enum ColumnarError {
     /// A type or setting the columnar layout does not hold (yet).
     #[error("{0}")]
     Unsupported(String),
+    /// A Parquet file given as input (to load or link) that cannot be read.
+    #[error("{0}")]
+    Source(String),
     /// A stored object that is not the Parquet chunk it should be.
     #[error("corrupt columnar chunk: {0}")]
     Corrupt(String),

@@ -193,7 +193,7 @@ fn schema_of(path: &Path) -> Result<(SchemaRef, u64)> {
     let file = File::open(path)
         .map_err(|e| ColumnarError::Unsupported(format!("cannot open {}: {e}", path.display())))?;
     let b = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| {
-        ColumnarError::Corrupt(format!(
+        ColumnarError::Source(format!(
             "{} is not a readable Parquet file: {e}",
             path.display()
         ))
@@ -607,7 +607,7 @@ impl ParquetInput {
             };
             Box::new(reader.map(move |batch| {
                 let batch = batch.map_err(|e| {
-                    ColumnarError::Corrupt(format!("reading {}: {e}", path.display()))
+                    ColumnarError::Source(format!("reading {}: {e}", path.display()))
                 })?;
                 self.table.cast(&batch)
             }))

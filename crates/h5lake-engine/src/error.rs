@@ -62,7 +62,8 @@ pub type Result<T> = std::result::Result<T, EngineError>;
 impl From<h5lake_columnar::ColumnarError> for EngineError {
     fn from(e: h5lake_columnar::ColumnarError) -> Self {
         match e {
-            h5lake_columnar::ColumnarError::Unsupported(m) => EngineError::Invalid(m),
+            h5lake_columnar::ColumnarError::Unsupported(m)
+            | h5lake_columnar::ColumnarError::Source(m) => EngineError::Invalid(m),
             other => EngineError::Corrupt(other.to_string()),
         }
     }

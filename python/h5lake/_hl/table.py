@@ -457,12 +457,17 @@ def append(dset, data):
                 # All or nothing: the rows fit the extent and every value
                 # casts before the table grows (a stream is written chunk
                 # by chunk, each batch cast as it comes).
-                limit = dset.maxshape[0]
-                if limit is not None and dset.shape[0] + src.num_rows > limit:
-                    raise ValueError(f"Unable to set extent of dataset ({dset.shape[0]} + "
-                                     f"{src.num_rows} rows is more than its maximum {limit})")
                 if len(src.to_batches()) > 1:
                     src = src.combine_chunks()
+                limit = dset.maxshape[0]
+                if limit is not None and dset.shape[0] + src.num_rows > limit:
+                    # The engine refuses this growth (past the maximum, or
+                    # a read-only dataset) before it writes anything; if
+                    # another writer shrank the table meanwhile, the rows
+                    # claimed are written.
+                    start = dset._fs.raw.dataset_extend_rows(dset._oid, src.num_rows)
+                    dset._fs.forget(dset._oid)
+                    return _core.table_write(dset._fs.raw, dset._oid, src, start)
             return _core.table_write(dset._fs.raw, dset._oid, src, None)
         if src is not None:
             if dset.dtype.names is None:
