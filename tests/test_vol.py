@@ -1265,3 +1265,21 @@ def test_an_object_opened_twice_is_the_same_object(plugin_dir, tmp_path):
     lake = run_h5py(TWO_OPENS, str(tmp_path / "lake.h5l"), plugin_dir)
     assert native == {"same": True, "other": False, "fileno": True}
     assert lake == native
+
+
+SHUFFLE = """
+with h5py.File(p, "w") as f:
+    d = f.create_dataset("s", data=np.arange(40, dtype="i8"), chunks=(10,), shuffle=True,
+                         compression="gzip")
+    plist = d.id.get_create_plist()
+    out["filters"] = [[plist.get_filter(i)[0], list(plist.get_filter(i)[2])]
+                      for i in range(plist.get_nfilters())]
+    out["read"] = d[...].tolist() == list(range(40))
+"""
+
+
+def test_shuffle_reads_back_its_element_size(plugin_dir, tmp_path):
+    native = run_h5py(SHUFFLE, str(tmp_path / "native.h5"))
+    lake = run_h5py(SHUFFLE, str(tmp_path / "lake.h5l"), plugin_dir)
+    assert native["filters"][0] == [2, [8]]
+    assert lake == native

@@ -976,7 +976,15 @@ unsafe fn set_filter(
     let cd = flt.hdf5_client_data(elem_size, chunk_bytes);
     let status = match flt {
         Filter::Deflate { level } => f.H5Pset_deflate(dcpl, *level),
-        Filter::Shuffle => f.H5Pset_shuffle(dcpl),
+        // With the element size as its parameter, as HDF5 records it when
+        // a dataset is made (H5Pset_shuffle leaves it to that moment).
+        Filter::Shuffle => f.H5Pset_filter(
+            dcpl,
+            sys::H5Z_FILTER_SHUFFLE as i32,
+            sys::H5Z_FLAG_OPTIONAL,
+            1,
+            [elem_size as std::ffi::c_uint].as_ptr(),
+        ),
         Filter::Fletcher32 => f.H5Pset_fletcher32(dcpl),
         // Optional: the property list may name a filter this process has
         // not loaded (h5lake decodes it itself).
