@@ -506,9 +506,10 @@ def append(dset, data):
 
 
 def _append_rows(dset, rows):
-    """Appends ``rows`` (of ``dset``'s type) to a row-layout dataset. They
-    are converted and encoded first, so that rows that cannot be stored
-    are refused before the dataset grows."""
+    """Appends ``rows`` (of ``dset``'s type) through the HDF5-shaped write
+    (row layout, or a columnar table given NumPy rows). They are converted
+    and encoded first, so that rows that cannot be stored are refused
+    before the dataset grows."""
     from .dataset import _uses_records, _vlen_kind, _to_stored
     from . import selections as sel
     vlen = _uses_records(dset.dtype) or _vlen_kind(dset.dtype) is not None
