@@ -21,6 +21,7 @@ pub mod eval;
 pub mod expr;
 pub mod functions;
 pub mod leaf;
+mod permute_gather;
 pub mod stats;
 
 pub use error::{QueryError, Result};

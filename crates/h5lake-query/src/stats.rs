@@ -6,6 +6,7 @@ use serde_json::{json, Map, Value};
 
 use crate::error::{QueryError, Result};
 use crate::leaf::{Kind, Leaf};
+use crate::permute_gather::PermutePlan;
 
 /// A number as statistics keep it: integers exactly, floats as f64.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -215,6 +216,9 @@ pub struct Accumulator<'a> {
     leaves: &'a [Leaf],
     size: usize,
     acc: Vec<Acc>,
+    /// Per leaf, how byte permutes gather it (`None` for the whole: this
+    /// CPU has no AVX-512 VBMI).
+    permutes: Option<Vec<Option<PermutePlan>>>,
 }
 
 impl<'a> Accumulator<'a> {
@@ -224,6 +228,7 @@ impl<'a> Accumulator<'a> {
             leaves,
             size,
             acc: leaves.iter().map(Acc::new).collect(),
+            permutes: has_vbmi().then(|| leaves.iter().map(|l| permute_plan(l, size)).collect()),
         }
     }
 
@@ -247,9 +252,42 @@ impl<'a> Accumulator<'a> {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     unsafe fn add_avx2(&mut self, bytes: &[u8]) {
-        match self.eight_words() {
-            Some(order) => self.add_eight_words(bytes, &order),
-            None => self.add_portable(bytes),
+        if let Some(order) = self.eight_words() {
+            return self.add_eight_words(bytes, &order);
+        }
+        if self.permutes.as_ref().is_some_and(|p| p.iter().any(Option::is_some)) {
+            // SAFETY: plans are made only where the CPU has VBMI.
+            return self.add_permuted(bytes);
+        }
+        self.add_portable(bytes)
+    }
+
+    /// [`Accumulator::add`] where byte permutes gather some leaves
+    /// ([`PermutePlan`]): a block of rows at a time, each such leaf is
+    /// gathered into a column in a few permutes per register of values,
+    /// then reduced; other leaves are scanned as everywhere else.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,avx512f,avx512bw,avx512vbmi")]
+    unsafe fn add_permuted(&mut self, bytes: &[u8]) {
+        let size = self.size;
+        let plans = self.permutes.as_ref().expect("checked by the caller");
+        let mut column = [0u64; LANES];
+        for (b, block) in bytes.chunks(size * LANES).enumerate() {
+            let m = block.len() / size;
+            // the permutes' loads may reach into the rows after the block
+            let rows = &bytes[b * size * LANES..];
+            for ((leaf, acc), plan) in self.leaves.iter().zip(self.acc.iter_mut()).zip(plans) {
+                let Some(plan) = plan else {
+                    acc.scan(leaf, block, size);
+                    continue;
+                };
+                let w = plan.width();
+                // SAFETY: a u64 array seen as its bytes.
+                let out = std::slice::from_raw_parts_mut(column.as_mut_ptr().cast::<u8>(), m * w);
+                let done = plan.gather(rows, size, m, out);
+                plan.gather_rest(rows, size, (done, m), out);
+                acc.reduce_column(leaf.kind, &column, m);
+            }
         }
     }
 
@@ -351,6 +389,32 @@ impl<'a> Accumulator<'a> {
     }
 }
 
+/// Whether this CPU has the AVX-512 byte permutes [`PermutePlan`] uses.
+fn has_vbmi() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vbmi")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// How permutes gather `leaf` from elements of `size` bytes, if they can:
+/// numbers of 1, 2, 4 or 8 bytes (floats of 4 and 8).
+fn permute_plan(leaf: &Leaf, size: usize) -> Option<PermutePlan> {
+    let (width, big) = match leaf.kind {
+        Kind::Bool => (1, false),
+        Kind::Int { size, big, .. } => (size, big),
+        Kind::Float { size: 4, big } => (4, big),
+        Kind::Float { size: 8, big } => (8, big),
+        _ => return None,
+    };
+    PermutePlan::new(size, leaf.offset, width, big)
+}
+
 enum Acc {
     Int {
         n: u64,
@@ -429,16 +493,27 @@ fn gathered<T: Lane>(bytes: &[u8], size: usize, off: usize, big: bool, mut f: im
     }
 }
 
-/// Smallest and largest of `vals` (NaNs never win a comparison), eight
-/// lanes at a time.
+/// Smallest and largest of `vals` (NaNs never win a comparison), in
+/// lanes that fill a 64-byte register: fewer lanes made the compiler split
+/// and rejoin registers, or leave small types unvectorised.
 #[inline(always)]
 fn bounds<T: Lane>(vals: &[T]) -> (T, T) {
-    let mut lo = [T::HI; 8];
-    let mut hi = [T::LO; 8];
-    let quads = vals.chunks_exact(8);
+    match T::W {
+        1 => bounds_in::<T, 64>(vals),
+        2 => bounds_in::<T, 32>(vals),
+        4 => bounds_in::<T, 16>(vals),
+        _ => bounds_in::<T, 8>(vals),
+    }
+}
+
+#[inline(always)]
+fn bounds_in<T: Lane, const L: usize>(vals: &[T]) -> (T, T) {
+    let mut lo = [T::HI; L];
+    let mut hi = [T::LO; L];
+    let quads = vals.chunks_exact(L);
     let rest = quads.remainder();
     for c in quads {
-        for k in 0..8 {
+        for k in 0..L {
             lo[k] = if c[k] < lo[k] { c[k] } else { lo[k] };
             hi[k] = if c[k] > hi[k] { c[k] } else { hi[k] };
         }
@@ -487,6 +562,22 @@ fn reduce_ints<T: Lane + Into<i128>>(
     *min = (*min).min(l.into());
     *max = (*max).max(h.into());
     *sum = sum.saturating_add(block_sum(vals));
+}
+
+/// Adds `count` booleans of which `trues` are true to a boolean leaf's
+/// count, bounds (0/1) and sum (the number of trues).
+#[inline(always)]
+fn add_bools(
+    (n, min, max, sum): (&mut u64, &mut i128, &mut i128, &mut i128),
+    count: u64,
+    trues: u64,
+) {
+    *n += count;
+    if count > 0 {
+        *min = (*min).min(i128::from(trues == count));
+        *max = (*max).max(i128::from(trues > 0));
+    }
+    *sum += i128::from(trues);
 }
 
 /// The 4-byte words of a column as the numbers they hold.
@@ -599,19 +690,56 @@ impl Acc {
         }
     }
 
+    /// Adds the first `m` values of a gathered column (in the machine's
+    /// order, as [`permute_plan`] gathers a leaf of this `kind`).
+    #[inline(always)]
+    fn reduce_column(&mut self, kind: Kind, column: &[u64; LANES], m: usize) {
+        fn typed<T: Lane>(column: &[u64; LANES], m: usize) -> &[T] {
+            assert!(m * T::W <= LANES * 8 && std::mem::align_of::<T>() <= 8);
+            // SAFETY: T is a plain number no more aligned than u64, for
+            // which every bit pattern is a value; m of them fit (checked).
+            unsafe { std::slice::from_raw_parts(column.as_ptr().cast::<T>(), m) }
+        }
+        match (self, kind) {
+            (Acc::Int { n, min, max, sum }, Kind::Bool) => {
+                let trues = typed::<u8>(column, m).iter().filter(|&&b| b != 0).count();
+                add_bools((n, min, max, sum), m as u64, trues as u64);
+            }
+            (Acc::Int { n, min, max, sum }, Kind::Int { size: w, signed, .. }) => {
+                *n += m as u64;
+                let acc = (min, max, sum);
+                match (w, signed) {
+                    (1, true) => reduce_ints(typed::<i8>(column, m), sum_small, acc),
+                    (1, false) => reduce_ints(typed::<u8>(column, m), sum_small, acc),
+                    (2, true) => reduce_ints(typed::<i16>(column, m), sum_small, acc),
+                    (2, false) => reduce_ints(typed::<u16>(column, m), sum_small, acc),
+                    (4, true) => reduce_ints(typed::<i32>(column, m), sum_small, acc),
+                    (4, false) => reduce_ints(typed::<u32>(column, m), sum_small, acc),
+                    (8, true) => reduce_ints(typed::<i64>(column, m), sum_i64, acc),
+                    _ => reduce_ints(typed::<u64>(column, m), sum_u64, acc),
+                }
+            }
+            (Acc::Float { n, nan, min, max, sum }, Kind::Float { size: w, .. }) => {
+                *n += m as u64;
+                let acc = (nan, min, max, sum);
+                if w == 4 {
+                    reduce_floats(typed::<f32>(column, m), acc);
+                } else {
+                    reduce_floats(typed::<f64>(column, m), acc);
+                }
+            }
+            _ => unreachable!("permutes gather numbers and booleans only"),
+        }
+    }
+
     #[inline(always)]
     fn scan(&mut self, leaf: &Leaf, bytes: &[u8], size: usize) {
         let off = leaf.offset;
         let count = (bytes.len() / size) as u64;
         match (self, leaf.kind) {
             (Acc::Int { n, min, max, sum }, Kind::Bool) => {
-                *n += count;
-                let trues = bytes.chunks_exact(size).filter(|e| e[off] != 0).count() as i128;
-                if count > 0 {
-                    *min = (*min).min(i128::from(trues == count as i128));
-                    *max = (*max).max(i128::from(trues > 0));
-                }
-                *sum += trues;
+                let trues = bytes.chunks_exact(size).filter(|e| e[off] != 0).count() as u64;
+                add_bools((n, min, max, sum), count, trues);
             }
             (
                 Acc::Int { n, min, max, sum },
