@@ -690,6 +690,9 @@ CREATE_CASES = {
     "fillvalue_nan": dict(shape=(3,), dtype="f8", fillvalue=np.nan, chunks=(2,)),
     "fillvalue_vlen_str": dict(shape=(4,), dtype=h5py.string_dtype(), fillvalue="b\u00e1r", chunks=(2,)),
     "fillvalue_vlen_bytes": dict(shape=(3,), dtype=h5py.string_dtype("ascii"), fillvalue=b"bar"),
+    # h5py's default fill of variable-length members, nested ones too: None
+    "fillvalue_compound_objects": dict(shape=(3,), dtype=np.dtype(
+        [("a", "i4"), ("s", h5py.string_dtype()), ("n", [("t", h5py.string_dtype())])])),
     "fill_time_never": dict(shape=(4,), dtype="f4", fillvalue=4.0, fill_time="never", chunks=(2,)),
     "fill_time_alloc": dict(shape=(4,), dtype="i2", fillvalue=3, fill_time="alloc"),
     "scalar_shape": dict(shape=(), dtype="i4"),

@@ -251,6 +251,18 @@ def _engine_buffer(arr, mshape, stored):
     return arr.reshape(tuple(mshape) + (-1,)).view(vt).reshape(tuple(mshape))
 
 
+def _objects_to_none(arr):
+    """Sets the object members (references, variable-length values) of
+    the compound array ``arr``, nested ones too, to None: h5py's default
+    fill for them (numpy's zeros hold 0 there)."""
+    for n in arr.dtype.names or ():
+        sub = arr[n]
+        if sub.dtype.names is not None:
+            _objects_to_none(sub)
+        elif sub.dtype.kind == "O":
+            arr[n] = None
+
+
 def _vlen_kind(dtype):
     """'str' (strings and bytes), 'regref' (region references, stored as
     h5json's text) or the base dtype for top-level vlen types, else None."""
@@ -1208,9 +1220,7 @@ class Dataset(HLObject):
         if h5t.is_vlen(dt):
             return b'' if _vlen_kind(dt) == 'str' else np.zeros((0,), dtype=_vlen_kind(dt))
         zero = np.zeros((1,), dtype=dt)
-        for n in dt.names or ():
-            if h5t.is_ref(dt.fields[n][0]):
-                zero[n] = None                  # h5py's default for a reference member
+        _objects_to_none(zero)
         return zero[0]
 
     @property
