@@ -700,3 +700,72 @@ def test_virtual_datasets_of_variable_length_values_read_as_h5py_reads_them(tmp_
         with pytest.raises(OSError, match="no mapping covers"):
             w[0:2] = np.array(["x", "y"], dtype=object)
         assert f["plain"][()].tolist() == [b"P", b"Q", b"R"]
+
+
+def test_sources_with_dimension_scales_attached_read_their_values(tmp_path):
+    """Every netCDF-4 variable has dimension scales attached: references in
+    its attributes. As virtual sources, concatenated, or behind an HDF5
+    file's own virtual dataset, their values are read, not the fill."""
+    want = []
+    for k in range(2):
+        with h5py.File(tmp_path / f"run-{k}.h5", "w") as f:
+            f["x"] = np.arange(4.0)
+            f["x"].make_scale("x")
+            f["data"] = np.arange(4) + 10 * (k + 1)
+            f["data"].dims[0].attach_scale(f["x"])
+            want.append(f["data"][()])
+    want = np.stack(want)
+    for mod, name in ((h5py, "vds.h5"), (h5lake, "vds.h5l")):
+        with mod.File(tmp_path / name, "w") as f:
+            layout = mod.VirtualLayout((2, 4), "i8")
+            for k in range(2):
+                layout[k] = mod.VirtualSource(str(tmp_path / f"run-{k}.h5"), "data", shape=(4,))
+            f.create_virtual_dataset("all", layout, fillvalue=-1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with h5lake.File(tmp_path / "vds.h5l", "r") as f:
+            np.testing.assert_array_equal(f["all"][()], want)
+        with h5lake.File(tmp_path / "vds.h5", "r") as f:      # an HDF5 file's own VDS
+            np.testing.assert_array_equal(f["all"][()], want)
+    h5lake.concat(sorted(str(p) for p in tmp_path.glob("run-*.h5")), tmp_path / "c.h5l",
+                  path="data")
+    with h5lake.File(tmp_path / "c.h5l", "r") as f:
+        np.testing.assert_array_equal(f["data"][()], want.reshape(-1))
+
+
+def test_a_source_named_as_no_store_is_an_hdf5_file_to_come(tmp_path):
+    """Before it exists, a source is taken for an HDF5 file whatever its
+    name (NeXus's .nxs, .cxi), as libhdf5 takes it: once written, it is
+    read."""
+    with h5lake.File(tmp_path / "v.h5l", "w") as f:
+        layout = h5lake.VirtualLayout((2, 3), "i4")
+        for k, name in enumerate(("scan_0001.nxs", "frames.cxi")):
+            layout[k] = h5lake.VirtualSource(str(tmp_path / name), "data", shape=(3,))
+        f.create_virtual_dataset("v", layout, fillvalue=-1)
+    with pytest.warns(h5lake.VirtualSourceWarning):
+        with h5lake.File(tmp_path / "v.h5l", "r") as f:
+            assert f["v"][()].tolist() == [[-1] * 3] * 2
+    for k, name in enumerate(("scan_0001.nxs", "frames.cxi")):
+        with h5py.File(tmp_path / name, "w") as f:
+            f["data"] = np.arange(3, dtype="i4") + 10 * k
+    with h5lake.File(tmp_path / "v.h5l", "r") as f:
+        assert f["v"][()].tolist() == [[0, 1, 2], [10, 11, 12]]
+
+
+def test_an_enum_source_reads_as_its_integers_as_libhdf5_converts_it(tmp_path):
+    """h5py's booleans (an enum) under an integer virtual dataset: read as
+    0/1, as libhdf5 reads them, not refused."""
+    with h5py.File(tmp_path / "good.h5", "w") as f:
+        f["m"] = np.array([1, 0, 1, 1], "i1")
+    with h5py.File(tmp_path / "bool.h5", "w") as f:
+        f["m"] = np.array([True, False, False, True])
+    got = {}
+    for mod, name in ((h5py, "ref.h5"), (h5lake, "v.h5l")):
+        with mod.File(tmp_path / name, "w") as f:
+            layout = mod.VirtualLayout((2, 4), "i1")
+            layout[0] = mod.VirtualSource(str(tmp_path / "good.h5"), "m", shape=(4,))
+            layout[1] = mod.VirtualSource(str(tmp_path / "bool.h5"), "m", shape=(4,))
+            f.create_virtual_dataset("mask", layout)
+        with mod.File(tmp_path / name, "r") as f:
+            got[mod] = (f["mask"][()].tolist(), f["mask"][1].tolist())
+    assert got[h5lake] == got[h5py] == ([[1, 0, 1, 1], [1, 0, 0, 1]], [1, 0, 0, 1])

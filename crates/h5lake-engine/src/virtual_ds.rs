@@ -1019,7 +1019,7 @@ impl Domain {
                 (dom, src)
             }
         };
-        if src.dtype != m.dtype && NumericConversion::new(&src.dtype, &m.dtype).is_none() {
+        if src.dtype != m.dtype && read_conversion(&src.dtype, &m.dtype).is_none() {
             return Err(EngineError::WrongType(format!(
                 "virtual dataset {}: source {} has type {}, the virtual dataset {} \
                  (h5lake converts between numeric types only)",
@@ -1851,12 +1851,25 @@ fn read_source(
     if src.dtype == m.dtype {
         return home.read_with(src, sel, fields, out, false);
     }
-    let conv = NumericConversion::new(&src.dtype, &m.dtype)
+    let conv = read_conversion(&src.dtype, &m.dtype)
         .ok_or_else(|| EngineError::WrongType(format!("source {} cannot be converted", src.id)))?;
     let mut raw = vec![0u8; sel.num_elements() as usize * conv.from_size()];
     home.read_with(src, sel, None, &mut raw, false)?;
     conv.convert(&raw, out);
     Ok(())
+}
+
+/// How values of a source of type `from` read as the virtual dataset's
+/// `to`: between numeric types, and from an enum (h5py's booleans among
+/// them) as its integers, as libhdf5 converts them.
+fn read_conversion(
+    from: &h5lake_types::Datatype,
+    to: &h5lake_types::Datatype,
+) -> Option<NumericConversion> {
+    NumericConversion::new(from, to).or_else(|| match from {
+        h5lake_types::Datatype::Enum { base, .. } => NumericConversion::new(base, to),
+        _ => None,
+    })
 }
 
 /// Where the elements `hits` select lie in one piece of the output, in the

@@ -268,6 +268,14 @@ fn add_dataset(
                 .map_or_else(|| format!("{path} cannot be linked"), |s| s.to_string()),
         )
     })?;
+    // A source's attributes are no one's to see (it is anonymous), and
+    // those holding references (the dimension scales of every netCDF-4
+    // variable) name objects not loaded: not read.
+    loader
+        .pending
+        .retain(|p| !matches!(p, Pending::Attr { .. }));
+    let (token, _) = token_of(d.id())?;
+    loader.seen.insert(token, id.clone());
     loader.read_references()?;
     loader.name_committed_types()?;
     loader.move_chunks()?;

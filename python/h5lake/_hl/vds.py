@@ -407,12 +407,14 @@ class VirtualLayout:
             self.sources.append((d_runs, part))
 
 
-_HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf", ".he5", ".nc", ".nc4")
+#: Names a store is given (a source by such a name that does not exist yet
+#: is a store to come).
+_STORE_SUFFIXES = (".h5l",)
 
 
 def _hdf5_file(source, here=None):
     """The absolute path of ``source``'s HDF5 file, when it names one
-    (an existing HDF5 file, or a missing path with an HDF5 suffix). A
+    (an existing HDF5 file, or a missing path not named as a store). A
     relative name is looked for as libhdf5 looks for a source file: under
     each directory of ``$HDF5_VDS_PREFIX`` (``${ORIGIN}`` standing for the
     directory of the virtual dataset's store, ``here``), then beside that
@@ -432,7 +434,13 @@ def _hdf5_file(source, here=None):
         path = os.path.abspath(found[0] if found else candidates[-2])
     if os.path.isfile(path):
         return path if is_hdf5(path) else None
-    return path if not os.path.exists(path) and path.lower().endswith(_HDF5_SUFFIXES) else None
+    # A source that does not exist yet is an HDF5 file to come, as in
+    # libhdf5 (whatever its name: .nxs, .cxi, ...), unless named as a
+    # store or a Parquet file.
+    from .transfer import PARQUET_ENDINGS
+    missing = not os.path.exists(path)
+    return path if missing and not path.lower().endswith(_STORE_SUFFIXES + PARQUET_ENDINGS) \
+        else None
 
 
 def _parquet_file(source):
