@@ -28,6 +28,13 @@ def _storage_chunks(dset):
     return tuple(min(g, n) if n else 1 for g, n in zip(grown, dset.shape))
 
 
+def dask_token():
+    """A token no other dask array has: what dask gets for an h5lake
+    object (see ``Dataset.__dask_tokenize__``)."""
+    import uuid
+    return uuid.uuid4().hex
+
+
 def to_dask(dset, chunks=None, name=None):
     """``dset`` as a ``dask.array.Array`` (lazy). ``chunks`` defaults to
     whole storage chunks (grouped up to about 64 MiB per task)."""
@@ -38,13 +45,10 @@ def to_dask(dset, chunks=None, name=None):
     if chunks is None:
         chunks = _storage_chunks(dset)
     if name is None:
-        # Same store, object, extent, type and blocks: same name (dask
-        # reuses results); other blocks of the same dataset are other keys.
-        from dask.array.core import normalize_chunks
-        from dask.base import tokenize
-        blocks = normalize_chunks(chunks, dset.shape, dtype=dset.dtype)
-        name = "h5lake-" + tokenize(dset._fs.abspath, dset._oid, dset.shape, str(dset.dtype),
-                                    blocks)
+        # A new name every time, as dask gives h5py's datasets: a store's
+        # values can change under the same path, object and extent, and a
+        # name dask has seen before would bring back its old results.
+        name = "h5lake-" + dask_token()
     return da.from_array(handle, chunks=chunks, name=name, lock=False, asarray=True,
                          fancy=False)
 

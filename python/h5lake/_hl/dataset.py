@@ -1025,6 +1025,12 @@ class Dataset(HLObject):
                 "padded=True to list the files anyway")
         return self._fs.raw.dataset_chunk_objects(self._oid)
 
+    def __dask_tokenize__(self):
+        # (dask would otherwise name arrays from this handle's pickle, the
+        # same whatever the values are now.)
+        from . import daskio
+        return daskio.dask_token()
+
     def to_dask(self, chunks=None, name=None):
         """This dataset as a lazy ``dask.array.Array``, in blocks of whole
         storage chunks (``chunks`` to choose others). It works on
