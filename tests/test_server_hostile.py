@@ -805,6 +805,97 @@ def test_variable_length_reads_stop_at_what_the_budget_allows(server):
     assert st == 200 and [len(v) for v in rsp["value"]] == [size, size]
 
 
+def test_variable_length_fill_values_and_chunks_are_held_to_a_chunk_s_size(server):
+    """A chunk never written reads as its fill value once per element: a
+    big variable-length fill over big chunks is refused at create (one
+    read of it took 6.5 GB and aborted the server)."""
+    d, _ = new_domain(server, BOB)
+    seq = {"class": "H5T_VLEN", "base": "H5T_STD_I64LE"}
+    st, _, rsp = server.request("POST", "/datasets", {
+        "type": seq, "shape": [4 << 13], "creationProperties": {
+            "layout": {"class": "H5D_CHUNKED", "dims": [8192]}, "fillValue": [0] * 100_000}},
+        params={"domain": d}, user=BOB)
+    assert st in (400, 413) and "fill value" in message(rsp) and server.alive(), rsp
+    # a small fill over the same chunks is fine, and reads as itself
+    did = new_dataset(server, d, {"type": seq, "shape": [4 << 13], "creationProperties": {
+        "layout": {"class": "H5D_CHUNKED", "dims": [8192]}, "fillValue": [7, 8]}})
+    st, _, rsp = server.request("GET", f"/datasets/{did}/value",
+                                params={"domain": d, "select": "[0:2]"}, user=BOB)
+    assert st == 200 and rsp["value"] == [[7, 8], [7, 8]], rsp
+
+
+def test_a_chunk_of_variable_length_values_stops_growing_at_its_limit(tmp_path):
+    """Each read or write of a chunk holds it whole: writes that would
+    grow a chunk of strings past 128 MiB are refused (413), and it still
+    reads. (A server of its own: the chunk held is outside the budget.)"""
+    import struct
+    s = Server(tmp_path / "bucket")
+    try:
+        assert s.request("PUT", "/", {"folder": 1}, params={"domain": "/home/"})[0] == 201
+        d = "/home/v.h5"
+        assert s.request("PUT", "/", params={"domain": d})[0] == 201
+        t = {"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII", "length": "H5T_VARIABLE",
+             "strPad": "H5T_STR_NULLTERM"}
+        st, _, ds = s.request("POST", "/datasets", {"type": t, "shape": [64], "creationProperties": {
+            "layout": {"class": "H5D_CHUNKED", "dims": [64]}}}, params={"domain": d})
+        assert st == 201, ds
+        size = 40 << 20
+        one = struct.pack("<I", size) + b"x" * size
+        answers = []
+        for i in range(4):
+            st, _, rsp = s.request("PUT", f"/datasets/{ds['id']}/value", one,
+                                   params={"domain": d, "select": f"[{i}:{i + 1}]"},
+                                   headers={"Content-Type": "application/octet-stream"})
+            answers.append(st)
+        assert answers == [200, 200, 200, 413], answers
+        st, _, rsp = s.request("GET", f"/datasets/{ds['id']}/value",
+                               params={"domain": d, "select": "[3:5]"})
+        assert st == 200 and rsp["value"] == ["", ""], rsp
+    finally:
+        s.stop()
+
+
+def test_a_query_with_a_limit_over_many_chunks_stops_at_its_first_matches(server):
+    """With Limit, a query of an N-D dataset reads chunks in C order and
+    stops once no chunk left can hold an earlier match; it keeps no more
+    than the answer (a 2^40-chunk grid grew without bound before)."""
+    d, _ = new_domain(server, BOB)
+    did = new_dataset(server, d, {"type": "H5T_STD_U8LE", "shape": [1 << 20, 1 << 20],
+                                  "creationProperties": {"layout": {"class": "H5D_CHUNKED",
+                                                                    "dims": [1, 1]}}})
+    st, _, rsp = server.request("PUT", f"/datasets/{did}/value", {"value": [[5, 5], [5, 0]]},
+                                params={"domain": d, "select": "[0:2,0:2]"}, user=BOB)
+    assert st == 200, rsp
+    t0 = time.monotonic()
+    st, _, rsp = server.request("GET", f"/datasets/{did}/value", params={
+        "domain": d, "query": "value == 0", "Limit": "3"}, user=BOB)
+    assert st == 200 and rsp["index"] == [[0, 2], [0, 3], [0, 4]], rsp
+    st, _, rsp = server.request("GET", f"/datasets/{did}/value", params={
+        "domain": d, "query": "value == 5", "Limit": "2"}, user=BOB)
+    assert st == 200 and rsp["index"] == [[0, 0], [0, 1]], rsp
+    assert time.monotonic() - t0 < 30 and server.alive()
+
+
+def test_a_path_walk_through_a_group_linked_to_itself_ends_promptly(server):
+    """Soft links of long paths through a group linked to itself made one
+    GET walk millions of names (minutes of CPU): a walk follows at most a
+    few thousand."""
+    d, root = new_domain(server, BOB)
+    st, _, rsp = server.request("PUT", f"/groups/{root}/links/a", {"id": root},
+                                params={"domain": d}, user=BOB)
+    assert st == 201, rsp
+    for k in range(8):
+        st, _, rsp = server.request("PUT", f"/groups/{root}/links/s{k}",
+                                    {"h5path": "a/" * 20000 + "s%d" % (k + 1)},
+                                    params={"domain": d}, user=BOB)
+        assert st == 201, rsp
+    t0 = time.monotonic()
+    st, _, rsp = server.request("GET", "/", params={"domain": d, "h5path": "/s0",
+                                                    "follow_soft_links": 1}, user=BOB)
+    assert st == 400 and "walk" in message(rsp), rsp
+    assert time.monotonic() - t0 < 10 and server.alive()
+
+
 def test_virtual_sources_never_lead_outside_the_allowed_files(server, outside):
     """A mapping onto an allowed HDF5 file whose dataset leads elsewhere
     (an external link, or a virtual dataset of its own, to a file outside

@@ -28,6 +28,30 @@ use crate::planner::{
 };
 use crate::{EngineError, Result};
 
+/// Most bytes the fill value of a variable-length type may take over one
+/// chunk (each unwritten element of a chunk read holds its own copy).
+const MAX_FILL_CHUNK_BYTES: u128 = 64 << 20;
+
+/// Refuses a variable-length fill value of `fill_len` bytes that would
+/// take more than [`MAX_FILL_CHUNK_BYTES`] over a chunk of `chunk`: a
+/// chunk never written reads as its fill value once per element.
+fn check_fill_fits(dtype: &Datatype, fill_len: usize, chunk: &[u64]) -> Result<()> {
+    let elems = chunk.iter().try_fold(1u64, |n, &c| n.checked_mul(c));
+    if dtype.fixed_size().is_none()
+        && elems.is_none_or(|n| fill_len as u128 * u128::from(n) > MAX_FILL_CHUNK_BYTES)
+    {
+        return Err(EngineError::TooLarge(format!(
+            "a fill value of {fill_len} bytes over chunks of {chunk:?} elements would take \
+             more than {MAX_FILL_CHUNK_BYTES} bytes; give a smaller fill value or smaller chunks"
+        )));
+    }
+    Ok(())
+}
+
+/// Most bytes of values a chunk of a variable-length type may hold (every
+/// read or write of the chunk holds it whole; HSDS's chunk cache is 128 MiB).
+const MAX_VLEN_CHUNK_BYTES: u128 = 128 << 20;
+
 /// Contiguous datasets up to this size are stored as one chunk covering the
 /// whole shape, which is also how HSDS stores small contiguous datasets.
 const MAX_SINGLE_CHUNK_BYTES: u64 = 4 << 20;
@@ -197,6 +221,7 @@ impl DatasetMeta {
             (None, None) => h5lake_types::record::empty_record(&dtype),
             (Some(n), None) => vec![0; n],
         };
+        check_fill_fits(&dtype, fill.len(), &chunk)?;
         let format = match crate::chunk_codec::format_name(doc) {
             None | Some("hsds" | crate::chunk_codec::PARQUET) => ChunkFormat::Hsds,
             Some("hdf5") => ChunkFormat::Hdf5,
@@ -803,6 +828,13 @@ impl Domain {
         if crate::chunk_codec::format_name(&doc) != Some(crate::chunk_codec::PARQUET) {
             Pipeline::from_hsds_json(cprops.get("filters").unwrap_or(&Value::Null))
                 .map_err(bad_filters)?;
+        }
+        if let Some(fill) = &declared_fill {
+            let chunk: Vec<u64> = match cprops.pointer("/layout/dims").and_then(Value::as_array) {
+                Some(c) => c.iter().map(|v| v.as_u64().unwrap_or(0)).collect(),
+                None => dims.iter().map(|&d| d.max(1)).collect(),
+            };
+            check_fill_fits(&dtype, fill.len(), &chunk)?;
         }
         doc["creationProperties"] = cprops;
         self.new_dataset_doc(id, doc)
@@ -1477,6 +1509,14 @@ impl Domain {
             apply(&mut elems);
             let live = self.live_now(m, key)?;
             let joined = h5lake_types::record::join_elements(&m.dtype, &elems);
+            if joined.len() as u128 > MAX_VLEN_CHUNK_BYTES {
+                return Err(EngineError::TooLarge(format!(
+                    "this write would make a chunk of {} bytes of variable-length values, \
+                     more than the {} one chunk may hold; use smaller chunks",
+                    joined.len(),
+                    MAX_VLEN_CHUNK_BYTES
+                )));
+            }
             let enc = match (nulls, before) {
                 (Some(mut nulls), Some(before)) => {
                     // Elements are written whole (variable-length ones

@@ -63,6 +63,9 @@ impl OpenMode {
 /// Most soft links one path walk follows: a cycle of them ends there.
 const MAX_SOFT_LINKS: usize = 40;
 
+/// Most names one path walk follows, soft links' targets included.
+const MAX_PATH_STEPS: usize = 4096;
+
 /// Where a walk along an h5path ends (see [`Domain::walk_path`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PathEnd {
@@ -1141,7 +1144,14 @@ impl Domain {
         };
         let mut todo = steps(path);
         let mut hops = 0;
+        let mut walked = 0;
         while let Some(name) = todo.pop() {
+            // (Soft links of long paths through a group linked to itself
+            // would otherwise walk millions of names for one request.)
+            walked += 1;
+            if walked > MAX_PATH_STEPS {
+                return Ok(PathEnd::TooManyLinks);
+            }
             if !id.starts_with("g-") {
                 return Ok(PathEnd::Missing);
             }

@@ -931,12 +931,12 @@ impl Domain {
         let found = Mutex::new((Vec::new(), 0usize, 0usize));
         let strides = dims_strides(&m.dims);
         let held = std::sync::atomic::AtomicUsize::new(0);
-        let matched = std::sync::atomic::AtomicUsize::new(0);
         let per_match = out_size + 8 * m.dims.len();
-        // In C order chunk by chunk only along one dimension: there the
-        // first batches hold the first matches.
-        let early_stop = m.dims.len() == 1 && limits.max_matches.is_some();
-        let batch = if early_stop {
+        // With a match limit, chunks are read a batch at a time in C order
+        // and what was found is cut back to the first matches after each
+        // batch: what is held stays near the answer's size, and the reading
+        // stops once no chunk left can hold an earlier match.
+        let batch = if limits.max_matches.is_some() {
             QUERY_BATCH
         } else {
             chunks.len().max(1)
@@ -1000,20 +1000,22 @@ impl Domain {
                     None => return Ok(()),
                 }
             };
+            let mut hits = hits;
+            if let Some(n) = limits.max_matches {
+                // (A chunk's matches are in C order: past its first n, none
+                // can be in the answer.)
+                hits.index.truncate(n);
+                hits.elements.truncate(n * out_size);
+            }
             let bytes = hits.index.len() * per_match;
             let total = held.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed) + bytes;
             if let Some(max) = limits.max_bytes {
-                // (With a match limit, only what can be part of the answer counts.)
-                let keep = limits
-                    .max_matches
-                    .map_or(total, |n| total.min(n * per_match));
-                if keep > max {
+                if total > max {
                     return Err(EngineError::TooLarge(format!(
                         "the query matches more than {max} bytes; narrow the selection or the condition, or set a limit"
                     )));
                 }
             }
-            matched.fetch_add(hits.index.len(), std::sync::atomic::Ordering::Relaxed);
             let mut f = found.lock().unwrap_or_else(|e| e.into_inner());
             f.0.push(hits);
             f.1 += 1;
@@ -1022,11 +1024,22 @@ impl Domain {
         for start in (0..chunks.len()).step_by(batch) {
             let end = (start + batch).min(chunks.len());
             for_each_task(end - start, false, |i| task(start + i))?;
-            if early_stop
-                && limits
-                    .max_matches
-                    .is_some_and(|n| matched.load(std::sync::atomic::Ordering::Relaxed) >= n)
-            {
+            let Some(n) = limits.max_matches else {
+                continue;
+            };
+            let mut f = found.lock().unwrap_or_else(|e| e.into_inner());
+            let first = first_matches(std::mem::take(&mut f.0), n, out_size);
+            held.store(first.index.len() * per_match, std::sync::atomic::Ordering::Relaxed);
+            // A chunk's first element comes later in C order the later the
+            // chunk is: once the n-th match is before the next chunk's
+            // first element, no chunk left can change the answer.
+            let done = first.index.len() >= n
+                && end < chunks.len()
+                && first.index.last().is_some_and(|&last| {
+                    last < first_index_in(&chunks.get(end), &m.chunk, &region, &strides)
+                });
+            f.0.push(first);
+            if done {
                 break;
             }
         }
@@ -1314,6 +1327,36 @@ fn dims_strides(dims: &[u64]) -> Vec<u64> {
         s[d] = s[d + 1] * dims[d + 1].max(1);
     }
     s
+}
+
+/// The first `n` matches of `groups` in C order, as one group.
+fn first_matches(groups: Vec<Hits>, n: usize, out_size: usize) -> Hits {
+    let mut order: Vec<(u64, usize, usize)> = groups
+        .iter()
+        .enumerate()
+        .flat_map(|(gi, h)| h.index.iter().enumerate().map(move |(j, &g)| (g, gi, j)))
+        .collect();
+    order.sort_unstable();
+    order.truncate(n);
+    let mut out = Hits::default();
+    for (g, gi, j) in order {
+        out.index.push(g);
+        out.elements
+            .extend_from_slice(&groups[gi].elements[j * out_size..(j + 1) * out_size]);
+    }
+    out
+}
+
+/// The C-order index of the first element of the chunk at `coords` that
+/// lies in `region`.
+fn first_index_in(coords: &[u64], chunk: &[u64], region: &Region, strides: &[u64]) -> u64 {
+    coords
+        .iter()
+        .zip(chunk)
+        .zip(region)
+        .zip(strides)
+        .map(|(((&c, &n), &(lo, _)), &s)| (c * n).max(lo) * s)
+        .sum()
 }
 
 /// The dataset-wide C-order index of element `e` of the chunk at `origin`.

@@ -5,7 +5,8 @@
 //! limit. Nothing a client sends can make the server hold more than the
 //! budget at once, however many requests it sends.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::body::Body;
@@ -34,12 +35,35 @@ pub(crate) const JSON_VALUE_BYTES: usize = 96;
 pub(crate) struct Budget {
     permits: Arc<Semaphore>,
     bytes: usize,
+    /// Bytes of request bodies each user's requests hold or wait for.
+    bodies: Arc<Mutex<HashMap<String, usize>>>,
 }
 
 /// Memory reserved for a request; given back when dropped.
 #[must_use = "the memory is given back when the reservation is dropped"]
 pub(crate) struct Reservation {
     _permit: Option<OwnedSemaphorePermit>,
+    _share: Option<UserShare>,
+}
+
+/// A user's part of the bodies held ([`Budget::reserve_body`]); given
+/// back when dropped.
+struct UserShare {
+    bodies: Arc<Mutex<HashMap<String, usize>>>,
+    user: String,
+    bytes: usize,
+}
+
+impl Drop for UserShare {
+    fn drop(&mut self) {
+        let mut b = self.bodies.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(held) = b.get_mut(&self.user) {
+            *held = held.saturating_sub(self.bytes);
+            if *held == 0 {
+                b.remove(&self.user);
+            }
+        }
+    }
 }
 
 impl Budget {
@@ -48,7 +72,48 @@ impl Budget {
         Budget {
             permits: Arc::new(Semaphore::new(units)),
             bytes,
+            bodies: Arc::default(),
         }
+    }
+
+    /// [`Budget::reserve`] for the body of a request of `user`, whose
+    /// requests may hold at most half the budget in bodies at once (one
+    /// request alone, the whole budget): more is refused at once (503)
+    /// rather than queued, so that one client sending bodies slowly cannot
+    /// make everyone else's requests wait behind its own.
+    ///
+    /// # Errors
+    /// As [`Budget::reserve`]; 503 past the user's share.
+    pub async fn reserve_body(&self, user: &str, bytes: usize) -> Result<Reservation> {
+        let what = "this request's body";
+        self.units(bytes, what)?;
+        if bytes == 0 {
+            return Ok(Reservation {
+                _permit: None,
+                _share: None,
+            });
+        }
+        let share = {
+            let mut b = self.bodies.lock().unwrap_or_else(|e| e.into_inner());
+            let held = b.get(user).copied().unwrap_or(0);
+            if held > 0 && held.saturating_add(bytes) > self.bytes / 2 {
+                return Err(ServerError::Unavailable(format!(
+                    "your requests already hold {held} bytes of the server's memory for their \
+                     bodies, and this one needs {bytes} more: at most half the memory budget \
+                     ({} bytes) is one client's; try again when they are done",
+                    self.bytes / 2
+                )));
+            }
+            b.insert(user.to_string(), held + bytes);
+            UserShare {
+                bodies: self.bodies.clone(),
+                user: user.to_string(),
+                bytes,
+            }
+        };
+        let mut r = self.reserve(bytes, what).await?;
+        r._share = Some(share);
+        Ok(r)
     }
 
     fn units(&self, bytes: usize, what: &str) -> Result<u32> {
@@ -70,10 +135,16 @@ impl Budget {
     pub async fn reserve(&self, bytes: usize, what: &str) -> Result<Reservation> {
         let units = self.units(bytes, what)?;
         if units == 0 {
-            return Ok(Reservation { _permit: None });
+            return Ok(Reservation {
+                _permit: None,
+                _share: None,
+            });
         }
         match tokio::time::timeout(WAIT, self.permits.clone().acquire_many_owned(units)).await {
-            Ok(Ok(p)) => Ok(Reservation { _permit: Some(p) }),
+            Ok(Ok(p)) => Ok(Reservation {
+                _permit: Some(p),
+                _share: None,
+            }),
             Ok(Err(_)) => Err(ServerError::Internal("memory budget closed".into())),
             Err(_) => Err(busy()),
         }
@@ -87,10 +158,16 @@ impl Budget {
     pub fn reserve_blocking(&self, bytes: usize, what: &str) -> Result<Reservation> {
         let units = self.units(bytes, what)?;
         if units == 0 {
-            return Ok(Reservation { _permit: None });
+            return Ok(Reservation {
+                _permit: None,
+                _share: None,
+            });
         }
         if let Ok(p) = self.permits.clone().try_acquire_many_owned(units) {
-            return Ok(Reservation { _permit: Some(p) });
+            return Ok(Reservation {
+                _permit: Some(p),
+                _share: None,
+            });
         }
         let handle = tokio::runtime::Handle::current();
         tokio::task::block_in_place(|| handle.block_on(self.reserve(bytes, what)))
@@ -155,14 +232,15 @@ pub(crate) async fn hold_body_memory(
     // Only a user who may use the server gets memory set aside; who it is
     // travels with the request, so that handlers do not check again.
     let mut req = req;
-    match crate::routes::user_of(&app, req.uri().path(), req.headers()) {
+    let user = match crate::routes::user_of(&app, req.uri().path(), req.headers()) {
         Ok(user) => {
-            req.extensions_mut().insert(crate::routes::User(user));
+            req.extensions_mut().insert(crate::routes::User(user.clone()));
+            user
         }
         Err(e) => return e.into_response(),
-    }
+    };
     let cost = body_cost(&app, &req);
-    let held = match app.budget.reserve(cost, "this request's body").await {
+    let held = match app.budget.reserve_body(&user, cost).await {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
@@ -331,5 +409,24 @@ mod tests {
         drop(r);
         let _r = b.reserve_blocking(8 * UNIT, "x").unwrap();
         assert_eq!(b.permits.available_permits(), 0);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn one_user_holds_at_most_half_the_budget_in_bodies() {
+        let b = Budget::new(16 * UNIT);
+        let a1 = b.reserve_body("alice", 6 * UNIT).await.unwrap();
+        // past her half: refused at once, not queued
+        let e = b.reserve_body("alice", 3 * UNIT).await.err().expect("refused");
+        assert!(matches!(e, ServerError::Unavailable(_)), "{e:?}");
+        let _b1 = b.reserve_body("bob", 8 * UNIT).await.unwrap();
+        assert_eq!(b.permits.available_permits(), 2);
+        drop(a1);
+        let a2 = b.reserve_body("alice", 8 * UNIT).await.unwrap();
+        assert!(b.bodies.lock().unwrap().values().all(|&v| v == 8 * UNIT));
+        drop(a2);
+        drop(_b1);
+        // one request alone may take more than half
+        let _a3 = b.reserve_body("alice", 12 * UNIT).await.unwrap();
+        assert!(b.reserve_body("alice", UNIT).await.is_err());
     }
 }

@@ -326,7 +326,8 @@ fn walk_path(
             PathEnd::Missing => return Ok(None),
             PathEnd::TooManyLinks => {
                 return Err(ServerError::BadRequest(format!(
-                    "h5path {path:?}: a cycle of soft links on the way"
+                    "h5path {path:?}: a cycle of soft links, or more names than one path may \
+                     walk, on the way"
                 )))
             }
             PathEnd::SoftLink(name) => {

@@ -78,6 +78,8 @@ pub(crate) struct Places {
     top_name: Option<String>,
     /// Stores found inside the root, by their path in it.
     nested: Mutex<HashMap<String, Nested>>,
+    /// HDF5 files that could not be served, with their stamp then.
+    failed: Mutex<HashMap<String, ((SystemTime, u64), String)>>,
     linker: Option<Hdf5Linker>,
     /// Where stores serving HDF5 files are made.
     scratch: PathBuf,
@@ -106,6 +108,7 @@ impl Places {
             root_dir,
             top_name,
             nested: Mutex::default(),
+            failed: Mutex::default(),
             linker,
             scratch: std::env::temp_dir().join(format!(
                 "h5lake-serve-{}-{:x}",
@@ -193,11 +196,39 @@ impl Places {
         let Some(linker) = &self.linker else {
             return Ok(None);
         };
-        let Some(linked) = self.link_hdf5(linker, root, &path)? else {
-            return Ok(None);
+        // Linking a file takes as long as its structure is big: other
+        // domains' requests do not wait for it.
+        drop(known);
+        let now = stamp(&path);
+        if let Some((at, why)) = self.unservable(prefix) {
+            if Some(at) == now {
+                return Err(crate::error::ServerError::Internal(why));
+            }
+        }
+        let linked = match self.link_hdf5(linker, root, &path) {
+            Ok(Some(linked)) => linked,
+            Ok(None) => return Ok(None),
+            Err(e) => {
+                // (Not tried again until the file changes.)
+                if let Some(at) = now {
+                    self.failed
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(prefix.to_string(), (at, e.to_string()));
+                }
+                return Err(e);
+            }
         };
         let store: Arc<dyn Store> = Arc::new(LocalStore::open(&linked.dir)?);
         let file = linked.file.clone();
+        let mut known = self.nested.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = known.get(prefix) {
+            // Another request linked it meanwhile: theirs is served.
+            if let Some(l) = n.linked.as_ref().filter(|l| l.stamp == linked.stamp) {
+                let _ = std::fs::remove_dir_all(linked.dir.parent().unwrap_or(&linked.dir));
+                return Ok(Some((n.store.clone(), Some(l.file.clone()))));
+            }
+        }
         known.insert(
             prefix.to_string(),
             Nested {
@@ -206,6 +237,16 @@ impl Places {
             },
         );
         Ok(Some((store, Some(file))))
+    }
+
+    /// Why the HDF5 file of `prefix` could not be served, and its stamp
+    /// then.
+    fn unservable(&self, prefix: &str) -> Option<((SystemTime, u64), String)> {
+        self.failed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(prefix)
+            .cloned()
     }
 
     /// A read-only store reading the HDF5 file at `path`, if it is one

@@ -373,6 +373,21 @@ impl Plan {
                 .wire
                 .fixed_size()
                 .is_some_and(|es| self.sel.num_elements().saturating_mul(es as u64) <= limit)
+            && self.chunk_work() <= limit.saturating_mul(4)
+            && self
+                .meta
+                .stats
+                .as_ref()
+                .is_none_or(|s| s.functions.is_empty())
+    }
+
+    /// At most how many bytes of chunks the request decodes (and, writing
+    /// part of a chunk, encodes again): a small selection of big or many
+    /// chunks is not a small request.
+    fn chunk_work(&self) -> u64 {
+        let es = self.meta.dtype.fixed_size().unwrap_or(16) as u64;
+        let chunk_bytes = self.meta.chunk.iter().fold(es, |a, &c| a.saturating_mul(c));
+        chunks_reached(&self.meta, &self.sel, 1 << 16).saturating_mul(chunk_bytes)
     }
 
     fn out_shape(&self) -> Vec<u64> {
@@ -1068,7 +1083,8 @@ fn respond_arrow(app: &App, p: Plan) -> Result<Response> {
         }
         None if p.wire.fixed_size().is_none() => {
             return Err(bad(
-                "variable-length values are answered as Arrow for runs of rows of a 1-D columnar                  dataset only",
+                "variable-length values are answered as Arrow for runs of rows of a 1-D columnar \
+                 dataset only",
             ))
         }
         None => slabs(&p, app.cfg.slab_bytes)?
@@ -1093,12 +1109,20 @@ fn respond_arrow(app: &App, p: Plan) -> Result<Response> {
     let empty = h5lake_columnar::restore_arrow_types(&table, &empty, &kept).map_err(arrow)?;
     // Restored columns can be wider than stored ones (a decimal256 of an
     // int64: 4x), so the answer is counted at the wider of the two.
-    let restored_bytes: usize = empty
-        .schema()
+    // Columns of text or bytes hold their values and an 8-byte offset a
+    // row (a column of one-byte strings is 9 times its stored size).
+    let schema = empty.schema();
+    let primitive: usize = schema
         .fields()
         .iter()
         .map(|f| f.data_type().primitive_width().unwrap_or(0))
         .sum();
+    let offsets = 8 * schema
+        .fields()
+        .iter()
+        .filter(|f| f.data_type().primitive_width().is_none())
+        .count();
+    let restored_bytes = primitive + if offsets > 0 { row_bytes + offsets } else { 0 };
     let scale = restored_bytes.div_ceil(row_bytes).max(1);
     let biggest = parts
         .iter()
