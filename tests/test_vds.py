@@ -486,19 +486,20 @@ def test_load_link_concat_on_the_command_line(tmp_path):
     assert r.returncode == 0, r.stderr
     with h5lake.File(str(out), "r") as f:
         np.testing.assert_array_equal(f["entry/data"][...], np.concatenate(parts))
-    # A file without the dataset: its rows read as fill, the load says so
-    # and exits 3 (incomplete) unless that is accepted.
+    # A file without the dataset is left out (it has no rows to give): the
+    # load names it and exits 3 (incomplete) unless that is accepted.
     (tmp_path / "b").mkdir()
     _runs_on_disk(tmp_path / "b", sizes, missing_in=(1,))
     r = subprocess.run([sys.executable, "-m", "h5lake", "load", "--link", "--concat", "/entry/data",
                         str(tmp_path / "b" / "run-*.h5"), str(tmp_path / "b.h5l")],
                        capture_output=True, text=True)
-    assert r.returncode == 3 and "run-2.h5" in r.stderr, (r.returncode, r.stderr)
+    assert r.returncode == 3 and "left out: " in r.stderr and "run-2.h5" in r.stderr, r.stderr
+    assert "[Errno" not in r.stderr and "reads as fill" not in r.stderr, r.stderr
     # From Python, the same gap is a warning naming the file.
     with pytest.warns(h5lake.VirtualSourceWarning, match="run-2.h5"):
         report = h5lake.concat(str(tmp_path / "b" / "run-*.h5"), str(tmp_path / "b2.h5l"),
                                path="/entry/data")
-    assert len(report["missing"]) == 1
+    assert len(report["left_out"]) == 1 and report["missing"] == []
     r = subprocess.run([sys.executable, "-m", "h5lake", "load", "--concat", "/entry/data",
                         str(tmp_path / "run-*.h5"), str(tmp_path / "c.h5l")],
                        capture_output=True, text=True)
@@ -732,7 +733,7 @@ def test_a_parquet_file_that_cannot_be_read_is_named_not_dropped_quietly(tmp_pat
     with pytest.warns(h5lake.VirtualSourceWarning, match="part-1.parquet"):
         report = h5lake.concat(str(tmp_path / "part-*.parquet"), str(tmp_path / "c.h5l"))
     assert report["shape"] == (2,)
-    assert len(report["missing"]) == 1 and "part-1.parquet" in report["missing"][0]
+    assert len(report["left_out"]) == 1 and "part-1.parquet" in report["left_out"][0]
 
 
 def test_writes_through_a_virtual_dataset_reach_its_sources_as_in_h5py(tmp_path):

@@ -366,13 +366,17 @@ def _load_concat(args):
         warnings.simplefilter("ignore", h5lake.VirtualSourceWarning)
         report = h5lake.concat(args.src, args.dest, path=args.concat, axis=args.axis or 0,
                                progress=not args.quiet)
+    for item in report["left_out"]:
+        print(f"h5lake load: warning: left out: {item}", file=sys.stderr)
     for item in report["missing"]:
         print(f"h5lake load: warning: reads as fill: {item}", file=sys.stderr)
     if not args.quiet:
-        print(f"h5lake load: {args.dest}{report['name']}: {report['sources']} files as one "
+        print(f"h5lake load: {args.dest}{report['name']}: "
+              f"{report['sources'] - len(report['left_out'])} files as one "
               f"virtual dataset of shape {report['shape']} ({report['dtype']})", file=sys.stderr)
-    if report["missing"] and not args.skip_unsupported:
-        print(f"h5lake load: incomplete: {len(report['missing'])} source(s) read as fill (listed "
+    gaps = len(report["left_out"]) + len(report["missing"])
+    if gaps and not args.skip_unsupported:
+        print(f"h5lake load: incomplete: {gaps} source(s) left out or read as fill (listed "
               "above). Pass --skip-unsupported to accept that.", file=sys.stderr)
         return EXIT_INCOMPLETE
     return 0

@@ -647,13 +647,17 @@ def concat(sources, dest, axis=0, *, path=None, name=None, fillvalue=None, progr
             warnings.simplefilter("ignore", VirtualSourceWarning)
             d = _concat_into(f, name, items, axis, path, fillvalue, progress)
         problems = f._fs.raw.dataset_virtual_problems(d._oid) if d.is_virtual else []
-        missing = d._left_out + [_problem_text(store, p, why) for _, store, p, why in problems]
+        missing = [_problem_text(store, p, why) for _, store, p, why in problems]
+        if d._left_out:
+            warnings.warn(f"{len(d._left_out)} of {len(items)} sources are left out of "
+                          f"{os.fspath(dest)}{d.name} (they have no such dataset): "
+                          f"{'; '.join(d._left_out[:5])}", VirtualSourceWarning, stacklevel=2)
         if missing:
-            warnings.warn(f"{len(missing)} of {len(items)} sources are missing from "
-                          f"{os.fspath(dest)}{d.name} (their part reads as the fill value): "
+            warnings.warn(f"{len(missing)} of {len(items)} sources of "
+                          f"{os.fspath(dest)}{d.name} read (partly) as the fill value: "
                           f"{'; '.join(missing[:5])}", VirtualSourceWarning, stacklevel=2)
         return {"name": d.name, "shape": d.shape, "dtype": str(d.dtype), "sources": len(items),
-                "missing": missing}
+                "left_out": list(d._left_out), "missing": missing}
 
 
 def _linked_table(group, name, files, single_links):
@@ -694,7 +698,7 @@ def _source_of(group, item, path):
         try:
             did = _link_file(group, loc, path)
         except (KeyError, OSError, ValueError) as e:
-            raise _Unusable(f"{loc}:{path}: {e}") from None
+            raise _Unusable(f"{loc}:{path}: {_reason(e)}") from None
         d = Dataset(group._fs, did, None)
         src = VirtualSource(loc, path, shape=d.shape, dtype=d.dtype)
         src._linked = did
@@ -704,8 +708,18 @@ def _source_of(group, item, path):
         st = group._fs.open_external(loc)
         d = Group(st, st.root_id, "/")[path]
     except (KeyError, OSError) as e:
-        raise _Unusable(f"{loc}:{path}: {e}") from None
+        raise _Unusable(f"{loc}:{path}: {_reason(e)}") from None
     return VirtualSource(d), d.shape, d.dtype
+
+
+def _reason(e):
+    """What went wrong, as a sentence: without the ``[Errno 2]`` of an
+    OSError or the quotes of a KeyError."""
+    if isinstance(e, OSError) and e.strerror:
+        return e.strerror
+    if isinstance(e, KeyError) and e.args:
+        return str(e.args[0])
+    return str(e)
 
 
 def _parquet_endings():
