@@ -769,3 +769,23 @@ def test_an_enum_source_reads_as_its_integers_as_libhdf5_converts_it(tmp_path):
         with mod.File(tmp_path / name, "r") as f:
             got[mod] = (f["mask"][()].tolist(), f["mask"][1].tolist())
     assert got[h5lake] == got[h5py] == ([[1, 0, 1, 1], [1, 0, 0, 1]], [1, 0, 0, 1])
+
+
+def test_a_source_of_a_type_not_converted_fails_only_the_reads_reaching_it(tmp_path):
+    """As in libhdf5: a read of the other sources' parts is served; one
+    reaching the source that cannot be converted fails, naming it."""
+    with h5py.File(tmp_path / "good.h5", "w") as f:
+        f["m"] = np.array([1, 0, 1, 1], "i1")
+    with h5py.File(tmp_path / "text.h5", "w") as f:
+        f["m"] = np.array([b"ab", b"cd", b"ef", b"gh"], "S2")
+    with h5lake.File(tmp_path / "v.h5l", "w") as f:
+        layout = h5lake.VirtualLayout((2, 4), "i1")
+        layout[0] = h5lake.VirtualSource(str(tmp_path / "good.h5"), "m", shape=(4,))
+        layout[1] = h5lake.VirtualSource(str(tmp_path / "text.h5"), "m", shape=(4,))
+        f.create_virtual_dataset("mask", layout)
+    with h5lake.File(tmp_path / "v.h5l", "r") as f:
+        d = f["mask"]
+        with pytest.warns(h5lake.VirtualSourceWarning, match="H5T_STRING"):
+            assert d[0].tolist() == [1, 0, 1, 1]
+        with pytest.raises(TypeError, match="H5T_STRING"):
+            d[()]

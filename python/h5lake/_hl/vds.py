@@ -583,7 +583,13 @@ def warn_problems(dset):
     if getattr(dset, "_vds_checked", False):
         return
     dset._vds_checked = True
-    problems = dset._fs.raw.dataset_virtual_problems(dset._oid)
+    try:
+        problems = dset._fs.raw.dataset_virtual_problems(dset._oid)
+    except TypeError as e:
+        # A source of a type h5lake cannot convert: reads reaching it
+        # fail with this error; the other sources are read.
+        warnings.warn(f"{dset.name}: {e}", VirtualSourceWarning, stacklevel=3)
+        return
     if problems:
         shown = "; ".join(_problem_text(store, path, why) for _, store, path, why in problems[:5])
         more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
