@@ -102,24 +102,23 @@ impl PermutePlan {
         out: &mut [u8],
     ) -> usize {
         use std::arch::x86_64::{
-            __m512i, _mm512_loadu_si512, _mm512_maskz_permutex2var_epi8, _mm512_or_si512,
+            _mm512_loadu_si512, _mm512_maskz_permutex2var_epi8, _mm512_or_si512,
             _mm512_setzero_si512, _mm512_storeu_si512,
         };
         assert!(out.len() >= count * self.width);
         let per_register = 64 / self.width;
         let last_first_row = self.steps.last().map_or(0, |s| s.first_row);
-        let indices: Vec<__m512i> = self
-            .steps
-            .iter()
-            .map(|s| unsafe { _mm512_loadu_si512(s.index.as_ptr().cast()) })
-            .collect();
         let mut done = 0;
         while done + per_register <= count
             && (done + last_first_row) * size + 128 <= rows.len()
         {
             let base = rows.as_ptr().add(done * size);
             let mut acc = _mm512_setzero_si512();
-            for (s, &index) in self.steps.iter().zip(&indices) {
+            for s in &self.steps {
+                // (The index comes from L1 each time: this runs once per
+                // block of rows, and a list of registers made here would be
+                // an allocation per call.)
+                let index = _mm512_loadu_si512(s.index.as_ptr().cast());
                 // SAFETY: the loop's condition keeps both 64-byte loads of
                 // every step inside `rows`.
                 let at = base.add(s.first_row * size);

@@ -46,6 +46,22 @@ pub(crate) struct Reservation {
     _share: Option<UserShare>,
 }
 
+impl Reservation {
+    fn nothing() -> Self {
+        Reservation {
+            _permit: None,
+            _share: None,
+        }
+    }
+
+    fn of(permit: OwnedSemaphorePermit) -> Self {
+        Reservation {
+            _permit: Some(permit),
+            _share: None,
+        }
+    }
+}
+
 /// A user's part of the bodies held ([`Budget::reserve_body`]); given
 /// back when dropped.
 struct UserShare {
@@ -88,10 +104,7 @@ impl Budget {
         let what = "this request's body";
         self.units(bytes, what)?;
         if bytes == 0 {
-            return Ok(Reservation {
-                _permit: None,
-                _share: None,
-            });
+            return Ok(Reservation::nothing());
         }
         let share = {
             let mut b = self.bodies.lock().unwrap_or_else(|e| e.into_inner());
@@ -135,16 +148,10 @@ impl Budget {
     pub async fn reserve(&self, bytes: usize, what: &str) -> Result<Reservation> {
         let units = self.units(bytes, what)?;
         if units == 0 {
-            return Ok(Reservation {
-                _permit: None,
-                _share: None,
-            });
+            return Ok(Reservation::nothing());
         }
         match tokio::time::timeout(WAIT, self.permits.clone().acquire_many_owned(units)).await {
-            Ok(Ok(p)) => Ok(Reservation {
-                _permit: Some(p),
-                _share: None,
-            }),
+            Ok(Ok(p)) => Ok(Reservation::of(p)),
             Ok(Err(_)) => Err(ServerError::Internal("memory budget closed".into())),
             Err(_) => Err(busy()),
         }
@@ -158,16 +165,10 @@ impl Budget {
     pub fn reserve_blocking(&self, bytes: usize, what: &str) -> Result<Reservation> {
         let units = self.units(bytes, what)?;
         if units == 0 {
-            return Ok(Reservation {
-                _permit: None,
-                _share: None,
-            });
+            return Ok(Reservation::nothing());
         }
         if let Ok(p) = self.permits.clone().try_acquire_many_owned(units) {
-            return Ok(Reservation {
-                _permit: Some(p),
-                _share: None,
-            });
+            return Ok(Reservation::of(p));
         }
         let handle = tokio::runtime::Handle::current();
         tokio::task::block_in_place(|| handle.block_on(self.reserve(bytes, what)))
