@@ -406,6 +406,54 @@ def test_a_request_bigger_than_the_whole_budget_is_refused(tmp_path):
         s.stop()
 
 
+def test_decoding_big_chunks_is_held_to_the_budget(tmp_path):
+    """A read or write of a few bytes of a compressed chunk holds the whole
+    chunk decoded (and, writing, encoded again): that memory is reserved
+    from the budget, so a chunk bigger than the budget allows is refused
+    (413) instead of being decoded, and one that fits still reads."""
+    s = Server(tmp_path / "bucket", args=["--memory-budget", "64M"])
+    try:
+        assert s.request("PUT", "/", {"folder": 1}, params={"domain": "/home/"})[0] == 201
+        d = "/home/z.h5"
+        assert s.request("PUT", "/", params={"domain": d})[0] == 201
+        # written through the Python API: a 96 MiB chunk, deflated to ~100 KB
+        with h5lake.File(os.path.join(s.root, d.lstrip("/")), "r+") as f:
+            f.create_dataset("big", data=np.arange(96 << 20, dtype="u1"),
+                             chunks=(96 << 20,), compression="gzip")
+            f.create_dataset("small", data=np.arange(1 << 20, dtype="u1"),
+                             chunks=(1 << 20,), compression="gzip")
+        ids = {}
+        for name in ("big", "small"):
+            st, _, link = s.request("GET", "/groups/" + s.request(
+                "GET", "/", params={"domain": d})[2]["root"] + f"/links/{name}",
+                params={"domain": d})
+            assert st == 200, link
+            ids[name] = link["link"]["id"]
+        base = s.rss_kb("VmHWM")
+        for method, body, params in (
+                ("GET", None, {"select": "[5:9]"}),
+                ("PUT", {"value": [1, 2, 3, 4]}, {"select": "[5:9]"}),
+                ("POST", {"points": [5, 6]}, {})):
+            st, _, rsp = s.request(method, f"/datasets/{ids['big']}/value", body,
+                                   params={"domain": d, **params})
+            assert st == 413 and "--memory-budget" in message(rsp), (method, st, rsp)
+        # (Before, each of these held the 96 MiB chunk decoded, and the
+        # write its copy too.)
+        assert (s.rss_kb("VmHWM") - base) / 1024 < 48, (s.rss_kb("VmHWM") - base) / 1024
+        # nothing was written
+        st, _, rsp = s.request("GET", f"/datasets/{ids['small']}/value",
+                               params={"domain": d, "select": "[5:9]"})
+        assert st == 200 and rsp["value"] == [5, 6, 7, 8], rsp
+        with h5lake.File(os.path.join(s.root, d.lstrip("/")), "r") as f:
+            assert list(f["big"][5:9]) == [5, 6, 7, 8]
+        st, _, rsp = s.request("PUT", f"/datasets/{ids['small']}/value", {"value": [9, 9]},
+                               params={"domain": d, "select": "[0:2]"})
+        assert st == 200, rsp
+        assert s.alive()
+    finally:
+        s.stop()
+
+
 def test_a_write_reaching_too_many_chunks_is_refused_before_anything_is_written(server):
     """A few bytes to a dataset of one-byte chunks would be one stored
     object (and a statistics record) per byte: a write reaching more

@@ -1866,6 +1866,43 @@ impl Domain {
 }
 
 impl Domain {
+    /// Most bytes a read (or, `writing`, a write) reaching `chunks` chunks
+    /// of `m` holds at once beyond the caller's buffer and the chunk cache:
+    /// the chunks the pool's threads and the calling thread work on at
+    /// once, each in its decoded form, and in its stored form too when it
+    /// is filtered or lives in a linked file; a write also holds a chunk
+    /// merged and encoded again. Unfiltered chunks a read takes whole
+    /// (`whole_chunks`: the selection covers every chunk it reaches) go
+    /// straight into the caller's buffer. On stores read in batches (S3),
+    /// the batch being decoded and the one fetched ahead are held too. A
+    /// server reserves this from its memory budget before it reads.
+    pub fn chunk_work_bytes(
+        &self,
+        m: &DatasetMeta,
+        chunks: u64,
+        writing: bool,
+        whole_chunks: bool,
+    ) -> usize {
+        if chunks == 0 {
+            return 0;
+        }
+        let chunk = m.chunk_elems().saturating_mul(m.elem_size()).max(1);
+        let encoded = !m.stored_as_raw() || m.link.is_some();
+        let direct = !encoded && !writing && whole_chunks;
+        let copies = usize::from(!direct) + usize::from(encoded) + usize::from(writing);
+        let threads = chunk_pool().current_num_threads() + 1;
+        let at_once = usize::try_from(chunks).unwrap_or(usize::MAX).min(threads);
+        let mut bytes = chunk.saturating_mul(copies).saturating_mul(at_once);
+        if chunks > 1 && self.store().prefers_batching() {
+            let per_batch = (FETCH_BATCH_BYTES / chunk).clamp(1, FETCH_BATCH_CHUNKS);
+            let batch = usize::try_from(chunks).unwrap_or(usize::MAX).min(per_batch);
+            bytes = bytes.saturating_add(chunk.saturating_mul(batch).saturating_mul(2));
+        }
+        bytes
+    }
+}
+
+impl Domain {
     /// The decoded chunk at `key` (`None` = never written: fill value),
     /// from the cache when the store confirms the cached version is current.
     fn load_chunk(&self, m: &DatasetMeta, key: &str, use_cache: bool) -> Result<Option<Bytes>> {
@@ -1966,13 +2003,13 @@ impl Domain {
                 }
                 // A reused per-thread buffer: only the part inside `region`
                 // is written, and only that part is read.
-                let mut buf = HYPER.with(|c| std::mem::take(&mut *c.borrow_mut()));
+                let mut buf = crate::scratch::take(&HYPER);
                 buf.resize(m.chunk_elems() * m.elem_size(), 0);
                 let result = self.linked_subchunks(m, link, &coords, Some(region), &mut buf);
                 if result.is_ok() {
                     f(&buf);
                 }
-                HYPER.with(|c| *c.borrow_mut() = buf);
+                crate::scratch::give_back(&HYPER, buf);
                 result?;
                 return Ok(());
             }
@@ -1997,11 +2034,11 @@ impl Domain {
                 }
                 // A chunk-sized per-thread buffer: only the span is filled,
                 // and `f` looks only inside `region`, which the span covers.
-                let mut buf = SPAN.with(|c| std::mem::take(&mut *c.borrow_mut()));
+                let mut buf = crate::scratch::take(&SPAN);
                 buf.resize(whole as usize, 0);
                 buf[start as usize..(start + len) as usize].copy_from_slice(&part);
                 f(&buf);
-                SPAN.with(|c| *c.borrow_mut() = buf);
+                crate::scratch::give_back(&SPAN, buf);
                 return Ok(());
             }
         }
@@ -2016,8 +2053,8 @@ impl Domain {
             static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
         }
         let mut f = Some(f);
-        let stored = SCRATCH.with(|cell| -> Result<bool> {
-            let mut buf = cell.borrow_mut();
+        let mut buf = crate::scratch::take(&SCRATCH);
+        let stored = (|| -> Result<bool> {
             if self.store().get_into(key, &mut buf)?.is_none() {
                 return Ok(false);
             }
@@ -2029,10 +2066,11 @@ impl Domain {
                 f(&m.decode_stored(&buf).map_err(m.naming_chunk(key))?);
             }
             Ok(true)
-        })?;
-        if !stored {
-            // Outside the scratch borrow: a linked chunk may read its chunk
-            // table through this same path.
+        })();
+        crate::scratch::give_back(&SCRATCH, buf);
+        if !stored? {
+            // A linked chunk may read its chunk table through this same
+            // path, so the scratch buffer is back in its slot first.
             let f = f.take().expect("called once");
             match self.load_linked(m, key)? {
                 Some(data) => f(&data),
@@ -2757,13 +2795,13 @@ fn decode_in_place(
         static ROWS: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
     // Reused from chunk to chunk: every byte is written by the decode.
-    let mut buf = ROWS.with(|c| std::mem::take(&mut *c.borrow_mut()));
+    let mut buf = crate::scratch::take(&ROWS);
     buf.resize(m.chunk_elems() * m.elem_size(), 0);
     let decoded = decode(&mut buf);
     if let Ok(true) = decoded {
         f(&buf);
     }
-    ROWS.with(|c| *c.borrow_mut() = buf);
+    crate::scratch::give_back(&ROWS, buf);
     decoded
 }
 

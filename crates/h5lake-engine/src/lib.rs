@@ -22,6 +22,7 @@ pub mod parquet_link;
 pub mod planner;
 mod pooled;
 pub mod progress;
+mod scratch;
 pub mod stats;
 pub mod table;
 pub mod virtual_ds;

@@ -15,7 +15,7 @@ impl PooledBuf {
     /// The pool's buffer as it is (its length and contents are the last
     /// read's: whoever fills it sizes it).
     pub(crate) fn kept() -> Self {
-        PooledBuf(POOL.with(|p| std::mem::take(&mut *p.borrow_mut())))
+        PooledBuf(crate::scratch::take(&POOL))
     }
 
     /// `len` bytes (their contents are whatever the pool held: to be
@@ -37,13 +37,6 @@ impl AsRef<[u8]> for PooledBuf {
 
 impl Drop for PooledBuf {
     fn drop(&mut self) {
-        let buf = std::mem::take(&mut self.0);
-        // `try_with`: during a thread's teardown the pool may be gone.
-        let _ = POOL.try_with(|p| {
-            let mut p = p.borrow_mut();
-            if buf.capacity() > p.capacity() {
-                *p = buf;
-            }
-        });
+        crate::scratch::give_back(&POOL, std::mem::take(&mut self.0));
     }
 }

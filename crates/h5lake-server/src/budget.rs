@@ -44,6 +44,7 @@ pub(crate) struct Budget {
 pub(crate) struct Reservation {
     _permit: Option<OwnedSemaphorePermit>,
     _share: Option<UserShare>,
+    bytes: usize,
 }
 
 impl Reservation {
@@ -51,14 +52,21 @@ impl Reservation {
         Reservation {
             _permit: None,
             _share: None,
+            bytes: 0,
         }
     }
 
-    fn of(permit: OwnedSemaphorePermit) -> Self {
+    fn of(permit: OwnedSemaphorePermit, bytes: usize) -> Self {
         Reservation {
             _permit: Some(permit),
             _share: None,
+            bytes,
         }
+    }
+
+    /// The bytes reserved.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
     }
 }
 
@@ -151,10 +159,36 @@ impl Budget {
             return Ok(Reservation::nothing());
         }
         match tokio::time::timeout(WAIT, self.permits.clone().acquire_many_owned(units)).await {
-            Ok(Ok(p)) => Ok(Reservation::of(p)),
+            Ok(Ok(p)) => Ok(Reservation::of(p, bytes)),
             Ok(Err(_)) => Err(ServerError::Internal("memory budget closed".into())),
             Err(_) => Err(busy()),
         }
+    }
+
+    /// [`Budget::reserve_blocking`] of `bytes` more for a request that
+    /// already holds `held`: refused at once (413) when both together
+    /// exceed the whole budget, for the request would otherwise wait on
+    /// itself.
+    ///
+    /// # Errors
+    /// As [`Budget::reserve`].
+    pub fn reserve_blocking_beside(
+        &self,
+        held: usize,
+        bytes: usize,
+        what: &str,
+    ) -> Result<Reservation> {
+        self.units(held.saturating_add(bytes), what)?;
+        self.reserve_blocking(bytes, what)
+    }
+
+    /// [`Budget::reserve_blocking_beside`] from async code.
+    ///
+    /// # Errors
+    /// As [`Budget::reserve`].
+    pub async fn reserve_beside(&self, held: usize, bytes: usize, what: &str) -> Result<Reservation> {
+        self.units(held.saturating_add(bytes), what)?;
+        self.reserve(bytes, what).await
     }
 
     /// [`Budget::reserve`] from synchronous code (a blocking engine call,
@@ -168,7 +202,7 @@ impl Budget {
             return Ok(Reservation::nothing());
         }
         if let Ok(p) = self.permits.clone().try_acquire_many_owned(units) {
-            return Ok(Reservation::of(p));
+            return Ok(Reservation::of(p, bytes));
         }
         let handle = tokio::runtime::Handle::current();
         tokio::task::block_in_place(|| handle.block_on(self.reserve(bytes, what)))

@@ -799,8 +799,11 @@ pub(crate) async fn get_stats(
                 "the dataset has too many chunks to list their statistics in one answer".into(),
             ));
         }
+        // (Chunks whose records are stale are read and decoded.)
         let _held = app.budget.reserve_blocking(
-            chunks.saturating_mul(per_chunk.saturating_mul(2 * crate::budget::JSON_VALUE_BYTES)),
+            chunks
+                .saturating_mul(per_chunk.saturating_mul(2 * crate::budget::JSON_VALUE_BYTES))
+                .saturating_add(dom.chunk_work_bytes(&m, chunks as u64, false, false)),
             "this dataset's statistics",
         )?;
         let (plan, agg) = dom.aggregate(&id, None)?;

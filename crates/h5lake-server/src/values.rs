@@ -24,7 +24,7 @@ use h5lake_types::{
 use serde_json::{json, Value};
 
 use crate::auth::Action;
-use crate::budget::JSON_VALUE_BYTES;
+use crate::budget::{Reservation, JSON_VALUE_BYTES};
 use crate::domains::open_domain;
 use crate::error::{Result, ServerError};
 use crate::nonfinite::{NonFinite, TypedAt};
@@ -362,9 +362,30 @@ struct Plan {
     query: Option<String>,
     /// The server's memory budget, for what the plan's steps hold.
     memory: Arc<crate::budget::Budget>,
+    /// Whether the plan writes its selection.
+    writing: bool,
+    /// What the engine holds of the chunks the selection reaches while it
+    /// reads or writes them ([`Domain::chunk_work_bytes`]), reserved for as
+    /// long as the plan lives.
+    work: Reservation,
 }
 
 impl Plan {
+    /// The plan for the selection `sel` instead (the points a body names):
+    /// the memory of the chunks it reaches is reserved anew.
+    fn with_selection(self, sel: Selection) -> Result<Plan> {
+        let work = reserve_work(&self.memory, &self.dom, &self.meta, &sel, self.writing)?;
+        Ok(Plan { sel, work, ..self })
+    }
+
+    /// Reserves `bytes` more for this plan's request, which already holds
+    /// its chunks' work and `also` bytes of other reservations: refused at
+    /// once when all of it cannot fit the budget.
+    fn reserve(&self, also: usize, bytes: usize, what: &str) -> Result<Reservation> {
+        self.memory
+            .reserve_blocking_beside(self.work.bytes().saturating_add(also), bytes, what)
+    }
+
     /// Whether the selection is fixed-size data of at most `limit` bytes
     /// (no query, which may scan far more than it answers).
     fn is_small(&self, limit: u64) -> bool {
@@ -536,15 +557,57 @@ fn plan(
         None => None,
     };
     Ok(Plan {
-        dom,
         id: id.to_string(),
-        meta,
-        sel,
         fields,
         wire,
         query,
         memory: app.budget.clone(),
+        writing: action == Action::Update,
+        work: reserve_work(&app.budget, &dom, &meta, &sel, action == Action::Update)?,
+        dom,
+        meta,
+        sel,
     })
+}
+
+/// Reserves what the engine holds of the chunks of `meta` that `sel`
+/// reaches while it reads or (`writing`) writes them: a read of a few
+/// bytes of a compressed 128 MiB chunk holds the whole chunk decoded.
+fn reserve_work(
+    memory: &crate::budget::Budget,
+    dom: &Domain,
+    meta: &DatasetMeta,
+    sel: &Selection,
+    writing: bool,
+) -> Result<Reservation> {
+    // (More chunks than the engine works on at once change nothing.)
+    let chunks = chunks_reached(meta, sel, 1 << 10);
+    let whole = covers_whole_chunks(meta, sel);
+    memory.reserve_blocking(
+        dom.chunk_work_bytes(meta, chunks, writing, whole),
+        "the chunks this request reads and decodes",
+    )
+}
+
+/// Whether `sel` takes every chunk of `m` it reaches whole (or up to the
+/// dataset's edge).
+fn covers_whole_chunks(m: &DatasetMeta, sel: &Selection) -> bool {
+    let chunk = |d: usize| m.chunk.get(d).copied().unwrap_or(1).max(1);
+    match sel {
+        Selection::Orthogonal(sels) => sels.iter().enumerate().all(|(d, s)| {
+            let c = chunk(d);
+            let edge = m.dims.get(d).copied().unwrap_or(1);
+            match s {
+                DimSel::Slice { start, count, step } => {
+                    let end = start + count;
+                    c == 1
+                        || (*step == 1 && start % c == 0 && (end % c == 0 || end >= edge))
+                }
+                DimSel::Indices(_) => c == 1,
+            }
+        }),
+        Selection::Points { .. } => (0..m.dims.len()).all(|d| chunk(d) == 1),
+    }
 }
 
 /// How many of a dataset's chunks (of extent `c` along this dimension)
@@ -901,7 +964,8 @@ fn respond(app: &App, ctx: &Ctx, p: Plan) -> Result<Response> {
             )));
         }
         check_json_answer(app, &p.meta.dtype, &shape, n)?;
-        let _held = app.budget.reserve_blocking(
+        let held = p.reserve(
+            0,
             n as usize * (JSON_VALUE_BYTES + 64) + plan_bytes(&p),
             "this variable-length answer",
         )?;
@@ -912,9 +976,7 @@ fn respond(app: &App, ctx: &Ctx, p: Plan) -> Result<Response> {
             .cfg
             .max_json_response_bytes
             .min(app.cfg.memory_budget_bytes / 8);
-        let _values = app
-            .budget
-            .reserve_blocking(limit, "this variable-length answer's values")?;
+        let values = p.reserve(held.bytes(), limit, "this variable-length answer's values")?;
         let items = p.dom.read_vlen_within(&p.id, &p.sel, limit)?;
         if ctx.wants_binary() {
             return Ok(binary_rsp(record::join_elements(&p.meta.dtype, &items)));
@@ -930,9 +992,11 @@ fn respond(app: &App, ctx: &Ctx, p: Plan) -> Result<Response> {
             }
             _ => bytes.saturating_mul(JSON_VALUE_BYTES),
         };
-        let _json = app
-            .budget
-            .reserve_blocking(per_value, "this variable-length answer as JSON")?;
+        let _json = p.reserve(
+            held.bytes() + values.bytes(),
+            per_value,
+            "this variable-length answer as JSON",
+        )?;
         let flat = items
             .iter()
             .map(|i| vlen_to_json(&p.meta.dtype, i).map_err(ServerError::from))
@@ -955,7 +1019,8 @@ fn respond(app: &App, ctx: &Ctx, p: Plan) -> Result<Response> {
             )));
         }
         check_json_answer(app, &p.wire, &shape, n)?;
-        let held = app.budget.reserve_blocking(
+        let held = p.reserve(
+            0,
             total as usize + JSON_STREAM_PIECE * 3 + plan_bytes(&p),
             "this JSON answer",
         )?;
@@ -965,18 +1030,14 @@ fn respond(app: &App, ctx: &Ctx, p: Plan) -> Result<Response> {
     if total <= app.cfg.slab_bytes as u64
         && chunks_reached(&p.meta, &p.sel, SLAB_CHUNKS as usize) <= SLAB_CHUNKS
     {
-        let _held = app
-            .budget
-            .reserve_blocking(total as usize, "this binary answer")?;
+        let _held = p.reserve(0, total as usize, "this binary answer")?;
         let bytes = read_fixed(&app.slabs, &p, &p.sel, total as usize, false)?;
         return Ok(binary_rsp(bytes.into_bytes()));
     }
     let pieces = slabs(&p, app.cfg.slab_bytes)?;
     // One slab in the channel and one being read (a slab may be bigger
     // than `slab_bytes` when one row is).
-    let held = app
-        .budget
-        .reserve_blocking(slabs_in_flight(&pieces), "this binary answer")?;
+    let held = p.reserve(0, slabs_in_flight(&pieces), "this binary answer")?;
     let uncached = total > app.cfg.chunk_cache_bytes as u64 / 2;
     // One slab in the channel and one being read: memory stays at a few
     // slabs however big the answer is.
@@ -1133,7 +1194,8 @@ fn respond_arrow(app: &App, p: Plan) -> Result<Response> {
         .max()
         .unwrap_or(0);
     // A slab read, its batch and its encoding, one being sent.
-    let held = app.budget.reserve_blocking(
+    let held = p.reserve(
+        0,
         biggest.saturating_mul(scale).saturating_mul(4),
         "this Arrow answer",
     )?;
@@ -1226,7 +1288,8 @@ fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
     };
     // What the answer may grow to (its bytes, the index, the JSON made of
     // them) and one slab being scanned.
-    let _held = app.budget.reserve_blocking(
+    let _held = p.reserve(
+        0,
         app.cfg.max_json_response_bytes
             + app.cfg.slab_bytes
             + app.cfg.max_json_elements * (JSON_VALUE_BYTES + 8),
@@ -1389,7 +1452,7 @@ pub(crate) async fn post_value(
                 .transpose()?
         };
         let p = match sel {
-            Some(s) => Plan { sel: s, ..pre },
+            Some(s) => pre.with_selection(s)?,
             None => pre,
         };
         respond(&app, &ctx, p)
@@ -1462,9 +1525,7 @@ fn write_fields(p: &Plan, sel: &Selection, data: &[u8]) -> Result<()> {
     let whole = n
         .checked_mul(*size)
         .ok_or_else(|| ServerError::TooLarge("selection too large".into()))?;
-    let _held = p
-        .memory
-        .reserve_blocking(whole, "this write of some fields")?;
+    let _held = p.reserve(0, whole, "this write of some fields")?;
     let mut full = vec![0u8; whole];
     p.dom.read_with(&p.meta, sel, None, &mut full, false)?;
     // (offset in the stored element, offset in the sent one, length)
@@ -1544,7 +1605,7 @@ fn write_broadcast(p: &Plan, data: &[u8], count: u64, slab_bytes: usize) -> Resu
     // Each slab is the block repeated: one slab's worth at a time (a row
     // bigger than a slab is one piece of its own).
     let biggest = pieces.iter().map(|(_, n)| *n).max().unwrap_or(0);
-    let _held = p.memory.reserve_blocking(biggest, "this broadcast write")?;
+    let _held = p.reserve(0, biggest, "this broadcast write")?;
     for (sel, n) in pieces {
         write_slab(p, &sel, &data.repeat(n / data.len().max(1)))?;
     }
@@ -1576,14 +1637,15 @@ pub(crate) async fn put_value(
                 fields_from_body(&body)?,
             )?;
             let dims = sel_dims(&p.meta);
-            let sel = match body.get("points") {
+            let p = match body.get("points") {
                 Some(pts) => {
                     let points = points_from_json(pts, &dims)?;
                     check_chunks_written(&app, &p.meta, &points)?;
-                    points
+                    p.with_selection(points)?
                 }
-                None => p.sel.clone(),
+                None => p,
             };
+            let sel = p.sel.clone();
             let shape = match &sel {
                 Selection::Orthogonal(s) if s.is_empty() => Vec::new(),
                 s => s.out_shape(),
@@ -1752,7 +1814,7 @@ async fn stream_write(app: Arc<App>, ctx: Ctx, p: Plan, body: Body) -> Result<Re
     // One slab being filled and one being written.
     let _held = app
         .budget
-        .reserve(slabs_in_flight(&pieces), "this binary upload")
+        .reserve_beside(p.work.bytes(), slabs_in_flight(&pieces), "this binary upload")
         .await?;
     let mut stream = body.into_data_stream();
     // What is left of the last body frame after filling the previous slab.
