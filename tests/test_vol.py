@@ -904,6 +904,43 @@ def test_virtual_datasets_read_as_natively(plugin_dir, tmp_path):
         assert f["group/v"][...].tolist() == native["values"]
 
 
+NATIVE_SOURCES = """
+import os
+d = os.path.dirname(p)
+layout = h5py.VirtualLayout((3, 100), "i4")
+for n in range(3):
+    src = h5py.VirtualSource(os.path.join(d, "..", "sources", f"{n}.h5"), "data", shape=(100,))
+    layout[n, :50] = src[0:100:2]
+    layout[n, 50:] = src[1:100:2]
+with h5py.File(p, "w") as f:
+    f.create_virtual_dataset("v", layout, fillvalue=-5)
+with h5py.File(p, "r") as f:
+    out["values"] = f["v"][...].tolist()
+    out["part"] = f["v"][1, 48:53].tolist()
+"""
+
+
+def test_virtual_sources_in_native_hdf5_files(plugin_dir, tmp_path):
+    """A virtual dataset made through the connector in a store, mapping
+    datasets of HDF5 files written by plain HDF5: its values are the
+    files' (read as h5lake reads linked files), as native HDF5 gives them,
+    not the fill value."""
+    import h5py
+    (tmp_path / "sources").mkdir()
+    for n in range(3):
+        with h5py.File(tmp_path / "sources" / f"{n}.h5", "w") as f:
+            f.create_dataset("data", data=np.arange(100, dtype="i4") + 1000 * n, chunks=(30,),
+                             compression="gzip")
+    (tmp_path / "native").mkdir()
+    (tmp_path / "lake").mkdir()
+    native = run_h5py(NATIVE_SOURCES, str(tmp_path / "native" / "vds.h5"))
+    through = run_h5py(NATIVE_SOURCES, str(tmp_path / "lake" / "vds.h5l"), plugin_dir)
+    assert native["part"] == [1096, 1098, 1001, 1003, 1005]
+    assert through == native
+    with h5lake.File(tmp_path / "lake" / "vds.h5l", "r") as f:
+        assert f["v"][...].tolist() == native["values"]
+
+
 def test_native_files_pass_through(plugin_dir, tmp_path):
     """With the connector set, a name that is an HDF5 file goes to HDF5's
     native connector: the whole write-and-read script above, run through

@@ -995,7 +995,11 @@ impl Domain {
                 // store, that costs no more than a cache hit (whose version
                 // check is a `stat` of the same file), so the cache is not
                 // consulted or filled for it.
-                let direct = m.stored_as_raw() && proj.is_identity() && m.link.is_none();
+                // (Also those of a dataset linked to an HDF5 file's
+                // unfiltered data: from that file, unless rewritten here.)
+                let direct = m.stored_as_raw()
+                    && proj.is_identity()
+                    && m.link.as_ref().is_none_or(|l| l.parquet_source().is_none());
                 // Columnar chunks decode straight into the output (only the
                 // columns asked for are read); partly selected ones go
                 // through the cache when it can hold the read.
@@ -2305,9 +2309,11 @@ impl Domain {
 
     /// Reads a wholly selected, unfiltered chunk with one scattered read
     /// straight into the output (the kernel copies each row to its place:
-    /// no intermediate buffer, no second copy). `Ok(false)` when the chunk
-    /// is missing or not of the expected size: the caller takes the normal
-    /// path, which fills or reports it.
+    /// no intermediate buffer, no second copy); a chunk of a linked dataset
+    /// not rewritten in the store is read so from the linked file.
+    /// `Ok(false)` when the chunk is missing, not of the expected size or
+    /// not plainly in its file: the caller takes the normal path, which
+    /// fills or reports it.
     ///
     /// # Safety
     /// `out` must be valid for every output element of `parts`, and no other
@@ -2338,7 +2344,15 @@ impl Domain {
         if !in_order || next != total {
             return Ok(false);
         }
-        Ok(self.store().get_scattered(key, total, &mut runs)? == Some(true))
+        match (self.store().get_scattered(key, total, &mut runs)?, &m.link) {
+            (Some(done), _) => Ok(done),
+            (None, Some(link)) => {
+                let coords = parse_chunk_name(&key[m.prefix.len()..], m.dims.len())
+                    .ok_or_else(|| EngineError::Corrupt(format!("bad chunk key {key}")))?;
+                self.read_linked_into(m, link, &coords, &mut runs)
+            }
+            (None, None) => Ok(false),
+        }
     }
 
     /// The chunk at `key` from the linked source file, for datasets in link

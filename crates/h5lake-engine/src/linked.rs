@@ -713,65 +713,132 @@ impl Domain {
         size: u64,
         coords: &[u64],
     ) -> Result<Vec<u8>> {
-        let es = m.dtype.fixed_size().unwrap_or(0) as u64;
-        let rank = m.dims.len();
-        let ds = strides(&m.dims);
-        let cs = strides(&m.chunk);
-        let lo: Vec<u64> = coords.iter().zip(&m.chunk).map(|(c, k)| c * k).collect();
-        let ext: Vec<u64> = (0..rank)
-            .map(|d| m.chunk[d].min(m.dims[d].saturating_sub(lo[d])))
-            .collect();
-        let last = rank - 1;
-        let rows: u64 = ext[..last].iter().product();
-        let mut ranges = Vec::with_capacity(rows as usize);
-        let mut dests = Vec::with_capacity(rows as usize);
-        for r in 0..rows {
-            let mut src = lo[last];
-            let mut dst = 0;
-            let mut rem = r;
-            for d in (0..last).rev() {
-                let idx = rem % ext[d];
-                rem /= ext[d];
-                src += (lo[d] + idx) * ds[d];
-                dst += idx * cs[d];
-            }
-            let start = offset + src * es;
-            let len = ext[last] * es;
-            if start + len > offset + size {
-                return Err(EngineError::Corrupt(format!(
-                    "{}: linked contiguous data is shorter than the dataset",
-                    m.id
-                )));
-            }
-            ranges.push((start, len));
-            dests.push(dst * es);
-        }
-        // Straight from the file into the chunk, runs that continue each
-        // other in both read as one (a chunk of whole rows is one read).
-        let whole = ext == m.chunk;
+        let (runs, whole) = contiguous_runs(m, offset, size, coords)?;
         let mut out = if whole {
-            vec![0; m.chunk_elems() * es as usize]
+            vec![0; m.chunk_elems() * m.elem_size()]
         } else {
             m.fill_chunk()
         };
-        let mut runs: Vec<(u64, u64, u64)> = Vec::with_capacity(ranges.len());
-        for (&(start, len), &dst) in ranges.iter().zip(&dests) {
-            match runs.last_mut() {
-                Some((s, l, d)) if *s + *l == start && *d + *l == dst => *l += len,
-                _ => runs.push((start, len, dst)),
-            }
-        }
         for (start, len, dst) in runs {
             let (dst, len) = (dst as usize, len as usize);
-            file.read_exact_at(&mut out[dst..dst + len], start).map_err(|e| {
-                EngineError::Corrupt(format!(
-                    "linked file: cannot read bytes {start}..{} ({e}); was the file changed or truncated?",
-                    start + len as u64
-                ))
-            })?;
+            read_at(file, &mut out[dst..dst + len], start)?;
         }
         Ok(out)
     }
+
+    /// Reads chunk `coords` of the linked, unfiltered dataset `m` straight
+    /// from its file into `dest` ((offset in the chunk, destination) runs,
+    /// in order, covering the whole chunk), saving the chunk-sized buffer
+    /// and the copy out of it. `false` when its bytes are not one plain
+    /// stretch of the file per run (an edge chunk of a contiguous source, a
+    /// chunk made of several source chunks, a missing or filtered one):
+    /// nothing is read, and the caller takes the general path.
+    pub(crate) fn read_linked_into(
+        &self,
+        m: &DatasetMeta,
+        link: &LinkedLayout,
+        coords: &[u64],
+        dest: &mut [(u64, &mut [u8])],
+    ) -> Result<bool> {
+        let total = (m.chunk_elems() * m.elem_size()) as u64;
+        let runs = match link.index {
+            LinkIndex::Parquet(_) => return Ok(false),
+            LinkIndex::Contiguous { offset, size } => {
+                let (runs, whole) = contiguous_runs(m, offset, size, coords)?;
+                if !whole {
+                    return Ok(false);
+                }
+                runs
+            }
+            _ if link.is_hyper(&m.chunk) || !m.pipeline.is_empty() => return Ok(false),
+            _ => match self.linked_entries(m, link, coords)?.first() {
+                Some(Some((start, len))) if *len == total => vec![(*start, total, 0)],
+                _ => return Ok(false),
+            },
+        };
+        let file = self.linked_files.get_checked(link)?;
+        // Both lists run in chunk order: each destination takes its bytes
+        // from the file runs it overlaps.
+        let mut j = 0;
+        for (at, buf) in dest.iter_mut() {
+            let mut pos = *at;
+            let mut done = 0;
+            while done < buf.len() {
+                while j < runs.len() && runs[j].2 + runs[j].1 <= pos {
+                    j += 1;
+                }
+                let Some(&(start, len, dst)) = runs.get(j).filter(|r| r.2 <= pos) else {
+                    return Err(EngineError::Corrupt(format!(
+                        "{}: the linked file holds no bytes for offset {pos} of a chunk",
+                        m.id
+                    )));
+                };
+                let n = ((dst + len - pos) as usize).min(buf.len() - done);
+                read_at(&file, &mut buf[done..done + n], start + (pos - dst))?;
+                done += n;
+                pos += n as u64;
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// Where the rows of logical chunk `coords` of a contiguous source (its
+/// data at `offset`, `size` bytes, in the file) are: (offset in the file,
+/// length, offset in the chunk) runs in chunk order, runs that continue
+/// each other in both joined (a chunk of whole rows is one run); and
+/// whether the chunk lies wholly inside the dataset (else its runs cover
+/// just the part inside).
+fn contiguous_runs(
+    m: &DatasetMeta,
+    offset: u64,
+    size: u64,
+    coords: &[u64],
+) -> Result<(Vec<(u64, u64, u64)>, bool)> {
+    let es = m.dtype.fixed_size().unwrap_or(0) as u64;
+    let rank = m.dims.len();
+    let ds = strides(&m.dims);
+    let cs = strides(&m.chunk);
+    let lo: Vec<u64> = coords.iter().zip(&m.chunk).map(|(c, k)| c * k).collect();
+    let ext: Vec<u64> = (0..rank)
+        .map(|d| m.chunk[d].min(m.dims[d].saturating_sub(lo[d])))
+        .collect();
+    let last = rank - 1;
+    let rows: u64 = ext[..last].iter().product();
+    let mut runs: Vec<(u64, u64, u64)> = Vec::with_capacity(rows as usize);
+    for r in 0..rows {
+        let mut src = lo[last];
+        let mut dst = 0;
+        let mut rem = r;
+        for d in (0..last).rev() {
+            let idx = rem % ext[d];
+            rem /= ext[d];
+            src += (lo[d] + idx) * ds[d];
+            dst += idx * cs[d];
+        }
+        let (start, len, dst) = (offset + src * es, ext[last] * es, dst * es);
+        if start + len > offset + size {
+            return Err(EngineError::Corrupt(format!(
+                "{}: linked contiguous data is shorter than the dataset",
+                m.id
+            )));
+        }
+        match runs.last_mut() {
+            Some((s, l, d)) if *s + *l == start && *d + *l == dst => *l += len,
+            _ => runs.push((start, len, dst)),
+        }
+    }
+    Ok((runs, ext == m.chunk))
+}
+
+/// Fills `buf` from `file` at `start`.
+fn read_at(file: &File, buf: &mut [u8], start: u64) -> Result<()> {
+    file.read_exact_at(buf, start).map_err(|e| {
+        EngineError::Corrupt(format!(
+            "linked file: cannot read bytes {start}..{} ({e}); was the file changed or truncated?",
+            start + buf.len() as u64
+        ))
+    })
 }
 
 /// One source chunk decoded with the dataset's filters (libhdf5's layout).

@@ -38,7 +38,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use serde_json::Value;
 
-use crate::h5::{check, check_id, cstr, lib, Hid};
+use crate::h5::{check, check_id, cstr, lib, plist, Hid};
 use crate::memory::{converts, has_refs, no_refs, to_memory, MemBuf, RefConv, RefKind};
 use crate::types::{self, Repack};
 use crate::virtual_layout;
@@ -458,7 +458,7 @@ impl<'a> Exporter<'a> {
         if track {
             set_creation_order(fcpl.id(), true)?;
         }
-        let fapl = plist(h5p::H5P_CLS_FILE_ACCESS)?;
+        let fapl = crate::h5::native_fapl()?;
         check(
             lib(|| unsafe {
                 // The 1.8 format: large attributes (dense storage) and
@@ -1973,15 +1973,6 @@ fn set_creation_order(plist: hid_t, links: bool) -> Result<()> {
         "tracking attribute creation order",
     )?;
     Ok(())
-}
-
-/// A new property list of `class` (read under the lock: the class ids
-/// exist once the library is initialised).
-fn plist(class: &'static hid_t) -> Result<Hid> {
-    check_id(
-        lib(|| unsafe { h5p::H5Pcreate(*class) }),
-        "creating a property list",
-    )
 }
 
 /// A link creation property list with UTF-8 names (as h5py makes them).

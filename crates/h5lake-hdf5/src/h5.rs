@@ -47,6 +47,32 @@ pub(crate) fn check(status: impl Into<i64>, what: &str) -> Result<i64> {
     }
 }
 
+/// A new property list of `class` (read under the lock: the class ids
+/// exist once the library is initialised).
+pub(crate) fn plist(class: &'static hid_t) -> Result<Hid> {
+    check_id(
+        lib(|| unsafe { hdf5_sys::h5p::H5Pcreate(*class) }),
+        "creating a property list",
+    )
+}
+
+/// A file access list naming HDF5's native connector. This copy of the
+/// library reads `HDF5_VOL_CONNECTOR` when it starts, as every libhdf5
+/// does: in a process where that names h5lake's own connector (a program
+/// running through it, or h5lake inside such a program), a file opened
+/// with the default list would go through that connector, into the other
+/// copy of the library, instead of being read here.
+pub(crate) fn native_fapl() -> Result<Hid> {
+    let fapl = plist(hdf5_sys::h5p::H5P_CLS_FILE_ACCESS)?;
+    check(
+        lib(|| unsafe {
+            hdf5_sys::h5p::H5Pset_vol(fapl.id(), *hdf5_sys::h5vl::H5VL_NATIVE, std::ptr::null())
+        }),
+        "choosing HDF5's native connector",
+    )?;
+    Ok(fapl)
+}
+
 /// An owned HDF5 identifier, released on drop.
 #[derive(Debug)]
 pub(crate) struct Hid(pub hid_t);

@@ -63,13 +63,10 @@ pub(crate) fn open(path: &Path) -> Result<Hid> {
         )));
     }
     let c = cstr(&path.to_string_lossy())?;
+    let fapl = crate::h5::native_fapl()?;
     check_id(
         lib(|| unsafe {
-            hdf5_sys::h5f::H5Fopen(
-                c.as_ptr(),
-                hdf5_sys::h5f::H5F_ACC_RDONLY,
-                hdf5_sys::h5p::H5P_DEFAULT,
-            )
+            hdf5_sys::h5f::H5Fopen(c.as_ptr(), hdf5_sys::h5f::H5F_ACC_RDONLY, fapl.id())
         }),
         "opening the file",
     )

@@ -71,6 +71,9 @@ unsafe extern "C" fn initialize(_vipl: hid_t) -> sys::herr_t {
     match api::h5() {
         Ok(_) => {
             compat::install();
+            // Virtual datasets mapping datasets of HDF5 files read their
+            // values from those files (without it: the fill value).
+            h5lake_hdf5::register_source_linker();
             0
         }
         Err(_) => -1,

@@ -50,6 +50,7 @@ pub unsafe fn mappings_of(api: &Api, dcpl: hid_t, dom: &Domain) -> Result<Option
         } else {
             format!("/{given}")
         };
+        let hdf5 = hdf5_file_of(dom, &file);
         let store = store_of(dom, &file);
         let dst = match runs(api, vspace.0, i)? {
             Sel::Runs(r) => r,
@@ -60,18 +61,52 @@ pub unsafe fn mappings_of(api: &Api, dcpl: hid_t, dom: &Domain) -> Result<Option
                 )))
             }
         };
+        // A dataset of an HDF5 file: linked into the store (its values
+        // left in the file), as `load --link` and h5lake's own
+        // `create_virtual_dataset` link one; one that cannot be linked
+        // reads as fill, and the warning given when it is read says why.
+        let linked = hdf5.as_ref().map(|path| {
+            h5lake_hdf5::link_dataset(dom, path, &dset).map_err(|e| e.to_string())
+        });
         let src = match runs(api, sspace.0, i)? {
             Sel::Runs(r) => r,
             Sel::Nothing => continue,
             // The whole source, of the extent it has now.
-            Sel::Whole => whole_source(source_extent(dom, store.as_str(), &dset).as_deref(), &dst),
+            Sel::Whole => {
+                let extent = match &linked {
+                    Some(Ok(id)) => dom.dataset(id).ok().map(|m| m.dims.clone()),
+                    Some(Err(_)) => None,
+                    None => source_extent(dom, store.as_str(), &dset),
+                };
+                whole_source(extent.as_deref(), &dst)
+            }
         };
-        let mut mapping = json!({
-            "store": store,
-            "path": dset,
-            "src": src,
-            "dst": dst,
-        });
+        let mut mapping = match (&hdf5, linked) {
+            (Some(path), Some(found)) => {
+                let mut m = json!({
+                    "store": null,
+                    "file": path.to_string_lossy(),
+                    "id": found.as_ref().ok(),
+                    "path": dset,
+                    "src": src,
+                    "dst": dst,
+                });
+                if let Err(why) = found {
+                    m["why"] = json!(why);
+                }
+                if Path::new(&file) != path.as_path() {
+                    // (Given back as the program named it.)
+                    m["file_name"] = json!(file);
+                }
+                m
+            }
+            _ => json!({
+                "store": store,
+                "path": dset,
+                "src": src,
+                "dst": dst,
+            }),
+        };
         if given != dset {
             // (Given back as the program named it, as HDF5 does.)
             mapping["name"] = json!(given);
@@ -110,7 +145,7 @@ pub unsafe fn set_mappings(api: &Api, dcpl: hid_t, dom: &Domain, m: &DatasetMeta
         let sspace = hyperslab_space(api, &reach, &src)?;
         let file = match (mp["store"].as_str(), mp["file"].as_str()) {
             (Some(store), _) => store.to_string(),
-            (None, Some(file)) => file.to_string(),
+            (None, Some(file)) => mp["file_name"].as_str().unwrap_or(file).to_string(),
             (None, None) => ".".to_string(),
         };
         let cstring = |s: &str| {
@@ -239,6 +274,25 @@ unsafe fn name_of(get: impl Fn(*mut c_char, usize) -> isize) -> Result<String> {
     let name = String::from_utf8(buf)
         .map_err(|_| VolError::Unsupported("a virtual source named in non-UTF-8 bytes".into()))?;
     source_name(&name).map_err(VolError::Unsupported)
+}
+
+/// The HDF5 file the source file `name` is, found where libhdf5 looks for
+/// it (absolute; else under `$HDF5_VDS_PREFIX`, beside the store, then
+/// from the working directory), when it is an existing HDF5 file: other
+/// names, existing or not, are stores (the connector makes every file a
+/// program creates a store).
+fn hdf5_file_of(dom: &Domain, name: &str) -> Option<PathBuf> {
+    if name == "." || name.starts_with("s3://") {
+        return None;
+    }
+    let beside = PathBuf::from(dom.source_location(name));
+    let from_cwd = std::path::absolute(name).ok();
+    [Some(beside), from_cwd]
+        .into_iter()
+        .flatten()
+        .find(|p| p.is_file())
+        .filter(|p| h5lake_hdf5::is_hdf5(p))
+        .map(|p| p.canonicalize().unwrap_or(p))
 }
 
 /// The mapping's `store` for the source file `name`: null for the store
