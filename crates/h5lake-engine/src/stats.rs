@@ -1029,7 +1029,10 @@ impl Domain {
             };
             let mut f = found.lock().unwrap_or_else(|e| e.into_inner());
             let first = first_matches(std::mem::take(&mut f.0), n, out_size);
-            held.store(first.index.len() * per_match, std::sync::atomic::Ordering::Relaxed);
+            held.store(
+                first.index.len() * per_match,
+                std::sync::atomic::Ordering::Relaxed,
+            );
             // A chunk's first element comes later in C order the later the
             // chunk is: once the n-th match is before the next chunk's
             // first element, no chunk left can change the answer.

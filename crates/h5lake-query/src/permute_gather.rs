@@ -80,7 +80,13 @@ impl PermutePlan {
 
     /// What [`PermutePlan::gather`] left: the member of rows `from..to`,
     /// one value at a time.
-    pub(crate) fn gather_rest(&self, rows: &[u8], size: usize, range: (usize, usize), out: &mut [u8]) {
+    pub(crate) fn gather_rest(
+        &self,
+        rows: &[u8],
+        size: usize,
+        range: (usize, usize),
+        out: &mut [u8],
+    ) {
         gather_scalar(rows, size, self.offset, self.width, self.big, range, out);
     }
 
@@ -109,9 +115,7 @@ impl PermutePlan {
         let per_register = 64 / self.width;
         let last_first_row = self.steps.last().map_or(0, |s| s.first_row);
         let mut done = 0;
-        while done + per_register <= count
-            && (done + last_first_row) * size + 128 <= rows.len()
-        {
+        while done + per_register <= count && (done + last_first_row) * size + 128 <= rows.len() {
             let base = rows.as_ptr().add(done * size);
             let mut acc = _mm512_setzero_si512();
             for s in &self.steps {
@@ -175,7 +179,9 @@ mod tests {
         let mut x = 7u64;
         let bytes: Vec<u8> = (0..40_000)
             .map(|_| {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 (x >> 56) as u8
             })
             .collect();
@@ -196,7 +202,10 @@ mod tests {
                             // SAFETY: the CPU has VBMI (checked above).
                             let done = unsafe { plan.gather(rows, size, count, &mut got) };
                             gather_scalar(rows, size, offset, width, big, (done, count), &mut got);
-                            assert_eq!(got, want, "size {size} offset {offset} width {width} big {big} count {count}");
+                            assert_eq!(
+                                got, want,
+                                "size {size} offset {offset} width {width} big {big} count {count}"
+                            );
                             if count * size >= 4096 {
                                 assert!(done > 0, "the permutes did the bulk");
                             }

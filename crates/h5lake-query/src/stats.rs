@@ -255,7 +255,11 @@ impl<'a> Accumulator<'a> {
         if let Some(order) = self.eight_words() {
             return self.add_eight_words(bytes, &order);
         }
-        if self.permutes.as_ref().is_some_and(|p| p.iter().any(Option::is_some)) {
+        if self
+            .permutes
+            .as_ref()
+            .is_some_and(|p| p.iter().any(Option::is_some))
+        {
             // SAFETY: plans are made only where the CPU has VBMI.
             return self.add_permuted(bytes);
         }
@@ -705,7 +709,12 @@ impl Acc {
                 let trues = typed::<u8>(column, m).iter().filter(|&&b| b != 0).count();
                 add_bools((n, min, max, sum), m as u64, trues as u64);
             }
-            (Acc::Int { n, min, max, sum }, Kind::Int { size: w, signed, .. }) => {
+            (
+                Acc::Int { n, min, max, sum },
+                Kind::Int {
+                    size: w, signed, ..
+                },
+            ) => {
                 *n += m as u64;
                 let acc = (min, max, sum);
                 match (w, signed) {
@@ -719,7 +728,16 @@ impl Acc {
                     _ => reduce_ints(typed::<u64>(column, m), sum_u64, acc),
                 }
             }
-            (Acc::Float { n, nan, min, max, sum }, Kind::Float { size: w, .. }) => {
+            (
+                Acc::Float {
+                    n,
+                    nan,
+                    min,
+                    max,
+                    sum,
+                },
+                Kind::Float { size: w, .. },
+            ) => {
                 *n += m as u64;
                 let acc = (nan, min, max, sum);
                 if w == 4 {

@@ -186,7 +186,12 @@ impl Budget {
     ///
     /// # Errors
     /// As [`Budget::reserve`].
-    pub async fn reserve_beside(&self, held: usize, bytes: usize, what: &str) -> Result<Reservation> {
+    pub async fn reserve_beside(
+        &self,
+        held: usize,
+        bytes: usize,
+        what: &str,
+    ) -> Result<Reservation> {
         self.units(held.saturating_add(bytes), what)?;
         self.reserve(bytes, what).await
     }
@@ -269,7 +274,8 @@ pub(crate) async fn hold_body_memory(
     let mut req = req;
     let user = match crate::routes::user_of(&app, req.uri().path(), req.headers()) {
         Ok(user) => {
-            req.extensions_mut().insert(crate::routes::User(user.clone()));
+            req.extensions_mut()
+                .insert(crate::routes::User(user.clone()));
             user
         }
         Err(e) => return e.into_response(),
@@ -451,7 +457,11 @@ mod tests {
         let b = Budget::new(16 * UNIT);
         let a1 = b.reserve_body("alice", 6 * UNIT).await.unwrap();
         // past her half: refused at once, not queued
-        let e = b.reserve_body("alice", 3 * UNIT).await.err().expect("refused");
+        let e = b
+            .reserve_body("alice", 3 * UNIT)
+            .await
+            .err()
+            .expect("refused");
         assert!(matches!(e, ServerError::Unavailable(_)), "{e:?}");
         let _b1 = b.reserve_body("bob", 8 * UNIT).await.unwrap();
         assert_eq!(b.permits.available_permits(), 2);

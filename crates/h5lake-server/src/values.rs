@@ -600,8 +600,7 @@ fn covers_whole_chunks(m: &DatasetMeta, sel: &Selection) -> bool {
             match s {
                 DimSel::Slice { start, count, step } => {
                     let end = start + count;
-                    c == 1
-                        || (*step == 1 && start % c == 0 && (end % c == 0 || end >= edge))
+                    c == 1 || (*step == 1 && start % c == 0 && (end % c == 0 || end >= edge))
                 }
                 DimSel::Indices(_) => c == 1,
             }
@@ -1122,37 +1121,36 @@ fn respond_arrow(app: &App, p: Plan) -> Result<Response> {
         Rows(std::ops::Range<u64>, u64),
         Elements(Selection, usize),
     }
-    let parts: Vec<Part> = match run {
-        Some((start, count, step)) => {
-            // (Each part reads at most a slab of rows; the list is made up
-            // front, so an absurd number of parts is refused, as for binary
-            // answers.)
-            let per = ((app.cfg.slab_bytes / row_bytes) as u64 / step).max(1);
-            if count / per > MAX_SLABS {
-                return Err(ServerError::TooLarge(
-                    "selection too large for one request; read it in parts".into(),
-                ));
+    let parts: Vec<Part> =
+        match run {
+            Some((start, count, step)) => {
+                // (Each part reads at most a slab of rows; the list is made up
+                // front, so an absurd number of parts is refused, as for binary
+                // answers.)
+                let per = ((app.cfg.slab_bytes / row_bytes) as u64 / step).max(1);
+                if count / per > MAX_SLABS {
+                    return Err(ServerError::TooLarge(
+                        "selection too large for one request; read it in parts".into(),
+                    ));
+                }
+                (0..count)
+                    .step_by(per as usize)
+                    .map(|k| {
+                        let n = per.min(count - k);
+                        let first = start + k * step;
+                        Part::Rows(first..first + (n - 1) * step + 1, step)
+                    })
+                    .collect()
             }
-            (0..count)
-                .step_by(per as usize)
-                .map(|k| {
-                    let n = per.min(count - k);
-                    let first = start + k * step;
-                    Part::Rows(first..first + (n - 1) * step + 1, step)
-                })
-                .collect()
-        }
-        None if p.wire.fixed_size().is_none() => {
-            return Err(bad(
+            None if p.wire.fixed_size().is_none() => return Err(bad(
                 "variable-length values are answered as Arrow for runs of rows of a 1-D columnar \
                  dataset only",
-            ))
-        }
-        None => slabs(&p, app.cfg.slab_bytes)?
-            .into_iter()
-            .map(|(s, n)| Part::Elements(s, n))
-            .collect(),
-    };
+            )),
+            None => slabs(&p, app.cfg.slab_bytes)?
+                .into_iter()
+                .map(|(s, n)| Part::Elements(s, n))
+                .collect(),
+        };
     // What an answer of no rows holds: the schema.
     let empty = h5lake_columnar::rows_to_batch(&table, &[], 0)
         .and_then(|b| h5lake_columnar::present(&table, &b))
@@ -1814,7 +1812,11 @@ async fn stream_write(app: Arc<App>, ctx: Ctx, p: Plan, body: Body) -> Result<Re
     // One slab being filled and one being written.
     let _held = app
         .budget
-        .reserve_beside(p.work.bytes(), slabs_in_flight(&pieces), "this binary upload")
+        .reserve_beside(
+            p.work.bytes(),
+            slabs_in_flight(&pieces),
+            "this binary upload",
+        )
         .await?;
     let mut stream = body.into_data_stream();
     // What is left of the last body frame after filling the previous slab.

@@ -65,9 +65,9 @@ pub unsafe fn mappings_of(api: &Api, dcpl: hid_t, dom: &Domain) -> Result<Option
         // left in the file), as `load --link` and h5lake's own
         // `create_virtual_dataset` link one; one that cannot be linked
         // reads as fill, and the warning given when it is read says why.
-        let linked = hdf5.as_ref().map(|path| {
-            h5lake_hdf5::link_dataset(dom, path, &dset).map_err(|e| e.to_string())
-        });
+        let linked = hdf5
+            .as_ref()
+            .map(|path| h5lake_hdf5::link_dataset(dom, path, &dset).map_err(|e| e.to_string()));
         let src = match runs(api, sspace.0, i)? {
             Sel::Runs(r) => r,
             Sel::Nothing => continue,
