@@ -941,6 +941,31 @@ def test_virtual_sources_in_native_hdf5_files(plugin_dir, tmp_path):
         assert f["v"][...].tolist() == native["values"]
 
 
+def test_h5lake_itself_works_with_the_connector_variables_set(plugin_dir, tmp_path):
+    """With HDF5_VOL_CONNECTOR=h5lake exported (as a user of the connector
+    does in their shell), h5lake's own API and CLI still read and load HDF5
+    files: its own copy of HDF5 neither loads the connector nor prints
+    HDF5's error stack."""
+    import h5py
+    src = tmp_path / "plain.h5"
+    with h5py.File(src, "w") as f:
+        f.create_dataset("x", data=np.arange(10), chunks=(4,), compression="gzip")
+    env = dict(os.environ, HDF5_PLUGIN_PATH=plugin_dir, HDF5_VOL_CONNECTOR="h5lake")
+    code = ("import h5lake, sys\n"
+            "with h5lake.File(sys.argv[1], 'r') as f: print(f['x'][...].tolist())\n"
+            "h5lake.load(sys.argv[1], sys.argv[2])\n"
+            "with h5lake.File(sys.argv[2], 'r') as f: print(f['x'][...].tolist())\n")
+    for with_plugin in (True, False):
+        if not with_plugin:
+            env.pop("HDF5_PLUGIN_PATH")
+        dest = tmp_path / f"out-{with_plugin}.h5l"
+        r = subprocess.run([sys.executable, "-c", code, str(src), str(dest)], env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert r.stdout.split("\n")[:2] == [str(list(range(10)))] * 2, r.stdout
+        assert "HDF5-DIAG" not in r.stderr, r.stderr[-3000:]
+
+
 def test_native_files_pass_through(plugin_dir, tmp_path):
     """With the connector set, a name that is an HDF5 file goes to HDF5's
     native connector: the whole write-and-read script above, run through

@@ -17,7 +17,28 @@ use crate::{Hdf5Error, Result};
 /// Runs `f` holding the HDF5 library lock (and initialising the library on
 /// first use, with its error printing turned off).
 pub(crate) fn lib<T>(f: impl FnOnce() -> T) -> T {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(start_without_env_connector);
     hdf5::sync::sync(f)
+}
+
+/// Starts this copy of the library with `HDF5_VOL_CONNECTOR` hidden from
+/// it. Every libhdf5 reads that variable as it starts; naming h5lake's
+/// connector (as a user of the connector exports it), it would make this
+/// copy load the connector plugin too, which works only with the library
+/// that loaded it: this copy would fail to start, printing HDF5's error
+/// stack, and route default file opens into the plugin. The variable is
+/// put back at once, for the program's own HDF5.
+fn start_without_env_connector() {
+    const VAR: &str = "HDF5_VOL_CONNECTOR";
+    let saved = std::env::var_os(VAR);
+    if saved.is_some() {
+        std::env::remove_var(VAR);
+    }
+    hdf5::sync::sync(|| unsafe { hdf5_sys::h5::H5open() });
+    if let Some(v) = saved {
+        std::env::set_var(VAR, v);
+    }
 }
 
 /// The message of the library's current error stack.
