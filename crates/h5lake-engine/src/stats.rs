@@ -37,7 +37,7 @@ use std::sync::{Arc, Mutex};
 
 use h5lake_query::{eval, expr, leaves, ChunkFunction, ChunkRecord, FnState, Leaf, LeafStats};
 use h5lake_store::{PutOutcome, Version};
-use h5lake_types::Datatype;
+use h5lake_types::{Datatype, DimSel, Selection};
 use serde_json::Value;
 
 use crate::dataset::{for_each_task, DatasetMeta, Projection};
@@ -769,19 +769,23 @@ impl Domain {
         id: &str,
         region: Option<&Region>,
     ) -> Result<(Arc<StatsPlan>, Aggregate)> {
-        let m = Arc::new(self.dataset(id)?.stats_view()?);
-        not_virtual(&m)?;
+        let (m, is_virtual) = scan_view(self.dataset(id)?)?;
         let plan = match &m.stats {
             Some(p) => p.clone(),
             None => adhoc_plan(&m)?,
         };
         let region = check_region(&m, region)?;
         let total: u64 = region.iter().map(|(a, b)| b - a).product();
-        let chunks: Vec<Vec<u64>> = self
-            .chunks_with_data(&m)?
-            .into_iter()
-            .filter(|c| !overlap(&m, c, &region).iter().any(|(a, b)| a >= b))
-            .collect();
+        // (A virtual dataset's chunks are all read, from its sources.)
+        let chunks: Vec<Vec<u64>> = if is_virtual {
+            let grid = Grid::new(&m, &region);
+            (0..grid.len).map(|i| grid.get(i)).collect()
+        } else {
+            self.chunks_with_data(&m)?
+                .into_iter()
+                .filter(|c| !overlap(&m, c, &region).iter().any(|(a, b)| a >= b))
+                .collect()
+        };
         let acc = Mutex::new((
             plan.leaves
                 .iter()
@@ -802,7 +806,7 @@ impl Domain {
             let ov = overlap(&m, c, &region);
             let lv = live(&m, c);
             let whole = ov.iter().zip(&lv).all(|((a, b), l)| a == &0 && b == l);
-            let (leaf_stats, fn_states, n, read) = if whole && keeps {
+            let (leaf_stats, fn_states, n, read) = if whole && keeps && !is_virtual {
                 match self.current_record(&m, &plan, c, &sums)? {
                     Some((r, read)) => {
                         let n = r
@@ -815,10 +819,13 @@ impl Domain {
                 }
             } else {
                 let runs = box_runs(&m.chunk, &ov);
-                let Some((_, data, nulls)) =
-                    self.chunk_for_record(&m, &plan, &m.key(c), c, Some(&runs))?
-                else {
-                    return Ok(());
+                let (data, nulls) = if is_virtual {
+                    (bytes::Bytes::from(self.virtual_chunk(&m, c, &ov)?), None)
+                } else {
+                    match self.chunk_for_record(&m, &plan, &m.key(c), c, Some(&runs))? {
+                        Some((_, data, nulls)) => (data, nulls),
+                        None => return Ok(()),
+                    }
                 };
                 let rows = eval::Rows {
                     data: &data,
@@ -880,7 +887,9 @@ impl Domain {
 
     /// The elements of `region` (the whole extent when `None`) for which
     /// `condition` holds, in C order; at most `limit` of them. Chunks
-    /// whose statistics rule the condition out are not read.
+    /// whose statistics rule the condition out are not read. A virtual
+    /// dataset keeps no statistics: its chunks are read from its sources,
+    /// every one the region reaches.
     ///
     /// # Errors
     /// Unknown dataset; a bad condition (with its position); I/O trouble.
@@ -892,8 +901,7 @@ impl Domain {
         fields: Option<&[String]>,
         limits: QueryLimits,
     ) -> Result<QueryMatches> {
-        let m = Arc::new(self.dataset(id)?.stats_view()?);
-        not_virtual(&m)?;
+        let (m, is_virtual) = scan_view(self.dataset(id)?)?;
         let plan = match &m.stats {
             Some(p) => p.clone(),
             None => adhoc_plan(&m)?,
@@ -916,7 +924,7 @@ impl Domain {
             },
         )
         .into_mask(1)[0];
-        let chunks = if fill_matches {
+        let chunks = if fill_matches || is_virtual {
             Chunks::Grid(Grid::new(&m, &region))
         } else {
             Chunks::Listed(
@@ -982,7 +990,9 @@ impl Domain {
                 }
                 hits
             };
-            let hits = if let Some(read) = &scan.columns {
+            let hits = if is_virtual {
+                hits_in(&self.virtual_chunk(&m, c, &ov)?)
+            } else if let Some(read) = &scan.columns {
                 // Only the columns the condition and the answer need.
                 let mut hits = None;
                 let stored = self.with_columnar_chunk(read, &m.key(c), None, None, |d| {
@@ -1157,8 +1167,54 @@ impl Scan {
     }
 }
 
-/// Statistics and queries are kept per stored chunk, which a virtual
-/// dataset has none of.
+impl Domain {
+    /// The part `part` (chunk-local bounds) of chunk `c` of the virtual
+    /// dataset `m`, read from its sources into a buffer laid out as a
+    /// stored chunk (the rest holds the fill value), for a query to scan.
+    fn virtual_chunk(&self, m: &DatasetMeta, c: &[u64], part: &Region) -> Result<Vec<u8>> {
+        let es = m.elem_size();
+        let mut chunk = m.fill_chunk();
+        let sel = Selection::Orthogonal(
+            c.iter()
+                .zip(&m.chunk)
+                .zip(part)
+                .map(|((&ci, &n), &(a, b))| DimSel::Slice {
+                    start: ci * n + a,
+                    count: b - a,
+                    step: 1,
+                })
+                .collect(),
+        );
+        let mut read = vec![0u8; sel.num_elements() as usize * es];
+        self.read_with(m, &sel, None, &mut read, true)?;
+        // (The part's runs in the chunk come in the part's C order, which
+        // is the order it was read in.)
+        let mut at = 0;
+        for (first, n) in box_runs(&m.chunk, part) {
+            chunk[first * es..(first + n) * es].copy_from_slice(&read[at..at + n * es]);
+            at += n * es;
+        }
+        Ok(chunk)
+    }
+}
+
+/// `m` as queries and aggregates see it (its members of fixed size), and
+/// whether it is virtual (its chunks then read from its sources; one with
+/// members of variable length cannot be).
+fn scan_view(m: Arc<DatasetMeta>) -> Result<(Arc<DatasetMeta>, bool)> {
+    let is_virtual = m.virtual_map.is_some();
+    if is_virtual && m.dtype.fixed_size().is_none() {
+        return Err(EngineError::WrongType(format!(
+            "{}: a virtual dataset with members of variable length cannot be queried \
+             (query its sources, or read it)",
+            m.id
+        )));
+    }
+    Ok((Arc::new(m.stats_view()?), is_virtual))
+}
+
+/// Statistics are kept per stored chunk, which a virtual dataset has none
+/// of.
 fn not_virtual(m: &DatasetMeta) -> Result<()> {
     if m.virtual_map.is_some() {
         return Err(EngineError::WrongType(format!(

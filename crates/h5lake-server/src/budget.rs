@@ -165,35 +165,14 @@ impl Budget {
         }
     }
 
-    /// [`Budget::reserve_blocking`] of `bytes` more for a request that
-    /// already holds `held`: refused at once (413) when both together
-    /// exceed the whole budget, for the request would otherwise wait on
-    /// itself.
+    /// Refuses (413) `bytes` more for a request that already holds `held`
+    /// when both together exceed the whole budget: reserving them, the
+    /// request would wait on itself.
     ///
     /// # Errors
-    /// As [`Budget::reserve`].
-    pub fn reserve_blocking_beside(
-        &self,
-        held: usize,
-        bytes: usize,
-        what: &str,
-    ) -> Result<Reservation> {
-        self.units(held.saturating_add(bytes), what)?;
-        self.reserve_blocking(bytes, what)
-    }
-
-    /// [`Budget::reserve_blocking_beside`] from async code.
-    ///
-    /// # Errors
-    /// As [`Budget::reserve`].
-    pub async fn reserve_beside(
-        &self,
-        held: usize,
-        bytes: usize,
-        what: &str,
-    ) -> Result<Reservation> {
-        self.units(held.saturating_add(bytes), what)?;
-        self.reserve(bytes, what).await
+    /// As said.
+    pub fn refuse_beyond(&self, held: usize, bytes: usize, what: &str) -> Result<()> {
+        self.units(held.saturating_add(bytes), what).map(drop)
     }
 
     /// [`Budget::reserve`] from synchronous code (a blocking engine call,

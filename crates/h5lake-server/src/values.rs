@@ -382,8 +382,9 @@ impl Plan {
     /// its chunks' work and `also` bytes of other reservations: refused at
     /// once when all of it cannot fit the budget.
     fn reserve(&self, also: usize, bytes: usize, what: &str) -> Result<Reservation> {
-        self.memory
-            .reserve_blocking_beside(self.work.bytes().saturating_add(also), bytes, what)
+        let held = self.work.bytes().saturating_add(also);
+        self.memory.refuse_beyond(held, bytes, what)?;
+        self.memory.reserve_blocking(bytes, what)
     }
 
     /// Whether the selection is fixed-size data of at most `limit` bytes
@@ -1810,14 +1811,10 @@ async fn stream_write(app: Arc<App>, ctx: Ctx, p: Plan, body: Body) -> Result<Re
     let p = Arc::new(p);
     let pieces = slabs(&p, app.cfg.slab_bytes)?;
     // One slab being filled and one being written.
-    let _held = app
-        .budget
-        .reserve_beside(
-            p.work.bytes(),
-            slabs_in_flight(&pieces),
-            "this binary upload",
-        )
-        .await?;
+    let in_flight = slabs_in_flight(&pieces);
+    app.budget
+        .refuse_beyond(p.work.bytes(), in_flight, "this binary upload")?;
+    let _held = app.budget.reserve(in_flight, "this binary upload").await?;
     let mut stream = body.into_data_stream();
     // What is left of the last body frame after filling the previous slab.
     let mut carry = Bytes::new();
