@@ -256,6 +256,10 @@ def test_bad_layouts_and_writes_are_refused(tmp_path):
         # A larger maximum extent is kept, as HDF5 keeps it.
         u = f.create_virtual_dataset("u", h5lake.VirtualLayout((10,), "i8", maxshape=(None,)))
         assert u.maxshape == (None,) and u.is_virtual and u.virtual_sources() == []
+        # The virtual layout, as in h5py: not chunked.
+        assert v.chunks is None
+        with pytest.raises(TypeError):
+            list(v.iter_chunks())
         # An unlimited virtual selection needs an unlimited source one.
         unlimited = h5lake.VirtualLayout((10,), "i8", maxshape=(None,))
         with pytest.raises(ValueError, match="differ in shape"):

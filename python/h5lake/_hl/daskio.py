@@ -19,7 +19,8 @@ def _storage_chunks(dset):
     milliseconds of dask's time, more than reading 16 MiB."""
     import dask
     from dask.utils import parse_bytes
-    chunks = dset.chunks or dset.shape
+    # (A virtual dataset's own chunks, which are not its `chunks`.)
+    chunks = dset._props['chunks'] or dset.shape
     target = parse_bytes(dask.config.get("array.chunk-size", "128MiB"))
     size = max(1, int(np.prod(chunks)) * dset.dtype.itemsize)
     grown = list(chunks)

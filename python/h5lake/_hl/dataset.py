@@ -947,6 +947,10 @@ class Dataset(HLObject):
 
     @property
     def chunks(self):
+        # (A virtual dataset has the virtual layout, not a chunked one, as
+        # in h5py; h5lake reads it by chunks of its own all the same.)
+        if self.is_virtual:
+            return None
         return self._props['chunks']
 
     @property

@@ -300,7 +300,8 @@ def _details(obj):
     if isinstance(obj, Dataset):
         chunks = obj.chunks
         if chunks is None:
-            lines.append("Chunks:     none (contiguous)")
+            lines.append("Chunks:     none (virtual)" if obj.is_virtual
+                         else "Chunks:     none (contiguous)")
         else:
             nbytes = math.prod(chunks) * obj.dtype.itemsize
             lines.append(f"Chunks:     {{{', '.join(map(str, chunks))}}} {nbytes} bytes")
