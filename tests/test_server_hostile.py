@@ -454,6 +454,34 @@ def test_decoding_big_chunks_is_held_to_the_budget(tmp_path):
         s.stop()
 
 
+def test_points_in_a_body_reserve_for_their_own_chunks_only(tmp_path):
+    """A POST or PUT of points named in its body reserves the chunks those
+    points reach, not also those of the whole dataset (the selection before
+    the body is read): before, eight points over a big compressed dataset
+    waited 60 s on the request's own reservation, then got 503."""
+    s = Server(tmp_path / "bucket", args=["--memory-budget", "256M"])
+    try:
+        assert s.request("PUT", "/", {"folder": 1}, params={"domain": "/home/"})[0] == 201
+        d = "/home/p.h5"
+        assert s.request("PUT", "/", params={"domain": d})[0] == 201
+        with h5lake.File(os.path.join(s.root, d.lstrip("/")), "r+") as f:
+            f.create_dataset("g", shape=(80 << 20,), dtype="f8", chunks=(1 << 20,),
+                             compression="gzip", fillvalue=2.5)
+        root = s.request("GET", "/", params={"domain": d})[2]["root"]
+        did = s.request("GET", f"/groups/{root}/links/g", params={"domain": d})[2]["link"]["id"]
+        points = [k << 20 for k in range(8)]
+        t0 = time.time()
+        st, _, rsp = s.request("PUT", f"/datasets/{did}/value",
+                               {"points": points, "value": [1.0] * 8}, params={"domain": d})
+        assert st == 200, rsp
+        st, _, rsp = s.request("POST", f"/datasets/{did}/value", {"points": points + [5]},
+                               params={"domain": d})
+        assert st == 200 and rsp["value"] == [1.0] * 8 + [2.5], rsp
+        assert time.time() - t0 < 30
+    finally:
+        s.stop()
+
+
 def test_a_write_reaching_too_many_chunks_is_refused_before_anything_is_written(server):
     """A few bytes to a dataset of one-byte chunks would be one stored
     object (and a statistics record) per byte: a write reaching more

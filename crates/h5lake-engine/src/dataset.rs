@@ -1894,7 +1894,10 @@ impl Domain {
         let encoded = !m.stored_as_raw() || m.link.is_some();
         let direct = !encoded && !writing && whole_chunks;
         let copies = usize::from(!direct) + usize::from(encoded) + usize::from(writing);
-        let threads = chunk_pool().current_num_threads() + 1;
+        // (The pool is shared by every request: on machines with many
+        // cores one request may have more chunks than this in hand at once,
+        // but all requests together never more than the pool's threads.)
+        let threads = (chunk_pool().current_num_threads() + 1).min(MAX_CHUNKS_AT_ONCE);
         let at_once = usize::try_from(chunks).unwrap_or(usize::MAX).min(threads);
         let mut bytes = chunk.saturating_mul(copies).saturating_mul(at_once);
         if chunks > 1 && self.store().prefers_batching() {
@@ -2606,6 +2609,10 @@ fn untouched_nulls(
     old.retain(|site| site.rows.contains(&true));
     Ok(old)
 }
+
+/// Most chunks [`Domain::chunk_work_bytes`] counts one request as working
+/// on at once.
+const MAX_CHUNKS_AT_ONCE: usize = 16;
 
 /// At most this many bytes of (decoded-size) chunks are fetched ahead in
 /// one batch from a store that prefers batching...

@@ -48,7 +48,7 @@ pub(crate) struct Reservation {
 }
 
 impl Reservation {
-    fn nothing() -> Self {
+    pub(crate) fn nothing() -> Self {
         Reservation {
             _permit: None,
             _share: None,

@@ -373,8 +373,18 @@ struct Plan {
 impl Plan {
     /// The plan for the selection `sel` instead (the points a body names):
     /// the memory of the chunks it reaches is reserved anew.
-    fn with_selection(self, sel: Selection) -> Result<Plan> {
-        let work = reserve_work(&self.memory, &self.dom, &self.meta, &sel, self.writing)?;
+    fn with_selection(mut self, sel: Selection) -> Result<Plan> {
+        // (What the selection before held is given back first.)
+        self.work = Reservation::nothing();
+        let whole = self.fields.is_none() && covers_whole_chunks(&self.meta, &sel);
+        let work = reserve_work(
+            &self.memory,
+            &self.dom,
+            &self.meta,
+            &sel,
+            self.writing,
+            whole,
+        )?;
         Ok(Plan { sel, work, ..self })
     }
 
@@ -504,7 +514,10 @@ fn fields_from_body(body: &Value) -> Result<Option<String>> {
     }
 }
 
-fn plan(
+/// The plan of a value request, before the memory of its chunks is
+/// reserved ([`Plan::with_selection`] reserves it, for the selection a body
+/// may still name).
+fn plan_unreserved(
     app: &App,
     ctx: &Ctx,
     id: &str,
@@ -564,11 +577,27 @@ fn plan(
         query,
         memory: app.budget.clone(),
         writing: action == Action::Update,
-        work: reserve_work(&app.budget, &dom, &meta, &sel, action == Action::Update)?,
+        work: Reservation::nothing(),
         dom,
         meta,
         sel,
     })
+}
+
+/// [`plan_unreserved`], with the memory of the chunks its selection
+/// reaches reserved.
+fn plan(
+    app: &App,
+    ctx: &Ctx,
+    id: &str,
+    action: Action,
+    body_sel: Option<Selection>,
+    body_select: Option<String>,
+    body_fields: Option<String>,
+) -> Result<Plan> {
+    let p = plan_unreserved(app, ctx, id, action, body_sel, body_select, body_fields)?;
+    let sel = p.sel.clone();
+    p.with_selection(sel)
 }
 
 /// Reserves what the engine holds of the chunks of `meta` that `sel`
@@ -580,18 +609,18 @@ fn reserve_work(
     meta: &DatasetMeta,
     sel: &Selection,
     writing: bool,
+    whole: bool,
 ) -> Result<Reservation> {
     // (More chunks than the engine works on at once change nothing.)
     let chunks = chunks_reached(meta, sel, 1 << 10);
-    let whole = covers_whole_chunks(meta, sel);
     memory.reserve_blocking(
         dom.chunk_work_bytes(meta, chunks, writing, whole),
         "the chunks this request reads and decodes",
     )
 }
 
-/// Whether `sel` takes every chunk of `m` it reaches whole (or up to the
-/// dataset's edge).
+/// Whether `sel` takes every chunk of `m` it reaches whole (an edge chunk,
+/// partly outside the extent, is not taken whole: the engine decodes it).
 fn covers_whole_chunks(m: &DatasetMeta, sel: &Selection) -> bool {
     let chunk = |d: usize| m.chunk.get(d).copied().unwrap_or(1).max(1);
     match sel {
@@ -601,7 +630,7 @@ fn covers_whole_chunks(m: &DatasetMeta, sel: &Selection) -> bool {
             match s {
                 DimSel::Slice { start, count, step } => {
                     let end = start + count;
-                    c == 1 || (*step == 1 && start % c == 0 && (end % c == 0 || end >= edge))
+                    c == 1 || (*step == 1 && start % c == 0 && end % c == 0 && end <= edge)
                 }
                 DimSel::Indices(_) => c == 1,
             }
@@ -1433,7 +1462,7 @@ pub(crate) async fn post_value(
                 fields_from_body(&v)?,
             )
         };
-        let pre = plan(
+        let pre = plan_unreserved(
             &app,
             &ctx,
             &id,
@@ -1452,7 +1481,10 @@ pub(crate) async fn post_value(
         };
         let p = match sel {
             Some(s) => pre.with_selection(s)?,
-            None => pre,
+            None => {
+                let s = pre.sel.clone();
+                pre.with_selection(s)?
+            }
         };
         respond(&app, &ctx, p)
     })
@@ -1626,7 +1658,7 @@ pub(crate) async fn put_value(
                 Some((n, dim)) => Some(append_rows(&app, &ctx, &id, n, dim)?),
                 None => select_from_body(&body)?,
             };
-            let p = plan(
+            let p = plan_unreserved(
                 &app,
                 &ctx,
                 &id,
@@ -1642,7 +1674,10 @@ pub(crate) async fn put_value(
                     check_chunks_written(&app, &p.meta, &points)?;
                     p.with_selection(points)?
                 }
-                None => p,
+                None => {
+                    let s = p.sel.clone();
+                    p.with_selection(s)?
+                }
             };
             let sel = p.sel.clone();
             let shape = match &sel {
