@@ -406,16 +406,23 @@ def test_a_request_bigger_than_the_whole_budget_is_refused(tmp_path):
         s.stop()
 
 
+def _budgeted_domain(tmp_path, budget):
+    """A server with ``--memory-budget budget`` and a new domain in it:
+    ``(server, domain)``."""
+    s = Server(tmp_path / "bucket", args=["--memory-budget", budget])
+    assert s.request("PUT", "/", {"folder": 1}, params={"domain": "/home/"})[0] == 201
+    d = "/home/t.h5"
+    assert s.request("PUT", "/", params={"domain": d})[0] == 201
+    return s, d
+
+
 def test_decoding_big_chunks_is_held_to_the_budget(tmp_path):
     """A read or write of a few bytes of a compressed chunk holds the whole
     chunk decoded (and, writing, encoded again): that memory is reserved
     from the budget, so a chunk bigger than the budget allows is refused
     (413) instead of being decoded, and one that fits still reads."""
-    s = Server(tmp_path / "bucket", args=["--memory-budget", "64M"])
+    s, d = _budgeted_domain(tmp_path, "64M")
     try:
-        assert s.request("PUT", "/", {"folder": 1}, params={"domain": "/home/"})[0] == 201
-        d = "/home/z.h5"
-        assert s.request("PUT", "/", params={"domain": d})[0] == 201
         # written through the Python API: a 96 MiB chunk, deflated to ~100 KB
         with h5lake.File(os.path.join(s.root, d.lstrip("/")), "r+") as f:
             f.create_dataset("big", data=np.arange(96 << 20, dtype="u1"),
@@ -459,11 +466,8 @@ def test_points_in_a_body_reserve_for_their_own_chunks_only(tmp_path):
     points reach, not also those of the whole dataset (the selection before
     the body is read): before, eight points over a big compressed dataset
     waited 60 s on the request's own reservation, then got 503."""
-    s = Server(tmp_path / "bucket", args=["--memory-budget", "256M"])
+    s, d = _budgeted_domain(tmp_path, "256M")
     try:
-        assert s.request("PUT", "/", {"folder": 1}, params={"domain": "/home/"})[0] == 201
-        d = "/home/p.h5"
-        assert s.request("PUT", "/", params={"domain": d})[0] == 201
         with h5lake.File(os.path.join(s.root, d.lstrip("/")), "r+") as f:
             f.create_dataset("g", shape=(80 << 20,), dtype="f8", chunks=(1 << 20,),
                              compression="gzip", fillvalue=2.5)
@@ -525,10 +529,7 @@ def _budgeted_server_with_tiny_chunks(tmp_path, budget, n, props):
     """A server with ``--memory-budget budget`` and a domain holding a
     dataset of ``n`` one-byte chunks (creation properties ``props`` too):
     ``(server, domain, dataset document)``."""
-    s = Server(tmp_path / "bucket", args=["--memory-budget", budget])
-    assert s.request("PUT", "/", {"folder": 1}, params={"domain": "/home/"})[0] == 201
-    d = "/home/t.h5"
-    assert s.request("PUT", "/", params={"domain": d})[0] == 201
+    s, d = _budgeted_domain(tmp_path, budget)
     st, _, ds = s.request("POST", "/datasets", {
         "type": "H5T_STD_U8LE", "shape": [n],
         "creationProperties": {"layout": {"class": "H5D_CHUNKED", "dims": [1]}, **props}},
