@@ -855,7 +855,26 @@ impl Domain {
     /// # Errors
     /// Unknown id; not a dataset.
     pub fn dataset(&self, id: &str) -> Result<Arc<DatasetMeta>> {
-        let m = self.stored_dataset(id)?;
+        self.dataset_with_vds_prefix(id, None)
+    }
+
+    /// [`Domain::dataset`], of a virtual dataset opened with a virtual
+    /// prefix on its access list: its sources named by relative paths are
+    /// looked for under `prefix` too (HDF5's `H5Pset_virtual_prefix`).
+    ///
+    /// # Errors
+    /// As [`Domain::dataset`].
+    pub fn dataset_with_vds_prefix(
+        &self,
+        id: &str,
+        prefix: Option<&str>,
+    ) -> Result<Arc<DatasetMeta>> {
+        let mut m = self.stored_dataset(id)?;
+        if let (Some(p), Some(vm)) = (prefix, &m.virtual_map) {
+            let mut own = (*m).clone();
+            own.virtual_map = Some(Arc::new(vm.with_prefix(Some(p))));
+            m = Arc::new(own);
+        }
         match &m.virtual_map {
             Some(vm) if vm.unlimited => Ok(Arc::new(self.live_virtual(&m, vm)?)),
             _ => Ok(m),

@@ -325,6 +325,216 @@ pub fn whole_source(dims: Option<&[u64]>, dst: &[Value]) -> Vec<Value> {
     }
 }
 
+/// Whether the stored runs `dst` and `src` pair dimension for dimension
+/// as they are (the same lengths, dimensions of one index aside), or hold
+/// an unlimited run (paired when read); other selections of as many
+/// elements are paired by [`pair_runs`]. Malformed runs count as paired:
+/// the dataset's creation refuses them by name.
+pub fn same_shape(dst: &[Value], src: &[Value]) -> bool {
+    let runs = |v: &[Value]| v.iter().map(Run::of_json).collect::<Option<Vec<Run>>>();
+    match (runs(dst), runs(src)) {
+        (Some(d), Some(s)) => {
+            d.iter().chain(&s).any(Run::is_unlimited) || pair_dims(&s, &d).is_some()
+        }
+        _ => true,
+    }
+}
+
+/// Most mappings [`pair_runs`] makes of one pair of selections.
+pub const MAX_PAIRED_MAPPINGS: usize = 100_000;
+
+/// One side of a pairing: a dataspace's extent and its selection as runs
+/// of elements in iteration order (offsets in C order of the extent).
+pub struct ElementRuns<'a> {
+    pub dims: &'a [u64],
+    pub runs: &'a [(u64, u64)],
+}
+
+impl ElementRuns<'_> {
+    /// Its runs cut where rows of the extent end: `(offset, length)`, each
+    /// within one row (one index of every dimension but the last).
+    fn rows(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let row = self.dims.last().copied().unwrap_or(1).max(1);
+        self.runs.iter().flat_map(move |&(off, len)| {
+            let mut at = off;
+            let end = off + len;
+            std::iter::from_fn(move || {
+                (at < end).then(|| {
+                    let n = (row - at % row).min(end - at);
+                    let piece = (at, n);
+                    at += n;
+                    piece
+                })
+            })
+        })
+    }
+
+    fn coords(&self, mut off: u64) -> Vec<u64> {
+        let mut c = vec![0; self.dims.len()];
+        for d in (0..self.dims.len()).rev() {
+            let n = self.dims[d].max(1);
+            c[d] = off % n;
+            off /= n;
+        }
+        c
+    }
+}
+
+/// Regular mappings `(virtual runs, source runs)` that map the elements
+/// of `dst` onto those of `src` one for one in iteration order, as HDF5
+/// pairs a virtual selection with its source selection whatever their
+/// shapes: irregular hyperslabs (unions of regular ones) and point
+/// selections included. Each side is cut into pieces of rows, cut again
+/// where the other side's end, and consecutive pieces evenly spaced along
+/// one dimension on both sides are joined into one regular mapping.
+///
+/// # Errors
+/// Sides of different numbers of elements; more than
+/// [`MAX_PAIRED_MAPPINGS`] mappings needed.
+pub fn pair_runs(
+    dst: &ElementRuns,
+    src: &ElementRuns,
+) -> std::result::Result<Vec<(Vec<Run>, Vec<Run>)>, String> {
+    let count = |side: &ElementRuns| side.runs.iter().map(|r| r.1).sum::<u64>();
+    let (nd, ns) = (count(dst), count(src));
+    if nd != ns {
+        return Err(format!(
+            "the virtual selection has {nd} elements and the source selection {ns}"
+        ));
+    }
+    let mut out = Vec::new();
+    let mut group: Option<Group> = None;
+    let (mut a, mut b) = (dst.rows(), src.rows());
+    let (mut pa, mut pb) = (a.next(), b.next());
+    while let (Some((oa, la)), Some((ob, lb))) = (pa, pb) {
+        let n = la.min(lb);
+        let piece = Piece {
+            dst: dst.coords(oa),
+            src: src.coords(ob),
+            len: n,
+        };
+        let joined = group.as_mut().is_some_and(|g| g.extend(&piece));
+        if !joined {
+            if let Some(g) = group.replace(Group::of(piece)) {
+                if out.len() == MAX_PAIRED_MAPPINGS {
+                    return Err(format!(
+                        "the selections pair up in more than {MAX_PAIRED_MAPPINGS} regular \
+                         pieces; map them as fewer regular hyperslabs"
+                    ));
+                }
+                out.push(g.runs());
+            }
+        }
+        pa = if la > n {
+            Some((oa + n, la - n))
+        } else {
+            a.next()
+        };
+        pb = if lb > n {
+            Some((ob + n, lb - n))
+        } else {
+            b.next()
+        };
+    }
+    if let Some(g) = group {
+        out.push(g.runs());
+    }
+    Ok(out)
+}
+
+/// A piece of a row on each side, of `len` elements along the last
+/// dimension, starting at `dst` and `src`.
+struct Piece {
+    dst: Vec<u64>,
+    src: Vec<u64>,
+    len: u64,
+}
+
+/// `count` pieces of one length, each `dst_step` (`src_step`) on from the
+/// one before along one dimension of each side: a regular hyperslab on
+/// each.
+struct Group {
+    first: Piece,
+    last_dst: Vec<u64>,
+    last_src: Vec<u64>,
+    count: u64,
+    /// (dimension, step) of each side, once there are two pieces.
+    steps: Option<((usize, u64), (usize, u64))>,
+}
+
+impl Group {
+    fn of(p: Piece) -> Group {
+        Group {
+            last_dst: p.dst.clone(),
+            last_src: p.src.clone(),
+            first: p,
+            count: 1,
+            steps: None,
+        }
+    }
+
+    /// Joins `p` if it goes on evenly from the pieces before.
+    fn extend(&mut self, p: &Piece) -> bool {
+        if p.len != self.first.len {
+            return false;
+        }
+        // The one dimension `to` is on from `from` along, and by how much;
+        // along the last, a step of at least the pieces' length.
+        let along = |from: &[u64], to: &[u64]| -> Option<(usize, u64)> {
+            let mut moved = from.iter().zip(to).enumerate().filter(|(_, (a, b))| a != b);
+            let (d, (&a, &b)) = moved.next()?;
+            if moved.next().is_some() || b < a {
+                return None;
+            }
+            let step = b - a;
+            (d + 1 < from.len() || step >= p.len).then_some((d, step))
+        };
+        let (Some(sd), Some(ss)) = (along(&self.last_dst, &p.dst), along(&self.last_src, &p.src))
+        else {
+            return false;
+        };
+        match self.steps {
+            Some(steps) if steps != (sd, ss) => return false,
+            Some(_) => {}
+            None => {
+                // Both sides of one shape: pieces of more than one element
+                // stacked along a leading dimension on one side and laid
+                // end to end along the last on the other are not.
+                let along_last = |d: usize, at: &[u64]| d + 1 == at.len();
+                if p.len > 1 && along_last(sd.0, &p.dst) != along_last(ss.0, &p.src) {
+                    return false;
+                }
+                self.steps = Some((sd, ss));
+            }
+        }
+        self.last_dst.clone_from(&p.dst);
+        self.last_src.clone_from(&p.src);
+        self.count += 1;
+        true
+    }
+
+    fn runs(&self) -> (Vec<Run>, Vec<Run>) {
+        let side = |start: &[u64], step: Option<(usize, u64)>| -> Vec<Run> {
+            let last = start.len().saturating_sub(1);
+            (0..start.len())
+                .map(|d| {
+                    let len = if d == last { self.first.len } else { 1 };
+                    let made = match step {
+                        Some((g, s)) if g == d => Run::new(start[d], s, self.count, len),
+                        _ => Run::new(start[d], 1, len, 1),
+                    };
+                    // (Valid by construction: steps are at least a piece.)
+                    made.expect("a regular piece")
+                })
+                .collect()
+        };
+        (
+            side(&self.first.dst, self.steps.map(|s| s.0)),
+            side(&self.first.src, self.steps.map(|s| s.1)),
+        )
+    }
+}
+
 /// A source name as the layout stores it → the name: HDF5 reserves `%`
 /// (`%b` is a block number in unlimited mappings; `%%` a percent sign).
 pub fn source_name(name: &str) -> std::result::Result<String, String> {
@@ -446,6 +656,11 @@ pub struct VirtualMap {
     /// Whether some mapping is unlimited: the extent then follows the
     /// sources' extents, and reads take the map [`VirtualMap::resolve`]s to.
     pub unlimited: bool,
+    /// Where source stores and files named by relative paths are looked
+    /// for before beside this store (HDF5's `H5Pset_virtual_prefix`, given
+    /// with the dataset's access list; `${ORIGIN}` is this store's
+    /// directory).
+    pub prefix: Option<String>,
 }
 
 impl VirtualMap {
@@ -591,6 +806,18 @@ impl VirtualMap {
             mappings,
             disjoint,
             unlimited,
+            prefix: None,
+        }
+    }
+
+    /// The same map, its relative sources looked for under `prefix` first
+    /// (after `$HDF5_VDS_PREFIX`, as libhdf5 looks).
+    pub fn with_prefix(&self, prefix: Option<&str>) -> VirtualMap {
+        VirtualMap {
+            mappings: self.mappings.clone(),
+            disjoint: self.disjoint,
+            unlimited: self.unlimited,
+            prefix: prefix.map(str::to_string),
         }
     }
 
@@ -639,7 +866,9 @@ impl VirtualMap {
         let dims = (0..dims.len())
             .map(|d| reach[d].map_or(dims[d], |r| r.max(need[d])))
             .collect();
-        (dims, VirtualMap::new(out))
+        let mut map = VirtualMap::new(out);
+        map.prefix.clone_from(&self.prefix);
+        (dims, map)
     }
 
     /// The mappings as stored.
@@ -882,10 +1111,11 @@ impl Domain {
         mp: &Mapping,
         why: &mut String,
     ) -> Result<Option<Source>> {
+        let prefix = m.virtual_map.as_ref().and_then(|v| v.prefix.as_deref());
         let dom = match &mp.store {
             None => None,
             Some(given) => {
-                let loc = &self.source_location(given);
+                let loc = &self.source_location_with(given, prefix);
                 let open = self
                     .virtual_stores
                     .0
@@ -937,7 +1167,7 @@ impl Domain {
                         // directory; found nowhere, it reads as fill, also
                         // when the file the mapping was made with is
                         // still where it was then.)
-                        let now = self.source_location(given);
+                        let now = self.source_location_with(given, prefix);
                         let from_cwd = std::path::absolute(given)
                             .map(|p| p.to_string_lossy().into_owned())
                             .unwrap_or_else(|_| now.clone());
@@ -1061,6 +1291,13 @@ impl Domain {
     /// holding it, else beside this store — so that a directory of stores
     /// mapped by relative names can be moved whole.
     pub fn source_location(&self, given: &str) -> String {
+        self.source_location_with(given, None)
+    }
+
+    /// [`Domain::source_location`], looking under the dataset access
+    /// list's virtual `prefix` too: after `$HDF5_VDS_PREFIX`, before
+    /// beside this store, as libhdf5 looks.
+    pub fn source_location_with(&self, given: &str, prefix: Option<&str>) -> String {
         if given.starts_with("s3://") || std::path::Path::new(given).is_absolute() {
             return given.to_string();
         }
@@ -1075,25 +1312,22 @@ impl Domain {
         let here = std::path::Path::new(here.trim_end_matches('/'));
         let here = std::path::absolute(here).unwrap_or_else(|_| here.to_path_buf());
         let origin = here.parent().unwrap_or(std::path::Path::new("/"));
-        if let Some(prefix) = std::env::var("HDF5_VDS_PREFIX")
-            .ok()
+        // (`${ORIGIN}` stands for the directory of the virtual dataset's
+        // store, as for the directory of its file in libhdf5.)
+        let under = |p: &str| {
+            std::path::PathBuf::from(p.replace("${ORIGIN}", &origin.to_string_lossy())).join(rel)
+        };
+        let env = std::env::var("HDF5_VDS_PREFIX").unwrap_or_default();
+        let found = env
+            .split(':')
             .filter(|p| !p.is_empty())
-        {
-            // (`${ORIGIN}` stands for the directory of the virtual dataset's
-            // store, as for the directory of its file in libhdf5.)
-            let found = prefix
-                .split(':')
-                .filter(|p| !p.is_empty())
-                .map(|p| {
-                    std::path::PathBuf::from(p.replace("${ORIGIN}", &origin.to_string_lossy()))
-                        .join(rel)
-                })
-                .find(|p| p.exists());
-            if let Some(p) = found {
-                return p.to_string_lossy().into_owned();
-            }
+            .map(under)
+            .chain(prefix.filter(|p| !p.is_empty()).map(under))
+            .find(|p| p.exists());
+        match found {
+            Some(p) => p.to_string_lossy().into_owned(),
+            None => origin.join(rel).to_string_lossy().into_owned(),
         }
-        origin.join(rel).to_string_lossy().into_owned()
     }
 
     /// The id of the object at the absolute `path`, following hard and
@@ -2129,6 +2363,138 @@ mod tests {
         let bad = json!({"h5lake": {"virtual": [
             {"path": "/a", "src": [[0, 1, 4]], "dst": [[0, 1, null]]}]}});
         assert!(VirtualMap::of_doc(&bad, &[4]).is_err());
+    }
+
+    /// Every (virtual, source) element pair the mappings make, in order;
+    /// each mapping's two sides of one shape (as stored mappings must be).
+    fn pairs_of(maps: &[(Vec<Run>, Vec<Run>)], dd: &[u64], sd: &[u64]) -> Vec<(u64, u64)> {
+        for (d, s) in maps {
+            assert!(pair_dims(s, d).is_some(), "shapes differ: {d:?} {s:?}");
+        }
+        let flat = |runs: &[Run], dims: &[u64]| -> Vec<u64> {
+            let mut out = vec![0u64];
+            for (r, &n) in runs.iter().zip(dims) {
+                out = out
+                    .iter()
+                    .flat_map(|&o| (0..r.len()).map(move |k| o * n + r.coord(k)))
+                    .collect();
+            }
+            out
+        };
+        maps.iter()
+            .flat_map(|(d, s)| flat(d, dd).into_iter().zip(flat(s, sd)))
+            .collect()
+    }
+
+    #[test]
+    fn irregular_selections_pair_element_for_element() {
+        // h5py's test_index_layout: 10 scattered indices of 100 ← all of 10.
+        let inds = [3u64, 6, 20, 25, 33, 47, 70, 75, 96, 98];
+        let dst: Vec<(u64, u64)> = inds.iter().map(|&i| (i, 1)).collect();
+        let maps = pair_runs(
+            &ElementRuns {
+                dims: &[100],
+                runs: &dst,
+            },
+            &ElementRuns {
+                dims: &[10],
+                runs: &[(0, 10)],
+            },
+        )
+        .unwrap();
+        let want: Vec<(u64, u64)> = inds.iter().copied().zip(0..).collect();
+        assert_eq!(pairs_of(&maps, &[100], &[10]), want);
+        assert!(
+            maps.len() < inds.len(),
+            "evenly spaced pieces join: {maps:?}"
+        );
+
+        // 2-D: an irregular union of two boxes of a 6 x 8 extent ← rows of
+        // a 4 x 5 source, cut across its rows.
+        let mut dst = Vec::new();
+        for r in 0..6u64 {
+            if r < 3 {
+                dst.push((r * 8 + 1, 2));
+            }
+            if r >= 2 {
+                dst.push((r * 8 + 5, 3));
+            }
+        }
+        let n: u64 = dst.iter().map(|r| r.1).sum();
+        let src = [(0u64, n)];
+        let maps = pair_runs(
+            &ElementRuns {
+                dims: &[6, 8],
+                runs: &dst,
+            },
+            &ElementRuns {
+                dims: &[4, 5],
+                runs: &src,
+            },
+        )
+        .unwrap();
+        let want: Vec<(u64, u64)> = dst.iter().flat_map(|&(o, l)| o..o + l).zip(0..n).collect();
+        assert_eq!(pairs_of(&maps, &[6, 8], &[4, 5]), want);
+
+        // A union of boxes over rows, from a 1-D source (HDF5 pairs the
+        // rows' pieces end to end).
+        let dst = [(0u64, 3u64), (7, 3), (11, 2), (18, 2), (25, 2)];
+        let maps = pair_runs(
+            &ElementRuns {
+                dims: &[4, 7],
+                runs: &dst,
+            },
+            &ElementRuns {
+                dims: &[12],
+                runs: &[(0, 12)],
+            },
+        )
+        .unwrap();
+        let want: Vec<(u64, u64)> = dst.iter().flat_map(|&(o, l)| o..o + l).zip(0..12).collect();
+        assert_eq!(pairs_of(&maps, &[4, 7], &[12]), want);
+
+        // Points out of order pair in the order given.
+        let pts = [(9u64, 1u64), (2, 1), (5, 1)];
+        let maps = pair_runs(
+            &ElementRuns {
+                dims: &[10],
+                runs: &pts,
+            },
+            &ElementRuns {
+                dims: &[3],
+                runs: &[(0, 3)],
+            },
+        )
+        .unwrap();
+        assert_eq!(pairs_of(&maps, &[10], &[3]), vec![(9, 0), (2, 1), (5, 2)]);
+
+        // Whole rows of a column pair as one mapping.
+        let col: Vec<(u64, u64)> = (0..50u64).map(|r| (r * 4 + 2, 1)).collect();
+        let maps = pair_runs(
+            &ElementRuns {
+                dims: &[50, 4],
+                runs: &col,
+            },
+            &ElementRuns {
+                dims: &[50],
+                runs: &[(0, 50)],
+            },
+        )
+        .unwrap();
+        assert_eq!(maps.len(), 1, "{maps:?}");
+        assert_eq!(pairs_of(&maps, &[50, 4], &[50]).len(), 50);
+
+        assert!(pair_runs(
+            &ElementRuns {
+                dims: &[10],
+                runs: &[(0, 4)]
+            },
+            &ElementRuns {
+                dims: &[10],
+                runs: &[(0, 5)]
+            },
+        )
+        .is_err());
     }
 
     #[test]

@@ -1284,6 +1284,7 @@ fn hdf5_mappings(
                 dataset: path,
                 vsel: runs("dst"),
                 ssel: Some(runs("src")),
+                velements: None,
             },
             dims,
         ));

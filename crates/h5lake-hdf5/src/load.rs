@@ -1311,18 +1311,12 @@ impl Loader<'_> {
         let mut mappings = Vec::with_capacity(raw.len());
         for m in raw {
             let file = self.virtual_source_file(&m.file);
-            // A whole source is of the extent the source has now.
-            let whole = |dims: Option<Vec<u64>>| {
-                m.ssel.clone().unwrap_or_else(|| {
-                    h5lake_engine::virtual_ds::whole_source(dims.as_deref(), &m.vsel)
-                })
-            };
             // (A source in the same file is a dataset of the store being
             // loaded, except when this virtual dataset is itself a source,
             // loaded alone: its file's datasets are then linked too.)
-            let entry = if self.depth == 0 && file.as_deref() == Some(self.src.as_path()) {
-                let src = whole(self.own_extent(&m.dataset)?);
-                json!({"store": null, "path": m.dataset, "src": src, "dst": m.vsel})
+            let (entry, dims) = if self.depth == 0 && file.as_deref() == Some(self.src.as_path()) {
+                let dims = self.own_extent(&m.dataset)?;
+                (json!({"store": null, "path": m.dataset}), dims)
             } else {
                 let file = file.unwrap_or_else(|| self.relative_to_source(&m.file));
                 let id = self.virtual_source(&file, &m.dataset, path)?;
@@ -1330,16 +1324,31 @@ impl Loader<'_> {
                     Some(id) => Some(self.dom.dataset_meta(id)?.dims.clone()),
                     None => None,
                 };
-                let mut entry = json!({"store": null, "file": file, "id": id,
-                                       "path": m.dataset, "src": whole(dims), "dst": m.vsel});
+                let mut entry = json!({"store": null, "file": file, "id": id, "path": m.dataset});
                 // The name as the file gives it (relative ones are found when
                 // read, as libhdf5 finds them), for a copy to give back.
                 if Path::new(&m.file) != file.as_path() {
                     entry["file_name"] = json!(m.file);
                 }
-                entry
+                (entry, dims)
             };
-            mappings.push(entry);
+            // A whole source is of the extent the source has now.
+            let pieces = match m.pieces(dims.as_deref()) {
+                Ok(p) => p,
+                Err(why) => {
+                    self.report.skipped.push(skip(format!(
+                        "a virtual dataset whose mapping from {}:{} cannot be paired: {why}",
+                        m.file, m.dataset
+                    )));
+                    return Ok(None);
+                }
+            };
+            for (dst, src) in pieces {
+                let mut e = entry.clone();
+                e["src"] = json!(src);
+                e["dst"] = json!(dst);
+                mappings.push(e);
+            }
         }
         cprops["h5lake"] = json!({ "virtual": mappings });
         match self.dom.create_dataset(tjson.clone(), shape, cprops) {

@@ -5,12 +5,17 @@
 //! A mapping pairs a selection of the virtual dataset with a selection of
 //! a source dataset named by file and path (`"."`: the file itself). h5lake
 //! maps regular hyperslabs, HDF5's `(start, stride, count, block)` per
-//! dimension, unlimited ones among them; point selections, irregular
-//! hyperslabs and printf-style source names are named as not supported.
+//! dimension, unlimited ones among them. A mapping of irregular hyperslabs
+//! (unions of regular ones) or of selections of other shapes is read as the
+//! regular mappings that pair the same elements (see
+//! `h5lake_engine::virtual_ds::pair_runs`); printf-style source names are
+//! named as not supported.
 
 use std::ffi::{c_char, CString};
 
-use h5lake_engine::virtual_ds::{source_name, stored_source_name, Run};
+use h5lake_engine::virtual_ds::{
+    pair_runs, same_shape, source_name, stored_source_name, ElementRuns, Run,
+};
 use hdf5_sys::h5::hsize_t;
 use hdf5_sys::h5i::hid_t;
 use hdf5_sys::h5s::{self, H5S_sel_type};
@@ -31,6 +36,55 @@ pub(crate) struct RawMapping {
     /// for the whole source (whatever its extent).
     pub vsel: Vec<Value>,
     pub ssel: Option<Vec<Value>>,
+    /// An irregular virtual selection mapped from the whole source (of
+    /// the extent it has when loaded): the virtual extent and the
+    /// selection's runs of elements, paired once the source's extent is
+    /// known (`vsel` is then empty).
+    pub velements: Option<(Vec<u64>, Vec<(u64, u64)>)>,
+}
+
+impl RawMapping {
+    /// The stored `(virtual runs, source runs)` of this mapping, the
+    /// source being of extent `src_dims` (`None`: not known, as of a
+    /// missing source).
+    ///
+    /// # Errors
+    /// An irregular selection that does not pair with the whole source.
+    pub fn pieces(
+        &self,
+        src_dims: Option<&[u64]>,
+    ) -> std::result::Result<Vec<(Vec<Value>, Vec<Value>)>, String> {
+        if let Some(ssel) = &self.ssel {
+            return Ok(vec![(self.vsel.clone(), ssel.clone())]);
+        }
+        let Some((vdims, vruns)) = &self.velements else {
+            return Ok(vec![(
+                self.vsel.clone(),
+                h5lake_engine::virtual_ds::whole_source(src_dims, &self.vsel),
+            )]);
+        };
+        let n: u64 = vruns.iter().map(|r| r.1).sum();
+        let sdims = src_dims.map_or_else(|| vec![n], <[u64]>::to_vec);
+        let all = [(0, sdims.iter().product::<u64>())];
+        let pieces = pair_runs(
+            &ElementRuns {
+                dims: vdims,
+                runs: vruns,
+            },
+            &ElementRuns {
+                dims: &sdims,
+                runs: &all,
+            },
+        )?;
+        Ok(pieces
+            .into_iter()
+            .map(|(d, s)| (runs_json(d), runs_json(s)))
+            .collect())
+    }
+}
+
+fn runs_json(runs: Vec<Run>) -> Vec<Value> {
+    runs.into_iter().map(Run::to_json).collect()
 }
 
 /// The mappings of the virtual dataset with creation properties `dcpl`;
@@ -58,9 +112,10 @@ pub(crate) fn read_mappings(dcpl: hid_t) -> Result<std::result::Result<Vec<RawMa
         let dataset = string_of(|buf, len| unsafe {
             hdf5_sys::h5p::H5Pget_virtual_dsetname(dcpl, i, buf, len)
         })?;
-        let (vsel, ssel) = match (selection(vspace.id())?, selection(sspace.id())?) {
-            (Sel::Runs(v), Sel::Runs(s)) => (v, Some(s)),
-            (Sel::Runs(v), Sel::Whole) => (v, None),
+        let mut velements = None;
+        let pieces = match (selection(vspace.id())?, selection(sspace.id())?) {
+            (Sel::Runs(v), Sel::Runs(s)) if same_shape(&v, &s) => vec![(v, Some(s))],
+            (Sel::Runs(v), Sel::Whole) => vec![(v, None)],
             // A mapping of nothing adds nothing.
             (Sel::Nothing, _) | (_, Sel::Nothing) => continue,
             (Sel::Whole, _) => {
@@ -74,6 +129,31 @@ pub(crate) fn read_mappings(dcpl: hid_t) -> Result<std::result::Result<Vec<RawMa
             (_, Sel::Unsupported(why)) => {
                 return Ok(Err(format!("mapping {i} ({file}:{dataset}): {why}")))
             }
+            // Paired when the source's extent is known.
+            (Sel::Elements, Sel::Whole) => {
+                velements = Some(elements(vspace.id())?);
+                vec![(Vec::new(), None)]
+            }
+            // Irregular on a side, or shapes that differ: paired element
+            // for element, as HDF5 pairs them.
+            _ => {
+                let (d, s) = (elements(vspace.id())?, elements(sspace.id())?);
+                let dst = ElementRuns {
+                    dims: &d.0,
+                    runs: &d.1,
+                };
+                let src = ElementRuns {
+                    dims: &s.0,
+                    runs: &s.1,
+                };
+                match pair_runs(&dst, &src) {
+                    Ok(pieces) => pieces
+                        .into_iter()
+                        .map(|(d, s)| (runs_json(d), Some(runs_json(s))))
+                        .collect(),
+                    Err(why) => return Ok(Err(format!("mapping {i}: {why}"))),
+                }
+            }
         };
         let (file, dataset) = match (source_name(&file), source_name(&dataset)) {
             (Ok(f), Ok(d)) => (f, d),
@@ -84,14 +164,57 @@ pub(crate) fn read_mappings(dcpl: hid_t) -> Result<std::result::Result<Vec<RawMa
         } else {
             format!("/{dataset}")
         };
-        out.push(RawMapping {
-            file,
-            dataset,
-            vsel,
-            ssel,
-        });
+        for (vsel, ssel) in pieces {
+            out.push(RawMapping {
+                file: file.clone(),
+                dataset: dataset.clone(),
+                vsel,
+                ssel,
+                velements: velements.clone(),
+            });
+        }
     }
     Ok(Ok(out))
+}
+
+/// The extent of `space` and its selection as runs of elements in
+/// iteration order.
+fn elements(space: hid_t) -> Result<(Vec<u64>, Vec<(u64, u64)>)> {
+    const MAXSEQ: usize = 1024;
+    let what = "reading a virtual mapping's selection";
+    let (dims, _) = space_dims(space)?;
+    let it = check_id(
+        lib(|| unsafe { h5s::H5Ssel_iter_create(space, 1, 0) }),
+        what,
+    )?;
+    let (mut off, mut len) = (vec![0 as hsize_t; MAXSEQ], vec![0usize; MAXSEQ]);
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    loop {
+        let (mut nseq, mut nelem) = (0usize, 0usize);
+        check(
+            lib(|| unsafe {
+                h5s::H5Ssel_iter_get_seq_list(
+                    it.id(),
+                    MAXSEQ,
+                    usize::MAX,
+                    &mut nseq,
+                    &mut nelem,
+                    off.as_mut_ptr(),
+                    len.as_mut_ptr(),
+                )
+            }),
+            what,
+        )?;
+        if nseq == 0 {
+            return Ok((dims, runs));
+        }
+        for k in 0..nseq {
+            match runs.last_mut() {
+                Some(last) if last.0 + last.1 == off[k] => last.1 += len[k] as u64,
+                _ => runs.push((off[k], len[k] as u64)),
+            }
+        }
+    }
 }
 
 /// Adds `mappings` to the dataset creation properties `dcpl` of a virtual
@@ -166,6 +289,8 @@ fn hyperslab_space(dims: &[u64], maxdims: &[u64], runs: &[Value]) -> Result<Hid>
 
 enum Sel {
     Runs(Vec<Value>),
+    /// An irregular hyperslab or points: paired element for element.
+    Elements,
     /// Everything, of an extent the dataspace does not hold.
     Whole,
     Nothing,
@@ -186,18 +311,14 @@ fn selection(space: hid_t) -> Result<Sel> {
             Ok(Sel::Runs(dims.iter().map(|&d| json!([0, 1, d])).collect()))
         }
         H5S_sel_type::H5S_SEL_NONE => Ok(Sel::Nothing),
-        H5S_sel_type::H5S_SEL_POINTS => Ok(Sel::Unsupported(
-            "a point selection (h5lake maps regular hyperslabs)".into(),
-        )),
+        H5S_sel_type::H5S_SEL_POINTS => Ok(Sel::Elements),
         H5S_sel_type::H5S_SEL_HYPERSLABS => {
             let regular = check(
                 lib(|| unsafe { h5s::H5Sis_regular_hyperslab(space) }),
                 "reading a virtual mapping's selection",
             )?;
             if regular == 0 {
-                return Ok(Sel::Unsupported(
-                    "an irregular hyperslab (h5lake maps regular ones)".into(),
-                ));
+                return Ok(Sel::Elements);
             }
             let rank = dims.len();
             let (mut start, mut stride, mut count, mut block) =

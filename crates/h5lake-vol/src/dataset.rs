@@ -1,9 +1,11 @@
 //! Dataset callbacks: create, open, read, write, get, set_extent, close.
 
-use std::ffi::{c_char, c_void};
+use std::ffi::{c_char, c_void, CString};
 use std::ptr::null_mut;
+use std::sync::Arc;
 
 use h5lake_codecs::Filter;
+use h5lake_engine::DatasetMeta;
 use h5lake_types::{element_to_json, vlen_to_json, Datatype, Shape};
 use serde_json::{json, Value};
 
@@ -347,7 +349,7 @@ pub unsafe extern "C" fn create(
 }
 
 /// Keeps with a dataset just opened what its access list `dapl` says
-/// (see [`Obj::chunk_cache`]).
+/// (see [`Obj::chunk_cache`], [`Obj::vds_prefix`]).
 unsafe fn with_access(api: &Api, obj: *mut c_void, dapl: hid_t) -> Result<*mut c_void> {
     let (mut slots, mut bytes, mut w0) = (0usize, 0usize, 0f64);
     if api
@@ -358,10 +360,54 @@ unsafe fn with_access(api: &Api, obj: *mut c_void, dapl: hid_t) -> Result<*mut c
         Obj::free(obj);
         return Err(VolError::Hdf5("H5Pget_chunk_cache failed".into()));
     }
-    Obj::from_ptr(obj)?
-        .chunk_cache
-        .set(Some((slots, bytes, w0)));
+    let prefix = match virtual_prefix(api, dapl) {
+        Ok(p) => p,
+        Err(e) => {
+            Obj::free(obj);
+            return Err(e);
+        }
+    };
+    let o = Obj::from_ptr(obj)?;
+    o.chunk_cache.set(Some((slots, bytes, w0)));
+    // A leading `${ORIGIN}` is the directory of the virtual dataset's
+    // file, put in when opened (the list is given back so), as libhdf5 does.
+    *o.vds_prefix.borrow_mut() = prefix.map(|p| match p.strip_prefix("${ORIGIN}") {
+        Some(rest) => {
+            let here = std::path::absolute(o.dom.location()).unwrap_or_default();
+            let dir = here.parent().map(|d| d.to_string_lossy().into_owned());
+            format!("{}/{rest}", dir.unwrap_or_default())
+        }
+        None => p,
+    });
     Ok(obj)
+}
+
+/// The virtual prefix on the access list `dapl` (`None`: none set).
+unsafe fn virtual_prefix(api: &Api, dapl: hid_t) -> Result<Option<String>> {
+    let f = &api.f;
+    let n = f.H5Pget_virtual_prefix(dapl, std::ptr::null_mut(), 0);
+    if n < 0 {
+        return Err(VolError::Hdf5("H5Pget_virtual_prefix failed".into()));
+    }
+    if n == 0 {
+        return Ok(None);
+    }
+    let mut buf = vec![0u8; n as usize + 1];
+    if f.H5Pget_virtual_prefix(dapl, buf.as_mut_ptr().cast(), buf.len()) < 0 {
+        return Err(VolError::Hdf5("H5Pget_virtual_prefix failed".into()));
+    }
+    buf.truncate(n as usize);
+    String::from_utf8(buf)
+        .map(Some)
+        .map_err(|_| VolError::Unsupported("a virtual prefix in non-UTF-8 bytes".into()))
+}
+
+/// The dataset `o` is, as its access list makes it (a virtual dataset's
+/// sources found under its virtual prefix).
+fn meta_of(o: &Obj) -> Result<Arc<DatasetMeta>> {
+    let id = dataset_id(o)?;
+    Ok(o.dom
+        .dataset_with_vds_prefix(id, o.vds_prefix.borrow().as_deref())?)
 }
 
 pub unsafe extern "C" fn open(
@@ -397,7 +443,7 @@ unsafe fn read_one(
     buf: *mut u8,
 ) -> Result<()> {
     let id = dataset_id(o)?;
-    let m = o.dom.dataset(id)?;
+    let m = meta_of(o)?;
     let sel = file_selection(api, file_space, &m.dims)?;
     let n = sel.num_elements() as usize;
     if n == 0 {
@@ -481,7 +527,7 @@ unsafe fn write_one(
     buf: *const u8,
 ) -> Result<()> {
     let id = dataset_id(o)?;
-    let m = o.dom.dataset(id)?;
+    let m = meta_of(o)?;
     if o.dom.readonly() {
         return Err(VolError::Engine(h5lake_engine::EngineError::ReadOnly(
             "no write intent on file".into(),
@@ -628,7 +674,7 @@ pub unsafe extern "C" fn get(
     guard("dataset get", -1, || {
         let api = h5().map_err(VolError::Library)?;
         let o = Obj::from_ptr(obj)?;
-        let m = o.dom.dataset(dataset_id(o)?)?;
+        let m = meta_of(o)?;
         let a = &mut *args;
         match a.op_type {
             sys::H5VL_dataset_get_t_H5VL_DATASET_GET_SPACE => {
@@ -654,6 +700,14 @@ pub unsafe extern "C" fn get(
                     if api.f.H5Pset_chunk_cache(dapl, slots, bytes, w0) < 0 {
                         api.f.H5Pclose(dapl);
                         return Err(VolError::Hdf5("H5Pset_chunk_cache failed".into()));
+                    }
+                }
+                if let Some(p) = o.vds_prefix.borrow().as_deref() {
+                    // (It came from an access list: it has no NUL byte.)
+                    let p = CString::new(p).unwrap_or_default();
+                    if api.f.H5Pset_virtual_prefix(dapl, p.as_ptr()) < 0 {
+                        api.f.H5Pclose(dapl);
+                        return Err(VolError::Hdf5("H5Pset_virtual_prefix failed".into()));
                     }
                 }
                 a.args.get_dapl.dapl_id = dapl;

@@ -12,7 +12,9 @@
 use std::ffi::{c_char, CString};
 use std::path::{Path, PathBuf};
 
-use h5lake_engine::virtual_ds::{source_name, stored_source_name, whole_source, Run};
+use h5lake_engine::virtual_ds::{
+    pair_runs, same_shape, source_name, stored_source_name, whole_source, ElementRuns, Run,
+};
 use h5lake_engine::{DatasetMeta, Domain, DomainOptions, OpenMode};
 use serde_json::{json, Value};
 
@@ -23,9 +25,13 @@ use crate::sys::{self, hid_t};
 /// The mappings on the creation list `dcpl`, as stored (`None`: not a
 /// virtual layout).
 ///
+/// A mapping of an irregular hyperslab or points on either side, or of
+/// selections of other shapes, is stored as the regular mappings that pair
+/// the same elements (see [`pair_runs`]).
+///
 /// # Errors
-/// Mappings h5lake cannot hold, named: point selections, irregular
-/// hyperslabs, printf-style source names.
+/// Mappings h5lake cannot hold, named: printf-style source names; pairings
+/// needing more than [`h5lake_engine::virtual_ds::MAX_PAIRED_MAPPINGS`].
 pub unsafe fn mappings_of(api: &Api, dcpl: hid_t, dom: &Domain) -> Result<Option<Value>> {
     let f = &api.f;
     if dcpl <= 0 || f.H5Pget_layout(dcpl) != sys::H5D_layout_t_H5D_VIRTUAL {
@@ -52,14 +58,14 @@ pub unsafe fn mappings_of(api: &Api, dcpl: hid_t, dom: &Domain) -> Result<Option
         };
         let hdf5 = hdf5_file_of(dom, &file);
         let store = store_of(dom, &file);
-        let dst = match runs(api, vspace.0, i)? {
-            Sel::Runs(r) => r,
+        let dst = match runs(api, vspace.0)? {
             Sel::Nothing => continue, // a mapping of nothing
             Sel::Whole => {
                 return Err(VolError::Unsupported(format!(
                     "virtual mapping {i}: a virtual selection of no extent"
                 )))
             }
+            sel => sel,
         };
         // A dataset of an HDF5 file: linked into the store (its values
         // left in the file), as `load --link` and h5lake's own
@@ -68,52 +74,108 @@ pub unsafe fn mappings_of(api: &Api, dcpl: hid_t, dom: &Domain) -> Result<Option
         let linked = hdf5
             .as_ref()
             .map(|path| h5lake_hdf5::link_dataset(dom, path, &dset).map_err(|e| e.to_string()));
-        let src = match runs(api, sspace.0, i)? {
-            Sel::Runs(r) => r,
+        let src = match runs(api, sspace.0)? {
             Sel::Nothing => continue,
             // The whole source, of the extent it has now.
-            Sel::Whole => {
-                let extent = match &linked {
-                    Some(Ok(id)) => dom.dataset(id).ok().map(|m| m.dims.clone()),
-                    Some(Err(_)) => None,
-                    None => source_extent(dom, store.as_str(), &dset),
+            Sel::Whole => match &dst {
+                Sel::Runs(dst) => {
+                    let extent = match &linked {
+                        Some(Ok(id)) => dom.dataset(id).ok().map(|m| m.dims.clone()),
+                        Some(Err(_)) => None,
+                        None => source_extent(dom, store.as_str(), &dset),
+                    };
+                    Sel::Runs(whole_source(extent.as_deref(), dst))
+                }
+                _ => {
+                    return Err(VolError::Unsupported(format!(
+                        "virtual mapping {i}: an irregular virtual selection mapped from a \
+                         source selection of no extent"
+                    )))
+                }
+            },
+            sel => sel,
+        };
+        let pieces = match (dst, src) {
+            (Sel::Runs(d), Sel::Runs(s)) if same_shape(&d, &s) => vec![(d, s)],
+            (d, s) => {
+                let (d, s) = (d.elements(api, vspace.0)?, s.elements(api, sspace.0)?);
+                let dst = ElementRuns {
+                    dims: &d.0,
+                    runs: &d.1,
                 };
-                whole_source(extent.as_deref(), &dst)
+                let src = ElementRuns {
+                    dims: &s.0,
+                    runs: &s.1,
+                };
+                pair_runs(&dst, &src)
+                    .map_err(|e| VolError::Unsupported(format!("virtual mapping {i}: {e}")))?
+                    .into_iter()
+                    .map(|(d, s)| {
+                        let json = |r: Vec<Run>| r.into_iter().map(Run::to_json).collect();
+                        (json(d), json(s))
+                    })
+                    .collect()
             }
         };
-        let mut mapping = match (&hdf5, linked) {
+        let source = SourceOf {
+            file: &file,
+            given: &given,
+            dset: &dset,
+            hdf5,
+            linked,
+            store,
+        };
+        out.extend(pieces.into_iter().map(|(d, s)| source.mapping(d, s)));
+    }
+    Ok(Some(Value::Array(out)))
+}
+
+/// A mapping's source dataset `dset` (named `given`) in the source file
+/// `file`: an HDF5 file (`hdf5`, linked as `linked`) or a store (`store`).
+struct SourceOf<'a> {
+    file: &'a str,
+    given: &'a str,
+    dset: &'a str,
+    hdf5: Option<PathBuf>,
+    linked: Option<std::result::Result<String, String>>,
+    store: Value,
+}
+
+impl SourceOf<'_> {
+    /// The stored mapping of `dst` in the virtual dataset from `src` of it.
+    fn mapping(&self, dst: Vec<Value>, src: Vec<Value>) -> Value {
+        let mut mapping = match (&self.hdf5, &self.linked) {
             (Some(path), Some(found)) => {
                 let mut m = json!({
                     "store": null,
                     "file": path.to_string_lossy(),
                     "id": found.as_ref().ok(),
-                    "path": dset,
+                    "path": self.dset,
                     "src": src,
                     "dst": dst,
                 });
                 if let Err(why) = found {
                     m["why"] = json!(why);
                 }
-                if Path::new(&file) != path.as_path() {
+                if Path::new(self.file) != path.as_path() {
                     // (Given back as the program named it.)
-                    m["file_name"] = json!(file);
+                    m["file_name"] = json!(self.file);
                 }
                 m
             }
             _ => json!({
-                "store": store,
-                "path": dset,
+                "store": self.store,
+                "path": self.dset,
                 "src": src,
                 "dst": dst,
             }),
         };
-        if given != dset {
+        if self.given != self.dset {
             // (Given back as the program named it, as HDF5 does.)
-            mapping["name"] = json!(given);
+            mapping["name"] = json!(self.given);
         }
-        out.push(mapping);
+        mapping
     }
-    Ok(Some(Value::Array(out)))
 }
 
 /// Adds the mappings of the virtual dataset `m` of `dom` to the creation
@@ -208,14 +270,40 @@ fn source_extent(dom: &Domain, store: Option<&str>, path: &str) -> Option<Vec<u6
 }
 
 enum Sel {
+    /// A regular hyperslab (or everything), as stored runs.
     Runs(Vec<Value>),
     Nothing,
     /// Everything, of an extent the dataspace does not hold.
     Whole,
+    /// An irregular hyperslab or points: paired element for element.
+    Elements,
 }
 
-/// The selection of mapping `i`'s dataspace `space` as stored runs.
-unsafe fn runs(api: &Api, space: hid_t, i: usize) -> Result<Sel> {
+impl Sel {
+    /// The extent of `space` and its selection as runs of elements in
+    /// iteration order, for [`pair_runs`].
+    unsafe fn elements(&self, api: &Api, space: hid_t) -> Result<(Vec<u64>, Vec<(u64, u64)>)> {
+        let f = &api.f;
+        let rank = check(
+            f.H5Sget_simple_extent_ndims(space),
+            "H5Sget_simple_extent_ndims",
+        )? as usize;
+        let mut dims = vec![0u64; rank];
+        check(
+            f.H5Sget_simple_extent_dims(space, dims.as_mut_ptr(), std::ptr::null_mut()),
+            "H5Sget_simple_extent_dims",
+        )?;
+        let mut runs: Vec<(u64, u64)> = Vec::new();
+        crate::selection::for_each_run(api, space, 1, |off, len| match runs.last_mut() {
+            Some(last) if last.0 + last.1 == off => last.1 += len as u64,
+            _ => runs.push((off, len as u64)),
+        })?;
+        Ok((dims, runs))
+    }
+}
+
+/// The selection of a mapping's dataspace `space`.
+unsafe fn runs(api: &Api, space: hid_t) -> Result<Sel> {
     let f = &api.f;
     let rank = check(
         f.H5Sget_simple_extent_ndims(space),
@@ -226,11 +314,6 @@ unsafe fn runs(api: &Api, space: hid_t, i: usize) -> Result<Sel> {
         f.H5Sget_simple_extent_dims(space, dims.as_mut_ptr(), std::ptr::null_mut()),
         "H5Sget_simple_extent_dims",
     )?;
-    let refuse = |what: &str| {
-        VolError::Unsupported(format!(
-            "virtual mapping {i}: {what} (h5lake maps regular hyperslabs)"
-        ))
-    };
     match f.H5Sget_select_type(space) {
         sys::H5S_sel_type_H5S_SEL_ALL if rank == 0 => Ok(Sel::Whole),
         sys::H5S_sel_type_H5S_SEL_ALL if dims.iter().all(|&d| d > 0) => {
@@ -241,18 +324,22 @@ unsafe fn runs(api: &Api, space: hid_t, i: usize) -> Result<Sel> {
             let Some([start, stride, count, block]) =
                 crate::selection::regular_hyperslab(api, space, rank)?
             else {
-                return Err(refuse("an irregular hyperslab"));
+                return Ok(Sel::Elements);
             };
             if count.contains(&0) || block.contains(&0) {
                 return Ok(Sel::Nothing);
             }
-            (0..rank)
+            Ok((0..rank)
                 .map(|d| Run::from_hdf5(start[d], stride[d], count[d], block[d]).map(Run::to_json))
                 .collect::<Option<Vec<_>>>()
-                .map(Sel::Runs)
-                .ok_or_else(|| refuse("an overlapping hyperslab"))
+                .map_or(Sel::Elements, Sel::Runs))
         }
-        _ => Err(refuse("a point selection")),
+        sys::H5S_sel_type_H5S_SEL_POINTS
+            if check(f.H5Sget_select_npoints(space), "H5Sget_select_npoints")? == 0 =>
+        {
+            Ok(Sel::Nothing)
+        }
+        _ => Ok(Sel::Elements),
     }
 }
 
