@@ -204,25 +204,67 @@ def test_irregular_mappings_load_and_come_back_as_hdf5_reads_them(tmp_path, link
             np.testing.assert_array_equal(b[name][...], g[name][...], err_msg=name)
 
 
-def test_mappings_h5lake_cannot_hold_are_named(tmp_path):
-    src = tmp_path / "printf.h5"
-    with h5py.File(src, "w") as f:
-        f.create_dataset("own", data=np.arange(10, dtype="i4"))
+def _printf_part(root, b):
+    with h5py.File(root / f"part-{b}.h5", "w") as f:
+        f.create_dataset("own", data=np.arange(5, dtype="i4") + 100 * b)
+
+
+def write_printf_vds(root):
+    """A file whose virtual datasets map printf-style series of files
+    (``%b``: block b from the file numbered b): one named relatively, one
+    absolutely with gapped blocks in a 2-D dataset."""
+    for b in range(3):
+        _printf_part(root, b)
+    u = h5py.h5s.UNLIMITED
+    with h5py.File(root / "printf.h5", "w") as f:
         f.create_dataset("plain", data=np.arange(3))
-        # A printf-style source name (%b: the block number): blocks of 5
-        # without end, each the whole of one file's "own".
         dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
-        vspace = _unlimited(h5py.h5s.create_simple((10,), (h5py.h5s.UNLIMITED,)), 0, 5, 5)
+        vspace = _unlimited(h5py.h5s.create_simple((0,), (u,)), 0, 5, 5)
         dcpl.set_virtual(vspace, b"part-%b.h5", b"own", h5py.h5s.create_simple((5,)))
+        dcpl.set_fill_value(np.array(-1, "i4"))
         h5py.h5d.create(f.id, b"printf", h5py.h5t.STD_I32LE,
-                        h5py.h5s.create_simple((10,), (h5py.h5s.UNLIMITED,)), dcpl=dcpl)
+                        h5py.h5s.create_simple((0,), (u,)), dcpl=dcpl)
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        vspace = _hyperslab(h5py.h5s.create_simple((2, 0), (2, u)), (1, 1), (1, 3), (1, u), (1, 2))
+        sspace = _hyperslab(h5py.h5s.create_simple((5,)), (0,), (1,), (1,), (2,))
+        dcpl.set_virtual(vspace, str(root / "part-%b.h5").encode(), b"/own", sspace)
+        dcpl.set_fill_value(np.array(-7, "i4"))
+        h5py.h5d.create(f.id, b"gapped", h5py.h5t.STD_I32LE,
+                        h5py.h5s.create_simple((2, 0), (2, u)), dcpl=dcpl)
+    return root / "printf.h5"
+
+
+@pytest.mark.parametrize("link", [False, True])
+def test_printf_style_sources_load_and_come_back(tmp_path, link):
+    """Virtual datasets over printf-style series of files load as such
+    (before, `load` refused them): their extent follows the files there
+    when read (up to the first missing, as libhdf5's default view), and
+    `get` writes them back with the names as HDF5 states them."""
+    src = write_printf_vds(tmp_path)
     store = tmp_path / "p.h5l"
-    report = h5lake.load(str(src), str(store), skip_unsupported=True)
-    (why,) = report["skipped"]
-    assert why.startswith("/printf:") and "printf-style" in why
-    with h5lake.File(str(store), "r") as f:
-        assert "printf" not in f
-        assert list(f["plain"][...]) == [0, 1, 2]
+    assert h5lake.load(str(src), str(store), link=link)["skipped"] == []
+
+    def same(path):
+        with h5lake.File(str(store), "r") as f, h5py.File(path, "r") as g:
+            for name in ("printf", "gapped"):
+                assert f[name].is_virtual and f[name].shape == g[name].shape, name
+                np.testing.assert_array_equal(f[name][...], g[name][...], err_msg=name)
+            return f["printf"].shape
+
+    assert same(src) == (15,)
+    _printf_part(tmp_path, 3)
+    _printf_part(tmp_path, 5)                    # after a gap: not reached
+    assert same(src) == (20,)
+    back = tmp_path / "back.h5"
+    assert h5lake.get(str(store), str(back))["skipped"] == []
+    _printf_part(tmp_path, 4)
+    assert same(src) == (30,)
+    with h5py.File(back, "r") as b, h5py.File(src, "r") as g:
+        for name in ("printf", "gapped"):
+            np.testing.assert_array_equal(b[name][...], g[name][...], err_msg=name)
+        (m,) = b["printf"].virtual_sources()
+        assert (m.file_name, m.dset_name) == ("part-%b.h5", "/own")
+        assert m.vspace.get_regular_hyperslab() == ((0,), (5,), (h5py.h5s.UNLIMITED,), (5,))
 
 
 def _unlimited(space, start, stride, block):

@@ -959,6 +959,81 @@ def test_irregular_virtual_mappings(plugin_dir, tmp_path):
     assert through == native
 
 
+PRINTF_PARTS = """
+import os
+d = os.path.dirname(p)
+for b in %s:
+    with h5py.File(os.path.join(d, f"part-{b}.h5"), "w") as f:
+        f["data"] = np.arange(5, dtype="i4") + 100 * b
+"""
+
+PRINTF_SERIES = """
+import os
+d = os.path.dirname(p)
+u = h5py.h5s.UNLIMITED
+if not os.path.exists(p):
+    with h5py.File(p, "w") as f:
+        # Blocks of 5 without end, block b from part-b.h5 (relative name).
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        vs = h5py.h5s.create_simple((0,), (u,))
+        vs.select_hyperslab((0,), (u,), (5,), (5,))
+        dcpl.set_virtual(vs, b"part-%b.h5", b"data", h5py.h5s.create_simple((5,)))
+        dcpl.set_fill_value(np.array(-1, "i4"))
+        h5py.h5d.create(f.id, b"series", h5py.h5t.STD_I32LE, h5py.h5s.create_simple((0,), (u,)),
+                        dcpl=dcpl).close()
+        # Gapped, 2-D: blocks of 2 every 3 along row 1, from the first 2
+        # elements of each source (absolute name).
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        vs = h5py.h5s.create_simple((2, 0), (2, u))
+        vs.select_hyperslab((1, 1), (1, u), (1, 3), (1, 2))
+        ss = h5py.h5s.create_simple((5,))
+        ss.select_hyperslab((0,), (2,))
+        dcpl.set_virtual(vs, os.path.join(d, "part-%b.h5").encode(), b"/data", ss)
+        dcpl.set_fill_value(np.array(-7, "i4"))
+        h5py.h5d.create(f.id, b"gapped", h5py.h5t.STD_I32LE,
+                        h5py.h5s.create_simple((2, 0), (2, u)), dcpl=dcpl).close()
+with h5py.File(p, "r") as f:
+    for k in ("series", "gapped"):
+        out[k] = [list(f[k].shape), f[k][...].tolist()]
+    out["sources"] = [(s.file_name.replace(d, "D"), s.dset_name,
+                       s.vspace.get_regular_hyperslab()) for s in f["series"].virtual_sources()]
+    out["part"] = f["series"][3:12].tolist()
+    # A gap of one missing source in a row does not end the series.
+    dapl = h5py.h5p.create(h5py.h5p.DATASET_ACCESS)
+    dapl.set_virtual_printf_gap(1)
+    ds = h5py.Dataset(h5py.h5d.open(f.id, b"series", dapl=dapl))
+    out["gap"] = [list(ds.shape), ds[...].tolist(),
+                  ds.id.get_access_plist().get_virtual_printf_gap()]
+    ds.id.close()
+"""
+
+
+@pytest.mark.parametrize("sources", ["stores", "hdf5 files"])
+def test_printf_style_virtual_sources(plugin_dir, tmp_path, sources):
+    """HDF5's printf-style source names (`part-%b.h5`: block b of an
+    unlimited virtual selection from the source numbered b) through the
+    connector, over stores made through it or over plain HDF5 files: the
+    extent follows the sources there now (up to the first missing, as
+    libhdf5's default view), values, fill and the mapping given back as
+    native HDF5 gives them (before, the connector refused such names)."""
+    for side in ("native", "lake"):
+        (tmp_path / side).mkdir()
+    def run(side, code, path):
+        through = side == "lake" and not (sources == "hdf5 files" and code is not PRINTF_SERIES)
+        return run_h5py(code, str(tmp_path / side / path), plugin_dir if through else None)
+    got = {}
+    for step, parts in (("first", [0, 1, 2]), ("grown", [3, 5]), ("filled", [4])):
+        for side in ("native", "lake"):
+            run(side, PRINTF_PARTS % parts, "x")
+            got[side, step] = run(side, PRINTF_SERIES, "vds.h5")
+        assert got["lake", step] == got["native", step], step
+    assert got["native", "first"]["series"][0] == [15]
+    assert got["native", "grown"]["series"][0] == [20]       # part-4 missing: the series ends
+    assert got["native", "grown"]["gap"][0] == [30]          # unless a gap of one is allowed
+    assert got["native", "filled"]["series"][0] == [30]
+    assert got["native", "filled"]["gapped"][1][1][:6] == [-7, 0, 1, -7, 100, 101]
+
+
 VIRTUAL_PREFIX = """
 import os
 d = os.path.dirname(p)

@@ -855,24 +855,25 @@ impl Domain {
     /// # Errors
     /// Unknown id; not a dataset.
     pub fn dataset(&self, id: &str) -> Result<Arc<DatasetMeta>> {
-        self.dataset_with_vds_prefix(id, None)
+        self.dataset_with_access(id, &crate::virtual_ds::VirtualAccess::default())
     }
 
-    /// [`Domain::dataset`], of a virtual dataset opened with a virtual
-    /// prefix on its access list: its sources named by relative paths are
-    /// looked for under `prefix` too (HDF5's `H5Pset_virtual_prefix`).
+    /// [`Domain::dataset`], of a virtual dataset opened with a dataset
+    /// access list: its sources found and its printf-style series ended as
+    /// `access` says (HDF5's `H5Pset_virtual_prefix`,
+    /// `H5Pset_virtual_printf_gap`).
     ///
     /// # Errors
     /// As [`Domain::dataset`].
-    pub fn dataset_with_vds_prefix(
+    pub fn dataset_with_access(
         &self,
         id: &str,
-        prefix: Option<&str>,
+        access: &crate::virtual_ds::VirtualAccess,
     ) -> Result<Arc<DatasetMeta>> {
         let mut m = self.stored_dataset(id)?;
-        if let (Some(p), Some(vm)) = (prefix, &m.virtual_map) {
+        if let Some(vm) = m.virtual_map.as_ref().filter(|vm| vm.access != *access) {
             let mut own = (*m).clone();
-            own.virtual_map = Some(Arc::new(vm.with_prefix(Some(p))));
+            own.virtual_map = Some(Arc::new(vm.with_access(access)));
             m = Arc::new(own);
         }
         match &m.virtual_map {

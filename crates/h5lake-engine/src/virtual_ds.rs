@@ -279,6 +279,23 @@ impl Run {
         Run::new(a[0].as_u64()?, a[1].as_u64()?, count, block)
     }
 
+    /// HDF5's `(start, stride, count, block)` of a stored run as stored,
+    /// not normalised (a printf-style series keeps the length of its
+    /// blocks); `None` when it is not a valid run.
+    pub fn hdf5_of_json(v: &Value) -> Option<[u64; 4]> {
+        Run::of_json(v)?;
+        let a = v.as_array()?;
+        let count = match &a[2] {
+            Value::Null => Self::UNLIMITED,
+            c => c.as_u64()?,
+        };
+        let block = match a.get(3) {
+            Some(b) => b.as_u64()?,
+            None => 1,
+        };
+        Some([a[0].as_u64()?, a[1].as_u64()?, count, block])
+    }
+
     /// As stored: `[start, step, count]`, or with the block.
     pub fn to_json(self) -> Value {
         let count = if self.is_unlimited() {
@@ -343,6 +360,13 @@ pub fn same_shape(dst: &[Value], src: &[Value]) -> bool {
 /// Most mappings [`pair_runs`] makes of one pair of selections.
 pub const MAX_PAIRED_MAPPINGS: usize = 100_000;
 
+/// A regular mapping: the virtual runs and the source runs, per dimension.
+pub type RunPair = (Vec<Run>, Vec<Run>);
+
+/// A selection as elements: the dataspace's extent, and runs `(offset,
+/// length)` of elements in iteration order (offsets in C order).
+pub type ElementList = (Vec<u64>, Vec<(u64, u64)>);
+
 /// One side of a pairing: a dataspace's extent and its selection as runs
 /// of elements in iteration order (offsets in C order of the extent).
 pub struct ElementRuns<'a> {
@@ -394,7 +418,7 @@ impl ElementRuns<'_> {
 pub fn pair_runs(
     dst: &ElementRuns,
     src: &ElementRuns,
-) -> std::result::Result<Vec<(Vec<Run>, Vec<Run>)>, String> {
+) -> std::result::Result<Vec<RunPair>, String> {
     let count = |side: &ElementRuns| side.runs.iter().map(|r| r.1).sum::<u64>();
     let (nd, ns) = (count(dst), count(src));
     if nd != ns {
@@ -587,6 +611,74 @@ pub struct Mapping {
     /// Of an unlimited mapping, its unlimited virtual and source
     /// dimensions: it reaches as far along them as the source's extent.
     unlimited: Option<(usize, usize)>,
+    /// Of a mapping over a series of sources named printf-style.
+    pub printf: Option<Printf>,
+}
+
+/// A mapping whose source names hold HDF5's `%b` (printf-style): its
+/// virtual selection is blocks without end along `dim` (`len` indices
+/// each, `stride` apart, the first at `start`), and block `b` is the
+/// source selection of the source whose names have `b` for `%b`. Stored
+/// with `"printf": true` and the names as HDF5 states them (`%%` for `%`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Printf {
+    pub dim: usize,
+    pub start: u64,
+    pub stride: u64,
+    pub len: u64,
+    /// `None` for the series as stored; the block of one mapping of it.
+    pub block: Option<u64>,
+}
+
+/// Blocks of one printf-style mapping looked for at most.
+pub const MAX_PRINTF_BLOCKS: u64 = 100_000;
+
+/// A printf-style name with block `b`: `%b` is the number, `%%` a `%`.
+pub fn printf_name(name: &str, b: u64) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    let mut chars = name.chars();
+    while let Some(c) = chars.next() {
+        match (c, c == '%') {
+            (_, true) => match chars.next() {
+                Some('b') => out.push_str(&b.to_string()),
+                Some(other) => out.push(other),
+                None => out.push('%'),
+            },
+            (c, false) => out.push(c),
+        }
+    }
+    out
+}
+
+/// Whether a name as HDF5 states it is printf-style (holds `%b`).
+pub fn is_printf_name(name: &str) -> bool {
+    source_name(name).is_err()
+}
+
+impl Mapping {
+    /// Block `b` of a printf-style mapping: an ordinary mapping of the
+    /// source named with `b`.
+    fn printf_block(&self, p: Printf, b: u64) -> Option<Mapping> {
+        let mut m = self.clone();
+        let start = p.start.checked_add(b.checked_mul(p.stride)?)?;
+        m.dst[p.dim] = Run::new(start, 1, p.len, 1)?;
+        m.pairs = pair_dims(&m.src, &m.dst)?;
+        m.printf = Some(Printf {
+            block: Some(b),
+            ..p
+        });
+        let name = |s: &Option<String>| s.as_deref().map(|s| printf_name(s, b));
+        m.store = name(&self.store);
+        m.file = name(&self.file);
+        m.file_name = name(&self.file_name);
+        m.path = printf_name(&self.path, b);
+        Some(m)
+    }
+
+    /// Whether this is a printf-style series, not yet one block of it.
+    fn is_printf_series(&self) -> bool {
+        self.printf.is_some_and(|p| p.block.is_none())
+    }
 }
 
 impl Mapping {
@@ -656,11 +748,21 @@ pub struct VirtualMap {
     /// Whether some mapping is unlimited: the extent then follows the
     /// sources' extents, and reads take the map [`VirtualMap::resolve`]s to.
     pub unlimited: bool,
-    /// Where source stores and files named by relative paths are looked
-    /// for before beside this store (HDF5's `H5Pset_virtual_prefix`, given
-    /// with the dataset's access list; `${ORIGIN}` is this store's
+    /// How the dataset was opened (HDF5's dataset access list).
+    pub access: VirtualAccess,
+}
+
+/// What a dataset access list says of a virtual dataset's sources.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VirtualAccess {
+    /// Where sources named by relative paths are looked for before beside
+    /// this store (`H5Pset_virtual_prefix`; `${ORIGIN}` is this store's
     /// directory).
     pub prefix: Option<String>,
+    /// How many missing sources in a row a printf-style series may have
+    /// before it ends (`H5Pset_virtual_printf_gap`; 0: the first missing
+    /// one ends it).
+    pub printf_gap: u64,
 }
 
 impl VirtualMap {
@@ -693,7 +795,19 @@ impl VirtualMap {
                         ))
                     })
             };
-            let (src, dst) = (runs("src")?, runs("dst")?);
+            let (src, mut dst) = (runs("src")?, runs("dst")?);
+            let printf = match mp.get("printf") {
+                Some(Value::Bool(true)) => {
+                    Some(printf_of(mp, &dst, &src).map_err(|e| bad(format!("mapping {i}: {e}")))?)
+                }
+                None | Some(Value::Bool(false)) | Some(Value::Null) => None,
+                Some(other) => return Err(bad(format!("mapping {i}: printf {other}"))),
+            };
+            if let Some(p) = printf {
+                // (Checked as its first block: the shapes must pair.)
+                dst[p.dim] = Run::new(p.start, 1, p.len, 1)
+                    .ok_or_else(|| bad(format!("mapping {i}: a printf-style block of nothing")))?;
+            }
             let path = mp
                 .get("path")
                 .and_then(Value::as_str)
@@ -741,18 +855,17 @@ impl VirtualMap {
                     )))
                 }
             };
-            if let Some((d, r)) = dst
-                .iter()
-                .enumerate()
-                .find(|(d, r)| !r.is_unlimited() && r.last() >= dims[*d])
-            {
+            if let Some((d, r)) = dst.iter().enumerate().find(|(d, r)| {
+                // (A printf-style series grows the extent as found.)
+                !r.is_unlimited() && r.last() >= dims[*d] && printf.is_none_or(|p| p.dim != *d)
+            }) {
                 return Err(bad(format!(
                     "mapping {i} reaches index {} of dimension {d}, of extent {}",
                     r.last(),
                     dims[d]
                 )));
             }
-            let pairs = pair_dims(&src, &dst).ok_or_else(|| {
+            let mut pairs = pair_dims(&src, &dst).ok_or_else(|| {
                 let shape = |r: &[Run]| r.iter().map(Run::len).collect::<Vec<_>>();
                 bad(format!(
                     "mapping {i}: the source selection {:?} and the virtual selection {:?} \
@@ -769,10 +882,16 @@ impl VirtualMap {
                 }
             };
             let (file, id) = (text("file")?, text("id")?);
-            if id.is_some() && (file.is_none() || store.is_some()) {
+            if id.is_some() && (file.is_none() || store.is_some() || printf.is_some()) {
                 return Err(bad(format!(
                     "mapping {i}: an id names the link to an HDF5 file's dataset in this store"
                 )));
+            }
+            if let Some(p) = printf {
+                // The series as stored: blocks without end.
+                dst[p.dim] = Run::new(p.start, p.stride, Run::UNLIMITED, p.len)
+                    .ok_or_else(|| bad(format!("mapping {i}: printf-style blocks overlap")))?;
+                pairs[p.dim] = None;
             }
             mappings.push(Mapping {
                 store,
@@ -785,13 +904,16 @@ impl VirtualMap {
                 dst,
                 pairs,
                 unlimited,
+                printf,
             });
         }
         Ok(Some(Arc::new(VirtualMap::new(mappings))))
     }
 
     fn new(mappings: Vec<Mapping>) -> Self {
-        let unlimited = mappings.iter().any(|m| m.unlimited.is_some());
+        let unlimited = mappings
+            .iter()
+            .any(|m| m.unlimited.is_some() || m.is_printf_series());
         let disjoint = !unlimited
             && mappings.len() <= MAX_OVERLAP_CHECK
             && mappings.iter().enumerate().all(|(i, a)| {
@@ -806,18 +928,17 @@ impl VirtualMap {
             mappings,
             disjoint,
             unlimited,
-            prefix: None,
+            access: VirtualAccess::default(),
         }
     }
 
-    /// The same map, its relative sources looked for under `prefix` first
-    /// (after `$HDF5_VDS_PREFIX`, as libhdf5 looks).
-    pub fn with_prefix(&self, prefix: Option<&str>) -> VirtualMap {
+    /// The same map, read as `access` says.
+    pub fn with_access(&self, access: &VirtualAccess) -> VirtualMap {
         VirtualMap {
             mappings: self.mappings.clone(),
             disjoint: self.disjoint,
             unlimited: self.unlimited,
-            prefix: prefix.map(str::to_string),
+            access: access.clone(),
         }
     }
 
@@ -833,6 +954,18 @@ impl VirtualMap {
         let mut reach: Vec<Option<u64>> = vec![None; dims.len()];
         let mut out = Vec::with_capacity(self.mappings.len());
         for (i, mp) in self.mappings.iter().enumerate() {
+            // A printf-style series reaches as far as the blocks found of
+            // it (given as mappings of their own, after it).
+            if let Some(p) = mp.printf {
+                let far = match p.block {
+                    None => 0,
+                    Some(_) => mp.dst[p.dim].last() + 1,
+                };
+                reach[p.dim] = Some(reach[p.dim].map_or(far, |x| x.max(far)));
+                if p.block.is_none() {
+                    continue;
+                }
+            }
             for (d, r) in mp.dst.iter().enumerate() {
                 if !r.is_unlimited() {
                     need[d] = need[d].max(r.last() + 1);
@@ -867,7 +1000,7 @@ impl VirtualMap {
             .map(|d| reach[d].map_or(dims[d], |r| r.max(need[d])))
             .collect();
         let mut map = VirtualMap::new(out);
-        map.prefix.clone_from(&self.prefix);
+        map.access.clone_from(&self.access);
         (dims, map)
     }
 
@@ -877,7 +1010,11 @@ impl VirtualMap {
             self.mappings
                 .iter()
                 .map(|m| {
-                    json!({
+                    let mut dst: Vec<Value> = m.dst.iter().map(|r| r.to_json()).collect();
+                    if let Some(p) = m.printf.filter(|p| p.block.is_none()) {
+                        dst[p.dim] = json!([p.start, p.stride, null, p.len]);
+                    }
+                    let mut out = json!({
                         "store": m.store,
                         "path": m.path,
                         "file": m.file,
@@ -885,11 +1022,42 @@ impl VirtualMap {
                         "id": m.id,
                         "why": m.why,
                         "src": m.src.iter().map(|r| r.to_json()).collect::<Vec<_>>(),
-                        "dst": m.dst.iter().map(|r| r.to_json()).collect::<Vec<_>>(),
-                    })
+                        "dst": dst,
+                    });
+                    if m.is_printf_series() {
+                        out["printf"] = json!(true);
+                    }
+                    out
                 })
                 .collect(),
         )
+    }
+}
+
+/// The printf-style series a stored mapping `mp` declares: its virtual
+/// selection `dst` unlimited along one dimension (read from the stored
+/// `[start, stride, null, len]` as given: a block's length is not
+/// normalised away), its source selection `src` bounded.
+fn printf_of(mp: &Value, dst: &[Run], src: &[Run]) -> std::result::Result<Printf, String> {
+    let mut found = dst.iter().enumerate().filter(|(_, r)| r.is_unlimited());
+    let (Some((dim, _)), None) = (found.next(), found.next()) else {
+        return Err("a printf-style mapping is unlimited along one virtual dimension".into());
+    };
+    if src.iter().any(Run::is_unlimited) {
+        return Err("a printf-style mapping has a bounded source selection".into());
+    }
+    let raw = &mp["dst"][dim];
+    let at = |k: usize| raw.get(k).and_then(Value::as_u64);
+    let (start, stride, len) = (at(0), at(1), at(3).or(Some(1)));
+    match (start, stride, len) {
+        (Some(start), Some(stride), Some(len)) if len >= 1 && stride >= len => Ok(Printf {
+            dim,
+            start,
+            stride,
+            len,
+            block: None,
+        }),
+        _ => Err(format!("a printf-style virtual selection {raw}")),
     }
 }
 
@@ -1111,7 +1279,10 @@ impl Domain {
         mp: &Mapping,
         why: &mut String,
     ) -> Result<Option<Source>> {
-        let prefix = m.virtual_map.as_ref().and_then(|v| v.prefix.as_deref());
+        let prefix = m
+            .virtual_map
+            .as_ref()
+            .and_then(|v| v.access.prefix.as_deref());
         let dom = match &mp.store {
             None => None,
             Some(given) => {
@@ -1373,6 +1544,11 @@ impl Domain {
         let found = Mutex::new(Vec::new());
         nesting::tasks(vm.mappings.len(), |i| {
             let mp = &vm.mappings[i];
+            if mp.is_printf_series() {
+                // (Its blocks are looked for until one is missing: that
+                // one ends it, it is not a problem.)
+                return Ok(());
+            }
             let mut why = String::new();
             self.virtual_source(&m, mp, &mut why)?;
             if !why.is_empty() {
@@ -1402,6 +1578,13 @@ impl Domain {
     /// link policy); I/O trouble.
     pub(crate) fn live_virtual(&self, m: &DatasetMeta, vm: &VirtualMap) -> Result<DatasetMeta> {
         let _level = nesting::deeper(&m.id)?;
+        let with_blocks;
+        let vm = if vm.mappings.iter().any(Mapping::is_printf_series) {
+            with_blocks = self.printf_blocks(m, vm)?;
+            &with_blocks
+        } else {
+            vm
+        };
         let extents = Mutex::new(vec![None; vm.mappings.len()]);
         let unlimited: Vec<usize> = (0..vm.mappings.len())
             .filter(|&i| vm.mappings[i].unlimited.is_some())
@@ -1423,6 +1606,51 @@ impl Domain {
         live.dims = dims;
         live.virtual_map = Some(Arc::new(map));
         Ok(live)
+    }
+
+    /// `vm` with the blocks of its printf-style series that are there now
+    /// added after them, each as a mapping of its own: blocks `0, 1, …`
+    /// looked for until more than the access list's printf gap are missing
+    /// in a row (HDF5's last available view).
+    ///
+    /// # Errors
+    /// More than [`MAX_PRINTF_BLOCKS`] blocks of one series; sources that
+    /// cannot be mapped at all.
+    fn printf_blocks(&self, m: &DatasetMeta, vm: &VirtualMap) -> Result<VirtualMap> {
+        let mut out = vm.mappings.clone();
+        for mp in vm.mappings.iter().filter(|mp| mp.is_printf_series()) {
+            let Some(p) = mp.printf else { continue };
+            let mut missing = 0;
+            for b in 0.. {
+                if b == MAX_PRINTF_BLOCKS {
+                    return Err(EngineError::Invalid(format!(
+                        "virtual dataset {}: more than {MAX_PRINTF_BLOCKS} sources of the \
+                         printf-style series {}",
+                        m.id,
+                        mp.file_name
+                            .as_deref()
+                            .or(mp.store.as_deref())
+                            .unwrap_or(&mp.path)
+                    )));
+                }
+                let Some(block) = mp.printf_block(p, b) else {
+                    break;
+                };
+                let mut why = String::new();
+                if self.virtual_source(m, &block, &mut why)?.is_none() {
+                    missing += 1;
+                    if missing > vm.access.printf_gap {
+                        break;
+                    }
+                    continue;
+                }
+                missing = 0;
+                out.push(block);
+            }
+        }
+        let mut map = VirtualMap::new(out);
+        map.access.clone_from(&vm.access);
+        Ok(map)
     }
 
     /// Checks a new virtual dataset's mappings before it is stored: their

@@ -1251,6 +1251,30 @@ fn hdf5_mappings(
         }
         let path = mp["path"].as_str().unwrap_or("/").to_string();
         let runs = |k: &str| mp[k].as_array().cloned().unwrap_or_default();
+        if mp["printf"].as_bool() == Some(true) {
+            // A series of HDF5 files: named as stated (each is looked for
+            // when read, as libhdf5 looks for it).
+            let Some(file) = mp["file_name"].as_str().or(mp["file"].as_str()) else {
+                return Ok(None);
+            };
+            let reach = runs("src")
+                .iter()
+                .map(|r| h5lake_engine::virtual_ds::Run::of_json(r).map_or(1, |r| r.reach()))
+                .collect();
+            out.push((
+                virtual_layout::RawMapping {
+                    file: file.to_string(),
+                    dataset: path,
+                    vsel: runs("dst"),
+                    ssel: Some(runs("src")),
+                    velements: None,
+                    printf: true,
+                },
+                reach,
+            ));
+            continue;
+        }
+        let printf = false;
         // Sources in this store are written to the same file ("."); those
         // in HDF5 files stay there.
         let (file, id) = match mp["file"].as_str() {
@@ -1285,6 +1309,7 @@ fn hdf5_mappings(
                 vsel: runs("dst"),
                 ssel: Some(runs("src")),
                 velements: None,
+                printf,
             },
             dims,
         ));

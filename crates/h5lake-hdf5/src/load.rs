@@ -1310,6 +1310,20 @@ impl Loader<'_> {
         };
         let mut mappings = Vec::with_capacity(raw.len());
         for m in raw {
+            if m.printf {
+                // A series of files, linked as each is read (none is
+                // copied: there is no end to it), looked for as libhdf5
+                // looks for them.
+                let file = if Path::new(&m.file).is_absolute() {
+                    PathBuf::from(&m.file)
+                } else {
+                    self.relative_to_source(&m.file)
+                };
+                mappings.push(json!({"store": null, "file": file, "file_name": m.file,
+                                     "path": m.dataset, "printf": true,
+                                     "src": m.ssel, "dst": m.vsel}));
+                continue;
+            }
             let file = self.virtual_source_file(&m.file);
             // (A source in the same file is a dataset of the store being
             // loaded, except when this virtual dataset is itself a source,

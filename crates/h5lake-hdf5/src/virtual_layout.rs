@@ -14,7 +14,8 @@
 use std::ffi::{c_char, CString};
 
 use h5lake_engine::virtual_ds::{
-    pair_runs, same_shape, source_name, stored_source_name, ElementRuns, Run,
+    is_printf_name, pair_runs, same_shape, source_name, stored_source_name, ElementList,
+    ElementRuns, Run,
 };
 use hdf5_sys::h5::hsize_t;
 use hdf5_sys::h5i::hid_t;
@@ -40,7 +41,12 @@ pub(crate) struct RawMapping {
     /// the extent it has when loaded): the virtual extent and the
     /// selection's runs of elements, paired once the source's extent is
     /// known (`vsel` is then empty).
-    pub velements: Option<(Vec<u64>, Vec<(u64, u64)>)>,
+    pub velements: Option<ElementList>,
+    /// A printf-style series (`file` or `dataset` holds `%b`; both kept as
+    /// HDF5 states them): `vsel` is blocks without end along one
+    /// dimension, as stated (`[start, stride, null, block]`), block `b`
+    /// from the source numbered `b`.
+    pub printf: bool,
 }
 
 impl RawMapping {
@@ -50,10 +56,7 @@ impl RawMapping {
     ///
     /// # Errors
     /// An irregular selection that does not pair with the whole source.
-    pub fn pieces(
-        &self,
-        src_dims: Option<&[u64]>,
-    ) -> std::result::Result<Vec<(Vec<Value>, Vec<Value>)>, String> {
+    pub fn pieces(&self, src_dims: Option<&[u64]>) -> std::result::Result<Vec<StoredPair>, String> {
         if let Some(ssel) = &self.ssel {
             return Ok(vec![(self.vsel.clone(), ssel.clone())]);
         }
@@ -82,6 +85,9 @@ impl RawMapping {
             .collect())
     }
 }
+
+/// A mapping's stored virtual and source runs.
+type StoredPair = (Vec<Value>, Vec<Value>);
 
 fn runs_json(runs: Vec<Run>) -> Vec<Value> {
     runs.into_iter().map(Run::to_json).collect()
@@ -112,6 +118,31 @@ pub(crate) fn read_mappings(dcpl: hid_t) -> Result<std::result::Result<Vec<RawMa
         let dataset = string_of(|buf, len| unsafe {
             hdf5_sys::h5p::H5Pget_virtual_dsetname(dcpl, i, buf, len)
         })?;
+        if is_printf_name(&file) || is_printf_name(&dataset) {
+            let (vsel, ssel) = match (printf_runs(vspace.id())?, selection(sspace.id())?) {
+                (Ok(v), Sel::Runs(s)) => (v, s),
+                (Err(why), _) => return Ok(Err(format!("mapping {i} (printf-style): {why}"))),
+                _ => {
+                    return Ok(Err(format!(
+                        "mapping {i} (printf-style): the source selection is not a regular \
+                         hyperslab"
+                    )))
+                }
+            };
+            out.push(RawMapping {
+                dataset: if dataset.starts_with('/') {
+                    dataset
+                } else {
+                    format!("/{dataset}")
+                },
+                file,
+                vsel,
+                ssel: Some(ssel),
+                velements: None,
+                printf: true,
+            });
+            continue;
+        }
         let mut velements = None;
         let pieces = match (selection(vspace.id())?, selection(sspace.id())?) {
             (Sel::Runs(v), Sel::Runs(s)) if same_shape(&v, &s) => vec![(v, Some(s))],
@@ -171,15 +202,62 @@ pub(crate) fn read_mappings(dcpl: hid_t) -> Result<std::result::Result<Vec<RawMa
                 vsel,
                 ssel,
                 velements: velements.clone(),
+                printf: false,
             });
         }
     }
     Ok(Ok(out))
 }
 
+/// The virtual selection of a printf-style series as stored: a regular
+/// hyperslab with blocks without end along one dimension, stated as given
+/// there; `Ok(Err(why))` for another selection.
+fn printf_runs(space: hid_t) -> Result<std::result::Result<Vec<Value>, String>> {
+    let what = "reading a virtual mapping's selection";
+    let (dims, _) = space_dims(space)?;
+    let rank = dims.len();
+    let regular = lib(|| unsafe { h5s::H5Sget_select_type(space) })
+        == H5S_sel_type::H5S_SEL_HYPERSLABS
+        && check(lib(|| unsafe { h5s::H5Sis_regular_hyperslab(space) }), what)? > 0;
+    if !regular {
+        return Ok(Err(
+            "the virtual selection is not a regular hyperslab".into()
+        ));
+    }
+    let (mut start, mut stride, mut count, mut block) =
+        (vec![0; rank], vec![0; rank], vec![0; rank], vec![0; rank]);
+    check(
+        lib(|| unsafe {
+            h5s::H5Sget_regular_hyperslab(
+                space,
+                start.as_mut_ptr(),
+                stride.as_mut_ptr(),
+                count.as_mut_ptr(),
+                block.as_mut_ptr(),
+            )
+        }),
+        what,
+    )?;
+    if count.iter().filter(|&&c| c == Run::UNLIMITED).count() != 1 {
+        return Ok(Err(
+            "the virtual selection is not unlimited along exactly one dimension".into(),
+        ));
+    }
+    Ok((0..rank)
+        .map(|d| {
+            if count[d] == Run::UNLIMITED {
+                Some(json!([start[d], stride[d], null, block[d]]))
+            } else {
+                Run::from_hdf5(start[d], stride[d], count[d], block[d]).map(Run::to_json)
+            }
+        })
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| "an overlapping hyperslab".to_string()))
+}
+
 /// The extent of `space` and its selection as runs of elements in
 /// iteration order.
-fn elements(space: hid_t) -> Result<(Vec<u64>, Vec<(u64, u64)>)> {
+fn elements(space: hid_t) -> Result<ElementList> {
     const MAXSEQ: usize = 1024;
     let what = "reading a virtual mapping's selection";
     let (dims, _) = space_dims(space)?;
@@ -236,9 +314,17 @@ pub(crate) fn set_mappings(
             .map(|(r, &d)| d.max(Run::of_json(r).map_or(1, |r| r.reach())))
             .collect();
         let sspace = hyperslab_space(&reach, &reach, &ssel)?;
-        let file = CString::new(stored_source_name(&m.file))
+        // (A printf-style series keeps its names as HDF5 states them.)
+        let stated = |s: &str| {
+            if m.printf {
+                s.to_string()
+            } else {
+                stored_source_name(s)
+            }
+        };
+        let file = CString::new(stated(&m.file))
             .map_err(|_| Hdf5Error::Unsupported(format!("file name {:?}", m.file)))?;
-        let dset = CString::new(stored_source_name(&m.dataset))
+        let dset = CString::new(stated(&m.dataset))
             .map_err(|_| Hdf5Error::Unsupported(format!("dataset name {:?}", m.dataset)))?;
         check(
             lib(|| unsafe {
@@ -266,7 +352,7 @@ fn hyperslab_space(dims: &[u64], maxdims: &[u64], runs: &[Value]) -> Result<Hid>
     )?;
     let runs: Vec<[hsize_t; 4]> = runs
         .iter()
-        .map(|r| Run::of_json(r).map(|r| r.to_hdf5()))
+        .map(Run::hdf5_of_json)
         .collect::<Option<_>>()
         .ok_or_else(|| Hdf5Error::Unsupported(format!("a stored virtual selection {runs:?}")))?;
     let part = |k: usize| -> Vec<hsize_t> { runs.iter().map(|r| r[k]).collect() };

@@ -5,6 +5,7 @@ use std::ptr::null_mut;
 use std::sync::Arc;
 
 use h5lake_codecs::Filter;
+use h5lake_engine::virtual_ds::VirtualAccess;
 use h5lake_engine::DatasetMeta;
 use h5lake_types::{element_to_json, vlen_to_json, Datatype, Shape};
 use serde_json::{json, Value};
@@ -349,7 +350,7 @@ pub unsafe extern "C" fn create(
 }
 
 /// Keeps with a dataset just opened what its access list `dapl` says
-/// (see [`Obj::chunk_cache`], [`Obj::vds_prefix`]).
+/// (see [`Obj::chunk_cache`], [`Obj::vds_access`]).
 unsafe fn with_access(api: &Api, obj: *mut c_void, dapl: hid_t) -> Result<*mut c_void> {
     let (mut slots, mut bytes, mut w0) = (0usize, 0usize, 0f64);
     if api
@@ -367,11 +368,16 @@ unsafe fn with_access(api: &Api, obj: *mut c_void, dapl: hid_t) -> Result<*mut c
             return Err(e);
         }
     };
+    let mut printf_gap = 0u64;
+    if api.f.H5Pget_virtual_printf_gap(dapl, &mut printf_gap) < 0 {
+        Obj::free(obj);
+        return Err(VolError::Hdf5("H5Pget_virtual_printf_gap failed".into()));
+    }
     let o = Obj::from_ptr(obj)?;
     o.chunk_cache.set(Some((slots, bytes, w0)));
     // A leading `${ORIGIN}` is the directory of the virtual dataset's
     // file, put in when opened (the list is given back so), as libhdf5 does.
-    *o.vds_prefix.borrow_mut() = prefix.map(|p| match p.strip_prefix("${ORIGIN}") {
+    let prefix = prefix.map(|p| match p.strip_prefix("${ORIGIN}") {
         Some(rest) => {
             let here = std::path::absolute(o.dom.location()).unwrap_or_default();
             let dir = here.parent().map(|d| d.to_string_lossy().into_owned());
@@ -379,6 +385,7 @@ unsafe fn with_access(api: &Api, obj: *mut c_void, dapl: hid_t) -> Result<*mut c
         }
         None => p,
     });
+    *o.vds_access.borrow_mut() = VirtualAccess { prefix, printf_gap };
     Ok(obj)
 }
 
@@ -406,8 +413,7 @@ unsafe fn virtual_prefix(api: &Api, dapl: hid_t) -> Result<Option<String>> {
 /// sources found under its virtual prefix).
 fn meta_of(o: &Obj) -> Result<Arc<DatasetMeta>> {
     let id = dataset_id(o)?;
-    Ok(o.dom
-        .dataset_with_vds_prefix(id, o.vds_prefix.borrow().as_deref())?)
+    Ok(o.dom.dataset_with_access(id, &o.vds_access.borrow())?)
 }
 
 pub unsafe extern "C" fn open(
@@ -702,7 +708,14 @@ pub unsafe extern "C" fn get(
                         return Err(VolError::Hdf5("H5Pset_chunk_cache failed".into()));
                     }
                 }
-                if let Some(p) = o.vds_prefix.borrow().as_deref() {
+                let access = o.vds_access.borrow();
+                if access.printf_gap > 0
+                    && api.f.H5Pset_virtual_printf_gap(dapl, access.printf_gap) < 0
+                {
+                    api.f.H5Pclose(dapl);
+                    return Err(VolError::Hdf5("H5Pset_virtual_printf_gap failed".into()));
+                }
+                if let Some(p) = access.prefix.as_deref() {
                     // (It came from an access list: it has no NUL byte.)
                     let p = CString::new(p).unwrap_or_default();
                     if api.f.H5Pset_virtual_prefix(dapl, p.as_ptr()) < 0 {

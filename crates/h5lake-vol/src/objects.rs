@@ -27,9 +27,9 @@ pub struct Obj {
     /// list gave them when it was opened: the store has no chunk cache of
     /// HDF5's, but programs read back what they set.
     pub chunk_cache: std::cell::Cell<Option<(usize, usize, f64)>>,
-    /// A virtual dataset's prefix for its sources' relative names, as its
-    /// access list gave it when opened (`H5Pset_virtual_prefix`).
-    pub vds_prefix: std::cell::RefCell<Option<String>>,
+    /// What a virtual dataset's access list said of its sources when it
+    /// was opened (`H5Pset_virtual_prefix`, `H5Pset_virtual_printf_gap`).
+    pub vds_access: std::cell::RefCell<h5lake_engine::virtual_ds::VirtualAccess>,
 }
 
 pub enum Kind {
@@ -48,7 +48,7 @@ impl Obj {
             kind,
             path,
             chunk_cache: Default::default(),
-            vds_prefix: Default::default(),
+            vds_access: Default::default(),
         }))
         .cast()
     }

@@ -13,7 +13,8 @@ use std::ffi::{c_char, CString};
 use std::path::{Path, PathBuf};
 
 use h5lake_engine::virtual_ds::{
-    pair_runs, same_shape, source_name, stored_source_name, whole_source, ElementRuns, Run,
+    is_printf_name, pair_runs, printf_name, same_shape, source_name, stored_source_name,
+    whole_source, ElementList, ElementRuns, Run,
 };
 use h5lake_engine::{DatasetMeta, Domain, DomainOptions, OpenMode};
 use serde_json::{json, Value};
@@ -51,6 +52,19 @@ pub unsafe fn mappings_of(api: &Api, dcpl: hid_t, dom: &Domain) -> Result<Option
         )?);
         let file = name_of(|b, l| f.H5Pget_virtual_filename(dcpl, i, b, l))?;
         let given = name_of(|b, l| f.H5Pget_virtual_dsetname(dcpl, i, b, l))?;
+        if is_printf_name(&file) || is_printf_name(&given) {
+            out.push(printf_mapping(
+                api,
+                dom,
+                (vspace.0, sspace.0),
+                &file,
+                &given,
+                i,
+            )?);
+            continue;
+        }
+        let unprintf = |n: &str| source_name(n).map_err(VolError::Unsupported);
+        let (file, given) = (unprintf(&file)?, unprintf(&given)?);
         let dset = if given.starts_with('/') {
             given.clone()
         } else {
@@ -210,9 +224,15 @@ pub unsafe fn set_mappings(api: &Api, dcpl: hid_t, dom: &Domain, m: &DatasetMeta
             (None, Some(file)) => mp["file_name"].as_str().unwrap_or(file).to_string(),
             (None, None) => ".".to_string(),
         };
+        // (A printf-style series keeps its names as HDF5 states them.)
+        let printf = mp["printf"] == json!(true);
         let cstring = |s: &str| {
-            CString::new(stored_source_name(s))
-                .map_err(|_| VolError::Invalid(format!("a name with a NUL byte: {s:?}")))
+            CString::new(if printf {
+                s.to_string()
+            } else {
+                stored_source_name(s)
+            })
+            .map_err(|_| VolError::Invalid(format!("a name with a NUL byte: {s:?}")))
         };
         let name = mp["name"].as_str().or(mp["path"].as_str()).unwrap_or("/");
         let (file, dset) = (cstring(&file)?, cstring(name)?);
@@ -245,7 +265,7 @@ unsafe fn hyperslab_space(api: &Api, dims: &[u64], runs: &[Value]) -> Result<Spa
     )?);
     let runs: Vec<[u64; 4]> = runs
         .iter()
-        .map(|r| Run::of_json(r).map(|r| r.to_hdf5()))
+        .map(Run::hdf5_of_json)
         .collect::<Option<_>>()
         .ok_or_else(|| VolError::Invalid(format!("a stored virtual selection {runs:?}")))?;
     let part = |k: usize| -> Vec<u64> { runs.iter().map(|r| r[k]).collect() };
@@ -282,7 +302,7 @@ enum Sel {
 impl Sel {
     /// The extent of `space` and its selection as runs of elements in
     /// iteration order, for [`pair_runs`].
-    unsafe fn elements(&self, api: &Api, space: hid_t) -> Result<(Vec<u64>, Vec<(u64, u64)>)> {
+    unsafe fn elements(&self, api: &Api, space: hid_t) -> Result<ElementList> {
         let f = &api.f;
         let rank = check(
             f.H5Sget_simple_extent_ndims(space),
@@ -343,7 +363,80 @@ unsafe fn runs(api: &Api, space: hid_t) -> Result<Sel> {
     }
 }
 
-/// A name the library writes into a buffer, asked for its length first.
+/// The stored mapping of a printf-style series (`file` or `given`, the
+/// dataset's name, holding `%b`; both as HDF5 states them): blocks without
+/// end of the virtual selection, block `b` from the source named with `b`.
+/// Its sources are HDF5 files when the first of them is one, else stores.
+unsafe fn printf_mapping(
+    api: &Api,
+    dom: &Domain,
+    (vspace, sspace): (hid_t, hid_t),
+    file: &str,
+    given: &str,
+    i: usize,
+) -> Result<Value> {
+    let refuse = |what: &str| {
+        VolError::Unsupported(format!("virtual mapping {i} (printf-style names): {what}"))
+    };
+    let rank = check(
+        api.f.H5Sget_simple_extent_ndims(vspace),
+        "H5Sget_simple_extent_ndims",
+    )? as usize;
+    let Some([start, stride, count, block]) =
+        crate::selection::regular_hyperslab(api, vspace, rank)?
+    else {
+        return Err(refuse("the virtual selection is not a regular hyperslab"));
+    };
+    let unlimited: Vec<usize> = (0..rank).filter(|&d| count[d] == Run::UNLIMITED).collect();
+    let [dim] = unlimited[..] else {
+        return Err(refuse(
+            "the virtual selection is not unlimited along exactly one dimension",
+        ));
+    };
+    let dst = (0..rank)
+        .map(|d| {
+            if d == dim {
+                Some(json!([start[d], stride[d], null, block[d]]))
+            } else {
+                Run::from_hdf5(start[d], stride[d], count[d], block[d]).map(Run::to_json)
+            }
+        })
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| refuse("an overlapping hyperslab"))?;
+    let Sel::Runs(src) = runs(api, sspace)? else {
+        return Err(refuse("the source selection is not a regular hyperslab"));
+    };
+    let dset = if given.starts_with('/') {
+        given.to_string()
+    } else {
+        format!("/{given}")
+    };
+    let mut m = match hdf5_file_of(dom, &printf_name(file, 0)) {
+        // Found when read as libhdf5 finds each (a relative name under the
+        // prefixes, beside the store, from the working directory).
+        Some(_) => json!({
+            "store": null,
+            "file": if Path::new(file).is_absolute() {
+                file.to_string()
+            } else {
+                dom.source_location(file)
+            },
+            "file_name": file,
+        }),
+        None => json!({ "store": store_of(dom, file) }),
+    };
+    m["path"] = json!(dset);
+    m["src"] = json!(src);
+    m["dst"] = json!(dst);
+    m["printf"] = json!(true);
+    if given != dset {
+        m["name"] = json!(given);
+    }
+    Ok(m)
+}
+
+/// A name the library writes into a buffer, asked for its length first
+/// (as HDF5 states it: `%%` for `%`, `%b` printf-style).
 unsafe fn name_of(get: impl Fn(*mut c_char, usize) -> isize) -> Result<String> {
     let n = get(std::ptr::null_mut(), 0);
     if n < 0 {
@@ -358,9 +451,8 @@ unsafe fn name_of(get: impl Fn(*mut c_char, usize) -> isize) -> Result<String> {
         ));
     }
     buf.truncate(n as usize);
-    let name = String::from_utf8(buf)
-        .map_err(|_| VolError::Unsupported("a virtual source named in non-UTF-8 bytes".into()))?;
-    source_name(&name).map_err(VolError::Unsupported)
+    String::from_utf8(buf)
+        .map_err(|_| VolError::Unsupported("a virtual source named in non-UTF-8 bytes".into()))
 }
 
 /// The HDF5 file the source file `name` is, found where libhdf5 looks for
