@@ -363,18 +363,16 @@ pub const MAX_PAIRED_MAPPINGS: usize = 100_000;
 /// A regular mapping: the virtual runs and the source runs, per dimension.
 pub type RunPair = (Vec<Run>, Vec<Run>);
 
-/// A selection as elements: the dataspace's extent, and runs `(offset,
-/// length)` of elements in iteration order (offsets in C order).
-pub type ElementList = (Vec<u64>, Vec<(u64, u64)>);
-
-/// One side of a pairing: a dataspace's extent and its selection as runs
-/// of elements in iteration order (offsets in C order of the extent).
-pub struct ElementRuns<'a> {
-    pub dims: &'a [u64],
-    pub runs: &'a [(u64, u64)],
+/// A selection as elements (one side of a pairing): the dataspace's
+/// extent, and runs `(offset, length)` of elements in iteration order
+/// (offsets in C order of the extent).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ElementRuns {
+    pub dims: Vec<u64>,
+    pub runs: Vec<(u64, u64)>,
 }
 
-impl ElementRuns<'_> {
+impl ElementRuns {
     /// Its runs cut where rows of the extent end: `(offset, length)`, each
     /// within one row (one index of every dimension but the last).
     fn rows(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
@@ -2614,22 +2612,19 @@ mod tests {
             .collect()
     }
 
+    fn side(dims: &[u64], runs: &[(u64, u64)]) -> ElementRuns {
+        ElementRuns {
+            dims: dims.to_vec(),
+            runs: runs.to_vec(),
+        }
+    }
+
     #[test]
     fn irregular_selections_pair_element_for_element() {
         // h5py's test_index_layout: 10 scattered indices of 100 ← all of 10.
         let inds = [3u64, 6, 20, 25, 33, 47, 70, 75, 96, 98];
         let dst: Vec<(u64, u64)> = inds.iter().map(|&i| (i, 1)).collect();
-        let maps = pair_runs(
-            &ElementRuns {
-                dims: &[100],
-                runs: &dst,
-            },
-            &ElementRuns {
-                dims: &[10],
-                runs: &[(0, 10)],
-            },
-        )
-        .unwrap();
+        let maps = pair_runs(&side(&[100], &dst), &side(&[10], &[(0, 10)])).unwrap();
         let want: Vec<(u64, u64)> = inds.iter().copied().zip(0..).collect();
         assert_eq!(pairs_of(&maps, &[100], &[10]), want);
         assert!(
@@ -2650,79 +2645,29 @@ mod tests {
         }
         let n: u64 = dst.iter().map(|r| r.1).sum();
         let src = [(0u64, n)];
-        let maps = pair_runs(
-            &ElementRuns {
-                dims: &[6, 8],
-                runs: &dst,
-            },
-            &ElementRuns {
-                dims: &[4, 5],
-                runs: &src,
-            },
-        )
-        .unwrap();
+        let maps = pair_runs(&side(&[6, 8], &dst), &side(&[4, 5], &src)).unwrap();
         let want: Vec<(u64, u64)> = dst.iter().flat_map(|&(o, l)| o..o + l).zip(0..n).collect();
         assert_eq!(pairs_of(&maps, &[6, 8], &[4, 5]), want);
 
         // A union of boxes over rows, from a 1-D source (HDF5 pairs the
         // rows' pieces end to end).
         let dst = [(0u64, 3u64), (7, 3), (11, 2), (18, 2), (25, 2)];
-        let maps = pair_runs(
-            &ElementRuns {
-                dims: &[4, 7],
-                runs: &dst,
-            },
-            &ElementRuns {
-                dims: &[12],
-                runs: &[(0, 12)],
-            },
-        )
-        .unwrap();
+        let maps = pair_runs(&side(&[4, 7], &dst), &side(&[12], &[(0, 12)])).unwrap();
         let want: Vec<(u64, u64)> = dst.iter().flat_map(|&(o, l)| o..o + l).zip(0..12).collect();
         assert_eq!(pairs_of(&maps, &[4, 7], &[12]), want);
 
         // Points out of order pair in the order given.
         let pts = [(9u64, 1u64), (2, 1), (5, 1)];
-        let maps = pair_runs(
-            &ElementRuns {
-                dims: &[10],
-                runs: &pts,
-            },
-            &ElementRuns {
-                dims: &[3],
-                runs: &[(0, 3)],
-            },
-        )
-        .unwrap();
+        let maps = pair_runs(&side(&[10], &pts), &side(&[3], &[(0, 3)])).unwrap();
         assert_eq!(pairs_of(&maps, &[10], &[3]), vec![(9, 0), (2, 1), (5, 2)]);
 
         // Whole rows of a column pair as one mapping.
         let col: Vec<(u64, u64)> = (0..50u64).map(|r| (r * 4 + 2, 1)).collect();
-        let maps = pair_runs(
-            &ElementRuns {
-                dims: &[50, 4],
-                runs: &col,
-            },
-            &ElementRuns {
-                dims: &[50],
-                runs: &[(0, 50)],
-            },
-        )
-        .unwrap();
+        let maps = pair_runs(&side(&[50, 4], &col), &side(&[50], &[(0, 50)])).unwrap();
         assert_eq!(maps.len(), 1, "{maps:?}");
         assert_eq!(pairs_of(&maps, &[50, 4], &[50]).len(), 50);
 
-        assert!(pair_runs(
-            &ElementRuns {
-                dims: &[10],
-                runs: &[(0, 4)]
-            },
-            &ElementRuns {
-                dims: &[10],
-                runs: &[(0, 5)]
-            },
-        )
-        .is_err());
+        assert!(pair_runs(&side(&[10], &[(0, 4)]), &side(&[10], &[(0, 5)]),).is_err());
     }
 
     #[test]

@@ -14,8 +14,7 @@
 use std::ffi::{c_char, CString};
 
 use h5lake_engine::virtual_ds::{
-    is_printf_name, pair_runs, same_shape, source_name, stored_source_name, ElementList,
-    ElementRuns, Run,
+    is_printf_name, pair_runs, same_shape, source_name, stored_source_name, ElementRuns, Run,
 };
 use hdf5_sys::h5::hsize_t;
 use hdf5_sys::h5i::hid_t;
@@ -41,7 +40,7 @@ pub(crate) struct RawMapping {
     /// the extent it has when loaded): the virtual extent and the
     /// selection's runs of elements, paired once the source's extent is
     /// known (`vsel` is then empty).
-    pub velements: Option<ElementList>,
+    pub velements: Option<ElementRuns>,
     /// A printf-style series (`file` or `dataset` holds `%b`; both kept as
     /// HDF5 states them): `vsel` is blocks without end along one
     /// dimension, as stated (`[start, stride, null, block]`), block `b`
@@ -60,25 +59,19 @@ impl RawMapping {
         if let Some(ssel) = &self.ssel {
             return Ok(vec![(self.vsel.clone(), ssel.clone())]);
         }
-        let Some((vdims, vruns)) = &self.velements else {
+        let Some(velements) = &self.velements else {
             return Ok(vec![(
                 self.vsel.clone(),
                 h5lake_engine::virtual_ds::whole_source(src_dims, &self.vsel),
             )]);
         };
-        let n: u64 = vruns.iter().map(|r| r.1).sum();
-        let sdims = src_dims.map_or_else(|| vec![n], <[u64]>::to_vec);
-        let all = [(0, sdims.iter().product::<u64>())];
-        let pieces = pair_runs(
-            &ElementRuns {
-                dims: vdims,
-                runs: vruns,
-            },
-            &ElementRuns {
-                dims: &sdims,
-                runs: &all,
-            },
-        )?;
+        let n: u64 = velements.runs.iter().map(|r| r.1).sum();
+        let dims = src_dims.map_or_else(|| vec![n], <[u64]>::to_vec);
+        let all = ElementRuns {
+            runs: vec![(0, dims.iter().product::<u64>())],
+            dims,
+        };
+        let pieces = pair_runs(velements, &all)?;
         Ok(pieces
             .into_iter()
             .map(|(d, s)| (runs_json(d), runs_json(s)))
@@ -167,24 +160,13 @@ pub(crate) fn read_mappings(dcpl: hid_t) -> Result<std::result::Result<Vec<RawMa
             }
             // Irregular on a side, or shapes that differ: paired element
             // for element, as HDF5 pairs them.
-            _ => {
-                let (d, s) = (elements(vspace.id())?, elements(sspace.id())?);
-                let dst = ElementRuns {
-                    dims: &d.0,
-                    runs: &d.1,
-                };
-                let src = ElementRuns {
-                    dims: &s.0,
-                    runs: &s.1,
-                };
-                match pair_runs(&dst, &src) {
-                    Ok(pieces) => pieces
-                        .into_iter()
-                        .map(|(d, s)| (runs_json(d), Some(runs_json(s))))
-                        .collect(),
-                    Err(why) => return Ok(Err(format!("mapping {i}: {why}"))),
-                }
-            }
+            _ => match pair_runs(&elements(vspace.id())?, &elements(sspace.id())?) {
+                Ok(pieces) => pieces
+                    .into_iter()
+                    .map(|(d, s)| (runs_json(d), Some(runs_json(s))))
+                    .collect(),
+                Err(why) => return Ok(Err(format!("mapping {i}: {why}"))),
+            },
         };
         let (file, dataset) = match (source_name(&file), source_name(&dataset)) {
             (Ok(f), Ok(d)) => (f, d),
@@ -213,31 +195,19 @@ pub(crate) fn read_mappings(dcpl: hid_t) -> Result<std::result::Result<Vec<RawMa
 /// hyperslab with blocks without end along one dimension, stated as given
 /// there; `Ok(Err(why))` for another selection.
 fn printf_runs(space: hid_t) -> Result<std::result::Result<Vec<Value>, String>> {
-    let what = "reading a virtual mapping's selection";
     let (dims, _) = space_dims(space)?;
     let rank = dims.len();
-    let regular = lib(|| unsafe { h5s::H5Sget_select_type(space) })
-        == H5S_sel_type::H5S_SEL_HYPERSLABS
-        && check(lib(|| unsafe { h5s::H5Sis_regular_hyperslab(space) }), what)? > 0;
-    if !regular {
+    let hyperslab =
+        lib(|| unsafe { h5s::H5Sget_select_type(space) }) == H5S_sel_type::H5S_SEL_HYPERSLABS;
+    let Some([start, stride, count, block]) = hyperslab
+        .then(|| regular_hyperslab(space, rank))
+        .transpose()?
+        .flatten()
+    else {
         return Ok(Err(
             "the virtual selection is not a regular hyperslab".into()
         ));
-    }
-    let (mut start, mut stride, mut count, mut block) =
-        (vec![0; rank], vec![0; rank], vec![0; rank], vec![0; rank]);
-    check(
-        lib(|| unsafe {
-            h5s::H5Sget_regular_hyperslab(
-                space,
-                start.as_mut_ptr(),
-                stride.as_mut_ptr(),
-                count.as_mut_ptr(),
-                block.as_mut_ptr(),
-            )
-        }),
-        what,
-    )?;
+    };
     if count.iter().filter(|&&c| c == Run::UNLIMITED).count() != 1 {
         return Ok(Err(
             "the virtual selection is not unlimited along exactly one dimension".into(),
@@ -255,9 +225,33 @@ fn printf_runs(space: hid_t) -> Result<std::result::Result<Vec<Value>, String>> 
         .ok_or_else(|| "an overlapping hyperslab".to_string()))
 }
 
+/// `[start, stride, count, block]` of the hyperslab selection of `space`
+/// (of `rank` dimensions), when it is a regular one.
+fn regular_hyperslab(space: hid_t, rank: usize) -> Result<Option<[Vec<u64>; 4]>> {
+    let what = "reading a virtual mapping's selection";
+    if check(lib(|| unsafe { h5s::H5Sis_regular_hyperslab(space) }), what)? <= 0 {
+        return Ok(None);
+    }
+    let mut parts = [vec![0; rank], vec![0; rank], vec![0; rank], vec![0; rank]];
+    let [start, stride, count, block] = &mut parts;
+    check(
+        lib(|| unsafe {
+            h5s::H5Sget_regular_hyperslab(
+                space,
+                start.as_mut_ptr(),
+                stride.as_mut_ptr(),
+                count.as_mut_ptr(),
+                block.as_mut_ptr(),
+            )
+        }),
+        what,
+    )?;
+    Ok(Some(parts))
+}
+
 /// The extent of `space` and its selection as runs of elements in
 /// iteration order.
-fn elements(space: hid_t) -> Result<ElementList> {
+fn elements(space: hid_t) -> Result<ElementRuns> {
     const MAXSEQ: usize = 1024;
     let what = "reading a virtual mapping's selection";
     let (dims, _) = space_dims(space)?;
@@ -284,7 +278,7 @@ fn elements(space: hid_t) -> Result<ElementList> {
             what,
         )?;
         if nseq == 0 {
-            return Ok((dims, runs));
+            return Ok(ElementRuns { dims, runs });
         }
         for k in 0..nseq {
             match runs.last_mut() {
@@ -399,28 +393,10 @@ fn selection(space: hid_t) -> Result<Sel> {
         H5S_sel_type::H5S_SEL_NONE => Ok(Sel::Nothing),
         H5S_sel_type::H5S_SEL_POINTS => Ok(Sel::Elements),
         H5S_sel_type::H5S_SEL_HYPERSLABS => {
-            let regular = check(
-                lib(|| unsafe { h5s::H5Sis_regular_hyperslab(space) }),
-                "reading a virtual mapping's selection",
-            )?;
-            if regular == 0 {
-                return Ok(Sel::Elements);
-            }
             let rank = dims.len();
-            let (mut start, mut stride, mut count, mut block) =
-                (vec![0; rank], vec![0; rank], vec![0; rank], vec![0; rank]);
-            check(
-                lib(|| unsafe {
-                    h5s::H5Sget_regular_hyperslab(
-                        space,
-                        start.as_mut_ptr(),
-                        stride.as_mut_ptr(),
-                        count.as_mut_ptr(),
-                        block.as_mut_ptr(),
-                    )
-                }),
-                "reading a virtual mapping's selection",
-            )?;
+            let Some([start, stride, count, block]) = regular_hyperslab(space, rank)? else {
+                return Ok(Sel::Elements);
+            };
             if count.contains(&0) || block.contains(&0) {
                 return Ok(Sel::Nothing);
             }

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use h5lake_engine::virtual_ds::{
     is_printf_name, pair_runs, printf_name, same_shape, source_name, stored_source_name,
-    whole_source, ElementList, ElementRuns, Run,
+    whole_source, ElementRuns, Run,
 };
 use h5lake_engine::{DatasetMeta, Domain, DomainOptions, OpenMode};
 use serde_json::{json, Value};
@@ -111,25 +111,14 @@ pub unsafe fn mappings_of(api: &Api, dcpl: hid_t, dom: &Domain) -> Result<Option
         };
         let pieces = match (dst, src) {
             (Sel::Runs(d), Sel::Runs(s)) if same_shape(&d, &s) => vec![(d, s)],
-            (d, s) => {
-                let (d, s) = (d.elements(api, vspace.0)?, s.elements(api, sspace.0)?);
-                let dst = ElementRuns {
-                    dims: &d.0,
-                    runs: &d.1,
-                };
-                let src = ElementRuns {
-                    dims: &s.0,
-                    runs: &s.1,
-                };
-                pair_runs(&dst, &src)
-                    .map_err(|e| VolError::Unsupported(format!("virtual mapping {i}: {e}")))?
-                    .into_iter()
-                    .map(|(d, s)| {
-                        let json = |r: Vec<Run>| r.into_iter().map(Run::to_json).collect();
-                        (json(d), json(s))
-                    })
-                    .collect()
-            }
+            _ => pair_runs(&elements(api, vspace.0)?, &elements(api, sspace.0)?)
+                .map_err(|e| VolError::Unsupported(format!("virtual mapping {i}: {e}")))?
+                .into_iter()
+                .map(|(d, s)| {
+                    let json = |r: Vec<Run>| r.into_iter().map(Run::to_json).collect();
+                    (json(d), json(s))
+                })
+                .collect(),
         };
         let source = SourceOf {
             file: &file,
@@ -299,31 +288,8 @@ enum Sel {
     Elements,
 }
 
-impl Sel {
-    /// The extent of `space` and its selection as runs of elements in
-    /// iteration order, for [`pair_runs`].
-    unsafe fn elements(&self, api: &Api, space: hid_t) -> Result<ElementList> {
-        let f = &api.f;
-        let rank = check(
-            f.H5Sget_simple_extent_ndims(space),
-            "H5Sget_simple_extent_ndims",
-        )? as usize;
-        let mut dims = vec![0u64; rank];
-        check(
-            f.H5Sget_simple_extent_dims(space, dims.as_mut_ptr(), std::ptr::null_mut()),
-            "H5Sget_simple_extent_dims",
-        )?;
-        let mut runs: Vec<(u64, u64)> = Vec::new();
-        crate::selection::for_each_run(api, space, 1, |off, len| match runs.last_mut() {
-            Some(last) if last.0 + last.1 == off => last.1 += len as u64,
-            _ => runs.push((off, len as u64)),
-        })?;
-        Ok((dims, runs))
-    }
-}
-
-/// The selection of a mapping's dataspace `space`.
-unsafe fn runs(api: &Api, space: hid_t) -> Result<Sel> {
+/// The extent of the simple dataspace `space`.
+unsafe fn extent(api: &Api, space: hid_t) -> Result<Vec<u64>> {
     let f = &api.f;
     let rank = check(
         f.H5Sget_simple_extent_ndims(space),
@@ -334,6 +300,28 @@ unsafe fn runs(api: &Api, space: hid_t) -> Result<Sel> {
         f.H5Sget_simple_extent_dims(space, dims.as_mut_ptr(), std::ptr::null_mut()),
         "H5Sget_simple_extent_dims",
     )?;
+    Ok(dims)
+}
+
+/// The extent of `space` and its selection as runs of elements in
+/// iteration order, for [`pair_runs`].
+unsafe fn elements(api: &Api, space: hid_t) -> Result<ElementRuns> {
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    crate::selection::for_each_run(api, space, 1, |off, len| match runs.last_mut() {
+        Some(last) if last.0 + last.1 == off => last.1 += len as u64,
+        _ => runs.push((off, len as u64)),
+    })?;
+    Ok(ElementRuns {
+        dims: extent(api, space)?,
+        runs,
+    })
+}
+
+/// The selection of a mapping's dataspace `space`.
+unsafe fn runs(api: &Api, space: hid_t) -> Result<Sel> {
+    let f = &api.f;
+    let dims = extent(api, space)?;
+    let rank = dims.len();
     match f.H5Sget_select_type(space) {
         sys::H5S_sel_type_H5S_SEL_ALL if rank == 0 => Ok(Sel::Whole),
         sys::H5S_sel_type_H5S_SEL_ALL if dims.iter().all(|&d| d > 0) => {
@@ -378,10 +366,7 @@ unsafe fn printf_mapping(
     let refuse = |what: &str| {
         VolError::Unsupported(format!("virtual mapping {i} (printf-style names): {what}"))
     };
-    let rank = check(
-        api.f.H5Sget_simple_extent_ndims(vspace),
-        "H5Sget_simple_extent_ndims",
-    )? as usize;
+    let rank = extent(api, vspace)?.len();
     let Some([start, stride, count, block]) =
         crate::selection::regular_hyperslab(api, vspace, rank)?
     else {
