@@ -44,7 +44,6 @@ NATIVE_FORMAT = [
     ("test_file2.TestFileMetaBlockSize", "the native metadata block size"),
     ("test_file_alignment", "native file-space alignment"),
     ("test_h5f.TestCacheConfig", "the metadata cache configuration of a native file"),
-    ("test_dataset.TestVirtualPrefix", "the virtual prefix of a dataset access list is kept by the native connector (h5lake resolves relative sources beside the store)"),
     ("test_highlevel_vds.VDSUnlimitedTestCase", "copies the file with shutil.copyfile, which a store (a directory) is not; the same steps on a store pass (tests/test_vds.py::test_unlimited_axis_as_in_h5pys_own_test)"),
     ("test_dataset.TestExternal", "external raw storage is a native layout"),
     ("test_base::test_is_hdf5", "h5py.is_hdf5 asks HDF5 only about a regular file (os.path.isfile); a store is a directory"),
