@@ -231,6 +231,26 @@ def write_printf_vds(root):
         dcpl.set_fill_value(np.array(-7, "i4"))
         h5py.h5d.create(f.id, b"gapped", h5py.h5t.STD_I32LE,
                         h5py.h5s.create_simple((2, 0), (2, u)), dcpl=dcpl)
+        # A series of this file's own datasets, named "d%b".
+        for b in range(2):
+            f[f"d{b}"] = np.arange(4, dtype="i4") + 1000 * b
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        vspace = _unlimited(h5py.h5s.create_simple((0,), (u,)), 0, 4, 4)
+        dcpl.set_virtual(vspace, b".", b"d%b", h5py.h5s.create_simple((4,)))
+        h5py.h5d.create(f.id, b"own", h5py.h5t.STD_I32LE,
+                        h5py.h5s.create_simple((0,), (u,)), dcpl=dcpl)
+        # A series none of whose files exist.
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        vspace = _unlimited(h5py.h5s.create_simple((0,), (u,)), 0, 4, 4)
+        dcpl.set_virtual(vspace, b"none-%b.h5", b"x", h5py.h5s.create_simple((4,)))
+        h5py.h5d.create(f.id, b"none", h5py.h5t.STD_I32LE,
+                        h5py.h5s.create_simple((0,), (u,)), dcpl=dcpl)
+        # A box mapped from a whole source of another shape (not printf).
+        lay = h5py.VirtualLayout((3, 8), "i4")
+        lay[1:3, 1:7] = h5py.VirtualSource(str(root / "flat12.h5"), "a", shape=(12,))
+        f.create_virtual_dataset("reshaped", lay, fillvalue=-3)
+    with h5py.File(root / "flat12.h5", "w") as g:
+        g["a"] = np.arange(12, dtype="i4") + 500
     return root / "printf.h5"
 
 
@@ -246,7 +266,7 @@ def test_printf_style_sources_load_and_come_back(tmp_path, link):
 
     def same(path):
         with h5lake.File(str(store), "r") as f, h5py.File(path, "r") as g:
-            for name in ("printf", "gapped"):
+            for name in ("printf", "gapped", "own", "none", "reshaped"):
                 assert f[name].is_virtual and f[name].shape == g[name].shape, name
                 np.testing.assert_array_equal(f[name][...], g[name][...], err_msg=name)
             return f["printf"].shape
@@ -260,11 +280,35 @@ def test_printf_style_sources_load_and_come_back(tmp_path, link):
     _printf_part(tmp_path, 4)
     assert same(src) == (30,)
     with h5py.File(back, "r") as b, h5py.File(src, "r") as g:
-        for name in ("printf", "gapped"):
+        for name in ("printf", "gapped", "own", "none", "reshaped"):
             np.testing.assert_array_equal(b[name][...], g[name][...], err_msg=name)
         (m,) = b["printf"].virtual_sources()
         assert (m.file_name, m.dset_name) == ("part-%b.h5", "/own")
         assert m.vspace.get_regular_hyperslab() == ((0,), (5,), (h5py.h5s.UNLIMITED,), (5,))
+
+
+def test_get_writes_the_values_of_virtual_datasets_over_other_stores(tmp_path):
+    """A virtual dataset whose sources are in another store (which an HDF5
+    file cannot name) is written by `get` with its values, unlimited ones
+    at the extent their sources give them now (before, an unlimited one
+    came out as all fill)."""
+    with h5lake.File(tmp_path / "src.h5l", "w") as s:
+        s.create_dataset("log", data=np.arange(7, dtype="i4"), maxshape=(None,), chunks=(3,))
+        s.create_dataset("fixed", data=np.arange(5, dtype="i4") * 10)
+    with h5lake.File(tmp_path / "v.h5l", "w") as f:
+        grow = h5lake.VirtualLayout((0,), "i4", maxshape=(None,))
+        grow[0:h5lake.UNLIMITED] = h5lake.VirtualSource(str(tmp_path / "src.h5l"), "log",
+                                                        shape=(7,), maxshape=(None,))[0:h5lake.UNLIMITED]
+        f.create_virtual_dataset("grow", grow, fillvalue=-1)
+        fixed = h5lake.VirtualLayout((6,), "i4")
+        fixed[1:] = h5lake.VirtualSource(str(tmp_path / "src.h5l"), "fixed", shape=(5,))
+        f.create_virtual_dataset("fixed", fixed, fillvalue=-1)
+    out = tmp_path / "out.h5"
+    report = h5lake.get(str(tmp_path / "v.h5l"), str(out))
+    assert report["skipped"] == [] and len(report["notes"]) == 2
+    with h5py.File(out, "r") as g:
+        assert g["grow"][...].tolist() == list(range(7))
+        assert g["fixed"][...].tolist() == [-1, 0, 10, 20, 30, 40]
 
 
 def _unlimited(space, start, stride, block):

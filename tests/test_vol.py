@@ -1034,6 +1034,60 @@ def test_printf_style_virtual_sources(plugin_dir, tmp_path, sources):
     assert got["native", "filled"]["gapped"][1][1][:6] == [-7, 0, 1, -7, 100, 101]
 
 
+PRINTF_BEFORE_ITS_FILES = """
+import os
+d = os.path.dirname(p)
+u = h5py.h5s.UNLIMITED
+if not os.path.exists(p):
+    with h5py.File(p, "w") as f:
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        vs = h5py.h5s.create_simple((0,), (u,))
+        vs.select_hyperslab((0,), (u,), (4,), (4,))
+        dcpl.set_virtual(vs, b"part-%b.h5", b"data", h5py.h5s.create_simple((4,)))
+        h5py.h5d.create(f.id, b"s", h5py.h5t.STD_I32LE, h5py.h5s.create_simple((0,), (u,)),
+                        dcpl=dcpl).close()
+        # Blocks of 6 from sources of 2 x 3: paired element for element.
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        vs = h5py.h5s.create_simple((0,), (u,))
+        vs.select_hyperslab((0,), (u,), (6,), (6,))
+        dcpl.set_virtual(vs, b"grid-%b.h5", b"data", h5py.h5s.create_simple((2, 3)))
+        h5py.h5d.create(f.id, b"flat", h5py.h5t.STD_I32LE, h5py.h5s.create_simple((0,), (u,)),
+                        dcpl=dcpl).close()
+with h5py.File(p, "r") as f:
+    out["s"] = [list(f["s"].shape), f["s"][...].tolist()]
+    out["flat"] = [list(f["flat"].shape), f["flat"][...].tolist()]
+"""
+
+FILES_FOR_IT = """
+import os
+d = os.path.dirname(p)
+for b in range(3):
+    with h5py.File(os.path.join(d, f"part-{b}.h5"), "w") as f:
+        f["data"] = np.arange(4, dtype="i4") + 100 * b
+    with h5py.File(os.path.join(d, f"grid-{b}.h5"), "w") as f:
+        f["data"] = np.arange(6, dtype="i4").reshape(2, 3) + 10 * b
+"""
+
+
+def test_printf_series_made_before_its_hdf5_files(plugin_dir, tmp_path):
+    """A printf-style series made through the connector before any of its
+    sources exist reads the HDF5 files that appear later (each block's
+    source is taken for what it is when read), and blocks of another shape
+    than their sources pair element for element, as natively."""
+    got = {}
+    for side in ("native", "lake"):
+        (tmp_path / side).mkdir()
+        vds = str(tmp_path / side / "v.h5")
+        through = plugin_dir if side == "lake" else None
+        got[side, 0] = run_h5py(PRINTF_BEFORE_ITS_FILES, vds, through)
+        run_h5py(FILES_FOR_IT, vds)                           # plain HDF5 files
+        got[side, 1] = run_h5py(PRINTF_BEFORE_ITS_FILES, vds, through)
+    assert got["native", 0] == {"s": [[0], []], "flat": [[0], []]}
+    assert got["native", 1]["s"][0] == [12] and got["native", 1]["flat"][0] == [18]
+    assert got["lake", 0] == got["native", 0]
+    assert got["lake", 1] == got["native", 1]
+
+
 VIRTUAL_PREFIX = """
 import os
 d = os.path.dirname(p)
@@ -1046,7 +1100,8 @@ layout = h5py.VirtualLayout(shape=(10,), dtype="i8")
 layout[:] = h5py.VirtualSource("src.h5", "data", shape=(10,))
 vds.create_virtual_dataset("data", layout, fillvalue=-1)
 out["plain"] = vds["data"][...].tolist()
-for prefix in (os.path.join(d, "a").encode(), b"${ORIGIN}/../a", b"/nowhere"):
+os.chdir(d)                                     # (a relative prefix is from here)
+for prefix in (os.path.join(d, "a").encode(), b"${ORIGIN}/../a", b"a", b"/nowhere"):
     dapl = h5py.h5p.create(h5py.h5p.DATASET_ACCESS)
     dapl.set_virtual_prefix(prefix)
     ds = h5py.Dataset(h5py.h5d.open(vds.id, b"data", dapl=dapl))
@@ -1068,6 +1123,7 @@ def test_virtual_prefix_of_the_access_list(plugin_dir, tmp_path):
     through = run_h5py(VIRTUAL_PREFIX, str(tmp_path / "lake" / "x"), plugin_dir)
     assert native["plain"] == [-1] * 10 and native["D/a"] == [list(range(10)), "D/a"]
     assert native["${ORIGIN}/../a"] == [list(range(10)), "D/b//../a"]
+    assert native["a"] == [list(range(10)), "a"]
     assert through == native
 
 

@@ -274,6 +274,9 @@ pub struct Domain {
     docs: DocCache,
     /// Other stores opened for virtual datasets' sources.
     pub(crate) virtual_stores: crate::virtual_ds::SourceStores,
+    /// Blocks of printf-style series found so far (see
+    /// [`crate::virtual_ds::PrintfSeen`]).
+    pub(crate) printf_seen: crate::virtual_ds::PrintfSeen,
     /// HDF5 files' datasets linked again because their files changed.
     pub(crate) relinked: crate::hdf5_sources::RelinkedSources,
     /// Pending metadata ([`Durability::AtFlush`]); `store` reads through it.
@@ -494,6 +497,7 @@ impl Domain {
             linked_files,
             docs: DocCache::default(),
             virtual_stores: Default::default(),
+            printf_seen: Default::default(),
             relinked: Default::default(),
             journal: None,
         };

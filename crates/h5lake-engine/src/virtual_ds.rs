@@ -373,6 +373,51 @@ pub struct ElementRuns {
 }
 
 impl ElementRuns {
+    /// The elements of the bounded regular hyperslab `runs`, over an
+    /// extent just large enough to hold it; `None` past
+    /// [`MAX_PAIRED_MAPPINGS`] runs.
+    pub fn of_runs(runs: &[Run]) -> Option<ElementRuns> {
+        if runs.iter().any(Run::is_unlimited) {
+            return None;
+        }
+        let dims: Vec<u64> = runs.iter().map(Run::reach).collect();
+        let (lead, last) = runs.split_at(runs.len().saturating_sub(1));
+        let rows: u64 = lead.iter().map(Run::len).product();
+        let per_row = last
+            .first()
+            .map_or(1, |r| if r.step == 1 { 1 } else { r.count });
+        if rows.saturating_mul(per_row) > MAX_PAIRED_MAPPINGS as u64 {
+            return None;
+        }
+        let mut out = Vec::new();
+        let mut at = vec![0u64; lead.len()];
+        for _ in 0..rows {
+            let mut off = 0u64;
+            for (d, (r, &k)) in lead.iter().zip(&at).enumerate() {
+                off = off * dims[d] + r.coord(k);
+            }
+            let row = dims.last().copied().unwrap_or(1);
+            off *= if last.is_empty() { 1 } else { row };
+            match last.first() {
+                None => out.push((off, 1)),
+                Some(r) if r.step == 1 => out.push((off + r.start, r.count)),
+                Some(r) => {
+                    for c in 0..r.count {
+                        out.push((off + r.start + c * r.step, r.block));
+                    }
+                }
+            }
+            for d in (0..lead.len()).rev() {
+                at[d] += 1;
+                if at[d] < lead[d].len() {
+                    break;
+                }
+                at[d] = 0;
+            }
+        }
+        Some(ElementRuns { dims, runs: out })
+    }
+
     /// Its runs cut where rows of the extent end: `(offset, length)`, each
     /// within one row (one index of every dimension but the last).
     fn rows(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
@@ -656,11 +701,12 @@ pub fn is_printf_name(name: &str) -> bool {
 impl Mapping {
     /// Block `b` of a printf-style mapping: an ordinary mapping of the
     /// source named with `b`.
-    fn printf_block(&self, p: Printf, b: u64) -> Option<Mapping> {
+    /// A block of another shape than its source selection (of as many
+    /// elements) is several mappings, paired element for element.
+    fn printf_block(&self, p: Printf, b: u64) -> Option<Vec<Mapping>> {
         let mut m = self.clone();
         let start = p.start.checked_add(b.checked_mul(p.stride)?)?;
         m.dst[p.dim] = Run::new(start, 1, p.len, 1)?;
-        m.pairs = pair_dims(&m.src, &m.dst)?;
         m.printf = Some(Printf {
             block: Some(b),
             ..p
@@ -670,7 +716,24 @@ impl Mapping {
         m.file = name(&self.file);
         m.file_name = name(&self.file_name);
         m.path = printf_name(&self.path, b);
-        Some(m)
+        if let Some(pairs) = pair_dims(&m.src, &m.dst) {
+            m.pairs = pairs;
+            return Some(vec![m]);
+        }
+        let pieces = pair_runs(
+            &ElementRuns::of_runs(&m.dst)?,
+            &ElementRuns::of_runs(&m.src)?,
+        );
+        pieces
+            .ok()?
+            .into_iter()
+            .map(|(dst, src)| {
+                let mut piece = m.clone();
+                piece.pairs = pair_dims(&src, &dst)?;
+                (piece.dst, piece.src) = (dst, src);
+                Some(piece)
+            })
+            .collect()
     }
 
     /// Whether this is a printf-style series, not yet one block of it.
@@ -751,7 +814,7 @@ pub struct VirtualMap {
 }
 
 /// What a dataset access list says of a virtual dataset's sources.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct VirtualAccess {
     /// Where sources named by relative paths are looked for before beside
     /// this store (`H5Pset_virtual_prefix`; `${ORIGIN}` is this store's
@@ -863,8 +926,15 @@ impl VirtualMap {
                     dims[d]
                 )));
             }
-            let mut pairs = pair_dims(&src, &dst).ok_or_else(|| {
-                let shape = |r: &[Run]| r.iter().map(Run::len).collect::<Vec<_>>();
+            let shape = |r: &[Run]| r.iter().map(Run::len).collect::<Vec<_>>();
+            let elements = |r: &[Run]| r.iter().map(Run::len).product::<u64>();
+            // (A printf-style block of another shape than its source
+            // selection is paired element for element when read.)
+            let paired = pair_dims(&src, &dst).or_else(|| {
+                (printf.is_some() && elements(&src) == elements(&dst))
+                    .then(|| vec![None; dst.len()])
+            });
+            let mut pairs = paired.ok_or_else(|| {
                 bad(format!(
                     "mapping {i}: the source selection {:?} and the virtual selection {:?} \
                      differ in shape (dimensions of one index aside)",
@@ -1258,6 +1328,22 @@ type SourcePoints<T> = (Arc<DatasetMeta>, Vec<u64>, Vec<T>);
 #[derive(Default)]
 pub(crate) struct SourceStores(Mutex<HashMap<String, Arc<Domain>>>);
 
+/// The blocks of each printf-style series found so far, by dataset,
+/// mapping and access: a block found stays found (as libhdf5 keeps a source
+/// it opened), and the series is looked for again only past them — not
+/// from block 0 at every read.
+#[derive(Default)]
+pub(crate) struct PrintfSeen(Mutex<HashMap<(String, usize, VirtualAccess), SeenBlocks>>);
+
+/// The blocks of a series found so far: their mappings, and the number of
+/// the last.
+#[derive(Clone, Default)]
+struct SeenBlocks {
+    mappings: Vec<Mapping>,
+    last: Option<u64>,
+    count: u64,
+}
+
 /// Why a mapping's source gives less than its selection, for
 /// [`Domain::virtual_problems`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -1483,8 +1569,11 @@ impl Domain {
         let origin = here.parent().unwrap_or(std::path::Path::new("/"));
         // (`${ORIGIN}` stands for the directory of the virtual dataset's
         // store, as for the directory of its file in libhdf5.)
+        // (A relative prefix is taken from the working directory, as
+        // libhdf5 takes it.)
         let under = |p: &str| {
-            std::path::PathBuf::from(p.replace("${ORIGIN}", &origin.to_string_lossy())).join(rel)
+            let dir = std::path::PathBuf::from(p.replace("${ORIGIN}", &origin.to_string_lossy()));
+            std::path::absolute(&dir).unwrap_or(dir).join(rel)
         };
         let env = std::env::var("HDF5_VDS_PREFIX").unwrap_or_default();
         let found = env
@@ -1616,39 +1705,106 @@ impl Domain {
     /// cannot be mapped at all.
     fn printf_blocks(&self, m: &DatasetMeta, vm: &VirtualMap) -> Result<VirtualMap> {
         let mut out = vm.mappings.clone();
-        for mp in vm.mappings.iter().filter(|mp| mp.is_printf_series()) {
-            let Some(p) = mp.printf else { continue };
+        for (i, mp) in vm.mappings.iter().enumerate() {
+            let Some(p) = mp.printf.filter(|p| p.block.is_none()) else {
+                continue;
+            };
+            let key = (m.id.clone(), i, vm.access.clone());
+            let mut seen = self
+                .printf_seen
+                .0
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&key)
+                .cloned()
+                .unwrap_or_default();
             let mut missing = 0;
-            for b in 0.. {
-                if b == MAX_PRINTF_BLOCKS {
-                    return Err(EngineError::Invalid(format!(
-                        "virtual dataset {}: more than {MAX_PRINTF_BLOCKS} sources of the \
-                         printf-style series {}",
-                        m.id,
-                        mp.file_name
-                            .as_deref()
-                            .or(mp.store.as_deref())
-                            .unwrap_or(&mp.path)
-                    )));
-                }
-                let Some(block) = mp.printf_block(p, b) else {
+            let mut b = seen.last.map_or(0, |b| b + 1);
+            loop {
+                let Some(block) = self.printf_block(mp, p, b, &vm.access) else {
                     break;
                 };
                 let mut why = String::new();
-                if self.virtual_source(m, &block, &mut why)?.is_none() {
+                if self.virtual_source(m, &block[0], &mut why)?.is_none() {
                     missing += 1;
                     if missing > vm.access.printf_gap {
                         break;
                     }
-                    continue;
+                } else {
+                    if seen.count == MAX_PRINTF_BLOCKS {
+                        return Err(EngineError::Invalid(format!(
+                            "virtual dataset {}: more than {MAX_PRINTF_BLOCKS} sources of the \
+                             printf-style series {}",
+                            m.id,
+                            mp.file_name
+                                .as_deref()
+                                .or(mp.store.as_deref())
+                                .unwrap_or(&mp.path)
+                        )));
+                    }
+                    missing = 0;
+                    seen.mappings.extend(block);
+                    seen.last = Some(b);
+                    seen.count += 1;
                 }
-                missing = 0;
-                out.push(block);
+                b += 1;
             }
+            out.extend(seen.mappings.iter().cloned());
+            self.printf_seen
+                .0
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(key, seen);
         }
         let mut map = VirtualMap::new(out);
         map.access.clone_from(&vm.access);
         Ok(map)
+    }
+
+    /// Block `b` of the printf-style series `mp` (one mapping or more, of
+    /// one source), its source an HDF5 file or a store, whichever is there
+    /// now under the block's name (a program may make either, before or
+    /// after the series).
+    fn printf_block(
+        &self,
+        mp: &Mapping,
+        p: Printf,
+        b: u64,
+        access: &VirtualAccess,
+    ) -> Option<Vec<Mapping>> {
+        let mut pieces = mp.printf_block(p, b)?;
+        let m = pieces.first()?;
+        // (The series of the virtual dataset's own datasets, "d%b": none.)
+        let Some(given) = m.file_name.clone().or(m.store.clone()).or(m.file.clone()) else {
+            return Some(pieces);
+        };
+        if given.starts_with("s3://") {
+            return Some(pieces);
+        }
+        let near = self.source_location_with(&given, access.prefix.as_deref());
+        let from_cwd = std::path::absolute(&given).ok();
+        let relative = !std::path::Path::new(&given).is_absolute();
+        let file = [Some(std::path::PathBuf::from(&near)), from_cwd]
+            .into_iter()
+            .flatten()
+            .find(|f| f.is_file());
+        let is_file = m.file.is_some();
+        for m in &mut pieces {
+            match &file {
+                Some(f) => {
+                    m.store = None;
+                    m.file = Some(f.to_string_lossy().into_owned());
+                    m.file_name = relative.then(|| given.clone());
+                }
+                None if is_file && std::path::Path::new(&near).is_dir() => {
+                    m.store = Some(given.clone());
+                    m.file = None;
+                    m.file_name = None;
+                }
+                None => {}
+            }
+        }
+        Some(pieces)
     }
 
     /// Checks a new virtual dataset's mappings before it is stored: their
@@ -2617,6 +2773,31 @@ mod tests {
             dims: dims.to_vec(),
             runs: runs.to_vec(),
         }
+    }
+
+    #[test]
+    fn regular_runs_as_elements_are_their_elements_in_order() {
+        let runs = [
+            Run::new(1, 2, 3, 1).unwrap(),
+            Run::new(0, 1, 2, 1).unwrap(),
+            Run::new(2, 5, 3, 2).unwrap(),
+        ];
+        let e = ElementRuns::of_runs(&runs).unwrap();
+        let got: Vec<Vec<u64>> = e
+            .runs
+            .iter()
+            .flat_map(|&(o, l)| o..o + l)
+            .map(|o| e.coords(o))
+            .collect();
+        let mut want = Vec::new();
+        for i in 0..runs[0].len() {
+            for j in 0..runs[1].len() {
+                for k in 0..runs[2].len() {
+                    want.push(vec![runs[0].coord(i), runs[1].coord(j), runs[2].coord(k)]);
+                }
+            }
+        }
+        assert_eq!(got, want);
     }
 
     #[test]

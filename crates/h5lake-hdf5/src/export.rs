@@ -1020,7 +1020,6 @@ impl<'a> Exporter<'a> {
             .get("creationProperties")
             .cloned()
             .unwrap_or(Value::Null);
-        let layout = plan_layout(doc, &meta);
         // A virtual dataset stays one where HDF5 can name its sources.
         let mappings = match &meta.virtual_map {
             Some(vm) => {
@@ -1036,6 +1035,15 @@ impl<'a> Exporter<'a> {
             }
             None => None,
         };
+        let mut meta = meta;
+        if mappings.is_none() && meta.virtual_map.as_ref().is_some_and(|vm| vm.unlimited) {
+            // Written with its values, an unlimited virtual dataset has the
+            // extent its sources give it now.
+            let live = self.dom.dataset(id)?;
+            meta.dims.clone_from(&live.dims);
+            meta.shape = live.shape.clone();
+        }
+        let layout = plan_layout(doc, &meta);
         // Data read through the engine needs a document the engine can parse
         // (it does not resolve a type given as a bare committed-type id).
         let reads_stored_chunks =
@@ -1047,14 +1055,6 @@ impl<'a> Exporter<'a> {
                     err => Err(err),
                 };
             }
-        }
-        let mut meta = meta;
-        if mappings.is_none() && meta.virtual_map.as_ref().is_some_and(|vm| vm.unlimited) {
-            // Written with its values, an unlimited virtual dataset has the
-            // extent its sources give it now.
-            let live = self.dom.dataset(id)?;
-            meta.dims.clone_from(&live.dims);
-            meta.shape = live.shape.clone();
         }
         let (space, _) = dataspace(&meta.shape)?;
 
@@ -1254,9 +1254,11 @@ fn hdf5_mappings(
         if mp["printf"].as_bool() == Some(true) {
             // A series of HDF5 files: named as stated (each is looked for
             // when read, as libhdf5 looks for it).
-            let Some(file) = mp["file_name"].as_str().or(mp["file"].as_str()) else {
-                return Ok(None);
-            };
+            // (Neither: a series of the store's own datasets, ".".)
+            let file = mp["file_name"]
+                .as_str()
+                .or(mp["file"].as_str())
+                .unwrap_or(".");
             let reach = runs("src")
                 .iter()
                 .map(|r| h5lake_engine::virtual_ds::Run::of_json(r).map_or(1, |r| r.reach()))
@@ -1388,8 +1390,15 @@ fn plan_layout(doc: &Value, meta: &DatasetMeta) -> Layout {
         .iter()
         .zip(&maxdims)
         .all(|(&c, &m)| c > 0 && (m == UNLIMITED || c <= m));
-    let chunk: Vec<u64> = meta
-        .chunk
+    // (A virtual dataset written with its values has no chunks of its own:
+    // HSDS's guess of about 1 MiB.)
+    let own = if meta.virtual_map.is_some() {
+        let es = meta.dtype.fixed_size().unwrap_or(16) as u64;
+        h5lake_types::guess_chunks(dims, es)
+    } else {
+        meta.chunk.clone()
+    };
+    let chunk: Vec<u64> = own
         .iter()
         .zip(&maxdims)
         .map(|(&c, &m)| {
@@ -1402,7 +1411,7 @@ fn plan_layout(doc: &Value, meta: &DatasetMeta) -> Layout {
         .collect();
     Layout::Chunked {
         chunk,
-        direct: fits && !converts(&meta.dtype),
+        direct: fits && !converts(&meta.dtype) && meta.virtual_map.is_none(),
     }
 }
 
@@ -1488,7 +1497,9 @@ impl DataWriter<'_> {
             .zip(&m.chunk)
             .map(|(d, c)| d.div_ceil(*c))
             .collect();
-        if m.link.is_some() {
+        // (Linked and virtual datasets have their values elsewhere: every
+        // chunk of the extent is read.)
+        if m.link.is_some() || m.virtual_map.is_some() {
             return Ok(odometer(&grid));
         }
         let prefix = ids::object_prefix(&m.id)?;

@@ -1310,6 +1310,12 @@ impl Loader<'_> {
         };
         let mut mappings = Vec::with_capacity(raw.len());
         for m in raw {
+            if m.printf && m.file == "." {
+                // A series of this file's datasets ("d%b"): of the store.
+                mappings.push(json!({"store": null, "path": m.dataset, "printf": true,
+                                     "src": m.ssel, "dst": m.vsel}));
+                continue;
+            }
             if m.printf {
                 // A series of files, linked as each is read (none is
                 // copied: there is no end to it), looked for as libhdf5

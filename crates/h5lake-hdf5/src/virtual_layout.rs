@@ -59,11 +59,14 @@ impl RawMapping {
         if let Some(ssel) = &self.ssel {
             return Ok(vec![(self.vsel.clone(), ssel.clone())]);
         }
+        if !self.vsel.is_empty() {
+            let whole = h5lake_engine::virtual_ds::whole_source(src_dims, &self.vsel);
+            if self.velements.is_none() || same_shape(&self.vsel, &whole) {
+                return Ok(vec![(self.vsel.clone(), whole)]);
+            }
+        }
         let Some(velements) = &self.velements else {
-            return Ok(vec![(
-                self.vsel.clone(),
-                h5lake_engine::virtual_ds::whole_source(src_dims, &self.vsel),
-            )]);
+            return Err("a virtual selection of nothing".into());
         };
         let n: u64 = velements.runs.iter().map(|r| r.1).sum();
         let dims = src_dims.map_or_else(|| vec![n], <[u64]>::to_vec);
@@ -114,6 +117,20 @@ pub(crate) fn read_mappings(dcpl: hid_t) -> Result<std::result::Result<Vec<RawMa
         if is_printf_name(&file) || is_printf_name(&dataset) {
             let (vsel, ssel) = match (printf_runs(vspace.id())?, selection(sspace.id())?) {
                 (Ok(v), Sel::Runs(s)) => (v, s),
+                // Each source whole: of the shape of a block.
+                (Ok(v), Sel::Whole) => {
+                    let block: Vec<Value> = v
+                        .iter()
+                        .map(|r| match r.get(2) {
+                            Some(Value::Null) => {
+                                json!([r[0], 1, r.get(3).cloned().unwrap_or(json!(1))])
+                            }
+                            _ => r.clone(),
+                        })
+                        .collect();
+                    let s = h5lake_engine::virtual_ds::whole_source(None, &block);
+                    (v, s)
+                }
                 (Err(why), _) => return Ok(Err(format!("mapping {i} (printf-style): {why}"))),
                 _ => {
                     return Ok(Err(format!(
@@ -139,7 +156,12 @@ pub(crate) fn read_mappings(dcpl: hid_t) -> Result<std::result::Result<Vec<RawMa
         let mut velements = None;
         let pieces = match (selection(vspace.id())?, selection(sspace.id())?) {
             (Sel::Runs(v), Sel::Runs(s)) if same_shape(&v, &s) => vec![(v, Some(s))],
-            (Sel::Runs(v), Sel::Whole) => vec![(v, None)],
+            // (Paired element for element, if the source's extent turns
+            // out to be of another shape.)
+            (Sel::Runs(v), Sel::Whole) => {
+                velements = Some(elements(vspace.id())?);
+                vec![(v, None)]
+            }
             // A mapping of nothing adds nothing.
             (Sel::Nothing, _) | (_, Sel::Nothing) => continue,
             (Sel::Whole, _) => {
@@ -369,7 +391,8 @@ fn hyperslab_space(dims: &[u64], maxdims: &[u64], runs: &[Value]) -> Result<Hid>
 
 enum Sel {
     Runs(Vec<Value>),
-    /// An irregular hyperslab or points: paired element for element.
+    /// An irregular hyperslab (or points, which libhdf5 refuses in
+    /// mappings): paired element for element.
     Elements,
     /// Everything, of an extent the dataspace does not hold.
     Whole,

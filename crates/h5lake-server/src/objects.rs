@@ -435,25 +435,6 @@ pub(crate) fn resolve_type(dom: &Domain, t: &Value) -> Result<Value> {
     type_json(t)
 }
 
-/// HSDS picks a chunk shape when a dataset needs one (resizable or
-/// filtered) and the client gave none: about 1 MiB, growing the last
-/// dimensions first, unlimited dimensions starting from their current size.
-pub(crate) fn guess_chunks(dims: &[u64], esize: u64) -> Vec<u64> {
-    let target = (1u64 << 20) / esize.max(1);
-    let mut chunk: Vec<u64> = dims.iter().map(|&d| d.max(1)).collect();
-    let mut total: u64 = chunk.iter().product::<u64>().max(1);
-    for c in chunk.iter_mut() {
-        if total <= target {
-            break;
-        }
-        let shrink = (total / target).max(1);
-        let new = (*c / shrink).max(1);
-        total = total / *c * new;
-        *c = new;
-    }
-    chunk
-}
-
 /// Largest chunk a dataset may declare: every read or write of a chunk holds
 /// it whole in memory (HSDS refuses chunks beyond its chunk cache, 128 MiB
 /// by default, too).
@@ -586,8 +567,7 @@ pub(crate) fn create_item(
                 let esize = h5lake_types::Datatype::from_json(&t)?
                     .fixed_size()
                     .unwrap_or(16) as u64;
-                cprops["layout"] =
-                    json!({"class": "H5D_CHUNKED", "dims": guess_chunks(&dims, esize)});
+                cprops["layout"] = json!({"class": "H5D_CHUNKED", "dims": h5lake_types::guess_chunks(&dims, esize)});
             }
             check_chunk_size(&t, &cprops)?;
             let did = dom.create_dataset_with_id(id, t, shape, cprops)?;
@@ -1638,10 +1618,10 @@ mod tests {
 
     #[test]
     fn chunk_guess() {
-        assert_eq!(guess_chunks(&[10], 8), vec![10]);
-        let c = guess_chunks(&[1 << 20, 100], 8);
+        assert_eq!(h5lake_types::guess_chunks(&[10], 8), vec![10]);
+        let c = h5lake_types::guess_chunks(&[1 << 20, 100], 8);
         assert!(c.iter().product::<u64>() * 8 <= 1 << 20);
-        assert_eq!(guess_chunks(&[0, 5], 4), vec![1, 5]);
+        assert_eq!(h5lake_types::guess_chunks(&[0, 5], 4), vec![1, 5]);
     }
 
     #[test]

@@ -26,7 +26,8 @@ use crate::sys::{self, hid_t};
 /// The mappings on the creation list `dcpl`, as stored (`None`: not a
 /// virtual layout).
 ///
-/// A mapping of an irregular hyperslab or points on either side, or of
+/// A mapping of an irregular hyperslab on either side (libhdf5 itself
+/// refuses point selections in mappings), or of
 /// selections of other shapes, is stored as the regular mappings that pair
 /// the same elements (see [`pair_runs`]).
 ///
@@ -112,7 +113,7 @@ pub unsafe fn mappings_of(api: &Api, dcpl: hid_t, dom: &Domain) -> Result<Option
         let pieces = match (dst, src) {
             (Sel::Runs(d), Sel::Runs(s)) if same_shape(&d, &s) => vec![(d, s)],
             _ => pair_runs(&elements(api, vspace.0)?, &elements(api, sspace.0)?)
-                .map_err(|e| VolError::Unsupported(format!("virtual mapping {i}: {e}")))?
+                .map_err(|e| VolError::Invalid(format!("virtual mapping {i}: {e}")))?
                 .into_iter()
                 .map(|(d, s)| {
                     let json = |r: Vec<Run>| r.into_iter().map(Run::to_json).collect();
@@ -284,7 +285,8 @@ enum Sel {
     Nothing,
     /// Everything, of an extent the dataspace does not hold.
     Whole,
-    /// An irregular hyperslab or points: paired element for element.
+    /// An irregular hyperslab (or points, which libhdf5 refuses in
+    /// mappings): paired element for element.
     Elements,
 }
 
@@ -363,9 +365,8 @@ unsafe fn printf_mapping(
     given: &str,
     i: usize,
 ) -> Result<Value> {
-    let refuse = |what: &str| {
-        VolError::Unsupported(format!("virtual mapping {i} (printf-style names): {what}"))
-    };
+    let refuse =
+        |what: &str| VolError::Invalid(format!("virtual mapping {i} (printf-style names): {what}"));
     let rank = extent(api, vspace)?.len();
     let Some([start, stride, count, block]) =
         crate::selection::regular_hyperslab(api, vspace, rank)?
