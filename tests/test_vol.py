@@ -967,33 +967,44 @@ for b in %s:
         f["data"] = np.arange(5, dtype="i4") + 100 * b
 """
 
-PRINTF_SERIES = """
+# A virtual dataset `name` of one printf-style mapping, made with HDF5's
+# own calls: `hyperslab` = (start, count, stride, block) of the virtual
+# extent `shape` (maximum `maxshape`), from `dset` of the files named
+# `files`, each selected whole in an extent of `source`.
+SERIES = """
 import os
 d = os.path.dirname(p)
 u = h5py.h5s.UNLIMITED
+def series(f, name, shape, maxshape, hyperslab, files, dset, source, fill=0, ssel=None):
+    dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+    vs = h5py.h5s.create_simple(shape, maxshape)
+    vs.select_hyperslab(*hyperslab)
+    ss = h5py.h5s.create_simple(source)
+    if ssel:
+        ss.select_hyperslab(*ssel)
+    dcpl.set_virtual(vs, files, dset, ss)
+    dcpl.set_fill_value(np.array(fill, "i4"))
+    h5py.h5d.create(f.id, name, h5py.h5t.STD_I32LE, h5py.h5s.create_simple(shape, maxshape),
+                    dcpl=dcpl).close()
+"""
+
+PRINTF_SERIES = SERIES + """
 if not os.path.exists(p):
     with h5py.File(p, "w") as f:
         # Blocks of 5 without end, block b from part-b.h5 (relative name).
-        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
-        vs = h5py.h5s.create_simple((0,), (u,))
-        vs.select_hyperslab((0,), (u,), (5,), (5,))
-        dcpl.set_virtual(vs, b"part-%b.h5", b"data", h5py.h5s.create_simple((5,)))
-        dcpl.set_fill_value(np.array(-1, "i4"))
-        h5py.h5d.create(f.id, b"series", h5py.h5t.STD_I32LE, h5py.h5s.create_simple((0,), (u,)),
-                        dcpl=dcpl).close()
+        series(f, b"series", (0,), (u,), ((0,), (u,), (5,), (5,)), b"part-%b.h5", b"data", (5,),
+               fill=-1)
         # Gapped, 2-D: blocks of 2 every 3 along row 1, from the first 2
         # elements of each source (absolute name).
-        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
-        vs = h5py.h5s.create_simple((2, 0), (2, u))
-        vs.select_hyperslab((1, 1), (1, u), (1, 3), (1, 2))
-        ss = h5py.h5s.create_simple((5,))
-        ss.select_hyperslab((0,), (2,))
-        dcpl.set_virtual(vs, os.path.join(d, "part-%b.h5").encode(), b"/data", ss)
-        dcpl.set_fill_value(np.array(-7, "i4"))
-        h5py.h5d.create(f.id, b"gapped", h5py.h5t.STD_I32LE,
-                        h5py.h5s.create_simple((2, 0), (2, u)), dcpl=dcpl).close()
+        series(f, b"gapped", (2, 0), (2, u), ((1, 1), (1, u), (1, 3), (1, 2)),
+               os.path.join(d, "part-%b.h5").encode(), b"/data", (5,), fill=-7,
+               ssel=((0,), (2,)))
+        # One row of 5 per source, the row stated as one block of 5.
+        series(f, b"rows", (0, 5), (u, 5), ((0, 0), (u, 1), (1, 1), (1, 5)), b"part-%b.h5",
+               b"data", (5,))
 with h5py.File(p, "r") as f:
-    for k in ("series", "gapped"):
+    out["rows"] = [s.vspace.get_regular_hyperslab() for s in f["rows"].virtual_sources()]
+    for k in ("series", "gapped", "rows"):
         out[k] = [list(f[k].shape), f[k][...].tolist()]
     out["sources"] = [(s.file_name.replace(d, "D"), s.dset_name,
                        s.vspace.get_regular_hyperslab()) for s in f["series"].virtual_sources()]
@@ -1034,25 +1045,12 @@ def test_printf_style_virtual_sources(plugin_dir, tmp_path, sources):
     assert got["native", "filled"]["gapped"][1][1][:6] == [-7, 0, 1, -7, 100, 101]
 
 
-PRINTF_BEFORE_ITS_FILES = """
-import os
-d = os.path.dirname(p)
-u = h5py.h5s.UNLIMITED
+PRINTF_BEFORE_ITS_FILES = SERIES + """
 if not os.path.exists(p):
     with h5py.File(p, "w") as f:
-        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
-        vs = h5py.h5s.create_simple((0,), (u,))
-        vs.select_hyperslab((0,), (u,), (4,), (4,))
-        dcpl.set_virtual(vs, b"part-%b.h5", b"data", h5py.h5s.create_simple((4,)))
-        h5py.h5d.create(f.id, b"s", h5py.h5t.STD_I32LE, h5py.h5s.create_simple((0,), (u,)),
-                        dcpl=dcpl).close()
+        series(f, b"s", (0,), (u,), ((0,), (u,), (4,), (4,)), b"part-%b.h5", b"data", (4,))
         # Blocks of 6 from sources of 2 x 3: paired element for element.
-        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
-        vs = h5py.h5s.create_simple((0,), (u,))
-        vs.select_hyperslab((0,), (u,), (6,), (6,))
-        dcpl.set_virtual(vs, b"grid-%b.h5", b"data", h5py.h5s.create_simple((2, 3)))
-        h5py.h5d.create(f.id, b"flat", h5py.h5t.STD_I32LE, h5py.h5s.create_simple((0,), (u,)),
-                        dcpl=dcpl).close()
+        series(f, b"flat", (0,), (u,), ((0,), (u,), (6,), (6,)), b"grid-%b.h5", b"data", (2, 3))
 with h5py.File(p, "r") as f:
     out["s"] = [list(f["s"].shape), f["s"][...].tolist()]
     out["flat"] = [list(f["flat"].shape), f["flat"][...].tolist()]

@@ -693,6 +693,36 @@ pub fn printf_name(name: &str, b: u64) -> String {
     out
 }
 
+/// The stored virtual selection of a printf-style series from HDF5's
+/// regular hyperslab `(start, stride, count, block)` (one value per
+/// dimension each): blocks without end along exactly one dimension, every
+/// dimension kept as stated (HDF5 gives them back so).
+///
+/// # Errors
+/// No unlimited dimension, or more than one; overlapping blocks.
+pub fn printf_selection(
+    start: &[u64],
+    stride: &[u64],
+    count: &[u64],
+    block: &[u64],
+) -> std::result::Result<Vec<Value>, String> {
+    if count.iter().filter(|&&c| c == Run::UNLIMITED).count() != 1 {
+        return Err("the virtual selection is not unlimited along exactly one dimension".into());
+    }
+    (0..start.len())
+        .map(|d| {
+            let c = if count[d] == Run::UNLIMITED {
+                Value::Null
+            } else {
+                json!(count[d])
+            };
+            let stated = json!([start[d], stride[d], c, block[d]]);
+            Run::of_json(&stated).map(|_| stated)
+        })
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| "an overlapping hyperslab".to_string())
+}
+
 /// Whether a name as HDF5 states it is printf-style (holds `%b`).
 pub fn is_printf_name(name: &str) -> bool {
     source_name(name).is_err()

@@ -14,7 +14,8 @@
 use std::ffi::{c_char, CString};
 
 use h5lake_engine::virtual_ds::{
-    is_printf_name, pair_runs, same_shape, source_name, stored_source_name, ElementRuns, Run,
+    is_printf_name, pair_runs, printf_selection, same_shape, source_name, stored_source_name,
+    ElementRuns, Run,
 };
 use hdf5_sys::h5::hsize_t;
 use hdf5_sys::h5i::hid_t;
@@ -230,21 +231,7 @@ fn printf_runs(space: hid_t) -> Result<std::result::Result<Vec<Value>, String>> 
             "the virtual selection is not a regular hyperslab".into()
         ));
     };
-    if count.iter().filter(|&&c| c == Run::UNLIMITED).count() != 1 {
-        return Ok(Err(
-            "the virtual selection is not unlimited along exactly one dimension".into(),
-        ));
-    }
-    Ok((0..rank)
-        .map(|d| {
-            if count[d] == Run::UNLIMITED {
-                Some(json!([start[d], stride[d], null, block[d]]))
-            } else {
-                Run::from_hdf5(start[d], stride[d], count[d], block[d]).map(Run::to_json)
-            }
-        })
-        .collect::<Option<Vec<_>>>()
-        .ok_or_else(|| "an overlapping hyperslab".to_string()))
+    Ok(printf_selection(&start, &stride, &count, &block))
 }
 
 /// `[start, stride, count, block]` of the hyperslab selection of `space`

@@ -13,8 +13,8 @@ use std::ffi::{c_char, CString};
 use std::path::{Path, PathBuf};
 
 use h5lake_engine::virtual_ds::{
-    is_printf_name, pair_runs, printf_name, same_shape, source_name, stored_source_name,
-    whole_source, ElementRuns, Run,
+    is_printf_name, pair_runs, printf_name, printf_selection, same_shape, source_name,
+    stored_source_name, whole_source, ElementRuns, Run,
 };
 use h5lake_engine::{DatasetMeta, Domain, DomainOptions, OpenMode};
 use serde_json::{json, Value};
@@ -373,22 +373,7 @@ unsafe fn printf_mapping(
     else {
         return Err(refuse("the virtual selection is not a regular hyperslab"));
     };
-    let unlimited: Vec<usize> = (0..rank).filter(|&d| count[d] == Run::UNLIMITED).collect();
-    let [dim] = unlimited[..] else {
-        return Err(refuse(
-            "the virtual selection is not unlimited along exactly one dimension",
-        ));
-    };
-    let dst = (0..rank)
-        .map(|d| {
-            if d == dim {
-                Some(json!([start[d], stride[d], null, block[d]]))
-            } else {
-                Run::from_hdf5(start[d], stride[d], count[d], block[d]).map(Run::to_json)
-            }
-        })
-        .collect::<Option<Vec<_>>>()
-        .ok_or_else(|| refuse("an overlapping hyperslab"))?;
+    let dst = printf_selection(&start, &stride, &count, &block).map_err(|e| refuse(&e))?;
     let Sel::Runs(src) = runs(api, sspace)? else {
         return Err(refuse("the source selection is not a regular hyperslab"));
     };
