@@ -373,6 +373,13 @@ struct Plan {
 impl Plan {
     /// The plan for the selection `sel` instead (the points a body names):
     /// the memory of the chunks it reaches is reserved anew.
+    /// The plan with the memory of the chunks its own selection reaches
+    /// reserved.
+    fn reserved(self) -> Result<Plan> {
+        let sel = self.sel.clone();
+        self.with_selection(sel)
+    }
+
     fn with_selection(mut self, sel: Selection) -> Result<Plan> {
         // (What the selection before held is given back first.)
         self.work = Reservation::nothing();
@@ -582,22 +589,6 @@ fn plan_unreserved(
         meta,
         sel,
     })
-}
-
-/// [`plan_unreserved`], with the memory of the chunks its selection
-/// reaches reserved.
-fn plan(
-    app: &App,
-    ctx: &Ctx,
-    id: &str,
-    action: Action,
-    body_sel: Option<Selection>,
-    body_select: Option<String>,
-    body_fields: Option<String>,
-) -> Result<Plan> {
-    let p = plan_unreserved(app, ctx, id, action, body_sel, body_select, body_fields)?;
-    let sel = p.sel.clone();
-    p.with_selection(sel)
 }
 
 /// Reserves what the engine holds of the chunks of `meta` that `sel`
@@ -1424,14 +1415,14 @@ pub(crate) async fn get_value(
     Path(id): Path<String>,
 ) -> Result<Response> {
     if app.answers_inline() {
-        let p = plan(&app, &ctx, &id, Action::Read, None, None, None)?;
+        let p = plan_unreserved(&app, &ctx, &id, Action::Read, None, None, None)?.reserved()?;
         if p.is_small(INLINE_BYTES) {
             return respond(&app, &ctx, p);
         }
         return blocking(move || respond(&app, &ctx, p)).await;
     }
     blocking(move || {
-        let p = plan(&app, &ctx, &id, Action::Read, None, None, None)?;
+        let p = plan_unreserved(&app, &ctx, &id, Action::Read, None, None, None)?.reserved()?;
         respond(&app, &ctx, p)
     })
     .await
@@ -1744,7 +1735,7 @@ pub(crate) async fn put_value(
     }
     let (p, ctx) = if app.answers_inline() && append_of(&ctx, None)?.is_none() {
         (
-            plan(&app, &ctx, &id, Action::Update, None, None, None)?,
+            plan_unreserved(&app, &ctx, &id, Action::Update, None, None, None)?.reserved()?,
             ctx,
         )
     } else {
@@ -1755,7 +1746,7 @@ pub(crate) async fn put_value(
                 None => None,
             };
             Ok((
-                plan(&app, &ctx, &id, Action::Update, None, select, None)?,
+                plan_unreserved(&app, &ctx, &id, Action::Update, None, select, None)?.reserved()?,
                 ctx,
             ))
         })
