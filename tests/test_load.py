@@ -845,3 +845,32 @@ def test_datasets_made_with_a_committed_datatype_stay_linked_to_it(tmp_path):
                 assert f["z/x"].id.get_type().committed(), where
                 assert f["z/x"].id.get_type() == f["zz_T"].id, where
                 assert not f["y"].id.get_type().committed(), where
+
+
+def test_load_options_of_the_other_mode_are_refused_and_sizes_checked(tmp_path):
+    # hyperchunk=True once meant one byte (one element per linked chunk);
+    # an option of link mode given to a copy was ignored without a word.
+    src = str(tmp_path / "in.h5")
+    with h5py.File(src, "w") as f:
+        f.create_dataset("flat", data=np.arange(100_000, dtype="f8"))
+    dest = tmp_path / "out.h5l"
+
+    def layout(**kw):
+        h5lake.load(src, dest, force=True, **kw)
+        with h5lake.File(dest, "r") as l:
+            np.testing.assert_array_equal(l["flat"][...], np.arange(100_000, dtype="f8"))
+            return l["flat"]._doc["creationProperties"]["layout"]
+
+    default = layout(link=True)
+    assert layout(link=True, hyperchunk=True)["dims"] == default["dims"]
+    assert layout(link=True, hyperchunk="64K")["dims"] == [8192]
+    assert layout(link=True, hyperchunk=False)["dims"] == layout(link=True, hyperchunk=0)["dims"]
+    for bad, exc in ((1.5, TypeError), ("lots", ValueError), (-1, ValueError), ([4], TypeError)):
+        with pytest.raises(exc, match="hyperchunk"):
+            h5lake.load(src, dest, force=True, link=True, hyperchunk=bad)
+    for kw, word in ((dict(hyperchunk=4 << 20), "hyperchunk"), (dict(keep_chunks=True), "keep_chunks"),
+                     (dict(columnar=True), "columnar")):
+        mode = dict(link=False) if word == "hyperchunk" else dict(link=True)
+        with pytest.raises(ValueError, match=word):
+            h5lake.load(src, tmp_path / "never.h5l", **mode, **kw)
+        assert not (tmp_path / "never.h5l").exists()

@@ -17,35 +17,32 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import signal
 import sys
 
 import numpy as np
 
 import h5lake
+from h5lake._hl import sizes
 
 _ERRORS = (OSError, KeyError, ValueError, TypeError, RuntimeError)
-_SIZE = re.compile(r"(\d+(?:\.\d*)?)\s*([kmgt]?)(?:i?b)?", re.IGNORECASE)
-_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
 def parse_size(text):
     """Bytes in ``"4M"``, ``"8MB"``, ``"512k"``, ``"1.5GiB"`` or ``"65536"``
     (K, M, G, T are powers of 1024)."""
-    match = _SIZE.fullmatch(text.strip())
-    size = int(float(match[1]) * _UNITS[match[2].lower()]) if match else 0
-    if size <= 0:
-        raise argparse.ArgumentTypeError(
-            f"invalid size {text!r}: give a number of bytes, optionally with K, M or G (e.g. 4M)")
-    return size
+    try:
+        return sizes.parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def parse_size_or_zero(text):
     """As :func:`parse_size`, also taking 0 (for options where 0 means off)."""
-    if text.strip() in ("0", "0b", "0B"):
-        return 0
-    return parse_size(text)
+    try:
+        return sizes.parse_size(text, zero=True)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _human(nbytes):

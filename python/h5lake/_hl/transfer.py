@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import _core
 from .base import NewStoreOrNothing
+from .sizes import size_option
 
 
 class IncompleteConversion(RuntimeError):
@@ -171,8 +172,9 @@ def load(src, dest, *, link=False, hyperchunk=None, keep_chunks=False, force=Fal
     the files' row groups where they lie (only the columns a read asks
     for); ``chunks`` defaults to the first row group's rows, and the
     dataset is read-only.
-    ``hyperchunk`` (bytes; link mode) groups adjacent source chunks into
-    logical chunks of about that size (default 4 MiB, 0 = off).
+    ``hyperchunk`` (link mode: bytes, or a size such as ``"4M"``) groups
+    adjacent source chunks into logical chunks of about that size (default,
+    or ``True``: 4 MiB; ``0`` or ``False``: off).
     ``columnar=True`` (copy mode) stores compound datasets columnar, each
     chunk one Parquet object (see ``create_dataset(layout="columnar")``).
     ``keep_chunks=True`` (copy mode) stores each chunk's bytes exactly as the
@@ -231,10 +233,15 @@ def load(src, dest, *, link=False, hyperchunk=None, keep_chunks=False, force=Fal
         report.update(groups=depth - 1, attributes=int(bool(report["arrow_types"])),
                       links=depth, bytes=0, chunks=0)
         return report
-    if hyperchunk is not None and int(hyperchunk) < 0:
-        raise ValueError("hyperchunk must be a size in bytes (0 turns it off)")
-    report = _core.load_hdf5(os.fspath(src), os.fspath(dest), bool(link),
-                             None if hyperchunk is None else int(hyperchunk),
+    hyperchunk = size_option("hyperchunk", hyperchunk, default=None)
+    # Options of one mode are refused in the other, never ignored.
+    wrong = ([("hyperchunk", "link=True")] if hyperchunk is not None and not link else []) + \
+        [(k, "a copy (link=False)") for k, v in (("keep_chunks", keep_chunks),
+                                                 ("columnar", columnar)) if v and link]
+    if wrong:
+        raise ValueError("; ".join(f"{k} applies to {mode} only" for k, mode in wrong)
+                         + ": drop it or change the mode")
+    report = _core.load_hdf5(os.fspath(src), os.fspath(dest), bool(link), hyperchunk,
                              bool(force), bool(progress), bool(keep_chunks), bool(columnar))
     return _checked(f"load of {os.fspath(src)}", dest, report, skip_unsupported)
 
