@@ -854,6 +854,49 @@ def test_bound_byte_strings_compare_as_numpy_compares_them(tmp_path):
                                           np.nonzero(a["s"] == name)[0])
 
 
+@pytest.mark.parametrize("layout", [None, "columnar"])
+def test_conditions_on_text_skip_chunks_by_their_bounds(tmp_path, layout):
+    """A table kept in order of a text column (a catalogue by station):
+    a condition on the text reads only the chunks whose bounds it can
+    match, and answers what numpy's mask over the whole read answers."""
+    rng = np.random.default_rng(5)
+    names = sorted(rng.choice([b"%c%c" % (65 + i, 65 + j) for i in range(26) for j in range(26)],
+                              2000))
+    dt = np.dtype([("station", "S70"), ("temp", "<f4")])
+    a = np.zeros(2000, dt)
+    # Long names share their first 64 bytes: bounds are cut, never wrong.
+    a["station"] = [b"x" * 64 + n if i >= 1800 else n for i, n in enumerate(names)]
+    a["temp"] = rng.normal(size=2000)
+    with h5lake.File(tmp_path / "s.h5l", "w") as f:
+        d = f.create_dataset("w", data=a, chunks=(100,), layout=layout)
+        for cond, mask in [
+            ("station == b'KQ'", a["station"] == b"KQ"),
+            ("(station >= b'C') & (station < b'D') & (temp > 0)",
+             (a["station"] >= b"C") & (a["station"] < b"D") & (a["temp"] > 0)),
+            ("~(station > b'B')", ~(a["station"] > b"B")),
+            ("station == b'" + "x" * 64 + "ZZ'", a["station"] == b"x" * 64 + b"ZZ"),
+            ("station > b'" + "x" * 64 + "A'", a["station"] > b"x" * 64 + b"A"),
+        ]:
+            same(d.read_where(cond), a[mask])
+            np.testing.assert_array_equal(d.get_where_list(cond), np.nonzero(mask)[0])
+            touched = {i // 100 for i in np.nonzero(mask)[0]}
+            assert d._last_query["chunks_read"] <= len(touched) + 2, (cond, d._last_query)
+        table = d.stats()
+        lo, hi = table.column("station.min").to_pylist(), table.column("station.max").to_pylist()
+        for k in range(20):
+            part = a["station"][k * 100:(k + 1) * 100].tolist()
+            assert lo[k] <= min(part) and max(part) <= hi[k], k
+        assert lo[0] == a["station"][0] and hi[0] == a["station"][99]
+        assert len(hi[19]) == 64 and hi[19] > a["station"][-1]
+        s = d.stats(np.s_[:1000], field="station")
+        assert s["text_min"] == a["station"][0] and s["text_max"] == a["station"][999]
+    r = _cli("stats", "--json", str(tmp_path / "s.h5l" / "w"))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["chunks"][0]["station.min"] == a["station"][0].decode()
+    assert doc["total"]["fields"]["station"]["text_min"] == a["station"][0].decode()
+
+
 def test_text_conditions_compare_bytes_as_numpy_does(tmp_path):
     """Bound byte strings are compared byte for byte (not re-encoded), a
     NUL inside a value is part of it, and literals take Python's escapes."""

@@ -175,7 +175,10 @@ def _stats(args):
 def _strict_json(v):
     """``v`` with its non-finite floats as the strings ``"NaN"``,
     ``"Infinity"`` and ``"-Infinity"``: JSON has no such numbers, and
-    strict parsers refuse Python's bare tokens."""
+    strict parsers refuse Python's bare tokens; bytes (bounds of text) as
+    text, bytes that are not UTF-8 as backslash escapes."""
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "backslashreplace")
     if isinstance(v, float):
         from ._hl.h5t import _float_to_json
         return _float_to_json(v)

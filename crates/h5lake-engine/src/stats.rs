@@ -528,12 +528,16 @@ impl Domain {
     /// The record of a stored chunk that describes it as it is now,
     /// recomputed (and stored back) when the kept one does not. `None`:
     /// the chunk is not stored.
+    ///
+    /// `upgrade`: a record lacking what this version keeps (bounds of text,
+    /// which records made before them only count) is made anew too.
     fn current_record(
         &self,
         m: &DatasetMeta,
         plan: &StatsPlan,
         coords: &[u64],
         sums: &Summaries<'_>,
+        upgrade: bool,
     ) -> Result<Option<(ChunkRecord, bool)>> {
         let store = self.store();
         let key = m.key(coords);
@@ -552,6 +556,7 @@ impl Domain {
         let current_one = |rec: h5lake_query::Result<ChunkRecord>| {
             rec.ok()
                 .filter(|r| r.version == current.0 && r.live == want_live)
+                .filter(|r| !upgrade || r.bounds_text(&plan.leaves))
                 .map(|r| (r, false))
         };
         let from_bytes = |b: &[u8]| ChunkRecord::from_bytes(b, &plan.leaves, &plan.functions);
@@ -663,7 +668,7 @@ impl Domain {
         let sums = Summaries::of(self.store().as_ref(), &m);
         let out = Mutex::new(Vec::with_capacity(coords.len()));
         for_each_task(coords.len(), false, |i| {
-            let Some((rec, _)) = self.current_record(&m, &plan, &coords[i], &sums)? else {
+            let Some((rec, _)) = self.current_record(&m, &plan, &coords[i], &sums, false)? else {
                 return Ok(());
             };
             out.lock()
@@ -714,7 +719,7 @@ impl Domain {
         let computed = std::sync::atomic::AtomicUsize::new(0);
         for_each_task(work.len(), false, |i| {
             let (at, plan, c) = &work[i];
-            if let Some((_, true)) = self.current_record(&metas[*at], plan, c, &sums[*at])? {
+            if let Some((_, true)) = self.current_record(&metas[*at], plan, c, &sums[*at], true)? {
                 computed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
             bar.inc(1);
@@ -807,7 +812,7 @@ impl Domain {
             let lv = live(&m, c);
             let whole = ov.iter().zip(&lv).all(|((a, b), l)| a == &0 && b == l);
             let (leaf_stats, fn_states, n, read) = if whole && keeps && !is_virtual {
-                match self.current_record(&m, &plan, c, &sums)? {
+                match self.current_record(&m, &plan, c, &sums, false)? {
                     Some((r, read)) => {
                         let n = r
                             .leaves
@@ -952,7 +957,7 @@ impl Domain {
         let task = |i: usize| -> Result<()> {
             let c = &chunks.get(i);
             if keeps {
-                if let Some((rec, _)) = self.current_record(&m, &plan, c, &sums)? {
+                if let Some((rec, _)) = self.current_record(&m, &plan, c, &sums, false)? {
                     let refs: Vec<Option<&LeafStats>> = rec.leaves.iter().map(Some).collect();
                     if !eval::may_match(&node, &plan.leaves, &refs) {
                         found.lock().unwrap_or_else(|e| e.into_inner()).2 += 1;

@@ -556,6 +556,48 @@ fn num_bounds(lo: Option<Num>, hi: Option<Num>) -> (f64, f64) {
     (l, h)
 }
 
+/// Whether `a op b` can be true, and whether it can be false, for values
+/// `a` within `(lo, hi)` and `b` within theirs.
+fn order_truth<T: PartialOrd>(op: CmpOp, (al, ah): (T, T), (bl, bh): (T, T)) -> (bool, bool) {
+    let single = al == ah && bl == bh && al == bl;
+    let overlap = al <= bh && bl <= ah;
+    match op {
+        CmpOp::Lt => (al < bh, ah >= bl),
+        CmpOp::Le => (al <= bh, ah > bl),
+        CmpOp::Gt => (ah > bl, al <= bh),
+        CmpOp::Ge => (ah >= bl, al < bh),
+        CmpOp::Eq => (overlap, !single),
+        CmpOp::Ne => (!single, overlap),
+    }
+}
+
+/// One end of a range of text: a value, or above every value (a bound
+/// that could not be kept short). Ordered as the variants are listed.
+#[derive(Clone, Copy, PartialEq, PartialOrd)]
+enum TextEnd<'a> {
+    At(&'a [u8]),
+    Above,
+}
+
+/// The range of a text operand over a chunk: a literal's one value, or a
+/// text leaf's bounds; `None` when nothing is known.
+fn text_bound<'a>(
+    node: &'a Node,
+    stats: &[Option<&'a LeafStats>],
+) -> Option<(TextEnd<'a>, TextEnd<'a>)> {
+    match node {
+        Node::Text(t) => Some((TextEnd::At(t), TextEnd::At(t))),
+        Node::Leaf(i, _) => {
+            let b = stats.get(*i).copied().flatten()?.text.as_ref()?;
+            Some((
+                TextEnd::At(&b.lo),
+                b.hi.as_deref().map_or(TextEnd::Above, TextEnd::At),
+            ))
+        }
+        _ => None,
+    }
+}
+
 /// Bounds of `node` over a chunk whose leaves have `stats` (`None`: no
 /// statistics for that leaf, anything is possible).
 pub fn bound(node: &Node, leaves: &[Leaf], stats: &[Option<&LeafStats>]) -> Bound {
@@ -575,7 +617,7 @@ pub fn bound(node: &Node, leaves: &[Leaf], stats: &[Option<&LeafStats>]) -> Boun
             nan: false,
         },
         Node::BoolLit(b) => Bound::Truth { t: *b, f: !*b },
-        // No bounds are kept for text.
+        // (Text is compared only, and bounded where it is: above.)
         Node::Text(_) => ANY,
         Node::Leaf(i, _) => {
             let Some(s) = stats.get(*i).copied().flatten() else {
@@ -618,7 +660,15 @@ pub fn bound(node: &Node, leaves: &[Leaf], stats: &[Option<&LeafStats>]) -> Boun
                 f: fa && fb,
             }
         }
-        Node::Cmp(_, a, _) if a.ty() == crate::expr::Ty::Text => Bound::Truth { t: true, f: true },
+        Node::Cmp(op, a, b) if a.ty() == crate::expr::Ty::Text => {
+            match (text_bound(a, stats), text_bound(b, stats)) {
+                (Some(x), Some(y)) => {
+                    let (t, f) = order_truth(*op, x, y);
+                    Bound::Truth { t, f }
+                }
+                _ => Bound::Truth { t: true, f: true },
+            }
+        }
         Node::Cmp(op, a, b) => {
             let (al, ah, an) = numeric(bound(a, leaves, stats));
             let (bl, bh, bn) = numeric(bound(b, leaves, stats));
@@ -630,16 +680,7 @@ pub fn bound(node: &Node, leaves: &[Leaf], stats: &[Option<&LeafStats>]) -> Boun
                     f: *op != CmpOp::Ne && nan,
                 };
             }
-            let single = al == ah && bl == bh && al == bl;
-            let overlap = al <= bh && bl <= ah;
-            let (t, f) = match op {
-                CmpOp::Lt => (al < bh, ah >= bl),
-                CmpOp::Le => (al <= bh, ah > bl),
-                CmpOp::Gt => (ah > bl, al <= bh),
-                CmpOp::Ge => (ah >= bl, al < bh),
-                CmpOp::Eq => (overlap, !single),
-                CmpOp::Ne => (!single, overlap),
-            };
+            let (t, f) = order_truth(*op, (al, ah), (bl, bh));
             // A NaN compares false, except under !=.
             if *op == CmpOp::Ne {
                 Bound::Truth { t: t || nan, f }
@@ -845,6 +886,38 @@ mod tests {
         }
     }
 
+    proptest! {
+        #[test]
+        fn pruning_on_text_never_drops_a_match(
+            texts in prop::collection::vec(
+                prop::collection::vec(prop_oneof![Just(b'a'), Just(b'b'), Just(0u8), Just(0xFFu8)], 0..80),
+                1..30),
+            lit in prop::collection::vec(prop_oneof![Just(b'a'), Just(b'b'), Just(0xFFu8)], 0..70),
+            op in 0usize..6,
+            negate: bool,
+        ) {
+            let t = Datatype::from_json(&json!({"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII",
+                                               "strPad": "H5T_STR_NULLPAD", "length": 80})).unwrap();
+            let l = leaves(&t);
+            let mut data = vec![0u8; texts.len() * 80];
+            for (v, e) in texts.iter().zip(data.chunks_exact_mut(80)) {
+                e[..v.len()].copy_from_slice(v);
+            }
+            let lit: String = lit.iter().map(|&b| format!("\\x{b:02x}")).collect();
+            let ops = ["==", "!=", "<", "<=", ">", ">="];
+            let cond = format!("value {} b'{lit}'", ops[op]);
+            let cond = if negate { format!("~({cond})") } else { cond };
+            let node = parse_condition(&cond, &l).unwrap();
+            let runs = [(0, texts.len())];
+            let mask = eval(&node, &l, Rows { data: &data, size: 80, runs: &runs }).into_mask(texts.len());
+            let stats = compute(&l, &data, 80, &runs);
+            let refs: Vec<Option<&LeafStats>> = stats.iter().map(Some).collect();
+            if mask.iter().any(|&m| m) {
+                prop_assert!(may_match(&node, &l, &refs), "{}", cond);
+            }
+        }
+    }
+
     #[test]
     fn text_compares_up_to_its_first_nul() {
         let t = Datatype::from_json(&json!({"class": "H5T_COMPOUND", "fields": [
@@ -885,11 +958,13 @@ mod tests {
         let stats = compute(&l, &data, 8, &runs);
         assert_eq!(stats[1].count, 3);
         let refs: Vec<Option<&LeafStats>> = stats.iter().map(Some).collect();
-        assert!(may_match(
-            &parse_condition("station == 'ZZZ'", &l).unwrap(),
-            &l,
-            &refs
-        ));
+        // Text is bounded too (from "AB" to "KSEA"), as bytes compare.
+        let may = |e: &str| may_match(&parse_condition(e, &l).unwrap(), &l, &refs);
+        assert!(!may("station == 'ZZZ'"));
+        assert!(!may("station < 'AB'") && may("station <= 'AB'"));
+        assert!(may("station == 'KPD'") && may("station != 'KPD'"));
+        assert!(!may("station > 'KSEA'") && !may("'KSEA' < station"));
+        assert!(!may("~(station >= 'AB')"), "every value is at least AB");
         assert!(!may_match(
             &parse_condition("(station == 'ZZZ') & (n > 4)", &l).unwrap(),
             &l,

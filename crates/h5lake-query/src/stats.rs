@@ -78,6 +78,61 @@ pub struct LeafStats {
     pub max: Option<Num>,
     /// Sum of the values other than NaN.
     pub sum: Num,
+    /// Of a text leaf: bounds on its values, `None` when none are known
+    /// (no elements, or a record from before text was bounded).
+    pub text: Option<TextBounds>,
+}
+
+/// Bounds on the values of a text leaf, compared as NumPy compares byte
+/// strings (bytes in order, trailing NULs dropped). Kept short: a long
+/// value is cut to [`TEXT_BOUND_BYTES`], the upper bound then rounded up
+/// so that it stays above every value (Parquet truncates its statistics
+/// the same way), so a bound need not be a value of the chunk.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TextBounds {
+    /// At most every value.
+    pub lo: Vec<u8>,
+    /// At least every value; `None`: no short bound exists (the largest
+    /// value starts with [`TEXT_BOUND_BYTES`] bytes of 0xFF).
+    pub hi: Option<Vec<u8>>,
+}
+
+/// The longest text bound a record keeps.
+pub const TEXT_BOUND_BYTES: usize = 64;
+
+impl TextBounds {
+    /// Bounds of values from `lo` to `hi` (the smallest and largest).
+    pub fn of(lo: &[u8], hi: &[u8]) -> Self {
+        let keep = |t: &[u8]| t[..t.len().min(TEXT_BOUND_BYTES)].to_vec();
+        let hi = if hi.len() <= TEXT_BOUND_BYTES {
+            Some(hi.to_vec())
+        } else {
+            // Raise the last byte that can be raised: the cut value is then
+            // above every value sharing the kept prefix.
+            let mut cut = keep(hi);
+            while cut.last() == Some(&0xFF) {
+                cut.pop();
+            }
+            cut.last_mut().map(|b| *b += 1).map(|()| cut)
+        };
+        Self { lo: keep(lo), hi }
+    }
+
+    /// Bounds covering both `self`'s values and `o`'s.
+    pub fn union(&self, o: &TextBounds) -> TextBounds {
+        TextBounds {
+            lo: self.lo.clone().min(o.lo.clone()),
+            hi: match (&self.hi, &o.hi) {
+                (Some(a), Some(b)) => Some(a.max(b).clone()),
+                _ => None,
+            },
+        }
+    }
+
+    /// Whether every value is the same one, `lo`.
+    pub fn single(&self) -> bool {
+        self.hi.as_ref() == Some(&self.lo)
+    }
 }
 
 impl LeafStats {
@@ -90,6 +145,7 @@ impl LeafStats {
             min: None,
             max: None,
             sum: if float { Num::Float(0.0) } else { Num::Int(0) },
+            text: None,
         }
     }
 
@@ -101,7 +157,8 @@ impl LeafStats {
             return s;
         }
         s.count = n;
-        if leaf.is_text() {
+        if let Some(t) = leaf.text_at(elem) {
+            s.text = Some(TextBounds::of(t, t));
             return s;
         }
         match leaf.int_at(elem) {
@@ -126,6 +183,11 @@ impl LeafStats {
 
     /// Adds the statistics of other elements of the same leaf.
     pub fn merge(&mut self, o: &LeafStats) {
+        self.text = match (self.count, o.count) {
+            (_, 0) => self.text.take(),
+            (0, _) => o.text.clone(),
+            _ => self.text.as_ref().zip(o.text.as_ref()).map(|(a, b)| a.union(b)),
+        };
         self.count += o.count;
         self.nan_count += o.nan_count;
         self.null_count += o.null_count;
@@ -145,17 +207,24 @@ impl LeafStats {
 
     /// As stored: `count`, `nan_count`, `null_count`, `min`, `max` (null when there
     /// is no value but NaN), `sum`; non-finite floats as "inf", "-inf",
-    /// "nan", integers beyond 64 bits as strings.
+    /// "nan", integers beyond 64 bits as strings; a text leaf's bounds as
+    /// `text_min` and `text_max`, their bytes in hex (`text_max` null when
+    /// there is no upper bound).
     pub fn to_json(&self) -> Value {
         let opt = |n: Option<Num>| n.map_or(Value::Null, Num::to_json);
-        json!({
+        let mut v = json!({
             "count": self.count,
             "nan_count": self.nan_count,
             "null_count": self.null_count,
             "min": opt(self.min),
             "max": opt(self.max),
             "sum": self.sum.to_json(),
-        })
+        });
+        if let Some(t) = &self.text {
+            v["text_min"] = json!(hex(&t.lo));
+            v["text_max"] = t.hi.as_deref().map_or(Value::Null, |h| json!(hex(h)));
+        }
+        v
     }
 
     fn from_json(v: &Value, float: bool) -> Result<Self> {
@@ -173,8 +242,36 @@ impl LeafStats {
             min: opt("min")?,
             max: opt("max")?,
             sum: Num::from_json(v.get("sum").ok_or_else(bad)?, float)?,
+            text: match v.get("text_min") {
+                None => None,
+                Some(lo) => Some(TextBounds {
+                    lo: lo.as_str().and_then(unhex).ok_or_else(bad)?,
+                    hi: match v.get("text_max") {
+                        None | Some(Value::Null) => None,
+                        Some(h) => Some(h.as_str().and_then(unhex).ok_or_else(bad)?),
+                    },
+                }),
+            },
         })
     }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes.iter().fold(String::with_capacity(2 * bytes.len()), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 || text.len() > 2 * TEXT_BOUND_BYTES {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
 fn pick(a: Option<Num>, b: Option<Num>, smaller: bool) -> Option<Num> {
@@ -433,8 +530,8 @@ enum Acc {
         max: f64,
         sum: f64,
     },
-    /// Text: counted only.
-    Text { n: u64 },
+    /// Text: counted and bounded (the smallest and largest values, whole).
+    Text { n: u64, lo: Vec<u8>, hi: Vec<u8> },
 }
 
 /// Values of one member gathered per block: the strided loads happen
@@ -675,7 +772,11 @@ fn reduce_floats<T: Lane + Into<f64>>(
 impl Acc {
     fn new(leaf: &Leaf) -> Self {
         if leaf.is_text() {
-            Acc::Text { n: 0 }
+            Acc::Text {
+                n: 0,
+                lo: Vec::new(),
+                hi: Vec::new(),
+            }
         } else if leaf.is_float() {
             Acc::Float {
                 n: 0,
@@ -809,7 +910,20 @@ impl Acc {
                     }
                 }
             }
-            (Acc::Text { n }, Kind::Text { .. }) => *n += count,
+            (Acc::Text { n, lo, hi }, Kind::Text { .. }) => {
+                for e in bytes.chunks_exact(size) {
+                    let t = leaf.text_at(e).expect("a text leaf");
+                    if *n == 0 || t < lo.as_slice() {
+                        lo.clear();
+                        lo.extend_from_slice(t);
+                    }
+                    if *n == 0 || t > hi.as_slice() {
+                        hi.clear();
+                        hi.extend_from_slice(t);
+                    }
+                    *n += 1;
+                }
+            }
             _ => unreachable!("an accumulator is made for its leaf's kind"),
         }
     }
@@ -823,9 +937,11 @@ impl Acc {
                 min: (n > 0).then_some(Num::Int(min)),
                 max: (n > 0).then_some(Num::Int(max)),
                 sum: Num::Int(sum),
+                text: None,
             },
-            Acc::Text { n } => LeafStats {
+            Acc::Text { n, lo, hi } => LeafStats {
                 count: n,
+                text: (n > 0).then(|| TextBounds::of(&lo, &hi)),
                 ..LeafStats::empty(false)
             },
             Acc::Float {
@@ -841,6 +957,7 @@ impl Acc {
                 min: (n > nan).then_some(Num::Float(min)),
                 max: (n > nan).then_some(Num::Float(max)),
                 sum: Num::Float(sum),
+                text: None,
             },
         }
     }
@@ -863,6 +980,15 @@ pub struct ChunkRecord {
 }
 
 impl ChunkRecord {
+    /// Whether every text leaf of `leaves` that has values has bounds
+    /// (records made before text was bounded only count it).
+    pub fn bounds_text(&self, leaves: &[Leaf]) -> bool {
+        leaves
+            .iter()
+            .zip(&self.leaves)
+            .all(|(l, s)| !l.is_text() || s.count == 0 || s.text.is_some())
+    }
+
     /// The record as stored (JSON, leaves and functions by name).
     pub fn to_bytes(
         &self,
@@ -1074,9 +1200,9 @@ mod tests {
                 (v.iter().min().copied().map(Num::Int), v.iter().max().copied().map(Num::Int), Num::Int(v.iter().sum()))
             };
             let (lo, hi, sum) = ints(&|x| i128::from(x.0));
-            proptest::prop_assert_eq!(&got[0], &LeafStats { count: n, nan_count: 0, null_count: 0, min: lo, max: hi, sum });
+            proptest::prop_assert_eq!(&got[0], &LeafStats { count: n, nan_count: 0, null_count: 0, min: lo, max: hi, sum, text: None });
             let (lo, hi, sum) = ints(&|x| i128::from(x.1));
-            proptest::prop_assert_eq!(&got[1], &LeafStats { count: n, nan_count: 0, null_count: 0, min: lo, max: hi, sum });
+            proptest::prop_assert_eq!(&got[1], &LeafStats { count: n, nan_count: 0, null_count: 0, min: lo, max: hi, sum, text: None });
             let fin: Vec<f64> = part.iter().map(|x| x.2).filter(|v| !v.is_nan()).collect();
             proptest::prop_assert_eq!(got[2].nan_count, n - fin.len() as u64);
             proptest::prop_assert_eq!(got[2].min, fin.iter().copied().reduce(f64::min).map(Num::Float));
@@ -1117,10 +1243,72 @@ mod tests {
                 min: Some(Num::Float(f64::NEG_INFINITY)),
                 max: Some(Num::Float(2.0)),
                 sum: Num::Float(f64::NEG_INFINITY),
+                text: None,
             }],
             functions: vec![],
         };
         let back = ChunkRecord::from_bytes(&rec.to_bytes(&ls, &[]), &ls, &[]).unwrap();
         assert_eq!(back, rec);
+    }
+
+    fn text_leaf(len: usize) -> Vec<Leaf> {
+        leaves(
+            &Datatype::from_json(&serde_json::json!({
+                "class": "H5T_STRING", "charSet": "H5T_CSET_ASCII",
+                "strPad": "H5T_STR_NULLPAD", "length": len
+            }))
+            .unwrap(),
+        )
+    }
+
+    #[test]
+    fn long_text_bounds_are_cut_and_still_bound() {
+        let cut = |lo: &[u8], hi: &[u8]| TextBounds::of(lo, hi);
+        assert_eq!(cut(b"abc", b"abd").hi.as_deref(), Some(&b"abd"[..]));
+        let z = vec![b'z'; 100];
+        let b = cut(&z, &z);
+        assert_eq!(b.lo, vec![b'z'; TEXT_BOUND_BYTES]);
+        let mut want = vec![b'z'; TEXT_BOUND_BYTES - 1];
+        want.push(b'{');
+        assert_eq!(b.hi, Some(want));
+        assert!(!b.single(), "a cut value is not known to be every value");
+        let mut ff = vec![b'a'; 10];
+        ff.extend([0xFF; 60]);
+        assert_eq!(cut(b"", &ff).hi.as_deref(), Some(&b"aaaaaaaaab"[..]));
+        assert_eq!(cut(b"", &[0xFF; 70]).hi, None);
+        assert!(cut(b"same", b"same").single());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn text_bounds_cover_every_value_and_round_trip(
+            texts in proptest::collection::vec(
+                proptest::collection::vec(proptest::prop_oneof![proptest::strategy::Just(0u8), proptest::strategy::Just(0xFFu8), proptest::strategy::Just(b'a'), proptest::num::u8::ANY], 0..100),
+                1..40),
+            split in 0usize..40,
+        ) {
+            let ls = text_leaf(100);
+            let mut data = vec![0u8; texts.len() * 100];
+            for (t, e) in texts.iter().zip(data.chunks_exact_mut(100)) {
+                e[..t.len()].copy_from_slice(t);
+            }
+            let n = texts.len();
+            let split = split.min(n);
+            let mut got = compute(&ls, &data, 100, &[(0, split)]).remove(0);
+            got.merge(&compute(&ls, &data, 100, &[(split, n - split)])[0]);
+            let whole = compute(&ls, &data, 100, &[(0, n)]).remove(0);
+            proptest::prop_assert_eq!(&got, &whole);
+            let b = got.text.clone().expect("bounds of some values");
+            for e in data.chunks_exact(100) {
+                let t = ls[0].text_at(e).unwrap();
+                proptest::prop_assert!(b.lo.as_slice() <= t);
+                if let Some(h) = &b.hi {
+                    proptest::prop_assert!(t <= h.as_slice());
+                }
+            }
+            let rec = ChunkRecord { version: "v".into(), live: vec![n as u64], leaves: vec![got], functions: vec![] };
+            let back = ChunkRecord::from_bytes(&rec.to_bytes(&ls, &[]), &ls, &[]).unwrap();
+            proptest::prop_assert_eq!(back, rec);
+        }
     }
 }

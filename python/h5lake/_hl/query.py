@@ -79,8 +79,14 @@ def _number(v):
     return v
 
 
+def _stat_value(key, v):
+    if key in ("text_min", "text_max"):     # bounds on text, its bytes in hex
+        return None if v is None else bytes.fromhex(v)
+    return _number(v)
+
+
 def _fields_json(doc):
-    return {name: {k: _number(v) for k, v in s.items()} for name, s in doc.items()}
+    return {name: {k: _stat_value(k, v) for k, v in s.items()} for name, s in doc.items()}
 
 
 def aggregate(dset, selection=None):
@@ -101,7 +107,9 @@ def chunk_table(dset):
     extent (``shape``), then per field ``<field>.min``, ``.max``,
     ``.count``, ``.nan_count``, ``.null_count`` (elements that were null in
     a columnar chunk; they read as the fill value), ``.sum``, then each
-    chunk function."""
+    chunk function. A text field has ``.min`` and ``.max`` as bytes
+    (trailing NULs dropped): bounds, which for values longer than 64 bytes
+    are cut short (``.max`` rounded up; null if it cannot be), and counts."""
     import pyarrow as pa
     dset._fs.check()
     with named_in_errors(dset):
@@ -116,7 +124,11 @@ def chunk_table(dset):
     for name in doc["fields"]:
         kind = _leaf_dtype(dt, name)
         if kind.kind not in "biuf":
-            # Text fields can be compared in conditions; only counted here.
+            # Text: bounds (as conditions compare it), counts.
+            for stat in ("min", "max"):
+                vals = [_stat_value(f"text_{stat}", r["fields"][name].get(f"text_{stat}"))
+                        for r in rows]
+                cols[f"{name}.{stat}"] = pa.array(vals, pa.binary())
             for stat in ("count", "null_count"):
                 cols[f"{name}.{stat}"] = pa.array([r["fields"][name][stat] for r in rows], pa.int64())
             continue
