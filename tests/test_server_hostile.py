@@ -953,6 +953,72 @@ def test_a_query_with_a_limit_over_many_chunks_stops_at_its_first_matches(server
     assert time.monotonic() - t0 < 30 and server.alive()
 
 
+def test_a_query_of_a_huge_virtual_dataset_reads_only_what_its_mappings_reach(server):
+    """A virtual dataset of 10^15 elements mapping ten of them: a query
+    scanned its whole grid (years of CPU, on after the client left); it
+    reads the chunks the mappings reach, and one whose fill value matches
+    (so every element may) stops at the server's limits."""
+    d, root = new_domain(server, BOB)
+    new_dataset(server, d, {"type": "H5T_STD_I32LE", "shape": [10],
+                            "link": {"id": root, "name": "src"}})
+    st, _, rsp = server.request("PUT", "/datasets/" + server.request(
+        "GET", "/", params={"domain": d, "h5path": "/src"}, user=BOB)[2]["id"] + "/value",
+        {"value": list(range(10))}, params={"domain": d}, user=BOB)
+    assert st == 200, rsp
+    vd = new_dataset(server, d, {"type": "H5T_STD_I32LE", "shape": [10**15], "creationProperties": {
+        "h5lake": {"virtual": [{"path": "/src", "src": [[0, 1, 10]], "dst": [[10**12, 1, 10]]}]}}})
+    t0 = time.monotonic()
+    st, _, rsp = server.request("GET", f"/datasets/{vd}/value",
+                                params={"domain": d, "query": "value > 6"}, user=BOB)
+    assert st == 200 and rsp["index"] == [10**12 + 7, 10**12 + 8, 10**12 + 9], rsp
+    st, _, rsp = server.request("GET", f"/datasets/{vd}/value",
+                                params={"domain": d, "query": "value > 6", "Limit": "1"}, user=BOB)
+    assert st == 200 and rsp["index"] == [10**12 + 7], rsp
+    assert time.monotonic() - t0 < 10
+    # The fill value (0) matches: 10^15 matches cannot be one answer.
+    t0 = time.monotonic()
+    st, _, rsp = server.request("GET", f"/datasets/{vd}/value",
+                                params={"domain": d, "query": "value < 1"}, user=BOB)
+    assert st == 413, (st, rsp)
+    st, _, rsp = server.request("GET", f"/datasets/{vd}/value",
+                                params={"domain": d, "query": "value < 1", "Limit": "2"}, user=BOB)
+    assert st == 200 and rsp["index"] == [0, 1], rsp
+    assert time.monotonic() - t0 < 15 and server.alive()
+
+
+def test_a_query_stops_at_its_limit_inside_a_chunk_of_fill(server):
+    """Limit=1 over unwritten 8 MiB chunks whose fill matches built every
+    chunk's matches whole before cutting them (3 GB under a 1 GB budget);
+    without Limit, an answer that cannot fit is refused before any read."""
+    d, _ = new_domain(server, BOB)
+    did = new_dataset(server, d, {"type": "H5T_STD_U8LE", "shape": [10**9], "creationProperties": {
+        "layout": {"class": "H5D_CHUNKED", "dims": [8 << 20]}}})
+    before = server.rss_kb()
+    t0 = time.monotonic()
+    for _ in range(3):
+        st, _, rsp = server.request("GET", f"/datasets/{did}/value",
+                                    params={"domain": d, "query": "value < 1", "Limit": "1"}, user=BOB)
+        assert st == 200 and rsp["index"] == [0] and rsp["value"] == [0], rsp
+    st, _, rsp = server.request("GET", f"/datasets/{did}/value",
+                                params={"domain": d, "query": "value < 1"}, user=BOB)
+    assert st == 413 and ("narrow" in message(rsp) or "budget" in message(rsp)), (st, rsp)
+    assert time.monotonic() - t0 < 10
+    assert server.rss_kb() - before < 200 * 1024, "the matches of whole chunks were held"
+    assert server.alive()
+
+
+def test_names_with_a_nul_are_refused(server):
+    """HDF5's names are C strings: a link or attribute named "\\0" was
+    stored, and no HDF5 program could name it."""
+    d, root = new_domain(server, BOB)
+    refused_unchanged(server, "PUT", f"/groups/{root}/links/%00", {"h5path": "/x"},
+                      {"domain": d}, BOB, (400,))
+    refused_unchanged(server, "PUT", f"/groups/{root}/links/a%00b", {"h5path": "/x"},
+                      {"domain": d}, BOB, (400,))
+    refused_unchanged(server, "PUT", f"/groups/{root}/attributes/a%00", {
+        "type": "H5T_STD_I32LE", "shape": "H5S_SCALAR", "value": 1}, {"domain": d}, BOB, (400,))
+
+
 def test_a_path_walk_through_a_group_linked_to_itself_ends_promptly(server):
     """Soft links of long paths through a group linked to itself made one
     GET walk millions of names (minutes of CPU): a walk follows at most a

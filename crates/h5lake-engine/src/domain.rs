@@ -1399,10 +1399,10 @@ impl Domain {
         let t = now();
         let mut checked = Vec::with_capacity(items.len());
         for (name, mut attr) in items {
-            if name.is_empty() {
-                return Err(EngineError::Invalid(
-                    "attribute names must not be empty".into(),
-                ));
+            if name.is_empty() || name.contains('\0') {
+                return Err(EngineError::Invalid(format!(
+                    "invalid attribute name {name:?}: names are non-empty and contain no NUL"
+                )));
             }
             let ty = attr
                 .get("type")
@@ -1560,9 +1560,10 @@ fn not_a_map(key: &str, id: &str) -> EngineError {
 }
 
 fn check_name(name: &str, what: &str) -> Result<()> {
-    if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+    // (HDF5's names are C strings: a NUL would cut them short.)
+    if name.is_empty() || name.contains(['/', '\0']) || name == "." || name == ".." {
         return Err(EngineError::Invalid(format!(
-            "invalid {what} name {name:?}: names are non-empty and contain no '/'"
+            "invalid {what} name {name:?}: names are non-empty and contain no '/' or NUL"
         )));
     }
     Ok(())

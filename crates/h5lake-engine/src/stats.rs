@@ -453,19 +453,92 @@ pub struct ChunkStats {
     pub record: ChunkRecord,
 }
 
-/// Bounds on a query's answer.
-#[derive(Clone, Copy, Debug, Default)]
+/// Bounds on a query's answer and on the work it may take.
+#[derive(Clone, Debug, Default)]
 pub struct QueryLimits {
     /// Stop after this many matches (the first ones in C order).
     pub max_matches: Option<usize>,
     /// Fail with [`EngineError::TooLarge`] rather than hold more than
     /// this many bytes of matches.
     pub max_bytes: Option<usize>,
+    /// Fail with [`EngineError::TooLarge`] rather than go on past this
+    /// moment (a server's time limit).
+    pub deadline: Option<std::time::Instant>,
+    /// Stop as soon as this is set (a server's client went away).
+    pub cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
+}
+
+impl QueryLimits {
+    /// An error if the query must stop now.
+    fn check_time(&self) -> Result<()> {
+        if self
+            .cancel
+            .as_ref()
+            .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+        {
+            return Err(EngineError::TooLarge("the query was cancelled".into()));
+        }
+        if self
+            .deadline
+            .is_some_and(|d| std::time::Instant::now() >= d)
+        {
+            return Err(EngineError::TooLarge(
+                "the query ran past its time limit; narrow the selection or the condition, or set a limit"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Chunks of a virtual dataset a scan lists (those its mappings reach),
+/// at most; past it the scan is refused rather than listed.
+const MAX_LISTED_VIRTUAL_CHUNKS: usize = 1 << 22;
+
+/// The chunks of virtual dataset `m` inside `region` that any mapping
+/// reaches, in C order: the others hold nothing but the fill value.
+fn virtual_chunks(m: &DatasetMeta, region: &Region) -> Result<Vec<Vec<u64>>> {
+    let vm = m.virtual_map.as_ref().expect("a virtual dataset");
+    let mut found = std::collections::BTreeSet::new();
+    for mp in &vm.mappings {
+        let reach: Region = mp
+            .dst
+            .iter()
+            .zip(region)
+            .zip(&m.dims)
+            .map(|((r, &(a, b)), &d)| {
+                let hi = if r.is_unlimited() { d } else { r.reach() };
+                (r.start.max(a), hi.min(b).min(d))
+            })
+            .collect();
+        let grid = Grid::new(m, &reach);
+        if grid.len.saturating_add(found.len()) > MAX_LISTED_VIRTUAL_CHUNKS {
+            return Err(EngineError::TooLarge(format!(
+                "the selection reaches more than {MAX_LISTED_VIRTUAL_CHUNKS} chunks of this virtual dataset's sources; narrow it"
+            )));
+        }
+        found.extend((0..grid.len).map(|i| grid.get(i)));
+    }
+    Ok(found.into_iter().collect())
+}
+
+/// Matches a chunk's scan finds before it counts them towards a query's
+/// byte limit (with every other chunk's, at once).
+const COUNTED_MATCHES: usize = 4096;
+
+/// The error of a query that matches more than `max` bytes.
+fn too_many(max: Option<usize>) -> EngineError {
+    EngineError::TooLarge(format!(
+        "the query matches more than {} bytes; narrow the selection or the condition, or set a limit",
+        max.unwrap_or(0)
+    ))
 }
 
 /// Chunks a query reads at once; with a match limit on a 1-D dataset it
 /// stops after the first batch that reaches it.
-const QUERY_BATCH: usize = 32;
+/// So with a limit of n matches, a query holds at most
+/// (`QUERY_BATCH` + 1) × n matches at once.
+pub const QUERY_BATCH: usize = 32;
 
 /// The elements a query matched, in C order of their coordinates.
 #[derive(Debug, Default)]
@@ -781,10 +854,10 @@ impl Domain {
         };
         let region = check_region(&m, region)?;
         let total: u64 = region.iter().map(|(a, b)| b - a).product();
-        // (A virtual dataset's chunks are all read, from its sources.)
+        // (A virtual dataset's chunks that its mappings reach are read,
+        // from its sources; the rest hold the fill value.)
         let chunks: Vec<Vec<u64>> = if is_virtual {
-            let grid = Grid::new(&m, &region);
-            (0..grid.len).map(|i| grid.get(i)).collect()
+            virtual_chunks(&m, &region)?
         } else {
             self.chunks_with_data(&m)?
                 .into_iter()
@@ -929,8 +1002,30 @@ impl Domain {
             },
         )
         .into_mask(1)[0];
-        let chunks = if fill_matches || is_virtual {
+        let per_match = out_size + 8 * m.dims.len();
+        if fill_matches && !is_virtual && limits.max_matches.is_none() {
+            // Every element of the region outside the stored chunks matches:
+            // an answer that cannot fit is refused before any is read.
+            let in_region = |c: &Vec<u64>| -> u64 {
+                overlap(&m, c, &region)
+                    .iter()
+                    .map(|(a, b)| b.saturating_sub(*a))
+                    .product()
+            };
+            let stored: u64 = self.chunks_with_data(&m)?.iter().map(in_region).sum();
+            let total: u64 = region.iter().map(|(a, b)| b - a).product();
+            let at_least = total.saturating_sub(stored);
+            if limits
+                .max_bytes
+                .is_some_and(|max| at_least.saturating_mul(per_match as u64) > max as u64)
+            {
+                return Err(too_many(limits.max_bytes));
+            }
+        }
+        let chunks = if fill_matches {
             Chunks::Grid(Grid::new(&m, &region))
+        } else if is_virtual {
+            Chunks::Listed(virtual_chunks(&m, &region)?)
         } else {
             Chunks::Listed(
                 self.chunks_with_data(&m)?
@@ -944,7 +1039,6 @@ impl Domain {
         let found = Mutex::new((Vec::new(), 0usize, 0usize));
         let strides = dims_strides(&m.dims);
         let held = std::sync::atomic::AtomicUsize::new(0);
-        let per_match = out_size + 8 * m.dims.len();
         // With a match limit, chunks are read a batch at a time in C order
         // and what was found is cut back to the first matches after each
         // batch: what is held stays near the answer's size, and the reading
@@ -955,6 +1049,7 @@ impl Domain {
             chunks.len().max(1)
         };
         let task = |i: usize| -> Result<()> {
+            limits.check_time()?;
             let c = &chunks.get(i);
             if keeps {
                 if let Some((rec, _)) = self.current_record(&m, &plan, c, &sums, false)? {
@@ -970,67 +1065,80 @@ impl Domain {
             let origin: Vec<u64> = c.iter().zip(&m.chunk).map(|(a, b)| a * b).collect();
             // The chunk's matches: their dataset-wide C-order indexes
             // (ascending within the chunk) and their elements.
-            let hits_in = |data: &[u8]| -> Hits {
-                let rows = eval::Rows {
-                    data,
-                    size: scan.size,
-                    runs: &runs,
-                };
-                let mask = eval::mask(&scan.node, &scan.leaves, rows);
+            // (At most the limit of them: past a chunk's first n matches
+            // none can be in the answer; and no more than the byte limit
+            // allows, counted with every other chunk's as they are found, a
+            // stretch of matches at a time.)
+            let cap = limits.max_matches.unwrap_or(usize::MAX);
+            let tally = |n: usize| -> Result<()> {
+                let bytes = n * per_match;
+                let total = held.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed) + bytes;
+                match limits.max_bytes {
+                    Some(max) if total > max => Err(too_many(limits.max_bytes)),
+                    _ => Ok(()),
+                }
+            };
+            // `data`: the chunk's elements, or `None` for a chunk never
+            // written, whose elements are all the fill value (which matches:
+            // every element is a match, none is evaluated).
+            let hits_in = |data: Option<&[u8]>| -> Result<Hits> {
+                let mask = data.map(|data| {
+                    let rows = eval::Rows {
+                        data,
+                        size: scan.size,
+                        runs: &runs,
+                    };
+                    eval::mask(&scan.node, &scan.leaves, rows)
+                });
+                let fill: &[u8] = scan.columns.as_ref().map_or(&m.fill, |r| &r.fill);
                 let mut hits = Hits::default();
+                let mut tallied = 0;
                 let mut k = 0;
-                for &(first, count) in &runs {
+                'runs: for &(first, count) in &runs {
                     for j in 0..count {
-                        if mask[k + j] {
+                        if mask.as_ref().map_or(true, |mask| mask[k + j]) {
+                            if hits.index.len() == cap {
+                                break 'runs;
+                            }
+                            if hits.index.len() - tallied == COUNTED_MATCHES {
+                                tally(COUNTED_MATCHES)?;
+                                tallied += COUNTED_MATCHES;
+                            }
                             let e = first + j;
                             hits.index
                                 .push(global_index(e as u64, &m.chunk, &origin, &strides));
-                            scan.out.append(
-                                &data[e * scan.size..(e + 1) * scan.size],
-                                &mut hits.elements,
-                            );
+                            let elem = match data {
+                                Some(d) => &d[e * scan.size..(e + 1) * scan.size],
+                                None => fill,
+                            };
+                            scan.out.append(elem, &mut hits.elements);
                         }
                     }
                     k += count;
                 }
-                hits
+                tally(hits.index.len() - tallied)?;
+                Ok(hits)
             };
             let hits = if is_virtual {
-                hits_in(&self.virtual_chunk(&m, c, &ov)?)
+                hits_in(Some(&self.virtual_chunk(&m, c, &ov)?))?
             } else if let Some(read) = &scan.columns {
                 // Only the columns the condition and the answer need.
                 let mut hits = None;
                 let stored = self.with_columnar_chunk(read, &m.key(c), None, None, |d| {
-                    hits = Some(hits_in(d))
+                    hits = Some(hits_in(Some(d)))
                 })?;
                 match hits {
-                    Some(h) if stored => h,
-                    _ if fill_matches => hits_in(&read.fill_chunk()),
+                    Some(h) if stored => h?,
+                    _ if fill_matches => hits_in(None)?,
                     _ => return Ok(()),
                 }
             } else {
                 match self.load_chunk_versioned(&m, &m.key(c), false)? {
-                    Some((_, d)) => hits_in(&d),
-                    None if fill_matches => hits_in(&m.fill_chunk()),
+                    Some((_, d)) => hits_in(Some(&d))?,
+                    None if fill_matches => hits_in(None)?,
                     None => return Ok(()),
                 }
             };
-            let mut hits = hits;
-            if let Some(n) = limits.max_matches {
-                // (A chunk's matches are in C order: past its first n, none
-                // can be in the answer.)
-                hits.index.truncate(n);
-                hits.elements.truncate(n * out_size);
-            }
-            let bytes = hits.index.len() * per_match;
-            let total = held.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed) + bytes;
-            if let Some(max) = limits.max_bytes {
-                if total > max {
-                    return Err(EngineError::TooLarge(format!(
-                        "the query matches more than {max} bytes; narrow the selection or the condition, or set a limit"
-                    )));
-                }
-            }
             let mut f = found.lock().unwrap_or_else(|e| e.into_inner());
             f.0.push(hits);
             f.1 += 1;
@@ -1451,6 +1559,13 @@ pub fn aggregate_json(plan: &StatsPlan, a: &Aggregate) -> Value {
     let mut fields = serde_json::Map::new();
     for (l, s) in plan.leaves.iter().zip(&a.leaves) {
         let mut v = s.to_json();
+        if l.is_text() {
+            // Text has bounds and counts, no sum or mean.
+            v["sum"] = Value::Null;
+            v["mean"] = Value::Null;
+            fields.insert(l.name.clone(), v);
+            continue;
+        }
         v["mean"] = s.mean().map_or(Value::Null, |x| {
             if x.is_finite() {
                 serde_json::json!(x)

@@ -137,6 +137,11 @@ impl Budget {
         Ok(r)
     }
 
+    /// The whole budget, in bytes.
+    pub fn total(&self) -> usize {
+        self.bytes
+    }
+
     fn units(&self, bytes: usize, what: &str) -> Result<u32> {
         if bytes > self.bytes {
             return Err(ServerError::TooLarge(format!(

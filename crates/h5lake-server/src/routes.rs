@@ -139,6 +139,19 @@ pub(crate) struct Ctx {
     pub user: String,
     pub params: HashMap<String, String>,
     pub headers: HeaderMap,
+    /// Set once nobody waits for the answer any more (see
+    /// [`Ctx::stop_when_dropped`]): long work checks it and stops.
+    pub gone: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// Sets a request's [`Ctx::gone`] when dropped: held by the handler's
+/// future, which is dropped when the client goes away.
+pub(crate) struct StopWhenDropped(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for StopWhenDropped {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 impl FromRequestParts<Arc<App>> for Ctx {
@@ -156,6 +169,7 @@ impl FromRequestParts<Arc<App>> for Ctx {
             user,
             params,
             headers: parts.headers.clone(),
+            gone: Arc::default(),
         })
     }
 }
@@ -201,6 +215,12 @@ fn form_urlencoded_pairs(q: &str) -> Result<Vec<(String, String)>> {
 }
 
 impl Ctx {
+    /// A guard for the handler to hold while work it handed to another
+    /// thread runs: dropped with the handler, it tells that work to stop.
+    pub fn stop_when_dropped(&self) -> StopWhenDropped {
+        StopWhenDropped(self.gone.clone())
+    }
+
     pub fn param(&self, k: &str) -> Option<&str> {
         self.params.get(k).map(String::as_str)
     }

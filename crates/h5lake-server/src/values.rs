@@ -1305,17 +1305,6 @@ fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
         Some(_) => p.wire.fixed_size().unwrap_or(0),
         None => es,
     };
-    // What the answer may grow to (its bytes, the index, the JSON made of
-    // them) and one slab being scanned.
-    let _held = p.reserve(
-        0,
-        app.cfg.max_json_response_bytes
-            + app.cfg.slab_bytes
-            + app.cfg.max_json_elements * (JSON_VALUE_BYTES + 8),
-        "this query",
-    )?;
-    let mut out = Vec::new();
-    let mut index = Vec::new();
     // The box around the selection, answered chunk by chunk
     // (skipping the chunks whose statistics rule the condition
     // out); elements between a strided or listed selection's are
@@ -1325,31 +1314,65 @@ fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
         DimSel::Slice { step, count, .. } => *step == 1 || *count <= 1,
         DimSel::Indices(ix) => ix.is_empty(),
     });
+    // What the answer may grow to: the engine's matches (their elements
+    // and coordinates, held twice while they are put in order), the JSON
+    // made of them, and one slab being scanned. Under a small budget the
+    // matches a query may hold are fewer, so that it fits a quarter of it.
+    // With a Limit the engine stops at, no more than it. And the chunks
+    // the engine's threads scan at once (each decoded, and its mask or its
+    // sources' values).
+    let limited = (dense && limit != usize::MAX).then_some(limit);
+    let per_match = es + 8 * rank;
+    let json_elements = limited.map_or(app.cfg.max_json_elements, |n| {
+        let values = usize::try_from(json_values_per_element(&p.wire)).unwrap_or(usize::MAX);
+        n.saturating_mul(values.saturating_add(rank)).min(app.cfg.max_json_elements)
+    });
+    let answer = app.cfg.slab_bytes + json_elements * (JSON_VALUE_BYTES + 8);
+    let max_matched = app
+        .cfg
+        .max_json_response_bytes
+        .min(app.budget.total().saturating_sub(answer) / 4)
+        .min(limited.map_or(usize::MAX, |n| {
+            let held = n.saturating_mul(h5lake_engine::stats::QUERY_BATCH + 1);
+            held.saturating_mul(per_match)
+        }));
+    let scanning = p
+        .dom
+        .chunk_work_bytes(&p.meta, chunks_reached(&p.meta, &p.sel, 0), true, false);
+    let _held = p.reserve(0, 2 * max_matched + answer + scanning, "this query")?;
     let found = p.dom.query(
         &p.meta.id,
         text,
         Some(&region),
         p.fields.as_deref(),
         h5lake_engine::stats::QueryLimits {
-            max_matches: (dense && limit != usize::MAX).then_some(limit),
-            max_bytes: Some(app.cfg.max_json_response_bytes),
+            max_matches: limited,
+            max_bytes: Some(max_matched),
+            // (No byte of the answer is sent before the query ends: past
+            // the idle timeout its connection is closed anyway.)
+            deadline: Some(std::time::Instant::now() + app.cfg.idle_timeout),
+            cancel: Some(ctx.gone.clone()),
         },
     )?;
-    let mut matched = 0;
-    for (row, at) in found
-        .elements
-        .chunks(es.max(1))
-        .zip(found.coords.chunks(rank))
-    {
-        if matched >= limit {
-            break;
+    let (mut out, mut index) = (found.elements, found.coords);
+    if !dense {
+        // Matches in the box around the selection but not in it go.
+        let (mut kept, mut matched) = (0, 0);
+        for k in 0..index.len() / rank {
+            let at = k * rank;
+            if matched < limit && sels.iter().zip(&index[at..at + rank]).all(|(d, &i)| picked(d, i)) {
+                index.copy_within(at..at + rank, kept * rank);
+                out.copy_within(k * es..(k + 1) * es, kept * es);
+                kept += 1;
+                matched += 1;
+            }
         }
-        if dense || sels.iter().zip(at).all(|(d, &i)| picked(d, i)) {
-            out.extend_from_slice(row);
-            index.extend_from_slice(at);
-            matched += 1;
-        }
+        index.truncate(kept * rank);
+        out.truncate(kept * es);
     }
+    let matched = (index.len() / rank).min(limit);
+    index.truncate(matched * rank);
+    out.truncate(matched * es);
     check_answer_size(app, ctx, p, out.len(), matched)?;
     // No match is answered as JSON even when bytes were asked for: h5pyd
     // (1.0) takes an empty binary body for a failed read, so its
@@ -1414,6 +1437,8 @@ pub(crate) async fn get_value(
     ctx: Ctx,
     Path(id): Path<String>,
 ) -> Result<Response> {
+    // (Work handed to a blocking thread stops when the client goes.)
+    let _stop = ctx.stop_when_dropped();
     if app.answers_inline() {
         let p = plan_unreserved(&app, &ctx, &id, Action::Read, None, None, None)?.reserved()?;
         if p.is_small(INLINE_BYTES) {
@@ -1442,6 +1467,7 @@ pub(crate) async fn post_value(
 ) -> Result<Response> {
     let binary = ctx.sends_binary();
     let data = read_body(&app, &ctx, body, Gate::On(Action::Read)).await?;
+    let _stop = ctx.stop_when_dropped();
     blocking(move || {
         let (points_json, select, fields) = if binary {
             (None, None, None)
