@@ -711,3 +711,16 @@ def test_numpy_string_dtype_arrays_are_variable_length_strings(lib):
         d = f.create_dataset("s", data=a)
         assert lib.check_string_dtype(d.dtype).length is None
         assert d.asstr()[()].tolist() == ["a", "bcd", ""]
+
+
+def test_a_missing_directory_in_a_new_file_s_path_is_an_error_as_in_h5py(tmp_path):
+    """h5py refuses to make a file in a directory that does not exist; a
+    typo in the path made new directories here."""
+    for mode in ("w", "w-", "x", "a"):
+        with pytest.raises(FileNotFoundError):
+            h5py.File(tmp_path / "typo" / "run.h5", mode)
+        with pytest.raises(FileNotFoundError):
+            h5lake.File(tmp_path / "typo" / "run.h5l", mode)
+        assert not (tmp_path / "typo").exists()
+    with h5lake.File(tmp_path / "here.h5l", "w") as f:
+        f["x"] = 1

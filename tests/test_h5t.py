@@ -642,3 +642,18 @@ def test_fixture_types():
     fill = h5t.json_to_value(grid["creationProperties"]["fillValue"], np.dtype("<f4"))
     assert fill[()] == np.float32(-1.0)
     assert h5t.shape_json(grid["shape"]["dims"], (None, 30)) == grid["shape"]
+
+
+def test_precision_offset_and_order_where_h5py_has_them():
+    """From a user's audit: precision and offset were missing, strings and
+    references had a byte order h5py's types do not, and a sequence type's
+    size was a pointer's (h5py: HDF5's hvl_t, 16 bytes)."""
+    import h5lake
+    for lib in (h5py, h5lake):
+        t = lib.h5t
+        assert (t.STD_I32LE.get_precision(), t.STD_I32LE.get_offset()) == (32, 0)
+        assert t.IEEE_F64LE.get_precision() == 64 and t.STD_U8BE.get_order() == t.ORDER_BE
+        assert not hasattr(t.C_S1.copy(), "get_order")
+        assert not hasattr(t.py_create(lib.string_dtype(), logical=True), "get_order")
+        assert t.py_create(lib.string_dtype(), logical=True).get_size() == 8
+        assert t.py_create(lib.vlen_dtype("i4"), logical=True).get_size() == 16

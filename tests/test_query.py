@@ -1108,3 +1108,28 @@ def test_query_csv_prints_floats_as_floats(tmp_path):
     assert [str(rows.schema.field(n).type) for n in "ifgh"] == ["int64", "double", "double", "double"]
     np.testing.assert_array_equal(rows["f"].to_numpy(), a["f"])
     assert rows["h"].to_numpy().astype("f2").tolist() == a["h"].tolist()
+
+
+def test_bound_negative_numbers_stay_one_operand_and_numpy_scalars_select(tmp_path):
+    """From a user's audit: `lim ** 2` with lim = -3 was bound as -3 ** 2
+    (that is -9); a NumPy integer as sel= failed with NumPy's own error."""
+    a = np.zeros(11, [("x", "i8"), ("f", "f8")])
+    a["x"] = np.arange(11)
+    a["f"] = np.arange(11) / 2
+    with h5lake.File(tmp_path / "n.h5l", "w") as f:
+        d = f.create_dataset("t", data=a, chunks=(3,))
+        lim, flim = -3, -1.5
+        assert d.get_where_list("x < lim**2").tolist() == list(range(9))
+        assert d.get_where_list("x < lim**2", condvars={"lim": np.int64(-3)}).tolist() == list(range(9))
+        assert d.get_where_list("f < flim**2").tolist() == [0, 1, 2, 3, 4]
+        assert d.get_where_list("x - lim == 3").tolist() == [0]
+        s = f.create_dataset("s", data=np.arange(10.0), chunks=(3,))
+        for i in (3, np.int64(3), np.array(3)):
+            assert s.max(sel=i) == 3.0
+        for bad in (np.arange(10) > 4, [1, 2], True):
+            with pytest.raises(ValueError, match="box"):
+                s.max(sel=bad)
+        t = f.create_dataset("names", data=np.array([b"a", b"bb", b"c"]))
+        st = t.stats(field="value")
+        assert st["count"] == 3 and st["sum"] is None and st["mean"] is None
+        assert st["text_min"] == b"a" and st["text_max"] == b"c"

@@ -144,13 +144,23 @@ class TypeID:
 
 
 class TypeAtomicID(TypeID):
-    """Integers, floats, strings, bit fields, references."""
+    """Integers, floats and bit fields (h5py keeps strings and references
+    apart: they have no byte order)."""
 
     def get_order(self):
         base = self._json.get("base")
         if isinstance(base, str):
             return ORDER_BE if base.endswith("BE") else ORDER_LE
         return ORDER_BE if self.dtype.byteorder == ">" else ORDER_LE
+
+    def get_precision(self):
+        """Significant bits: all of the value's bytes (h5lake keeps no
+        padding bits)."""
+        return 8 * self.get_size()
+
+    def get_offset(self):
+        """The first significant bit: 0 (no padding bits)."""
+        return 0
 
 
 class TypeIntegerID(TypeAtomicID):
@@ -166,15 +176,12 @@ class TypeBitfieldID(TypeAtomicID):
     pass
 
 
-class TypeReferenceID(TypeAtomicID):
+class TypeReferenceID(TypeID):
     pass
 
 
-class TypeStringID(TypeAtomicID):
+class TypeStringID(TypeID):
     """A fixed or variable-length string type."""
-
-    def get_order(self):
-        return ORDER_NONE
 
     def is_variable_str(self):
         return self._json.get("length") == "H5T_VARIABLE"
@@ -266,6 +273,10 @@ class TypeArrayID(TypeID):
 class TypeVlenID(TypeID):
     def get_super(self):
         return _type_object(self._json["base"])
+
+    def get_size(self):
+        # (HDF5's hvl_t in memory: a length and a pointer.)
+        return 16
 
 
 _CLASSES = {INTEGER: TypeIntegerID, FLOAT: TypeFloatID, STRING: TypeStringID,

@@ -380,15 +380,21 @@ fn float_op(op: ArOp, a: f64, b: f64) -> f64 {
         ArOp::Sub => a - b,
         ArOp::Mul => a * b,
         ArOp::Div => a / b,
-        // Python's: the result takes the divisor's sign.
+        // Python's and numpy's: the result (a zero too) takes the
+        // divisor's sign.
         ArOp::Mod => {
             let r = a % b;
-            if r != 0.0 && (r < 0.0) != (b < 0.0) {
+            if r == 0.0 {
+                0f64.copysign(b)
+            } else if (r < 0.0) != (b < 0.0) {
                 r + b
             } else {
                 r
             }
         }
+        // (numpy takes x ** 0.5 as the square root: NaN for -inf, where
+        // C's pow gives inf.)
+        ArOp::Pow if b == 0.5 => a.sqrt(),
         ArOp::Pow => a.powf(b),
     }
 }
@@ -916,6 +922,59 @@ mod tests {
                 prop_assert!(may_match(&node, &l, &refs), "{}", cond);
             }
         }
+    }
+
+    #[test]
+    fn operators_mean_what_numexpr_and_numpy_make_them() {
+        let t = Datatype::from_json(&json!({"class": "H5T_COMPOUND", "fields": [
+            {"name": "n", "type": "H5T_STD_I32LE"},
+            {"name": "u", "type": "H5T_STD_U8LE"},
+            {"name": "flag", "type": {"class": "H5T_ENUM", "base": "H5T_STD_I8LE",
+                                      "mapping": {"FALSE": 0, "TRUE": 1}}},
+            {"name": "x", "type": "H5T_IEEE_F64LE"},
+            {"name": "s", "type": {"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII",
+                                    "strPad": "H5T_STR_NULLPAD", "length": 2}}]}))
+        .unwrap();
+        let l = leaves(&t);
+        let mut data = Vec::new();
+        let rows: [(i32, u8, u8, f64, &[u8]); 5] = [
+            (-3, 5, 1, -2.0, b"b\0"),
+            (-1, 0, 0, f64::NEG_INFINITY, b"a\0"),
+            (0, 255, 1, 2.0, b"bb"),
+            (2, 250, 0, 4.0, b"\0\0"),
+            (5, 1, 1, -4.0, b"b\0"),
+        ];
+        for (n, u, f, x, s) in rows {
+            data.extend(n.to_le_bytes());
+            data.extend([u, f]);
+            data.extend(x.to_le_bytes());
+            data.extend(s);
+        }
+        let runs = [(0, 5)];
+        let rows = Rows { data: &data, size: 16, runs: &runs };
+        let m = |e: &str| eval(&parse_condition(e, &l).unwrap(), &l, rows).into_mask(5);
+        let at = |mask: Vec<bool>| -> Vec<usize> { (0..5).filter(|&i| mask[i]).collect() };
+        // ~ binds before comparisons: a bitwise NOT of integers (numpy's
+        // `~n > 0`), keeping an unsigned member's type; `not` binds after.
+        assert_eq!(at(m("~n > 0")), [0]);
+        assert_eq!(at(m("~n == 2")), [0]);
+        assert_eq!(at(m("not n > 0")), [0, 1, 2]);
+        assert_eq!(at(m("~u == 250")), [0]);
+        assert_eq!(at(m("~u == 0")), [2]);
+        assert_eq!(at(m("~flag")), [1, 3]);
+        assert_eq!(at(m("~(x > 0) & (n < 0)")), [0, 1]);
+        assert!(parse_condition("~x > 0", &l).is_err());
+        // booleans added are or-ed, multiplied and-ed (numpy's bools)
+        assert_eq!(at(m("flag + flag == 2")), Vec::<usize>::new());
+        assert_eq!(at(m("flag * (x > 0)")), [2]);
+        assert!(parse_condition("flag - flag", &l).is_err());
+        // a literal's trailing NULs are padding, as in numpy
+        assert_eq!(at(m(r"s == b'b\x00'")), [0, 4]);
+        // a zero remainder takes the divisor's sign (1/(-0.0) < 0)
+        assert_eq!(at(m("1 / (x % 2) < 0")), Vec::<usize>::new());
+        assert_eq!(at(m("1 / (x % -2) < 0")), [0, 2, 3, 4]);
+        // numpy's x ** 0.5 is the square root: NaN for -inf
+        assert_eq!(at(m("x ** 0.5 == inf")), Vec::<usize>::new());
     }
 
     #[test]

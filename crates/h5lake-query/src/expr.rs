@@ -498,13 +498,15 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// `not` (and `!`) binds as Python's `not`: looser than comparisons,
+    /// `not x > 1` is `not (x > 1)`. (`~` binds tighter: see `unary`.)
     fn not(&mut self) -> Result<Node> {
         let pos = self.pos();
-        if self.eat("~") || self.eat("not") || self.eat("!") {
+        if self.eat("not") || self.eat("!") {
             self.deeper()?;
             let a = self.not()?;
             self.depth -= 1;
-            self.want_bool(&a, pos, "~")?;
+            self.want_bool(&a, pos, "not")?;
             return Ok(Node::Not(Box::new(a)));
         }
         self.cmp()
@@ -576,6 +578,14 @@ impl<'a> Parser<'a> {
 
     fn unary(&mut self) -> Result<Node> {
         let pos = self.pos();
+        if self.eat("~") {
+            // As numexpr and numpy: before any comparison (`~n > 0` is
+            // `(~n) > 0`); a condition's negation, an integer's bitwise NOT.
+            self.deeper()?;
+            let a = self.unary()?;
+            self.depth -= 1;
+            return self.invert(a, pos);
+        }
         if self.eat("-") {
             self.deeper()?;
             let a = self.unary()?;
@@ -597,6 +607,43 @@ impl<'a> Parser<'a> {
         self.power()
     }
 
+    /// `~a`: of a condition, its negation; of an integer, numpy's bitwise
+    /// NOT in two's complement (`-a - 1`; of an unsigned member, its type's
+    /// largest value less `a`, as numpy keeps the type).
+    fn invert(&self, a: Node, pos: usize) -> Result<Node> {
+        match a.ty() {
+            Ty::Bool => Ok(Node::Not(Box::new(a))),
+            Ty::Int => {
+                let unsigned_top = match &a {
+                    Node::Leaf(i, _) => match self.leaves[*i].kind {
+                        Kind::Int {
+                            size,
+                            signed: false,
+                            ..
+                        } => Some((1i128 << (8 * size)) - 1),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                match (unsigned_top, a) {
+                    (_, Node::Lit(Num::Int(i))) => Ok(Node::Lit(Num::Int(-i - 1))),
+                    (Some(top), a) => arith(ArOp::Sub, Node::Lit(Num::Int(top)), a, pos, self.leaves),
+                    (None, a) => arith(
+                        ArOp::Sub,
+                        Node::Neg(Box::new(a)),
+                        Node::Lit(Num::Int(1)),
+                        pos,
+                        self.leaves,
+                    ),
+                }
+            }
+            _ => Err(QueryError::Invalid {
+                pos,
+                msg: "~ takes conditions or integers (a bitwise NOT), not floats or text".into(),
+            }),
+        }
+    }
+
     fn power(&mut self) -> Result<Node> {
         let a = self.primary()?;
         let pos = self.pos();
@@ -613,7 +660,13 @@ impl<'a> Parser<'a> {
         self.at += 1;
         match tok {
             Tok::Int(i) => Ok(Node::Lit(Num::Int(i))),
-            Tok::Text(t) => Ok(Node::Text(t)),
+            // (Trailing NULs are padding, dropped as numpy drops them.)
+            Tok::Text(mut t) => {
+                while t.last() == Some(&0) {
+                    t.pop();
+                }
+                Ok(Node::Text(t))
+            }
             Tok::Float(f) => Ok(Node::Lit(Num::Float(f))),
             Tok::Op("(") => {
                 self.deeper()?;
@@ -717,6 +770,21 @@ fn arith(op: ArOp, a: Node, b: Node, pos: usize, leaves: &[Leaf]) -> Result<Node
             pos,
             msg: "text cannot be computed with, only compared".into(),
         });
+    }
+    // Booleans with booleans as numpy and numexpr take them: + is or,
+    // * is and, - is refused.
+    if a.ty() == Ty::Bool && b.ty() == Ty::Bool {
+        match op {
+            ArOp::Add => return Ok(Node::Or(Box::new(a), Box::new(b))),
+            ArOp::Mul => return Ok(Node::And(Box::new(a), Box::new(b))),
+            ArOp::Sub => {
+                return Err(QueryError::Invalid {
+                    pos,
+                    msg: "- of two booleans is refused, as numpy refuses it".into(),
+                })
+            }
+            _ => {}
+        }
     }
     // An integer to an integer power is exact only when the power cannot
     // be negative (a literal of 0 or more); else it is computed as Python

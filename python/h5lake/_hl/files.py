@@ -119,6 +119,13 @@ class File(Group):
             # (Anything there, a dangling symlink too, as libhdf5's O_EXCL
             # finds it; an empty directory is where a store may be made.)
             raise FileExistsError(17, "Unable to synchronously create file (file exists)", name)
+        if mode != 'r' and mode != 'r+' and not is_url(name) and not os.path.lexists(name):
+            parent = os.path.dirname(os.path.abspath(os.fspath(name)))
+            if not os.path.isdir(parent):
+                # (As HDF5: a store is made in a directory that exists; a
+                # typo in the path is not made into new directories.)
+                raise FileNotFoundError(2, "Unable to synchronously create file (unable to "
+                                        f"open file: no directory {parent!r})", name)
         try:
             raw = _core.RawFile(name, mode, json.dumps(root_props),
                                 None if cache is None else int(cache), allow_local, bool(durable))

@@ -42,7 +42,12 @@ def stats_setting(stats):
 def region(dset, selection):
     """``[lo, hi)`` per dimension for a selection of slices (step 1) and
     integers; None for everything."""
-    if selection is None or selection is Ellipsis or selection == ():
+    if isinstance(selection, np.ndarray) and selection.shape == () and selection.dtype.kind in "iu":
+        selection = int(selection)
+    if isinstance(selection, np.ndarray) or isinstance(selection, (list, bool, np.bool_)):
+        raise ValueError("a query's selection is a box: slices without a step, and integers; "
+                         f"not {type(selection).__name__} {selection!r:.60}")
+    if selection is None or selection is Ellipsis or (isinstance(selection, tuple) and not selection):
         return None
     shape = dset.shape
     if not isinstance(selection, tuple):
@@ -316,15 +321,17 @@ def _literal(name, value):
         value = value[()]
     if isinstance(value, (bool, np.bool_)):
         return "true" if value else "false"
+    # (Negative numbers in parentheses: bound into `lim ** 2`, -3 must
+    # stay one operand, not become -(3 ** 2).)
     if isinstance(value, (int, np.integer)):
-        return str(int(value))
+        return str(int(value)) if value >= 0 else f"({int(value)})"
     if isinstance(value, (float, np.floating)):
         v = float(value)
         if math.isnan(v):
             return "nan"
         if math.isinf(v):
             return "inf" if v > 0 else "(-inf)"
-        return repr(v)
+        return repr(v) if math.copysign(1, v) > 0 else f"({v!r})"
     if isinstance(value, (bytes, np.bytes_)):
         # (Trailing NULs are padding, as NumPy compares byte strings; every
         # byte else goes as it is, escaped where it is not plain ASCII.)
