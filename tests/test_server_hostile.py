@@ -1007,6 +1007,22 @@ def test_a_query_stops_at_its_limit_inside_a_chunk_of_fill(server):
     assert server.alive()
 
 
+def test_a_write_of_points_counts_the_chunks_of_its_points(server):
+    """Two points of a 10^9 x 10^9 dataset were refused as reaching 10^12
+    chunks (the whole dataset was counted): they reach two."""
+    d, _ = new_domain(server, BOB)
+    did = new_dataset(server, d, {"type": "H5T_STD_I32LE", "shape": [10**9, 10**9],
+                                  "maxdims": [0, 0], "creationProperties": {
+                                      "layout": {"class": "H5D_CHUNKED", "dims": [1000, 1000]}}})
+    pts = [[10**9 - 1, 10**9 - 1], [0, 0]]
+    st, _, rsp = server.request("PUT", f"/datasets/{did}/value", {"points": pts, "value": [5, 6]},
+                                params={"domain": d}, user=BOB)
+    assert st == 200, rsp
+    st, _, rsp = server.request("POST", f"/datasets/{did}/value", {"points": pts},
+                                params={"domain": d}, user=BOB)
+    assert st == 200 and rsp["value"] == [5, 6], rsp
+
+
 def test_names_with_a_nul_are_refused(server):
     """HDF5's names are C strings: a link or attribute named "\\0" was
     stored, and no HDF5 program could name it."""

@@ -529,7 +529,7 @@ fn plan_unreserved(
     ctx: &Ctx,
     id: &str,
     action: Action,
-    body_sel: Option<Selection>,
+    body_points: Option<&Value>,
     body_select: Option<String>,
     body_fields: Option<String>,
 ) -> Result<Plan> {
@@ -540,8 +540,10 @@ fn plan_unreserved(
         return Err(bad("the dataset has a null dataspace; it holds no values"));
     }
     let dims = sel_dims(&meta);
-    let sel = match body_sel {
-        Some(s) => s,
+    // (Points are the selection as given: a write of two points of a huge
+    // dataset reaches two chunks, not every chunk of it.)
+    let sel = match body_points {
+        Some(v) => points_from_json(v, &dims)?,
         None => parse_select(body_select.as_deref().or(ctx.param("select")), &dims)?,
     };
     if !dims.is_empty() {
@@ -1680,22 +1682,12 @@ pub(crate) async fn put_value(
                 &ctx,
                 &id,
                 Action::Update,
-                None,
+                body.get("points"),
                 select,
                 fields_from_body(&body)?,
             )?;
-            let dims = sel_dims(&p.meta);
-            let p = match body.get("points") {
-                Some(pts) => {
-                    let points = points_from_json(pts, &dims)?;
-                    check_chunks_written(&app, &p.meta, &points)?;
-                    p.with_selection(points)?
-                }
-                None => {
-                    let s = p.sel.clone();
-                    p.with_selection(s)?
-                }
-            };
+            let s = p.sel.clone();
+            let p = p.with_selection(s)?;
             let sel = p.sel.clone();
             let shape = match &sel {
                 Selection::Orthogonal(s) if s.is_empty() => Vec::new(),
