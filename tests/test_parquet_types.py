@@ -298,3 +298,20 @@ def test_decimals_stored_either_way_and_linked(tmp_path, as_integer):
         same(d.to_arrow(), t)
         same(d.to_arrow(np.s_[140:333], fields=["price", "d256"]),
              t.slice(140, 193).select(["price", "d256"]))
+
+
+def test_values_a_named_type_cannot_hold_are_an_error_not_nulls(tmp_path):
+    """From an attacker's audit: arrow_types naming a type too small for
+    the stored values answered them as nulls (u64 2**64-1 as decimal128)
+    or cut them (0.5 as decimal128(10, 2) gave 0.00), without a word."""
+    with h5lake.File(tmp_path / "n.h5l", "w") as f:
+        d = f.create_dataset("t", data=np.array([(2**64 - 1, 0.5), (3, 1.0)],
+                                                [("u", "<u8"), ("b", "<f8")]), chunks=(2,))
+        for kinds in ({"u": "decimal128(38, 0)"}, {"u": "timestamp[ns, tz=UTC]"},
+                      {"b": "decimal128(10, 2)"}):
+            d.attrs["arrow_types"] = json.dumps(kinds)
+            with pytest.raises((ValueError, TypeError), match="does not fit"):
+                d.to_arrow()
+        del d.attrs["arrow_types"]
+        t = d.to_arrow()
+        assert t["u"].to_pylist() == [2**64 - 1, 3] and t["b"].to_pylist() == [0.5, 1.0]

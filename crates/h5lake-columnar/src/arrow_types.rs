@@ -127,8 +127,18 @@ fn as_type(col: &ArrayRef, to: &DataType) -> Result<ArrayRef> {
     if col.data_type() == to {
         return Ok(col.clone());
     }
+    // (A value the named type cannot hold is an error: Arrow's default
+    // cast would answer it as a null, or cut a fraction off.)
+    let strict = |to: &DataType| {
+        crate::input::strict_cast(col, to).map_err(|e| {
+            ColumnarError::Unsupported(format!(
+                "a value of type {} does not fit the type {to} its arrow_types names: {e}",
+                col.data_type()
+            ))
+        })
+    };
     let unscaled = || -> Result<Int64Array> {
-        let ints = arrow_cast::cast(col, &DataType::Int64)?;
+        let ints = strict(&DataType::Int64)?;
         Ok(ints
             .as_any()
             .downcast_ref::<Int64Array>()
@@ -185,7 +195,7 @@ fn as_type(col: &ArrayRef, to: &DataType) -> Result<ArrayRef> {
                     .with_precision_and_scale(*p, *s)?,
             )
         }
-        _ => arrow_cast::cast(col, to)?,
+        _ => strict(to)?,
     })
 }
 

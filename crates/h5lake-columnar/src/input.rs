@@ -169,7 +169,7 @@ impl TableSchema {
 /// is no number, a number out of the type's range, a fraction into an
 /// integer. Arrow's default cast would turn those into nulls, which read
 /// as the fill value: data lost without a word.
-fn strict_cast(c: &ArrayRef, to: &DataType) -> std::result::Result<ArrayRef, String> {
+pub(crate) fn strict_cast(c: &ArrayRef, to: &DataType) -> std::result::Result<ArrayRef, String> {
     let opts = arrow_cast::CastOptions {
         safe: false,
         ..Default::default()
