@@ -724,3 +724,42 @@ def test_a_missing_directory_in_a_new_file_s_path_is_an_error_as_in_h5py(tmp_pat
         assert not (tmp_path / "typo").exists()
     with h5lake.File(tmp_path / "here.h5l", "w") as f:
         f["x"] = 1
+
+
+@pytest.mark.parametrize("filters", [{}, dict(compression="gzip", shuffle=True),
+                                     dict(compression="gzip", compression_opts=1, fletcher32=True)],
+                         ids=["none", "gzip-shuffle", "gzip-fletcher32"])
+def test_direct_chunk_writes_read_back_as_in_h5py(tmp_path, filters):
+    """Chunks filtered as libhdf5 filters them (here: by h5py, read back
+    with read_direct_chunk) written with write_direct_chunk: the values,
+    statistics and direct reads are h5py's."""
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 1000, (40, 30)).astype("<i4")
+    with h5py.File(tmp_path / "src.h5", "w") as h:
+        src = h.create_dataset("x", data=a, chunks=(16, 16), **filters)
+        chunks = {off: src.id.read_direct_chunk(off) for off in
+                  [(i, j) for i in range(0, 40, 16) for j in range(0, 30, 16)]}
+    for lib, path in ((h5py, tmp_path / "h.h5"), (h5lake, tmp_path / "l.h5l")):
+        with lib.File(path, "w") as f:
+            d = f.create_dataset("x", shape=a.shape, dtype=a.dtype, chunks=(16, 16), **filters)
+            for off, (mask, data) in chunks.items():
+                d.id.write_direct_chunk(off, data, mask)
+            np.testing.assert_array_equal(d[...], a)
+            assert d.id.read_direct_chunk((16, 16))[1] == chunks[(16, 16)][1] or lib is h5lake
+        with lib.File(path, "r") as f:
+            np.testing.assert_array_equal(f["x"][...], a)
+            if lib is h5lake:
+                assert f["x"].max() == a.max() and f["x"].get_where_list("value == 999").tolist() \
+                    == np.argwhere(a == 999).tolist()
+    with h5lake.File(tmp_path / "l.h5l", "r+") as f:
+        d = f["x"]
+        with pytest.raises(OSError, match="boundary"):
+            d.id.write_direct_chunk((1, 0), chunks[(0, 0)][1])
+        with pytest.raises(ValueError):
+            d.id.write_direct_chunk((48, 0), chunks[(0, 0)][1])
+        if filters:
+            with pytest.raises((ValueError, OSError)):
+                d.id.write_direct_chunk((0, 0), b"not a compressed chunk at all")
+        np.testing.assert_array_equal(d[...], a)
+    with h5lake.File(tmp_path / "l.h5l", "r") as f, pytest.raises(OSError, match="no write intent"):
+        f["x"].id.write_direct_chunk((0, 0), chunks[(0, 0)][1])

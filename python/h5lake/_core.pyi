@@ -142,6 +142,9 @@ class RawFile:
     def dataset_stored_chunk(self, dset_id: str, coords: Sequence[int]) -> bytes | None:
         """HDF5's direct chunk read: the chunk at chunk coordinates
         ``coords`` as its filters made it; None if never written."""
+    def dataset_write_hdf5_chunk(self, dset_id: str, coords: Sequence[int], data: bytes) -> None:
+        """HDF5's direct chunk write: the chunk at chunk coordinates
+        ``coords`` from ``data``, as its filters (all of them) made it."""
     def dataset_read(
         self, dset_id: str, selection: Selection, out: np.ndarray, fields: Sequence[str] | None = None
     ) -> None:

@@ -1199,6 +1199,18 @@ impl RawFile {
         Ok(got.map(|b| PyBytes::new(py, &b)))
     }
 
+    /// HDF5's direct chunk write: the chunk at chunk coordinates `coords`
+    /// from `data`, its bytes as HDF5's filters make them (all applied).
+    fn dataset_write_hdf5_chunk(
+        &self,
+        py: Python<'_>,
+        dset_id: &str,
+        coords: Vec<u64>,
+        data: &[u8],
+    ) -> PyResult<()> {
+        self.run(py, |d| d.write_hdf5_chunk(dset_id, &coords, data))
+    }
+
     /// The elements of `region` (`[lo, hi)` per dimension; everything by
     /// default) where `condition` holds, in C order: their coordinates
     /// (little-endian u64, rank per match), their bytes, and how many

@@ -73,6 +73,17 @@ pub trait ChunkCodec: Send + Sync + fmt::Debug {
             self.name()
         )))
     }
+    /// The chunk (`raw_len` bytes) of bytes HDF5's filter pipeline made:
+    /// what HDF5's direct chunk write is given.
+    ///
+    /// # Errors
+    /// A codec whose chunks have no such form; bytes that do not decode.
+    fn decode_hdf5_bytes(&self, _filtered: &[u8], _raw_len: usize) -> Result<Vec<u8>> {
+        Err(EngineError::WrongType(format!(
+            "{} chunks have no form of HDF5's filters",
+            self.name()
+        )))
+    }
 }
 
 /// HSDS's chunks: row layout through the filter pipeline.
@@ -122,6 +133,15 @@ impl ChunkCodec for Filtered {
         Ok(bytes::Bytes::from(
             self.pipeline.encode(raw, self.filter_elem_size)?,
         ))
+    }
+
+    fn decode_hdf5_bytes(&self, filtered: &[u8], raw_len: usize) -> Result<Vec<u8>> {
+        Ok(self.pipeline.decode_as(
+            filtered,
+            self.filter_elem_size,
+            Some(raw_len),
+            ChunkFormat::Hdf5,
+        )?)
     }
 }
 

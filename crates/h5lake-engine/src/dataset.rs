@@ -1842,6 +1842,47 @@ impl Domain {
         Ok(Some(m.codec.hdf5_bytes(stored, Some(raw_len))?))
     }
 
+    /// Writes the chunk at `coords` from `filtered`, its bytes as HDF5's
+    /// filter pipeline makes them (HDF5's direct chunk write, all filters
+    /// applied): decoded to check them and to keep the chunk's
+    /// statistics, then stored as the dataset stores its chunks.
+    ///
+    /// # Errors
+    /// A chunk outside the dataset, bytes that are not such a chunk, a
+    /// dataset whose chunks are not its own or not filtered HDF5's way.
+    pub fn write_hdf5_chunk(&self, id: &str, coords: &[u64], filtered: &[u8]) -> Result<()> {
+        self.check_writable()?;
+        let m = self.dataset(id)?;
+        check_own_chunks(&m, "write a raw chunk")?;
+        if m.virtual_map.is_some() {
+            return Err(EngineError::WrongType(
+                "a virtual dataset has no chunks of its own to write".into(),
+            ));
+        }
+        m.check_data_writable()?;
+        let inside = coords.len() == m.chunk.len()
+            && coords
+                .iter()
+                .zip(&m.chunk)
+                .zip(&m.dims)
+                .all(|((&c, &n), &d)| c.checked_mul(n).is_some_and(|at| at < d));
+        if !inside {
+            return Err(EngineError::Invalid(format!(
+                "chunk {coords:?} is not a chunk of the dataset's extent {:?}",
+                m.dims
+            )));
+        }
+        let raw = m
+            .codec
+            .decode_hdf5_bytes(filtered, m.chunk_elems() * m.elem_size())?;
+        m.check_decoded_len(raw.len())?;
+        let key = m.key(coords);
+        let rec = self.prepare_stats(&m, coords, &raw);
+        let v = self.store().put(&key, &m.encode(&raw[..], &key)?)?;
+        self.cache.remove(&key);
+        self.store_stats(&m, coords, rec, &v)
+    }
+
     /// Where each stored chunk object of a dataset is — a local path or an
     /// `s3://` URL — in the order of the chunks' coordinates. For a
     /// columnar dataset these are Parquet files other tools read directly;

@@ -1096,7 +1096,7 @@ impl Domain {
                 let mut k = 0;
                 'runs: for &(first, count) in &runs {
                     for j in 0..count {
-                        if mask.as_ref().map_or(true, |mask| mask[k + j]) {
+                        if mask.as_ref().is_none_or(|mask| mask[k + j]) {
                             if hits.index.len() == cap {
                                 break 'runs;
                             }

@@ -951,7 +951,11 @@ mod tests {
             data.extend(s);
         }
         let runs = [(0, 5)];
-        let rows = Rows { data: &data, size: 16, runs: &runs };
+        let rows = Rows {
+            data: &data,
+            size: 16,
+            runs: &runs,
+        };
         let m = |e: &str| eval(&parse_condition(e, &l).unwrap(), &l, rows).into_mask(5);
         let at = |mask: Vec<bool>| -> Vec<usize> { (0..5).filter(|&i| mask[i]).collect() };
         // ~ binds before comparisons: a bitwise NOT of integers (numpy's

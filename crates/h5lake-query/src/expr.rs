@@ -627,7 +627,9 @@ impl<'a> Parser<'a> {
                 };
                 match (unsigned_top, a) {
                     (_, Node::Lit(Num::Int(i))) => Ok(Node::Lit(Num::Int(-i - 1))),
-                    (Some(top), a) => arith(ArOp::Sub, Node::Lit(Num::Int(top)), a, pos, self.leaves),
+                    (Some(top), a) => {
+                        arith(ArOp::Sub, Node::Lit(Num::Int(top)), a, pos, self.leaves)
+                    }
                     (None, a) => arith(
                         ArOp::Sub,
                         Node::Neg(Box::new(a)),

@@ -186,7 +186,11 @@ impl LeafStats {
         self.text = match (self.count, o.count) {
             (_, 0) => self.text.take(),
             (0, _) => o.text.clone(),
-            _ => self.text.as_ref().zip(o.text.as_ref()).map(|(a, b)| a.union(b)),
+            _ => self
+                .text
+                .as_ref()
+                .zip(o.text.as_ref())
+                .map(|(a, b)| a.union(b)),
         };
         self.count += o.count;
         self.nan_count += o.nan_count;
@@ -258,14 +262,16 @@ impl LeafStats {
 
 fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
-    bytes.iter().fold(String::with_capacity(2 * bytes.len()), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
+    bytes
+        .iter()
+        .fold(String::with_capacity(2 * bytes.len()), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
 }
 
 fn unhex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 || text.len() > 2 * TEXT_BOUND_BYTES {
+    if !text.len().is_multiple_of(2) || text.len() > 2 * TEXT_BOUND_BYTES {
         return None;
     }
     (0..text.len())

@@ -1327,7 +1327,8 @@ fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
     let per_match = es + 8 * rank;
     let json_elements = limited.map_or(app.cfg.max_json_elements, |n| {
         let values = usize::try_from(json_values_per_element(&p.wire)).unwrap_or(usize::MAX);
-        n.saturating_mul(values.saturating_add(rank)).min(app.cfg.max_json_elements)
+        n.saturating_mul(values.saturating_add(rank))
+            .min(app.cfg.max_json_elements)
     });
     let answer = app.cfg.slab_bytes + json_elements * (JSON_VALUE_BYTES + 8);
     let max_matched = app
@@ -1362,7 +1363,12 @@ fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
         let (mut kept, mut matched) = (0, 0);
         for k in 0..index.len() / rank {
             let at = k * rank;
-            if matched < limit && sels.iter().zip(&index[at..at + rank]).all(|(d, &i)| picked(d, i)) {
+            if matched < limit
+                && sels
+                    .iter()
+                    .zip(&index[at..at + rank])
+                    .all(|(d, &i)| picked(d, i))
+            {
                 index.copy_within(at..at + rank, kept * rank);
                 out.copy_within(k * es..(k + 1) * es, kept * es);
                 kept += 1;

@@ -556,6 +556,24 @@ class DatasetID(ObjectID):
         return 0, view[:len(data)]
 
 
+    def write_direct_chunk(self, offsets, data, filter_mask=0x00000000, dxpl=None):
+        """Writes the chunk starting at element ``offsets`` from ``data``:
+        its bytes as the dataset's filters make them, all of them applied
+        (``filter_mask`` 0). The bytes are decoded, so the chunk's
+        statistics are kept, and stored as the dataset stores chunks."""
+        shape = self._chunk_shape("Can't write unprocessed chunk data")
+        offsets = tuple(int(o) for o in offsets)
+        if len(offsets) != len(shape) or any(o % k for o, k in zip(offsets, shape)):
+            raise OSError("Can't write unprocessed chunk data (offset doesn't fall on "
+                          "chunks's boundary)")
+        if filter_mask:
+            raise ValueError("write_direct_chunk takes chunks with every filter applied "
+                             f"(filter_mask 0), not filter_mask {filter_mask:#x}")
+        self._fs.check_writable(OSError, "Can't write unprocessed chunk data")
+        self._fs.raw.dataset_write_hdf5_chunk(self._oid, [o // k for o, k in zip(offsets, shape)],
+                                              bytes(memoryview(data).cast("B")))
+
+
 #: The name of an object opened by reference: found when first asked for
 #: (a walk of the store), not on every dereference.
 BY_REFERENCE = object()
