@@ -6,6 +6,7 @@ import glob
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -1133,3 +1134,34 @@ def test_bound_negative_numbers_stay_one_operand_and_numpy_scalars_select(tmp_pa
         st = t.stats(field="value")
         assert st["count"] == 3 and st["sum"] is None and st["mean"] is None
         assert st["text_min"] == b"a" and st["text_max"] == b"c"
+
+
+def test_stats_build_bounds_the_text_of_records_made_before_text_was_bounded(tmp_path):
+    """Records written before text fields were bounded only count them;
+    `stats --build` makes them anew with bounds (queries use them after)."""
+    a = np.zeros(400, [("name", "S4"), ("x", "<i4")])
+    a["name"] = [b"%03d" % (i // 4) for i in range(400)]
+    a["x"] = np.arange(400)
+    store = tmp_path / "old.h5l"
+    with h5lake.File(store, "w") as f:
+        f.create_dataset("t", data=a, chunks=(40,))
+    # As an earlier version wrote them: no text bounds anywhere.
+    stripped = 0
+    for path in store.rglob("*"):
+        if path.is_file() and b"text_min" in path.read_bytes():
+            text = re.sub(r',?\s*"text_m(in|ax)"\s*:\s*("[0-9a-f]*"|null)', "", path.read_text())
+            path.write_text(text)
+            stripped += 1
+    assert stripped > 0
+    with h5lake.File(store, "r") as f:
+        d = f["t"]
+        assert d.stats().column("name.min").to_pylist() == [None] * 10
+        assert d.get_where_list("name == b'050'").tolist() == [200, 201, 202, 203]
+        assert d._last_query["chunks_read"] == 10
+    r = _cli("stats", "--build", "-q", str(store))
+    assert r.returncode == 0, r.stderr
+    with h5lake.File(store, "r") as f:
+        d = f["t"]
+        assert d.stats().column("name.min").to_pylist()[:2] == [b"000", b"010"]
+        assert d.get_where_list("name == b'050'").tolist() == [200, 201, 202, 203]
+        assert d._last_query["chunks_read"] == 1

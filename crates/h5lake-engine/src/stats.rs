@@ -629,8 +629,17 @@ impl Domain {
         let current_one = |rec: h5lake_query::Result<ChunkRecord>| {
             rec.ok()
                 .filter(|r| r.version == current.0 && r.live == want_live)
-                .filter(|r| !upgrade || r.bounds_text(&plan.leaves))
                 .map(|r| (r, false))
+        };
+        // One that lacks what this version keeps (text bounds) is used only
+        // when no other place has a whole one, and never when upgrading.
+        let mut partial = None;
+        let mut whole = |found: (ChunkRecord, bool)| {
+            if found.0.bounds_text(&plan.leaves) {
+                return Some(found);
+            }
+            partial.get_or_insert(found);
+            None
         };
         let from_bytes = |b: &[u8]| ChunkRecord::from_bytes(b, &plan.leaves, &plan.functions);
         // A record in the dataset's document that describes the chunk as it
@@ -640,6 +649,7 @@ impl Domain {
             .in_doc
             .get(name)
             .and_then(|b| current_one(from_bytes(b)))
+            .and_then(&mut whole)
         {
             return Ok(Some(found));
         }
@@ -647,6 +657,7 @@ impl Domain {
         if let Some(found) = summarised
             .get(name)
             .and_then(|v| current_one(ChunkRecord::from_json(v, &plan.leaves, &plan.functions)))
+            .and_then(&mut whole)
         {
             return Ok(Some(found));
         }
@@ -655,7 +666,14 @@ impl Domain {
             Some(k) => Some(&k.data[..]),
             None => plan.in_doc.get(name).map(Vec::as_slice),
         };
-        if let Some(found) = stored.and_then(|b| current_one(from_bytes(b))) {
+        if let Some(found) = stored
+            .and_then(|b| current_one(from_bytes(b)))
+            .and_then(&mut whole)
+        {
+            return Ok(Some(found));
+        }
+        drop(whole);
+        if let Some(found) = partial.filter(|_| !upgrade) {
             return Ok(Some(found));
         }
         let Some((version, data, nulls)) = self.chunk_for_record(m, plan, &key, coords, None)?
