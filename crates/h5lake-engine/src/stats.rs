@@ -1021,16 +1021,24 @@ impl Domain {
         )
         .into_mask(1)[0];
         let per_match = out_size + 8 * m.dims.len();
-        if fill_matches && !is_virtual && limits.max_matches.is_none() {
-            // Every element of the region outside the stored chunks matches:
-            // an answer that cannot fit is refused before any is read.
+        // The chunks that hold values of their own: stored ones, or of a
+        // virtual dataset those its mappings reach; the others hold the fill
+        // value alone.
+        let with_data = match (fill_matches, is_virtual) {
+            (true, true) => Some(virtual_chunks(&m, &region)?),
+            (true, false) => Some(self.chunks_with_data(&m)?),
+            (false, _) => None,
+        };
+        if let (Some(listed), None) = (&with_data, limits.max_matches) {
+            // Every element of the region outside those chunks matches: an
+            // answer that cannot fit is refused before any is read.
             let in_region = |c: &Vec<u64>| -> u64 {
                 overlap(&m, c, &region)
                     .iter()
                     .map(|(a, b)| b.saturating_sub(*a))
                     .product()
             };
-            let stored: u64 = self.chunks_with_data(&m)?.iter().map(in_region).sum();
+            let stored: u64 = listed.iter().map(in_region).sum();
             let total: u64 = region.iter().map(|(a, b)| b - a).product();
             let at_least = total.saturating_sub(stored);
             if limits
@@ -1040,6 +1048,9 @@ impl Domain {
                 return Err(too_many(limits.max_bytes));
             }
         }
+        let mapped: Option<std::collections::HashSet<Vec<u64>>> = with_data
+            .filter(|_| is_virtual)
+            .map(|l| l.into_iter().collect());
         let chunks = if fill_matches {
             Chunks::Grid(Grid::new(&m, &region))
         } else if is_virtual {
@@ -1137,7 +1148,10 @@ impl Domain {
                 tally(hits.index.len() - tallied)?;
                 Ok(hits)
             };
-            let hits = if is_virtual {
+            let hits = if mapped.as_ref().is_some_and(|s| !s.contains(c)) {
+                // (A virtual chunk no mapping reaches: all fill, which matches.)
+                hits_in(None)?
+            } else if is_virtual {
                 hits_in(Some(&self.virtual_chunk(&m, c, &ov)?))?
             } else if let Some(read) = &scan.columns {
                 // Only the columns the condition and the answer need.
