@@ -1021,47 +1021,50 @@ impl Domain {
         )
         .into_mask(1)[0];
         let per_match = out_size + 8 * m.dims.len();
-        // The chunks that hold values of their own: stored ones, or of a
-        // virtual dataset those its mappings reach; the others hold the fill
-        // value alone.
-        let with_data = match (fill_matches, is_virtual) {
-            (true, true) => Some(virtual_chunks(&m, &region)?),
-            (true, false) => Some(self.chunks_with_data(&m)?),
-            (false, _) => None,
-        };
-        if let (Some(listed), None) = (&with_data, limits.max_matches) {
-            // Every element of the region outside those chunks matches: an
-            // answer that cannot fit is refused before any is read.
-            let in_region = |c: &Vec<u64>| -> u64 {
-                overlap(&m, c, &region)
-                    .iter()
-                    .map(|(a, b)| b.saturating_sub(*a))
-                    .product()
-            };
-            let stored: u64 = listed.iter().map(in_region).sum();
-            let total: u64 = region.iter().map(|(a, b)| b - a).product();
-            let at_least = total.saturating_sub(stored);
-            if limits
-                .max_bytes
-                .is_some_and(|max| at_least.saturating_mul(per_match as u64) > max as u64)
-            {
-                return Err(too_many(limits.max_bytes));
+        // The chunks that hold values of their own, inside the region:
+        // stored ones, or of a virtual dataset those its mappings reach; the
+        // others hold the fill value alone.
+        let with_data = || -> Result<Vec<Vec<u64>>> {
+            if is_virtual {
+                return virtual_chunks(&m, &region);
             }
-        }
-        let mapped: Option<std::collections::HashSet<Vec<u64>>> = with_data
-            .filter(|_| is_virtual)
-            .map(|l| l.into_iter().collect());
+            Ok(self
+                .chunks_with_data(&m)?
+                .into_iter()
+                .filter(|c| !overlap(&m, c, &region).iter().any(|(a, b)| a >= b))
+                .collect())
+        };
+        // Of a virtual dataset whose fill value matches: the chunks read
+        // from its sources (the others are answered as fill, unread).
+        let mut mapped: Option<std::collections::HashSet<Vec<u64>>> = None;
         let chunks = if fill_matches {
+            if limits.max_matches.is_none() || is_virtual {
+                let listed = with_data()?;
+                if limits.max_matches.is_none() {
+                    // Every element of the region outside those chunks
+                    // matches: an answer that cannot fit is refused before
+                    // any is read.
+                    let in_region = |c: &Vec<u64>| -> u64 {
+                        overlap(&m, c, &region)
+                            .iter()
+                            .map(|(a, b)| b.saturating_sub(*a))
+                            .product()
+                    };
+                    let stored: u64 = listed.iter().map(in_region).sum();
+                    let total: u64 = region.iter().map(|(a, b)| b - a).product();
+                    let at_least = total.saturating_sub(stored);
+                    if limits
+                        .max_bytes
+                        .is_some_and(|max| at_least.saturating_mul(per_match as u64) > max as u64)
+                    {
+                        return Err(too_many(limits.max_bytes));
+                    }
+                }
+                mapped = is_virtual.then(|| listed.into_iter().collect());
+            }
             Chunks::Grid(Grid::new(&m, &region))
-        } else if is_virtual {
-            Chunks::Listed(virtual_chunks(&m, &region)?)
         } else {
-            Chunks::Listed(
-                self.chunks_with_data(&m)?
-                    .into_iter()
-                    .filter(|c| !overlap(&m, c, &region).iter().any(|(a, b)| a >= b))
-                    .collect(),
-            )
+            Chunks::Listed(with_data()?)
         };
         let keeps = m.stats.is_some();
         let sums = Summaries::of(self.store().as_ref(), &m);

@@ -555,7 +555,6 @@ class DatasetID(ObjectID):
         view[:len(data)] = data
         return 0, view[:len(data)]
 
-
     def write_direct_chunk(self, offsets, data, filter_mask=0x00000000, dxpl=None):
         """Writes the chunk starting at element ``offsets`` from ``data``:
         its bytes as the dataset's filters make them, all of them applied

@@ -119,7 +119,7 @@ class File(Group):
             # (Anything there, a dangling symlink too, as libhdf5's O_EXCL
             # finds it; an empty directory is where a store may be made.)
             raise FileExistsError(17, "Unable to synchronously create file (file exists)", name)
-        if mode != 'r' and mode != 'r+' and not is_url(name) and not os.path.lexists(name):
+        if mode not in ('r', 'r+') and not is_url(name) and not os.path.lexists(name):
             parent = os.path.dirname(os.path.abspath(os.fspath(name)))
             if not os.path.isdir(parent):
                 # (As HDF5: a store is made in a directory that exists; a
