@@ -757,6 +757,8 @@ def test_direct_chunk_writes_read_back_as_in_h5py(tmp_path, filters):
             d.id.write_direct_chunk((1, 0), chunks[(0, 0)][1])
         with pytest.raises(ValueError):
             d.id.write_direct_chunk((48, 0), chunks[(0, 0)][1])
+        with pytest.raises(ValueError, match="filter_mask"):     # named, never ignored
+            d.id.write_direct_chunk((0, 0), chunks[(0, 0)][1], 0x1)
         if filters:
             with pytest.raises((ValueError, OSError)):
                 d.id.write_direct_chunk((0, 0), b"not a compressed chunk at all")
