@@ -801,11 +801,28 @@ def test_chunk_queries_of_an_hdf5_file_opened_in_place_are_the_files(tmp_path):
         assert f["contig"].id.get_offset() > 0
         with pytest.raises(RuntimeError):
             f["contig"].id.get_num_chunks()
-    # a store linked to the file keeps refusing: its chunks are another file's
-    h5lake.load(src, tmp_path / "linked.h5l", link=True)
-    with h5lake.File(tmp_path / "linked.h5l", "r") as f:
-        with pytest.raises(TypeError, match="linked to"):
+    # a store linked to the file answers with the file's chunks (offsets in
+    # that file), whether it reads them one by one or in hyper-chunks
+    for store, hyper in (("linked.h5l", None), ("hyper.h5l", "64K")):
+        h5lake.load(src, tmp_path / store, link=True, hyperchunk=hyper)
+        for name in ("few", "many"):
+            got = []
+            for lib, where in ((h5py, src), (h5lake, tmp_path / store)):
+                with lib.File(where, "r") as f:
+                    d = f[name].id
+                    infos = [d.get_chunk_info(i) for i in range(d.get_num_chunks())]
+                    got.append((f[name].chunks, infos, d.get_storage_size(),
+                                d.get_chunk_info_by_coord(infos[7].chunk_offset),
+                                d.read_direct_chunk(infos[3].chunk_offset)))
+            assert got[0] == got[1], (store, name)
+    # written to since: its values are partly the store's, which no list of
+    # the file's chunks describes
+    with h5lake.File(tmp_path / "linked.h5l", "a") as f:
+        f["few"][0, 0] = 7
+        with pytest.raises(TypeError, match="written to since"):
             f["few"].id.get_num_chunks()
+        with pytest.raises(TypeError, match="written to since"):
+            f["few"].id.read_direct_chunk((0, 0))
 
 
 @pytest.mark.parametrize("link", [False, True])

@@ -315,3 +315,19 @@ def test_values_a_named_type_cannot_hold_are_an_error_not_nulls(tmp_path):
         del d.attrs["arrow_types"]
         t = d.to_arrow()
         assert t["u"].to_pylist() == [2**64 - 1, 3] and t["b"].to_pylist() == [0.5, 1.0]
+
+
+def test_a_time_zone_no_reader_takes_is_refused_by_name(tmp_path):
+    """A time zone in arrow_types went to pyarrow as given: the table came
+    out, and its first conversion to Python failed far from the cause."""
+    with h5lake.File(tmp_path / "z.h5l", "w") as f:
+        d = f.create_dataset("t", data=np.array([(0,), (86_400_000,)], [("ts", "<i8")]))
+        for tz in ("+99:99", "+0530", "Europe Paris"):
+            d.attrs["arrow_types"] = json.dumps({"ts": f"timestamp[ms, tz={tz}]"})
+            with pytest.raises((ValueError, TypeError), match="unknown Arrow type"):
+                d.to_arrow()
+        d.attrs["arrow_types"] = json.dumps({"ts": "timestamp[ms, tz=+05:30]"})
+        got = d.to_arrow()["ts"]
+        assert got.type == pa.timestamp("ms", tz="+05:30")
+        assert [v.isoformat() for v in got.to_pylist()] == [
+            "1970-01-01T05:30:00+05:30", "1970-01-02T05:30:00+05:30"]

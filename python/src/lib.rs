@@ -181,6 +181,35 @@ impl RawFile {
             .is_some_and(|l| &l.file_uri == file))
     }
 
+    /// The chunks of a dataset whose values are an HDF5 file's chunks (a
+    /// file opened in place, or a store's dataset made by `load --link`),
+    /// as HDF5's chunk queries give them for that file: (coordinates, byte
+    /// offset in the file, size). `None` for a dataset holding chunks of its
+    /// own or linked otherwise.
+    ///
+    /// # Errors
+    /// A linked dataset written to since it was linked: its values are then
+    /// the file's chunks and the store's (hyper-chunk sized) ones, which no
+    /// one list of HDF5's chunks describes.
+    fn hdf5_source_chunks(
+        &self,
+        d: &Domain,
+        dset_id: &str,
+    ) -> h5lake_engine::Result<Option<Vec<h5lake_engine::linked::SourceChunk>>> {
+        let Some(chunks) = d.linked_source_chunks(dset_id)? else {
+            return Ok(None);
+        };
+        if !self.is_in_place(d, dset_id)? && !d.stored_chunks(dset_id)?.is_empty() {
+            return Err(h5lake_engine::EngineError::WrongType(
+                "cannot list the chunks as HDF5's: the dataset is linked to an HDF5 file's chunks \
+                 and was written to since, so its values are partly in the store (read the data, \
+                 or `h5lake get` it to an HDF5 file)"
+                    .into(),
+            ));
+        }
+        Ok(Some(chunks))
+    }
+
     /// An HDF5 file opened in place, read-only (h5py's default mode). h5lake
     /// writes stores, not HDF5 files: every writing mode is refused rather
     /// than turning the file into something else.
@@ -1154,13 +1183,11 @@ impl RawFile {
     /// place; a store's chunks are objects of their own (None).
     fn dataset_stored_chunks(&self, py: Python<'_>, dset_id: &str) -> PyResult<Vec<StoredChunk>> {
         self.run(py, |d| {
-            if self.is_in_place(d, dset_id)? {
-                if let Some(chunks) = d.linked_source_chunks(dset_id)? {
-                    return Ok(chunks
-                        .into_iter()
-                        .map(|(c, o, s)| (c, s, Some(o)))
-                        .collect());
-                }
+            if let Some(chunks) = self.hdf5_source_chunks(d, dset_id)? {
+                return Ok(chunks
+                    .into_iter()
+                    .map(|(c, o, s)| (c, s, Some(o)))
+                    .collect());
             }
             h5lake_engine::check_own_chunks(&*d.dataset(dset_id)?, "list the chunks")?;
             Ok(d.stored_chunks(dset_id)?
@@ -1191,7 +1218,7 @@ impl RawFile {
         coords: Vec<u64>,
     ) -> PyResult<Option<Bound<'py, PyBytes>>> {
         let got = self.run(py, |d| {
-            if self.is_in_place(d, dset_id)? && d.linked_source_chunks(dset_id)?.is_some() {
+            if self.hdf5_source_chunks(d, dset_id)?.is_some() {
                 return d.linked_source_chunk(dset_id, &coords);
             }
             d.stored_chunk(dset_id, &coords)

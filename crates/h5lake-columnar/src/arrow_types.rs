@@ -45,7 +45,9 @@ pub fn parse_type_name(name: &str) -> Option<DataType> {
         None => (args, None),
     };
     match (kind, tz) {
-        ("timestamp", tz) => Some(DataType::Timestamp(unit(first)?, tz.map(Arc::from))),
+        ("timestamp", tz) if tz.is_none_or(plausible_time_zone) => {
+            Some(DataType::Timestamp(unit(first)?, tz.map(Arc::from)))
+        }
         ("date32", None) if first == "day" => Some(DataType::Date32),
         ("date64", None) if first == "ms" => Some(DataType::Date64),
         ("time32", None) => Some(DataType::Time32(unit(first)?)),
@@ -54,6 +56,30 @@ pub fn parse_type_name(name: &str) -> Option<DataType> {
         ("fixed_size_binary", None) => Some(DataType::FixedSizeBinary(first.parse().ok()?)),
         _ => None,
     }
+}
+
+/// Whether `tz` can name a time zone as Arrow's readers take one: an
+/// offset `+HH:MM`/`-HH:MM` within a day, or a zone database name such as
+/// `UTC` or `America/New_York` (whether that zone exists is the reader's
+/// database's to say; its characters are checked here).
+fn plausible_time_zone(tz: &str) -> bool {
+    if let Some(offset) = tz.strip_prefix(['+', '-']) {
+        let b = offset.as_bytes();
+        let two = |i: usize| -> Option<u8> {
+            let d = |c: u8| c.is_ascii_digit().then(|| c - b'0');
+            Some(d(b[i])? * 10 + d(b[i + 1])?)
+        };
+        return b.len() == 5
+            && b[2] == b':'
+            && two(0).is_some_and(|h| h < 24)
+            && two(3).is_some_and(|m| m < 60);
+    }
+    !tz.is_empty()
+        && tz.len() <= 64
+        && tz.starts_with(|c: char| c.is_ascii_alphabetic())
+        && tz
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '_' | '-' | '+'))
 }
 
 /// `batch` (columns of the members of the compound `dtype`) with the
@@ -204,6 +230,34 @@ mod tests {
     use super::*;
     use arrow_array::{Date32Array, Int32Array, TimestampMillisecondArray};
     use serde_json::json;
+
+    #[test]
+    fn time_zones_must_be_ones_readers_can_take() {
+        for tz in [
+            "UTC",
+            "America/New_York",
+            "Etc/GMT+5",
+            "+05:30",
+            "-11:00",
+            "+00:00",
+        ] {
+            let name = format!("timestamp[us, tz={tz}]");
+            assert!(parse_type_name(&name).is_some(), "{name}");
+        }
+        for tz in [
+            "+99:99",
+            "+05:60",
+            "+0530",
+            "+5:30",
+            "",
+            "1UTC",
+            "a b",
+            "Europe/Paris\0",
+        ] {
+            let name = format!("timestamp[us, tz={tz}]");
+            assert_eq!(parse_type_name(&name), None, "{name}");
+        }
+    }
 
     #[test]
     fn names_parse_as_pyarrow_prints_them() {

@@ -866,3 +866,51 @@ fn removing_a_link_keeps_creation_order_where_the_group_tracks_it() {
         .unwrap();
     }
 }
+
+#[test]
+fn a_query_stops_when_cancelled_or_past_its_deadline() {
+    use h5lake_engine::stats::QueryLimits;
+    use std::sync::atomic::AtomicBool;
+    use std::time::{Duration, Instant};
+    let dom = mem_domain();
+    let id = make_2d(&dom, [64, 8], [8, 8], json!([]));
+    let values: Vec<i32> = (0..64 * 8).collect();
+    dom.write(&id, &slices(&[(0, 64, 1), (0, 8, 1)]), &to_bytes(&values))
+        .unwrap();
+    let run = |limits: QueryLimits| dom.query(&id, "value % 7 == 3", None, None, limits);
+    let all = run(QueryLimits::default()).unwrap();
+    assert_eq!(
+        from_bytes(&all.elements),
+        values
+            .iter()
+            .copied()
+            .filter(|v| v % 7 == 3)
+            .collect::<Vec<_>>()
+    );
+    // Time to spare, nobody gone: the same answer.
+    let later = run(QueryLimits {
+        deadline: Some(Instant::now() + Duration::from_secs(3600)),
+        cancel: Some(Arc::new(AtomicBool::new(false))),
+        ..QueryLimits::default()
+    })
+    .unwrap();
+    assert_eq!(later.elements, all.elements);
+    let cancelled = run(QueryLimits {
+        cancel: Some(Arc::new(AtomicBool::new(true))),
+        ..QueryLimits::default()
+    })
+    .unwrap_err();
+    assert!(
+        matches!(&cancelled, EngineError::TooLarge(m) if m.contains("cancelled")),
+        "{cancelled}"
+    );
+    let late = run(QueryLimits {
+        deadline: Some(Instant::now()),
+        ..QueryLimits::default()
+    })
+    .unwrap_err();
+    assert!(
+        matches!(&late, EngineError::TooLarge(m) if m.contains("time limit")),
+        "{late}"
+    );
+}

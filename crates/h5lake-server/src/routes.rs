@@ -294,6 +294,19 @@ pub(crate) async fn blocking<T: Send + 'static>(
         .map_err(|e| ServerError::Internal(format!("request failed: {e}")))?
 }
 
+/// [`blocking`] for work that only reads: the engine calls it makes stop
+/// between chunks once `gone` is set (a request's [`Ctx::gone`]: its client
+/// went away, and the handler holding [`Ctx::stop_when_dropped`]'s guard
+/// was dropped), rather than decode
+/// every chunk for an answer nobody will receive. (Writes run to their
+/// end: a write cut between chunks would leave part of it done.)
+pub(crate) async fn blocking_read<T: Send + 'static>(
+    gone: Arc<std::sync::atomic::AtomicBool>,
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    blocking(move || h5lake_engine::cancel::with_cancel(gone, f)).await
+}
+
 /// A whole JSON body (at most `max_request_bytes` and `max_json_elements`
 /// values), `None` if empty. `gate` is checked before a byte is read.
 pub(crate) async fn json_body(
@@ -481,6 +494,46 @@ pub(crate) fn created(v: Value) -> Result<Response> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A handler holding the stop guard while a read runs, dropped as
+    /// hyper drops it when the client goes: the engine work it started
+    /// sees its cancellation flag set and ends.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_read_stops_when_its_client_goes() {
+        let ctx = Ctx {
+            user: "u".into(),
+            params: HashMap::new(),
+            headers: HeaderMap::new(),
+            gone: Arc::default(),
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let handler = tokio::spawn(async move {
+            let _stop = ctx.stop_when_dropped();
+            blocking_read(ctx.gone.clone(), move || {
+                // engine work, checking as chunk tasks check
+                let flag = h5lake_engine::cancel::current();
+                let started = std::time::Instant::now();
+                while !h5lake_engine::cancel::is_set(&flag) {
+                    if started.elapsed() > std::time::Duration::from_secs(30) {
+                        tx.send("ran on").unwrap();
+                        return Ok(());
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                tx.send("stopped").unwrap();
+                Ok(())
+            })
+            .await
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        handler.abort();
+        let ended = tokio::task::spawn_blocking(move || {
+            rx.recv_timeout(std::time::Duration::from_secs(10))
+        })
+        .await
+        .unwrap();
+        assert_eq!(ended, Ok("stopped"));
+    }
 
     #[tokio::test]
     async fn body_limits() {

@@ -34,7 +34,8 @@ use crate::request::{
     parse_fields, parse_select, points_from_bytes, points_from_json, select_from_body, shape_json,
 };
 use crate::routes::{
-    blocking, json_body, json_rsp, read_body, typed_rsp, Ctx, Gate, JSON_CONTENT_TYPE,
+    blocking, blocking_read, json_body, json_rsp, read_body, typed_rsp, Ctx, Gate,
+    JSON_CONTENT_TYPE,
 };
 use crate::App;
 
@@ -1452,9 +1453,9 @@ pub(crate) async fn get_value(
         if p.is_small(INLINE_BYTES) {
             return respond(&app, &ctx, p);
         }
-        return blocking(move || respond(&app, &ctx, p)).await;
+        return blocking_read(ctx.gone.clone(), move || respond(&app, &ctx, p)).await;
     }
-    blocking(move || {
+    blocking_read(ctx.gone.clone(), move || {
         let p = plan_unreserved(&app, &ctx, &id, Action::Read, None, None, None)?.reserved()?;
         respond(&app, &ctx, p)
     })
@@ -1476,7 +1477,7 @@ pub(crate) async fn post_value(
     let binary = ctx.sends_binary();
     let data = read_body(&app, &ctx, body, Gate::On(Action::Read)).await?;
     let _stop = ctx.stop_when_dropped();
-    blocking(move || {
+    blocking_read(ctx.gone.clone(), move || {
         let (points_json, select, fields) = if binary {
             (None, None, None)
         } else {
