@@ -13,6 +13,7 @@ import h5lake
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
+h5py = pytest.importorskip("h5py")
 
 
 def sample_table(n=50, seed=0):
@@ -173,6 +174,38 @@ def test_append_refuses_values_its_members_cannot_hold(tmp_path, layout):
         # What does survive the cast goes in.
         assert d.append(pa.table({"x": pa.array([2.5]), "id": pa.array([7.0])})) == 1
         assert d[1].tolist() == (2.5, 7)
+
+
+@pytest.mark.parametrize("layout", [None, "columnar"])
+def test_text_appended_to_a_fixed_length_member_must_fit_it(tmp_path, layout):
+    """A value longer than its fixed-length string member was kept whole in
+    the table's Parquet (what other tools and to_arrow saw) while HDF5 reads
+    gave its first bytes; an integer was stored as its raw bytes. Both are
+    refused, with nothing appended; text that fits goes in, trailing NULs
+    as padding."""
+    with h5lake.File(tmp_path / "s.h5l", "w") as f:
+        d = f.create_dataset("t", shape=(0,), maxshape=(None,), chunks=(4,),
+                             dtype=[("a", "i4"), ("s", "S3")],
+                             **({"layout": layout} if layout else {}))
+        for bad, why in ((pa.array([b"toolong"]), "7 bytes"),
+                         (pa.array([b"abcd"], pa.binary(4)), "4 bytes"),
+                         (pa.array(["\u00e9t\u00e9"]), "5 bytes"),
+                         (pa.array([123]), "not text"),
+                         (pa.array([1.5]), "not text")):
+            with pytest.raises(ValueError, match=why):
+                d.append(pa.table({"a": pa.array([1], pa.int32()), "s": bad}))
+            assert d.shape == (0,)
+        ok = pa.table({"a": pa.array([1, 2, 3, 4], pa.int32()),
+                       "s": pa.array([b"abc", b"x\0\0\0", None, "\u00e9"], pa.binary())})
+        assert d.append(ok) == 4
+        assert d["s"].tolist() == [b"abc", b"x", b"", "\u00e9".encode()]
+        # (a row table holds no nulls: the fill value)
+        assert d.to_arrow()["s"].to_pylist() == [b"abc", b"x", None if layout else b"",
+                                                 "\u00e9".encode()]
+        if layout:
+            [part] = d.parquet_files()
+            assert pq.read_table(part)["s"].to_pylist() == [b"abc", b"x", None,
+                                                            "\u00e9".encode()]
 
 
 def test_append_matches_the_fields_of_an_array_by_name(tmp_path):
@@ -682,6 +715,29 @@ def test_a_stream_failing_part_way_says_what_it_appended(tmp_path):
         with pytest.raises(ValueError, match="(?s)source failed.*the 3 rows of the stream"):
             d.append(pa.RecordBatchReader.from_batches(s, batches()))
         assert d[...]["i"].tolist() == [1, 4, 5, 6]
+
+
+@pytest.mark.parametrize("layout", [None, "columnar"])
+def test_nan_of_a_pandas_frame_stays_nan(tmp_path, layout):
+    """pyarrow makes a float column's NaN a null, which HDF5 reads and
+    statistics showed as the fill value (0.0): mean 1.33 where pandas says
+    2.0. NaN stays NaN; a null of pandas' nullable types stays a null."""
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame({"x": [1.0, np.nan, 3.0], "k": [1, 2, 3],
+                       "y": pd.array([0.5, None, 2.0], dtype="Float64")})
+    kw = {"layout": layout} if layout else {}
+    with h5lake.File(tmp_path / "p.h5l", "w") as f:
+        t = f.create_dataset("t", data=df, maxshape=(None,), **kw)
+        t.append(df)
+        x = t["x"]
+        assert np.isnan(x[[1, 4]]).all() and x[[0, 2, 3, 5]].tolist() == [1, 3, 1, 3]
+        assert np.isnan(t.max("x")) and t.count("x") == 4      # as numpy
+        assert t.to_arrow()["y"].null_count == 2
+        back = t.to_pandas()
+        assert back["x"].isna().tolist() == [False, True, False] * 2
+    h5lake.get(tmp_path / "p.h5l", tmp_path / "p.h5")
+    with h5py.File(tmp_path / "p.h5") as h:
+        assert np.isnan(h["t"]["x"][1])
 
 
 def test_a_pandas_frame_never_stores_its_index(tmp_path):

@@ -332,6 +332,26 @@ def test_track_order(pair):
             return list(f), list(f.attrs)
     b(file_order)
 
+    def intermediate_groups_track_as_their_parent(s):
+        out = []
+        for tof in (True, False):
+            with s.lib.File(s.path(f"im{tof}"), "w", track_order=tof) as f:
+                f.create_group("b/y")
+                f.create_group("b/x")
+                f.create_group("d/y", track_order=True)
+                f.create_group("d/x")
+                f.create_dataset("e/y", data=1)
+                f.create_dataset("e/x", data=1)
+                f["s/y"] = 1
+                f["s/x"] = s.lib.SoftLink("/b")
+                t = f["t"] if "t" in f else f.create_group("t", track_order=True)
+                t.create_group("n/z")
+                t["n"].create_group("a")
+                out.append((list(f["b"]), list(f["d"]), list(f["e"]), list(f["s"]),
+                            list(t["n"])))
+        return out
+    b(intermediate_groups_track_as_their_parent)
+
     def reopen(s):
         s.reopen("r")
         return list(s.f["t"]), list(s.f["u"])
@@ -621,6 +641,12 @@ def test_soft_links(pair):
         return list(s.f["a/b"]), "abs" in s.f
     b(delete_link_not_target)
 
+    # a loop of links is an error, not an absent member (get gave None)
+    b(lambda s: s.f.__setitem__("loop", s.lib.SoftLink("/loop")))
+    b(lambda s: s.f.get("loop"), raises=RuntimeError)
+    b(lambda s: list(s.f.values()), raises=RuntimeError)
+    b(lambda s: s.f.get("loop", getlink=True).path)
+
 
 def test_external_links(pair):
     b = pair.both
@@ -671,6 +697,17 @@ CREATE_CASES = {
     "lzf": dict(data=np.arange(1000.0).reshape(25, 40), compression="lzf", chunks=(5, 8)),
     "shuffle_lzf": dict(data=np.arange(300, dtype="i4") // 7, compression="lzf", shuffle=True,
                         chunks=(64,)),
+    # lzf after a filter that shrinks the chunk, and over variable-length
+    # values: chunks were written that could not be read back
+    "scaleoffset_lzf": dict(data=np.arange(100, dtype="i4"), scaleoffset=0, compression="lzf",
+                            chunks=(100,)),
+    "scaleoffset_shuffle_lzf": dict(data=np.arange(3000, dtype="u8") % 9, scaleoffset=0,
+                                    compression="lzf", shuffle=True, chunks=(512,)),
+    "vlen_lzf": dict(data=np.array([b"ab", b"cde"] * 5, dtype=object), chunks=(4,),
+                     dtype=h5py.string_dtype("ascii"), compression="lzf"),
+    "vlen_str_gzip_shuffle": dict(data=np.array(["x\u00e9", "", "long" * 30] * 7, dtype=object),
+                                  dtype=h5py.string_dtype(), chunks=(5,), compression="gzip",
+                                  shuffle=True),
     "all_filters": dict(data=np.arange(64, dtype="f4"), fletcher32=True, shuffle=True,
                         compression="gzip", chunks=(10,)),
     "scaleoffset_int": dict(data=np.arange(-300, 900, dtype="i4").reshape(30, 40) * 3,
@@ -690,6 +727,7 @@ CREATE_CASES = {
     "fillvalue_nan": dict(shape=(3,), dtype="f8", fillvalue=np.nan, chunks=(2,)),
     "fillvalue_vlen_str": dict(shape=(4,), dtype=h5py.string_dtype(), fillvalue="b\u00e1r", chunks=(2,)),
     "fillvalue_vlen_bytes": dict(shape=(3,), dtype=h5py.string_dtype("ascii"), fillvalue=b"bar"),
+    "fillvalue_vlen_seq_default": dict(shape=(3,), dtype=h5py.vlen_dtype("i4"), chunks=(2,)),
     # h5py's default fill of variable-length members, nested ones too: None
     "fillvalue_compound_objects": dict(shape=(3,), dtype=np.dtype(
         [("a", "i4"), ("s", h5py.string_dtype()), ("n", [("t", h5py.string_dtype())])])),
@@ -765,6 +803,10 @@ BAD_CREATE = {
     "scaleoffset_bool": (dict(shape=(4,), dtype=bool, scaleoffset=True), TypeError),
     "scaleoffset_fletcher32": (dict(shape=(4,), dtype="i4", scaleoffset=True, fletcher32=True),
                                ValueError),
+    "fletcher32_vlen_str": (dict(shape=(3,), dtype=h5py.string_dtype(), chunks=(2,),
+                                 fletcher32=True), ValueError),
+    "fletcher32_vlen_seq": (dict(shape=(3,), dtype=h5py.vlen_dtype("i4"), fletcher32=True,
+                                 compression="gzip"), ValueError),
     "szip_odd_pixels": (dict(shape=(40,), dtype="i4", compression="szip",
                              compression_opts=("nn", 7)), ValueError),
     "scalar_compression": (dict(data=1, compression="gzip"), TypeError),
@@ -787,6 +829,9 @@ def test_create_dataset_name_exists(pair):
     pair.both(lambda s: s.f.create_group("d"), raises=ValueError)
     pair.both(lambda s: s.f.__setitem__("d", [1]), raises=Exception)
     pair.both(lambda s: s.f.create_dataset("g/h/d", data=[1]).name)   # intermediates
+    # a name ending in "/" names nothing (h5lake made the dataset "c")
+    pair.both(lambda s: s.f.create_dataset("c/", (3,), "i4"), raises=ValueError)
+    pair.both(lambda s: s.f.require_dataset("c2/", (3,), "i4"), raises=ValueError)
 
 
 @pytest.mark.parametrize("codec", ["zstd", "lz4", "blosc"])
@@ -995,6 +1040,25 @@ def test_read_direct_write_direct(pair):
         c.read_direct(table, np.s_[3:8], np.s_[6:11])
         return rows, flat, table
     b(runs_inside_a_larger_buffer)
+
+    def variable_length_into_one_element(s):
+        # (h5lake stored a 0-d array in the object slot)
+        out = []
+        for dt, v in ((s.lib.string_dtype(), "abc"), (s.lib.string_dtype("ascii"), b"xy"),
+                      (s.lib.vlen_dtype("i4"), np.arange(3, dtype="i4"))):
+            one = np.empty((), dtype=object)
+            one[()] = v
+            d = s.f.create_dataset(f"v{len(out)}", data=one, dtype=dt)
+            dest = np.zeros((), dtype=d.dtype)
+            d.read_direct(dest)
+            many = s.f.create_dataset(f"m{len(out)}", shape=(5,), dtype=dt)
+            many[3] = v
+            dest2 = np.zeros((), dtype=d.dtype)
+            many.read_direct(dest2, np.s_[-2])
+            out.append((type(dest[()]).__name__, type(dest2[()]).__name__,
+                        str(dest[()]), str(dest2[()])))
+        return out
+    b(variable_length_into_one_element)
 
     def wrong_dtype_dest(s):
         dest = np.zeros((4, 6), dtype="i4")

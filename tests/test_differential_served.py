@@ -56,8 +56,8 @@ class _ServerSide(Side):
 def _as_h5pyd_reports(native, served):
     """What h5pyd reports for datasets h5py describes in ``native`` (the
     ``props`` dicts inside it), given what it reported in ``served``: h5pyd
-    calls scale-offset the compression (h5py: none; ``props`` has no
-    scale-offset key, so ``served`` says where) and gives szip's options as
+    calls scale-offset the compression (h5py: none, or the compressor after
+    it; ``props`` has no scale-offset key, so ``served`` says where) and gives szip's options as
     (bits per pixel, pixels per block), h5py as ("nn"|"ec", pixels per block)."""
     if isinstance(native, (tuple, list)) and isinstance(served, (tuple, list)) \
             and len(native) == len(served):
@@ -65,8 +65,14 @@ def _as_h5pyd_reports(native, served):
     if isinstance(native, dict) and isinstance(served, dict) \
             and {"compression", "compression_opts", "dtype"} <= native.keys():
         out = dict(native)
-        if out["compression"] is None and served.get("compression") == "scaleoffset":
+        if served.get("compression") == "scaleoffset":
+            # (also in front of a compressor: scale-offset then lzf)
             out["compression"] = "scaleoffset"
+            out["compression_opts"] = served.get("compression_opts")
+        if out["dtype"].kind == "O" and native.get("fillvalue") in (b"", None) \
+                and isinstance(served.get("fillvalue"), int) and served["fillvalue"] == 0:
+            # (h5pyd gives a variable-length type's default fill value as 0)
+            out["fillvalue"] = 0
         if out["compression"] == "szip":
             out["compression_opts"] = (out["dtype"].itemsize * 8, out["compression_opts"][1])
         return out

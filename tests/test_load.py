@@ -432,6 +432,27 @@ def test_hdf5_files_open_read_only(tmp_path, everything):
     assert open(everything, "rb").read() == before
 
 
+def test_lzf_chunks_of_any_kind_in_hdf5_files_read_as_h5py_reads_them(tmp_path):
+    """lzf (h5py's own compressor) after scale-offset, and over
+    variable-length strings: a file holding either failed to open at all,
+    or its chunks failed to decode."""
+    src = str(tmp_path / "lzf.h5")
+    with h5py.File(src, "w") as f:
+        f.create_dataset("so", data=np.arange(500, dtype="i4") % 37, chunks=(100,),
+                         scaleoffset=0, compression="lzf")
+        f.create_dataset("s", data=np.array(["ab", "c\u00e9d", ""] * 40, dtype=object),
+                         dtype=h5py.string_dtype(), chunks=(16,), compression="lzf")
+        f["ok"] = 1
+    with h5py.File(src, "r") as h:
+        want = {k: h[k][()] for k in h}
+    h5lake.load(src, tmp_path / "copy.h5l")
+    for where in (src, tmp_path / "copy.h5l"):
+        with h5lake.File(where, "r") as f:
+            assert sorted(f) == sorted(want)
+            for k, v in want.items():
+                np.testing.assert_array_equal(f[k][()], v, err_msg=f"{where} {k}")
+
+
 def test_hdf5_file_opened_in_place_names_what_it_leaves_out(tmp_path):
     pytest.importorskip("hdf5plugin")
     src = h5files.write_unsupported_filter(str(tmp_path / "bz.h5"))

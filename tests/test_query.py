@@ -515,6 +515,46 @@ def test_the_command_line(tmp_path):
     assert not (tmp_path / "x.txt").exists()
 
 
+def test_query_output_keeps_a_tables_nulls_and_arrow_types(tmp_path):
+    """`h5lake query -o x.parquet` of a table loaded from Parquet wrote
+    decimals and timestamps as their integers (a decimal 1000 times its
+    value) and nulls as 0; to CSV, a list member failed after the header
+    was written. The answer is the rows as the table holds them."""
+    import decimal
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+    n = 40
+    src = pa.table({
+        "id": pa.array(range(n), pa.int64()),
+        "ts": pa.array([None if i % 7 == 0 else i * 1_000_000 for i in range(n)],
+                       pa.timestamp("us", tz="UTC")),
+        "dec": pa.array([None if i % 5 == 0 else decimal.Decimal(i * 37 - 700) / 1000
+                         for i in range(n)], pa.decimal128(9, 3)),
+        "x": pa.array([None if i % 3 == 0 else i / 4 for i in range(n)], pa.float64()),
+        "tags": pa.array([[i, i + 1] if i % 2 else None for i in range(n)], pa.list_(pa.int64())),
+    })
+    pq.write_table(src, tmp_path / "src.parquet", row_group_size=16)
+    r = _cli("load", "-q", str(tmp_path / "src.parquet"), str(tmp_path / "t.h5l"))
+    assert r.returncode == 0, r.stderr
+    [name] = h5lake.File(str(tmp_path / "t.h5l"), "r").keys()
+    want = src.filter(pa.compute.greater(src["id"], 20))
+    r = _cli("query", "-q", "--coords", str(tmp_path / "t.h5l" / name), "id > 20",
+             "-o", str(tmp_path / "q.parquet"))
+    assert r.returncode == 0, r.stderr
+    got = pq.read_table(tmp_path / "q.parquet")
+    assert got.column_names == ["dim0", *src.column_names]
+    assert got["dim0"].to_pylist() == list(range(21, n))
+    assert got.drop_columns(["dim0"]).equals(want), got
+    r = _cli("query", "-q", str(tmp_path / "t.h5l" / name), "id > 20")
+    assert r.returncode == 0, r.stderr
+    import io
+    rows = pcsv.read_csv(io.BytesIO(r.stdout.encode()))
+    assert rows["tags"].to_pylist() == ["" if i % 2 == 0 else f"[{i}, {i + 1}]"
+                                        for i in range(21, n)]
+    assert rows["x"].null_count == want["x"].null_count
+
+
 def test_query_to_csv_spreads_nested_and_array_members_over_columns(tmp_path):
     pcsv = pytest.importorskip("pyarrow.csv")
     dt = np.dtype([("id", "i4"), ("pos", [("x", "f8"), ("y", "f8")]), ("v", "i2", (3,))])
@@ -1165,3 +1205,27 @@ def test_stats_build_bounds_the_text_of_records_made_before_text_was_bounded(tmp
         assert d.stats().column("name.min").to_pylist()[:2] == [b"000", b"010"]
         assert d.get_where_list("name == b'050'").tolist() == [200, 201, 202, 203]
         assert d._last_query["chunks_read"] == 1
+
+
+@pytest.mark.parametrize("layout", [None, "columnar"])
+def test_member_names_holding_dots(tmp_path, layout):
+    """A member named ``user.id`` (pandas' json_normalize, Spark) broke the
+    statistics calls; beside a nested member of the same path, conditions
+    on it silently matched nothing. One name, one member — or an error."""
+    kw = {"layout": layout} if layout else {}
+    flat = np.array([(1, 2.0), (7, 3.0), (4, 5.0)], [("user.id", "i4"), ("n", "f8")])
+    pos = np.dtype([("x", "i4"), ("y", "i4")])
+    both = np.array([(1, (5, 50)), (2, (6, 60))], [("p.x", "i4"), ("p", pos)])
+    with h5lake.File(str(tmp_path / "d.h5l"), "w") as f:
+        d = f.create_dataset("flat", data=flat, chunks=(2,), **kw)
+        assert d.max("user.id") == 7 and d.count("user.id") == 3
+        assert d.read_where("user.id > 3")["n"].tolist() == [3.0, 5.0]
+        assert "user.id.max" in d.stats().column_names
+        b = f.create_dataset("both", data=both, chunks=(2,), **kw)
+        for cond in ("p.x > 5", "p.x < 5"):
+            with pytest.raises(ValueError, match="more than one"):
+                b.read_where(cond)
+        with pytest.raises(ValueError, match="more than one"):
+            b.max("p.x")
+        assert b.max("p.y") == 60 and b.read_where("p.y > 55")["p.x"].tolist() == [2]
+        assert "p.y.max" in b.stats().column_names

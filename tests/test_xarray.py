@@ -627,3 +627,39 @@ def test_append_writes_over_a_variable_of_the_same_shape_as_netcdf_does(tmp_path
     other = xr.Dataset({"t": ("y", np.arange(4.0))})
     with pytest.raises(ValueError, match="of that name"):
         h5lake.to_h5lake(other, lake, mode="a")
+
+
+_GROUP_WRITER = """
+import os, sys, time
+import numpy as np, xarray as xr, h5lake
+store, k, go = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+while not os.path.exists(go):
+    time.sleep(0.001)
+ds = xr.Dataset({f"v{k}": (("t", f"x{k}"), np.full((4, k + 2), float(k)))},
+                coords={f"x{k}": np.arange(k + 2) * 10 + k})
+h5lake.to_h5lake(ds, store, mode="a", group=f"g{k}")
+"""
+
+
+def test_writers_of_groups_at_once_number_their_dimensions_apart(tmp_path):
+    """netCDF-4 numbers dimensions across the file: processes adding groups
+    to one store at once each took "largest id + 1", and netCDF-C then
+    gave one group's variables another group's dimension (wrong shapes,
+    values cut off, without a word)."""
+    store, go = str(tmp_path / "conc.h5l"), str(tmp_path / "go")
+    h5lake.to_h5lake(xr.Dataset(coords={"t": [1, 2, 3, 4]}), store)
+    writers = [subprocess.Popen([sys.executable, "-c", _GROUP_WRITER, store, str(k), go])
+               for k in range(6)]
+    open(go, "w").close()
+    assert [w.wait(timeout=300) for w in writers] == [0] * 6
+    ids = []
+    h5lake.get(store, str(tmp_path / "conc.nc"))
+    with h5py.File(tmp_path / "conc.nc") as f:
+        f.visititems(lambda n, o: ids.append(int(o.attrs["_Netcdf4Dimid"]))
+                     if "_Netcdf4Dimid" in o.attrs else None)
+    assert sorted(ids) == list(range(7)), ids
+    with netCDF4.Dataset(tmp_path / "conc.nc") as nc:
+        for k in range(6):
+            v = nc[f"g{k}/v{k}"]
+            assert (v.dimensions, v.shape) == (("t", f"x{k}"), (4, k + 2))
+            assert (v[:] == k).all() and list(nc[f"g{k}/x{k}"][:]) == list(np.arange(k + 2) * 10 + k)

@@ -181,6 +181,10 @@ class RawFile:
     def stored_sizes(self) -> list[tuple[str, int]]:
         """``(key, size)`` of every stored object of the domain (its
         ``.domain.json`` and everything under its ``db/`` prefix)."""
+    def claim_numbers(self, name: str, at_least: int, n: int) -> int:
+        """Claims ``n`` numbers of the store's counter ``name``, the first at
+        least ``at_least``, that no other writer (thread, process, machine)
+        gets; returns the first."""
     def dataset_extend_rows(self, dset_id: str, n: int) -> int:
         """Grows a 1-D dataset by ``n`` rows at once (concurrent callers get
         disjoint rows); returns the first new row."""

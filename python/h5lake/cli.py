@@ -255,12 +255,26 @@ def _flat_for_csv(pa, t):
                             v.replace(b"\\", b"\\\\").decode("utf-8", "backslashreplace")
                             for v in vals]
                 cols.append(pa.array(text, pa.string()))
+            elif pa.types.is_list(kind) or pa.types.is_large_list(kind):
+                # A sequence as JSON text ("[1, 2, 3]", as DuckDB writes
+                # lists to CSV).
+                names.append(name)
+                cols.append(pa.array([None if v is None else json.dumps(v, default=_json_item)
+                                      for v in col.to_pylist()], pa.string()))
             else:
                 names.append(name)
                 cols.append(col)
         t = pa.table(cols, names=names)
         if not changed:
             return t
+
+
+def _json_item(v):
+    """An item of a sequence JSON has no form for: bytes as text, other
+    values as Python prints them."""
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "backslashreplace")
+    return str(v)
 
 
 def _written_whole(out, write):
@@ -287,28 +301,27 @@ def _query(args):
                 raise ValueError(f"{dset.name} has no fields (its elements are named value)")
             fields = None
         names = fields if fields is not None or dset.dtype.names is None else list(dset.dtype.names)
-        # One query for the matches and their coordinates.
-        coords, found = query._found(dset, args.expression, None, names)
-        coords = coords if args.coords else None
+        import pyarrow as pa
+        from ._hl import table
         rank = max(len(dset.shape), 1)
-    import pyarrow as pa
-    from ._hl.table import _column
-    columns = {}
-    if coords is not None:
-        coords = np.asarray(coords).reshape(len(found), rank)
-        taken = set(found.dtype.names or ("value",))
-        for i in range(rank):
+        if dset.ndim == 1 and dset.is_columnar:
+            # The matching rows as the table holds them: nulls and the
+            # columns' Arrow types (timestamps, decimals) kept.
+            coords = np.asarray(query.get_where_list(dset, args.expression), np.uint64)
+            t = table._take_rows(pa, dset, coords, names)
+        else:
+            # One query for the matches and their coordinates.
+            coords, found = query._found(dset, args.expression, None, names)
+            t = table._records_to_arrow(pa, dset, found.dtype, found)
+    matched = t.num_rows
+    if args.coords:
+        coords = np.asarray(coords).reshape(matched, rank)
+        for i in reversed(range(rank)):
             # (dim0, dim1, …; with a leading _ where a field has the name.)
             name = f"dim{i}"
-            while name in taken:
+            while name in t.column_names:
                 name = "_" + name
-            columns[name] = coords[:, i]
-    if found.dtype.names is None:
-        columns["value"] = found
-    else:
-        for name in found.dtype.names:
-            columns[name] = found[name]
-    t = pa.table({k: _column(pa, np.ascontiguousarray(v)) for k, v in columns.items()})
+            t = t.add_column(0, name, table._column(pa, np.ascontiguousarray(coords[:, i])))
     out = args.output
     if out not in (None, "-") and os.path.exists(out) and not args.force:
         raise FileExistsError(17, f"{out} exists (pass --force to replace it)")
@@ -325,7 +338,7 @@ def _query(args):
     else:
         raise ValueError(f"{out}: write .parquet or .csv (or - for CSV on stdout)")
     if not args.quiet:
-        print(f"h5lake query: {len(found)} matching element{'s' if len(found) != 1 else ''}"
+        print(f"h5lake query: {matched} matching element{'s' if matched != 1 else ''}"
               + ("" if out in (None, "-") else f" written to {out}"), file=sys.stderr)
     return 0
 

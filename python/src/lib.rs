@@ -1168,6 +1168,12 @@ impl RawFile {
         self.run(py, |d| d.resize(dset_id, &dims))
     }
 
+    /// Claims `n` numbers of the store's counter `name` (the first at
+    /// least `at_least`) that no other writer gets; returns the first.
+    fn claim_numbers(&self, py: Python<'_>, name: &str, at_least: u64, n: u64) -> PyResult<u64> {
+        self.run(py, |d| d.claim_numbers(name, at_least, n))
+    }
+
     /// Grows a 1-D dataset by `n` rows at once; returns the first new row.
     fn dataset_extend_rows(&self, py: Python<'_>, dset_id: &str, n: u64) -> PyResult<u64> {
         self.run(py, |d| d.extend_rows(dset_id, n))

@@ -1095,9 +1095,13 @@ impl Pipeline {
         // shuffle, and HSDS never wrote a checksum.
         let mut blosc_frame_seen = false;
         for (i, f) in self.filters.iter().enumerate().rev() {
-            // A compressor's output is the final size plus any checksums
-            // written before it, unless another compressor came first.
-            let hint = if self.filters[..i].iter().any(Filter::is_compressor) {
+            // A filter's output is the final size plus any checksums
+            // written before it, unless a filter that changes the size
+            // (a compressor, scale-offset) came first.
+            let hint = if !self.filters[..i]
+                .iter()
+                .all(|g| matches!(g, Filter::Shuffle | Filter::Fletcher32))
+            {
                 None
             } else {
                 let sums = self.filters[..i]

@@ -137,11 +137,23 @@ impl TableSchema {
                 "columns {names:?} do not match the table's {members:?}"
             )));
         }
+        let members: Vec<&Datatype> = match &self.dtype {
+            Datatype::Compound { fields, .. } => fields.iter().map(|f| &f.dtype).collect(),
+            _ => Vec::new(),
+        };
         let columns = batch
             .columns()
             .iter()
             .zip(self.target.fields())
-            .map(|(c, f)| -> Result<ArrayRef> {
+            .enumerate()
+            .map(|(i, (c, f))| -> Result<ArrayRef> {
+                if let Some(Datatype::String {
+                    length: Some(width),
+                    ..
+                }) = members.get(i)
+                {
+                    return fixed_text(f.name(), c, *width);
+                }
                 if c.data_type() == f.data_type() {
                     Ok(c.clone())
                 } else if is_decimal(c.data_type()) {
@@ -162,6 +174,63 @@ impl TableSchema {
             .collect::<Result<Vec<_>>>()?;
         Ok(RecordBatch::try_new(self.target.clone(), columns)?)
     }
+}
+
+/// The column `c` for a fixed-length string member of `width` bytes (held
+/// as Arrow binary without its trailing NULs): text or bytes, each value at
+/// most `width` bytes once its trailing NULs are gone. A longer value is
+/// refused rather than kept whole (Parquet readers would see all of it,
+/// HDF5 reads its first `width` bytes) or cut (data lost without a word);
+/// numbers are refused rather than stored as their bytes.
+fn fixed_text(name: &str, c: &ArrayRef, width: usize) -> Result<ArrayRef> {
+    let refuse = |why: String| {
+        ColumnarError::Unsupported(format!(
+            "column {name:?} cannot be stored as a fixed-length string of {width} bytes: {why}"
+        ))
+    };
+    let binary = match c.data_type() {
+        DataType::Binary => c.clone(),
+        DataType::Utf8
+        | DataType::LargeUtf8
+        | DataType::Utf8View
+        | DataType::LargeBinary
+        | DataType::BinaryView
+        | DataType::FixedSizeBinary(_)
+        | DataType::Null => {
+            arrow_cast::cast(c, &DataType::Binary).map_err(|e| refuse(e.to_string()))?
+        }
+        DataType::Dictionary(_, v)
+            if matches!(
+                v.as_ref(),
+                DataType::Utf8 | DataType::LargeUtf8 | DataType::Binary | DataType::LargeBinary
+            ) =>
+        {
+            arrow_cast::cast(c, &DataType::Binary).map_err(|e| refuse(e.to_string()))?
+        }
+        other => return Err(refuse(format!("its values are {other}, not text or bytes"))),
+    };
+    let values = binary.as_binary::<i32>();
+    let trimmed = |v: &[u8]| v.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
+    if let Some((row, v)) = values
+        .iter()
+        .enumerate()
+        .find_map(|(r, v)| v.filter(|v| trimmed(v) > width).map(|v| (r, v)))
+    {
+        return Err(refuse(format!(
+            "row {row} holds {} bytes ({:?})",
+            v.len(),
+            String::from_utf8_lossy(&v[..v.len().min(40)])
+        )));
+    }
+    if values.iter().flatten().all(|v| trimmed(v) == v.len()) {
+        return Ok(binary);
+    }
+    Ok(Arc::new(
+        values
+            .iter()
+            .map(|v| v.map(|v| &v[..trimmed(v)]))
+            .collect::<arrow_array::BinaryArray>(),
+    ))
 }
 
 /// `c` cast to `to`, or an error naming the first value that does not

@@ -447,8 +447,10 @@ impl DatasetMeta {
     }
 
     pub(crate) fn decode_stored(&self, stored: &[u8]) -> Result<Vec<u8>> {
-        let expected = self.chunk_elems() * self.elem_size();
-        let raw = self.codec.decode(stored, Some(expected))?;
+        // (A chunk of variable-length values has no size known before.)
+        let expected =
+            (self.dtype.fixed_size().is_some()).then(|| self.chunk_elems() * self.elem_size());
+        let raw = self.codec.decode(stored, expected)?;
         self.check_decoded_len(raw.len())?;
         Ok(raw)
     }
@@ -1838,8 +1840,8 @@ impl Domain {
         let Some(stored) = self.store().get(&m.key(coords))? else {
             return Ok(None);
         };
-        let raw_len = m.chunk_elems() * m.elem_size();
-        Ok(Some(m.codec.hdf5_bytes(stored, Some(raw_len))?))
+        let raw_len = (m.dtype.fixed_size().is_some()).then(|| m.chunk_elems() * m.elem_size());
+        Ok(Some(m.codec.hdf5_bytes(stored, raw_len)?))
     }
 
     /// Writes the chunk at `coords` from `filtered`, its bytes as HDF5's
@@ -1860,6 +1862,13 @@ impl Domain {
             ));
         }
         m.check_data_writable()?;
+        if m.dtype.fixed_size().is_none() {
+            // (libhdf5's chunk of such values holds addresses in its file's
+            // heap, which mean nothing here.)
+            return Err(EngineError::WrongType(
+                "cannot write a raw chunk of variable-length values: write the values".into(),
+            ));
+        }
         let inside = coords.len() == m.chunk.len()
             && coords
                 .iter()

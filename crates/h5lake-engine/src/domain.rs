@@ -684,6 +684,72 @@ impl Domain {
         &self.root_id
     }
 
+    /// Claims `n` consecutive numbers of the domain's counter `name`, the
+    /// first at least `at_least`, and returns the first: numbers no two
+    /// writers may share (netCDF-4's dimension ids, which are the file's
+    /// and not a group's), handed out to writers in threads, processes or
+    /// on other machines alike. The counter is an object of h5lake's own
+    /// beside the domain's objects, moved on by a conditional put retried
+    /// on conflict; it is made durable at once, whatever the domain's
+    /// durability.
+    ///
+    /// # Errors
+    /// A read-only domain; a name that is not `[a-z0-9_-]+`; a counter
+    /// object that holds no number; I/O trouble.
+    pub fn claim_numbers(&self, name: &str, at_least: u64, n: u64) -> Result<u64> {
+        self.check_writable()?;
+        if name.is_empty()
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+        {
+            return Err(EngineError::Invalid(format!(
+                "counter name {name:?} must be lowercase letters, digits, '-' or '_'"
+            )));
+        }
+        let key = format!(
+            "db/{}/.h5lake/counters/{name}",
+            ids::parse_id(&self.root_id)?.domain_part
+        );
+        let past = |first: u64| {
+            first.checked_add(n).ok_or_else(|| {
+                EngineError::Invalid(format!("counter {name} cannot go past {}", u64::MAX))
+            })
+        };
+        for attempt in 0u32.. {
+            let outcome = match self.store.get_versioned(&key)? {
+                None => {
+                    let first = at_least;
+                    (
+                        first,
+                        self.store
+                            .put_if_absent(&key, past(first)?.to_string().as_bytes())?,
+                    )
+                }
+                Some(cur) => {
+                    let next: u64 = std::str::from_utf8(&cur.data)
+                        .ok()
+                        .and_then(|t| t.trim().parse().ok())
+                        .ok_or_else(|| {
+                            EngineError::Corrupt(format!("counter {key} holds no number"))
+                        })?;
+                    let first = next.max(at_least);
+                    let written = self.store.put_if_version(
+                        &key,
+                        past(first)?.to_string().as_bytes(),
+                        &cur.version,
+                    )?;
+                    (first, written)
+                }
+            };
+            if let (first, PutOutcome::Written(_)) = outcome {
+                return Ok(first);
+            }
+            backoff(attempt);
+        }
+        unreachable!("the retry loop only ends by returning")
+    }
+
     /// Whether the domain was opened read-only.
     pub fn readonly(&self) -> bool {
         self.readonly

@@ -914,3 +914,37 @@ fn a_query_stops_when_cancelled_or_past_its_deadline() {
         "{late}"
     );
 }
+
+#[test]
+fn claimed_numbers_are_never_handed_out_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.h5l");
+    Domain::open_local(&path, OpenMode::Truncate).unwrap();
+    // Writers as separate processes would be: a domain each.
+    let claimed = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..6 {
+            let (path, claimed) = (&path, &claimed);
+            s.spawn(move || {
+                let dom = Domain::open_local(path, OpenMode::ReadWrite).unwrap();
+                for _ in 0..25 {
+                    let first = dom.claim_numbers("dimid", 3, 2).unwrap();
+                    claimed.lock().unwrap().extend([first, first + 1]);
+                }
+            });
+        }
+    });
+    let mut got = claimed.into_inner().unwrap();
+    got.sort_unstable();
+    assert_eq!(got, (3..3 + 300).collect::<Vec<u64>>());
+    let dom = Domain::open_local(&path, OpenMode::ReadWrite).unwrap();
+    assert_eq!(dom.claim_numbers("dimid", 0, 1).unwrap(), 303);
+    assert_eq!(dom.claim_numbers("dimid", 1000, 1).unwrap(), 1000);
+    assert_eq!(dom.claim_numbers("other", 0, 1).unwrap(), 0);
+    assert!(dom.claim_numbers("Not/ok", 0, 1).is_err());
+    let read_only = Domain::open_local(&path, OpenMode::Read).unwrap();
+    assert!(matches!(
+        read_only.claim_numbers("dimid", 0, 1),
+        Err(EngineError::ReadOnly(_))
+    ));
+}

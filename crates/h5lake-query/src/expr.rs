@@ -728,6 +728,13 @@ impl<'a> Parser<'a> {
                                 pos,
                                 msg: if names.is_empty() {
                                     format!("no field {n:?}: this dataset has no numeric fields")
+                                } else if n.contains('.') {
+                                    format!(
+                                        "no field {n:?} (or more than one: a member whose name \
+                                         holds a dot and a nested member of that path); the \
+                                         fields are {}",
+                                        names.join(", ")
+                                    )
                                 } else {
                                     format!("no field {n:?}; the fields are {}", names.join(", "))
                                 },

@@ -127,7 +127,18 @@ pub(crate) fn read_float(b: &[u8], size: usize, big: bool) -> f64 {
 pub fn leaves(dtype: &Datatype) -> Vec<Leaf> {
     let mut out = Vec::new();
     match dtype {
-        Datatype::Compound { .. } => collect(dtype, "", 0, &mut out),
+        Datatype::Compound { .. } => {
+            collect(dtype, "", 0, &mut out);
+            // A member whose own name holds a dot (`p.x`, as pandas names
+            // flattened columns) beside a nested member of that path: no
+            // condition or record could tell the two apart, so neither is a
+            // leaf.
+            let mut seen = std::collections::HashMap::<String, usize>::new();
+            for l in &out {
+                *seen.entry(l.name.clone()).or_default() += 1;
+            }
+            out.retain(|l| seen[&l.name] == 1);
+        }
         other => {
             if let Some(kind) = kind_of(other) {
                 out.push(Leaf {
@@ -249,6 +260,26 @@ pub fn live_runs(chunk: &[u64], live: &[u64]) -> Vec<(usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_dotted_name_that_names_two_members_is_no_leaf() {
+        let t = |fields: serde_json::Value| {
+            Datatype::from_json(&serde_json::json!({"class": "H5T_COMPOUND", "fields": fields}))
+                .unwrap()
+        };
+        let i4 = serde_json::json!({"class": "H5T_INTEGER", "base": "H5T_STD_I32LE"});
+        let names = |d: &Datatype| leaves(d).into_iter().map(|l| l.name).collect::<Vec<_>>();
+        // pandas' flattened column alone is a leaf of its own name
+        let flat =
+            t(serde_json::json!([{"name": "user.id", "type": i4}, {"name": "n", "type": i4}]));
+        assert_eq!(names(&flat), ["user.id", "n"]);
+        let both = t(serde_json::json!([
+            {"name": "p.x", "type": i4},
+            {"name": "p", "type": {"class": "H5T_COMPOUND", "fields": [
+                {"name": "x", "type": i4}, {"name": "y", "type": i4}]}},
+        ]));
+        assert_eq!(names(&both), ["p.y"]);
+    }
 
     #[test]
     fn live_runs_cover_the_extent_only() {

@@ -1228,7 +1228,8 @@ class Dataset(HLObject):
             except (ValueError, TypeError):
                 pass
         if h5t.is_vlen(dt):
-            return b'' if _vlen_kind(dt) == 'str' else np.zeros((0,), dtype=_vlen_kind(dt))
+            # (h5py: an empty string for strings, None for sequences)
+            return b'' if _vlen_kind(dt) == 'str' else None
         zero = np.zeros((1,), dtype=dt)
         _objects_to_none(zero)
         return zero[0]
@@ -1721,8 +1722,14 @@ class Dataset(HLObject):
         data = self._read_selection(ssel, dest.dtype)
         data = np.asarray(data).reshape(src_shape)
         block = dsel.broadcast_value(data)
-        dest[_numpy_index(dsel)] = block.reshape(dsel.mshape) if not isinstance(
-            dsel, sel.PointSelection) else block.reshape(-1)
+        if isinstance(dsel, sel.PointSelection):
+            block = block.reshape(-1)
+        else:
+            block = block.reshape(dsel.mshape)
+            if block.shape == ():
+                # (Into an object slot a 0-d array would go as an array.)
+                block = block[()]
+        dest[_numpy_index(dsel)] = block
 
     def _direct_target(self, dest, ssel, dsel):
         """The part of ``dest`` that ``dsel`` selects, when the engine can

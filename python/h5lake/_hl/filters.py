@@ -363,6 +363,9 @@ def generate_dcpl(shape, dtype, chunks=None, compression=None, compression_opts=
     if comp_filter is not None:
         filters.append(comp_filter)
     if fletcher32:
+        if dtype is not None and np.dtype(dtype).kind == "O":
+            # (libhdf5 refuses a checksum over variable-length elements.)
+            raise ValueError("Unable to synchronously create dataset (not suitable for filters)")
         filters.append(dict(_FLETCHER32))
     if filters:
         props["filters"] = filters

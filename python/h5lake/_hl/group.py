@@ -287,11 +287,20 @@ class Group(HLObject, MutableMappingHDF5):
             raise exc(msg)
         return ppath, base, parent
 
-    def _require_parent(self, ppath, parent):
-        """The parent group, creating it (and missing intermediates) if needed."""
+    def _require_parent(self, ppath, parent, inherit_order=True):
+        """The parent group, creating it (and missing intermediates) if needed.
+        A group made on the way keeps its links in creation order when the
+        group it is made in does, as HDF5 makes intermediate groups
+        (``inherit_order``; h5py's ``create_dataset`` makes them plain)."""
         if parent is not None:
             return parent
-        return self.require_group(ppath)
+        grp = Group(self._fs, self._fs.root_id, '/') if ppath.startswith('/') else self
+        for part in [p for p in ppath.split('/') if p not in ('', '.')]:
+            if part in grp:
+                grp = grp.require_group(part)
+            else:
+                grp = grp.create_group(part, track_order=inherit_order and grp._track_order())
+        return grp
 
     # ------------------------------------------------------------------
     # creation
@@ -358,6 +367,11 @@ class Group(HLObject, MutableMappingHDF5):
         """
         from . import dataset, table
         self._fs.check_writable(ValueError, "Unable to create dataset")
+        if isinstance(name, (str, bytes)) and name.rstrip(b"/" if isinstance(name, bytes) else "/") \
+                != name:
+            # ("d/": the dataset's own name is empty, as in h5py.)
+            raise ValueError("Unable to synchronously create dataset "
+                             "(name parameter cannot be an empty string)")
         src = table.arrow_source(data) if data is not None else None
         if src is not None:
             # A table (pyarrow, pandas, Polars, any Arrow stream): columnar.
@@ -372,7 +386,7 @@ class Group(HLObject, MutableMappingHDF5):
         ppath, base, parent = self._target_free(
             name, ValueError, "Unable to create dataset (name already exists)",
             nongroup=_dataset_parent_error)
-        parent = self._require_parent(ppath, parent)
+        parent = self._require_parent(ppath, parent, inherit_order=False)
         return plan.create(parent, base)
 
     def create_virtual_dataset(self, name, layout, fillvalue=None):
@@ -483,11 +497,15 @@ class Group(HLObject, MutableMappingHDF5):
             if elink_mode is not None:
                 try:
                     _, fs, oid, oname = self._walk(name, elink_mode=elink_mode)
+                except _TooManyLinks:
+                    raise           # (a loop of links is h5py's RuntimeError, not absence)
                 except KeyError:
                     return default
                 return _make_object(fs, oid, oname)
             try:
                 return self[name]
+            except _TooManyLinks:
+                raise
             except KeyError:
                 return default
         if name not in self:
@@ -564,6 +582,8 @@ class Group(HLObject, MutableMappingHDF5):
         # A read-only file: KeyError, as h5py gives.
         self._fs.check_writable(KeyError, "Couldn't delete link")
         name = to_str_name(name)
+        if name == "":
+            raise ValueError("No name (no name)")
         if _plain(name):
             # A member of this group: one call, no walk.
             try:

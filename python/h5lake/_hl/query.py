@@ -177,9 +177,24 @@ def _exact(pa, ints):
 def _leaf_dtype(dt, name):
     if dt.names is None:
         return dt.base
-    for part in name.split("."):
-        dt = dt[part]
-    return dt.base
+    return _member_dtype(dt, name).base
+
+
+def _member_paths(dt, path):
+    """Every member of the compound ``dt`` that the dotted ``path`` can
+    name: a member's own name may hold dots (``user.id``, as pandas'
+    ``json_normalize`` names columns), so ``a.b`` is the member ``a.b`` or
+    the member ``b`` of ``a``."""
+    if dt.names is None:
+        return []
+    found = [dt[path]] if path in dt.names else []
+    at = path.find(".")
+    while at > 0:
+        head = path[:at]
+        if head in dt.names:
+            found += _member_paths(dt[head], path[at + 1:])
+        at = path.find(".", at + 1)
+    return found
 
 
 def _leaf(dset, field):
@@ -198,12 +213,16 @@ def _leaf(dset, field):
 
 def _member_dtype(dt, path):
     """The type of the member ``path`` (dotted for nested members) of the
-    compound ``dt``; None if there is none."""
-    for part in path.split("."):
-        if dt.names is None or part not in dt.names:
-            return None
-        dt = dt[part]
-    return dt
+    compound ``dt``; None if there is none.
+
+    Raises ValueError when ``path`` names two members (``p.x`` beside a
+    member ``x`` of ``p``): statistics and conditions could not tell
+    which is meant."""
+    found = _member_paths(dt, path)
+    if len(found) > 1:
+        raise ValueError(f"{path!r} names more than one member (a member whose name holds "
+                         f"a dot, and a member of a nested compound): rename one of them")
+    return found[0] if found else None
 
 
 def _numeric_names(dt, prefix=""):

@@ -342,6 +342,21 @@ def _to_members(pa, dset, src, kinds):
     return t
 
 
+def _from_pandas(frame):
+    """A pandas DataFrame as a ``pyarrow.Table``, its float columns' NaN
+    kept as NaN: pyarrow makes them nulls, which HDF5 reads, statistics and
+    HDF5 files made from the table would show as the fill value. (A null
+    of pandas' own nullable types, ``pd.NA``, stays a null.)"""
+    pa = _pa()
+    t = pa.Table.from_pandas(frame, preserve_index=False)
+    for i in range(frame.shape[1]):
+        col = frame.iloc[:, i]
+        if isinstance(col.dtype, np.dtype) and col.dtype.kind == "f":
+            field = t.schema.field(i)
+            t = t.set_column(i, field, pa.array(col.to_numpy(), type=field.type))
+    return t
+
+
 def arrow_source(data):
     """``data`` as a ``pyarrow.Table`` or ``RecordBatchReader`` when it is a
     table (pyarrow, pandas, Polars, or anything with ``__arrow_c_stream__``);
@@ -353,7 +368,7 @@ def arrow_source(data):
     if mod == "pandas" and type(data).__name__ == "DataFrame":
         # (Before the stream protocol, which pandas has too and which would
         # keep a sorted or filtered frame's index as a column.)
-        return _pa().Table.from_pandas(data, preserve_index=False)
+        return _from_pandas(data)
     if mod == "pyarrow" or hasattr(data, "__arrow_c_stream__"):
         pa = _pa()
         if isinstance(data, (pa.Table, pa.RecordBatchReader)):
@@ -493,6 +508,8 @@ def append(dset, data):
                     except _pa().ArrowInvalid as e:
                         raise ValueError(f"column {n!r} cannot be stored as {member} "
                                          f"in {dset.name}: {e}") from None
+                if member.kind == "S" and not member.shape:
+                    col = _fixed_text(_pa(), col, member.itemsize, n, dset)
                 if col.null_count:
                     valid = col.is_valid().to_numpy(zero_copy_only=False)
                     rows[n][valid] = col.drop_null().to_numpy(zero_copy_only=False)
@@ -503,6 +520,30 @@ def append(dset, data):
         return _append_rows(dset, rows)
     finally:
         dset._fs.forget(dset._oid)
+
+
+def _fixed_text(pa, col, width, name, dset):
+    """The column ``col`` for a fixed-length string member of ``width``
+    bytes, as bytes: text or bytes only, each value at most ``width`` bytes
+    without its trailing NULs (refused rather than cut, as a columnar table
+    refuses it)."""
+    kind = col.type
+    if pa.types.is_dictionary(kind):
+        col, kind = col.cast(kind.value_type), kind.value_type
+    if not (pa.types.is_binary(kind) or pa.types.is_large_binary(kind)
+            or pa.types.is_fixed_size_binary(kind) or pa.types.is_string(kind)
+            or pa.types.is_large_string(kind) or pa.types.is_null(kind)
+            or getattr(pa.types, "is_binary_view", lambda t: False)(kind)
+            or getattr(pa.types, "is_string_view", lambda t: False)(kind)):
+        raise ValueError(f"column {name!r} cannot be stored as a fixed-length string of "
+                         f"{width} bytes in {dset.name}: its values are {kind}, not text or bytes")
+    values = [None if v is None else (v.encode() if isinstance(v, str) else v).rstrip(b"\0")
+              for v in col.to_pylist()]
+    for row, v in enumerate(values):
+        if v is not None and len(v) > width:
+            raise ValueError(f"column {name!r} cannot be stored as a fixed-length string of "
+                             f"{width} bytes in {dset.name}: row {row} holds {len(v)} bytes")
+    return pa.array(values, pa.binary())
 
 
 def _append_rows(dset, rows):

@@ -677,7 +677,7 @@ def _linked_table(group, name, files, single_links):
     did = raw.link_parquet_dataset(list(files))
     ppath, base, parent = group._target_free(name, ValueError,
                                              "Unable to create dataset (name already exists)")
-    parent = group._require_parent(ppath, parent)
+    parent = group._require_parent(ppath, parent, inherit_order=False)
     try:
         parent._fs.raw.link_create(parent._oid, base, _hard(did))
     except BaseException:

@@ -715,7 +715,11 @@ class H5LakeStore(WritableCFDataStore):
 
     def _next_dimid(self, root):
         """netCDF-C numbers dimensions across the whole file, in the order
-        they are defined: one more than the largest id in the file."""
+        they are defined: past the largest id in the file, and never one
+        another writer of the store has taken meanwhile (writers of
+        different groups at once would otherwise number their new
+        dimensions alike, and netCDF-C would give one group's variables
+        another's dimensions)."""
         layout = self._layout
         if layout.next_dimid is None:
             top = -1
@@ -726,8 +730,9 @@ class H5LakeStore(WritableCFDataStore):
                     top = max(top, int(np.asarray(obj.attrs["_Netcdf4Dimid"]).reshape(-1)[0]))
             root.visititems(visit)
             layout.next_dimid = top + 1
-        layout.next_dimid += 1
-        return layout.next_dimid - 1
+        dimid = root._fs.raw.claim_numbers("netcdf4-dimid", layout.next_dimid, 1)
+        layout.next_dimid = dimid + 1
+        return dimid
 
     def prepare_variable(self, name, variable, check_encoding=False, unlimited_dims=None):
         _check_name(name, "variable")
