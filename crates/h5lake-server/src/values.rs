@@ -1139,14 +1139,24 @@ fn respond_arrow(app: &App, p: Plan) -> Result<Response> {
         ServerError::Internal(format!("writing the Arrow stream: {e}"))
     };
     let row_bytes = p.wire.fixed_size().unwrap_or(ARROW_VLEN_ROW_BYTES).max(1);
-    // The answer as a list of parts, each read and sent in turn.
-    enum Part {
-        /// The rows of this run, every `.1`-th of them from its first.
-        Rows(std::ops::Range<u64>, u64),
-        Elements(Selection, usize),
-    }
-    let parts: Vec<Part> =
+    let vlen_runs = match run {
+        Some((start, count, step)) if p.wire.fixed_size().is_none() => Some(VlenRuns {
+            done: 0,
+            count,
+            start,
+            step,
+            chunk: p.meta.chunk[0].max(1),
+            slab: app.cfg.slab_bytes,
+            chunk_bytes: 0,
+        }),
+        _ => None,
+    };
+    // The answer as a list of parts, each read and sent in turn (of a
+    // table with variable-length members, made as it is read: see
+    // [`VlenRuns`]).
+    let parts: Vec<ArrowPart> =
         match run {
+            _ if vlen_runs.is_some() => Vec::new(),
             Some((start, count, step)) => {
                 // (Each part reads at most a slab of rows; the list is made up
                 // front, so an absurd number of parts is refused, as for binary
@@ -1162,7 +1172,7 @@ fn respond_arrow(app: &App, p: Plan) -> Result<Response> {
                     .map(|k| {
                         let n = per.min(count - k);
                         let first = start + k * step;
-                        Part::Rows(first..first + (n - 1) * step + 1, step)
+                        ArrowPart::Rows(first..first + (n - 1) * step + 1, step)
                     })
                     .collect()
             }
@@ -1172,7 +1182,7 @@ fn respond_arrow(app: &App, p: Plan) -> Result<Response> {
             )),
             None => slabs(&p, app.cfg.slab_bytes)?
                 .into_iter()
-                .map(|(s, n)| Part::Elements(s, n))
+                .map(|(s, n)| ArrowPart::Elements(s, n))
                 .collect(),
         };
     // What an answer of no rows holds: the schema.
@@ -1207,56 +1217,89 @@ fn respond_arrow(app: &App, p: Plan) -> Result<Response> {
         .count();
     let restored_bytes = primitive + if offsets > 0 { row_bytes + offsets } else { 0 };
     let scale = restored_bytes.div_ceil(row_bytes).max(1);
-    let biggest = parts
-        .iter()
-        .map(|part| match part {
-            Part::Rows(r, _) => (r.end - r.start) as usize * row_bytes,
-            Part::Elements(_, n) => *n,
-        })
-        .max()
-        .unwrap_or(0);
+    let biggest = match &vlen_runs {
+        // (a slab to start with; grown to what the rows are seen to take)
+        Some(_) => app.cfg.slab_bytes,
+        None => parts
+            .iter()
+            .map(|part| match part {
+                ArrowPart::Rows(r, _) => (r.end - r.start) as usize * row_bytes,
+                ArrowPart::Elements(_, n) => *n,
+            })
+            .max()
+            .unwrap_or(0),
+    };
     // A slab read, its batch and its encoding, one being sent.
     let held = p.reserve(
         0,
         biggest.saturating_mul(scale).saturating_mul(4),
         "this Arrow answer",
     )?;
-    let read = move |part: &Part| -> Result<arrow_array::RecordBatch> {
-        let batch = match part {
-            Part::Rows(r, step) => {
+    let mut memory = ArrowMemory {
+        budget: p.memory.clone(),
+        also: p.work.bytes(),
+        held: vec![held],
+    };
+    // A part's batch, and the bytes read to make it.
+    let read = move |part: &ArrowPart| -> Result<(arrow_array::RecordBatch, usize)> {
+        let (batch, decoded) = match part {
+            ArrowPart::Rows(r, step) => {
                 let (schema, batches) = p.dom.read_arrow(&p.id, r.clone(), fields.as_deref())?;
                 let run = h5lake_columnar::concat_batches(&schema, &batches).map_err(arrow)?;
-                h5lake_columnar::every_nth(&run, *step as usize).map_err(arrow)?
+                let decoded = run.get_array_memory_size();
+                (
+                    h5lake_columnar::every_nth(&run, *step as usize).map_err(arrow)?,
+                    decoded,
+                )
             }
-            Part::Elements(sel, n) => {
+            ArrowPart::Elements(sel, n) => {
                 let mut buf = vec![0u8; *n];
                 p.dom
                     .read_with(&p.meta, sel, fields.as_deref(), &mut buf, false)?;
                 let rows = sel.num_elements() as usize;
-                h5lake_columnar::rows_to_batch(&table, &buf, rows).map_err(arrow)?
+                let b = h5lake_columnar::rows_to_batch(&table, &buf, rows).map_err(arrow)?;
+                (b, *n)
             }
         };
-        h5lake_columnar::present(&table, &batch)
+        let batch = h5lake_columnar::present(&table, &batch)
             .and_then(|b| h5lake_columnar::restore_arrow_types(&table, &b, &kept))
-            .map_err(arrow)
+            .map_err(arrow)?;
+        Ok((batch, decoded))
+    };
+    let mut parts = match vlen_runs {
+        Some(runs) => ArrowParts::Measured(runs),
+        None => ArrowParts::Listed(parts.into_iter()),
+    };
+    // Reads the next part, keeping the memory it is seen to take reserved.
+    let mut next = move |memory: &mut ArrowMemory| -> Option<Result<arrow_array::RecordBatch>> {
+        let part = parts.next()?;
+        Some(read(&part).and_then(|(batch, decoded)| {
+            if let (ArrowParts::Measured(runs), ArrowPart::Rows(r, _)) = (&mut parts, &part) {
+                runs.saw(r.end - r.start, decoded);
+            }
+            // what was read, its batch and its encoding
+            memory.hold(decoded.saturating_add(batch.get_array_memory_size().saturating_mul(2)))?;
+            Ok(batch)
+        }))
     };
     // The schema comes with the first batch.
-    let first = match parts.first() {
-        Some(part) => read(part)?,
+    let first = match next(&mut memory) {
+        Some(batch) => batch?,
         None => empty,
     };
     let mut writer =
         arrow_ipc::writer::StreamWriter::try_new(Vec::new(), &first.schema()).map_err(ipc)?;
     writer.write(&first).map_err(ipc)?;
+    drop(first);
     let head = Bytes::from(std::mem::take(writer.get_mut()));
     let (tx, rx) = tokio::sync::mpsc::channel::<std::result::Result<Bytes, std::io::Error>>(1);
     tokio::task::spawn_blocking(move || {
-        let _held = held;
+        let mut memory = memory;
         if tx.blocking_send(Ok(head)).is_err() {
             return;
         }
-        for part in parts.iter().skip(1) {
-            let msg = read(part)
+        while let Some(batch) = next(&mut memory) {
+            let msg = batch
                 .and_then(|b| writer.write(&b).map_err(ipc))
                 .map(|()| Bytes::from(std::mem::take(writer.get_mut())))
                 .map_err(|e| std::io::Error::other(e.to_string()));
@@ -1279,6 +1322,110 @@ fn respond_arrow(app: &App, p: Plan) -> Result<Response> {
         Body::from_stream(stream),
     )
         .into_response())
+}
+
+/// A part of an Arrow answer.
+enum ArrowPart {
+    /// The rows of this run, every `.1`-th of them from its first.
+    Rows(std::ops::Range<u64>, u64),
+    Elements(Selection, usize),
+}
+
+/// The parts of an Arrow answer, in order.
+enum ArrowParts {
+    /// Listed up front (rows or elements of a fixed size).
+    Listed(std::vec::IntoIter<ArrowPart>),
+    /// Runs of rows of a table with variable-length members.
+    Measured(VlenRuns),
+}
+
+impl ArrowParts {
+    fn next(&mut self) -> Option<ArrowPart> {
+        match self {
+            ArrowParts::Listed(parts) => parts.next(),
+            ArrowParts::Measured(runs) => runs.next(),
+        }
+    }
+}
+
+/// The rows a run of a table with variable-length members is read in:
+/// whole chunks (a chunk's variable-length columns are decoded whole,
+/// however few of its rows are read), one to start with, then as many as
+/// fit a slab at the most a chunk has been seen to take. (Counted at a
+/// guess of bytes per row, a part of text-heavy rows held many times its
+/// reservation.)
+struct VlenRuns {
+    /// Rows of the run picked so far.
+    done: u64,
+    count: u64,
+    start: u64,
+    step: u64,
+    chunk: u64,
+    slab: usize,
+    /// The most bytes a whole chunk has been seen to take decoded (0: none
+    /// read yet).
+    chunk_bytes: usize,
+}
+
+impl VlenRuns {
+    fn next(&mut self) -> Option<ArrowPart> {
+        if self.done >= self.count {
+            return None;
+        }
+        let first = self.start + self.done * self.step;
+        let chunks = if self.chunk_bytes == 0 {
+            1
+        } else {
+            (self.slab / self.chunk_bytes).max(1) as u64
+        };
+        let end = (first / self.chunk)
+            .saturating_add(chunks)
+            .saturating_mul(self.chunk);
+        let n = (end - first)
+            .div_ceil(self.step)
+            .min(self.count - self.done);
+        self.done += n;
+        Some(ArrowPart::Rows(
+            first..first + (n - 1) * self.step + 1,
+            self.step,
+        ))
+    }
+
+    /// A part of `rows` rows took `bytes` read.
+    fn saw(&mut self, rows: u64, bytes: usize) {
+        if rows > 0 {
+            let per_chunk = (bytes as u128 * u128::from(self.chunk)).div_ceil(u128::from(rows));
+            self.chunk_bytes = self
+                .chunk_bytes
+                .max(usize::try_from(per_chunk).unwrap_or(usize::MAX));
+        }
+    }
+}
+
+/// What an Arrow answer holds of the memory budget, grown when a part is
+/// seen to take more than was reserved.
+struct ArrowMemory {
+    budget: Arc<crate::budget::Budget>,
+    /// Held by the request otherwise (its plan's chunk work).
+    also: usize,
+    held: Vec<Reservation>,
+}
+
+impl ArrowMemory {
+    /// Holds at least `bytes` (waiting for others to give memory back, or
+    /// refusing when the budget cannot hold it).
+    fn hold(&mut self, bytes: usize) -> Result<()> {
+        let held: usize = self.held.iter().map(Reservation::bytes).sum();
+        if bytes <= held {
+            return Ok(());
+        }
+        let more = bytes - held;
+        let what = "this Arrow answer's rows";
+        self.budget
+            .refuse_beyond(held.saturating_add(self.also), more, what)?;
+        self.held.push(self.budget.reserve_blocking(more, what)?);
+        Ok(())
+    }
 }
 
 /// Answers a query: the matching elements of a 1-D compound selection in
