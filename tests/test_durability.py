@@ -174,6 +174,46 @@ def test_a_link_name_another_writer_made_meanwhile_is_reported_at_flush(tmp_path
         assert r["x"].attrs["by"] == "other"
 
 
+_REMAKE_X = """
+import sys, numpy as np, h5lake
+with h5lake.File(sys.argv[1], "a") as f:
+    del f["x"]
+    f.create_group("x").create_dataset("important", data=np.arange(3))
+"""
+
+
+@pytest.mark.parametrize("ours", ["delete", "move", "replace", "move twice"])
+def test_a_link_another_writer_remade_meanwhile_is_kept_and_reported(tmp_path, ours):
+    """From a concurrency audit: a pending delete, move or replacement of a
+    link was applied over the link another writer had made of that name
+    meanwhile, and that writer's group (with its data) was lost from the
+    tree without a word. Theirs stays, and the flush says so."""
+    path = str(tmp_path / "s.h5l")
+    with h5lake.File(path, "w") as f:
+        f.create_group("x").attrs["by"] = "first"
+    f = h5lake.File(path, "a")
+    if ours == "delete":
+        del f["x"]
+    elif ours == "replace":
+        del f["x"]
+        f.create_group("x").attrs["by"] = "us"
+    else:
+        f.move("x", "y")
+    remake = _REMAKE_X if ours != "move twice" else \
+        "import sys, h5lake\nwith h5lake.File(sys.argv[1], 'a') as f: f.move('x', 'z')"
+    subprocess.run([sys.executable, "-c", remake, path], check=True)
+    with pytest.raises(ValueError, match="another writer"):
+        f.flush()
+    f.close()
+    with h5lake.File(path, "r") as r:
+        if ours == "move twice":
+            # their move won; ours left the group where they put it
+            assert sorted(r) == ["z"] and r["z"].attrs["by"] == "first"
+            return
+        # (a move of the link they replaced is not made either)
+        assert sorted(r) == ["x"] and list(r["x"]["important"][()]) == [0, 1, 2]
+
+
 @pytest.mark.parametrize("where", ["local", "s3"])
 def test_many_small_datasets_rewritten_and_deleted_before_the_flush(tmp_path, request, where):
     """Chunks of new datasets start for the store before the flush; what

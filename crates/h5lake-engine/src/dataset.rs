@@ -32,6 +32,10 @@ use crate::{EngineError, Result};
 /// chunk (each unwritten element of a chunk read holds its own copy).
 const MAX_FILL_CHUNK_BYTES: u128 = 64 << 20;
 
+/// The dataset document's mark of a shrink not yet followed by a growth
+/// (a key HSDS ignores): see [`Domain::resize`].
+const SHRUNK_KEY: &str = "h5lake_shrunk";
+
 /// Refuses a variable-length fill value of `fill_len` bytes that would
 /// take more than [`MAX_FILL_CHUNK_BYTES`] over a chunk of `chunk`: a
 /// chunk never written reads as its fill value once per element.
@@ -1669,9 +1673,26 @@ impl Domain {
                 maxdims.iter().map(|&d| if d == UNLIMITED { -1i128 } else { i128::from(d) }).collect::<Vec<_>>()
             )));
         }
-        let old = self.update_keys(id, &["shape"], |doc| {
+        // A write that checked the extent before a shrink can land its
+        // chunk after the shrink cleared the chunks outside it: such
+        // leftovers would show through a later growth where HDF5 shows the
+        // fill value. A shrink marks the dataset; a growth of a marked one
+        // clears what lies outside the extent before it makes it larger.
+        let grows = new_dims.iter().zip(&m.dims).any(|(n, o)| n > o);
+        let marked = self.get_doc(id)?.get(SHRUNK_KEY).is_some();
+        if grows && marked {
+            self.clear_outside(&m)?;
+        }
+        let old = self.update_keys(id, &["shape", SHRUNK_KEY], |doc| {
             let old = Shape::from_json(&doc["shape"])?.dims();
             doc["shape"]["dims"] = json!(new_dims);
+            if let Some(d) = doc.as_object_mut() {
+                if new_dims.iter().zip(&old).any(|(n, o)| n < o) {
+                    d.insert(SHRUNK_KEY.into(), json!(true));
+                } else if grows {
+                    d.remove(SHRUNK_KEY);
+                }
+            }
             Ok(old)
         })?;
         if new_dims.iter().zip(&old).all(|(n, o)| n >= o) {
@@ -1683,10 +1704,17 @@ impl Domain {
                 &old,
             );
         }
-        let m = DatasetMeta {
+        self.clear_outside(&DatasetMeta {
             dims: new_dims.to_vec(),
             ..m
-        };
+        })
+    }
+
+    /// Deletes the chunk objects of `m` that lie outside its extent
+    /// (`m.dims`), and sets the elements outside it of those it cuts to
+    /// the fill value.
+    fn clear_outside(&self, m: &DatasetMeta) -> Result<()> {
+        let new_dims = &m.dims[..];
         let store = self.store();
         let (keys, _) = store.list_dir(&m.prefix)?;
         for_each_task(keys.len(), false, |k| -> Result<()> {
@@ -1715,7 +1743,7 @@ impl Domain {
             if m.dtype.is_variable() {
                 // (A 1-D columnar chunk is stored again holding just the
                 // rows left in the extent: what other tools read of it.)
-                return self.modify_vlen_chunk(&m, key, None, |elems| {
+                return self.modify_vlen_chunk(m, key, None, |elems| {
                     for (e, v) in elems.iter_mut().enumerate() {
                         if outside(e as u64) {
                             v.clone_from(&m.fill);
@@ -1724,7 +1752,7 @@ impl Domain {
                 });
             }
             let es = m.elem_size();
-            self.modify_chunk(&m, key, false, |buf| {
+            self.modify_chunk(m, key, false, |buf| {
                 for e in 0..m.chunk_elems() as u64 {
                     if outside(e) {
                         let s = e as usize * es;

@@ -153,12 +153,12 @@ impl Base {
     }
 }
 
-/// The members (`links`/`attributes` names, in the order first touched,
-/// each with whether the stored document had it) and other top-level keys
-/// an edit changed.
+/// The members (`links`/`attributes` names, in the order first touched;
+/// of a link, its value in the stored document, `None` where it had none)
+/// and other top-level keys an edit changed.
 #[derive(Default)]
 pub(crate) struct Touched {
-    members: Vec<(&'static str, String, bool)>,
+    members: Vec<(&'static str, String, Option<Value>)>,
     seen: HashSet<(&'static str, String)>,
     keys: HashSet<String>,
 }
@@ -178,10 +178,11 @@ impl Touched {
         if let Touch::Members(section, names) = touch {
             for name in *names {
                 if !self.seen.contains(&(*section, name.clone())) {
-                    let had = doc
-                        .get(*section)
-                        .and_then(Value::as_object)
-                        .is_some_and(|m| m.contains_key(name));
+                    // (An attribute is written whole whatever another
+                    // writer did: only a link's stored value is kept.)
+                    let had = (*section == "links")
+                        .then(|| doc.get(*section).and_then(|m| m.get(name)).cloned())
+                        .flatten();
                     first.push((*section, name.clone(), had));
                 }
             }
@@ -1104,11 +1105,15 @@ fn write_edit(
     for attempt in 0u32.. {
         match inner.put_if_version(&d.key, &to_bytes(&doc), &expected)? {
             PutOutcome::Written(v) => {
-                clashes.extend(found.into_iter().map(|name| {
-                    format!(
+                clashes.extend(found.into_iter().map(|(name, clash)| match clash {
+                    Clash::BothMade => format!(
                         "Unable to create link (name already exists): {name:?} in {id} was \
                          created by another writer too; theirs was kept"
-                    )
+                    ),
+                    Clash::ChangedMeanwhile => format!(
+                        "Unable to change link {name:?} in {id}: another writer deleted, moved \
+                         or replaced it since this handle read it; theirs was kept"
+                    ),
                 }));
                 return Ok((Some(v), doc));
             }
@@ -1133,12 +1138,108 @@ fn write_edit(
     unreachable!("the retry loop only ends by returning")
 }
 
+/// Why a link of ours was not written at a merge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Clash {
+    /// Both writers made the name, differently.
+    BothMade,
+    /// Ours deleted, moved or replaced a link another writer changed since.
+    ChangedMeanwhile,
+}
+
+/// The link `name` at a merge: its stored value when our edits began
+/// (`base`), ours, and the store's now (`theirs`, which is updated). Ours
+/// goes in only where theirs is still the stored value (or already ours):
+/// otherwise both writers changed the name, and theirs stays, reported.
+/// (Removing or replacing a name another writer had re-made lost that
+/// writer's link without a word.)
+fn merge_link(
+    name: &str,
+    base: Option<&Value>,
+    ours: Option<&Value>,
+    theirs: &mut Map<String, Value>,
+    clashes: &mut Vec<(String, Clash)>,
+) {
+    if ours == base || theirs.get(name) == ours {
+        return;
+    }
+    if theirs.get(name) != base {
+        let clash = if base.is_none() {
+            Clash::BothMade
+        } else {
+            Clash::ChangedMeanwhile
+        };
+        clashes.push((name.to_string(), clash));
+        return;
+    }
+    match ours {
+        Some(v) => {
+            theirs.insert(name.to_string(), v.clone());
+        }
+        None => {
+            theirs.shift_remove(name);
+        }
+    }
+}
+
+/// [`merge_link`] for every link ours touched: `(name, stored value when
+/// our edits began, ours)`. A link ours made that leads where a link ours
+/// removed led (a move) is not made when another writer changed that
+/// link meanwhile (moved, deleted or replaced it): two moves of one link
+/// would otherwise leave it under both names.
+fn merge_links<'a>(
+    touched: impl Iterator<Item = (&'a str, Option<&'a Value>, Option<&'a Value>)> + Clone,
+    theirs: &mut Map<String, Value>,
+    clashes: &mut Vec<(String, Clash)>,
+) {
+    let target = |v: &Value| -> Value {
+        let mut v = v.clone();
+        if let Some(m) = v.as_object_mut() {
+            m.remove("created");
+        }
+        v
+    };
+    let lost: Vec<(&str, Value)> = touched
+        .clone()
+        .filter_map(|(name, base, ours)| match (base, ours) {
+            (Some(b), None) if theirs.get(name) != Some(b) => Some((name, target(b))),
+            _ => None,
+        })
+        .collect();
+    let before = clashes.len();
+    for (name, base, ours) in touched {
+        if let (None, Some(v)) = (base, ours) {
+            let to = target(v);
+            if let Some((from, _)) = lost.iter().find(|(_, t)| *t == to) {
+                clashes.push(((*from).to_string(), Clash::ChangedMeanwhile));
+                continue;
+            }
+        }
+        merge_link(name, base, ours, theirs, clashes);
+    }
+    // (A move's source is named once.)
+    let mut seen = std::collections::HashSet::new();
+    let mut k = before;
+    while k < clashes.len() {
+        if seen.insert(clashes[k].clone()) {
+            k += 1;
+        } else {
+            clashes.remove(k);
+        }
+    }
+}
+
 /// Three-way merge of a document: what `ours` changed against `base`,
 /// applied to `theirs`. Links and attributes merge name by name (a name
 /// both sides created differently stays theirs and is reported for links;
 /// an attribute is ours, as writing one replaces it); other members are
 /// ours where we changed them.
-fn merge(base: &Value, ours: &Value, mut theirs: Value, clashes: &mut Vec<String>) -> Value {
+fn merge(
+    base: &Value,
+    ours: &Value,
+    mut theirs: Value,
+    clashes: &mut Vec<(String, Clash)>,
+) -> Value {
     let empty = Map::new();
     let (Some(b), Some(o)) = (base.as_object(), ours.as_object()) else {
         return ours.clone();
@@ -1157,15 +1258,21 @@ fn merge(base: &Value, ours: &Value, mut theirs: Value, clashes: &mut Vec<String
                 *tm = Value::Object(Map::new());
             }
             let tm = tm.as_object_mut().expect("made an object");
+            if k == "links" {
+                let touched = om
+                    .iter()
+                    .map(|(name, v)| (name.as_str(), bm.get(name), Some(v)))
+                    .chain(
+                        bm.iter()
+                            .filter(|(name, _)| !om.contains_key(*name))
+                            .map(|(name, bv)| (name.as_str(), Some(bv), None)),
+                    );
+                merge_links(touched, tm, clashes);
+                continue;
+            }
             for (name, v) in om {
-                match bm.get(name) {
-                    Some(bv) if bv == v => {}
-                    None if k == "links" && tm.get(name).is_some_and(|tv| tv != v) => {
-                        clashes.push(name.clone());
-                    }
-                    _ => {
-                        tm.insert(name.clone(), v.clone());
-                    }
+                if bm.get(name) != Some(v) {
+                    tm.insert(name.clone(), v.clone());
                 }
             }
             for name in bm.keys() {
@@ -1192,24 +1299,42 @@ fn merge_touched(
     touched: &Touched,
     ours: &Value,
     mut theirs: Value,
-    clashes: &mut Vec<String>,
+    clashes: &mut Vec<(String, Clash)>,
 ) -> Value {
     let Some(t) = theirs.as_object_mut() else {
         return ours.clone();
     };
-    for (section, name, had) in &touched.members {
+    for section in ["links", "attributes"] {
+        if touched.members.iter().any(|(s, _, _)| *s == section) {
+            let tm = t
+                .entry(section.to_string())
+                .or_insert_with(|| Value::Object(Map::new()));
+            if !tm.is_object() {
+                *tm = Value::Object(Map::new());
+            }
+        }
+    }
+    let links = touched
+        .members
+        .iter()
+        .filter(|(section, _, _)| *section == "links")
+        .map(|(_, name, had)| {
+            let mine = ours.get("links").and_then(|m| m.get(name));
+            (name.as_str(), had.as_ref(), mine)
+        });
+    if let Some(tm) = t.get_mut("links").and_then(Value::as_object_mut) {
+        merge_links(links, tm, clashes);
+    }
+    for (section, name, _) in &touched.members {
+        if *section == "links" {
+            continue;
+        }
         let mine = ours.get(*section).and_then(|m| m.get(name));
         let tm = t
-            .entry(section.to_string())
-            .or_insert_with(|| Value::Object(Map::new()));
-        if !tm.is_object() {
-            *tm = Value::Object(Map::new());
-        }
-        let tm = tm.as_object_mut().expect("made an object");
+            .get_mut(*section)
+            .and_then(Value::as_object_mut)
+            .expect("made an object");
         match mine {
-            Some(v) if *section == "links" && !had && tm.get(name).is_some_and(|tv| tv != v) => {
-                clashes.push(name.clone());
-            }
             Some(v) => {
                 tm.insert(name.clone(), v.clone());
             }
@@ -1690,8 +1815,67 @@ mod tests {
         let names: Vec<&String> = m["links"].as_object().unwrap().keys().collect();
         assert_eq!(names, ["a", "theirs", "both", "mine"]);
         assert_eq!(m["links"]["both"]["id"], 6);
-        assert_eq!(clashes, ["both"]);
+        assert_eq!(clashes, [("both".to_string(), Clash::BothMade)]);
         assert_eq!(m["attributes"], json!({"u": 2, "t": 1}));
         assert_eq!(m["x"], 2);
+    }
+
+    #[test]
+    fn a_link_another_writer_changed_meanwhile_is_theirs_whatever_ours_did() {
+        // base: x and y; another writer re-made x and deleted y meanwhile
+        let base = json!({"links": {"x": {"id": 1}, "y": {"id": 2}, "z": {"id": 3}}});
+        let theirs = json!({"links": {"x": {"id": 9}, "z": {"id": 3}}});
+        let cases = [
+            // ours deleted x: their new x stays, reported
+            (
+                json!({"links": {"y": {"id": 2}, "z": {"id": 3}}}),
+                json!({"x": {"id": 9}, "z": {"id": 3}}),
+                1,
+            ),
+            // ours moved x to w: the move is not made, their x stays, reported
+            (
+                json!({"links": {"y": {"id": 2}, "z": {"id": 3}, "w": {"id": 1, "created": 7}}}),
+                json!({"x": {"id": 9}, "z": {"id": 3}}),
+                1,
+            ),
+            // ours moved z to w (theirs left z as it was): made
+            (
+                json!({"links": {"x": {"id": 1}, "y": {"id": 2}, "w": {"id": 3, "created": 7}}}),
+                json!({"x": {"id": 9}, "w": {"id": 3, "created": 7}}),
+                0,
+            ),
+            // ours replaced x
+            (
+                json!({"links": {"x": {"id": 5}, "y": {"id": 2}, "z": {"id": 3}}}),
+                json!({"x": {"id": 9}, "z": {"id": 3}}),
+                1,
+            ),
+            // ours deleted y, which they deleted too; and z, which they kept as it was
+            (
+                json!({"links": {"x": {"id": 1}}}),
+                json!({"x": {"id": 9}}),
+                0,
+            ),
+        ];
+        for (ours, want, n) in cases {
+            let mut clashes = Vec::new();
+            let m = merge(&base, &ours, theirs.clone(), &mut clashes);
+            assert_eq!(m["links"], want, "{ours}");
+            assert_eq!(clashes.len(), n, "{ours}: {clashes:?}");
+            assert!(clashes
+                .iter()
+                .all(|(name, c)| name == "x" && *c == Clash::ChangedMeanwhile));
+            // the same through what the edits touched, without a snapshot
+            let mut touched = Touched::default();
+            for name in ["x", "y", "z", "w"] {
+                touched
+                    .members
+                    .push(("links", name.to_string(), base["links"].get(name).cloned()));
+            }
+            let mut clashes = Vec::new();
+            let m = merge_touched(&touched, &ours, theirs.clone(), &mut clashes);
+            assert_eq!(m["links"], want, "touched {ours}");
+            assert_eq!(clashes.len(), n, "touched {ours}");
+        }
     }
 }
