@@ -65,10 +65,10 @@ def _as_h5pyd_reports(native, served):
     if isinstance(native, dict) and isinstance(served, dict) \
             and {"compression", "compression_opts", "dtype"} <= native.keys():
         out = dict(native)
-        if served.get("compression") == "scaleoffset":
-            # (also in front of a compressor: scale-offset then lzf)
+        if served.get("compression") == "scaleoffset" and out["compression"] in (None, "lzf"):
+            # (also in front of lzf, whose options are none)
             out["compression"] = "scaleoffset"
-            out["compression_opts"] = served.get("compression_opts")
+            out["compression_opts"] = None
         if out["dtype"].kind == "O" and native.get("fillvalue") in (b"", None) \
                 and isinstance(served.get("fillvalue"), int) and served["fillvalue"] == 0:
             # (h5pyd gives a variable-length type's default fill value as 0)

@@ -214,6 +214,25 @@ def test_a_link_another_writer_remade_meanwhile_is_kept_and_reported(tmp_path, o
         assert sorted(r) == ["x"] and list(r["x"]["important"][()]) == [0, 1, 2]
 
 
+def test_a_move_to_a_name_another_writer_made_meanwhile_leaves_the_link_in_place(tmp_path):
+    """From a review: the move's new name was refused as made by both, but
+    its old name was still removed, and the group it led to was lost."""
+    path = str(tmp_path / "s.h5l")
+    with h5lake.File(path, "w") as f:
+        f.create_group("x").attrs["by"] = "first"
+    f = h5lake.File(path, "a")
+    f.move("x", "y")
+    subprocess.run([sys.executable, "-c", "import sys, h5lake\n"
+                    "with h5lake.File(sys.argv[1], 'a') as f: f.create_group('y').attrs['by'] = 'B'",
+                    path], check=True)
+    with pytest.raises(ValueError, match="stays where it was"):
+        f.flush()
+    f.close()
+    with h5lake.File(path, "r") as r:
+        assert sorted(r) == ["x", "y"]
+        assert (r["x"].attrs["by"], r["y"].attrs["by"]) == ("first", "B")
+
+
 @pytest.mark.parametrize("where", ["local", "s3"])
 def test_many_small_datasets_rewritten_and_deleted_before_the_flush(tmp_path, request, where):
     """Chunks of new datasets start for the store before the flush; what

@@ -201,9 +201,9 @@ impl RawFile {
         };
         if !self.is_in_place(d, dset_id)? && !d.stored_chunks(dset_id)?.is_empty() {
             return Err(h5lake_engine::EngineError::WrongType(
-                "cannot list the chunks as HDF5's: the dataset is linked to an HDF5 file's chunks \
-                 and was written to since, so its values are partly in the store (read the data, \
-                 or `h5lake get` it to an HDF5 file)"
+                "HDF5's chunk queries and direct chunk reads are not answered for this dataset: \
+                 it is linked to an HDF5 file's chunks and was written to since, so its values \
+                 are partly in the store (read the data, or `h5lake get` it to an HDF5 file)"
                     .into(),
             ));
         }

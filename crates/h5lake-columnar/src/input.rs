@@ -137,7 +137,7 @@ impl TableSchema {
                 "columns {names:?} do not match the table's {members:?}"
             )));
         }
-        let members: Vec<&Datatype> = match &self.dtype {
+        let member_types: Vec<&Datatype> = match &self.dtype {
             Datatype::Compound { fields, .. } => fields.iter().map(|f| &f.dtype).collect(),
             _ => Vec::new(),
         };
@@ -150,7 +150,7 @@ impl TableSchema {
                 if let Some(Datatype::String {
                     length: Some(width),
                     ..
-                }) = members.get(i)
+                }) = member_types.get(i)
                 {
                     return fixed_text(f.name(), c, *width);
                 }
@@ -217,9 +217,9 @@ fn fixed_text(name: &str, c: &ArrayRef, width: usize) -> Result<ArrayRef> {
         .find_map(|(r, v)| v.filter(|v| trimmed(v) > width).map(|v| (r, v)))
     {
         return Err(refuse(format!(
-            "row {row} holds {} bytes ({:?})",
-            v.len(),
-            String::from_utf8_lossy(&v[..v.len().min(40)])
+            "row {row} of the rows given holds {} bytes ({:?})",
+            trimmed(v),
+            String::from_utf8_lossy(&v[..trimmed(v).min(40)])
         )));
     }
     if values.iter().flatten().all(|v| trimmed(v) == v.len()) {

@@ -32,10 +32,6 @@ use crate::{EngineError, Result};
 /// chunk (each unwritten element of a chunk read holds its own copy).
 const MAX_FILL_CHUNK_BYTES: u128 = 64 << 20;
 
-/// The dataset document's mark of a shrink not yet followed by a growth
-/// (a key HSDS ignores): see [`Domain::resize`].
-const SHRUNK_KEY: &str = "h5lake_shrunk";
-
 /// Refuses a variable-length fill value of `fill_len` bytes that would
 /// take more than [`MAX_FILL_CHUNK_BYTES`] over a chunk of `chunk`: a
 /// chunk never written reads as its fill value once per element.
@@ -1673,26 +1669,9 @@ impl Domain {
                 maxdims.iter().map(|&d| if d == UNLIMITED { -1i128 } else { i128::from(d) }).collect::<Vec<_>>()
             )));
         }
-        // A write that checked the extent before a shrink can land its
-        // chunk after the shrink cleared the chunks outside it: such
-        // leftovers would show through a later growth where HDF5 shows the
-        // fill value. A shrink marks the dataset; a growth of a marked one
-        // clears what lies outside the extent before it makes it larger.
-        let grows = new_dims.iter().zip(&m.dims).any(|(n, o)| n > o);
-        let marked = self.get_doc(id)?.get(SHRUNK_KEY).is_some();
-        if grows && marked {
-            self.clear_outside(&m)?;
-        }
-        let old = self.update_keys(id, &["shape", SHRUNK_KEY], |doc| {
+        let old = self.update_keys(id, &["shape"], |doc| {
             let old = Shape::from_json(&doc["shape"])?.dims();
             doc["shape"]["dims"] = json!(new_dims);
-            if let Some(d) = doc.as_object_mut() {
-                if new_dims.iter().zip(&old).any(|(n, o)| n < o) {
-                    d.insert(SHRUNK_KEY.into(), json!(true));
-                } else if grows {
-                    d.remove(SHRUNK_KEY);
-                }
-            }
             Ok(old)
         })?;
         if new_dims.iter().zip(&old).all(|(n, o)| n >= o) {
@@ -1714,7 +1693,7 @@ impl Domain {
     /// (`m.dims`), and sets the elements outside it of those it cuts to
     /// the fill value.
     fn clear_outside(&self, m: &DatasetMeta) -> Result<()> {
-        let new_dims = &m.dims[..];
+        let dims = &m.dims[..];
         let store = self.store();
         let (keys, _) = store.list_dir(&m.prefix)?;
         for_each_task(keys.len(), false, |k| -> Result<()> {
@@ -1723,7 +1702,7 @@ impl Domain {
                 return Ok(());
             };
             let lo: Vec<u64> = coords.iter().zip(&m.chunk).map(|(c, k)| c * k).collect();
-            if lo.iter().zip(new_dims).any(|(l, n)| l >= n) {
+            if lo.iter().zip(dims).any(|(l, n)| l >= n) {
                 store.delete(key)?;
                 self.cache.remove(key);
                 return Ok(());
@@ -1731,7 +1710,7 @@ impl Domain {
             let cut = lo
                 .iter()
                 .zip(&m.chunk)
-                .zip(new_dims)
+                .zip(dims)
                 .any(|((l, k), n)| l + k > *n);
             if !cut {
                 return Ok(());
@@ -1739,7 +1718,7 @@ impl Domain {
             // Reset the part of this chunk that fell outside the extent.
             let cs = strides(&m.chunk);
             let outside =
-                |e: u64| (0..m.dims.len()).any(|d| lo[d] + (e / cs[d]) % m.chunk[d] >= new_dims[d]);
+                |e: u64| (0..m.dims.len()).any(|d| lo[d] + (e / cs[d]) % m.chunk[d] >= dims[d]);
             if m.dtype.is_variable() {
                 // (A 1-D columnar chunk is stored again holding just the
                 // rows left in the extent: what other tools read of it.)

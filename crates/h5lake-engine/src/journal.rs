@@ -1114,6 +1114,10 @@ fn write_edit(
                         "Unable to change link {name:?} in {id}: another writer deleted, moved \
                          or replaced it since this handle read it; theirs was kept"
                     ),
+                    Clash::MoveNotMade => format!(
+                        "Unable to move link {name:?} in {id}: another writer made the name it \
+                         was moved to meanwhile; the link stays where it was"
+                    ),
                 }));
                 return Ok((Some(v), doc));
             }
@@ -1145,6 +1149,8 @@ enum Clash {
     BothMade,
     /// Ours deleted, moved or replaced a link another writer changed since.
     ChangedMeanwhile,
+    /// Ours moved the link to a name another writer made meanwhile.
+    MoveNotMade,
 }
 
 /// The link `name` at a merge: its stored value when our edits began
@@ -1206,14 +1212,30 @@ fn merge_links<'a>(
             _ => None,
         })
         .collect();
+    // Where links ours made lead that will not be made (the other writer
+    // made the name too): a move there is not made, and its source stays.
+    let refused: Vec<Value> = touched
+        .clone()
+        .filter_map(|(name, base, ours)| match (base, ours) {
+            (None, Some(v)) if theirs.get(name).is_some_and(|t| t != v) => Some(target(v)),
+            _ => None,
+        })
+        .collect();
     let before = clashes.len();
     for (name, base, ours) in touched {
-        if let (None, Some(v)) = (base, ours) {
-            let to = target(v);
-            if let Some((from, _)) = lost.iter().find(|(_, t)| *t == to) {
-                clashes.push(((*from).to_string(), Clash::ChangedMeanwhile));
+        match (base, ours) {
+            (None, Some(v)) => {
+                let to = target(v);
+                if let Some((from, _)) = lost.iter().find(|(_, t)| *t == to) {
+                    clashes.push(((*from).to_string(), Clash::ChangedMeanwhile));
+                    continue;
+                }
+            }
+            (Some(b), None) if theirs.get(name) == Some(b) && refused.contains(&target(b)) => {
+                clashes.push((name.to_string(), Clash::MoveNotMade));
                 continue;
             }
+            _ => {}
         }
         merge_link(name, base, ours, theirs, clashes);
     }
@@ -1857,6 +1879,21 @@ mod tests {
                 0,
             ),
         ];
+        // ours moved z to v, a name they made meanwhile: z stays, reported
+        let theirs_v =
+            json!({"links": {"x": {"id": 1}, "y": {"id": 2}, "z": {"id": 3}, "v": {"id": 8}}});
+        let ours_v =
+            json!({"links": {"x": {"id": 1}, "y": {"id": 2}, "v": {"id": 3, "created": 7}}});
+        let mut clashes = Vec::new();
+        let m = merge(&base, &ours_v, theirs_v.clone(), &mut clashes);
+        assert_eq!(m["links"], theirs_v["links"]);
+        assert_eq!(
+            clashes,
+            [
+                ("v".to_string(), Clash::BothMade),
+                ("z".to_string(), Clash::MoveNotMade)
+            ]
+        );
         for (ours, want, n) in cases {
             let mut clashes = Vec::new();
             let m = merge(&base, &ours, theirs.clone(), &mut clashes);

@@ -948,36 +948,3 @@ fn claimed_numbers_are_never_handed_out_twice() {
         Err(EngineError::ReadOnly(_))
     ));
 }
-
-#[test]
-fn a_chunk_written_past_a_shrink_does_not_show_through_a_later_growth() {
-    let dom = mem_domain();
-    let id = make_2d(&dom, [20, 4], [2, 4], json!([]));
-    dom.write(&id, &slices(&[(0, 20, 1), (0, 4, 1)]), &to_bytes(&[1; 80]))
-        .unwrap();
-    dom.resize(&id, &[3, 4]).unwrap();
-    // A writer that checked the extent before the shrink lands its chunks
-    // after it: one wholly outside, and the one the shrink cut.
-    let m = dom.dataset(&id).unwrap();
-    dom.create_chunk(&m, &[5, 0], to_bytes(&[9; 8]), true)
-        .unwrap();
-    let cut =
-        h5lake_engine::ids::chunk_key(&h5lake_engine::ids::object_prefix(&id).unwrap(), &[1, 0]);
-    dom.store().delete(&cut).unwrap();
-    dom.create_chunk(&m, &[1, 0], to_bytes(&[9; 8]), true)
-        .unwrap();
-    dom.resize(&id, &[20, 4]).unwrap();
-    let mut out = vec![0u8; 80 * 4];
-    dom.read(&id, &slices(&[(0, 20, 1), (0, 4, 1)]), &mut out)
-        .unwrap();
-    let got = from_bytes(&out);
-    assert_eq!(&got[..8], &[1; 8]);
-    assert_eq!(
-        &got[8..12],
-        &[9; 4],
-        "row 2 was inside the extent all along"
-    );
-    assert!(got[12..].iter().all(|&v| v == -7), "{got:?}");
-    // A growth with no shrink before it lists nothing.
-    dom.resize(&id, &[30, 4]).unwrap();
-}

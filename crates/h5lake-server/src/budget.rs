@@ -180,6 +180,23 @@ impl Budget {
         self.units(held.saturating_add(bytes), what).map(drop)
     }
 
+    /// `bytes` at once if the budget has them free now; `None` otherwise.
+    ///
+    /// # Errors
+    /// 413 when `bytes` exceeds the whole budget.
+    pub fn try_reserve(&self, bytes: usize, what: &str) -> Result<Option<Reservation>> {
+        let units = self.units(bytes, what)?;
+        if units == 0 {
+            return Ok(Some(Reservation::nothing()));
+        }
+        Ok(self
+            .permits
+            .clone()
+            .try_acquire_many_owned(units)
+            .ok()
+            .map(|p| Reservation::of(p, bytes)))
+    }
+
     /// [`Budget::reserve`] from synchronous code (a blocking engine call,
     /// or a handler answering on the async thread).
     ///

@@ -1423,7 +1423,15 @@ impl ArrowMemory {
         let what = "this Arrow answer's rows";
         self.budget
             .refuse_beyond(held.saturating_add(self.also), more, what)?;
-        self.held.push(self.budget.reserve_blocking(more, what)?);
+        if let Some(r) = self.budget.try_reserve(more, what)? {
+            self.held.push(r);
+            return Ok(());
+        }
+        // Waiting for more while holding some could wait on another answer
+        // doing the same: what is held goes back, and the whole is waited
+        // for.
+        self.held.clear();
+        self.held.push(self.budget.reserve_blocking(bytes, what)?);
         Ok(())
     }
 }

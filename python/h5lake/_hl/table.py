@@ -67,11 +67,21 @@ def to_arrow(dset, sel=None, fields=None, where=None):
 
 
 def _take_rows(pa, dset, picked, fields):
-    """Rows here and there of a columnar table: the run that holds them,
-    then those rows of it (nulls and types kept as for a run)."""
-    lo = int(picked[0]) if len(picked) else 0
-    hi = int(picked[-1]) + 1 if len(picked) else 0
-    return _run(pa, dset, lo, hi, fields).take(pa.array(np.asarray(picked) - lo))
+    """Rows here and there (increasing) of a columnar table: each stretch
+    of them that no gap of a chunk or more breaks is read as the run that
+    holds it, then its rows are taken (nulls and types kept as for a run).
+    (One run from the first row to the last read the whole table for two
+    matches at its ends.)"""
+    picked = np.asarray(picked, dtype=np.int64)
+    if not len(picked):
+        return _run(pa, dset, 0, 0, fields)
+    gap = max(int(dset.chunks[0]), 1)
+    cuts = np.flatnonzero(np.diff(picked) > gap) + 1
+    parts = []
+    for rows in np.split(picked, cuts):
+        lo, hi = int(rows[0]), int(rows[-1]) + 1
+        parts.append(_run(pa, dset, lo, hi, fields).take(pa.array(rows - lo)))
+    return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
 
 def _records_to_arrow(pa, dset, src_dtype, data):
@@ -537,13 +547,18 @@ def _fixed_text(pa, col, width, name, dset):
             or getattr(pa.types, "is_string_view", lambda t: False)(kind)):
         raise ValueError(f"column {name!r} cannot be stored as a fixed-length string of "
                          f"{width} bytes in {dset.name}: its values are {kind}, not text or bytes")
-    values = [None if v is None else (v.encode() if isinstance(v, str) else v).rstrip(b"\0")
-              for v in col.to_pylist()]
-    for row, v in enumerate(values):
-        if v is not None and len(v) > width:
-            raise ValueError(f"column {name!r} cannot be stored as a fixed-length string of "
-                             f"{width} bytes in {dset.name}: row {row} holds {len(v)} bytes")
-    return pa.array(values, pa.binary())
+    import pyarrow.compute as pc
+    if pa.types.is_null(kind):
+        return pa.nulls(len(col), pa.binary())
+    values = pc.replace_substring_regex(col.cast(pa.binary()), pattern="\x00+$",
+                                        replacement="")
+    lengths = pc.binary_length(values)
+    if len(values) and (pc.max(lengths).as_py() or 0) > width:
+        row = pc.index(pc.greater(lengths, width), True).as_py()
+        raise ValueError(f"column {name!r} cannot be stored as a fixed-length string of "
+                         f"{width} bytes in {dset.name}: row {row} holds "
+                         f"{lengths[row].as_py()} bytes")
+    return values
 
 
 def _append_rows(dset, rows):
