@@ -68,14 +68,15 @@ def to_arrow(dset, sel=None, fields=None, where=None):
 
 def _take_rows(pa, dset, picked, fields):
     """Rows here and there (increasing) of a columnar table: each stretch
-    of them that no gap of a chunk or more breaks is read as the run that
-    holds it, then its rows are taken (nulls and types kept as for a run).
-    (One run from the first row to the last read the whole table for two
-    matches at its ends.)"""
+    of them that no wide gap breaks is read as the run that holds it, then
+    its rows are taken (nulls and types kept as for a run). (One run from
+    the first row to the last read the whole table for two matches at its
+    ends.) A gap is wide past a chunk and past 1/256 of the whole span, so
+    that rows spread over every chunk are still read in a few runs."""
     picked = np.asarray(picked, dtype=np.int64)
     if not len(picked):
         return _run(pa, dset, 0, 0, fields)
-    gap = max(int(dset.chunks[0]), 1)
+    gap = max(int(dset.chunks[0]), int(picked[-1] - picked[0]) // 256, 1)
     cuts = np.flatnonzero(np.diff(picked) > gap) + 1
     parts = []
     for rows in np.split(picked, cuts):
