@@ -1157,6 +1157,28 @@ impl Domain {
     /// # Errors
     /// As [`Domain::write`].
     pub fn write_with(&self, m: &DatasetMeta, sel: &Selection, data: &[u8]) -> Result<()> {
+        self.write_within(m, sel, data)?;
+        self.clear_after_shrink(m)
+    }
+
+    /// After a write that checked its selection against `m`'s extent:
+    /// when another writer has shrunk the dataset since, the shrink may
+    /// have cleared the chunks outside its new extent before this write's
+    /// landed there, and a later growth would show them where HDF5 shows
+    /// the fill value; they are cleared again. (A shrink made after this
+    /// look clears this write's chunks itself.)
+    pub(crate) fn clear_after_shrink(&self, m: &DatasetMeta) -> Result<()> {
+        if m.virtual_map.is_some() || m.link.is_some() {
+            return Ok(());
+        }
+        let now = self.dataset(&m.id)?;
+        if now.dims.len() == m.dims.len() && now.dims.iter().zip(&m.dims).any(|(n, o)| n < o) {
+            self.clear_outside(&now)?;
+        }
+        Ok(())
+    }
+
+    fn write_within(&self, m: &DatasetMeta, sel: &Selection, data: &[u8]) -> Result<()> {
         self.check_writable()?;
         if let Some(vm) = &m.virtual_map {
             return self.write_virtual(m, vm, &Self::normalize(m, sel), data);
@@ -1253,6 +1275,18 @@ impl Domain {
     /// # Errors
     /// As [`Domain::write`]; a name that is no member, or named twice.
     pub fn write_fields(
+        &self,
+        id: &str,
+        sel: &Selection,
+        fields: &[String],
+        data: &[u8],
+    ) -> Result<()> {
+        let m = self.dataset(id)?;
+        self.write_fields_within(id, sel, fields, data)?;
+        self.clear_after_shrink(&m)
+    }
+
+    fn write_fields_within(
         &self,
         id: &str,
         sel: &Selection,
@@ -1455,6 +1489,18 @@ impl Domain {
     /// # Errors
     /// As [`Domain::write_vlen`]; a member name the type does not have.
     pub fn write_vlen_members(
+        &self,
+        id: &str,
+        sel: &Selection,
+        values: &[Vec<u8>],
+        members: Option<&[String]>,
+    ) -> Result<()> {
+        let m = self.dataset(id)?;
+        self.write_vlen_within(id, sel, values, members)?;
+        self.clear_after_shrink(&m)
+    }
+
+    fn write_vlen_within(
         &self,
         id: &str,
         sel: &Selection,

@@ -149,6 +149,12 @@ impl Domain {
     /// Columns that do not match the members or do not cast; rows past the
     /// extent; read-only stores.
     pub fn write_arrow(&self, id: &str, at: u64, batch: &RecordBatch) -> Result<()> {
+        let m = self.dataset(id)?;
+        self.write_arrow_within(id, at, batch)?;
+        self.clear_after_shrink(&m)
+    }
+
+    fn write_arrow_within(&self, id: &str, at: u64, batch: &RecordBatch) -> Result<()> {
         self.check_writable()?;
         let m = self.dataset(id)?;
         let m = table_meta(&m)?;

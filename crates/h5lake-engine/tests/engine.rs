@@ -948,3 +948,35 @@ fn claimed_numbers_are_never_handed_out_twice() {
         Err(EngineError::ReadOnly(_))
     ));
 }
+
+#[test]
+fn a_write_that_lands_after_a_shrink_clears_what_it_left_outside() {
+    let dom = mem_domain();
+    let id = make_2d(&dom, [20, 4], [2, 4], json!([]));
+    dom.write(&id, &slices(&[(0, 20, 1), (0, 4, 1)]), &to_bytes(&[1; 80]))
+        .unwrap();
+    // A writer that checked the extent before another writer's shrink ...
+    let stale = dom.dataset(&id).unwrap();
+    dom.resize(&id, &[3, 4]).unwrap();
+    // ... lands its chunks after it: one the shrink cut, one wholly outside.
+    dom.write_with(&stale, &slices(&[(2, 2, 1), (0, 4, 1)]), &to_bytes(&[9; 8]))
+        .unwrap();
+    dom.write_with(
+        &stale,
+        &slices(&[(10, 2, 1), (0, 4, 1)]),
+        &to_bytes(&[9; 8]),
+    )
+    .unwrap();
+    dom.resize(&id, &[20, 4]).unwrap();
+    let mut out = vec![0u8; 80 * 4];
+    dom.read(&id, &slices(&[(0, 20, 1), (0, 4, 1)]), &mut out)
+        .unwrap();
+    let got = from_bytes(&out);
+    assert_eq!(&got[..8], &[1; 8]);
+    assert_eq!(
+        &got[8..12],
+        &[9; 4],
+        "row 2 was inside the extent all along"
+    );
+    assert!(got[12..].iter().all(|&v| v == -7), "{got:?}");
+}
