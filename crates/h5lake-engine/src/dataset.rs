@@ -1161,13 +1161,21 @@ impl Domain {
         self.clear_after_shrink(m)
     }
 
+    /// Runs the write `write` of dataset `id`, then
+    /// [`Domain::clear_after_shrink`] against the dataset as it was before.
+    pub(crate) fn write_guarded(&self, id: &str, write: impl FnOnce() -> Result<()>) -> Result<()> {
+        let m = self.dataset(id)?;
+        write()?;
+        self.clear_after_shrink(&m)
+    }
+
     /// After a write that checked its selection against `m`'s extent:
     /// when another writer has shrunk the dataset since, the shrink may
     /// have cleared the chunks outside its new extent before this write's
     /// landed there, and a later growth would show them where HDF5 shows
     /// the fill value; they are cleared again. (A shrink made after this
     /// look clears this write's chunks itself.)
-    pub(crate) fn clear_after_shrink(&self, m: &DatasetMeta) -> Result<()> {
+    fn clear_after_shrink(&self, m: &DatasetMeta) -> Result<()> {
         if m.virtual_map.is_some() || m.link.is_some() {
             return Ok(());
         }
@@ -1281,9 +1289,7 @@ impl Domain {
         fields: &[String],
         data: &[u8],
     ) -> Result<()> {
-        let m = self.dataset(id)?;
-        self.write_fields_within(id, sel, fields, data)?;
-        self.clear_after_shrink(&m)
+        self.write_guarded(id, || self.write_fields_within(id, sel, fields, data))
     }
 
     fn write_fields_within(
@@ -1495,9 +1501,7 @@ impl Domain {
         values: &[Vec<u8>],
         members: Option<&[String]>,
     ) -> Result<()> {
-        let m = self.dataset(id)?;
-        self.write_vlen_within(id, sel, values, members)?;
-        self.clear_after_shrink(&m)
+        self.write_guarded(id, || self.write_vlen_within(id, sel, values, members))
     }
 
     fn write_vlen_within(

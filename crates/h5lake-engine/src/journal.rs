@@ -1251,6 +1251,18 @@ fn merge_links<'a>(
     }
 }
 
+/// The document's `links` or `attributes` map, made (empty) when it has
+/// none or something else under that key.
+fn section_of<'a>(doc: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
+    let v = doc
+        .entry(key.to_string())
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !v.is_object() {
+        *v = Value::Object(Map::new());
+    }
+    v.as_object_mut().expect("made an object")
+}
+
 /// Three-way merge of a document: what `ours` changed against `base`,
 /// applied to `theirs`. Links and attributes merge name by name (a name
 /// both sides created differently stays theirs and is reported for links;
@@ -1273,13 +1285,7 @@ fn merge(
         if k == "links" || k == "attributes" {
             let bm = b.get(k).and_then(Value::as_object).unwrap_or(&empty);
             let om = ov.as_object().unwrap_or(&empty);
-            let tm = t
-                .entry(k.clone())
-                .or_insert_with(|| Value::Object(Map::new()));
-            if !tm.is_object() {
-                *tm = Value::Object(Map::new());
-            }
-            let tm = tm.as_object_mut().expect("made an object");
+            let tm = section_of(t, k);
             if k == "links" {
                 let touched = om
                     .iter()
@@ -1326,16 +1332,6 @@ fn merge_touched(
     let Some(t) = theirs.as_object_mut() else {
         return ours.clone();
     };
-    for section in ["links", "attributes"] {
-        if touched.members.iter().any(|(s, _, _)| *s == section) {
-            let tm = t
-                .entry(section.to_string())
-                .or_insert_with(|| Value::Object(Map::new()));
-            if !tm.is_object() {
-                *tm = Value::Object(Map::new());
-            }
-        }
-    }
     let links = touched
         .members
         .iter()
@@ -1344,18 +1340,15 @@ fn merge_touched(
             let mine = ours.get("links").and_then(|m| m.get(name));
             (name.as_str(), had.as_ref(), mine)
         });
-    if let Some(tm) = t.get_mut("links").and_then(Value::as_object_mut) {
-        merge_links(links, tm, clashes);
+    if touched.members.iter().any(|(s, _, _)| *s == "links") {
+        merge_links(links, section_of(t, "links"), clashes);
     }
     for (section, name, _) in &touched.members {
         if *section == "links" {
             continue;
         }
         let mine = ours.get(*section).and_then(|m| m.get(name));
-        let tm = t
-            .get_mut(*section)
-            .and_then(Value::as_object_mut)
-            .expect("made an object");
+        let tm = section_of(t, section);
         match mine {
             Some(v) => {
                 tm.insert(name.clone(), v.clone());

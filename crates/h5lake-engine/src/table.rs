@@ -149,9 +149,7 @@ impl Domain {
     /// Columns that do not match the members or do not cast; rows past the
     /// extent; read-only stores.
     pub fn write_arrow(&self, id: &str, at: u64, batch: &RecordBatch) -> Result<()> {
-        let m = self.dataset(id)?;
-        self.write_arrow_within(id, at, batch)?;
-        self.clear_after_shrink(&m)
+        self.write_guarded(id, || self.write_arrow_within(id, at, batch))
     }
 
     fn write_arrow_within(&self, id: &str, at: u64, batch: &RecordBatch) -> Result<()> {
