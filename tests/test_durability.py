@@ -233,6 +233,38 @@ def test_a_move_to_a_name_another_writer_made_meanwhile_leaves_the_link_in_place
         assert (r["x"].attrs["by"], r["y"].attrs["by"]) == ("first", "B")
 
 
+@pytest.mark.parametrize("theirs", ["move", "delete", "take the name"])
+def test_a_move_between_groups_racing_another_writer_leaves_one_link(tmp_path, theirs):
+    """Before: a move from one group to another was a link made in one and
+    one removed from the other, each merged alone. Moved by two writers at
+    once, to two groups, the object ended up linked from both; moved to a
+    name the other writer made meanwhile, it was lost from the tree."""
+    path = str(tmp_path / "s.h5l")
+    with h5lake.File(path, "w") as f:
+        f.create_group("a/x").attrs["by"] = "first"
+        f.create_group("b")
+        f.create_group("c")
+    f = h5lake.File(path, "a")
+    f.move("a/x", "b/y")
+    other = {"move": "f.move('a/x', 'c/x')",
+             "delete": "del f['a/x']",
+             "take the name": "f.create_group('b/y').attrs['by'] = 'other'"}[theirs]
+    subprocess.run([sys.executable, "-c", "import sys, h5lake\n"
+                    "with h5lake.File(sys.argv[1], 'a') as f: " + other, path], check=True)
+    with pytest.raises(ValueError, match="another writer"):
+        f.flush()
+    f.close()
+    with h5lake.File(path, "r") as r:
+        where = {n for n in ("a/x", "b/y", "c/x") if n in r}
+        if theirs == "move":
+            assert where == {"c/x"} and r["c/x"].attrs["by"] == "first"
+        elif theirs == "delete":
+            assert where == set()
+        else:
+            assert where == {"a/x", "b/y"}
+            assert (r["a/x"].attrs["by"], r["b/y"].attrs["by"]) == ("first", "other")
+
+
 @pytest.mark.parametrize("where", ["local", "s3"])
 def test_many_small_datasets_rewritten_and_deleted_before_the_flush(tmp_path, request, where):
     """Chunks of new datasets start for the store before the flush; what

@@ -1014,6 +1014,17 @@ impl RawFile {
         self.run(py, |d| d.link_rename(group_id, old, new))
     }
 
+    fn link_move(
+        &self,
+        py: Python<'_>,
+        from_group: &str,
+        old: &str,
+        to_group: &str,
+        new: &str,
+    ) -> PyResult<()> {
+        self.run(py, |d| d.link_move(from_group, old, to_group, new))
+    }
+
     fn links(&self, py: Python<'_>, group_id: &str) -> PyResult<Vec<(String, String)>> {
         let l = self.run(py, |d| d.links(group_id))?;
         Ok(l.into_iter().map(|(k, v)| (k, v.to_string())).collect())

@@ -1295,6 +1295,53 @@ impl Domain {
         })
     }
 
+    /// Moves a link to another group of this domain (HDF5's `H5Lmove`
+    /// between groups). The new link is made before the old one is
+    /// removed, so a crash between the two leaves the object linked from
+    /// both, never from neither. The old link is removed only if it still
+    /// leads where it led when the move began: when another writer moved,
+    /// deleted or replaced it meanwhile, the new link is taken back and the
+    /// move fails. (With deferred durability the same rules are kept at
+    /// the commit, against what other writers committed meanwhile.)
+    ///
+    /// # Errors
+    /// [`EngineError::NotFound`] without a link `old`;
+    /// [`EngineError::AlreadyExists`] when `new` is taken or the link was
+    /// changed meanwhile; a bad name.
+    pub fn link_move(&self, from: &str, old: &str, to: &str, new: &str) -> Result<()> {
+        if from == to {
+            return self.link_rename(from, old, new);
+        }
+        let link = self.link_get(from, old)?;
+        self.links_create(to, vec![(new.to_string(), link_target(&link))], false)?;
+        let names = [old.to_string()];
+        let removed = self.update_members(from, "links", &names, |doc| {
+            let ordered = keeps_creation_order(doc);
+            let links = member_map(doc, "links", from)?;
+            if !links.get(old).is_some_and(|l| same_link_target(l, &link)) {
+                return Err(EngineError::AlreadyExists(format!(
+                    "Unable to move link {old:?}: another writer moved, deleted or replaced \
+                     it meanwhile; it was not moved"
+                )));
+            }
+            remove_member(links, old, ordered);
+            Ok(())
+        });
+        if let Err(e) = removed {
+            let names = [new.to_string()];
+            self.update_members(to, "links", &names, |doc| {
+                let ordered = keeps_creation_order(doc);
+                let links = member_map(doc, "links", to)?;
+                if links.get(new).is_some_and(|l| same_link_target(l, &link)) {
+                    remove_member(links, new, ordered);
+                }
+                Ok(())
+            })?;
+            return Err(e);
+        }
+        Ok(())
+    }
+
     /// One link of a group.
     ///
     /// # Errors
@@ -1652,6 +1699,22 @@ fn check_link(link: &Value) -> Result<()> {
 }
 
 /// The object a hard link leads to.
+/// Where a link leads: the link without what says when or under which
+/// name it was made.
+pub(crate) fn link_target(link: &Value) -> Value {
+    let mut v = link.clone();
+    if let Some(m) = v.as_object_mut() {
+        m.remove("created");
+        m.remove("title");
+    }
+    v
+}
+
+/// Whether two links lead to the same place.
+pub(crate) fn same_link_target(a: &Value, b: &Value) -> bool {
+    link_target(a) == link_target(b)
+}
+
 fn hard_link_target(link: &Value) -> Option<&str> {
     let class = link.get("class").and_then(Value::as_str);
     if class.is_some_and(|c| c != "H5L_TYPE_HARD") {

@@ -501,7 +501,7 @@ impl Journal {
     fn write_out(&self, st: &mut State, id: &str) -> Result<()> {
         let mut clashes = Vec::new();
         let d = st.docs.get(id).expect("pending");
-        write_edit(&*self.inner, id, d, &mut clashes)?;
+        write_edit(&*self.inner, id, d, &Moves::default(), &mut clashes)?;
         let d = st.docs.remove(id).expect("pending");
         st.doc_ids.remove(&d.key);
         st.settled += 1;
@@ -719,6 +719,8 @@ impl Journal {
         let news: Vec<String> = st.new_prefixes.drain().collect();
         st.direct.extend(news);
 
+        let moves = cross_moves(&st.docs);
+
         // 2. New documents: datatypes, then datasets (they may name a new
         // datatype), then groups, newest first (members are usually made
         // after the group holding them), each group with only the links
@@ -806,17 +808,37 @@ impl Journal {
             groups.retain(|id| unwritten.contains(id));
         }
 
-        // 3. Edits of documents the store has, merged on conflict.
+        // 3. Edits of documents the store has, merged on conflict: those
+        // links move out of last (see CrossMove).
         let mut clashes = Vec::new();
-        let edited: Vec<String> = st.docs.keys().cloned().collect();
+        let (mut edited, sources): (Vec<String>, Vec<String>) = st
+            .docs
+            .keys()
+            .cloned()
+            .partition(|id| !moves.iter().any(|m| m.from == *id));
+        edited.extend(sources);
+        let mut outcomes: HashMap<String, Edited> = HashMap::new();
         for id in edited {
+            let mine = || moves.iter().filter(|m| m.from == id);
+            let rules = Moves {
+                out: mine().map(|m| m.old.clone()).collect(),
+                keep: mine()
+                    .filter(|m| outcomes.get(&m.to).is_some_and(|e| e.refused(&m.new)))
+                    .map(|m| m.old.clone())
+                    .collect(),
+            };
             let d = st.docs.get(&id).expect("pending");
-            let (v, doc) = write_edit(&**inner, &id, d, &mut clashes)?;
+            let edit = write_edit(&**inner, &id, d, &rules, &mut clashes)?;
+            for m in mine().filter(|m| !rules.keep.contains(&m.old) && edit.refused(&m.old)) {
+                take_back(&**inner, m)?;
+                written.retain(|(w, _, _)| *w != m.to);
+            }
             let d = st.docs.remove(&id).expect("pending");
             st.doc_ids.remove(&d.key);
-            if let Some(v) = v {
-                written.push((id, v, doc));
+            if let Some(v) = &edit.version {
+                written.push((id.clone(), v.clone(), edit.doc.clone()));
             }
+            outcomes.insert(id, edit);
         }
 
         // 4. Deletions, once no link leads to the objects.
@@ -1096,15 +1118,38 @@ fn write_edit(
     inner: &dyn Store,
     id: &str,
     d: &PendingDoc,
+    rules: &Moves,
     clashes: &mut Vec<String>,
-) -> Result<(Option<Version>, Arc<Value>)> {
+) -> Result<Edited> {
     let base = d.base.as_ref().expect("an edit has a base");
     let mut expected = base.version().clone();
     let mut doc = d.doc.clone();
     let mut found = Vec::new();
+    // Links to keep as they are must be merged out of ours before it goes.
+    let mut stale = !rules.keep.is_empty();
     for attempt in 0u32.. {
+        if stale {
+            let Some(theirs) = inner.get_versioned(&d.key)? else {
+                clashes.push(format!(
+                    "object {id} was deleted by another writer; this handle's changes to it were not written"
+                ));
+                return Ok(Edited {
+                    version: None,
+                    doc,
+                    refused: None,
+                });
+            };
+            let theirs_doc = parse_doc(&theirs.data, &d.key)?;
+            found.clear();
+            doc = Arc::new(match base {
+                Base::Snapshot(_, b) => merge(b, &d.doc, theirs_doc, rules, &mut found),
+                Base::Touched(_, t) => merge_touched(t, &d.doc, theirs_doc, rules, &mut found),
+            });
+            expected = theirs.version;
+        }
         match inner.put_if_version(&d.key, &to_bytes(&doc), &expected)? {
             PutOutcome::Written(v) => {
+                let refused = found.iter().map(|(name, _)| name.clone()).collect();
                 clashes.extend(found.into_iter().map(|(name, clash)| match clash {
                     Clash::BothMade => format!(
                         "Unable to create link (name already exists): {name:?} in {id} was \
@@ -1119,24 +1164,159 @@ fn write_edit(
                          was moved to meanwhile; the link stays where it was"
                     ),
                 }));
-                return Ok((Some(v), doc));
+                return Ok(Edited {
+                    version: Some(v),
+                    doc,
+                    refused: Some(refused),
+                });
             }
             PutOutcome::Conflict => {
-                let Some(theirs) = inner.get_versioned(&d.key)? else {
-                    clashes.push(format!(
-                        "object {id} was deleted by another writer; this handle's changes to it were not written"
-                    ));
-                    return Ok((None, doc));
-                };
-                let theirs_doc = parse_doc(&theirs.data, &d.key)?;
-                found.clear();
-                doc = Arc::new(match base {
-                    Base::Snapshot(_, b) => merge(b, &d.doc, theirs_doc, &mut found),
-                    Base::Touched(_, t) => merge_touched(t, &d.doc, theirs_doc, &mut found),
-                });
-                expected = theirs.version;
+                stale = true;
                 crate::domain::backoff(attempt);
             }
+        }
+    }
+    unreachable!("the retry loop only ends by returning")
+}
+
+/// What [`write_edit`] wrote.
+struct Edited {
+    /// The version written; `None` when another writer deleted the object.
+    version: Option<Version>,
+    doc: Arc<Value>,
+    /// Link names whose change ours made was not written (another writer's
+    /// stays); `None` when none was (the object was deleted).
+    refused: Option<HashSet<String>>,
+}
+
+impl Edited {
+    fn refused(&self, name: &str) -> bool {
+        self.refused.as_ref().is_none_or(|r| r.contains(name))
+    }
+}
+
+/// The links of one document moved to or from other documents in a commit
+/// (see [`CrossMove`]).
+#[derive(Default)]
+struct Moves {
+    /// Names moved out: removed only where they are still as they were.
+    out: HashSet<String>,
+    /// Names moved out whose new link could not be made: left as they are.
+    keep: HashSet<String>,
+}
+
+/// A link a commit removes from one group and makes in another (a move
+/// between groups, or a new hard link made and the old one removed). The
+/// group it goes to is written first, so that a crash between the two
+/// writes leaves the object linked twice rather than not at all; the old
+/// link is removed only where it is still as it was (another writer who
+/// moved or deleted it meanwhile keeps their change, and the new link is
+/// taken back), and is kept when the new one could not be made.
+struct CrossMove {
+    from: String,
+    old: String,
+    to: String,
+    new: String,
+    link: Value,
+}
+
+/// The moves between groups among the pending documents' link changes.
+fn cross_moves(docs: &HashMap<String, PendingDoc>) -> Vec<CrossMove> {
+    let links = |v: &Value| v.get("links").and_then(Value::as_object).cloned();
+    let mut removed: Vec<(&str, String, Value)> = Vec::new();
+    for (id, d) in docs {
+        let ours = d.doc.get("links").and_then(Value::as_object);
+        let gone = |n: &str| ours.is_none_or(|m| !m.contains_key(n));
+        match &d.base {
+            Some(Base::Snapshot(_, b)) => {
+                for (n, v) in links(b).unwrap_or_default() {
+                    if gone(&n) {
+                        removed.push((id, n, v));
+                    }
+                }
+            }
+            Some(Base::Touched(_, t)) => {
+                for (section, n, had) in &t.members {
+                    if let (&"links", Some(h)) = (section, had) {
+                        if gone(n) {
+                            removed.push((id, n.clone(), h.clone()));
+                        }
+                    }
+                }
+            }
+            None => {}
+        }
+    }
+    if removed.is_empty() {
+        return Vec::new();
+    }
+    let key = |v: &Value| crate::domain::link_target(v).to_string();
+    let mut wanted: HashMap<String, Vec<usize>> = HashMap::new();
+    for (k, (_, _, v)) in removed.iter().enumerate() {
+        wanted.entry(key(v)).or_default().push(k);
+    }
+    let mut found: Vec<Option<(String, String)>> = vec![None; removed.len()];
+    for (id, d) in docs {
+        let Some(ours) = d.doc.get("links").and_then(Value::as_object) else {
+            continue;
+        };
+        let had = |n: &str| match &d.base {
+            None => false,
+            Some(Base::Snapshot(_, b)) => b.get("links").and_then(|m| m.get(n)).is_some(),
+            Some(Base::Touched(_, t)) => !t
+                .members
+                .iter()
+                .any(|(s, m, h)| *s == "links" && m == n && h.is_none()),
+        };
+        for (n, v) in ours {
+            let Some(ks) = wanted.get(&key(v)) else {
+                continue;
+            };
+            for &k in ks {
+                if removed[k].0 != id.as_str() && found[k].is_none() && !had(n) {
+                    found[k] = Some((id.clone(), n.clone()));
+                    break;
+                }
+            }
+        }
+    }
+    removed
+        .into_iter()
+        .zip(found)
+        .filter_map(|((from, old, link), to)| {
+            to.map(|(to, new)| CrossMove {
+                from: from.to_string(),
+                old,
+                to,
+                new,
+                link,
+            })
+        })
+        .collect()
+}
+
+/// Takes back the link a move made in another group when its old link
+/// could not be removed, if it is still as made.
+fn take_back(inner: &dyn Store, m: &CrossMove) -> Result<()> {
+    let key = crate::ids::doc_key(&m.to)?;
+    for attempt in 0u32.. {
+        let Some(cur) = inner.get_versioned(&key)? else {
+            return Ok(());
+        };
+        let mut doc = parse_doc(&cur.data, &key)?;
+        let Some(links) = doc.get_mut("links").and_then(Value::as_object_mut) else {
+            return Ok(());
+        };
+        if !links
+            .get(&m.new)
+            .is_some_and(|l| crate::domain::same_link_target(l, &m.link))
+        {
+            return Ok(());
+        }
+        links.shift_remove(&m.new);
+        match inner.put_if_version(&key, &to_bytes(&doc), &cur.version)? {
+            PutOutcome::Written(_) => return Ok(()),
+            PutOutcome::Conflict => crate::domain::backoff(attempt),
         }
     }
     unreachable!("the retry loop only ends by returning")
@@ -1196,15 +1376,19 @@ fn merge_link(
 fn merge_links<'a>(
     touched: impl Iterator<Item = (&'a str, Option<&'a Value>, Option<&'a Value>)> + Clone,
     theirs: &mut Map<String, Value>,
+    rules: &Moves,
     clashes: &mut Vec<(String, Clash)>,
 ) {
-    let target = |v: &Value| -> Value {
-        let mut v = v.clone();
-        if let Some(m) = v.as_object_mut() {
-            m.remove("created");
+    let target = crate::domain::link_target;
+    let touched = touched.filter(|(name, _, _)| {
+        if rules.keep.contains(*name) {
+            clashes.push(((*name).to_string(), Clash::MoveNotMade));
+            return false;
         }
-        v
-    };
+        true
+    });
+    let touched: Vec<_> = touched.collect();
+    let touched = touched.iter().copied();
     let lost: Vec<(&str, Value)> = touched
         .clone()
         .filter_map(|(name, base, ours)| match (base, ours) {
@@ -1224,6 +1408,14 @@ fn merge_links<'a>(
     let before = clashes.len();
     for (name, base, ours) in touched {
         match (base, ours) {
+            // A link moved to another group: it goes only if it is still
+            // what it was, or the move would leave the object where another
+            // writer's move or deletion did not (the other group's link is
+            // taken back).
+            (Some(b), None) if rules.out.contains(name) && theirs.get(name) != Some(b) => {
+                clashes.push((name.to_string(), Clash::ChangedMeanwhile));
+                continue;
+            }
             (None, Some(v)) => {
                 let to = target(v);
                 if let Some((from, _)) = lost.iter().find(|(_, t)| *t == to) {
@@ -1272,6 +1464,7 @@ fn merge(
     base: &Value,
     ours: &Value,
     mut theirs: Value,
+    rules: &Moves,
     clashes: &mut Vec<(String, Clash)>,
 ) -> Value {
     let empty = Map::new();
@@ -1295,7 +1488,7 @@ fn merge(
                             .filter(|(name, _)| !om.contains_key(*name))
                             .map(|(name, bv)| (name.as_str(), Some(bv), None)),
                     );
-                merge_links(touched, tm, clashes);
+                merge_links(touched, tm, rules, clashes);
                 continue;
             }
             for (name, v) in om {
@@ -1327,6 +1520,7 @@ fn merge_touched(
     touched: &Touched,
     ours: &Value,
     mut theirs: Value,
+    rules: &Moves,
     clashes: &mut Vec<(String, Clash)>,
 ) -> Value {
     let Some(t) = theirs.as_object_mut() else {
@@ -1341,7 +1535,7 @@ fn merge_touched(
             (name.as_str(), had.as_ref(), mine)
         });
     if touched.members.iter().any(|(s, _, _)| *s == "links") {
-        merge_links(links, section_of(t, "links"), clashes);
+        merge_links(links, section_of(t, "links"), rules, clashes);
     }
     for (section, name, _) in &touched.members {
         if *section == "links" {
@@ -1826,7 +2020,7 @@ mod tests {
         let ours = json!({"links": {"a": {"id": 1}, "mine": {"id": 3}, "both": {"id": 4}}, "attributes": {"t": 1}, "x": 2});
         let theirs = json!({"links": {"a": {"id": 1}, "gone": {"id": 2}, "theirs": {"id": 5}, "both": {"id": 6}}, "attributes": {"u": 2}, "x": 1});
         let mut clashes = Vec::new();
-        let m = merge(&base, &ours, theirs, &mut clashes);
+        let m = merge(&base, &ours, theirs, &Moves::default(), &mut clashes);
         let names: Vec<&String> = m["links"].as_object().unwrap().keys().collect();
         assert_eq!(names, ["a", "theirs", "both", "mine"]);
         assert_eq!(m["links"]["both"]["id"], 6);
@@ -1878,7 +2072,13 @@ mod tests {
         let ours_v =
             json!({"links": {"x": {"id": 1}, "y": {"id": 2}, "v": {"id": 3, "created": 7}}});
         let mut clashes = Vec::new();
-        let m = merge(&base, &ours_v, theirs_v.clone(), &mut clashes);
+        let m = merge(
+            &base,
+            &ours_v,
+            theirs_v.clone(),
+            &Moves::default(),
+            &mut clashes,
+        );
         assert_eq!(m["links"], theirs_v["links"]);
         assert_eq!(
             clashes,
@@ -1889,7 +2089,13 @@ mod tests {
         );
         for (ours, want, n) in cases {
             let mut clashes = Vec::new();
-            let m = merge(&base, &ours, theirs.clone(), &mut clashes);
+            let m = merge(
+                &base,
+                &ours,
+                theirs.clone(),
+                &Moves::default(),
+                &mut clashes,
+            );
             assert_eq!(m["links"], want, "{ours}");
             assert_eq!(clashes.len(), n, "{ours}: {clashes:?}");
             assert!(clashes
@@ -1903,7 +2109,13 @@ mod tests {
                     .push(("links", name.to_string(), base["links"].get(name).cloned()));
             }
             let mut clashes = Vec::new();
-            let m = merge_touched(&touched, &ours, theirs.clone(), &mut clashes);
+            let m = merge_touched(
+                &touched,
+                &ours,
+                theirs.clone(),
+                &Moves::default(),
+                &mut clashes,
+            );
             assert_eq!(m["links"], want, "touched {ours}");
             assert_eq!(clashes.len(), n, "touched {ours}");
         }

@@ -4,8 +4,11 @@
 
 mod common;
 
+use std::sync::Arc;
+
 use common::TestStore;
 use h5lake_engine::{Domain, DomainOptions, Durability, EngineError, OpenMode, Selection};
+use h5lake_store::ReadableStore;
 use serde_json::json;
 
 fn deferred(path: &std::path::Path, mode: OpenMode) -> Domain {
@@ -668,4 +671,148 @@ fn chunks_that_reach_the_store_while_a_listing_runs_are_listed() {
     );
     assert_eq!(dom.chunk_count(&ids[0]).unwrap(), 1);
     dom.flush().unwrap();
+}
+
+/// A store in memory holding groups `a` (with a group linked as `x`), `b`
+/// and `c`; two handles on it, the first with `durability`, the other
+/// writing each change at once; and the ids of root, a, b, c, x.
+fn three_groups(durability: Durability) -> (Arc<TestStore>, Domain, Domain, [String; 5]) {
+    let store = Arc::new(TestStore::default());
+    let open = |mode, durability| {
+        let opts = DomainOptions {
+            durability,
+            ..DomainOptions::default()
+        };
+        Domain::open_with(store.clone(), "", mode, "mem".into(), &opts).unwrap()
+    };
+    let setup = open(OpenMode::Truncate, Durability::EachCall);
+    let root = setup.root_id().to_string();
+    let mut ids = vec![root.clone()];
+    for name in ["a", "b", "c"] {
+        let g = setup.create_group(json!({})).unwrap();
+        setup.link_create(&root, name, hard(&g)).unwrap();
+        ids.push(g);
+    }
+    let x = setup.create_group(json!({})).unwrap();
+    setup.link_create(&ids[1], "x", hard(&x)).unwrap();
+    ids.push(x);
+    let dom = open(OpenMode::ReadWrite, durability);
+    let other = open(OpenMode::ReadWrite, Durability::EachCall);
+    (store, dom, other, ids.try_into().unwrap())
+}
+
+fn doc_key_end(id: &str) -> String {
+    h5lake_engine::ids::doc_key(id).unwrap()
+}
+
+#[test]
+fn a_link_moved_between_groups_by_two_writers_at_once_ends_up_in_one() {
+    // Before: each move was a link made in one group and one removed from
+    // the other, merged alone, so the object ended up linked from both.
+    for durability in [Durability::AtFlush, Durability::EachCall] {
+        let (store, dom, other, [_, a, b, c, x]) = three_groups(durability);
+        let (a2, c2) = (a.clone(), c.clone());
+        let moved = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = moved.clone();
+        // The other writer's move lands just after ours made its new link.
+        store.after_put(&doc_key_end(&b), move || {
+            other.link_move(&a2, "x", &c2, "x").unwrap();
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        let ours = dom.link_move(&a, "x", &b, "x").and_then(|()| dom.flush());
+        assert!(
+            moved.load(std::sync::atomic::Ordering::SeqCst),
+            "{durability:?}"
+        );
+        let err = ours.unwrap_err();
+        assert!(
+            err.to_string().contains("another writer"),
+            "{durability:?}: {err}"
+        );
+        let seen = Domain::open_with(
+            store.clone(),
+            "",
+            OpenMode::Read,
+            "mem".into(),
+            &DomainOptions::default(),
+        )
+        .unwrap();
+        assert!(names(&seen, &a).is_empty(), "{durability:?}");
+        assert!(names(&seen, &b).is_empty(), "{durability:?}");
+        assert_eq!(names(&seen, &c), ["x"], "{durability:?}");
+        assert_eq!(seen.link_get(&c, "x").unwrap()["id"], x.as_str());
+    }
+}
+
+#[test]
+fn a_link_moved_between_groups_after_another_writer_deleted_it_is_not_made() {
+    let (store, dom, other, [_, a, b, _, _]) = three_groups(Durability::AtFlush);
+    dom.link_move(&a, "x", &b, "x").unwrap();
+    other.link_delete(&a, "x").unwrap();
+    let err = dom.flush().unwrap_err();
+    assert!(err.to_string().contains("another writer"), "{err}");
+    let seen = Domain::open_with(
+        store,
+        "",
+        OpenMode::Read,
+        "mem".into(),
+        &DomainOptions::default(),
+    )
+    .unwrap();
+    assert!(names(&seen, &a).is_empty() && names(&seen, &b).is_empty());
+}
+
+#[test]
+fn a_move_between_groups_to_a_name_another_writer_made_leaves_the_link_in_place() {
+    // Before: the new name was refused as made by both, and the old link
+    // was removed all the same: the object was lost from the tree.
+    let (store, dom, other, [_, a, b, _, x]) = three_groups(Durability::AtFlush);
+    dom.link_move(&a, "x", &b, "y").unwrap();
+    let theirs = other.create_group(json!({})).unwrap();
+    other.link_create(&b, "y", hard(&theirs)).unwrap();
+    let err = dom.flush().unwrap_err();
+    assert!(err.to_string().contains("stays where it was"), "{err}");
+    let seen = Domain::open_with(
+        store,
+        "",
+        OpenMode::Read,
+        "mem".into(),
+        &DomainOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(seen.link_get(&a, "x").unwrap()["id"], x.as_str());
+    assert_eq!(seen.link_get(&b, "y").unwrap()["id"], theirs.as_str());
+}
+
+#[test]
+fn a_commit_makes_a_moved_link_before_it_removes_the_old_one() {
+    // A crash between the two writes must leave the object linked twice,
+    // not lost: when the old group is written, the new one already is.
+    // (The pending documents are kept in a hash map: several rounds, so
+    // that no order of it passes by chance.)
+    for round in 0..10 {
+        let into_new_group = round == 0;
+        let (store, dom, _, [root, a, b, _, x]) = three_groups(Durability::AtFlush);
+        let to = if into_new_group {
+            let g = dom.create_group(json!({})).unwrap();
+            dom.link_create(&root, "fresh", hard(&g)).unwrap();
+            g
+        } else {
+            b.clone()
+        };
+        dom.link_move(&a, "x", &to, "x").unwrap();
+        let (probe, to2, x2) = (store.clone(), to.clone(), x.clone());
+        let checked = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = checked.clone();
+        store.after_put(&doc_key_end(&a), move || {
+            let text = probe.get(&doc_key_end(&to2)).unwrap().expect("written");
+            let doc: serde_json::Value = serde_json::from_slice(&text).unwrap();
+            assert_eq!(doc["links"]["x"]["id"], x2.as_str());
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        dom.flush().unwrap();
+        assert!(checked.load(std::sync::atomic::Ordering::SeqCst));
+        assert!(names(&dom, &a).is_empty());
+        assert_eq!(names(&dom, &to), ["x"]);
+    }
 }

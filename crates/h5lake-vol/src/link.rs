@@ -201,9 +201,14 @@ unsafe fn copy_or_move(
     if remove && sg == dg && sname == dname {
         return Ok(0);
     }
-    if remove && sg == dg && std::sync::Arc::ptr_eq(&sdom, &d.dom) {
-        // A rename within one group: one change of the group.
-        sdom.link_rename(&sg, &sname, &dname)?;
+    if remove && std::sync::Arc::ptr_eq(&sdom, &d.dom) {
+        // Within one store: made before the old link goes, and only while
+        // that one is still as it was (see Domain::link_move).
+        sdom.link_move(&sg, &sname, &dg, &dname)
+            .map_err(|e| match e {
+                h5lake_engine::EngineError::AlreadyExists(m) => VolError::Exists(m),
+                e => e.into(),
+            })?;
         return Ok(0);
     }
     create_link(d, &dg, &dname, link)?;

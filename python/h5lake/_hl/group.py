@@ -670,11 +670,10 @@ class Group(HLObject, MutableMappingHDF5):
         parent = self._require_parent(ppath, parent)
         if parent._fs is not sfs:
             raise ValueError("Unable to move link (moving links across files is not allowed)")
-        if parent._oid == sgid:
-            sfs.raw.link_rename(sgid, sname, base)
-        else:
-            sfs.raw.link_create(parent._oid, base, json.dumps(_clean_link(link)))
-            sfs.raw.link_delete(sgid, sname)
+        try:
+            sfs.raw.link_move(sgid, sname, parent._oid, base)
+        except KeyError:
+            raise ValueError("Unable to move link (name doesn't exist)") from None
         self._moved(sfs, source, dest)
 
     def _moved(self, fs, source, dest):

@@ -32,6 +32,9 @@ pub struct TestStore {
     part_bytes: Arc<AtomicUsize>,
     /// Bytes of whole objects read.
     whole_bytes: AtomicUsize,
+    /// Run once after the first conditional put of a key ending so: what
+    /// another writer does at that moment.
+    after_put: std::sync::Mutex<Option<(String, Box<dyn FnOnce() + Send>)>>,
 }
 
 impl TestStore {
@@ -68,6 +71,12 @@ impl TestStore {
             fresh_fails: true,
             ..Self::default()
         }
+    }
+
+    /// Runs `f` once, right after the first conditional put of a key
+    /// ending with `key_end` lands.
+    pub fn after_put(&self, key_end: &str, f: impl FnOnce() + Send + 'static) {
+        *self.after_put.lock().unwrap() = Some((key_end.to_string(), Box::new(f)));
     }
 
     pub fn batches(&self) -> usize {
@@ -166,7 +175,23 @@ impl WritableStore for TestStore {
         self.inner.put_fresh(key, data)
     }
     fn put_if_version(&self, key: &str, data: &[u8], expected: &Version) -> Result<PutOutcome> {
-        self.inner.put_if_version(key, data, expected)
+        let out = self.inner.put_if_version(key, data, expected)?;
+        if matches!(out, PutOutcome::Written(_)) {
+            let hook = {
+                let mut h = self.after_put.lock().unwrap();
+                if h.as_ref()
+                    .is_some_and(|(end, _)| key.ends_with(end.as_str()))
+                {
+                    h.take()
+                } else {
+                    None
+                }
+            };
+            if let Some((_, f)) = hook {
+                f();
+            }
+        }
+        Ok(out)
     }
     fn delete(&self, key: &str) -> Result<()> {
         self.inner.delete(key)
