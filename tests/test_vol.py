@@ -1411,6 +1411,53 @@ def test_c_program_native_and_through_the_connector_agree(plugin_dir, tmp_path):
         assert b["latest"].shape == (48, 30)
 
 
+@pytest.fixture(scope="module")
+def agree_exe(tmp_path_factory):
+    inc, lib = hdf5_c_build()
+    exe = str(tmp_path_factory.mktemp("agree") / "agree")
+    subprocess.run(["cc", "-O1", "-o", exe, os.path.join(ROOT, "tests", "vol", "agree.c"),
+                    "-I" + inc, lib, "-Wl,-rpath," + os.path.dirname(lib)], check=True)
+    return exe
+
+
+def _agree(exe, path, case, plugin_dir=None):
+    env = {k: v for k, v in os.environ.items() if k not in ("HDF5_VOL_CONNECTOR", "HDF5_PLUGIN_PATH")}
+    if plugin_dir:
+        env.update(HDF5_PLUGIN_PATH=plugin_dir, HDF5_VOL_CONNECTOR="h5lake")
+    r = subprocess.run([exe, path, case], env=env, capture_output=True, text=True, timeout=120)
+    return r.returncode, r.stdout, r.stderr
+
+
+@pytest.mark.parametrize("case", ["counts", "filter-order", "reopen"])
+def test_c_calls_answer_as_native_hdf5_does(plugin_dir, agree_exe, tmp_path, case):
+    """From an audit of the connector with C programs: a memory selection
+    of fewer elements than the file's was read into past the buffer's end
+    (and written from past it); deflate-then-shuffle chunks could not be
+    read back; H5Fcreate truncated a store the program had open."""
+    native = _agree(agree_exe, str(tmp_path / "n.h5"), case)
+    lake = _agree(agree_exe, str(tmp_path / "l.h5l"), case, plugin_dir)
+    assert native[0] == 0, native
+    assert lake[:2] == native[:2], (lake, native)
+
+
+def test_c_program_ending_without_closing_its_file_keeps_what_it_wrote(plugin_dir, agree_exe, tmp_path):
+    """The process aborted at exit (writing touched thread-locals already
+    destroyed) and everything it wrote was lost."""
+    for path, plugin in ((str(tmp_path / "n.h5"), None), (str(tmp_path / "l.h5l"), plugin_dir)):
+        rc, out, err = _agree(agree_exe, path, "exit", plugin)
+        assert (rc, out) == (0, "leaving the file open\n"), (path, err)
+        assert "panicked" not in err, err
+        rc, out, err = _agree(agree_exe, path, "reread", plugin)
+        assert (rc, out) == (0, "read back: 10 20 30 40\n"), (path, out, err)
+
+
+def test_a_data_transform_is_refused_not_ignored(plugin_dir, agree_exe, tmp_path):
+    rc, out, _ = _agree(agree_exe, str(tmp_path / "n.h5"), "transform")
+    assert out == "transformed write: 1 3 5 7\n"
+    rc, out, _ = _agree(agree_exe, str(tmp_path / "l.h5l"), "transform", plugin_dir)
+    assert out == "transformed write refused; stored 0 0\n"
+
+
 def test_h5py_through_the_connector_on_s3(plugin_dir, tmp_path, s3_root):
     """The connector takes s3:// URLs as file names: the same program gives
     native HDF5's answers, and the store is one the h5lake API opens."""

@@ -994,6 +994,9 @@ impl Pipeline {
 
     /// Pipelines HSDS cannot apply (Blosc has no such codecs, HSDS none of
     /// these filters) keep libhdf5's layout in HSDS-format datasets too.
+    /// So do pipelines in an order a Blosc frame cannot hold: anything but
+    /// checksums after the compressor (HDF5 takes deflate then shuffle,
+    /// say, and shuffles the compressed bytes).
     pub fn keeps_hdf5_layout(&self) -> bool {
         self.filters.iter().any(|f| {
             matches!(
@@ -1003,7 +1006,19 @@ impl Pipeline {
                     | Filter::ScaleOffset { .. }
                     | Filter::Bitshuffle { .. }
             )
-        })
+        }) || self.out_of_blosc_order()
+    }
+
+    /// Whether something other than a checksum follows the compressor.
+    fn out_of_blosc_order(&self) -> bool {
+        self.filters
+            .iter()
+            .position(Filter::is_compressor)
+            .is_some_and(|c| {
+                self.filters[c + 1..]
+                    .iter()
+                    .any(|f| *f != Filter::Fletcher32)
+            })
     }
 
     fn encode_hsds(&self, raw: Vec<u8>, elem_size: usize) -> Result<Vec<u8>> {
@@ -1084,6 +1099,15 @@ impl Pipeline {
     ) -> Result<Vec<u8>> {
         if self.filters.is_empty() {
             return Ok(stored.to_vec());
+        }
+        if format == ChunkFormat::Hsds && self.out_of_blosc_order() && blosc::is_frame(stored) {
+            // Written by versions that put such pipelines in a Blosc frame
+            // all the same (the frame undoes its own shuffle).
+            if let Ok(v) = blosc::decompress(stored) {
+                if expected_len.is_none_or(|n| n == v.len()) {
+                    return Ok(v);
+                }
+            }
         }
         let hsds = format == ChunkFormat::Hsds && !self.keeps_hdf5_layout();
         let has_compressor = self.filters.iter().any(Filter::is_compressor);

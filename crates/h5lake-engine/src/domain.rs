@@ -1024,6 +1024,17 @@ impl Domain {
         Ok(())
     }
 
+    /// Writes what every domain of this process has pending (changes
+    /// kept for the flush), from a thread of its own: for a front end to
+    /// call when its program ends without closing what it opened (the
+    /// VOL connector's exit handler).
+    ///
+    /// # Errors
+    /// The first commit that failed (the others are still tried).
+    pub fn flush_all_pending() -> Result<()> {
+        crate::journal::Journal::commit_all()
+    }
+
     /// When metadata changes become durable.
     pub fn durability(&self) -> Durability {
         if self.journal.is_some() {

@@ -330,6 +330,48 @@ impl Journal {
         j
     }
 
+    /// Commits what every domain of this process has pending, on a thread
+    /// of its own: what a program that ends without closing its files
+    /// needs written. (At the process's exit its main thread's
+    /// thread-locals are gone, and writing touches several.) Every journal
+    /// is tried; the first failure is returned.
+    pub(crate) fn commit_all() -> Result<()> {
+        let all: Vec<Arc<Journal>> = {
+            let open = OPEN.lock().unwrap_or_else(|e| e.into_inner());
+            open.iter()
+                .flat_map(|m| m.values())
+                .filter_map(Weak::upgrade)
+                .collect()
+        };
+        if all.is_empty() {
+            return Ok(());
+        }
+        let run = move || {
+            let mut first = Ok(());
+            for j in all {
+                if let Err(e) = j.commit() {
+                    if first.is_ok() {
+                        first = Err(e);
+                    }
+                }
+            }
+            first
+        };
+        match std::thread::Builder::new()
+            .name("h5lake-exit".into())
+            .spawn(run)
+        {
+            Ok(t) => t.join().unwrap_or_else(|_| {
+                Err(EngineError::Invalid(
+                    "writing pending changes at exit failed".into(),
+                ))
+            }),
+            Err(e) => Err(EngineError::Invalid(format!(
+                "could not start a thread to write pending changes: {e}"
+            ))),
+        }
+    }
+
     /// The journal other handles of this process keep on the domain, if any.
     pub(crate) fn existing(inner: &dyn Store, root_id: &str) -> Option<Arc<Journal>> {
         let key = format!("{}\u{0}{root_id}", inner.location());

@@ -65,6 +65,30 @@ pub fn record(dom: &Arc<Domain>, access: Access) {
     open.push((Arc::downgrade(dom), access));
 }
 
+/// Whether this process has the store `name` open through the connector:
+/// `Some(true)` when only for reading, `Some(false)` when some handle may
+/// write. (HDF5 refuses to truncate a file it has open, and to open one
+/// for writing that it has open only for reading.)
+pub fn already_open(name: &str) -> Option<bool> {
+    let same = |loc: &str| {
+        if loc.contains("://") || name.contains("://") {
+            return loc == name;
+        }
+        match (std::fs::canonicalize(loc), std::fs::canonicalize(name)) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        }
+    };
+    let live: Vec<Arc<Domain>> = {
+        let open = OPEN.lock().unwrap_or_else(|e| e.into_inner());
+        open.iter().filter_map(|(w, _)| w.upgrade()).collect()
+    };
+    live.iter()
+        .filter(|d| same(d.location()))
+        .map(|d| d.readonly())
+        .reduce(|a, b| a && b)
+}
+
 /// What `dom` was opened with (HDF5's defaults if nothing was recorded).
 pub fn of(dom: &Arc<Domain>) -> Access {
     let open = OPEN.lock().unwrap_or_else(|e| e.into_inner());

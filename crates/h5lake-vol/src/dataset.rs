@@ -439,6 +439,47 @@ fn dataset_id(o: &Obj) -> Result<&str> {
     }
 }
 
+/// Refuses a memory selection of another number of elements than the
+/// file's `n`: the transfer would run past the caller's buffer (HDF5
+/// leaves this check to the connector).
+fn same_count(api: &Api, mem_space: hid_t, n: usize) -> Result<()> {
+    if mem_space == crate::selection::ALL {
+        return Ok(());
+    }
+    // SAFETY: `mem_space` is the caller's dataspace id.
+    let m = check(
+        unsafe { api.f.H5Sget_select_npoints(mem_space) },
+        "H5Sget_select_npoints",
+    )? as usize;
+    if m != n {
+        return Err(VolError::Invalid(format!(
+            "src and dest dataspaces have different number of elements selected \
+             (memory {m}, file {n})"
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses a transfer list with a data transform (`H5Pset_data_transform`):
+/// the connector does not apply them, and a transform ignored would read
+/// and store other values than the program asked for.
+fn no_transform(api: &Api, dxpl: hid_t) -> Result<()> {
+    if dxpl == sys::H5P_DEFAULT as hid_t {
+        return Ok(());
+    }
+    // SAFETY: `dxpl` is the caller's transfer list; a null buffer of size 0
+    // asks for the expression's length only.
+    let len = unsafe { api.f.H5Pget_data_transform(dxpl, std::ptr::null_mut(), 0) };
+    if len > 0 {
+        return Err(VolError::Unsupported(
+            "data transforms (H5Pset_data_transform) are not applied by the h5lake connector; \
+             transform the values in the program instead"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
 unsafe fn read_one(
     api: &Api,
     o: &Obj,
@@ -452,6 +493,8 @@ unsafe fn read_one(
     let m = meta_of(o)?;
     let sel = file_selection(api, file_space, &m.dims)?;
     let n = sel.num_elements() as usize;
+    same_count(api, mem_space, n)?;
+    no_transform(api, dxpl)?;
     if n == 0 {
         return Ok(());
     }
@@ -541,6 +584,8 @@ unsafe fn write_one(
     }
     let sel = file_selection(api, file_space, &m.dims)?;
     let n = sel.num_elements() as usize;
+    same_count(api, mem_space, n)?;
+    no_transform(api, dxpl)?;
     if n == 0 {
         return Ok(());
     }

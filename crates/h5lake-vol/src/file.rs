@@ -37,6 +37,12 @@ pub unsafe extern "C" fn create(
         let dom = if placement == crate::storage::Placement::Scratch {
             crate::storage::scratch_domain(c_str(name)?, props)?
         } else {
+            if mode == OpenMode::Truncate && crate::access::already_open(c_str(name)?).is_some() {
+                return Err(VolError::Invalid(format!(
+                    "unable to truncate a file which is already open: {}",
+                    c_str(name)?
+                )));
+            }
             crate::objects::open_domain_with(c_str(name)?, mode, props)
                 .map_err(VolError::for_file)?
         };
@@ -61,6 +67,12 @@ pub unsafe extern "C" fn open(
         } else {
             OpenMode::Read
         };
+        if mode == OpenMode::ReadWrite && crate::access::already_open(c_str(name)?) == Some(true) {
+            return Err(VolError::Invalid(format!(
+                "file is already open for read-only: {}",
+                c_str(name)?
+            )));
+        }
         let dom = open_domain(c_str(name)?, mode).map_err(VolError::for_file)?;
         crate::access::record(&dom, access);
         Ok(Obj::boxed(dom, Kind::File, "/".into()))

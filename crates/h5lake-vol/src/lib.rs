@@ -67,9 +67,26 @@ const CAP_FLAGS: u64 = sys::H5VL_CAP_FLAG_FILE_BASIC as u64
     | sys::H5VL_CAP_FLAG_FILTERS
     | sys::H5VL_CAP_FLAG_FILL_VALUES;
 
+/// At exit, before HDF5's own handler closes what the program left open
+/// (HDF5 registered its handler first; they run last-in, first-out):
+/// writes what is pending. By then the main thread's thread-locals are
+/// destroyed, which writing from HDF5's close callbacks would touch
+/// (the process aborted and the changes were lost); a program that called
+/// `H5dont_atexit` is covered too.
+extern "C" fn write_pending_at_exit() {
+    if let Err(e) = h5lake_engine::Domain::flush_all_pending() {
+        eprintln!("h5lake VOL connector: pending changes could not be written at exit: {e}");
+    }
+}
+
 unsafe extern "C" fn initialize(_vipl: hid_t) -> sys::herr_t {
     match api::h5() {
         Ok(_) => {
+            static AT_EXIT: std::sync::Once = std::sync::Once::new();
+            AT_EXIT.call_once(|| {
+                // SAFETY: registers a plain function with no arguments.
+                unsafe { libc::atexit(write_pending_at_exit) };
+            });
             compat::install();
             // Virtual datasets mapping datasets of HDF5 files read their
             // values from those files (without it: the fill value).

@@ -1,0 +1,182 @@
+/* Calls whose answers must be the same natively and through the h5lake
+ * connector; each case prints what it sees. Usage: agree FILE CASE
+ * (FILE: a .h5 path natively, a store path through the connector). */
+#include <hdf5.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int fail(const char *what)
+{
+    printf("failed: %s\n", what);
+    return 1;
+}
+
+/* A memory selection of another size than the file's is refused, and
+ * neither the buffer nor the dataset is touched. */
+static int counts(const char *path)
+{
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hsize_t n = 64, six = 6, start = 0, ten = 10;
+    hid_t space = H5Screate_simple(1, &n, NULL);
+    hid_t d = H5Dcreate2(f, "v", H5T_NATIVE_INT, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    int vals[64], got[64];
+    for (int i = 0; i < 64; i++)
+        vals[i] = i;
+    if (H5Dwrite(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, vals) < 0)
+        return fail("write");
+    hid_t mem = H5Screate_simple(1, &six, NULL);
+    hid_t sel = H5Dget_space(d);
+    H5Sselect_hyperslab(sel, H5S_SELECT_SET, &start, NULL, &ten, NULL);
+    for (int i = 0; i < 64; i++)
+        got[i] = -1;
+    printf("read 6 of all: %s\n", H5Dread(d, H5T_NATIVE_INT, mem, H5S_ALL, H5P_DEFAULT, got) < 0 ? "refused" : "done");
+    printf("read 6 of 10: %s\n", H5Dread(d, H5T_NATIVE_INT, mem, sel, H5P_DEFAULT, got) < 0 ? "refused" : "done");
+    int touched = 0;
+    for (int i = 0; i < 64; i++)
+        touched += got[i] != -1;
+    printf("buffer elements written: %d\n", touched);
+    for (int i = 0; i < 64; i++)
+        got[i] = 1000 + i;
+    printf("write 6 to 10: %s\n", H5Dwrite(d, H5T_NATIVE_INT, mem, sel, H5P_DEFAULT, got) < 0 ? "refused" : "done");
+    H5Dread(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, got);
+    printf("stored: %d %d %d\n", got[0], got[9], got[63]);
+    H5Sclose(sel);
+    H5Sclose(mem);
+    H5Dclose(d);
+    H5Sclose(space);
+    return H5Fclose(f) < 0;
+}
+
+/* Written, then the program ends without H5Fclose: HDF5 closes the file
+ * at exit, and what was written is there ("exit"); read back ("reread"). */
+static int exit_open(const char *path, int reread)
+{
+    hsize_t n = 4;
+    int vals[4] = {1, 2, 3, 4};
+    if (reread) {
+        hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+        hid_t d = f < 0 ? -1 : H5Dopen2(f, "g/data", H5P_DEFAULT);
+        if (d < 0 || H5Dread(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, vals) < 0)
+            return fail("reading it back");
+        printf("read back: %d %d %d %d\n", vals[0], vals[1], vals[2], vals[3]);
+        return 0;
+    }
+    for (int i = 0; i < 4; i++)
+        vals[i] *= 10;
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t g = H5Gcreate2(f, "g", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t s = H5Screate_simple(1, &n, NULL);
+    hid_t d = H5Dcreate2(g, "data", H5T_NATIVE_INT, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (H5Dwrite(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, vals) < 0)
+        return fail("write");
+    H5Dclose(d);
+    printf("leaving the file open\n");
+    return 0;
+}
+
+/* Filters in the order a program added them: deflate, then shuffle. */
+static int filter_order(const char *path)
+{
+    hsize_t n = 1000, chunk = 100;
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(dcpl, 1, &chunk);
+    H5Pset_deflate(dcpl, 6);
+    H5Pset_shuffle(dcpl);
+    hid_t s = H5Screate_simple(1, &n, NULL);
+    hid_t d = H5Dcreate2(f, "z", H5T_STD_I32BE, s, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    int vals[1000];
+    for (int i = 0; i < 1000; i++)
+        vals[i] = i * 7 - 300;
+    if (H5Dwrite(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, vals) < 0)
+        return fail("write");
+    H5Dclose(d);
+    H5Fclose(f);
+    f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    d = H5Dopen2(f, "z", H5P_DEFAULT);
+    memset(vals, 0, sizeof vals);
+    if (H5Dread(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, vals) < 0)
+        return fail("read");
+    long sum = 0;
+    for (int i = 0; i < 1000; i++)
+        sum += vals[i];
+    hid_t p = H5Dget_create_plist(d);
+    int nf = H5Pget_nfilters(p);
+    printf("filters %d: %d then %d; sum %ld; last %d\n", nf,
+           (int)H5Pget_filter2(p, 0, NULL, NULL, NULL, 0, NULL, NULL),
+           (int)H5Pget_filter2(p, 1, NULL, NULL, NULL, 0, NULL, NULL), sum, vals[999]);
+    H5Pclose(p);
+    H5Dclose(d);
+    return H5Fclose(f) < 0;
+}
+
+/* H5Fcreate with truncation of a file this process has open is refused,
+ * as is opening for writing one it has open only for reading. */
+static int reopen(const char *path)
+{
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t g = H5Gcreate2(f, "kept", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Gclose(g);
+    H5Fflush(f, H5F_SCOPE_GLOBAL);
+    hid_t again = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    printf("truncate while open: %s\n", again < 0 ? "refused" : "done");
+    if (again >= 0)
+        H5Fclose(again);
+    printf("still there: %d\n", H5Lexists(f, "kept", H5P_DEFAULT) > 0);
+    H5Fclose(f);
+    hid_t ro = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t rw = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    printf("read-write while open read-only: %s\n", rw < 0 ? "refused" : "done");
+    if (rw >= 0)
+        H5Fclose(rw);
+    H5Fclose(ro);
+    hid_t rw2 = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    hid_t ro2 = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    printf("read-only while open read-write: %s\n", ro2 < 0 ? "refused" : "done");
+    if (ro2 >= 0)
+        H5Fclose(ro2);
+    return H5Fclose(rw2) < 0;
+}
+
+/* A data transform is applied (natively) or refused: never ignored. */
+static int transform(const char *path)
+{
+    hsize_t n = 4;
+    int vals[4] = {0, 1, 2, 3}, got[4] = {0, 0, 0, 0};
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t s = H5Screate_simple(1, &n, NULL);
+    hid_t d = H5Dcreate2(f, "t", H5T_NATIVE_INT, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t x = H5Pcreate(H5P_DATASET_XFER);
+    H5Pset_data_transform(x, "x*2+1");
+    herr_t w = H5Dwrite(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, x, vals);
+    H5Dread(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, got);
+    if (w < 0)
+        printf("transformed write refused; stored %d %d\n", got[0], got[3]);
+    else
+        printf("transformed write: %d %d %d %d\n", got[0], got[1], got[2], got[3]);
+    H5Pclose(x);
+    H5Dclose(d);
+    return H5Fclose(f) < 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3)
+        return 2;
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    const char *path = argv[1], *what = argv[2];
+    if (!strcmp(what, "counts"))
+        return counts(path);
+    if (!strcmp(what, "exit"))
+        return exit_open(path, 0);
+    if (!strcmp(what, "reread"))
+        return exit_open(path, 1);
+    if (!strcmp(what, "filter-order"))
+        return filter_order(path);
+    if (!strcmp(what, "reopen"))
+        return reopen(path);
+    if (!strcmp(what, "transform"))
+        return transform(path);
+    return 2;
+}
