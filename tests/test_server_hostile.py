@@ -22,7 +22,7 @@ import h5lake
 from servers import USERS, Server, with_homes
 
 ALICE, BOB = "test_user1", "test_user2"
-BUDGET_MB = 256
+BUDGET_MB = 320   # (a quarter of it for the chunk cache: 240 MB for requests, enough for a body of --max-request-size)
 # What the server holds outside the budget: its caches of decoded chunks
 # (1/16 of 256 MiB per open domain) and documents, and the transient parse
 # of a 65,535-member compound type (about 170 MB today: to be budgeted).
@@ -499,7 +499,7 @@ def test_points_in_a_body_reserve_for_their_own_chunks_only(tmp_path):
     points reach, not also those of the whole dataset (the selection before
     the body is read): before, eight points over a big compressed dataset
     waited 60 s on the request's own reservation, then got 503."""
-    s, d = _budgeted_domain(tmp_path, "256M")
+    s, d = _budgeted_domain(tmp_path, "320M")
     try:
         with h5lake.File(os.path.join(s.root, d.lstrip("/")), "r+") as f:
             f.create_dataset("g", shape=(80 << 20,), dtype="f8", chunks=(1 << 20,),
@@ -1211,3 +1211,134 @@ def test_zz_peak_memory_stayed_within_the_budget(server):
     peak_mb = (server.rss_kb("VmHWM") - server.baseline_kb) / 1024
     assert peak_mb < BUDGET_MB + UNBUDGETED_MB, \
         f"peak {peak_mb:.0f} MB over a budget of {BUDGET_MB} MB (+{UNBUDGETED_MB} MB unbudgeted)"
+
+
+def test_an_upload_never_waits_on_memory_it_holds_itself(tmp_path):
+    """From an audit: a 16 MiB binary write into gzip chunks of 4 MiB, whose
+    body and chunk work each fit the budget but not together, waited 60 s
+    on its own reservation, then answered 503 "in use by other requests";
+    a 4-byte read sent meanwhile waited with it. Now it is refused at once
+    (413) when it could never fit, and done when it can."""
+    import threading
+    gzip4 = {"type": "H5T_STD_U8LE", "shape": [16 << 20], "creationProperties": {
+        "layout": {"class": "H5D_CHUNKED", "dims": [4 << 20]},
+        "filters": [{"class": "H5Z_FILTER_DEFLATE", "id": 1, "level": 1}]}}
+    s = with_homes(tmp_path / "small", ALICE, args=["--memory-budget", "64M"])
+    try:
+        d, _ = new_domain(s, ALICE)
+        big = new_dataset(s, d, gzip4, user=ALICE)
+        started = time.monotonic()
+        st, rsp = _send_partial(s, "PUT", f"/datasets/{big}/value", {"domain": d}, ALICE,
+                                16 << 20, content_type="application/octet-stream")
+        assert st == 413 and b"--memory-budget" in rsp and time.monotonic() - started < 10, rsp
+        assert s.alive()
+    finally:
+        s.stop()
+    s = with_homes(tmp_path / "big", ALICE, args=["--memory-budget", "160M"])
+    try:
+        d, _ = new_domain(s, ALICE)
+        big = new_dataset(s, d, gzip4, user=ALICE)
+        small = new_dataset(s, d, {"type": "H5T_STD_U8LE", "shape": [16]}, user=ALICE)
+        blob = np.random.default_rng(1).integers(0, 256, 16 << 20, dtype="u1").tobytes()
+        seen = {}
+
+        def tiny_read():
+            time.sleep(0.3)
+            t = time.monotonic()
+            st = s.request("GET", f"/datasets/{small}/value",
+                           params={"domain": d, "select": "[0:4]"}, user=ALICE)[0]
+            seen["read"] = (st, time.monotonic() - t)
+        t = threading.Thread(target=tiny_read)
+        t.start()
+        started = time.monotonic()
+        st, _, rsp = s.request("PUT", f"/datasets/{big}/value", blob, params={"domain": d},
+                               user=ALICE, headers={"Content-Type": "application/octet-stream"})
+        took = time.monotonic() - started
+        t.join()
+        assert st == 200 and took < 30, (st, rsp, took)
+        assert seen["read"][0] == 200 and seen["read"][1] < 20, seen
+        st, _, back = s.request("GET", f"/datasets/{big}/value",
+                                params={"domain": d, "select": "[0:4096]"}, user=ALICE,
+                                headers={"Accept": "application/octet-stream"}, raw=True)
+        assert st == 200 and back == blob[:4096]
+    finally:
+        s.stop()
+
+
+def test_one_users_unread_answers_cannot_hold_the_whole_budget(tmp_path):
+    """From an audit: a user who asked for many big binary reads and never
+    read the answers held every slab of the budget; anyone else's 4-byte
+    read waited 60 s, then got 503. One user's requests now hold at most
+    half the budget: past it theirs are refused at once, and others' go on."""
+    s = with_homes(tmp_path / "bucket", ALICE, BOB, args=["--memory-budget", "64M"])
+    stalled = []
+    try:
+        d, _ = new_domain(s, ALICE)
+        big = new_dataset(s, d, {"type": "H5T_STD_I32LE", "shape": [6 << 20]}, user=ALICE)
+        st, _, rsp = s.request("PUT", f"/datasets/{big}/value",
+                               np.arange(6 << 20, dtype="<i4").tobytes(), params={"domain": d},
+                               user=ALICE, headers={"Content-Type": "application/octet-stream"})
+        assert st == 200, rsp
+        token = base64.b64encode(f"{ALICE}:{USERS[ALICE]}".encode()).decode()
+        from urllib.parse import quote
+        for _ in range(6):
+            c = socket.socket()
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            c.connect(("127.0.0.1", s.port))
+            c.sendall((f"GET /datasets/{big}/value?domain={quote(d)} HTTP/1.1\r\nHost: x\r\n"
+                       f"Authorization: Basic {token}\r\nAccept: application/octet-stream\r\n\r\n").encode())
+            stalled.append(c)
+        time.sleep(2)
+        # alice's own next big read is refused at once; a small one, and
+        # bob's, are answered
+        started = time.monotonic()
+        st, _, rsp = s.request("GET", f"/datasets/{big}/value", params={"domain": d},
+                               user=ALICE, headers={"Accept": "application/octet-stream"}, raw=True)
+        assert st == 503 and time.monotonic() - started < 10, (st, rsp[:200])
+        d2, _ = new_domain(s, BOB)
+        mine = new_dataset(s, d2, {"type": "H5T_STD_U8LE", "shape": [4 << 20]}, user=BOB)
+        started = time.monotonic()
+        st, _, rsp = s.request("GET", f"/datasets/{mine}/value", params={"domain": d2},
+                               user=BOB, headers={"Accept": "application/octet-stream"}, raw=True)
+        assert st == 200 and len(rsp) == 4 << 20 and time.monotonic() - started < 10
+        assert s.alive()
+    finally:
+        for c in stalled:
+            c.close()
+        s.stop()
+
+
+def test_a_domain_made_again_answers_404_for_what_it_never_had(tmp_path):
+    """From an audit: once a domain was deleted, every 404 inside the
+    domain made again under its name became 410 "it was deleted"."""
+    s = with_homes(tmp_path / "bucket", ALICE)
+    try:
+        d, root = new_domain(s, ALICE)
+        assert s.request("DELETE", "/", params={"domain": d}, user=ALICE)[0] == 200
+        assert s.request("GET", "/", params={"domain": d}, user=ALICE)[0] == 410
+        st, _, made = s.request("PUT", "/", params={"domain": d}, user=ALICE)
+        assert st == 201, made
+        root = made["root"]
+        for path in (f"/groups/{root}/links/never", f"/groups/{root}/attributes/never",
+                     "/datasets/d-00000000-00000000-0000-000000-000000"):
+            assert s.request("GET", path, params={"domain": d}, user=ALICE)[0] == 404, path
+        # a deletion inside it is still told apart
+        g = s.request("POST", "/groups", params={"domain": d}, user=ALICE)[2]["id"]
+        assert s.request("PUT", f"/groups/{root}/links/g", {"id": g}, params={"domain": d}, user=ALICE)[0] == 201
+        assert s.request("DELETE", f"/groups/{root}/links/g", params={"domain": d}, user=ALICE)[0] == 200
+        assert s.request("GET", f"/groups/{root}/links/g", params={"domain": d}, user=ALICE)[0] == 410
+    finally:
+        s.stop()
+
+
+def test_an_enum_value_that_does_not_fit_its_base_type_is_refused(server):
+    d, _ = new_domain(server, ALICE)
+    for mapping in ({"a": 1000}, {"a": -129}):
+        st, _, rsp = server.request("POST", "/datasets", {"type": {
+            "class": "H5T_ENUM", "base": {"class": "H5T_INTEGER", "base": "H5T_STD_I8LE"},
+            "mapping": mapping}, "shape": [2]}, params={"domain": d}, user=ALICE)
+        assert st == 400 and "does not fit" in message(rsp), (st, rsp)
+    st, _, rsp = server.request("POST", "/datasets", {"type": {
+        "class": "H5T_ENUM", "base": {"class": "H5T_INTEGER", "base": "H5T_STD_I8LE"},
+        "mapping": {"lo": -128, "hi": 127}}, "shape": [2]}, params={"domain": d}, user=ALICE)
+    assert st == 201, rsp

@@ -160,6 +160,88 @@ static int transform(const char *path)
     return H5Fclose(f) < 0;
 }
 
+static size_t allocated;
+
+static void *counting_alloc(size_t size, void *info)
+{
+    (void)info;
+    allocated += size;
+    return malloc(size);
+}
+
+static void counting_free(void *p, void *info)
+{
+    (void)info;
+    free(p);
+}
+
+/* The buffer size variable-length values need, as H5Dvlen_get_buf_size
+ * counts it (through the transfer list's allocator), and a read through a
+ * program's own allocator. */
+static int vlen_size(const char *path)
+{
+    hsize_t n = 3;
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t s = H5Screate_simple(1, &n, NULL);
+    hid_t st = H5Tcopy(H5T_C_S1);
+    H5Tset_size(st, H5T_VARIABLE);
+    hid_t ds = H5Dcreate2(f, "s", st, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    const char *words[3] = {"a", "bb", "a longer one"};
+    if (H5Dwrite(ds, st, H5S_ALL, H5S_ALL, H5P_DEFAULT, words) < 0)
+        return fail("write strings");
+    hid_t vt = H5Tvlen_create(H5T_NATIVE_INT);
+    hid_t dv = H5Dcreate2(f, "v", vt, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    int a[1] = {1}, b[4] = {1, 2, 3, 4}, c[2] = {5, 6};
+    hvl_t seqs[3] = {{1, a}, {4, b}, {2, c}};
+    if (H5Dwrite(dv, vt, H5S_ALL, H5S_ALL, H5P_DEFAULT, seqs) < 0)
+        return fail("write sequences");
+    H5Dclose(dv);
+    H5Dclose(ds);
+    H5Fclose(f);
+    f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    ds = H5Dopen2(f, "s", H5P_DEFAULT);
+    dv = H5Dopen2(f, "v", H5P_DEFAULT);
+    hsize_t size = 0;
+    herr_t e = H5Dvlen_get_buf_size(ds, st, s, &size);
+    printf("strings: %d %llu\n", (int)e, (unsigned long long)size);
+    size = 0;
+    e = H5Dvlen_get_buf_size(dv, vt, s, &size);
+    printf("sequences: %d %llu\n", (int)e, (unsigned long long)size);
+    hid_t x = H5Pcreate(H5P_DATASET_XFER);
+    H5Pset_vlen_mem_manager(x, counting_alloc, NULL, counting_free, NULL);
+    char *got[3];
+    allocated = 0;
+    if (H5Dread(ds, st, H5S_ALL, H5S_ALL, x, got) < 0)
+        return fail("read strings");
+    printf("read %s %s %s through the allocator: %zu bytes\n", got[0], got[1], got[2], allocated);
+    H5Treclaim(st, s, x, got);
+    H5Pclose(x);
+    H5Tclose(vt);
+    H5Tclose(st);
+    H5Dclose(dv);
+    H5Dclose(ds);
+    H5Sclose(s);
+    return H5Fclose(f) < 0;
+}
+
+/* A committed datatype's handle outlives its file's, and the program ends
+ * with it open. */
+static int type_left_open(const char *path)
+{
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t t = H5Tcopy(H5T_STD_U16BE);
+    if (H5Tcommit2(f, "kind", t, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT) < 0)
+        return fail("commit");
+    H5Tclose(t);
+    H5Fclose(f);
+    f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    t = H5Topen2(f, "kind", H5P_DEFAULT);
+    printf("opened: %d, %zu bytes\n", t >= 0, H5Tget_size(t));
+    H5Fclose(f);
+    printf("after the file's close: %zu bytes, committed %d\n", H5Tget_size(t), (int)H5Tcommitted(t));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3)
@@ -178,5 +260,9 @@ int main(int argc, char **argv)
         return reopen(path);
     if (!strcmp(what, "transform"))
         return transform(path);
+    if (!strcmp(what, "vlen-size"))
+        return vlen_size(path);
+    if (!strcmp(what, "type-left-open"))
+        return type_left_open(path);
     return 2;
 }

@@ -6,6 +6,7 @@
 //! budget at once, however many requests it sends.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -35,8 +36,8 @@ pub(crate) const JSON_VALUE_BYTES: usize = 96;
 pub(crate) struct Budget {
     permits: Arc<Semaphore>,
     bytes: usize,
-    /// Bytes of request bodies each user's requests hold or wait for.
-    bodies: Arc<Mutex<HashMap<String, usize>>>,
+    /// Bytes each user's requests hold or wait for.
+    users: Arc<Mutex<HashMap<String, usize>>>,
 }
 
 /// Memory reserved for a request; given back when dropped.
@@ -45,6 +46,8 @@ pub(crate) struct Reservation {
     _permit: Option<OwnedSemaphorePermit>,
     _share: Option<UserShare>,
     bytes: usize,
+    /// The request whose count of what it holds this is part of.
+    counted_in: Option<Arc<RequestMemory>>,
 }
 
 impl Reservation {
@@ -53,6 +56,7 @@ impl Reservation {
             _permit: None,
             _share: None,
             bytes: 0,
+            counted_in: None,
         }
     }
 
@@ -61,6 +65,7 @@ impl Reservation {
             _permit: Some(permit),
             _share: None,
             bytes,
+            counted_in: None,
         }
     }
 
@@ -68,19 +73,33 @@ impl Reservation {
     pub(crate) fn bytes(&self) -> usize {
         self.bytes
     }
+
+    /// This reservation, counted in what `request` holds until dropped.
+    fn counted(mut self, request: &Arc<RequestMemory>) -> Self {
+        request.held.fetch_add(self.bytes, Ordering::Relaxed);
+        self.counted_in = Some(request.clone());
+        self
+    }
 }
 
-/// A user's part of the bodies held ([`Budget::reserve_body`]); given
-/// back when dropped.
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if let Some(r) = &self.counted_in {
+            r.held.fetch_sub(self.bytes, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A user's part of the memory held; given back when dropped.
 struct UserShare {
-    bodies: Arc<Mutex<HashMap<String, usize>>>,
+    users: Arc<Mutex<HashMap<String, usize>>>,
     user: String,
     bytes: usize,
 }
 
 impl Drop for UserShare {
     fn drop(&mut self) {
-        let mut b = self.bodies.lock().unwrap_or_else(|e| e.into_inner());
+        let mut b = self.users.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(held) = b.get_mut(&self.user) {
             *held = held.saturating_sub(self.bytes);
             if *held == 0 {
@@ -90,51 +109,156 @@ impl Drop for UserShare {
     }
 }
 
+/// What one request holds of the budget: its body, the chunks its plan
+/// works on, the parts of its answer. What it reserves next is checked
+/// against it, so that a request that could never hold all of it at once
+/// is refused at once (413) instead of waiting for memory it holds itself
+/// until it times out; and the user's other requests are told apart from
+/// this one's own (see [`Budget::share`]).
+pub(crate) struct RequestMemory {
+    user: String,
+    held: AtomicUsize,
+    /// Reservations that last as long as the request (its body's).
+    kept: Mutex<Vec<Reservation>>,
+}
+
+impl RequestMemory {
+    pub(crate) fn new(user: &str) -> Arc<Self> {
+        Arc::new(RequestMemory {
+            user: user.to_string(),
+            held: AtomicUsize::new(0),
+            kept: Mutex::default(),
+        })
+    }
+
+    /// Bytes the request holds now.
+    pub(crate) fn held(&self) -> usize {
+        self.held.load(Ordering::Relaxed)
+    }
+
+    /// Keeps `r` for as long as the request lives, counted in what it holds.
+    pub(crate) fn keep(&self, mut r: Reservation) {
+        // (Kept here, a reservation must not hold the request itself.)
+        if r.counted_in.take().is_none() {
+            self.held.fetch_add(r.bytes(), Ordering::Relaxed);
+        }
+        self.kept.lock().unwrap_or_else(|e| e.into_inner()).push(r);
+    }
+
+    /// Reserves `bytes` more for this request (see [`Budget::reserve`]):
+    /// refused at once when the request could not hold them with what it
+    /// holds, or when its user's other requests hold their share.
+    ///
+    /// # Errors
+    /// 413 past the whole budget; 503 past the user's share or after
+    /// waiting too long.
+    pub(crate) async fn reserve(
+        self: &Arc<Self>,
+        budget: &Budget,
+        bytes: usize,
+        what: &str,
+    ) -> Result<Reservation> {
+        let share = self.admit(budget, bytes, what)?;
+        let mut r = budget.reserve(bytes, what).await?;
+        r._share = share;
+        Ok(r.counted(self))
+    }
+
+    /// [`RequestMemory::reserve`] from synchronous code.
+    ///
+    /// # Errors
+    /// As [`RequestMemory::reserve`].
+    pub(crate) fn reserve_blocking(
+        self: &Arc<Self>,
+        budget: &Budget,
+        bytes: usize,
+        what: &str,
+    ) -> Result<Reservation> {
+        let share = self.admit(budget, bytes, what)?;
+        let mut r = budget.reserve_blocking(bytes, what)?;
+        r._share = share;
+        Ok(r.counted(self))
+    }
+
+    /// [`RequestMemory::reserve`] only if the budget has `bytes` free now.
+    ///
+    /// # Errors
+    /// As [`RequestMemory::reserve`], but for the wait.
+    pub(crate) fn try_reserve(
+        self: &Arc<Self>,
+        budget: &Budget,
+        bytes: usize,
+        what: &str,
+    ) -> Result<Option<Reservation>> {
+        let share = self.admit(budget, bytes, what)?;
+        Ok(budget.try_reserve(bytes, what)?.map(|mut r| {
+            r._share = share;
+            r.counted(self)
+        }))
+    }
+
+    fn admit(&self, budget: &Budget, bytes: usize, what: &str) -> Result<Option<UserShare>> {
+        budget.refuse_beyond(self.held(), bytes, what)?;
+        if bytes == 0 {
+            return Ok(None);
+        }
+        budget.share(&self.user, bytes, self.held()).map(Some)
+    }
+}
+
 impl Budget {
     pub fn new(bytes: usize) -> Self {
         let units = (bytes / UNIT).clamp(1, Semaphore::MAX_PERMITS.min(u32::MAX as usize));
         Budget {
             permits: Arc::new(Semaphore::new(units)),
             bytes,
-            bodies: Arc::default(),
+            users: Arc::default(),
         }
     }
 
-    /// [`Budget::reserve`] for the body of a request of `user`, whose
-    /// requests may hold at most half the budget in bodies at once (one
-    /// request alone, the whole budget): more is refused at once (503)
-    /// rather than queued, so that one client sending bodies slowly cannot
-    /// make everyone else's requests wait behind its own.
+    /// [`Budget::reserve`] for the body of a request of `user`.
     ///
     /// # Errors
-    /// As [`Budget::reserve`]; 503 past the user's share.
+    /// As [`Budget::reserve`]; 503 past the user's share ([`Budget::share`]).
     pub async fn reserve_body(&self, user: &str, bytes: usize) -> Result<Reservation> {
         let what = "this request's body";
         self.units(bytes, what)?;
         if bytes == 0 {
             return Ok(Reservation::nothing());
         }
-        let share = {
-            let mut b = self.bodies.lock().unwrap_or_else(|e| e.into_inner());
-            let held = b.get(user).copied().unwrap_or(0);
-            if held > 0 && held.saturating_add(bytes) > self.bytes / 2 {
-                return Err(ServerError::Unavailable(format!(
-                    "your requests already hold {held} bytes of the server's memory for their \
-                     bodies, and this one needs {bytes} more: at most half the memory budget \
-                     ({} bytes) is one client's; try again when they are done",
-                    self.bytes / 2
-                )));
-            }
-            b.insert(user.to_string(), held + bytes);
-            UserShare {
-                bodies: self.bodies.clone(),
-                user: user.to_string(),
-                bytes,
-            }
-        };
+        let share = self.share(user, bytes, 0)?;
         let mut r = self.reserve(bytes, what).await?;
         r._share = Some(share);
         Ok(r)
+    }
+
+    /// Counts `bytes` more as `user`'s, of which one request holds `mine`
+    /// already. One user's requests may hold at most half the budget at
+    /// once (one request alone, the whole budget): more is refused at once
+    /// (503) rather than queued, so that one client cannot make everyone
+    /// else's requests wait behind its own (bodies sent slowly, answers
+    /// not read).
+    ///
+    /// # Errors
+    /// 503 past the user's share.
+    fn share(&self, user: &str, bytes: usize, mine: usize) -> Result<UserShare> {
+        let mut b = self.users.lock().unwrap_or_else(|e| e.into_inner());
+        let held = b.get(user).copied().unwrap_or(0);
+        let others = held.saturating_sub(mine);
+        if others > 0 && held.saturating_add(bytes) > self.bytes / 2 {
+            return Err(ServerError::Unavailable(format!(
+                "your requests already hold {held} bytes of the server's memory, and this one \
+                 needs {bytes} more: at most half the memory budget ({} bytes) is one client's; \
+                 try again when they are done",
+                self.bytes / 2
+            )));
+        }
+        b.insert(user.to_string(), held + bytes);
+        Ok(UserShare {
+            users: self.users.clone(),
+            user: user.to_string(),
+            bytes,
+        })
     }
 
     /// The whole budget, in bytes.
@@ -145,9 +269,9 @@ impl Budget {
     fn units(&self, bytes: usize, what: &str) -> Result<u32> {
         if bytes > self.bytes {
             return Err(ServerError::TooLarge(format!(
-                "{what} needs {bytes} bytes of server memory, more than its whole budget of {} \
-                 bytes (--memory-budget); ask for less at a time, or use \
-                 application/octet-stream, which streams",
+                "{what} needs {bytes} bytes of server memory, more than the {} bytes requests \
+                 may hold at once (--memory-budget, less the chunk cache); ask for less at a \
+                 time, or use application/octet-stream, which streams",
                 self.bytes
             )));
         }
@@ -241,8 +365,9 @@ fn body_len(app: &App, req: &Request) -> u64 {
 /// What a request body costs in memory before its handler runs: its bytes,
 /// and for JSON the parsed values it can hold (every value takes at least
 /// two bytes of text, and at most `max_json_elements` are parsed). Binary
-/// value uploads stream through in slabs, which their handler reserves;
-/// here they count only up to the largest body read whole.
+/// value uploads cost nothing here: most stream through in slabs, which
+/// their handler reserves, and the handlers that read one whole reserve
+/// it then (see `routes::read_body`).
 fn body_cost(app: &App, req: &Request) -> usize {
     let binary = req
         .headers()
@@ -252,11 +377,8 @@ fn body_cost(app: &App, req: &Request) -> usize {
     let len = usize::try_from(body_len(app, req))
         .unwrap_or(usize::MAX)
         .min(app.cfg.max_request_bytes);
-    if len == 0 {
+    if len == 0 || binary {
         return 0;
-    }
-    if binary {
-        return len;
     }
     let values = (len / 2 + 1).min(app.cfg.max_json_elements);
     len + values * JSON_VALUE_BYTES
@@ -282,13 +404,15 @@ pub(crate) async fn hold_body_memory(
         Err(e) => return e.into_response(),
     };
     let cost = body_cost(&app, &req);
-    let held = match app.budget.reserve_body(&user, cost).await {
-        Ok(r) => r,
+    let memory = RequestMemory::new(&user);
+    match app.budget.reserve_body(&user, cost).await {
+        Ok(r) => memory.keep(r),
         Err(e) => return e.into_response(),
     };
+    req.extensions_mut().insert(memory.clone());
     let req = req.map(|b| stall_limited(b, app.cfg.idle_timeout));
     let rsp = next.run(req).await;
-    drop(held);
+    drop(memory);
     rsp
 }
 
@@ -454,6 +578,44 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_request_never_waits_on_memory_it_holds_itself() {
+        // From an audit: a 16 MiB upload whose chunks' work did not fit
+        // beside its body waited 60 s on itself, then answered 503.
+        let b = Budget::new(16 * UNIT);
+        let req = RequestMemory::new("alice");
+        req.keep(b.reserve_body("alice", 10 * UNIT).await.unwrap());
+        let started = std::time::Instant::now();
+        let e = req
+            .reserve(&b, 8 * UNIT, "work")
+            .await
+            .err()
+            .expect("refused");
+        assert!(matches!(e, ServerError::TooLarge(_)), "{e:?}");
+        assert!(started.elapsed() < Duration::from_secs(5));
+        // What fits beside it is reserved, counted, and given back.
+        let r = req.reserve_blocking(&b, 6 * UNIT, "work").unwrap();
+        assert_eq!(req.held(), 16 * UNIT);
+        drop(r);
+        assert_eq!(req.held(), 10 * UNIT);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn one_users_requests_hold_at_most_half_the_budget() {
+        // From an audit: one user's reads left unread held every slab of
+        // the budget, and everyone else's requests waited, then got 503.
+        let b = Budget::new(16 * UNIT);
+        let first = RequestMemory::new("alice");
+        // one request alone may grow past half
+        let _a = first.reserve_blocking(&b, 6 * UNIT, "x").unwrap();
+        let _b = first.reserve_blocking(&b, 6 * UNIT, "x").unwrap();
+        let second = RequestMemory::new("alice");
+        let e = second.try_reserve(&b, UNIT, "x").err().expect("refused");
+        assert!(matches!(e, ServerError::Unavailable(_)), "{e:?}");
+        let bob = RequestMemory::new("bob");
+        assert!(bob.try_reserve(&b, 4 * UNIT, "x").unwrap().is_some());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn one_user_holds_at_most_half_the_budget_in_bodies() {
         let b = Budget::new(16 * UNIT);
         let a1 = b.reserve_body("alice", 6 * UNIT).await.unwrap();
@@ -468,7 +630,7 @@ mod tests {
         assert_eq!(b.permits.available_permits(), 2);
         drop(a1);
         let a2 = b.reserve_body("alice", 8 * UNIT).await.unwrap();
-        assert!(b.bodies.lock().unwrap().values().all(|&v| v == 8 * UNIT));
+        assert!(b.users.lock().unwrap().values().all(|&v| v == 8 * UNIT));
         drop(a2);
         drop(_b1);
         // one request alone may take more than half

@@ -388,7 +388,9 @@ pub(crate) async fn put_domain(State(app): AppState, ctx: Ctx, body: Body) -> Re
             "the body must be a JSON object".into(),
         ));
     }
-    blocking(move || {
+    let made = ctx.domain();
+    let app2 = app.clone();
+    let rsp = blocking(move || {
         let domain = ctx.domain()?;
         if domain == "/" {
             return Err(ServerError::BadRequest("cannot create the top level".into()));
@@ -510,7 +512,13 @@ pub(crate) async fn put_domain(State(app): AppState, ctx: Ctx, body: Body) -> Re
         let _ = dom;
         created(created_response(&ctx, &domain, &doc))
     })
-    .await
+    .await?;
+    // A domain made again is no longer the one deleted: what is missing
+    // from it now was never there (404, not 410).
+    if let (StatusCode::CREATED, Ok(domain)) = (rsp.status(), made) {
+        app2.gone.forget(crate::gone::Deleted::Domain(&domain));
+    }
+    Ok(rsp)
 }
 
 /// `PUT /` with `linked_domain`: a new domain whose root is that of an

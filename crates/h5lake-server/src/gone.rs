@@ -72,6 +72,16 @@ impl Tombstones {
         }
     }
 
+    /// Forgets a deletion: the thing was made again.
+    pub fn forget(&self, what: Deleted<'_>) {
+        let key = digest(&what.key());
+        let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let (set, order) = &mut *g;
+        if set.remove(&key) {
+            order.retain(|k| *k != key);
+        }
+    }
+
     fn holds(&self, key: &str) -> bool {
         self.0
             .lock()

@@ -58,7 +58,8 @@ pub struct ServerConfig {
     /// Bytes of a binary value read or written per step: what bounds the
     /// server's memory for big requests.
     pub slab_bytes: usize,
-    /// Decoded chunks kept in memory, over all open domains. Every cached
+    /// Decoded chunks kept in memory, over all open domains (at most a
+    /// quarter of `memory_budget_bytes`, taken from it). Every cached
     /// chunk is checked against the store's version before use, so several
     /// servers on one store still see each other's writes at once.
     pub chunk_cache_bytes: usize,
@@ -183,7 +184,12 @@ impl Server {
     ///
     /// # Errors
     /// No password file and no `allow_noauth`; unreadable files; a port in use.
-    pub async fn bind(cfg: ServerConfig) -> Result<Self> {
+    pub async fn bind(mut cfg: ServerConfig) -> Result<Self> {
+        // Decoded chunks the engine keeps are part of the memory budget: at
+        // most a quarter of it, the rest for what requests hold. (A cache
+        // of its own size beside a small budget let the process hold four
+        // times the budget.)
+        cfg.chunk_cache_bytes = cfg.chunk_cache_bytes.min(cfg.memory_budget_bytes / 4);
         let users = match &cfg.password_file {
             Some(p) => auth::load_passwords(p)?,
             None if cfg.allow_noauth => HashMap::new(),
@@ -213,7 +219,9 @@ impl Server {
             .await
             .map_err(|e| ServerError::Startup(format!("cannot listen on {addr}: {e}")))?;
         let slabs = pool::SlabPool::new(cfg.slab_bytes);
-        let budget = Arc::new(budget::Budget::new(cfg.memory_budget_bytes));
+        let budget = Arc::new(budget::Budget::new(
+            cfg.memory_budget_bytes - cfg.chunk_cache_bytes,
+        ));
         let places = place::Places::new(store.clone(), &cfg.root, cfg.hdf5_linker.clone());
         let app = Arc::new(App {
             store,

@@ -142,6 +142,8 @@ pub(crate) struct Ctx {
     /// Set once nobody waits for the answer any more (see
     /// [`Ctx::stop_when_dropped`]): long work checks it and stops.
     pub gone: Arc<std::sync::atomic::AtomicBool>,
+    /// What the request holds of the server's memory budget.
+    pub memory: Arc<crate::budget::RequestMemory>,
 }
 
 /// Sets a request's [`Ctx::gone`] when dropped: held by the handler's
@@ -165,11 +167,16 @@ impl FromRequestParts<Arc<App>> for Ctx {
             Some(User(u)) => u.clone(),
             None => user_of(app, parts.uri.path(), &parts.headers)?,
         };
+        let memory = match parts.extensions.get::<Arc<crate::budget::RequestMemory>>() {
+            Some(m) => m.clone(),
+            None => crate::budget::RequestMemory::new(&user),
+        };
         Ok(Ctx {
             user,
             params,
             headers: parts.headers.clone(),
             gone: Arc::default(),
+            memory,
         })
     }
 }
@@ -381,11 +388,22 @@ pub(crate) async fn read_body(
     gate: Gate,
 ) -> Result<bytes::Bytes> {
     crate::domains::authorize(app, ctx, gate).await?;
-    let declared = ctx
+    let declared: Option<usize> = ctx
         .headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse().ok());
+    if ctx.sends_binary() {
+        // (A JSON body was reserved before the handler ran; a binary one
+        // is reserved only where it is read whole, here.)
+        let limit = app.cfg.max_request_bytes;
+        let bytes = declared.unwrap_or(limit).min(limit);
+        let r = ctx
+            .memory
+            .reserve(&app.budget, bytes, "this request's body")
+            .await?;
+        ctx.memory.keep(r);
+    }
     limited_body(body, app.cfg.max_request_bytes, declared).await
 }
 
@@ -505,6 +523,7 @@ mod tests {
             params: HashMap::new(),
             headers: HeaderMap::new(),
             gone: Arc::default(),
+            memory: crate::budget::RequestMemory::new("u"),
         };
         let (tx, rx) = std::sync::mpsc::channel();
         let handler = tokio::spawn(async move {

@@ -363,6 +363,8 @@ struct Plan {
     query: Option<String>,
     /// The server's memory budget, for what the plan's steps hold.
     memory: Arc<crate::budget::Budget>,
+    /// What the request holds of it (its body, the plan's own reservations).
+    request: Arc<crate::budget::RequestMemory>,
     /// Whether the plan writes its selection.
     writing: bool,
     /// What the engine holds of the chunks the selection reaches while it
@@ -387,6 +389,7 @@ impl Plan {
         let whole = self.fields.is_none() && covers_whole_chunks(&self.meta, &sel);
         let work = reserve_work(
             &self.memory,
+            &self.request,
             &self.dom,
             &self.meta,
             &sel,
@@ -396,13 +399,11 @@ impl Plan {
         Ok(Plan { sel, work, ..self })
     }
 
-    /// Reserves `bytes` more for this plan's request, which already holds
-    /// its chunks' work and `also` bytes of other reservations: refused at
-    /// once when all of it cannot fit the budget.
-    fn reserve(&self, also: usize, bytes: usize, what: &str) -> Result<Reservation> {
-        let held = self.work.bytes().saturating_add(also);
-        self.memory.refuse_beyond(held, bytes, what)?;
-        self.memory.reserve_blocking(bytes, what)
+    /// Reserves `bytes` more for this plan's request: refused at once when
+    /// it could not hold them with what it holds (see
+    /// [`crate::budget::RequestMemory`]).
+    fn reserve(&self, bytes: usize, what: &str) -> Result<Reservation> {
+        self.request.reserve_blocking(&self.memory, bytes, what)
     }
 
     /// Whether the selection is fixed-size data of at most `limit` bytes
@@ -586,6 +587,7 @@ fn plan_unreserved(
         wire,
         query,
         memory: app.budget.clone(),
+        request: ctx.memory.clone(),
         writing: action == Action::Update,
         work: Reservation::nothing(),
         dom,
@@ -599,6 +601,7 @@ fn plan_unreserved(
 /// bytes of a compressed 128 MiB chunk holds the whole chunk decoded.
 fn reserve_work(
     memory: &crate::budget::Budget,
+    request: &Arc<crate::budget::RequestMemory>,
     dom: &Domain,
     meta: &DatasetMeta,
     sel: &Selection,
@@ -607,7 +610,8 @@ fn reserve_work(
 ) -> Result<Reservation> {
     // (More chunks than the engine works on at once change nothing.)
     let chunks = chunks_reached(meta, sel, 1 << 10);
-    memory.reserve_blocking(
+    request.reserve_blocking(
+        memory,
         dom.chunk_work_bytes(meta, chunks, writing, whole),
         "the chunks this request reads and decodes",
     )
@@ -987,8 +991,7 @@ fn respond(app: &App, ctx: &Ctx, p: Plan) -> Result<Response> {
             )));
         }
         check_json_answer(app, &p.meta.dtype, &shape, n)?;
-        let held = p.reserve(
-            0,
+        let _held = p.reserve(
             n as usize * (JSON_VALUE_BYTES + 64) + plan_bytes(&p),
             "this variable-length answer",
         )?;
@@ -999,7 +1002,7 @@ fn respond(app: &App, ctx: &Ctx, p: Plan) -> Result<Response> {
             .cfg
             .max_json_response_bytes
             .min(app.cfg.memory_budget_bytes / 8);
-        let values = p.reserve(held.bytes(), limit, "this variable-length answer's values")?;
+        let _values = p.reserve(limit, "this variable-length answer's values")?;
         let items = p.dom.read_vlen_within(&p.id, &p.sel, limit)?;
         if ctx.wants_binary() {
             return Ok(binary_rsp(record::join_elements(&p.meta.dtype, &items)));
@@ -1015,11 +1018,7 @@ fn respond(app: &App, ctx: &Ctx, p: Plan) -> Result<Response> {
             }
             _ => bytes.saturating_mul(JSON_VALUE_BYTES),
         };
-        let _json = p.reserve(
-            held.bytes() + values.bytes(),
-            per_value,
-            "this variable-length answer as JSON",
-        )?;
+        let _json = p.reserve(per_value, "this variable-length answer as JSON")?;
         let flat = items
             .iter()
             .map(|i| vlen_to_json(&p.meta.dtype, i).map_err(ServerError::from))
@@ -1043,7 +1042,6 @@ fn respond(app: &App, ctx: &Ctx, p: Plan) -> Result<Response> {
         }
         check_json_answer(app, &p.wire, &shape, n)?;
         let held = p.reserve(
-            0,
             total as usize + JSON_STREAM_PIECE * 3 + plan_bytes(&p),
             "this JSON answer",
         )?;
@@ -1053,14 +1051,14 @@ fn respond(app: &App, ctx: &Ctx, p: Plan) -> Result<Response> {
     if total <= app.cfg.slab_bytes as u64
         && chunks_reached(&p.meta, &p.sel, SLAB_CHUNKS as usize) <= SLAB_CHUNKS
     {
-        let _held = p.reserve(0, total as usize, "this binary answer")?;
+        let _held = p.reserve(total as usize, "this binary answer")?;
         let bytes = read_fixed(&app.slabs, &p, &p.sel, total as usize, false)?;
         return Ok(binary_rsp(bytes.into_bytes()));
     }
     let pieces = slabs(&p, app.cfg.slab_bytes)?;
     // One slab in the channel and one being read (a slab may be bigger
     // than `slab_bytes` when one row is).
-    let held = p.reserve(0, slabs_in_flight(&pieces), "this binary answer")?;
+    let held = p.reserve(slabs_in_flight(&pieces), "this binary answer")?;
     let uncached = total > app.cfg.chunk_cache_bytes as u64 / 2;
     // One slab in the channel and one being read: memory stays at a few
     // slabs however big the answer is.
@@ -1231,13 +1229,12 @@ fn respond_arrow(app: &App, p: Plan) -> Result<Response> {
     };
     // A slab read, its batch and its encoding, one being sent.
     let held = p.reserve(
-        0,
         biggest.saturating_mul(scale).saturating_mul(4),
         "this Arrow answer",
     )?;
     let mut memory = ArrowMemory {
         budget: p.memory.clone(),
-        also: p.work.bytes(),
+        request: p.request.clone(),
         held: vec![held],
     };
     // A part's batch, and the bytes read to make it.
@@ -1406,8 +1403,8 @@ impl VlenRuns {
 /// seen to take more than was reserved.
 struct ArrowMemory {
     budget: Arc<crate::budget::Budget>,
-    /// Held by the request otherwise (its plan's chunk work).
-    also: usize,
+    /// The request's count of what it holds, these parts' included.
+    request: Arc<crate::budget::RequestMemory>,
     held: Vec<Reservation>,
 }
 
@@ -1421,9 +1418,7 @@ impl ArrowMemory {
         }
         let more = bytes - held;
         let what = "this Arrow answer's rows";
-        self.budget
-            .refuse_beyond(held.saturating_add(self.also), more, what)?;
-        if let Some(r) = self.budget.try_reserve(more, what)? {
+        if let Some(r) = self.request.try_reserve(&self.budget, more, what)? {
             self.held.push(r);
             return Ok(());
         }
@@ -1431,7 +1426,8 @@ impl ArrowMemory {
         // doing the same: what is held goes back, and the whole is waited
         // for.
         self.held.clear();
-        self.held.push(self.budget.reserve_blocking(bytes, what)?);
+        self.held
+            .push(self.request.reserve_blocking(&self.budget, bytes, what)?);
         Ok(())
     }
 }
@@ -1498,7 +1494,7 @@ fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
     let scanning = p
         .dom
         .chunk_work_bytes(&p.meta, chunks_reached(&p.meta, &p.sel, 0), true, false);
-    let _held = p.reserve(0, 2 * max_matched + answer + scanning, "this query")?;
+    let _held = p.reserve(2 * max_matched + answer + scanning, "this query")?;
     let found = p.dom.query(
         &p.meta.id,
         text,
@@ -1737,7 +1733,7 @@ fn write_fields(p: &Plan, sel: &Selection, data: &[u8]) -> Result<()> {
     let whole = n
         .checked_mul(*size)
         .ok_or_else(|| ServerError::TooLarge("selection too large".into()))?;
-    let _held = p.reserve(0, whole, "this write of some fields")?;
+    let _held = p.reserve(whole, "this write of some fields")?;
     let mut full = vec![0u8; whole];
     p.dom.read_with(&p.meta, sel, None, &mut full, false)?;
     // (offset in the stored element, offset in the sent one, length)
@@ -1817,7 +1813,7 @@ fn write_broadcast(p: &Plan, data: &[u8], count: u64, slab_bytes: usize) -> Resu
     // Each slab is the block repeated: one slab's worth at a time (a row
     // bigger than a slab is one piece of its own).
     let biggest = pieces.iter().map(|(_, n)| *n).max().unwrap_or(0);
-    let _held = p.reserve(0, biggest, "this broadcast write")?;
+    let _held = p.reserve(biggest, "this broadcast write")?;
     for (sel, n) in pieces {
         write_slab(p, &sel, &data.repeat(n / data.len().max(1)))?;
     }
@@ -2018,9 +2014,10 @@ async fn stream_write(app: Arc<App>, ctx: Ctx, p: Plan, body: Body) -> Result<Re
     let pieces = slabs(&p, app.cfg.slab_bytes)?;
     // One slab being filled and one being written.
     let in_flight = slabs_in_flight(&pieces);
-    app.budget
-        .refuse_beyond(p.work.bytes(), in_flight, "this binary upload")?;
-    let _held = app.budget.reserve(in_flight, "this binary upload").await?;
+    let _held = p
+        .request
+        .reserve(&app.budget, in_flight, "this binary upload")
+        .await?;
     let mut stream = body.into_data_stream();
     // What is left of the last body frame after filling the previous slab.
     let mut carry = Bytes::new();

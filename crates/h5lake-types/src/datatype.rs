@@ -422,9 +422,31 @@ impl Datatype {
                 if !matches!(base, Datatype::Integer { .. }) {
                     return Err(bad("enum base must be an integer type"));
                 }
+                let Datatype::Integer { size, signed, .. } = base else {
+                    unreachable!("checked above")
+                };
+                let bits = 8 * size.min(8) as u32;
+                let (lo, hi) = if signed {
+                    (
+                        i128::from(i64::MIN) >> (64 - bits),
+                        i128::from(i64::MAX) >> (64 - bits),
+                    )
+                } else {
+                    (
+                        0,
+                        (i128::from(u64::MAX) >> (64 - bits)).min(i128::from(i64::MAX)),
+                    )
+                };
                 let value = |val: &Value| {
-                    val.as_i64()
-                        .ok_or_else(|| bad("enum values must be integers"))
+                    let n = val
+                        .as_i64()
+                        .ok_or_else(|| bad("enum values must be integers"))?;
+                    if !(lo..=hi).contains(&i128::from(n)) {
+                        return Err(TypeError::InvalidType(format!(
+                            "enum value {n} does not fit the enum's base type ({lo} to {hi})"
+                        )));
+                    }
+                    Ok(n)
                 };
                 let too_many = |n: usize| {
                     TypeError::InvalidType(format!(
@@ -790,6 +812,31 @@ mod tests {
             "members": [{"name": "X"}]}))
             .is_err()
         );
+    }
+
+    #[test]
+    fn enum_values_must_fit_their_base_type() {
+        // From an audit: 1000 in an 8-bit enum was stored, and served back.
+        let e = |base: &str, v: i64| {
+            Datatype::from_json(&json!({"class": "H5T_ENUM",
+                "base": {"class": "H5T_INTEGER", "base": base}, "mapping": {"a": v}}))
+        };
+        for (base, ok, bad) in [
+            ("H5T_STD_I8LE", [-128, 127], [1000, -129]),
+            ("H5T_STD_U8LE", [0, 255], [256, -1]),
+            ("H5T_STD_I16BE", [-32768, 32767], [32768, -32769]),
+            ("H5T_STD_U32LE", [0, 4_294_967_295], [4_294_967_296, -1]),
+            ("H5T_STD_I64LE", [i64::MIN, i64::MAX], [0, 0]),
+        ] {
+            for v in ok {
+                assert!(e(base, v).is_ok(), "{base} {v}");
+            }
+            if base != "H5T_STD_I64LE" {
+                for v in bad {
+                    assert!(e(base, v).is_err(), "{base} {v}");
+                }
+            }
+        }
     }
 
     #[test]

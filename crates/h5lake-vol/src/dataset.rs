@@ -498,6 +498,7 @@ unsafe fn read_one(
     if n == 0 {
         return Ok(());
     }
+    let _alloc = crate::memory::use_allocator_of(api, dxpl);
     let space = if mem_space == crate::selection::ALL {
         file_space
     } else {

@@ -157,15 +157,79 @@ pub fn lacks_members(api: &Api, dt: &Datatype, mem_type: hid_t) -> Result<bool> 
     Ok(false)
 }
 
+thread_local! {
+    /// The allocator a dataset read's transfer list names for
+    /// variable-length data (`H5Pset_vlen_mem_manager`), while it runs.
+    static VLEN_ALLOC: std::cell::Cell<(sys::H5MM_allocate_t, usize)> =
+        const { std::cell::Cell::new((None, 0)) };
+}
+
+/// Makes the reads on this thread allocate variable-length data with the
+/// allocator `dxpl` names, if any, until the guard is dropped. HDF5's
+/// `H5Dvlen_get_buf_size` counts the bytes a read needs through such an
+/// allocator (it answered 0 when its allocator was passed over).
+pub fn use_allocator_of(api: &Api, dxpl: hid_t) -> AllocatorGuard {
+    let mut func: sys::H5MM_allocate_t = None;
+    let mut info: *mut std::ffi::c_void = std::ptr::null_mut();
+    if dxpl != sys::H5P_DEFAULT as hid_t {
+        // SAFETY: `dxpl` is the caller's transfer list; the free function
+        // is not asked for.
+        let got = unsafe {
+            api.f.H5Pget_vlen_mem_manager(
+                dxpl,
+                &mut func,
+                &mut info,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+        };
+        if got < 0 {
+            func = None;
+        }
+    }
+    VLEN_ALLOC.with(|a| a.set((func, info as usize)));
+    AllocatorGuard(())
+}
+
+/// Restores `malloc` for variable-length data when dropped.
+pub struct AllocatorGuard(());
+
+impl Drop for AllocatorGuard {
+    fn drop(&mut self) {
+        let _ = VLEN_ALLOC.try_with(|a| a.set((None, 0)));
+    }
+}
+
+/// `n` bytes for variable-length data the caller will own: from the
+/// transfer list's allocator when the read has one, else `malloc`.
+/// Zeroed when `zeroed`.
+///
+/// # Safety
+/// The caller fills or hands over the block; it is the caller's to free.
+unsafe fn alloc_vlen(n: usize, zeroed: bool) -> *mut u8 {
+    let (func, info) = VLEN_ALLOC.try_with(|a| a.get()).unwrap_or((None, 0));
+    match func {
+        Some(f) => {
+            let p = f(n, info as *mut std::ffi::c_void) as *mut u8;
+            if zeroed && !p.is_null() {
+                std::ptr::write_bytes(p, 0, n);
+            }
+            p
+        }
+        None if zeroed => libc::calloc(n, 1) as *mut u8,
+        None => libc::malloc(n) as *mut u8,
+    }
+}
+
 /// Appends an `hvl_t` of `len` elements whose bytes are `body`, copied to
-/// a fresh `malloc` block (null when empty) that belongs to the caller.
+/// a fresh block (null when empty) that belongs to the caller.
 pub fn push_hvl(out: &mut Vec<u8>, len: usize, body: &[u8]) -> Result<()> {
     let p = if body.is_empty() {
         std::ptr::null_mut()
     } else {
         // SAFETY: a fresh allocation, filled within its length.
         unsafe {
-            let p = libc::malloc(body.len()) as *mut u8;
+            let p = alloc_vlen(body.len(), false);
             if p.is_null() {
                 return Err(VolError::Invalid("out of memory".into()));
             }
@@ -239,7 +303,7 @@ impl VlenMem {
             unsafe {
                 match self {
                     VlenMem::Str => {
-                        let p = libc::malloc(it.len() + 1) as *mut u8;
+                        let p = alloc_vlen(it.len() + 1, false);
                         if p.is_null() {
                             return Err(VolError::Invalid("out of memory".into()));
                         }
@@ -546,7 +610,7 @@ unsafe fn read_parts(
             }
             Part::Str { off } => {
                 let body = &rec[counted_at(rec, pos)?];
-                let p = libc::malloc(body.len() + 1) as *mut u8;
+                let p = alloc_vlen(body.len() + 1, false);
                 if p.is_null() {
                     return Err(VolError::Invalid("out of memory".into()));
                 }
@@ -578,7 +642,7 @@ unsafe fn read_parts(
                 let p = if n == 0 {
                     std::ptr::null_mut()
                 } else {
-                    libc::calloc(n, (*msize).max(1)) as *mut u8
+                    alloc_vlen(n.saturating_mul((*msize).max(1)), true)
                 };
                 if n > 0 && p.is_null() {
                     return Err(VolError::Invalid("out of memory".into()));

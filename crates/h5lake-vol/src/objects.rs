@@ -17,6 +17,13 @@ pub struct Obj {
     /// [`crate::native::LAKE_TAG`]: tells a store's objects from the
     /// native connector's (see [`crate::native`]).
     tag: u64,
+    /// Zeros. HDF5 takes a committed datatype's connector object for an
+    /// `H5T_t` of its own in some places (`H5T_get_actual_type`, as the
+    /// library's termination iterates the open types and reads
+    /// `shared` at byte 40, then `vol_obj` at 48): null there makes it
+    /// pass over ours. (A datatype handle left open at exit crashed the
+    /// program.)
+    h5t_view: [u64; 6],
     pub dom: Arc<Domain>,
     pub kind: Kind,
     /// The absolute path the object was reached by (HDF5 names an open
@@ -32,6 +39,8 @@ pub struct Obj {
     pub vds_access: std::cell::RefCell<h5lake_engine::virtual_ds::VirtualAccess>,
 }
 
+const _: () = assert!(std::mem::offset_of!(Obj, h5t_view) == 8);
+
 pub enum Kind {
     File,
     Group(String),
@@ -44,6 +53,7 @@ impl Obj {
     pub fn boxed(dom: Arc<Domain>, kind: Kind, path: String) -> *mut c_void {
         Box::into_raw(Box::new(Obj {
             tag: crate::native::LAKE_TAG,
+            h5t_view: [0; 6],
             dom,
             kind,
             path,
