@@ -765,3 +765,37 @@ def test_direct_chunk_writes_read_back_as_in_h5py(tmp_path, filters):
         np.testing.assert_array_equal(d[...], a)
     with h5lake.File(tmp_path / "l.h5l", "r") as f, pytest.raises(OSError, match="no write intent"):
         f["x"].id.write_direct_chunk((0, 0), chunks[(0, 0)][1])
+
+
+@pytest.mark.parametrize("lib", ["h5py", "h5lake"])
+def test_access_property_lists_answer_what_was_opened_with(lib, tmp_path):
+    """File and dataset access lists as h5py gives them: what File(),
+    get(elink_locking=) and create/require_dataset were given."""
+    m = h5py if lib == "h5py" else h5lake
+    main, ext = str(tmp_path / "main"), str(tmp_path / "ext")
+    with m.File(ext, "w") as f:
+        f["g/data"] = [1, 2, 3]
+    with m.File(main, "w") as f:
+        assert f.id.get_access_plist().get_file_locking() == (1, 1)
+        f["e"] = m.ExternalLink(ext, "/g")
+        d = f.create_dataset("d", (10, 20), "i4", chunks=(5, 4),
+                             rdcc_nslots=997, rdcc_nbytes=2 << 20, rdcc_w0=0.2)
+        assert d.id.get_access_plist().get_chunk_cache() == (997, 2 << 20, 0.2)
+        plain = f.create_dataset("p", (4,), "f4", virtual_prefix="/path/to/virtual")
+        assert plain.id.get_access_plist().get_virtual_prefix() == b"/path/to/virtual"
+    for locking, props in ((False, (0, 0)), (True, (1, 0)), ("best-effort", (1, 1))):
+        with m.File(main, "r", locking=locking) as f:
+            assert f.id.get_access_plist().get_file_locking() == props
+            assert f["e"].file.id.get_access_plist().get_file_locking() == props
+    with m.File(main, "r", locking=True) as f:
+        other = f.get("e", elink_locking=False)
+        assert other.file.id.get_access_plist().get_file_locking() == (0, 0)
+    with pytest.raises(ValueError):
+        m.File(main, "r", locking="sometimes")
+    dapl = m.h5p.create(m.h5p.DATASET_ACCESS)
+    dapl.set_chunk_cache(709, 3 << 20, 0.67)
+    with m.File(main, "r") as f:
+        d = f.require_dataset("d", (10, 20), "i4", dapl=dapl)
+        assert d.id.get_access_plist().get_chunk_cache() == (709, 3 << 20, 0.67)
+        assert m.h5d.open(f.id, b"d", dapl).get_access_plist().get_chunk_cache() == \
+            (709, 3 << 20, 0.67)

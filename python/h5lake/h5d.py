@@ -1,6 +1,6 @@
 """Datasets as h5py's low-level ``h5d`` module makes them: ``create`` a
-dataset from a type object and a dataspace, giving its id (bind it with
-``h5lake.Dataset(dsid)``)."""
+dataset from a type object and a dataspace, or ``open`` one, giving its id
+(bind it with ``h5lake.Dataset(dsid)``)."""
 
 from collections import namedtuple
 
@@ -45,3 +45,17 @@ def create(loc, name, tid, space, dcpl=None, lcpl=None, dapl=None):
             return group.create_dataset(to_str_name(name), shape=shape, dtype=tid.dtype,
                                         maxshape=maxshape).id
     return group.create_dataset(to_str_name(name), shape=shape, dtype=tid.dtype).id
+
+
+def open(loc, name, dapl=None):
+    """The id of the dataset ``name`` in the group ``loc`` (a group or its
+    ``.id``), opened with the access list ``dapl`` when given
+    (``h5p.create(h5p.DATASET_ACCESS)``)."""
+    from ._hl.group import Group, _note_access
+    from ._hl.base import ObjectID
+    from ._hl.dataset import Dataset
+    group = Group(loc) if isinstance(loc, ObjectID) else loc
+    dset = group[to_str_name(name)]
+    if not isinstance(dset, Dataset):
+        raise TypeError("Unable to open dataset (not a dataset)")
+    return _note_access(dset, {"dapl": dapl}).id

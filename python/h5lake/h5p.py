@@ -1,7 +1,9 @@
 """Property lists as h5py's low-level ``h5p`` module gives them, the part
 code reads: a dataset's creation property list (``dset.id.get_create_plist()``)
 answering its layout, chunk shape, fill value and fill time from the
-dataset's ``creationProperties``."""
+dataset's ``creationProperties``; file and dataset access lists
+(``f.id.get_access_plist()``, ``dset.id.get_access_plist()``) answering
+what the file or dataset was opened with."""
 
 import numpy as np
 
@@ -51,3 +53,106 @@ class PropDCID:
         """Writes the fill value into ``value`` (a 0-d or 1-element array),
         converted to its dtype."""
         value[...] = np.asarray(self._dset.fillvalue).astype(value.dtype)
+
+
+# -- access property lists ----------------------------------------------------
+#
+# A store has no HDF5 chunk cache, file locks or driver: these lists hold
+# what a program set (through File()/create_dataset() keywords or a list of
+# its own) and answer it back, as HDF5's do.
+
+#: HDF5's dataset chunk cache as h5py opens files: slots, bytes, w0.
+DEFAULT_CHUNK_CACHE = (8191, 8 << 20, 0.75)
+
+_LOCKING = {None: (1, 1), True: (1, 0), 'true': (1, 0), False: (0, 0), 'false': (0, 0),
+            'best-effort': (1, 1)}
+
+
+def locking_props(locking):
+    """``(use_file_locking, ignore_when_disabled)`` for h5py's ``locking=``."""
+    try:
+        return _LOCKING[locking]
+    except (KeyError, TypeError):
+        raise ValueError("Unsupported locking value: %r" % (locking,)) from None
+
+
+class PropFAID:
+    """A file's access properties (h5py's ``PropFAID``): the chunk cache
+    and file locking the file was opened with."""
+
+    def __init__(self, cache=DEFAULT_CHUNK_CACHE, locking=(1, 1)):
+        self._cache = tuple(cache)
+        self._locking = tuple(locking)
+
+    def get_cache(self):
+        """``(mdc_nelmts, rdcc_nslots, rdcc_nbytes, rdcc_w0)``."""
+        return (0,) + self._cache
+
+    def set_cache(self, mdc_nelmts, rdcc_nslots, rdcc_nbytes, rdcc_w0):
+        self._cache = (int(rdcc_nslots), int(rdcc_nbytes), float(rdcc_w0))
+
+    def get_file_locking(self):
+        """``(use_file_locking, ignore_when_disabled)`` as 0/1."""
+        return self._locking
+
+    def set_file_locking(self, use_file_locking, ignore_when_disabled):
+        self._locking = (int(bool(use_file_locking)), int(bool(ignore_when_disabled)))
+
+
+class PropDAID:
+    """A dataset's access properties (h5py's ``PropDAID``): its chunk cache
+    settings and the prefixes its virtual and external sources are found
+    under."""
+
+    def __init__(self, chunk_cache=DEFAULT_CHUNK_CACHE, virtual_prefix=b'', efile_prefix=b''):
+        self._chunk_cache = tuple(chunk_cache)
+        self._virtual_prefix = _bytes(virtual_prefix)
+        self._efile_prefix = _bytes(efile_prefix)
+
+    def get_chunk_cache(self):
+        """``(rdcc_nslots, rdcc_nbytes, rdcc_w0)``."""
+        return self._chunk_cache
+
+    def set_chunk_cache(self, rdcc_nslots, rdcc_nbytes, rdcc_w0):
+        self._chunk_cache = (int(rdcc_nslots), int(rdcc_nbytes), float(rdcc_w0))
+
+    def get_virtual_prefix(self):
+        return self._virtual_prefix
+
+    def set_virtual_prefix(self, prefix):
+        self._virtual_prefix = _bytes(prefix)
+
+    def get_efile_prefix(self):
+        return self._efile_prefix
+
+    def set_efile_prefix(self, prefix):
+        self._efile_prefix = _bytes(prefix)
+
+
+def _bytes(v):
+    if v is None:
+        return b''
+    return v.encode('utf-8') if isinstance(v, str) else bytes(v)
+
+
+class PropClassID:
+    """A property list class (h5py's ``h5p.DATASET_ACCESS``...)."""
+
+    def __init__(self, name, make):
+        self.name = name
+        self._make = make
+
+    def __repr__(self):
+        return f"<h5lake h5p class {self.name}>"
+
+
+FILE_ACCESS = PropClassID("FILE_ACCESS", PropFAID)
+DATASET_ACCESS = PropClassID("DATASET_ACCESS", PropDAID)
+
+
+def create(cls):
+    """A new property list of class ``cls`` (``FILE_ACCESS`` or
+    ``DATASET_ACCESS``), holding HDF5's defaults."""
+    if not isinstance(cls, PropClassID):
+        raise TypeError("h5p.create takes a property list class such as h5p.DATASET_ACCESS")
+    return cls._make()

@@ -242,6 +242,23 @@ static int type_left_open(const char *path)
     return 0;
 }
 
+/* H5Lexists: only the last name may be missing. */
+static int exists(const char *path)
+{
+    hsize_t n = 1;
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t g = H5Gcreate2(f, "g", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t s = H5Screate_simple(1, &n, NULL);
+    hid_t d = H5Dcreate2(f, "d", H5T_NATIVE_INT, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    const char *names[] = {"g", "g/x", "x", "nope/x", "d/x", "g/../g"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        printf("%s: %d\n", names[i], (int)H5Lexists(f, names[i], H5P_DEFAULT));
+    H5Dclose(d);
+    H5Sclose(s);
+    H5Gclose(g);
+    return H5Fclose(f) < 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3)
@@ -264,5 +281,7 @@ int main(int argc, char **argv)
         return vlen_size(path);
     if (!strcmp(what, "type-left-open"))
         return type_left_open(path);
+    if (!strcmp(what, "exists"))
+        return exists(path);
     return 2;
 }

@@ -310,10 +310,13 @@ pub unsafe extern "C" fn specific(
         let l = &*loc;
         match a.op_type {
             sys::H5VL_link_specific_t_H5VL_LINK_EXISTS => {
-                let exists = match parent_and_name(o, l.loc_data.loc_by_name.name) {
-                    Ok((dom, g, last)) => dom.link_get(&g, &last).is_ok(),
-                    Err(VolError::NotFound(_)) => false,
-                    Err(e) => return Err(e),
+                // (A missing group on the way is an error, as in HDF5; only
+                // the last name may be missing.)
+                let (dom, g, last) = parent_and_name(o, l.loc_data.loc_by_name.name)?;
+                let exists = match dom.link_get(&g, &last) {
+                    Ok(_) => true,
+                    Err(h5lake_engine::EngineError::NotFound(_)) => false,
+                    Err(e) => return Err(e.into()),
                 };
                 *a.args.exists.exists = exists;
             }

@@ -87,6 +87,13 @@ class FileState:
         # h5py's name for how a file is held, when not as a store of its
         # own: 'fileobj' (a file-like object), 'core' (in memory).
         self.driver = None
+        # What the file was opened with, for its access list (h5p.PropFAID):
+        # chunk cache settings and file locking, as h5py reports them.
+        from ..h5p import DEFAULT_CHUNK_CACHE
+        self.chunk_cache = DEFAULT_CHUNK_CACHE
+        self.locking = (1, 1)
+        # Access lists datasets were opened or made with, by object id.
+        self.dataset_access = {}
         # The moves made through this file, (old path, new path) in order:
         # handles opened before a move report their new path, as libhdf5
         # keeps an object's name current.
@@ -163,22 +170,23 @@ class FileState:
                 self.scratch = None
 
     # -- external links -------------------------------------------------------
-    def open_external(self, filename, mode=None):
+    def open_external(self, filename, mode=None, locking=None):
         """FileState of the store an external link points to (opened in
-        ``mode``, by default this file's; cached until this file closes).
-        KeyError if missing."""
+        ``mode``, by default this file's, reporting ``locking``, by default
+        this file's; cached until this file closes). KeyError if missing."""
         from .. import _core
 
         self.check()
         mode = mode or self.mode
+        locking = locking or self.locking
         path = resolve_location(self.abspath, filename)
-        if path == self.abspath and mode == self.mode:
+        if path == self.abspath and mode == self.mode and locking == self.locking:
             return self
         try:
             self.raw.check_link_target(path)
         except PermissionError as e:
             raise KeyError(f"Unable to open object (external link to {filename!r}: {e})") from None
-        st = self.externals.get((path, mode))
+        st = self.externals.get((path, mode, locking))
         if st is not None and st.valid:
             return st
         try:
@@ -190,7 +198,8 @@ class FileState:
                                allow_local_links=self.allow_local_links)
         except (OSError, ValueError, RuntimeError) as e:
             raise KeyError(f"Unable to open object (can't open file {filename!r}: {e})") from None
-        self.externals[(path, mode)] = st
+        st.locking = locking
+        self.externals[(path, mode, locking)] = st
         return st
 
 
@@ -426,6 +435,19 @@ class ObjectID:
         return public_h5t._type_object(t)
 
 
+class FileID(ObjectID):
+    """A file's id (its root group's) with h5py's ``FileID.get_access_plist``."""
+
+    __slots__ = ()
+
+    def get_access_plist(self):
+        """The file's access properties (``h5p.PropFAID``): the chunk cache
+        and file locking it was opened with."""
+        from ..h5p import PropFAID
+        self._fs.check()
+        return PropFAID(self._fs.chunk_cache, self._fs.locking)
+
+
 class DatasetID(ObjectID):
     """A dataset's id with HDF5's chunk queries and direct chunk read, as
     h5py's ``DatasetID`` has them (what kerchunk and other indexers use).
@@ -436,6 +458,18 @@ class DatasetID(ObjectID):
     Blosc frame), the chunk filtered again libhdf5's way."""
 
     __slots__ = ()
+
+    def get_access_plist(self):
+        """The dataset's access properties (``h5p.PropDAID``): the chunk
+        cache and prefixes it was made or opened with (h5py's keywords
+        ``rdcc_*``, ``virtual_prefix``, ``efile_prefix``, or ``dapl``),
+        else the file's chunk cache."""
+        from ..h5p import PropDAID
+        self._fs.check()
+        got = self._fs.dataset_access.get(self._oid)
+        if got is None:
+            return PropDAID(self._fs.chunk_cache)
+        return PropDAID(got.get_chunk_cache(), got.get_virtual_prefix(), got.get_efile_prefix())
 
     def get_create_plist(self):
         """The dataset's creation properties (``h5p.PropDCID``): layout,

@@ -89,8 +89,13 @@ class File(Group):
         track_order = default_track_order(track_order)
         if _core is None:
             raise ImportError("h5lake._core (the Rust extension) is not available: %s" % _core_error)
+        from ..h5p import locking_props, DEFAULT_CHUNK_CACHE
+        locking = locking_props(kwds.get('locking'))
+        chunk_cache = tuple(d if kwds.get(k) is None else t(kwds[k]) for k, d, t in zip(
+            ('rdcc_nslots', 'rdcc_nbytes', 'rdcc_w0'), DEFAULT_CHUNK_CACHE, (int, int, float)))
         if hasattr(name, 'read') and hasattr(name, 'seek'):
             fs = _fileobj_state(name, mode, track_order)
+            fs.chunk_cache, fs.locking = chunk_cache, locking
             _OPEN.add(fs)
             Group.__init__(self, fs, fs.raw.root_id, '/')
             return
@@ -99,6 +104,7 @@ class File(Group):
         name = os.fspath(name)
         if kwds.get('driver') == 'core' and not kwds.get('backing_store', True):
             fs = _memory_state(name, mode, track_order)
+            fs.chunk_cache, fs.locking = chunk_cache, locking
             _OPEN.add(fs)
             Group.__init__(self, fs, fs.raw.root_id, '/')
             return
@@ -144,6 +150,7 @@ class File(Group):
         # SWMR: a store's writes already reach its readers whole; a reader
         # sees what a writer flushed once it refreshes its datasets.
         fs.swmr = bool(kwds.get('swmr')) and mode == 'r'
+        fs.chunk_cache, fs.locking = chunk_cache, locking
         _OPEN.add(fs)
         Group.__init__(self, fs, raw.root_id, '/')
 
@@ -165,6 +172,12 @@ class File(Group):
     @property
     def file(self):
         return self
+
+    @property
+    def id(self):
+        """The file's id (h5py's ``FileID``): ``get_access_plist()``."""
+        from .base import FileID
+        return FileID(self._fs, self._oid)
 
     @property
     def filename(self):

@@ -42,6 +42,42 @@ def _clean_link(link):
     return dict(link)
 
 
+_ACCESS_KWDS = ('rdcc_nslots', 'rdcc_nbytes', 'rdcc_w0', 'virtual_prefix', 'efile_prefix', 'dapl')
+
+
+def _note_access(dset, kwds):
+    """Records the access list ``create_dataset``/``require_dataset``
+    keywords give ``dset`` (``dset.id.get_access_plist()`` answers it),
+    and returns ``dset``."""
+    if dset is None or not any(kwds.get(k) is not None for k in _ACCESS_KWDS):
+        return dset
+    from ..h5p import PropDAID
+    fs = dset._fs
+    dapl = kwds.get('dapl')
+    if dapl is not None:
+        if not isinstance(dapl, PropDAID):
+            raise TypeError("dapl must be a dataset access list (h5p.create(h5p.DATASET_ACCESS))")
+        got = PropDAID(dapl.get_chunk_cache(), dapl.get_virtual_prefix(), dapl.get_efile_prefix())
+    else:
+        got = PropDAID(fs.chunk_cache)
+    cache = list(got.get_chunk_cache())
+    for i, k in enumerate(('rdcc_nslots', 'rdcc_nbytes', 'rdcc_w0')):
+        if kwds.get(k) is not None:
+            cache[i] = kwds[k]
+    got.set_chunk_cache(*cache)
+    if kwds.get('virtual_prefix') is not None:
+        if getattr(dset, 'is_virtual', False):
+            # (Its sources are found under $HDF5_VDS_PREFIX; a prefix of
+            # the handle's own would be taken and not used.)
+            raise NotImplementedError("virtual_prefix= for a virtual dataset is not supported; "
+                                      "set HDF5_VDS_PREFIX instead")
+        got.set_virtual_prefix(kwds['virtual_prefix'])
+    if kwds.get('efile_prefix') is not None:
+        got.set_efile_prefix(kwds['efile_prefix'])
+    fs.dataset_access[dset._oid] = got
+    return dset
+
+
 def _make_object(fs, oid, name):
     from .dataset import Dataset
     from .datatype import Datatype
@@ -159,7 +195,7 @@ class Group(HLObject, MutableMappingHDF5):
     # ------------------------------------------------------------------
     # path resolution
     # ------------------------------------------------------------------
-    def _walk(self, path, follow_last=True, depth=0, elink_mode=None):
+    def _walk(self, path, follow_last=True, depth=0, elink_mode=None, elink_locking=None):
         """Resolve ``path`` from this group.
 
         Returns ``('obj', fs, oid, name)``; or, with ``follow_last=False``,
@@ -189,11 +225,12 @@ class Group(HLObject, MutableMappingHDF5):
                 raise KeyError("Unable to open object (component not found)") from None
             if last and not follow_last:
                 return ('link', fs, cur, part, link, curname)
-            fs, cur, curname = self._follow(fs, cur, curname, part, link, depth, elink_mode)
+            fs, cur, curname = self._follow(fs, cur, curname, part, link, depth, elink_mode,
+                                            elink_locking)
         return ('obj', fs, cur, curname)
 
     @staticmethod
-    def _follow(fs, gid, gname, part, link, depth, elink_mode=None):
+    def _follow(fs, gid, gname, part, link, depth, elink_mode=None, elink_locking=None):
         cls = link.get('class')
         childname = None if gname is None else posixpath.join(gname, part)
         if cls == 'H5L_TYPE_HARD':
@@ -203,16 +240,16 @@ class Group(HLObject, MutableMappingHDF5):
         if cls == 'H5L_TYPE_SOFT':
             try:
                 _, fs2, oid, _n = Group(fs, gid, gname)._walk(link['h5path'], True, depth + 1,
-                                                              elink_mode)
+                                                              elink_mode, elink_locking)
             except _TooManyLinks:
                 raise
             except KeyError:
                 raise KeyError("Unable to open object (component not found)") from None
             return fs2, oid, childname
         if cls == 'H5L_TYPE_EXTERNAL':
-            efs = fs.open_external(link['h5domain'], elink_mode)
+            efs = fs.open_external(link['h5domain'], elink_mode, elink_locking)
             _, fs2, oid, name = Group(efs, efs.root_id, '/')._walk(link['h5path'], True, depth + 1,
-                                                                   elink_mode)
+                                                                   elink_mode, elink_locking)
             return fs2, oid, name
         raise TypeError("Unknown link type")
 
@@ -375,9 +412,10 @@ class Group(HLObject, MutableMappingHDF5):
         src = table.arrow_source(data) if data is not None else None
         if src is not None:
             # A table (pyarrow, pandas, Polars, any Arrow stream): columnar.
-            return table.create_table(self, name, src, shape=shape, dtype=dtype, **kwds)
-        return self._create_planned(dataset.prepare_dset(shape=shape, dtype=dtype, data=data,
-                                                         **kwds), name)
+            return _note_access(table.create_table(self, name, src, shape=shape, dtype=dtype,
+                                                   **kwds), kwds)
+        return _note_access(self._create_planned(dataset.prepare_dset(
+            shape=shape, dtype=dtype, data=data, **kwds), name), kwds)
 
     def _create_planned(self, plan, name):
         """Makes the dataset ``plan`` describes at ``name`` (None: anonymous)."""
@@ -411,6 +449,10 @@ class Group(HLObject, MutableMappingHDF5):
         from .dataset import Dataset
         if name not in self:
             return self.create_dataset(name, *(shape, dtype), **kwds)
+        return _note_access(self._require_existing(name, shape, dtype, exact, kwds), kwds)
+
+    def _require_existing(self, name, shape, dtype, exact, kwds):
+        from .dataset import Dataset
         if isinstance(shape, int):
             shape = (shape,)
         dset = self[name]
@@ -482,8 +524,8 @@ class Group(HLObject, MutableMappingHDF5):
 
         ``elink_mode`` ('r' or 'r+'; default this file's) is the mode the
         stores external links lead to are opened in. ``elink_locking`` is
-        accepted and has no effect (stores have no file locks); SWMR
-        (``elink_swmr=True``) is not supported."""
+        the locking they report (``f.id.get_access_plist()``: stores have
+        no file locks); SWMR (``elink_swmr=True``) is not supported."""
         if elink_mode not in (None, 'r', 'r+'):
             raise ValueError("elink_mode must be 'r', 'r+' or None, not %r" % (elink_mode,))
         if elink_mode == 'r+' and self._fs.mode == 'r':
@@ -491,12 +533,13 @@ class Group(HLObject, MutableMappingHDF5):
                              "read-only")
         if elink_swmr:
             raise ValueError("SWMR is not supported: h5lake stores have no SWMR mode")
-        if elink_locking not in (None, True, False, 'true', 'false', 'best-effort'):
-            raise ValueError("Unsupported locking value: %r" % (elink_locking,))
+        from ..h5p import locking_props
+        locking = None if elink_locking is None else locking_props(elink_locking)
         if not (getclass or getlink):
-            if elink_mode is not None:
+            if elink_mode is not None or locking is not None:
                 try:
-                    _, fs, oid, oname = self._walk(name, elink_mode=elink_mode)
+                    _, fs, oid, oname = self._walk(name, elink_mode=elink_mode,
+                                                   elink_locking=locking)
                 except _TooManyLinks:
                     raise           # (a loop of links is h5py's RuntimeError, not absence)
                 except KeyError:
