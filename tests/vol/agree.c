@@ -259,6 +259,46 @@ static int exists(const char *path)
     return H5Fclose(f) < 0;
 }
 
+/* A compact dataset reports its layout, is allocated with its values, and
+ * is held to HDF5's 64 KiB. */
+static int compact(const char *path)
+{
+    hsize_t n = 10, big = 100000;
+    int vals[10] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_layout(dcpl, H5D_COMPACT);
+    hid_t s = H5Screate_simple(1, &n, NULL);
+    hid_t d = H5Dcreate2(f, "c", H5T_NATIVE_INT, s, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    if (d < 0 || H5Dwrite(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, vals) < 0)
+        return fail("compact write");
+    H5Dclose(d);
+    H5Fclose(f);
+    f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    d = H5Dopen2(f, "c", H5P_DEFAULT);
+    hid_t p = H5Dget_create_plist(d);
+    H5D_space_status_t status;
+    H5Dget_space_status(d, &status);
+    memset(vals, 0, sizeof vals);
+    H5Dread(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, vals);
+    printf("layout %d, status %d, storage %llu, last %d\n", (int)H5Pget_layout(p), (int)status,
+           (unsigned long long)H5Dget_storage_size(d), vals[9]);
+    H5Pclose(p);
+    H5Dclose(d);
+    H5Fclose(f);
+    f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    hid_t bs = H5Screate_simple(1, &big, NULL);
+    hid_t too = H5Dcreate2(f, "too big", H5T_NATIVE_INT, bs, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    printf("400 KB compact: %s, linked %d\n", too < 0 ? "refused" : "made",
+           (int)H5Lexists(f, "too big", H5P_DEFAULT));
+    if (too >= 0)
+        H5Dclose(too);
+    H5Sclose(bs);
+    H5Sclose(s);
+    H5Pclose(dcpl);
+    return H5Fclose(f) < 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3)
@@ -283,5 +323,7 @@ int main(int argc, char **argv)
         return type_left_open(path);
     if (!strcmp(what, "exists"))
         return exists(path);
+    if (!strcmp(what, "compact"))
+        return compact(path);
     return 2;
 }

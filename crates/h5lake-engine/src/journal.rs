@@ -1264,16 +1264,20 @@ struct CrossMove {
 
 /// The moves between groups among the pending documents' link changes.
 fn cross_moves(docs: &HashMap<String, PendingDoc>) -> Vec<CrossMove> {
-    let links = |v: &Value| v.get("links").and_then(Value::as_object).cloned();
     let mut removed: Vec<(&str, String, Value)> = Vec::new();
     for (id, d) in docs {
         let ours = d.doc.get("links").and_then(Value::as_object);
         let gone = |n: &str| ours.is_none_or(|m| !m.contains_key(n));
         match &d.base {
             Some(Base::Snapshot(_, b)) => {
-                for (n, v) in links(b).unwrap_or_default() {
-                    if gone(&n) {
-                        removed.push((id, n, v));
+                for (n, v) in b
+                    .get("links")
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flatten()
+                {
+                    if gone(n) {
+                        removed.push((id, n.clone(), v.clone()));
                     }
                 }
             }
@@ -1297,6 +1301,12 @@ fn cross_moves(docs: &HashMap<String, PendingDoc>) -> Vec<CrossMove> {
     for (k, (_, _, v)) in removed.iter().enumerate() {
         wanted.entry(key(v)).or_default().push(k);
     }
+    // (Most links made in a commit lead to new objects: told apart by
+    // their id alone, without writing each out.)
+    let hard_ids: HashSet<&str> = removed
+        .iter()
+        .filter_map(|(_, _, v)| v.get("id").and_then(Value::as_str))
+        .collect();
     let mut found: Vec<Option<(String, String)>> = vec![None; removed.len()];
     for (id, d) in docs {
         let Some(ours) = d.doc.get("links").and_then(Value::as_object) else {
@@ -1311,6 +1321,12 @@ fn cross_moves(docs: &HashMap<String, PendingDoc>) -> Vec<CrossMove> {
                 .any(|(s, m, h)| *s == "links" && m == n && h.is_none()),
         };
         for (n, v) in ours {
+            if v.get("id")
+                .and_then(Value::as_str)
+                .is_some_and(|i| !hard_ids.contains(i))
+            {
+                continue;
+            }
             let Some(ks) = wanted.get(&key(v)) else {
                 continue;
             };

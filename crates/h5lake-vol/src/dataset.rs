@@ -85,10 +85,15 @@ fn dcpl_json(api: &Api, dcpl: hid_t, type_id: hid_t, dt: &Datatype) -> Result<Va
     }
     // SAFETY: `dcpl` is the caller's property list.
     unsafe {
-        if f.H5Pget_layout(dcpl) == sys::H5D_layout_t_H5D_CHUNKED {
-            let mut dims = [0u64; 32];
-            let rank = check(f.H5Pget_chunk(dcpl, 32, dims.as_mut_ptr()), "H5Pget_chunk")?;
-            cp["layout"] = json!({"class": "H5D_CHUNKED", "dims": &dims[..rank as usize]});
+        match f.H5Pget_layout(dcpl) {
+            sys::H5D_layout_t_H5D_CHUNKED => {
+                let mut dims = [0u64; 32];
+                let rank = check(f.H5Pget_chunk(dcpl, 32, dims.as_mut_ptr()), "H5Pget_chunk")?;
+                cp["layout"] = json!({"class": "H5D_CHUNKED", "dims": &dims[..rank as usize]});
+            }
+            // (Stored as a contiguous dataset is; reported back as asked.)
+            sys::H5D_layout_t_H5D_COMPACT => cp["layout"] = json!({"class": "H5D_COMPACT"}),
+            _ => {}
         }
         let n = check(f.H5Pget_nfilters(dcpl), "H5Pget_nfilters")?;
         let mut filters = Vec::new();
@@ -179,6 +184,35 @@ fn dcpl_json(api: &Api, dcpl: hid_t, type_id: hid_t, dt: &Datatype) -> Result<Va
         }
     }
     Ok(cp)
+}
+
+/// Whether the dataset was made compact (stored as a contiguous one is).
+fn is_compact(o: &Obj, m: &h5lake_engine::DatasetMeta) -> Result<bool> {
+    Ok(!m.chunked
+        && o.dom
+            .get_doc(&m.id)?
+            .pointer("/creationProperties/layout/class")
+            == Some(&json!("H5D_COMPACT")))
+}
+
+/// HDF5 keeps a compact dataset's values in its object header, whose
+/// messages hold at most 64 KiB: a bigger one is refused as HDF5 refuses it.
+fn compact_fits(space: &Value, type_size: usize) -> Result<()> {
+    const MAX_COMPACT_BYTES: u64 = 65532;
+    let elements: u64 = match space.get("class").and_then(Value::as_str) {
+        Some("H5S_NULL") => 0,
+        Some("H5S_SCALAR") => 1,
+        _ => space
+            .get("dims")
+            .and_then(Value::as_array)
+            .map_or(0, |d| d.iter().filter_map(Value::as_u64).product()),
+    };
+    if elements.saturating_mul(type_size as u64) > MAX_COMPACT_BYTES {
+        return Err(VolError::Invalid(
+            "compact dataset size is bigger than header message maximum size".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// With the connector set to `layout=columnar` (see [`crate::info`]):
@@ -327,6 +361,9 @@ pub unsafe extern "C" fn create(
         let create = || -> Result<String> {
             let space = space_json(api, space_id)?;
             let mut cp = dcpl_json(api, dcpl, type_id, &dt)?;
+            if cp.pointer("/layout/class") == Some(&json!("H5D_COMPACT")) {
+                compact_fits(&space, api.f.H5Tget_size(type_id))?;
+            }
             if let Some(m) = &mappings {
                 cp["h5lake"] = json!({ "virtual": m });
             } else if layout == crate::info::Layout::Columnar {
@@ -775,7 +812,7 @@ pub unsafe extern "C" fn get(
                 // Chunks never written are not allocated, as in HDF5; the
                 // values of a dataset linked to a file or virtual dataset
                 // are where they are.
-                let status = if m.link.is_some() || m.virtual_map.is_some() {
+                let status = if m.link.is_some() || m.virtual_map.is_some() || is_compact(o, &m)? {
                     sys::H5D_space_status_t_H5D_SPACE_STATUS_ALLOCATED
                 } else {
                     let stored = o.dom.stored_chunks(dataset_id(o)?)?.len() as u64;
@@ -794,6 +831,11 @@ pub unsafe extern "C" fn get(
                     }
                 };
                 *a.args.get_space_status.status = status
+            }
+            sys::H5VL_dataset_get_t_H5VL_DATASET_GET_STORAGE_SIZE if is_compact(o, &m)? => {
+                // A compact dataset's values are allocated with it.
+                *a.args.get_storage_size.storage_size =
+                    m.dims.iter().product::<u64>() * m.dtype.fixed_size().unwrap_or(0) as u64;
             }
             sys::H5VL_dataset_get_t_H5VL_DATASET_GET_STORAGE_SIZE => {
                 // The bytes of the dataset's chunk objects, as h5lake's
@@ -877,6 +919,14 @@ fn dcpl_of(
             for flt in applied {
                 set_filter(api, dcpl, flt, es, chunk_bytes)?;
             }
+        }
+        if !m.chunked
+            && doc.pointer("/creationProperties/layout/class") == Some(&json!("H5D_COMPACT"))
+        {
+            check(
+                f.H5Pset_layout(dcpl, sys::H5D_layout_t_H5D_COMPACT),
+                "H5Pset_layout",
+            )?;
         }
         let tracked = doc.pointer("/creationProperties/trackTimes") == Some(&Value::Bool(true));
         check(
