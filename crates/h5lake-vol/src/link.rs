@@ -543,7 +543,16 @@ pub unsafe extern "C" fn object_get(
             }
             sys::H5VL_object_get_t_H5VL_OBJECT_GET_NAME => {
                 let mut path = path_of(o, loc)?;
-                if path.is_empty() {
+                let by_self = (*loc).type_ == sys::H5VL_loc_type_t_H5VL_OBJECT_BY_SELF;
+                // An open object's path goes stale when a link on it is
+                // moved (H5Lmove of its group): HDF5 names it where it is.
+                let stale = by_self
+                    && !path.is_empty()
+                    && crate::objects::resolve(&o.dom, o.dom.root_id(), &path)
+                        .ok()
+                        .as_deref()
+                        != Some(o.id());
+                if path.is_empty() || stale {
                     path = find_path(o, &locate(o, loc)?)?;
                 }
                 let n = &mut a.args.get_name;
