@@ -299,6 +299,38 @@ static int compact(const char *path)
     return H5Fclose(f) < 0;
 }
 
+/* Variable-length sequences read and written through another base type. */
+static int vlen_convert(const char *path)
+{
+    hsize_t n = 2;
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t s = H5Screate_simple(1, &n, NULL);
+    hid_t vi = H5Tvlen_create(H5T_STD_I32LE), vd = H5Tvlen_create(H5T_NATIVE_DOUBLE);
+    hid_t d = H5Dcreate2(f, "v", vi, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    double a[3] = {1.0, -2.0, 3.0}, b[1] = {40.0};
+    hvl_t w[2] = {{3, a}, {1, b}}, r[2];
+    if (H5Dwrite(d, vd, H5S_ALL, H5S_ALL, H5P_DEFAULT, w) < 0)
+        return fail("write doubles into int32 sequences");
+    hid_t vs = H5Tvlen_create(H5T_NATIVE_SHORT);
+    short *p0;
+    if (H5Dread(d, vd, H5S_ALL, H5S_ALL, H5P_DEFAULT, r) < 0)
+        return fail("read as doubles");
+    printf("as double: %zu %g %g | %zu %g\n", r[0].len, ((double *)r[0].p)[1],
+           ((double *)r[0].p)[2], r[1].len, ((double *)r[1].p)[0]);
+    H5Treclaim(vd, s, H5P_DEFAULT, r);
+    if (H5Dread(d, vs, H5S_ALL, H5S_ALL, H5P_DEFAULT, r) < 0)
+        return fail("read as shorts");
+    p0 = r[0].p;
+    printf("as short: %d %d %d\n", p0[0], p0[1], p0[2]);
+    H5Treclaim(vs, s, H5P_DEFAULT, r);
+    H5Tclose(vs);
+    H5Tclose(vd);
+    H5Tclose(vi);
+    H5Dclose(d);
+    H5Sclose(s);
+    return H5Fclose(f) < 0;
+}
+
 /* An open group is named where it is after it was moved. */
 static int renamed_open(const char *path)
 {
@@ -347,5 +379,7 @@ int main(int argc, char **argv)
         return compact(path);
     if (!strcmp(what, "renamed-open"))
         return renamed_open(path);
+    if (!strcmp(what, "vlen-convert"))
+        return vlen_convert(path);
     return 2;
 }

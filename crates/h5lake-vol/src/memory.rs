@@ -747,7 +747,15 @@ impl VarMem {
             other => other.is_top_level_vlen(),
         };
         Ok(if simple {
-            VarMem::Simple(VlenMem::of(api, dt, mem_type)?)
+            match VlenMem::of(api, dt, mem_type) {
+                Ok(v) => VarMem::Simple(v),
+                // A sequence read as one of another base type (int32 as
+                // double): element by element, converted as HDF5 converts.
+                Err(e) if matches!(dt, Datatype::Vlen { .. }) => {
+                    VarMem::Records(RecordMem::of(api, dt, mem_type).map_err(|_| e)?)
+                }
+                Err(e) => return Err(e),
+            }
         } else {
             VarMem::Records(RecordMem::of(api, dt, mem_type)?)
         })
