@@ -242,7 +242,7 @@ static int type_left_open(const char *path)
     return 0;
 }
 
-/* H5Lexists: only the last name may be missing. */
+/* H5Lexists, H5Oexists_by_name: only the last name may be missing. */
 static int exists(const char *path)
 {
     hsize_t n = 1;
@@ -250,9 +250,12 @@ static int exists(const char *path)
     hid_t g = H5Gcreate2(f, "g", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     hid_t s = H5Screate_simple(1, &n, NULL);
     hid_t d = H5Dcreate2(f, "d", H5T_NATIVE_INT, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    const char *names[] = {"g", "g/x", "x", "nope/x", "d/x", "g/../g"};
+    H5Lcreate_soft("/nowhere", f, "dangling", H5P_DEFAULT, H5P_DEFAULT);
+    H5Lcreate_soft("/g", f, "soft", H5P_DEFAULT, H5P_DEFAULT);
+    const char *names[] = {"g", "g/x", "x", "nope/x", "d/x", "g/../g", "dangling", "soft"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-        printf("%s: %d\n", names[i], (int)H5Lexists(f, names[i], H5P_DEFAULT));
+        printf("%s: link %d, object %d\n", names[i], (int)H5Lexists(f, names[i], H5P_DEFAULT),
+               (int)H5Oexists_by_name(f, names[i], H5P_DEFAULT));
     H5Dclose(d);
     H5Sclose(s);
     H5Gclose(g);

@@ -648,6 +648,25 @@ pub unsafe extern "C" fn object_specific(
         let o = Obj::from_ptr(obj)?;
         let a = &mut *args;
         match a.op_type {
+            sys::H5VL_object_specific_t_H5VL_OBJECT_EXISTS
+                if (*loc).type_ == sys::H5VL_loc_type_t_H5VL_OBJECT_BY_NAME =>
+            {
+                // As HDF5: a missing group on the way fails; a missing last
+                // link, or one that leads nowhere (a dangling soft link),
+                // is false.
+                let (dom, g, last) =
+                    crate::objects::parent_and_name(o, (*loc).loc_data.loc_by_name.name)?;
+                *a.args.exists.exists = match dom.link_get(&g, &last) {
+                    Ok(_) => match crate::objects::locate_in(o, loc) {
+                        Ok(_) => true,
+                        Err(VolError::NotFound(_))
+                        | Err(VolError::Engine(h5lake_engine::EngineError::NotFound(_))) => false,
+                        Err(e) => return Err(e),
+                    },
+                    Err(h5lake_engine::EngineError::NotFound(_)) => false,
+                    Err(e) => return Err(e.into()),
+                };
+            }
             sys::H5VL_object_specific_t_H5VL_OBJECT_EXISTS => {
                 *a.args.exists.exists = match crate::objects::locate_in(o, loc) {
                     Ok(_) => true,
