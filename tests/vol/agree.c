@@ -334,6 +334,46 @@ static int vlen_convert(const char *path)
     return H5Fclose(f) < 0;
 }
 
+static herr_t print_link(hid_t g, const char *name, const H5L_info2_t *info, void *data)
+{
+    (void)g;
+    (void)info;
+    (void)data;
+    printf(" %s", name);
+    return 0;
+}
+
+/* The creation-order index: only of groups that track creation order. */
+static int crt_order(const char *path)
+{
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t gcpl = H5Pcreate(H5P_GROUP_CREATE);
+    H5Pset_link_creation_order(gcpl, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED);
+    hid_t groups[2] = {H5Gcreate2(f, "plain", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                       H5Gcreate2(f, "tracked", H5P_DEFAULT, gcpl, H5P_DEFAULT)};
+    for (int k = 0; k < 2; k++) {
+        const char *made[3] = {"c", "a", "b"};
+        for (int i = 0; i < 3; i++)
+            H5Gclose(H5Gcreate2(groups[k], made[i], H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+        hsize_t idx = 0;
+        printf("%s: iterate", k ? "tracked" : "plain");
+        herr_t e = H5Literate2(groups[k], H5_INDEX_CRT_ORDER, H5_ITER_INC, &idx, print_link, NULL);
+        printf(" -> %d; visit", (int)e);
+        e = H5Lvisit2(groups[k], H5_INDEX_CRT_ORDER, H5_ITER_INC, print_link, NULL);
+        char name[16] = "";
+        ssize_t got = H5Lget_name_by_idx(groups[k], ".", H5_INDEX_CRT_ORDER, H5_ITER_INC, 0, name,
+                                          sizeof name, H5P_DEFAULT);
+        H5L_info2_t info;
+        H5Lget_info2(groups[k], "a", &info, H5P_DEFAULT);
+        printf(" -> %d; first by order %d %s; corder of a %d/%lld\n", (int)e, (int)got,
+               got < 0 ? "-" : name, (int)info.corder_valid,
+               info.corder_valid ? (long long)info.corder : 0LL);
+        H5Gclose(groups[k]);
+    }
+    H5Pclose(gcpl);
+    return H5Fclose(f) < 0;
+}
+
 /* An open group is named where it is after it was moved. */
 static int renamed_open(const char *path)
 {
@@ -384,5 +424,7 @@ int main(int argc, char **argv)
         return renamed_open(path);
     if (!strcmp(what, "vlen-convert"))
         return vlen_convert(path);
+    if (!strcmp(what, "crt-order"))
+        return crt_order(path);
     return 2;
 }

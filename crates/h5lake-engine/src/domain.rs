@@ -808,6 +808,15 @@ impl Domain {
         Ok((*self.doc_versioned(id)?.1).clone())
     }
 
+    /// Whether an object keeps its links and attributes in creation order
+    /// (h5py's `track_order`), read without copying its document.
+    ///
+    /// # Errors
+    /// [`EngineError::NotFound`] for unknown ids.
+    pub fn tracks_creation_order(&self, id: &str) -> Result<bool> {
+        Ok(keeps_creation_order(&self.doc_versioned(id)?.1))
+    }
+
     /// The document with the version it was read at, from the cache when
     /// the store confirms that version is current.
     fn doc_versioned(&self, id: &str) -> Result<(Version, Arc<Value>)> {

@@ -37,11 +37,13 @@ fn pack_external(file: &str, path: &str) -> Vec<u8> {
 /// every name as UTF-8 and records no other, so a name in plain ASCII is
 /// reported ASCII (what HDF5 reports for names created the default way,
 /// and what h5py asks for them), any other UTF-8.
-fn link_info(name: &str, link: &Value, corder: i64) -> Result<sys::H5L_info2_t> {
+/// A link's info; `corder` is its creation-order number where its group
+/// tracks creation order (HDF5 has none otherwise).
+fn link_info(name: &str, link: &Value, corder: Option<i64>) -> Result<sys::H5L_info2_t> {
     let mut info = sys::H5L_info2_t {
         type_: sys::H5L_type_t_H5L_TYPE_HARD,
-        corder_valid: true,
-        corder,
+        corder_valid: corder.is_some(),
+        corder: corder.unwrap_or(0),
         cset: if name.is_ascii() {
             sys::H5T_cset_t_H5T_CSET_ASCII
         } else {
@@ -65,12 +67,16 @@ fn link_info(name: &str, link: &Value, corder: i64) -> Result<sys::H5L_info2_t> 
 }
 
 /// The creation-order index of link `name` of `group`.
-fn corder_of(dom: &h5lake_engine::Domain, group: &str, name: &str) -> Result<i64> {
-    Ok(dom
-        .link_names(group)?
-        .iter()
-        .position(|n| n == name)
-        .unwrap_or(0) as i64)
+fn corder_of(dom: &h5lake_engine::Domain, group: &str, name: &str) -> Result<Option<i64>> {
+    if !crate::objects::order::tracked(dom, group) {
+        return Ok(None);
+    }
+    Ok(Some(
+        dom.link_names(group)?
+            .iter()
+            .position(|n| n == name)
+            .unwrap_or(0) as i64,
+    ))
 }
 
 /// A link found by location: its store, group, name and document.
@@ -262,6 +268,10 @@ unsafe fn iterate(
     counter: &mut u64,
 ) -> Result<sys::herr_t> {
     let Some(op) = it.op else { return Ok(0) };
+    let tracked = crate::objects::order::tracked(&o.dom, group);
+    if !it.recursive && !tracked {
+        crate::objects::needs_order_index(it.idx_type)?;
+    }
     let links = ordered_links(&o.dom, group, it.idx_type, it.order)?;
     let created = o.dom.link_names(group)?;
     let corders: std::collections::HashMap<&str, usize> = created
@@ -271,7 +281,7 @@ unsafe fn iterate(
         .collect();
     for (k, (name, link)) in links.iter().enumerate().skip(skip) {
         let corder = corders.get(name.as_str()).copied().unwrap_or(k) as i64;
-        let info = link_info(name, link, corder)?;
+        let info = link_info(name, link, tracked.then_some(corder))?;
         let full = if prefix.is_empty() {
             name.clone()
         } else {

@@ -189,11 +189,7 @@ pub mod order {
 
     /// Whether an object's document tracks creation order.
     pub fn tracked(dom: &Domain, id: &str) -> bool {
-        dom.get_doc(id).ok().is_some_and(|d| {
-            let cp = &d["creationProperties"];
-            cp.get("CreateOrder")
-                .is_some_and(|v| v.as_i64() == Some(1) || v.as_bool() == Some(true))
-        })
+        dom.tracks_creation_order(id).unwrap_or(false)
     }
 
     /// Sets tracking on a creation property list the connector hands out.
@@ -417,13 +413,26 @@ pub fn ordered_links(
     order: sys::H5_iter_order_t,
 ) -> Result<Vec<(String, Value)>> {
     let mut links = dom.links(group)?;
-    if idx_type == sys::H5_index_t_H5_INDEX_NAME {
+    // (A group that does not track creation order has only the name
+    // index: a visit asking for the other walks that one, as in HDF5.)
+    if idx_type == sys::H5_index_t_H5_INDEX_NAME || !order::tracked(dom, group) {
         links.sort_by(|a, b| a.0.cmp(&b.0));
     }
     if order == sys::H5_iter_order_t_H5_ITER_DEC {
         links.reverse();
     }
     Ok(links)
+}
+
+/// Refuses the creation-order index of a group that does not track
+/// creation order, as HDF5 does (it has no such index).
+pub fn needs_order_index(idx_type: sys::H5_index_t) -> Result<()> {
+    if idx_type == sys::H5_index_t_H5_INDEX_CRT_ORDER {
+        return Err(VolError::Invalid(
+            "creation order not tracked for links in group".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// The n-th link of a group in an index's order.
@@ -434,6 +443,9 @@ pub fn nth_link(
     order: sys::H5_iter_order_t,
     n: u64,
 ) -> Result<(String, Value)> {
+    if !order::tracked(dom, group) {
+        needs_order_index(idx_type)?;
+    }
     ordered_links(dom, group, idx_type, order)?
         .into_iter()
         .nth(n as usize)
