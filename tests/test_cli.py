@@ -171,7 +171,7 @@ def test_ls_inner_path_and_verbose(capsys, rich):
         "d  Dataset {10/Inf, 20}",
         "    Type:       <i8 (64-bit little-endian integer)",
         "    Chunks:     {4, 4} 128 bytes",
-        "    Filters:    gzip (4), shuffle",
+        "    Filters:    shuffle, gzip (4)",
         "    Fill value: -1",
         "    Attribute:  units = 'm'",
         "e  External Link {other.h5l//x}",
@@ -321,6 +321,23 @@ def test_diff_tolerances_keep_64_bit_integers_exact(capsys, tmp_path):
         assert code == 1 and len(lines) == 4, (tol, lines)
     code, lines = run(capsys, "diff", "--atol", "100", a, b)[:2]
     assert (code, [line.split(":")[0] for line in lines]) == (1, ["dataset /mixed"])
+
+
+def test_diff_refuses_tolerances_that_are_not_finite_or_are_negative(capsys, tmp_path):
+    """From an audit: with --rtol nan (or --atol nan) integers 0 and 255
+    compared equal, exit 0."""
+    for name, v in (("a", 0), ("b", 255)):
+        with h5lake.File(str(tmp_path / f"{name}.h5l"), "w") as f:
+            f["x"] = np.array([v], "u1")
+            f.attrs["n"] = np.int64(2**62 + (v > 0))
+    a, b = tmp_path / "a.h5l", tmp_path / "b.h5l"
+    for flag, value in (("--rtol", "nan"), ("--atol", "nan"), ("--atol", "-1"), ("--atol", "inf"),
+                        ("--rtol", "-inf")):
+        rc, out, err = run(capsys, "diff", f"{flag}={value}", a, b)
+        assert rc == 2 and out == [] and "finite" in err, (flag, value, rc, err)
+    with pytest.raises(ValueError, match="finite"):
+        h5lake.diff(str(a), str(b), rtol=float("nan"))
+    assert run(capsys, "diff", "--atol", "1", a, b)[0] == 1
 
 
 def test_integer_tolerances_of_mixed_signedness_and_scalars():
@@ -533,6 +550,23 @@ def test_rm_refuses_a_non_empty_group_without_r(capsys, rich):
     assert "g" in members(rich)
     assert run(capsys, "rm", "-r", rich / "g")[0] == 0
     assert members(rich) == ["empty", "scalar", "t"]
+
+
+def test_rm_refuses_dot_and_dotdot(capsys, rich):
+    """From an audit: `rm -r STORE/g/..` and `rm -r STORE/.` removed the
+    whole store (the path normalised to it)."""
+    for path in (f"{rich}/g/..", f"{rich}/.", f"{rich}/g/../", f"{rich}/.."):
+        rc, _out, err = run(capsys, "rm", "-r", path)
+        assert rc == 2 and "'.' or '..'" in err, (path, err)
+    assert members(rich) == ["empty", "g", "scalar", "t"]
+
+
+def test_rm_of_several_paths_tries_each_and_names_each_failure(capsys, rich):
+    """From an audit: with the second of three paths missing, the first
+    was removed, the third never tried, and only the missing one named."""
+    rc, _out, err = run(capsys, "rm", rich / "empty", rich / "nope", rich / "scalar")
+    assert rc == 2 and "nope" in err and "1 of 3 paths were not removed" in err, err
+    assert members(rich) == ["g", "t"]
 
 
 def test_rm_refuses_what_is_not_a_store(capsys, rich, tmp_path):

@@ -100,9 +100,21 @@ def _diff(args):
 
 
 def _rm(args):
+    # As rm(1): every path is tried, and each that could not be removed is
+    # named (a failure part way through no longer hides what was done).
+    failed = 0
     for path in args.paths:
-        h5lake.rm(path, recursive=args.recursive)
-    return 0
+        try:
+            h5lake.rm(path, recursive=args.recursive)
+        except _ERRORS as error:
+            if os.environ.get("H5LAKE_DEBUG") == "1":
+                raise
+            print(f"h5lake rm: error: {_message(error)}", file=sys.stderr)
+            failed += 1
+    if failed and len(args.paths) > 1:
+        print(f"h5lake rm: {failed} of {len(args.paths)} paths were not removed",
+              file=sys.stderr)
+    return 2 if failed else 0
 
 
 def _cp(args):

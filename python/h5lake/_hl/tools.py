@@ -280,15 +280,31 @@ def _object_text(obj):
     return "Type"
 
 
+_BITSHUFFLE_CODECS = {0: None, 2: "lz4", 3: "zstd"}
+
+
 def _filters_text(dset):
+    """Every filter of the dataset's pipeline, in order, with what sets it
+    apart (level, scale-offset factor, inner codec): scale-offset, for one,
+    drops precision and must not read as "none"."""
+    entries = ((dset._doc.get("creationProperties") or {}).get("filters")) or []
     parts = []
-    if dset.compression is not None:
-        opts = dset.compression_opts
-        parts.append(dset.compression if opts is None else f"{dset.compression} ({opts})")
-    if dset.shuffle:
-        parts.append("shuffle")
-    if dset.fletcher32:
-        parts.append("fletcher32")
+    for e in entries:
+        if not isinstance(e, dict):
+            parts.append(str(e))
+            continue
+        name = e.get("name") or str(e.get("class", "")).replace("H5Z_FILTER_", "").lower() \
+            or f"filter {e.get('id')}"
+        detail = None
+        if "level" in e and name not in ("shuffle", "fletcher32"):
+            detail = e["level"]
+        elif "scaleOffset" in e:
+            detail = e["scaleOffset"]
+        elif name == "bitshuffle":
+            detail = _BITSHUFFLE_CODECS.get(e.get("compression"), e.get("compression"))
+        elif e.get("compressor"):
+            detail = e["compressor"]
+        parts.append(name if detail is None else f"{name} ({detail})")
     return ", ".join(parts) or "none"
 
 
@@ -937,6 +953,18 @@ def _not_compared(gaps, top, side):
     return lines
 
 
+def _tolerance(name, value):
+    """A tolerance as a float, refused unless finite and not negative (NaN
+    made every difference of integers compare as close)."""
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, not {value!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be a finite number >= 0, not {value}")
+    return value
+
+
 def diff(a, b, *, rtol=0.0, atol=0.0, verbose=False):
     """Differences between ``a`` and ``b`` as lines (empty when equal).
 
@@ -950,6 +978,7 @@ def diff(a, b, *, rtol=0.0, atol=0.0, verbose=False):
     file is never taken as equal: each such object is a difference line
     saying it was not compared.
     """
+    rtol, atol = _tolerance("rtol", rtol), _tolerance("atol", atol)
     with contextlib.ExitStack() as stack:
         (obj_a, gaps_a), (obj_b, gaps_b) = _diff_side(a, stack), _diff_side(b, stack)
         differ = _Differ(rtol, atol, verbose)
@@ -965,7 +994,11 @@ def diff(a, b, *, rtol=0.0, atol=0.0, verbose=False):
 def rm(path, *, recursive=False):
     """Remove a whole store (directory), or the link ``store/inner/path``
     (like ``del f[path]``).  A whole store, or a non-empty group, needs
-    ``recursive=True``."""
+    ``recursive=True``.  A path ending in ``.`` or ``..`` is refused, as
+    rm(1) refuses it (``store/group/..`` would name the whole store)."""
+    last = os.fspath(path).rstrip("/").rsplit("/", 1)[-1]
+    if last in (".", ".."):
+        raise ValueError(f"{path}: refusing to remove '.' or '..'; name what to remove")
     root, inner = split_path(path)
     if not inner:
         # A store is removed with its contents, like a non-empty group:
