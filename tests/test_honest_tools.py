@@ -192,3 +192,66 @@ def test_an_external_link_into_a_partly_readable_file_says_so(files, tmp_path):
         f["ext"] = h5lake.ExternalLink(str(a), "/")
         with pytest.warns(RuntimeWarning, match="/t"):
             assert "k" in f["ext"]
+
+
+# ---- from an audit of the command line (2026-12-07) ---------------------------
+
+def test_get_refuses_to_write_over_the_file_a_linked_store_reads(tmp_path, capsys):
+    """`get -f store.h5l src.h5` of a store loaded with --link wrote over
+    src.h5 (exit 0), and the store could no longer be read."""
+    src = tmp_path / "src.h5"
+    with h5py.File(src, "w") as f:
+        f.create_dataset("x", data=np.arange(100), chunks=(10,))
+    store = tmp_path / "s.h5l"
+    h5lake.load(src, store, link=True)
+    before = src.read_bytes()
+    rc, _, err = run(capsys, "get", "-f", store, src)
+    assert rc == 2 and "reads" in err, err
+    assert src.read_bytes() == before
+    with h5lake.File(store, "r") as f:
+        assert list(f["x"][:3]) == [0, 1, 2]
+    assert run(capsys, "get", store, tmp_path / "elsewhere.h5")[0] == 0
+
+
+def test_get_of_a_store_whose_objects_are_gone_is_an_error_not_a_panic(tmp_path, capsys):
+    import shutil
+    store = tmp_path / "s.h5l"
+    with h5lake.File(store, "w") as f:
+        f["x"] = np.arange(3)
+    shutil.rmtree(store / "db")
+    rc, _, err = run(capsys, "get", store, tmp_path / "out.h5")
+    assert rc == 2 and "panicked" not in err and "missing" in err, err
+
+
+def test_a_codec_h5lake_lacks_inside_blosc_leaves_out_that_dataset_only(tmp_path, capsys):
+    """PyTables' default Blosc (blosclz inside) made the whole file
+    unusable: load, ls, info and diff of its other datasets failed."""
+    tables = pytest.importorskip("tables")
+    src = tmp_path / "pt.h5"
+    with tables.open_file(str(src), "w") as h:
+        h.create_carray("/", "carr", obj=np.ones((100, 100)),
+                        filters=tables.Filters(complevel=5, complib="blosc"))
+        h.create_array("/", "plain", np.arange(3))
+    store = tmp_path / "pt.h5l"
+    rc, _, err = run(capsys, "load", src, store)
+    assert rc == cli.EXIT_INCOMPLETE and "/carr" in err and "blosclz" in err, err
+    rc, _, err = run(capsys, "load", "-f", "--skip-unsupported", src, store)
+    assert rc == 0, err
+    with h5lake.File(store, "r") as f:
+        assert sorted(f) == ["plain"] and list(f["plain"][...]) == [0, 1, 2]
+    rc, out, _ = run(capsys, "ls", src)
+    assert rc == 0 and any(line.startswith("carr") for line in out), out
+    assert h5lake.diff(f"{src}/plain", f"{src}/plain") == []
+    assert any("carr" in line and "not compared" in line for line in h5lake.diff(src, src))
+
+
+def test_diff_names_a_dataset_it_cannot_read_and_compares_the_rest(tmp_path, capsys):
+    """An array of variable-length strings stopped the whole diff (exit 2)."""
+    for name, v in (("a", 1), ("b", 2)):
+        with h5py.File(tmp_path / f"{name}.h5", "w") as f:
+            f.create_dataset("arr", (3,), dtype=np.dtype((h5py.string_dtype(), (2,))))
+            f["plain"] = np.arange(3) * v
+    rc, out, _ = run(capsys, "diff", tmp_path / "a.h5", tmp_path / "b.h5")
+    assert rc == 1, out
+    assert any(line.startswith("dataset /arr: not compared") for line in out), out
+    assert any(line.startswith("dataset /plain: 2 differences") for line in out), out

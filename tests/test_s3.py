@@ -97,6 +97,18 @@ def test_no_credentials_says_what_to_set(s3_root, monkeypatch):
         h5lake.File(f"{s3_root}/x.h5", "a")
 
 
+@pytest.mark.parametrize("endpoint", ["127.0.0.1:9000", "s3.amazonaws.com", "http://",
+                                      "http://127.0.0.1:99999", "http://a b"])
+def test_a_malformed_endpoint_is_an_error_that_names_it(s3_root, monkeypatch, endpoint):
+    """From an audit: an endpoint without a scheme, or with a bad port,
+    raised a Rust panic (PanicException, which `except Exception` does not
+    catch) instead of an error."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+    monkeypatch.delenv("AWS_ENDPOINT_URL_S3", raising=False)
+    with pytest.raises(OSError, match="AWS_ENDPOINT_URL"):
+        h5lake.File(f"{s3_root}/x.h5", "r")
+
+
 def test_chunked_reads_and_writes_many_chunks(s3_root):
     # Hundreds of chunks: the batched fetch path, partial chunk updates and
     # compression, compared with numpy.

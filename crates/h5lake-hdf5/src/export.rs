@@ -132,7 +132,7 @@ pub fn get(src: &Path, dest: &Path, opts: &GetOptions) -> Result<GetReport> {
             ),
         )));
     }
-    let report = Exporter::new(&dom, opts).run(&tmp.path)?;
+    let report = Exporter::new(&dom, opts).run(&tmp.path, dest)?;
     std::fs::rename(&tmp.path, dest)?;
     tmp.keep();
     Ok(report)
@@ -446,13 +446,24 @@ impl<'a> Exporter<'a> {
         }
     }
 
-    fn run(mut self, path: &Path) -> Result<GetReport> {
+    fn run(mut self, path: &Path, dest: &Path) -> Result<GetReport> {
         self.dest_dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let root = self.dom.root_id().to_string();
         self.scan(&root, "/")?;
+        self.refuse_own_source(dest)?;
         self.pb.set_length(self.total_bytes);
 
-        let root_doc = self.objects[&root].doc.clone();
+        // (A store whose objects are gone, its root group's document with
+        // them, has nothing to export: said, not a panic.)
+        let root_doc = match self.objects.get(&root) {
+            Some(p) => p.doc.clone(),
+            None => {
+                return Err(EngineError::NotFound(format!(
+                    "the store's root group {root} is missing: the store is damaged"
+                ))
+                .into())
+            }
+        };
         let track = tracks_order(&root_doc);
         let fcpl = plist(h5p::H5P_CLS_FILE_CREATE)?;
         if track {
@@ -512,6 +523,53 @@ impl<'a> Exporter<'a> {
     /// Reads the document of every reachable object, depth first in link
     /// order, noting where each is first reached and how many bytes of data
     /// there are.
+    /// Refuses to write over an HDF5 file the store's datasets read their
+    /// values from (`load --link`, or a virtual dataset's source): replaced,
+    /// it would leave the store unreadable ("the linked file changed").
+    fn refuse_own_source(&self, dest: &Path) -> Result<()> {
+        let Ok(dest) = std::fs::canonicalize(dest) else {
+            return Ok(());
+        };
+        let base = self.dest_dir.clone();
+        let store_dir = std::path::PathBuf::from(self.dom.location());
+        let names = |doc: &Value| -> Vec<String> {
+            let cp = &doc["creationProperties"];
+            let mut out: Vec<String> = cp
+                .pointer("/layout/file_uri")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .into_iter()
+                .collect();
+            if let Some(maps) = cp.pointer("/h5lake/virtual").and_then(Value::as_array) {
+                out.extend(maps.iter().filter_map(|m| m.get("file")?.as_str().map(str::to_string)));
+            }
+            out
+        };
+        for planned in self.objects.values() {
+            for name in names(&planned.doc) {
+                let p = Path::new(&name);
+                let candidates = if p.is_absolute() {
+                    vec![p.to_path_buf()]
+                } else {
+                    let beside = store_dir.parent().map(|d| d.join(p));
+                    [beside, Some(base.join(p))].into_iter().flatten().collect()
+                };
+                if candidates
+                    .iter()
+                    .any(|c| std::fs::canonicalize(c).is_ok_and(|c| c == dest))
+                {
+                    return Err(Hdf5Error::DestinationExists(format!(
+                        "{} holds values the store reads (linked with load --link, or a \
+                         virtual dataset's source): writing over it would leave the store \
+                         unreadable; write to another file",
+                        dest.display()
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn scan(&mut self, id: &str, path: &str) -> Result<()> {
         if self.objects.contains_key(id) {
             return Ok(());

@@ -1198,8 +1198,23 @@ impl Loader<'_> {
                 Vec::new() // a contiguous compound stored columnar: copied by rows
             };
             let masked = chunks.iter().any(|c| c.filter_mask != 0);
+            // A codec h5lake lacks inside a Blosc frame (blosclz, PyTables'
+            // default): this dataset is named as not carried, the file's
+            // others are (it failed the whole file).
+            if !masked {
+                match check_decodable(&self.src, &pipeline, &chunks, &chunk, es, path) {
+                    Ok(()) => {}
+                    Err(Hdf5Error::Unsupported(why)) => {
+                        self.report.skipped.push(crate::Skipped::object(
+                            path,
+                            format!("its filters are not supported ({why})"),
+                        ));
+                        return Ok(None);
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
             if linkable && !masked {
-                check_decodable(&self.src, &pipeline, &chunks, &chunk, es, path)?;
                 self.report.linked_datasets += 1;
                 self.report.bytes += chunks.iter().map(|c| c.size).sum::<u64>();
                 self.linked_chunked(&dt, &tjson, shape, cprops, &dims, &chunk, &chunks)?

@@ -126,6 +126,38 @@ impl S3Config {
     }
 }
 
+/// Why `endpoint` is no URL an S3 client can send requests to, if it is
+/// not: object_store panics on some (no scheme, a bad port) instead of
+/// failing.
+fn check_endpoint(endpoint: &str) -> std::result::Result<(), &'static str> {
+    if endpoint.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("holds a space or a control character");
+    }
+    let Some(rest) = endpoint
+        .strip_prefix("http://")
+        .or_else(|| endpoint.strip_prefix("https://"))
+    else {
+        return Err("does not start with http:// or https://");
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_port = authority.rsplit('@').next().unwrap_or("");
+    // (An IPv6 host is bracketed: its colons are not the port's.)
+    let port = match host_port.rfind(':') {
+        Some(i) if !host_port[i..].contains(']') => Some(&host_port[i + 1..]),
+        _ => None,
+    };
+    let host = port.map_or(host_port, |p| &host_port[..host_port.len() - p.len() - 1]);
+    if host.is_empty() {
+        return Err("names no host");
+    }
+    if let Some(p) = port {
+        if !p.parse::<u16>().is_ok_and(|n| n > 0) {
+            return Err("has a port that is not a number from 1 to 65535");
+        }
+    }
+    Ok(())
+}
+
 /// `s3://bucket[/prefix]` split into bucket and prefix (`""` or ending in `/`).
 ///
 /// # Errors
@@ -219,6 +251,13 @@ impl S3Store {
         }
         match &config.endpoint {
             Some(endpoint) => {
+                check_endpoint(endpoint).map_err(|why| StoreError::Config {
+                    url: url.to_string(),
+                    reason: format!(
+                        "the S3 endpoint {endpoint:?} (AWS_ENDPOINT_URL) {why}; \
+                         give a URL such as http://127.0.0.1:9000"
+                    ),
+                })?;
                 b = b
                     .with_endpoint(endpoint)
                     .with_allow_http(endpoint.starts_with("http://"))
@@ -319,6 +358,11 @@ impl S3Store {
                 let hint = if text.contains("credential") {
                     " (no usable credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"
                         .to_string()
+                } else if text.contains("timed out") || text.contains("timeout") {
+                    match &self.endpoint {
+                        Some(ep) => format!(" (the S3 endpoint {ep} took the request but did not answer in time: is the server overloaded or stopped? it comes from AWS_ENDPOINT_URL)"),
+                        None => " (AWS S3 did not answer in time)".to_string(),
+                    }
                 } else if text.contains("connect") || text.contains("dns") || text.contains("sending request") {
                     match &self.endpoint {
                         Some(ep) => format!(" (cannot reach the S3 endpoint {ep}: is the server running? it comes from AWS_ENDPOINT_URL)"),
@@ -828,5 +872,34 @@ impl Store for S3Store {
     fn list_sizes(&self, prefix: &str) -> Result<Vec<(String, u64)>> {
         validate_prefix(prefix)?;
         Ok(self.list_page(prefix, None, None)?.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_endpoint;
+
+    #[test]
+    fn endpoints_object_store_would_panic_on_are_refused() {
+        for bad in [
+            "127.0.0.1:35667",
+            "localhost:9000",
+            "s3.amazonaws.com",
+            "http://",
+            "http://127.0.0.1:99999",
+            "http://127.0.0.1:0",
+            "http://a b",
+            "http://:9000",
+        ] {
+            assert!(check_endpoint(bad).is_err(), "{bad}");
+        }
+        for good in [
+            "http://127.0.0.1:9000",
+            "https://s3.us-east-1.amazonaws.com",
+            "http://[::1]:9000/",
+            "http://minio/",
+        ] {
+            assert!(check_endpoint(good).is_ok(), "{good}");
+        }
     }
 }
