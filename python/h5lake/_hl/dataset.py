@@ -1064,9 +1064,11 @@ class Dataset(HLObject):
         ``data`` is a table (``pyarrow.Table``, ``RecordBatch``,
         ``RecordBatchReader``, ``pandas.DataFrame``, Polars, anything with
         ``__arrow_c_stream__``) whose columns are the members, by name and in
-        order, or an array of the dataset's type. The dataset grows by the
-        rows at once, so concurrent appenders never overwrite each other;
-        a columnar dataset keeps the table's nulls."""
+        order, or an array of the dataset's type. The rows are claimed at
+        the dataset's end in one step, so concurrent appenders never
+        overwrite each other, and written after: a reader at that moment
+        may see the new length with the fill value in rows not written yet.
+        A columnar dataset keeps the table's nulls."""
         from . import table
         return table.append(self, data)
 
