@@ -912,3 +912,30 @@ def test_load_options_of_the_other_mode_are_refused_and_sizes_checked(tmp_path):
         with pytest.raises(ValueError, match=word):
             h5lake.load(src, tmp_path / "never.h5l", **mode, **kw)
         assert not (tmp_path / "never.h5l").exists()
+
+
+def test_load_then_get_keeps_the_user_block_and_fill_and_allocation_times(tmp_path):
+    """From an audit: a MATLAB v7.3 file's user block (its header) came back
+    zeroed, fill time "never" came back "if set", early allocation came
+    back incremental; get and diff both said all was well."""
+    src = tmp_path / "m.mat"
+    header = (b"MATLAB 7.3 MAT-file, Platform: GLNXA64, Created on: Mon Dec  7 2026 HDF5 schema 1.00 ."
+              .ljust(116, b" ") + bytes(8) + b"\x00\x02IM").ljust(512, b"\x00")
+    with h5py.File(src, "w", userblock_size=512) as f:
+        f["x"] = np.arange(4.0)
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_fill_time(h5py.h5d.FILL_TIME_NEVER)
+        dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)
+        h5py.h5d.create(f.id, b"never", h5py.h5t.NATIVE_INT32, h5py.h5s.create_simple((6,)), dcpl)
+    with open(src, "r+b") as fh:
+        fh.write(header)
+    store, back = tmp_path / "m.h5l", tmp_path / "back.mat"
+    h5lake.load(src, store)
+    h5lake.get(store, back)
+    assert back.read_bytes()[:512] == header
+    with h5py.File(back, "r") as f:
+        assert f.userblock_size == 512
+        np.testing.assert_array_equal(f["x"][...], np.arange(4.0))
+        p = f["never"].id.get_create_plist()
+        assert p.get_fill_time() == h5py.h5d.FILL_TIME_NEVER
+        assert p.get_alloc_time() == h5py.h5d.ALLOC_TIME_EARLY

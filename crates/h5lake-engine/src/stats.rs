@@ -391,7 +391,15 @@ struct Summaries<'a> {
     store: &'a dyn h5lake_store::Store,
     prefix: &'a str,
     shards: Mutex<HashMap<u64, Arc<serde_json::Map<String, Value>>>>,
+    /// The dataset's objects' versions from one listing, where the store
+    /// lists them (S3): a record is checked against these rather than by
+    /// one request per chunk.
+    versions: Option<HashMap<String, Version>>,
 }
+
+/// Chunks checked at once from which listing the dataset's objects (one
+/// request per thousand) beats asking each chunk's version.
+const LIST_VERSIONS_FROM: usize = 32;
 
 impl<'a> Summaries<'a> {
     fn of(store: &'a dyn h5lake_store::Store, m: &'a DatasetMeta) -> Self {
@@ -399,6 +407,31 @@ impl<'a> Summaries<'a> {
             store,
             prefix: &m.prefix,
             shards: Mutex::new(HashMap::new()),
+            versions: None,
+        }
+    }
+
+    /// [`Summaries::of`] for checking the records of `chunks` chunks.
+    fn for_chunks(
+        store: &'a dyn h5lake_store::Store,
+        m: &'a DatasetMeta,
+        chunks: usize,
+    ) -> Result<Self> {
+        let mut sums = Self::of(store, m);
+        if chunks >= LIST_VERSIONS_FROM {
+            sums.versions = store
+                .list_versions(&m.prefix)?
+                .map(|v| v.into_iter().collect());
+        }
+        Ok(sums)
+    }
+
+    /// The version of the object `key` now: from the listing when there is
+    /// one (absent from it: not stored), else asked of the store.
+    fn version(&self, key: &str) -> Result<Option<Version>> {
+        match &self.versions {
+            Some(listed) => Ok(listed.get(key).cloned()),
+            None => Ok(self.store.version(key)?),
         }
     }
 
@@ -618,7 +651,7 @@ impl Domain {
         // A chunk of a linked dataset that was never written through
         // h5lake lies in its source file: its record stands while no
         // chunk object replaces it.
-        let current = match store.version(&key)? {
+        let current = match sums.version(&key)? {
             Some(v) => v,
             None if m.link.is_some() => Version(crate::dataset::LINKED_VERSION.into()),
             None => return Ok(None),
@@ -756,7 +789,7 @@ impl Domain {
         not_virtual(&m)?;
         let plan = plan_of(&m)?;
         let coords = self.chunks_with_data(&m)?;
-        let sums = Summaries::of(self.store().as_ref(), &m);
+        let sums = Summaries::for_chunks(self.store().as_ref(), &m, coords.len())?;
         let out = Mutex::new(Vec::with_capacity(coords.len()));
         for_each_task(coords.len(), false, |i| {
             let Some((rec, _)) = self.current_record(&m, &plan, &coords[i], &sums, false)? else {
@@ -896,7 +929,7 @@ impl Domain {
             0usize,
         ));
         let keeps = m.stats.is_some();
-        let sums = Summaries::of(self.store().as_ref(), &m);
+        let sums = Summaries::for_chunks(self.store().as_ref(), &m, chunks.len())?;
         for_each_task(chunks.len(), false, |i| {
             let c = &chunks[i];
             let ov = overlap(&m, c, &region);
@@ -1067,7 +1100,7 @@ impl Domain {
             Chunks::Listed(with_data()?)
         };
         let keeps = m.stats.is_some();
-        let sums = Summaries::of(self.store().as_ref(), &m);
+        let sums = Summaries::for_chunks(self.store().as_ref(), &m, chunks.len())?;
         let found = Mutex::new((Vec::new(), 0usize, 0usize));
         let strides = dims_strides(&m.dims);
         let held = std::sync::atomic::AtomicUsize::new(0);

@@ -24,6 +24,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::{c_void, CString};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use h5lake_codecs::{ChunkFormat, CodecError, Filter};
@@ -469,6 +470,13 @@ impl<'a> Exporter<'a> {
         if track {
             set_creation_order(fcpl.id(), true)?;
         }
+        let userblock = crate::userblock::of_root(&root_doc);
+        if let Some(bytes) = &userblock {
+            check(
+                lib(|| unsafe { h5p::H5Pset_userblock(fcpl.id(), bytes.len() as u64) }),
+                "setting the file's user block",
+            )?;
+        }
         let fapl = crate::h5::native_fapl()?;
         check(
             lib(|| unsafe {
@@ -517,12 +525,17 @@ impl<'a> Exporter<'a> {
         self.pb.finish_and_clear();
         result?;
         closed?;
+        if let Some(bytes) = userblock {
+            // HDF5 leaves the user block zeroed: it holds what the loaded
+            // file's held (a MATLAB v7.3 header, say).
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)?
+                .write_all_at(&bytes, 0)?;
+        }
         Ok(self.report)
     }
 
-    /// Reads the document of every reachable object, depth first in link
-    /// order, noting where each is first reached and how many bytes of data
-    /// there are.
     /// Refuses to write over an HDF5 file the store's datasets read their
     /// values from (`load --link`, or a virtual dataset's source): replaced,
     /// it would leave the store unreadable ("the linked file changed").
@@ -541,7 +554,10 @@ impl<'a> Exporter<'a> {
                 .into_iter()
                 .collect();
             if let Some(maps) = cp.pointer("/h5lake/virtual").and_then(Value::as_array) {
-                out.extend(maps.iter().filter_map(|m| m.get("file")?.as_str().map(str::to_string)));
+                out.extend(
+                    maps.iter()
+                        .filter_map(|m| m.get("file")?.as_str().map(str::to_string)),
+                );
             }
             out
         };
@@ -570,6 +586,9 @@ impl<'a> Exporter<'a> {
         Ok(())
     }
 
+    /// Reads the document of every reachable object, depth first in link
+    /// order, noting where each is first reached and how many bytes of data
+    /// there are.
     fn scan(&mut self, id: &str, path: &str) -> Result<()> {
         if self.objects.contains_key(id) {
             return Ok(());

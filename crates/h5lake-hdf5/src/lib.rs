@@ -18,6 +18,7 @@ mod regions;
 mod skipped;
 mod source;
 mod types;
+mod userblock;
 mod virtual_layout;
 
 pub use export::{get, GetOptions, GetReport};

@@ -775,6 +775,11 @@ impl Loader<'_> {
         let (token, _) = token_of(root.id())?;
         let root_id = self.dom.root_id().to_string();
         self.seen.insert(token, root_id.clone());
+        if let Some(lost) = crate::userblock::keep(file, &self.src, self.dom, &root_id)? {
+            self.report
+                .skipped
+                .push(crate::Skipped::part("/", "user block", lost));
+        }
         self.group(root.id(), &root_id, "/")?;
         self.read_references()?;
         self.name_committed_types()?;
@@ -1102,6 +1107,9 @@ impl Loader<'_> {
         if let Some(fill) = fill {
             cprops["fillValue"] = fill;
         }
+        // When the fill value is written, and when space is allocated, as
+        // the file's dataset says (get writes them back; they were lost).
+        fill_and_alloc_times(dcpl.id(), layout, &mut cprops)?;
         if layout == H5D_layout_t::H5D_VIRTUAL {
             let attrs = self.attributes(d, path)?;
             let Some(id) = self.virtual_dataset(dcpl.id(), path, &tjson, shape, cprops)? else {
@@ -1848,6 +1856,45 @@ fn copy_chunk(
         None => raw,
     };
     dom.create_chunk(meta, &coords, raw, true)?;
+    Ok(())
+}
+
+/// Records a dataset creation list's fill time and allocation time in
+/// HSDS's creation properties where they are not HDF5's defaults for its
+/// layout.
+fn fill_and_alloc_times(dcpl: hid_t, layout: H5D_layout_t, cprops: &mut Value) -> Result<()> {
+    use hdf5_sys::h5d::{H5D_alloc_time_t, H5D_fill_time_t};
+    let mut fill_time = H5D_fill_time_t::H5D_FILL_TIME_IFSET;
+    check(
+        lib(|| unsafe { hdf5_sys::h5p::H5Pget_fill_time(dcpl, &mut fill_time) }),
+        "reading a dataset's fill time",
+    )?;
+    match fill_time {
+        H5D_fill_time_t::H5D_FILL_TIME_NEVER => cprops["fillTime"] = json!("H5D_FILL_TIME_NEVER"),
+        H5D_fill_time_t::H5D_FILL_TIME_ALLOC => cprops["fillTime"] = json!("H5D_FILL_TIME_ALLOC"),
+        _ => {}
+    }
+    let mut alloc = H5D_alloc_time_t::H5D_ALLOC_TIME_DEFAULT;
+    check(
+        lib(|| unsafe { hdf5_sys::h5p::H5Pget_alloc_time(dcpl, &mut alloc) }),
+        "reading a dataset's allocation time",
+    )?;
+    let default = match layout {
+        H5D_layout_t::H5D_COMPACT => H5D_alloc_time_t::H5D_ALLOC_TIME_EARLY,
+        H5D_layout_t::H5D_CONTIGUOUS => H5D_alloc_time_t::H5D_ALLOC_TIME_LATE,
+        _ => H5D_alloc_time_t::H5D_ALLOC_TIME_INCR,
+    };
+    if alloc != default {
+        let name = match alloc {
+            H5D_alloc_time_t::H5D_ALLOC_TIME_EARLY => Some("H5D_ALLOC_TIME_EARLY"),
+            H5D_alloc_time_t::H5D_ALLOC_TIME_LATE => Some("H5D_ALLOC_TIME_LATE"),
+            H5D_alloc_time_t::H5D_ALLOC_TIME_INCR => Some("H5D_ALLOC_TIME_INCR"),
+            _ => None,
+        };
+        if let Some(name) = name {
+            cprops["allocTime"] = json!(name);
+        }
+    }
     Ok(())
 }
 

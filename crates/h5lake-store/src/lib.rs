@@ -393,6 +393,17 @@ pub trait ListableStore: Send + Sync {
     /// # Errors
     /// I/O trouble.
     fn list_dir(&self, prefix: &str) -> Result<(Vec<String>, Vec<String>)>;
+
+    /// Every key starting with `prefix` with its version, where one
+    /// listing gives both (an S3 listing carries ETags): what spares one
+    /// request per key when many versions are checked at once. `None`
+    /// where asking each key costs no more (local files).
+    ///
+    /// # Errors
+    /// I/O trouble.
+    fn list_versions(&self, _prefix: &str) -> Result<Option<Vec<(String, Version)>>> {
+        Ok(None)
+    }
 }
 
 /// A full store: what the engine needs.

@@ -130,7 +130,10 @@ impl S3Config {
 /// not: object_store panics on some (no scheme, a bad port) instead of
 /// failing.
 fn check_endpoint(endpoint: &str) -> std::result::Result<(), &'static str> {
-    if endpoint.chars().any(|c| c.is_whitespace() || c.is_control()) {
+    if endpoint
+        .chars()
+        .any(|c| c.is_whitespace() || c.is_control())
+    {
         return Err("holds a space or a control character");
     }
     let Some(rest) = endpoint
@@ -184,7 +187,8 @@ pub fn parse_s3_url(url: &str) -> Result<(String, String)> {
 }
 
 /// Keys with sizes, and child prefixes, of one listing.
-type Listing = (Vec<(String, u64)>, Vec<String>);
+/// Keys with their sizes and versions (ETags), and "directories".
+type Listing = (Vec<(String, u64, Version)>, Vec<String>);
 
 /// A [`Store`] on `s3://bucket/prefix`: key `k` is the object `prefix/k`.
 #[derive(Debug)]
@@ -405,12 +409,13 @@ impl S3Store {
                 let page = s3
                     .list_paginated((!full.is_empty()).then_some(full.as_str()), opts)
                     .await?;
-                keys.extend(
-                    page.result
-                        .objects
-                        .into_iter()
-                        .map(|m| (m.location.to_string(), m.size)),
-                );
+                keys.extend(page.result.objects.into_iter().map(|m| {
+                    (
+                        m.location.to_string(),
+                        m.size,
+                        Version(m.e_tag.unwrap_or_default()),
+                    )
+                }));
                 dirs.extend(
                     page.result
                         .common_prefixes
@@ -424,12 +429,12 @@ impl S3Store {
             }
         });
         let (keys, dirs) = result.map_err(|e| self.error(prefix, e))?;
-        let mut keys: Vec<(String, u64)> = keys
+        let mut keys: Vec<(String, u64, Version)> = keys
             .into_iter()
-            .filter(|(k, _)| k.len() > strip)
-            .map(|(k, size)| (k[strip..].to_string(), size))
+            .filter(|(k, _, _)| k.len() > strip)
+            .map(|(k, size, v)| (k[strip..].to_string(), size, v))
             .collect();
-        keys.sort();
+        keys.sort_by(|a, b| a.0.cmp(&b.0));
         keys.dedup_by(|a, b| a.0 == b.0);
         let mut dirs: Vec<String> = dirs
             .into_iter()
@@ -847,8 +852,19 @@ impl ListableStore for S3Store {
             .list_page(prefix, None, None)?
             .0
             .into_iter()
-            .map(|(k, _)| k)
+            .map(|(k, _, _)| k)
             .collect())
+    }
+
+    fn list_versions(&self, prefix: &str) -> Result<Option<Vec<(String, Version)>>> {
+        validate_prefix(prefix)?;
+        Ok(Some(
+            self.list_page(prefix, None, None)?
+                .0
+                .into_iter()
+                .map(|(k, _, v)| (k, v))
+                .collect(),
+        ))
     }
 
     fn list_dir(&self, prefix: &str) -> Result<(Vec<String>, Vec<String>)> {
@@ -860,7 +876,7 @@ impl ListableStore for S3Store {
         }
         validate_prefix(prefix)?;
         let (keys, dirs) = self.list_page(prefix, Some("/"), None)?;
-        Ok((keys.into_iter().map(|(k, _)| k).collect(), dirs))
+        Ok((keys.into_iter().map(|(k, _, _)| k).collect(), dirs))
     }
 }
 
@@ -871,7 +887,12 @@ impl Store for S3Store {
 
     fn list_sizes(&self, prefix: &str) -> Result<Vec<(String, u64)>> {
         validate_prefix(prefix)?;
-        Ok(self.list_page(prefix, None, None)?.0)
+        Ok(self
+            .list_page(prefix, None, None)?
+            .0
+            .into_iter()
+            .map(|(k, size, _)| (k, size))
+            .collect())
     }
 }
 

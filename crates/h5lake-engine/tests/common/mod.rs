@@ -32,6 +32,10 @@ pub struct TestStore {
     part_bytes: Arc<AtomicUsize>,
     /// Bytes of whole objects read.
     whole_bytes: AtomicUsize,
+    /// List keys with their versions, as S3 does.
+    lists_versions: bool,
+    /// Versions of chunk objects asked one by one.
+    chunk_versions_asked: AtomicUsize,
     /// Run once after the first conditional put of a key ending so: what
     /// another writer does at that moment.
     after_put: std::sync::Mutex<Option<(String, Box<dyn FnOnce() + Send>)>>,
@@ -71,6 +75,20 @@ impl TestStore {
             fresh_fails: true,
             ..Self::default()
         }
+    }
+
+    /// One that lists keys with their versions, as S3 does.
+    pub fn listing_versions() -> Self {
+        Self {
+            lists_versions: true,
+            ..Self::default()
+        }
+    }
+
+    /// Versions of chunk objects (not documents or statistics) asked one
+    /// key at a time.
+    pub fn chunk_versions_asked(&self) -> usize {
+        self.chunk_versions_asked.load(Ordering::Relaxed)
     }
 
     /// Runs `f` once, right after the first conditional put of a key
@@ -135,6 +153,9 @@ impl ReadableStore for TestStore {
     // A real store answers a version from the object's metadata (a `stat`,
     // a HEAD); the default would count the whole object as read.
     fn version(&self, key: &str) -> Result<Option<Version>> {
+        if !key.ends_with(".json") && !key.contains("/.h5lake/") {
+            self.chunk_versions_asked.fetch_add(1, Ordering::Relaxed);
+        }
         self.inner.version(key)
     }
     fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Versioned>>> {
@@ -211,6 +232,18 @@ impl ListableStore for TestStore {
         let got = self.inner.list_dir(prefix);
         std::thread::sleep(self.list_delay);
         got
+    }
+    fn list_versions(&self, prefix: &str) -> Result<Option<Vec<(String, Version)>>> {
+        if !self.lists_versions {
+            return Ok(None);
+        }
+        let mut out = Vec::new();
+        for key in self.inner.list_prefix(prefix)? {
+            if let Some(v) = self.inner.version(&key)? {
+                out.push((key, v));
+            }
+        }
+        Ok(Some(out))
     }
 }
 
