@@ -701,6 +701,18 @@ fn three_groups(durability: Durability) -> (Arc<TestStore>, Domain, Domain, [Str
     (store, dom, other, ids.try_into().unwrap())
 }
 
+/// A handle that reads what `store` holds.
+fn read_back(store: Arc<TestStore>) -> Domain {
+    Domain::open_with(
+        store,
+        "",
+        OpenMode::Read,
+        "mem".into(),
+        &DomainOptions::default(),
+    )
+    .unwrap()
+}
+
 fn doc_key_end(id: &str) -> String {
     h5lake_engine::ids::doc_key(id).unwrap()
 }
@@ -729,14 +741,7 @@ fn a_link_moved_between_groups_by_two_writers_at_once_ends_up_in_one() {
             err.to_string().contains("another writer"),
             "{durability:?}: {err}"
         );
-        let seen = Domain::open_with(
-            store.clone(),
-            "",
-            OpenMode::Read,
-            "mem".into(),
-            &DomainOptions::default(),
-        )
-        .unwrap();
+        let seen = read_back(store.clone());
         assert!(names(&seen, &a).is_empty(), "{durability:?}");
         assert!(names(&seen, &b).is_empty(), "{durability:?}");
         assert_eq!(names(&seen, &c), ["x"], "{durability:?}");
@@ -751,14 +756,7 @@ fn a_link_moved_between_groups_after_another_writer_deleted_it_is_not_made() {
     other.link_delete(&a, "x").unwrap();
     let err = dom.flush().unwrap_err();
     assert!(err.to_string().contains("another writer"), "{err}");
-    let seen = Domain::open_with(
-        store,
-        "",
-        OpenMode::Read,
-        "mem".into(),
-        &DomainOptions::default(),
-    )
-    .unwrap();
+    let seen = read_back(store);
     assert!(names(&seen, &a).is_empty() && names(&seen, &b).is_empty());
 }
 
@@ -772,14 +770,7 @@ fn a_move_between_groups_to_a_name_another_writer_made_leaves_the_link_in_place(
     other.link_create(&b, "y", hard(&theirs)).unwrap();
     let err = dom.flush().unwrap_err();
     assert!(err.to_string().contains("stays where it was"), "{err}");
-    let seen = Domain::open_with(
-        store,
-        "",
-        OpenMode::Read,
-        "mem".into(),
-        &DomainOptions::default(),
-    )
-    .unwrap();
+    let seen = read_back(store);
     assert_eq!(seen.link_get(&a, "x").unwrap()["id"], x.as_str());
     assert_eq!(seen.link_get(&b, "y").unwrap()["id"], theirs.as_str());
 }

@@ -159,9 +159,7 @@ impl RequestMemory {
         what: &str,
     ) -> Result<Reservation> {
         let share = self.admit(budget, bytes, what)?;
-        let mut r = budget.reserve(bytes, what).await?;
-        r._share = share;
-        Ok(r.counted(self))
+        Ok(self.hold(budget.reserve(bytes, what).await?, share))
     }
 
     /// [`RequestMemory::reserve`] from synchronous code.
@@ -175,9 +173,7 @@ impl RequestMemory {
         what: &str,
     ) -> Result<Reservation> {
         let share = self.admit(budget, bytes, what)?;
-        let mut r = budget.reserve_blocking(bytes, what)?;
-        r._share = share;
-        Ok(r.counted(self))
+        Ok(self.hold(budget.reserve_blocking(bytes, what)?, share))
     }
 
     /// [`RequestMemory::reserve`] only if the budget has `bytes` free now.
@@ -191,10 +187,15 @@ impl RequestMemory {
         what: &str,
     ) -> Result<Option<Reservation>> {
         let share = self.admit(budget, bytes, what)?;
-        Ok(budget.try_reserve(bytes, what)?.map(|mut r| {
-            r._share = share;
-            r.counted(self)
-        }))
+        Ok(budget
+            .try_reserve(bytes, what)?
+            .map(|r| self.hold(r, share)))
+    }
+
+    /// `r`, with the user's share it took, counted in what this request holds.
+    fn hold(self: &Arc<Self>, mut r: Reservation, share: Option<UserShare>) -> Reservation {
+        r._share = share;
+        r.counted(self)
     }
 
     fn admit(&self, budget: &Budget, bytes: usize, what: &str) -> Result<Option<UserShare>> {
