@@ -741,3 +741,23 @@ def test_records_are_copied(capsys, tmp_path):
         assert sorted(f) == ["plain", "rows"]
         assert [(a, s.decode()) for a, s in f["rows"][...]] == [(1, "x"), (2, "yz")]
     assert run(capsys, "diff", src, tmp_path / "back.h5")[0] == 0
+
+def test_a_path_inside_an_hdf5_file_where_a_store_is_needed_says_so(capsys, tmp_path):
+    """It said "no such file or directory" of a file that is there."""
+    src = tmp_path / "f.h5"
+    with h5py.File(src, "w") as f:
+        f["x"] = [1, 2]
+    rc, _out, err = run(capsys, "stats", f"{src}/x")
+    assert rc == 2 and f"{src} is a file, not an h5lake store" in err, err
+
+
+def test_output_cut_short_by_its_reader_is_quiet(tmp_path):
+    import subprocess
+    import sys
+    store = tmp_path / "many.h5l"
+    with h5lake.File(store, "w") as f:
+        for i in range(3000):
+            f.create_group(f"g{i:05d}")
+    r = subprocess.run(f"{sys.executable} -m h5lake ls {store} | head -1", shell=True,
+                       capture_output=True, text=True)
+    assert r.stdout == "g00000  Group\n" and "Broken pipe" not in r.stderr, r.stderr

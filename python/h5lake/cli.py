@@ -710,6 +710,14 @@ def main(argv=None) -> int:
         os.environ["H5LAKE_ALLOW_LOCAL_LINKS"] = "1"
     try:
         return args.run(args)
+    except BrokenPipeError:
+        # The reader of our output went away (`h5lake ls | head`): quiet, as
+        # a tool killed by SIGPIPE is; what stays buffered goes nowhere.
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except OSError:
+            pass
+        return 141
     except _ERRORS as error:
         if os.environ.get("H5LAKE_DEBUG") == "1":
             raise

@@ -93,10 +93,26 @@ def split_path(path, accept=is_store, what=f"an h5lake store (a directory holdin
         parent, name = os.path.split(head)
         if not name or not parent:
             if not os.path.exists(path):
+                found = _existing_file_above(path)
+                if found is not None:
+                    raise FileNotFoundError(f"{path}: {found} is a file, not {what}")
                 raise FileNotFoundError(f"{path}: no such file or directory")
             raise FileNotFoundError(f"{path}: not {what}, nor a path inside one")
         head, inner = parent, posixpath.join(name, inner) if inner else name
     return head, inner
+
+
+def _existing_file_above(path):
+    """The file some leading part of ``path`` names (``data.h5`` of
+    ``data.h5/grp/x``), if any: what the path fails on."""
+    head = os.path.normpath(path)
+    while True:
+        if os.path.isfile(head):
+            return head
+        parent = os.path.dirname(head)
+        if not parent or parent == head:
+            return None
+        head = parent
 
 
 def _lookup(group, inner, path):
