@@ -1121,7 +1121,15 @@ impl Loader<'_> {
         }
         // Elements h5lake stores otherwise than the file: read through the
         // library, never copied or linked byte for byte.
-        let converted = converts(&dt) || crate::types::has_partial_integers(ft.id())?;
+        let partial = crate::types::has_partial_integers(ft.id())?;
+        if partial {
+            // (Said, not silent: the values are kept, the narrower type is not.)
+            self.report.notes.push(format!(
+                "{path}: integers of fewer bits than their size (HDF5's precision and offset) \
+                 are stored at their full size; the values are the same"
+            ));
+        }
+        let converted = converts(&dt) || partial;
         let repack = if converted {
             None
         } else {
