@@ -840,3 +840,25 @@ def test_points_are_written_through_a_virtual_dataset_to_its_sources(tmp_path):
             v[bad] = np.array([1, 2, 3, 4])
         assert f["a"][()].tolist() == [0, 11, 2, 3, 4, 22]
         assert v[()].tolist() == [[0, 11, 2, 3, 4, 22], [100, -1, 33, -1, 102, -1]]
+
+
+def test_an_unlimited_mapping_keeps_its_start_in_a_layout_that_grows(tmp_path):
+    """From an audit: layout[2:UNLIMITED] over a layout of extent 0 was
+    stored from 0 (the start clamped to the extent), so values read two
+    rows early; interleaved frames (k::3) all landed on rows 0, 3, 6..."""
+    src = str(tmp_path / "g0.h5")
+    with h5py.File(src, "w") as f:
+        f.create_dataset("d", data=np.arange(10, dtype="i4"), maxshape=(None,), chunks=(4,))
+        f.create_dataset("m", data=np.arange(12, dtype="f4").reshape(3, 4), maxshape=(None, 4),
+                         chunks=(2, 4))
+    U = h5lake.UNLIMITED
+    with h5lake.File(str(tmp_path / "st.h5l"), "w") as f:
+        layout = h5lake.VirtualLayout(shape=(0,), dtype="i4", maxshape=(None,))
+        layout[2:U] = h5lake.VirtualSource(src, "d", shape=(10,), maxshape=(None,))[0:U]
+        f.create_virtual_dataset("off", layout, fillvalue=-1)
+        layout = h5lake.VirtualLayout(shape=(0, 4), dtype="f4", maxshape=(None, 4))
+        layout[1:U:3, :] = h5lake.VirtualSource(src, "m", shape=(3, 4), maxshape=(None, 4))[0:U, :]
+        f.create_virtual_dataset("inter", layout, fillvalue=-1)
+    with h5lake.File(str(tmp_path / "st.h5l"), "r") as f:
+        assert f["off"][()].tolist() == [-1, -1] + list(range(10))
+        assert f["inter"][:, 0].tolist() == [-1, 0, -1, -1, 4, -1, -1, 8]

@@ -698,6 +698,18 @@ def _message(error):
         "(make one with h5lake load, or h5lake.File(path, 'w') in Python)")
 
 
+def _stdout_gone():
+    """Whether standard output is a pipe whose reader went away: the
+    kernel flags its write end with an error."""
+    import select
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(e & (select.POLLERR | select.POLLHUP) for _, e in poller.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def main(argv=None) -> int:
     """Run the command line; returns the exit status."""
     try:
@@ -710,7 +722,11 @@ def main(argv=None) -> int:
         os.environ["H5LAKE_ALLOW_LOCAL_LINKS"] = "1"
     try:
         return args.run(args)
-    except BrokenPipeError:
+    except BrokenPipeError as error:
+        if not _stdout_gone():
+            # (A connection to a server or S3 that broke: a failure.)
+            print(f"h5lake {args.command}: error: {_message(error)}", file=sys.stderr)
+            return 2
         # The reader of our output went away (`h5lake ls | head`): quiet, as
         # a tool killed by SIGPIPE is; what stays buffered goes nowhere.
         try:

@@ -1216,8 +1216,9 @@ impl Loader<'_> {
             let masked = chunks.iter().any(|c| c.filter_mask != 0);
             // A codec h5lake lacks inside a Blosc frame (blosclz, PyTables'
             // default): this dataset is named as not carried, the file's
-            // others are (it failed the whole file).
-            if !masked {
+            // others are (it failed the whole file). (Values converted on
+            // the way are read through libhdf5, which may have the codec.)
+            if !masked && !converted {
                 match check_decodable(&self.src, &pipeline, &chunks, &chunk, es, path) {
                     Ok(()) => {}
                     Err(Hdf5Error::Unsupported(why)) => {

@@ -64,7 +64,7 @@ pub(crate) fn of_root(root_doc: &Value) -> Option<Vec<u8>> {
     let hex = root_doc
         .pointer(&format!("/creationProperties/{KEY}"))?
         .as_str()?;
-    if hex.len() % 2 != 0 {
+    if hex.len() % 2 != 0 || !hex.is_ascii() {
         return None;
     }
     let bytes: Option<Vec<u8>> = (0..hex.len())

@@ -504,9 +504,26 @@ fn no_transform(api: &Api, dxpl: hid_t) -> Result<()> {
     if dxpl == sys::H5P_DEFAULT as hid_t {
         return Ok(());
     }
+    let f = &api.f;
+    let stack = sys::H5E_DEFAULT as hid_t;
     // SAFETY: `dxpl` is the caller's transfer list; a null buffer of size 0
-    // asks for the expression's length only.
-    let len = unsafe { api.f.H5Pget_data_transform(dxpl, std::ptr::null_mut(), 0) };
+    // asks for the expression's length only. A list without a transform
+    // (the usual one) makes the call fail: its error is neither kept nor
+    // printed (a C program printed a stack on every read and write).
+    let len = unsafe {
+        let (mut func, mut data) = (None, std::ptr::null_mut());
+        let saved = f.H5Eget_auto2(stack, &mut func, &mut data) >= 0;
+        if saved {
+            f.H5Eset_auto2(stack, None, std::ptr::null_mut());
+        }
+        f.H5Epause_stack(stack);
+        let len = f.H5Pget_data_transform(dxpl, std::ptr::null_mut(), 0);
+        f.H5Eresume_stack(stack);
+        if saved {
+            f.H5Eset_auto2(stack, func, data);
+        }
+        len
+    };
     if len > 0 {
         return Err(VolError::Unsupported(
             "data transforms (H5Pset_data_transform) are not applied by the h5lake connector; \

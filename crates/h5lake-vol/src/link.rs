@@ -585,6 +585,15 @@ pub unsafe extern "C" fn object_get(
     })
 }
 
+/// Whether a by-name path ends in a link name (not "/", ".", "g/."):
+/// those name the group itself, which exists.
+unsafe fn names_a_link(name: *const c_char) -> bool {
+    c_str(name).is_ok_and(|p| {
+        let last = p.trim_end_matches('/').rsplit('/').next().unwrap_or("");
+        !last.is_empty() && last != "." && !p.ends_with('/')
+    })
+}
+
 /// H5Ovisit: the start object (named "."), then every object below it
 /// once, depth first in the index's order, by hard links, with paths
 /// relative to the start (as the native connector walks).
@@ -659,7 +668,8 @@ pub unsafe extern "C" fn object_specific(
         let a = &mut *args;
         match a.op_type {
             sys::H5VL_object_specific_t_H5VL_OBJECT_EXISTS
-                if (*loc).type_ == sys::H5VL_loc_type_t_H5VL_OBJECT_BY_NAME =>
+                if (*loc).type_ == sys::H5VL_loc_type_t_H5VL_OBJECT_BY_NAME
+                    && names_a_link((*loc).loc_data.loc_by_name.name) =>
             {
                 // As HDF5: a missing group on the way fails; a missing last
                 // link, or one that leads nowhere (a dangling soft link),

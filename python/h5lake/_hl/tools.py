@@ -830,9 +830,10 @@ class _Differ:
             try:
                 x = _where_refs_lead(a, _read(a, selection))
                 y = _where_refs_lead(b, _read(b, selection))
-            except TypeError as e:
-                # (A type h5lake cannot read yet: this dataset is named as
-                # not compared, and the others still are.)
+            except (TypeError, ValueError) as e:
+                # (A type h5lake cannot read yet, a virtual dataset whose
+                # source it cannot map: this dataset is named as not
+                # compared, and the others still are.)
                 self.out.append(f"{where}: not compared (h5lake cannot read its values: {e})")
                 return
             mask = _mismatch(x, y, self.rtol, self.atol)

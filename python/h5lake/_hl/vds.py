@@ -109,13 +109,19 @@ def _selection(key, shape):
         elif isinstance(k, slice):
             if k.step is not None and k.step < 1:
                 raise ValueError("virtual mappings take slices with a positive step")
-            start, stop, step = k.indices(n)
             if k.stop is not None and k.stop >= UNLIMITED:
-                # As h5py: start and step as given, blocks without end.
-                if start >= n and n > 0:
-                    raise ValueError(f"an unlimited selection ({k}) starts past the extent {n}")
+                # As h5py: start and step as given, blocks without end. (Not
+                # clamped to the extent: a layout of extent 0 that grows
+                # with its sources starts its mappings where they say; the
+                # start was lost, and the values read at the wrong place.)
+                start, step = k.start or 0, k.step or 1
+                if start < 0:
+                    start += n
+                if start < 0:
+                    raise ValueError(f"an unlimited selection ({k}) starts before the extent")
                 out.append([[start, step, None]])
                 continue
+            start, stop, step = k.indices(n)
             count = len(range(start, stop, step))
             if count == 0:
                 raise ValueError(f"an empty selection ({k}) cannot be mapped")
