@@ -542,10 +542,33 @@ impl Journal {
     /// is an error, after the write.
     fn write_out(&self, st: &mut State, id: &str) -> Result<()> {
         let mut clashes = Vec::new();
+        // Links moved out to other groups are removed only at the commit,
+        // after their new links (see CrossMove): they stay here for now.
+        let later: HashSet<String> = if removed_links(&st.docs[id]).is_empty() {
+            HashSet::new()
+        } else {
+            cross_moves(&st.docs)
+                .into_iter()
+                .filter(|m| m.from == id)
+                .map(|m| m.old)
+                .collect()
+        };
+        let rules = Moves {
+            later,
+            ..Moves::default()
+        };
         let d = st.docs.get(id).expect("pending");
-        write_edit(&*self.inner, id, d, &Moves::default(), &mut clashes)?;
+        let edit = write_edit(&*self.inner, id, d, &rules, &mut clashes)?;
         let d = st.docs.remove(id).expect("pending");
         st.doc_ids.remove(&d.key);
+        if let (Some(v), false) = (&edit.version, rules.later.is_empty()) {
+            let gone: HashSet<&String> = rules.later.iter().filter(|n| !edit.refused(n)).collect();
+            if !gone.is_empty() {
+                st.doc_ids.insert(d.key.clone(), id.to_string());
+                st.docs
+                    .insert(id.to_string(), removal_of(&d, v, &edit.doc, &gone));
+            }
+        }
         st.settled += 1;
         if clashes.is_empty() {
             Ok(())
@@ -762,6 +785,11 @@ impl Journal {
         st.direct.extend(news);
 
         let moves = cross_moves(&st.docs);
+        let made_in = if moves.is_empty() {
+            HashMap::new()
+        } else {
+            links_made(&st.docs)
+        };
 
         // 2. New documents: datatypes, then datasets (they may name a new
         // datatype), then groups, newest first (members are usually made
@@ -850,37 +878,65 @@ impl Journal {
             groups.retain(|id| unwritten.contains(id));
         }
 
-        // 3. Edits of documents the store has, merged on conflict: those
-        // links move out of last (see CrossMove).
+        // 3. Edits of documents the store has, merged on conflict, in two
+        // passes where links move between groups (see CrossMove): first
+        // every edit with the links moved out left where they are, then
+        // their removal, where the new link landed and the old one is still
+        // as it was. A crash between leaves an object linked twice, never
+        // from nowhere.
         let mut clashes = Vec::new();
-        let (mut edited, sources): (Vec<String>, Vec<String>) = st
-            .docs
-            .keys()
-            .cloned()
-            .partition(|id| !moves.iter().any(|m| m.from == *id));
-        edited.extend(sources);
+        let edited: Vec<String> = st.docs.keys().cloned().collect();
         let mut outcomes: HashMap<String, Edited> = HashMap::new();
+        let mut removals: Vec<(String, PendingDoc)> = Vec::new();
         for id in edited {
-            let mine = || moves.iter().filter(|m| m.from == id);
             let rules = Moves {
-                out: mine().map(|m| m.old.clone()).collect(),
-                keep: mine()
-                    .filter(|m| outcomes.get(&m.to).is_some_and(|e| e.refused(&m.new)))
+                later: moves
+                    .iter()
+                    .filter(|m| m.from == id)
                     .map(|m| m.old.clone())
                     .collect(),
+                ..Moves::default()
             };
             let d = st.docs.get(&id).expect("pending");
             let edit = write_edit(&**inner, &id, d, &rules, &mut clashes)?;
-            for m in mine().filter(|m| !rules.keep.contains(&m.old) && edit.refused(&m.old)) {
-                take_back(&**inner, m)?;
-                written.retain(|(w, _, _)| *w != m.to);
-            }
             let d = st.docs.remove(&id).expect("pending");
             st.doc_ids.remove(&d.key);
             if let Some(v) = &edit.version {
                 written.push((id.clone(), v.clone(), edit.doc.clone()));
+                let all: HashSet<&String> = rules.later.iter().collect();
+                if !all.is_empty() {
+                    removals.push((id.clone(), removal_of(&d, v, &edit.doc, &all)));
+                }
             }
             outcomes.insert(id, edit);
+        }
+        for (id, removal) in removals {
+            let mine: Vec<&CrossMove> = moves.iter().filter(|m| m.from == id).collect();
+            let source_kept = |m: &CrossMove| outcomes.get(&id).is_some_and(|e| !e.refused(&m.old));
+            for m in mine.iter().filter(|m| !source_kept(m)) {
+                // Another writer changed the old link meanwhile: theirs
+                // stays, so the new one goes (reported at the first pass).
+                take_back(&**inner, m)?;
+                written.retain(|(w, _, _)| *w != m.to);
+            }
+            let (go, stay): (Vec<&CrossMove>, Vec<&CrossMove>) =
+                mine.into_iter().filter(|m| source_kept(m)).partition(|m| {
+                    links_landed(&m.to, &m.new, &outcomes, &made_in, &mut HashSet::new())
+                });
+            let rules = Moves {
+                out: go.iter().map(|m| m.old.clone()).collect(),
+                keep: stay.iter().map(|m| m.old.clone()).collect(),
+                later: HashSet::new(),
+            };
+            let edit = write_edit(&**inner, &id, &removal, &rules, &mut clashes)?;
+            for m in go.iter().filter(|m| edit.refused(&m.old)) {
+                take_back(&**inner, m)?;
+                written.retain(|(w, _, _)| *w != m.to);
+            }
+            written.retain(|(w, _, _)| *w != id);
+            if let Some(v) = edit.version {
+                written.push((id, v, edit.doc));
+            }
         }
 
         // 4. Deletions, once no link leads to the objects.
@@ -1168,7 +1224,7 @@ fn write_edit(
     let mut doc = d.doc.clone();
     let mut found = Vec::new();
     // Links to keep as they are must be merged out of ours before it goes.
-    let mut stale = !rules.keep.is_empty();
+    let mut stale = rules.holds_back();
     for attempt in 0u32.. {
         if stale {
             let Some(theirs) = inner.get_versioned(&d.key)? else {
@@ -1245,6 +1301,16 @@ struct Moves {
     out: HashSet<String>,
     /// Names moved out whose new link could not be made: left as they are.
     keep: HashSet<String>,
+    /// Names moved out whose removal waits for a later write (once the new
+    /// links are in): left as they are, but reported (and not removed
+    /// later) where another writer changed them meanwhile.
+    later: HashSet<String>,
+}
+
+impl Moves {
+    fn holds_back(&self) -> bool {
+        !self.keep.is_empty() || !self.later.is_empty()
+    }
 }
 
 /// A link a commit removes from one group and makes in another (a move
@@ -1262,36 +1328,116 @@ struct CrossMove {
     link: Value,
 }
 
+/// The links a pending edit removes: (name, the link as stored).
+fn removed_links(d: &PendingDoc) -> Vec<(String, Value)> {
+    let ours = d.doc.get("links").and_then(Value::as_object);
+    let gone = |n: &str| ours.is_none_or(|m| !m.contains_key(n));
+    match &d.base {
+        Some(Base::Snapshot(_, b)) => b
+            .get("links")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter(|(n, _)| gone(n))
+            .map(|(n, v)| (n.clone(), v.clone()))
+            .collect(),
+        Some(Base::Touched(_, t)) => t
+            .members
+            .iter()
+            .filter_map(|(section, n, had)| match (section, had) {
+                (&"links", Some(h)) if gone(n) => Some((n.clone(), h.clone())),
+                _ => None,
+            })
+            .collect(),
+        None => Vec::new(),
+    }
+}
+
+/// The edit that removes `names` from `written`, the document a first pass
+/// wrote at `version` (see the commit's moves).
+fn removal_of(
+    d: &PendingDoc,
+    version: &Version,
+    written: &Arc<Value>,
+    names: &HashSet<&String>,
+) -> PendingDoc {
+    let mut doc = (**written).clone();
+    if let Some(links) = doc.get_mut("links").and_then(Value::as_object_mut) {
+        for n in names {
+            links.shift_remove(n.as_str());
+        }
+    }
+    PendingDoc {
+        key: d.key.clone(),
+        doc: Arc::new(doc),
+        version: pending_version(),
+        base: Some(Base::Snapshot(version.clone(), written.clone())),
+        kind: d.kind,
+    }
+}
+
+/// Where the pending documents make hard links: object id -> (group id,
+/// link name), for telling whether a new group a move leads into is
+/// itself linked.
+fn links_made(docs: &HashMap<String, PendingDoc>) -> HashMap<String, Vec<(String, String)>> {
+    let mut made: HashMap<String, Vec<(String, String)>> = HashMap::new();
+    for (id, d) in docs {
+        let Some(ours) = d.doc.get("links").and_then(Value::as_object) else {
+            continue;
+        };
+        for (name, link) in ours {
+            let had = match &d.base {
+                None => false,
+                Some(Base::Snapshot(_, b)) => b.get("links").and_then(|m| m.get(name)).is_some(),
+                Some(Base::Touched(_, t)) => !t
+                    .members
+                    .iter()
+                    .any(|(s, m, h)| *s == "links" && m == name && h.is_none()),
+            };
+            if let (false, Some(child)) = (had, link.get("id").and_then(Value::as_str)) {
+                made.entry(child.to_string())
+                    .or_default()
+                    .push((id.clone(), name.clone()));
+            }
+        }
+    }
+    made
+}
+
+/// Whether the link `name` made in `group` is in the store: not refused at
+/// the group's write, and the group itself reachable when it is new
+/// (linked by a link that landed).
+fn links_landed(
+    group: &str,
+    name: &str,
+    outcomes: &HashMap<String, Edited>,
+    made_in: &HashMap<String, Vec<(String, String)>>,
+    seen: &mut HashSet<String>,
+) -> bool {
+    if outcomes.get(group).is_some_and(|e| e.refused(name)) {
+        return false;
+    }
+    let Some(parents) = made_in.get(group) else {
+        // (Not linked in this commit: a group the store had.)
+        return true;
+    };
+    if !seen.insert(group.to_string()) {
+        return false;
+    }
+    parents
+        .iter()
+        .any(|(p, n)| links_landed(p, n, outcomes, made_in, seen))
+}
+
 /// The moves between groups among the pending documents' link changes.
 fn cross_moves(docs: &HashMap<String, PendingDoc>) -> Vec<CrossMove> {
     let mut removed: Vec<(&str, String, Value)> = Vec::new();
     for (id, d) in docs {
-        let ours = d.doc.get("links").and_then(Value::as_object);
-        let gone = |n: &str| ours.is_none_or(|m| !m.contains_key(n));
-        match &d.base {
-            Some(Base::Snapshot(_, b)) => {
-                for (n, v) in b
-                    .get("links")
-                    .and_then(Value::as_object)
-                    .into_iter()
-                    .flatten()
-                {
-                    if gone(n) {
-                        removed.push((id, n.clone(), v.clone()));
-                    }
-                }
-            }
-            Some(Base::Touched(_, t)) => {
-                for (section, n, had) in &t.members {
-                    if let (&"links", Some(h)) = (section, had) {
-                        if gone(n) {
-                            removed.push((id, n.clone(), h.clone()));
-                        }
-                    }
-                }
-            }
-            None => {}
-        }
+        removed.extend(
+            removed_links(d)
+                .into_iter()
+                .map(|(n, v)| (id.as_str(), n, v)),
+        );
     }
     if removed.is_empty() {
         return Vec::new();
@@ -1438,9 +1584,15 @@ fn merge_links<'a>(
     clashes: &mut Vec<(String, Clash)>,
 ) {
     let target = crate::domain::link_target;
-    let touched = touched.filter(|(name, _, _)| {
+    let touched = touched.filter(|(name, base, _)| {
         if rules.keep.contains(*name) {
             clashes.push(((*name).to_string(), Clash::MoveNotMade));
+            return false;
+        }
+        if rules.later.contains(*name) {
+            if theirs.get(*name) != *base {
+                clashes.push(((*name).to_string(), Clash::ChangedMeanwhile));
+            }
             return false;
         }
         true

@@ -792,17 +792,22 @@ fn a_commit_makes_a_moved_link_before_it_removes_the_old_one() {
             b.clone()
         };
         dom.link_move(&a, "x", &to, "x").unwrap();
-        let (probe, to2, x2) = (store.clone(), to.clone(), x.clone());
-        let checked = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let flag = checked.clone();
-        store.after_put(&doc_key_end(&a), move || {
-            let text = probe.get(&doc_key_end(&to2)).unwrap().expect("written");
-            let doc: serde_json::Value = serde_json::from_slice(&text).unwrap();
-            assert_eq!(doc["links"]["x"]["id"], x2.as_str());
-            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        let (probe, a2, to2, x2) = (store.clone(), a.clone(), to.clone(), x.clone());
+        let removed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = removed.clone();
+        store.after_each_put(move |_| {
+            let in_a = stored_targets(&probe, &a2).contains(&x2);
+            if !in_a {
+                // the old link is gone: the new one is in already
+                assert!(
+                    stored_targets(&probe, &to2).contains(&x2),
+                    "x linked from nowhere"
+                );
+                flag.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
         });
         dom.flush().unwrap();
-        assert!(checked.load(std::sync::atomic::Ordering::SeqCst));
+        assert!(removed.load(std::sync::atomic::Ordering::SeqCst));
         assert!(names(&dom, &a).is_empty());
         assert_eq!(names(&dom, &to), ["x"]);
     }
@@ -843,4 +848,73 @@ fn statistics_of_many_chunks_are_checked_against_one_listing_where_the_store_lis
     let (_, agg) = dom.aggregate(&d, None).unwrap();
     assert_eq!((agg.chunks_from_stats, agg.chunks_read), (63, 1));
     assert_eq!(agg.leaves[0].max.map(|n| n.as_f64()), Some(1000.0));
+}
+
+/// The hard link targets of a group's document as the store holds it.
+fn stored_targets(store: &TestStore, group: &str) -> Vec<String> {
+    let Some(text) = store.get(&doc_key_end(group)).unwrap() else {
+        return Vec::new();
+    };
+    let doc: serde_json::Value = serde_json::from_slice(&text).unwrap();
+    doc["links"]
+        .as_object()
+        .map(|m| {
+            m.values()
+                .filter_map(|l| l["id"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn moves_through_a_group_that_is_both_source_and_destination_never_leave_an_object_unlinked() {
+    // From a review: with /a/x -> /b/x and /b/y -> /c/y in one flush, both
+    // a and b were written in the hash map's order, so a's removal of x
+    // could land before b's new x (a crash there lost x).
+    for _round in 0..10 {
+        let (store, dom, _, [_, a, b, c, x]) = three_groups(Durability::AtFlush);
+        let y = dom.create_group(json!({})).unwrap();
+        dom.link_create(&b, "y", hard(&y)).unwrap();
+        dom.flush().unwrap();
+        dom.link_move(&a, "x", &b, "x").unwrap();
+        dom.link_move(&b, "y", &c, "y").unwrap();
+        let probe = store.clone();
+        let (a2, b2, c2, x2, y2) = (a.clone(), b.clone(), c.clone(), x.clone(), y.clone());
+        store.after_each_put(move |_| {
+            let linked = |id: &str| {
+                [&a2, &b2, &c2]
+                    .iter()
+                    .any(|g| stored_targets(&probe, g).iter().any(|t| t == id))
+            };
+            assert!(
+                linked(&x2) && linked(&y2),
+                "an object was linked from nowhere"
+            );
+        });
+        dom.flush().unwrap();
+        let seen = read_back(store);
+        assert!(names(&seen, &a).is_empty());
+        assert_eq!(names(&seen, &b), ["x"]);
+        assert_eq!(names(&seen, &c), ["y"]);
+    }
+}
+
+#[test]
+fn a_move_into_a_new_group_whose_name_another_writer_took_leaves_the_link_in_place() {
+    // From a review: the new group was written but its own link refused
+    // (made by both), so the object moved into it was linked from nowhere.
+    let (store, dom, other, [root, a, _, _, x]) = three_groups(Durability::AtFlush);
+    let fresh = dom.create_group(json!({})).unwrap();
+    dom.link_create(&root, "fresh", hard(&fresh)).unwrap();
+    dom.link_move(&a, "x", &fresh, "x").unwrap();
+    let theirs = other.create_group(json!({})).unwrap();
+    other.link_create(&root, "fresh", hard(&theirs)).unwrap();
+    let err = dom.flush().unwrap_err();
+    assert!(err.to_string().contains("stays where it was"), "{err}");
+    let seen = read_back(store);
+    assert_eq!(seen.link_get(&a, "x").unwrap()["id"], x.as_str());
+    assert_eq!(
+        seen.link_get(&root, "fresh").unwrap()["id"],
+        theirs.as_str()
+    );
 }

@@ -39,6 +39,9 @@ pub struct TestStore {
     /// Run once after the first conditional put of a key ending so: what
     /// another writer does at that moment.
     after_put: std::sync::Mutex<Option<(String, Box<dyn FnOnce() + Send>)>>,
+    /// Run after every conditional put that lands (a check of what the
+    /// store holds at each moment a crash could stop a commit).
+    after_each_put: std::sync::Mutex<Option<Arc<dyn Fn(&str) + Send + Sync>>>,
 }
 
 impl TestStore {
@@ -95,6 +98,11 @@ impl TestStore {
     /// ending with `key_end` lands.
     pub fn after_put(&self, key_end: &str, f: impl FnOnce() + Send + 'static) {
         *self.after_put.lock().unwrap() = Some((key_end.to_string(), Box::new(f)));
+    }
+
+    /// Runs `f` after every conditional put that lands, with its key.
+    pub fn after_each_put(&self, f: impl Fn(&str) + Send + Sync + 'static) {
+        *self.after_each_put.lock().unwrap() = Some(Arc::new(f));
     }
 
     pub fn batches(&self) -> usize {
@@ -210,6 +218,10 @@ impl WritableStore for TestStore {
             };
             if let Some((_, f)) = hook {
                 f();
+            }
+            let each = self.after_each_put.lock().unwrap().clone();
+            if let Some(f) = each {
+                f(key);
             }
         }
         Ok(out)
