@@ -36,6 +36,8 @@ pub(crate) const JSON_VALUE_BYTES: usize = 96;
 pub(crate) struct Budget {
     permits: Arc<Semaphore>,
     bytes: usize,
+    /// Permits in all (`bytes` in units, rounded down).
+    units_total: usize,
     /// Bytes each user's requests hold or wait for.
     users: Arc<Mutex<HashMap<String, usize>>>,
 }
@@ -76,7 +78,9 @@ impl Reservation {
 
     /// This reservation, counted in what `request` holds until dropped.
     fn counted(mut self, request: &Arc<RequestMemory>) -> Self {
-        request.held.fetch_add(self.bytes, Ordering::Relaxed);
+        request
+            .held
+            .fetch_add(in_units(self.bytes), Ordering::Relaxed);
         self.counted_in = Some(request.clone());
         self
     }
@@ -85,7 +89,7 @@ impl Reservation {
 impl Drop for Reservation {
     fn drop(&mut self) {
         if let Some(r) = &self.counted_in {
-            r.held.fetch_sub(self.bytes, Ordering::Relaxed);
+            r.held.fetch_sub(in_units(self.bytes), Ordering::Relaxed);
         }
     }
 }
@@ -131,7 +135,7 @@ impl RequestMemory {
         })
     }
 
-    /// Bytes the request holds now.
+    /// Bytes the request holds now (in whole units of the budget).
     pub(crate) fn held(&self) -> usize {
         self.held.load(Ordering::Relaxed)
     }
@@ -140,7 +144,7 @@ impl RequestMemory {
     pub(crate) fn keep(&self, mut r: Reservation) {
         // (Kept here, a reservation must not hold the request itself.)
         if r.counted_in.take().is_none() {
-            self.held.fetch_add(r.bytes(), Ordering::Relaxed);
+            self.held.fetch_add(in_units(r.bytes()), Ordering::Relaxed);
         }
         self.kept.lock().unwrap_or_else(|e| e.into_inner()).push(r);
     }
@@ -158,7 +162,7 @@ impl RequestMemory {
         bytes: usize,
         what: &str,
     ) -> Result<Reservation> {
-        let share = self.admit(budget, bytes, what)?;
+        let share = self.admit(budget, bytes, what, true)?;
         Ok(self.hold(budget.reserve(bytes, what).await?, share))
     }
 
@@ -172,7 +176,20 @@ impl RequestMemory {
         bytes: usize,
         what: &str,
     ) -> Result<Reservation> {
-        let share = self.admit(budget, bytes, what)?;
+        self.reserve_blocking_as(budget, bytes, what, true)
+    }
+
+    /// [`RequestMemory::reserve_blocking`]; `shared`: held to the user's
+    /// share (not for an answer already under way, which would be cut
+    /// short: it waits instead).
+    pub(crate) fn reserve_blocking_as(
+        self: &Arc<Self>,
+        budget: &Budget,
+        bytes: usize,
+        what: &str,
+        shared: bool,
+    ) -> Result<Reservation> {
+        let share = self.admit(budget, bytes, what, shared)?;
         Ok(self.hold(budget.reserve_blocking(bytes, what)?, share))
     }
 
@@ -185,8 +202,9 @@ impl RequestMemory {
         budget: &Budget,
         bytes: usize,
         what: &str,
+        shared: bool,
     ) -> Result<Option<Reservation>> {
-        let share = self.admit(budget, bytes, what)?;
+        let share = self.admit(budget, bytes, what, shared)?;
         Ok(budget
             .try_reserve(bytes, what)?
             .map(|r| self.hold(r, share)))
@@ -198,9 +216,17 @@ impl RequestMemory {
         r.counted(self)
     }
 
-    fn admit(&self, budget: &Budget, bytes: usize, what: &str) -> Result<Option<UserShare>> {
+    fn admit(
+        &self,
+        budget: &Budget,
+        bytes: usize,
+        what: &str,
+        shared: bool,
+    ) -> Result<Option<UserShare>> {
         budget.refuse_beyond(self.held(), bytes, what)?;
-        if bytes == 0 {
+        // (Without credentials every client is the same user: unrelated
+        // clients must not share one half of the budget.)
+        if bytes == 0 || !shared || self.user == crate::auth::DEFAULT_USER {
             return Ok(None);
         }
         budget.share(&self.user, bytes, self.held()).map(Some)
@@ -213,6 +239,7 @@ impl Budget {
         Budget {
             permits: Arc::new(Semaphore::new(units)),
             bytes,
+            units_total: units,
             users: Arc::default(),
         }
     }
@@ -268,7 +295,9 @@ impl Budget {
     }
 
     fn units(&self, bytes: usize, what: &str) -> Result<u32> {
-        if bytes > self.bytes {
+        // (Counted in whole units, as the permits are: a request whose
+        // parts each round up must not wait for one unit it can never get.)
+        if bytes.div_ceil(UNIT) > self.units_total {
             return Err(ServerError::TooLarge(format!(
                 "{what} needs {bytes} bytes of server memory, more than the {} bytes requests \
                  may hold at once (--memory-budget, less the chunk cache); ask for less at a \
@@ -344,6 +373,11 @@ fn busy() -> ServerError {
     ServerError::Unavailable(
         "the server's memory budget is in use by other requests; try again shortly".into(),
     )
+}
+
+/// `bytes` as the budget counts them: in whole units.
+fn in_units(bytes: usize) -> usize {
+    bytes.div_ceil(UNIT).saturating_mul(UNIT)
 }
 
 /// How long a request's body is: as declared, else (chunked) as long as
@@ -601,6 +635,35 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn reservations_are_counted_in_the_units_the_budget_gives() {
+        // From a review: 10 units and a byte held, 6 units less a byte
+        // asked: it fit by bytes, not in permits, and waited on itself.
+        let b = Budget::new(16 * UNIT);
+        let req = RequestMemory::new("alice");
+        req.keep(b.reserve_body("alice", 10 * UNIT + 1).await.unwrap());
+        let started = std::time::Instant::now();
+        let e = req
+            .reserve(&b, 6 * UNIT - 1, "work")
+            .await
+            .err()
+            .expect("refused at once");
+        assert!(matches!(e, ServerError::TooLarge(_)), "{e:?}");
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn clients_without_credentials_do_not_share_one_half() {
+        let b = Budget::new(16 * UNIT);
+        let first = RequestMemory::new(crate::auth::DEFAULT_USER);
+        let _a = first.reserve_blocking(&b, 7 * UNIT, "x").unwrap();
+        let second = RequestMemory::new(crate::auth::DEFAULT_USER);
+        assert!(second
+            .try_reserve(&b, 4 * UNIT, "x", true)
+            .unwrap()
+            .is_some());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn one_users_requests_hold_at_most_half_the_budget() {
         // From an audit: one user's reads left unread held every slab of
         // the budget, and everyone else's requests waited, then got 503.
@@ -610,10 +673,13 @@ mod tests {
         let _a = first.reserve_blocking(&b, 6 * UNIT, "x").unwrap();
         let _b = first.reserve_blocking(&b, 6 * UNIT, "x").unwrap();
         let second = RequestMemory::new("alice");
-        let e = second.try_reserve(&b, UNIT, "x").err().expect("refused");
+        let e = second
+            .try_reserve(&b, UNIT, "x", true)
+            .err()
+            .expect("refused");
         assert!(matches!(e, ServerError::Unavailable(_)), "{e:?}");
         let bob = RequestMemory::new("bob");
-        assert!(bob.try_reserve(&b, 4 * UNIT, "x").unwrap().is_some());
+        assert!(bob.try_reserve(&b, 4 * UNIT, "x", true).unwrap().is_some());
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

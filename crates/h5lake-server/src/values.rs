@@ -1418,7 +1418,9 @@ impl ArrowMemory {
         }
         let more = bytes - held;
         let what = "this Arrow answer's rows";
-        if let Some(r) = self.request.try_reserve(&self.budget, more, what)? {
+        // (An answer under way is not held to the user's share: it would
+        // be cut short after its first rows; it waits instead.)
+        if let Some(r) = self.request.try_reserve(&self.budget, more, what, false)? {
             self.held.push(r);
             return Ok(());
         }
@@ -1426,8 +1428,10 @@ impl ArrowMemory {
         // doing the same: what is held goes back, and the whole is waited
         // for.
         self.held.clear();
-        self.held
-            .push(self.request.reserve_blocking(&self.budget, bytes, what)?);
+        self.held.push(
+            self.request
+                .reserve_blocking_as(&self.budget, bytes, what, false)?,
+        );
         Ok(())
     }
 }
