@@ -925,3 +925,28 @@ def test_a_source_of_a_type_not_converted_fails_only_the_reads_reaching_it(tmp_p
             assert d[0].tolist() == [1, 0, 1, 1]
         with pytest.raises(TypeError, match="H5T_STRING"):
             d[()]
+
+
+def test_a_source_whose_extent_does_not_match_its_mapping_keeps_the_dataset_in_place(tmp_path):
+    """From an audit: an HDF5 file opened in place left out the whole
+    virtual dataset (KeyError) when a source's extent differed from its
+    mapping (a source being appended to); h5py lists it. It is read at the
+    mapping's extent, as a store reads it, and the load says so."""
+    import warnings
+    for name, n in (("small", 4), ("big", 14)):
+        with h5py.File(tmp_path / f"{name}.h5", "w") as f:
+            f["d"] = np.arange(n, dtype="i4")
+    ref = tmp_path / "ref.h5"
+    with h5py.File(ref, "w") as f:
+        for name in ("small", "big"):
+            layout = h5py.VirtualLayout(shape=(10,), dtype="i4")
+            layout[:] = h5py.VirtualSource(str(tmp_path / f"{name}.h5"), "d", shape=(10,))
+            f.create_virtual_dataset(name, layout, fillvalue=-7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with h5lake.File(ref, "r") as f:
+            assert sorted(f) == ["big", "small"]
+            assert f["small"][()].tolist() == [0, 1, 2, 3] + [-7] * 6
+            assert f["big"][()].tolist() == list(range(10))
+    report = h5lake.load(ref, tmp_path / "ref.h5l", link=True)
+    assert sum("does not match its mapping" in n for n in report["notes"]) == 2, report["notes"]

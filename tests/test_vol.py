@@ -1454,6 +1454,14 @@ def test_c_program_ending_without_closing_its_file_keeps_what_it_wrote(plugin_di
         assert (rc, out) == (0, "read back: 10 20 30 40\n"), (path, out, err)
 
 
+def test_plain_reads_and_writes_print_no_hdf5_errors(plugin_dir, agree_exe, tmp_path):
+    """From a review: the check for a data transform failed (and printed
+    an HDF5 error stack) on every read and write of a C program that keeps
+    HDF5's error printing on."""
+    rc, out, err = _agree(agree_exe, str(tmp_path / "l.h5l"), "quiet", plugin_dir)
+    assert (rc, out, err) == (0, "read 1 4\n", ""), err
+
+
 def test_a_data_transform_is_refused_not_ignored(plugin_dir, agree_exe, tmp_path):
     rc, out, _ = _agree(agree_exe, str(tmp_path / "n.h5"), "transform")
     assert out == "transformed write: 1 3 5 7\n"

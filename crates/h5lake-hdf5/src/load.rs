@@ -1384,8 +1384,20 @@ impl Loader<'_> {
                 }
                 (entry, dims)
             };
-            // A whole source is of the extent the source has now.
-            let pieces = match m.pieces(dims.as_deref()) {
+            // A whole source is of the extent the source has now; one whose
+            // extent does not match the mapping now (a source being
+            // appended to) is mapped at the mapping's own extent, as a
+            // store maps it (read as fill where the source is shorter),
+            // rather than leaving the whole dataset out.
+            let pieces = match m.pieces(dims.as_deref()).or_else(|why| {
+                m.pieces(None).inspect(|_| {
+                    self.report.notes.push(format!(
+                        "{path}: the source {}:{} does not match its mapping ({why}); it is read \
+                         at the mapping's extent (libhdf5 refuses the read)",
+                        m.file, m.dataset
+                    ));
+                })
+            }) {
                 Ok(p) => p,
                 Err(why) => {
                     self.report.skipped.push(skip(format!(

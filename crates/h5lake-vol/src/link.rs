@@ -587,7 +587,7 @@ pub unsafe extern "C" fn object_get(
 
 /// Whether a by-name path ends in a link name (not "/", ".", "g/."):
 /// those name the group itself, which exists.
-unsafe fn names_a_link(name: *const c_char) -> bool {
+unsafe fn names_a_link(name: *const std::ffi::c_char) -> bool {
     c_str(name).is_ok_and(|p| {
         let last = p.trim_end_matches('/').rsplit('/').next().unwrap_or("");
         !last.is_empty() && last != "." && !p.ends_with('/')
