@@ -1142,6 +1142,12 @@ impl Domain {
         &self.linked_files.policy
     }
 
+    /// The directory relative `file_uri`s of linked datasets are found
+    /// under (HSDS's `root_dir`: a local bucket's parent), if any.
+    pub fn linked_root_dir(&self) -> Option<&Path> {
+        self.linked_files.root_dir.as_deref()
+    }
+
     /// Checks, without writing anything, that `links_create(group_id,
     /// [(name, …)], false)` could add `name`: a valid name, a group of this
     /// domain, no link of that name yet. What lets a request that makes an

@@ -1431,11 +1431,21 @@ fn links_landed(
 
 /// The moves between groups among the pending documents' link changes.
 fn cross_moves(docs: &HashMap<String, PendingDoc>) -> Vec<CrossMove> {
+    // (Of hard links only: a soft or external link is a path, no object
+    // it could leave unlinked, and pairing a deleted one with an unrelated
+    // new one to the same path would take the new one back.)
+    let hard = |v: &Value| {
+        v.get("class")
+            .and_then(Value::as_str)
+            .is_none_or(|c| c == "H5L_TYPE_HARD")
+            && v.get("id").is_some_and(Value::is_string)
+    };
     let mut removed: Vec<(&str, String, Value)> = Vec::new();
     for (id, d) in docs {
         removed.extend(
             removed_links(d)
                 .into_iter()
+                .filter(|(_, v)| hard(v))
                 .map(|(n, v)| (id.as_str(), n, v)),
         );
     }

@@ -918,3 +918,20 @@ fn a_move_into_a_new_group_whose_name_another_writer_took_leaves_the_link_in_pla
         theirs.as_str()
     );
 }
+
+#[test]
+fn a_soft_link_deleted_and_another_made_to_the_same_path_are_not_taken_for_a_move() {
+    // From a review: they were paired as a move, and another writer's
+    // change of the deleted one took the new one back with an error.
+    let (store, dom, other, [_, a, b, _, _]) = three_groups(Durability::AtFlush);
+    let soft = json!({"class": "H5L_TYPE_SOFT", "h5path": "/t"});
+    dom.link_create(&a, "s", soft.clone()).unwrap();
+    dom.flush().unwrap();
+    dom.link_delete(&a, "s").unwrap();
+    dom.link_create(&b, "s2", soft.clone()).unwrap();
+    other.link_delete(&a, "s").unwrap();
+    dom.flush().unwrap();
+    let seen = read_back(store);
+    assert!(!names(&seen, &a).contains(&"s".to_string()));
+    assert_eq!(seen.link_get(&b, "s2").unwrap()["h5path"], "/t");
+}

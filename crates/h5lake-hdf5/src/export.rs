@@ -544,7 +544,9 @@ impl<'a> Exporter<'a> {
             return Ok(());
         };
         let base = self.dest_dir.clone();
-        let store_dir = std::path::PathBuf::from(self.dom.location());
+        // (Relative names are found where load resolves them: under the
+        // bucket's parent.)
+        let root_dir = self.dom.linked_root_dir().map(Path::to_path_buf);
         let names = |doc: &Value| -> Vec<String> {
             let cp = &doc["creationProperties"];
             let mut out: Vec<String> = cp
@@ -567,7 +569,7 @@ impl<'a> Exporter<'a> {
                 let candidates = if p.is_absolute() {
                     vec![p.to_path_buf()]
                 } else {
-                    let beside = store_dir.parent().map(|d| d.join(p));
+                    let beside = root_dir.as_ref().map(|d| d.join(p));
                     [beside, Some(base.join(p))].into_iter().flatten().collect()
                 };
                 if candidates
