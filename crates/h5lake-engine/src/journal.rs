@@ -1376,6 +1376,19 @@ fn removal_of(
     }
 }
 
+/// Whether the stored document a pending edit started from had a link
+/// `name` (a new document had none).
+fn had_link(d: &PendingDoc, name: &str) -> bool {
+    match &d.base {
+        None => false,
+        Some(Base::Snapshot(_, b)) => b.get("links").and_then(|m| m.get(name)).is_some(),
+        Some(Base::Touched(_, t)) => !t
+            .members
+            .iter()
+            .any(|(s, m, h)| *s == "links" && m == name && h.is_none()),
+    }
+}
+
 /// Where the pending documents make hard links: object id -> (group id,
 /// link name), for telling whether a new group a move leads into is
 /// itself linked.
@@ -1386,14 +1399,7 @@ fn links_made(docs: &HashMap<String, PendingDoc>) -> HashMap<String, Vec<(String
             continue;
         };
         for (name, link) in ours {
-            let had = match &d.base {
-                None => false,
-                Some(Base::Snapshot(_, b)) => b.get("links").and_then(|m| m.get(name)).is_some(),
-                Some(Base::Touched(_, t)) => !t
-                    .members
-                    .iter()
-                    .any(|(s, m, h)| *s == "links" && m == name && h.is_none()),
-            };
+            let had = had_link(d, name);
             if let (false, Some(child)) = (had, link.get("id").and_then(Value::as_str)) {
                 made.entry(child.to_string())
                     .or_default()
@@ -1468,14 +1474,7 @@ fn cross_moves(docs: &HashMap<String, PendingDoc>) -> Vec<CrossMove> {
         let Some(ours) = d.doc.get("links").and_then(Value::as_object) else {
             continue;
         };
-        let had = |n: &str| match &d.base {
-            None => false,
-            Some(Base::Snapshot(_, b)) => b.get("links").and_then(|m| m.get(n)).is_some(),
-            Some(Base::Touched(_, t)) => !t
-                .members
-                .iter()
-                .any(|(s, m, h)| *s == "links" && m == n && h.is_none()),
-        };
+        let had = |n: &str| had_link(d, n);
         for (n, v) in ours {
             if v.get("id")
                 .and_then(Value::as_str)
