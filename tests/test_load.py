@@ -961,3 +961,15 @@ def test_load_notes_integers_narrower_than_their_size(tmp_path):
     assert len(notes) == 1 and notes[0].startswith("/n12"), report["notes"]
     with h5lake.File(tmp_path / "n.h5l", "r") as f:
         assert list(f["n12"][...]) == [1, -2, 3, 100]
+
+
+def test_a_user_block_too_big_to_keep_is_named_not_dropped(tmp_path):
+    """A store keeps user blocks up to 64 KiB; a bigger one is named as not
+    carried (IncompleteConversion, CLI exit 3), never dropped quietly."""
+    src = tmp_path / "big_ub.h5"
+    with h5py.File(src, "w", userblock_size=128 << 10) as f:
+        f["x"] = np.arange(3)
+    with pytest.raises(h5lake.IncompleteConversion, match="user block"):
+        h5lake.load(src, tmp_path / "big_ub.h5l")
+    report = h5lake.load(src, tmp_path / "big_ub.h5l", skip_unsupported=True, force=True)
+    assert any("user block" in str(s) for s in report["skipped"]), report["skipped"]
