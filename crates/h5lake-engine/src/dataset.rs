@@ -1748,7 +1748,7 @@ impl Domain {
         let (keys, _) = store.list_dir(&m.prefix)?;
         for_each_task(keys.len(), false, |k| -> Result<()> {
             let key = &keys[k];
-            let Some(coords) = parse_chunk_name(&key[m.prefix.len()..], m.dims.len()) else {
+            let Some(coords) = chunk_coords_of(&m, key) else {
                 return Ok(());
             };
             let lo: Vec<u64> = coords.iter().zip(&m.chunk).map(|(c, k)| c * k).collect();
@@ -1847,8 +1847,8 @@ impl Domain {
         let mut out: Vec<Vec<u64>> = self
             .store()
             .list_prefix(&m.prefix)?
-            .into_iter()
-            .filter_map(|k| parse_chunk_name(k.get(m.prefix.len()..)?, m.dims.len()))
+            .iter()
+            .filter_map(|k| chunk_coords_of(m, k))
             .collect();
         out.sort_unstable();
         Ok(out)
@@ -1867,10 +1867,7 @@ impl Domain {
             .store()
             .list_sizes(&m.prefix)?
             .into_iter()
-            .filter_map(|(k, size)| {
-                let coords = parse_chunk_name(k.get(m.prefix.len()..)?, m.dims.len())?;
-                Some((coords, size))
-            })
+            .filter_map(|(k, size)| Some((chunk_coords_of(&m, &k)?, size)))
             .collect();
         out.sort_unstable();
         Ok(out)
@@ -1971,7 +1968,7 @@ impl Domain {
             .list_prefix(&m.prefix)?
             .into_iter()
             .filter_map(|k| {
-                let coords = parse_chunk_name(k.get(m.prefix.len()..)?, m.dims.len())?;
+                let coords = chunk_coords_of(&m, &k)?;
                 Some((coords, k))
             })
             .collect();
@@ -1991,7 +1988,7 @@ impl Domain {
         let (keys, _) = self.store().list_dir(&m.prefix)?;
         Ok(keys
             .iter()
-            .filter(|k| parse_chunk_name(&k[m.prefix.len()..], m.dims.len()).is_some())
+            .filter(|k| chunk_coords_of(&m, k).is_some())
             .count())
     }
 }
@@ -2130,7 +2127,7 @@ impl Domain {
                     f(&m.decode(stored).map_err(m.naming_chunk(key))?);
                     return Ok(());
                 }
-                let coords = parse_chunk_name(&key[m.prefix.len()..], m.dims.len())
+                let coords = chunk_coords_of(&m, key)
                     .ok_or_else(|| EngineError::Corrupt(format!("bad chunk key {key}")))?;
                 thread_local! {
                     static HYPER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -2477,7 +2474,7 @@ impl Domain {
         match (self.store().get_scattered(key, total, &mut runs)?, &m.link) {
             (Some(done), _) => Ok(done),
             (None, Some(link)) => {
-                let coords = parse_chunk_name(&key[m.prefix.len()..], m.dims.len())
+                let coords = chunk_coords_of(&m, key)
                     .ok_or_else(|| EngineError::Corrupt(format!("bad chunk key {key}")))?;
                 self.read_linked_into(m, link, &coords, &mut runs)
             }
@@ -2491,7 +2488,7 @@ impl Domain {
         let Some(link) = &m.link else {
             return Ok(None);
         };
-        let Some(coords) = parse_chunk_name(&key[m.prefix.len()..], m.dims.len()) else {
+        let Some(coords) = chunk_coords_of(&m, key) else {
             return Ok(None);
         };
         Ok(self.linked_chunk(m, link, &coords)?.map(Bytes::from))
@@ -2883,6 +2880,12 @@ fn chunk_region(parts: &[&DimPart]) -> Vec<(u64, u64)> {
             (lo, hi)
         })
         .collect()
+}
+
+/// The chunk coordinates of the store key `key` when it names one of the
+/// dataset's chunk objects.
+pub(crate) fn chunk_coords_of(m: &DatasetMeta, key: &str) -> Option<Vec<u64>> {
+    parse_chunk_name(key.strip_prefix(m.prefix.as_str())?, m.dims.len())
 }
 
 fn parse_chunk_name(name: &str, rank: usize) -> Option<Vec<u64>> {

@@ -40,7 +40,7 @@ use h5lake_store::{PutOutcome, Version};
 use h5lake_types::{Datatype, DimSel, Selection};
 use serde_json::Value;
 
-use crate::dataset::{for_each_task, DatasetMeta, Projection};
+use crate::dataset::{chunk_coords_of, for_each_task, DatasetMeta, Projection};
 use crate::domain::Domain;
 use crate::error::{EngineError, Result};
 
@@ -411,18 +411,22 @@ impl<'a> Summaries<'a> {
         }
     }
 
-    /// [`Summaries::of`] for checking the records of `chunks` chunks.
+    /// [`Summaries::of`] for checking the records of `chunks` chunks,
+    /// against the versions of `listed` where its listing gave them.
     fn for_chunks(
         store: &'a dyn h5lake_store::Store,
         m: &'a DatasetMeta,
         chunks: usize,
+        listed: Option<HashMap<String, Version>>,
     ) -> Result<Self> {
         let mut sums = Self::of(store, m);
-        if chunks >= LIST_VERSIONS_FROM {
-            sums.versions = store
+        sums.versions = match listed {
+            Some(v) => Some(v),
+            None if chunks >= LIST_VERSIONS_FROM => store
                 .list_versions(&m.prefix)?
-                .map(|v| v.into_iter().collect());
-        }
+                .map(|v| v.into_iter().collect()),
+            None => None,
+        };
         Ok(sums)
     }
 
@@ -460,6 +464,30 @@ impl<'a> Summaries<'a> {
         };
         drop(shards);
         Ok(all)
+    }
+}
+
+/// The chunks of a dataset that may hold data (in C order), with their
+/// objects' versions where the listing that found them gave those (S3):
+/// one listing, not one for the chunks and one for their versions.
+struct WithData {
+    coords: Vec<Vec<u64>>,
+    versions: Option<HashMap<String, Version>>,
+}
+
+impl WithData {
+    fn unversioned(coords: Vec<Vec<u64>>) -> Self {
+        Self {
+            coords,
+            versions: None,
+        }
+    }
+
+    /// Only the chunks that reach into `region`.
+    fn inside(mut self, m: &DatasetMeta, region: &Region) -> Self {
+        self.coords
+            .retain(|c| !overlap(m, c, region).iter().any(|(a, b)| a >= b));
+        self
     }
 }
 
@@ -788,8 +816,8 @@ impl Domain {
         let m = Arc::new(self.dataset(id)?.stats_view()?);
         not_virtual(&m)?;
         let plan = plan_of(&m)?;
-        let coords = self.chunks_with_data(&m)?;
-        let sums = Summaries::for_chunks(self.store().as_ref(), &m, coords.len())?;
+        let WithData { coords, versions } = self.chunks_with_data(&m)?;
+        let sums = Summaries::for_chunks(self.store().as_ref(), &m, coords.len(), versions)?;
         let out = Mutex::new(Vec::with_capacity(coords.len()));
         for_each_task(coords.len(), false, |i| {
             let Some((rec, _)) = self.current_record(&m, &plan, &coords[i], &sums, false)? else {
@@ -821,19 +849,23 @@ impl Domain {
         self.check_writable()?;
         let mut work = Vec::new();
         let mut metas = Vec::new();
+        let mut listed = Vec::new();
         for id in ids {
             let m = Arc::new(self.dataset(id)?.stats_view()?);
             not_virtual(&m)?;
             let plan = plan_of(&m)?;
-            for c in self.chunks_with_data(&m)? {
+            let with_data = self.chunks_with_data(&m)?;
+            for c in with_data.coords {
                 work.push((metas.len(), plan.clone(), c));
             }
+            listed.push(with_data.versions);
             metas.push(m);
         }
-        let sums: Vec<Summaries> = metas
+        let sums = metas
             .iter()
-            .map(|m| Summaries::of(self.store().as_ref(), m))
-            .collect();
+            .zip(listed)
+            .map(|(m, versions)| Summaries::for_chunks(self.store().as_ref(), m, 0, versions))
+            .collect::<Result<Vec<Summaries>>>()?;
         let bar = crate::progress::bar(
             progress,
             work.len() as u64,
@@ -873,16 +905,27 @@ impl Domain {
 
     /// The chunks that may hold data: the stored ones, or for a linked
     /// dataset every chunk of the extent.
-    fn chunks_with_data(&self, m: &DatasetMeta) -> Result<Vec<Vec<u64>>> {
+    fn chunks_with_data(&self, m: &DatasetMeta) -> Result<WithData> {
         if m.link.is_some() {
             let full: Region = m.dims.iter().map(|&d| (0, d)).collect();
-            return Ok(Grid::new(m, &full).all());
+            return Ok(WithData::unversioned(Grid::new(m, &full).all()));
         }
-        Ok(self
-            .stored_chunk_coords(m)?
+        let (stored, versions) = match self.store().list_versions(&m.prefix)? {
+            Some(listed) => {
+                let coords = listed
+                    .iter()
+                    .filter_map(|(k, _)| chunk_coords_of(m, k))
+                    .collect();
+                (coords, Some(listed.into_iter().collect()))
+            }
+            None => (self.stored_chunk_coords(m)?, None),
+        };
+        let mut coords: Vec<Vec<u64>> = stored
             .into_iter()
-            .filter(|c| live(m, c).iter().all(|&l| l > 0))
-            .collect())
+            .filter(|c: &Vec<u64>| live(m, c).iter().all(|&l| l > 0))
+            .collect();
+        coords.sort_unstable();
+        Ok(WithData { coords, versions })
     }
 
     /// Statistics of the elements in `region` (the whole extent when
@@ -907,13 +950,13 @@ impl Domain {
         let total: u64 = region.iter().map(|(a, b)| b - a).product();
         // (A virtual dataset's chunks that its mappings reach are read,
         // from its sources; the rest hold the fill value.)
-        let chunks: Vec<Vec<u64>> = if is_virtual {
-            virtual_chunks(&m, &region)?
+        let WithData {
+            coords: chunks,
+            versions,
+        } = if is_virtual {
+            WithData::unversioned(virtual_chunks(&m, &region)?)
         } else {
-            self.chunks_with_data(&m)?
-                .into_iter()
-                .filter(|c| !overlap(&m, c, &region).iter().any(|(a, b)| a >= b))
-                .collect()
+            self.chunks_with_data(&m)?.inside(&m, &region)
         };
         let acc = Mutex::new((
             plan.leaves
@@ -929,7 +972,7 @@ impl Domain {
             0usize,
         ));
         let keeps = m.stats.is_some();
-        let sums = Summaries::for_chunks(self.store().as_ref(), &m, chunks.len())?;
+        let sums = Summaries::for_chunks(self.store().as_ref(), &m, chunks.len(), versions)?;
         for_each_task(chunks.len(), false, |i| {
             let c = &chunks[i];
             let ov = overlap(&m, c, &region);
@@ -1057,22 +1100,23 @@ impl Domain {
         // The chunks that hold values of their own, inside the region:
         // stored ones, or of a virtual dataset those its mappings reach; the
         // others hold the fill value alone.
-        let with_data = || -> Result<Vec<Vec<u64>>> {
+        let with_data = || -> Result<WithData> {
             if is_virtual {
-                return virtual_chunks(&m, &region);
+                return Ok(WithData::unversioned(virtual_chunks(&m, &region)?));
             }
-            Ok(self
-                .chunks_with_data(&m)?
-                .into_iter()
-                .filter(|c| !overlap(&m, c, &region).iter().any(|(a, b)| a >= b))
-                .collect())
+            Ok(self.chunks_with_data(&m)?.inside(&m, &region))
         };
         // Of a virtual dataset whose fill value matches: the chunks read
         // from its sources (the others are answered as fill, unread).
         let mut mapped: Option<std::collections::HashSet<Vec<u64>>> = None;
+        let mut versions = None;
         let chunks = if fill_matches {
             if limits.max_matches.is_none() || is_virtual {
-                let listed = with_data()?;
+                let WithData {
+                    coords: listed,
+                    versions: v,
+                } = with_data()?;
+                versions = v;
                 if limits.max_matches.is_none() {
                     // Every element of the region outside those chunks
                     // matches: an answer that cannot fit is refused before
@@ -1097,10 +1141,12 @@ impl Domain {
             }
             Chunks::Grid(Grid::new(&m, &region))
         } else {
-            Chunks::Listed(with_data()?)
+            let listed = with_data()?;
+            versions = listed.versions;
+            Chunks::Listed(listed.coords)
         };
         let keeps = m.stats.is_some();
-        let sums = Summaries::for_chunks(self.store().as_ref(), &m, chunks.len())?;
+        let sums = Summaries::for_chunks(self.store().as_ref(), &m, chunks.len(), versions)?;
         let found = Mutex::new((Vec::new(), 0usize, 0usize));
         let strides = dims_strides(&m.dims);
         let held = std::sync::atomic::AtomicUsize::new(0);

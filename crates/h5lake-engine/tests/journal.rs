@@ -830,11 +830,17 @@ fn statistics_of_many_chunks_are_checked_against_one_listing_where_the_store_lis
     let data: Vec<u8> = (0..256).flat_map(|x| f64::from(x).to_le_bytes()).collect();
     dom.write(&d, &Selection::all(&[256]), &data).unwrap();
     let before = store.chunk_versions_asked();
+    let listed = store.listings();
     let (_, agg) = dom.aggregate(&d, None).unwrap();
     assert_eq!(
         store.chunk_versions_asked(),
         before,
         "no version asked chunk by chunk"
+    );
+    assert_eq!(
+        store.listings() - listed,
+        1,
+        "the chunks and their versions come from one listing"
     );
     assert_eq!((agg.chunks_from_stats, agg.chunks_read), (64, 0));
     assert_eq!(agg.leaves[0].max.map(|n| n.as_f64()), Some(255.0));

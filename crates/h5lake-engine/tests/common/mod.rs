@@ -36,6 +36,8 @@ pub struct TestStore {
     lists_versions: bool,
     /// Versions of chunk objects asked one by one.
     chunk_versions_asked: AtomicUsize,
+    /// Listings made (of keys, of keys with versions, of a directory).
+    listings: AtomicUsize,
     /// Run once after the first conditional put of a key ending so: what
     /// another writer does at that moment.
     after_put: std::sync::Mutex<Option<(String, Box<dyn FnOnce() + Send>)>>,
@@ -92,6 +94,11 @@ impl TestStore {
     /// key at a time.
     pub fn chunk_versions_asked(&self) -> usize {
         self.chunk_versions_asked.load(Ordering::Relaxed)
+    }
+
+    /// Listings made so far (each one request or more on S3).
+    pub fn listings(&self) -> usize {
+        self.listings.load(Ordering::Relaxed)
     }
 
     /// Runs `f` once, right after the first conditional put of a key
@@ -236,11 +243,13 @@ impl WritableStore for TestStore {
 
 impl ListableStore for TestStore {
     fn list_prefix(&self, prefix: &str) -> Result<Vec<String>> {
+        self.listings.fetch_add(1, Ordering::Relaxed);
         let got = self.inner.list_prefix(prefix);
         std::thread::sleep(self.list_delay);
         got
     }
     fn list_dir(&self, prefix: &str) -> Result<(Vec<String>, Vec<String>)> {
+        self.listings.fetch_add(1, Ordering::Relaxed);
         let got = self.inner.list_dir(prefix);
         std::thread::sleep(self.list_delay);
         got
@@ -249,6 +258,7 @@ impl ListableStore for TestStore {
         if !self.lists_versions {
             return Ok(None);
         }
+        self.listings.fetch_add(1, Ordering::Relaxed);
         let mut out = Vec::new();
         for key in self.inner.list_prefix(prefix)? {
             if let Some(v) = self.inner.version(&key)? {
