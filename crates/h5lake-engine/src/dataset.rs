@@ -1748,7 +1748,7 @@ impl Domain {
         let (keys, _) = store.list_dir(&m.prefix)?;
         for_each_task(keys.len(), false, |k| -> Result<()> {
             let key = &keys[k];
-            let Some(coords) = chunk_coords_of(&m, key) else {
+            let Some(coords) = chunk_coords_of(m, key) else {
                 return Ok(());
             };
             let lo: Vec<u64> = coords.iter().zip(&m.chunk).map(|(c, k)| c * k).collect();
@@ -2127,7 +2127,7 @@ impl Domain {
                     f(&m.decode(stored).map_err(m.naming_chunk(key))?);
                     return Ok(());
                 }
-                let coords = chunk_coords_of(&m, key)
+                let coords = chunk_coords_of(m, key)
                     .ok_or_else(|| EngineError::Corrupt(format!("bad chunk key {key}")))?;
                 thread_local! {
                     static HYPER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -2474,7 +2474,7 @@ impl Domain {
         match (self.store().get_scattered(key, total, &mut runs)?, &m.link) {
             (Some(done), _) => Ok(done),
             (None, Some(link)) => {
-                let coords = chunk_coords_of(&m, key)
+                let coords = chunk_coords_of(m, key)
                     .ok_or_else(|| EngineError::Corrupt(format!("bad chunk key {key}")))?;
                 self.read_linked_into(m, link, &coords, &mut runs)
             }
@@ -2488,7 +2488,7 @@ impl Domain {
         let Some(link) = &m.link else {
             return Ok(None);
         };
-        let Some(coords) = chunk_coords_of(&m, key) else {
+        let Some(coords) = chunk_coords_of(m, key) else {
             return Ok(None);
         };
         Ok(self.linked_chunk(m, link, &coords)?.map(Bytes::from))
