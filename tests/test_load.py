@@ -973,3 +973,36 @@ def test_a_user_block_too_big_to_keep_is_named_not_dropped(tmp_path):
         h5lake.load(src, tmp_path / "big_ub.h5l")
     report = h5lake.load(src, tmp_path / "big_ub.h5l", skip_unsupported=True, force=True)
     assert any("user block" in str(s) for s in report["skipped"]), report["skipped"]
+
+
+@pytest.mark.parametrize("source", ["in place", "linked store"])
+def test_a_copy_out_of_a_file_holds_its_values_and_no_tie_to_the_file(tmp_path, source):
+    # From an audit: copying a chunked dataset of an HDF5 file opened in
+    # place (or of a `load --link` store) into a store failed with
+    # KeyError, and a contiguous one was copied still naming the file.
+    src = str(tmp_path / "src.h5")
+    with h5py.File(src, "w") as f:
+        f.create_dataset("g/chunked", data=np.arange(100.0).reshape(10, 10),
+                         chunks=(3, 4), compression="gzip", shuffle=True)
+        f.create_dataset("g/flat", data=np.arange(7, dtype="i2"))
+        f["g"].attrs["a"] = 1
+    if source == "in place":
+        opened = src
+    else:
+        opened = str(tmp_path / "linked.h5l")
+        h5lake.load(src, opened, link=True)
+    dest = str(tmp_path / "copy.h5l")
+    with h5lake.File(opened, "r") as s, h5lake.File(dest, "w") as d:
+        s.copy("g", d)
+        s.copy(s["g/chunked"], d, "alone")
+    os.rename(src, src + ".gone")
+    with h5lake.File(dest, "r") as d:
+        for name in ("g/chunked", "alone"):
+            c = d[name]
+            np.testing.assert_array_equal(c[()], np.arange(100.0).reshape(10, 10))
+            assert (c.chunks, c.compression, c.shuffle) == ((3, 4), "gzip", True)
+        np.testing.assert_array_equal(d["g/flat"][()], np.arange(7, dtype="i2"))
+        assert d["g/flat"].chunks is None and d["g"].attrs["a"] == 1
+        for name in ("g/chunked", "g/flat", "alone"):
+            layout = d[name]._doc["creationProperties"]["layout"]
+            assert "file_uri" not in layout and not layout["class"].endswith(("_REF", "_INDIRECT"))

@@ -1035,6 +1035,20 @@ def _columnar(doc):
 _COPIED_SETTINGS = ("chunkFormat", "stats", "layout")
 
 
+def _layout_of_copy(layout):
+    """The layout a copy of a dataset gets. A dataset whose values another
+    file holds (an HDF5 file's opened in place, or a linked store's) is
+    copied into chunks of its own, of the shape it reports: a copy keeps no
+    tie to that file, which may change or go."""
+    cls = layout.get('class', '')
+    if not (cls.endswith('_REF') or cls.endswith('_REF_INDIRECT')):
+        return layout
+    if cls.startswith('H5D_CHUNKED'):
+        return {'class': 'H5D_CHUNKED',
+                'dims': [int(d) for d in layout.get('hyper_dims') or layout['dims']]}
+    return {'class': 'H5D_CONTIGUOUS'}
+
+
 def _copy_tree(sfs, soid, dfs, memo, opts, depth=0):
     """Copy object ``soid`` of store ``sfs`` into ``dfs``; returns the new id
     (objects reached twice through hard links are copied once)."""
@@ -1061,6 +1075,8 @@ def _copy_tree(sfs, soid, dfs, memo, opts, depth=0):
         if opts['expand_refs']:
             _check_expandable(doc)
         cprops = dict(doc.get('creationProperties') or {})
+        if 'layout' in cprops:
+            cprops['layout'] = _layout_of_copy(cprops['layout'])
         own = {k: v for k, v in (doc.get('h5lake') or {}).items() if k in _COPIED_SETTINGS}
         if own:
             cprops['h5lake'] = own
