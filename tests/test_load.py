@@ -1006,3 +1006,31 @@ def test_a_copy_out_of_a_file_holds_its_values_and_no_tie_to_the_file(tmp_path, 
         for name in ("g/chunked", "g/flat", "alone"):
             layout = d[name]._doc["creationProperties"]["layout"]
             assert "file_uri" not in layout and not layout["class"].endswith(("_REF", "_INDIRECT"))
+
+
+@pytest.mark.parametrize("how", ["in place", "load", "load --link"])
+def test_attributes_holding_references_keep_their_place_in_creation_order(tmp_path, how):
+    # From an audit: attributes holding references (the DIMENSION_LIST of
+    # every netCDF-4 variable) were read last and listed last.
+    src = str(tmp_path / "ord.h5")
+    with h5py.File(src, "w", track_order=True) as f:
+        t = f.create_dataset("t", data=np.arange(3.0), track_order=True)
+        t.make_scale("t")
+        e = f.create_dataset("e", data=np.zeros(3), track_order=True)
+        e.attrs["zfirst"] = 1
+        e.dims[0].attach_scale(t)
+        e.attrs["alast"] = 2
+        g = f.create_group("g", track_order=True)
+        g.attrs["zfirst"] = 1
+        g.attrs["ref"] = t.ref
+        g.attrs["alast"] = 2
+    with h5py.File(src, "r") as f:
+        expected = {n: list(f[n].attrs) for n in ("e", "g")}
+    assert expected["e"] == ["zfirst", "DIMENSION_LIST", "alast"]
+    opened = src
+    if how != "in place":
+        opened = str(tmp_path / "ord.h5l")
+        h5lake.load(src, opened, link=how.endswith("--link"))
+    with h5lake.File(opened, "r") as f:
+        assert {n: list(f[n].attrs) for n in ("e", "g")} == expected
+        assert f[f["g"].attrs["ref"]].name == "/t"

@@ -282,6 +282,19 @@ fn add_dataset(
     Ok((id, loader.report))
 }
 
+/// `map` reordered as `names` lists its keys (those it does not list last,
+/// in the order they were).
+fn in_order_of(map: &mut Map<String, Value>, names: &[String]) {
+    let rank: HashMap<&str, usize> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), i))
+        .collect();
+    let mut entries: Vec<(String, Value)> = std::mem::take(map).into_iter().collect();
+    entries.sort_by_key(|(k, _)| rank.get(k.as_str()).copied().unwrap_or(usize::MAX));
+    map.extend(entries);
+}
+
 /// An HDF5 file opened in place, read-only: its groups, attributes and
 /// dataset descriptions are loaded into a store held in memory, and its
 /// values stay in the file, read from it as `load --link` stores read them.
@@ -845,8 +858,15 @@ impl Loader<'_> {
                         .ok_or_else(|| Hdf5Error::Library(format!("{path} was not loaded")))?;
                     match attribute_json(obj.id(), &name, Some(&mut |c, r| refs.stored(c, r))) {
                         Ok(a) => {
+                            // Read last, but listed where the file lists it
+                            // (the dimension list of a netCDF-4 variable sits
+                            // among its attributes in creation order).
+                            let order = h5::attr_names(obj.id())?;
                             self.dom.update_doc(&id, |doc| {
                                 doc["attributes"][&name] = a.clone().unwrap_or_default();
+                                if let Some(attrs) = doc["attributes"].as_object_mut() {
+                                    in_order_of(attrs, &order);
+                                }
                                 Ok(())
                             })?;
                             self.report.attributes += 1;
