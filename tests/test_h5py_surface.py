@@ -799,3 +799,40 @@ def test_access_property_lists_answer_what_was_opened_with(lib, tmp_path):
         assert d.id.get_access_plist().get_chunk_cache() == (709, 3 << 20, 0.67)
         assert m.h5d.open(f.id, b"d", dapl).get_access_plist().get_chunk_cache() == \
             (709, 3 << 20, 0.67)
+
+
+def test_libver_and_userblock_size_are_checked_and_reported_as_h5py_does(lib, tmp_path):
+    # From an audit: both were accepted and ignored, invalid values too.
+    mod, path = lib
+    for libver, reported in ((None, ("earliest", "v200")), ("latest", ("v200", "v200")),
+                             ("v110", ("v110", "v200")), (("earliest", "v112"), ("earliest", "v112"))):
+        kw = {} if libver is None else {"libver": libver}
+        with mod.File(path, "w", **kw) as f:
+            assert f.libver == reported
+    for bad, error in (("bad", KeyError), (("latest", "earliest"), ValueError)):
+        with pytest.raises(error):
+            mod.File(path, "w", libver=bad)
+    for size, error in ((1000, "not a power of two"), (256, "less than 512")):
+        with pytest.raises(ValueError, match=error):
+            mod.File(path, "w", userblock_size=size)
+    with mod.File(path, "w", userblock_size=1024) as f:
+        f["x"] = 1
+        assert f.userblock_size == 1024
+    with pytest.raises(ValueError, match="only be specified when creating"):
+        mod.File(path, "r", userblock_size=512)
+    with pytest.raises(ValueError, match="does not match"):
+        mod.File(path, "a", userblock_size=512)
+    with mod.File(path, "a", userblock_size=1024) as f, mod.File(path, "r") as g:
+        assert f.userblock_size == g.userblock_size == 1024
+        assert g.libver == ("earliest", "v200")
+
+
+def test_a_store_made_with_a_user_block_gets_an_hdf5_file_with_one(tmp_path):
+    store, back = tmp_path / "u.h5l", tmp_path / "u.h5"
+    with h5lake.File(store, "w", userblock_size=2048) as f:
+        f["x"] = np.arange(3)
+    h5lake.get(str(store), str(back))
+    with h5py.File(back, "r") as f:
+        assert f.userblock_size == 2048 and list(f["x"][()]) == [0, 1, 2]
+    with h5lake.File(back, "r") as f:
+        assert f.userblock_size == 2048

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import operator
 import os
 import warnings
 import weakref
@@ -34,9 +35,11 @@ _ACCEPTED_KWDS = frozenset((
     'durable',  # h5lake's: each change durable when its call returns
     'swmr',  # SWMR reading (mode 'r'): swmr_mode reports it
     'backing_store',  # with driver='core': False keeps the file in a scratch store
+    'libver',  # checked and reported as h5py does; a store has no format versions
+    'userblock_size',  # kept in the store, written by `h5lake get`
 ))
 _IGNORED_KWDS = frozenset((
-    'driver', 'block_size', 'libver', 'userblock_size', 'rdcc_nslots',
+    'driver', 'block_size', 'rdcc_nslots',
     'rdcc_w0', 'track_times', 'fs_strategy', 'fs_persist', 'fs_threshold',
     'fs_page_size', 'page_buf_size', 'min_meta_keep', 'min_raw_keep', 'locking',
     'alignment_threshold', 'alignment_interval', 'meta_block_size',
@@ -89,13 +92,15 @@ class File(Group):
         track_order = default_track_order(track_order)
         if _core is None:
             raise ImportError("h5lake._core (the Rust extension) is not available: %s" % _core_error)
+        libver = _libver_bounds(kwds.get('libver'))
+        userblock = _userblock_size(kwds.get('userblock_size'), mode)
         from ..h5p import locking_props, DEFAULT_CHUNK_CACHE
         locking = locking_props(kwds.get('locking'))
         chunk_cache = tuple(d if kwds.get(k) is None else t(kwds[k]) for k, d, t in zip(
             ('rdcc_nslots', 'rdcc_nbytes', 'rdcc_w0'), DEFAULT_CHUNK_CACHE, (int, int, float)))
         if hasattr(name, 'read') and hasattr(name, 'seek'):
             fs = _fileobj_state(name, mode, track_order)
-            fs.chunk_cache, fs.locking = chunk_cache, locking
+            fs.chunk_cache, fs.locking, fs.libver = chunk_cache, locking, libver
             _OPEN.add(fs)
             Group.__init__(self, fs, fs.raw.root_id, '/')
             return
@@ -104,7 +109,7 @@ class File(Group):
         name = os.fspath(name)
         if kwds.get('driver') == 'core' and not kwds.get('backing_store', True):
             fs = _memory_state(name, mode, track_order)
-            fs.chunk_cache, fs.locking = chunk_cache, locking
+            fs.chunk_cache, fs.locking, fs.libver = chunk_cache, locking, libver
             _OPEN.add(fs)
             Group.__init__(self, fs, fs.raw.root_id, '/')
             return
@@ -114,6 +119,10 @@ class File(Group):
             raise OSError("Unable to synchronously create file (unable to truncate a file "
                           "which is already open)")
         root_props = {'CreateOrder': 1} if track_order else {}
+        if userblock:
+            # (The user block itself: zeros, as HDF5 leaves it, until `get`
+            # writes it into an HDF5 file.)
+            root_props[_USERBLOCK_KEY] = '00' * userblock
         cache = kwds.get('rdcc_nbytes')
         allow_local = bool(kwds.get('allow_local_links',
                                     os.environ.get('H5LAKE_ALLOW_LOCAL_LINKS') == '1'))
@@ -132,6 +141,7 @@ class File(Group):
                 # typo in the path is not made into new directories.)
                 raise FileNotFoundError(2, "Unable to synchronously create file (unable to "
                                         f"open file: no directory {parent!r})", name)
+        creating = mode != 'a' or not is_url(name) and not _holds_store(name)
         try:
             raw = _core.RawFile(name, mode, json.dumps(root_props),
                                 None if cache is None else int(cache), allow_local, bool(durable))
@@ -147,6 +157,13 @@ class File(Group):
             _warn_skipped(name, skipped, stacklevel=3)
         fs = FileState(raw, name, absolute_location(name), 'r' if raw.readonly else 'r+',
                        allow_local_links=allow_local)
+        fs.libver = libver
+        if userblock is not None and mode == 'a' and not creating:
+            had = _userblock_of(fs, raw.root_id)
+            if had != userblock:
+                raw.close()
+                raise ValueError(f"Requested userblock size ({userblock}) does not match that "
+                                 f"of existing file ({had})")
         # SWMR: a store's writes already reach its readers whole; a reader
         # sees what a writer flushed once it refreshes its datasets.
         fs.swmr = bool(kwds.get('swmr')) and mode == 'r'
@@ -207,13 +224,19 @@ class File(Group):
 
     @property
     def libver(self):
+        """The format version bounds the file was opened with, as h5py
+        reports them (a store has no format versions: they change
+        nothing)."""
         self._fs.check()
-        return ('earliest', 'latest')
+        return getattr(self._fs, 'libver', None) or _libver_bounds(None)
 
     @property
     def userblock_size(self):
+        """The size of the user block: of an HDF5 file opened in place, of
+        the one ``load`` kept or ``userblock_size=`` asked for in a store
+        (``h5lake get`` writes it into the HDF5 file)."""
         self._fs.check()
-        return 0
+        return _userblock_of(self._fs, self._oid)
 
     @property
     def swmr_mode(self):
@@ -417,3 +440,90 @@ def _close_all():
         except Exception as e:  # noqa: BLE001 - nobody else is left to tell
             import sys
             print(f"h5lake: could not write pending changes to {fs.filename}: {e}", file=sys.stderr)
+
+
+# The format versions h5py names, and what 'latest' is (HDF5 2.0's).
+_LIBVERS = ('earliest', 'v108', 'v110', 'v112', 'v114', 'v200')
+
+
+def _libver_bounds(libver):
+    """``(low, high)`` as h5py's ``File.libver`` reports ``libver=``: a
+    name is the low bound (the high one the latest), a pair both;
+    'latest' is named as the version it is."""
+    if libver is None:
+        return ('earliest', _LIBVERS[-1])
+    if isinstance(libver, str):
+        low, high = libver, 'latest'
+    else:
+        try:
+            low, high = libver
+        except TypeError:
+            raise TypeError(f"libver must be a version name or a (low, high) pair, "
+                            f"not {libver!r}") from None
+        except ValueError:
+            raise ValueError(f"libver must be a version name or a (low, high) pair, "
+                             f"not {libver!r}") from None
+    names = {n: i for i, n in enumerate(_LIBVERS)}
+    names['latest'] = len(_LIBVERS) - 1
+    for v in (low, high):
+        if v not in names:
+            raise KeyError(f"{v!r} is not a library version; use one of "
+                           f"{', '.join(_LIBVERS + ('latest',))}")
+    if names[low] > names[high] or low == 'latest' and high != 'latest' or high == 'earliest':
+        raise ValueError("Invalid (low,high) combination of library version bound")
+    return (_LIBVERS[names[low]], _LIBVERS[names[high]])
+
+
+# The root group's creation property a store keeps its user block in (as
+# `h5lake load` keeps an HDF5 file's), as hex.
+_USERBLOCK_KEY = 'h5lake_userblock'
+
+# User blocks a store keeps at most (as `load` does: a document is no place
+# for a big one).
+_USERBLOCK_MAX = 64 << 10
+
+
+def _holds_store(path):
+    """Whether the local ``path`` holds something opening in mode 'a' opens
+    rather than makes."""
+    return os.path.lexists(path) and not (os.path.isdir(path) and not os.listdir(path))
+
+
+def _userblock_size(size, mode):
+    """``userblock_size=`` checked as HDF5 checks it (None: not given)."""
+    if size is None:
+        return None
+    size = operator.index(size)
+    if mode in ('r', 'r+'):
+        raise ValueError("User block may only be specified when creating a file")
+    if size < 0:
+        raise OverflowError("can't convert negative value to hsize_t")
+    if size and size & (size - 1):
+        raise ValueError("Userblock size is non-zero and not a power of two")
+    if size and size < 512:
+        raise ValueError("Userblock size is non-zero and less than 512")
+    if size > _USERBLOCK_MAX:
+        raise ValueError(f"a store keeps a user block of at most {_USERBLOCK_MAX} bytes, "
+                         f"not {size}")
+    return size
+
+
+# What starts HDF5's superblock: after the user block, at 0 or a power of
+# two from 512 bytes.
+_HDF5_SIGNATURE = b'\x89HDF\r\n\x1a\n'
+
+
+def _userblock_of(fs, root_id):
+    """The user block size of the store or HDF5 file ``fs`` holds."""
+    path = fs.raw.path
+    if not is_url(path) and os.path.isfile(path):
+        with open(path, 'rb') as f:
+            at = 0
+            while True:
+                f.seek(at)
+                head = f.read(len(_HDF5_SIGNATURE))
+                if len(head) < len(_HDF5_SIGNATURE) or head == _HDF5_SIGNATURE:
+                    return at
+                at = 512 if at == 0 else at * 2
+    kept = (fs.doc(root_id).get('creationProperties') or {}).get(_USERBLOCK_KEY) or ''
+    return len(kept) // 2
