@@ -1646,7 +1646,8 @@ pub(crate) fn backoff(attempt: u32) {
         return;
     }
     let cap = 1u64 << attempt.min(10);
-    let micros = rand::thread_rng().gen_range(0..cap * 50);
+    // (From the OS: forked writers must not retry in step.)
+    let micros = rand::rngs::OsRng.gen_range(0..cap * 50);
     std::thread::sleep(std::time::Duration::from_micros(micros));
 }
 

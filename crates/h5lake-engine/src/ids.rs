@@ -5,7 +5,7 @@
 //! directory `db/<h8>-<h8>/`; the root group's last 16 digits are the first 16
 //! each rotated by 8, which is how HSDS tells a root group from the others.
 
-use rand::Rng;
+use rand::RngCore;
 
 use crate::{EngineError, Result};
 
@@ -35,10 +35,17 @@ impl ObjKind {
     }
 }
 
+/// `n` random hex digits, from the operating system each time: a
+/// generator kept by the thread would hand a process forked after its
+/// parent made ids the parent's next ones (two objects, one id).
 fn hex(n: usize) -> String {
-    let mut rng = rand::thread_rng();
-    (0..n)
-        .map(|_| std::char::from_digit(rng.gen_range(0..16), 16).unwrap())
+    let mut bytes = vec![0u8; n.div_ceil(2)];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    bytes
+        .iter()
+        .flat_map(|b| [b >> 4, b & 15])
+        .take(n)
+        .map(|d| std::char::from_digit(u32::from(d), 16).unwrap())
         .collect()
 }
 

@@ -887,7 +887,7 @@ impl Journal {
         let mut clashes = Vec::new();
         let edited: Vec<String> = st.docs.keys().cloned().collect();
         let mut outcomes: HashMap<String, Edited> = HashMap::new();
-        let mut removals: Vec<(String, PendingDoc)> = Vec::new();
+        let mut waiting: Vec<MovedOut> = Vec::new();
         for id in edited {
             let rules = Moves {
                 later: moves
@@ -903,40 +903,87 @@ impl Journal {
             st.doc_ids.remove(&d.key);
             if let Some(v) = &edit.version {
                 written.push((id.clone(), v.clone(), edit.doc.clone()));
-                let all: HashSet<&String> = rules.later.iter().collect();
-                if !all.is_empty() {
-                    removals.push((id.clone(), removal_of(&d, v, &edit.doc, &all)));
+                if !rules.later.is_empty() {
+                    waiting.push(MovedOut {
+                        id: id.clone(),
+                        held: rules.later,
+                        pending: d,
+                        version: v.clone(),
+                        doc: edit.doc.clone(),
+                    });
                 }
             }
             outcomes.insert(id, edit);
         }
-        for (id, removal) in removals {
-            let mine: Vec<&CrossMove> = moves.iter().filter(|m| m.from == id).collect();
-            let source_kept = |m: &CrossMove| outcomes.get(&id).is_some_and(|e| !e.refused(&m.old));
-            for m in mine.iter().filter(|m| !source_kept(m)) {
+        // The second writes, a group at a time, each once every name its
+        // links moved to has its final link: a name emptied by one move and
+        // given to another object by a second is held at its first object
+        // until that object's new link is in, and the second object's old
+        // link stays until then too.
+        while !waiting.is_empty() {
+            let held_elsewhere = |to: &str, name: &String, me: &str| {
+                waiting
+                    .iter()
+                    .any(|w| w.id == to && w.id != me && w.held.contains(name))
+            };
+            let ready = waiting.iter().position(|w| {
+                moves
+                    .iter()
+                    .filter(|m| m.from == w.id)
+                    .all(|m| !held_elsewhere(&m.to, &m.new, &w.id))
+            });
+            // (None ready: moves in a cycle, such as two links swapped
+            // between groups. One group goes first; a crash before the next
+            // write leaves an object of the cycle unlinked.)
+            let w = waiting.remove(ready.unwrap_or(0));
+            let mine: Vec<&CrossMove> = moves.iter().filter(|m| m.from == w.id).collect();
+            let first = outcomes.remove(&w.id).expect("written in the first pass");
+            for m in mine.iter().filter(|m| first.refused(&m.old)) {
                 // Another writer changed the old link meanwhile: theirs
                 // stays, so the new one goes (reported at the first pass).
                 take_back(&**inner, m)?;
-                written.retain(|(w, _, _)| *w != m.to);
+                written.retain(|(x, _, _)| *x != m.to);
             }
-            let (go, stay): (Vec<&CrossMove>, Vec<&CrossMove>) =
-                mine.into_iter().filter(|m| source_kept(m)).partition(|m| {
+            let (go, stay): (Vec<&CrossMove>, Vec<&CrossMove>) = mine
+                .into_iter()
+                .filter(|m| !first.refused(&m.old))
+                .partition(|m| {
                     links_landed(&m.to, &m.new, &outcomes, &made_in, &mut HashSet::new())
                 });
+            if go.is_empty() && stay.is_empty() {
+                outcomes.insert(w.id, first);
+                continue;
+            }
+            let names: HashSet<&String> = go.iter().chain(&stay).map(|m| &m.old).collect();
+            let second = removal_of(&w.pending, &w.version, &w.doc, &names);
             let rules = Moves {
                 out: go.iter().map(|m| m.old.clone()).collect(),
                 keep: stay.iter().map(|m| m.old.clone()).collect(),
                 later: HashSet::new(),
             };
-            let edit = write_edit(&**inner, &id, &removal, &rules, &mut clashes)?;
+            let edit = write_edit(&**inner, &w.id, &second, &rules, &mut clashes)?;
             for m in go.iter().filter(|m| edit.refused(&m.old)) {
                 take_back(&**inner, m)?;
-                written.retain(|(w, _, _)| *w != m.to);
+                written.retain(|(x, _, _)| *x != m.to);
             }
-            written.retain(|(w, _, _)| *w != id);
-            if let Some(v) = edit.version {
-                written.push((id, v, edit.doc));
+            written.retain(|(x, _, _)| *x != w.id);
+            if let Some(v) = &edit.version {
+                written.push((w.id.clone(), v.clone(), edit.doc.clone()));
             }
+            // (Later groups ask whether links made here landed: not if
+            // either write refused them.)
+            let refused = match (first.refused, edit.refused) {
+                (Some(a), Some(b)) => Some(a.union(&b).cloned().collect()),
+                _ => None,
+            };
+            outcomes.insert(
+                w.id,
+                Edited {
+                    version: edit.version,
+                    doc: edit.doc,
+                    refused,
+                },
+            );
         }
 
         // 4. Deletions, once no link leads to the objects.
@@ -1313,6 +1360,19 @@ impl Moves {
     }
 }
 
+/// A group whose first write at a commit left the links it moves out to
+/// other groups in place: what its second write starts from.
+struct MovedOut {
+    id: String,
+    /// The names held at the first write.
+    held: HashSet<String>,
+    /// The pending edit (what ours does to those names).
+    pending: PendingDoc,
+    /// The version and document the first write left.
+    version: Version,
+    doc: Arc<Value>,
+}
+
 /// A link a commit removes from one group and makes in another (a move
 /// between groups, or a new hard link made and the old one removed). The
 /// group it goes to is written first, so that a crash between the two
@@ -1325,27 +1385,33 @@ struct CrossMove {
     old: String,
     to: String,
     new: String,
-    link: Value,
+    /// The new link as ours makes it (told apart from another writer's
+    /// link to the same object by its creation time).
+    made: Value,
 }
 
-/// The links a pending edit removes: (name, the link as stored).
+/// The links a pending edit removes, or replaces with a link leading
+/// elsewhere: (name, the link as stored).
 fn removed_links(d: &PendingDoc) -> Vec<(String, Value)> {
     let ours = d.doc.get("links").and_then(Value::as_object);
-    let gone = |n: &str| ours.is_none_or(|m| !m.contains_key(n));
+    let gone = |n: &str, stored: &Value| {
+        ours.and_then(|m| m.get(n))
+            .is_none_or(|v| crate::domain::link_target(v) != crate::domain::link_target(stored))
+    };
     match &d.base {
         Some(Base::Snapshot(_, b)) => b
             .get("links")
             .and_then(Value::as_object)
             .into_iter()
             .flatten()
-            .filter(|(n, _)| gone(n))
+            .filter(|(n, v)| gone(n, v))
             .map(|(n, v)| (n.clone(), v.clone()))
             .collect(),
         Some(Base::Touched(_, t)) => t
             .members
             .iter()
             .filter_map(|(section, n, had)| match (section, had) {
-                (&"links", Some(h)) if gone(n) => Some((n.clone(), h.clone())),
+                (&"links", Some(h)) if gone(n, h) => Some((n.clone(), h.clone())),
                 _ => None,
             })
             .collect(),
@@ -1353,8 +1419,9 @@ fn removed_links(d: &PendingDoc) -> Vec<(String, Value)> {
     }
 }
 
-/// The edit that removes `names` from `written`, the document a first pass
-/// wrote at `version` (see the commit's moves).
+/// The edit that finishes the moves out of `names` in `written`, the
+/// document a first pass wrote at `version` (see the commit's moves): each
+/// name removed, or given the link ours put in its place.
 fn removal_of(
     d: &PendingDoc,
     version: &Version,
@@ -1362,9 +1429,17 @@ fn removal_of(
     names: &HashSet<&String>,
 ) -> PendingDoc {
     let mut doc = (**written).clone();
+    let ours = d.doc.get("links").and_then(Value::as_object);
     if let Some(links) = doc.get_mut("links").and_then(Value::as_object_mut) {
         for n in names {
-            links.shift_remove(n.as_str());
+            match ours.and_then(|o| o.get(n.as_str())) {
+                Some(v) => {
+                    links.insert((*n).clone(), v.clone());
+                }
+                None => {
+                    links.shift_remove(n.as_str());
+                }
+            }
         }
     }
     PendingDoc {
@@ -1376,17 +1451,26 @@ fn removal_of(
     }
 }
 
-/// Whether the stored document a pending edit started from had a link
-/// `name` (a new document had none).
-fn had_link(d: &PendingDoc, name: &str) -> bool {
-    match &d.base {
-        None => false,
-        Some(Base::Snapshot(_, b)) => b.get("links").and_then(|m| m.get(name)).is_some(),
-        Some(Base::Touched(_, t)) => !t
-            .members
-            .iter()
-            .any(|(s, m, h)| *s == "links" && m == name && h.is_none()),
-    }
+/// Whether the link `ours` at `name` of a pending edit is one it made: the
+/// stored document had none there, or one leading elsewhere (a name
+/// emptied by a move and given to another object).
+fn link_made(d: &PendingDoc, name: &str, ours: &Value) -> bool {
+    let stored = match &d.base {
+        None => return true,
+        Some(Base::Snapshot(_, b)) => b.get("links").and_then(|m| m.get(name)),
+        Some(Base::Touched(_, t)) => {
+            match t
+                .members
+                .iter()
+                .find(|(s, m, _)| *s == "links" && m == name)
+            {
+                Some((_, _, had)) => had.as_ref(),
+                // (Not touched: as stored.)
+                None => return false,
+            }
+        }
+    };
+    stored.is_none_or(|s| crate::domain::link_target(s) != crate::domain::link_target(ours))
 }
 
 /// Where the pending documents make hard links: object id -> (group id,
@@ -1399,8 +1483,8 @@ fn links_made(docs: &HashMap<String, PendingDoc>) -> HashMap<String, Vec<(String
             continue;
         };
         for (name, link) in ours {
-            let had = had_link(d, name);
-            if let (false, Some(child)) = (had, link.get("id").and_then(Value::as_str)) {
+            let new_here = link_made(d, name, link);
+            if let (true, Some(child)) = (new_here, link.get("id").and_then(Value::as_str)) {
                 made.entry(child.to_string())
                     .or_default()
                     .push((id.clone(), name.clone()));
@@ -1469,12 +1553,16 @@ fn cross_moves(docs: &HashMap<String, PendingDoc>) -> Vec<CrossMove> {
         .iter()
         .filter_map(|(_, _, v)| v.get("id").and_then(Value::as_str))
         .collect();
-    let mut found: Vec<Option<(String, String)>> = vec![None; removed.len()];
-    for (id, d) in docs {
+    let mut found: Vec<Option<(String, String, Value)>> = vec![None; removed.len()];
+    // (Groups the store has first: a link made there is in the tree, where
+    // one made in a new group may not be, and an object linked from both
+    // moved to the first.)
+    let mut order: Vec<(&String, &PendingDoc)> = docs.iter().collect();
+    order.sort_by_key(|(_, d)| d.base.is_none());
+    for (id, d) in order {
         let Some(ours) = d.doc.get("links").and_then(Value::as_object) else {
             continue;
         };
-        let had = |n: &str| had_link(d, n);
         for (n, v) in ours {
             if v.get("id")
                 .and_then(Value::as_str)
@@ -1485,9 +1573,12 @@ fn cross_moves(docs: &HashMap<String, PendingDoc>) -> Vec<CrossMove> {
             let Some(ks) = wanted.get(&key(v)) else {
                 continue;
             };
+            if !link_made(d, n, v) {
+                continue;
+            }
             for &k in ks {
-                if removed[k].0 != id.as_str() && found[k].is_none() && !had(n) {
-                    found[k] = Some((id.clone(), n.clone()));
+                if removed[k].0 != id.as_str() && found[k].is_none() {
+                    found[k] = Some((id.clone(), n.clone(), v.clone()));
                     break;
                 }
             }
@@ -1496,13 +1587,13 @@ fn cross_moves(docs: &HashMap<String, PendingDoc>) -> Vec<CrossMove> {
     removed
         .into_iter()
         .zip(found)
-        .filter_map(|((from, old, link), to)| {
-            to.map(|(to, new)| CrossMove {
+        .filter_map(|((from, old, _), to)| {
+            to.map(|(to, new, made)| CrossMove {
                 from: from.to_string(),
                 old,
                 to,
                 new,
-                link,
+                made,
             })
         })
         .collect()
@@ -1520,10 +1611,9 @@ fn take_back(inner: &dyn Store, m: &CrossMove) -> Result<()> {
         let Some(links) = doc.get_mut("links").and_then(Value::as_object_mut) else {
             return Ok(());
         };
-        if !links
-            .get(&m.new)
-            .is_some_and(|l| crate::domain::same_link_target(l, &m.link))
-        {
+        // (Only ours: another writer's link to the same object, made by
+        // the same move of theirs, stays.)
+        if links.get(&m.new) != Some(&m.made) {
             return Ok(());
         }
         links.shift_remove(&m.new);

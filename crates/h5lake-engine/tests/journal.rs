@@ -941,3 +941,46 @@ fn a_soft_link_deleted_and_another_made_to_the_same_path_are_not_taken_for_a_mov
     assert!(!names(&seen, &a).contains(&"s".to_string()));
     assert_eq!(seen.link_get(&b, "s2").unwrap()["h5path"], "/t");
 }
+
+#[test]
+fn a_name_emptied_by_one_move_and_filled_by_another_keeps_both_objects_linked_at_every_write() {
+    // From a crash audit: /b/x -> /c/x, then /a/x -> /b/x in one flush.
+    // The second move replaced a link rather than making a new name, so
+    // neither was seen as a move and a, b and c went out in any order.
+    for _round in 0..10 {
+        let (store, dom, _, [_, a, b, c, x]) = three_groups(Durability::AtFlush);
+        // x is at a/x; y at b/x.
+        let y = dom.create_group(json!({})).unwrap();
+        dom.link_create(&b, "x", hard(&y)).unwrap();
+        dom.flush().unwrap();
+        dom.link_move(&b, "x", &c, "x").unwrap();
+        dom.link_move(&a, "x", &b, "x").unwrap();
+        let probe = store.clone();
+        let (a2, b2, c2, x2, y2) = (a.clone(), b.clone(), c.clone(), x.clone(), y.clone());
+        store.after_each_put(move |_| {
+            let linked = |id: &str| {
+                [&a2, &b2, &c2]
+                    .iter()
+                    .any(|g| stored_targets(&probe, g).iter().any(|t| t == id))
+            };
+            assert!(
+                linked(&x2) && linked(&y2),
+                "an object was linked from nowhere"
+            );
+        });
+        dom.flush().unwrap();
+        let seen = read_back(store);
+        assert!(names(&seen, &a).is_empty());
+        assert_eq!(stored_targets_of(&seen, &b), [x.clone()]);
+        assert_eq!(stored_targets_of(&seen, &c), [y.clone()]);
+    }
+}
+
+/// The hard link targets of a group as a handle reads it.
+fn stored_targets_of(dom: &Domain, group: &str) -> Vec<String> {
+    dom.links(group)
+        .unwrap()
+        .into_iter()
+        .filter_map(|(_, l)| l["id"].as_str().map(str::to_string))
+        .collect()
+}

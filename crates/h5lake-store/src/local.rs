@@ -1106,7 +1106,7 @@ fn unique_mtime() -> SystemTime {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    UNIX_EPOCH + Duration::new(secs, rand::thread_rng().gen_range(0..1_000_000_000))
+    UNIX_EPOCH + Duration::new(secs, rand::rngs::OsRng.gen_range(0..1_000_000_000))
 }
 
 fn parent_of(key: &str) -> Option<&str> {
