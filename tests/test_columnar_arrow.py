@@ -783,3 +783,37 @@ def test_booleans_are_parquet_booleans_for_other_tools(tmp_path):
         assert e[...].tolist() == [(False, 7.0), (True, 8.0), (True, 9.0)]
         assert e.to_arrow().column("b").to_pylist() == [False, True, True]
         assert e.read_where("b")["x"].tolist() == [8.0, 9.0]
+
+
+def test_fixed_length_strings_keep_their_inner_nuls_in_arrow(tmp_path):
+    # From an audit: pyarrow's conversion of NumPy's fixed-length strings
+    # ends each value at its first NUL; h5py and NumPy keep those inside
+    # (and drop trailing ones).
+    a = np.array([(b"x\x00y", 1), (b"ab", 2), (b"", 3), (b"\x00\x00z", 4)],
+                 [("s", "S5"), ("i", "i4")])
+    want = [b"x\x00y", b"ab", b"", b"\x00\x00z"]
+    with h5lake.File(tmp_path / "r.h5l", "w") as f:
+        r = f.create_dataset("row", data=a, chunks=(2,))
+        assert r.to_arrow()["s"].to_pylist() == want
+        assert r.to_pandas()["s"].tolist() == want
+        plain = f.create_dataset("plain", data=a["s"])
+        assert plain.to_arrow()["value"].to_pylist() == want
+        b = np.zeros(200_000, a.dtype)
+        b["s"] = b"x\x00y"
+        c = f.create_dataset("col", data=b, chunks=(100_000,), layout="columnar")
+        assert c.to_arrow(np.array([0, 150_000]))["s"].to_pylist() == [b"x\x00y"] * 2
+
+
+def test_integers_with_nulls_reach_pandas_exact(tmp_path):
+    # From an audit: to_pandas() made integer columns holding nulls float64
+    # (2**53 + 1 came back as 2**53), booleans objects.
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame({"a": pd.array([2**53 + 1, None, 2**63 - 1], dtype="Int64"),
+                       "b": pd.array([True, None, False], dtype="boolean"),
+                       "c": np.array([1, 2, 3], dtype="u2")})
+    with h5lake.File(tmp_path / "c.h5l", "w") as f:
+        back = f.create_dataset("t", data=df).to_pandas()
+    assert back["a"].dtype == "Int64" and back["a"].tolist()[::2] == [2**53 + 1, 2**63 - 1]
+    assert back["a"].isna().tolist() == [False, True, False]
+    assert back["b"].dtype == "boolean" and back["b"].isna().tolist() == [False, True, False]
+    assert back["c"].dtype == np.dtype("u2")

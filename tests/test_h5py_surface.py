@@ -836,3 +836,31 @@ def test_a_store_made_with_a_user_block_gets_an_hdf5_file_with_one(tmp_path):
         assert f.userblock_size == 2048 and list(f["x"][()]) == [0, 1, 2]
     with h5lake.File(back, "r") as f:
         assert f.userblock_size == 2048
+
+
+def test_one_element_of_a_dataset_of_sequences_is_written_from_its_sequence(lib):
+    # From an audit: d[0] = ['x', 'y'] on sequences of strings raised
+    # "Can't broadcast (2,) -> ()".
+    mod, path = lib
+    with mod.File(path, "w") as f:
+        s = f.create_dataset("s", (3,), dtype=mod.vlen_dtype(mod.string_dtype()))
+        s[0] = np.array(["a", "bc"], dtype=object)
+        s[1] = ["x", "y", "z"]
+        i = f.create_dataset("i", (2,), dtype=mod.vlen_dtype("i4"))
+        i[1] = [1, 2, 3]
+        got = ([list(v) for v in s[()]], [list(v) for v in i[()]])
+    assert got == ([[b"a", b"bc"], [b"x", b"y", b"z"], []], [[], [1, 2, 3]])
+
+
+def test_reference_names_types_track_times_and_fill_as_h5py_gives_them(lib):
+    mod, path = lib
+    with mod.File(path, "w") as f:
+        d = f.create_dataset("a", data=[1])
+        t = f.create_dataset("t", data=[1], track_times=True)
+        g = f.create_group("g")
+        r = f.create_dataset("r", (2,), dtype=mod.ref_dtype)
+        got = (mod.h5r.get_name(d.ref, f.id), mod.h5r.get_obj_type(d.ref, f.id),
+               mod.h5r.get_name(g.ref, f.id), mod.h5r.get_obj_type(g.ref, f.id),
+               bool(d.id.get_create_plist().get_obj_track_times()),
+               bool(t.id.get_create_plist().get_obj_track_times()), r.fillvalue)
+    assert got == (b"/a", 1, b"/g", 0, False, True, None)

@@ -49,6 +49,10 @@ class PropDCID:
             return _h5d.FILL_VALUE_USER_DEFINED
         return _h5d.FILL_VALUE_DEFAULT
 
+    def get_obj_track_times(self):
+        """Whether the dataset was made with ``track_times=True``."""
+        return bool(self._cp.get("trackTimes"))
+
     def get_fill_value(self, value):
         """Writes the fill value into ``value`` (a 0-d or 1-element array),
         converted to its dtype."""

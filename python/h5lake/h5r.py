@@ -8,7 +8,8 @@ from ._hl.h5t import Reference, RegionReference
 OBJECT = 0
 DATASET_REGION = 1
 
-__all__ = ["Reference", "RegionReference", "OBJECT", "DATASET_REGION", "create"]
+__all__ = ["Reference", "RegionReference", "OBJECT", "DATASET_REGION", "create", "get_name",
+           "get_obj_type"]
 
 
 def create(loc, name, ref_type, space=None):
@@ -32,3 +33,24 @@ def create(loc, name, ref_type, space=None):
         raise TypeError("A region reference is made to a dataset")
     none = space.get_select_type() == h5s.SEL_NONE
     return RegionReference(obj._oid, {"select_type": "H5S_SEL_NONE" if none else "H5S_SEL_ALL"})
+
+
+def _target(ref, loc):
+    from ._hl.base import BY_REFERENCE
+    from ._hl.group import _make_object
+    return _make_object(loc._fs, loc._oid, BY_REFERENCE)[ref]
+
+
+def get_name(ref, loc, lapl=None):
+    """The path (bytes) of the object ``ref`` leads to, in the file of the
+    object id ``loc``."""
+    return _target(ref, loc).name.encode("utf-8")
+
+
+def get_obj_type(ref, loc):
+    """What ``ref`` leads to: ``h5o``'s type codes (0 a group, 1 a dataset,
+    2 a committed datatype)."""
+    from ._hl.group import Group
+    from ._hl.dataset import Dataset
+    obj = _target(ref, loc)
+    return 0 if isinstance(obj, Group) else 1 if isinstance(obj, Dataset) else 2

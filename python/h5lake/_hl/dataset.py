@@ -1195,8 +1195,11 @@ class Dataset(HLObject):
         return query.where(self, cond, sel, keep)
 
     def to_pandas(self, sel=None, fields=None, where=None, *, condvars=None):
-        """:meth:`to_arrow` as a ``pandas.DataFrame``."""
-        return self._to_arrow(sel, fields, where, condvars, sys._getframe(1)).to_pandas()
+        """:meth:`to_arrow` as a ``pandas.DataFrame``; integer and boolean
+        columns holding nulls (of a columnar table) as pandas' nullable
+        types, so that their values stay exact."""
+        from . import table
+        return table.to_pandas(self._to_arrow(sel, fields, where, condvars, sys._getframe(1)))
 
     def to_polars(self, sel=None, fields=None, where=None, *, condvars=None):
         """:meth:`to_arrow` as a ``polars.DataFrame``."""
@@ -1232,6 +1235,8 @@ class Dataset(HLObject):
         if h5t.is_vlen(dt):
             # (h5py: an empty string for strings, None for sequences)
             return b'' if _vlen_kind(dt) == 'str' else None
+        if h5t.is_ref(dt) or h5t.is_regionref(dt):
+            return None                   # (h5py: no reference)
         zero = np.zeros((1,), dtype=dt)
         _objects_to_none(zero)
         return zero[0]
@@ -1554,13 +1559,33 @@ class Dataset(HLObject):
             val = _pack_vlen_seq(val, dtype)
         return val, lambda block: _encode_vlen(np.ascontiguousarray(block, dtype=object), dtype)
 
+    def _one_sequence(self, val, selection):
+        """``val`` as one element where it is the sequence of the one element
+        of a dataset of sequences ``selection`` picks (h5py's reading of
+        ``d[i] = [...]``, sequences of strings too)."""
+        kind = _vlen_kind(self.dtype)
+        if not isinstance(kind, np.dtype) or self.dtype.names is not None \
+                or selection.array_shape != ():
+            return val
+        if isinstance(val, np.ndarray) and val.dtype.kind == 'O' and val.ndim == 0:
+            return val
+        try:
+            seq = np.asarray(val, dtype=kind)
+        except (TypeError, ValueError):
+            return val
+        if seq.ndim != 1:
+            return val
+        one = np.empty((), dtype=object)
+        one[()] = seq
+        return one
+
     def _write_vlen(self, args, val, members):
         """Writes variable-length elements (or elements with variable-length
         members), one encoded element each; ``members``: the compound
         members the caller gives (a columnar table's nulls of them are
         written, of the others kept)."""
-        val, encode = self._vlen_encoder(val, members)
         selection = sel.select(self.shape, args)
+        val, encode = self._vlen_encoder(self._one_sequence(val, selection), members)
         if val.shape == () and selection.array_shape not in ((), None):
             val = np.broadcast_to(val, self._scalar_block_shape(selection))
         selection.expand_shape(val.shape)       # TypeError if it can't broadcast

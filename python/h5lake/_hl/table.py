@@ -36,9 +36,29 @@ def _column(pa, a):
         if base is bytes:
             return pa.array([bytes(x) for x in a], pa.binary())
         return pa.array([np.asarray(x).tolist() for x in a])
+    if dt.kind == "S":
+        return _fixed_bytes(pa, a)
     if not dt.isnative:                 # Arrow is little-endian
         a = a.astype(dt.newbyteorder("="))
     return pa.array(np.ascontiguousarray(a))
+
+
+def _fixed_bytes(pa, a):
+    """Fixed-length strings as Arrow binary values, as NumPy and h5py read
+    them: without their trailing NULs, but with those inside kept
+    (pyarrow's own conversion ends each value at its first NUL)."""
+    n, width = len(a), a.dtype.itemsize
+    if width == 0:
+        return pa.array([b""] * n, pa.binary())
+    raw = np.ascontiguousarray(a).view(np.uint8).reshape(n, width)
+    filled = raw != 0
+    lengths = np.where(filled.any(axis=1), width - np.argmax(filled[:, ::-1], axis=1), 0)
+    values = raw[np.arange(width) < lengths[:, None]]
+    large = values.size > np.iinfo(np.int32).max
+    offsets = np.zeros(n + 1, np.int64 if large else np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    return pa.Array.from_buffers(pa.large_binary() if large else pa.binary(), n,
+                                 [None, pa.py_buffer(offsets), pa.py_buffer(values)])
 
 
 def to_arrow(dset, sel=None, fields=None, where=None):
@@ -64,6 +84,24 @@ def to_arrow(dset, sel=None, fields=None, where=None):
     src = dset.fields(fields) if fields is not None else dset
     data = src[()] if sel is None else src[sel]
     return _records_to_arrow(pa, dset, src.dtype, np.asarray(data))
+
+
+def to_pandas(t):
+    """The ``pyarrow.Table`` ``t`` as a DataFrame, its integer and boolean
+    columns that hold nulls as pandas' nullable types (pyarrow makes them
+    float64 with NaN, losing integers past 2**53, or objects)."""
+    import pandas as pd
+    pa = _pa()
+    nullable = {pa.bool_(): pd.BooleanDtype()}
+    for bits in (8, 16, 32, 64):
+        nullable[getattr(pa, f"int{bits}")()] = getattr(pd, f"Int{bits}Dtype")()
+        nullable[getattr(pa, f"uint{bits}")()] = getattr(pd, f"UInt{bits}Dtype")()
+    frame = t.to_pandas()
+    for i, name in enumerate(t.column_names):
+        col = t.column(i)
+        if col.null_count and col.type in nullable:
+            frame[name] = col.to_pandas(types_mapper=nullable.get)
+    return frame
 
 
 def _take_rows(pa, dset, picked, fields):
@@ -199,7 +237,7 @@ def group_to_arrow(group, sel=None, names=None):
 def group_to_pandas(group, sel=None, names=None):
     """See :meth:`h5lake.Group.to_pandas`: AnnData's index column (the
     group's ``_index`` attribute) becomes the frame's index."""
-    frame = group_to_arrow(group, sel, names).to_pandas()
+    frame = to_pandas(group_to_arrow(group, sel, names))
     index = group.attrs.get("_index") if _encoding(group) == "dataframe" else None
     if index is not None and _text(index) in frame.columns:
         frame = frame.set_index(_text(index))
