@@ -1342,3 +1342,61 @@ def test_an_enum_value_that_does_not_fit_its_base_type_is_refused(server):
         "class": "H5T_ENUM", "base": {"class": "H5T_INTEGER", "base": "H5T_STD_I8LE"},
         "mapping": {"lo": -128, "hi": 127}}, "shape": [2]}, params={"domain": d}, user=ALICE)
     assert st == 201, rsp
+
+
+_TEXT = {"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII", "strPad": "H5T_STR_NULLTERM",
+         "length": "H5T_VARIABLE"}
+
+
+def _put_text_attr(s, d, gid, name, size):
+    """A variable-length string attribute of ``size`` bytes, its value sent
+    as binary (the way past the JSON body's element count)."""
+    import struct
+    st = s.request("PUT", f"/groups/{gid}/attributes/{name}",
+                   {"type": _TEXT, "shape": "H5S_SCALAR", "value": "x"},
+                   params={"domain": d}, user=ALICE)[0]
+    assert st == 201, st
+    return s.request("PUT", f"/groups/{gid}/attributes/{name}/value",
+                     struct.pack("<I", size) + b"B" * size, params={"domain": d}, user=ALICE,
+                     headers={"Content-Type": "application/octet-stream"})[0]
+
+
+def test_big_documents_are_capped_and_held_to_the_budget(tmp_path):
+    """From an audit: attributes sent as binary grew a group's document
+    without bound (40 MB a request), and every request on the group read,
+    copied and answered it outside the memory budget: 8 GETs at once took
+    4 GB against a budget of 64 MiB. A change may now leave a document of
+    at most an eighth of the budget (--max-document-size), and what each
+    request reads of documents is held to its memory."""
+    import threading
+    s = with_homes(tmp_path / "bucket", ALICE, args=["--memory-budget", "64M"])
+    try:
+        d, root = new_domain(s, ALICE)
+        baseline = s.rss_kb()
+        assert _put_text_attr(s, d, root, "huge", 12 << 20) == 413
+        codes = [_put_text_attr(s, d, root, f"a{i}", 2 << 20) for i in range(5)]
+        assert codes[:3] == [200] * 3 and 413 in codes, codes
+        names = s.request("GET", f"/groups/{root}/attributes", params={"domain": d},
+                          user=ALICE)[2]["attributes"]
+        kept = {a["name"] for a in names}
+        assert kept >= {"a0", "a1", "a2"} and "huge" in kept, kept
+        # (a change that shrinks it goes)
+        assert s.request("DELETE", f"/groups/{root}/attributes/a0", params={"domain": d},
+                         user=ALICE)[0] == 200
+        seen = []
+
+        def get():
+            st, _, body = s.request("GET", f"/groups/{root}", params={"domain": d,
+                                    "include_attrs": 1}, user=ALICE)
+            seen.append((st, len(body.get("attributes", [])) if st == 200 else 0))
+        threads = [threading.Thread(target=get) for _ in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert {st for st, _ in seen} <= {200, 503} and (200, len(kept) - 1) in seen, seen
+        grew_mb = (s.rss_kb("VmHWM") - baseline) / 1024
+        assert grew_mb < 64 + 48, f"grew {grew_mb:.0f} MB over a budget of 64 MB"
+        assert s.alive()
+    finally:
+        s.stop()

@@ -666,6 +666,11 @@ def build_parser():
                         help="most values in one JSON body or answer (default 1048576)")
     limits.add_argument("--max-chunks-per-write", type=int, metavar="N",
                         help="most chunks one write may reach (default 10000): each is a stored object")
+    limits.add_argument("--max-document-size", dest="max_document_bytes", type=parse_size,
+                        metavar="SIZE",
+                        help="memory one object's document (a group's links and attributes) may "
+                             "take parsed; changes past it are refused (default 64M, at most an "
+                             "eighth of the memory budget)")
     limits.add_argument("--max-request-size", dest="max_request_bytes", type=parse_size, metavar="SIZE",
                         help="largest body read whole (default 100M; binary values stream)")
     limits.add_argument("--header-timeout", type=float, metavar="SECONDS",
@@ -682,7 +687,7 @@ def build_parser():
 # The `h5lake serve` options that are resource limits, by their names in
 # h5lake.serve().
 _SERVER_LIMITS = ("memory_budget_bytes", "max_json_elements", "max_chunks_per_write",
-                  "max_request_bytes",
+                  "max_request_bytes", "max_document_bytes",
                   "header_timeout", "idle_timeout", "max_connections_per_client",
                   "max_connections")
 

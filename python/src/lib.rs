@@ -716,6 +716,7 @@ fn server_options(cfg: &mut h5lake_server::ServerConfig, opts: &Value) -> PyResu
             "max_json_elements" => cfg.max_json_elements = size()?,
             "max_chunks_per_write" => cfg.max_chunks_per_write = size()?,
             "max_request_bytes" => cfg.max_request_bytes = size()?,
+            "max_document_bytes" => cfg.max_document_bytes = size()?,
             "header_timeout" => cfg.header_timeout = seconds()?,
             "idle_timeout" => cfg.idle_timeout = seconds()?,
             "max_connections_per_client" => cfg.max_connections_per_client = size()?,

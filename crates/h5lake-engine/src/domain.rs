@@ -115,6 +115,17 @@ pub struct DomainOptions {
     /// When metadata changes reach the store: at once (the default), or
     /// together at [`Domain::flush`].
     pub durability: Durability,
+    /// Parsed documents kept, in bytes of what they cost parsed (see
+    /// [`crate::memory::json_cost`]); a document costing more than a
+    /// quarter of it is not kept.
+    pub doc_cache_bytes: usize,
+    /// Largest document an edit may leave, in bytes of memory parsed (see
+    /// [`crate::memory::json_cost`]): an edit that grows a document past it
+    /// is refused
+    /// ([`EngineError::TooLarge`]). `None`: no limit. A server sets one, so
+    /// that no client can grow an object that every later request must
+    /// read whole.
+    pub max_doc_bytes: Option<usize>,
 }
 
 impl Default for DomainOptions {
@@ -128,6 +139,8 @@ impl Default for DomainOptions {
             allow_local_links: std::env::var("H5LAKE_ALLOW_LOCAL_LINKS").is_ok_and(|v| v == "1"),
             link_base: None,
             durability: Durability::EachCall,
+            doc_cache_bytes: DEFAULT_DOC_CACHE_BYTES,
+            max_doc_bytes: None,
         }
     }
 }
@@ -281,50 +294,96 @@ pub struct Domain {
     pub(crate) relinked: crate::hdf5_sources::RelinkedSources,
     /// Pending metadata ([`Durability::AtFlush`]); `store` reads through it.
     journal: Option<Arc<Journal>>,
+    /// See [`DomainOptions::max_doc_bytes`].
+    max_doc_bytes: Option<usize>,
 }
 
-/// See [`Domain::get_doc`]. Bounded: cleared when it grows past
-/// [`DocCache::MAX`] entries.
-#[derive(Default)]
+/// Parsed documents kept by default (see [`DomainOptions::doc_cache_bytes`]).
+pub const DEFAULT_DOC_CACHE_BYTES: usize = 256 << 20;
+
+/// See [`Domain::get_doc`]. Bounded by the count of entries
+/// ([`DocCache::MAX`]) and by what its documents cost parsed: cleared when
+/// either would grow past its bound.
 pub(crate) struct DocCache {
-    docs: std::sync::Mutex<std::collections::HashMap<String, (Version, Arc<Value>)>>,
-    metas: std::sync::Mutex<
-        std::collections::HashMap<String, (Version, Arc<crate::dataset::DatasetMeta>)>,
-    >,
+    docs: std::sync::Mutex<Costed<Value>>,
+    metas: std::sync::Mutex<Costed<crate::dataset::DatasetMeta>>,
+    max_bytes: usize,
+}
+
+/// Cached values by object id, each with the version it was read at and
+/// what it costs; and what they cost in all.
+struct Costed<T> {
+    map: std::collections::HashMap<String, (Version, Arc<T>, usize)>,
+    bytes: usize,
+}
+
+impl<T> Default for Costed<T> {
+    fn default() -> Self {
+        Costed {
+            map: std::collections::HashMap::new(),
+            bytes: 0,
+        }
+    }
 }
 
 impl DocCache {
     const MAX: usize = 4096;
 
-    fn get<T>(
-        map: &std::sync::Mutex<std::collections::HashMap<String, (Version, Arc<T>)>>,
-        id: &str,
-        version: &Version,
-    ) -> Option<Arc<T>> {
-        let map = map.lock().unwrap_or_else(|e| e.into_inner());
-        map.get(id)
-            .filter(|(v, _)| v == version)
-            .map(|(_, t)| t.clone())
+    fn new(max_bytes: usize) -> Self {
+        DocCache {
+            docs: Default::default(),
+            metas: Default::default(),
+            max_bytes,
+        }
     }
 
-    fn forget<T>(
-        map: &std::sync::Mutex<std::collections::HashMap<String, (Version, Arc<T>)>>,
+    /// The value cached for `id` at `version`, with what it costs.
+    fn get<T>(
+        map: &std::sync::Mutex<Costed<T>>,
         id: &str,
-    ) {
-        map.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+        version: &Version,
+    ) -> Option<(Arc<T>, usize)> {
+        let c = map.lock().unwrap_or_else(|e| e.into_inner());
+        c.map
+            .get(id)
+            .filter(|(v, _, _)| v == version)
+            .map(|(_, t, cost)| (t.clone(), *cost))
+    }
+
+    fn forget<T>(map: &std::sync::Mutex<Costed<T>>, id: &str) {
+        let mut c = map.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, _, cost)) = c.map.remove(id) {
+            c.bytes -= cost;
+        }
     }
 
     fn put<T>(
-        map: &std::sync::Mutex<std::collections::HashMap<String, (Version, Arc<T>)>>,
+        &self,
+        map: &std::sync::Mutex<Costed<T>>,
         id: &str,
         version: Version,
         value: Arc<T>,
+        cost: usize,
     ) {
-        let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
-        if map.len() >= Self::MAX {
-            map.clear();
+        let mut c = map.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, _, old)) = c.map.remove(id) {
+            c.bytes -= old;
         }
-        map.insert(id.to_string(), (version, value));
+        if cost > self.max_bytes / 4 {
+            return;
+        }
+        if c.map.len() >= Self::MAX || c.bytes + cost > self.max_bytes {
+            c.map.clear();
+            c.bytes = 0;
+        }
+        c.bytes += cost;
+        c.map.insert(id.to_string(), (version, value, cost));
+    }
+
+    /// Keeps a document this domain wrote.
+    fn put_written(&self, id: &str, version: Version, doc: Arc<Value>) {
+        let cost = crate::memory::value_cost(&doc);
+        self.put(&self.docs, id, version, doc, cost);
     }
 }
 
@@ -495,11 +554,12 @@ impl Domain {
             readonly: mode == OpenMode::Read,
             location,
             linked_files,
-            docs: DocCache::default(),
+            docs: DocCache::new(opts.doc_cache_bytes),
             virtual_stores: Default::default(),
             printf_seen: Default::default(),
             relinked: Default::default(),
             journal: None,
+            max_doc_bytes: opts.max_doc_bytes,
         };
         let journaled = opts.durability == Durability::AtFlush;
         let attach = move |mut dom: Domain| -> Result<Domain> {
@@ -837,12 +897,17 @@ impl Domain {
         let key = ids::doc_key(id)?;
         let not_found = || EngineError::NotFound(format!("object {id} not found"));
         let version = self.store.version(&key)?.ok_or_else(not_found)?;
-        if let Some(doc) = DocCache::get(&self.docs.docs, id, &version) {
+        if let Some((doc, cost)) = DocCache::get(&self.docs.docs, id, &version) {
+            crate::memory::hold(&key, cost)?;
             return Ok((version, doc));
         }
         let cur = self.store.get_versioned(&key)?.ok_or_else(not_found)?;
+        // (Asked before the parse, which is what costs.)
+        let cost = crate::memory::json_cost(&cur.data);
+        crate::memory::hold(&key, cost)?;
         let doc = Arc::new(parse_doc(&cur.data, &key)?);
-        DocCache::put(&self.docs.docs, id, cur.version.clone(), doc.clone());
+        self.docs
+            .put(&self.docs.docs, id, cur.version.clone(), doc.clone(), cost);
         Ok((cur.version, doc))
     }
 
@@ -850,13 +915,14 @@ impl Domain {
     pub(crate) fn cached_meta(&self, id: &str) -> Result<Arc<crate::dataset::DatasetMeta>> {
         let key = ids::doc_key(id)?;
         if let Some(version) = self.store.version(&key)? {
-            if let Some(m) = DocCache::get(&self.docs.metas, id, &version) {
+            if let Some((m, _)) = DocCache::get(&self.docs.metas, id, &version) {
                 return Ok(m);
             }
         }
         let (version, doc) = self.doc_versioned(id)?;
         let m = Arc::new(crate::dataset::DatasetMeta::from_doc(&doc)?);
-        DocCache::put(&self.docs.metas, id, version, m.clone());
+        // (Bounded by their count: a dataset's description is small.)
+        self.docs.put(&self.docs.metas, id, version, m.clone(), 0);
         Ok(m)
     }
 
@@ -918,7 +984,7 @@ impl Domain {
             Ok(out)
         })?;
         if let Some((version, doc)) = written {
-            DocCache::put(&self.docs.docs, id, version, doc);
+            self.docs.put_written(id, version, doc);
         }
         Ok(out)
     }
@@ -955,18 +1021,38 @@ impl Domain {
             // conditional put below is what makes the change safe.
             let (version, cur) = self.doc_versioned(id)?;
             let mut doc = (*cur).clone();
-            drop(cur);
             let out = f(&mut doc)?;
             doc["lastModified"] = json!(now());
-            match self.store.put_if_version(&key, &to_bytes(&doc), &version)? {
+            self.check_doc_size(id, &doc, &cur)?;
+            drop(cur);
+            let text = to_bytes(&doc);
+            match self.store.put_if_version(&key, &text, &version)? {
                 PutOutcome::Written(written) => {
-                    DocCache::put(&self.docs.docs, id, written, Arc::new(doc));
+                    self.docs.put_written(id, written, Arc::new(doc));
                     return Ok(out);
                 }
                 PutOutcome::Conflict => backoff(attempt),
             }
         }
         unreachable!("the retry loop only ends by returning")
+    }
+
+    /// Refuses an edit that grows the document of `id` (to `after`) past
+    /// [`DomainOptions::max_doc_bytes`] of memory parsed (one that shrinks
+    /// a document already past it goes).
+    fn check_doc_size(&self, id: &str, after: &Value, before: &Value) -> Result<()> {
+        let Some(max) = self.max_doc_bytes else {
+            return Ok(());
+        };
+        let cost = crate::memory::value_cost(after);
+        if cost <= max || cost <= crate::memory::value_cost(before) {
+            return Ok(());
+        }
+        Err(EngineError::TooLarge(format!(
+            "this change would make the document of {id} take {cost} bytes of memory, past \
+             the {max} bytes allowed for one object: keep big values in datasets, or spread \
+             links and attributes over more groups"
+        )))
     }
 
     fn new_object(&self, kind: ObjKind, id: Option<&str>, mut doc: Value) -> Result<String> {
@@ -1027,7 +1113,7 @@ impl Domain {
         // not let push them out of the cache.
         for (id, version, doc) in j.commit()?.into_iter().rev().take(DocCache::MAX / 4) {
             if ids::parse_id(&id).is_ok() {
-                DocCache::put(&self.docs.docs, &id, version, doc);
+                self.docs.put_written(&id, version, doc);
             }
         }
         Ok(())

@@ -37,6 +37,10 @@ pub enum EngineError {
     /// than its byte limit; HTTP 413).
     #[error("{0}")]
     TooLarge(String),
+    /// Memory the front end's gate (see [`crate::memory`]) could not give
+    /// now: others hold it (HTTP 503; try again).
+    #[error("{0}")]
+    Busy(String),
     /// A stored document or chunk that cannot be understood.
     #[error("corrupt store: {0}")]
     Corrupt(String),

@@ -18,6 +18,7 @@ mod journal;
 pub mod json;
 pub mod link_policy;
 pub mod linked;
+pub mod memory;
 pub mod parquet_link;
 pub mod planner;
 mod pooled;

@@ -28,10 +28,7 @@ const UNIT: usize = 1024;
 /// come back later (503): long enough for big transfers in flight to end.
 const WAIT: Duration = Duration::from_secs(60);
 
-/// Memory of one parsed JSON value (a `serde_json::Value` with its share of
-/// the map or vector holding it), what the count of JSON elements in a
-/// body or answer is multiplied by.
-pub(crate) const JSON_VALUE_BYTES: usize = 96;
+pub(crate) use h5lake_engine::memory::{count_json_values, JSON_VALUE_BYTES};
 
 pub(crate) struct Budget {
     permits: Arc<Semaphore>,
@@ -380,6 +377,54 @@ fn in_units(bytes: usize) -> usize {
     bytes.div_ceil(UNIT).saturating_mul(UNIT)
 }
 
+/// The documents one request reads (see `h5lake_engine::memory`), held to
+/// its memory: what each costs parsed, twice over (the parsed document and
+/// what the answer or edit makes of it), once per document. Without it a
+/// few requests on a big group would each hold several copies of it,
+/// outside any budget.
+struct DocMemory {
+    budget: Arc<Budget>,
+    request: Arc<RequestMemory>,
+    held: Mutex<std::collections::HashSet<String>>,
+}
+
+impl h5lake_engine::memory::Gate for DocMemory {
+    fn hold(&self, key: &str, bytes: usize) -> h5lake_engine::Result<()> {
+        use h5lake_engine::EngineError;
+        if !self
+            .held
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key.to_string())
+        {
+            return Ok(());
+        }
+        let r = self
+            .request
+            .reserve_blocking(
+                &self.budget,
+                bytes.saturating_mul(2),
+                "an object's document",
+            )
+            .map_err(|e| match e {
+                ServerError::TooLarge(m) => EngineError::TooLarge(m),
+                other => EngineError::Busy(other.to_string()),
+            })?;
+        self.request.keep(r);
+        Ok(())
+    }
+}
+
+/// Holds the documents the request's work on this thread reads to its
+/// memory (for the rest of the blocking call it runs in).
+pub(crate) fn gate_documents(app: &App, ctx: &crate::routes::Ctx) {
+    h5lake_engine::memory::install(Arc::new(DocMemory {
+        budget: app.budget.clone(),
+        request: ctx.memory.clone(),
+        held: Mutex::default(),
+    }));
+}
+
 /// How long a request's body is: as declared, else (chunked) as long as
 /// the largest body read whole.
 fn body_len(app: &App, req: &Request) -> u64 {
@@ -502,59 +547,9 @@ fn stall_limited(body: Body, patience: Duration) -> Body {
     ))
 }
 
-/// How many JSON values `text` holds (numbers, strings, literals, arrays
-/// and objects), counted without parsing it: what decides whether parsing
-/// it may go ahead.
-pub(crate) fn count_json_values(text: &[u8]) -> usize {
-    let mut n = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    let mut in_scalar = false;
-    for &b in text {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => {
-                in_string = true;
-                in_scalar = false;
-                n += 1;
-            }
-            b'[' | b'{' => {
-                in_scalar = false;
-                n += 1;
-            }
-            b',' | b']' | b'}' | b':' => in_scalar = false,
-            b if b.is_ascii_whitespace() => in_scalar = false,
-            _ => {
-                if !in_scalar {
-                    n += 1;
-                    in_scalar = true;
-                }
-            }
-        }
-    }
-    n
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn counting_json_values() {
-        assert_eq!(count_json_values(b""), 0);
-        assert_eq!(count_json_values(b"0"), 1);
-        assert_eq!(count_json_values(b"[0,0, 12 ,3.5e7]"), 5);
-        assert_eq!(count_json_values(br#"{"value": [1, "a,b\"]", null]}"#), 6);
-        assert_eq!(count_json_values(br#"[[1,2],[3,4]]"#), 7);
-    }
 
     fn values_in(v: &serde_json::Value) -> usize {
         1 + match v {

@@ -100,6 +100,7 @@ impl OpenDomains {
 
 /// Opens the request's domain after checking `action` against its ACLs.
 pub(crate) fn open_domain(app: &App, ctx: &Ctx, action: Action) -> Result<Arc<Domain>> {
+    crate::budget::gate_documents(app, ctx);
     open_domain_named(app, &ctx.user, ctx.domain()?, action)
 }
 
@@ -130,6 +131,8 @@ pub(crate) fn open_domain_named(
     // decides, and one open domain then serves every request.
     let opts = DomainOptions {
         chunk_cache_bytes: app.cfg.chunk_cache_bytes / OpenDomains::SLOTS,
+        doc_cache_bytes: app.cfg.doc_cache_bytes / OpenDomains::SLOTS,
+        max_doc_bytes: Some(app.cfg.max_document_bytes),
         link_policy: Some(link_policy),
         link_base: app.link_base.clone(),
         ..Default::default()
@@ -284,6 +287,7 @@ pub(crate) async fn get_domain(State(app): AppState, ctx: Ctx) -> Result<Respons
                 add_counts(&*store, root, &mut out)?;
             }
             if ctx.flag("getobjs") {
+                crate::budget::gate_documents(&app, &ctx);
                 if let Some(objs) = domain_objs(&*store, &domain, root)? {
                     out["domain_objs"] = objs;
                 }
@@ -320,6 +324,7 @@ pub(crate) fn domain_objs(store: &dyn Store, domain: &str, root: &str) -> Result
         let Some(bytes) = store.get(&k)? else {
             continue;
         };
+        h5lake_engine::memory::hold(&k, h5lake_engine::memory::json_cost(&bytes))?;
         let doc = parse_doc(&bytes, &k)?;
         if let Some(id) = doc.get("id").and_then(Value::as_str) {
             let mut o = object_json(&doc, domain, true, true);

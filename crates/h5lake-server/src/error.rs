@@ -94,6 +94,7 @@ impl ServerError {
                 | EngineError::Types(_) => StatusCode::BAD_REQUEST,
                 EngineError::ReadOnly(_) | EngineError::LinkRefused(_) => StatusCode::FORBIDDEN,
                 EngineError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+                EngineError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
                 EngineError::Store(StoreError::InvalidKey { .. }) => StatusCode::BAD_REQUEST,
                 _ => StatusCode::INTERNAL_SERVER_ERROR,
             },

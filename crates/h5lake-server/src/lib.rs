@@ -59,7 +59,8 @@ pub struct ServerConfig {
     /// server's memory for big requests.
     pub slab_bytes: usize,
     /// Decoded chunks kept in memory, over all open domains (at most a
-    /// quarter of `memory_budget_bytes`, taken from it). Every cached
+    /// quarter of `memory_budget_bytes` less the document cache, taken
+    /// from it). Every cached
     /// chunk is checked against the store's version before use, so several
     /// servers on one store still see each other's writes at once.
     pub chunk_cache_bytes: usize,
@@ -76,6 +77,15 @@ pub struct ServerConfig {
     /// Most elements a JSON body or a JSON answer may hold (each costs far
     /// more memory as JSON than as binary).
     pub max_json_elements: usize,
+    /// Largest object document (a group's links and attributes) a change
+    /// may leave, in bytes of memory parsed (`--max-document-size`; at
+    /// most an eighth of `memory_budget_bytes`): every request on an object
+    /// reads its document whole, so no client may grow one without bound.
+    pub max_document_bytes: usize,
+    /// Parsed documents kept in memory, over all open domains (a sixteenth
+    /// of `memory_budget_bytes`, taken from the chunk cache's quarter; set
+    /// when the server starts).
+    pub doc_cache_bytes: usize,
     /// Most chunks one write may reach (`--max-chunks-per-write`): each is
     /// a stored object (and a statistics record), so without a bound a few
     /// bytes sent to a dataset of tiny chunks would make millions of files.
@@ -120,6 +130,8 @@ impl Default for ServerConfig {
             memory_budget_bytes: 1 << 30,
             max_json_elements: 1 << 20,
             max_chunks_per_write: 10_000,
+            max_document_bytes: 64 << 20,
+            doc_cache_bytes: 0,
             header_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(60),
             max_connections_per_client: 64,
@@ -189,7 +201,14 @@ impl Server {
         // most a quarter of it, the rest for what requests hold. (A cache
         // of its own size beside a small budget let the process hold four
         // times the budget.)
-        cfg.chunk_cache_bytes = cfg.chunk_cache_bytes.min(cfg.memory_budget_bytes / 4);
+        // Parsed documents are kept in a sixteenth of it, taken from that
+        // quarter. And no document may be a big part of what requests hold
+        // (each request on it reads it whole).
+        cfg.doc_cache_bytes = cfg.memory_budget_bytes / 16;
+        cfg.chunk_cache_bytes = cfg
+            .chunk_cache_bytes
+            .min(cfg.memory_budget_bytes / 4 - cfg.doc_cache_bytes);
+        cfg.max_document_bytes = cfg.max_document_bytes.min(cfg.memory_budget_bytes / 8);
         let users = match &cfg.password_file {
             Some(p) => auth::load_passwords(p)?,
             None if cfg.allow_noauth => HashMap::new(),
@@ -220,7 +239,7 @@ impl Server {
             .map_err(|e| ServerError::Startup(format!("cannot listen on {addr}: {e}")))?;
         let slabs = pool::SlabPool::new(cfg.slab_bytes);
         let budget = Arc::new(budget::Budget::new(
-            cfg.memory_budget_bytes - cfg.chunk_cache_bytes,
+            cfg.memory_budget_bytes - cfg.chunk_cache_bytes - cfg.doc_cache_bytes,
         ));
         let places = place::Places::new(store.clone(), &cfg.root, cfg.hdf5_linker.clone());
         let app = Arc::new(App {

@@ -296,9 +296,14 @@ impl Ctx {
 pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T> + Send + 'static,
 ) -> Result<T> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| ServerError::Internal(format!("request failed: {e}")))?
+    tokio::task::spawn_blocking(move || {
+        // (A request's documents are held to its memory within: see
+        // budget::gate_documents.)
+        let _scope = h5lake_engine::memory::Scope::open();
+        f()
+    })
+    .await
+    .map_err(|e| ServerError::Internal(format!("request failed: {e}")))?
 }
 
 /// [`blocking`] for work that only reads: the engine calls it makes stop
