@@ -884,19 +884,7 @@ fn moves_through_a_group_that_is_both_source_and_destination_never_leave_an_obje
         dom.flush().unwrap();
         dom.link_move(&a, "x", &b, "x").unwrap();
         dom.link_move(&b, "y", &c, "y").unwrap();
-        let probe = store.clone();
-        let (a2, b2, c2, x2, y2) = (a.clone(), b.clone(), c.clone(), x.clone(), y.clone());
-        store.after_each_put(move |_| {
-            let linked = |id: &str| {
-                [&a2, &b2, &c2]
-                    .iter()
-                    .any(|g| stored_targets(&probe, g).iter().any(|t| t == id))
-            };
-            assert!(
-                linked(&x2) && linked(&y2),
-                "an object was linked from nowhere"
-            );
-        });
+        linked_at_every_put(&store, [&a, &b, &c], [&x, &y]);
         dom.flush().unwrap();
         let seen = read_back(store);
         assert!(names(&seen, &a).is_empty());
@@ -955,25 +943,32 @@ fn a_name_emptied_by_one_move_and_filled_by_another_keeps_both_objects_linked_at
         dom.flush().unwrap();
         dom.link_move(&b, "x", &c, "x").unwrap();
         dom.link_move(&a, "x", &b, "x").unwrap();
-        let probe = store.clone();
-        let (a2, b2, c2, x2, y2) = (a.clone(), b.clone(), c.clone(), x.clone(), y.clone());
-        store.after_each_put(move |_| {
-            let linked = |id: &str| {
-                [&a2, &b2, &c2]
-                    .iter()
-                    .any(|g| stored_targets(&probe, g).iter().any(|t| t == id))
-            };
-            assert!(
-                linked(&x2) && linked(&y2),
-                "an object was linked from nowhere"
-            );
-        });
+        linked_at_every_put(&store, [&a, &b, &c], [&x, &y]);
         dom.flush().unwrap();
         let seen = read_back(store);
         assert!(names(&seen, &a).is_empty());
         assert_eq!(stored_targets_of(&seen, &b), [x.clone()]);
         assert_eq!(stored_targets_of(&seen, &c), [y.clone()]);
     }
+}
+
+/// Checks after every conditional put to `store` that each of `objects`
+/// is linked from one of `groups` (what a crash at that moment leaves).
+fn linked_at_every_put(store: &Arc<TestStore>, groups: [&String; 3], objects: [&String; 2]) {
+    let probe = store.clone();
+    let groups = groups.map(String::clone);
+    let objects = objects.map(String::clone);
+    store.after_each_put(move |_| {
+        let linked = |id: &str| {
+            groups
+                .iter()
+                .any(|g| stored_targets(&probe, g).iter().any(|t| t == id))
+        };
+        assert!(
+            objects.iter().all(|o| linked(o)),
+            "an object was linked from nowhere"
+        );
+    });
 }
 
 /// The hard link targets of a group as a handle reads it.
