@@ -817,3 +817,19 @@ def test_integers_with_nulls_reach_pandas_exact(tmp_path):
     assert back["a"].isna().tolist() == [False, True, False]
     assert back["b"].dtype == "boolean" and back["b"].isna().tolist() == [False, True, False]
     assert back["c"].dtype == np.dtype("u2")
+
+
+@pytest.mark.parametrize("layout", ["columnar", None])
+def test_an_appended_float_past_a_narrower_members_range_is_refused(tmp_path, layout):
+    # From an audit: 1e300 appended to a float32 column was stored as
+    # infinity, where 300 appended to an int8 one is refused.
+    with h5lake.File(tmp_path / "f.h5l", "w") as f:
+        d = f.create_dataset("t", shape=(1,), maxshape=(None,), chunks=(4,),
+                             dtype=[("x", "<f4"), ("h", "<f2")], layout=layout)
+        d[0] = (1.0, 1.0)
+        for bad in ({"x": [2.0, 1e300], "h": [1.0, 1.0]}, {"x": [2.0, 3.0], "h": [1.0, 7e4]}):
+            with pytest.raises(ValueError, match="range"):
+                d.append(pa.table(bad))
+        assert d.shape == (1,)
+        d.append(pa.table({"x": [2.0, float("inf")], "h": [1.0, float("nan")]}))
+        assert d.shape == (3,) and np.isinf(d[2]["x"]) and np.isnan(d[2]["h"])

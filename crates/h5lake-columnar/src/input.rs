@@ -255,6 +255,22 @@ pub(crate) fn strict_cast(c: &ArrayRef, to: &DataType) -> std::result::Result<Ar
             return Err(format!("{v} is not a whole number"));
         }
     }
+    if c.data_type().is_floating() && to.is_floating() {
+        // (A narrower float takes a value past its range as infinity.)
+        let wide =
+            |a: &ArrayRef| arrow_cast::cast(a, &DataType::Float64).map_err(|e| e.to_string());
+        let (before, after) = (wide(c)?, wide(&out)?);
+        let before = before.as_primitive::<arrow_array::types::Float64Type>();
+        let after = after.as_primitive::<arrow_array::types::Float64Type>();
+        if let Some((v, _)) = before
+            .iter()
+            .zip(after.iter())
+            .filter_map(|(b, a)| Some((b?, a?)))
+            .find(|(b, a)| b.is_finite() && !a.is_finite())
+        {
+            return Err(format!("{v} is out of the range of {to}"));
+        }
+    }
     Ok(out)
 }
 

@@ -553,10 +553,21 @@ def append(dset, data):
                     # pyarrow's safe cast: a value the member cannot hold is
                     # refused, never wrapped, truncated or nulled.
                     try:
-                        col = col.cast(_pa().from_numpy_dtype(member.newbyteorder("=")))
+                        cast = col.cast(_pa().from_numpy_dtype(member.newbyteorder("=")))
                     except _pa().ArrowInvalid as e:
                         raise ValueError(f"column {n!r} cannot be stored as {member} "
                                          f"in {dset.name}: {e}") from None
+                    if member.kind == "f" and _pa().types.is_floating(col.type):
+                        # (pyarrow's safe cast takes a value past a narrower
+                        # float's range as infinity.)
+                        import pyarrow.compute as pc
+                        lost = pc.and_(pc.is_finite(col), pc.invert(pc.is_finite(cast)))
+                        if pc.any(lost).as_py():
+                            row = pc.index(lost, True).as_py()
+                            raise ValueError(
+                                f"column {n!r} cannot be stored as {member} in {dset.name}: "
+                                f"row {row} holds {col[row].as_py()!r}, out of its range")
+                    col = cast
                 if member.kind == "S" and not member.shape:
                     col = _fixed_text(_pa(), col, member.itemsize, n, dset)
                 if col.null_count:
