@@ -547,10 +547,8 @@ impl Journal {
         let later: HashSet<String> = if removed_links(&st.docs[id]).is_empty() {
             HashSet::new()
         } else {
-            cross_moves(&st.docs)
-                .into_iter()
-                .filter(|m| m.from == id)
-                .map(|m| m.old)
+            held_names(&st.docs[id], &cross_moves(&st.docs), id)
+                .into_keys()
                 .collect()
         };
         let rules = Moves {
@@ -889,24 +887,21 @@ impl Journal {
         let mut outcomes: HashMap<String, Edited> = HashMap::new();
         let mut waiting: Vec<MovedOut> = Vec::new();
         for id in edited {
+            let d = st.docs.get(&id).expect("pending");
+            let held = held_names(d, &moves, &id);
             let rules = Moves {
-                later: moves
-                    .iter()
-                    .filter(|m| m.from == id)
-                    .map(|m| m.old.clone())
-                    .collect(),
+                later: held.keys().cloned().collect(),
                 ..Moves::default()
             };
-            let d = st.docs.get(&id).expect("pending");
             let edit = write_edit(&**inner, &id, d, &rules, &mut clashes)?;
             let d = st.docs.remove(&id).expect("pending");
             st.doc_ids.remove(&d.key);
             if let Some(v) = &edit.version {
                 written.push((id.clone(), v.clone(), edit.doc.clone()));
-                if !rules.later.is_empty() {
+                if !held.is_empty() {
                     waiting.push(MovedOut {
                         id: id.clone(),
-                        held: rules.later,
+                        held,
                         pending: d,
                         version: v.clone(),
                         doc: edit.doc.clone(),
@@ -920,45 +915,85 @@ impl Journal {
         // given to another object by a second is held at its first object
         // until that object's new link is in, and the second object's old
         // link stays until then too.
+        let mut temporary: Vec<(String, String, Value, &CrossMove)> = Vec::new();
         while !waiting.is_empty() {
-            let held_elsewhere = |to: &str, name: &String, me: &str| {
-                waiting
-                    .iter()
-                    .any(|w| w.id == to && w.id != me && w.held.contains(name))
-            };
             let ready = waiting.iter().position(|w| {
-                moves
-                    .iter()
-                    .filter(|m| m.from == w.id)
-                    .all(|m| !held_elsewhere(&m.to, &m.new, &w.id))
+                moves.iter().filter(|m| m.from == w.id).all(|m| {
+                    !waits_on(
+                        &m.to,
+                        &m.new,
+                        &w.id,
+                        &waiting,
+                        &made_in,
+                        &mut HashSet::new(),
+                    )
+                })
             });
-            // (None ready: moves in a cycle, such as two links swapped
-            // between groups. One group goes first; a crash before the next
-            // write leaves an object of the cycle unlinked.)
+            // None ready: moves in a cycle (two links swapped between
+            // groups, say). One group goes first, each object it moves out
+            // kept linked under a temporary name until its new link is in.
+            let forced = ready.is_none();
             let w = waiting.remove(ready.unwrap_or(0));
             let mine: Vec<&CrossMove> = moves.iter().filter(|m| m.from == w.id).collect();
-            let first = outcomes.remove(&w.id).expect("written in the first pass");
-            for m in mine.iter().filter(|m| first.refused(&m.old)) {
-                // Another writer changed the old link meanwhile: theirs
-                // stays, so the new one goes (reported at the first pass).
-                take_back(&**inner, m)?;
-                written.retain(|(x, _, _)| *x != m.to);
+            let first = outcomes.get(&w.id).expect("written in the first pass");
+            let source_refused: Vec<bool> = mine.iter().map(|m| first.refused(&m.old)).collect();
+            let (mut go, mut stay, mut early) = (Vec::new(), Vec::new(), Vec::new());
+            for (m, refused) in mine.into_iter().zip(source_refused) {
+                if refused {
+                    // Another writer changed the old link meanwhile: theirs
+                    // stays, so the new one goes (reported at the first pass).
+                    take_back(&**inner, m)?;
+                    written.retain(|(x, _, _)| *x != m.to);
+                } else if forced
+                    && waits_on(
+                        &m.to,
+                        &m.new,
+                        &w.id,
+                        &waiting,
+                        &made_in,
+                        &mut HashSet::new(),
+                    )
+                {
+                    early.push(m);
+                } else if links_landed(&m.to, &m.new, &outcomes, &made_in, &mut HashSet::new()) {
+                    go.push(m);
+                } else {
+                    stay.push(m);
+                }
             }
-            let (go, stay): (Vec<&CrossMove>, Vec<&CrossMove>) = mine
-                .into_iter()
-                .filter(|m| !first.refused(&m.old))
-                .partition(|m| {
-                    links_landed(&m.to, &m.new, &outcomes, &made_in, &mut HashSet::new())
-                });
-            if go.is_empty() && stay.is_empty() {
-                outcomes.insert(w.id, first);
+            let going: HashSet<&String> = go.iter().chain(&early).map(|m| &m.old).collect();
+            let staying: HashSet<&String> = stay.iter().map(|m| &m.old).collect();
+            let names: HashSet<&String> = w
+                .held
+                .iter()
+                .filter(|(_, root)| going.contains(root) || staying.contains(root))
+                .map(|(n, _)| n)
+                .collect();
+            if names.is_empty() {
                 continue;
             }
-            let names: HashSet<&String> = go.iter().chain(&stay).map(|m| &m.old).collect();
-            let second = removal_of(&w.pending, &w.version, &w.doc, &names);
+            let mut second = removal_of(&w.pending, &w.version, &w.doc, &names);
+            for m in &early {
+                let name = format!("h5lake-moving-{}", hard_target(&m.link).unwrap_or_default());
+                if let Some(links) = Arc::make_mut(&mut second.doc)
+                    .get_mut("links")
+                    .and_then(Value::as_object_mut)
+                {
+                    links.insert(name.clone(), m.link.clone());
+                    temporary.push((w.id.clone(), name, m.link.clone(), m));
+                }
+            }
             let rules = Moves {
-                out: go.iter().map(|m| m.old.clone()).collect(),
-                keep: stay.iter().map(|m| m.old.clone()).collect(),
+                out: names
+                    .iter()
+                    .filter(|n| going.contains(&w.held[n.as_str()]))
+                    .map(|n| (*n).clone())
+                    .collect(),
+                keep: names
+                    .iter()
+                    .filter(|n| staying.contains(&w.held[n.as_str()]))
+                    .map(|n| (*n).clone())
+                    .collect(),
                 later: HashSet::new(),
             };
             let edit = write_edit(&**inner, &w.id, &second, &rules, &mut clashes)?;
@@ -972,6 +1007,7 @@ impl Journal {
             }
             // (Later groups ask whether links made here landed: not if
             // either write refused them.)
+            let first = outcomes.remove(&w.id).expect("written in the first pass");
             let refused = match (first.refused, edit.refused) {
                 (Some(a), Some(b)) => Some(a.union(&b).cloned().collect()),
                 _ => None,
@@ -984,6 +1020,20 @@ impl Journal {
                     refused,
                 },
             );
+        }
+        // The temporary names of a cycle's moves go once their new links
+        // are in; an object whose new link could not be made keeps its.
+        for (group, name, link, m) in temporary {
+            if links_landed(&m.to, &m.new, &outcomes, &made_in, &mut HashSet::new()) {
+                remove_link_if(&**inner, &group, &name, &link)?;
+                written.retain(|(x, _, _)| *x != group);
+            } else {
+                clashes.push(format!(
+                    "Unable to move link {:?} in {}: its new link {:?} in {} could not be made; \
+                     the object stays linked as {name:?}",
+                    m.old, m.from, m.new, m.to
+                ));
+            }
         }
 
         // 4. Deletions, once no link leads to the objects.
@@ -1364,8 +1414,9 @@ impl Moves {
 /// other groups in place: what its second write starts from.
 struct MovedOut {
     id: String,
-    /// The names held at the first write.
-    held: HashSet<String>,
+    /// The names held at the first write, each with the name moved out
+    /// whose fate it follows (itself, or the held name its object goes to).
+    held: HashMap<String, String>,
     /// The pending edit (what ours does to those names).
     pending: PendingDoc,
     /// The version and document the first write left.
@@ -1385,6 +1436,8 @@ struct CrossMove {
     old: String,
     to: String,
     new: String,
+    /// The old link as stored.
+    link: Value,
     /// The new link as ours makes it (told apart from another writer's
     /// link to the same object by its creation time).
     made: Value,
@@ -1494,6 +1547,73 @@ fn links_made(docs: &HashMap<String, PendingDoc>) -> HashMap<String, Vec<(String
     made
 }
 
+/// The names of the pending edit `d` of group `id` held at its first write
+/// at a commit, each with the name moved out whose fate it follows: the
+/// names its `moves` move out, and (in turn) names it empties whose object
+/// it gives one of those (a rename within the group into a name moved out:
+/// until the name is given up, the object keeps its old one).
+fn held_names(d: &PendingDoc, moves: &[CrossMove], id: &str) -> HashMap<String, String> {
+    let mut held: HashMap<String, String> = moves
+        .iter()
+        .filter(|m| m.from == id)
+        .map(|m| (m.old.clone(), m.old.clone()))
+        .collect();
+    if held.is_empty() {
+        return held;
+    }
+    let ours = d.doc.get("links").and_then(Value::as_object);
+    let removed = removed_links(d);
+    loop {
+        let mut grew = false;
+        for (n, stored) in &removed {
+            if held.contains_key(n) {
+                continue;
+            }
+            let to = crate::domain::link_target(stored);
+            let root = held.iter().find_map(|(h, root)| {
+                ours.and_then(|o| o.get(h))
+                    .filter(|v| crate::domain::link_target(v) == to)
+                    .map(|_| root.clone())
+            });
+            if let Some(root) = root {
+                held.insert(n.clone(), root);
+                grew = true;
+            }
+        }
+        if !grew {
+            return held;
+        }
+    }
+}
+
+/// Whether the link `name` made in `group` waits for a second write of
+/// another group than `me` still `waiting`: its own name is held there, or
+/// the new group it is in is linked only through such a name.
+fn waits_on(
+    group: &str,
+    name: &str,
+    me: &str,
+    waiting: &[MovedOut],
+    made_in: &HashMap<String, Vec<(String, String)>>,
+    seen: &mut HashSet<String>,
+) -> bool {
+    if waiting
+        .iter()
+        .any(|w| w.id == group && w.id != me && w.held.contains_key(name))
+    {
+        return true;
+    }
+    let Some(parents) = made_in.get(group) else {
+        return false;
+    };
+    if !seen.insert(group.to_string()) {
+        return false;
+    }
+    parents
+        .iter()
+        .any(|(p, n)| waits_on(p, n, me, waiting, made_in, seen))
+}
+
 /// Whether the link `name` made in `group` is in the store: not refused at
 /// the group's write, and the group itself reachable when it is new
 /// (linked by a link that landed).
@@ -1587,12 +1707,13 @@ fn cross_moves(docs: &HashMap<String, PendingDoc>) -> Vec<CrossMove> {
     removed
         .into_iter()
         .zip(found)
-        .filter_map(|((from, old, _), to)| {
+        .filter_map(|((from, old, link), to)| {
             to.map(|(to, new, made)| CrossMove {
                 from: from.to_string(),
                 old,
                 to,
                 new,
+                link,
                 made,
             })
         })
@@ -1602,7 +1723,14 @@ fn cross_moves(docs: &HashMap<String, PendingDoc>) -> Vec<CrossMove> {
 /// Takes back the link a move made in another group when its old link
 /// could not be removed, if it is still as made.
 fn take_back(inner: &dyn Store, m: &CrossMove) -> Result<()> {
-    let key = crate::ids::doc_key(&m.to)?;
+    remove_link_if(inner, &m.to, &m.new, &m.made)
+}
+
+/// Removes the link `name` of `group` if it is still `link` exactly (only
+/// ours: another writer's link to the same object, made by the same move
+/// of theirs, stays).
+fn remove_link_if(inner: &dyn Store, group: &str, name: &str, link: &Value) -> Result<()> {
+    let key = crate::ids::doc_key(group)?;
     for attempt in 0u32.. {
         let Some(cur) = inner.get_versioned(&key)? else {
             return Ok(());
@@ -1611,12 +1739,10 @@ fn take_back(inner: &dyn Store, m: &CrossMove) -> Result<()> {
         let Some(links) = doc.get_mut("links").and_then(Value::as_object_mut) else {
             return Ok(());
         };
-        // (Only ours: another writer's link to the same object, made by
-        // the same move of theirs, stays.)
-        if links.get(&m.new) != Some(&m.made) {
+        if links.get(name) != Some(link) {
             return Ok(());
         }
-        links.shift_remove(&m.new);
+        links.shift_remove(name);
         match inner.put_if_version(&key, &to_bytes(&doc), &cur.version)? {
             PutOutcome::Written(_) => return Ok(()),
             PutOutcome::Conflict => crate::domain::backoff(attempt),

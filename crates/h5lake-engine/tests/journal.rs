@@ -979,3 +979,115 @@ fn stored_targets_of(dom: &Domain, group: &str) -> Vec<String> {
         .filter_map(|(_, l)| l["id"].as_str().map(str::to_string))
         .collect()
 }
+
+/// Checks after every conditional put to `store` that each of `objects` is
+/// reachable by hard links from `root` in what the store holds (what a
+/// crash at that moment leaves).
+fn reachable_at_every_put(store: &Arc<TestStore>, root: &str, objects: &[&String]) {
+    let probe = store.clone();
+    let root = root.to_string();
+    let objects: Vec<String> = objects.iter().map(|o| (*o).clone()).collect();
+    store.after_each_put(move |_| {
+        let mut seen = std::collections::HashSet::from([root.clone()]);
+        let mut queue = vec![root.clone()];
+        while let Some(g) = queue.pop() {
+            for t in stored_targets(&probe, &g) {
+                if t.starts_with("g-") && seen.insert(t.clone()) {
+                    queue.push(t);
+                } else {
+                    seen.insert(t);
+                }
+            }
+        }
+        for o in &objects {
+            assert!(seen.contains(o), "{o} was reachable from nowhere");
+        }
+    });
+}
+
+#[test]
+fn a_rename_within_a_group_into_a_name_moved_out_waits_for_that_move() {
+    // From a review: /a/x -> /b/y, then /a/w -> /a/x. The removal of w was
+    // not held with x, so a's first write left w's object unlinked.
+    for _round in 0..10 {
+        let (store, dom, _, [root, a, b, _c, x]) = three_groups(Durability::AtFlush);
+        let w = dom.create_group(json!({})).unwrap();
+        dom.link_create(&a, "w", hard(&w)).unwrap();
+        dom.flush().unwrap();
+        dom.link_move(&a, "x", &b, "y").unwrap();
+        dom.link_move(&a, "w", &a, "x").unwrap();
+        reachable_at_every_put(&store, &root, &[&x, &w]);
+        dom.flush().unwrap();
+        let seen = read_back(store);
+        assert_eq!(stored_targets_of(&seen, &a), [w.clone()]);
+        assert_eq!(stored_targets_of(&seen, &b), [x.clone()]);
+    }
+}
+
+#[test]
+fn a_move_into_a_new_group_hung_at_a_name_moved_out_waits_for_that_move() {
+    // From a review: /a/x -> /b/y, a new group made at /a/x, /c/w moved
+    // into it. c's second write went before a's (which gives the new group
+    // its link), leaving w's object reachable from nowhere.
+    for _round in 0..10 {
+        let (store, dom, _, [root, a, b, c, x]) = three_groups(Durability::AtFlush);
+        let w = dom.create_group(json!({})).unwrap();
+        dom.link_create(&c, "w", hard(&w)).unwrap();
+        dom.flush().unwrap();
+        dom.link_move(&a, "x", &b, "y").unwrap();
+        let n = dom.create_group(json!({})).unwrap();
+        dom.link_create(&a, "x", hard(&n)).unwrap();
+        dom.link_move(&c, "w", &n, "v").unwrap();
+        reachable_at_every_put(&store, &root, &[&x, &w]);
+        dom.flush().unwrap();
+        let seen = read_back(store);
+        assert_eq!(stored_targets_of(&seen, &a), [n.clone()]);
+        assert_eq!(stored_targets_of(&seen, &n), [w.clone()]);
+        assert!(names(&seen, &c).is_empty());
+    }
+}
+
+#[test]
+fn a_move_into_a_new_group_whose_name_another_writer_took_keeps_the_object() {
+    // From a review: /a/x -> /a/n/y with /a/n new; another writer made
+    // /a/n meanwhile. The first write's refusal of n was forgotten before
+    // the move was judged, and /a/x was removed: the object was lost.
+    let (store, dom, other, [root, a, _b, _c, x]) = three_groups(Durability::AtFlush);
+    let n = dom.create_group(json!({})).unwrap();
+    dom.link_create(&a, "n", hard(&n)).unwrap();
+    dom.link_move(&a, "x", &n, "y").unwrap();
+    let theirs = other.create_group(json!({})).unwrap();
+    other.link_create(&a, "n", hard(&theirs)).unwrap();
+    reachable_at_every_put(&store, &root, &[&x, &theirs]);
+    assert!(dom.flush().is_err(), "the clash is reported");
+    let seen = read_back(store);
+    let targets = stored_targets_of(&seen, &a);
+    assert!(
+        targets.contains(&x) && targets.contains(&theirs),
+        "{targets:?}"
+    );
+}
+
+#[test]
+fn links_swapped_between_groups_stay_reachable_at_every_write() {
+    // A swap through a temporary name (a/x -> a/t, b/x -> a/x, a/t ->
+    // b/x) is a cycle at the commit: each group waits for the other. One
+    // goes first, keeping the object it moves out under a temporary name
+    // until its new link is in.
+    for _round in 0..10 {
+        let (store, dom, _, [root, a, b, _c, x]) = three_groups(Durability::AtFlush);
+        let y = dom.create_group(json!({})).unwrap();
+        dom.link_create(&b, "x", hard(&y)).unwrap();
+        dom.flush().unwrap();
+        dom.link_move(&a, "x", &a, "t").unwrap();
+        dom.link_move(&b, "x", &a, "x").unwrap();
+        dom.link_move(&a, "t", &b, "x").unwrap();
+        reachable_at_every_put(&store, &root, &[&x, &y]);
+        dom.flush().unwrap();
+        let seen = read_back(store);
+        assert_eq!(names(&seen, &a), ["x"]);
+        assert_eq!(names(&seen, &b), ["x"]);
+        assert_eq!(stored_targets_of(&seen, &a), [y.clone()]);
+        assert_eq!(stored_targets_of(&seen, &b), [x.clone()]);
+    }
+}
