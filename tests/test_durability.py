@@ -412,3 +412,27 @@ def test_processes_forked_after_the_parent_made_objects_make_ids_of_their_own(tm
         with h5lake.File(path, "r") as f:
             for w in range(4):
                 assert set(f[f"d{w}"][()]) == {w}, (made, w)
+
+
+def test_require_group_returns_the_group_another_writer_made_meanwhile(tmp_path, monkeypatch):
+    """From an S3 audit: with durable=True, require_group raised "name
+    already exists" when another writer made the group between its look
+    and its make; h5py's require_group returns the group that is there."""
+    path = str(tmp_path / "s.h5l")
+    h5lake.File(path, "w").close()
+    make = h5lake.Group.create_group
+
+    def raced(self, name, *args, **kwargs):
+        subprocess.run([sys.executable, "-c", "import sys, h5lake\n"
+                        "with h5lake.File(sys.argv[1], 'a', durable=True) as f: "
+                        "f.create_group(sys.argv[2]).attrs['by'] = 'other'", path, name],
+                       check=True)
+        return make(self, name, *args, **kwargs)
+    with h5lake.File(path, "a", durable=True) as f:
+        monkeypatch.setattr(h5lake.Group, "create_group", raced)
+        g = f.require_group("sub")
+        monkeypatch.undo()
+        assert g.attrs["by"] == "other"
+        g.create_dataset("mine", data=[1])
+    with h5lake.File(path, "r") as r:
+        assert list(r["sub"]) == ["mine"] and r["sub"].attrs["by"] == "other"

@@ -805,6 +805,7 @@ def test_libver_and_userblock_size_are_checked_and_reported_as_h5py_does(lib, tm
     # From an audit: both were accepted and ignored, invalid values too.
     mod, path = lib
     for libver, reported in ((None, ("earliest", "v200")), ("latest", ("v200", "v200")),
+                             (("latest", "v200"), ("v200", "v200")),
                              ("v110", ("v110", "v200")), (("earliest", "v112"), ("earliest", "v112"))):
         kw = {} if libver is None else {"libver": libver}
         with mod.File(path, "w", **kw) as f:
@@ -862,5 +863,7 @@ def test_reference_names_types_track_times_and_fill_as_h5py_gives_them(lib):
         got = (mod.h5r.get_name(d.ref, f.id), mod.h5r.get_obj_type(d.ref, f.id),
                mod.h5r.get_name(g.ref, f.id), mod.h5r.get_obj_type(g.ref, f.id),
                bool(d.id.get_create_plist().get_obj_track_times()),
-               bool(t.id.get_create_plist().get_obj_track_times()), r.fillvalue)
-    assert got == (b"/a", 1, b"/g", 0, False, True, None)
+               bool(t.id.get_create_plist().get_obj_track_times()), r.fillvalue,
+               mod.h5r.get_name(f.ref, d.id), mod.h5r.get_name(r[0], f.id),
+               mod.h5r.get_obj_type(r[0], f.id))
+    assert got == (b"/a", 1, b"/g", 0, False, True, None, b"/", None, None)

@@ -36,21 +36,34 @@ def create(loc, name, ref_type, space=None):
 
 
 def _target(ref, loc):
+    """What ``ref`` leads to in the file of the object id ``loc`` (None:
+    a null reference, or one to nothing in that file)."""
     from ._hl.base import BY_REFERENCE
     from ._hl.group import _make_object
-    return _make_object(loc._fs, loc._oid, BY_REFERENCE)[ref]
+    if not ref:
+        return None
+    root = _make_object(loc._fs, loc._fs.raw.root_id, BY_REFERENCE)
+    try:
+        return root[ref]
+    except (KeyError, ValueError):
+        return None
 
 
 def get_name(ref, loc, lapl=None):
     """The path (bytes) of the object ``ref`` leads to, in the file of the
-    object id ``loc``."""
-    return _target(ref, loc).name.encode("utf-8")
+    object id ``loc``; None for a null reference or an object no path
+    reaches, as h5py gives."""
+    obj = _target(ref, loc)
+    name = None if obj is None else obj.name
+    return None if name is None else name.encode("utf-8")
 
 
 def get_obj_type(ref, loc):
     """What ``ref`` leads to: ``h5o``'s type codes (0 a group, 1 a dataset,
-    2 a committed datatype)."""
+    2 a committed datatype); None for a null reference."""
     from ._hl.group import Group
     from ._hl.dataset import Dataset
     obj = _target(ref, loc)
+    if obj is None:
+        return None
     return 0 if isinstance(obj, Group) else 1 if isinstance(obj, Dataset) else 2

@@ -119,6 +119,11 @@ pub struct DomainOptions {
     /// [`crate::memory::json_cost`]); a document costing more than a
     /// quarter of it is not kept.
     pub doc_cache_bytes: usize,
+    /// A cache of parsed documents shared with other domains (a server's
+    /// open domains share one within its budget); `None`: one of
+    /// `doc_cache_bytes` of its own. (Ids name their domain: domains
+    /// sharing a cache never see each other's documents.)
+    pub shared_docs: Option<SharedDocs>,
     /// Largest document an edit may leave, in bytes of memory parsed (see
     /// [`crate::memory::json_cost`]): an edit that grows a document past it
     /// is refused
@@ -140,6 +145,7 @@ impl Default for DomainOptions {
             link_base: None,
             durability: Durability::EachCall,
             doc_cache_bytes: DEFAULT_DOC_CACHE_BYTES,
+            shared_docs: None,
             max_doc_bytes: None,
         }
     }
@@ -284,7 +290,7 @@ pub struct Domain {
     /// Parsed documents by id, each with the store version it was read at:
     /// a repeat lookup costs a version check (one `stat` locally) instead of
     /// a read and a JSON parse, and never returns a stale document.
-    docs: DocCache,
+    docs: Arc<DocCache>,
     /// Other stores opened for virtual datasets' sources.
     pub(crate) virtual_stores: crate::virtual_ds::SourceStores,
     /// Blocks of printf-style series found so far (see
@@ -301,9 +307,27 @@ pub struct Domain {
 /// Parsed documents kept by default (see [`DomainOptions::doc_cache_bytes`]).
 pub const DEFAULT_DOC_CACHE_BYTES: usize = 256 << 20;
 
+/// A cache of parsed documents several domains share (see
+/// [`DomainOptions::shared_docs`]).
+#[derive(Clone)]
+pub struct SharedDocs(Arc<DocCache>);
+
+impl SharedDocs {
+    /// A cache of documents costing `bytes` parsed in all.
+    pub fn new(bytes: usize) -> Self {
+        SharedDocs(Arc::new(DocCache::new(bytes)))
+    }
+}
+
+impl std::fmt::Debug for SharedDocs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SharedDocs({} bytes)", self.0.max_bytes)
+    }
+}
+
 /// See [`Domain::get_doc`]. Bounded by the count of entries
-/// ([`DocCache::MAX`]) and by what its documents cost parsed: cleared when
-/// either would grow past its bound.
+/// ([`DocCache::MAX`]) and by what its documents cost parsed: entries go
+/// when either would grow past its bound.
 pub(crate) struct DocCache {
     docs: std::sync::Mutex<Costed<Value>>,
     metas: std::sync::Mutex<Costed<crate::dataset::DatasetMeta>>,
@@ -372,9 +396,13 @@ impl DocCache {
         if cost > self.max_bytes / 4 {
             return;
         }
-        if c.map.len() >= Self::MAX || c.bytes + cost > self.max_bytes {
-            c.map.clear();
-            c.bytes = 0;
+        // (Others make room, in no particular order: clearing all of it
+        // each time it filled would have every big document read again.)
+        while !c.map.is_empty() && (c.map.len() >= Self::MAX || c.bytes + cost > self.max_bytes) {
+            let victim = c.map.keys().next().cloned().expect("not empty");
+            if let Some((_, _, gone)) = c.map.remove(&victim) {
+                c.bytes -= gone;
+            }
         }
         c.bytes += cost;
         c.map.insert(id.to_string(), (version, value, cost));
@@ -554,7 +582,10 @@ impl Domain {
             readonly: mode == OpenMode::Read,
             location,
             linked_files,
-            docs: DocCache::new(opts.doc_cache_bytes),
+            docs: opts.shared_docs.as_ref().map_or_else(
+                || Arc::new(DocCache::new(opts.doc_cache_bytes)),
+                |d| d.0.clone(),
+            ),
             virtual_stores: Default::default(),
             printf_seen: Default::default(),
             relinked: Default::default(),

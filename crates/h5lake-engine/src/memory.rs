@@ -97,7 +97,11 @@ pub fn value_cost(v: &serde_json::Value) -> usize {
         + match v {
             Value::String(s) => s.len(),
             Value::Array(a) => a.iter().map(value_cost).sum(),
-            Value::Object(m) => m.iter().map(|(k, v)| k.len() + value_cost(v)).sum(),
+            // (A key is a string value of the text too.)
+            Value::Object(m) => m
+                .iter()
+                .map(|(k, v)| JSON_VALUE_BYTES + k.len() + value_cost(v))
+                .sum(),
             _ => 0,
         }
 }

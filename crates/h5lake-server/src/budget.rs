@@ -121,6 +121,8 @@ pub(crate) struct RequestMemory {
     held: AtomicUsize,
     /// Reservations that last as long as the request (its body's).
     kept: Mutex<Vec<Reservation>>,
+    /// The documents whose memory it holds (see [`gate_documents`]).
+    documents: Mutex<std::collections::HashSet<String>>,
 }
 
 impl RequestMemory {
@@ -129,6 +131,7 @@ impl RequestMemory {
             user: user.to_string(),
             held: AtomicUsize::new(0),
             kept: Mutex::default(),
+            documents: Mutex::default(),
         })
     }
 
@@ -379,24 +382,25 @@ fn in_units(bytes: usize) -> usize {
 
 /// The documents one request reads (see `h5lake_engine::memory`), held to
 /// its memory: what each costs parsed, twice over (the parsed document and
-/// what the answer or edit makes of it), once per document. Without it a
+/// what the answer or edit makes of it), once per document for the whole
+/// request (however often it opens its domain). Without it a
 /// few requests on a big group would each hold several copies of it,
 /// outside any budget.
 struct DocMemory {
     budget: Arc<Budget>,
     request: Arc<RequestMemory>,
-    held: Mutex<std::collections::HashSet<String>>,
 }
 
 impl h5lake_engine::memory::Gate for DocMemory {
     fn hold(&self, key: &str, bytes: usize) -> h5lake_engine::Result<()> {
         use h5lake_engine::EngineError;
-        if !self
-            .held
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key.to_string())
-        {
+        let documents = || {
+            self.request
+                .documents
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+        };
+        if documents().contains(key) {
             return Ok(());
         }
         let r = self
@@ -411,6 +415,7 @@ impl h5lake_engine::memory::Gate for DocMemory {
                 other => EngineError::Busy(other.to_string()),
             })?;
         self.request.keep(r);
+        documents().insert(key.to_string());
         Ok(())
     }
 }
@@ -421,7 +426,6 @@ pub(crate) fn gate_documents(app: &App, ctx: &crate::routes::Ctx) {
     h5lake_engine::memory::install(Arc::new(DocMemory {
         budget: app.budget.clone(),
         request: ctx.memory.clone(),
-        held: Mutex::default(),
     }));
 }
 

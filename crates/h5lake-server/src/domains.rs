@@ -131,7 +131,7 @@ pub(crate) fn open_domain_named(
     // decides, and one open domain then serves every request.
     let opts = DomainOptions {
         chunk_cache_bytes: app.cfg.chunk_cache_bytes / OpenDomains::SLOTS,
-        doc_cache_bytes: app.cfg.doc_cache_bytes / OpenDomains::SLOTS,
+        shared_docs: Some(app.docs.clone()),
         max_doc_bytes: Some(app.cfg.max_document_bytes),
         link_policy: Some(link_policy),
         link_base: app.link_base.clone(),

@@ -161,6 +161,9 @@ pub(crate) struct App {
     pub link_base: Option<PathBuf>,
     /// Memory requests may hold at once (see [`budget`]).
     pub budget: Arc<budget::Budget>,
+    /// Parsed documents, shared by the open domains (see
+    /// [`ServerConfig::doc_cache_bytes`]).
+    pub docs: h5lake_engine::domain::SharedDocs,
     /// The store of each domain (see [`place`]).
     pub places: place::Places,
     /// What was deleted through this server, for 410 answers (see [`gone`]).
@@ -242,6 +245,7 @@ impl Server {
             cfg.memory_budget_bytes - cfg.chunk_cache_bytes - cfg.doc_cache_bytes,
         ));
         let places = place::Places::new(store.clone(), &cfg.root, cfg.hdf5_linker.clone());
+        let docs = h5lake_engine::domain::SharedDocs::new(cfg.doc_cache_bytes);
         let app = Arc::new(App {
             store,
             cfg,
@@ -253,6 +257,7 @@ impl Server {
             link_policy,
             link_base,
             budget,
+            docs,
             places,
             gone: gone::Tombstones::default(),
         });

@@ -469,7 +469,7 @@ def _libver_bounds(libver):
         if v not in names:
             raise KeyError(f"{v!r} is not a library version; use one of "
                            f"{', '.join(_LIBVERS + ('latest',))}")
-    if names[low] > names[high] or low == 'latest' and high != 'latest' or high == 'earliest':
+    if names[low] > names[high] or high == 'earliest':
         raise ValueError("Invalid (low,high) combination of library version bound")
     return (_LIBVERS[names[low]], _LIBVERS[names[high]])
 

@@ -368,7 +368,13 @@ class Group(HLObject, MutableMappingHDF5):
         """Return a group, creating it if it doesn't exist (TypeError if
         something else is there)."""
         if name not in self:
-            return self.create_group(name)
+            try:
+                return self.create_group(name)
+            except ValueError:
+                # (Another writer made it between the look and the make:
+                # theirs is the group asked for, as if it had been there.)
+                if name not in self:
+                    raise
         grp = self[name]
         if not isinstance(grp, Group):
             raise TypeError("Incompatible object (%s) already exists" % grp.__class__.__name__)

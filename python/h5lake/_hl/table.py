@@ -100,7 +100,8 @@ def to_pandas(t):
     for i, name in enumerate(t.column_names):
         col = t.column(i)
         if col.null_count and col.type in nullable:
-            frame[name] = col.to_pandas(types_mapper=nullable.get)
+            # (By position: the frame may have an index of its own.)
+            frame[name] = col.to_pandas(types_mapper=nullable.get).array
     return frame
 
 
@@ -193,8 +194,13 @@ def _group_column(pa, g, sel):
     values, mask = part("values"), part("mask").astype(bool)
     if values.dtype.kind == "O":
         values = values.astype(g["values"].dtype)
-    return pa.array(_column(pa, values).to_pylist(), mask=mask) if values.dtype.kind == "O" \
-        else pa.array(values, mask=mask)
+    if values.dtype.kind == "O":
+        return pa.array(_column(pa, values).to_pylist(), mask=mask)
+    if values.dtype.kind == "S":
+        # (Inner NULs kept: see _fixed_bytes.)
+        import pyarrow.compute as pc
+        return pc.if_else(pa.array(~mask), _fixed_bytes(pa, values), pa.scalar(None, pa.binary()))
+    return pa.array(values, mask=mask)
 
 
 def group_to_arrow(group, sel=None, names=None):
