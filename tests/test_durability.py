@@ -436,3 +436,38 @@ def test_require_group_returns_the_group_another_writer_made_meanwhile(tmp_path,
         g.create_dataset("mine", data=[1])
     with h5lake.File(path, "r") as r:
         assert list(r["sub"]) == ["mine"] and r["sub"].attrs["by"] == "other"
+
+
+_WORKER = """
+import os, sys, time, numpy as np, h5lake
+path, w, n, ready = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+f = h5lake.File(path, "a")
+g = f.require_group("results").require_group("deep")
+g.create_dataset(f"run{w}", data=np.arange(10) * w)
+f["results"].attrs[f"by{w}"] = w
+open(os.path.join(ready, str(w)), "w").close()
+while len(os.listdir(ready)) < n:
+    time.sleep(0.01)
+f.close()
+"""
+
+
+def test_workers_making_the_same_new_group_end_with_one_group_holding_all_they_wrote(tmp_path):
+    """From an S3 audit: workers that each require_group("results") before
+    any flushed, then wrote a dataset in it, lost all but one dataset: the
+    losers' groups were made too, but nothing linked them. A new group
+    another writer made too is now merged into theirs at the flush."""
+    path, ready = str(tmp_path / "s.h5l"), tmp_path / "ready"
+    ready.mkdir()
+    h5lake.File(path, "w").close()
+    n = 4
+    workers = [subprocess.Popen([sys.executable, "-c", _WORKER, path, str(w), str(n), str(ready)],
+                                stderr=subprocess.PIPE) for w in range(n)]
+    errors = [p.communicate()[1] for p in workers]
+    assert [p.returncode for p in workers] == [0] * n, errors
+    assert not any(b"could not" in e or b"Error" in e for e in errors), errors
+    with h5lake.File(path, "r") as r:
+        assert sorted(r["results/deep"]) == [f"run{w}" for w in range(n)]
+        for w in range(n):
+            assert list(r[f"results/deep/run{w}"][()]) == list(np.arange(10) * w)
+        assert sorted(r["results"].attrs) == [f"by{w}" for w in range(n)]

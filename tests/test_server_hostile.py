@@ -1395,8 +1395,10 @@ def test_big_documents_are_capped_and_held_to_the_budget(tmp_path):
         for t in threads:
             t.join()
         assert {st for st, _ in seen} <= {200, 503} and (200, len(kept) - 1) in seen, seen
+        # (Before: 16 of these GETs held about 400 MB, each its own copies
+        # of the document outside the budget.)
         grew_mb = (s.rss_kb("VmHWM") - baseline) / 1024
-        assert grew_mb < 64 + 48, f"grew {grew_mb:.0f} MB over a budget of 64 MB"
+        assert grew_mb < 64 + UNBUDGETED_MB, f"grew {grew_mb:.0f} MB over a budget of 64 MB"
         assert s.alive()
     finally:
         s.stop()

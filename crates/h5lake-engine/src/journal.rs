@@ -556,7 +556,7 @@ impl Journal {
             ..Moves::default()
         };
         let d = st.docs.get(id).expect("pending");
-        let edit = write_edit(&*self.inner, id, d, &rules, &mut clashes)?;
+        let edit = write_edit(&*self.inner, id, d, &rules, &HashSet::new(), &mut clashes)?;
         let d = st.docs.remove(id).expect("pending");
         st.doc_ids.remove(&d.key);
         if let (Some(v), false) = (&edit.version, rules.later.is_empty()) {
@@ -818,6 +818,11 @@ impl Journal {
         });
         let mut unwritten: HashSet<String> = new_ids.iter().map(|(_, id)| id.clone()).collect();
         let mut written: Vec<Written> = Vec::new();
+        let new_groups: HashSet<String> = new_ids
+            .iter()
+            .filter(|(k, _)| *k == 'g')
+            .map(|(_, id)| id.clone())
+            .collect();
         let (leaves, groups): (Vec<_>, Vec<_>) = new_ids.into_iter().partition(|(k, _)| *k != 'g');
         for kind in ['t', 'd'] {
             let batch: Vec<&String> = leaves
@@ -886,6 +891,7 @@ impl Journal {
         let edited: Vec<String> = st.docs.keys().cloned().collect();
         let mut outcomes: HashMap<String, Edited> = HashMap::new();
         let mut waiting: Vec<MovedOut> = Vec::new();
+        let mut merges: Vec<(String, String)> = Vec::new();
         for id in edited {
             let d = st.docs.get(&id).expect("pending");
             let held = held_names(d, &moves, &id);
@@ -893,7 +899,8 @@ impl Journal {
                 later: held.keys().cloned().collect(),
                 ..Moves::default()
             };
-            let edit = write_edit(&**inner, &id, d, &rules, &mut clashes)?;
+            let edit = write_edit(&**inner, &id, d, &rules, &new_groups, &mut clashes)?;
+            merges.extend(edit.merges.iter().cloned());
             let d = st.docs.remove(&id).expect("pending");
             st.doc_ids.remove(&d.key);
             if let Some(v) = &edit.version {
@@ -996,7 +1003,8 @@ impl Journal {
                     .collect(),
                 later: HashSet::new(),
             };
-            let edit = write_edit(&**inner, &w.id, &second, &rules, &mut clashes)?;
+            let edit = write_edit(&**inner, &w.id, &second, &rules, &new_groups, &mut clashes)?;
+            merges.extend(edit.merges.iter().cloned());
             for m in go.iter().filter(|m| edit.refused(&m.old)) {
                 take_back(&**inner, m)?;
                 written.retain(|(x, _, _)| *x != m.to);
@@ -1018,6 +1026,7 @@ impl Journal {
                     version: edit.version,
                     doc: edit.doc,
                     refused,
+                    merges: Vec::new(),
                 },
             );
         }
@@ -1034,6 +1043,14 @@ impl Journal {
                     m.old, m.from, m.new, m.to
                 ));
             }
+        }
+
+        // New groups another writer made too under the same name: what
+        // ours holds goes into theirs (workers that each require_group the
+        // same group before either flushed write into one group).
+        for (ours, theirs) in merges {
+            merge_new_group(&**inner, &ours, &theirs, &new_groups, 0, &mut clashes)?;
+            written.retain(|(x, _, _)| *x != theirs);
         }
 
         // 4. Deletions, once no link leads to the objects.
@@ -1314,6 +1331,7 @@ fn write_edit(
     id: &str,
     d: &PendingDoc,
     rules: &Moves,
+    new_groups: &HashSet<String>,
     clashes: &mut Vec<String>,
 ) -> Result<Edited> {
     let base = d.base.as_ref().expect("an edit has a base");
@@ -1332,6 +1350,7 @@ fn write_edit(
                     version: None,
                     doc,
                     refused: None,
+                    merges: Vec::new(),
                 });
             };
             let theirs_doc = parse_doc(&theirs.data, &d.key)?;
@@ -1345,6 +1364,28 @@ fn write_edit(
         match inner.put_if_version(&d.key, &to_bytes(&doc), &expected)? {
             PutOutcome::Written(v) => {
                 let refused = found.iter().map(|(name, _)| name.clone()).collect();
+                // (A new group of ours met a group of theirs: merged into
+                // theirs after, not reported.)
+                let merges: Vec<(String, String)> = found
+                    .iter()
+                    .filter(|(_, clash)| *clash == Clash::BothMade)
+                    .filter_map(|(name, _)| {
+                        let ours = hard_target(d.doc.get("links")?.get(name)?)?;
+                        let theirs = hard_target(doc.get("links")?.get(name)?)?;
+                        (new_groups.contains(ours) && theirs.starts_with("g-") && ours != theirs)
+                            .then(|| (ours.to_string(), theirs.to_string()))
+                    })
+                    .collect();
+                found.retain(|(name, clash)| {
+                    *clash != Clash::BothMade
+                        || !merges.iter().any(|(ours, _)| {
+                            d.doc
+                                .get("links")
+                                .and_then(|l| l.get(name))
+                                .and_then(hard_target)
+                                == Some(ours.as_str())
+                        })
+                });
                 clashes.extend(found.into_iter().map(|(name, clash)| match clash {
                     Clash::BothMade => format!(
                         "Unable to create link (name already exists): {name:?} in {id} was \
@@ -1363,6 +1404,7 @@ fn write_edit(
                     version: Some(v),
                     doc,
                     refused: Some(refused),
+                    merges,
                 });
             }
             PutOutcome::Conflict => {
@@ -1382,6 +1424,9 @@ struct Edited {
     /// Link names whose change ours made was not written (another writer's
     /// stays); `None` when none was (the object was deleted).
     refused: Option<HashSet<String>>,
+    /// New groups of ours whose names another writer gave groups of
+    /// theirs: (ours, theirs), to merge.
+    merges: Vec<(String, String)>,
 }
 
 impl Edited {
@@ -1718,6 +1763,81 @@ fn cross_moves(docs: &HashMap<String, PendingDoc>) -> Vec<CrossMove> {
             })
         })
         .collect()
+}
+
+/// Links and attributes of `ours`, a group this commit made, put into
+/// `theirs`, the group another writer made under the same name meanwhile
+/// (names theirs has too stay theirs, reported; new groups of ours met by
+/// groups of theirs again merge in turn).
+fn merge_new_group(
+    inner: &dyn Store,
+    ours: &str,
+    theirs: &str,
+    new_groups: &HashSet<String>,
+    depth: usize,
+    clashes: &mut Vec<String>,
+) -> Result<()> {
+    let ours_key = crate::ids::doc_key(ours)?;
+    let Some(text) = inner.get(&ours_key)? else {
+        return Ok(());
+    };
+    let mine = parse_doc(&text, &ours_key)?;
+    let key = crate::ids::doc_key(theirs)?;
+    let (mut nested, mut kept) = (Vec::new(), Vec::new());
+    for attempt in 0u32.. {
+        let Some(cur) = inner.get_versioned(&key)? else {
+            clashes.push(format!(
+                "group {theirs} was deleted by another writer; what this handle put in its \
+                 own group of that name ({ours}) is not linked"
+            ));
+            return Ok(());
+        };
+        let mut doc = parse_doc(&cur.data, &key)?;
+        let Some(t) = doc.as_object_mut() else {
+            return Ok(());
+        };
+        nested.clear();
+        kept.clear();
+        for section in ["links", "attributes"] {
+            let Some(mine) = mine.get(section).and_then(Value::as_object) else {
+                continue;
+            };
+            let there = section_of(t, section);
+            for (name, v) in mine {
+                match there.get(name) {
+                    None => {
+                        there.insert(name.clone(), v.clone());
+                    }
+                    Some(tv) if crate::domain::same_link_target(tv, v) => {}
+                    Some(tv) => match (section, hard_target(v), hard_target(tv)) {
+                        ("links", Some(o), Some(t))
+                            if new_groups.contains(o) && t.starts_with("g-") =>
+                        {
+                            nested.push((o.to_string(), t.to_string()));
+                        }
+                        _ => kept.push(format!("{section} {name:?}")),
+                    },
+                }
+            }
+        }
+        match inner.put_if_version(&key, &to_bytes(&doc), &cur.version)? {
+            PutOutcome::Written(_) => break,
+            PutOutcome::Conflict => crate::domain::backoff(attempt),
+        }
+    }
+    if !kept.is_empty() {
+        clashes.push(format!(
+            "group {theirs} was made by another writer too, and this handle's group of that \
+             name went into it, but for {}: theirs were kept",
+            kept.join(", ")
+        ));
+    }
+    if depth < 32 {
+        for (o, t) in nested {
+            merge_new_group(inner, &o, &t, new_groups, depth + 1, clashes)?;
+        }
+    }
+    Ok(())
 }
 
 /// Takes back the link a move made in another group when its old link

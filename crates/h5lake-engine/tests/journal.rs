@@ -152,21 +152,51 @@ fn a_commit_merges_with_another_writers_changes() {
     // The same new name on both sides: theirs stays, and the flush says so.
     let mine = dom.create_group(json!({})).unwrap();
     dom.link_create(&root, "both", hard(&mine)).unwrap();
-    let theirs = other.create_group(json!({})).unwrap();
-    other.link_create(&root, "both", hard(&theirs)).unwrap();
+    other
+        .link_create(
+            &root,
+            "both",
+            json!({"class": "H5L_TYPE_SOFT", "h5path": "/keep"}),
+        )
+        .unwrap();
+    // A new group on both sides is one group: ours goes into theirs.
+    let (ours_g, ours_c) = (
+        dom.create_group(json!({})).unwrap(),
+        dom.create_group(json!({})).unwrap(),
+    );
+    dom.link_create(&root, "shared", hard(&ours_g)).unwrap();
+    dom.link_create(&ours_g, "c1", hard(&ours_c)).unwrap();
+    let (theirs_g, theirs_c) = (
+        other.create_group(json!({})).unwrap(),
+        other.create_group(json!({})).unwrap(),
+    );
+    other.link_create(&root, "shared", hard(&theirs_g)).unwrap();
+    other.link_create(&theirs_g, "c2", hard(&theirs_c)).unwrap();
 
     let err = dom.flush().unwrap_err();
     assert!(matches!(err, EngineError::AlreadyExists(_)), "{err}");
     assert!(err.to_string().contains("\"both\""), "{err}");
+    assert!(!err.to_string().contains("\"shared\""), "{err}");
 
     let seen = direct(&p);
     let all = names(&seen, &root);
-    assert_eq!(all.len(), 1 + 40 + 1, "{all:?}");
+    assert_eq!(all.len(), 1 + 40 + 2, "{all:?}");
     assert!(!all.contains(&"old".to_string()));
     for i in 0..20 {
         assert!(all.contains(&format!("mine{i}")) && all.contains(&format!("theirs{i}")));
     }
-    assert_eq!(seen.link_get(&root, "both").unwrap()["id"], theirs.as_str());
+    assert_eq!(seen.link_get(&root, "both").unwrap()["h5path"], "/keep");
+    assert_eq!(
+        seen.link_get(&root, "shared").unwrap()["id"],
+        theirs_g.as_str()
+    );
+    let mut merged = names(&seen, &theirs_g);
+    merged.sort();
+    assert_eq!(merged, ["c1", "c2"]);
+    assert_eq!(
+        seen.link_get(&theirs_g, "c1").unwrap()["id"],
+        ours_c.as_str()
+    );
     assert_eq!(seen.attr_get(&root, "t").unwrap()["value"], 1);
     // Nothing is left pending after the report.
     dom.flush().unwrap();

@@ -381,9 +381,10 @@ fn in_units(bytes: usize) -> usize {
 }
 
 /// The documents one request reads (see `h5lake_engine::memory`), held to
-/// its memory: what each costs parsed, twice over (the parsed document and
-/// what the answer or edit makes of it), once per document for the whole
-/// request (however often it opens its domain). Without it a
+/// its memory: what each costs parsed, three times over (the parsed
+/// document, the copy an answer or edit makes of it, and that answer's or
+/// edit's text), once per document for the whole request (however often
+/// it opens its domain). Without it a
 /// few requests on a big group would each hold several copies of it,
 /// outside any budget.
 struct DocMemory {
@@ -407,7 +408,7 @@ impl h5lake_engine::memory::Gate for DocMemory {
             .request
             .reserve_blocking(
                 &self.budget,
-                bytes.saturating_mul(2),
+                bytes.saturating_mul(3),
                 "an object's document",
             )
             .map_err(|e| match e {
