@@ -1642,21 +1642,13 @@ fn waits_on(
     made_in: &HashMap<String, Vec<(String, String)>>,
     seen: &mut HashSet<String>,
 ) -> bool {
-    if waiting
-        .iter()
-        .any(|w| w.id == group && w.id != me && w.held.contains_key(name))
-    {
-        return true;
-    }
-    let Some(parents) = made_in.get(group) else {
-        return false;
+    let held = |g: &str, n: &str| {
+        waiting
+            .iter()
+            .any(|w| w.id == g && w.id != me && w.held.contains_key(n))
+            .then_some(true)
     };
-    if !seen.insert(group.to_string()) {
-        return false;
-    }
-    parents
-        .iter()
-        .any(|(p, n)| waits_on(p, n, me, waiting, made_in, seen))
+    up_new_groups(group, name, made_in, seen, &held, false)
 }
 
 /// Whether the link `name` made in `group` is in the store: not refused at
@@ -1669,19 +1661,39 @@ fn links_landed(
     made_in: &HashMap<String, Vec<(String, String)>>,
     seen: &mut HashSet<String>,
 ) -> bool {
-    if outcomes.get(group).is_some_and(|e| e.refused(name)) {
-        return false;
+    let refused = |g: &str, n: &str| {
+        outcomes
+            .get(g)
+            .is_some_and(|e| e.refused(n))
+            .then_some(false)
+    };
+    up_new_groups(group, name, made_in, seen, &refused, true)
+}
+
+/// Asks `here` of the link `name` of `group`, then of the links the commit
+/// made to that group when it is new (`made_in`), and so on up: the first
+/// answer `here` gives is the answer; a group the store had (no link made
+/// to it) answers `at_stored`, and one reached again (a cycle) `false`.
+fn up_new_groups(
+    group: &str,
+    name: &str,
+    made_in: &HashMap<String, Vec<(String, String)>>,
+    seen: &mut HashSet<String>,
+    here: &dyn Fn(&str, &str) -> Option<bool>,
+    at_stored: bool,
+) -> bool {
+    if let Some(answer) = here(group, name) {
+        return answer;
     }
     let Some(parents) = made_in.get(group) else {
-        // (Not linked in this commit: a group the store had.)
-        return true;
+        return at_stored;
     };
     if !seen.insert(group.to_string()) {
         return false;
     }
     parents
         .iter()
-        .any(|(p, n)| links_landed(p, n, outcomes, made_in, seen))
+        .any(|(p, n)| up_new_groups(p, n, made_in, seen, here, at_stored))
 }
 
 /// The moves between groups among the pending documents' link changes.
