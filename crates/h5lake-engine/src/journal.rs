@@ -925,16 +925,10 @@ impl Journal {
         let mut temporary: Vec<(String, String, Value, &CrossMove)> = Vec::new();
         while !waiting.is_empty() {
             let ready = waiting.iter().position(|w| {
-                moves.iter().filter(|m| m.from == w.id).all(|m| {
-                    !waits_on(
-                        &m.to,
-                        &m.new,
-                        &w.id,
-                        &waiting,
-                        &made_in,
-                        &mut HashSet::new(),
-                    )
-                })
+                moves
+                    .iter()
+                    .filter(|m| m.from == w.id)
+                    .all(|m| !waits_on(m, &waiting, &made_in))
             });
             // None ready: moves in a cycle (two links swapped between
             // groups, say). One group goes first, each object it moves out
@@ -951,16 +945,7 @@ impl Journal {
                     // stays, so the new one goes (reported at the first pass).
                     take_back(&**inner, m)?;
                     written.retain(|(x, _, _)| *x != m.to);
-                } else if forced
-                    && waits_on(
-                        &m.to,
-                        &m.new,
-                        &w.id,
-                        &waiting,
-                        &made_in,
-                        &mut HashSet::new(),
-                    )
-                {
+                } else if forced && waits_on(m, &waiting, &made_in) {
                     early.push(m);
                 } else if links_landed(&m.to, &m.new, &outcomes, &made_in, &mut HashSet::new()) {
                     go.push(m);
@@ -1631,24 +1616,21 @@ fn held_names(d: &PendingDoc, moves: &[CrossMove], id: &str) -> HashMap<String, 
     }
 }
 
-/// Whether the link `name` made in `group` waits for a second write of
-/// another group than `me` still `waiting`: its own name is held there, or
-/// the new group it is in is linked only through such a name.
+/// Whether the new link of the move `m` waits for a second write of
+/// another group still `waiting`: its name is held there, or the new group
+/// it is in is linked only through such a name.
 fn waits_on(
-    group: &str,
-    name: &str,
-    me: &str,
+    m: &CrossMove,
     waiting: &[MovedOut],
     made_in: &HashMap<String, Vec<(String, String)>>,
-    seen: &mut HashSet<String>,
 ) -> bool {
     let held = |g: &str, n: &str| {
         waiting
             .iter()
-            .any(|w| w.id == g && w.id != me && w.held.contains_key(n))
+            .any(|w| w.id == g && w.id != m.from && w.held.contains_key(n))
             .then_some(true)
     };
-    up_new_groups(group, name, made_in, seen, &held, false)
+    up_new_groups(&m.to, &m.new, made_in, &mut HashSet::new(), &held, false)
 }
 
 /// Whether the link `name` made in `group` is in the store: not refused at
