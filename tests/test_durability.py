@@ -234,6 +234,17 @@ def test_a_move_to_a_name_another_writer_made_meanwhile_leaves_the_link_in_place
         assert (r["x"].attrs["by"], r["y"].attrs["by"]) == ("first", "B")
 
 
+def _flush_after_another_writer(f, path, code):
+    """Runs ``code`` (on an open ``f``, numpy as ``np``) in another process
+    on the store at ``path``, then flushes and closes the handle ``f``,
+    whose flush must report the other writer."""
+    subprocess.run([sys.executable, "-c", "import sys, numpy as np, h5lake\n"
+                    "with h5lake.File(sys.argv[1], 'a') as f: " + code, path], check=True)
+    with pytest.raises(ValueError, match="another writer"):
+        f.flush()
+    f.close()
+
+
 @pytest.mark.parametrize("theirs", ["move", "delete", "take the name"])
 def test_a_move_between_groups_racing_another_writer_leaves_one_link(tmp_path, theirs):
     """Before: a move from one group to another was a link made in one and
@@ -250,11 +261,7 @@ def test_a_move_between_groups_racing_another_writer_leaves_one_link(tmp_path, t
     other = {"move": "f.move('a/x', 'c/x')",
              "delete": "del f['a/x']",
              "take the name": "f.create_group('b/y').attrs['by'] = 'other'"}[theirs]
-    subprocess.run([sys.executable, "-c", "import sys, h5lake\n"
-                    "with h5lake.File(sys.argv[1], 'a') as f: " + other, path], check=True)
-    with pytest.raises(ValueError, match="another writer"):
-        f.flush()
-    f.close()
+    _flush_after_another_writer(f, path, other)
     with h5lake.File(path, "r") as r:
         where = {n for n in ("a/x", "b/y", "c/x") if n in r}
         if theirs == "move":
@@ -282,11 +289,7 @@ def test_a_move_between_groups_never_takes_another_writers_link(tmp_path, theirs
     f.move("a/x", "b/x")
     other = {"the same move": "f.move('a/x', 'b/x')",
              "replace the source": "del f['a/x']; f['a/x'] = np.array([42, 42])"}[theirs]
-    subprocess.run([sys.executable, "-c", "import sys, numpy as np, h5lake\n"
-                    "with h5lake.File(sys.argv[1], 'a') as f: " + other, path], check=True)
-    with pytest.raises(ValueError, match="another writer"):
-        f.flush()
-    f.close()
+    _flush_after_another_writer(f, path, other)
     with h5lake.File(path, "r") as r:
         if theirs == "the same move":
             assert (list(r["a"]), list(r["b"])) == ([], ["x"])

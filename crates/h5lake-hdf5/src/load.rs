@@ -835,6 +835,23 @@ impl Loader<'_> {
         Ok(())
     }
 
+    /// `r`'s value, or `None` when h5lake cannot hold what it reads: the
+    /// object at `path` is then named in the report as left out (`what`
+    /// is not supported, and why).
+    fn or_skip<T>(&mut self, path: &str, what: &str, r: Result<T>) -> Result<Option<T>> {
+        match r {
+            Ok(v) => Ok(Some(v)),
+            Err(Hdf5Error::Unsupported(why)) => {
+                self.report.skipped.push(crate::Skipped::object(
+                    path,
+                    format!("{what} not supported ({why})"),
+                ));
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// Reads the values left for when every object is loaded (`pending`).
     fn read_references(&mut self) -> Result<()> {
         let mut refs = RefReader::new(self.file, &self.seen);
@@ -1068,16 +1085,8 @@ impl Loader<'_> {
             lib(|| unsafe { H5Dget_type(d) }),
             "reading a dataset's type",
         )?;
-        let dt = match from_hdf5(ft.id()) {
-            Ok(dt) => dt,
-            Err(Hdf5Error::Unsupported(why)) => {
-                self.report.skipped.push(crate::Skipped::object(
-                    path,
-                    format!("its type is not supported ({why})"),
-                ));
-                return Ok(None);
-            }
-            Err(e) => return Err(e),
+        let Some(dt) = self.or_skip(path, "its type is", from_hdf5(ft.id()))? else {
+            return Ok(None);
         };
         let tjson = type_json(ft.id(), &dt)?;
         let space = check_id(
@@ -1239,16 +1248,9 @@ impl Loader<'_> {
             // others are (it failed the whole file). (Values converted on
             // the way are read through libhdf5, which may have the codec.)
             if !masked && !converted {
-                match check_decodable(&self.src, &pipeline, &chunks, &chunk, es, path) {
-                    Ok(()) => {}
-                    Err(Hdf5Error::Unsupported(why)) => {
-                        self.report.skipped.push(crate::Skipped::object(
-                            path,
-                            format!("its filters are not supported ({why})"),
-                        ));
-                        return Ok(None);
-                    }
-                    Err(e) => return Err(e),
+                let decodable = check_decodable(&self.src, &pipeline, &chunks, &chunk, es, path);
+                if self.or_skip(path, "its filters are", decodable)?.is_none() {
+                    return Ok(None);
                 }
             }
             if linkable && !masked {
