@@ -273,6 +273,40 @@ def test_a_move_between_groups_racing_another_writer_leaves_one_link(tmp_path, t
             assert (r["a/x"].attrs["by"], r["b/y"].attrs["by"]) == ("first", "other")
 
 
+@pytest.mark.parametrize("durable", [False, True])
+def test_a_group_moved_below_itself_is_refused_and_stays(tmp_path, durable):
+    """libhdf5 hangs the group below itself, out of the tree with all it
+    holds (h5py's ``f.move("a", "a/b/c")`` leaves the file empty)."""
+    path = str(tmp_path / "s.h5l")
+    with h5lake.File(path, "w", durable=durable) as f:
+        f["a/b/x"] = np.arange(3)
+        with pytest.raises(ValueError, match="inside the group"):
+            f.move("a", "a/b/c")
+        assert list(f) == ["a"] and list(f["a/b"]) == ["x"]
+    with h5lake.File(path, "r") as r:
+        assert list(r["a/b/x"][()]) == [0, 1, 2]
+
+
+def test_two_writers_moving_groups_each_into_the_other_leave_both_in_the_tree(tmp_path):
+    """Before: each move was checked against its own writer's view only;
+    b went into c and c into b, and both were linked from nowhere."""
+    path = str(tmp_path / "s.h5l")
+    with h5lake.File(path, "w") as f:
+        f["b/data"] = np.arange(3)
+        f["c/data"] = np.arange(4)
+    f = h5lake.File(path, "a")
+    f.move("b", "c/b")
+    with pytest.raises(ValueError, match="inside the group it moves"):
+        subprocess.run([sys.executable, "-c", "import sys, h5lake\n"
+                        "with h5lake.File(sys.argv[1], 'a') as f: f.move('c', 'b/c')", path],
+                       check=True)
+        f.flush()
+    f.close()
+    with h5lake.File(path, "r") as r:
+        assert sorted(r) == ["b"]
+        assert list(r["b/c/data"][()]) == [0, 1, 2, 3] and list(r["b/data"][()]) == [0, 1, 2]
+
+
 @pytest.mark.parametrize("theirs", ["the same move", "replace the source"])
 def test_a_move_between_groups_never_takes_another_writers_link(tmp_path, theirs):
     """From a concurrency audit: when another writer made the same move

@@ -9,6 +9,7 @@
 //! [`crate::journal`] and are committed together (merged with other
 //! writers' changes the same way) at [`Domain::flush`].
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -1456,20 +1457,47 @@ impl Domain {
             return self.link_rename(from, old, new);
         }
         let link = self.link_get(from, old)?;
+        let moved_group = hard_link_target(&link)
+            .filter(|i| i.starts_with("g-"))
+            .map(str::to_string);
+        let inside = |d: &Self| match &moved_group {
+            Some(g) => group_reaches(g, to, |id| match d.doc_versioned(id) {
+                Ok((_, doc)) => Ok(Some(doc)),
+                Err(EngineError::NotFound(_)) => Ok(None),
+                Err(e) => Err(e),
+            }),
+            None => Ok(false),
+        };
+        let refused_inside = || {
+            EngineError::Invalid(format!(
+                "Unable to move link {old:?}: its destination is inside the group it leads \
+                 to, which would leave that group out of the tree; it was not moved"
+            ))
+        };
+        if inside(self)? {
+            return Err(refused_inside());
+        }
         self.links_create(to, vec![(new.to_string(), link_target(&link))], false)?;
-        let names = [old.to_string()];
-        let removed = self.update_members(from, "links", &names, |doc| {
-            let ordered = keeps_creation_order(doc);
-            let links = member_map(doc, "links", from)?;
-            if !links.get(old).is_some_and(|l| same_link_target(l, &link)) {
-                return Err(EngineError::AlreadyExists(format!(
-                    "Unable to move link {old:?}: another writer moved, deleted or replaced \
+        // Asked again once the new link is in: of two writers moving two
+        // groups each into the other, at least one sees the other's link
+        // here and takes its own back.
+        let removed = if inside(self)? {
+            Err(refused_inside())
+        } else {
+            let names = [old.to_string()];
+            self.update_members(from, "links", &names, |doc| {
+                let ordered = keeps_creation_order(doc);
+                let links = member_map(doc, "links", from)?;
+                if !links.get(old).is_some_and(|l| same_link_target(l, &link)) {
+                    return Err(EngineError::AlreadyExists(format!(
+                        "Unable to move link {old:?}: another writer moved, deleted or replaced \
                      it meanwhile; it was not moved"
-                )));
-            }
-            remove_member(links, old, ordered);
-            Ok(())
-        });
+                    )));
+                }
+                remove_member(links, old, ordered);
+                Ok(())
+            })
+        };
         if let Err(e) = removed {
             let names = [new.to_string()];
             self.update_members(to, "links", &names, |doc| {
@@ -1842,7 +1870,6 @@ fn check_link(link: &Value) -> Result<()> {
     }
 }
 
-/// The object a hard link leads to.
 /// Where a link leads: the link without what says when or under which
 /// name it was made.
 pub(crate) fn link_target(link: &Value) -> Value {
@@ -1859,7 +1886,40 @@ pub(crate) fn same_link_target(a: &Value, b: &Value) -> bool {
     link_target(a) == link_target(b)
 }
 
-fn hard_link_target(link: &Value) -> Option<&str> {
+/// Whether group `target` is reachable from group `from` through hard
+/// links (`from` itself included), reading each group's document with
+/// `doc` (`None`: no longer there). A move of `from` into such a group
+/// would hang `from` below itself, out of the tree.
+///
+/// # Errors
+/// Whatever `doc` returns.
+pub(crate) fn group_reaches(
+    from: &str,
+    target: &str,
+    mut doc: impl FnMut(&str) -> Result<Option<Arc<Value>>>,
+) -> Result<bool> {
+    let mut seen: HashSet<String> = HashSet::from([from.to_string()]);
+    let mut todo = vec![from.to_string()];
+    while let Some(id) = todo.pop() {
+        if id == target {
+            return Ok(true);
+        }
+        let Some(d) = doc(&id)? else { continue };
+        let Some(links) = d.get("links").and_then(Value::as_object) else {
+            continue;
+        };
+        for l in links.values() {
+            if let Some(next) = hard_link_target(l).filter(|i| i.starts_with("g-")) {
+                if seen.insert(next.to_string()) {
+                    todo.push(next.to_string());
+                }
+            }
+        }
+    }
+    Ok(false)
+}
+
+pub(crate) fn hard_link_target(link: &Value) -> Option<&str> {
     let class = link.get("class").and_then(Value::as_str);
     if class.is_some_and(|c| c != "H5L_TYPE_HARD") {
         return None;

@@ -53,7 +53,7 @@ use h5lake_store::{
 };
 use serde_json::{Map, Value};
 
-use crate::domain::to_bytes;
+use crate::domain::{group_reaches, hard_link_target, to_bytes};
 use crate::json::parse_doc;
 use crate::{EngineError, Result};
 
@@ -945,6 +945,18 @@ impl Journal {
                     // stays, so the new one goes (reported at the first pass).
                     take_back(&**inner, m)?;
                     written.retain(|(x, _, _)| *x != m.to);
+                } else if moves_inside_itself(&**inner, m)? {
+                    // (Another writer moved the group it goes to into the
+                    // group it moves: of the two, at least one sees the
+                    // other's new link here.)
+                    take_back(&**inner, m)?;
+                    written.retain(|(x, _, _)| *x != m.to);
+                    clashes.push(format!(
+                        "Unable to move link {:?} in {} to {:?} in {}: another writer moved the \
+                         group it goes to inside the group it moves; it was not moved",
+                        m.old, m.from, m.new, m.to
+                    ));
+                    stay.push(m);
                 } else if forced && waits_on(m, &waiting, &made_in) {
                     early.push(m);
                 } else if links_landed(&m.to, &m.new, &outcomes, &made_in, &mut HashSet::new()) {
@@ -966,7 +978,10 @@ impl Journal {
             }
             let mut second = removal_of(&w.pending, &w.version, &w.doc, &names);
             for m in &early {
-                let name = format!("h5lake-moving-{}", hard_target(&m.link).unwrap_or_default());
+                let name = format!(
+                    "h5lake-moving-{}",
+                    hard_link_target(&m.link).unwrap_or_default()
+                );
                 if let Some(links) = Arc::make_mut(&mut second.doc)
                     .get_mut("links")
                     .and_then(Value::as_object_mut)
@@ -1108,7 +1123,7 @@ impl Journal {
             .docs
             .values()
             .filter_map(|d| d.doc.get("links").and_then(Value::as_object))
-            .flat_map(|links| links.values().filter_map(hard_target))
+            .flat_map(|links| links.values().filter_map(hard_link_target))
             .collect();
         let gone: Vec<String> = unlinked
             .into_iter()
@@ -1272,12 +1287,6 @@ fn put_new(inner: &dyn Store, key: &str, doc: &Value) -> Result<Version> {
     }
 }
 
-fn hard_target(l: &Value) -> Option<&str> {
-    (l.get("class").and_then(Value::as_str) == Some("H5L_TYPE_HARD"))
-        .then(|| l.get("id").and_then(Value::as_str))
-        .flatten()
-}
-
 /// Whether a group document has a hard link to one of `ids`.
 fn links_to_any(doc: &Value, ids: &HashSet<String>) -> bool {
     doc.get("links")
@@ -1285,7 +1294,7 @@ fn links_to_any(doc: &Value, ids: &HashSet<String>) -> bool {
         .is_some_and(|links| {
             links
                 .values()
-                .filter_map(hard_target)
+                .filter_map(hard_link_target)
                 .any(|t| ids.contains(t))
         })
 }
@@ -1293,7 +1302,7 @@ fn links_to_any(doc: &Value, ids: &HashSet<String>) -> bool {
 /// The group document without hard links to `unwritten` objects, if it has any.
 fn without_links_to(doc: &Value, unwritten: &HashSet<String>) -> Option<Value> {
     let links = doc.get("links")?.as_object()?;
-    let leads_out = |l: &Value| hard_target(l).is_some_and(|t| unwritten.contains(t));
+    let leads_out = |l: &Value| hard_link_target(l).is_some_and(|t| unwritten.contains(t));
     if !links.values().any(leads_out) {
         return None;
     }
@@ -1355,8 +1364,8 @@ fn write_edit(
                     .iter()
                     .filter(|(_, clash)| *clash == Clash::BothMade)
                     .filter_map(|(name, _)| {
-                        let ours = hard_target(d.doc.get("links")?.get(name)?)?;
-                        let theirs = hard_target(doc.get("links")?.get(name)?)?;
+                        let ours = hard_link_target(d.doc.get("links")?.get(name)?)?;
+                        let theirs = hard_link_target(doc.get("links")?.get(name)?)?;
                         (new_groups.contains(ours) && theirs.starts_with("g-") && ours != theirs)
                             .then(|| (ours.to_string(), theirs.to_string()))
                     })
@@ -1367,7 +1376,7 @@ fn write_edit(
                             d.doc
                                 .get("links")
                                 .and_then(|l| l.get(name))
-                                .and_then(hard_target)
+                                .and_then(hard_link_target)
                                 == Some(ours.as_str())
                         })
                 });
@@ -1803,7 +1812,7 @@ fn merge_new_group(
                         there.insert(name.clone(), v.clone());
                     }
                     Some(tv) if crate::domain::same_link_target(tv, v) => {}
-                    Some(tv) => match (section, hard_target(v), hard_target(tv)) {
+                    Some(tv) => match (section, hard_link_target(v), hard_link_target(tv)) {
                         ("links", Some(o), Some(t))
                             if new_groups.contains(o) && t.starts_with("g-") =>
                         {
@@ -1836,6 +1845,22 @@ fn merge_new_group(
 
 /// Takes back the link a move made in another group when its old link
 /// could not be removed, if it is still as made.
+/// Whether `m` moves a group into a group below it in the store as it is
+/// now (its own new link in), which would leave both out of the tree.
+fn moves_inside_itself(inner: &dyn Store, m: &CrossMove) -> Result<bool> {
+    let Some(group) = hard_link_target(&m.link).filter(|i| i.starts_with("g-")) else {
+        return Ok(false);
+    };
+    group_reaches(group, &m.to, |id| {
+        let key = crate::ids::doc_key(id)?;
+        let Some(data) = inner.get(&key)? else {
+            return Ok(None);
+        };
+        crate::memory::hold(&key, crate::memory::json_cost(&data))?;
+        Ok(Some(Arc::new(parse_doc(&data, &key)?)))
+    })
+}
+
 fn take_back(inner: &dyn Store, m: &CrossMove) -> Result<()> {
     remove_link_if(inner, &m.to, &m.new, &m.made)
 }

@@ -1121,3 +1121,53 @@ fn links_swapped_between_groups_stay_reachable_at_every_write() {
         assert_eq!(stored_targets_of(&seen, &b), [x.clone()]);
     }
 }
+
+#[test]
+fn a_group_moved_into_a_group_below_it_is_refused_and_stays() {
+    // HDF5 hangs the group below itself, out of the tree, with all it
+    // holds; the move is refused instead.
+    for durability in [Durability::AtFlush, Durability::EachCall] {
+        let (store, dom, _, [root, a, _, _, x]) = three_groups(durability);
+        let err = dom.link_move(&root, "a", &x, "a").unwrap_err();
+        assert!(err.to_string().contains("inside the group"), "{err}");
+        dom.flush().unwrap();
+        let seen = read_back(store);
+        assert_eq!(seen.link_get(&root, "a").unwrap()["id"], a.as_str());
+        assert_eq!(seen.link_get(&a, "x").unwrap()["id"], x.as_str());
+        assert!(names(&seen, &x).is_empty(), "{durability:?}");
+    }
+}
+
+#[test]
+fn two_writers_moving_two_groups_each_into_the_other_leave_both_in_the_tree() {
+    // Before: each move was checked against its writer's own view only;
+    // b went into c and c into b, and both were linked from nowhere.
+    for durability in [Durability::AtFlush, Durability::EachCall] {
+        let (store, dom, other, [root, _, b, c, _]) = three_groups(durability);
+        reachable_at_every_put(&store, &root, &[&b, &c]);
+        if durability == Durability::AtFlush {
+            // Ours is pending while theirs lands whole.
+            dom.link_move(&root, "b", &c, "b").unwrap();
+            other.link_move(&root, "c", &b, "c").unwrap();
+            let err = dom.flush().unwrap_err();
+            assert!(
+                err.to_string().contains("inside the group it moves"),
+                "{err}"
+            );
+        } else {
+            // Theirs lands between our look before our new link and our
+            // look after it (their own look came before our link).
+            let (b2, c2, r2) = (b.clone(), c.clone(), root.clone());
+            store.after_put(&doc_key_end(&c), move || {
+                other.link_create(&b2, "c", hard(&c2)).unwrap();
+                other.link_delete(&r2, "c").unwrap();
+            });
+            let err = dom.link_move(&root, "b", &c, "b").unwrap_err();
+            assert!(err.to_string().contains("inside the group"), "{err}");
+        }
+        let seen = read_back(store);
+        assert_eq!(seen.link_get(&root, "b").unwrap()["id"], b.as_str());
+        assert_eq!(seen.link_get(&b, "c").unwrap()["id"], c.as_str());
+        assert!(names(&seen, &c).is_empty(), "{durability:?}");
+    }
+}
