@@ -2243,19 +2243,17 @@ impl Domain {
             let keys: Vec<String> = b.clone().map(&key).collect();
             Ok(store.get_many(&keys)?)
         };
-        // Pool threads have no cancellation flag of their own: carry the
-        // caller's in, and also look at it between batches.
+        // Pool threads have no cancellation flag or memory gate of their
+        // own: carry the caller's in, and also look at the flag between
+        // batches.
         let cancel = crate::cancel::current();
+        let gate = crate::memory::current();
         let decode_batch = |batch: &std::ops::Range<usize>, fetched: &[Option<Versioned>]| {
-            let run = || {
+            carried(&cancel, &gate, || {
                 for_each_task(batch.len(), false, |j| {
                     task(batch.start + j, Some(fetched[j].clone()))
                 })
-            };
-            match &cancel {
-                Some(flag) => crate::cancel::with_cancel(flag.clone(), run),
-                None => run(),
-            }
+            })
         };
         chunk_pool().install(|| {
             let mut ahead = Some(fetch(&batches[0]));
@@ -2770,13 +2768,29 @@ pub(crate) fn for_each_task(
         return (0..n).try_for_each(f);
     }
     let cancel = crate::cancel::current();
+    let gate = crate::memory::current();
     let task = |i| {
         if crate::cancel::is_set(&cancel) {
             return Err(EngineError::Interrupted);
         }
-        f(i)
+        carried(&cancel, &gate, || f(i))
     };
     chunk_pool().install(|| (0..n).into_par_iter().try_for_each(task))
+}
+
+/// Runs `f`, work a call handed to a pool thread, with the call's
+/// cancellation flag and memory gate (a virtual dataset's sources, read
+/// in a task, are stopped by the flag and hold their documents to the
+/// gate as the call's own reads do).
+fn carried<T>(
+    cancel: &Option<Arc<std::sync::atomic::AtomicBool>>,
+    gate: &Option<Arc<dyn crate::memory::Gate>>,
+    f: impl FnOnce() -> T,
+) -> T {
+    crate::memory::carried(gate, || match cancel {
+        Some(flag) => crate::cancel::with_cancel(flag.clone(), f),
+        None => f(),
+    })
 }
 
 /// The pool that runs chunk tasks. Each task both waits on storage and

@@ -31,6 +31,25 @@ pub trait Gate: Send + Sync {
     /// The memory cannot be had: [`crate::EngineError::TooLarge`] when it
     /// never could, [`crate::EngineError::Busy`] when others hold it.
     fn hold(&self, key: &str, bytes: usize) -> Result<()>;
+
+    /// [`Gate::hold`] without waiting: asked by work the call handed to
+    /// the engine's pool threads, which must not block (the gate may wait
+    /// for what only other pool work frees).
+    ///
+    /// # Errors
+    /// As [`Gate::hold`]; [`crate::EngineError::Busy`] rather than a wait.
+    fn hold_now(&self, key: &str, bytes: usize) -> Result<()> {
+        self.hold(key, bytes)
+    }
+}
+
+/// A caller's gate as its pool work asks it: never waiting.
+struct NoWait(Arc<dyn Gate>);
+
+impl Gate for NoWait {
+    fn hold(&self, key: &str, bytes: usize) -> Result<()> {
+        self.0.hold_now(key, bytes)
+    }
 }
 
 thread_local! {
@@ -70,14 +89,30 @@ pub fn install(gate: Arc<dyn Gate>) -> bool {
     })
 }
 
+/// The gate of the scope open on this thread, for [`carried`] into work
+/// it hands to other threads.
+pub fn current() -> Option<Arc<dyn Gate>> {
+    GATE.with(|g| g.borrow().clone().flatten())
+}
+
+/// Runs `f`, work a call handed to this thread, with the call's `gate`
+/// (from [`current`]) asked, without waiting, for the documents it holds.
+pub fn carried<T>(gate: &Option<Arc<dyn Gate>>, f: impl FnOnce() -> T) -> T {
+    let Some(gate) = gate else {
+        return f();
+    };
+    let _scope = Scope::open();
+    install(Arc::new(NoWait(gate.clone())));
+    f()
+}
+
 /// Asks this thread's gate, if any, to let the call hold the document
 /// `key` of `bytes` (see [`Gate::hold`]).
 ///
 /// # Errors
 /// The gate's refusal.
 pub fn hold(key: &str, bytes: usize) -> Result<()> {
-    let gate = GATE.with(|g| g.borrow().clone().flatten());
-    match gate {
+    match current() {
         Some(gate) => gate.hold(key, bytes),
         None => Ok(()),
     }
@@ -182,5 +217,37 @@ mod tests {
         }
         hold("k", 11).unwrap();
         assert_eq!(gate.0.load(Ordering::Relaxed), 7);
+    }
+
+    struct Waits;
+
+    impl Gate for Waits {
+        fn hold(&self, _key: &str, _bytes: usize) -> Result<()> {
+            panic!("work on another thread must not wait")
+        }
+
+        fn hold_now(&self, _key: &str, bytes: usize) -> Result<()> {
+            if bytes > 10 {
+                return Err(crate::EngineError::Busy("held".into()));
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn work_handed_to_another_thread_asks_the_callers_gate_without_waiting() {
+        let _scope = Scope::open();
+        assert!(install(Arc::new(Waits)));
+        let gate = current();
+        std::thread::spawn(move || {
+            hold("k", 100).unwrap();
+            carried(&gate, || {
+                hold("k", 5).unwrap();
+                assert!(hold("k", 100).is_err());
+            });
+            hold("k", 100).unwrap();
+        })
+        .join()
+        .unwrap();
     }
 }

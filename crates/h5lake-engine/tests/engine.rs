@@ -980,3 +980,62 @@ fn a_write_that_lands_after_a_shrink_clears_what_it_left_outside() {
     );
     assert!(got[12..].iter().all(|&v| v == -7), "{got:?}");
 }
+
+/// A gate that lets everything through and notes what it was asked for.
+#[derive(Default)]
+struct Noting(std::sync::Mutex<Vec<String>>);
+
+impl h5lake_engine::memory::Gate for Noting {
+    fn hold(&self, key: &str, _bytes: usize) -> h5lake_engine::Result<()> {
+        self.0.lock().unwrap().push(key.to_string());
+        Ok(())
+    }
+}
+
+#[test]
+fn the_sources_a_virtual_dataset_reads_on_pool_threads_are_held_to_the_callers_gate() {
+    // Before: documents read by work handed to the chunk pool (a virtual
+    // dataset's sources) were outside the server's memory budget.
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let dom = Domain::open(store.clone(), "", OpenMode::Truncate, "mem".into()).unwrap();
+    let root = dom.root_id().to_string();
+    let space = |n: u64| json!({"class": "H5S_SIMPLE", "dims": [n]});
+    let mut mappings = Vec::new();
+    let mut sources = Vec::new();
+    for i in 0..4u64 {
+        let s = dom
+            .create_dataset(i32_type(), space(10), json!({}))
+            .unwrap();
+        dom.link_create(
+            &root,
+            &format!("s{i}"),
+            json!({"class": "H5L_TYPE_HARD", "id": s}),
+        )
+        .unwrap();
+        let v: Vec<i32> = (0..10).map(|x| x + 100 * i as i32).collect();
+        dom.write(&s, &slices(&[(0, 10, 1)]), &to_bytes(&v))
+            .unwrap();
+        mappings
+            .push(json!({"path": format!("/s{i}"), "src": [[0, 1, 10]], "dst": [[10 * i, 1, 10]]}));
+        sources.push(h5lake_engine::ids::doc_key(&s).unwrap());
+    }
+    let vd = dom
+        .create_dataset(
+            i32_type(),
+            space(40),
+            json!({"h5lake": {"virtual": mappings}}),
+        )
+        .unwrap();
+    dom.flush().unwrap();
+    let fresh = Domain::open(store, "", OpenMode::Read, "mem".into()).unwrap();
+    let gate = Arc::new(Noting::default());
+    let _scope = h5lake_engine::memory::Scope::open();
+    assert!(h5lake_engine::memory::install(gate.clone()));
+    let mut out = vec![0u8; 160];
+    fresh.read(&vd, &slices(&[(0, 40, 1)]), &mut out).unwrap();
+    assert_eq!(from_bytes(&out)[31..33], [301, 302]);
+    let asked = gate.0.lock().unwrap().clone();
+    for s in &sources {
+        assert!(asked.contains(s), "{s} not held; asked for {asked:?}");
+    }
+}

@@ -392,8 +392,11 @@ struct DocMemory {
     request: Arc<RequestMemory>,
 }
 
-impl h5lake_engine::memory::Gate for DocMemory {
-    fn hold(&self, key: &str, bytes: usize) -> h5lake_engine::Result<()> {
+impl DocMemory {
+    /// Holds the document `key` (of `bytes` parsed) to the request's
+    /// memory, once; waiting for the budget when `wait`, else refused
+    /// as busy when the budget has not the memory free now.
+    fn hold_document(&self, key: &str, bytes: usize, wait: bool) -> h5lake_engine::Result<()> {
         use h5lake_engine::EngineError;
         let documents = || {
             self.request
@@ -404,20 +407,32 @@ impl h5lake_engine::memory::Gate for DocMemory {
         if documents().contains(key) {
             return Ok(());
         }
-        let r = self
-            .request
-            .reserve_blocking(
-                &self.budget,
-                bytes.saturating_mul(3),
-                "an object's document",
-            )
-            .map_err(|e| match e {
-                ServerError::TooLarge(m) => EngineError::TooLarge(m),
-                other => EngineError::Busy(other.to_string()),
-            })?;
+        let what = "an object's document";
+        let bytes = bytes.saturating_mul(3);
+        let r = if wait {
+            self.request.reserve_blocking(&self.budget, bytes, what)
+        } else {
+            self.request
+                .try_reserve(&self.budget, bytes, what, true)
+                .and_then(|r| r.ok_or_else(busy))
+        };
+        let r = r.map_err(|e| match e {
+            ServerError::TooLarge(m) => EngineError::TooLarge(m),
+            other => EngineError::Busy(other.to_string()),
+        })?;
         self.request.keep(r);
         documents().insert(key.to_string());
         Ok(())
+    }
+}
+
+impl h5lake_engine::memory::Gate for DocMemory {
+    fn hold(&self, key: &str, bytes: usize) -> h5lake_engine::Result<()> {
+        self.hold_document(key, bytes, true)
+    }
+
+    fn hold_now(&self, key: &str, bytes: usize) -> h5lake_engine::Result<()> {
+        self.hold_document(key, bytes, false)
     }
 }
 
