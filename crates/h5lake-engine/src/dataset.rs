@@ -1118,16 +1118,16 @@ impl Domain {
                 )
             }
             Selection::Points { .. } => {
-                let groups: Vec<_> = plan_points(sel, &m.chunk).into_iter().collect();
+                let groups = plan_points(sel, &m.chunk);
                 let use_cache = !bypass_cache && self.fits_cache(m, groups.len());
-                let chunk_key = |g: usize| m.key(&groups[g].0);
+                let chunk_key = |g: usize| m.key(groups.group(g).0);
                 self.chunk_tasks(
                     m,
                     groups.len(),
                     inline,
                     chunk_key,
                     |g, fetched| -> Result<()> {
-                        let (coords, pts) = &groups[g];
+                        let (coords, pts) = groups.group(g);
                         let key = m.key(coords);
                         let gather = |src: &[u8]| {
                             for &(s, d) in pts {
@@ -1251,9 +1251,9 @@ impl Domain {
                 })
             }
             Selection::Points { .. } => {
-                let groups: Vec<_> = plan_points(sel, &m.chunk).into_iter().collect();
+                let groups = plan_points(sel, &m.chunk);
                 for_each_task(groups.len(), inline, |g| {
-                    let (coords, pts) = &groups[g];
+                    let (coords, pts) = groups.group(g);
                     if self.patch_chunk(m, &m.key(coords), data, |run| {
                         for &(s, d) in pts {
                             run(s * es as u64, d as usize * es, es);
@@ -1357,9 +1357,9 @@ impl Domain {
                 })
             }
             Selection::Points { .. } => {
-                let groups: Vec<_> = plan_points(sel, &m.chunk).into_iter().collect();
+                let groups = plan_points(sel, &m.chunk);
                 for_each_task(groups.len(), inline, |g| {
-                    let (coords, pts) = &groups[g];
+                    let (coords, pts) = groups.group(g);
                     let key = m.key(coords);
                     if self.patch_chunk(&m, &key, data, |run| {
                         for &(s, d) in pts {
@@ -2928,7 +2928,15 @@ fn vlen_tasks(m: &DatasetMeta, sel: &Selection) -> ChunkPairs {
                 })
                 .collect()
         }
-        Selection::Points { .. } => plan_points(sel, &m.chunk).into_iter().collect(),
+        Selection::Points { .. } => {
+            let plan = plan_points(sel, &m.chunk);
+            (0..plan.len())
+                .map(|g| {
+                    let (coords, pairs) = plan.group(g);
+                    (coords.to_vec(), pairs.to_vec())
+                })
+                .collect()
+        }
     }
 }
 

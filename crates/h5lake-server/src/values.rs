@@ -610,9 +610,16 @@ fn reserve_work(
 ) -> Result<Reservation> {
     // (More chunks than the engine works on at once change nothing.)
     let chunks = chunks_reached(meta, sel, 1 << 10);
+    // Points named in a body are held as given and again in the pieces
+    // of a streamed transfer (see [`slabs`]).
+    let points = match sel {
+        Selection::Points { coords, .. } => coords.len().saturating_mul(16),
+        Selection::Orthogonal(_) => 0,
+    };
     request.reserve_blocking(
         memory,
-        dom.chunk_work_bytes(meta, chunks, writing, whole),
+        dom.chunk_work_bytes(meta, chunks, writing, whole)
+            .saturating_add(points),
         "the chunks this request reads and decodes",
     )
 }
@@ -798,6 +805,22 @@ fn slabs(p: &Plan, slab_bytes: usize) -> Result<Vec<(Selection, usize)>> {
                     .collect(),
             )
         }
+        // Points in pieces too: the engine plans each point's chunk, and
+        // points each in a chunk of their own made that plan, for all of a
+        // body's points at once, several times the budget.
+        Selection::Points { rank, coords } if *rank > 0 => {
+            let per = (slab_bytes / es.max(1)).clamp(1, SLAB_CHUNKS as usize);
+            Ok(coords
+                .chunks(per.saturating_mul(*rank))
+                .map(|c| {
+                    let sel = Selection::Points {
+                        rank: *rank,
+                        coords: c.to_vec(),
+                    };
+                    (sel, c.len() / rank * es)
+                })
+                .collect())
+        }
         s => Ok(vec![(s.clone(), s.num_elements() as usize * es)]),
     }
 }
@@ -814,6 +837,10 @@ const MAX_SLABS: u64 = 1 << 20;
 
 /// Most chunks one slab of a streamed transfer reaches (see [`slabs`]).
 const SLAB_CHUNKS: u64 = 1 << 16;
+
+/// Memory the engine's plan of one slab of a streamed transfer takes at
+/// most (a slab reaches at most [`SLAB_CHUNKS`] chunks).
+const SLAB_PLAN_BYTES: usize = SLAB_CHUNKS as usize * PLAN_BYTES_PER_CHUNK;
 
 /// Memory the engine's plan of a read takes per chunk it reaches (its
 /// task, the chunk's key and what is fetched for it; measured at about
@@ -1051,14 +1078,17 @@ fn respond(app: &App, ctx: &Ctx, p: Plan) -> Result<Response> {
     if total <= app.cfg.slab_bytes as u64
         && chunks_reached(&p.meta, &p.sel, SLAB_CHUNKS as usize) <= SLAB_CHUNKS
     {
-        let _held = p.reserve(total as usize, "this binary answer")?;
+        let _held = p.reserve(total as usize + plan_bytes(&p), "this binary answer")?;
         let bytes = read_fixed(&app.slabs, &p, &p.sel, total as usize, false)?;
         return Ok(binary_rsp(bytes.into_bytes()));
     }
     let pieces = slabs(&p, app.cfg.slab_bytes)?;
     // One slab in the channel and one being read (a slab may be bigger
-    // than `slab_bytes` when one row is).
-    let held = p.reserve(slabs_in_flight(&pieces), "this binary answer")?;
+    // than `slab_bytes` when one row is), and the plan of the one read.
+    let held = p.reserve(
+        slabs_in_flight(&pieces) + SLAB_PLAN_BYTES,
+        "this binary answer",
+    )?;
     let uncached = total > app.cfg.chunk_cache_bytes as u64 / 2;
     // One slab in the channel and one being read: memory stays at a few
     // slabs however big the answer is.
@@ -1448,13 +1478,9 @@ fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
     if rank == 0 {
         return Err(bad("queries need a dataset with dimensions"));
     }
-    let limit = match ctx.param("Limit") {
-        None => usize::MAX,
-        Some(l) => match l.parse::<usize>() {
-            Ok(0) => usize::MAX,
-            Ok(n) => n,
-            Err(_) => return Err(bad("Limit must be a non-negative integer")),
-        },
+    let limit = match ctx.limit()? {
+        None | Some(0) => usize::MAX,
+        Some(n) => n,
     };
     let es = p.meta.dtype.fixed_size().unwrap_or(0);
     // The engine answers just the fields asked for (of a columnar dataset
