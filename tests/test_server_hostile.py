@@ -1402,3 +1402,78 @@ def test_big_documents_are_capped_and_held_to_the_budget(tmp_path):
         assert s.alive()
     finally:
         s.stop()
+
+
+def test_a_read_of_many_points_each_in_a_chunk_of_its_own_stays_within_the_budget(tmp_path):
+    """From an audit: 2.5 M points (a 40 MB binary body), each in an
+    unwritten chunk of its own, took 670 MB against a budget of 200 MB:
+    the engine planned every point's chunk at once (some 250 bytes a
+    chunk) and that plan was not counted. Points are read in pieces now,
+    planned a few words a point, and what they hold is counted."""
+    s = with_homes(tmp_path / "bucket", ALICE, args=["--memory-budget", "128M"])
+    try:
+        d, _ = new_domain(s, ALICE)
+        did = new_dataset(s, d, {"type": "H5T_STD_U8LE", "shape": [10**7, 10**7],
+                                 "creationProperties": {"layout": {"class": "H5D_CHUNKED",
+                                                                   "dims": [1000, 1000]}}},
+                          user=ALICE)
+        pts = np.random.default_rng(0).integers(0, 10**7, size=(1_200_000, 2)).astype("<u8")
+        pts[:2] = [[5, 5], [10**7 - 1, 10**7 - 1]]
+        st, _, rsp = s.request("PUT", f"/datasets/{did}/value",
+                               {"points": pts[:2].tolist(), "value": [7, 9]},
+                               params={"domain": d}, user=ALICE)
+        assert st == 200, rsp
+        baseline = s.rss_kb()
+        st, _, got = s.request("POST", f"/datasets/{did}/value", pts.tobytes(),
+                               params={"domain": d}, user=ALICE, raw=True,
+                               headers={"Content-Type": "application/octet-stream",
+                                        "Accept": "application/octet-stream"})
+        assert st == 200, got
+        got = np.frombuffer(got, dtype="u1")
+        assert len(got) == len(pts) and list(got[:2]) == [7, 9] and not got[2:].any()
+        grew_mb = (s.rss_kb("VmHWM") - baseline) / 1024
+        assert grew_mb < 128 + UNBUDGETED_MB, f"grew {grew_mb:.0f} MB over a budget of 128 MB"
+        assert s.alive()
+    finally:
+        s.stop()
+
+
+@pytest.mark.parametrize("limit", ["abc", "-1", "1e3"])
+def test_a_limit_that_is_not_a_count_is_refused_on_every_listing(server, limit):
+    """From an audit: links, attributes and domain listings ignored a bad
+    Limit and answered everything (other listings and queries refused it;
+    HSDS refuses it)."""
+    d, root = new_domain(server, BOB)
+    for path, params in ((f"/groups/{root}/links", {"domain": d}),
+                         (f"/groups/{root}/attributes", {"domain": d}),
+                         ("/groups", {"domain": d}),
+                         ("/domains", {"domain": d.rsplit("/", 1)[0] + "/"})):
+        st, _, rsp = server.request("GET", path, params=dict(params, Limit=limit), user=BOB)
+        assert st == 400 and "Limit" in message(rsp), (path, st, rsp)
+
+
+def test_a_json_body_sent_chunked_is_charged_what_such_a_body_may_hold(tmp_path):
+    """From an audit: a body without Content-Length was charged as the
+    longest body allowed (100 MiB and a value per two bytes: 205 MB), so
+    under a budget of 256 MiB even a chunked ``{}`` got 413. Such a body
+    may now hold a sixteenth of the budget, and is charged that."""
+    s = with_homes(tmp_path / "bucket", ALICE, args=["--memory-budget", "256M"])
+    try:
+        d, _ = new_domain(s, ALICE)
+        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=30)
+        token = base64.b64encode(f"{ALICE}:{USERS[ALICE]}".encode()).decode()
+
+        def post_chunked(parts):
+            conn.request("POST", "/groups?domain=" + d, body=iter(parts), encode_chunked=True,
+                         headers={"Authorization": "Basic " + token,
+                                  "Content-Type": "application/json"})
+            r = conn.getresponse()
+            return r.status, json.loads(r.read() or b"{}")
+        st, rsp = post_chunked([b"{", b"}"])
+        assert st == 201, rsp
+        big = [b'{"x": "'] + [b"a" * (1 << 20)] * 17 + [b'"}']
+        st, rsp = post_chunked(big)
+        assert st == 413 and "Content-Length" in message(rsp), (st, rsp)
+        assert s.alive()
+    finally:
+        s.stop()

@@ -445,8 +445,18 @@ pub(crate) fn gate_documents(app: &App, ctx: &crate::routes::Ctx) {
     }));
 }
 
+/// Most bytes a body sent without a declared length (chunked) may hold: a
+/// sixteenth of the memory budget (at least 1 MiB), below the limit on
+/// bodies. Memory is set aside for the longest body before it is read, and
+/// a budget's worth for every chunked `{}` refused them all under a
+/// moderate budget.
+pub(crate) fn undeclared_body_bytes(cfg: &crate::ServerConfig) -> usize {
+    cfg.max_request_bytes
+        .min((cfg.memory_budget_bytes / 16).max(1 << 20))
+}
+
 /// How long a request's body is: as declared, else (chunked) as long as
-/// the largest body read whole.
+/// a body without a declared length may be.
 fn body_len(app: &App, req: &Request) -> u64 {
     let declared = req
         .headers()
@@ -456,7 +466,7 @@ fn body_len(app: &App, req: &Request) -> u64 {
     match declared {
         Some(n) => n,
         None if req.headers().contains_key(header::TRANSFER_ENCODING) => {
-            app.cfg.max_request_bytes as u64
+            undeclared_body_bytes(&app.cfg) as u64
         }
         None => 0,
     }

@@ -724,10 +724,7 @@ pub(crate) async fn get_domains(State(app): AppState, ctx: Ctx) -> Result<Respon
             }
             acl_check(&doc, Action::Read, &ctx.user, &app.cfg.admin_user)?;
         }
-        let limit = ctx
-            .param("Limit")
-            .and_then(|l| l.parse::<usize>().ok())
-            .unwrap_or(usize::MAX);
+        let limit = ctx.limit()?.unwrap_or(usize::MAX);
         let marker = ctx.param("Marker").map(str::to_string);
         let pattern = ctx.param("pattern").map(str::to_string);
         let mut items = Vec::new();

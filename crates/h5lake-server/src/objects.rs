@@ -265,14 +265,7 @@ pub(crate) fn list_collection(app: &App, ctx: &Ctx, letter: &str, key: &str) -> 
     let prefix = ids::domain_db_prefix(&root)?;
     let (_, dirs) = dom.store().list_dir(&format!("{prefix}{letter}/"))?;
     let first = &root[2..19];
-    let limit = ctx
-        .param("Limit")
-        .map(|l| {
-            l.parse::<usize>()
-                .map_err(|_| ServerError::BadRequest("Limit must be an integer".into()))
-        })
-        .transpose()?
-        .unwrap_or(usize::MAX);
+    let limit = ctx.limit()?.unwrap_or(usize::MAX);
     let marker = ctx.param("Marker");
     let list: Vec<String> = dirs
         .iter()
@@ -1015,10 +1008,7 @@ fn creation_time(member: &Value) -> f64 {
 /// `CreateOrder`, those matching `pattern`, after the link named `Marker`
 /// (404 when there is none, as in HSDS), at most `Limit` of them.
 fn link_page(ctx: &Ctx, mut links: Vec<(String, Value)>) -> Result<Vec<Value>> {
-    let limit = ctx
-        .param("Limit")
-        .and_then(|l| l.parse::<usize>().ok())
-        .unwrap_or(usize::MAX);
+    let limit = ctx.limit()?.unwrap_or(usize::MAX);
     let pattern = ctx.param("pattern");
     if ctx.flag("CreateOrder") {
         links.sort_by(|a, b| creation_time(&a.1).total_cmp(&creation_time(&b.1)));
@@ -1350,10 +1340,7 @@ pub(crate) async fn get_attrs(
     blocking(move || {
         let dom = open_domain(&app, &ctx, Action::Read)?;
         let doc = dom.get_doc(&id)?;
-        let limit = ctx
-            .param("Limit")
-            .and_then(|l| l.parse::<usize>().ok())
-            .unwrap_or(usize::MAX);
+        let limit = ctx.limit()?.unwrap_or(usize::MAX);
         let marker = ctx.param("Marker");
         let data = AttrData::of(&ctx, false);
         let empty = Map::new();

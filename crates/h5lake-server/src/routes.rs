@@ -232,6 +232,22 @@ impl Ctx {
         self.params.get(k).map(String::as_str)
     }
 
+    /// The `Limit` parameter of listings and queries, if given.
+    ///
+    /// # Errors
+    /// Not a non-negative integer: a bad request (HSDS refuses it too).
+    pub fn limit(&self) -> Result<Option<usize>> {
+        self.param("Limit")
+            .map(|l| {
+                l.parse::<usize>().map_err(|_| {
+                    ServerError::BadRequest(format!(
+                        "Limit must be a non-negative integer, not {l:?}"
+                    ))
+                })
+            })
+            .transpose()
+    }
+
     /// HSDS's boolean parameters: present and not `0`/`false`.
     pub fn flag(&self, k: &str) -> bool {
         self.param(k)
@@ -398,10 +414,13 @@ pub(crate) async fn read_body(
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse().ok());
+    let limit = match declared {
+        Some(_) => app.cfg.max_request_bytes,
+        None => crate::budget::undeclared_body_bytes(&app.cfg),
+    };
     if ctx.sends_binary() {
         // (A JSON body was reserved before the handler ran; a binary one
         // is reserved only where it is read whole, here.)
-        let limit = app.cfg.max_request_bytes;
         let bytes = declared.unwrap_or(limit).min(limit);
         let r = ctx
             .memory
@@ -409,7 +428,7 @@ pub(crate) async fn read_body(
             .await?;
         ctx.memory.keep(r);
     }
-    limited_body(body, app.cfg.max_request_bytes, declared).await
+    limited_body(body, limit, declared).await
 }
 
 /// The right under which a request sends a body.
@@ -424,9 +443,16 @@ pub(crate) enum Gate {
 async fn limited_body(body: Body, limit: usize, declared: Option<usize>) -> Result<bytes::Bytes> {
     use futures_util::StreamExt;
     let too_large = || {
-        ServerError::TooLarge(format!(
-            "request body larger than {limit} bytes (send big dataset values as application/octet-stream)"
-        ))
+        ServerError::TooLarge(match declared {
+            Some(_) => format!(
+                "request body larger than {limit} bytes (send big dataset values as \
+                 application/octet-stream)"
+            ),
+            None => format!(
+                "a request body sent without Content-Length may hold at most {limit} bytes; \
+                 send its Content-Length"
+            ),
+        })
     };
     if declared.is_some_and(|n| n > limit) {
         return Err(too_large());
@@ -444,8 +470,14 @@ async fn limited_body(body: Body, limit: usize, declared: Option<usize>) -> Resu
                 ServerError::BadRequest(format!("error reading the request body: {e}"))
             }
         })?;
-        if buf.len() + frame.len() > limit {
+        let len = buf.len() + frame.len();
+        if len > limit {
             return Err(too_large());
+        }
+        // (Grown by doubling, but never past the limit the memory budget
+        // reserved for.)
+        if len > buf.capacity() {
+            buf.reserve_exact(len.max(buf.capacity() * 2).min(limit) - buf.len());
         }
         buf.extend_from_slice(&frame);
     }
