@@ -100,3 +100,19 @@ def test_a_dask_array_made_after_the_values_changed_has_them(tmp_path, how):
         new = array(f["a"])
         assert new.name != old.name
         assert float((new - old).sum().compute(scheduler="sync")) == 10000.0
+
+
+def test_variable_length_values_read_into_a_dask_array_of_objects(tmp_path):
+    """From an audit: to_dask() refused variable-length datasets, which
+    dask.array.from_array reads (as object arrays, as from h5py)."""
+    path = str(tmp_path / "v.h5l")
+    with h5lake.File(path, "w") as f:
+        f.create_dataset("s", data=np.array(["a", "bb", "ccc"] * 50, dtype=object),
+                         dtype=h5lake.string_dtype(), chunks=(16,))
+        v = f.create_dataset("v", shape=(5,), dtype=h5lake.vlen_dtype("i4"))
+        v[0], v[3] = np.arange(3), np.arange(2)
+    with h5lake.File(path, "r") as f:
+        s = f["s"].to_dask(chunks=(40,)).compute()
+        assert s.dtype == object and s.tolist() == f["s"][()].tolist()
+        v = f["v"].to_dask().compute()
+        assert [x.tolist() for x in v] == [[0, 1, 2], [], [], [0, 1], []]

@@ -812,6 +812,22 @@ def test_writes_through_a_virtual_dataset_reach_its_sources_as_in_h5py(tmp_path)
             with pytest.raises(OSError):
                 g[...] = np.ones(4, "i4")      # elements 2 and 3 are unmapped
             assert f["b"][:2].tolist() == list(got[mod][1][:2])   # nothing written
+            # (From an audit: h5lake wrote elements two mappings cover to
+            # both sources; libhdf5 refuses such a write, as it counts them
+            # twice. A write that reaches none of them goes.)
+            twice = mod.VirtualLayout((6,), "i4")
+            twice[0:4] = mod.VirtualSource(b)[0:4]
+            twice[2:6] = mod.VirtualSource(b)[6:10]
+            t = f.create_virtual_dataset("twice", twice, fillvalue=0)
+            before = f["b"][()]
+            with pytest.raises(OSError):
+                t[...] = np.arange(6, dtype="i4")
+            with pytest.raises(OSError):
+                t[[1, 3]] = np.array([5, 5], "i4")
+            np.testing.assert_array_equal(f["b"][()], before)
+            t[0:2] = np.array([-5, -6], "i4")
+            assert f["b"][:2].tolist() == [-5, -6]
+            f["b"][:2] = before[:2]
     for x, y in zip(got[h5py], got[h5lake]):
         np.testing.assert_array_equal(y, x)
 
@@ -862,3 +878,27 @@ def test_an_unlimited_mapping_keeps_its_start_in_a_layout_that_grows(tmp_path):
     with h5lake.File(str(tmp_path / "st.h5l"), "r") as f:
         assert f["off"][()].tolist() == [-1, -1] + list(range(10))
         assert f["inter"][:, 0].tolist() == [-1, 0, -1, -1, 4, -1, -1, 8]
+
+
+def test_a_copied_virtual_dataset_stays_virtual_as_in_h5py(tmp_path):
+    """From an audit: Group.copy made a virtual dataset a plain one holding
+    the values of the moment, so the copy went stale when its sources
+    changed. H5Ocopy keeps the mappings (a source in "this file" is then
+    the copy's file)."""
+    got = {}
+    for mod, ext in ((h5py, "h5"), (h5lake, "h5l")):
+        with mod.File(str(tmp_path / f"v.{ext}"), "w") as f, \
+                mod.File(str(tmp_path / f"other.{ext}"), "w") as o:
+            f["a"] = np.arange(5.0)
+            o["a"] = np.arange(5.0) + 50
+            lay = mod.VirtualLayout((2, 5), "f8")
+            lay[0] = mod.VirtualSource(f["a"])
+            lay[1, 1:4] = mod.VirtualSource(f["a"])[::2]
+            f.create_virtual_dataset("v", lay, fillvalue=-1)
+            f.copy("v", "w")
+            f.copy(f["v"], o, "w")
+            f["a"][...] = 100.0
+            got[mod] = [(d.is_virtual, d[()]) for d in (f["w"], o["w"])]
+    for (va, a), (vb, b) in zip(got[h5py], got[h5lake]):
+        assert va and vb
+        np.testing.assert_array_equal(b, a)

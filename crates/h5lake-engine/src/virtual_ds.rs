@@ -2110,32 +2110,30 @@ impl Domain {
             let src_sel = mp.source_selection(&hits);
             parts.push((hits, src, src_sel));
         }
-        // As libhdf5: a write that reaches elements no mapping covers is
-        // refused whole.
+        // As libhdf5: a write must reach each element it selects through
+        // exactly one mapping (libhdf5 compares the count of elements the
+        // mappings reach with the count selected), else it is refused whole.
         let total: u64 = shape.iter().product();
-        let covered = if vm.disjoint {
-            parts
+        let (unmapped, twice) = if vm.disjoint {
+            let reached: u64 = parts
                 .iter()
                 .map(|(hits, _, _)| hits.iter().map(Hits::len).product::<u64>())
-                .sum::<u64>()
-                == total
+                .sum();
+            (reached != total, false)
         } else {
-            let mut seen = vec![false; total as usize];
+            let mut seen = vec![0u8; total as usize];
             for (hits, _, _) in &parts {
                 each_hit_run(hits, &strides, |_, first, n| {
-                    seen[first as usize..first as usize + n].fill(true);
+                    for s in &mut seen[first as usize..first as usize + n] {
+                        *s = s.saturating_add(1);
+                    }
                 });
             }
-            seen.iter().all(|&x| x)
+            (seen.contains(&0), seen.iter().any(|&x| x > 1))
         };
-        if !covered {
-            return Err(EngineError::ReadOnly(format!(
-                "virtual dataset {}: the write reaches elements no mapping covers (write \
-                 requested to an unmapped portion of the virtual dataset)",
-                m.id
-            )));
+        if unmapped || twice {
+            return Err(refused_write(m, twice));
         }
-        // (Where mappings overlap, their sources all get the elements.)
         for (hits, src, src_sel) in &parts {
             let part = gather(data, hits, &strides, es);
             match NumericConversion::new(&m.dtype, &src.dtype) {
@@ -2173,7 +2171,7 @@ impl Domain {
         let mut out = Vec::new();
         for (i, pt) in coords.chunks(rank).enumerate() {
             let one = one_point(pt);
-            let mut covered = false;
+            let mut covered = 0;
             for mp in &vm.mappings {
                 let Some(mut hits) = mp.hits(&one) else {
                     continue;
@@ -2211,15 +2209,11 @@ impl Domain {
                         DimSel::Indices(ix) => ix.first().copied().unwrap_or(0),
                     })
                     .collect();
-                covered = true;
+                covered += 1;
                 out.push((i, src, at));
             }
-            if !covered {
-                return Err(EngineError::ReadOnly(format!(
-                    "virtual dataset {}: the write reaches elements no mapping covers (write \
-                     requested to an unmapped portion of the virtual dataset)",
-                    m.id
-                )));
+            if covered != 1 {
+                return Err(refused_write(m, covered > 1));
             }
         }
         Ok(out)
@@ -2609,6 +2603,21 @@ fn gather(data: &[u8], hits: &[Hits], strides: &[u64], es: usize) -> Vec<u8> {
         out[at * es..(at + n) * es].copy_from_slice(&data[from..from + n * es]);
     });
     out
+}
+
+/// The refusal of a write through the virtual dataset `m` that reaches an
+/// element through no mapping, or (`twice`) through more than one.
+fn refused_write(m: &DatasetMeta, twice: bool) -> EngineError {
+    let what = if twice {
+        "elements more than one mapping covers"
+    } else {
+        "elements no mapping covers"
+    };
+    EngineError::ReadOnly(format!(
+        "virtual dataset {}: the write reaches {what}; nothing was written (libhdf5: write \
+         requested to an unmapped portion of the virtual dataset)",
+        m.id
+    ))
 }
 
 #[cfg(test)]

@@ -45,8 +45,6 @@ def to_dask(dset, chunks=None, name=None):
     whole storage chunks (grouped up to dask's ``array.chunk-size`` per
     task, 128 MiB by default)."""
     import dask.array as da
-    if dset.dtype.hasobject:
-        raise TypeError(f"{dset.name}: variable-length values cannot be read into a dask array")
     handle = dset if dset._fs.mode == "r" else dset.picklable()
     if chunks is None:
         chunks = _storage_chunks(dset)

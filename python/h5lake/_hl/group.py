@@ -1035,10 +1035,12 @@ def _columnar(doc):
 
 
 # h5lake's own settings of a dataset that a copy keeps: its chunk format
-# (columnar), its statistics and chunk functions, and the layout it reports.
-# Not where its values came from (a linked source: the copy holds them) nor
+# (columnar), its statistics and chunk functions, the layout it reports and
+# a virtual dataset's mappings (as H5Ocopy keeps them: the copy reads its
+# sources as they are then, names of "this file" meaning the copy's). Not
+# where its values came from (a linked source: the copy holds them) nor
 # its chunks' statistics records (the copy's chunks get their own).
-_COPIED_SETTINGS = ("chunkFormat", "stats", "layout")
+_COPIED_SETTINGS = ("chunkFormat", "stats", "layout", "virtual")
 
 
 def _layout_of_copy(layout):
@@ -1089,7 +1091,8 @@ def _copy_tree(sfs, soid, dfs, memo, opts, depth=0):
         new = dfs.raw.create_dataset(json.dumps(doc['type']), json.dumps(doc['shape']),
                                      json.dumps(cprops))
         memo[key] = new
-        _copy_dataset_values(sfs, soid, dfs, new, doc, remap)
+        if 'virtual' not in own:
+            _copy_dataset_values(sfs, soid, dfs, new, doc, remap)
     elif soid.startswith('t-'):
         new = dfs.raw.create_datatype(json.dumps(doc['type']))
         memo[key] = new
