@@ -761,3 +761,140 @@ def test_output_cut_short_by_its_reader_is_quiet(tmp_path):
     r = subprocess.run(f"{sys.executable} -m h5lake ls {store} | head -1", shell=True,
                        capture_output=True, text=True)
     assert r.stdout == "g00000  Group\n" and "Broken pipe" not in r.stderr, r.stderr
+
+
+def test_sigterm_during_load_leaves_nothing_behind(tmp_path):
+    """From an audit: `timeout`, kill and batch schedulers end a job with
+    SIGTERM, which left the load's hidden partial store (hundreds of MB)
+    behind for good; Ctrl-C already cleaned it up."""
+    import signal
+    import time
+    src, out = tmp_path / "big.h5", tmp_path / "out.h5l"
+    rng = np.random.default_rng(0)
+    with h5py.File(src, "w") as f:
+        for i in range(12):
+            f.create_dataset(f"d{i}", data=rng.random((1024, 1024)), chunks=(64, 1024),
+                             compression="gzip", compression_opts=9)
+    p = subprocess.Popen([sys.executable, "-m", "h5lake", "load", "-q", str(src), str(out)],
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not any(n.startswith(".out.h5l.partial") for n in os.listdir(tmp_path)):
+            assert p.poll() is None and time.monotonic() < deadline, "the load never started"
+            time.sleep(0.02)
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
+    assert p.returncode == 143, err
+    assert "terminated" in err
+    assert sorted(os.listdir(tmp_path)) == ["big.h5"]
+
+
+def test_nothing_is_made_inside_a_store(tmp_path, capsys):
+    """From an audit: `load b.h5 s.h5l/grp` made a store inside the store
+    (exit 0): `ls s.h5l/grp` then listed it instead of the group, and
+    `rm -r s.h5l/grp` removed it and said so while the group stayed.
+    `get` wrote its file among the store's objects, and h5lake.File made
+    stores there too."""
+    store = str(tmp_path / "s.h5l")
+    with h5lake.File(store, "w") as f:
+        f["grp/x"] = [1, 2, 3]
+    with h5py.File(tmp_path / "b.h5", "w") as f:
+        f.attrs["other"] = 1
+    before = sorted(os.listdir(store))
+    for argv in (["load", "-q", str(tmp_path / "b.h5"), store + "/grp"],
+                 ["load", "-q", str(tmp_path / "b.h5"), store + "/new.h5l"],
+                 ["get", "-q", store, store + "/inside.h5"]):
+        code, _, err = run(capsys, *argv)
+        assert code == 2 and "is inside the store" in err and "Errno" not in err, (argv, err)
+    for name in ("new.h5l", "grp"):
+        with pytest.raises(ValueError, match="inside the store"):
+            h5lake.File(os.path.join(store, name), "w")
+    assert sorted(os.listdir(store)) == before
+    with h5lake.File(store, "r") as f:
+        assert list(f["grp/x"][()]) == [1, 2, 3]
+
+
+def test_s3_errors_say_what_to_set(tmp_path):
+    """From an audit: without credentials the error named only a failed
+    request to 169.254.169.254 (the EC2 metadata service object_store asks
+    for keys), and an endpoint that refused connections was said to have
+    taken the request without answering in time."""
+    import socket
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env["AWS_EC2_METADATA_TIMEOUT"] = "1"
+    r = subprocess.run([sys.executable, "-m", "h5lake", "ls", "s3://somebucket/run.h5l"],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and "AWS_ACCESS_KEY_ID" in r.stderr, r.stderr
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env.update(AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}", AWS_ACCESS_KEY_ID="k",
+               AWS_SECRET_ACCESS_KEY="s", AWS_DEFAULT_REGION="us-east-1")
+    r = subprocess.run([sys.executable, "-m", "h5lake", "ls", "s3://somebucket/run.h5l"],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and "cannot reach the S3 endpoint" in r.stderr, r.stderr
+    assert "did not answer in time" not in r.stderr
+
+
+def test_errors_name_what_went_wrong(tmp_path, capsys):
+    """From an audit: messages that misled or said nothing useful."""
+    store = str(tmp_path / "m.h5l")
+    with h5lake.File(store, "w") as f:
+        f["scalar"] = 3.0
+        f["arr"] = [1, 2]
+        f.create_dataset("s", data=[b"x"])
+    # a scalar's match has no coordinates (it failed reshaping to (1, 1))
+    code, out, err = run(capsys, "query", "--coords", store + "/scalar", "value > 0")
+    assert code == 0 and out == ['"value"', '"3.0"'], (out, err)
+    # a path through a dataset
+    code, _, err = run(capsys, "cp", store + "/scalar", store + "/arr/x")
+    assert code == 2 and "a name on that path is not a group" in err, err
+    # statistics of a dataset that keeps none: named by its path, not its id
+    code, _, err = run(capsys, "stats", "--build", store + "/s")
+    assert code == 2 and "dataset /s keeps no statistics" in err and "d-" not in err, err
+    # an HDF5 file where a store is wanted: how to make one
+    with h5py.File(tmp_path / "x.h5", "w") as f:
+        f["big"] = [1]
+    code, _, err = run(capsys, "cp", str(tmp_path / "x.h5") + "/big", store + "/y")
+    assert code == 2 and "h5lake load" in err, err
+    # an object h5lake cannot read is there, not missing
+    tables = pytest.importorskip("tables")
+    with tables.open_file(str(tmp_path / "bz.h5"), "w") as t:
+        t.create_carray("/", "bz", obj=np.arange(10), filters=tables.Filters(5, "bzip2"))
+    for cmd in ("ls", "diff"):
+        argv = [str(tmp_path / "bz.h5") + "/bz"] * (2 if cmd == "diff" else 1)
+        code, _, err = run(capsys, cmd, *argv)
+        assert code == 2 and "not readable by h5lake" in err and "bzip2" in err, (cmd, err)
+
+
+def test_a_group_is_not_copied_into_itself(tmp_path, capsys):
+    """From an audit: `cp -f S/g S/g` copied the group into itself as
+    S/g/g, where `mv` refuses (as cp -r refuses a directory into itself)."""
+    store = str(tmp_path / "s.h5l")
+    with h5lake.File(store, "w") as f:
+        f["g/x"] = [1, 2]
+    for dst in ("/g", "/g/", "/g/sub"):
+        code, _, err = run(capsys, "cp", "-f", store + "/g", store + dst)
+        assert code == 2 and "into itself" in err, (dst, err)
+    code, _, err = run(capsys, "cp", store + "/g", store + "/h")
+    assert code == 0, err
+    with h5lake.File(store, "r") as f:
+        assert sorted(f) == ["g", "h"] and list(f["g"]) == ["x"] and list(f["h/x"][()]) == [1, 2]
+
+
+def test_ls_tells_a_compact_dataset_from_a_contiguous_one(tmp_path, capsys):
+    src = str(tmp_path / "c.h5")
+    with h5py.File(src, "w") as f:
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        dcpl.set_layout(h5py.h5d.COMPACT)
+        h5py.h5d.create(f.id, b"compact", h5py.h5t.NATIVE_INT32,
+                        h5py.h5s.create_simple((5,)), dcpl=dcpl)
+        f["flat"] = np.arange(3)
+    h5lake.load(src, str(tmp_path / "c.h5l"))
+    for where in (src, str(tmp_path / "c.h5l")):
+        code, out, err = run(capsys, "ls", "-v", where + "/compact")
+        assert code == 0 and any("none (compact)" in x for x in out), (out, err)
+        code, out, _ = run(capsys, "ls", "-v", where + "/flat")
+        assert any("none (contiguous)" in x for x in out), out

@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import signal
+import threading
 import sys
 
 import numpy as np
@@ -213,8 +214,14 @@ def _build_stats(args):
             for d in off:
                 print(f"h5lake stats: {d.name}: created with stats=False, left without "
                       "statistics", file=sys.stderr)
-        chunks, computed = f._fs.raw.dataset_build_stats([d._oid for d in targets],
-                                                         not args.quiet)
+        from ._hl.base import ENGINE_ERRORS, named
+        try:
+            chunks, computed = f._fs.raw.dataset_build_stats([d._oid for d in targets],
+                                                             not args.quiet)
+        except ENGINE_ERRORS as e:
+            for d in targets:       # (by path, not by the engine's ids)
+                e = named(d, e)
+            raise e from None
         if not args.quiet:
             print(f"h5lake stats: {len(targets)} dataset{'s' if len(targets) != 1 else ''}, "
                   f"{chunks} chunks: {computed} computed, {chunks - computed} already current",
@@ -315,7 +322,8 @@ def _query(args):
         names = fields if fields is not None or dset.dtype.names is None else list(dset.dtype.names)
         import pyarrow as pa
         from ._hl import table
-        rank = max(len(dset.shape), 1)
+        # (A scalar's one element has no coordinates: no columns for them.)
+        rank = len(dset.shape)
         if dset.ndim == 1 and dset.is_columnar:
             # The matching rows as the table holds them: nulls and the
             # columns' Arrow types (timestamps, decimals) kept.
@@ -326,7 +334,7 @@ def _query(args):
             coords, found = query._found(dset, args.expression, None, names)
             t = table._records_to_arrow(pa, dset, found.dtype, found)
     matched = t.num_rows
-    if args.coords:
+    if args.coords and rank:
         coords = np.asarray(coords).reshape(matched, rank)
         for i in reversed(range(rank)):
             # (dim0, dim1, …; with a leading _ where a field has the name.)
@@ -438,8 +446,6 @@ def _serve(args):
     if args.allow_noauth and args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"h5lake serve: warning: anyone who can reach {args.host} may read what the "
               "'default' ACLs allow, without a password", file=sys.stderr)
-    # SIGTERM stops the server as gracefully as Ctrl-C does.
-    signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
         limits = {name: getattr(args, name) for name in _SERVER_LIMITS
                   if getattr(args, name) is not None}
@@ -451,8 +457,13 @@ def _serve(args):
     return 0
 
 
-def _raise_interrupt(_signum, _frame):
-    raise KeyboardInterrupt
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, ``timeout``, a batch scheduler ending a job):
+    handled as Ctrl-C is, so that nothing half-made is left behind."""
+
+
+def _raise_terminated(_signum, _frame):
+    raise _Terminated
 
 
 def _summarize(cmd, args, report, extra):
@@ -696,9 +707,19 @@ def _message(error):
     # KeyError's str() is the repr of its message
     if isinstance(error, KeyError) and len(error.args) == 1:
         return str(error.args[0])
+    # An OSError made with an errno prints it first ("[Errno 17] ..."):
+    # the text alone says it here.
+    if isinstance(error, OSError) and error.errno is not None and error.strerror \
+            and error.filename is None:
+        error = error.strerror
+    text = str(error)
+    if "(message type not found" in text:
+        # (HDF5's words, which h5py users know, for a path through a
+        # dataset or another object that is not a group.)
+        text += "; a name on that path is not a group"
     # The engine speaks to Python callers of File()'s modes; here the way
     # to make a store is a command.
-    return str(error).replace(
+    return text.replace(
         "(use mode 'w' or 'a' to create one)",
         "(make one with h5lake load, or h5lake.File(path, 'w') in Python)")
 
@@ -725,6 +746,8 @@ def main(argv=None) -> int:
         # Every store the command opens (and the Rust engine under it)
         # reads the opt-in from here.
         os.environ["H5LAKE_ALLOW_LOCAL_LINKS"] = "1"
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         return args.run(args)
     except BrokenPipeError as error:
@@ -744,6 +767,9 @@ def main(argv=None) -> int:
             raise
         print(f"h5lake {args.command}: error: {_message(error)}", file=sys.stderr)
         return 2
+    except _Terminated:
+        print(f"h5lake {args.command}: terminated", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print(f"h5lake {args.command}: interrupted", file=sys.stderr)
         return 130

@@ -262,6 +262,22 @@ fn s3_store_prefix(bucket: &dyn Store, domain_path: &str) -> Result<String> {
     Ok(String::new())
 }
 
+/// The store (a domain with a root group) that a new domain or file at
+/// `path` (absolute) would sit inside, if any: HSDS nests domains in
+/// folders only, and a store inside a store hides the group of that name
+/// from its paths.
+pub fn store_around(path: &Path) -> Option<PathBuf> {
+    let mut cur = path.parent();
+    while let Some(dir) = cur {
+        let doc = dir.join(".domain.json");
+        if doc.is_file() && !is_folder_doc(&doc) {
+            return Some(dir.to_path_buf());
+        }
+        cur = dir.parent();
+    }
+    None
+}
+
 fn is_folder_doc(path: &Path) -> bool {
     std::fs::read(path)
         .ok()
@@ -465,6 +481,16 @@ impl Domain {
             mode,
             OpenMode::Truncate | OpenMode::CreateExclusive | OpenMode::Append
         );
+        if creating && !bucket.join(domain_key_of(&domain_path)).is_file() {
+            let abs = bucket.join(&domain_path);
+            if let Some(outer) = store_around(&abs) {
+                return Err(EngineError::Invalid(format!(
+                    "{display} is inside the store {}; give a path outside any store (a \
+                     group of that store is made with create_group)",
+                    outer.display()
+                )));
+            }
+        }
         let store: Arc<dyn Store> = if bucket.is_dir() {
             Arc::new(LocalStore::open(&bucket)?)
         } else if creating {

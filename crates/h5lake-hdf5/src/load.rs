@@ -448,6 +448,20 @@ fn check_destination(dest: &Path, force: bool) -> Result<bool> {
     Ok(true)
 }
 
+/// Refuses a destination inside a store: a store made there would hide
+/// the store's group of that name, and a file would sit among its objects.
+pub(crate) fn outside_stores(dest: &Path) -> Result<()> {
+    let abs = std::path::absolute(dest)?;
+    match h5lake_engine::domain::store_around(&abs) {
+        Some(store) => Err(Hdf5Error::Unsupported(format!(
+            "{} is inside the store {}; give a path outside any store",
+            dest.display(),
+            store.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
 fn remove_existing(dest: &Path) -> Result<()> {
     if dest.is_dir() {
         std::fs::remove_dir_all(dest)?;
@@ -460,6 +474,7 @@ fn remove_existing(dest: &Path) -> Result<()> {
 /// A fresh path next to `dest` to build into, so that the final rename is
 /// atomic and a failure leaves nothing at `dest`.
 pub(crate) fn temp_sibling(dest: &Path) -> Result<PathBuf> {
+    outside_stores(dest)?;
     let name = dest
         .file_name()
         .ok_or_else(|| Hdf5Error::Unsupported(format!("{} has no file name", dest.display())))?;

@@ -359,15 +359,30 @@ impl S3Store {
                         self.bucket
                     ));
                 }
-                let hint = if text.contains("credential") {
-                    " (no usable credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"
+                // (Without keys object_store asks EC2's instance metadata
+                // service, which answers nothing useful off AWS.)
+                let unreachable = [
+                    "connection refused",
+                    "dns error",
+                    "tcp connect error",
+                    "failed to lookup",
+                    "no route to host",
+                ]
+                .iter()
+                .any(|t| text.contains(t));
+                let hint = if text.contains("credential") || text.contains("169.254.169.254") {
+                    " (no usable credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, \
+                     or AWS_PROFILE; for an S3-compatible server also AWS_ENDPOINT_URL)"
                         .to_string()
-                } else if text.contains("timed out") || text.contains("timeout") {
+                } else if !unreachable && text.contains("timed out") {
                     match &self.endpoint {
                         Some(ep) => format!(" (the S3 endpoint {ep} took the request but did not answer in time: is the server overloaded or stopped? it comes from AWS_ENDPOINT_URL)"),
                         None => " (AWS S3 did not answer in time)".to_string(),
                     }
-                } else if text.contains("connect") || text.contains("dns") || text.contains("sending request") {
+                } else if unreachable
+                    || text.contains("connect")
+                    || text.contains("sending request")
+                {
                     match &self.endpoint {
                         Some(ep) => format!(" (cannot reach the S3 endpoint {ep}: is the server running? it comes from AWS_ENDPOINT_URL)"),
                         None => " (cannot reach AWS S3; for an S3-compatible server set AWS_ENDPOINT_URL to its URL)".to_string(),

@@ -95,7 +95,9 @@ def split_path(path, accept=is_store, what=f"an h5lake store (a directory holdin
             if not os.path.exists(path):
                 found = _existing_file_above(path)
                 if found is not None:
-                    raise FileNotFoundError(f"{path}: {found} is a file, not {what}")
+                    hint = ("; load an HDF5 file into a store with h5lake load"
+                            if accept is is_store and is_hdf5_file(found) else "")
+                    raise FileNotFoundError(f"{path}: {found} is a file, not {what}{hint}")
                 raise FileNotFoundError(f"{path}: no such file or directory")
             raise FileNotFoundError(f"{path}: not {what}, nor a path inside one")
         head, inner = parent, posixpath.join(name, inner) if inner else name
@@ -125,6 +127,12 @@ def _lookup(group, inner, path):
         return group[inner]
     except KeyError:
         where = posixpath.join(group.name, inner)
+        # (An object of an HDF5 file that h5lake cannot read is there, and
+        # said to be; not missing.)
+        for gap in getattr(group.file, "skipped_objects", None) or ():
+            if gap.get("path") == where and not gap.get("part"):
+                raise KeyError(f"{path}: {where} in {group.file.filename} is "
+                               f"{_gap_text(gap)}") from None
         raise KeyError(f"{path}: no object {where} in {group.file.filename}") from None
 
 
@@ -332,8 +340,10 @@ def _details(obj):
     if isinstance(obj, Dataset):
         chunks = obj.chunks
         if chunks is None:
-            lines.append("Chunks:     none (virtual)" if obj.is_virtual
-                         else "Chunks:     none (contiguous)")
+            layout = ((obj._doc.get("creationProperties") or {}).get("layout") or {}).get("class")
+            kind = ("virtual" if obj.is_virtual else
+                    "compact" if layout == "H5D_COMPACT" else "contiguous")
+            lines.append(f"Chunks:     none ({kind})")
         else:
             nbytes = math.prod(chunks) * obj.dtype.itemsize
             lines.append(f"Chunks:     {{{', '.join(map(str, chunks))}}} {nbytes} bytes")
@@ -1082,6 +1092,11 @@ def cp(src, dst, *, force=False):
         src_file = dst_file if same else stack.enter_context(File(src_root, "r"))
         obj = _lookup(src_file, src_inner, src)
         target = _destination(dst_file, dst_inner, src_inner)
+        if same and isinstance(obj, Group) and \
+                (target + "/").startswith(obj.name.rstrip("/") + "/"):
+            # (As cp -r refuses a directory into itself: the copy would be
+            # made while its own source grows.)
+            raise ValueError(f"cannot copy {obj.name} into itself ({target})")
         if target in dst_file:
             if not force:
                 raise FileExistsError(f"{dst}: {target} already exists; use -f (force=True) to replace it")
