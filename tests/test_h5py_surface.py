@@ -867,3 +867,51 @@ def test_reference_names_types_track_times_and_fill_as_h5py_gives_them(lib):
                mod.h5r.get_name(f.ref, d.id), mod.h5r.get_name(r[0], f.id),
                mod.h5r.get_obj_type(r[0], f.id))
     assert got == (b"/a", 1, b"/g", 0, False, True, None, b"/", None, None)
+
+
+def test_space_padded_strings_read_and_write_as_libhdf5_converts_them(tmp_path):
+    """From an audit: Fortran's strings are padded with spaces
+    (H5T_STR_SPACEPAD). h5py reads them without the padding (libhdf5
+    converts to numpy's null padding) and writes them padded with spaces;
+    h5lake read the spaces, so `h5lake diff` called a space-padded and a
+    null-terminated dataset of the same bytes equal."""
+    import subprocess
+    import sys
+    from h5py import h5d, h5s, h5t
+
+    def make(path, pad):
+        with h5py.File(path, "w") as f:
+            t = h5t.C_S1.copy()
+            t.set_size(4)
+            t.set_strpad(pad)
+            d = h5d.create(f.id, b"d", t, h5s.create_simple((2,)))
+            d.write(h5s.ALL, h5s.ALL, np.array([b"ab  ", b"a b "], "S4"), mtype=t)
+            a = h5py.h5a.create(f.id, b"a", t, h5s.create(h5s.SCALAR))
+            a.write(np.array(b"x   ", "S4"), mtype=t)
+    space, nul = str(tmp_path / "space.h5"), str(tmp_path / "nul.h5")
+    make(space, h5t.STR_SPACEPAD)
+    make(nul, h5t.STR_NULLTERM)
+    store = str(tmp_path / "s.h5l")
+    h5lake.load(space, store)
+    with h5py.File(space, "r") as ref:
+        want_d, want_a = ref["d"][()], ref.attrs["a"]
+    assert want_d.tolist() == [b"ab", b"a b"] and want_a == b"x"
+    for path in (space, store):
+        with h5lake.File(path, "r") as f:
+            assert f["d"][()].tolist() == want_d.tolist(), path
+            assert f["d"][1] == b"a b" and f.attrs["a"] == want_a, path
+    r = subprocess.run([sys.executable, "-m", "h5lake", "diff", "-q", space, nul],
+                       capture_output=True, text=True)
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    # Written through h5lake, stored padded with spaces, as libhdf5 does.
+    with h5lake.File(store, "a") as f:
+        f["d"][0] = b"z"
+        f.attrs.modify("a", b"yy")
+    out = str(tmp_path / "back.h5")
+    h5lake.get(store, out)
+    with h5py.File(out, "r") as g:
+        d = g["d"]
+        raw = np.zeros(2, "S4")
+        d.id.read(h5s.ALL, h5s.ALL, raw, mtype=d.id.get_type())
+        assert raw.tolist() == [b"z   ", b"a b "]
+        assert g["d"][()].tolist() == [b"z", b"a b"] and g.attrs["a"] == b"yy"

@@ -141,6 +141,8 @@ class AttributeManager(MutableMappingHDF5):
             # integers, no real <-> complex, ...), not numpy's
             from .dataset import _hdf5_cast
             value = _hdf5_cast(value, dtype).reshape(dims)
+        if h5t.is_space_padded(old['type']):
+            value = h5t.pad_spaces(value)
         doc = h5t.attr_json(value, dtype=dtype, shape=dims)
         doc['type'] = old['type']
         doc['shape'] = old['shape']

@@ -881,6 +881,12 @@ class Dataset(HLObject):
         return _stored_dtype(self.dtype)
 
     @property
+    def _space_padded(self):
+        """Whether the type is a fixed string padded with spaces (read and
+        written as libhdf5 converts it for h5py)."""
+        return h5t.is_space_padded(self._doc['type'])
+
+    @property
     def shape(self):
         """Numpy-style shape tuple (None for an empty dataset)."""
         self._fs.check(ClosedRuntimeError)      # h5py: "Unable to get dataspace"
@@ -1477,6 +1483,8 @@ class Dataset(HLObject):
         else:
             raw.dataset_read(self._oid, selection.engine_sel, buf)
         out = out.reshape(ashape + sub)
+        if self._space_padded:
+            out = h5t.unpad_spaces(out)
         return self._convert_read(out, new_dtype)
 
     def _convert_read(self, out, new_dtype):
@@ -1665,6 +1673,8 @@ class Dataset(HLObject):
                 conv = np.broadcast_to(conv, target)
         else:
             conv = _to_stored(val, stored)
+            if self._space_padded:
+                conv = h5t.pad_spaces(conv)
             conv = selection.broadcast_value(conv)
         buf = _engine_buffer(np.ascontiguousarray(conv), selection.mshape, stored)
         if isinstance(selection, sel.PointSelection):

@@ -1070,6 +1070,35 @@ def _convert(data, dt):
     return np.asarray(data, dtype=dt)
 
 
+def is_space_padded(t):
+    """Whether the HSDS type ``t`` is a fixed-length string padded with
+    spaces (H5T_STR_SPACEPAD: Fortran's strings)."""
+    return isinstance(t, dict) and t.get("class") == "H5T_STRING" \
+        and t.get("strPad") == "H5T_STR_SPACEPAD" and isinstance(t.get("length"), int)
+
+
+def unpad_spaces(arr):
+    """Fixed strings read from a space-padded type as h5py reads them
+    (libhdf5 converts to numpy's null padding: trailing spaces go)."""
+    if arr.dtype.kind != "S" or arr.size == 0:
+        return arr
+    out = np.asarray(np.char.rstrip(arr, b" "), dtype=arr.dtype)
+    return out.reshape(arr.shape)
+
+
+def pad_spaces(arr):
+    """Fixed strings to store in a space-padded type, as libhdf5 stores
+    them: the null padding numpy gives becomes spaces."""
+    if arr.dtype.kind != "S" or arr.size == 0 or arr.dtype.itemsize == 0:
+        return arr
+    n = arr.dtype.itemsize
+    flat = np.ascontiguousarray(arr).reshape(-1)
+    lens = np.char.str_len(flat)
+    raw = flat.view(np.uint8).reshape(-1, n).copy()
+    raw[np.arange(n) >= lens[:, None]] = ord(" ")
+    return raw.view(arr.dtype).reshape(arr.shape)
+
+
 def attr_value_from_json(doc):
     """What h5py's ``attrs[name]`` returns for an HSDS attribute document:
     a numpy scalar for scalar numerics, ``str`` for a scalar vlen string
@@ -1088,6 +1117,8 @@ def attr_value_from_json(doc):
     else:
         shape = tuple(sh)
     arr = json_to_value(doc.get("value"), dt, shape)
+    if is_space_padded(doc["type"]):
+        arr = unpad_spaces(arr)
     info = check_string_dtype(arr.dtype)
     if info is not None and info.length is None:
         strs = [e.decode("utf-8", "surrogateescape") if isinstance(e, bytes) else e
