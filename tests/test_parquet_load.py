@@ -3,6 +3,7 @@
 what has no HDF5 form is refused by column name, with nothing written."""
 
 import datetime
+import json
 import os
 
 import numpy as np
@@ -123,8 +124,15 @@ def test_parquet_out(tmp_path, capsys):
     # a plain dataset is one column, "value"; a group is refused by name
     with h5lake.File(tmp_path / "s.h5l", "a") as f:
         f["plain"] = np.arange(12.0).reshape(3, 4)
-    h5lake.get(f"{tmp_path}/s.h5l/plain", tmp_path / "plain.parquet")
-    assert pq.read_table(tmp_path / "plain.parquet")["value"].to_pylist() == list(np.arange(12.0))
+        f["plain"].attrs["units"] = "K"
+    report = h5lake.get(f"{tmp_path}/s.h5l/plain", tmp_path / "plain.parquet")
+    back = pq.read_table(tmp_path / "plain.parquet")
+    assert back["value"].to_pylist() == list(np.arange(12.0))
+    # (From an audit: the shape and the attributes were dropped, and the
+    # report said "0 attributes". The file's metadata keeps them.)
+    kept = json.loads(back.schema.metadata[b"h5lake"])
+    assert kept["shape"] == [3, 4] and report["attributes"] == 1
+    assert kept["attributes"]["units"]["value"] == "K"
     with pytest.raises(ValueError, match="not a dataset"):
         h5lake.get(f"{tmp_path}/s.h5l/g", tmp_path / "g.parquet")
     with pytest.raises(FileExistsError):

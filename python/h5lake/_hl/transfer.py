@@ -94,6 +94,12 @@ def _get_parquet(src, dest, *, force, allow_local_links):
         if not isinstance(obj, Dataset):
             raise ValueError(f"{os.fspath(src)} is not a dataset: a Parquet file holds one table "
                              "(name a dataset, store/path/to/dataset)")
+        # What a table has no place for, the file's metadata keeps (key
+        # "h5lake"): the dataset's shape (its rows are its elements in C
+        # order) and its attributes, as HSDS's JSON documents.
+        names = list(obj.attrs)
+        kept = json.dumps({"shape": list(obj.shape) if obj.shape is not None else None,
+                           "attributes": {n: obj.attrs._get_doc(n) for n in names}})
         rows = obj.shape[0] if obj.shape else 1
         per = max(1, _PARQUET_SLAB_BYTES // max(1, obj.dtype.itemsize * max(1, obj.size // max(rows, 1))))
         tmp = f"{dest}.tmp-{os.getpid()}"
@@ -103,6 +109,8 @@ def _get_parquet(src, dest, *, force, allow_local_links):
             for start in range(0, max(rows, 1), per):
                 sel = None if not obj.shape else np.s_[start:start + per]
                 t = table.to_arrow(obj, sel)     # columns get their Arrow types back
+                t = t.replace_schema_metadata({**(t.schema.metadata or {}),
+                                               b"h5lake": kept.encode()})
                 if writer is None:
                     writer = pq.ParquetWriter(tmp, t.schema, compression="zstd")
                 writer.write_table(t)
@@ -116,7 +124,7 @@ def _get_parquet(src, dest, *, force, allow_local_links):
                 writer.close()
             if os.path.exists(tmp):
                 os.remove(tmp)
-    return {"groups": 0, "datasets": 1, "attributes": 0, "links": 0, "rows": written,
+    return {"groups": 0, "datasets": 1, "attributes": len(names), "links": 0, "rows": written,
             "bytes": os.path.getsize(dest), "skipped": [], "skipped_objects": []}
 
 
