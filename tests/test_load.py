@@ -1034,3 +1034,12 @@ def test_attributes_holding_references_keep_their_place_in_creation_order(tmp_pa
     with h5lake.File(opened, "r") as f:
         assert {n: list(f[n].attrs) for n in ("e", "g")} == expected
         assert f[f["g"].attrs["ref"]].name == "/t"
+    if how == "load":
+        # And back out: `get` made them last (an audit's netCDF-4 file came
+        # back with DIMENSION_LIST moved to the end).
+        out = str(tmp_path / "back.h5")
+        h5lake.get(opened, out)
+        with h5py.File(out, "r") as f:
+            assert {n: list(f[n].attrs) for n in ("e", "g")} == expected
+            assert f[f["g"].attrs["ref"]].name == "/t"
+            assert f["e"].dims[0][0].name == "/t"

@@ -122,6 +122,7 @@ pub fn get(src: &Path, dest: &Path, opts: &GetOptions) -> Result<GetReport> {
             )));
         }
     }
+    crate::load::outside_stores(dest)?;
     let tmp = TempFile::new(dest)?;
     if let Some(dir) = tmp.path.parent().filter(|d| !d.is_dir()) {
         return Err(Hdf5Error::Io(std::io::Error::new(
@@ -904,9 +905,14 @@ impl<'a> Exporter<'a> {
                         &format!("opening {path}"),
                     )?;
                     let part = format!("attribute {name:?}");
-                    match self
-                        .write_attr(file, obj.id(), &name, &attr, &mut |c, r| refs.address(c, r))
-                    {
+                    match self.write_attr(
+                        file,
+                        obj.id(),
+                        &name,
+                        &attr,
+                        &mut |c, r| refs.address(c, r),
+                        true,
+                    ) {
                         Ok(()) => self.report.attributes += 1,
                         Err(Fail::Skip(why)) => {
                             self.report
@@ -968,14 +974,29 @@ impl<'a> Exporter<'a> {
         let file = check_id(file, "finding an object's file")?;
         for (name, a) in attrs {
             if self.holds_refs(file.id(), a) {
-                self.deferred.push(Deferred::Attr {
-                    path: path.to_string(),
-                    name: name.clone(),
-                    attr: a.clone(),
-                });
+                // Made now, in its place among the others (netCDF-4's
+                // DIMENSION_LIST stays where it was in creation order); its
+                // references are written once the objects they name are.
+                let mut empty = a.clone();
+                if let Some(m) = empty.as_object_mut() {
+                    m.remove("value");
+                }
+                match self.write_attr(file.id(), obj, name, &empty, &mut no_refs, false) {
+                    Ok(()) => self.deferred.push(Deferred::Attr {
+                        path: path.to_string(),
+                        name: name.clone(),
+                        attr: a.clone(),
+                    }),
+                    Err(Fail::Skip(why)) => self.report.skipped.push(crate::Skipped::part(
+                        path,
+                        format!("attribute {name:?}"),
+                        why,
+                    )),
+                    Err(Fail::Err(e)) => return Err(e),
+                }
                 continue;
             }
-            match self.write_attr(file.id(), obj, name, a, &mut no_refs) {
+            match self.write_attr(file.id(), obj, name, a, &mut no_refs, false) {
                 Ok(()) => self.report.attributes += 1,
                 Err(Fail::Skip(why)) => self.report.skipped.push(crate::Skipped::part(
                     path,
@@ -988,7 +1009,9 @@ impl<'a> Exporter<'a> {
         Ok(())
     }
 
-    /// Writes one attribute (`refs` makes its object references).
+    /// Writes one attribute (`refs` makes its object references); `made`:
+    /// into the attribute made already without its value (removed again
+    /// when the value cannot be written).
     fn write_attr(
         &mut self,
         file: hid_t,
@@ -996,6 +1019,7 @@ impl<'a> Exporter<'a> {
         name: &str,
         a: &Value,
         refs: &mut RefConv,
+        made: bool,
     ) -> Step<()> {
         let t = a
             .get("type")
@@ -1012,46 +1036,41 @@ impl<'a> Exporter<'a> {
             other => other.num_elements(),
         };
         let value = a.get("value").filter(|v| !v.is_null());
+        let cname = cstr(name)?;
         // Encode before creating, so that a value we cannot write leaves no
         // half-made attribute behind.
-        let data = match value {
-            Some(v) if n > 0 => {
-                let mut flat = Vec::new();
-                flatten_depth(v, rank, &mut flat);
-                if flat.len() as u64 != n {
-                    return skip(format!(
-                        "the value has {} elements but the shape {} needs {n}",
-                        flat.len(),
-                        shape.to_json()
-                    ));
+        let encoded = (|| -> Step<Option<_>> {
+            match value {
+                Some(v) if n > 0 => {
+                    let mut flat = Vec::new();
+                    flatten_depth(v, rank, &mut flat);
+                    if flat.len() as u64 != n {
+                        return skip(format!(
+                            "the value has {} elements but the shape {} needs {n}",
+                            flat.len(),
+                            shape.to_json()
+                        ));
+                    }
+                    Ok(Some(encode_values(&dt, &flat, refs)?))
                 }
-                Some(encode_values(&dt, &flat, refs)?)
+                _ => Ok(None),
             }
-            _ => None,
+        })();
+        let data = match encoded {
+            Err(Fail::Skip(why)) if made => {
+                lib(|| unsafe { h5a::H5Adelete(obj, cname.as_ptr()) });
+                return skip(why);
+            }
+            other => other?,
         };
-        let cname = cstr(name)?;
-        let acpl = plist(h5p::H5P_CLS_ATTRIBUTE_CREATE)?;
-        if !name.is_ascii() {
-            check(
-                lib(|| unsafe {
-                    h5p::H5Pset_char_encoding(acpl.id(), h5t::H5T_cset_t::H5T_CSET_UTF8)
-                }),
-                "setting the attribute name encoding",
-            )?;
-        }
-        let attr = check_id(
-            lib(|| unsafe {
-                h5a::H5Acreate2(
-                    obj,
-                    cname.as_ptr(),
-                    ftype.id(),
-                    space.id(),
-                    acpl.id(),
-                    h5p::H5P_DEFAULT,
-                )
-            }),
-            &format!("creating the attribute {name:?}"),
-        )?;
+        let attr = if made {
+            check_id(
+                lib(|| unsafe { h5a::H5Aopen(obj, cname.as_ptr(), h5p::H5P_DEFAULT) }),
+                &format!("opening the attribute {name:?}"),
+            )?
+        } else {
+            self.create_attr(obj, name, &cname, ftype.id(), space.id())?
+        };
         if let Some(data) = data {
             let mem = types::memory_type(&dt, &tjson)?;
             data.with_ptr(|p| {
@@ -1062,6 +1081,39 @@ impl<'a> Exporter<'a> {
             })?;
         }
         Ok(())
+    }
+
+    /// A new attribute `name` of `obj`, of type `ftype` and dataspace `space`.
+    fn create_attr(
+        &self,
+        obj: hid_t,
+        name: &str,
+        cname: &CString,
+        ftype: hid_t,
+        space: hid_t,
+    ) -> Result<Hid> {
+        let acpl = plist(h5p::H5P_CLS_ATTRIBUTE_CREATE)?;
+        if !name.is_ascii() {
+            check(
+                lib(|| unsafe {
+                    h5p::H5Pset_char_encoding(acpl.id(), h5t::H5T_cset_t::H5T_CSET_UTF8)
+                }),
+                "setting the attribute name encoding",
+            )?;
+        }
+        check_id(
+            lib(|| unsafe {
+                h5a::H5Acreate2(
+                    obj,
+                    cname.as_ptr(),
+                    ftype,
+                    space,
+                    acpl.id(),
+                    h5p::H5P_DEFAULT,
+                )
+            }),
+            &format!("creating the attribute {name:?}"),
+        )
     }
 
     fn create_dataset(
