@@ -898,3 +898,15 @@ def test_ls_tells_a_compact_dataset_from_a_contiguous_one(tmp_path, capsys):
         assert code == 0 and any("none (compact)" in x for x in out), (out, err)
         code, out, _ = run(capsys, "ls", "-v", where + "/flat")
         assert any("none (contiguous)" in x for x in out), out
+
+
+def test_ls_escapes_control_characters_in_names(tmp_path, capsys):
+    """From an audit: a name holding a newline was printed as is, reading
+    as two entries (h5ls escapes it)."""
+    store = str(tmp_path / "n.h5l")
+    with h5lake.File(store, "w") as f:
+        f["nl\nname"] = 1
+        f["plain é"] = 2
+    code, out, _ = run(capsys, "ls", store)
+    assert code == 0 and len(out) == 2
+    assert out[0].startswith("nl\\nname  ") and out[1].startswith("plain é")

@@ -182,6 +182,16 @@ def _open_in(path, stack):
     return _lookup(f, inner, path), f.skipped_objects
 
 
+def _shown(name):
+    """``name`` as one line shows it: control characters escaped, as h5ls
+    escapes them (a name holding a newline would read as two entries)."""
+    if name.isprintable():
+        return name
+    escapes = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\"}
+    return "".join(escapes.get(c) or (c if c.isprintable() else f"\\x{ord(c):02x}")
+                   for c in name)
+
+
 def _below(gap_path, top, recursive):
     """Whether an object at ``gap_path`` is listed by ``ls`` of ``top``."""
     parent = posixpath.dirname(gap_path)
@@ -388,7 +398,7 @@ def ls(path, group="/", recursive=False, verbose=False):
         else:
             entries = [(posixpath.basename(target.name), HardLink())]
             first_seen = {}
-        width = max((len(name) for name, _link in entries), default=0)
+        width = max((len(_shown(name)) for name, _link in entries), default=0)
         lines = []
         if verbose and isinstance(target, Group) and len(target.attrs):
             # the listed group's own attributes (the root group's included)
@@ -403,7 +413,7 @@ def ls(path, group="/", recursive=False, verbose=False):
                     obj = None          # described where it was first seen
                 else:
                     first_seen[obj.id] = obj.name
-            lines.append(f"{name.ljust(width)}  {text}")
+            lines.append(f"{_shown(name).ljust(width)}  {text}")
             if verbose and obj is not None:
                 lines.extend("    " + line for line in _details(obj))
                 lines.extend(f"    Attribute:  {gap['part'].split(' ', 1)[-1]} ({_gap_text(gap)})"
