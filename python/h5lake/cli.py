@@ -70,7 +70,14 @@ def format_info(summary):
                          "metadata_bytes", "chunk_bytes") if summary.get(key) is not None]
     if summary.get("chunks") is not None:
         rows.append(("chunks", summary["chunks"]))
-    rows.append(("compression ratio", "n/a (no chunks stored)" if ratio is None else f"{ratio:.2f}"))
+    if ratio is not None:
+        ratio = f"{ratio:.2f}"
+    elif summary.get("chunk_bytes") is None:
+        # (An HDF5 file: its bytes are the file's, not chunks h5lake counted.)
+        ratio = "n/a (an HDF5 file; h5lake info of a store made by h5lake load counts chunks)"
+    else:
+        ratio = "n/a (no chunks stored)"
+    rows.append(("compression ratio", ratio))
     rows += [("not readable", gap) for gap in summary.get("not_readable", [])]
     width = max(len(label) for label, _value in rows)
     return [f"{label.ljust(width)}  {value}" for label, value in rows]
