@@ -416,6 +416,171 @@ static int renamed_open(const char *path)
     return H5Fclose(f) < 0;
 }
 
+/* Reads HDF5 has no conversion for fail, and leave the buffer as it was
+ * (the connector read the stored bytes in first: a string read's pointers
+ * then held raw data, which the program's clean-up freed). */
+static int refused_read(const char *path)
+{
+    hsize_t n = 3;
+    int ints[3] = {7, 8, 9};
+    char strs[3][8] = {"one", "two", "three"};
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t s = H5Screate_simple(1, &n, NULL);
+    hid_t fixed = H5Tcopy(H5T_C_S1);
+    H5Tset_size(fixed, 8);
+    hid_t di = H5Dcreate2(f, "i", H5T_NATIVE_INT, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t ds = H5Dcreate2(f, "s", fixed, s, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5Dwrite(di, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, ints);
+    H5Dwrite(ds, fixed, H5S_ALL, H5S_ALL, H5P_DEFAULT, strs);
+    hid_t vstr = H5Tcopy(H5T_C_S1);
+    H5Tset_size(vstr, H5T_VARIABLE);
+    hid_t vint = H5Tvlen_create(H5T_NATIVE_INT);
+    hid_t opaque = H5Tcreate(H5T_OPAQUE, 4);
+    H5Tset_tag(opaque, "tag");
+    struct { const char *what; hid_t dset, mem; } cases[] = {
+        {"string as vlen string", ds, vstr}, {"int as vlen string", di, vstr},
+        {"int as vlen int", di, vint}, {"int as opaque", di, opaque},
+        {"string as int", ds, H5T_NATIVE_INT}};
+    unsigned char buf[128];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        memset(buf, 0x5a, sizeof buf);
+        herr_t e = H5Dread(cases[i].dset, cases[i].mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
+        size_t changed = 0;
+        for (size_t k = 0; k < sizeof buf; k++)
+            changed += buf[k] != 0x5a;
+        printf("%s: %s, %zu bytes changed\n", cases[i].what, e < 0 ? "refused" : "read", changed);
+    }
+    H5Tclose(opaque);
+    H5Tclose(vint);
+    H5Tclose(vstr);
+    H5Tclose(fixed);
+    H5Dclose(ds);
+    H5Dclose(di);
+    H5Sclose(s);
+    return H5Fclose(f) < 0;
+}
+
+/* Another process grows a dataset this one has open: the extent it sees,
+ * and so what a read of H5S_ALL fills, changes at H5Drefresh only (the
+ * connector wrote the grown extent past a buffer sized from the old). */
+static int grow(const char *path)
+{
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR | H5F_ACC_SWMR_WRITE, fapl);
+    hid_t d = H5Dopen2(f, "rows", H5P_DEFAULT);
+    hsize_t grown[2] = {500, 4};
+    herr_t e = H5Dset_extent(d, grown);
+    H5Dclose(d);
+    H5Pclose(fapl);
+    return (H5Fclose(f) < 0) | (e < 0);
+}
+
+static int grown_meanwhile(const char *path, const char *self)
+{
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
+    hsize_t dims[2] = {3, 4}, max[2] = {H5S_UNLIMITED, 4};
+    int vals[12];
+    for (int i = 0; i < 12; i++)
+        vals[i] = i;
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    hid_t s = H5Screate_simple(2, dims, max);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(dcpl, 2, dims);
+    hid_t d = H5Dcreate2(f, "rows", H5T_NATIVE_INT, s, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    H5Dwrite(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, vals);
+    H5Dclose(d);
+    H5Fclose(f);
+    f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, fapl);
+    d = H5Dopen2(f, "rows", H5P_DEFAULT);
+    hid_t seen = H5Dget_space(d);
+    hssize_t n = H5Sget_simple_extent_npoints(seen);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s' '%s' grow", self, path);
+    if (system(cmd) != 0)
+        printf("the other process failed\n");
+    int *buf = malloc((size_t)(n + 4096) * sizeof(int));
+    for (hssize_t i = 0; i < n + 4096; i++)
+        buf[i] = -1;
+    herr_t e = H5Dread(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
+    int past = 0;
+    for (hssize_t i = n; i < n + 4096; i++)
+        past += buf[i] != -1;
+    hid_t now = H5Dget_space(d);
+    printf("read %d of %lld elements, %d past them; extent %lld", (int)e, (long long)n, past,
+           (long long)H5Sget_simple_extent_npoints(now));
+    H5Drefresh(d);
+    hid_t fresh = H5Dget_space(d);
+    printf(", %lld after H5Drefresh\n", (long long)H5Sget_simple_extent_npoints(fresh));
+    free(buf);
+    H5Sclose(fresh);
+    H5Sclose(now);
+    H5Sclose(seen);
+    H5Sclose(s);
+    H5Pclose(dcpl);
+    H5Pclose(fapl);
+    H5Dclose(d);
+    return H5Fclose(f) < 0;
+}
+
+/* How many rows another process opening the file for SWMR reading sees. */
+static int rows_seen(const char *path)
+{
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY | H5F_ACC_SWMR_READ, H5P_DEFAULT);
+    hid_t d = f < 0 ? -1 : H5Dopen2(f, "rows", H5P_DEFAULT);
+    if (d < 0) {
+        printf("no dataset");
+    } else {
+        hid_t s = H5Dget_space(d);
+        printf("%lld", (long long)H5Sget_simple_extent_npoints(s));
+        H5Sclose(s);
+        H5Dclose(d);
+    }
+    if (f >= 0)
+        H5Fclose(f);
+    return 0;
+}
+
+/* An SWMR writer's rows reach readers at each H5Dflush (through the
+ * connector they showed only at the file's flush or close). */
+static int swmr_flush(const char *path, const char *self)
+{
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
+    hsize_t dims[1] = {0}, max[1] = {H5S_UNLIMITED}, chunk[1] = {16};
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    hid_t s = H5Screate_simple(1, dims, max);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(dcpl, 1, chunk);
+    hid_t d = H5Dcreate2(f, "rows", H5T_NATIVE_INT, s, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    H5Fstart_swmr_write(f);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s' '%s' rows", self, path);
+    for (int i = 1; i <= 3; i++) {
+        hsize_t n[1] = {(hsize_t)i}, at[1] = {(hsize_t)i - 1}, one[1] = {1};
+        H5Dset_extent(d, n);
+        hid_t fs = H5Dget_space(d);
+        H5Sselect_hyperslab(fs, H5S_SELECT_SET, at, NULL, one, NULL);
+        hid_t ms = H5Screate_simple(1, one, NULL);
+        int v = 10 * i;
+        H5Dwrite(d, H5T_NATIVE_INT, ms, fs, H5P_DEFAULT, &v);
+        H5Dflush(d);
+        printf("after row %d: ", i);
+        fflush(stdout);
+        if (system(cmd) != 0)
+            printf("(the reader failed)");
+        printf("\n");
+        H5Sclose(ms);
+        H5Sclose(fs);
+    }
+    H5Dclose(d);
+    H5Sclose(s);
+    H5Pclose(dcpl);
+    H5Pclose(fapl);
+    return H5Fclose(f) < 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3)
@@ -450,5 +615,15 @@ int main(int argc, char **argv)
         return crt_order(path);
     if (!strcmp(what, "quiet"))
         return quiet(path);
+    if (!strcmp(what, "refused-read"))
+        return refused_read(path);
+    if (!strcmp(what, "grow"))
+        return grow(path);
+    if (!strcmp(what, "grown-meanwhile"))
+        return grown_meanwhile(path, argv[0]);
+    if (!strcmp(what, "rows"))
+        return rows_seen(path);
+    if (!strcmp(what, "swmr-flush"))
+        return swmr_flush(path, argv[0]);
     return 2;
 }

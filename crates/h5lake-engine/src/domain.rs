@@ -9,7 +9,7 @@
 //! [`crate::journal`] and are committed together (merged with other
 //! writers' changes the same way) at [`Domain::flush`].
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -319,6 +319,8 @@ pub struct Domain {
     journal: Option<Arc<Journal>>,
     /// See [`DomainOptions::max_doc_bytes`].
     max_doc_bytes: Option<usize>,
+    /// See [`Domain::extent_seen`].
+    extents_seen: std::sync::Mutex<HashMap<String, Vec<u64>>>,
 }
 
 /// Parsed documents kept by default (see [`DomainOptions::doc_cache_bytes`]).
@@ -618,6 +620,7 @@ impl Domain {
             relinked: Default::default(),
             journal: None,
             max_doc_bytes: opts.max_doc_bytes,
+            extents_seen: Default::default(),
         };
         let journaled = opts.durability == Durability::AtFlush;
         let attach = move |mut dom: Domain| -> Result<Domain> {
@@ -1537,6 +1540,26 @@ impl Domain {
             return Err(e);
         }
         Ok(())
+    }
+
+    /// The extent of dataset `id` as this handle's front end last saw it:
+    /// `current` (the extent in the store now) the first time, then the
+    /// same until [`Domain::see_extent`]. HDF5's handles keep a dataset's
+    /// dataspace from its open until a refresh or their own resize, and
+    /// programs size buffers from it: another process growing the dataset
+    /// meanwhile must not grow what a read of "all of it" writes.
+    pub fn extent_seen(&self, id: &str, current: &[u64]) -> Vec<u64> {
+        let mut seen = self.extents_seen.lock().unwrap_or_else(|e| e.into_inner());
+        seen.entry(id.to_string())
+            .or_insert_with(|| current.to_vec())
+            .clone()
+    }
+
+    /// Makes `dims` the extent of dataset `id` this handle sees (after
+    /// its own resize, or a refresh).
+    pub fn see_extent(&self, id: &str, dims: &[u64]) {
+        let mut seen = self.extents_seen.lock().unwrap_or_else(|e| e.into_inner());
+        seen.insert(id.to_string(), dims.to_vec());
     }
 
     /// One link of a group.

@@ -453,6 +453,29 @@ fn meta_of(o: &Obj) -> Result<Arc<DatasetMeta>> {
     Ok(o.dom.dataset_with_access(id, &o.vds_access.borrow())?)
 }
 
+/// The extent the program sees of the dataset `o` (see
+/// [`h5lake_engine::Domain::extent_seen`]): another process's resize shows
+/// after `H5Drefresh`, as in HDF5 (a read of `H5S_ALL` wrote past buffers
+/// sized from the extent before). A virtual dataset's extent follows its
+/// sources at each look, as HDF5 recomputes it.
+fn extent_of(o: &Obj, m: &DatasetMeta) -> Result<Vec<u64>> {
+    if m.virtual_map.is_some() {
+        return Ok(m.dims.clone());
+    }
+    Ok(o.dom.extent_seen(dataset_id(o)?, &m.dims))
+}
+
+/// `m`'s shape with the extent the program sees.
+fn shape_seen(o: &Obj, m: &DatasetMeta) -> Result<Shape> {
+    Ok(match &m.shape {
+        Shape::Simple { maxdims, .. } => Shape::Simple {
+            dims: extent_of(o, m)?,
+            maxdims: maxdims.clone(),
+        },
+        other => other.clone(),
+    })
+}
+
 pub unsafe extern "C" fn open(
     obj: *mut c_void,
     loc: *const sys::H5VL_loc_params_t,
@@ -545,7 +568,7 @@ unsafe fn read_one(
 ) -> Result<()> {
     let id = dataset_id(o)?;
     let m = meta_of(o)?;
-    let sel = file_selection(api, file_space, &m.dims)?;
+    let sel = file_selection(api, file_space, &extent_of(o, &m)?)?;
     let n = sel.num_elements() as usize;
     same_count(api, mem_space, n)?;
     no_transform(api, dxpl)?;
@@ -593,6 +616,7 @@ unsafe fn read_one(
         };
         if let Some(at) = run {
             // Straight into the caller's buffer, converted there if need be.
+            crate::memory::check_conversion(api, &m.dtype, mem_type)?;
             let out = std::slice::from_raw_parts_mut(buf.add(at), n * msize);
             o.dom
                 .read_with(&m, &sel, None, &mut out[..n * fsize], false)?;
@@ -637,7 +661,7 @@ unsafe fn write_one(
             "no write intent on file".into(),
         )));
     }
-    let sel = file_selection(api, file_space, &m.dims)?;
+    let sel = file_selection(api, file_space, &extent_of(o, &m)?)?;
     let n = sel.num_elements() as usize;
     same_count(api, mem_space, n)?;
     no_transform(api, dxpl)?;
@@ -784,7 +808,7 @@ pub unsafe extern "C" fn get(
         let a = &mut *args;
         match a.op_type {
             sys::H5VL_dataset_get_t_H5VL_DATASET_GET_SPACE => {
-                a.args.get_space.space_id = space_of(api, &m.shape)?
+                a.args.get_space.space_id = space_of(api, &shape_seen(o, &m)?)?
             }
             sys::H5VL_dataset_get_t_H5VL_DATASET_GET_TYPE => {
                 let committed = m.committed_type.as_deref();
@@ -1122,10 +1146,16 @@ pub unsafe extern "C" fn specific(
                 let rank = o.dom.dataset(id)?.dims.len();
                 let dims = std::slice::from_raw_parts(a.args.set_extent.size, rank).to_vec();
                 o.dom.resize(id, &dims)?;
+                o.dom.see_extent(id, &dims);
             }
-            // Every write is already in the store when it returns.
-            sys::H5VL_dataset_specific_t_H5VL_DATASET_FLUSH
-            | sys::H5VL_dataset_specific_t_H5VL_DATASET_REFRESH => {}
+            // What this program wrote reaches the store for other
+            // processes (an SWMR writer's H5Dflush: readers saw nothing
+            // before the file's flush or close).
+            sys::H5VL_dataset_specific_t_H5VL_DATASET_FLUSH => o.dom.flush()?,
+            // Another process's resize shows from here on.
+            sys::H5VL_dataset_specific_t_H5VL_DATASET_REFRESH => {
+                o.dom.see_extent(id, &o.dom.dataset(id)?.dims);
+            }
             other => return Err(VolError::Unsupported(format!("dataset operation {other}"))),
         }
         Ok(0)

@@ -477,6 +477,9 @@ pub unsafe extern "C" fn file_optional(
                 let mut access = crate::access::of(&o.dom);
                 access.swmr_write = true;
                 crate::access::record(&o.dom, access);
+                // As HDF5 flushes the file here: readers opening it from
+                // now on see what was made before.
+                o.dom.flush()?;
             }
             sys::H5VL_NATIVE_FILE_GET_VFD_HANDLE => {
                 return Err(VolError::Unsupported(

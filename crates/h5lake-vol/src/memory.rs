@@ -61,6 +61,31 @@ pub fn same_type(api: &Api, dt: &Datatype, mem_type: hid_t) -> Result<bool> {
     Ok(unsafe { check(api.f.H5Tequal(ftype.0, mem_type), "H5Tequal")? } > 0)
 }
 
+/// Refuses a read whose stored type `dt` HDF5 cannot convert to
+/// `mem_type`, before anything is read into the caller's buffer (a read
+/// that reads in place and then finds no conversion left raw stored bytes
+/// there: pointers of a string read, which the program's clean-up freed).
+pub fn check_conversion(api: &Api, dt: &Datatype, mem_type: hid_t) -> Result<()> {
+    let ftype = to_hdf5(api, dt)?;
+    let f = &api.f;
+    // SAFETY: both are valid type ids; `H5Tfind` fills in a pointer to
+    // data it owns, which is not kept.
+    unsafe {
+        if check(f.H5Tequal(ftype.0, mem_type), "H5Tequal")? > 0 {
+            return Ok(());
+        }
+        let mut cdata = std::ptr::null_mut();
+        if f.H5Tfind(ftype.0, mem_type, &mut cdata).is_none() {
+            return Err(VolError::Invalid(
+                "no conversion between the stored and the memory datatype (HDF5: no \
+                 appropriate function for conversion path)"
+                    .into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Converts `n` stored elements at the start of `buf` to `mem_type` in
 /// place; `buf` holds `n` elements of the larger of the two types.
 pub fn to_memory_in_place(
