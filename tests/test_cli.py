@@ -789,6 +789,11 @@ def test_sigterm_during_load_leaves_nothing_behind(tmp_path):
     assert p.returncode == 143, err
     assert "terminated" in err
     assert sorted(os.listdir(tmp_path)) == ["big.h5"]
+    # (The handler is the command's only while it runs: a program calling
+    # cli.main keeps its own. From a review.)
+    before = signal.getsignal(signal.SIGTERM)
+    assert cli.main(["ls", str(src)]) == 0
+    assert signal.getsignal(signal.SIGTERM) is before
 
 
 def test_nothing_is_made_inside_a_store(tmp_path, capsys):
@@ -814,6 +819,15 @@ def test_nothing_is_made_inside_a_store(tmp_path, capsys):
     assert sorted(os.listdir(store)) == before
     with h5lake.File(store, "r") as f:
         assert list(f["grp/x"][()]) == [1, 2, 3]
+    # (From a review: a path out of the store through ".." was taken for
+    # one inside it.)
+    beside = store + "/../beside.h5l"
+    assert run(capsys, "load", "-q", str(tmp_path / "b.h5"), beside)[0] == 0
+    assert run(capsys, "get", "-q", beside, store + "/../beside.h5")[0] == 0
+    with h5lake.File(store + "/../made.h5l", "w") as f:
+        f["y"] = 1
+    assert sorted(os.listdir(tmp_path)) == ["b.h5", "beside.h5", "beside.h5l", "made.h5l", "s.h5l"]
+    assert sorted(os.listdir(store)) == before
 
 
 def test_s3_errors_say_what_to_set(tmp_path):

@@ -287,6 +287,30 @@ def test_a_group_moved_below_itself_is_refused_and_stays(tmp_path, durable):
         assert list(r["a/b/x"][()]) == [0, 1, 2]
 
 
+@pytest.mark.parametrize("durable", [False, True])
+def test_moves_that_keep_groups_in_the_tree_are_made(tmp_path, durable):
+    """From a review: a group linking back up to the root, or sideways to
+    the group it went into, was refused as moved "inside itself"; and one
+    flush moving a/s out and then a into s failed at random, as did moves
+    into the root alongside a link made to it."""
+    path = str(tmp_path / "s.h5l")
+    for _ in range(8):
+        with h5lake.File(path, "w") as f:
+            f["a/s/deep"] = 1
+            f.create_group("b")
+            f.create_group("c")
+        with h5lake.File(path, "a", durable=durable) as f:
+            f.move("a/s", "s")
+            f.move("a", "s/a")
+            f["c/up"] = f["/"]
+            f.move("c", "b/c")
+            f["b/side"] = f["s"]
+            f.move("b", "s/b")
+        with h5lake.File(path, "r") as r:
+            assert sorted(r) == ["s"] and sorted(r["s"]) == ["a", "b", "deep"]
+            assert r["s/b/c/up"] == r["/"] and r["s/b/side"] == r["s"]
+
+
 def test_two_writers_moving_groups_each_into_the_other_leave_both_in_the_tree(tmp_path):
     """Before: each move was checked against its own writer's view only;
     b went into c and c into b, and both were linked from nowhere."""

@@ -891,15 +891,36 @@ def test_space_padded_strings_read_and_write_as_libhdf5_converts_them(tmp_path):
     space, nul = str(tmp_path / "space.h5"), str(tmp_path / "nul.h5")
     make(space, h5t.STR_SPACEPAD)
     make(nul, h5t.STR_NULLTERM)
+    with h5py.File(space, "a") as f:
+        # (A compound with a space-padded member, as Fortran programs write.)
+        st = h5t.C_S1.copy()
+        st.set_size(6)
+        st.set_strpad(h5t.STR_SPACEPAD)
+        ct = h5t.create(h5t.COMPOUND, 10)
+        ct.insert(b"n", 0, h5t.NATIVE_INT32)
+        ct.insert(b"s", 4, st)
+        c = h5d.create(f.id, b"c", ct, h5s.create_simple((2,)))
+        c.write(h5s.ALL, h5s.ALL, np.array([(1, b"ab    "), (2, b"q     ")],
+                                           [("n", "<i4"), ("s", "S6")]), mtype=ct)
     store = str(tmp_path / "s.h5l")
     h5lake.load(space, store)
     with h5py.File(space, "r") as ref:
         want_d, want_a = ref["d"][()], ref.attrs["a"]
+        want_c = ref["c"][()]
     assert want_d.tolist() == [b"ab", b"a b"] and want_a == b"x"
+    assert want_c["s"].tolist() == [b"ab", b"q"]
     for path in (space, store):
         with h5lake.File(path, "r") as f:
             assert f["d"][()].tolist() == want_d.tolist(), path
             assert f["d"][1] == b"a b" and f.attrs["a"] == want_a, path
+            # (From a review: read_direct, np.asarray and compound members
+            # still gave the spaces.)
+            assert np.asarray(f["d"]).tolist() == want_d.tolist(), path
+            out = np.zeros(2, "S4")
+            f["d"].read_direct(out)
+            assert out.tolist() == want_d.tolist(), path
+            assert f["c"][()].tolist() == want_c.tolist(), path
+            assert f["c"]["s"].tolist() == [b"ab", b"q"], path
     r = subprocess.run([sys.executable, "-m", "h5lake", "diff", "-q", space, nul],
                        capture_output=True, text=True)
     assert r.returncode == 1, (r.stdout, r.stderr)
@@ -907,6 +928,7 @@ def test_space_padded_strings_read_and_write_as_libhdf5_converts_them(tmp_path):
     with h5lake.File(store, "a") as f:
         f["d"][0] = b"z"
         f.attrs.modify("a", b"yy")
+        f["c"][1] = (3, b"m")
     out = str(tmp_path / "back.h5")
     h5lake.get(store, out)
     with h5py.File(out, "r") as g:
@@ -915,3 +937,7 @@ def test_space_padded_strings_read_and_write_as_libhdf5_converts_them(tmp_path):
         d.id.read(h5s.ALL, h5s.ALL, raw, mtype=d.id.get_type())
         assert raw.tolist() == [b"z   ", b"a b "]
         assert g["d"][()].tolist() == [b"z", b"a b"] and g.attrs["a"] == b"yy"
+        c = g["c"]
+        raw = np.zeros(2, [("n", "<i4"), ("s", "S6")])
+        c.id.read(h5s.ALL, h5s.ALL, raw, mtype=c.id.get_type())
+        assert raw["s"].tolist() == [b"ab    ", b"m     "] and c[1]["s"] == b"m"

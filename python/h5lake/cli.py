@@ -753,8 +753,21 @@ def main(argv=None) -> int:
         # Every store the command opens (and the Rust engine under it)
         # reads the opt-in from here.
         os.environ["H5LAKE_ALLOW_LOCAL_LINKS"] = "1"
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _raise_terminated)
+    # (Put back when the command ends: main() may run inside a program,
+    # and a SIGTERM a caller ignores stays ignored.)
+    previous = None
+    if threading.current_thread() is threading.main_thread() and \
+            signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:
+        previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        return _run(args)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args):
+    """Runs the parsed command; returns the exit status."""
     try:
         return args.run(args)
     except BrokenPipeError as error:

@@ -16,10 +16,22 @@ thread_local! {
 
 /// Runs `f` so that engine calls it makes stop early once `flag` is set.
 pub fn with_cancel<T>(flag: Arc<AtomicBool>, f: impl FnOnce() -> T) -> T {
-    let previous = CURRENT.with(|c| c.replace(Some(flag)));
-    let out = f();
-    CURRENT.with(|c| *c.borrow_mut() = previous);
-    out
+    within(Some(flag), f)
+}
+
+/// Runs `f` with `flag` as the thread's cancellation flag (`None`: none,
+/// whatever the thread had), put back as it was when `f` ends or panics
+/// (a pool thread runs tasks of many calls).
+pub(crate) fn within<T>(flag: Option<Arc<AtomicBool>>, f: impl FnOnce() -> T) -> T {
+    struct Restore(Option<Arc<AtomicBool>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let previous = self.0.take();
+            CURRENT.with(|c| *c.borrow_mut() = previous);
+        }
+    }
+    let _restore = Restore(CURRENT.with(|c| c.replace(flag)));
+    f()
 }
 
 /// The calling thread's cancellation flag, if any.

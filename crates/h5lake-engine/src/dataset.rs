@@ -2787,10 +2787,7 @@ fn carried<T>(
     gate: &Option<Arc<dyn crate::memory::Gate>>,
     f: impl FnOnce() -> T,
 ) -> T {
-    crate::memory::carried(gate, || match cancel {
-        Some(flag) => crate::cancel::with_cancel(flag.clone(), f),
-        None => f(),
-    })
+    crate::memory::carried(gate, || crate::cancel::within(cancel.clone(), f))
 }
 
 /// The pool that runs chunk tasks. Each task both waits on storage and

@@ -187,7 +187,7 @@ fn replace_empty_file(path: &Path) -> Result<()> {
 /// opens what HSDS wrote. Any other path is a self-contained store: the
 /// directory is its own bucket and holds the domain document at its top.
 pub fn resolve_local(path: &Path) -> Result<(PathBuf, String)> {
-    let abs = std::path::absolute(path).map_err(|e| {
+    let abs = lexically_absolute(path).map_err(|e| {
         EngineError::Invalid(format!("cannot resolve path {}: {e}", path.display()))
     })?;
     if abs.is_file() {
@@ -262,8 +262,30 @@ fn s3_store_prefix(bucket: &dyn Store, domain_path: &str) -> Result<String> {
     Ok(String::new())
 }
 
+/// `path` made absolute, with `.` and `..` taken out as written (a store
+/// at `s.h5l/../x.h5l` is beside `s.h5l`, not inside it; symbolic links
+/// are not followed).
+///
+/// # Errors
+/// The working directory cannot be had.
+pub fn lexically_absolute(path: &Path) -> std::io::Result<PathBuf> {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in std::path::absolute(path)?.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    Ok(out)
+}
+
 /// The store (a domain with a root group) that a new domain or file at
-/// `path` (absolute) would sit inside, if any: HSDS nests domains in
+/// `path` (absolute, as [`lexically_absolute`] makes it) would sit inside,
+/// if any: HSDS nests domains in
 /// folders only, and a store inside a store hides the group of that name
 /// from its paths.
 pub fn store_around(path: &Path) -> Option<PathBuf> {
@@ -1490,7 +1512,7 @@ impl Domain {
             .filter(|i| i.starts_with("g-"))
             .map(str::to_string);
         let inside = |d: &Self| match &moved_group {
-            Some(g) => group_reaches(g, to, |id| match d.doc_versioned(id) {
+            Some(g) => move_detaches(g, to, d.root_id(), |id| match d.doc_versioned(id) {
                 Ok((_, doc)) => Ok(Some(doc)),
                 Err(EngineError::NotFound(_)) => Ok(None),
                 Err(e) => Err(e),
@@ -1935,19 +1957,40 @@ pub(crate) fn same_link_target(a: &Value, b: &Value) -> bool {
     link_target(a) == link_target(b)
 }
 
-/// Whether group `target` is reachable from group `from` through hard
-/// links (`from` itself included), reading each group's document with
-/// `doc` (`None`: no longer there). A move of `from` into such a group
-/// would hang `from` below itself, out of the tree.
+/// Whether moving group `moved` into group `dest` would leave it out of
+/// the tree of the root group `root`: `dest` is below `moved` and can be
+/// reached from the root only through it. Reads each group's document with
+/// `doc` (`None`: no longer there).
+///
+/// The common case costs a walk of `moved`'s subgroups: only when `dest`
+/// is among them (without passing through the root; a link back up to
+/// the root is no way down) is the tree walked from the root, around
+/// `moved`, to see whether `dest` hangs there too (a group `moved` only
+/// links to sideways).
 ///
 /// # Errors
 /// Whatever `doc` returns.
-pub(crate) fn group_reaches(
-    from: &str,
-    target: &str,
+pub(crate) fn move_detaches(
+    moved: &str,
+    dest: &str,
+    root: &str,
     mut doc: impl FnMut(&str) -> Result<Option<Arc<Value>>>,
 ) -> Result<bool> {
-    let mut seen: HashSet<String> = HashSet::from([from.to_string()]);
+    if !group_reaches(moved, dest, root, &mut doc)? {
+        return Ok(false);
+    }
+    Ok(moved == root || !group_reaches(root, dest, moved, &mut doc)?)
+}
+
+/// Whether group `target` is reachable from group `from` through hard
+/// links (`from` itself included) without passing through group `avoid`.
+fn group_reaches(
+    from: &str,
+    target: &str,
+    avoid: &str,
+    doc: &mut impl FnMut(&str) -> Result<Option<Arc<Value>>>,
+) -> Result<bool> {
+    let mut seen: HashSet<String> = HashSet::from([from.to_string(), avoid.to_string()]);
     let mut todo = vec![from.to_string()];
     while let Some(id) = todo.pop() {
         if id == target {

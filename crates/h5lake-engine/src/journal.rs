@@ -53,7 +53,7 @@ use h5lake_store::{
 };
 use serde_json::{Map, Value};
 
-use crate::domain::{group_reaches, hard_link_target, to_bytes};
+use crate::domain::{hard_link_target, move_detaches, to_bytes};
 use crate::json::parse_doc;
 use crate::{EngineError, Result};
 
@@ -302,6 +302,8 @@ static OPEN: Mutex<Option<HashMap<String, Weak<Journal>>>> = Mutex::new(None);
 
 pub(crate) struct Journal {
     inner: Arc<dyn Store>,
+    /// The domain's root group.
+    root_id: String,
     state: Mutex<State>,
     /// Signalled when an early batch ends.
     batch_done: Condvar,
@@ -322,6 +324,7 @@ impl Journal {
         open.retain(|_, w| w.strong_count() > 0);
         let j = Arc::new_cyclic(|me| Journal {
             inner,
+            root_id: root_id.to_string(),
             state: Mutex::default(),
             batch_done: Condvar::new(),
             me: me.clone(),
@@ -945,7 +948,7 @@ impl Journal {
                     // stays, so the new one goes (reported at the first pass).
                     take_back(&**inner, m)?;
                     written.retain(|(x, _, _)| *x != m.to);
-                } else if moves_inside_itself(&**inner, m)? {
+                } else if moves_inside_itself(&**inner, &self.root_id, m, &moves)? {
                     // (Another writer moved the group it goes to into the
                     // group it moves: of the two, at least one sees the
                     // other's new link here.)
@@ -1576,7 +1579,15 @@ fn links_made(docs: &HashMap<String, PendingDoc>) -> HashMap<String, Vec<(String
         };
         for (name, link) in ours {
             let new_here = link_made(d, name, link);
-            if let (true, Some(child)) = (new_here, link.get("id").and_then(Value::as_str)) {
+            // (Of new groups only: a group the store has is in the tree
+            // whatever links this commit makes to it. Walking up through
+            // those, a link back up to the root made a loop, and moves
+            // into the root were judged not made.)
+            let child = link
+                .get("id")
+                .and_then(Value::as_str)
+                .filter(|c| docs.get(*c).is_some_and(|c| c.base.is_none()));
+            if let (true, Some(child)) = (new_here, child) {
                 made.entry(child.to_string())
                     .or_default()
                     .push((id.clone(), name.clone()));
@@ -1843,24 +1854,38 @@ fn merge_new_group(
     Ok(())
 }
 
-/// Takes back the link a move made in another group when its old link
-/// could not be removed, if it is still as made.
-/// Whether `m` moves a group into a group below it in the store as it is
-/// now (its own new link in), which would leave both out of the tree.
-fn moves_inside_itself(inner: &dyn Store, m: &CrossMove) -> Result<bool> {
+/// Whether `m` would leave the group it moves out of the tree (see
+/// [`move_detaches`]), in the store as it is now (the commit's new links
+/// in) and without the links `moves` (this commit's) take out.
+fn moves_inside_itself(
+    inner: &dyn Store,
+    root: &str,
+    m: &CrossMove,
+    moves: &[CrossMove],
+) -> Result<bool> {
     let Some(group) = hard_link_target(&m.link).filter(|i| i.starts_with("g-")) else {
         return Ok(false);
     };
-    group_reaches(group, &m.to, |id| {
+    move_detaches(group, &m.to, root, |id| {
         let key = crate::ids::doc_key(id)?;
         let Some(data) = inner.get(&key)? else {
             return Ok(None);
         };
         crate::memory::hold(&key, crate::memory::json_cost(&data))?;
-        Ok(Some(Arc::new(parse_doc(&data, &key)?)))
+        let mut doc = parse_doc(&data, &key)?;
+        if let Some(links) = doc.get_mut("links").and_then(Value::as_object_mut) {
+            for out in moves.iter().filter(|o| o.from == id) {
+                if links.get(&out.old) == Some(&out.link) {
+                    links.remove(&out.old);
+                }
+            }
+        }
+        Ok(Some(Arc::new(doc)))
     })
 }
 
+/// Takes back the link a move made in another group when its old link
+/// could not be removed, if it is still as made.
 fn take_back(inner: &dyn Store, m: &CrossMove) -> Result<()> {
     remove_link_if(inner, &m.to, &m.new, &m.made)
 }

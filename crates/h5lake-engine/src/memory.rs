@@ -96,13 +96,14 @@ pub fn current() -> Option<Arc<dyn Gate>> {
 }
 
 /// Runs `f`, work a call handed to this thread, with the call's `gate`
-/// (from [`current`]) asked, without waiting, for the documents it holds.
+/// (from [`current`]) asked, without waiting, for the documents it holds;
+/// with no gate when the call had none, whatever the thread had (a pool
+/// thread inside another call's work may run this one's tasks).
 pub fn carried<T>(gate: &Option<Arc<dyn Gate>>, f: impl FnOnce() -> T) -> T {
-    let Some(gate) = gate else {
-        return f();
-    };
     let _scope = Scope::open();
-    install(Arc::new(NoWait(gate.clone())));
+    if let Some(gate) = gate {
+        install(Arc::new(NoWait(gate.clone())));
+    }
     f()
 }
 

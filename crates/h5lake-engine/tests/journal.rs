@@ -1171,3 +1171,48 @@ fn two_writers_moving_two_groups_each_into_the_other_leave_both_in_the_tree() {
         assert!(names(&seen, &c).is_empty(), "{durability:?}");
     }
 }
+
+#[test]
+fn moves_that_keep_the_group_in_the_tree_are_made() {
+    // From a review: a group linking up to the root, or sideways to the
+    // group it goes into, was refused as "inside itself"; and one commit
+    // moving a/s out to the root and then a into s was refused at random
+    // (a's old link to s was still in the store when the second move was
+    // looked at).
+    for durability in [Durability::AtFlush, Durability::EachCall] {
+        let (store, dom, _, [root, a, b, c, x]) = three_groups(durability);
+        dom.link_create(&a, "up", hard(&root)).unwrap();
+        dom.link_move(&root, "a", &b, "a").unwrap();
+        dom.link_create(&c, "sideways", hard(&b)).unwrap();
+        dom.link_move(&root, "c", &b, "c").unwrap();
+        dom.link_move(&a, "x", &root, "x").unwrap();
+        dom.link_move(&b, "a", &x, "a").unwrap();
+        dom.flush().unwrap();
+        let seen = read_back(store);
+        assert_eq!(names(&seen, &root), ["b", "x"], "{durability:?}");
+        assert_eq!(names(&seen, &b), ["c"]);
+        assert_eq!(seen.link_get(&x, "a").unwrap()["id"], a.as_str());
+        assert_eq!(seen.link_get(&c, "sideways").unwrap()["id"], b.as_str());
+        // ... but not one that hangs b below itself through c.
+        let err = seen_writer(&seen, durability).unwrap_err();
+        assert!(err.to_string().contains("inside the group"), "{err}");
+    }
+}
+
+/// Moves b (which holds c, which links to b) into c: refused.
+fn seen_writer(seen: &Domain, _durability: Durability) -> h5lake_engine::Result<()> {
+    let root = seen.root_id().to_string();
+    let b = seen.link_get(&root, "b")?["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let c = seen.link_get(&b, "c")?["id"].as_str().unwrap().to_string();
+    let w = Domain::open_with(
+        seen.store().clone(),
+        "",
+        OpenMode::ReadWrite,
+        "mem".into(),
+        &DomainOptions::default(),
+    )?;
+    w.link_move(&root, "b", &c, "b")
+}

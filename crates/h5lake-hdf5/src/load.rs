@@ -451,7 +451,7 @@ fn check_destination(dest: &Path, force: bool) -> Result<bool> {
 /// Refuses a destination inside a store: a store made there would hide
 /// the store's group of that name, and a file would sit among its objects.
 pub(crate) fn outside_stores(dest: &Path) -> Result<()> {
-    let abs = std::path::absolute(dest)?;
+    let abs = h5lake_engine::domain::lexically_absolute(dest)?;
     match h5lake_engine::domain::store_around(&abs) {
         Some(store) => Err(Hdf5Error::Unsupported(format!(
             "{} is inside the store {}; give a path outside any store",

@@ -404,7 +404,9 @@ impl DocMemory {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
         };
-        if documents().contains(key) {
+        // (Marked held first: tasks of one request reading the same
+        // document at once reserve it once.)
+        if !documents().insert(key.to_string()) {
             return Ok(());
         }
         let what = "an object's document";
@@ -416,12 +418,17 @@ impl DocMemory {
                 .try_reserve(&self.budget, bytes, what, true)
                 .and_then(|r| r.ok_or_else(busy))
         };
-        let r = r.map_err(|e| match e {
-            ServerError::TooLarge(m) => EngineError::TooLarge(m),
-            other => EngineError::Busy(other.to_string()),
-        })?;
+        let r = match r {
+            Ok(r) => r,
+            Err(e) => {
+                documents().remove(key);
+                return Err(match e {
+                    ServerError::TooLarge(m) => EngineError::TooLarge(m),
+                    other => EngineError::Busy(other.to_string()),
+                });
+            }
+        };
         self.request.keep(r);
-        documents().insert(key.to_string());
         Ok(())
     }
 }

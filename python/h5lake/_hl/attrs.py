@@ -141,8 +141,7 @@ class AttributeManager(MutableMappingHDF5):
             # integers, no real <-> complex, ...), not numpy's
             from .dataset import _hdf5_cast
             value = _hdf5_cast(value, dtype).reshape(dims)
-        if h5t.is_space_padded(old['type']):
-            value = h5t.pad_spaces(value)
+        value = h5t.pad_spaces(value, h5t.space_padded_parts(old['type']))
         doc = h5t.attr_json(value, dtype=dtype, shape=dims)
         doc['type'] = old['type']
         doc['shape'] = old['shape']

@@ -882,9 +882,10 @@ class Dataset(HLObject):
 
     @property
     def _space_padded(self):
-        """Whether the type is a fixed string padded with spaces (read and
-        written as libhdf5 converts it for h5py)."""
-        return h5t.is_space_padded(self._doc['type'])
+        """Where the type holds fixed strings padded with spaces (read and
+        written as libhdf5 converts them for h5py): see
+        ``h5t.space_padded_parts``."""
+        return h5t.space_padded_parts(self._doc['type'])
 
     @property
     def shape(self):
@@ -1475,16 +1476,15 @@ class Dataset(HLObject):
                 raw.dataset_read_points(self._oid, _points_i64(selection), out, fields)
             else:
                 raw.dataset_read(self._oid, selection.engine_sel, out, fields)
-            return self._convert_read(out.reshape(ashape), new_dtype)
+            out = h5t.unpad_spaces(out.reshape(ashape), self._space_padded)
+            return self._convert_read(out, new_dtype)
         out = _output(selection.mshape, stored)
         buf = _engine_buffer(out, selection.mshape, stored)
         if isinstance(selection, sel.PointSelection):
             raw.dataset_read_points(self._oid, selection.points, buf)
         else:
             raw.dataset_read(self._oid, selection.engine_sel, buf)
-        out = out.reshape(ashape + sub)
-        if self._space_padded:
-            out = h5t.unpad_spaces(out)
+        out = h5t.unpad_spaces(out.reshape(ashape + sub), self._space_padded)
         return self._convert_read(out, new_dtype)
 
     def _convert_read(self, out, new_dtype):
@@ -1672,9 +1672,7 @@ class Dataset(HLObject):
             if conv.shape != target:
                 conv = np.broadcast_to(conv, target)
         else:
-            conv = _to_stored(val, stored)
-            if self._space_padded:
-                conv = h5t.pad_spaces(conv)
+            conv = h5t.pad_spaces(_to_stored(val, stored), self._space_padded)
             conv = selection.broadcast_value(conv)
         buf = _engine_buffer(np.ascontiguousarray(conv), selection.mshape, stored)
         if isinstance(selection, sel.PointSelection):
@@ -1774,7 +1772,7 @@ class Dataset(HLObject):
         element type, no broadcasting, and one gap-free run of ``dest``
         (a program reading slab after slab into a buffer a little larger
         than each slab selects such a run). ``None`` otherwise."""
-        if (dest.dtype != self._stored or h5t.has_vlen(self.dtype)
+        if (dest.dtype != self._stored or h5t.has_vlen(self.dtype) or self._space_padded
                 or isinstance(ssel, sel.PointSelection)
                 or isinstance(dsel, (sel.PointSelection, sel.FancySelection,
                                      sel.ListSelection))):

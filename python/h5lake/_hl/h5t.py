@@ -1077,26 +1077,60 @@ def is_space_padded(t):
         and t.get("strPad") == "H5T_STR_SPACEPAD" and isinstance(t.get("length"), int)
 
 
-def unpad_spaces(arr):
-    """Fixed strings read from a space-padded type as h5py reads them
-    (libhdf5 converts to numpy's null padding: trailing spaces go)."""
-    if arr.dtype.kind != "S" or arr.size == 0:
-        return arr
-    out = np.asarray(np.char.rstrip(arr, b" "), dtype=arr.dtype)
-    return out.reshape(arr.shape)
+def space_padded_parts(t):
+    """Where the HSDS type ``t`` holds space-padded strings: ``[None]``
+    when it is one, the names of a compound's members that are, or
+    ``[]``."""
+    if is_space_padded(t):
+        return [None]
+    if isinstance(t, dict) and t.get("class") == "H5T_COMPOUND":
+        return [f.get("name") for f in t.get("fields") or () if is_space_padded(f.get("type"))]
+    return []
 
 
-def pad_spaces(arr):
-    """Fixed strings to store in a space-padded type, as libhdf5 stores
-    them: the null padding numpy gives becomes spaces."""
-    if arr.dtype.kind != "S" or arr.size == 0 or arr.dtype.itemsize == 0:
-        return arr
-    n = arr.dtype.itemsize
-    flat = np.ascontiguousarray(arr).reshape(-1)
+def _unpadded(a):
+    if a.dtype.kind != "S" or a.size == 0:
+        return a
+    return np.asarray(np.char.rstrip(a, b" "), dtype=a.dtype).reshape(a.shape)
+
+
+def _padded(a):
+    if a.dtype.kind != "S" or a.size == 0 or a.dtype.itemsize == 0:
+        return a
+    n = a.dtype.itemsize
+    flat = np.ascontiguousarray(a).reshape(-1)
     lens = np.char.str_len(flat)
     raw = flat.view(np.uint8).reshape(-1, n).copy()
     raw[np.arange(n) >= lens[:, None]] = ord(" ")
-    return raw.view(arr.dtype).reshape(arr.shape)
+    return raw.view(a.dtype).reshape(a.shape)
+
+
+def _each_part(arr, parts, f):
+    if not parts:
+        return arr
+    if parts == [None]:
+        return f(arr)
+    names = [p for p in parts if arr.dtype.names and p in arr.dtype.names]
+    if not names:
+        return arr
+    arr = arr.copy()
+    for name in names:
+        arr[name] = f(arr[name])
+    return arr
+
+
+def unpad_spaces(arr, parts=(None,)):
+    """Fixed strings read from a space-padded type (``parts``: see
+    :func:`space_padded_parts`) as h5py reads them: libhdf5 converts to
+    numpy's null padding, and the trailing spaces go."""
+    return _each_part(arr, list(parts), _unpadded)
+
+
+def pad_spaces(arr, parts=(None,)):
+    """Fixed strings to store in a space-padded type (``parts``: see
+    :func:`space_padded_parts`), as libhdf5 stores them: the null padding
+    numpy gives becomes spaces."""
+    return _each_part(arr, list(parts), _padded)
 
 
 def attr_value_from_json(doc):
@@ -1117,8 +1151,7 @@ def attr_value_from_json(doc):
     else:
         shape = tuple(sh)
     arr = json_to_value(doc.get("value"), dt, shape)
-    if is_space_padded(doc["type"]):
-        arr = unpad_spaces(arr)
+    arr = unpad_spaces(arr, space_padded_parts(doc["type"]))
     info = check_string_dtype(arr.dtype)
     if info is not None and info.length is None:
         strs = [e.decode("utf-8", "surrogateescape") if isinstance(e, bytes) else e
