@@ -1428,7 +1428,7 @@ def _agree(exe, path, case, plugin_dir=None):
     return r.returncode, r.stdout, r.stderr
 
 
-@pytest.mark.parametrize("case", ["counts", "filter-order", "reopen", "vlen-size", "type-left-open", "exists", "compact", "renamed-open", "vlen-convert", "crt-order"])
+@pytest.mark.parametrize("case", ["counts", "filter-order", "reopen", "vlen-size", "type-left-open", "exists", "compact", "renamed-open", "vlen-convert", "crt-order", "link-edges"])
 def test_c_calls_answer_as_native_hdf5_does(plugin_dir, agree_exe, tmp_path, case):
     """From an audit of the connector with C programs: a memory selection
     of fewer elements than the file's was read into past the buffer's end

@@ -1512,7 +1512,7 @@ impl Domain {
             .filter(|i| i.starts_with("g-"))
             .map(str::to_string);
         let inside = |d: &Self| match &moved_group {
-            Some(g) => move_detaches(g, to, d.root_id(), |id| match d.doc_versioned(id) {
+            Some(g) => move_may_detach(g, to, d.root_id(), |id| match d.doc_versioned(id) {
                 Ok((_, doc)) => Ok(Some(doc)),
                 Err(EngineError::NotFound(_)) => Ok(None),
                 Err(e) => Err(e),
@@ -1957,29 +1957,29 @@ pub(crate) fn same_link_target(a: &Value, b: &Value) -> bool {
     link_target(a) == link_target(b)
 }
 
-/// Whether moving group `moved` into group `dest` would leave it out of
-/// the tree of the root group `root`: `dest` is below `moved` and can be
-/// reached from the root only through it. Reads each group's document with
-/// `doc` (`None`: no longer there).
+/// Whether moving group `moved` into group `dest` may leave it out of the
+/// tree of the root group `root`: `dest` is below `moved` (reached from it
+/// through hard links, not through the root: a link back up to the root
+/// is no way down). Reads each group's document with `doc` (`None`: no
+/// longer there).
 ///
-/// The common case costs a walk of `moved`'s subgroups: only when `dest`
-/// is among them (without passing through the root; a link back up to
-/// the root is no way down) is the tree walked from the root, around
-/// `moved`, to see whether `dest` hangs there too (a group `moved` only
-/// links to sideways).
+/// It costs a walk of `moved`'s subgroups. It does not ask whether `dest`
+/// hangs elsewhere in the tree too (a group `moved` links to sideways):
+/// that would take a walk of the whole tree, and would not keep two
+/// writers from moving two groups each into the other, each seeing the
+/// other's old link still in place. This look does: each writer asks it
+/// again once its new link is in, and of two such moves at least one then
+/// sees the other's new link.
 ///
 /// # Errors
 /// Whatever `doc` returns.
-pub(crate) fn move_detaches(
+pub(crate) fn move_may_detach(
     moved: &str,
     dest: &str,
     root: &str,
     mut doc: impl FnMut(&str) -> Result<Option<Arc<Value>>>,
 ) -> Result<bool> {
-    if !group_reaches(moved, dest, root, &mut doc)? {
-        return Ok(false);
-    }
-    Ok(moved == root || !group_reaches(root, dest, moved, &mut doc)?)
+    group_reaches(moved, dest, root, &mut doc)
 }
 
 /// Whether group `target` is reachable from group `from` through hard

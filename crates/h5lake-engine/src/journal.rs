@@ -53,7 +53,7 @@ use h5lake_store::{
 };
 use serde_json::{Map, Value};
 
-use crate::domain::{hard_link_target, move_detaches, to_bytes};
+use crate::domain::{hard_link_target, move_may_detach, to_bytes};
 use crate::json::parse_doc;
 use crate::{EngineError, Result};
 
@@ -786,10 +786,15 @@ impl Journal {
         st.direct.extend(news);
 
         let moves = cross_moves(&st.docs);
-        let made_in = if moves.is_empty() {
-            HashMap::new()
+        let (made_in, made_to) = if moves.is_empty() {
+            (HashMap::new(), HashMap::new())
         } else {
-            links_made(&st.docs)
+            (
+                links_made(&st.docs, |c| {
+                    st.docs.get(c).is_some_and(|c| c.base.is_none())
+                }),
+                links_made(&st.docs, |c| c.starts_with("g-")),
+            )
         };
 
         // 2. New documents: datatypes, then datasets (they may name a new
@@ -948,7 +953,7 @@ impl Journal {
                     // stays, so the new one goes (reported at the first pass).
                     take_back(&**inner, m)?;
                     written.retain(|(x, _, _)| *x != m.to);
-                } else if moves_inside_itself(&**inner, &self.root_id, m, &moves)? {
+                } else if moves_inside_itself(&**inner, &self.root_id, m, &moves, &made_to)? {
                     // (Another writer moved the group it goes to into the
                     // group it moves: of the two, at least one sees the
                     // other's new link here.)
@@ -1568,10 +1573,16 @@ fn link_made(d: &PendingDoc, name: &str, ours: &Value) -> bool {
     stored.is_none_or(|s| crate::domain::link_target(s) != crate::domain::link_target(ours))
 }
 
-/// Where the pending documents make hard links: object id -> (group id,
-/// link name), for telling whether a new group a move leads into is
-/// itself linked.
-fn links_made(docs: &HashMap<String, PendingDoc>) -> HashMap<String, Vec<(String, String)>> {
+/// Where the pending documents make hard links to objects `to` accepts:
+/// object id -> (group id, link name). Of new groups, for telling whether
+/// a new group a move leads into is itself linked (only new ones: a group
+/// the store has is in the tree whatever links this commit makes to it;
+/// walking up through those, a link back up to the root made a loop, and
+/// moves into the root were judged not made).
+fn links_made(
+    docs: &HashMap<String, PendingDoc>,
+    to: impl Fn(&str) -> bool,
+) -> HashMap<String, Vec<(String, String)>> {
     let mut made: HashMap<String, Vec<(String, String)>> = HashMap::new();
     for (id, d) in docs {
         let Some(ours) = d.doc.get("links").and_then(Value::as_object) else {
@@ -1579,14 +1590,7 @@ fn links_made(docs: &HashMap<String, PendingDoc>) -> HashMap<String, Vec<(String
         };
         for (name, link) in ours {
             let new_here = link_made(d, name, link);
-            // (Of new groups only: a group the store has is in the tree
-            // whatever links this commit makes to it. Walking up through
-            // those, a link back up to the root made a loop, and moves
-            // into the root were judged not made.)
-            let child = link
-                .get("id")
-                .and_then(Value::as_str)
-                .filter(|c| docs.get(*c).is_some_and(|c| c.base.is_none()));
+            let child = link.get("id").and_then(Value::as_str).filter(|c| to(c));
             if let (true, Some(child)) = (new_here, child) {
                 made.entry(child.to_string())
                     .or_default()
@@ -1854,34 +1858,56 @@ fn merge_new_group(
     Ok(())
 }
 
-/// Whether `m` would leave the group it moves out of the tree (see
-/// [`move_detaches`]), in the store as it is now (the commit's new links
-/// in) and without the links `moves` (this commit's) take out.
+/// Whether `m` may leave the group it moves out of the tree (see
+/// [`move_may_detach`]), in the store as it is now (the commit's new links
+/// in) and without the links `moves` (this commit's) take out: when every
+/// group this commit links the group from (`made`: the groups a link made
+/// to each group leads from) is below it. (Of two new links to one object
+/// and an old one gone, either may be the one paired with the removal.)
 fn moves_inside_itself(
     inner: &dyn Store,
     root: &str,
     m: &CrossMove,
     moves: &[CrossMove],
+    made: &HashMap<String, Vec<(String, String)>>,
 ) -> Result<bool> {
     let Some(group) = hard_link_target(&m.link).filter(|i| i.starts_with("g-")) else {
         return Ok(false);
     };
-    move_detaches(group, &m.to, root, |id| {
-        let key = crate::ids::doc_key(id)?;
-        let Some(data) = inner.get(&key)? else {
-            return Ok(None);
-        };
-        crate::memory::hold(&key, crate::memory::json_cost(&data))?;
-        let mut doc = parse_doc(&data, &key)?;
-        if let Some(links) = doc.get_mut("links").and_then(Value::as_object_mut) {
-            for out in moves.iter().filter(|o| o.from == id) {
-                if links.get(&out.old) == Some(&out.link) {
-                    links.remove(&out.old);
-                }
-            }
+    let mut docs: HashMap<String, Option<Arc<Value>>> = HashMap::new();
+    let mut doc = |id: &str| -> Result<Option<Arc<Value>>> {
+        if let Some(d) = docs.get(id) {
+            return Ok(d.clone());
         }
-        Ok(Some(Arc::new(doc)))
-    })
+        let key = crate::ids::doc_key(id)?;
+        let read = match inner.get(&key)? {
+            None => None,
+            Some(data) => {
+                crate::memory::hold(&key, crate::memory::json_cost(&data))?;
+                let mut doc = parse_doc(&data, &key)?;
+                if let Some(links) = doc.get_mut("links").and_then(Value::as_object_mut) {
+                    for out in moves.iter().filter(|o| o.from == id) {
+                        if links.get(&out.old) == Some(&out.link) {
+                            links.remove(&out.old);
+                        }
+                    }
+                }
+                Some(Arc::new(doc))
+            }
+        };
+        docs.insert(id.to_string(), read.clone());
+        Ok(read)
+    };
+    let froms: Vec<&str> = match made.get(group) {
+        Some(links) if !links.is_empty() => links.iter().map(|(g, _)| g.as_str()).collect(),
+        _ => vec![m.to.as_str()],
+    };
+    for from in froms {
+        if !move_may_detach(group, from, root, &mut doc)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// Takes back the link a move made in another group when its old link

@@ -205,7 +205,10 @@ unsafe fn copy_or_move(
         lcpl,
     )?;
     if remove && sg == dg && sname == dname {
-        return Ok(0);
+        // (As HDF5: the destination name is taken, by the link itself.)
+        return Err(VolError::Exists(format!(
+            "Unable to move link {sname:?} onto itself (name already exists)"
+        )));
     }
     if remove && std::sync::Arc::ptr_eq(&sdom, &d.dom) {
         // Within one store: made before the old link goes, and only while
@@ -273,6 +276,13 @@ unsafe fn iterate(
         crate::objects::needs_order_index(it.idx_type)?;
     }
     let links = ordered_links(&o.dom, group, it.idx_type, it.order)?;
+    if skip > 0 && skip >= links.len() {
+        // (HDF5 refuses a start index past the last link.)
+        return Err(VolError::Invalid(format!(
+            "index out of bound: start index {skip} of a group of {} links",
+            links.len()
+        )));
+    }
     let created = o.dom.link_names(group)?;
     let corders: std::collections::HashMap<&str, usize> = created
         .iter()
