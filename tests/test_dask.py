@@ -116,3 +116,15 @@ def test_variable_length_values_read_into_a_dask_array_of_objects(tmp_path):
         assert s.dtype == object and s.tolist() == f["s"][()].tolist()
         v = f["v"].to_dask().compute()
         assert [x.tolist() for x in v] == [[0, 1, 2], [], [], [0, 1], []]
+
+
+def test_an_empty_dataset_is_an_empty_dask_array(tmp_path):
+    """From a review: to_dask() of a dataset of extent 0 raised
+    ZeroDivisionError."""
+    path = str(tmp_path / "e.h5l")
+    with h5lake.File(path, "w") as f:
+        f.create_dataset("e", shape=(0, 3), dtype="f4")
+        f.create_dataset("c", shape=(0,), maxshape=(None,), dtype="i8", chunks=(4,))
+    with h5lake.File(path, "r") as f:
+        assert f["e"].to_dask().compute().shape == (0, 3)
+        assert f["c"].to_dask().compute().shape == (0,)

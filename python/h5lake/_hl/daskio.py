@@ -20,9 +20,13 @@ def _storage_chunks(dset):
     import dask
     from dask.utils import parse_bytes
     # (A virtual dataset's own chunks, which are not its `chunks`.)
-    chunks = dset._props['chunks'] or dset.shape
+    # (Extents of 0 count as 1: an empty dataset still has one block.)
+    chunks = [max(1, c) for c in (dset._props['chunks'] or dset.shape)]
     target = parse_bytes(dask.config.get("array.chunk-size", "128MiB"))
-    size = max(1, int(np.prod(chunks)) * dset.dtype.itemsize)
+    # (A variable-length element is a pointer in the array, and its bytes
+    # beside it: counted as 64.)
+    per = 64 if dset.dtype.hasobject else dset.dtype.itemsize
+    size = max(1, int(np.prod(chunks)) * per)
     grown = list(chunks)
     for axis in range(len(grown)):
         if size >= target:
