@@ -611,9 +611,10 @@ fn reserve_work(
     // (More chunks than the engine works on at once change nothing.)
     let chunks = chunks_reached(meta, sel, 1 << 10);
     // Points named in a body are held as given and again in the pieces
-    // of a streamed transfer (see [`slabs`]).
+    // of a streamed transfer (see [`slabs`]): each coordinate's 8 bytes,
+    // twice.
     let points = match sel {
-        Selection::Points { coords, .. } => coords.len().saturating_mul(16),
+        Selection::Points { coords, .. } => coords.len().saturating_mul(2 * 8),
         Selection::Orthogonal(_) => 0,
     };
     request.reserve_blocking(

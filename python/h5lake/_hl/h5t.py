@@ -1106,6 +1106,8 @@ def _padded(a):
 
 
 def _each_part(arr, parts, f):
+    """``f`` applied to ``arr`` (``parts == [None]``) or to its members
+    named in ``parts``."""
     if not parts:
         return arr
     if parts == [None]:
@@ -1119,14 +1121,14 @@ def _each_part(arr, parts, f):
     return arr
 
 
-def unpad_spaces(arr, parts=(None,)):
+def unpad_spaces(arr, parts):
     """Fixed strings read from a space-padded type (``parts``: see
     :func:`space_padded_parts`) as h5py reads them: libhdf5 converts to
     numpy's null padding, and the trailing spaces go."""
     return _each_part(arr, list(parts), _unpadded)
 
 
-def pad_spaces(arr, parts=(None,)):
+def pad_spaces(arr, parts):
     """Fixed strings to store in a space-padded type (``parts``: see
     :func:`space_padded_parts`), as libhdf5 stores them: the null padding
     numpy gives becomes spaces."""
