@@ -1229,3 +1229,68 @@ def test_member_names_holding_dots(tmp_path, layout):
             b.max("p.x")
         assert b.max("p.y") == 60 and b.read_where("p.y > 55")["p.x"].tolist() == [2]
         assert "p.y.max" in b.stats().column_names
+
+
+def _build_stats(store):
+    subprocess.run([sys.executable, "-m", "h5lake", "stats", "--build", "-q", str(store)],
+                   check=True, capture_output=True)
+
+
+def test_statistics_of_a_linked_hdf5_file_are_not_used_once_it_changed(tmp_path):
+    """Records of a `load --link` dataset describe the file as it was; once
+    the file changes (here in place, its size unchanged), an aggregate or a
+    query must refuse as a read does, not answer from the old values."""
+    import h5py
+    src = tmp_path / "src.h5"
+    with h5py.File(src, "w") as f:
+        f.create_dataset("a", data=np.arange(1000.0), chunks=(100,))
+    h5lake.load(src, tmp_path / "l.h5l", link=True)
+    _build_stats(tmp_path / "l.h5l")
+    with h5lake.File(tmp_path / "l.h5l", "r") as f:
+        assert f["a"].max() == 999.0 and len(f["a"].get_where_list("value < 0")) == 0
+    with h5py.File(src, "a") as f:
+        f["a"][:] = -np.arange(1000.0)
+    assert os.path.getsize(src) > 0
+    with h5lake.File(tmp_path / "l.h5l", "r") as f:
+        d = f["a"]
+        with pytest.raises(OSError, match="changed since it was linked"):
+            d[:3]
+        for ask in (d.max, d.sum, lambda: d.get_where_list("value < 0"),
+                    lambda: d.stats(field="value")):
+            with pytest.raises(OSError, match="changed since it was linked"):
+                ask()
+    got = _cli("query", str(tmp_path / "l.h5l/a"), "value < 0")
+    assert got.returncode != 0 and "changed since it was linked" in got.stderr
+
+
+def test_statistics_of_a_linked_parquet_file_follow_it_when_rewritten(tmp_path):
+    """A Parquet source rewritten in place with as many bytes reads as it is
+    now; its statistics must follow (kept ones describe the old rows). One of
+    another length is refused by aggregates and queries as by reads."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def write(values):
+        pq.write_table(pa.table({"x": pa.array(values, pa.float64())}), tmp_path / "d.parquet",
+                       row_group_size=100, compression="none", use_dictionary=False)
+
+    write([float(k) for k in range(1000)])
+    size = os.path.getsize(tmp_path / "d.parquet")
+    h5lake.load(tmp_path / "d.parquet", tmp_path / "p.h5l", link=True)
+    _build_stats(tmp_path / "p.h5l")
+    with h5lake.File(tmp_path / "p.h5l", "r") as f:
+        assert f["d"].max("x") == 999.0
+    write([-float(k) for k in range(1000)])
+    assert os.path.getsize(tmp_path / "d.parquet") == size
+    with h5lake.File(tmp_path / "p.h5l", "r") as f:
+        d = f["d"]
+        x = d[:]["x"]
+        assert x.min() == -999.0
+        assert d.max("x") == x.max() and d.sum("x") == x.sum()
+        assert len(d.get_where_list("x < 0")) == 999
+    write([float(k) for k in range(10)])
+    with h5lake.File(tmp_path / "p.h5l", "r") as f:
+        d = f["d"]
+        for ask in (lambda: d[:3], lambda: d.max("x"), lambda: d.get_where_list("x < 0")):
+            with pytest.raises(OSError, match="replaced or changed"):
+                ask()

@@ -210,13 +210,7 @@ fn with_source<T>(
     expect: Option<u64>,
     f: impl FnOnce(&Footer, u64, &RangeReader<'_>) -> Result<T>,
 ) -> Result<T> {
-    let changed = |len: u64| {
-        EngineError::Corrupt(format!(
-            "linked Parquet file {uri} is {len} bytes, not the {} it was when linked: it was \
-             replaced or changed; link it again",
-            expect.unwrap_or(0)
-        ))
-    };
+    let changed = |len: u64| replaced(uri, len, expect.unwrap_or(0));
     let footer_of = |len: u64, tail: &[u8], read: &RangeReader<'_>| -> Result<Footer> {
         let wrap = |e: h5lake_columnar::ColumnarError| {
             EngineError::Invalid(format!("{uri} is not a readable Parquet file: {e}"))
@@ -236,11 +230,7 @@ fn with_source<T>(
             if expect.is_some_and(|n| n != len) {
                 return Err(changed(len));
             }
-            let modified = meta
-                .modified()
-                .ok()
-                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                .map_or(0, |d| d.as_nanos());
+            let modified = modified_nanos(&meta);
             // Into one buffer of the thread's, back to it when the caller
             // lets go of the bytes: fresh memory costs a page fault a page,
             // on every chunk.
@@ -310,6 +300,53 @@ fn with_source<T>(
             f(&footer, len, &read)
         }
     }
+}
+
+/// What a source file is now: its length and modification time (a local
+/// file) or its object's version (S3), as reads see it.
+///
+/// # Errors
+/// As a read: a file of another length than `expect` (replaced), a missing
+/// one, one the link policy refuses.
+fn source_version(linked: &LinkedFiles, uri: &str, expect: u64) -> Result<String> {
+    let changed = |len: u64| replaced(uri, len, expect);
+    match linked.target(uri)? {
+        LinkTarget::Local(path) => {
+            let file = linked.get(uri)?;
+            let meta = file.metadata().map_err(|e| {
+                EngineError::NotFound(format!("linked Parquet file {}: {e}", path.display()))
+            })?;
+            if meta.len() != expect {
+                return Err(changed(meta.len()));
+            }
+            Ok(format!("{}:{}", meta.len(), modified_nanos(&meta)))
+        }
+        LinkTarget::Object { bucket, key } => {
+            let store = linked.parquet.bucket(&bucket)?;
+            let obj = store.open_object(&key, 0)?.ok_or_else(|| {
+                EngineError::NotFound(format!("linked Parquet file {uri} does not exist"))
+            })?;
+            if obj.len() != expect {
+                return Err(changed(obj.len()));
+            }
+            Ok(obj.version().0.clone())
+        }
+    }
+}
+
+/// The error for a source file of `len` bytes linked at `expect`.
+fn replaced(uri: &str, len: u64, expect: u64) -> EngineError {
+    EngineError::Corrupt(format!(
+        "linked Parquet file {uri} is {len} bytes, not the {expect} it was when linked: it was \
+         replaced or changed; link it again"
+    ))
+}
+
+fn modified_nanos(meta: &std::fs::Metadata) -> u128 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos())
 }
 
 /// Reads the footers of Parquet files (local paths or `s3://` URLs, in
@@ -500,6 +537,37 @@ impl Domain {
             row.copy_from_slice(&fill);
         }
         Ok(true)
+    }
+
+    /// The version of chunk `k` of a Parquet-linked dataset: that of the
+    /// files holding its rows as they are now, so that statistics kept of
+    /// the rows are not used once a file is rewritten in place.
+    ///
+    /// # Errors
+    /// As a read of the chunk: a file replaced (of another length), missing
+    /// or refused.
+    pub(crate) fn parquet_chunk_version(
+        &self,
+        m: &DatasetMeta,
+        src: &ParquetSource,
+        k: u64,
+    ) -> Result<String> {
+        let c = m.chunk[0];
+        let lo = k.saturating_mul(c);
+        let hi = lo.saturating_add(c).min(m.dims[0]).min(src.rows);
+        let mut version = String::from(crate::dataset::LINKED_VERSION);
+        let mut last = None;
+        for (g, _) in src.pieces(lo..hi) {
+            if last.replace(g.file) == Some(g.file) {
+                continue;
+            }
+            let file = &src.files[g.file];
+            let v = source_version(&self.linked_files, &file.uri, file.size)
+                .map_err(|e| naming_the_file(e, &file.uri, &m.id))?;
+            version.push(':');
+            version.push_str(&v);
+        }
+        Ok(version)
     }
 
     /// Chunk `k` of a Parquet-linked dataset in HSDS's row layout (of

@@ -678,11 +678,11 @@ impl Domain {
         let skey = stats_key(m, coords);
         // A chunk of a linked dataset that was never written through
         // h5lake lies in its source file: its record stands while no
-        // chunk object replaces it.
-        let current = match sums.version(&key)? {
-            Some(v) => v,
-            None if m.link.is_some() => Version(crate::dataset::LINKED_VERSION.into()),
-            None => return Ok(None),
+        // chunk object replaces it and the file is as it was.
+        let current = match (sums.version(&key)?, &m.link) {
+            (Some(v), _) => v,
+            (None, Some(link)) => self.linked_chunk_version(m, link, coords)?,
+            (None, None) => return Ok(None),
         };
         let want_live = live(m, coords);
         let name = skey.rsplit('/').next().unwrap_or_default();
@@ -789,20 +789,37 @@ impl Domain {
         }
         if let Some(src) = m.link.as_ref().and_then(|l| l.parquet_source()) {
             if coords.len() == 1 && self.store().version(key)?.is_none() {
+                // Taken before the rows are read: a file rewritten between
+                // the two leaves a record that is not trusted again.
+                let version = Version(self.parquet_chunk_version(m, src, coords[0])?);
                 return Ok(self
                     .parquet_chunk_counting(m, src, coords[0], &names, runs.unwrap_or(&all))?
-                    .map(|(rows, nulls)| {
-                        (
-                            Version(crate::dataset::LINKED_VERSION.into()),
-                            bytes::Bytes::from(rows),
-                            Some(nulls),
-                        )
-                    }));
+                    .map(|(rows, nulls)| (version, bytes::Bytes::from(rows), Some(nulls))));
             }
         }
         Ok(self
             .load_chunk_versioned(m, key, false)?
             .map(|(v, d)| (v, d, None)))
+    }
+
+    /// The version of a chunk of a linked dataset that lies in its source
+    /// (no chunk object replaces it): that of a Parquet source's files as
+    /// they are now; an HDF5 file's is checked unchanged since it was
+    /// linked, as a read checks it.
+    ///
+    /// # Errors
+    /// As a read of the chunk: the source changed, went missing or is refused.
+    fn linked_chunk_version(
+        &self,
+        m: &DatasetMeta,
+        link: &crate::linked::LinkedLayout,
+        coords: &[u64],
+    ) -> Result<Version> {
+        if let Some(src) = link.parquet_source() {
+            return Ok(Version(self.parquet_chunk_version(m, src, coords[0])?));
+        }
+        self.linked_files.get_checked(link)?;
+        Ok(Version(crate::dataset::LINKED_VERSION.into()))
     }
 
     /// Every stored chunk's statistics, in chunk order.
