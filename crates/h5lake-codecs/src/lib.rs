@@ -502,9 +502,40 @@ pub fn complete_filters(
             Some(Kind::Szip) => complete_szip(&e, elem, chunk)?,
             _ => None,
         };
-        out.push(complete.unwrap_or_else(|| entry.clone()));
+        let known = e.kind.is_some();
+        let entry = complete.unwrap_or_else(|| entry.clone());
+        out.push(if known { with_identity(entry)? } else { entry });
     }
     Ok(Value::Array(out))
+}
+
+/// The entry of a filter h5lake knows with the `class`, `id` and `name`
+/// HSDS gives every entry it keeps (h5pyd reads all three to report a
+/// dataset's compression): a bare name or id becomes such an object, and an
+/// object gets the keys it lacks.
+///
+/// # Errors
+/// A `class` naming another filter than the entry's `id`.
+fn with_identity(entry: Value) -> Result<Value> {
+    let canonical = parse_entry(&entry)?.to_hsds_json();
+    let mut obj = match entry {
+        Value::Object(o) => o,
+        _ => Map::new(),
+    };
+    if let Some(class) = obj.get("class").and_then(Value::as_str) {
+        if class != "H5Z_FILTER_USER" && Some(class) != canonical["class"].as_str() {
+            return Err(CodecError::Invalid(format!(
+                "filter class {class} does not name filter id {} ({})",
+                canonical["id"], canonical["class"]
+            )));
+        }
+    }
+    for key in ["class", "id", "name"] {
+        if !obj.contains_key(key) {
+            obj.insert(key.into(), canonical[key].clone());
+        }
+    }
+    Ok(Value::Object(obj))
 }
 
 fn complete_scaleoffset(
@@ -761,8 +792,9 @@ impl Filter {
     pub fn to_hsds_json(&self) -> Value {
         match self {
             Filter::Shuffle => json!({"class": "H5Z_FILTER_SHUFFLE", "id": 2, "name": "shuffle"}),
+            // HSDS's name for it, which h5pyd reports as the compression.
             Filter::Deflate { level } => {
-                json!({"class": "H5Z_FILTER_DEFLATE", "id": 1, "name": "deflate", "level": level})
+                json!({"class": "H5Z_FILTER_DEFLATE", "id": 1, "name": "gzip", "level": level})
             }
             Filter::Fletcher32 => {
                 json!({"class": "H5Z_FILTER_FLETCHER32", "id": 3, "name": "fletcher32"})

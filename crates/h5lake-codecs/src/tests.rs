@@ -153,7 +153,7 @@ fn json_roundtrip_and_shape() {
     );
     assert_eq!(
         v[1],
-        json!({"class": "H5Z_FILTER_DEFLATE", "id": 1, "name": "deflate", "level": 4})
+        json!({"class": "H5Z_FILTER_DEFLATE", "id": 1, "name": "gzip", "level": 4})
     );
     assert_eq!(
         v[2],
@@ -493,4 +493,51 @@ fn bitshuffle_entries_and_round_trips() {
     }
     assert!(Pipeline::from_hsds_json(&json!([{"id": 32008, "block_size": 12}])).is_err());
     assert!(Pipeline::from_hsds_json(&json!([{"id": 32008, "compression": 7}])).is_err());
+}
+
+#[test]
+fn entries_are_completed_with_class_id_and_name() {
+    let f32le = ElementInfo {
+        class: ElementClass::Float,
+        size: 4,
+        big_endian: false,
+    };
+    // What h5pyd 0.24 sends, bare names, a user-class entry by name, a blosc
+    // entry naming its codec by key: each comes back with all three keys.
+    let given = json!([
+        {"class": "H5Z_FILTER_DEFLATE", "id": 1, "level": 6},
+        "shuffle",
+        "deflate",
+        32015,
+        {"class": "H5Z_FILTER_USER", "name": "lz4"},
+        {"class": "H5Z_FILTER_BLOSC", "compressor": "zstd", "level": 3},
+    ]);
+    let done = complete_filters(&given, f32le, &[10], &[0; 4]).unwrap();
+    assert_eq!(
+        done,
+        json!([
+            {"class": "H5Z_FILTER_DEFLATE", "id": 1, "name": "gzip", "level": 6},
+            {"class": "H5Z_FILTER_SHUFFLE", "id": 2, "name": "shuffle"},
+            {"class": "H5Z_FILTER_DEFLATE", "id": 1, "name": "gzip"},
+            {"class": "H5Z_FILTER_ZSTD", "id": 32015, "name": "zstd"},
+            {"class": "H5Z_FILTER_USER", "name": "lz4", "id": 32004},
+            {"class": "H5Z_FILTER_BLOSC", "compressor": "zstd", "level": 3, "id": 32001,
+             "name": "zstd"},
+        ])
+    );
+    // The same filters, and completing again changes nothing.
+    assert_eq!(
+        Pipeline::from_hsds_json(&done).unwrap(),
+        Pipeline::from_hsds_json(&given).unwrap()
+    );
+    assert_eq!(
+        complete_filters(&done, f32le, &[10], &[0; 4]).unwrap(),
+        done
+    );
+    // A class and an id naming two filters are refused, not read as the id's.
+    let mixed = json!([{"class": "H5Z_FILTER_DEFLATE", "id": 32015}]);
+    assert!(matches!(
+        complete_filters(&mixed, f32le, &[10], &[0; 4]),
+        Err(CodecError::Invalid(m)) if m.contains("H5Z_FILTER_DEFLATE")
+    ));
 }
