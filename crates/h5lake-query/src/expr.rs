@@ -3,7 +3,10 @@
 //! (chained as in Python: `0 < x <= 5`), `& | ~` (also `and or not`),
 //! `abs sqrt log exp`. Comparisons bind tighter than `&` and `|`, so
 //! `x > 0 & y < 1` means what it reads as; the parenthesised form numexpr
-//! and PyTables need means the same.
+//! and PyTables need means the same. HSDS's forms read as HSDS reads them:
+//! `field('odd name')`, `x.isin(a, b)` and `x IN (a, b)`, `_` for the
+//! element of a dataset that is not a table, and a bare word compared with
+//! a text field (`symbol == AAPL`) as that text.
 
 use crate::error::{QueryError, Result};
 use crate::leaf::{Kind, Leaf};
@@ -318,6 +321,11 @@ struct Parser<'a> {
     /// Whether a reduction may start here (the top of a chunk function).
     reduction: Option<(Reduction, usize)>,
     depth: usize,
+    /// Whether a name that is no field stands for its own text (a value
+    /// compared with a text field: HSDS's `symbol == AAPL`).
+    bare_text: bool,
+    /// Whether any name stands for a number (a check of the syntax alone).
+    free_names: bool,
 }
 
 /// Parses a condition (a query): an expression that is true or false.
@@ -333,6 +341,24 @@ pub fn parse_condition(text: &str, leaves: &[Leaf]) -> Result<Node> {
         });
     }
     Ok(node)
+}
+
+/// Checks that `text` reads as an expression, whatever fields it names
+/// (what a query over several tables, each with its own fields, can check
+/// once).
+///
+/// # Errors
+/// [`QueryError::Syntax`], with the position.
+pub fn check_syntax(text: &str) -> Result<()> {
+    let mut p = Parser::new(text, &[])?;
+    // Every name reads as a number here: names and types are each table's
+    // (so a type error may hide a later syntax error; each table's parse
+    // finds that one).
+    p.free_names = true;
+    match p.or().and_then(|_| p.expect_end()) {
+        Err(e @ QueryError::Syntax { .. }) => Err(e),
+        _ => Ok(()),
+    }
 }
 
 /// Parses an expression of any type.
@@ -402,6 +428,8 @@ impl<'a> Parser<'a> {
             leaves,
             reduction: None,
             depth: 0,
+            bare_text: false,
+            free_names: false,
         })
     }
 
@@ -514,6 +542,11 @@ impl<'a> Parser<'a> {
 
     fn cmp(&mut self) -> Result<Node> {
         let mut left = self.sum()?;
+        if self.eat("in") {
+            // `x IN (a, b)`, as HSDS's queries write `x.isin(a, b)`.
+            self.expect("(")?;
+            return self.one_of(left);
+        }
         let mut out: Option<Node> = None;
         loop {
             let op = match self.peek() {
@@ -527,7 +560,7 @@ impl<'a> Parser<'a> {
             };
             let pos = self.pos();
             self.at += 1;
-            let right = self.sum()?;
+            let right = self.operand_against(&left)?;
             if (left.ty() == Ty::Text) != (right.ty() == Ty::Text) {
                 return Err(QueryError::Invalid {
                     pos,
@@ -541,6 +574,43 @@ impl<'a> Parser<'a> {
             });
             left = right;
         }
+    }
+
+    /// What `left` is compared with: a name that is no field is its own
+    /// text when `left` is text.
+    fn operand_against(&mut self, left: &Node) -> Result<Node> {
+        let was = std::mem::replace(&mut self.bare_text, left.ty() == Ty::Text);
+        let right = self.sum();
+        self.bare_text = was;
+        right
+    }
+
+    /// The rest of `x.isin(a, b, ...)` or `x IN (a, b, ...)` after its `(`:
+    /// whether `x` equals any of the values.
+    fn one_of(&mut self, x: Node) -> Result<Node> {
+        let mut out: Option<Node> = None;
+        if !self.eat(")") {
+            loop {
+                let pos = self.pos();
+                let v = self.operand_against(&x)?;
+                if (x.ty() == Ty::Text) != (v.ty() == Ty::Text) {
+                    return Err(QueryError::Invalid {
+                        pos,
+                        msg: "compares text with a number".into(),
+                    });
+                }
+                let eq = Node::Cmp(CmpOp::Eq, Box::new(x.clone()), Box::new(v));
+                out = Some(match out {
+                    None => eq,
+                    Some(o) => Node::Or(Box::new(o), Box::new(eq)),
+                });
+                if self.eat(")") {
+                    break;
+                }
+                self.expect(",")?;
+            }
+        }
+        Ok(out.unwrap_or(Node::BoolLit(false)))
     }
 
     fn sum(&mut self) -> Result<Node> {
@@ -677,6 +747,25 @@ impl<'a> Parser<'a> {
                 self.depth -= 1;
                 Ok(e)
             }
+            // HSDS's forms: `field('odd name')`, `x.isin(a, b)`.
+            Tok::Name(n) if n == "field" && self.eat("(") => {
+                let Tok::Text(name) = self.peek().clone() else {
+                    return Err(QueryError::Syntax {
+                        pos: self.pos(),
+                        msg: "field() takes a field's name in quotes".into(),
+                    });
+                };
+                self.at += 1;
+                self.expect(")")?;
+                self.leaf_node(&String::from_utf8_lossy(&name), pos)
+            }
+            Tok::Name(n) if n.ends_with(".isin") && self.eat("(") => {
+                let x = self.leaf_node(&n[..n.len() - ".isin".len()], pos)?;
+                self.deeper()?;
+                let e = self.one_of(x);
+                self.depth -= 1;
+                e
+            }
             Tok::Name(n) if self.eat("(") => {
                 let f = match n.as_str() {
                     "abs" => Func::Abs,
@@ -716,38 +805,9 @@ impl<'a> Parser<'a> {
                 "false" => Ok(Node::BoolLit(false)),
                 "inf" => Ok(Node::Lit(Num::Float(f64::INFINITY))),
                 "nan" => Ok(Node::Lit(Num::Float(f64::NAN))),
-                _ => {
-                    let i = self
-                        .leaves
-                        .iter()
-                        .position(|l| l.name == n)
-                        .ok_or_else(|| {
-                            let names: Vec<&str> =
-                                self.leaves.iter().map(|l| l.name.as_str()).collect();
-                            QueryError::Invalid {
-                                pos,
-                                msg: if names.is_empty() {
-                                    format!("no field {n:?}: this dataset has no numeric fields")
-                                } else if n.contains('.') {
-                                    format!(
-                                        "no field {n:?} (or more than one: a member whose name \
-                                         holds a dot and a nested member of that path); the \
-                                         fields are {}",
-                                        names.join(", ")
-                                    )
-                                } else {
-                                    format!("no field {n:?}; the fields are {}", names.join(", "))
-                                },
-                            }
-                        })?;
-                    let ty = match self.leaves[i].kind {
-                        Kind::Bool => Ty::Bool,
-                        Kind::Int { .. } => Ty::Int,
-                        Kind::Float { .. } => Ty::Float,
-                        Kind::Text { .. } => Ty::Text,
-                    };
-                    Ok(Node::Leaf(i, ty))
-                }
+                _ if self.bare_text && !self.is_leaf(&n) => Ok(Node::Text(n.into_bytes())),
+                _ if self.free_names => Ok(Node::Lit(Num::Float(0.0))),
+                _ => self.leaf_node(&n, pos),
             },
             Tok::End => Err(QueryError::Syntax {
                 pos,
@@ -758,6 +818,45 @@ impl<'a> Parser<'a> {
                 msg: format!("unexpected {o:?}"),
             }),
         }
+    }
+
+    fn is_leaf(&self, n: &str) -> bool {
+        self.leaves.iter().any(|l| l.name == n)
+    }
+
+    /// The leaf named `n`; `_` is the element of a dataset of one leaf (as
+    /// HSDS names it; h5lake's name for it is `value`).
+    fn leaf_node(&self, n: &str, pos: usize) -> Result<Node> {
+        let i = self
+            .leaves
+            .iter()
+            .position(|l| l.name == n)
+            .or_else(|| (n == "_" && self.leaves.len() == 1).then_some(0))
+            .ok_or_else(|| {
+                let names: Vec<&str> = self.leaves.iter().map(|l| l.name.as_str()).collect();
+                QueryError::Invalid {
+                    pos,
+                    msg: if names.is_empty() {
+                        format!("no field {n:?}: this dataset has no numeric fields")
+                    } else if n.contains('.') {
+                        format!(
+                            "no field {n:?} (or more than one: a member whose name \
+                                         holds a dot and a nested member of that path); the \
+                                         fields are {}",
+                            names.join(", ")
+                        )
+                    } else {
+                        format!("no field {n:?}; the fields are {}", names.join(", "))
+                    },
+                }
+            })?;
+        let ty = match self.leaves[i].kind {
+            Kind::Bool => Ty::Bool,
+            Kind::Int { .. } => Ty::Int,
+            Kind::Float { .. } => Ty::Float,
+            Kind::Text { .. } => Ty::Text,
+        };
+        Ok(Node::Leaf(i, ty))
     }
 }
 
@@ -887,6 +986,71 @@ mod tests {
         assert!(matches!(e, QueryError::Invalid { pos: 8, .. }), "{e}");
         let e = parse_condition("x $ 1", &l).unwrap_err();
         assert!(matches!(e, QueryError::Syntax { pos: 2, .. }), "{e}");
+    }
+
+    #[test]
+    fn hsds_query_forms_mean_what_hsds_reads_them_as() {
+        let t = json!({"class": "H5T_COMPOUND", "fields": [
+            {"name": "symbol", "type": {"class": "H5T_STRING", "charSet": "H5T_CSET_ASCII",
+                                         "strPad": "H5T_STR_NULLPAD", "length": 4}},
+            {"name": "open price", "type": {"class": "H5T_FLOAT", "base": "H5T_IEEE_F32LE"}},
+            {"name": "date", "type": {"class": "H5T_INTEGER", "base": "H5T_STD_I32LE"}},
+        ]});
+        let l = leaves(&Datatype::from_json(&t).unwrap());
+        let same = |hsds: &str, ours: &str| {
+            assert_eq!(
+                parse_condition(hsds, &l).unwrap(),
+                parse_condition(ours, &l).unwrap(),
+                "{hsds}"
+            );
+        };
+        same("field('open price') > 1", "`open price` > 1");
+        same("symbol == AAPL", "symbol == 'AAPL'");
+        same(
+            "symbol.isin('AAPL', b'EBAY')",
+            "(symbol == 'AAPL') | (symbol == 'EBAY')",
+        );
+        same(
+            "symbol IN (AAPL, EBAY)",
+            "(symbol == 'AAPL') | (symbol == 'EBAY')",
+        );
+        same(
+            "date in (1, 2) & (field('date') > 0)",
+            "((date == 1) | (date == 2)) & (date > 0)",
+        );
+        same(
+            "~(symbol.isin('AAPL')) & (date > 20170102)",
+            "~(symbol == 'AAPL') & (date > 20170102)",
+        );
+        assert_eq!(
+            parse_condition("date in ()", &l).unwrap(),
+            Node::BoolLit(false)
+        );
+        // A bare word is text only against text; elsewhere a missing field.
+        let e = parse_condition("date == AAPL", &l).unwrap_err();
+        assert!(e.to_string().contains("no field \"AAPL\""), "{e}");
+        let e = parse_condition("date.isin('x')", &l).unwrap_err();
+        assert!(e.to_string().contains("text with a number"), "{e}");
+        assert!(parse_condition("field(date) > 1", &l).is_err());
+        assert!(parse_condition("symbol in (AAPL", &l).is_err());
+        // `_` is the element of a dataset that is not a table.
+        let one = leaves(&Datatype::from_json(&json!("H5T_IEEE_F64LE")).unwrap());
+        assert_eq!(
+            parse_condition("_ > 1.0", &one).unwrap(),
+            parse_condition("value > 1.0", &one).unwrap()
+        );
+        assert!(parse_condition("_ > 1.0", &l).is_err());
+        // What reads as an expression whatever its fields are.
+        assert!(check_syntax("attr1 > 2 AND attr2 != 'A0000004'").is_ok());
+        assert!(check_syntax("nosuch.isin(1, 2) | (x > 2)").is_ok());
+        assert!(matches!(
+            check_syntax("attr1 >"),
+            Err(QueryError::Syntax { pos: 7, .. })
+        ));
+        assert!(matches!(
+            check_syntax("(a > 1"),
+            Err(QueryError::Syntax { .. })
+        ));
     }
 
     #[test]
