@@ -833,3 +833,58 @@ def test_an_appended_float_past_a_narrower_members_range_is_refused(tmp_path, la
         assert d.shape == (1,)
         d.append(pa.table({"x": [2.0, float("inf")], "h": [1.0, float("nan")]}))
         assert d.shape == (3,) and np.isinf(d[2]["x"]) and np.isnan(d[2]["h"])
+
+
+@pytest.mark.parametrize("layout", [None, "columnar"])
+def test_every_type_converts_as_the_columnar_layout_keeps_it(tmp_path, layout):
+    """to_arrow() of the row layout gives the Arrow types a columnar table
+    keeps (complex as (r, i) structs, opaque bytes, sequences of their own
+    item type); of dtypes no table holds, a table all the same."""
+    pa = pytest.importorskip("pyarrow")
+    cv = np.dtype([("k", "i4"), ("z", "c16"), ("v", h5lake.vlen_dtype("f4")), ("o", "V3")])
+    rows = np.zeros(3, cv)
+    rows["k"] = [1, 2, 3]
+    rows["z"] = [1 + 2j, -3j, 0]
+    rows["v"] = [np.array([1.5], "f4"), np.array([], "f4"), np.array([2, 3], "f4")]
+    rows["o"] = [b"abc", b"\0\1\2", b"xyz"]
+    with h5lake.File(tmp_path / "t.h5l", "w") as f:
+        t = f.create_dataset("t", data=rows, chunks=(2,), layout=layout).to_arrow()
+        assert t.schema.field("z").type == pa.struct([("r", pa.float64()), ("i", pa.float64())])
+        assert t.schema.field("v").type.value_type == pa.float32()
+        assert t.schema.field("o").type == pa.binary(3)
+        assert t.column("z").to_pylist() == [{"r": 1, "i": 2}, {"r": 0, "i": -3}, {"r": 0, "i": 0}]
+        assert t.column("v").to_pylist() == [[1.5], [], [2, 3]]
+        assert t.column("o").to_pylist() == [b"abc", b"\0\1\2", b"xyz"]
+        if layout is not None:
+            return
+        f["c8"] = np.array([1 + 2j], "c8")
+        assert f["c8"].to_arrow().column("value").to_pylist() == [{"r": 1, "i": 2}]
+        for t in ("i4", "i2", "u1", "f4"):
+            d = f.create_dataset("v" + t, (2,), h5lake.vlen_dtype(t))
+            d[0] = [1, 2]
+            got = d.to_arrow().column("value")
+            assert got.type.value_type == pa.from_numpy_dtype(np.dtype(t)), t
+            assert got.to_pylist() == [[1, 2], []]
+        f["ld"] = np.array([1.5], np.longdouble)
+        assert f["ld"].to_arrow().column("value").to_pylist() == [np.array(1.5, np.longdouble).tobytes()]
+        f["refs"] = np.array([f["c8"].ref, h5lake.Reference()], dtype=h5lake.ref_dtype)
+        refs = f["refs"].to_arrow().column("value").to_pylist()
+        assert refs[1] is None and f[h5lake.Reference._from_stored(refs[0])] == f["c8"]
+        f["empty"] = h5lake.Empty("f4")
+        e = f["empty"].to_arrow()
+        assert e.num_rows == 0 and e.schema.field("value").type == pa.float32()
+
+
+@pytest.mark.parametrize("layout", [None, "columnar"])
+def test_append_matches_columns_by_name_in_either_layout(tmp_path, layout):
+    pd = pytest.importorskip("pandas")
+    pa = pytest.importorskip("pyarrow")
+    dt = np.dtype([("i", "i4"), ("f", "f8")])
+    with h5lake.File(tmp_path / "t.h5l", "w") as f:
+        d = f.create_dataset("t", (0,), dt, maxshape=(None,), chunks=(4,), layout=layout)
+        d.append(pd.DataFrame({"f": [1.5], "i": [3]}))
+        d.append(pa.table({"f": [2.5], "i": pa.array([4], pa.int32())}).to_reader())
+        assert d[()].tolist() == [(3, 1.5), (4, 2.5)]
+        with pytest.raises(ValueError):
+            d.append(pd.DataFrame({"f": [1.5], "j": [3]}))
+        assert d.shape == (2,)

@@ -941,3 +941,23 @@ def test_space_padded_strings_read_and_write_as_libhdf5_converts_them(tmp_path):
         raw = np.zeros(2, [("n", "<i4"), ("s", "S6")])
         c.id.read(h5s.ALL, h5s.ALL, raw, mtype=c.id.get_type())
         assert raw["s"].tolist() == [b"ab    ", b"m     "] and c[1]["s"] == b"m"
+
+
+def test_small_answers_as_h5py_gives_them(tmp_path):
+    with h5lake.File(tmp_path / "s.h5l", "w") as f:
+        f.create_group("a")
+        f["d"] = np.arange(3)
+        f.create_dataset("r", (2, 0), maxshape=(None, 5))
+        with pytest.raises(TypeError, match="string or bytes"):
+            1 in f
+        with pytest.raises(ValueError, match="name of a link must be supplied"):
+            f.move("/", "a/x")
+        assert "a" in f and "d" in f
+        space = f["d"].id.get_space()
+        assert space.shape == (3,) and space.get_simple_extent_dims(maxdims=True) == (3,)
+        assert f["r"].id.get_space().get_simple_extent_dims(maxdims=True) == \
+            (h5lake.h5s.UNLIMITED, 5)
+        f["s"] = 1.0
+        f["e"] = h5lake.Empty("f4")
+        assert f["s"].id.get_space().get_simple_extent_type() == h5lake.h5s.SCALAR
+        assert f["e"].id.get_space().get_simple_extent_type() == h5lake.h5s.NULL

@@ -471,6 +471,18 @@ class DatasetID(ObjectID):
             return PropDAID(self._fs.chunk_cache)
         return PropDAID(got.get_chunk_cache(), got.get_virtual_prefix(), got.get_efile_prefix())
 
+    def get_space(self):
+        """The dataset's dataspace (``h5s.SpaceID``): its class, extent and
+        maximum extent (``h5s.UNLIMITED`` where it has none)."""
+        from .. import h5s
+        from .dataset import Dataset
+        d = Dataset(self)
+        if d.shape is None:
+            return h5s.create(h5s.NULL)
+        if d.shape == ():
+            return h5s.create(h5s.SCALAR)
+        return h5s.create_simple(d.shape, d.maxshape)
+
     def get_create_plist(self):
         """The dataset's creation properties (``h5p.PropDCID``): layout,
         chunk shape, fill value and fill time."""

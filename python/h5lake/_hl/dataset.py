@@ -1070,8 +1070,8 @@ class Dataset(HLObject):
         """Appends rows to this 1-D resizable dataset and returns how many:
         ``data`` is a table (``pyarrow.Table``, ``RecordBatch``,
         ``RecordBatchReader``, ``pandas.DataFrame``, Polars, anything with
-        ``__arrow_c_stream__``) whose columns are the members, by name and in
-        order, or an array of the dataset's type. The rows are claimed at
+        ``__arrow_c_stream__``) whose columns are the members (matched by
+        name, in any order), or an array of the dataset's type. The rows are claimed at
         the dataset's end in one step, so concurrent appenders never
         overwrite each other, and written after: a reader at that moment
         may see the new length with the fill value in rows not written yet.

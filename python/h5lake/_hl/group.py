@@ -678,7 +678,9 @@ class Group(HLObject, MutableMappingHDF5):
 
     def __contains__(self, name):
         """Test if a member (link) exists; intermediate components must exist too."""
-        if not isinstance(name, (str, bytes)) or not name:
+        if not isinstance(name, (str, bytes)):
+            raise TypeError("A name should be string or bytes")     # (h5py's words)
+        if not name:
             return False
         if not self._fs.valid:
             return False
@@ -697,6 +699,9 @@ class Group(HLObject, MutableMappingHDF5):
         if source == dest:
             return
         source, dest = to_str_name(source), to_str_name(dest)
+        if not source.strip("/") or not dest.strip("/"):
+            raise ValueError("Unable to move link (the name of a link must be supplied to "
+                             "move or copy)")
         if _plain(source) and _plain(dest):
             # Within this group: one call, no walk.
             try:

@@ -28,19 +28,53 @@ def _column(pa, a):
         children = [_column(pa, np.ascontiguousarray(a[name])) for name in dt.names]
         return pa.StructArray.from_arrays(children, names=list(dt.names))
     if dt.kind == "O":
-        from .h5t import check_vlen_dtype
+        from .h5t import Reference, RegionReference, check_ref_dtype, check_vlen_dtype
+        ref = check_ref_dtype(dt)
+        if ref is Reference:            # as a columnar table keeps them: the stored id
+            from .h5t import _REF_BYTES
+            return pa.array([r._stored().encode().ljust(_REF_BYTES, b"\0") if r else None
+                             for r in a],
+                            pa.binary(_REF_BYTES))
+        if ref is RegionReference:      # h5json's object, as JSON text
+            import json
+            return pa.array([json.dumps(r._stored()) if r else None for r in a], pa.string())
         base = check_vlen_dtype(dt)
         if base is str:                 # UTF-8 text: Arrow strings
             return pa.array([x.decode("utf-8") if isinstance(x, bytes) else x for x in a],
                             pa.string())
         if base is bytes:
             return pa.array([bytes(x) for x in a], pa.binary())
-        return pa.array([np.asarray(x).tolist() for x in a])
+        return _sequences(pa, a, np.dtype(base) if base is not None else None)
     if dt.kind == "S":
         return _fixed_bytes(pa, a)
+    if dt.kind == "V":                  # opaque: its bytes, as a columnar table keeps them
+        return pa.array([bytes(x) for x in a], pa.binary(dt.itemsize))
+    if dt.kind == "c":                  # as a columnar table keeps them: (r, i) structs
+        return pa.StructArray.from_arrays([_column(pa, np.ascontiguousarray(a.real)),
+                                           _column(pa, np.ascontiguousarray(a.imag))],
+                                          names=["r", "i"])
+    if dt.kind == "f" and dt.itemsize > 8:
+        # No Arrow float holds a long double: its bytes, as a columnar table keeps it.
+        return pa.array([x.tobytes() for x in a], pa.binary(dt.itemsize))
     if not dt.isnative:                 # Arrow is little-endian
         a = a.astype(dt.newbyteorder("="))
     return pa.array(np.ascontiguousarray(a))
+
+
+def _sequences(pa, a, base):
+    """Variable-length sequences as an Arrow list column of their own item
+    type (pyarrow's guess from Python values widened int32 to int64)."""
+    items = [np.asarray(x, dtype=base) for x in a]
+    if base is None:
+        base = items[0].dtype if items else np.dtype("f8")
+    lengths = np.fromiter((len(x) for x in items), np.int64, len(items))
+    offsets = np.zeros(len(items) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    values = np.concatenate(items) if items else np.zeros(0, base)
+    values = _column(pa, np.ascontiguousarray(values.astype(base, copy=False)))
+    large = offsets[-1] > np.iinfo(np.int32).max
+    cls = pa.LargeListArray if large else pa.ListArray
+    return cls.from_arrays(pa.array(offsets if large else offsets.astype(np.int32)), values)
 
 
 def _fixed_bytes(pa, a):
@@ -82,6 +116,8 @@ def to_arrow(dset, sel=None, fields=None, where=None):
     if picked is not None:
         return _take_rows(pa, dset, picked, fields)
     src = dset.fields(fields) if fields is not None else dset
+    if dset.shape is None:              # an empty dataspace: a table of no rows
+        return _records_to_arrow(pa, dset, src.dtype, np.zeros(0, src.dtype))
     data = src[()] if sel is None else src[sel]
     return _records_to_arrow(pa, dset, src.dtype, np.asarray(data))
 
@@ -373,6 +409,20 @@ def unscaled(pa, col):
     return pa.chunked_array(out, pa.int64())
 
 
+def _in_member_order(pa, dset, src):
+    """``src`` with its columns in the order of ``dset``'s members when they
+    are the members in another order (columns are matched by name, in
+    either layout); anything else as it is, for the checks that name it."""
+    names = list(dset.dtype.names or ())
+    have = list(src.schema.names)
+    if have == names or sorted(have) != sorted(names):
+        return src
+    if isinstance(src, pa.Table):
+        return src.select(names)
+    schema = pa.schema([src.schema.field(n) for n in names], metadata=src.schema.metadata)
+    return pa.RecordBatchReader.from_batches(schema, (b.select(names) for b in src))
+
+
 def _to_members(pa, dset, src, kinds):
     """The table ``src`` ready for ``dset``'s members: columns noted in
     ``arrow_types`` cast to their type (timestamps given in another unit
@@ -519,6 +569,7 @@ def append(dset, data):
     dset._fs.check_writable(OSError, "Unable to append to the dataset")
     src = arrow_source(data)
     if src is not None:
+        src = _in_member_order(_pa(), dset, src)
         # Columns kept as integers take the table's values in their unit.
         src = _to_members(_pa(), dset, src, _arrow_types(_pa(), dset))
     try:
