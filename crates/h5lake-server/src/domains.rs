@@ -220,7 +220,12 @@ pub(crate) async fn about(State(app): AppState, ctx: Ctx) -> Result<Response> {
     }))
 }
 
-const COMPRESSORS: [&str; 7] = ["deflate", "gzip", "lz4", "lz4hc", "lzf", "zstd", "blosclz"];
+/// HSDS's `min_chunk_size`: a dataset made without a layout is chunked
+/// from this size up.
+pub(crate) const MIN_CHUNK_BYTES: u64 = 1 << 20;
+
+// Each one a filter a dataset can be made with, by this name alone.
+const COMPRESSORS: [&str; 6] = ["deflate", "gzip", "lz4", "lzf", "zstd", "blosclz"];
 
 pub(crate) fn domain_response(domain: &str, doc: &Value) -> Value {
     let mut out = json!({
@@ -230,7 +235,7 @@ pub(crate) fn domain_response(domain: &str, doc: &Value) -> Value {
         "class": if doc.get("root").is_some() { "domain" } else { "folder" },
         "name": domain,
         "hrefs": [],
-        "limits": {"min_chunk_size": 1 << 20, "max_chunk_size": 4 << 20,
+        "limits": {"min_chunk_size": MIN_CHUNK_BYTES, "max_chunk_size": 4 << 20,
                    "max_request_size": 100 << 20, "max_chunks_per_request": 1000},
         "compressors": COMPRESSORS,
         "version": "1.0.2",
@@ -711,10 +716,23 @@ pub(crate) fn list_children(app: &App, folder: &str) -> Result<Vec<(String, Valu
 
 pub(crate) async fn get_domains(State(app): AppState, ctx: Ctx) -> Result<Response> {
     blocking(move || {
-        let folder = match ctx.param("domain") {
-            Some(_) => ctx.domain()?,
-            None => "/".to_string(),
+        // The folder as any request names its domain (HSDS takes the
+        // header too); the top without one.
+        let named = ["domain", "host"].iter().any(|k| ctx.param(k).is_some())
+            || ctx.headers.contains_key("x-hdf-domain");
+        let folder = if named {
+            ctx.domain()?
+        } else {
+            "/".to_string()
         };
+        let query = ctx.param("query").map(str::to_string);
+        if let Some(q) = &query {
+            crate::domain_query::check_syntax(q)?;
+            crate::budget::gate_documents(&app, &ctx);
+        }
+        if let Some(p) = ctx.param("pattern") {
+            check_glob(p)?;
+        }
         if folder != "/" {
             let doc = domain_doc(&app, &folder)?;
             if doc.get("root").is_some() {
@@ -736,18 +754,31 @@ pub(crate) async fn get_domains(State(app): AppState, ctx: Ctx) -> Result<Respon
             if pattern.as_ref().is_some_and(|p| !glob_match(p, base)) {
                 continue;
             }
+            let readable = acl_check(&doc, Action::Read, &ctx.user, &app.cfg.admin_user).is_ok();
+            // A query looks inside a domain: only one the caller may read
+            // can match (else its answers would tell attribute values).
+            if let Some(q) = &query {
+                if !readable || !root_attributes_match(&app, &ctx.user, &name, &doc, q)? {
+                    continue;
+                }
+            }
             if items.len() >= limit {
                 break;
             }
-            // Reading the folder shows what is in it; what each entry is
-            // (owner, root, sizes) only to those who may read the entry.
-            if acl_check(&doc, Action::Read, &ctx.user, &app.cfg.admin_user).is_err() {
+            // Reading the folder shows what is in it and whose each entry
+            // is (as HSDS lists it: hsls reads every entry's owner); what
+            // it holds (root, sizes) only to those who may read it.
+            if !readable {
                 let class = if doc.get("root").is_some() {
                     "domain"
                 } else {
                     "folder"
                 };
-                items.push(json!({"name": name, "class": class}));
+                let mut item = json!({"name": name, "class": class});
+                for k in ["owner", "created", "lastModified"] {
+                    item[k] = doc.get(k).cloned().unwrap_or(Value::Null);
+                }
+                items.push(item);
                 continue;
             }
             let mut item = domain_response(&name, &doc);
@@ -768,27 +799,131 @@ pub(crate) async fn get_domains(State(app): AppState, ctx: Ctx) -> Result<Respon
     .await
 }
 
-/// `*` and `?` wildcards, as `hsls` patterns use them.
+/// Whether domain `name` (document `doc`) has a root group whose
+/// attributes satisfy query `q`. A domain whose root cannot be read (gone
+/// meanwhile, damaged) does not match: it is not the query's fault.
+///
+/// # Errors
+/// A query that does not parse (400).
+fn root_attributes_match(app: &App, user: &str, name: &str, doc: &Value, q: &str) -> Result<bool> {
+    let Some(root) = doc.get("root").and_then(Value::as_str) else {
+        return Ok(false);
+    };
+    let Ok(root_doc) = open_domain_named(app, user, name.to_string(), Action::Read)
+        .and_then(|dom| dom.get_doc(root).map_err(ServerError::from))
+    else {
+        return Ok(false);
+    };
+    match root_doc.get("attributes").and_then(Value::as_object) {
+        Some(attrs) => crate::domain_query::matches(q, attrs),
+        None => Ok(false),
+    }
+}
+
+/// A pattern whose brackets close (`[a-z]`, `[!0-9]`).
+fn check_glob(p: &str) -> Result<()> {
+    let mut open = false;
+    for c in p.chars() {
+        match c {
+            '[' if !open => open = true,
+            ']' if open => open = false,
+            _ => {}
+        }
+    }
+    if open {
+        return Err(ServerError::BadRequest(format!(
+            "invalid pattern {p:?}: a [ is not closed"
+        )));
+    }
+    Ok(())
+}
+
+/// Whether `c` is in the set of a bracket expression (`a-z0`, no
+/// brackets; a leading `!` or `^` negates).
+fn in_set(set: &[char], c: char) -> bool {
+    let (negate, set) = match set.first() {
+        Some('!' | '^') => (true, &set[1..]),
+        _ => (false, set),
+    };
+    let mut i = 0;
+    let mut found = false;
+    while i < set.len() {
+        if i + 2 < set.len() && set[i + 1] == '-' {
+            found |= (set[i]..=set[i + 2]).contains(&c);
+            i += 3;
+        } else {
+            found |= set[i] == c;
+            i += 1;
+        }
+    }
+    found != negate
+}
+
+/// Shell wildcards, as `hsls` patterns use them: `*`, `?` and bracket
+/// sets (`[a-c]`, `[!0-9]`).
 pub(crate) fn glob_match(p: &str, s: &str) -> bool {
-    let (p, s): (Vec<char>, Vec<char>) = (p.chars().collect(), s.chars().collect());
-    let (mut pi, mut si, mut star, mut mark) = (0, 0, None, 0);
+    let tokens = glob_tokens(p);
+    let s: Vec<char> = s.chars().collect();
+    let one = |t: &Glob, c: char| match t {
+        Glob::Any => true,
+        Glob::Char(x) => *x == c,
+        Glob::Set(set) => in_set(set, c),
+        Glob::Star => false,
+    };
+    let (mut ti, mut si, mut star, mut mark) = (0, 0, None, 0);
     while si < s.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == s[si]) {
-            pi += 1;
+        if ti < tokens.len() && tokens[ti] != Glob::Star && one(&tokens[ti], s[si]) {
+            ti += 1;
             si += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some(pi);
+        } else if ti < tokens.len() && tokens[ti] == Glob::Star {
+            star = Some(ti);
             mark = si;
-            pi += 1;
+            ti += 1;
         } else if let Some(st) = star {
-            pi = st + 1;
+            ti = st + 1;
             mark += 1;
             si = mark;
         } else {
             return false;
         }
     }
-    p[pi..].iter().all(|&c| c == '*')
+    tokens[ti..].iter().all(|t| *t == Glob::Star)
+}
+
+#[derive(PartialEq)]
+enum Glob {
+    Star,
+    Any,
+    Char(char),
+    Set(Vec<char>),
+}
+
+/// A pattern's parts; a `[` that no `]` closes stands for itself.
+fn glob_tokens(p: &str) -> Vec<Glob> {
+    let p: Vec<char> = p.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < p.len() {
+        match p[i] {
+            '*' => out.push(Glob::Star),
+            '?' => out.push(Glob::Any),
+            '[' => {
+                // (A `]` first in the set, after any negation, is a member.)
+                let first = i + 1 + usize::from(matches!(p.get(i + 1), Some('!' | '^')));
+                match p.iter().skip(first + 1).position(|&c| c == ']') {
+                    Some(k) => {
+                        let close = first + 1 + k;
+                        out.push(Glob::Set(p[i + 1..close].to_vec()));
+                        i = close;
+                    }
+                    None => out.push(Glob::Char('[')),
+                }
+            }
+            c => out.push(Glob::Char(c)),
+        }
+        i += 1;
+    }
+    out
 }
 
 // ---- ACLs ------------------------------------------------------------------

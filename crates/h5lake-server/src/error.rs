@@ -109,10 +109,12 @@ impl IntoResponse for ServerError {
         // name): quoted whole, one large body would be answered twice over
         // (error and message), outside the memory budget.
         let mut msg = clipped(self.to_string(), MAX_MESSAGE_BYTES);
-        if status.is_server_error() && status != StatusCode::SERVICE_UNAVAILABLE {
+        let said_to_clients = [StatusCode::SERVICE_UNAVAILABLE, StatusCode::NOT_IMPLEMENTED];
+        if status.is_server_error() && !said_to_clients.contains(&status) {
             // What failed inside the server (a store error naming its
             // files, a bug) is the operator's to read, not the client's: it
-            // can hold paths and other details of the host.
+            // can hold paths and other details of the host. (What is busy
+            // or not implemented is the server's own words, for clients.)
             let incident = incident_id();
             eprintln!("h5lake serve: request failed ({incident}): {msg}");
             msg = format!(

@@ -12,6 +12,7 @@
 mod auth;
 mod budget;
 mod conn;
+mod domain_query;
 mod domains;
 mod error;
 mod gone;

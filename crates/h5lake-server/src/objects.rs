@@ -452,9 +452,36 @@ pub(crate) fn check_chunk_size(t: &Value, cprops: &Value) -> Result<()> {
     match n {
         Some(n) if n <= MAX_CHUNK_BYTES => Ok(()),
         _ => Err(ServerError::BadRequest(format!(
-            "chunk shape {dims:?} is too large (at most {MAX_CHUNK_BYTES} bytes a chunk)"
+            "chunk shape {} is too large (at most {MAX_CHUNK_BYTES} bytes a chunk)",
+            Value::Array(dims.clone())
         ))),
     }
+}
+
+/// HSDS's rule: no chunk reaches past a fixed maximum extent (`shape` as
+/// stored: `maxdims` holds numbers and "H5S_UNLIMITED").
+fn check_chunks_within(shape: &Value, cprops: &Value) -> Result<()> {
+    let (Some(chunk), Some(max)) = (
+        cprops.pointer("/layout/dims").and_then(Value::as_array),
+        shape
+            .get("maxdims")
+            .or_else(|| shape.get("dims"))
+            .and_then(Value::as_array),
+    ) else {
+        return Ok(());
+    };
+    let past = chunk
+        .iter()
+        .zip(max)
+        .any(|(c, m)| matches!((c.as_u64(), m.as_u64()), (Some(c), Some(m)) if m > 0 && c > m));
+    if past {
+        return Err(ServerError::BadRequest(format!(
+            "chunk shape {} must not exceed the maximum shape {}",
+            Value::Array(chunk.clone()),
+            Value::Array(max.clone())
+        )));
+    }
+    Ok(())
 }
 
 pub(crate) fn object_body(item: &Value) -> Result<&Map<String, Value>> {
@@ -541,6 +568,14 @@ pub(crate) fn create_item(
                 })?,
             )?;
             let shape = shape_json(body.get("shape"), body.get("maxdims"))?;
+            if cprops.get("initializer").is_some() {
+                // (Kept and not run, its dataset would read as fill values.)
+                return Err(ServerError::NotImplemented(
+                    "dataset initializers (creationProperties.initializer) are not supported \
+                     by h5lake serve: write the values"
+                        .into(),
+                ));
+            }
             let mut cprops = cprops;
             let filtered = cprops
                 .get("filters")
@@ -552,7 +587,10 @@ pub(crate) fn create_item(
                 || shape
                     .get("maxdims")
                     .is_some_and(|m| Some(m) != shape.get("dims"));
-            if cprops.get("layout").is_none() && (filtered || resizable) {
+            if cprops.get("layout").is_none() {
+                // As HSDS lays out a dataset the client gave no layout:
+                // chunks of about a megabyte once it needs them (filters,
+                // resizing) or is that big, reported as they are stored.
                 let dims: Vec<u64> = shape["dims"]
                     .as_array()
                     .map(|a| a.iter().filter_map(Value::as_u64).collect())
@@ -560,9 +598,18 @@ pub(crate) fn create_item(
                 let esize = h5lake_types::Datatype::from_json(&t)?
                     .fixed_size()
                     .unwrap_or(16) as u64;
-                cprops["layout"] = json!({"class": "H5D_CHUNKED", "dims": h5lake_types::guess_chunks(&dims, esize)});
+                let simple = shape.get("class").and_then(Value::as_str) == Some("H5S_SIMPLE");
+                let bytes = dims.iter().fold(esize, |n, &d| n.saturating_mul(d));
+                cprops["layout"] = if simple
+                    && (filtered || resizable || bytes >= crate::domains::MIN_CHUNK_BYTES)
+                {
+                    json!({"class": "H5D_CHUNKED", "dims": h5lake_types::guess_chunks(&dims, esize)})
+                } else {
+                    json!({"class": "H5D_CONTIGUOUS"})
+                };
             }
             check_chunk_size(&t, &cprops)?;
+            check_chunks_within(&shape, &cprops)?;
             let did = dom.create_dataset_with_id(id, t, shape, cprops)?;
             if let Some(v) = body.get("value").filter(|v| !v.is_null()) {
                 if let Err(e) = values::write_json_value(dom, &did, None, v) {
@@ -1063,11 +1110,7 @@ pub(crate) async fn put_link(
             Ok(()) => created(json!({"hrefs": []})),
             Err(h5lake_engine::EngineError::AlreadyExists(m)) => {
                 // HSDS: putting the same link again is fine, a different one conflicts.
-                let cur = dom.link_get(&id, &name)?;
-                let same = ["class", "id", "h5path", "h5domain"]
-                    .iter()
-                    .all(|k| cur.get(k) == link.get(k));
-                if same {
+                if same_link(&dom.link_get(&id, &name)?, &link) {
                     ok(json!({"hrefs": []}))
                 } else {
                     Err(ServerError::Conflict(m))
@@ -1159,14 +1202,48 @@ pub(crate) async fn put_links(
     )?;
     blocking(move || {
         let dom = open_domain(&app, &ctx, Action::Create)?;
+        // As HSDS: a link already there as given is left, one there
+        // otherwise conflicts (checked in every group before any is
+        // written); 200 when nothing was new.
+        let mut new_per_group = Vec::with_capacity(per_group.len());
         for (gid, links) in per_group {
-            if !links.is_empty() {
-                dom.links_create(&gid, links, true)?;
+            let existing: std::collections::HashMap<String, Value> =
+                dom.links(&gid)?.into_iter().collect();
+            let mut new = Vec::with_capacity(links.len());
+            for (name, link) in links {
+                match existing.get(&name) {
+                    None => new.push((name, link)),
+                    Some(cur) if same_link(cur, &link) => {}
+                    Some(_) => {
+                        return Err(ServerError::Conflict(format!(
+                            "link {name:?} of {gid} already exists and leads elsewhere"
+                        )))
+                    }
+                }
+            }
+            new_per_group.push((gid, new));
+        }
+        let mut made = false;
+        for (gid, new) in new_per_group {
+            if !new.is_empty() {
+                dom.links_create(&gid, new, false)?;
+                made = true;
             }
         }
-        created(json!({}))
+        if made {
+            created(json!({}))
+        } else {
+            ok(json!({}))
+        }
     })
     .await
+}
+
+/// Whether stored link `cur` is the link `new` a request gives.
+fn same_link(cur: &Value, new: &Value) -> bool {
+    ["class", "id", "h5path", "h5domain"]
+        .iter()
+        .all(|k| cur.get(k) == new.get(k))
 }
 
 /// POST `/groups/{id}/links`: several links by `titles`.
@@ -1609,6 +1686,10 @@ mod tests {
         let c = h5lake_types::guess_chunks(&[1 << 20, 100], 8);
         assert!(c.iter().product::<u64>() * 8 <= 1 << 20);
         assert_eq!(h5lake_types::guess_chunks(&[0, 5], 4), vec![1, 5]);
+        // Every dimension gives way, not the first alone (HSDS's shapes).
+        let c = h5lake_types::guess_chunks(&[50_000, 80_000], 4);
+        assert!(c[0] < 50_000 && c[1] < 80_000, "{c:?}");
+        assert!((512 << 10..=1 << 20).contains(&(c[0] * c[1] * 4)), "{c:?}");
     }
 
     #[test]

@@ -156,20 +156,21 @@ pub(crate) fn saturating_product(dims: &[u64]) -> u64 {
 }
 
 /// HSDS picks a chunk shape when a dataset needs one (resizable or
-/// filtered) and the client gave none: about 1 MiB, growing the last
-/// dimensions first, unlimited dimensions starting from their current size.
+/// filtered, or big) and the client gave none: the extent (unlimited
+/// dimensions from their current size) halved a dimension at a time, first
+/// to last and round again, until a chunk holds at most about 1 MiB, so
+/// that every dimension keeps a like share of it.
 pub fn guess_chunks(dims: &[u64], esize: u64) -> Vec<u64> {
     let target = (1u64 << 20) / esize.max(1);
     let mut chunk: Vec<u64> = dims.iter().map(|&d| d.max(1)).collect();
-    let mut total: u64 = chunk.iter().product::<u64>().max(1);
-    for c in chunk.iter_mut() {
-        if total <= target {
-            break;
+    let elems = |c: &[u64]| c.iter().fold(1u64, |n, &d| n.saturating_mul(d));
+    while elems(&chunk) > target && chunk.iter().any(|&c| c > 1) {
+        for d in 0..chunk.len() {
+            chunk[d] = chunk[d].div_ceil(2);
+            if elems(&chunk) <= target {
+                break;
+            }
         }
-        let shrink = (total / target).max(1);
-        let new = (*c / shrink).max(1);
-        total = total / *c * new;
-        *c = new;
     }
     chunk
 }
