@@ -961,3 +961,37 @@ def test_small_answers_as_h5py_gives_them(tmp_path):
         f["e"] = h5lake.Empty("f4")
         assert f["s"].id.get_space().get_simple_extent_type() == h5lake.h5s.SCALAR
         assert f["e"].id.get_space().get_simple_extent_type() == h5lake.h5s.NULL
+
+
+def test_records_with_a_variable_length_member_hold_object_references(tmp_path):
+    """A compound with a sequence member and an object reference: written
+    directly (TypeError: no conversion path) and loaded from an HDF5 file
+    (read failed: truncated record), both read back as h5py reads them."""
+    import subprocess
+    import sys
+    h5py = pytest.importorskip("h5py")
+    src = tmp_path / "src.h5"
+    with h5py.File(src, "w") as g:
+        grp = g.create_group("g")
+        dt = np.dtype([("a", "i4"), ("s", h5py.vlen_dtype("i4")), ("r", h5py.ref_dtype)])
+        x = np.zeros(3, dt)
+        x["a"] = [1, 2, 3]
+        x["s"] = [np.arange(k, dtype="i4") for k in (2, 0, 3)]
+        x["r"] = [grp.ref, g.ref, h5py.Reference()]
+        g.create_dataset("t", data=x)
+    subprocess.run([sys.executable, "-m", "h5lake", "load", "-q", str(src), str(tmp_path / "l.h5l")],
+                   check=True, capture_output=True)
+    with h5lake.File(tmp_path / "w.h5l", "w") as f:
+        grp = f.create_group("g")
+        dt = np.dtype([("a", "i4"), ("s", h5lake.vlen_dtype("i4")), ("r", h5lake.ref_dtype)])
+        y = np.zeros(3, dt)
+        y["a"] = [1, 2, 3]
+        y["s"] = [np.arange(k, dtype="i4") for k in (2, 0, 3)]
+        y["r"] = [grp.ref, f.ref, h5lake.Reference()]
+        f.create_dataset("t", data=y)
+    for store in ("l.h5l", "w.h5l"):
+        with h5lake.File(tmp_path / store, "r") as f:
+            got = f["t"][()]
+            assert got["a"].tolist() == [1, 2, 3]
+            assert [s.tolist() for s in got["s"]] == [[0, 1], [], [0, 1, 2]]
+            assert f[got["r"][0]] == f["g"] and f[got["r"][1]] == f["/"] and not got["r"][2]

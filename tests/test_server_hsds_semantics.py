@@ -204,7 +204,7 @@ def test_link_paging_markers_and_domain_details(api):
     assert [l["title"] for l in got] == ["b"]
     assert api("GET", f"/groups/{api.root}/links", Marker="nope")[0] == 404
     out = api("GET", "/", getdnids=1)[1]
-    assert out["dn_ids"] and {"zstd", "gzip", "blosclz", "lz4"} <= set(out["compressors"])
+    assert out["dn_ids"] and {"lz4hc", "zstd", "gzip", "blosclz", "lz4"} <= set(out["compressors"])
 
 
 def test_non_finite_floats_as_hsds_writes_them(server, api):
@@ -495,8 +495,8 @@ def test_domain_listings_take_the_header_patterns_and_queries(server):
 
 
 def test_datasets_made_without_a_layout_are_laid_out_and_reported_as_hsds_does(api):
-    """No layout given: chunks of about a megabyte from a megabyte up (and
-    for resizable or filtered datasets), reported as stored; smaller ones
+    """No layout given: chunks of 1-4 MiB from a megabyte up (and for
+    resizable or filtered datasets), reported as stored; smaller ones
     contiguous, said so. An initializer h5lake would not run is refused."""
     def layout(body):
         status, out = api("POST", "/datasets", body)
@@ -511,7 +511,11 @@ def test_datasets_made_without_a_layout_are_laid_out_and_reported_as_hsds_does(a
     assert (1 << 19) <= size <= (4 << 20) and all(c < d for c, d in zip(big["dims"], [50000, 80000]))
     assert layout({"type": "H5T_IEEE_F32LE", "shape": [10, 10]}) == {"class": "H5D_CONTIGUOUS"}
     assert layout({"type": "H5T_STD_I8LE", "shape": [1 << 20]})["class"] == "H5D_CHUNKED"
-    assert layout({"type": "H5T_STD_I8LE", "shape": [10], "maxdims": [0]})["class"] == "H5D_CHUNKED"
+    # An empty extendible dataset gets chunks that appends fill by the megabyte.
+    assert layout({"type": "H5T_STD_I64LE", "shape": [0], "maxdims": [0]}) == \
+        {"class": "H5D_CHUNKED", "dims": [131072]}
+    assert layout({"type": "H5T_STD_I8LE", "shape": [10], "maxdims": [10]}) == \
+        {"class": "H5D_CHUNKED", "dims": [10]}
     assert layout({"type": "H5T_STD_I8LE"}) == {"class": "H5D_CONTIGUOUS"}
     status, out = api("POST", "/datasets", {
         "type": "H5T_STD_I32LE", "shape": [100],
@@ -531,3 +535,16 @@ def test_putting_links_again_is_200_and_other_targets_conflict(api):
     names = [l["title"] for l in api("GET", f"/groups/{api.root}/links")[1]["links"]]
     assert sorted(names) == ["e", "n", "s"]
     assert api("GET", f"/groups/{api.root}/links/s")[1]["link"]["h5path"] == "/x"
+
+
+def test_a_clients_link_times_are_kept_only_near_the_servers_clock(api):
+    """h5pyd 1.0 sends each new link with the client's own `created`;
+    HSDS keeps it within 300 s of its clock and takes its own otherwise."""
+    import time
+    near = time.time() - 10
+    body = {"links": {"near": {"h5path": "/a", "created": near},
+                      "far": {"h5path": "/b", "created": 999}}}
+    assert api("PUT", f"/groups/{api.root}/links", body)[0] == 201
+    got = {l["title"]: l["created"] for l in api("GET", f"/groups/{api.root}/links")[1]["links"]}
+    assert abs(got["near"] - near) < 1e-3
+    assert abs(got["far"] - time.time()) < 60

@@ -132,7 +132,6 @@ pub struct Pipeline {
 const KNOWN_UNSUPPORTED: &[(u64, &str, &str)] = &[
     (filter_id::NBIT, "H5Z_FILTER_NBIT", "nbit"),
     (filter_id::SNAPPY, "H5Z_FILTER_SNAPPY", "snappy"),
-    (filter_id::LZ4HC, "H5Z_FILTER_LZ4HC", "lz4hc"),
 ];
 
 #[derive(Clone, Copy, PartialEq)]
@@ -157,7 +156,8 @@ fn kind_from_id(id: u64) -> Option<Kind> {
         filter_id::ZSTD => Kind::Zstd,
         filter_id::LZ4 => Kind::Lz4,
         filter_id::LZF => Kind::Lzf,
-        filter_id::BLOSC => Kind::Blosc,
+        // HSDS's lz4hc is Blosc with that codec (a Blosc frame per chunk).
+        filter_id::BLOSC | filter_id::LZ4HC => Kind::Blosc,
         filter_id::SCALEOFFSET => Kind::ScaleOffset,
         filter_id::SZIP => Kind::Szip,
         filter_id::BITSHUFFLE => Kind::Bitshuffle,
@@ -173,7 +173,7 @@ fn kind_from_class(class: &str) -> Option<Kind> {
         "H5Z_FILTER_ZSTD" => Kind::Zstd,
         "H5Z_FILTER_LZ4" => Kind::Lz4,
         "H5Z_FILTER_LZF" => Kind::Lzf,
-        "H5Z_FILTER_BLOSC" => Kind::Blosc,
+        "H5Z_FILTER_BLOSC" | "H5Z_FILTER_LZ4HC" => Kind::Blosc,
         "H5Z_FILTER_SCALEOFFSET" => Kind::ScaleOffset,
         "H5Z_FILTER_SZIP" => Kind::Szip,
         "H5Z_FILTER_BITSHUFFLE" => Kind::Bitshuffle,
@@ -189,7 +189,7 @@ fn kind_from_name(name: &str) -> Option<Kind> {
         "zstd" => Kind::Zstd,
         "lz4" => Kind::Lz4,
         "lzf" => Kind::Lzf,
-        "blosc" | "blosclz" => Kind::Blosc,
+        "blosc" | "blosclz" | "lz4hc" => Kind::Blosc,
         "scaleoffset" => Kind::ScaleOffset,
         "szip" => Kind::Szip,
         "bitshuffle" => Kind::Bitshuffle,
@@ -342,7 +342,11 @@ fn parse_entry(entry: &Value) -> Result<Filter> {
                 level: level as i32,
             }
         }
-        Kind::Blosc => parse_blosc(obj, name, what)?,
+        Kind::Blosc => parse_blosc(
+            obj,
+            name.or(lz4hc(id, class, None).then_some("lz4hc")),
+            what,
+        )?,
         Kind::ScaleOffset => Filter::ScaleOffset {
             cd: local_cd(obj, 9, "scaleoffset")?,
         },
@@ -517,18 +521,42 @@ pub fn complete_filters(
 /// # Errors
 /// A `class` naming another filter than the entry's `id`.
 fn with_identity(entry: Value) -> Result<Value> {
-    let canonical = parse_entry(&entry)?.to_hsds_json();
+    let e = identify(&entry)?;
+    if let Some(class) = e.class {
+        if class != "H5Z_FILTER_USER" && kind_from_class(class) != e.kind {
+            return Err(CodecError::Invalid(format!(
+                "filter class {class} does not name filter id {}",
+                e.id.map_or_else(|| "given".to_string(), |i| i.to_string())
+            )));
+        }
+    }
+    // A name naming another filter than the id or class would be what
+    // clients report (h5pyd's compression); Blosc's entries name its codec.
+    if let (Some(name), true) = (e.name, e.id.is_some() || e.class.is_some()) {
+        let named = kind_from_name(name);
+        let codec = e.kind == Some(Kind::Blosc) && BloscCompressor::from_name(name).is_some();
+        if named.is_some() && named != e.kind && !codec {
+            return Err(CodecError::Invalid(format!(
+                "filter name {name:?} names another filter than the entry's {}",
+                e.class
+                    .map_or_else(|| format!("id {}", e.id.unwrap_or(0)), str::to_string)
+            )));
+        }
+    }
+    let id_text =
+        e.id.filter(|_| entry.get("id").is_some_and(Value::is_string));
+    let canonical = if lz4hc(e.id, e.class, e.name) {
+        json!({"class": "H5Z_FILTER_LZ4HC", "id": filter_id::LZ4HC, "name": "lz4hc"})
+    } else {
+        parse_entry(&entry)?.to_hsds_json()
+    };
     let mut obj = match entry {
         Value::Object(o) => o,
         _ => Map::new(),
     };
-    if let Some(class) = obj.get("class").and_then(Value::as_str) {
-        if class != "H5Z_FILTER_USER" && Some(class) != canonical["class"].as_str() {
-            return Err(CodecError::Invalid(format!(
-                "filter class {class} does not name filter id {} ({})",
-                canonical["id"], canonical["class"]
-            )));
-        }
+    // (An id given as text, "1", is kept as the number clients expect.)
+    if let Some(id) = id_text {
+        obj.insert("id".into(), json!(id));
     }
     for key in ["class", "id", "name"] {
         if !obj.contains_key(key) {
@@ -536,6 +564,16 @@ fn with_identity(entry: Value) -> Result<Value> {
         }
     }
     Ok(Value::Object(obj))
+}
+
+/// Whether an entry names HSDS's lz4hc filter (`H5Z_FILTER_LZ4HC`, id
+/// 32005, or the bare name): Blosc with the lz4hc codec, as HSDS stores it.
+fn lz4hc(id: Option<u64>, class: Option<&str>, name: Option<&str>) -> bool {
+    match (id, class) {
+        (Some(i), _) => i == filter_id::LZ4HC,
+        (None, Some(c)) => c == "H5Z_FILTER_LZ4HC",
+        (None, None) => name.is_some_and(|n| n.eq_ignore_ascii_case("lz4hc")),
+    }
 }
 
 fn complete_scaleoffset(

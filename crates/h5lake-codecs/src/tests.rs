@@ -534,6 +534,25 @@ fn entries_are_completed_with_class_id_and_name() {
         complete_filters(&done, f32le, &[10], &[0; 4]).unwrap(),
         done
     );
+    // HSDS's lz4hc: Blosc with that codec, kept under HSDS's identity.
+    let lz4hc =
+        complete_filters(&json!(["lz4hc", {"id": "32005"}]), f32le, &[10], &[0; 4]).unwrap();
+    let identity = json!({"class": "H5Z_FILTER_LZ4HC", "id": 32005, "name": "lz4hc"});
+    assert_eq!(lz4hc, json!([identity, identity]));
+    let p = Pipeline::from_hsds_json(&lz4hc).unwrap();
+    assert!(matches!(
+        p.filters[0],
+        Filter::Blosc {
+            compressor: BloscCompressor::Lz4Hc,
+            ..
+        }
+    ));
+    // A name naming another filter than the class does is refused (h5pyd
+    // would report it as the compression); Blosc's entries name its codec.
+    let lying = json!([{"class": "H5Z_FILTER_SHUFFLE", "name": "gzip"}]);
+    assert!(complete_filters(&lying, f32le, &[10], &[0; 4]).is_err());
+    let codec = json!([{"class": "H5Z_FILTER_BLOSC", "name": "zstd"}]);
+    assert!(complete_filters(&codec, f32le, &[10], &[0; 4]).is_ok());
     // A class and an id naming two filters are refused, not read as the id's.
     let mixed = json!([{"class": "H5Z_FILTER_DEFLATE", "id": 32015}]);
     assert!(matches!(

@@ -821,35 +821,38 @@ impl<'a> Parser<'a> {
     }
 
     fn is_leaf(&self, n: &str) -> bool {
-        self.leaves.iter().any(|l| l.name == n)
+        self.leaf_index(n).is_some()
     }
 
-    /// The leaf named `n`; `_` is the element of a dataset of one leaf (as
-    /// HSDS names it; h5lake's name for it is `value`).
+    /// The leaf named `n`; `_` is the element of a dataset that is not a
+    /// table (as HSDS names it; h5lake's name for it is `value`).
+    fn leaf_index(&self, n: &str) -> Option<usize> {
+        self.leaves.iter().position(|l| l.name == n).or_else(|| {
+            let element = matches!(self.leaves, [l] if l.name == crate::leaf::VALUE_NAME);
+            (n == "_" && element).then_some(0)
+        })
+    }
+
+    /// The leaf named `n` (see [`Parser::leaf_index`]) as a node.
     fn leaf_node(&self, n: &str, pos: usize) -> Result<Node> {
-        let i = self
-            .leaves
-            .iter()
-            .position(|l| l.name == n)
-            .or_else(|| (n == "_" && self.leaves.len() == 1).then_some(0))
-            .ok_or_else(|| {
-                let names: Vec<&str> = self.leaves.iter().map(|l| l.name.as_str()).collect();
-                QueryError::Invalid {
-                    pos,
-                    msg: if names.is_empty() {
-                        format!("no field {n:?}: this dataset has no numeric fields")
-                    } else if n.contains('.') {
-                        format!(
-                            "no field {n:?} (or more than one: a member whose name \
+        let i = self.leaf_index(n).ok_or_else(|| {
+            let names: Vec<&str> = self.leaves.iter().map(|l| l.name.as_str()).collect();
+            QueryError::Invalid {
+                pos,
+                msg: if names.is_empty() {
+                    format!("no field {n:?}: this dataset has no numeric fields")
+                } else if n.contains('.') {
+                    format!(
+                        "no field {n:?} (or more than one: a member whose name \
                                          holds a dot and a nested member of that path); the \
                                          fields are {}",
-                            names.join(", ")
-                        )
-                    } else {
-                        format!("no field {n:?}; the fields are {}", names.join(", "))
-                    },
-                }
-            })?;
+                        names.join(", ")
+                    )
+                } else {
+                    format!("no field {n:?}; the fields are {}", names.join(", "))
+                },
+            }
+        })?;
         let ty = match self.leaves[i].kind {
             Kind::Bool => Ty::Bool,
             Kind::Int { .. } => Ty::Int,
@@ -1040,6 +1043,20 @@ mod tests {
             parse_condition("value > 1.0", &one).unwrap()
         );
         assert!(parse_condition("_ > 1.0", &l).is_err());
+        // `_` is the element wherever it stands, also against text; a table
+        // of one field is a table.
+        let text = leaves(
+            &Datatype::from_json(&json!({"class": "H5T_STRING",
+            "charSet": "H5T_CSET_ASCII", "strPad": "H5T_STR_NULLPAD", "length": 4}))
+            .unwrap(),
+        );
+        assert_eq!(
+            parse_condition("value == _", &text).unwrap(),
+            parse_condition("value == value", &text).unwrap()
+        );
+        let one = json!({"class": "H5T_COMPOUND", "fields": [
+            {"name": "x", "type": {"class": "H5T_FLOAT", "base": "H5T_IEEE_F32LE"}}]});
+        assert!(parse_condition("_ > 1", &leaves(&Datatype::from_json(&one).unwrap())).is_err());
         // What reads as an expression whatever its fields are.
         assert!(check_syntax("attr1 > 2 AND attr2 != 'A0000004'").is_ok());
         assert!(check_syntax("nosuch.isin(1, 2) | (x > 2)").is_ok());

@@ -223,9 +223,11 @@ pub(crate) async fn about(State(app): AppState, ctx: Ctx) -> Result<Response> {
 /// HSDS's `min_chunk_size`: a dataset made without a layout is chunked
 /// from this size up.
 pub(crate) const MIN_CHUNK_BYTES: u64 = 1 << 20;
+/// HSDS's `max_chunk_size`: the most such a dataset's chunks hold.
+pub(crate) const LAYOUT_MAX_CHUNK_BYTES: u64 = 4 << 20;
 
 // Each one a filter a dataset can be made with, by this name alone.
-const COMPRESSORS: [&str; 6] = ["deflate", "gzip", "lz4", "lzf", "zstd", "blosclz"];
+const COMPRESSORS: [&str; 7] = ["deflate", "gzip", "lz4", "lz4hc", "lzf", "zstd", "blosclz"];
 
 pub(crate) fn domain_response(domain: &str, doc: &Value) -> Value {
     let mut out = json!({
@@ -235,7 +237,7 @@ pub(crate) fn domain_response(domain: &str, doc: &Value) -> Value {
         "class": if doc.get("root").is_some() { "domain" } else { "folder" },
         "name": domain,
         "hrefs": [],
-        "limits": {"min_chunk_size": MIN_CHUNK_BYTES, "max_chunk_size": 4 << 20,
+        "limits": {"min_chunk_size": MIN_CHUNK_BYTES, "max_chunk_size": LAYOUT_MAX_CHUNK_BYTES,
                    "max_request_size": 100 << 20, "max_chunks_per_request": 1000},
         "compressors": COMPRESSORS,
         "version": "1.0.2",

@@ -587,23 +587,38 @@ pub(crate) fn create_item(
                 || shape
                     .get("maxdims")
                     .is_some_and(|m| Some(m) != shape.get("dims"));
-            if cprops.get("layout").is_none() {
+            // (A virtual dataset's mappings say where its elements are.)
+            let virtual_ds = cprops.pointer("/h5lake/virtual").is_some();
+            if cprops.get("layout").is_none() && !virtual_ds {
                 // As HSDS lays out a dataset the client gave no layout:
-                // chunks of about a megabyte once it needs them (filters,
-                // resizing) or is that big, reported as they are stored.
+                // chunks of 1-4 MiB once it needs them (filters, resizing)
+                // or is that big, reported as they are stored.
                 let dims: Vec<u64> = shape["dims"]
                     .as_array()
                     .map(|a| a.iter().filter_map(Value::as_u64).collect())
                     .unwrap_or_default();
+                let maxdims: Option<Vec<Option<u64>>> = shape["maxdims"]
+                    .as_array()
+                    .map(|a| a.iter().map(Value::as_u64).collect());
+                // (HSDS guesses 128 bytes for an element of variable length.)
                 let esize = h5lake_types::Datatype::from_json(&t)?
                     .fixed_size()
-                    .unwrap_or(16) as u64;
+                    .unwrap_or(128) as u64;
                 let simple = shape.get("class").and_then(Value::as_str) == Some("H5S_SIMPLE");
                 let bytes = dims.iter().fold(esize, |n, &d| n.saturating_mul(d));
                 cprops["layout"] = if simple
                     && (filtered || resizable || bytes >= crate::domains::MIN_CHUNK_BYTES)
                 {
-                    json!({"class": "H5D_CHUNKED", "dims": h5lake_types::guess_chunks(&dims, esize)})
+                    let chunks = h5lake_types::hsds_chunks(
+                        &dims,
+                        maxdims.as_deref(),
+                        esize,
+                        (
+                            crate::domains::MIN_CHUNK_BYTES,
+                            crate::domains::LAYOUT_MAX_CHUNK_BYTES,
+                        ),
+                    );
+                    json!({"class": "H5D_CHUNKED", "dims": chunks})
                 } else {
                     json!({"class": "H5D_CONTIGUOUS"})
                 };
@@ -996,11 +1011,22 @@ pub(crate) fn link_from_request(v: &Value) -> Result<Value> {
             "invalid link {v}: give id, h5path, or h5path and h5domain"
         )));
     };
+    // A client's own time is kept only near the server's (HSDS allows 300
+    // s of drift): creation order is the store's, not a skewed clock's.
     if let Some(t) = v.get("created").and_then(Value::as_f64) {
-        link["created"] = json!(t);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        if (t - now).abs() <= MAX_TIMESTAMP_DRIFT_SECS {
+            link["created"] = json!(t);
+        }
     }
     Ok(link)
 }
+
+/// How far a client's `created` may be from the server's clock (HSDS's
+/// `max_timestamp_drift`).
+const MAX_TIMESTAMP_DRIFT_SECS: f64 = 300.0;
 
 pub(crate) fn links_from_request(links: &Value) -> Result<Vec<(String, Value)>> {
     links
@@ -1686,10 +1712,21 @@ mod tests {
         let c = h5lake_types::guess_chunks(&[1 << 20, 100], 8);
         assert!(c.iter().product::<u64>() * 8 <= 1 << 20);
         assert_eq!(h5lake_types::guess_chunks(&[0, 5], 4), vec![1, 5]);
-        // Every dimension gives way, not the first alone (HSDS's shapes).
+        // Every dimension gives way, not the first alone.
         let c = h5lake_types::guess_chunks(&[50_000, 80_000], 4);
         assert!(c[0] < 50_000 && c[1] < 80_000, "{c:?}");
         assert!((512 << 10..=1 << 20).contains(&(c[0] * c[1] * 4)), "{c:?}");
+        // HSDS's shapes for datasets made without a layout: 1-4 MiB.
+        let hsds = |dims: &[u64], max: Option<&[Option<u64>]>, es| {
+            h5lake_types::hsds_chunks(dims, max, es, (1 << 20, 4 << 20))
+        };
+        assert_eq!(hsds(&[50_000, 80_000], None, 4), vec![782, 1250]);
+        assert_eq!(hsds(&[0], Some(&[None]), 8), vec![131_072]);
+        assert_eq!(hsds(&[0], Some(&[Some(0)]), 8), vec![131_072]);
+        assert_eq!(hsds(&[100], Some(&[Some(1000)]), 8), vec![1000]);
+        assert_eq!(hsds(&[10, 10], None, 4), vec![10, 10]);
+        assert_eq!(hsds(&[10, 0], Some(&[Some(10), None]), 4), vec![10, 32_768]);
+        assert_eq!(hsds(&[1 << 40], None, 1 << 30), vec![1]);
     }
 
     #[test]

@@ -24,7 +24,7 @@ pub use limits::{
     MAX_COMPOUND_MEMBERS, MAX_ELEMENT_BYTES, MAX_ENUM_MEMBERS, MAX_RANK, MAX_TYPE_DEPTH,
 };
 pub use selection::{DimSel, Selection};
-pub use shape::{guess_chunks, Shape, UNLIMITED};
+pub use shape::{guess_chunks, hsds_chunks, Shape, UNLIMITED};
 pub use value::{
     bytes_of, bytes_to_json, declared_fill, element_to_json, f16_to_f64, fixed_to_json,
     fixed_to_json_shortest, json_elements, json_to_element, json_to_fixed, json_to_vlen, nest,

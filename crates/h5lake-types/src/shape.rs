@@ -155,21 +155,89 @@ pub(crate) fn saturating_product(dims: &[u64]) -> u64 {
     dims.iter().fold(1u64, |n, &d| n.saturating_mul(d))
 }
 
-/// HSDS picks a chunk shape when a dataset needs one (resizable or
-/// filtered, or big) and the client gave none: the extent (unlimited
-/// dimensions from their current size) halved a dimension at a time, first
-/// to last and round again, until a chunk holds at most about 1 MiB, so
-/// that every dimension keeps a like share of it.
+/// A chunk shape for `dims` of about 1 MiB at most: the extent halved a
+/// dimension at a time, first to last and round again, so that every
+/// dimension keeps a like share of it.
 pub fn guess_chunks(dims: &[u64], esize: u64) -> Vec<u64> {
-    let target = (1u64 << 20) / esize.max(1);
-    let mut chunk: Vec<u64> = dims.iter().map(|&d| d.max(1)).collect();
-    let elems = |c: &[u64]| c.iter().fold(1u64, |n, &d| n.saturating_mul(d));
-    while elems(&chunk) > target && chunk.iter().any(|&c| c > 1) {
+    let chunk: Vec<u64> = dims.iter().map(|&d| d.max(1)).collect();
+    halved_to(chunk, esize, 1 << 20)
+}
+
+/// `chunk` halved a dimension at a time (rounding up), first to last and
+/// round again, until it holds at most `max` bytes or cannot shrink.
+fn halved_to(mut chunk: Vec<u64>, esize: u64, max: u64) -> Vec<u64> {
+    let bytes = |c: &[u64]| c.iter().fold(esize.max(1), |n, &d| n.saturating_mul(d));
+    while bytes(&chunk) > max && chunk.iter().any(|&c| c > 1) {
         for d in 0..chunk.len() {
             chunk[d] = chunk[d].div_ceil(2);
-            if elems(&chunk) <= target {
+            if bytes(&chunk) <= max {
                 break;
             }
+        }
+    }
+    chunk
+}
+
+/// The chunk shape HSDS gives a dataset whose client gave none (h5json's
+/// `guessChunk`), between `min` and `max` bytes where the extent allows:
+/// it starts from the maximum extent (1024 along an unlimited dimension,
+/// `None` in `maxdims`), grows a small one by doubling — along the
+/// dimensions that can grow, last first, or else up to the extent — and
+/// halves a big one as [`guess_chunks`] does.
+pub fn hsds_chunks(
+    dims: &[u64],
+    maxdims: Option<&[Option<u64>]>,
+    esize: u64,
+    (min, max): (u64, u64),
+) -> Vec<u64> {
+    let esize = esize.max(1);
+    let bytes = |c: &[u64]| c.iter().fold(esize, |n, &d| n.saturating_mul(d));
+    let limit = |i: usize| match maxdims {
+        Some(m) => m.get(i).copied().flatten().filter(|&m| m > 0),
+        None => Some(dims[i]).filter(|&d| d > 0),
+    };
+    let mut chunk: Vec<u64> = (0..dims.len()).map(|i| limit(i).unwrap_or(1024)).collect();
+    if bytes(&chunk) > max {
+        return halved_to(chunk, esize, max);
+    }
+    let can_grow = |i: usize| match maxdims {
+        Some(m) => m
+            .get(i)
+            .copied()
+            .flatten()
+            .is_none_or(|m| m == 0 || m > dims[i]),
+        None => false,
+    };
+    let mut growing = (0..dims.len()).filter(|&i| can_grow(i)).count();
+    if growing == 0 && bytes(dims) <= min {
+        return dims.iter().map(|&d| d.max(1)).collect();
+    }
+    while bytes(&chunk) < min {
+        let before = bytes(&chunk);
+        for i in (0..chunk.len()).rev() {
+            if growing > 0 {
+                match limit(i).filter(|_| can_grow(i)) {
+                    None if can_grow(i) => chunk[i] = chunk[i].saturating_mul(2),
+                    Some(m) if m > chunk[i] => {
+                        chunk[i] = chunk[i].saturating_mul(2);
+                        if chunk[i] >= dims[i] {
+                            chunk[i] = chunk[i].min(m);
+                            growing -= 1;
+                        }
+                    }
+                    _ => continue,
+                }
+            } else if dims[i] > chunk[i] {
+                chunk[i] = chunk[i].saturating_mul(2).min(dims[i]);
+            } else {
+                continue;
+            }
+            if bytes(&chunk) > min {
+                break;
+            }
+        }
+        if bytes(&chunk) <= before {
+            break;
         }
     }
     chunk

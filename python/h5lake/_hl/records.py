@@ -39,6 +39,12 @@ def _encode(x, dt, out, nul_ok=False):
             _encode(e, base, out, nul_ok)
         return
     if dt.kind == "O":
+        if h5t.is_ref(dt):
+            # An object reference has a fixed size: its stored id, NUL-padded.
+            if not isinstance(x, h5t.Reference):
+                raise TypeError("Can't convert incompatible object to HDF5 object reference")
+            out.append(x._stored().encode("ascii").ljust(h5t._REF_BYTES, b"\0"))
+            return
         vlen = h5t.check_vlen_dtype(dt)
         if vlen is str or vlen is bytes:
             if isinstance(x, str):
@@ -123,6 +129,11 @@ def _decode(buf, pos, dt):
         for i in range(out.shape[0]):
             out[i], pos = _decode(buf, pos, base)
         return out.reshape(shape), pos
+    if dt.kind == "O" and h5t.is_ref(dt):
+        end = pos + h5t._REF_BYTES
+        if end > len(buf):
+            raise OSError("corrupt variable-length record (truncated)")
+        return h5t.Reference._from_stored(bytes(buf[pos:end])), end
     if dt.kind == "O":
         vlen = h5t.check_vlen_dtype(dt)
         n, pos = _count(buf, pos)
