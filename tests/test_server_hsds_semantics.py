@@ -548,3 +548,19 @@ def test_a_clients_link_times_are_kept_only_near_the_servers_clock(api):
     got = {l["title"]: l["created"] for l in api("GET", f"/groups/{api.root}/links")[1]["links"]}
     assert abs(got["near"] - near) < 1e-3
     assert abs(got["far"] - time.time()) < 60
+
+
+def test_hsds_1_0_answer_details(api):
+    """What HSDS 1.0's own tests read: a dataset type's three hrefs, where
+    a hard link leads (`target`), and 400 for a POST of an id already made."""
+    status, d = api("POST", "/datasets", {"type": "H5T_IEEE_F32LE"})
+    assert status == 201
+    hrefs = api("GET", f"/datasets/{d['id']}/type")[1]["hrefs"]
+    assert [h["rel"] for h in hrefs] == ["self", "owner", "root"]
+    assert api("PUT", f"/groups/{api.root}/links/d", {"id": d["id"]})[0] == 201
+    (link,) = api("GET", f"/groups/{api.root}/links")[1]["links"]
+    assert link["target"] == f"/datasets/{d['id']}" and link["collection"] == "datasets"
+    status, out = api("POST", "/datasets", {"type": "H5T_IEEE_F32LE", "id": d["id"]})
+    assert status == 400 and "already exists" in out["message"] and ".json" not in out["message"]
+    status, g = api("POST", "/groups")
+    assert api("POST", "/groups", {"id": g["id"]})[0] == 400

@@ -537,6 +537,14 @@ pub(crate) fn create_item(
         Some(Value::String(s)) => Some(s.as_str()),
         Some(v) => return Err(ServerError::BadRequest(format!("invalid id {v}"))),
     };
+    // HSDS answers a POST of an id already made with 400.
+    if let Some(i) = id {
+        if dom.get_doc(i).is_ok() {
+            return Err(ServerError::BadRequest(format!(
+                "an object with id {i} already exists"
+            )));
+        }
+    }
     let cprops = body.get("creationProperties").cloned().unwrap_or(json!({}));
     if !cprops.is_object() {
         return Err(ServerError::BadRequest(
@@ -988,7 +996,13 @@ pub(crate) async fn get_type(
     blocking(move || {
         let dom = open_domain(&app, &ctx, Action::Read)?;
         let doc = dom.get_doc(&id)?;
-        ok(json!({"type": doc["type"], "hrefs": []}))
+        // (HSDS's three: the type, its dataset, the domain's root.)
+        let hrefs = json!([
+            {"rel": "self", "href": format!("/datasets/{id}/type")},
+            {"rel": "owner", "href": format!("/datasets/{id}")},
+            {"rel": "root", "href": format!("/groups/{}", dom.root_id())},
+        ]);
+        ok(json!({"type": doc["type"], "hrefs": hrefs}))
     })
     .await
 }
@@ -1051,8 +1065,11 @@ pub(crate) fn link_item(name: &str, link: &Value) -> Value {
     with_file_key(&mut item);
     item["title"] = json!(name);
     if let Some(id) = link.get("id").and_then(Value::as_str) {
+        let target = json!(format!("/{}/{id}", collection_of(id)));
         item["collection"] = json!(collection_of(id));
-        item["href"] = json!(format!("/{}/{id}", collection_of(id)));
+        item["href"] = target.clone();
+        // (HSDS's key for where a hard link leads.)
+        item["target"] = target;
     }
     item
 }
