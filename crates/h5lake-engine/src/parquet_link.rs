@@ -222,14 +222,8 @@ fn with_source<T>(
     };
     match linked.target(uri)? {
         LinkTarget::Local(path) => {
-            let file = linked.get(uri)?;
-            let meta = file.metadata().map_err(|e| {
-                EngineError::NotFound(format!("linked Parquet file {}: {e}", path.display()))
-            })?;
+            let (file, meta) = open_local(linked, uri, &path, expect)?;
             let len = meta.len();
-            if expect.is_some_and(|n| n != len) {
-                return Err(changed(len));
-            }
             let modified = modified_nanos(&meta);
             // Into one buffer of the thread's, back to it when the caller
             // lets go of the bytes: fresh memory costs a page fault a page,
@@ -309,16 +303,9 @@ fn with_source<T>(
 /// As a read: a file of another length than `expect` (replaced), a missing
 /// one, one the link policy refuses.
 fn source_version(linked: &LinkedFiles, uri: &str, expect: u64) -> Result<String> {
-    let changed = |len: u64| replaced(uri, len, expect);
     match linked.target(uri)? {
         LinkTarget::Local(path) => {
-            let file = linked.get(uri)?;
-            let meta = file.metadata().map_err(|e| {
-                EngineError::NotFound(format!("linked Parquet file {}: {e}", path.display()))
-            })?;
-            if meta.len() != expect {
-                return Err(changed(meta.len()));
-            }
+            let (_, meta) = open_local(linked, uri, &path, Some(expect))?;
             Ok(format!("{}:{}", meta.len(), modified_nanos(&meta)))
         }
         LinkTarget::Object { bucket, key } => {
@@ -327,11 +314,29 @@ fn source_version(linked: &LinkedFiles, uri: &str, expect: u64) -> Result<String
                 EngineError::NotFound(format!("linked Parquet file {uri} does not exist"))
             })?;
             if obj.len() != expect {
-                return Err(changed(obj.len()));
+                return Err(replaced(uri, obj.len(), expect));
             }
             Ok(obj.version().0.clone())
         }
     }
+}
+
+/// A local source file, open, and what it is now; checked to have the
+/// length `expect` it was linked at.
+fn open_local(
+    linked: &LinkedFiles,
+    uri: &str,
+    path: &std::path::Path,
+    expect: Option<u64>,
+) -> Result<(Arc<std::fs::File>, std::fs::Metadata)> {
+    let file = linked.get(uri)?;
+    let meta = file.metadata().map_err(|e| {
+        EngineError::NotFound(format!("linked Parquet file {}: {e}", path.display()))
+    })?;
+    if let Some(n) = expect.filter(|&n| n != meta.len()) {
+        return Err(replaced(uri, meta.len(), n));
+    }
+    Ok((file, meta))
 }
 
 /// The error for a source file of `len` bytes linked at `expect`.
