@@ -224,21 +224,26 @@ def test_get_of_a_store_whose_objects_are_gone_is_an_error_not_a_panic(tmp_path,
 
 
 def test_a_codec_h5lake_lacks_inside_blosc_leaves_out_that_dataset_only(tmp_path, capsys):
-    """PyTables' default Blosc (blosclz inside) made the whole file
-    unusable: load, ls, info and diff of its other datasets failed."""
+    """A codec h5lake lacks inside Blosc (its bitshuffle) made the whole
+    file unusable: load, ls, info and diff of its other datasets failed.
+    PyTables' and pandas' default Blosc (blosclz inside) is read."""
     tables = pytest.importorskip("tables")
     src = tmp_path / "pt.h5"
     with tables.open_file(str(src), "w") as h:
         h.create_carray("/", "carr", obj=np.ones((100, 100)),
+                        filters=tables.Filters(complevel=5, complib="blosc:lz4", bitshuffle=True))
+        h.create_carray("/", "blosclz", obj=np.arange(10000.0).reshape(100, 100),
                         filters=tables.Filters(complevel=5, complib="blosc"))
         h.create_array("/", "plain", np.arange(3))
     store = tmp_path / "pt.h5l"
     rc, _, err = run(capsys, "load", src, store)
-    assert rc == cli.EXIT_INCOMPLETE and "/carr" in err and "blosclz" in err, err
+    assert rc == cli.EXIT_INCOMPLETE and "/carr" in err and "bitshuffle" in err, err
+    assert "/blosclz" not in err, err
     rc, _, err = run(capsys, "load", "-f", "--skip-unsupported", src, store)
     assert rc == 0, err
     with h5lake.File(store, "r") as f:
-        assert sorted(f) == ["plain"] and list(f["plain"][...]) == [0, 1, 2]
+        assert sorted(f) == ["blosclz", "plain"] and list(f["plain"][...]) == [0, 1, 2]
+        assert (f["blosclz"][...] == np.arange(10000.0).reshape(100, 100)).all()
     rc, out, _ = run(capsys, "ls", src)
     assert rc == 0 and any(line.startswith("carr") for line in out), out
     assert h5lake.diff(f"{src}/plain", f"{src}/plain") == []
@@ -255,3 +260,47 @@ def test_diff_names_a_dataset_it_cannot_read_and_compares_the_rest(tmp_path, cap
     assert rc == 1, out
     assert any(line.startswith("dataset /arr: not compared") for line in out), out
     assert any(line.startswith("dataset /plain: 2 differences") for line in out), out
+
+
+def test_diff_tells_string_paddings_apart(tmp_path, capsys):
+    """Null-terminated, null-padded and space-padded strings of one length
+    are three types (numpy's S10 is all of them): a round trip that lost
+    the padding must not be called equal."""
+    def make(path, pad):
+        with h5py.File(path, "w") as f:
+            t = h5py.h5t.C_S1.copy()
+            t.set_size(10)
+            t.set_strpad(pad)
+            space = h5py.h5s.create(h5py.h5s.SCALAR)
+            a = h5py.h5a.create(f.id, b"title", t, space)
+            a.write(np.array(b"abc", "S10"), mtype=t)
+            d = h5py.h5d.create(f.id, b"name", t, h5py.h5s.create_simple((2,)))
+            d.write(h5py.h5s.ALL, h5py.h5s.ALL, np.array([b"abc", b"de"], "S10"), mtype=t)
+    make(tmp_path / "a.h5", h5py.h5t.STR_NULLTERM)
+    make(tmp_path / "same.h5", h5py.h5t.STR_NULLTERM)
+    make(tmp_path / "b.h5", h5py.h5t.STR_NULLPAD)
+    code, out, _ = run(capsys, "diff", str(tmp_path / "a.h5"), str(tmp_path / "same.h5"))
+    assert code == 0, out
+    code, out, _ = run(capsys, "diff", str(tmp_path / "a.h5"), str(tmp_path / "b.h5"))
+    assert code == 1
+    text = "\n".join(out)
+    assert "attribute 'title' of /: string padding H5T_STR_NULLTERM != H5T_STR_NULLPAD" in text
+    assert "dataset /name: string padding" in text
+
+
+def test_diff_compares_user_blocks(tmp_path, capsys):
+    """`load` and `get` carry a file's user block (a MATLAB v7.3 file's
+    header): `diff` must tell a changed one, across files and stores."""
+    for name, head in (("a.h5", b"MATLAB 7.3 MAT-file"), ("b.h5", b"MATLAB 7.3 MAT-fils")):
+        with h5py.File(tmp_path / name, "w", userblock_size=512) as f:
+            f["x"] = np.arange(3)
+        with open(tmp_path / name, "r+b") as raw:
+            raw.write(head)
+    with h5py.File(tmp_path / "none.h5", "w") as f:
+        f["x"] = np.arange(3)
+    h5lake.load(tmp_path / "a.h5", tmp_path / "a.h5l")
+    assert run(capsys, "diff", tmp_path / "a.h5", tmp_path / "a.h5l")[0] == 0
+    code, out, _ = run(capsys, "diff", tmp_path / "a.h5l", tmp_path / "b.h5")
+    assert code == 1 and out == ["user block: differs from byte 18"]
+    code, out, _ = run(capsys, "diff", tmp_path / "a.h5", tmp_path / "none.h5")
+    assert code == 1 and out == ["user block: 512 bytes != 0 bytes"]

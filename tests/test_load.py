@@ -651,26 +651,26 @@ def test_scaleoffset_and_szip_load_and_come_back(tmp_path, link):
 
 @pytest.mark.parametrize("link", [False, True], ids=["copy", "link"])
 def test_plugin_filters(tmp_path, link):
-    """zstd, lz4 and Blosc chunks as hdf5plugin writes them; a dataset with
-    a codec h5lake lacks (Blosc's bitshuffle, blosclz) is named at load
-    time as not carried, and the file's other objects are."""
+    """zstd, lz4 and Blosc chunks as hdf5plugin writes them (blosclz, Blosc's
+    default, too); a dataset with a codec h5lake lacks (Blosc's bitshuffle)
+    is named at load time as not carried, and the file's other objects are."""
     hdf5plugin = pytest.importorskip("hdf5plugin")
     data = (np.arange(100_000, dtype="f4") % 977).reshape(100, 1000)
     src = tmp_path / "plugins.h5"
     with h5py.File(src, "w") as f:
         f.create_dataset("zstd", data=data, chunks=(10, 100), **hdf5plugin.Zstd(clevel=3))
         f.create_dataset("lz4", data=data, chunks=(10, 100), **hdf5plugin.LZ4())
-        for cname in ("lz4", "lz4hc", "zlib", "zstd"):
+        for cname in ("lz4", "lz4hc", "zlib", "zstd", "blosclz"):
             f.create_dataset("blosc_" + cname, data=data, chunks=(10, 100),
                              **hdf5plugin.Blosc(cname=cname, clevel=5))
     dest = tmp_path / "plugins.h5l"
     h5lake.load(src, dest, link=link)
     with h5lake.File(dest, "r") as l:
-        for name in ("zstd", "lz4", "blosc_lz4", "blosc_lz4hc", "blosc_zlib", "blosc_zstd"):
+        for name in ("zstd", "lz4", "blosc_lz4", "blosc_lz4hc", "blosc_zlib", "blosc_zstd",
+                     "blosc_blosclz"):
             np.testing.assert_array_equal(l[name][...], data, err_msg=name)
             np.testing.assert_array_equal(l[name][3:77:5, 17:900:13], data[3:77:5, 17:900:13])
-    for bad, kw in (("blosclz", hdf5plugin.Blosc(cname="blosclz")),
-                    ("bitshuffle", hdf5plugin.Blosc(cname="lz4", shuffle=hdf5plugin.Blosc.BITSHUFFLE))):
+    for bad, kw in (("bitshuffle", hdf5plugin.Blosc(cname="lz4", shuffle=hdf5plugin.Blosc.BITSHUFFLE)),):
         src2 = tmp_path / f"{bad}.h5"
         with h5py.File(src2, "w") as f:
             f.create_dataset("x", data=data, chunks=(10, 100), **kw)
@@ -1043,3 +1043,23 @@ def test_attributes_holding_references_keep_their_place_in_creation_order(tmp_pa
             assert {n: list(f[n].attrs) for n in ("e", "g")} == expected
             assert f[f["g"].attrs["ref"]].name == "/t"
             assert f["e"].dims[0][0].name == "/t"
+
+
+@pytest.mark.parametrize("link", [False, True])
+def test_unwritten_contiguous_datasets_behind_a_user_block_read_as_fill(tmp_path, link):
+    """A contiguous dataset never written has no address; in a file with a
+    user block (MATLAB's v7.3 files have one) libhdf5 reports the block's
+    size added to "no address", which was read as an offset: load copied
+    the file's header bytes as data (exit 0), or failed."""
+    src = tmp_path / "ub.h5"
+    with h5py.File(src, "w", userblock_size=512) as f:
+        f.create_dataset("small", shape=(4, 5), dtype="f4", fillvalue=-9.5)
+        f.create_dataset("big", shape=(1000,), dtype="i4", fillvalue=7)
+        f["written"] = np.arange(6.0)
+    with h5lake.File(src, "r") as f:
+        assert (f["small"][()] == -9.5).all() and (f["big"][()] == 7).all()
+    h5lake.load(src, tmp_path / "s.h5l", link=link)
+    h5lake.get(tmp_path / "s.h5l", tmp_path / "out.h5")
+    with h5py.File(tmp_path / "out.h5", "r") as g:
+        assert (g["small"][()] == -9.5).all() and (g["big"][()] == 7).all()
+        assert g["written"][()].tolist() == list(range(6))

@@ -179,17 +179,12 @@ pub fn decompress(data: &[u8]) -> Result<Vec<u8>> {
     }
     let format = h.flags >> 5;
     match format {
-        0 => {
-            return Err(CodecError::Unsupported(
-                "blosclz (inside a Blosc frame)".into(),
-            ))
-        }
         2 => {
             return Err(CodecError::Unsupported(
                 "snappy (inside a Blosc frame)".into(),
             ))
         }
-        1 | 3 | 4 => {}
+        0 | 1 | 3 | 4 => {}
         f => return Err(corrupt("blosc", format!("unknown codec format {f}"))),
     }
     let doshuffle = h.flags & DOSHUFFLE != 0 && h.typesize > 1;
@@ -253,6 +248,7 @@ pub fn decompress(data: &[u8]) -> Result<Vec<u8>> {
                 continue;
             }
             let n = match format {
+                0 => blosclz_decompress(src, stream)?,
                 1 => lz4_flex::block::decompress_into(src, stream)
                     .map_err(|e| corrupt("blosc/lz4", e.to_string()))?,
                 3 => deflate::decompress_into(src, stream)
@@ -271,6 +267,75 @@ pub fn decompress(data: &[u8]) -> Result<Vec<u8>> {
         }
     }
     Ok(out)
+}
+
+/// Decodes one blosclz stream into `out`, returning the bytes written.
+///
+/// blosclz, c-blosc's default codec (PyTables' and pandas' `complib="blosc"`),
+/// keeps FastLZ's level-2 format: a control byte below 32 starts `ctrl + 1`
+/// literal bytes; one above is a match whose top 3 bits are its length less
+/// 2 (7: further length bytes follow, each added, while they are 255) and
+/// whose low 5 bits with the next byte are its distance less 1; a distance
+/// byte of 255 after 31 in those bits is followed by a 16-bit distance past
+/// 8191. Matches may overlap what they write (runs).
+fn blosclz_decompress(src: &[u8], out: &mut [u8]) -> Result<usize> {
+    const MAX_DISTANCE: usize = 8191;
+    let bad = |why: &str| corrupt("blosc/blosclz", why.to_string());
+    let byte = |at: usize| src.get(at).map(|&b| usize::from(b)).ok_or_else(|| bad("truncated"));
+    let (mut ip, mut op) = (1usize, 0usize);
+    let Some(&first) = src.first() else {
+        return Ok(0);
+    };
+    let mut ctrl = usize::from(first & 31);
+    loop {
+        if ctrl < 32 {
+            let n = ctrl + 1;
+            let (Some(from), Some(to)) = (src.get(ip..ip + n), out.get_mut(op..op + n)) else {
+                return Err(bad("literal run past its stream or the block"));
+            };
+            to.copy_from_slice(from);
+            (ip, op) = (ip + n, op + n);
+        } else {
+            let mut len = (ctrl >> 5) - 1;
+            let high = (ctrl & 31) << 8;
+            if len == 6 {
+                loop {
+                    let more = byte(ip)?;
+                    ip += 1;
+                    len += more;
+                    if more != 255 {
+                        break;
+                    }
+                }
+            }
+            let code = byte(ip)?;
+            ip += 1;
+            len += 3;
+            let mut distance = high + code + 1;
+            if code == 255 && high == 31 << 8 {
+                distance = (byte(ip)? << 8) + byte(ip + 1)? + MAX_DISTANCE + 1;
+                ip += 2;
+            }
+            if distance > op || op + len > out.len() {
+                return Err(bad("match reaching outside the block"));
+            }
+            let from = op - distance;
+            if distance >= len {
+                out.copy_within(from..from + len, op);
+            } else {
+                // (Overlapping: each byte copied may be one just written.)
+                for k in 0..len {
+                    out[op + k] = out[from + k];
+                }
+            }
+            op += len;
+        }
+        if ip >= src.len() {
+            return Ok(op);
+        }
+        ctrl = usize::from(src[ip]);
+        ip += 1;
+    }
 }
 
 /// Encodes one Blosc1 frame. `clevel` 0..=9 as in Blosc (0 = store).

@@ -1137,7 +1137,7 @@ impl Pipeline {
     ///
     /// # Errors
     /// [`CodecError::Corrupt`]/[`CodecError::Checksum`] for damaged data,
-    /// [`CodecError::Unsupported`] for Blosc frames using blosclz, snappy or bitshuffle.
+    /// [`CodecError::Unsupported`] for Blosc frames using snappy or bitshuffle.
     pub fn decode(&self, stored: &[u8], elem_size: usize) -> Result<Vec<u8>> {
         self.decode_as(stored, elem_size, None, ChunkFormat::Hdf5)
     }

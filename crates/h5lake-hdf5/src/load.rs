@@ -1258,8 +1258,8 @@ impl Loader<'_> {
                 Vec::new() // a contiguous compound stored columnar: copied by rows
             };
             let masked = chunks.iter().any(|c| c.filter_mask != 0);
-            // A codec h5lake lacks inside a Blosc frame (blosclz, PyTables'
-            // default): this dataset is named as not carried, the file's
+            // A codec h5lake lacks inside a Blosc frame (snappy, Blosc's own
+            // bitshuffle): this dataset is named as not carried, the file's
             // others are (it failed the whole file). (Values converted on
             // the way are read through libhdf5, which may have the codec.)
             if !masked && !converted {
@@ -1308,7 +1308,14 @@ impl Loader<'_> {
                 "H5D_CONTIGUOUS"
             };
             let addr = lib(|| unsafe { hdf5_sys::h5d::H5Dget_offset(d) });
-            let allocated = addr != hdf5_sys::h5::HADDR_UNDEF;
+            // (In a file with a user block libhdf5 adds the block's size to
+            // "no address" too: what was never written is known by its
+            // space status, not by the offset.)
+            let mut status = hdf5_sys::h5d::H5D_space_status_t::H5D_SPACE_STATUS_ERROR;
+            let known = lib(|| unsafe { hdf5_sys::h5d::H5Dget_space_status(d, &mut status) });
+            let allocated = addr != hdf5_sys::h5::HADDR_UNDEF
+                && known >= 0
+                && status != hdf5_sys::h5d::H5D_space_status_t::H5D_SPACE_STATUS_NOT_ALLOCATED;
             let simple = !dims.is_empty() && shape["class"] == "H5S_SIMPLE";
             if linkable && allocated && simple && class == "H5D_CONTIGUOUS" {
                 let size = lib(|| unsafe { hdf5_sys::h5d::H5Dget_storage_size(d) });

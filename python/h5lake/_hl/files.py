@@ -513,6 +513,17 @@ def _userblock_size(size, mode):
 _HDF5_SIGNATURE = b'\x89HDF\r\n\x1a\n'
 
 
+def _userblock_bytes(fs, root_id):
+    """The user block of the store or HDF5 file ``fs`` holds (its bytes)."""
+    size = _userblock_of(fs, root_id)
+    path = fs.raw.path
+    if not is_url(path) and os.path.isfile(path):
+        with open(path, 'rb') as f:
+            return f.read(size)
+    kept = (fs.doc(root_id).get('creationProperties') or {}).get(_USERBLOCK_KEY) or ''
+    return bytes.fromhex(kept)
+
+
 def _userblock_of(fs, root_id):
     """The user block size of the store or HDF5 file ``fs`` holds."""
     path = fs.raw.path

@@ -265,6 +265,36 @@ def _same_type(a, b):
     return a == b and hdf5_type_name(a) == hdf5_type_name(b)
 
 
+def _string_pads(type_json):
+    """The padding of each fixed-length string in an HSDS type (members and
+    array items included), in order: part of the type, which numpy's
+    ``S10`` does not tell."""
+    out = []
+
+    def walk(t):
+        if not isinstance(t, dict):
+            return
+        if t.get("class") == "H5T_STRING" and t.get("length") != "H5T_VARIABLE":
+            out.append(t.get("strPad", "H5T_STR_NULLTERM"))
+        for f in t.get("fields") or ():
+            walk(f.get("type"))
+        walk(t.get("base"))
+
+    walk(type_json)
+    return tuple(out)
+
+
+def _padding_difference(type_a, type_b):
+    """How the string paddings of two stored types differ, or None (also
+    when either is unknown)."""
+    if type_a is None or type_b is None:
+        return None
+    pads_a, pads_b = _string_pads(type_a), _string_pads(type_b)
+    if pads_a == pads_b:
+        return None
+    return f"string padding {', '.join(pads_a)} != {', '.join(pads_b)}"
+
+
 def _shape_text(dset):
     """h5ls's ``{10/Inf, 20}``: current size, and the maximum where it differs."""
     shape = dset.shape
@@ -811,6 +841,11 @@ class _Differ:
                     self.out.append(f"{where}: type {_type_label(type_a)} != "
                                     f"{_type_label(type_b)}")
                     continue
+                pads = _padding_difference(_attribute_stored_type(a, name),
+                                           _attribute_stored_type(b, name))
+                if pads is not None:
+                    self.out.append(f"{where}: {pads}")
+                    continue
                 try:
                     va, vb = a.attrs[name], b.attrs[name]
                 except TypeError:
@@ -839,6 +874,9 @@ class _Differ:
         same_type, same_shape = _same_type(a.dtype, b.dtype), a.shape == b.shape
         if not same_type:
             self.out.append(f"{where}: type {_type_label(a.dtype)} != {_type_label(b.dtype)}")
+        elif (pads := _padding_difference(_stored_type(a), _stored_type(b))) is not None:
+            # (The values are still compared: the padding is the type's.)
+            self.out.append(f"{where}: {pads}")
         if not same_shape:
             self.out.append(f"{where}: shape {_shape_text(a)} != {_shape_text(b)}")
         if not (same_type and same_shape) or a.shape is None:
@@ -924,6 +962,14 @@ def _attribute_type(obj, name):
         return None
 
 
+def _attribute_stored_type(obj, name):
+    """Attribute ``name``'s type as stored (HSDS JSON); None elsewhere."""
+    try:
+        return obj.attrs.get_id(name)._doc()["type"]
+    except (TypeError, AttributeError, KeyError):
+        return None
+
+
 def _logical_bytes(dset):
     """Bytes of the dataset's values; 0 for variable-length types."""
     dt = _numpy_type(dset)
@@ -996,6 +1042,20 @@ def _not_compared(gaps, top, side):
     return lines
 
 
+def _userblock_difference(a, b):
+    """A line when the files' user blocks (what `load` and `get` carry, a
+    MATLAB file's header) differ; none when both are the same or absent."""
+    from .files import _userblock_bytes
+    block_a = _userblock_bytes(a._fs, a._fs.raw.root_id)
+    block_b = _userblock_bytes(b._fs, b._fs.raw.root_id)
+    if block_a == block_b:
+        return []
+    if len(block_a) != len(block_b):
+        return [f"user block: {len(block_a)} bytes != {len(block_b)} bytes"]
+    at = next(i for i, (x, y) in enumerate(zip(block_a, block_b)) if x != y)
+    return [f"user block: differs from byte {at}"]
+
+
 def _tolerance(name, value):
     """A tolerance as a float, refused unless finite and not negative (NaN
     made every difference of integers compare as close)."""
@@ -1025,6 +1085,8 @@ def diff(a, b, *, rtol=0.0, atol=0.0, verbose=False):
     with contextlib.ExitStack() as stack:
         (obj_a, gaps_a), (obj_b, gaps_b) = _diff_side(a, stack), _diff_side(b, stack)
         differ = _Differ(rtol, atol, verbose)
+        if obj_a.name == "/" and obj_b.name == "/":
+            differ.out += _userblock_difference(obj_a, obj_b)
         differ.objects(obj_a, obj_b, obj_a.name or "/")
         return (differ.out + _not_compared(gaps_a, obj_a.name or "/", "A")
                 + _not_compared(gaps_b, obj_b.name or "/", "B"))

@@ -84,7 +84,7 @@ if hdf5plugin is not None:
         for sh, shname in ((B.NOSHUFFLE, "noshuf"), (B.SHUFFLE, "shuf")):
             filt = {"class": "H5Z_FILTER_BLOSC", "id": 32001, "name": "blosc", "compressor": cname,
                     "level": 5, "shuffle": int(sh)}
-            expect = "unsupported" if cname == "blosclz" else "ok"
+            expect = "ok"
             data = (np.arange(8000, dtype="<f8") * 0.25)
             fd, path = tempfile.mkstemp(suffix=".h5")
             os.close(fd)
@@ -95,7 +95,7 @@ if hdf5plugin is not None:
             m = save(f"plugin_blosc_{cname}_{shname}_f64", bytes(stored), data.tobytes(), [filt], 8, expect=expect)
 
 # c-blosc frames via numcodecs (what HSDS writes): split/non-split, memcpy, leftover blocks
-for cname in ("lz4", "zlib", "zstd"):
+for cname in ("lz4", "zlib", "zstd", "blosclz"):
     for shuffle in (0, 1):
         for n, dt in ((20000, "<i4"), (33333, "<i2"), (10, "<f8"), (9001, "u1"), (700, "V24")):
             if dt == "V24":
@@ -108,6 +108,18 @@ for cname in ("lz4", "zlib", "zstd"):
                     "level": 5, "shuffle": shuffle}
             save(f"numcodecs_{cname}_s{shuffle}_{n}_{np.dtype(dt).itemsize}", bytes(stored), arr.tobytes(),
                  [filt], np.dtype(dt).itemsize)
+# blosclz's every kind of match: long runs, repeats farther back than its
+# 13-bit distances reach (a 16-bit distance follows), literals, at the
+# lowest and highest levels
+noise = rng.integers(0, 256, 12000).astype("u1")
+for name, arr in (("repeats", np.concatenate([noise, noise, noise[:5000]])),
+                  ("runs", np.repeat(rng.integers(0, 4, 300).astype("u1"), rng.integers(1, 600, 300))),
+                  ("text", np.frombuffer(b"the quick brown fox jumps over the lazy dog " * 900, "u1"))):
+    for clevel in (1, 9):
+        stored = numcodecs.Blosc("blosclz", clevel, 0, blocksize=0).encode(arr)
+        save(f"numcodecs_blosclz_{name}_c{clevel}", bytes(stored), arr.tobytes(),
+             [{"class": "H5Z_FILTER_BLOSC", "id": 32001, "name": "blosc", "compressor": "blosclz",
+               "level": clevel, "shuffle": 0}], 1)
 # a forced small block size gives many blocks and a leftover block
 arr = (np.arange(20003) % 977).astype("<i4")
 save("numcodecs_lz4_s1_blocks", bytes(numcodecs.Blosc("lz4", 5, 1, blocksize=4096).encode(arr)), arr.tobytes(),
