@@ -1294,3 +1294,45 @@ def test_statistics_of_a_linked_parquet_file_follow_it_when_rewritten(tmp_path):
         for ask in (lambda: d[:3], lambda: d.max("x"), lambda: d.get_where_list("x < 0")):
             with pytest.raises(OSError, match="replaced or changed"):
                 ask()
+
+
+def test_h5pyd_read_where_of_a_table_with_text_of_variable_length(tmp_path):
+    """A catalogue with a variable-length string column: h5pyd's
+    read_where got 400 (the server wanted fixed-size fields= named, which
+    read_where cannot send). Whole rows come back, matched on the
+    fixed-size members and read by their coordinates."""
+    h5pyd = pytest.importorskip("h5pyd")
+    from servers import Server
+    user, pw = "test_user1", "test"
+    dt = np.dtype([("id", "<i4"), ("name", h5pyd.string_dtype()), ("mag", "<f8")])
+    rows = np.zeros(5000, dt)
+    rows["id"] = np.arange(5000)
+    rows["name"] = [f"star-{i}" * (1 + i % 3) for i in range(5000)]
+    rows["mag"] = (np.arange(5000) % 97) / 10.0
+    s = Server(tmp_path / "bucket")
+    try:
+        assert s.request("PUT", "/", {"folder": 1}, params={"domain": "/home/"})[0] == 201
+        assert s.request("PUT", "/", {"folder": 1, "owner": user},
+                         params={"domain": f"/home/{user}/"})[0] == 201
+        domain = f"/home/{user}/cat.h5"
+        with h5pyd.File(domain, "w", endpoint=s.endpoint, username=user, password=pw) as f:
+            f.create_table("t", data=rows, dtype=dt, chunks=(1000,))
+        with h5pyd.File(domain, "r", endpoint=s.endpoint, username=user, password=pw) as f:
+            got = list(f["t"].read_where("(mag > 9.5) & (id < 3000)"))
+            want = rows[(rows["mag"] > 9.5) & (rows["id"] < 3000)]
+            assert [int(r["id"]) for r in got] == want["id"].tolist()
+            assert [r["name"].decode() if isinstance(r["name"], bytes) else r["name"]
+                    for r in got] == want["name"].tolist()
+            did = f["t"].id.id
+        q = {"domain": domain, "query": "id.isin(7, 4001, 12)", "Limit": 2}
+        status, _, rsp = s.request("GET", f"/datasets/{did}/value", user=user, params=q)
+        assert status == 200 and rsp["index"] == [7, 12]
+        assert [v[1] for v in rsp["value"]] == [rows["name"][7], rows["name"][12]]
+        status, _, rsp = s.request("GET", f"/datasets/{did}/value", user=user,
+                                   params=dict(q, fields="name"))
+        assert status == 400 and "fixed-size" in rsp["message"]
+        status, _, rsp = s.request("GET", f"/datasets/{did}/value", user=user,
+                                   params=dict(q, fields="mag:id"))
+        assert status == 200 and rsp["value"] == [[0.7, 7], [1.2, 12]]
+    finally:
+        s.stop()

@@ -563,13 +563,13 @@ fn plan_unreserved(
         Some(q) if action == Action::Read => {
             h5lake_engine::stats::check_condition(&meta, q)
                 .map_err(|e| bad(format!("invalid query: {e}")))?;
-            // The engine answers elements of fixed size: of a compound with
-            // members of variable length, the fixed-size fields asked for.
-            if fields.is_none() && meta.dtype.fixed_size().is_none() || wire.fixed_size().is_none()
-            {
+            // Of a compound with members of variable length, the engine
+            // matches on its fixed-size members; whole rows are read after
+            // by their coordinates, or just the fixed-size fields named.
+            if fields.is_some() && wire.fixed_size().is_none() {
                 return Err(bad(
-                    "a query of a dataset with members of variable length answers its \
-                     fixed-size fields: name them with fields=",
+                    "a query answers fields of variable length only with whole rows: \
+                     name fixed-size fields, or none",
                 ));
             }
             Some(q.to_string())
@@ -1471,6 +1471,109 @@ impl ArrowMemory {
 /// order (at most `Limit` of them), read slab by slab; JSON answers also
 /// carry their `index`.
 fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
+    if p.fields.is_none() && p.meta.dtype.is_variable() {
+        return respond_query_rows(app, ctx, p);
+    }
+    let (out, index, rank) = query_matches(app, ctx, p, p.fields.as_deref(), &p.wire)?;
+    check_answer_size(app, ctx, p, out.len(), index.len() / rank)?;
+    // No match is answered as JSON even when bytes were asked for: h5pyd
+    // (1.0) takes an empty binary body for a failed read, so its
+    // read_where over a table broke at the first stretch of rows without
+    // a match (HSDS answers with the empty body).
+    if ctx.wants_binary() && !index.is_empty() {
+        return Ok(binary_rsp(out));
+    }
+    let matched = index.len() / rank;
+    let value = fixed_to_json(&p.wire, &out, &[matched as u64])?;
+    Ok(typed_rsp(
+        StatusCode::OK,
+        &json!({"value": value, "index": index_json(&index, rank), "hrefs": []}),
+        &[TypedAt::new("/value", p.wire.clone(), 1)],
+        NonFinite::of(ctx),
+    ))
+}
+
+/// A query of a type with members of variable length answered with whole
+/// rows: matched on the fixed-size members, then the matches read by their
+/// coordinates (as a point selection is read).
+fn respond_query_rows(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
+    // (Matching holds one small member per match, not the rows.)
+    let Datatype::Compound { fields, .. } = &p.meta.dtype else {
+        return Err(bad("queries need a compound with fields of fixed size, or numbers"));
+    };
+    let Some(smallest) = fields
+        .iter()
+        .filter_map(|f| f.dtype.fixed_size().map(|n| (n, f)))
+        .min_by_key(|(n, _)| *n)
+        .map(|(_, f)| vec![f.name.clone()])
+    else {
+        return Err(bad("a query needs fields of fixed size to compare"));
+    };
+    let wire = projected_type(&p.meta.dtype, Some(&smallest), false)?;
+    let (_, index, rank) = query_matches(app, ctx, p, Some(&smallest), &wire)?;
+    let matched = index.len() / rank;
+    if matched.saturating_mul(16) > app.cfg.max_json_response_bytes {
+        return Err(ServerError::TooLarge(
+            "the query matches too much for one answer; narrow the select range or set Limit"
+                .into(),
+        ));
+    }
+    // As a variable-length read: the rows' sizes are known only as they
+    // are read, within what an answer may hold.
+    let limit = app
+        .cfg
+        .max_json_response_bytes
+        .min(app.cfg.memory_budget_bytes / 8);
+    let _values = p.reserve(limit, "this query's rows")?;
+    let rows = if matched == 0 {
+        Vec::new()
+    } else {
+        let points = Selection::Points {
+            rank,
+            coords: index.clone(),
+        };
+        p.dom.read_vlen_within(&p.id, &points, limit)?
+    };
+    if ctx.wants_binary() && matched > 0 {
+        return Ok(binary_rsp(record::join_elements(&p.meta.dtype, &rows)));
+    }
+    let bytes: usize = rows.iter().map(Vec::len).sum();
+    let _json = p.reserve(
+        bytes.saturating_mul(JSON_VALUE_BYTES),
+        "this query's rows as JSON",
+    )?;
+    let values = rows
+        .iter()
+        .map(|r| vlen_to_json(&p.meta.dtype, r).map_err(ServerError::from))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(typed_rsp(
+        StatusCode::OK,
+        &json!({"value": values, "index": index_json(&index, rank), "hrefs": []}),
+        &[TypedAt::new("/value", p.meta.dtype.clone(), 1)],
+        NonFinite::of(ctx),
+    ))
+}
+
+/// HSDS's `index` of a query's matches: a row number per match; of an N-D
+/// dataset, each match's coordinates.
+fn index_json(index: &[u64], rank: usize) -> Value {
+    if rank == 1 {
+        json!(index)
+    } else {
+        json!(index.chunks(rank).collect::<Vec<_>>())
+    }
+}
+
+/// Runs the query of `p`, answering members `fields` (of type `wire`):
+/// the matching elements and their coordinates (`rank` per match), in
+/// order, at most `Limit`.
+fn query_matches(
+    app: &App,
+    ctx: &Ctx,
+    p: &Plan,
+    fields: Option<&[String]>,
+    wire: &Datatype,
+) -> Result<(Vec<u8>, Vec<u64>, usize)> {
     let text = p.query.as_deref().expect("a query plan");
     let Selection::Orthogonal(sels) = &p.sel else {
         return Err(bad("queries take a select range, not points"));
@@ -1483,13 +1586,9 @@ fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
         None | Some(0) => usize::MAX,
         Some(n) => n,
     };
-    let es = p.meta.dtype.fixed_size().unwrap_or(0);
     // The engine answers just the fields asked for (of a columnar dataset
     // it reads only their columns and the condition's), packed in order.
-    let es = match p.fields {
-        Some(_) => p.wire.fixed_size().unwrap_or(0),
-        None => es,
-    };
+    let es = wire.fixed_size().unwrap_or(0);
     // The box around the selection, answered chunk by chunk
     // (skipping the chunks whose statistics rule the condition
     // out); elements between a strided or listed selection's are
@@ -1509,7 +1608,7 @@ fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
     let limited = (dense && limit != usize::MAX).then_some(limit);
     let per_match = es + 8 * rank;
     let json_elements = limited.map_or(app.cfg.max_json_elements, |n| {
-        let values = usize::try_from(json_values_per_element(&p.wire)).unwrap_or(usize::MAX);
+        let values = usize::try_from(json_values_per_element(wire)).unwrap_or(usize::MAX);
         n.saturating_mul(values.saturating_add(rank))
             .min(app.cfg.max_json_elements)
     });
@@ -1530,7 +1629,7 @@ fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
         &p.meta.id,
         text,
         Some(&region),
-        p.fields.as_deref(),
+        fields,
         h5lake_engine::stats::QueryLimits {
             max_matches: limited,
             max_bytes: Some(max_matched),
@@ -1564,29 +1663,7 @@ fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
     let matched = (index.len() / rank).min(limit);
     index.truncate(matched * rank);
     out.truncate(matched * es);
-    check_answer_size(app, ctx, p, out.len(), matched)?;
-    // No match is answered as JSON even when bytes were asked for: h5pyd
-    // (1.0) takes an empty binary body for a failed read, so its
-    // read_where over a table broke at the first stretch of rows without
-    // a match (HSDS answers with the empty body).
-    if ctx.wants_binary() && !index.is_empty() {
-        return Ok(binary_rsp(out));
-    }
-    let matched = index.len() / rank;
-    let value = fixed_to_json(&p.wire, &out, &[matched as u64])?;
-    // HSDS's index is a row number per match; of an N-D dataset, each
-    // match's coordinates.
-    let index = if rank == 1 {
-        json!(index)
-    } else {
-        json!(index.chunks(rank).collect::<Vec<_>>())
-    };
-    Ok(typed_rsp(
-        StatusCode::OK,
-        &json!({"value": value, "index": index, "hrefs": []}),
-        &[TypedAt::new("/value", p.wire.clone(), 1)],
-        NonFinite::of(ctx),
-    ))
+    Ok((out, index, rank))
 }
 
 /// `[lo, hi)` around the indices `d` selects along its dimension.
