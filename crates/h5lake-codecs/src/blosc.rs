@@ -281,7 +281,11 @@ pub fn decompress(data: &[u8]) -> Result<Vec<u8>> {
 fn blosclz_decompress(src: &[u8], out: &mut [u8]) -> Result<usize> {
     const MAX_DISTANCE: usize = 8191;
     let bad = |why: &str| corrupt("blosc/blosclz", why.to_string());
-    let byte = |at: usize| src.get(at).map(|&b| usize::from(b)).ok_or_else(|| bad("truncated"));
+    let byte = |at: usize| {
+        src.get(at)
+            .map(|&b| usize::from(b))
+            .ok_or_else(|| bad("truncated"))
+    };
     let (mut ip, mut op) = (1usize, 0usize);
     let Some(&first) = src.first() else {
         return Ok(0);

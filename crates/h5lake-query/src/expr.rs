@@ -487,7 +487,7 @@ impl<'a> Parser<'a> {
     }
 
     fn want_bool(&self, n: &Node, pos: usize, what: &str) -> Result<()> {
-        if n.ty() == Ty::Bool {
+        if n.ty() == Ty::Bool || self.free_names {
             return Ok(());
         }
         Err(QueryError::Invalid {
@@ -561,7 +561,7 @@ impl<'a> Parser<'a> {
             let pos = self.pos();
             self.at += 1;
             let right = self.operand_against(&left)?;
-            if (left.ty() == Ty::Text) != (right.ty() == Ty::Text) {
+            if (left.ty() == Ty::Text) != (right.ty() == Ty::Text) && !self.free_names {
                 return Err(QueryError::Invalid {
                     pos,
                     msg: "compares text with a number".into(),
@@ -593,7 +593,7 @@ impl<'a> Parser<'a> {
             loop {
                 let pos = self.pos();
                 let v = self.operand_against(&x)?;
-                if (x.ty() == Ty::Text) != (v.ty() == Ty::Text) {
+                if (x.ty() == Ty::Text) != (v.ty() == Ty::Text) && !self.free_names {
                     return Err(QueryError::Invalid {
                         pos,
                         msg: "compares text with a number".into(),
@@ -660,7 +660,7 @@ impl<'a> Parser<'a> {
             self.deeper()?;
             let a = self.unary()?;
             self.depth -= 1;
-            no_text(&a, pos)?;
+            self.no_text(&a, pos)?;
             return Ok(match a {
                 Node::Lit(Num::Int(i)) => Node::Lit(Num::Int(-i)),
                 Node::Lit(Num::Float(f)) => Node::Lit(Num::Float(-f)),
@@ -671,7 +671,7 @@ impl<'a> Parser<'a> {
             self.deeper()?;
             let a = self.unary()?;
             self.depth -= 1;
-            no_text(&a, pos)?;
+            self.no_text(&a, pos)?;
             return Ok(a);
         }
         self.power()
@@ -760,7 +760,11 @@ impl<'a> Parser<'a> {
                 self.leaf_node(&String::from_utf8_lossy(&name), pos)
             }
             Tok::Name(n) if n.ends_with(".isin") && self.eat("(") => {
-                let x = self.leaf_node(&n[..n.len() - ".isin".len()], pos)?;
+                let x = if self.free_names {
+                    Node::Lit(Num::Int(0))
+                } else {
+                    self.leaf_node(&n[..n.len() - ".isin".len()], pos)?
+                };
                 self.deeper()?;
                 let e = self.one_of(x);
                 self.depth -= 1;
@@ -797,7 +801,7 @@ impl<'a> Parser<'a> {
                 let a = self.or()?;
                 self.expect(")")?;
                 self.depth -= 1;
-                no_text(&a, pos)?;
+                self.no_text(&a, pos)?;
                 Ok(Node::Func(f, Box::new(a)))
             }
             Tok::Name(n) => match n.to_ascii_lowercase().as_str() {
@@ -806,7 +810,8 @@ impl<'a> Parser<'a> {
                 "inf" => Ok(Node::Lit(Num::Float(f64::INFINITY))),
                 "nan" => Ok(Node::Lit(Num::Float(f64::NAN))),
                 _ if self.bare_text && !self.is_leaf(&n) => Ok(Node::Text(n.into_bytes())),
-                _ if self.free_names => Ok(Node::Lit(Num::Float(0.0))),
+                // (An integer: `~`, `&` and comparisons all take one here.)
+                _ if self.free_names => Ok(Node::Lit(Num::Int(0))),
                 _ => self.leaf_node(&n, pos),
             },
             Tok::End => Err(QueryError::Syntax {
@@ -818,6 +823,14 @@ impl<'a> Parser<'a> {
                 msg: format!("unexpected {o:?}"),
             }),
         }
+    }
+
+    /// [`no_text`], but for a check of the syntax alone.
+    fn no_text(&self, n: &Node, pos: usize) -> Result<()> {
+        if self.free_names {
+            return Ok(());
+        }
+        no_text(n, pos)
     }
 
     fn is_leaf(&self, n: &str) -> bool {
@@ -1068,6 +1081,14 @@ mod tests {
             check_syntax("(a > 1"),
             Err(QueryError::Syntax { .. })
         ));
+        // A type error does not hide a syntax error after it.
+        for bad in ["pin == 'x' & ) (", "~a & -'x' | b.isin('y', 2) ("] {
+            assert!(
+                matches!(check_syntax(bad), Err(QueryError::Syntax { .. })),
+                "{bad}"
+            );
+        }
+        assert!(check_syntax("~a & (b == 'x') | c.isin('y', 2)").is_ok());
     }
 
     #[test]

@@ -1499,7 +1499,9 @@ fn respond_query(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
 fn respond_query_rows(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
     // (Matching holds one small member per match, not the rows.)
     let Datatype::Compound { fields, .. } = &p.meta.dtype else {
-        return Err(bad("queries need a compound with fields of fixed size, or numbers"));
+        return Err(bad(
+            "queries need a compound with fields of fixed size, or numbers",
+        ));
     };
     let Some(smallest) = fields
         .iter()
