@@ -1536,9 +1536,9 @@ fn respond_query_rows(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
         };
         p.dom.read_vlen_within(&p.id, &points, limit)?
     };
-    if ctx.wants_binary() && matched > 0 {
-        return Ok(binary_rsp(record::join_elements(&p.meta.dtype, &rows)));
-    }
+    // Answered as JSON even when bytes were asked for: h5pyd (1.0) cannot
+    // size a binary answer of variable-length rows whose count it does
+    // not know beforehand (ValueError), and reads JSON ones.
     let bytes: usize = rows.iter().map(Vec::len).sum();
     let _json = p.reserve(
         bytes.saturating_mul(JSON_VALUE_BYTES),
