@@ -383,20 +383,28 @@ impl Plan {
         self.with_selection(sel)
     }
 
-    fn with_selection(mut self, sel: Selection) -> Result<Plan> {
-        // (What the selection before held is given back first.)
+    fn with_selection(self, sel: Selection) -> Result<Plan> {
+        let p = self.reserved_for(&sel)?;
+        Ok(Plan { sel, ..p })
+    }
+
+    /// The plan with the memory of the chunks `part` reaches reserved
+    /// instead: a streamed transfer works on one part of its selection at
+    /// a time.
+    fn reserved_for(mut self, part: &Selection) -> Result<Plan> {
+        // (What was held before is given back first.)
         self.work = Reservation::nothing();
-        let whole = self.fields.is_none() && covers_whole_chunks(&self.meta, &sel);
-        let work = reserve_work(
+        let whole = self.fields.is_none() && covers_whole_chunks(&self.meta, part);
+        self.work = reserve_work(
             &self.memory,
             &self.request,
             &self.dom,
             &self.meta,
-            &sel,
+            part,
             self.writing,
             whole,
         )?;
-        Ok(Plan { sel, work, ..self })
+        Ok(self)
     }
 
     /// Reserves `bytes` more for this plan's request: refused at once when
@@ -2120,8 +2128,17 @@ async fn stream_write(app: Arc<App>, ctx: Ctx, p: Plan, body: Body) -> Result<Re
             )));
         }
     }
-    let p = Arc::new(p);
     let pieces = slabs(&p, app.cfg.slab_bytes)?;
+    // The engine writes one slab at a time: it holds the chunks of the
+    // slab reaching most of them, not all the selection reaches.
+    let p = match pieces
+        .iter()
+        .max_by_key(|(sel, _)| chunks_reached(&p.meta, sel, 1 << 10))
+    {
+        Some((widest, _)) => p.reserved_for(widest)?,
+        None => p,
+    };
+    let p = Arc::new(p);
     // One slab being filled and one being written.
     let in_flight = slabs_in_flight(&pieces);
     let _held = p
