@@ -324,7 +324,12 @@ fn projected_type(t: &Datatype, fields: Option<&[String]>, vlen_ok: bool) -> Res
                 variable = true;
                 0
             }
-            None => return Err(bad("variable-length fields")),
+            None => {
+                return Err(bad(format!(
+                    "field {n:?} is of variable length: fields= picks fixed-size fields (read \
+                     whole rows, or ask for Arrow, for the others)"
+                )))
+            }
         };
         out.push(Field {
             name: f.name.clone(),
