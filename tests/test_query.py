@@ -1302,18 +1302,15 @@ def test_h5pyd_read_where_of_a_table_with_text_of_variable_length(tmp_path):
     read_where cannot send). Whole rows come back, matched on the
     fixed-size members and read by their coordinates."""
     h5pyd = pytest.importorskip("h5pyd")
-    from servers import Server
+    from servers import with_homes
     user, pw = "test_user1", "test"
     dt = np.dtype([("id", "<i4"), ("name", h5pyd.string_dtype()), ("mag", "<f8")])
     rows = np.zeros(5000, dt)
     rows["id"] = np.arange(5000)
     rows["name"] = [f"star-{i}" * (1 + i % 3) for i in range(5000)]
     rows["mag"] = (np.arange(5000) % 97) / 10.0
-    s = Server(tmp_path / "bucket")
+    s = with_homes(tmp_path / "bucket", user)
     try:
-        assert s.request("PUT", "/", {"folder": 1}, params={"domain": "/home/"})[0] == 201
-        assert s.request("PUT", "/", {"folder": 1, "owner": user},
-                         params={"domain": f"/home/{user}/"})[0] == 201
         domain = f"/home/{user}/cat.h5"
         with h5pyd.File(domain, "w", endpoint=s.endpoint, username=user, password=pw) as f:
             f.create_table("t", data=rows, dtype=dt, chunks=(1000,))
