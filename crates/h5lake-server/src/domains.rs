@@ -811,10 +811,17 @@ fn root_attributes_match(app: &App, user: &str, name: &str, doc: &Value, q: &str
     let Some(root) = doc.get("root").and_then(Value::as_str) else {
         return Ok(false);
     };
-    let Ok(root_doc) = open_domain_named(app, user, name.to_string(), Action::Read)
+    let root_doc = match open_domain_named(app, user, name.to_string(), Action::Read)
         .and_then(|dom| dom.get_doc(root).map_err(ServerError::from))
-    else {
-        return Ok(false);
+    {
+        Ok(doc) => doc,
+        Err(e) => {
+            // (Gone meanwhile is no news; anything else is the operator's.)
+            if e.status() != axum::http::StatusCode::NOT_FOUND {
+                eprintln!("h5lake serve: domain query: {name} left out: {e}");
+            }
+            return Ok(false);
+        }
     };
     match root_doc.get("attributes").and_then(Value::as_object) {
         Some(attrs) => crate::domain_query::matches(q, attrs),
@@ -824,15 +831,9 @@ fn root_attributes_match(app: &App, user: &str, name: &str, doc: &Value, q: &str
 
 /// A pattern whose brackets close (`[a-z]`, `[!0-9]`).
 fn check_glob(p: &str) -> Result<()> {
-    let mut open = false;
-    for c in p.chars() {
-        match c {
-            '[' if !open => open = true,
-            ']' if open => open = false,
-            _ => {}
-        }
-    }
-    if open {
+    // (The matcher takes a `[` no `]` closes as itself; a pattern is
+    // refused for one instead, as HSDS refuses it.)
+    if glob_tokens(p).contains(&Glob::Char('[')) {
         return Err(ServerError::BadRequest(format!(
             "invalid pattern {p:?}: a [ is not closed"
         )));

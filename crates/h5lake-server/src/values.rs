@@ -1528,10 +1528,7 @@ fn respond_query_rows(app: &App, ctx: &Ctx, p: &Plan) -> Result<Response> {
     let (_, index, rank) = query_matches(app, ctx, p, Some(&smallest), &wire)?;
     let matched = index.len() / rank;
     if matched.saturating_mul(16) > app.cfg.max_json_response_bytes {
-        return Err(ServerError::TooLarge(
-            "the query matches too much for one answer; narrow the select range or set Limit"
-                .into(),
-        ));
+        return Err(too_many_matches());
     }
     // As a variable-length read: the rows' sizes are known only as they
     // are read, within what an answer may hold.
@@ -1707,12 +1704,15 @@ fn check_answer_size(app: &App, ctx: &Ctx, p: &Plan, bytes: usize, matches: usiz
     if bytes > app.cfg.max_json_response_bytes
         || (!ctx.wants_binary() && json_values > app.cfg.max_json_elements as u64)
     {
-        return Err(ServerError::TooLarge(
-            "the query matches too much for one answer; narrow the select range or set Limit"
-                .into(),
-        ));
+        return Err(too_many_matches());
     }
     Ok(())
+}
+
+fn too_many_matches() -> ServerError {
+    ServerError::TooLarge(
+        "the query matches too much for one answer; narrow the select range or set Limit".into(),
+    )
 }
 
 pub(crate) async fn get_value(
