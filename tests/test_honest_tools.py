@@ -304,3 +304,36 @@ def test_diff_compares_user_blocks(tmp_path, capsys):
     assert code == 1 and out == ["user block: differs from byte 18"]
     code, out, _ = run(capsys, "diff", tmp_path / "a.h5", tmp_path / "none.h5")
     assert code == 1 and out == ["user block: 512 bytes != 0 bytes"]
+
+
+def test_tools_list_a_dataset_whose_filter_h5lake_lacks_and_never_compare_its_values(
+        tmp_path, capsys):
+    """A bzip2 dataset of an HDF5 file is listed by ls and info with its
+    shape and type, and diff says its values were not compared (it crashed
+    on them once the dataset was listed); its attributes still compare."""
+    pytest.importorskip("hdf5plugin")
+    import h5files
+    src = h5files.write_unsupported_filter(str(tmp_path / "bz.h5"))
+    with h5py.File(src, "a") as f:
+        f["bzipped"].attrs["units"] = "counts"
+    other = tmp_path / "other.h5"
+    with h5py.File(other, "w") as f:
+        f["ok"] = np.arange(10)
+        f["bzipped"] = np.arange(1000)
+        f["bzipped"].attrs["units"] = "volts"
+    rc, out, _ = run(capsys, "ls", "-v", src)
+    assert rc == 0
+    entry = next(line for line in out if line.startswith("bzipped"))
+    assert "{1000}" in entry.replace(" ", "") or "1000" in entry, out
+    assert any(line.strip().startswith("Values:") and "bzip2" in line for line in out), out
+    assert not any("Attribute:  " in line and "bzip2" in line for line in out), out
+    summary = h5lake.info(src)
+    assert summary["datasets"] == 2
+    assert any(line.startswith("/bzipped: values:") for line in summary["not_readable"])
+    lines = h5lake.diff(src, str(other))
+    assert "attribute 'units' of /bzipped: 'counts' != 'volts'" in lines, lines
+    assert any(line.startswith("values of /bzipped: not compared (A holds") and "bzip2" in line
+               for line in lines), lines
+    assert len(lines) == 2, lines
+    assert run(capsys, "diff", "-q", src, src)[0] == 1     # never equal, even to itself
+    assert h5lake.diff(f"{src}/ok", f"{other}/ok") == []

@@ -133,3 +133,28 @@ def test_hdf5_files_in_the_root_are_served_read_only(files_and_stores):
             assert st == 404, (domain, st, rsp)
     finally:
         s.stop()
+
+
+def test_a_served_hdf5_files_dataset_under_a_filter_h5lake_lacks(tmp_path):
+    """A bzip2 dataset of an HDF5 file in the root is listed with its
+    shape, type and attributes; reading its values is a 501 naming the
+    filter (it was missing from its group, with no word to the client)."""
+    pytest.importorskip("hdf5plugin")
+    import h5files
+    top = tmp_path / "root"
+    top.mkdir()
+    src = h5files.write_unsupported_filter(str(top / "bz.h5"))
+    with h5py.File(src, "a") as f:
+        f["bzipped"].attrs["units"] = "counts"
+    s = Server(top)
+    try:
+        with hfile(s, "/bz.h5") as f:
+            assert sorted(f) == ["bzipped", "ok"]
+            d = f["bzipped"]
+            assert d.shape == (1000,) and d.attrs["units"] == "counts"
+            assert f["ok"][...].tolist() == list(range(10))
+            dset = d.id.uuid
+        st, _, rsp = s.request("GET", f"/datasets/{dset}/value", params={"domain": "/bz.h5"})
+        assert st == 501 and "bzip2" in rsp["message"], (st, rsp)
+    finally:
+        s.stop()

@@ -427,6 +427,7 @@ fn load_hdf5(
         force,
         progress,
         columnar,
+        keep_undecodable: false,
     };
     let r = interruptible(py, || h5lake_hdf5::load(&src, &dest, &opts), hdf5_err)?;
     Ok(serde_json::json!({
@@ -760,6 +761,9 @@ fn serve(
     cfg.hdf5_linker = Some(h5lake_server::Hdf5Linker(Arc::new(|src, dest| {
         let opts = h5lake_hdf5::LoadOptions {
             link: true,
+            // (Clients see such a dataset and get an error naming the
+            // filter when they read it.)
+            keep_undecodable: true,
             ..Default::default()
         };
         let report = h5lake_hdf5::load(src, dest, &opts).map_err(|e| e.to_string())?;

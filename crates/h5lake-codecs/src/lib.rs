@@ -65,6 +65,10 @@ pub mod filter_id {
     pub const ZSTD: u64 = 32015;
 }
 
+/// Most filters one pipeline holds (HDF5's `H5Z_MAX_NFILTERS`): a longer
+/// one could not be written to an HDF5 file, and costs each chunk more.
+pub const MAX_FILTERS: usize = 32;
+
 /// One filter of a chunk pipeline.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
@@ -104,6 +108,11 @@ pub enum Filter {
         compression: u32,
         level: u32,
     },
+    /// A filter a stored dataset names that h5lake cannot apply (a codec
+    /// it lacks, parameters it cannot read): its HSDS `entry` is kept as
+    /// it was, so the dataset's description stays whole, and every chunk
+    /// through it fails with `reason` (see [`Pipeline::described`]).
+    Unavailable { entry: Value, reason: String },
 }
 
 /// Which writer's byte layout a chunk follows.
@@ -807,6 +816,11 @@ impl Filter {
                 }
                 cd
             }
+            Filter::Unavailable { entry, .. } => entry
+                .get("parameters")
+                .and_then(Value::as_array)
+                .map(|ps| ps.iter().filter_map(as_u64).map(|v| v as u32).collect())
+                .unwrap_or_default(),
         }
     }
 
@@ -823,6 +837,7 @@ impl Filter {
             Filter::ScaleOffset { .. } => filter_id::SCALEOFFSET,
             Filter::Szip { .. } => filter_id::SZIP,
             Filter::Bitshuffle { .. } => filter_id::BITSHUFFLE,
+            Filter::Unavailable { entry, .. } => entry.get("id").and_then(as_u64).unwrap_or(0),
         }
     }
 
@@ -902,6 +917,7 @@ impl Filter {
                 }
                 e
             }
+            Filter::Unavailable { entry, .. } => entry.clone(),
         }
     }
 
@@ -917,6 +933,7 @@ impl Filter {
             Filter::ScaleOffset { .. } => "scaleoffset",
             Filter::Szip { .. } => "szip",
             Filter::Bitshuffle { .. } => "bitshuffle",
+            Filter::Unavailable { .. } => "unavailable filter",
         }
     }
 
@@ -929,8 +946,18 @@ impl Filter {
                 | Filter::Lzf
                 | Filter::Blosc { .. }
                 | Filter::Szip { .. }
+                | Filter::Unavailable { .. }
         ) || matches!(self, Filter::Bitshuffle { compression, .. } if *compression != bitshuffle::NONE)
     }
+}
+
+/// The error of a chunk through a filter h5lake cannot apply.
+fn unavailable(reason: &str, verb: &str) -> CodecError {
+    CodecError::Unsupported(format!(
+        "{reason}: h5lake has no such codec, so this dataset's chunks cannot be {verb} \
+         (it applies gzip, szip, lzf, zstd, lz4, Blosc, bitshuffle, scale-offset, shuffle \
+         and fletcher32)"
+    ))
 }
 
 /// Bytes that are either borrowed input or a filter's fresh output, so a
@@ -972,6 +999,12 @@ impl Pipeline {
     pub fn from_hsds_json(filters: &Value) -> Result<Pipeline> {
         match filters {
             Value::Null => Ok(Pipeline::default()),
+            Value::Array(entries) if entries.len() > MAX_FILTERS => {
+                Err(CodecError::Invalid(format!(
+                    "{} filters: a pipeline holds at most {MAX_FILTERS}, as in HDF5",
+                    entries.len()
+                )))
+            }
             Value::Array(entries) => Ok(Pipeline {
                 filters: entries
                     .iter()
@@ -983,6 +1016,44 @@ impl Pipeline {
                 "filters must be a list, got {other}"
             ))),
         }
+    }
+
+    /// The pipeline a stored dataset names, as far as h5lake can apply it:
+    /// an entry it cannot (a codec it lacks, as h5py without the plugin)
+    /// becomes [`Filter::Unavailable`], so the dataset can still be opened
+    /// and described and only its chunks fail, naming the filter. For
+    /// datasets being made, [`Pipeline::from_hsds_json`] refuses instead.
+    ///
+    /// # Errors
+    /// [`CodecError::Invalid`] when `filters` is not a list.
+    pub fn described(filters: &Value) -> Result<Pipeline> {
+        let Value::Array(entries) = filters else {
+            return Pipeline::from_hsds_json(filters);
+        };
+        Ok(Pipeline {
+            filters: entries
+                .iter()
+                .filter(|e| !is_skipped_entry(e))
+                .map(|e| {
+                    parse_entry(e).unwrap_or_else(|err| Filter::Unavailable {
+                        entry: e.clone(),
+                        reason: match err {
+                            CodecError::Unsupported(what) => what,
+                            other => other.to_string(),
+                        },
+                    })
+                })
+                .collect(),
+        })
+    }
+
+    /// Why no chunk of this pipeline can be read or written, if so: the
+    /// first filter h5lake cannot apply.
+    pub fn unavailable(&self) -> Option<&str> {
+        self.filters.iter().find_map(|f| match f {
+            Filter::Unavailable { reason, .. } => Some(reason.as_str()),
+            _ => None,
+        })
     }
 
     /// HSDS-style entries, in write order.
@@ -1030,6 +1101,7 @@ impl Pipeline {
     fn encode_hdf5(&self, mut data: Vec<u8>, elem_size: usize) -> Result<Vec<u8>> {
         for f in &self.filters {
             data = match f {
+                Filter::Unavailable { reason, .. } => return Err(unavailable(reason, "written")),
                 Filter::Shuffle => shuffle::shuffle(&data, elem_size),
                 Filter::Deflate { level } => deflate::compress(&data, *level),
                 Filter::Zstd { level } => zstd_codec::compress(&data, *level)?,
@@ -1075,6 +1147,7 @@ impl Pipeline {
                     | Filter::Szip { .. }
                     | Filter::ScaleOffset { .. }
                     | Filter::Bitshuffle { .. }
+                    | Filter::Unavailable { .. }
             )
         }) || self.out_of_blosc_order()
     }
@@ -1170,7 +1243,11 @@ impl Pipeline {
         if self.filters.is_empty() {
             return Ok(stored.to_vec());
         }
-        if format == ChunkFormat::Hsds && self.out_of_blosc_order() && blosc::is_frame(stored) {
+        if format == ChunkFormat::Hsds
+            && self.out_of_blosc_order()
+            && self.unavailable().is_none()
+            && blosc::is_frame(stored)
+        {
             // Written by versions that put such pipelines in a Blosc frame
             // all the same (the frame undoes its own shuffle).
             if let Ok(v) = blosc::decompress(stored) {
@@ -1205,6 +1282,7 @@ impl Pipeline {
                 expected_len.map(|n| n + 4 * sums)
             };
             data = match f {
+                Filter::Unavailable { reason, .. } => return Err(unavailable(reason, "read")),
                 Filter::Fletcher32 => {
                     if hsds || self.hsds_frame_without_checksum(data.as_slice()) {
                         data

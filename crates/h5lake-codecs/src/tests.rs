@@ -560,3 +560,63 @@ fn entries_are_completed_with_class_id_and_name() {
         Err(CodecError::Invalid(m)) if m.contains("H5Z_FILTER_DEFLATE")
     ));
 }
+
+#[test]
+fn a_stored_pipeline_keeps_filters_it_cannot_apply_and_fails_only_on_chunks() {
+    // bzip2 (an hdf5plugin filter h5lake lacks) after shuffle, as a file
+    // written with the plugin describes it.
+    let bzip2 = json!({"class": "H5Z_FILTER_USER", "id": 307, "name": "bzip2",
+                       "parameters": [9]});
+    let filters = json!([{"class": "H5Z_FILTER_SHUFFLE", "id": 2}, bzip2]);
+    // A dataset being made under it is refused ...
+    assert!(matches!(
+        Pipeline::from_hsds_json(&filters),
+        Err(CodecError::Unsupported(_))
+    ));
+    // ... one that exists is described whole: its entry and client data
+    // kept, so h5py's `compression` and the connector's property list
+    // still name it.
+    let p = Pipeline::described(&filters).unwrap();
+    assert_eq!(p.filters[0], Filter::Shuffle);
+    assert_eq!(p.to_hsds_json()[1], bzip2);
+    assert_eq!(p.filters[1].id(), 307);
+    assert_eq!(p.filters[1].hdf5_client_data(4, 64), vec![9]);
+    let why = p.unavailable().expect("bzip2 is unavailable");
+    assert!(why.contains("bzip2"), "{why}");
+    // Its chunks fail either way, naming the filter, in both layouts
+    // (never passed through as if unfiltered).
+    for format in [ChunkFormat::Hdf5, ChunkFormat::Hsds] {
+        let read = p.decode_as(&[1, 2, 3, 4], 4, Some(4), format);
+        assert!(
+            matches!(&read, Err(CodecError::Unsupported(m)) if m.contains("bzip2") && m.contains("read")),
+            "{read:?}"
+        );
+        let write = p.encode_as(vec![0; 16], 4, format);
+        assert!(
+            matches!(&write, Err(CodecError::Unsupported(m)) if m.contains("written")),
+            "{write:?}"
+        );
+    }
+    // Parameters h5lake cannot read are described the same way; a list
+    // that is no list is still an error.
+    let odd = json!([{"class": "H5Z_FILTER_DEFLATE", "id": 1, "level": 12}]);
+    assert!(Pipeline::described(&odd).unwrap().unavailable().is_some());
+    assert!(Pipeline::described(&json!({"id": 1})).is_err());
+    // What h5lake applies is parsed as before.
+    let known = json!([{"class": "H5Z_FILTER_DEFLATE", "id": 1, "level": 4}]);
+    assert_eq!(
+        Pipeline::described(&known).unwrap(),
+        Pipeline::from_hsds_json(&known).unwrap()
+    );
+}
+
+#[test]
+fn a_pipeline_holds_at_most_hdf5s_32_filters() {
+    let many = |n: usize| Value::Array(vec![json!({"class": "H5Z_FILTER_SHUFFLE", "id": 2}); n]);
+    assert!(Pipeline::from_hsds_json(&many(MAX_FILTERS)).is_ok());
+    let e = Pipeline::from_hsds_json(&many(MAX_FILTERS + 1)).unwrap_err();
+    assert!(
+        matches!(&e, CodecError::Invalid(m) if m.contains("at most 32")),
+        "{e}"
+    );
+}

@@ -205,7 +205,9 @@ impl DatasetMeta {
             // no HDF5 filter: none).
             Pipeline::from_hsds_json(filters).unwrap_or_default()
         } else {
-            Pipeline::from_hsds_json(filters)?
+            // (A filter h5lake lacks leaves the dataset open and described,
+            // as h5py without the plugin; its chunks fail naming it.)
+            Pipeline::described(filters)?
         };
         // HDF5's "fill time never": unwritten elements are undefined, not
         // the declared fill value; h5lake reads them as zero bytes.
@@ -755,7 +757,7 @@ impl Domain {
                     doc["h5lake"] = json!({"layout": class});
                 }
             }
-            "H5D_CONTIGUOUS_REF" | "H5D_CHUNKED_REF" | "H5D_CHUNKED_REF_INDIRECT" => {
+            c if LINKED_CLASSES.contains(&c) => {
                 let Some(esize) = dtype.fixed_size() else {
                     return Err(EngineError::WrongType(
                         "linked layouts need a fixed-size type".into(),
@@ -827,8 +829,17 @@ impl Domain {
             class == "H5D_CHUNKED",
         )?;
         if crate::chunk_codec::format_name(&doc) != Some(crate::chunk_codec::PARQUET) {
-            Pipeline::from_hsds_json(cprops.get("filters").unwrap_or(&Value::Null))
-                .map_err(bad_filters)?;
+            let filters = cprops.get("filters").unwrap_or(&Value::Null);
+            // A linked dataset's filters say how a file written elsewhere
+            // was coded: one h5lake lacks makes its chunks unreadable, not
+            // the dataset (h5py lists it too). Anything written here must
+            // be coded by filters h5lake applies.
+            if LINKED_CLASSES.contains(&class.as_str()) {
+                Pipeline::described(filters)
+            } else {
+                Pipeline::from_hsds_json(filters)
+            }
+            .map_err(bad_filters)?;
         }
         if let Some(fill) = &declared_fill {
             let chunk: Vec<u64> = match cprops.pointer("/layout/dims").and_then(Value::as_array) {
@@ -2749,6 +2760,13 @@ const SMALL_IO_BYTES: usize = 256 << 10;
 /// Most separate byte runs a chunk edit is written as in place (see
 /// `patch_chunk`); more, and the chunk is rewritten whole.
 const MAX_PATCH_EDITS: usize = 256;
+
+/// HSDS's layouts of datasets whose chunks lie in a file written elsewhere.
+const LINKED_CLASSES: [&str; 3] = [
+    "H5D_CONTIGUOUS_REF",
+    "H5D_CHUNKED_REF",
+    "H5D_CHUNKED_REF_INDIRECT",
+];
 
 /// The cache version of a chunk read from a linked file (never a store
 /// version: those are `ino-mtime-size` or etags).

@@ -66,6 +66,11 @@ pub struct LoadOptions {
     /// Copy mode: store compound datasets of fixed-size members columnar
     /// (each chunk one Parquet object; contiguous ones chunked by rows).
     pub columnar: bool,
+    /// Link mode: a chunked dataset under a filter h5lake cannot apply is
+    /// linked all the same, its values unreadable (named in the report as
+    /// a part of it), as h5py without the filter's plugin lists it;
+    /// otherwise it is left out.
+    pub keep_undecodable: bool,
 }
 
 /// Rows per chunk of a contiguous compound dataset stored columnar: about
@@ -330,6 +335,7 @@ pub fn open_in_place(src: &Path, chunk_cache_bytes: usize) -> Result<(Domain, Lo
     )?;
     let link = LoadOptions {
         link: true,
+        keep_undecodable: true,
         ..LoadOptions::default()
     };
     let report = load_into(&building, &file, src_abs, uri, &link, None)?;
@@ -1126,8 +1132,14 @@ impl Loader<'_> {
             return Ok(None);
         }
         let filters = filter_entries(dcpl.id(), path)?;
+        // Why the values cannot be read, when h5lake cannot apply a filter.
+        let mut undecodable = None;
         let pipeline = match Pipeline::from_hsds_json(&Value::Array(filters.clone())) {
             Ok(p) => p,
+            Err(e) if self.opts.keep_undecodable && self.opts.link => {
+                undecodable = Some(format!("its filters: {e}"));
+                Pipeline::described(&Value::Array(filters.clone()))?
+            }
             Err(e) => {
                 self.report.skipped.push(skip(format!("its filters: {e}")));
                 return Ok(None);
@@ -1262,11 +1274,29 @@ impl Loader<'_> {
             // bitshuffle): this dataset is named as not carried, the file's
             // others are (it failed the whole file). (Values converted on
             // the way are read through libhdf5, which may have the codec.)
-            if !masked && !converted {
-                let decodable = check_decodable(&self.src, &pipeline, &chunks, &chunk, es, path);
-                if self.or_skip(path, "its filters are", decodable)?.is_none() {
+            if !masked && !converted && undecodable.is_none() {
+                match check_decodable(&self.src, &pipeline, &chunks, &chunk, es, path) {
+                    Err(Hdf5Error::Unsupported(why)) if self.opts.keep_undecodable => {
+                        undecodable = Some(format!("its filters are not supported ({why})"));
+                    }
+                    decodable => {
+                        if self.or_skip(path, "its filters are", decodable)?.is_none() {
+                            return Ok(None);
+                        }
+                    }
+                }
+            }
+            if let Some(why) = undecodable {
+                // Linked, its chunks read by h5lake (which then fails naming
+                // the filter); anything read through the library instead
+                // would fail now, so such a dataset is left out.
+                if !linkable || masked {
+                    self.report.skipped.push(skip(why));
                     return Ok(None);
                 }
+                self.report
+                    .skipped
+                    .push(crate::Skipped::part(path, "values", why));
             }
             if linkable && !masked {
                 self.report.linked_datasets += 1;

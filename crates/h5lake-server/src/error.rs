@@ -95,6 +95,11 @@ impl ServerError {
                 EngineError::ReadOnly(_) | EngineError::LinkRefused(_) => StatusCode::FORBIDDEN,
                 EngineError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
                 EngineError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
+                // Chunks under a filter h5lake has no codec for (a served
+                // HDF5 file's bzip2, say): said to the client, by name.
+                EngineError::Codec(h5lake_codecs::CodecError::Unsupported(_)) => {
+                    StatusCode::NOT_IMPLEMENTED
+                }
                 EngineError::Store(StoreError::InvalidKey { .. }) => StatusCode::BAD_REQUEST,
                 _ => StatusCode::INTERNAL_SERVER_ERROR,
             },
