@@ -42,6 +42,10 @@ pub(crate) struct SourceFile {
     pub(crate) uri: String,
     /// Its length when linked: a file of another length was replaced.
     size: u64,
+    /// The rows of each of its row groups when linked: a file of the same
+    /// length holding others was replaced too (its rows would be read at
+    /// places they are not, or the dataset's shape would be wrong).
+    row_groups: Vec<u64>,
 }
 
 /// One row group, where it sits in the dataset's rows.
@@ -90,14 +94,11 @@ impl ParquetSource {
             let (Some(uri), Some(size), Some(groups)) = (uri, size, groups) else {
                 return Err(bad("each file needs uri, size and rowGroups"));
             };
-            source.files.push(SourceFile {
-                uri: uri.to_string(),
-                size,
-            });
-            for (index, g) in groups.iter().enumerate() {
-                let rows = g
-                    .as_u64()
-                    .ok_or_else(|| bad("row group sizes are counts"))?;
+            let row_groups = groups
+                .iter()
+                .map(|g| g.as_u64().ok_or_else(|| bad("row group sizes are counts")))
+                .collect::<Result<Vec<u64>>>()?;
+            for (index, &rows) in row_groups.iter().enumerate() {
                 if rows == 0 {
                     continue;
                 }
@@ -112,6 +113,11 @@ impl ParquetSource {
                     .checked_add(rows)
                     .ok_or_else(|| bad("more rows than fit a dataset"))?;
             }
+            source.files.push(SourceFile {
+                uri: uri.to_string(),
+                size,
+                row_groups,
+            });
         }
         Ok(Some(source))
     }
@@ -203,14 +209,33 @@ type RangeReader<'a> = dyn Fn(&[Range<u64>]) -> Result<Vec<Bytes>> + 'a;
 /// The footer of a file (parsed from its tail, or the cache) and a reader
 /// of its byte ranges, handed to `f` with the file's length.
 ///
-/// `expect`: the file's length when it was linked (`None`: any).
+/// `linked_as`: the file as it was linked (`None`: a file being linked);
+/// one of another length, or whose row groups hold other numbers of rows,
+/// is refused as replaced.
 fn with_source<T>(
     linked: &LinkedFiles,
     uri: &str,
-    expect: Option<u64>,
+    linked_as: Option<&SourceFile>,
     f: impl FnOnce(&Footer, u64, &RangeReader<'_>) -> Result<T>,
 ) -> Result<T> {
+    let expect = linked_as.map(|file| file.size);
     let changed = |len: u64| replaced(uri, len, expect.unwrap_or(0));
+    let same_rows = |footer: &Footer| -> Result<()> {
+        let Some(file) = linked_as else {
+            return Ok(());
+        };
+        let now = footer.row_group_rows();
+        if now == file.row_groups {
+            return Ok(());
+        }
+        let (was, is): (u64, u64) = (file.row_groups.iter().sum(), now.iter().sum());
+        Err(EngineError::Corrupt(format!(
+            "linked Parquet file {uri} holds {is} rows in {} row groups, not the {was} rows in \
+             {} it held when linked: it was replaced or changed; link it again",
+            now.len(),
+            file.row_groups.len()
+        )))
+    };
     let footer_of = |len: u64, tail: &[u8], read: &RangeReader<'_>| -> Result<Footer> {
         let wrap = |e: h5lake_columnar::ColumnarError| {
             EngineError::Invalid(format!("{uri} is not a readable Parquet file: {e}"))
@@ -269,6 +294,7 @@ fn with_source<T>(
                     f
                 }
             };
+            same_rows(&footer)?;
             f(&footer, len, &read)
         }
         LinkTarget::Object { bucket, key } => {
@@ -291,6 +317,7 @@ fn with_source<T>(
                     f
                 }
             };
+            same_rows(&footer)?;
             f(&footer, len, &read)
         }
     }
@@ -477,7 +504,7 @@ impl Domain {
                 let batch = with_source(
                     &self.linked_files,
                     &file.uri,
-                    Some(file.size),
+                    Some(file),
                     |footer, len, read| {
                         let ranges = footer.row_group_ranges(dtype, g.index)?;
                         let got = read(&ranges)?;
@@ -519,7 +546,7 @@ impl Domain {
             with_source(
                 &self.linked_files,
                 &file.uri,
-                Some(file.size),
+                Some(file),
                 |footer, len, read| {
                     let ranges = footer.row_group_ranges(&m.dtype, g.index)?;
                     let got = read(&ranges)?;
@@ -633,6 +660,16 @@ impl Domain {
                 &m.fill,
                 &mut out,
             )?;
+        }
+        if at as u64 != hi - lo {
+            // (Never a chunk of fewer rows: its statistics would be taken
+            // over rows it does not hold.)
+            return Err(EngineError::Corrupt(format!(
+                "{}: the linked Parquet files gave {at} rows for chunk {k}, not {}: a file \
+                 was replaced or changed; link it again",
+                m.id,
+                hi - lo
+            )));
         }
         // The last chunk's rows past the end read as fill, as any chunk's.
         let fill = fill_element(m);
