@@ -538,3 +538,55 @@ def test_workers_making_the_same_new_group_end_with_one_group_holding_all_they_w
         for w in range(n):
             assert list(r[f"results/deep/run{w}"][()]) == list(np.arange(10) * w)
         assert sorted(r["results"].attrs) == [f"by{w}" for w in range(n)]
+
+
+_KEEPS_ITS_HANDLE = """
+import os, sys, time, numpy as np, h5lake
+path, w, n, barrier = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+
+def wait(stage):
+    open(os.path.join(barrier, f"{stage}-{w}"), "w").close()
+    while sum(x.startswith(stage) for x in os.listdir(barrier)) < n:
+        time.sleep(0.01)
+
+f = h5lake.File(path, "a")
+g = f.require_group("shared")
+g.attrs[f"before{w}"] = w
+wait("made")
+f.flush()                       # the groups of one name merge here
+wait("flushed")
+for i in range(5):
+    g.attrs[f"after{w}_{i}"] = i
+    g.create_dataset(f"d{w}_{i}", data=np.arange(i + 1) * w)
+    g.create_group(f"sub{w}_{i}").attrs["w"] = w
+    if i == 2:
+        f.flush()
+f.close()
+"""
+
+
+def test_a_handle_to_a_group_merged_into_another_writers_keeps_writing_into_it(tmp_path):
+    """From a concurrency audit: once a new group was merged into another
+    writer's group of the same name, what the loser wrote through the
+    handle it still held went into its own group, linked from nowhere:
+    lost, with no error (3 of 4 workers kept only what they wrote before
+    their first flush)."""
+    path, barrier = str(tmp_path / "s.h5l"), tmp_path / "barrier"
+    barrier.mkdir()
+    h5lake.File(path, "w").close()
+    n = 4
+    workers = [subprocess.Popen([sys.executable, "-c", _KEEPS_ITS_HANDLE, path, str(w), str(n),
+                                 str(barrier)], stderr=subprocess.PIPE) for w in range(n)]
+    errors = [p.communicate(timeout=120)[1] for p in workers]
+    assert [p.returncode for p in workers] == [0] * n, errors
+    with h5lake.File(path, "r") as r:
+        g = r["shared"]
+        want_attrs = {f"before{w}" for w in range(n)} | \
+            {f"after{w}_{i}" for w in range(n) for i in range(5)}
+        assert set(g.attrs) == want_attrs
+        assert set(g) == {f"d{w}_{i}" for w in range(n) for i in range(5)} | \
+            {f"sub{w}_{i}" for w in range(n) for i in range(5)}
+        for w in range(n):
+            for i in range(5):
+                assert list(g[f"d{w}_{i}"][()]) == list(np.arange(i + 1) * w)
+                assert g[f"sub{w}_{i}"].attrs["w"] == w

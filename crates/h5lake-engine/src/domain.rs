@@ -961,8 +961,25 @@ impl Domain {
     }
 
     /// The document with the version it was read at, from the cache when
-    /// the store confirms that version is current.
+    /// the store confirms that version is current; of the group it was
+    /// merged into, for a group merged into another writer's.
     fn doc_versioned(&self, id: &str) -> Result<(Version, Arc<Value>)> {
+        let mut id = std::borrow::Cow::Borrowed(id);
+        for _ in 0..MAX_MERGE_HOPS {
+            let (version, doc) = self.doc_versioned_here(&id)?;
+            match merged_into(&id, &doc) {
+                Some(theirs) => id = std::borrow::Cow::Owned(theirs),
+                None => return Ok((version, doc)),
+            }
+        }
+        Err(EngineError::Corrupt(format!(
+            "group {id}: merged into other groups more than {MAX_MERGE_HOPS} times"
+        )))
+    }
+
+    /// [`Domain::doc_versioned`] of this very object (a merged group's own
+    /// document, its mark included).
+    fn doc_versioned_here(&self, id: &str) -> Result<(Version, Arc<Value>)> {
         self.check_same_domain(id)?;
         let not_found = || EngineError::NotFound(format!("object {id} not found"));
         if let Some(j) = &self.journal {
@@ -1078,31 +1095,64 @@ impl Domain {
         touch: Touch<'_>,
         mut f: impl FnMut(&mut Value) -> Result<T>,
     ) -> Result<T> {
+        let mut id = id.to_string();
+        for _ in 0..MAX_MERGE_HOPS {
+            // (A group merged into another writer's is edited there.)
+            match self.edit_doc_here(&id, touch, &mut f)? {
+                Edit::Done(out) => return Ok(out),
+                Edit::MergedInto(theirs) => id = theirs,
+            }
+        }
+        Err(EngineError::Corrupt(format!(
+            "group {id}: merged into other groups more than {MAX_MERGE_HOPS} times"
+        )))
+    }
+
+    /// [`Domain::edit_doc`] of this very object, unless it is a group
+    /// merged into another.
+    fn edit_doc_here<T>(
+        &self,
+        id: &str,
+        touch: Touch<'_>,
+        f: &mut impl FnMut(&mut Value) -> Result<T>,
+    ) -> Result<Edit<T>> {
         self.check_writable()?;
         self.check_same_domain(id)?;
         let key = ids::doc_key(id)?;
         if let Some(j) = &self.journal {
             let prefix = ids::object_prefix(id).ok();
+            let merged = std::cell::RefCell::new(None);
             let base = || {
                 // The journal edits this document in place from now on:
                 // the cache lets go of it, so that it is not copied.
                 let got = self.stored_doc(id)?;
+                if let Some(theirs) = merged_into(id, &got.1) {
+                    *merged.borrow_mut() = Some(theirs);
+                    return Err(EngineError::NotFound(format!("group {id} was merged")));
+                }
                 DocCache::forget(&self.docs.docs, id);
                 Ok(got)
             };
-            let out = j.edit(id, &key, prefix.as_deref(), touch, base, |doc| {
+            let edited = j.edit(id, &key, prefix.as_deref(), touch, base, |doc| {
                 let out = f(doc)?;
                 doc["lastModified"] = json!(now());
                 Ok(out)
-            })?;
+            });
+            if let Some(theirs) = merged.into_inner() {
+                return Ok(Edit::MergedInto(theirs));
+            }
+            let out = edited?;
             self.commit_if_over_budget()?;
-            return Ok(out);
+            return Ok(Edit::Done(out));
         }
         for attempt in 0u32.. {
             // The parsed document of the version the store has now (from the
             // cache when it is the one this domain last wrote or read): the
             // conditional put below is what makes the change safe.
-            let (version, cur) = self.doc_versioned(id)?;
+            let (version, cur) = self.doc_versioned_here(id)?;
+            if let Some(theirs) = merged_into(id, &cur) {
+                return Ok(Edit::MergedInto(theirs));
+            }
             let mut doc = (*cur).clone();
             let out = f(&mut doc)?;
             doc["lastModified"] = json!(now());
@@ -1112,7 +1162,7 @@ impl Domain {
             match self.store.put_if_version(&key, &text, &version)? {
                 PutOutcome::Written(written) => {
                     self.docs.put_written(id, written, Arc::new(doc));
-                    return Ok(out);
+                    return Ok(Edit::Done(out));
                 }
                 PutOutcome::Conflict => backoff(attempt),
             }
@@ -1340,17 +1390,20 @@ impl Domain {
         Ok(())
     }
 
-    pub fn links_create(
+    /// Checks, without writing anything, that links of these names and
+    /// descriptions could be made by [`Domain::links_create`] (whatever
+    /// their group holds): valid names, well-formed links, hard links to
+    /// objects of this domain.
+    ///
+    /// # Errors
+    /// As [`Domain::links_create`] would refuse them.
+    pub fn check_links<'a>(
         &self,
-        group_id: &str,
-        items: Vec<(String, Value)>,
-        replace: bool,
+        items: impl IntoIterator<Item = (&'a str, &'a Value)>,
     ) -> Result<()> {
-        let t = now();
-        let mut checked = Vec::with_capacity(items.len());
-        for (name, mut link) in items {
-            check_name(&name, "link")?;
-            check_link(&link)?;
+        for (name, link) in items {
+            check_name(name, "link")?;
+            check_link(link)?;
             if let Some(target) = link.get("id").and_then(Value::as_str) {
                 ids::parse_id(target)?;
                 // As in HDF5, a hard link stays inside its file: one that
@@ -1362,6 +1415,20 @@ impl Domain {
                     )));
                 }
             }
+        }
+        Ok(())
+    }
+
+    pub fn links_create(
+        &self,
+        group_id: &str,
+        items: Vec<(String, Value)>,
+        replace: bool,
+    ) -> Result<()> {
+        let t = now();
+        self.check_links(items.iter().map(|(n, l)| (n.as_str(), l)))?;
+        let mut checked = Vec::with_capacity(items.len());
+        for (name, mut link) in items {
             if link.get("created").and_then(Value::as_f64).is_none() {
                 link["created"] = json!(t);
             }
@@ -1848,6 +1915,29 @@ impl Domain {
             .map(|attrs| attrs.keys().cloned().collect())
             .unwrap_or_default())
     }
+}
+
+/// Most groups one merged group leads through (each merged into the next).
+const MAX_MERGE_HOPS: usize = 32;
+
+/// What an edit of one document came to.
+enum Edit<T> {
+    Done(T),
+    /// The document is of a group merged into this one: edit that.
+    MergedInto(String),
+}
+
+/// The group a group's document says it was merged into (a group two
+/// writers made under one name, see the journal's `merge_new_group`).
+fn merged_into(id: &str, doc: &Value) -> Option<String> {
+    if !id.starts_with("g-") {
+        return None;
+    }
+    doc.get("h5lake")?
+        .get(crate::journal::MERGED_INTO)?
+        .as_str()
+        .filter(|theirs| *theirs != id)
+        .map(str::to_string)
 }
 
 pub(crate) fn to_bytes(v: &Value) -> Vec<u8> {

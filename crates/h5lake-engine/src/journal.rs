@@ -218,6 +218,7 @@ fn apply_edit<T>(
 
 /// What an edit will change, so that the journal need not keep a copy of
 /// the document to merge it later.
+#[derive(Clone, Copy)]
 pub(crate) enum Touch<'a> {
     /// These names of the `links` or `attributes` member.
     Members(&'static str, &'a [String]),
@@ -1783,6 +1784,10 @@ fn cross_moves(docs: &HashMap<String, PendingDoc>) -> Vec<CrossMove> {
         .collect()
 }
 
+/// The key of h5lake's section of a group merged into another writer's
+/// group of the same name, naming that group.
+pub(crate) const MERGED_INTO: &str = "mergedInto";
+
 /// Links and attributes of `ours`, a group this commit made, put into
 /// `theirs`, the group another writer made under the same name meanwhile
 /// (names theirs has too stay theirs, reported; new groups of ours met by
@@ -1843,6 +1848,17 @@ fn merge_new_group(
             PutOutcome::Conflict => crate::domain::backoff(attempt),
         }
     }
+    // Ours now leads to theirs: a handle (or a reference, or another
+    // process given its id) still naming ours reads and writes theirs, not
+    // a group no link reaches (see `Domain::merged_into`).
+    let mut marked = mine;
+    if let Some(o) = marked.as_object_mut() {
+        o.entry("h5lake")
+            .or_insert_with(|| Value::Object(serde_json::Map::new()))
+            .as_object_mut()
+            .map(|h| h.insert(MERGED_INTO.to_string(), Value::String(theirs.to_string())));
+    }
+    inner.put(&ours_key, &to_bytes(&marked))?;
     if !kept.is_empty() {
         clashes.push(format!(
             "group {theirs} was made by another writer too, and this handle's group of that \
