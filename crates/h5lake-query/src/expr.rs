@@ -662,7 +662,9 @@ impl<'a> Parser<'a> {
             self.depth -= 1;
             self.no_text(&a, pos)?;
             return Ok(match a {
-                Node::Lit(Num::Int(i)) => Node::Lit(Num::Int(-i)),
+                Node::Lit(Num::Int(i)) => Node::Lit(Num::Int(
+                    i.checked_neg().ok_or_else(|| too_big_literal(pos))?,
+                )),
                 Node::Lit(Num::Float(f)) => Node::Lit(Num::Float(-f)),
                 a => Node::Neg(Box::new(a)),
             });
@@ -696,7 +698,8 @@ impl<'a> Parser<'a> {
                     _ => None,
                 };
                 match (unsigned_top, a) {
-                    (_, Node::Lit(Num::Int(i))) => Ok(Node::Lit(Num::Int(-i - 1))),
+                    // (`-i - 1`, which never leaves i128.)
+                    (_, Node::Lit(Num::Int(i))) => Ok(Node::Lit(Num::Int(!i))),
                     (Some(top), a) => {
                         arith(ArOp::Sub, Node::Lit(Num::Int(top)), a, pos, self.leaves)
                     }
@@ -720,7 +723,11 @@ impl<'a> Parser<'a> {
         let a = self.primary()?;
         let pos = self.pos();
         if self.eat("**") {
+            // (Right-nested: `a ** a ** …` is as deep as its operators, and
+            // each level holds a column while the next is evaluated.)
+            self.deeper()?;
             let b = self.unary()?;
+            self.depth -= 1;
             return arith(ArOp::Pow, a, b, pos, self.leaves);
         }
         Ok(a)
@@ -876,6 +883,14 @@ impl<'a> Parser<'a> {
     }
 }
 
+/// An integer literal's negation past what the engine computes in.
+fn too_big_literal(pos: usize) -> QueryError {
+    QueryError::Invalid {
+        pos,
+        msg: "integer literal out of range (at most 128-bit signed integers)".into(),
+    }
+}
+
 fn no_text(n: &Node, pos: usize) -> Result<()> {
     if n.ty() == Ty::Text {
         return Err(QueryError::Invalid {
@@ -1002,6 +1017,28 @@ mod tests {
         assert!(matches!(e, QueryError::Invalid { pos: 8, .. }), "{e}");
         let e = parse_condition("x $ 1", &l).unwrap_err();
         assert!(matches!(e, QueryError::Syntax { pos: 2, .. }), "{e}");
+    }
+
+    #[test]
+    fn power_chains_count_as_nesting_and_literals_never_wrap() {
+        let l = table();
+        // `t ** t ** …` nests to the right: each level holds a column while
+        // the next is evaluated (500 levels held a server past its budget).
+        let chain = |n: usize| format!("t < {}", vec!["t"; n].join(" ** "));
+        assert!(parse_condition(&chain(MAX_DEPTH), &l).is_ok());
+        let e = parse_condition(&chain(MAX_DEPTH + 2), &l).unwrap_err();
+        assert!(e.to_string().contains("nested too deeply"), "{e}");
+        // `-~MAX` is 2**127: past i128, refused (it wrapped to -2**127, and
+        // `t < -~MAX` matched nothing).
+        let max = i128::MAX;
+        for text in [format!("t < - ~{max}"), format!("t < -(-~{max})")] {
+            let e = parse_condition(&text, &l).unwrap_err();
+            assert!(e.to_string().contains("out of range"), "{text}: {e}");
+        }
+        assert_eq!(
+            parse_condition(&format!("t < ~~{max}"), &l).unwrap(),
+            parse_condition(&format!("t < {max}"), &l).unwrap()
+        );
     }
 
     #[test]

@@ -737,12 +737,13 @@ pub(crate) async fn get_domains(State(app): AppState, ctx: Ctx) -> Result<Respon
         }
         if folder != "/" {
             let doc = domain_doc(&app, &folder)?;
+            // (Allowed first: what kind of entry it is is for its readers.)
+            acl_check(&doc, Action::Read, &ctx.user, &app.cfg.admin_user)?;
             if doc.get("root").is_some() {
                 return Err(ServerError::BadRequest(format!(
                     "{folder} is a domain, not a folder"
                 )));
             }
-            acl_check(&doc, Action::Read, &ctx.user, &app.cfg.admin_user)?;
         }
         let limit = ctx.limit()?.unwrap_or(usize::MAX);
         let marker = ctx.param("Marker").map(str::to_string);

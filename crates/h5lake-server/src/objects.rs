@@ -1183,6 +1183,11 @@ pub(crate) async fn delete_link(
 /// Named items (links or attributes) of one object.
 type Named = Vec<(String, Value)>;
 
+/// The items of one target of a batch PUT: the same items for every id a
+/// list names are one copy, shared (a small body naming many ids must not
+/// make the server hold a copy per id).
+type Items = std::sync::Arc<Named>;
+
 /// The items of a batch PUT, by target object: `{ITEMS: {...}}` for the
 /// object in the URL, `{IDS: {id: {ITEMS: {...}}}}` for several, or
 /// `{IDS: [id, ...], ITEMS: {...}}` for the same items on several (`keys` is
@@ -1193,20 +1198,20 @@ fn per_target(
     url_id: &str,
     check: impl Fn(&str) -> Result<()>,
     mut items: impl FnMut(&Value) -> Result<Named>,
-) -> Result<Vec<(String, Named)>> {
+) -> Result<Vec<(String, Items)>> {
     let (ids_key, items_key) = keys;
     let of = |v: &Value| v.get(items_key).cloned().unwrap_or(Value::Null);
     match body.get(ids_key) {
-        None => Ok(vec![(url_id.to_string(), items(&of(body))?)]),
+        None => Ok(vec![(url_id.to_string(), Items::new(items(&of(body))?))]),
         Some(Value::Object(m)) => m
             .iter()
             .map(|(id, v)| {
                 check(id)?;
-                Ok((id.clone(), items(&of(v))?))
+                Ok((id.clone(), Items::new(items(&of(v))?)))
             })
             .collect(),
         Some(Value::Array(a)) => {
-            let shared = items(&of(body))?;
+            let shared = Items::new(items(&of(body))?);
             a.iter()
                 .map(|id| {
                     let id = id.as_str().ok_or_else(|| {
@@ -1246,30 +1251,36 @@ pub(crate) async fn put_links(
     blocking(move || {
         let dom = open_domain(&app, &ctx, Action::Create)?;
         // As HSDS: a link already there as given is left, one there
-        // otherwise conflicts (checked in every group before any is
-        // written); 200 when nothing was new.
+        // otherwise conflicts; 200 when nothing was new. Every group's
+        // links are checked (names, targets, conflicts) before any is
+        // written: a refused request writes nothing.
         let mut new_per_group = Vec::with_capacity(per_group.len());
         for (gid, links) in per_group {
-            let existing: std::collections::HashMap<String, Value> =
-                dom.links(&gid)?.into_iter().collect();
             let mut new = Vec::with_capacity(links.len());
-            for (name, link) in links {
-                match existing.get(&name) {
-                    None => new.push((name, link)),
-                    Some(cur) if same_link(cur, &link) => {}
-                    Some(_) => {
-                        return Err(ServerError::Conflict(format!(
-                            "link {name:?} of {gid} already exists and leads elsewhere"
-                        )))
+            {
+                let existing = dom.links(&gid)?;
+                let existing: std::collections::HashMap<&str, &Value> =
+                    existing.iter().map(|(n, v)| (n.as_str(), v)).collect();
+                for (i, (name, link)) in links.iter().enumerate() {
+                    match existing.get(name.as_str()) {
+                        None => new.push(i),
+                        Some(cur) if same_link(cur, link) => {}
+                        Some(_) => {
+                            return Err(ServerError::Conflict(format!(
+                                "link {name:?} of {gid} already exists and leads elsewhere"
+                            )))
+                        }
                     }
                 }
             }
-            new_per_group.push((gid, new));
+            dom.check_links(new.iter().map(|&i| (links[i].0.as_str(), &links[i].1)))?;
+            new_per_group.push((gid, links, new));
         }
         let mut made = false;
-        for (gid, new) in new_per_group {
+        for (gid, links, new) in new_per_group {
             if !new.is_empty() {
-                dom.links_create(&gid, new, false)?;
+                // (One group's copy at a time.)
+                dom.links_create(&gid, new.iter().map(|&i| links[i].clone()).collect(), false)?;
                 made = true;
             }
         }
@@ -1595,26 +1606,40 @@ pub(crate) async fn put_attrs(
             },
             |v| values::attrs_from_request(&dom, v),
         )?;
-        let mut made = false;
+        // Clients re-send attributes they already stored (h5pyd does on
+        // its first flush after opening with 'a'): an identical one is not
+        // a conflict, as in HSDS. Every object is checked (there, and no
+        // other attribute of a name given) before any is written: a
+        // refused request writes nothing.
+        let mut new_per_obj = Vec::with_capacity(per_obj.len());
         for (oid, items) in per_obj {
-            // Clients re-send attributes they already stored (h5pyd does on
-            // its first flush after opening with 'a'): an identical one is
-            // not a conflict, as in HSDS.
-            let doc = dom.get_doc(&oid)?;
-            let items: Vec<(String, Value)> = items
-                .into_iter()
-                .filter(|(n, a)| {
-                    replace
-                        || !doc
-                            .pointer(&format!(
-                                "/attributes/{}",
-                                n.replace('~', "~0").replace('/', "~1")
-                            ))
-                            .is_some_and(|cur| same_attr(cur, a))
-                })
-                .collect();
-            if !items.is_empty() {
-                dom.attrs_create(&oid, items, replace)?;
+            let mut new = Vec::with_capacity(items.len());
+            {
+                let doc = dom.get_doc(&oid)?;
+                for (i, (n, a)) in items.iter().enumerate() {
+                    let cur = doc.get("attributes").and_then(|m| m.get(n));
+                    match cur {
+                        Some(cur) if !replace && same_attr(cur, a) => {}
+                        Some(_) if !replace => {
+                            return Err(ServerError::Conflict(format!(
+                                "attribute {n:?} of {oid} already exists"
+                            )))
+                        }
+                        _ => new.push(i),
+                    }
+                }
+            }
+            new_per_obj.push((oid, items, new));
+        }
+        let mut made = false;
+        for (oid, items, new) in new_per_obj {
+            if !new.is_empty() {
+                // (One object's copy at a time.)
+                dom.attrs_create(
+                    &oid,
+                    new.iter().map(|&i| items[i].clone()).collect(),
+                    replace,
+                )?;
                 made = true;
             }
         }
