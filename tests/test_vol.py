@@ -1185,6 +1185,20 @@ def test_h5lake_itself_works_with_the_connector_variables_set(plugin_dir, tmp_pa
         assert r.returncode == 0, r.stderr[-3000:]
         assert r.stdout.split("\n")[:2] == [str(list(range(10)))] * 2, r.stdout
         assert "HDF5-DIAG" not in r.stderr, r.stderr[-3000:]
+    # h5py first, the connector loaded by its HDF5 (a store written through
+    # it), then h5lake in the same process: the import failed ("cannot
+    # allocate memory in static TLS block") when both libraries kept their
+    # allocator's thread state in the static model.
+    env = dict(os.environ, HDF5_PLUGIN_PATH=plugin_dir, HDF5_VOL_CONNECTOR="h5lake")
+    code = ("import sys, h5py\n"
+            "with h5py.File(sys.argv[2], 'w') as f: f['y'] = [1, 2, 3]\n"
+            "import h5lake\n"
+            "with h5lake.File(sys.argv[2], 'r') as f: print(f['y'][...].tolist())\n"
+            "with h5lake.File(sys.argv[1], 'r') as f: print(f['x'][...].tolist())\n")
+    r = subprocess.run([sys.executable, "-c", code, str(src), str(tmp_path / "both.h5l")],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split("\n")[:2] == ["[1, 2, 3]", str(list(range(10)))], r.stdout
 
 
 def test_native_files_pass_through(plugin_dir, tmp_path):
