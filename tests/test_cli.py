@@ -741,13 +741,19 @@ def test_records_are_copied(capsys, tmp_path):
         assert sorted(f) == ["plain", "rows"]
         assert [(a, s.decode()) for a, s in f["rows"][...]] == [(1, "x"), (2, "yz")]
     assert run(capsys, "diff", src, tmp_path / "back.h5")[0] == 0
+    # A dataset alone as an HDF5 file: said to take a whole store (it was
+    # told there was no store there at all), nothing written.
+    rc, _, err = run(capsys, "get", tmp_path / "rec.h5l" / "rows", tmp_path / "one.h5")
+    assert rc == 2 and "whole store" in err and ".parquet" in err, err
+    assert "no h5lake store" not in err and not (tmp_path / "one.h5").exists()
+
 
 def test_a_path_inside_an_hdf5_file_where_a_store_is_needed_says_so(capsys, tmp_path):
     """It said "no such file or directory" of a file that is there."""
     src = tmp_path / "f.h5"
     with h5py.File(src, "w") as f:
         f["x"] = [1, 2]
-    rc, _out, err = run(capsys, "stats", f"{src}/x")
+    rc, _out, err = run(capsys, "stats", "--build", f"{src}/x")     # (a write: stores only)
     assert rc == 2 and f"{src} is a file, not an h5lake store" in err, err
 
 
@@ -873,14 +879,16 @@ def test_errors_name_what_went_wrong(tmp_path, capsys):
         f["big"] = [1]
     code, _, err = run(capsys, "cp", str(tmp_path / "x.h5") + "/big", store + "/y")
     assert code == 2 and "h5lake load" in err, err
-    # an object h5lake cannot read is there, not missing
+    # an object whose values h5lake cannot read is there, and said to be so
     tables = pytest.importorskip("tables")
     with tables.open_file(str(tmp_path / "bz.h5"), "w") as t:
         t.create_carray("/", "bz", obj=np.arange(10), filters=tables.Filters(5, "bzip2"))
-    for cmd in ("ls", "diff"):
-        argv = [str(tmp_path / "bz.h5") + "/bz"] * (2 if cmd == "diff" else 1)
-        code, _, err = run(capsys, cmd, *argv)
-        assert code == 2 and "not readable by h5lake" in err and "bzip2" in err, (cmd, err)
+    code, out, err = run(capsys, "ls", str(tmp_path / "bz.h5") + "/bz")
+    assert code == 0 and len(out) == 1 and out[0].startswith("bz  Dataset {10/8192}"), out
+    assert "values not readable by h5lake" in out[0] and "bzip2" in out[0], out
+    code, out, err = run(capsys, "diff", *[str(tmp_path / "bz.h5") + "/bz"] * 2)
+    assert code == 1 and any("values of /bz: not compared" in line and "bzip2" in line
+                             for line in out), (out, err)
 
 
 def test_a_group_is_not_copied_into_itself(tmp_path, capsys):

@@ -1069,6 +1069,32 @@ def test_query_cli_edges_coords_named_like_fields_empty_answers_and_existing_fil
     assert r.returncode == 2 and "/grp is a group, not a dataset" in r.stderr, r.stderr
 
 
+def test_query_and_stats_cli_read_hdf5_files_in_place(tmp_path):
+    """`query` and `stats` of a dataset in an HDF5 file answer as of a
+    store (they said "load it" while the Python API read the file);
+    `stats --build` still needs a store (it writes)."""
+    h5py = pytest.importorskip("h5py")
+    pcsv = pytest.importorskip("pyarrow.csv")
+    import io
+    src = tmp_path / "plain.h5"
+    c = np.zeros(100, [("t", "i8"), ("x", "f4")])
+    c["t"], c["x"] = np.arange(100), np.arange(100) % 7
+    with h5py.File(src, "w") as f:
+        f.create_dataset("grp/rows", data=c, chunks=(10,), compression="gzip")
+    r = _cli("query", "-q", str(src / "grp/rows"), "(x == 6) & (t > 50)")
+    assert r.returncode == 0, r.stderr
+    got = pcsv.read_csv(io.BytesIO(r.stdout.encode()))
+    want = c[(c["x"] == 6) & (c["t"] > 50)]
+    assert got.column("t").to_pylist() == want["t"].tolist()
+    r = _cli("stats", "--json", str(src / "grp/rows"))
+    assert r.returncode == 0, r.stderr
+    total = json.loads(r.stdout)["total"]["fields"]
+    assert total["t"]["max"] == 99 and total["x"]["sum"] == float(c["x"].sum())
+    r = _cli("stats", "--build", str(src))
+    assert r.returncode == 2 and "h5lake load" in r.stderr, r.stderr
+    assert open(src, "rb").read(8) == b"\x89HDF\r\n\x1a\n"
+
+
 def test_pytables_positional_forms_and_variables_in_arrow_conditions(tmp_path):
     tables = pytest.importorskip("tables")
     c = np.zeros(50, [("t", "i8"), ("x", "f8")])

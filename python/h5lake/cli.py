@@ -136,10 +136,19 @@ def _mv(args):
 
 
 def _dataset_in(path, mode):
-    """The store (open in ``mode``) and the dataset ``path`` names in it."""
-    from ._hl.tools import split_path
-    root, inner = split_path(path)
-    f = h5lake.File(root, mode)
+    """The store (open in ``mode``) and the dataset ``path`` names in it;
+    read-only, in an HDF5 file too (opened in place, as ``h5lake.File``
+    opens it)."""
+    import warnings
+    from ._hl.tools import _store_or_file, split_path
+    if mode == "r":
+        root, inner = split_path(path, _store_or_file, "an h5lake store or HDF5 file")
+    else:
+        root, inner = split_path(path)
+    with warnings.catch_warnings():
+        # (What of an HDF5 file h5lake cannot read fails by name when used.)
+        warnings.simplefilter("ignore", UserWarning)
+        f = h5lake.File(root, mode)
     if not inner:
         return f, None
     obj = f[inner]

@@ -297,9 +297,27 @@ def get(src, dest, *, force=False, progress=False, allow_local_links=None,
         allow_local_links = os.environ.get("H5LAKE_ALLOW_LOCAL_LINKS") == "1"
     if _get_format(os.fspath(dest), format) == "parquet":
         return _get_parquet(src, dest, force=force, allow_local_links=allow_local_links)
+    _whole_store(os.fspath(src))
     report = _core.get_hdf5(os.fspath(src), os.fspath(dest), bool(force), bool(progress),
                             bool(allow_local_links))
     return _checked(f"get of {os.fspath(src)}", dest, report, skip_unsupported)
+
+
+def _whole_store(src):
+    """Refuses a path inside a store as the source of an HDF5 file, saying
+    so (it was told there was no store at all)."""
+    from .tools import is_store, split_path
+    if "://" in src or os.path.isdir(src) and is_store(src):
+        return
+    try:
+        store, inner = split_path(src)
+    except (FileNotFoundError, ValueError):
+        return          # (no store there at all: said by the get itself)
+    if inner:
+        raise ValueError(
+            f"{src}: an HDF5 file is written of a whole store ({store}), not of /{inner} "
+            f"alone: get the whole store, or write that dataset as Parquet (a destination "
+            f"ending in .parquet)")
 
 
 def is_hdf5(path):
