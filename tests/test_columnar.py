@@ -181,9 +181,35 @@ def test_parquet_files_of_more_dimensions_never_show_padding_as_rows(tmp_path):
         # Asked for, the edge chunks come whole (their padding rows too).
         assert pq.read_table(cut.parquet_files(padded=True)).num_rows == 16
         whole = f.create_dataset("whole", data=np.tile(a, (2, 2)), chunks=(3, 2), layout="columnar")
-        count, mean = duckdb.sql(
-            f"select count(*), avg(v) from read_parquet({whole.parquet_files()!r})").fetchall()[0]
+        with pytest.warns(UserWarning, match="chunk by chunk"):
+            files = whole.parquet_files()
+        count, mean = duckdb.sql(f"select count(*), avg(v) from read_parquet({files!r})").fetchall()[0]
         assert (count, mean) == (36, 5.0)
+
+
+def test_parquet_files_say_where_other_tools_read_other_rows(tmp_path, recwarn):
+    """From an audit: DuckDB counted 8 rows of a 12-row table whose middle
+    chunk was never written, and read a 2-D table in chunk order, with no
+    word of either."""
+    duckdb = pytest.importorskip("duckdb")
+    row = np.dtype([("x", "i4")])
+    with h5lake.File(tmp_path / "s.h5l", "w") as f:
+        d = f.create_dataset("holes", shape=(12,), dtype=row, chunks=(4,), layout="columnar")
+        d[0] = (1,)
+        d[11] = (2,)
+        with pytest.warns(UserWarning, match="1 of its 3 chunks were never written"):
+            files = d.parquet_files()
+        assert duckdb.sql(f"select count(*) from read_parquet({files!r})").fetchall()[0][0] == 8
+        d[5] = (3,)
+        recwarn.clear()
+        assert len(d.parquet_files()) == 3 and not recwarn.list     # whole now: no word
+        rows = f.create_dataset("rows", data=np.zeros((4, 3), row), chunks=(2, 3),
+                                layout="columnar")
+        assert len(rows.parquet_files()) == 2 and not recwarn.list  # whole rows: C order
+        grid = f.create_dataset("grid", data=np.zeros((4, 4), row), chunks=(2, 2),
+                                layout="columnar")
+        with pytest.warns(UserWarning, match="chunk by chunk"):
+            grid.parquet_files()
 
 
 def test_to_arrow_pandas_polars(tmp_path):

@@ -1025,7 +1025,14 @@ class Dataset(HLObject):
         number of chunks keeps its edge chunks whole: their rows beyond the
         extent hold the fill value, and other tools would count them as
         rows. It is refused (ValueError) unless ``padded=True`` asks for the
-        files as they are; a 1-D dataset's last chunk holds only its rows."""
+        files as they are; a 1-D dataset's last chunk holds only its rows.
+
+        What other tools would read otherwise than h5lake is said in a
+        ``UserWarning``: chunks never written (no object: their rows are
+        absent, where h5lake reads the fill value) and, of more than one
+        dimension, elements in chunk order rather than C order. (A chunk
+        written before the dataset grew keeps only the rows it had then;
+        its later rows read as fill through h5lake.)"""
         if not self.is_columnar:
             raise TypeError(f"{self.name} is not a columnar dataset (create it with layout='columnar')")
         if not padded and self.ndim > 1 and any(n % c for n, c in zip(self.shape, self.chunks)):
@@ -1034,7 +1041,27 @@ class Dataset(HLObject):
                 f"{self.chunks}), which DuckDB, Polars and pyarrow would read as rows; read it "
                 "through h5lake (to_arrow), choose chunks that divide the extent, or pass "
                 "padded=True to list the files anyway")
-        return self._fs.raw.dataset_chunk_objects(self._oid)
+        files = self._fs.raw.dataset_chunk_objects(self._oid)
+        if "parquetSource" not in (self._doc.get("h5lake") or {}):
+            self._warn_what_other_tools_read(len(files))
+        return files
+
+    def _warn_what_other_tools_read(self, stored):
+        """Says where DuckDB, Polars and pyarrow reading the chunk objects
+        would see other rows than h5lake reads."""
+        import warnings
+        said = []
+        grid = [-(-n // c) for n, c in zip(self.shape, self.chunks)]
+        total = int(np.prod(grid)) if grid else 1
+        if stored < total and self.size:
+            said.append(f"{total - stored} of its {total} chunks were never written: other "
+                        "tools see none of their rows, which h5lake reads as the fill value")
+        if self.ndim > 1 and any(g > 1 for g in grid[1:]):
+            said.append(f"its elements are listed chunk by chunk (chunks {self.chunks}), not "
+                        "in C order as h5lake reads them")
+        if said:
+            warnings.warn(f"{self.name}: " + "; ".join(said) + " (to_arrow() reads it as h5lake "
+                          "does)", UserWarning, stacklevel=3)
 
     def __dask_tokenize__(self):
         # (dask would otherwise name arrays from this handle's pickle, the
