@@ -155,3 +155,15 @@ def test_region_references_made_here_reach_hdf5_files(tmp_path):
         for ref, s in zip(f["refs"][...], sels):
             got = f["x"][ref]
             np.testing.assert_array_equal(got.reshape(-1), DATA[s].reshape(-1))
+
+
+def test_region_references_inside_a_compound_are_refused_by_name(tmp_path):
+    """Not supported yet (README): writing one said only "variable-length
+    data must be written with write_vlen", reading "... read_vlen"."""
+    with h5lake.File(tmp_path / "s.h5l", "w") as f:
+        d = f.create_dataset("d", data=np.arange(5))
+        c = f.create_dataset("c", (3,), dtype=[("r", h5lake.regionref_dtype), ("n", "i4")])
+        with pytest.raises(TypeError, match="member 'r' is a region reference.*cannot write"):
+            c[0] = (d.regionref[1:3], 1)
+        with pytest.raises(TypeError, match="member 'r' is a region reference.*cannot read"):
+            c[1]

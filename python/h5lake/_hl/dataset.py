@@ -276,6 +276,16 @@ def _vlen_kind(dtype):
     return np.dtype(v)
 
 
+def _member_regionref(dtype):
+    """The name of a member of compound ``dtype`` (nested ones too) that is
+    a region reference, or None."""
+    for name in dtype.names or ():
+        sub = dtype.fields[name][0]
+        if h5t.is_regionref(sub.base) or (sub.base.names and _member_regionref(sub.base)):
+            return name
+    return None
+
+
 def _uses_records(dtype):
     """Whether elements of ``dtype`` are stored as records (see records.py):
     compounds with variable-length members, sequences of such."""
@@ -1436,6 +1446,10 @@ class Dataset(HLObject):
         try:
             return self._read_selection_as_named(selection, new_dtype)
         except ENGINE_ERRORS as e:
+            member = _member_regionref(self.dtype)
+            if member is not None:
+                raise TypeError(f"{self.name}: member {member!r} is a region reference, which "
+                                "h5lake cannot read inside a compound yet (h5py reads it)") from None
             raise named(self, e) from None
 
     def _read_selection_as_named(self, selection, new_dtype):
@@ -1549,6 +1563,11 @@ class Dataset(HLObject):
             raise OSError("Can't synchronously write data (src and dest dataspaces have "
                           "different number of elements selected)")
 
+        member = _member_regionref(dtype)
+        if member is not None:
+            raise TypeError(f"{self.name}: member {member!r} is a region reference, which h5lake "
+                            "cannot write inside a compound yet; keep region references in a "
+                            "dataset of their own (dtype=h5lake.regionref_dtype)")
         if names:
             return self._write_fields(args, names, val)
 
