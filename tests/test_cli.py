@@ -673,6 +673,14 @@ def test_usage_errors_exit_2(capsys):
     assert cli.main([]) == 2
     assert cli.main(["frobnicate"]) == 2
     assert "invalid choice: 'frobnicate'" in capsys.readouterr().err
+    # An option the command lacks: said with that command's usage (it was
+    # the top level's), and an unquoted --concat pattern says to quote it.
+    assert cli.main(["ls", "--bogus", "x.h5l"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: h5lake ls") and "unrecognized arguments: --bogus" in err, err
+    assert cli.main(["load", "--link", "--concat", "/x", "a.h5", "b.h5", "out.h5l"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: h5lake load") and "quote the file pattern" in err, err
 
 
 @pytest.mark.parametrize("text, size", [("4M", 4 << 20), ("8MB", 8 << 20), ("512k", 512 << 10),

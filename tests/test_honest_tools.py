@@ -77,6 +77,7 @@ def test_ls_and_info_show_every_object_of_a_file(files, capsys):
     assert any(line.startswith("/t:") for line in summary["not_readable"])
     rc, out, _ = run(capsys, "info", a)
     assert rc == 0 and any(line.startswith("not readable") and "/t" in line for line in out)
+    assert out[0].split() == ["file", os.path.abspath(a)], out[0]      # (it said "store")
 
 
 def test_compression_ratio_counts_only_what_the_store_holds(tmp_path):

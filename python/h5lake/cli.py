@@ -62,7 +62,9 @@ def format_info(summary):
     """``h5lake.info``'s dict as aligned ``label  value`` lines."""
     links = summary["links"]
     ratio = summary["compression_ratio"]
-    rows = [("store", summary["store"])]
+    # (An HDF5 file read in place is a file, and its bytes are read there.)
+    in_file = summary.get("chunk_bytes") is None and summary.get("metadata_bytes") is None
+    rows = [("file" if in_file else "store", summary["store"])]
     rows += [(key, summary[key]) for key in ("groups", "datasets", "datatypes", "attributes")]
     rows += [(f"{kind} links", links[kind]) for kind in ("hard", "soft", "external")]
     rows += [(key.replace("_", " "), f"{summary[key]} ({_human(summary[key])})")
@@ -504,7 +506,7 @@ def _command(commands, name, run, summary, example):
         name, help=summary, description=summary + ".",
         epilog="example:\n  " + example,
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.set_defaults(run=run)
+    parser.set_defaults(run=run, subparser=parser)
     return parser
 
 
@@ -755,7 +757,13 @@ def _stdout_gone():
 def main(argv=None) -> int:
     """Run the command line; returns the exit status."""
     try:
-        args = build_parser().parse_args(argv)
+        args, extra = build_parser().parse_known_args(argv)
+        if extra:
+            # (Said with the command's own usage, not the top level's.)
+            hint = ("; quote the file pattern, as the shell expanded it into many files "
+                    "(--concat takes one pattern: 'run-*.h5')"
+                    if getattr(args, "concat", None) else "")
+            args.subparser.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
     except SystemExit as done:          # --help, --version, usage errors
         return int(done.code or 0)
     if getattr(args, "allow_local_links", False):
