@@ -196,6 +196,12 @@ impl Places {
         let Some(linker) = &self.linker else {
             return Ok(None);
         };
+        if !path.is_file() {
+            // (Most prefixes are folders: nothing to link, and no walk of
+            // the path to resolve it, which made every request on a deep
+            // folder cost the square of its depth in system calls.)
+            return Ok(None);
+        }
         // Linking a file takes as long as its structure is big: other
         // domains' requests do not wait for it.
         drop(known);
