@@ -294,3 +294,35 @@ def test_fixture_creation_properties(h5file):
     # and h5py agrees on what those arguments mean
     compare(h5file, (5, 64, 48), "u2", chunks=(1, 32, 24), compression="gzip",
             compression_opts=6, shuffle=True)
+
+
+def test_a_stored_dataset_under_a_filter_h5lake_lacks(tmp_path):
+    """A store made elsewhere (HSDS with a codec h5lake lacks, say): the
+    dataset opens and describes itself; its values fail naming the filter
+    (not as a damaged chunk); `get` writes the rest of the store and names
+    the values it could not carry (it failed the whole export)."""
+    import h5lake
+    store = tmp_path / "s.h5l"
+    with h5lake.File(store, "w") as f:
+        f.create_dataset("z", data=np.arange(100), chunks=(10,), compression="gzip")
+        f["z"].attrs["units"] = "m"
+        f["plain"] = np.arange(5)
+    doc_path = next(p for p in store.rglob(".dataset.json")
+                    if "H5Z_FILTER_DEFLATE" in p.read_text())
+    doc = json.loads(doc_path.read_text())
+    doc["creationProperties"]["filters"] = [{"class": "H5Z_FILTER_USER", "id": 307,
+                                             "name": "bzip2", "parameters": [9]}]
+    doc_path.write_text(json.dumps(doc))
+    with h5lake.File(store, "r") as f:
+        z = f["z"]
+        assert z.shape == (100,) and z.attrs["units"] == "m" and z.filter_ids == (307,)
+        with pytest.raises(OSError, match="bzip2") as e:
+            z[...]
+        assert "corrupt" not in str(e.value)
+    out = tmp_path / "out.h5"
+    with pytest.raises(h5lake.IncompleteConversion, match="values.*bzip2"):
+        h5lake.get(store, out)
+    h5lake.get(store, out, force=True, skip_unsupported=True)
+    with h5py.File(out, "r") as h:
+        assert h["z"].shape == (100,) and h["z"].attrs["units"] == "m"
+        assert h["plain"][...].tolist() == list(range(5))

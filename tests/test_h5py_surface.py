@@ -995,3 +995,27 @@ def test_records_with_a_variable_length_member_hold_object_references(tmp_path):
             assert got["a"].tolist() == [1, 2, 3]
             assert [s.tolist() for s in got["s"]] == [[0, 1], [], [0, 1, 2]]
             assert f[got["r"][0]] == f["g"] and f[got["r"][1]] == f["/"] and not got["r"][2]
+
+
+def test_attributes_created_and_never_written_read_as_hdf5_reads_them(tmp_path):
+    """A C program's H5Acreate without H5Awrite (through the connector)
+    leaves an attribute whose document has no value: h5lake raised ("JSON
+    value does not match shape", "Expected a string value, got None"),
+    and diff of such a store stopped with an error."""
+    import json
+    store = tmp_path / "s.h5l"
+    with h5lake.File(store, "w") as f:
+        f.attrs.create("vs", ["x", "y"], dtype=h5lake.string_dtype())
+        f.attrs["one"] = "x"
+        f.attrs.create("seq", [np.arange(2), np.arange(3)], dtype=h5lake.vlen_dtype("i4"))
+        f.attrs["n"] = np.arange(3)
+    doc_path = next(store.rglob(".group.json"))
+    doc = json.loads(doc_path.read_text())
+    for a in doc["attributes"].values():
+        a["value"] = None
+    doc_path.write_text(json.dumps(doc))
+    with h5lake.File(store, "r") as f:
+        assert f.attrs["vs"].tolist() == ["", ""] and f.attrs["one"] == ""
+        assert [len(s) for s in f.attrs["seq"]] == [0, 0]
+        assert f.attrs["n"].tolist() == [0, 0, 0]
+    assert h5lake.diff(str(store), str(store)) == []

@@ -171,18 +171,25 @@ def _parquet_bytes(table):
     return buf.getvalue()
 
 
+def _linked_with_statistics(tmp_path, note):
+    """A Parquet file of rows 0..9 linked as dataset ``one`` of a store,
+    with a statistics record of its chunk kept: (file, store)."""
+    src = tmp_path / "one.parquet"
+    src.write_bytes(_parquet_bytes(_rows(10, 0, note)))
+    store = tmp_path / "one.h5l"
+    h5lake.load(src, store, link=True)
+    with h5lake.File(store, "a") as f:
+        assert f["one"].max("x") == 9
+    return src, store
+
+
 @pytest.mark.parametrize("rows", [7, 13])
 def test_a_source_replaced_by_one_of_the_same_size_is_named(tmp_path, rows):
     """A linked file replaced by one of the same length holding other rows
     was read as if it held the linked ones (13 rows: the first 10 read, no
     error) or made max() panic (7 rows: a PanicException, which `except
     Exception` does not catch); both are refused as replaced."""
-    src = tmp_path / "one.parquet"
-    src.write_bytes(_parquet_bytes(_rows(10, 0, 2000)))
-    store = tmp_path / "one.h5l"
-    h5lake.load(src, store, link=True)
-    with h5lake.File(store, "a") as f:
-        assert f["one"].max("x") == 9          # a statistics record kept
+    src, store = _linked_with_statistics(tmp_path, 2000)
     size = os.path.getsize(src)
     data = next(d for d in (_parquet_bytes(_rows(rows, 1000, k)) for k in range(4000))
                 if len(d) >= size)
@@ -194,6 +201,21 @@ def test_a_source_replaced_by_one_of_the_same_size_is_named(tmp_path, rows):
                      lambda: d.to_arrow()):
             with pytest.raises(OSError, match="one.parquet.*(replaced|changed)"):
                 what()
+
+
+def test_statistics_of_a_source_rewritten_keeping_its_length_and_time_are_not_used(tmp_path):
+    """A file rewritten with its length, row groups and modification time
+    kept (cp -p, rsync -t) left max() and pruned queries answering from
+    the old values (max 9 for rows 300..309, read_where("x > 200") empty)."""
+    src, store = _linked_with_statistics(tmp_path, 100)
+    before = os.stat(src)
+    src.write_bytes(_parquet_bytes(_rows(10, 300, 100)))
+    os.utime(src, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert os.path.getsize(src) == before.st_size
+    with h5lake.File(store, "r") as f:
+        d = f["one"]
+        assert d.max("x") == 309 and d.sum("x") == sum(range(300, 310))
+        assert d.read_where("x > 200")["x"].tolist() == list(range(300, 310))
 
 
 def test_bad_inputs_write_nothing(tmp_path, files):

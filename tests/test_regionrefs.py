@@ -163,7 +163,7 @@ def test_region_references_inside_a_compound_are_refused_by_name(tmp_path):
     with h5lake.File(tmp_path / "s.h5l", "w") as f:
         d = f.create_dataset("d", data=np.arange(5))
         c = f.create_dataset("c", (3,), dtype=[("r", h5lake.regionref_dtype), ("n", "i4")])
-        with pytest.raises(TypeError, match="member 'r' is a region reference.*cannot write"):
+        with pytest.raises(TypeError, match="member 'r' holds region references.*cannot write"):
             c[0] = (d.regionref[1:3], 1)
-        with pytest.raises(TypeError, match="member 'r' is a region reference.*cannot read"):
+        with pytest.raises(TypeError, match="member 'r' holds region references.*cannot read"):
             c[1]

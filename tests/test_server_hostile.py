@@ -1244,6 +1244,19 @@ def test_a_refused_batch_of_links_writes_none_of_them(server):
                         second: {"attributes": {"a": {"type": "H5T_STD_I32LE", "value": 3}}}}}
     refused_unchanged(server, "PUT", f"/groups/{root}/attributes", body, {"domain": d}, BOB,
                       (409,))
+    body = {"obj_ids": {first: {"attributes": {"new": {"type": "H5T_STD_I32LE", "value": 2}}},
+                        second: {"attributes": {"": {"type": "H5T_STD_I32LE", "value": 3}}}}}
+    refused_unchanged(server, "PUT", f"/groups/{root}/attributes", body, {"domain": d}, BOB,
+                      (400,))
+    # An id listed twice is one target (its second write conflicted with
+    # its first, after the first was written).
+    for path, body in ((f"/groups/{root}/links",
+                        {"grp_ids": [first, first], "links": {"dup": {"h5path": "/d"}}}),
+                       (f"/groups/{root}/attributes",
+                        {"obj_ids": [first, first],
+                         "attributes": {"dup": {"type": "H5T_STD_I32LE", "value": 1}}})):
+        st, _, rsp = server.request("PUT", path, body, params={"domain": d}, user=BOB)
+        assert st == 201, (path, st, rsp)
 
 
 def test_a_listing_refused_says_nothing_of_what_it_names(server):

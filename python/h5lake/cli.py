@@ -148,8 +148,10 @@ def _dataset_in(path, mode):
     else:
         root, inner = split_path(path)
     with warnings.catch_warnings():
-        # (What of an HDF5 file h5lake cannot read fails by name when used.)
-        warnings.simplefilter("ignore", UserWarning)
+        if os.path.isfile(root):
+            # (An HDF5 file's objects h5lake cannot read fail by name when
+            # used; its warning at opening would name them all.)
+            warnings.simplefilter("ignore", UserWarning)
         f = h5lake.File(root, mode)
     if not inner:
         return f, None

@@ -69,6 +69,17 @@ pub mod filter_id {
 /// one could not be written to an HDF5 file, and costs each chunk more.
 pub const MAX_FILTERS: usize = 32;
 
+/// `entries`, unless more than a pipeline holds.
+fn check_count(entries: &[Value]) -> Result<&[Value]> {
+    if entries.len() > MAX_FILTERS {
+        return Err(CodecError::Invalid(format!(
+            "{} filters: a pipeline holds at most {MAX_FILTERS}, as in HDF5",
+            entries.len()
+        )));
+    }
+    Ok(entries)
+}
+
 /// One filter of a chunk pipeline.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
@@ -999,14 +1010,8 @@ impl Pipeline {
     pub fn from_hsds_json(filters: &Value) -> Result<Pipeline> {
         match filters {
             Value::Null => Ok(Pipeline::default()),
-            Value::Array(entries) if entries.len() > MAX_FILTERS => {
-                Err(CodecError::Invalid(format!(
-                    "{} filters: a pipeline holds at most {MAX_FILTERS}, as in HDF5",
-                    entries.len()
-                )))
-            }
             Value::Array(entries) => Ok(Pipeline {
-                filters: entries
+                filters: check_count(entries)?
                     .iter()
                     .filter(|e| !is_skipped_entry(e))
                     .map(parse_entry)
@@ -1030,6 +1035,7 @@ impl Pipeline {
         let Value::Array(entries) = filters else {
             return Pipeline::from_hsds_json(filters);
         };
+        check_count(entries)?;
         Ok(Pipeline {
             filters: entries
                 .iter()

@@ -425,6 +425,8 @@ impl DatasetMeta {
     ) -> impl Fn(EngineError) -> EngineError + 'k {
         move |e| {
             let msg = match e {
+                // (Not damage: a codec h5lake lacks, said as such.)
+                e @ EngineError::Codec(h5lake_codecs::CodecError::Unsupported(_)) => return e,
                 EngineError::Corrupt(msg) if !msg.starts_with("chunk ") => msg,
                 EngineError::Codec(e) => e.to_string(),
                 e => return e,
@@ -1730,9 +1732,15 @@ impl Domain {
             )));
         }
         let old = self.update_keys(id, &["shape"], |doc| {
-            let old = Shape::from_json(&doc["shape"])?.dims();
+            let shape = Shape::from_json(&doc["shape"])?;
+            if doc["shape"].get("maxdims").is_none() {
+                // A shape without its own maximum has its extent as the
+                // maximum: kept so when the extent shrinks (HDF5's maximum
+                // stays; the dataset could no longer grow back).
+                doc["shape"]["maxdims"] = json!(shape.maxdims());
+            }
             doc["shape"]["dims"] = json!(new_dims);
-            Ok(old)
+            Ok(shape.dims())
         })?;
         if new_dims.iter().zip(&old).all(|(n, o)| n >= o) {
             return self.pad_last_rows(

@@ -1819,23 +1819,9 @@ impl Domain {
         overwrite: bool,
     ) -> Result<()> {
         let t = now();
+        check_attrs(items.iter().map(|(n, a)| (n.as_str(), a)))?;
         let mut checked = Vec::with_capacity(items.len());
         for (name, mut attr) in items {
-            if name.is_empty() || name.contains('\0') {
-                return Err(EngineError::Invalid(format!(
-                    "invalid attribute name {name:?}: names are non-empty and contain no NUL"
-                )));
-            }
-            let ty = attr
-                .get("type")
-                .ok_or_else(|| EngineError::Invalid("attribute without type".into()))?;
-            if !ty.as_str().is_some_and(|s| s.starts_with("t-")) {
-                h5lake_types::Datatype::from_json(ty)?;
-            }
-            h5lake_types::Shape::from_json(
-                attr.get("shape")
-                    .ok_or_else(|| EngineError::Invalid("attribute without shape".into()))?,
-            )?;
             if attr.get("created").and_then(Value::as_f64).is_none() {
                 attr["created"] = json!(t);
             }
@@ -1917,6 +1903,33 @@ impl Domain {
     }
 }
 
+/// Checks, without writing anything, that attributes of these names and
+/// descriptions could be made by [`Domain::attrs_create`] on any object:
+/// valid names, a type and a shape each.
+///
+/// # Errors
+/// As [`Domain::attrs_create`] would refuse them.
+pub fn check_attrs<'a>(items: impl IntoIterator<Item = (&'a str, &'a Value)>) -> Result<()> {
+    for (name, attr) in items {
+        if name.is_empty() || name.contains('\0') {
+            return Err(EngineError::Invalid(format!(
+                "invalid attribute name {name:?}: names are non-empty and contain no NUL"
+            )));
+        }
+        let ty = attr
+            .get("type")
+            .ok_or_else(|| EngineError::Invalid("attribute without type".into()))?;
+        if !ty.as_str().is_some_and(|s| s.starts_with("t-")) {
+            h5lake_types::Datatype::from_json(ty)?;
+        }
+        h5lake_types::Shape::from_json(
+            attr.get("shape")
+                .ok_or_else(|| EngineError::Invalid("attribute without shape".into()))?,
+        )?;
+    }
+    Ok(())
+}
+
 /// Most groups one merged group leads through (each merged into the next).
 const MAX_MERGE_HOPS: usize = 32;
 
@@ -1936,7 +1949,7 @@ fn merged_into(id: &str, doc: &Value) -> Option<String> {
     doc.get("h5lake")?
         .get(crate::journal::MERGED_INTO)?
         .as_str()
-        .filter(|theirs| *theirs != id)
+        .filter(|theirs| *theirs != id && theirs.starts_with("g-"))
         .map(str::to_string)
 }
 

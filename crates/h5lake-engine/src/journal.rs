@@ -1801,14 +1801,35 @@ fn merge_new_group(
     clashes: &mut Vec<String>,
 ) -> Result<()> {
     let ours_key = crate::ids::doc_key(ours)?;
-    let Some(text) = inner.get(&ours_key)? else {
-        return Ok(());
+    // Ours is marked as leading to theirs first, by a conditional put: an
+    // edit of ours made meanwhile (a handle still naming it, another
+    // process given its id) is either in what is merged below or, made
+    // after the mark, goes to theirs (see `Domain::merged_into`).
+    let mut attempt = 0;
+    let mine = loop {
+        let Some(cur) = inner.get_versioned(&ours_key)? else {
+            return Ok(());
+        };
+        let mine = parse_doc(&cur.data, &ours_key)?;
+        let mut marked = mine.clone();
+        if let Some(o) = marked.as_object_mut() {
+            o.entry("h5lake")
+                .or_insert_with(|| Value::Object(serde_json::Map::new()))
+                .as_object_mut()
+                .map(|h| h.insert(MERGED_INTO.to_string(), Value::String(theirs.to_string())));
+        }
+        match inner.put_if_version(&ours_key, &to_bytes(&marked), &cur.version)? {
+            PutOutcome::Written(_) => break mine,
+            PutOutcome::Conflict => crate::domain::backoff(attempt),
+        }
+        attempt += 1;
     };
-    let mine = parse_doc(&text, &ours_key)?;
     let key = crate::ids::doc_key(theirs)?;
     let (mut nested, mut kept) = (Vec::new(), Vec::new());
     for attempt in 0u32.. {
         let Some(cur) = inner.get_versioned(&key)? else {
+            // (Ours stays, unlinked, as it was: it leads nowhere now.)
+            inner.put(&ours_key, &to_bytes(&mine))?;
             clashes.push(format!(
                 "group {theirs} was deleted by another writer; what this handle put in its \
                  own group of that name ({ours}) is not linked"
@@ -1848,17 +1869,6 @@ fn merge_new_group(
             PutOutcome::Conflict => crate::domain::backoff(attempt),
         }
     }
-    // Ours now leads to theirs: a handle (or a reference, or another
-    // process given its id) still naming ours reads and writes theirs, not
-    // a group no link reaches (see `Domain::merged_into`).
-    let mut marked = mine;
-    if let Some(o) = marked.as_object_mut() {
-        o.entry("h5lake")
-            .or_insert_with(|| Value::Object(serde_json::Map::new()))
-            .as_object_mut()
-            .map(|h| h.insert(MERGED_INTO.to_string(), Value::String(theirs.to_string())));
-    }
-    inner.put(&ours_key, &to_bytes(&marked))?;
     if !kept.is_empty() {
         clashes.push(format!(
             "group {theirs} was made by another writer too, and this handle's group of that \

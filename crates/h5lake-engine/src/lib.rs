@@ -29,7 +29,7 @@ pub mod table;
 pub mod virtual_ds;
 
 pub use dataset::{check_own_chunks, DatasetMeta};
-pub use domain::{Domain, DomainOptions, Durability, OpenMode, PathEnd};
+pub use domain::{check_attrs, Domain, DomainOptions, Durability, OpenMode, PathEnd};
 pub use error::{EngineError, Result};
 pub use h5lake_types::{DimSel, Selection};
 pub use link_policy::LinkPolicy;

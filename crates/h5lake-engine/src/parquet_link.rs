@@ -249,7 +249,6 @@ fn with_source<T>(
         LinkTarget::Local(path) => {
             let (file, meta) = open_local(linked, uri, &path, expect)?;
             let len = meta.len();
-            let modified = modified_nanos(&meta);
             // Into one buffer of the thread's, back to it when the caller
             // lets go of the bytes: fresh memory costs a page fault a page,
             // on every chunk.
@@ -283,7 +282,7 @@ fn with_source<T>(
                     })
                     .collect())
             };
-            let version = format!("{len}:{modified}");
+            let version = local_version(&meta);
             let footer = match linked.parquet.cached(uri, &version) {
                 Some(f) => f,
                 None => {
@@ -333,7 +332,7 @@ fn source_version(linked: &LinkedFiles, uri: &str, expect: u64) -> Result<String
     match linked.target(uri)? {
         LinkTarget::Local(path) => {
             let (_, meta) = open_local(linked, uri, &path, Some(expect))?;
-            Ok(format!("{}:{}", meta.len(), modified_nanos(&meta)))
+            Ok(local_version(&meta))
         }
         LinkTarget::Object { bucket, key } => {
             let store = linked.parquet.bucket(&bucket)?;
@@ -374,11 +373,24 @@ fn replaced(uri: &str, len: u64, expect: u64) -> EngineError {
     ))
 }
 
-fn modified_nanos(meta: &std::fs::Metadata) -> u128 {
-    meta.modified()
+/// What a local source file is now: its length, modification time and
+/// change time. (The change time is the one a program cannot set: a file
+/// rewritten with its length and modification time kept, as `cp -p` or
+/// `rsync -t` leave it, still reads as another version, so no footer or
+/// statistics kept of the old one are used.)
+fn local_version(meta: &std::fs::Metadata) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let modified = meta
+        .modified()
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos())
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "{}:{modified}:{}.{}",
+        meta.len(),
+        meta.ctime(),
+        meta.ctime_nsec()
+    )
 }
 
 /// Reads the footers of Parquet files (local paths or `s3://` URLs, in

@@ -296,6 +296,32 @@ fn resize_shows_fill_beyond_old_extent() {
 }
 
 #[test]
+fn a_shape_without_its_own_maximum_keeps_its_extent_as_maximum_when_shrunk() {
+    // (As the VOL connector stores h5py's maxshape equal to the shape: a
+    // shrink lowered the maximum, and the dataset could not grow back.)
+    let dom = mem_domain();
+    let id = dom
+        .create_dataset(
+            i32_type(),
+            json!({"class": "H5S_SIMPLE", "dims": [4]}),
+            json!({"layout": {"class": "H5D_CHUNKED", "dims": [2]}}),
+        )
+        .unwrap();
+    dom.write(&id, &slices(&[(0, 4, 1)]), &to_bytes(&[5; 4]))
+        .unwrap();
+    dom.resize(&id, &[1]).unwrap();
+    dom.resize(&id, &[4]).unwrap();
+    assert!(matches!(
+        dom.resize(&id, &[5]),
+        Err(EngineError::Invalid(_))
+    ));
+    let mut out = vec![0u8; 16];
+    dom.read(&id, &slices(&[(0, 4, 1)]), &mut out).unwrap();
+    assert_eq!(from_bytes(&out)[0], 5);
+    assert!(from_bytes(&out)[1..].iter().all(|&x| x != 5));
+}
+
+#[test]
 fn bad_selections_and_buffers_are_rejected() {
     let dom = mem_domain();
     let id = make_2d(&dom, [4, 4], [2, 2], json!([]));

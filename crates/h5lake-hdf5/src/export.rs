@@ -1318,6 +1318,21 @@ impl<'a> Exporter<'a> {
             // (Its values are its sources'.)
             return Ok(dset);
         }
+        if let Some(why) = meta.pipeline.unavailable() {
+            // Under a filter h5lake has no codec for, chunks are carried
+            // only as libhdf5 coded them (an HDF5-layout store's, copied
+            // as they are); others cannot be read to be written. The
+            // dataset itself (shape, type, filters, attributes) is made.
+            let verbatim = reads_stored_chunks && meta.format == ChunkFormat::Hdf5;
+            if !verbatim {
+                self.report.skipped.push(crate::Skipped::part(
+                    path,
+                    "values",
+                    format!("unsupported filter: {why} (h5lake cannot decode its chunks)"),
+                ));
+                return Ok(dset);
+            }
+        }
         if has_refs(&meta.dtype) {
             // Written once every object it may reference exists.
             self.deferred.push(Deferred::Values {
@@ -1552,6 +1567,10 @@ fn set_filters(dcpl: hid_t, meta: &DatasetMeta, elem: usize, chunk_bytes: u64) -
     let what = "adding a filter";
     let optional = hdf5_sys::h5z::H5Z_FLAG_OPTIONAL;
     for f in &meta.pipeline.filters {
+        if f.id() == 0 {
+            // (An entry naming no filter id: nothing HDF5 could record.)
+            continue;
+        }
         let status = match f {
             Filter::Deflate { level } => lib(|| unsafe { h5p::H5Pset_deflate(dcpl, *level) }),
             Filter::Shuffle => lib(|| unsafe { h5p::H5Pset_shuffle(dcpl) }),
@@ -1683,7 +1702,9 @@ impl DataWriter<'_> {
                     && !m.is_columnar()
                     && ((m.pipeline.is_empty() && stored.len() == chunk_bytes)
                         || (!m.pipeline.is_empty()
-                            && (m.format == ChunkFormat::Hdf5 || m.pipeline.keeps_hdf5_layout())))
+                            && (m.format == ChunkFormat::Hdf5
+                                || m.pipeline.keeps_hdf5_layout()
+                                    && m.pipeline.unavailable().is_none())))
                 {
                     return Ok(Some((start, stored.to_vec(), logical)));
                 }

@@ -1212,13 +1212,18 @@ fn per_target(
             .collect(),
         Some(Value::Array(a)) => {
             let shared = Items::new(items(&of(body))?);
+            let mut seen = std::collections::HashSet::new();
             a.iter()
-                .map(|id| {
-                    let id = id.as_str().ok_or_else(|| {
-                        ServerError::BadRequest(format!("{ids_key} must hold ids"))
-                    })?;
-                    check(id)?;
-                    Ok((id.to_string(), shared.clone()))
+                .filter_map(|id| {
+                    let Some(id) = id.as_str() else {
+                        return Some(Err(ServerError::BadRequest(format!(
+                            "{ids_key} must hold ids"
+                        ))));
+                    };
+                    // (An id named twice is one target: its second write
+                    // would conflict with its first.)
+                    seen.insert(id)
+                        .then(|| check(id).map(|()| (id.to_string(), shared.clone())))
                 })
                 .collect()
         }
@@ -1279,7 +1284,8 @@ pub(crate) async fn put_links(
         let mut made = false;
         for (gid, links, new) in new_per_group {
             if !new.is_empty() {
-                // (One group's copy at a time.)
+                // (One group's copy at a time: many groups named by one
+                // small body would otherwise hold a copy each.)
                 dom.links_create(&gid, new.iter().map(|&i| links[i].clone()).collect(), false)?;
                 made = true;
             }
@@ -1613,6 +1619,7 @@ pub(crate) async fn put_attrs(
         // refused request writes nothing.
         let mut new_per_obj = Vec::with_capacity(per_obj.len());
         for (oid, items) in per_obj {
+            h5lake_engine::check_attrs(items.iter().map(|(n, a)| (n.as_str(), a)))?;
             let mut new = Vec::with_capacity(items.len());
             {
                 let doc = dom.get_doc(&oid)?;
@@ -1634,7 +1641,8 @@ pub(crate) async fn put_attrs(
         let mut made = false;
         for (oid, items, new) in new_per_obj {
             if !new.is_empty() {
-                // (One object's copy at a time.)
+                // (One object's copy at a time: many objects named by one
+                // small body would otherwise hold a copy each.)
                 dom.attrs_create(
                     &oid,
                     new.iter().map(|&i| items[i].clone()).collect(),

@@ -1183,6 +1183,11 @@ unsafe fn set_filter(
     chunk_bytes: u64,
 ) -> Result<()> {
     let f = &api.f;
+    if flt.id() == 0 {
+        // (A stored entry naming no filter id, which h5lake cannot apply
+        // either: nothing HDF5 could record.)
+        return Ok(());
+    }
     let cd = flt.hdf5_client_data(elem_size, chunk_bytes);
     let status = match flt {
         Filter::Deflate { level } => f.H5Pset_deflate(dcpl, *level),

@@ -277,8 +277,8 @@ def _vlen_kind(dtype):
 
 
 def _member_regionref(dtype):
-    """The name of a member of compound ``dtype`` (nested ones too) that is
-    a region reference, or None."""
+    """The name of a member of compound ``dtype`` that is, or holds (nested
+    compounds), region references; None if none does."""
     for name in dtype.names or ():
         sub = dtype.fields[name][0]
         if h5t.is_regionref(sub.base) or (sub.base.names and _member_regionref(sub.base)):
@@ -1447,9 +1447,9 @@ class Dataset(HLObject):
             return self._read_selection_as_named(selection, new_dtype)
         except ENGINE_ERRORS as e:
             member = _member_regionref(self.dtype)
-            if member is not None:
-                raise TypeError(f"{self.name}: member {member!r} is a region reference, which "
-                                "h5lake cannot read inside a compound yet (h5py reads it)") from None
+            if member is not None and "read_vlen" in str(e):
+                raise TypeError(f"{self.name}: member {member!r} holds region references, which "
+                                "h5lake cannot read inside a compound yet (h5py reads them)") from e
             raise named(self, e) from None
 
     def _read_selection_as_named(self, selection, new_dtype):
@@ -1564,10 +1564,10 @@ class Dataset(HLObject):
                           "different number of elements selected)")
 
         member = _member_regionref(dtype)
-        if member is not None:
-            raise TypeError(f"{self.name}: member {member!r} is a region reference, which h5lake "
-                            "cannot write inside a compound yet; keep region references in a "
-                            "dataset of their own (dtype=h5lake.regionref_dtype)")
+        if member is not None and (not names or member in names):
+            raise TypeError(f"{self.name}: member {member!r} holds region references, which "
+                            "h5lake cannot write inside a compound yet; keep region references "
+                            "in a dataset of their own (dtype=h5lake.regionref_dtype)")
         if names:
             return self._write_fields(args, names, val)
 

@@ -938,6 +938,19 @@ def _elem_from_json(v, dt):
     raise _no_path(dt)
 
 
+def _never_written(dt, shape):
+    """Elements of ``dt`` as HDF5 reads them where nothing was written."""
+    dt = np.dtype(dt)
+    out = np.zeros(shape, dtype=dt)
+    if dt.kind == "O":
+        kind = check_vlen_dtype(dt)
+        empty = "" if kind is str else b"" if kind is bytes else \
+            np.zeros(0, dtype=kind if kind is not None else "u1")
+        for i in range(out.size):
+            out.reshape(-1)[i] = empty
+    return out
+
+
 def json_to_value(value, dt, shape=None):
     """ndarray of dtype ``dt`` from an HSDS JSON value; ``shape=None`` (or
     ``()``) means a scalar, returned as a 0-d array."""
@@ -1152,7 +1165,13 @@ def attr_value_from_json(doc):
         shape = tuple(sh["dims"])
     else:
         shape = tuple(sh)
-    arr = json_to_value(doc.get("value"), dt, shape)
+    if doc.get("value") is None:
+        # Created and never written (a C program's H5Acreate without
+        # H5Awrite, through the connector): HDF5 reads zeros, empty
+        # strings and empty sequences.
+        arr = _never_written(dt, shape)
+    else:
+        arr = json_to_value(doc.get("value"), dt, shape)
     arr = unpad_spaces(arr, space_padded_parts(doc["type"]))
     info = check_string_dtype(arr.dtype)
     if info is not None and info.length is None:

@@ -95,16 +95,22 @@ def split_path(path, accept=is_store, what=f"an h5lake store (a directory holdin
             if not os.path.exists(path):
                 found = _existing_file_above(path)
                 if found is not None:
-                    hint = ("; load an HDF5 file into a store with h5lake load"
-                            if accept is is_store and is_hdf5_file(found) else "")
-                    raise FileNotFoundError(f"{path}: {found} is a file, not {what}{hint}")
+                    raise FileNotFoundError(f"{path}: {found} is a file, not {what}"
+                                            f"{_load_hint(found, accept)}")
                 raise FileNotFoundError(f"{path}: no such file or directory")
             found = _existing_file_above(path)
-            hint = ("; load an HDF5 file into a store with h5lake load"
-                    if accept is is_store and found is not None and is_hdf5_file(found) else "")
-            raise FileNotFoundError(f"{path}: not {what}, nor a path inside one{hint}")
+            raise FileNotFoundError(f"{path}: not {what}, nor a path inside one"
+                                    f"{_load_hint(found, accept)}")
         head, inner = parent, posixpath.join(name, inner) if inner else name
     return head, inner
+
+
+def _load_hint(found, accept):
+    """How to make a store of ``found``, an HDF5 file given where a store
+    was wanted; '' otherwise."""
+    if accept is is_store and found is not None and is_hdf5_file(found):
+        return "; load an HDF5 file into a store with h5lake load"
+    return ""
 
 
 def _existing_file_above(path):
@@ -462,7 +468,8 @@ def ls(path, group="/", recursive=False, verbose=False):
             if verbose and obj is not None:
                 lines.extend("    " + line for line in _details(obj))
                 lines.extend(f"    {_part_label(gap['part'])} ({_gap_text(gap)})"
-                             for gap in gaps if gap["path"] == obj.name and gap["part"])
+                             for gap in gaps if gap["path"] == obj.name and gap["part"]
+                             and gap["part"] != "values")     # (said on its line)
         # What the file holds and h5lake could not read is listed all the same.
         if isinstance(target, Group):
             for gap in gaps:
