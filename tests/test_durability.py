@@ -590,3 +590,33 @@ def test_a_handle_to_a_group_merged_into_another_writers_keeps_writing_into_it(t
             for i in range(5):
                 assert list(g[f"d{w}_{i}"][()]) == list(np.arange(i + 1) * w)
                 assert g[f"sub{w}_{i}"].attrs["w"] == w
+
+
+_FAILING_CLOSE = """
+import os, shutil, sys, h5lake
+p, how = sys.argv[1], sys.argv[2]
+f = h5lake.File(p, "w")
+f.flush()
+f.create_group("g")
+shutil.rmtree(p)
+open(p, "w").close()            # the store's place is a file now: nothing can be written
+if how == "close":
+    try:
+        f.close()
+    except OSError:
+        print("raised")
+"""
+
+
+@pytest.mark.parametrize("how", ["close", "exit"])
+def test_changes_that_cannot_be_written_are_said_once(tmp_path, how):
+    """From an S3 audit: a close that could not write raised and then
+    printed the failure again (the handle's drop tried once more, waiting
+    out the same retries); at exit it was printed twice."""
+    r = subprocess.run([sys.executable, "-c", _FAILING_CLOSE, str(tmp_path / "s.h5l"), how],
+                       capture_output=True, text=True, timeout=120)
+    said = r.stderr.count("could not write pending changes")
+    if how == "close":
+        assert r.stdout.strip() == "raised" and said == 0, r.stderr
+    else:
+        assert said == 1, r.stderr

@@ -98,6 +98,16 @@ def test_compression_ratio_counts_only_what_the_store_holds(tmp_path):
     h5lake.load(src, linked, link=True)
     summary = h5lake.info(linked)
     assert summary["linked_bytes"] == 80_000 and summary["compression_ratio"] is None
+    # Variable-length values count in neither the logical bytes nor the
+    # ratio (their chunks made a store of incompressible numbers look 0.6).
+    mixed = tmp_path / "mixed.h5l"
+    with h5lake.File(mixed, "w") as f:
+        f.create_dataset("x", data=np.random.default_rng(1).random(10_000), chunks=(1000,))
+        f.create_dataset("s", data=["word %d" % i for i in range(10_000)],
+                         dtype=h5lake.string_dtype(), chunks=(1000,))
+    summary = h5lake.info(mixed)
+    assert summary["logical_bytes"] == 80_000
+    assert 0.95 < summary["compression_ratio"] <= 1.0, summary
 
 
 # ---- item 9: smaller things of the same kind ---------------------------------

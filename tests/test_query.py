@@ -1359,3 +1359,14 @@ def test_h5pyd_read_where_of_a_table_with_text_of_variable_length(tmp_path):
         assert status == 200 and rsp["value"] == [[0.7, 7], [1.2, 12]]
     finally:
         s.stop()
+
+
+def test_a_variable_length_member_in_a_condition_is_said_to_be_unusable(tmp_path):
+    """From an S3 audit: `name == "n3"` of a table whose name member is a
+    variable-length string said only that there was no field "name"."""
+    row = np.dtype([("t", "<i8"), ("name", h5lake.string_dtype())])
+    with h5lake.File(tmp_path / "s.h5l", "w") as f:
+        d = f.create_dataset("tab", data=np.array([(1, "n1"), (3, "n3")], dtype=row))
+        with pytest.raises(ValueError, match=r'no field "name" a condition can use.*'
+                                             r'not variable-length strings.*the fields are t'):
+            d.read_where('name == "n3"')

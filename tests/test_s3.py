@@ -90,6 +90,17 @@ def test_missing_bucket_says_so(s3_bucket):
         h5lake.File("s3://no-such-bucket-h5lake/x.h5", "a")
 
 
+def test_a_store_among_the_buckets_objects_is_refused(s3_bucket):
+    """From an S3 audit: `s3://bucket/db` and stores below it were made
+    among the objects (db/) every store of the bucket keeps, and removing
+    another store then removed them, silently."""
+    for name in ("db", "db/x.h5", "db/g-00000000-0000/y.h5"):
+        with pytest.raises(ValueError, match="db/ holds the bucket's objects"):
+            h5lake.File(f"s3://{s3_bucket}/{name}", "w")
+    with pytest.raises((FileNotFoundError, OSError)):
+        h5lake.File(f"s3://{s3_bucket}/db/x.h5", "r")
+
+
 def test_no_credentials_says_what_to_set(s3_root, monkeypatch):
     monkeypatch.delenv("AWS_ACCESS_KEY_ID")
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")

@@ -922,7 +922,7 @@ impl RawFile {
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let dom = self.dom.write().expect("lock poisoned").take();
         match dom {
-            Some(dom) => py.allow_threads(|| dom.flush()).map_err(to_py_err),
+            Some(dom) => py.allow_threads(|| dom.close()).map_err(to_py_err),
             None => Ok(()),
         }
     }

@@ -343,6 +343,9 @@ pub struct Domain {
     max_doc_bytes: Option<usize>,
     /// See [`Domain::extent_seen`].
     extents_seen: std::sync::Mutex<HashMap<String, Vec<u64>>>,
+    /// Set by a [`Domain::close`] that could not write: the drop does not
+    /// try again.
+    closed_failing: std::sync::atomic::AtomicBool,
 }
 
 /// Parsed documents kept by default (see [`DomainOptions::doc_cache_bytes`]).
@@ -461,7 +464,7 @@ impl Drop for Domain {
     /// an HDF5 file flushes it. A failure here has no caller to tell: it is
     /// printed.
     fn drop(&mut self) {
-        if self.journal.is_some() && !self.readonly {
+        if self.journal.is_some() && !self.readonly && !*self.closed_failing.get_mut() {
             if let Err(e) = self.flush() {
                 eprintln!(
                     "h5lake: could not write pending changes to {}: {e}",
@@ -604,6 +607,15 @@ impl Domain {
         opts: &DomainOptions,
     ) -> Result<Self> {
         let domain_path = domain_path.trim_matches('/');
+        if domain_path.split('/').next() == Some("db") && mode != OpenMode::Read {
+            // HSDS's layout keeps every domain's objects under the bucket's
+            // db/: a domain there would sit among (and be removed with)
+            // another store's objects.
+            return Err(EngineError::Invalid(format!(
+                "{location}: db/ holds the bucket's objects (HSDS's layout); name the store \
+                 otherwise"
+            )));
+        }
         let domain_key = domain_key_of(domain_path);
         let existing = store.get(&domain_key)?;
         let existing = match existing {
@@ -643,6 +655,7 @@ impl Domain {
             journal: None,
             max_doc_bytes: opts.max_doc_bytes,
             extents_seen: Default::default(),
+            closed_failing: Default::default(),
         };
         let journaled = opts.durability == Durability::AtFlush;
         let attach = move |mut dom: Domain| -> Result<Domain> {
@@ -1250,6 +1263,21 @@ impl Domain {
             }
         }
         Ok(())
+    }
+
+    /// Writes pending changes as the handle is let go. When they cannot be
+    /// written the error says so, and nothing is tried again as the handle
+    /// goes (its drop would wait out the same failure and print it).
+    ///
+    /// # Errors
+    /// As [`Domain::flush`].
+    pub fn close(&self) -> Result<()> {
+        let flushed = self.flush();
+        if flushed.is_err() {
+            self.closed_failing
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        flushed
     }
 
     /// Writes what every domain of this process has pending (changes

@@ -1244,20 +1244,45 @@ impl Journal {
 /// pool: a commit can start inside a pool task (a write that passed the
 /// budget) while holding the journal's lock, and a pool thread waiting
 /// for its jobs would pick up another task that needs the lock.
-fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+fn in_parallel<T: Sync, V: Send, E: Send + std::fmt::Display + From<h5lake_store::StoreError>>(
+    items: &[T],
+    f: impl Fn(&T) -> std::result::Result<V, E> + Sync,
+) -> Vec<std::result::Result<V, E>> {
     let threads = std::thread::available_parallelism()
         .map_or(2, |n| n.get())
         .clamp(2, 16);
+    // Once one write fails the rest are not tried (each failing one would
+    // wait out its retries: with the store gone, a flush of many chunks
+    // took minutes to say so); they answer with the first failure.
+    let failed: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+    let one = |item: &T| {
+        if let Some(first) = failed.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            return Err(E::from(h5lake_store::StoreError::Io {
+                path: String::new(),
+                source: std::io::Error::other(format!(
+                    "not written: an earlier write failed ({first})"
+                )),
+            }));
+        }
+        let out = f(item);
+        if let Err(e) = &out {
+            failed
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get_or_insert_with(|| e.to_string());
+        }
+        out
+    };
     if items.len() < 8 {
-        return items.iter().map(f).collect();
+        return items.iter().map(one).collect();
     }
     let per = items.len().div_ceil(threads);
     std::thread::scope(|s| {
         let handles: Vec<_> = items
             .chunks(per)
             .map(|part| {
-                let f = &f;
-                s.spawn(move || part.iter().map(f).collect::<Vec<R>>())
+                let one = &one;
+                s.spawn(move || part.iter().map(one).collect::<Vec<_>>())
             })
             .collect();
         handles
@@ -2652,6 +2677,28 @@ impl Store for Journal {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn writes_after_a_failed_one_are_not_tried() {
+        // (With the store gone, each write waited out its retries: a flush
+        // of many chunks took minutes to fail.)
+        let tried = std::sync::atomic::AtomicUsize::new(0);
+        let items: Vec<usize> = (0..64).collect();
+        let out: Vec<Result<usize>> = in_parallel(&items, |&i| {
+            tried.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            Err(EngineError::Invalid(format!("store gone at {i}")))
+        });
+        assert_eq!(out.len(), items.len());
+        // At most one write per thread was under way when the first failed.
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let tried = tried.into_inner();
+        assert!(tried <= threads.clamp(2, 16), "{tried} writes tried");
+        for r in &out {
+            let e = r.as_ref().unwrap_err().to_string();
+            assert!(e.contains("store gone"), "{e}");
+        }
+    }
     use serde_json::json;
 
     #[test]

@@ -410,7 +410,14 @@ fn load_to_bucket(src: &Path, url: &str, opts: &LoadOptions) -> Result<LoadRepor
             Ok(report)
         }
         Err(e) => {
-            let _ = dom.delete_domain();
+            if let Err(left) = dom.delete_domain() {
+                // (The store that failed the load can fail its removal too:
+                // said, with what to do once it answers again.)
+                eprintln!(
+                    "h5lake load: the partial copy {tmp_url} could not be removed ({left}); \
+                     remove it with: h5lake rm -r {tmp_url}"
+                );
+            }
             Err(e)
         }
     }

@@ -869,7 +869,14 @@ impl<'a> Parser<'a> {
                         names.join(", ")
                     )
                 } else {
-                    format!("no field {n:?}; the fields are {}", names.join(", "))
+                    // (A variable-length or array member is a field of the
+                    // table, but no value a condition can compare.)
+                    format!(
+                        "no field {n:?} a condition can use (numbers, booleans, enums and \
+                         fixed-length text: not variable-length strings, sequences or arrays); \
+                         the fields are {}",
+                        names.join(", ")
+                    )
                 },
             }
         })?;

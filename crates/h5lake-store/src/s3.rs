@@ -374,6 +374,20 @@ impl S3Store {
                     " (no usable credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, \
                      or AWS_PROFILE; for an S3-compatible server also AWS_ENDPOINT_URL)"
                         .to_string()
+                } else if [
+                    "invalidaccesskeyid",
+                    "signaturedoesnotmatch",
+                    "accessdenied",
+                    "403 forbidden",
+                ]
+                .iter()
+                .any(|t| text.contains(t))
+                {
+                    format!(
+                        " (S3 refused the request: check AWS_ACCESS_KEY_ID and \
+                         AWS_SECRET_ACCESS_KEY (or AWS_PROFILE) and that they may use bucket {:?})",
+                        self.bucket
+                    )
                 } else if !unreachable && text.contains("timed out") {
                     match &self.endpoint {
                         Some(ep) => format!(" (the S3 endpoint {ep} took the request but did not answer in time: is the server overloaded or stopped? it comes from AWS_ENDPOINT_URL)"),

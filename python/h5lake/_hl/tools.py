@@ -488,6 +488,25 @@ def ls(path, group="/", recursive=False, verbose=False):
 _STATS_DIR = "/.h5lake/"
 
 
+def _chunk_bytes_of(f, datasets):
+    """Bytes of the chunk objects of ``datasets`` (of the open store ``f``)."""
+    if not datasets:
+        return 0
+    total, sizes = 0, None
+    for d in datasets:
+        for place in f._fs.raw.dataset_chunk_objects(d._oid):
+            if not is_url(place):
+                total += os.path.getsize(place) if os.path.exists(place) else 0
+                continue
+            if sizes is None:
+                sizes = dict(f._fs.raw.stored_sizes())
+            # (The store's keys are the end of the object's URL.)
+            parts = place.split("/")[3:]
+            total += next((sizes[k] for k in ("/".join(parts[i:]) for i in range(len(parts)))
+                           if k in sizes), 0)
+    return total
+
+
 def _store_bytes(root, f):
     """Sizes of the store's files (of an S3 domain's objects, listed
     through the open file ``f``): metadata documents vs chunk objects."""
@@ -543,7 +562,8 @@ def info(path):
     # Only what the store holds compresses: data never written reads as the
     # fill value, and linked data stays in its file.
     stored = summary["stored_logical_bytes"]
-    summary["compression_ratio"] = stored / chunk_bytes if stored and chunk_bytes else None
+    counted = chunk_bytes - summary.pop("uncounted_chunk_bytes", 0)
+    summary["compression_ratio"] = stored / counted if stored and counted > 0 else None
     return summary
 
 
@@ -589,6 +609,11 @@ def _summary(root):
             summary["stored_logical_bytes"] += stored
             summary["linked_bytes"] += linked
         summary.update(_store_bytes(root, f))
+        # Chunks of datasets whose values have no size counted (variable-
+        # length strings, references): left out of the compression ratio,
+        # as their values are left out of the logical bytes.
+        summary["uncounted_chunk_bytes"] = _chunk_bytes_of(
+            f, [d for d in datasets if d.size and not _logical_bytes(d)])
         if f.skipped_objects:
             summary["not_readable"] = [gap_line(g) for g in f.skipped_objects]
     return summary
