@@ -985,9 +985,7 @@ impl Domain {
                 None => return Ok((version, doc)),
             }
         }
-        Err(EngineError::Corrupt(format!(
-            "group {id}: merged into other groups more than {MAX_MERGE_HOPS} times"
-        )))
+        Err(too_many_merges(&id))
     }
 
     /// [`Domain::doc_versioned`] of this very object (a merged group's own
@@ -1108,17 +1106,16 @@ impl Domain {
         touch: Touch<'_>,
         mut f: impl FnMut(&mut Value) -> Result<T>,
     ) -> Result<T> {
-        let mut id = id.to_string();
+        // (Borrowed: every metadata change comes this way.)
+        let mut id = std::borrow::Cow::Borrowed(id);
         for _ in 0..MAX_MERGE_HOPS {
             // (A group merged into another writer's is edited there.)
             match self.edit_doc_here(&id, touch, &mut f)? {
                 Edit::Done(out) => return Ok(out),
-                Edit::MergedInto(theirs) => id = theirs,
+                Edit::MergedInto(theirs) => id = std::borrow::Cow::Owned(theirs),
             }
         }
-        Err(EngineError::Corrupt(format!(
-            "group {id}: merged into other groups more than {MAX_MERGE_HOPS} times"
-        )))
+        Err(too_many_merges(&id))
     }
 
     /// [`Domain::edit_doc`] of this very object, unless it is a group
@@ -1960,6 +1957,14 @@ pub fn check_attrs<'a>(items: impl IntoIterator<Item = (&'a str, &'a Value)>) ->
 
 /// Most groups one merged group leads through (each merged into the next).
 const MAX_MERGE_HOPS: usize = 32;
+
+/// The error for a chain of merged groups past [`MAX_MERGE_HOPS`] (a
+/// damaged store: each merge leads to a group made earlier).
+fn too_many_merges(id: &str) -> EngineError {
+    EngineError::Corrupt(format!(
+        "group {id}: merged into other groups more than {MAX_MERGE_HOPS} times"
+    ))
+}
 
 /// What an edit of one document came to.
 enum Edit<T> {

@@ -1254,13 +1254,17 @@ fn in_parallel<T: Sync, V: Send, E: Send + std::fmt::Display + From<h5lake_store
     // Once one write fails the rest are not tried (each failing one would
     // wait out its retries: with the store gone, a flush of many chunks
     // took minutes to say so); they answer with the first failure.
+    // (A flag read before each write; the lock only once one failed.)
+    let any_failed = std::sync::atomic::AtomicBool::new(false);
     let failed: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
     let one = |item: &T| {
-        if let Some(first) = failed.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        if any_failed.load(std::sync::atomic::Ordering::Acquire) {
+            let first = failed.lock().unwrap_or_else(|e| e.into_inner()).clone();
             return Err(E::from(h5lake_store::StoreError::Io {
                 path: String::new(),
                 source: std::io::Error::other(format!(
-                    "not written: an earlier write failed ({first})"
+                    "not written: an earlier write failed ({})",
+                    first.unwrap_or_default()
                 )),
             }));
         }
@@ -1270,6 +1274,7 @@ fn in_parallel<T: Sync, V: Send, E: Send + std::fmt::Display + From<h5lake_store
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .get_or_insert_with(|| e.to_string());
+            any_failed.store(true, std::sync::atomic::Ordering::Release);
         }
         out
     };

@@ -946,8 +946,9 @@ def _never_written(dt, shape):
         kind = check_vlen_dtype(dt)
         empty = "" if kind is str else b"" if kind is bytes else \
             np.zeros(0, dtype=kind if kind is not None else "u1")
-        for i in range(out.size):
-            out.reshape(-1)[i] = empty
+        flat = out.reshape(-1)
+        for i in range(flat.size):
+            flat[i] = empty
     return out
 
 
